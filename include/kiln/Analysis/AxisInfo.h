@@ -1,0 +1,63 @@
+//===- AxisInfo.h - Contiguity, divisibility and constancy ------*- C++ -*-===//
+//
+// This file declares the axis analysis: for every integer or pointer value (scalar or tile)
+// and every dimension, what is known about runs of elements along that dimension. It is what
+// lets loads and stores become 128-bit vector accesses.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_ANALYSIS_AXISINFO_H
+#define KILN_ANALYSIS_AXISINFO_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace kiln {
+
+/// Per dimension `d` of a value (a scalar counts as one dimension of size 1):
+/// - contiguity[d]: the value increases by 1 along `d` in runs of this many elements, each run
+///   starting at an index that is a multiple of it;
+/// - divisibility[d]: the first element of every such run is a multiple of it (for pointers:
+///   the address in bytes); a power of two;
+/// - constancy[d]: the value is constant along `d` in aligned runs of this many elements.
+struct AxisInfo {
+  llvm::SmallVector<int64_t, 4> contiguity, divisibility, constancy;
+
+  /// Nothing known: runs of one element, divisible by 1.
+  static AxisInfo unknown(unsigned rank);
+  /// A value constant over `shape` (splat), each element divisible by `divisibility`.
+  static AxisInfo constant(llvm::ArrayRef<int64_t> shape, int64_t divisibility);
+  unsigned getRank() const { return contiguity.size(); }
+  bool operator==(const AxisInfo &o) const {
+    return contiguity == o.contiguity && divisibility == o.divisibility &&
+           constancy == o.constancy;
+  }
+};
+
+/// The largest power of two dividing `v` (capped at 2^30; 0 counts as divisible by the cap).
+int64_t highestPowerOf2Divisor(int64_t v);
+
+/// Runs the analysis over every function of `module` at construction.
+class AxisInfoAnalysis {
+public:
+  explicit AxisInfoAnalysis(mlir::Operation *root);
+  /// The facts for `value`; `unknown` for values the analysis does not cover.
+  const AxisInfo &get(mlir::Value value) const;
+
+  /// Elements of a pointer tile along its fastest dimension `dim` that may be accessed as one
+  /// vector of at most `maxBits` bits: bounded by contiguity and by the alignment in elements.
+  unsigned getPtrVectorWidth(mlir::Value ptr, unsigned dim, unsigned maxBits) const;
+  /// Elements along `dim` over which a mask is known constant.
+  int64_t getMaskConstancy(mlir::Value mask, unsigned dim) const;
+
+private:
+  void visit(mlir::Operation *op);
+  llvm::DenseMap<mlir::Value, AxisInfo> infos;
+  mutable llvm::DenseMap<unsigned, AxisInfo> unknowns;
+};
+
+} // namespace kiln
+
+#endif // KILN_ANALYSIS_AXISINFO_H

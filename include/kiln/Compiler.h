@@ -1,0 +1,57 @@
+//===- Compiler.h - Compile kiln kernels to PTX and cubin -------*- C++ -*-===//
+//
+// This file declares Kiln's compiler entry points: a kiln-dialect module in, LLVM IR, PTX and
+// (where nvJitLink is available) a cubin out. kilnc, the JIT runtime and the Python package
+// all compile through here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_COMPILER_H
+#define KILN_COMPILER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// What to compile for and how.
+struct CompileOptions {
+  std::string arch = "sm_90"; ///< sm_80, sm_86, sm_89, sm_90, sm_90a
+  unsigned numWarps = 4;
+  bool emitCubin = false;       ///< also assemble PTX to a cubin through nvJitLink
+  bool printIRAfterAll = false; ///< print the IR after every pass to stderr
+  std::string reproducerPath;   ///< where a failing pipeline writes its reproducer ("" = none)
+};
+
+/// Every stage of one compilation.
+struct CompiledKernel {
+  std::string name;      ///< the kernel's symbol
+  std::string llvmDialect; ///< after the MLIR pipeline
+  std::string llvmIR;    ///< optimized LLVM IR
+  std::string ptx;
+  std::vector<char> cubin; ///< empty unless requested and nvJitLink was found
+  unsigned numWarps = 4;
+};
+
+/// Registers everything a kiln module needs in `ctx`.
+void initializeContext(mlir::MLIRContext &ctx);
+
+/// Runs the GPU pipeline on `module` (in place) and emits LLVM IR and PTX. Errors are
+/// reported through the context's diagnostic handler.
+mlir::FailureOr<CompiledKernel> compile(mlir::ModuleOp module, const CompileOptions &options);
+
+/// LLVM dialect module -> optimized LLVM IR and PTX for `arch` (in process, NVPTX backend).
+/// libdevice is linked in when the module calls __nv_* functions.
+mlir::LogicalResult emitPTX(mlir::ModuleOp module, llvm::StringRef arch, std::string &llvmIR,
+                            std::string &ptx);
+
+/// PTX -> cubin through nvJitLink, opened with dlopen. Returns false with `error` set if the
+/// library is missing or rejects the PTX.
+bool assembleWithNvJitLink(llvm::StringRef ptx, llvm::StringRef arch, std::vector<char> &cubin,
+                           std::string &error);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_H

@@ -1,0 +1,57 @@
+//===- KilnToLLVM.h - Lowering laid-out tiles to LLVM -----------*- C++ -*-===//
+//
+// This file declares the type converter and pattern sets of -kiln-convert-to-llvm, and the
+// helpers the patterns share to move between a tile and the per-thread registers holding it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CONVERSION_KILNTOLLVM_H
+#define KILN_CONVERSION_KILNTOLLVM_H
+
+#include "kiln/Analysis/AxisInfo.h"
+#include "kiln/Dialect/Kiln/IR/Dialect.h"
+#include "kiln/Dialect/KilnGPU/IR/Dialect.h"
+#include "kiln/Target/TargetInfo.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace kiln {
+
+/// LLVM type converter for Kiln: `!kiln.ptr<T>` becomes `!llvm.ptr<1>` and a laid-out tile a
+/// literal struct of the elements one thread owns, in the order of getThreadElements.
+class KilnLLVMTypeConverter : public mlir::LLVMTypeConverter {
+public:
+  explicit KilnLLVMTypeConverter(mlir::MLIRContext *ctx);
+};
+
+/// Extracts every field of a struct value (a scalar is its own single field).
+llvm::SmallVector<mlir::Value> unpackStruct(mlir::OpBuilder &b, mlir::Location loc,
+                                            mlir::Value value);
+/// Builds a struct of `structType` from `fields` (returns the field for non-structs).
+mlir::Value packStruct(mlir::OpBuilder &b, mlir::Location loc, mlir::Type structType,
+                       mlir::ValueRange fields);
+/// i32 constant.
+mlir::Value i32Const(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
+
+/// For each element the running thread owns of `type` (in register order), its coordinate
+/// along every dimension of the tile, as i32.
+llvm::SmallVector<llvm::SmallVector<mlir::Value, 4>>
+emitElementCoordinates(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
+                       const TargetInfo &target);
+
+/// Per-element lowering of arith and math on tiles, and tile constants.
+void populateElementwiseOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
+                                         mlir::RewritePatternSet &patterns,
+                                         const TargetInfo &target);
+/// program_id, num_programs, make_range, splat, broadcast, expand_dims, convert_layout.
+void populateTileOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
+                                  mlir::RewritePatternSet &patterns, const TargetInfo &target);
+/// addptr, load, store.
+void populateMemoryOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
+                                    mlir::RewritePatternSet &patterns,
+                                    const AxisInfoAnalysis &axisInfo, const TargetInfo &target);
+
+} // namespace kiln
+
+#endif // KILN_CONVERSION_KILNTOLLVM_H

@@ -1,0 +1,47 @@
+//===- Dialect.h - The kiln tile dialect ------------------------*- C++ -*-===//
+//
+// This file declares the kiln dialect, its pointer type, enums and operations, and the small
+// type helpers that the op constraints use.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_KILN_IR_DIALECT_H
+#define KILN_DIALECT_KILN_IR_DIALECT_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "kiln/Dialect/Kiln/IR/KilnDialect.h.inc"
+#include "kiln/Dialect/Kiln/IR/KilnEnums.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "kiln/Dialect/Kiln/IR/KilnTypes.h.inc"
+
+namespace kiln {
+/// The element type a pointer (or each pointer of a tile) points to; same shape as `type`.
+mlir::Type getPointeeType(mlir::Type type);
+/// An i1 type (tile) with the shape of `type`.
+mlir::Type getI1SameShape(mlir::Type type);
+/// `type` with its element type replaced by `element` (a scalar for scalars).
+mlir::Type getSameShape(mlir::Type type, mlir::Type element);
+/// Global memory as a side-effect resource: loads, stores and atomics touch it.
+struct GlobalMemory : mlir::SideEffects::Resource::Base<GlobalMemory> {
+  llvm::StringRef getName() final { return "<GlobalMemory>"; }
+};
+/// Name of the function argument attribute asserting divisibility (as in Triton's
+/// tt.divisibility): an integer is a multiple of it, a pointer's address is.
+inline constexpr llvm::StringLiteral kDivisibilityAttr = "kiln.divisibility";
+} // namespace kiln
+
+#define GET_OP_CLASSES
+#include "kiln/Dialect/Kiln/IR/KilnOps.h.inc"
+
+#endif // KILN_DIALECT_KILN_IR_DIALECT_H

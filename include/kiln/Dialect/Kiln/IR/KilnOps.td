@@ -1,0 +1,405 @@
+//===- KilnOps.td - Operations of the kiln tile dialect --------*- tablegen -*-===//
+//
+// This file defines the operations of Kiln's layout-free tile IR. Each op says what it takes,
+// what it gives and, through traits and verifiers, which combinations are illegal.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_OPS
+#define KILN_OPS
+
+include "kiln/Dialect/Kiln/IR/KilnDialect.td"
+include "kiln/Dialect/Kiln/IR/KilnTypes.td"
+include "kiln/Dialect/Kiln/IR/KilnAttrs.td"
+include "mlir/IR/OpBase.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+/// Global memory, the resource loads, stores and atomics read and write.
+def Kiln_GlobalMemory : Resource<"::kiln::GlobalMemory">;
+
+//===----------------------------------------------------------------------===//
+// Grid
+//===----------------------------------------------------------------------===//
+
+class Kiln_GridOp<string mnemonic> : Kiln_Op<mnemonic, [Pure]> {
+  let arguments = (ins Kiln_ProgramDim:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict `:` type($result)";
+}
+
+def Kiln_ProgramIdOp : Kiln_GridOp<"program_id"> {
+  let summary = "index of this program along a grid axis";
+  let description = [{
+    The coordinate of the running block program in the launch grid.
+
+    ```mlir
+    %pid = kiln.program_id x : i32
+    ```
+  }];
+}
+
+def Kiln_NumProgramsOp : Kiln_GridOp<"num_programs"> {
+  let summary = "number of programs along a grid axis";
+  let description = [{
+    The extent of the launch grid along `axis`.
+
+    ```mlir
+    %n = kiln.num_programs y : i32
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Tile creation and shape manipulation
+//===----------------------------------------------------------------------===//
+
+def Kiln_MakeRangeOp : Kiln_Op<"make_range", [Pure]> {
+  let summary = "the integers start, start+1, ..., end-1 as a 1-D tile";
+  let description = [{
+    `end - start` must be a power of two and equal the tile's length.
+
+    ```mlir
+    %r = kiln.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
+    ```
+  }];
+  let arguments = (ins I32Attr:$start, I32Attr:$end);
+  let results = (outs RankedTensorOf<[I32]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_SplatOp : Kiln_Op<"splat", [Pure,
+    TypesMatchWith<"source matches the tile's element type", "result", "src",
+                   "::llvm::cast<::mlir::RankedTensorType>($_self).getElementType()">]> {
+  let summary = "a tile filled with one scalar";
+  let description = [{
+    ```mlir
+    %t = kiln.splat %x : tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Scalar:$src);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($result)";
+  let hasFolder = 1;
+}
+
+def Kiln_BroadcastOp : Kiln_Op<"broadcast", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "stretch size-1 dimensions of a tile";
+  let description = [{
+    Every dimension of the source is either equal to the result's or 1.
+
+    ```mlir
+    %b = kiln.broadcast %a : tensor<1x64xf32> -> tensor<32x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$src);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Kiln_ExpandDimsOp : Kiln_Op<"expand_dims", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "insert a size-1 dimension at `axis`";
+  let description = [{
+    The Python spelling is `x[:, None]` (axis 1) or `x[None, :]` (axis 0).
+
+    ```mlir
+    %e = kiln.expand_dims %r {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$src, I32Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "view a tile with another shape of the same size";
+  let description = [{
+    With `allow_reorder`, the compiler may also permute the elements (Triton's
+    `can_reorder=True`), which is cheaper when only a reduction follows.
+
+    ```mlir
+    %r = kiln.reshape %a : tensor<8x16xf32> -> tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$src, UnitAttr:$allow_reorder);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$src (`allow_reorder` $allow_reorder^)? attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_TransOp : Kiln_Op<"trans", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "permute the dimensions of a tile";
+  let description = [{
+    Result dimension `i` is source dimension `order[i]`.
+
+    ```mlir
+    %t = kiln.trans %a {order = array<i32: 1, 0>} : tensor<16x32xf16> -> tensor<32x16xf16>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$src, DenseI32ArrayAttr:$order);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Pointers and memory
+//===----------------------------------------------------------------------===//
+
+def Kiln_AddPtrOp : Kiln_Op<"addptr", [Pure, AllTypesMatch<["ptr", "result"]>]> {
+  let summary = "advance pointers by a number of elements";
+  let description = [{
+    `result = ptr + offset * sizeof(pointee)`, elementwise. Offsets are signed integers of the
+    same shape as the pointers (scalars with scalars).
+
+    ```mlir
+    %q = kiln.addptr %p, %offs : tensor<128x!kiln.ptr<f32>>, tensor<128xi32>
+    ```
+  }];
+  let arguments = (ins Kiln_PtrLike:$ptr, Kiln_IntLike:$offset);
+  let results = (outs Kiln_PtrLike:$result);
+  let assemblyFormat = "$ptr `,` $offset attr-dict `:` type($result) `,` type($offset)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_LoadOp : Kiln_Op<"load", [AttrSizedOperandSegments,
+    MemoryEffects<[MemRead<Kiln_GlobalMemory>]>,
+    TypesMatchWith<"result is the pointee type of ptr", "ptr", "result",
+                   "::kiln::getPointeeType($_self)">,
+    TypesMatchWith<"mask is an i1 of ptr's shape", "ptr", "mask",
+                   "::kiln::getI1SameShape($_self)",
+                   "($_op.getOperands().size() <= 1) || std::equal_to<>()">,
+    TypesMatchWith<"other is the pointee type of ptr", "ptr", "other",
+                   "::kiln::getPointeeType($_self)",
+                   "($_op.getOperands().size() <= 2) || std::equal_to<>()">]> {
+  let summary = "masked load from global memory";
+  let description = [{
+    Loads `*ptr` where `mask` is true; masked-out lanes never touch memory and yield `other`
+    (undefined when `other` is absent). `other` requires `mask`.
+
+    ```mlir
+    %x = kiln.load %p, %m, %zero cache = cg evict = evict_first : tensor<128x!kiln.ptr<f32>>
+    ```
+  }];
+  let arguments = (ins Kiln_PtrLike:$ptr, Optional<Kiln_BoolLike>:$mask,
+                       Optional<Kiln_Value>:$other,
+                       OptionalAttr<Kiln_CacheModifier>:$cache,
+                       OptionalAttr<Kiln_EvictionPolicy>:$evict, UnitAttr:$isVolatile);
+  let results = (outs Kiln_Value:$result);
+  let assemblyFormat = [{
+    $ptr (`,` $mask^)? (`,` $other^)? (`cache` `=` $cache^)? (`evict` `=` $evict^)?
+    (`volatile` $isVolatile^)? attr-dict `:` type($ptr)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$ptr, "::mlir::Value":$mask, "::mlir::Value":$other)>];
+  let hasVerifier = 1;
+}
+
+def Kiln_StoreOp : Kiln_Op<"store", [
+    MemoryEffects<[MemWrite<Kiln_GlobalMemory>]>,
+    TypesMatchWith<"value is the pointee type of ptr", "ptr", "value",
+                   "::kiln::getPointeeType($_self)">,
+    TypesMatchWith<"mask is an i1 of ptr's shape", "ptr", "mask",
+                   "::kiln::getI1SameShape($_self)",
+                   "($_op.getOperands().size() <= 2) || std::equal_to<>()">]> {
+  let summary = "masked store to global memory";
+  let description = [{
+    Stores `value` to `*ptr` where `mask` is true; masked-out lanes never touch memory.
+
+    ```mlir
+    kiln.store %p, %x, %m : tensor<128x!kiln.ptr<f32>>
+    ```
+  }];
+  let arguments = (ins Kiln_PtrLike:$ptr, Kiln_Value:$value, Optional<Kiln_BoolLike>:$mask,
+                       OptionalAttr<Kiln_CacheModifier>:$cache,
+                       OptionalAttr<Kiln_EvictionPolicy>:$evict);
+  let assemblyFormat = [{
+    $ptr `,` $value (`,` $mask^)? (`cache` `=` $cache^)? (`evict` `=` $evict^)? attr-dict
+    `:` type($ptr)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_AtomicRMWOp : Kiln_Op<"atomic_rmw", [
+    MemoryEffects<[MemRead<Kiln_GlobalMemory>, MemWrite<Kiln_GlobalMemory>]>,
+    TypesMatchWith<"value is the pointee type of ptr", "ptr", "val",
+                   "::kiln::getPointeeType($_self)">,
+    TypesMatchWith<"result is the pointee type of ptr", "ptr", "result",
+                   "::kiln::getPointeeType($_self)">,
+    TypesMatchWith<"mask is an i1 of ptr's shape", "ptr", "mask",
+                   "::kiln::getI1SameShape($_self)",
+                   "($_op.getOperands().size() <= 2) || std::equal_to<>()">]> {
+  let summary = "atomic read-modify-write; returns the old values";
+  let description = [{
+    ```mlir
+    %old = kiln.atomic_rmw fadd, acq_rel, gpu, %p, %v, %m : tensor<64x!kiln.ptr<f32>>
+    ```
+  }];
+  let arguments = (ins Kiln_RMWKind:$kind, Kiln_MemSemantic:$sem, Kiln_MemScope:$scope,
+                       Kiln_PtrLike:$ptr, Kiln_Value:$val, Optional<Kiln_BoolLike>:$mask);
+  let results = (outs Kiln_Value:$result);
+  let assemblyFormat = [{
+    $kind `,` $sem `,` $scope `,` $ptr `,` $val (`,` $mask^)? attr-dict `:` type($ptr)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_AtomicCASOp : Kiln_Op<"atomic_cas", [
+    MemoryEffects<[MemRead<Kiln_GlobalMemory>, MemWrite<Kiln_GlobalMemory>]>,
+    TypesMatchWith<"cmp is the pointee type of ptr", "ptr", "cmp",
+                   "::kiln::getPointeeType($_self)">,
+    TypesMatchWith<"val is the pointee type of ptr", "ptr", "val",
+                   "::kiln::getPointeeType($_self)">,
+    TypesMatchWith<"result is the pointee type of ptr", "ptr", "result",
+                   "::kiln::getPointeeType($_self)">]> {
+  let summary = "atomic compare-and-swap; returns the old values";
+  let description = [{
+    ```mlir
+    %old = kiln.atomic_cas acq_rel, gpu, %p, %cmp, %v : !kiln.ptr<i32>
+    ```
+  }];
+  let arguments = (ins Kiln_MemSemantic:$sem, Kiln_MemScope:$scope, Kiln_PtrLike:$ptr,
+                       Kiln_Value:$cmp, Kiln_Value:$val);
+  let results = (outs Kiln_Value:$result);
+  let assemblyFormat = "$sem `,` $scope `,` $ptr `,` $cmp `,` $val attr-dict `:` type($ptr)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Dot, reductions, scans
+//===----------------------------------------------------------------------===//
+
+def Kiln_DotOp : Kiln_Op<"dot", [Pure, AllTypesMatch<["c", "result"]>]> {
+  let summary = "tile matrix product with accumulator: result = a * b + c";
+  let description = [{
+    `a` is MxK, `b` is KxN, `c` and the result MxN. Supported input/accumulator pairs:
+    f16 x f16 -> f16 | f32, bf16 x bf16 -> f32, f32 x f32 -> f32 (through `inputPrecision`:
+    tf32 by default as in Triton, `ieee` for exact fp32), i8 x i8 -> i32.
+
+    ```mlir
+    %d = kiln.dot %a, %b, %c inputPrecision = ieee
+        : tensor<64x32xf32> * tensor<32x64xf32> -> tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$a, Kiln_Tensor:$b, Kiln_Tensor:$c,
+                       DefaultValuedAttr<Kiln_InputPrecision, "::kiln::InputPrecision::tf32">:$inputPrecision,
+                       DefaultValuedAttr<I32Attr, "0">:$maxNumImpreciseAcc);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b `,` $c (`inputPrecision` `=` $inputPrecision^)? attr-dict
+    `:` type($a) `*` type($b) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_ReduceOp : Kiln_Op<"reduce", [Pure, SingleBlock]> {
+  let summary = "reduce tiles along one axis with a combine region";
+  let description = [{
+    The region combines two partial results of every operand (`2 * N` scalar arguments: the
+    N accumulators, then the N new values) and yields N scalars with `kiln.reduce.return`.
+    Each result has its operand's shape without `axis`; a 1-D operand reduces to a scalar.
+
+    ```mlir
+    %s = kiln.reduce(%x) axis = 0 ({
+    ^bb0(%a: f32, %b: f32):
+      %t = arith.addf %a, %b : f32
+      kiln.reduce.return %t : f32
+    }) : (tensor<128xf32>) -> f32
+    ```
+  }];
+  let arguments = (ins Variadic<Kiln_Tensor>:$srcs, I32Attr:$axis);
+  let results = (outs Variadic<Kiln_Value>:$result);
+  let regions = (region SizedRegion<1>:$combineOp);
+  let assemblyFormat = [{
+    `(` $srcs `)` `axis` `=` $axis $combineOp attr-dict `:` functional-type($srcs, $result)
+  }];
+  let hasRegionVerifier = 1;
+}
+
+def Kiln_ReduceReturnOp : Kiln_Op<"reduce.return",
+    [Pure, Terminator, HasParent<"ReduceOp">, ReturnLike]> {
+  let summary = "yield the combined values of a reduction step";
+  let description = [{
+    ```mlir
+    kiln.reduce.return %t : f32
+    ```
+  }];
+  let arguments = (ins Variadic<Kiln_Scalar>:$result);
+  let assemblyFormat = "$result attr-dict `:` type($result)";
+}
+
+def Kiln_ScanOp : Kiln_Op<"scan", [Pure, SingleBlock]> {
+  let summary = "inclusive prefix scan of tiles along one axis";
+  let description = [{
+    Combines like `kiln.reduce` but keeps every prefix; results have the operands' types.
+    `reverse` scans from the end of the axis.
+
+    ```mlir
+    %c = kiln.scan(%x) axis = 0 ({
+    ^bb0(%a: i32, %b: i32):
+      %t = arith.addi %a, %b : i32
+      kiln.scan.return %t : i32
+    }) : (tensor<64xi32>) -> tensor<64xi32>
+    ```
+  }];
+  let arguments = (ins Variadic<Kiln_Tensor>:$srcs, I32Attr:$axis, UnitAttr:$reverse);
+  let results = (outs Variadic<Kiln_Tensor>:$result);
+  let regions = (region SizedRegion<1>:$combineOp);
+  let assemblyFormat = [{
+    `(` $srcs `)` `axis` `=` $axis (`reverse` $reverse^)? $combineOp attr-dict
+    `:` functional-type($srcs, $result)
+  }];
+  let hasRegionVerifier = 1;
+}
+
+def Kiln_ScanReturnOp : Kiln_Op<"scan.return",
+    [Pure, Terminator, HasParent<"ScanOp">, ReturnLike]> {
+  let summary = "yield the combined values of a scan step";
+  let description = [{
+    ```mlir
+    kiln.scan.return %t : i32
+    ```
+  }];
+  let arguments = (ins Variadic<Kiln_Scalar>:$result);
+  let assemblyFormat = "$result attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Debugging
+//===----------------------------------------------------------------------===//
+
+def Kiln_PrintOp : Kiln_Op<"print", [MemoryEffects<[MemWrite<DefaultResource>]>]> {
+  let summary = "device-side print (tl.device_print)";
+  let description = [{
+    ```mlir
+    kiln.print " x: " hex %x : tensor<16xi32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$prefix, UnitAttr:$hex, Variadic<Kiln_Value>:$args);
+  let assemblyFormat = "$prefix (`hex` $hex^)? ($args^ `:` type($args))? attr-dict";
+}
+
+def Kiln_AssertOp : Kiln_Op<"assert", [MemoryEffects<[MemWrite<DefaultResource>]>]> {
+  let summary = "device-side assertion (tl.device_assert)";
+  let description = [{
+    Fails the kernel with `message` where `condition` is false.
+
+    ```mlir
+    kiln.assert %ok, "index out of range" : tensor<64xi1>
+    ```
+  }];
+  let arguments = (ins Kiln_BoolLike:$condition, StrAttr:$message);
+  let assemblyFormat = "$condition `,` $message attr-dict `:` type($condition)";
+}
+
+#endif // KILN_OPS

@@ -1,0 +1,50 @@
+//===- KilnTypes.td - Types and type constraints of kiln -------*- tablegen -*-===//
+//
+// The pointer type and the constraints that say which scalars, pointers and tiles an op takes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TYPES
+#define KILN_TYPES
+
+include "kiln/Dialect/Kiln/IR/KilnDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/BuiltinTypes.td"
+
+/// Scalars a tile may hold (fp8 arrives with tensor cores).
+def Kiln_Float : AnyTypeOf<[F16, BF16, F32, F64], "floating-point">;
+def Kiln_Int : AnyTypeOf<[I1, I8, I16, I32, I64], "integer">;
+
+def Kiln_PtrType : TypeDef<Kiln_Dialect, "Pointer"> {
+  let mnemonic = "ptr";
+  let summary = "pointer to global memory";
+  let description = [{
+    A pointer to an element of type `pointeeType` in global memory (address space 1).
+
+    ```mlir
+    !kiln.ptr<f32>
+    ```
+  }];
+  let parameters = (ins "::mlir::Type":$pointeeType);
+  let assemblyFormat = "`<` $pointeeType `>`";
+  let genVerifyDecl = 1;
+}
+
+def Kiln_Ptr : Type<CPred<"::llvm::isa<::kiln::PointerType>($_self)">, "kiln pointer",
+                    "::kiln::PointerType">;
+
+def Kiln_Scalar : AnyTypeOf<[Kiln_Float, Kiln_Int, Kiln_Ptr], "scalar">;
+def Kiln_FloatTensor : RankedTensorOf<[Kiln_Float]>;
+def Kiln_IntTensor : RankedTensorOf<[Kiln_Int]>;
+def Kiln_BoolTensor : RankedTensorOf<[I1]>;
+def Kiln_PtrTensor : RankedTensorOf<[Kiln_Ptr]>;
+def Kiln_Tensor : RankedTensorOf<[Kiln_Float, Kiln_Int, Kiln_Ptr]>;
+
+def Kiln_IntLike : AnyTypeOf<[Kiln_Int, Kiln_IntTensor], "integer or integer tile">;
+def Kiln_BoolLike : AnyTypeOf<[I1, Kiln_BoolTensor], "i1 or i1 tile">;
+def Kiln_PtrLike : AnyTypeOf<[Kiln_Ptr, Kiln_PtrTensor], "pointer or pointer tile">;
+def Kiln_Value : AnyTypeOf<[Kiln_Scalar, Kiln_Tensor], "scalar or tile">;
+def Kiln_NumberLike : AnyTypeOf<[Kiln_Float, Kiln_Int, Kiln_FloatTensor, Kiln_IntTensor],
+                                "number or number tile">;
+
+#endif // KILN_TYPES

@@ -1,0 +1,55 @@
+//===- Dialect.h - The kiln_gpu layout dialect ------------------*- C++ -*-===//
+//
+// This file declares the kiln_gpu dialect: blocked and slice layouts, convert_layout, and the
+// layout queries the lowering uses (which elements a thread owns, and where they are).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_KILNGPU_IR_DIALECT_H
+#define KILN_DIALECT_KILNGPU_IR_DIALECT_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "kiln/Dialect/KilnGPU/IR/KilnGPUDialect.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "kiln/Dialect/KilnGPU/IR/KilnGPUAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "kiln/Dialect/KilnGPU/IR/KilnGPUOps.h.inc"
+
+namespace kiln::gpu {
+/// Module attribute: warps per program.
+inline constexpr llvm::StringLiteral kNumWarpsAttr = "kiln_gpu.num_warps";
+/// Threads per warp on NVIDIA GPUs (PTX ISA 5.2.2, "warp size").
+inline constexpr unsigned kWarpSize = 32;
+
+/// The static position of one element a thread owns: per dimension of the tile, the
+/// repetition index and the index inside the thread's sizePerThread block.
+struct ElemPos {
+  llvm::SmallVector<unsigned, 4> rep;
+  llvm::SmallVector<unsigned, 4> elem;
+};
+
+/// The elements one thread owns of a tile of `shape` under `layout` (blocked or slice), in
+/// register order: the fastest dimension of `order` varies fastest, sizePerThread blocks
+/// innermost. Every thread owns the same number.
+llvm::SmallVector<ElemPos> getThreadElements(mlir::Attribute layout,
+                                             llvm::ArrayRef<int64_t> shape);
+/// Number of elements one thread holds.
+unsigned getElemsPerThread(mlir::RankedTensorType type);
+/// The blocked layout at the root of a (possibly nested) slice layout.
+BlockedEncodingAttr getRootBlocked(mlir::Attribute layout);
+/// The dimensions of the root blocked layout that a (nested) slice layout keeps, in order.
+llvm::SmallVector<unsigned> getKeptDims(mlir::Attribute layout);
+/// Order of the dimensions of `layout` fastest first (a slice drops its dimension).
+llvm::SmallVector<unsigned> getOrder(mlir::Attribute layout);
+/// Elements per thread along each dimension in one contiguous run.
+llvm::SmallVector<unsigned> getSizePerThread(mlir::Attribute layout);
+} // namespace kiln::gpu
+
+#endif // KILN_DIALECT_KILNGPU_IR_DIALECT_H

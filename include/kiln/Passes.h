@@ -1,0 +1,40 @@
+//===- Passes.h - Kiln passes and pipelines ---------------------*- C++ -*-===//
+//
+// This file declares Kiln's passes (generated from Passes.td), their registration, and the
+// named pipelines that kilnc, the JIT and kiln-opt share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_PASSES_H
+#define KILN_PASSES_H
+
+#include "kiln/Dialect/Kiln/IR/Dialect.h"
+#include "kiln/Dialect/KilnGPU/IR/Dialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace kiln {
+#define GEN_PASS_DECL
+#include "kiln/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "kiln/Passes.h.inc"
+
+/// Options of the GPU pipeline.
+struct GPUPipelineOptions {
+  unsigned numWarps = 4;
+};
+
+/// kiln (no layouts) -> LLVM dialect + NVVM, ready for translation to LLVM IR.
+void buildGPUPipeline(mlir::OpPassManager &pm, const GPUPipelineOptions &options);
+
+/// Registers the kiln, kiln_gpu and upstream dialects Kiln uses, and their translations.
+void registerKilnDialects(mlir::DialectRegistry &registry);
+
+/// Registers Kiln's passes and the named pipeline `kiln-gpu-pipeline` with kiln-opt.
+void registerKilnPassesAndPipelines();
+} // namespace kiln
+
+#endif // KILN_PASSES_H

@@ -1,0 +1,49 @@
+//===- Passes.td - Kiln passes ---------------------------------*- tablegen -*-===//
+//
+// Every Kiln pass, in alphabetical order of its flag.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_PASSES
+#define KILN_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def KilnAssignLayouts : Pass<"kiln-assign-layouts", "mlir::ModuleOp"> {
+  let summary = "give every tile a blocked or slice layout, chosen for coalesced access";
+  let description = [{
+    Groups tiles that must share a layout (operands and results of elementwise ops, memory
+    ops and loop-carried values), links groups through `expand_dims` (whose source is a slice
+    of its result's layout), and picks one blocked layout per group from the axis analysis of
+    its largest memory access: the most contiguous dimension first, as many elements per
+    thread as contiguity, alignment and 128-bit accesses allow, then lanes and warps spread
+    over the tile. Conflicting requirements are reported (they need a layout conversion).
+  }];
+  let options = [
+    Option<"numWarps", "num-warps", "unsigned", "4", "warps per program">,
+  ];
+  let dependentDialects = ["::kiln::gpu::KilnGPUDialect"];
+}
+
+def KilnConvertToLLVM : Pass<"kiln-convert-to-llvm", "mlir::ModuleOp"> {
+  let summary = "lower laid-out kiln tiles, arith, math and func to LLVM and NVVM";
+  let description = [{
+    Every tile becomes a struct of the elements the running thread owns under its layout.
+    Elementwise ops apply per element; loads and stores are grouped into vector accesses as
+    wide as the axis analysis proves safe (up to 128 bits), predicated by the mask; math
+    functions call libdevice, `exp`/`exp2` use `ex2.approx` as Triton does. Kernels become
+    `llvm.func`s marked `nvvm.kernel` with `maxntid = 32 * num_warps`. scf ops keep their
+    structure with converted types (`convert-scf-to-cf` runs after).
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
+}
+
+def KilnTestPrintAxisInfo : Pass<"kiln-test-print-axis-info", "mlir::ModuleOp"> {
+  let summary = "print the axis analysis of every integer and pointer value (for tests)";
+  let description = [{
+    Emits a remark on every op with an integer or pointer result giving its per-dimension
+    contiguity, divisibility and constancy.
+  }];
+}
+
+#endif // KILN_PASSES

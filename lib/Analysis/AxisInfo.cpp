@@ -1,0 +1,253 @@
+//===- AxisInfo.cpp - Contiguity, divisibility and constancy --------------===//
+//
+// This file implements the axis analysis. It walks each function once in program order
+// (operands are defined before use in SSA form); loop-carried values start and stay unknown,
+// which is conservative. Each rule below says why its result is sound.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Analysis/AxisInfo.h"
+#include "kiln/Dialect/Kiln/IR/Dialect.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
+#include <numeric>
+
+using namespace mlir;
+using namespace kiln;
+
+/// Divisibility recorded for the value 0 (divisible by everything); large but safe to multiply.
+static constexpr int64_t kMaxDivisor = int64_t(1) << 30;
+
+int64_t kiln::highestPowerOf2Divisor(int64_t v) {
+  if (v == 0)
+    return kMaxDivisor;
+  return std::min<int64_t>(int64_t(1) << llvm::countr_zero(uint64_t(v)), kMaxDivisor);
+}
+
+static SmallVector<int64_t> shapeOrScalar(Type type) {
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    return SmallVector<int64_t>(tensor.getShape());
+  return {1};
+}
+
+AxisInfo AxisInfo::unknown(unsigned rank) {
+  AxisInfo info;
+  info.contiguity.assign(rank, 1);
+  info.divisibility.assign(rank, 1);
+  info.constancy.assign(rank, 1);
+  return info;
+}
+
+AxisInfo AxisInfo::constant(ArrayRef<int64_t> shape, int64_t divisibility) {
+  AxisInfo info = unknown(shape.size());
+  for (unsigned d = 0; d < shape.size(); ++d) {
+    info.constancy[d] = shape[d];
+    info.divisibility[d] = divisibility;
+  }
+  return info;
+}
+
+static int64_t gcd(int64_t a, int64_t b) { return std::gcd(a, b); }
+
+/// Bytes per pointee element of a pointer (tile), 1 for non-pointers.
+static int64_t pointeeBytes(Type type) {
+  if (auto ptr = dyn_cast<PointerType>(getElementTypeOrSelf(type)))
+    return std::max<int64_t>(1, ptr.getPointeeType().getIntOrFloatBitWidth() / 8);
+  return 1;
+}
+
+/// Known constant integer value of `v`, if any (scalar constants and splat constants).
+static std::optional<int64_t> constantValue(Value v) {
+  APInt value;
+  if (matchPattern(v, m_ConstantInt(&value)))
+    return value.getSExtValue();
+  if (auto splat = v.getDefiningOp<SplatOp>())
+    return constantValue(splat.getSrc());
+  return std::nullopt;
+}
+
+AxisInfoAnalysis::AxisInfoAnalysis(Operation *root) {
+  root->walk([&](func::FuncOp func) {
+    for (BlockArgument arg : func.getArguments()) {
+      AxisInfo info = AxisInfo::unknown(1);
+      if (auto div = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), kDivisibilityAttr))
+        info.divisibility[0] = std::max<int64_t>(1, highestPowerOf2Divisor(div.getInt()));
+      infos[arg] = info;
+    }
+    func.walk<WalkOrder::PreOrder>([&](Operation *op) { visit(op); });
+  });
+}
+
+const AxisInfo &AxisInfoAnalysis::get(Value value) const {
+  auto it = infos.find(value);
+  if (it != infos.end())
+    return it->second;
+  unsigned rank = shapeOrScalar(value.getType()).size();
+  auto [u, inserted] = unknowns.try_emplace(rank, AxisInfo::unknown(rank));
+  return u->second;
+}
+
+void AxisInfoAnalysis::visit(Operation *op) {
+  if (op->getNumResults() != 1)
+    return;
+  Value result = op->getResult(0);
+  Type type = result.getType();
+  Type elem = getElementTypeOrSelf(type);
+  if (!isa<IntegerType, PointerType>(elem))
+    return;
+  SmallVector<int64_t> shape = shapeOrScalar(type);
+  unsigned rank = shape.size();
+  auto in = [&](unsigned i) -> const AxisInfo & { return get(op->getOperand(i)); };
+  AxisInfo out = AxisInfo::unknown(rank);
+
+  // Constants: every element known; constant along every dimension.
+  if (std::optional<int64_t> c = constantValue(result)) {
+    infos[result] = AxisInfo::constant(shape, highestPowerOf2Divisor(*c));
+    return;
+  }
+
+  llvm::TypeSwitch<Operation *>(op)
+      .Case([&](MakeRangeOp range) {
+        // start, start+1, ...: one run over the whole tile, beginning at `start`.
+        out.contiguity[0] = range.getEnd() - range.getStart();
+        out.divisibility[0] = highestPowerOf2Divisor(range.getStart());
+      })
+      .Case([&](SplatOp splat) {
+        out = AxisInfo::constant(shape, get(splat.getSrc()).divisibility[0]);
+      })
+      .Case([&](BroadcastOp bc) {
+        // Stretched dimensions repeat one element: constant along them.
+        const AxisInfo &src = in(0);
+        ArrayRef<int64_t> srcShape = bc.getSrc().getType().getShape();
+        for (unsigned d = 0; d < rank; ++d) {
+          out.divisibility[d] = src.divisibility[d];
+          if (srcShape[d] == 1 && shape[d] != 1) {
+            out.constancy[d] = shape[d];
+          } else {
+            out.contiguity[d] = src.contiguity[d];
+            out.constancy[d] = src.constancy[d];
+          }
+        }
+      })
+      .Case([&](ExpandDimsOp ed) {
+        // The new unit dimension holds single elements: each element's own divisibility is
+        // the run-start divisibility only if no dimension has runs longer than one.
+        const AxisInfo &src = in(0);
+        unsigned axis = ed.getAxis();
+        int64_t elemDiv = kMaxDivisor;
+        for (unsigned d = 0; d < src.getRank(); ++d)
+          elemDiv = src.contiguity[d] > 1 ? 1 : std::min(elemDiv, src.divisibility[d]);
+        out.contiguity.assign(src.contiguity.begin(), src.contiguity.end());
+        out.divisibility.assign(src.divisibility.begin(), src.divisibility.end());
+        out.constancy.assign(src.constancy.begin(), src.constancy.end());
+        out.contiguity.insert(out.contiguity.begin() + axis, 1);
+        out.divisibility.insert(out.divisibility.begin() + axis, elemDiv);
+        out.constancy.insert(out.constancy.begin() + axis, 1);
+      })
+      .Case<arith::AddIOp, AddPtrOp>([&](Operation *) {
+        // (run of +1) + (constant run) is a run of +1 over their common aligned length.
+        const AxisInfo &a = in(0), &b = in(1);
+        int64_t scale = pointeeBytes(op->getOperand(0).getType());
+        for (unsigned d = 0; d < rank; ++d) {
+          out.contiguity[d] = std::max(gcd(a.contiguity[d], b.constancy[d]),
+                                       gcd(a.constancy[d], b.contiguity[d]));
+          out.divisibility[d] = gcd(a.divisibility[d], b.divisibility[d] * scale);
+          out.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
+        }
+      })
+      .Case([&](arith::SubIOp) {
+        const AxisInfo &a = in(0), &b = in(1);
+        for (unsigned d = 0; d < rank; ++d) {
+          out.contiguity[d] = gcd(a.contiguity[d], b.constancy[d]);
+          out.divisibility[d] = gcd(a.divisibility[d], b.divisibility[d]);
+          out.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
+        }
+      })
+      .Case([&](arith::MulIOp) {
+        // Run starts of a product are products of run starts only if neither side has runs
+        // longer than one; otherwise only the other factor's divisibility survives.
+        const AxisInfo &a = in(0), &b = in(1);
+        for (unsigned d = 0; d < rank; ++d) {
+          int64_t da = a.contiguity[d] > 1 ? 1 : a.divisibility[d];
+          int64_t db = b.contiguity[d] > 1 ? 1 : b.divisibility[d];
+          out.divisibility[d] = std::min(da * db, kMaxDivisor);
+          out.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
+          // x * 1 keeps x's runs.
+          if (constantValue(op->getOperand(1)) == 1)
+            out.contiguity[d] = a.contiguity[d];
+          else if (constantValue(op->getOperand(0)) == 1)
+            out.contiguity[d] = b.contiguity[d];
+        }
+      })
+      .Case<arith::RemSIOp, arith::RemUIOp>([&](Operation *) {
+        // (s + i) % n with s and n multiples of L does not wrap inside an aligned run of L.
+        const AxisInfo &a = in(0), &b = in(1);
+        for (unsigned d = 0; d < rank; ++d) {
+          out.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
+          if (b.constancy[d] == shape[d])
+            out.contiguity[d] =
+                gcd(gcd(a.contiguity[d], a.divisibility[d]), b.divisibility[d]);
+          out.divisibility[d] = gcd(a.divisibility[d], b.divisibility[d]);
+        }
+      })
+      .Case<arith::DivSIOp, arith::DivUIOp>([&](Operation *) {
+        const AxisInfo &a = in(0), &b = in(1);
+        for (unsigned d = 0; d < rank; ++d)
+          out.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
+      })
+      .Case([&](arith::CmpIOp cmp) {
+        const AxisInfo &a = in(0), &b = in(1);
+        using P = arith::CmpIPredicate;
+        P pred = cmp.getPredicate();
+        // x < n (and x >= n) is constant over an aligned run of +1 of length L when n is a
+        // multiple of L constant over that run: s+L-1 < n  <=>  s < n for s, n multiples of L.
+        bool lhsRun = pred == P::slt || pred == P::ult || pred == P::sge || pred == P::uge;
+        bool rhsRun = pred == P::sgt || pred == P::ugt || pred == P::sle || pred == P::ule;
+        for (unsigned d = 0; d < rank; ++d) {
+          int64_t c = gcd(a.constancy[d], b.constancy[d]);
+          if (lhsRun)
+            c = std::max(c, gcd(gcd(gcd(a.contiguity[d], a.divisibility[d]), b.divisibility[d]),
+                                b.constancy[d]));
+          if (rhsRun)
+            c = std::max(c, gcd(gcd(gcd(b.contiguity[d], b.divisibility[d]), a.divisibility[d]),
+                                a.constancy[d]));
+          out.constancy[d] = c;
+        }
+      })
+      .Case<arith::AndIOp, arith::OrIOp, arith::XOrIOp>([&](Operation *) {
+        const AxisInfo &a = in(0), &b = in(1);
+        for (unsigned d = 0; d < rank; ++d)
+          out.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
+      })
+      .Case([&](arith::SelectOp sel) {
+        const AxisInfo &c = get(sel.getCondition()), &a = in(1), &b = in(2);
+        unsigned crank = c.getRank();
+        for (unsigned d = 0; d < rank; ++d) {
+          int64_t cc = crank == rank ? c.constancy[d] : shape[d];
+          out.constancy[d] = gcd(cc, gcd(a.constancy[d], b.constancy[d]));
+          out.contiguity[d] = gcd(cc, std::min(a.contiguity[d], b.contiguity[d]));
+          out.divisibility[d] = gcd(a.divisibility[d], b.divisibility[d]);
+        }
+      })
+      .Case<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp>([&](Operation *) {
+        out = in(0);
+      })
+      .Default([&](Operation *) {});
+  infos[result] = out;
+}
+
+unsigned AxisInfoAnalysis::getPtrVectorWidth(Value ptr, unsigned dim, unsigned maxBits) const {
+  const AxisInfo &info = get(ptr);
+  int64_t bytes = pointeeBytes(ptr.getType());
+  int64_t alignElems = std::max<int64_t>(1, info.divisibility[dim] / bytes);
+  int64_t width = std::min<int64_t>(info.contiguity[dim], alignElems);
+  width = std::min<int64_t>(width, std::max<int64_t>(1, maxBits / (bytes * 8)));
+  return std::max<int64_t>(1, width);
+}
+
+int64_t AxisInfoAnalysis::getMaskConstancy(Value mask, unsigned dim) const {
+  return get(mask).constancy[dim];
+}

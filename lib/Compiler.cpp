@@ -1,0 +1,59 @@
+//===- Compiler.cpp - Kiln's compile driver -------------------------------===//
+//
+// This file implements kiln::compile: verify, run the GPU pipeline (with IR printing and
+// reproducers when asked), then emit LLVM IR, PTX and optionally a cubin.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Compiler.h"
+#include "kiln/Passes.h"
+
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+
+using namespace mlir;
+
+void kiln::initializeContext(MLIRContext &ctx) {
+  DialectRegistry registry;
+  registerKilnDialects(registry);
+  ctx.appendDialectRegistry(registry);
+  ctx.loadAllAvailableDialects();
+}
+
+FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOptions &options) {
+  CompiledKernel out;
+  out.numWarps = options.numWarps;
+  if (failed(verify(module)))
+    return failure();
+  auto kernels = llvm::to_vector(module.getOps<func::FuncOp>());
+  if (kernels.size() != 1)
+    return emitError(module.getLoc()) << "expected exactly one kernel function, found "
+                                      << kernels.size();
+  out.name = kernels.front().getSymName().str();
+
+  PassManager pm(module.getContext());
+  if (options.printIRAfterAll) {
+    module.getContext()->disableMultithreading();
+    pm.enableIRPrinting([](Pass *, Operation *) { return false; },
+                        [](Pass *, Operation *) { return true; });
+  }
+  if (!options.reproducerPath.empty())
+    pm.enableCrashReproducerGeneration(options.reproducerPath, /*genLocalReproducer=*/false);
+  GPUPipelineOptions pipeline;
+  pipeline.numWarps = options.numWarps;
+  buildGPUPipeline(pm, pipeline);
+  if (failed(pm.run(module)))
+    return failure();
+  {
+    llvm::raw_string_ostream os(out.llvmDialect);
+    module.print(os);
+  }
+  if (failed(emitPTX(module, options.arch, out.llvmIR, out.ptx)))
+    return failure();
+  if (options.emitCubin) {
+    std::string error;
+    if (!assembleWithNvJitLink(out.ptx, options.arch, out.cubin, error))
+      return emitError(module.getLoc()) << error;
+  }
+  return out;
+}

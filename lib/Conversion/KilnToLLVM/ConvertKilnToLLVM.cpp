@@ -1,0 +1,109 @@
+//===- ConvertKilnToLLVM.cpp - The -kiln-convert-to-llvm pass -------------===//
+//
+// This file implements -kiln-convert-to-llvm: it checks that every op can be lowered (naming
+// the ones the GPU path does not support yet), runs the axis analysis, and applies the Kiln,
+// arith, math (libdevice), cf and func patterns in one conversion. Kernels become llvm.funcs
+// marked nvvm.kernel with maxntid = 32 * num_warps.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Conversion/KilnToLLVM.h"
+#include "kiln/Passes.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+
+#define DEBUG_TYPE "kiln-convert-to-llvm"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNCONVERTTOLLVM
+#include "kiln/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+namespace kgpu = kiln::gpu;
+
+namespace {
+
+/// Reports ops and tiles the GPU path cannot lower yet, each at its source location.
+LogicalResult checkLowerable(ModuleOp module) {
+  bool ok = true;
+  module.walk([&](Operation *op) {
+    if (isa<DotOp, ReduceOp, ScanOp, ReshapeOp, TransOp, AtomicRMWOp, AtomicCASOp, PrintOp,
+            AssertOp>(op)) {
+      op->emitError() << "'" << op->getName()
+                      << "' is not supported on the GPU path yet (it has no lowering)";
+      ok = false;
+      return;
+    }
+    for (Value v : op->getResults())
+      if (auto t = dyn_cast<RankedTensorType>(v.getType()); t && !t.getEncoding()) {
+        op->emitError() << "expected a tile with a layout, found " << t
+                        << " (run -kiln-assign-layouts first)";
+        ok = false;
+        return;
+      }
+  });
+  return success(ok);
+}
+
+struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConvertToLLVMPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    if (failed(checkLowerable(module)))
+      return signalPassFailure();
+    unsigned numWarps = 4;
+    if (auto attr = module->getAttrOfType<IntegerAttr>(kgpu::kNumWarpsAttr))
+      numWarps = attr.getInt();
+
+    AxisInfoAnalysis axis(module);
+    // Alignment facts on pointer arguments carry over to LLVM; the rest were for the analysis.
+    for (auto func : module.getOps<func::FuncOp>())
+      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+        if (auto div = func.getArgAttrOfType<IntegerAttr>(i, kDivisibilityAttr)) {
+          func.removeArgAttr(i, kDivisibilityAttr);
+          if (isa<PointerType>(func.getArgument(i).getType()))
+            func.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                            IntegerAttr::get(IntegerType::get(ctx, 64), div.getInt()));
+        }
+
+    const TargetInfo &target = getNVIDIATargetInfo();
+    KilnLLVMTypeConverter converter(ctx);
+    RewritePatternSet patterns(ctx);
+    populateTileOpToLLVMPatterns(converter, patterns, target);
+    populateElementwiseOpToLLVMPatterns(converter, patterns, target);
+    populateMemoryOpToLLVMPatterns(converter, patterns, axis, target);
+    populateFuncToLLVMConversionPatterns(converter, patterns);
+    cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
+    arith::populateArithToLLVMConversionPatterns(converter, patterns);
+    // libdevice for the math functions NVPTX cannot select itself (log, sin, ...).
+    populateLibDeviceConversionPatterns(converter, patterns, /*benefit=*/2);
+    populateMathToLLVMConversionPatterns(converter, patterns);
+
+    LLVMConversionTarget conversionTarget(*ctx);
+    conversionTarget.addLegalDialect<NVVM::NVVMDialect>();
+    conversionTarget.addIllegalDialect<KilnDialect, kgpu::KilnGPUDialect, arith::ArithDialect,
+                                       math::MathDialect, func::FuncDialect,
+                                       cf::ControlFlowDialect>();
+    conversionTarget.addLegalOp<ModuleOp>();
+    if (failed(applyPartialConversion(module, conversionTarget, std::move(patterns))))
+      return signalPassFailure();
+
+    for (auto func : module.getOps<LLVM::LLVMFuncOp>()) {
+      if (func.isExternal())
+        continue;
+      func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
+      func->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
+                    DenseI32ArrayAttr::get(ctx, {int32_t(numWarps * kgpu::kWarpSize), 1, 1}));
+    }
+  }
+};
+
+} // namespace

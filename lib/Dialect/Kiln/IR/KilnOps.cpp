@@ -1,0 +1,385 @@
+//===- KilnOps.cpp - kiln dialect operations ------------------------------===//
+//
+// This file implements verifiers, folders and canonicalization patterns of the kiln ops. Every
+// verifier message says what was expected and what was found.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Dialect/Kiln/IR/Dialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace kiln;
+
+#define GET_OP_CLASSES
+#include "kiln/Dialect/Kiln/IR/KilnOps.cpp.inc"
+
+/// Shape of a tile type; empty for scalars.
+static ArrayRef<int64_t> shapeOf(Type type) {
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    return tensor.getShape();
+  return {};
+}
+
+/// Prints a shape as [a, b, c] for diagnostics (scalars print as []).
+static std::string fmtShape(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (auto [i, d] : llvm::enumerate(shape))
+    s += (i ? ", " : "") + std::to_string(d);
+  return s + "]";
+}
+
+//===----------------------------------------------------------------------===//
+// MakeRangeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MakeRangeOp::verify() {
+  int64_t start = getStart(), end = getEnd();
+  auto type = getType();
+  if (type.getRank() != 1)
+    return emitOpError("expected a 1-D result, found rank ") << type.getRank();
+  if (end <= start)
+    return emitOpError("expected end > start, found start = ") << start << ", end = " << end;
+  int64_t n = end - start;
+  if (!llvm::isPowerOf2_64(n))
+    return emitOpError("expected end - start to be a power of two, found ") << n;
+  if (type.getDimSize(0) != n)
+    return emitOpError("expected result length ") << n << " (end - start), found "
+                                                  << type.getDimSize(0);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SplatOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult SplatOp::fold(FoldAdaptor adaptor) {
+  // splat(constant) -> dense constant tile.
+  if (auto value = dyn_cast_or_null<TypedAttr>(adaptor.getSrc()))
+    if (isa<IntegerAttr, FloatAttr>(value))
+      return SplatElementsAttr::get(getType(), value);
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// BroadcastOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastOp::verify() {
+  auto src = getSrc().getType(), dst = getType();
+  if (src.getRank() != dst.getRank())
+    return emitOpError("expected source rank ") << dst.getRank() << " to match result rank, found "
+                                                << src.getRank();
+  for (auto [s, d] : llvm::zip(src.getShape(), dst.getShape()))
+    if (s != d && s != 1)
+      return emitOpError("expected each source dimension to be 1 or equal to the result's, found "
+                         "source shape ")
+             << fmtShape(src.getShape()) << " and result shape " << fmtShape(dst.getShape());
+  return success();
+}
+
+OpFoldResult BroadcastOp::fold(FoldAdaptor adaptor) {
+  if (getSrc().getType() == getType())
+    return getSrc();
+  if (auto splat = dyn_cast_or_null<SplatElementsAttr>(adaptor.getSrc()))
+    return splat.resizeSplat(getType());
+  return {};
+}
+
+namespace {
+/// broadcast(splat(x)) -> splat(x): a splat has no structure to stretch.
+struct BroadcastOfSplat final : OpRewritePattern<BroadcastOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BroadcastOp op, PatternRewriter &rewriter) const override {
+    auto splat = op.getSrc().getDefiningOp<SplatOp>();
+    if (!splat)
+      return rewriter.notifyMatchFailure(op, "source is not a splat");
+    rewriter.replaceOpWithNewOp<SplatOp>(op, op.getType(), splat.getSrc());
+    return success();
+  }
+};
+
+/// broadcast(broadcast(x)) -> broadcast(x): stretching twice is stretching once.
+struct BroadcastOfBroadcast final : OpRewritePattern<BroadcastOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BroadcastOp op, PatternRewriter &rewriter) const override {
+    auto inner = op.getSrc().getDefiningOp<BroadcastOp>();
+    if (!inner)
+      return rewriter.notifyMatchFailure(op, "source is not a broadcast");
+    rewriter.replaceOpWithNewOp<BroadcastOp>(op, op.getType(), inner.getSrc());
+    return success();
+  }
+};
+
+/// expand_dims(splat(x)) -> splat(x): every element is x whatever the shape.
+struct ExpandDimsOfSplat final : OpRewritePattern<ExpandDimsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ExpandDimsOp op, PatternRewriter &rewriter) const override {
+    auto splat = op.getSrc().getDefiningOp<SplatOp>();
+    if (!splat)
+      return rewriter.notifyMatchFailure(op, "source is not a splat");
+    rewriter.replaceOpWithNewOp<SplatOp>(op, op.getType(), splat.getSrc());
+    return success();
+  }
+};
+} // namespace
+
+void BroadcastOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<BroadcastOfSplat, BroadcastOfBroadcast>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// ExpandDimsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ExpandDimsOp::verify() {
+  auto src = getSrc().getType(), dst = getType();
+  int64_t axis = getAxis();
+  if (axis < 0 || axis > src.getRank())
+    return emitOpError("expected axis in [0, ") << src.getRank() << "], found " << axis;
+  SmallVector<int64_t> expected(src.getShape());
+  expected.insert(expected.begin() + axis, 1);
+  if (ArrayRef<int64_t>(expected) != dst.getShape())
+    return emitOpError("expected result shape ") << fmtShape(expected) << ", found "
+                                                 << fmtShape(dst.getShape());
+  return success();
+}
+
+void ExpandDimsOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                               MLIRContext *context) {
+  results.add<ExpandDimsOfSplat>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// ReshapeOp, TransOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto src = getSrc().getType(), dst = getType();
+  if (src.getNumElements() != dst.getNumElements())
+    return emitOpError("expected the same number of elements, found ")
+           << src.getNumElements() << " in " << fmtShape(src.getShape()) << " and "
+           << dst.getNumElements() << " in " << fmtShape(dst.getShape());
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getSrc().getType() == getType())
+    return getSrc();
+  if (auto splat = dyn_cast_or_null<SplatElementsAttr>(adaptor.getSrc()))
+    return splat.resizeSplat(getType());
+  return {};
+}
+
+LogicalResult TransOp::verify() {
+  auto src = getSrc().getType(), dst = getType();
+  ArrayRef<int32_t> order = getOrder();
+  if ((int64_t)order.size() != src.getRank())
+    return emitOpError("expected an order of ") << src.getRank() << " dimensions, found "
+                                                << order.size();
+  SmallVector<bool> seen(order.size(), false);
+  for (int32_t d : order) {
+    if (d < 0 || d >= (int32_t)order.size() || seen[d])
+      return emitOpError("expected order to be a permutation of [0, ")
+             << order.size() << "), found " << d << " out of range or repeated";
+    seen[d] = true;
+  }
+  SmallVector<int64_t> expected;
+  for (int32_t d : order)
+    expected.push_back(src.getDimSize(d));
+  if (ArrayRef<int64_t>(expected) != dst.getShape())
+    return emitOpError("expected result shape ") << fmtShape(expected) << ", found "
+                                                 << fmtShape(dst.getShape());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AddPtrOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AddPtrOp::verify() {
+  if (shapeOf(getPtr().getType()) != shapeOf(getOffset().getType()) ||
+      isa<RankedTensorType>(getPtr().getType()) != isa<RankedTensorType>(getOffset().getType()))
+    return emitOpError("expected offset shape ") << fmtShape(shapeOf(getPtr().getType()))
+                                                 << " to match pointer shape, found "
+                                                 << fmtShape(shapeOf(getOffset().getType()));
+  return success();
+}
+
+OpFoldResult AddPtrOp::fold(FoldAdaptor adaptor) {
+  // ptr + 0 -> ptr.
+  if (matchPattern(getOffset(), m_Zero()))
+    return getPtr();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Memory ops
+//===----------------------------------------------------------------------===//
+
+void LoadOp::build(OpBuilder &builder, OperationState &state, Value ptr, Value mask,
+                   Value other) {
+  build(builder, state, getPointeeType(ptr.getType()), ptr, mask, other, CacheModifierAttr(),
+        EvictionPolicyAttr(), UnitAttr());
+}
+
+LogicalResult LoadOp::verify() {
+  if (getOther() && !getMask())
+    return emitOpError("expected a mask when `other` is given");
+  if (getCache() && (*getCache() == CacheModifier::wb || *getCache() == CacheModifier::wt))
+    return emitOpError("expected a load cache modifier (ca, cg, cs, cv), found ")
+           << stringifyCacheModifier(*getCache());
+  return success();
+}
+
+LogicalResult StoreOp::verify() {
+  if (getCache() && (*getCache() == CacheModifier::ca || *getCache() == CacheModifier::cg ||
+                     *getCache() == CacheModifier::cv))
+    return emitOpError("expected a store cache modifier (wb, cs, wt), found ")
+           << stringifyCacheModifier(*getCache());
+  return success();
+}
+
+LogicalResult AtomicRMWOp::verify() {
+  Type elem = getElementTypeOrSelf(getVal().getType());
+  bool isFloat = isa<FloatType>(elem);
+  switch (getKind()) {
+  case RMWKind::fadd:
+    if (!isFloat)
+      return emitOpError("expected a float element type for fadd, found ") << elem;
+    break;
+  case RMWKind::and_:
+  case RMWKind::or_:
+  case RMWKind::xor_:
+  case RMWKind::umax:
+  case RMWKind::umin:
+  case RMWKind::add:
+    if (!isa<IntegerType>(elem))
+      return emitOpError("expected an integer element type for ")
+             << stringifyRMWKind(getKind()) << ", found " << elem;
+    break;
+  default:
+    break;
+  }
+  return success();
+}
+
+LogicalResult AtomicCASOp::verify() {
+  unsigned width = getElementTypeOrSelf(getVal().getType()).getIntOrFloatBitWidth();
+  if (width != 16 && width != 32 && width != 64)
+    return emitOpError("expected a 16, 32 or 64-bit element type, found ")
+           << getElementTypeOrSelf(getVal().getType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// DotOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DotOp::verify() {
+  auto a = getA().getType(), b = getB().getType(), c = getC().getType();
+  if (a.getRank() != 2 || b.getRank() != 2 || c.getRank() != 2)
+    return emitOpError("expected 2-D operands, found ranks ")
+           << a.getRank() << ", " << b.getRank() << " and " << c.getRank();
+  if (a.getDimSize(1) != b.getDimSize(0))
+    return emitOpError("expected a's K dimension ") << a.getDimSize(1)
+                                                    << " to match b's, found "
+                                                    << b.getDimSize(0);
+  if (c.getDimSize(0) != a.getDimSize(0) || c.getDimSize(1) != b.getDimSize(1))
+    return emitOpError("expected accumulator shape ")
+           << fmtShape({a.getDimSize(0), b.getDimSize(1)}) << ", found "
+           << fmtShape(c.getShape());
+  for (int64_t d : {a.getDimSize(0), a.getDimSize(1), b.getDimSize(1)})
+    if (d < 16 || !llvm::isPowerOf2_64(d))
+      return emitOpError("expected every dot dimension to be a power of two >= 16, found ")
+             << fmtShape(a.getShape()) << " * " << fmtShape(b.getShape());
+  Type ea = a.getElementType(), eb = b.getElementType(), ec = c.getElementType();
+  if (ea != eb)
+    return emitOpError("expected a and b of one element type, found ") << ea << " and " << eb;
+  bool ok = (ea.isF16() && (ec.isF32() || ec.isF16())) || (ea.isBF16() && ec.isF32()) ||
+            (ea.isF32() && ec.isF32()) || (ea.isInteger(8) && ec.isInteger(32));
+  if (!ok)
+    return emitOpError("expected f16->f16|f32, bf16->f32, f32->f32 or i8->i32, found ")
+           << ea << " -> " << ec;
+  if (!ea.isF32() && getInputPrecision() != InputPrecision::tf32)
+    return emitOpError("expected inputPrecision only with f32 inputs, found ")
+           << stringifyInputPrecision(getInputPrecision()) << " with " << ea;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ReduceOp, ScanOp
+//===----------------------------------------------------------------------===//
+
+/// Checks what reduce and scan share: operands of one shape, a valid axis, and a combine
+/// region taking 2N scalars of the operands' element types and returning N of them.
+static LogicalResult verifyCombiner(Operation *op, ValueRange srcs, int64_t axis, Region &region) {
+  if (srcs.empty())
+    return op->emitOpError("expected at least one operand");
+  auto first = cast<RankedTensorType>(srcs[0].getType());
+  for (Value src : srcs)
+    if (cast<RankedTensorType>(src.getType()).getShape() != first.getShape())
+      return op->emitOpError("expected all operands of shape ")
+             << fmtShape(first.getShape()) << ", found "
+             << fmtShape(cast<RankedTensorType>(src.getType()).getShape());
+  if (axis < 0 || axis >= first.getRank())
+    return op->emitOpError("expected axis in [0, ") << first.getRank() << "), found " << axis;
+  Block &block = region.front();
+  unsigned n = srcs.size();
+  if (block.getNumArguments() != 2 * n)
+    return op->emitOpError("expected the combine region to take ")
+           << 2 * n << " arguments, found " << block.getNumArguments();
+  for (unsigned i = 0; i < 2 * n; ++i) {
+    Type expected = cast<RankedTensorType>(srcs[i % n].getType()).getElementType();
+    if (block.getArgument(i).getType() != expected)
+      return op->emitOpError("expected combine argument ")
+             << i << " of type " << expected << ", found " << block.getArgument(i).getType();
+  }
+  Operation *term = block.getTerminator();
+  if (term->getNumOperands() != n)
+    return op->emitOpError("expected the combine region to yield ")
+           << n << " values, found " << term->getNumOperands();
+  for (unsigned i = 0; i < n; ++i)
+    if (term->getOperand(i).getType() != block.getArgument(i).getType())
+      return op->emitOpError("expected combine result ")
+             << i << " of type " << block.getArgument(i).getType() << ", found "
+             << term->getOperand(i).getType();
+  return success();
+}
+
+LogicalResult ReduceOp::verifyRegions() {
+  if (failed(verifyCombiner(*this, getSrcs(), getAxis(), getCombineOp())))
+    return failure();
+  if (getNumResults() != getSrcs().size())
+    return emitOpError("expected ") << getSrcs().size() << " results, found " << getNumResults();
+  for (auto [src, res] : llvm::zip(getSrcs(), getResults())) {
+    auto type = cast<RankedTensorType>(src.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape.erase(shape.begin() + getAxis());
+    // Compare shape and element type only: after layout assignment the result carries a slice
+    // encoding of the operand's layout.
+    auto resTensor = dyn_cast<RankedTensorType>(res.getType());
+    bool ok = shape.empty() ? res.getType() == type.getElementType()
+                            : resTensor && resTensor.getShape() == ArrayRef<int64_t>(shape) &&
+                                  resTensor.getElementType() == type.getElementType();
+    if (!ok)
+      return emitOpError("expected a result of shape ")
+             << fmtShape(shape) << " and element type " << type.getElementType() << ", found "
+             << res.getType();
+  }
+  return success();
+}
+
+LogicalResult ScanOp::verifyRegions() {
+  if (failed(verifyCombiner(*this, getSrcs(), getAxis(), getCombineOp())))
+    return failure();
+  if (getResultTypes() != getSrcs().getTypes())
+    return emitOpError("expected results of the operands' types");
+  return success();
+}

@@ -1,0 +1,182 @@
+//===- KilnGPUDialect.cpp - kiln_gpu layouts ------------------------------===//
+//
+// This file implements the kiln_gpu dialect: verification of blocked and slice layouts, and the
+// static enumeration of the elements each thread owns, which the lowering to LLVM uses to
+// turn a tile into per-thread registers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Dialect/KilnGPU/IR/Dialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace kiln::gpu;
+
+#include "kiln/Dialect/KilnGPU/IR/KilnGPUDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "kiln/Dialect/KilnGPU/IR/KilnGPUAttrs.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "kiln/Dialect/KilnGPU/IR/KilnGPUOps.cpp.inc"
+
+void KilnGPUDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "kiln/Dialect/KilnGPU/IR/KilnGPUAttrs.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "kiln/Dialect/KilnGPU/IR/KilnGPUOps.cpp.inc"
+      >();
+}
+
+LogicalResult BlockedEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                          ArrayRef<unsigned> sizePerThread,
+                                          ArrayRef<unsigned> threadsPerWarp,
+                                          ArrayRef<unsigned> warpsPerCTA,
+                                          ArrayRef<unsigned> order) {
+  size_t rank = order.size();
+  if (rank == 0 || sizePerThread.size() != rank || threadsPerWarp.size() != rank ||
+      warpsPerCTA.size() != rank)
+    return emitError() << "expected sizePerThread, threadsPerWarp, warpsPerCTA and order of one "
+                          "non-zero rank, found ranks "
+                       << sizePerThread.size() << ", " << threadsPerWarp.size() << ", "
+                       << warpsPerCTA.size() << ", " << rank;
+  unsigned threads = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    if (!llvm::isPowerOf2_32(sizePerThread[d]) || !llvm::isPowerOf2_32(threadsPerWarp[d]) ||
+        !llvm::isPowerOf2_32(warpsPerCTA[d]))
+      return emitError() << "expected powers of two in dimension " << d;
+    threads *= threadsPerWarp[d];
+  }
+  if (threads != kWarpSize)
+    return emitError() << "expected threadsPerWarp to multiply to " << kWarpSize << ", found "
+                       << threads;
+  SmallVector<bool> seen(rank, false);
+  for (unsigned d : order) {
+    if (d >= rank || seen[d])
+      return emitError() << "expected order to be a permutation of [0, " << rank << ")";
+    seen[d] = true;
+  }
+  return success();
+}
+
+LogicalResult SliceEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                        unsigned dim, Attribute parent) {
+  unsigned rank;
+  if (auto blocked = dyn_cast<BlockedEncodingAttr>(parent))
+    rank = blocked.getRank();
+  else if (auto slice = dyn_cast<SliceEncodingAttr>(parent))
+    rank = getKeptDims(slice).size();
+  else
+    return emitError() << "expected a blocked or slice parent layout, found " << parent;
+  if (dim >= rank)
+    return emitError() << "expected dim < parent rank " << rank << ", found " << dim;
+  if (rank < 2)
+    return emitError() << "expected a parent of rank >= 2";
+  return success();
+}
+
+OpFoldResult ConvertLayoutOp::fold(FoldAdaptor adaptor) {
+  if (getSrc().getType() == getType())
+    return getSrc();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Layout queries
+//===----------------------------------------------------------------------===//
+
+BlockedEncodingAttr kiln::gpu::getRootBlocked(Attribute layout) {
+  while (auto slice = dyn_cast_or_null<SliceEncodingAttr>(layout))
+    layout = slice.getParent();
+  return dyn_cast_or_null<BlockedEncodingAttr>(layout);
+}
+
+SmallVector<unsigned> kiln::gpu::getKeptDims(Attribute layout) {
+  if (auto blocked = dyn_cast<BlockedEncodingAttr>(layout))
+    return llvm::to_vector(llvm::seq<unsigned>(0, blocked.getRank()));
+  auto slice = cast<SliceEncodingAttr>(layout);
+  SmallVector<unsigned> kept = getKeptDims(slice.getParent());
+  kept.erase(kept.begin() + slice.getDim());
+  return kept;
+}
+
+SmallVector<unsigned> kiln::gpu::getOrder(Attribute layout) {
+  BlockedEncodingAttr root = getRootBlocked(layout);
+  SmallVector<unsigned> kept = getKeptDims(layout);
+  SmallVector<unsigned> order;
+  for (unsigned rootDim : root.getOrder()) {
+    auto it = llvm::find(kept, rootDim);
+    if (it != kept.end())
+      order.push_back(it - kept.begin());
+  }
+  return order;
+}
+
+SmallVector<unsigned> kiln::gpu::getSizePerThread(Attribute layout) {
+  BlockedEncodingAttr root = getRootBlocked(layout);
+  SmallVector<unsigned> spt;
+  for (unsigned d : getKeptDims(layout))
+    spt.push_back(root.getSizePerThread()[d]);
+  return spt;
+}
+
+SmallVector<ElemPos> kiln::gpu::getThreadElements(Attribute layout, ArrayRef<int64_t> shape) {
+  BlockedEncodingAttr root = getRootBlocked(layout);
+  SmallVector<unsigned> kept = getKeptDims(layout);
+  unsigned rank = kept.size();
+  // Per kept dimension: repetitions of the layout tile and elements per contiguous block.
+  SmallVector<unsigned> reps(rank), spt(rank);
+  for (unsigned i = 0; i < rank; ++i) {
+    unsigned d = kept[i];
+    int64_t tile = int64_t(root.getSizePerThread()[d]) * root.getThreadsPerWarp()[d] *
+                   root.getWarpsPerCTA()[d];
+    reps[i] = std::max<int64_t>(1, shape[i] / tile);
+    // A dimension smaller than one thread's block holds only `shape` distinct elements.
+    spt[i] = std::min<int64_t>(root.getSizePerThread()[d], shape[i]);
+  }
+  SmallVector<unsigned> order = getOrder(layout);
+  // Enumerate: repetitions outermost (slowest dimension first), then the sizePerThread block,
+  // with order[0] fastest inside each level.
+  SmallVector<ElemPos> out;
+  unsigned total = 1;
+  for (unsigned i = 0; i < rank; ++i)
+    total *= reps[i] * spt[i];
+  out.reserve(total);
+  SmallVector<unsigned, 4> rep(rank, 0), elem(rank, 0);
+  unsigned numReps = 1, numElems = 1;
+  for (unsigned i = 0; i < rank; ++i) {
+    numReps *= reps[i];
+    numElems *= spt[i];
+  }
+  for (unsigned r = 0; r < numReps; ++r) {
+    unsigned rr = r;
+    for (unsigned k = 0; k < rank; ++k) {
+      unsigned d = order[k];
+      rep[d] = rr % reps[d];
+      rr /= reps[d];
+    }
+    for (unsigned e = 0; e < numElems; ++e) {
+      unsigned ee = e;
+      for (unsigned k = 0; k < rank; ++k) {
+        unsigned d = order[k];
+        elem[d] = ee % spt[d];
+        ee /= spt[d];
+      }
+      out.push_back(ElemPos{rep, elem});
+    }
+  }
+  return out;
+}
+
+unsigned kiln::gpu::getElemsPerThread(RankedTensorType type) {
+  if (!type.getEncoding())
+    return type.getNumElements();
+  return getThreadElements(type.getEncoding(), type.getShape()).size();
+}

@@ -1,0 +1,48 @@
+//===- Pipelines.cpp - Kiln's named pass pipelines ------------------------===//
+//
+// This file implements the pass pipelines shared by kilnc, the JIT and kiln-opt, and the
+// registration of Kiln's dialects and passes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options) {
+  // tiles -> simplified tiles
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // tiles -> layouts
+  pm.addPass(createKilnAssignLayouts(KilnAssignLayoutsOptions{options.numWarps}));
+  pm.addPass(createSCFToControlFlowPass());
+  // layouts -> LLVM + NVVM
+  pm.addPass(createKilnConvertToLLVM());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void kiln::registerKilnDialects(DialectRegistry &registry) {
+  registry.insert<KilnDialect, gpu::KilnGPUDialect, arith::ArithDialect, math::MathDialect,
+                  scf::SCFDialect, func::FuncDialect, cf::ControlFlowDialect,
+                  LLVM::LLVMDialect, NVVM::NVVMDialect>();
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+}
+
+void kiln::registerKilnPassesAndPipelines() {
+  registerKilnPasses();
+  PassPipelineRegistration<>("kiln-gpu-pipeline",
+                             "kiln tiles -> LLVM dialect + NVVM (num_warps = 4)",
+                             [](OpPassManager &pm) { buildGPUPipeline(pm, {}); });
+}

@@ -1,0 +1,153 @@
+//===- PTXEmitter.cpp - LLVM dialect to PTX, in process -------------------===//
+//
+// This file implements the last stage of the GPU path: translate the LLVM dialect to LLVM IR,
+// link the libdevice functions it calls, optimize at O3 with the NVPTX target machine (which
+// also runs NVVMReflect), and print PTX. No external tool runs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Compiler.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/Linker/Linker.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Triple.h"
+#include <cstdlib>
+#include <mutex>
+
+using namespace mlir;
+
+extern "C" {
+void LLVMInitializeNVPTXTargetInfo();
+void LLVMInitializeNVPTXTarget();
+void LLVMInitializeNVPTXTargetMC();
+void LLVMInitializeNVPTXAsmPrinter();
+}
+
+namespace {
+
+constexpr llvm::StringLiteral kTriple = "nvptx64-nvidia-cuda";
+
+void initNVPTX() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+}
+
+/// libdevice.10.bc: $KILN_LIBDEVICE, then $CUDA_HOME, then /usr/local/cuda.
+std::string findLibdevice() {
+  if (const char *p = std::getenv("KILN_LIBDEVICE"))
+    return p;
+  std::string rel = "/nvvm/libdevice/libdevice.10.bc";
+  for (const char *var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char *home = std::getenv(var))
+      if (llvm::sys::fs::exists(std::string(home) + rel))
+        return std::string(home) + rel;
+  return "/usr/local/cuda" + rel;
+}
+
+LogicalResult linkLibdevice(llvm::Module &module, Location loc) {
+  bool needed = llvm::any_of(module.functions(), [](llvm::Function &f) {
+    return f.isDeclaration() && f.getName().starts_with("__nv_");
+  });
+  if (!needed)
+    return success();
+  std::string path = findLibdevice();
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return emitError(loc) << "libdevice not found at '" << path
+                          << "' (set KILN_LIBDEVICE to libdevice.10.bc)";
+  auto lib = llvm::parseBitcodeFile((*buffer)->getMemBufferRef(), module.getContext());
+  if (!lib) {
+    llvm::consumeError(lib.takeError());
+    return emitError(loc) << "cannot read libdevice bitcode at '" << path << "'";
+  }
+  (*lib)->setTargetTriple(module.getTargetTriple());
+  (*lib)->setDataLayout(module.getDataLayout());
+  if (llvm::Linker::linkModules(module, std::move(*lib), llvm::Linker::LinkOnlyNeeded))
+    return emitError(loc) << "linking libdevice failed";
+  // Only kernels are entry points: everything libdevice brought in can be inlined away.
+  for (llvm::Function &f : module.functions())
+    if (!f.isDeclaration() && f.getCallingConv() != llvm::CallingConv::PTX_Kernel)
+      f.setLinkage(llvm::GlobalValue::InternalLinkage);
+  // libdevice asks NVVMReflect whether to flush denormals; Kiln keeps them (as Triton does).
+  module.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t(0));
+  return success();
+}
+
+} // namespace
+
+LogicalResult kiln::emitPTX(ModuleOp module, StringRef arch, std::string &llvmIR,
+                            std::string &ptx) {
+  initNVPTX();
+  Location loc = module.getLoc();
+  llvm::LLVMContext llvmCtx;
+  std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module, llvmCtx, "kiln");
+  if (!llvmModule)
+    return emitError(loc) << "translation to LLVM IR failed";
+
+  llvm::Triple triple(kTriple);
+  std::string err;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!target)
+    return emitError(loc) << "NVPTX target unavailable: " << err;
+  if (!arch.starts_with("sm_"))
+    return emitError(loc) << "expected an architecture like sm_90, found '" << arch << "'";
+  // sm_90a needs PTX ISA 8.0 (PTX ISA 1.3, "Target ISA notes").
+  std::string features = arch.ends_with("a") ? "+ptx80" : "";
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, arch, features, llvm::TargetOptions(), std::nullopt, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  if (!tm)
+    return emitError(loc) << "cannot create an NVPTX target machine for '" << arch << "'";
+  llvmModule->setTargetTriple(triple);
+  llvmModule->setDataLayout(tm->createDataLayout());
+  if (failed(linkLibdevice(*llvmModule, loc)))
+    return failure();
+
+  {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(tm.get());
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    mpm.run(*llvmModule, mam);
+  }
+  if (llvm::verifyModule(*llvmModule, &llvm::errs()))
+    return emitError(loc) << "optimized LLVM IR does not verify";
+  {
+    llvm::raw_string_ostream os(llvmIR);
+    llvmModule->print(os, nullptr);
+  }
+  llvm::SmallString<0> buffer;
+  {
+    llvm::raw_svector_ostream os(buffer);
+    llvm::legacy::PassManager pm;
+    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+      return emitError(loc) << "NVPTX cannot emit assembly";
+    pm.run(*llvmModule);
+  }
+  ptx.assign(buffer.begin(), buffer.end());
+  return success();
+}

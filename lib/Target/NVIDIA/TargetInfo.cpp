@@ -1,0 +1,174 @@
+//===- TargetInfo.cpp - NVIDIA hooks of the GPU lowering ------------------===//
+//
+// This file implements TargetInfo for PTX: special registers through NVVM ops, predicated
+// global accesses as inline PTX (so that a masked-out lane issues no memory transaction), and
+// 2^x through ex2.approx.f32 (PTX ISA 9.7.3.22; max relative error 2^-22).
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Conversion/KilnToLLVM.h"
+#include "kiln/Target/TargetInfo.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// Inline-asm register constraint and register type of a word (PTX has no 8-bit registers:
+/// byte accesses use 16-bit ones, PTX ISA 5.2.2).
+std::pair<StringRef, unsigned> regFor(unsigned wordBits) {
+  switch (wordBits) {
+  case 64:
+    return {"l", 64};
+  case 32:
+    return {"r", 32};
+  default:
+    return {"h", 16};
+  }
+}
+
+/// "ld.global" / "st.global" with its qualifiers; `.v2`/`.v4` and the type are appended.
+std::string accessOpcode(StringRef base, unsigned numWords, unsigned wordBits,
+                         const AccessModifiers &mods) {
+  std::string s = base.str();
+  s += mods.isVolatile ? ".volatile.global" : ".global";
+  if (!mods.cache.empty())
+    s += "." + mods.cache.str();
+  if (!mods.eviction.empty())
+    s += ".L1::" + mods.eviction.str();
+  if (numWords > 1)
+    s += ".v" + std::to_string(numWords);
+  return s + ".b" + std::to_string(wordBits);
+}
+
+class NVIDIATargetInfo final : public TargetInfo {
+public:
+  Value getProgramId(OpBuilder &b, Location loc, unsigned axis) const override {
+    Type i32 = b.getI32Type();
+    switch (axis) {
+    case 0:
+      return NVVM::BlockIdXOp::create(b, loc, i32);
+    case 1:
+      return NVVM::BlockIdYOp::create(b, loc, i32);
+    default:
+      return NVVM::BlockIdZOp::create(b, loc, i32);
+    }
+  }
+
+  Value getNumPrograms(OpBuilder &b, Location loc, unsigned axis) const override {
+    Type i32 = b.getI32Type();
+    switch (axis) {
+    case 0:
+      return NVVM::GridDimXOp::create(b, loc, i32);
+    case 1:
+      return NVVM::GridDimYOp::create(b, loc, i32);
+    default:
+      return NVVM::GridDimZOp::create(b, loc, i32);
+    }
+  }
+
+  Value getThreadId(OpBuilder &b, Location loc) const override {
+    return NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
+  }
+
+  SmallVector<Value> emitLoad(OpBuilder &b, Location loc, Value ptr, Value pred,
+                              unsigned wordBits, unsigned numWords, ValueRange other,
+                              const AccessModifiers &mods) const override {
+    auto [reg, regBits] = regFor(wordBits);
+    Type regTy = b.getIntegerType(regBits);
+    std::string asmStr, constraints;
+    SmallVector<Value> operands;
+    // Operands: outputs $0..$n-1, then pred, address, other words.
+    unsigned idx = numWords;
+    std::string predRef;
+    if (pred) {
+      predRef = "@$" + std::to_string(idx++) + " ";
+      operands.push_back(pred);
+    }
+    unsigned addrIdx = idx++;
+    operands.push_back(ptr);
+    for (unsigned k = 0; k < numWords; ++k)
+      constraints += (k ? ",=" : "=") + reg.str();
+    if (pred)
+      constraints += ",b";
+    constraints += ",l";
+    // Lanes that do not load keep `other`: move it in first, then load under the predicate.
+    for (unsigned k = 0; k < other.size(); ++k) {
+      Value w = other[k];
+      if (regBits != wordBits)
+        w = LLVM::ZExtOp::create(b, loc, regTy, w);
+      operands.push_back(w);
+      constraints += "," + reg.str();
+      asmStr += "mov.b" + std::to_string(regBits) + " $" + std::to_string(k) + ", $" +
+                std::to_string(idx++) + ";\n\t";
+    }
+    asmStr += predRef + accessOpcode("ld", numWords, wordBits, mods) + " ";
+    std::string outs;
+    for (unsigned k = 0; k < numWords; ++k)
+      outs += (k ? ", $" : "$") + std::to_string(k);
+    asmStr += numWords > 1 ? "{ " + outs + " }" : outs;
+    asmStr += ", [ $" + std::to_string(addrIdx) + " + 0 ];";
+    Type resTy = numWords == 1 ? regTy
+                               : Type(LLVM::LLVMStructType::getLiteral(
+                                     b.getContext(), SmallVector<Type>(numWords, regTy)));
+    auto asmOp = LLVM::InlineAsmOp::create(b, loc, resTy, operands, asmStr, constraints,
+                                           /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                           LLVM::tailcallkind::TailCallKind::None,
+                                           LLVM::AsmDialectAttr(), ArrayAttr());
+    SmallVector<Value> words = unpackStruct(b, loc, asmOp.getResult(0));
+    if (regBits != wordBits)
+      for (Value &w : words)
+        w = LLVM::TruncOp::create(b, loc, b.getIntegerType(wordBits), w);
+    return words;
+  }
+
+  void emitStore(OpBuilder &b, Location loc, Value ptr, Value pred, unsigned wordBits,
+                 ValueRange words, const AccessModifiers &mods) const override {
+    auto [reg, regBits] = regFor(wordBits);
+    Type regTy = b.getIntegerType(regBits);
+    SmallVector<Value> operands;
+    std::string constraints, asmStr;
+    unsigned idx = 0;
+    if (pred) {
+      asmStr += "@$" + std::to_string(idx++) + " ";
+      operands.push_back(pred);
+      constraints += "b,";
+    }
+    unsigned addrIdx = idx++;
+    operands.push_back(ptr);
+    constraints += "l";
+    std::string ins;
+    for (unsigned k = 0; k < words.size(); ++k) {
+      Value w = words[k];
+      if (regBits != wordBits)
+        w = LLVM::ZExtOp::create(b, loc, regTy, w);
+      operands.push_back(w);
+      constraints += "," + reg.str();
+      ins += (k ? ", $" : "$") + std::to_string(idx++);
+    }
+    asmStr += accessOpcode("st", words.size(), wordBits, mods) + " [ $" +
+              std::to_string(addrIdx) + " + 0 ], " + (words.size() > 1 ? "{ " + ins + " }" : ins) +
+              ";";
+    LLVM::InlineAsmOp::create(b, loc, TypeRange(), operands, asmStr, constraints,
+                              /*has_side_effects=*/true, /*is_align_stack=*/false,
+                              LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                              ArrayAttr());
+  }
+
+  Value emitExp2Approx(OpBuilder &b, Location loc, Value x) const override {
+    auto asmOp = LLVM::InlineAsmOp::create(
+        b, loc, b.getF32Type(), ValueRange{x}, "ex2.approx.f32 $0, $1;", "=f,f",
+        /*has_side_effects=*/false, /*is_align_stack=*/false,
+        LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
+    return asmOp.getResult(0);
+  }
+};
+
+} // namespace
+
+const TargetInfo &kiln::getNVIDIATargetInfo() {
+  static const NVIDIATargetInfo info;
+  return info;
+}

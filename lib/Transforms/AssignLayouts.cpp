@@ -1,0 +1,326 @@
+//===- AssignLayouts.cpp - Choose a layout for every tile -----------------===//
+//
+// This file implements -kiln-assign-layouts. Tiles that must share a layout (operands and
+// results of elementwise ops, the operands of a memory op, loop-carried values) form groups;
+// `expand_dims` and `reduce` tie a rank-r group to a slice of a rank-(r+1) group. Each root
+// group gets one blocked layout chosen from the axis analysis of its largest memory access,
+// so that a warp's accesses are coalesced and each thread's are as wide as proven safe.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Analysis/AxisInfo.h"
+#include "kiln/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "kiln-assign-layouts"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNASSIGNLAYOUTS
+#include "kiln/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+using kiln::gpu::BlockedEncodingAttr;
+using kiln::gpu::SliceEncodingAttr;
+
+namespace {
+
+/// Largest access one thread issues, in bits (ld.global.v4.b32, PTX ISA 9.7.9.8).
+constexpr unsigned kMaxAccessBits = 128;
+
+/// Union-find over tile values.
+class ValueGroups {
+public:
+  Value find(Value v) {
+    auto it = parent.find(v);
+    if (it == parent.end()) {
+      parent[v] = v;
+      order.push_back(v);
+      return v;
+    }
+    if (it->second == v)
+      return v;
+    Value root = find(it->second);
+    parent[v] = root;
+    return root;
+  }
+  void unite(Value a, Value b) {
+    Value ra = find(a), rb = find(b);
+    if (ra != rb)
+      parent[rb] = ra;
+  }
+  /// Every value seen, in first-seen order (deterministic output).
+  ArrayRef<Value> values() const { return order; }
+
+private:
+  DenseMap<Value, Value> parent;
+  SmallVector<Value> order;
+};
+
+bool isTile(Value v) { return isa<RankedTensorType>(v.getType()); }
+
+/// Unites every tile among `values`.
+void uniteAll(ValueGroups &groups, ValueRange values) {
+  Value first;
+  for (Value v : values) {
+    if (!isTile(v))
+      continue;
+    if (!first)
+      first = v;
+    else
+      groups.unite(first, v);
+  }
+}
+
+/// A requirement `sliced = slice(axis, layout of full)`.
+struct SliceEdge {
+  Value sliced, full;
+  unsigned axis;
+  Operation *op;
+};
+
+/// Ops that are free to recompute per use: their result is a pure function of the thread's
+/// position and of scalars.
+bool isCheapToRecompute(Operation *op) {
+  if (!op || op->getNumRegions() != 0 || op->getNumResults() != 1 || !isPure(op))
+    return false;
+  if (isa<MakeRangeOp, SplatOp, arith::ConstantOp>(op))
+    return true;
+  if (!isa<arith::ArithDialect, math::MathDialect>(op->getDialect()))
+    return false;
+  return llvm::all_of(op->getOperands(), [](Value v) {
+    return !isTile(v) || isCheapToRecompute(v.getDefiningOp());
+  });
+}
+
+/// Gives every expand_dims a private copy of a cheap source computation, so that one range
+/// used as both `x[:, None]` and `x[None, :]` needs no layout conversion.
+void rematerializeExpandDimsSources(func::FuncOp func) {
+  SmallVector<ExpandDimsOp> ops;
+  func.walk([&](ExpandDimsOp op) { ops.push_back(op); });
+  for (ExpandDimsOp op : ops) {
+    Value src = op.getSrc();
+    if (src.hasOneUse() || !isCheapToRecompute(src.getDefiningOp()))
+      continue;
+    OpBuilder builder(op);
+    IRMapping mapping;
+    std::function<Value(Value)> clone = [&](Value v) -> Value {
+      if (!isTile(v))
+        return v;
+      if (Value mapped = mapping.lookupOrNull(v))
+        return mapped;
+      Operation *def = v.getDefiningOp();
+      for (Value operand : def->getOperands())
+        clone(operand);
+      return builder.clone(*def, mapping)->getResult(0);
+    };
+    op.getSrcMutable().assign(clone(src));
+  }
+}
+
+struct KilnAssignLayoutsPass final : kiln::impl::KilnAssignLayoutsBase<KilnAssignLayoutsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (numWarps == 0 || !llvm::isPowerOf2_32(numWarps)) {
+      module.emitError("expected num-warps to be a power of two, found ") << numWarps;
+      return signalPassFailure();
+    }
+    module->setAttr(kiln::gpu::kNumWarpsAttr,
+                    IntegerAttr::get(IntegerType::get(&getContext(), 32), numWarps));
+    for (auto func : module.getOps<func::FuncOp>())
+      if (failed(assign(func)))
+        return signalPassFailure();
+  }
+
+  LogicalResult assign(func::FuncOp func);
+  BlockedEncodingAttr chooseBlocked(ArrayRef<int64_t> shape, Value ptr,
+                                    const AxisInfoAnalysis &axis);
+};
+
+LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
+  rematerializeExpandDimsSources(func);
+  ValueGroups groups;
+  SmallVector<SliceEdge> edges;
+
+  // 1. Group values that must share a layout.
+  WalkResult walk = func.walk([&](Operation *op) -> WalkResult {
+    for (Value r : op->getResults())
+      if (isTile(r))
+        groups.find(r);
+    if (auto ed = dyn_cast<ExpandDimsOp>(op)) {
+      edges.push_back({ed.getSrc(), ed.getResult(), ed.getAxis(), op});
+      return WalkResult::advance();
+    }
+    if (auto red = dyn_cast<ReduceOp>(op)) {
+      uniteAll(groups, red.getSrcs());
+      for (Value r : red.getResults())
+        if (isTile(r))
+          edges.push_back({r, red.getSrcs()[0], red.getAxis(), op});
+      return WalkResult::advance();
+    }
+    if (auto forOp = dyn_cast<scf::ForOp>(op)) {
+      auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
+      for (unsigned i = 0; i < forOp.getNumResults(); ++i)
+        uniteAll(groups, {forOp.getInitArgs()[i], forOp.getRegionIterArgs()[i],
+                          yield.getOperand(i), forOp.getResult(i)});
+      return WalkResult::advance();
+    }
+    if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
+      for (unsigned i = 0; i < ifOp.getNumResults(); ++i) {
+        SmallVector<Value> vals{ifOp.getResult(i), ifOp.thenYield().getOperand(i)};
+        if (!ifOp.getElseRegion().empty())
+          vals.push_back(ifOp.elseYield().getOperand(i));
+        uniteAll(groups, vals);
+      }
+      return WalkResult::advance();
+    }
+    if (auto whileOp = dyn_cast<scf::WhileOp>(op)) {
+      auto cond = whileOp.getConditionOp();
+      auto yield = whileOp.getYieldOp();
+      for (unsigned i = 0; i < whileOp.getInits().size(); ++i)
+        uniteAll(groups, {whileOp.getInits()[i], whileOp.getBeforeArguments()[i],
+                          yield.getOperand(i)});
+      for (unsigned i = 0; i < whileOp.getNumResults(); ++i)
+        uniteAll(groups, {cond.getArgs()[i], whileOp.getAfterArguments()[i],
+                          whileOp.getResult(i)});
+      return WalkResult::advance();
+    }
+    if (isa<scf::YieldOp, scf::ConditionOp, func::ReturnOp>(op))
+      return WalkResult::advance();
+    if (isa<ReshapeOp, TransOp, DotOp, ScanOp>(op)) {
+      // These need layout conversions through shared memory (reductions issue).
+      for (Value r : op->getResults())
+        if (isTile(r))
+          groups.find(r);
+      return WalkResult::advance();
+    }
+    // Elementwise, memory, broadcast, splat, make_range and everything else: operands and
+    // results share one layout. A broadcast keeps its source's layout: the stretched
+    // dimension of the source has size 1, so every thread holds its one element there.
+    SmallVector<Value> vals(op->getOperands());
+    llvm::append_range(vals, op->getResults());
+    uniteAll(groups, vals);
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+
+  // 2. The largest memory access of each group anchors its layout.
+  AxisInfoAnalysis axis(func);
+  llvm::MapVector<Value, Value> anchor; // group root -> pointer tile
+  func.walk([&](Operation *op) {
+    Value ptr;
+    if (auto load = dyn_cast<LoadOp>(op))
+      ptr = load.getPtr();
+    else if (auto store = dyn_cast<StoreOp>(op))
+      ptr = store.getPtr();
+    else if (auto rmw = dyn_cast<AtomicRMWOp>(op))
+      ptr = rmw.getPtr();
+    if (!ptr || !isTile(ptr))
+      return;
+    Value root = groups.find(ptr);
+    auto numel = [](Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); };
+    auto it = anchor.find(root);
+    if (it == anchor.end() || numel(it->second) < numel(ptr))
+      anchor[root] = ptr;
+  });
+
+  // 3. Resolve layouts: slice groups after the group they slice.
+  DenseMap<Value, SliceEdge *> sliceOf; // sliced group root -> edge
+  for (SliceEdge &edge : edges) {
+    Value root = groups.find(edge.sliced);
+    auto [it, inserted] = sliceOf.try_emplace(root, &edge);
+    if (inserted)
+      continue;
+    SliceEdge *other = it->second;
+    if (other->axis != edge.axis || groups.find(other->full) != groups.find(edge.full)) {
+      InFlightDiagnostic diag = edge.op->emitError(
+          "needs a layout conversion, which the GPU path does not support yet: this tile is "
+          "also used at ");
+      diag << other->op->getLoc() << " with another layout";
+      return failure();
+    }
+  }
+  DenseMap<Value, Attribute> layoutOf; // group root -> layout
+  std::function<Attribute(Value)> resolve = [&](Value root) -> Attribute {
+    if (Attribute done = layoutOf.lookup(root))
+      return done;
+    Attribute layout;
+    if (SliceEdge *edge = sliceOf.lookup(root)) {
+      Attribute parent = resolve(groups.find(edge->full));
+      layout = SliceEncodingAttr::get(&getContext(), edge->axis, parent);
+    } else {
+      Value ptr = anchor.lookup(root);
+      Value shapeSource = ptr ? ptr : root;
+      for (Value v : groups.values())
+        if (groups.find(v) == root &&
+            cast<RankedTensorType>(v.getType()).getNumElements() >
+                cast<RankedTensorType>(shapeSource.getType()).getNumElements())
+          shapeSource = v;
+      layout = chooseBlocked(cast<RankedTensorType>(shapeSource.getType()).getShape(), ptr, axis);
+    }
+    layoutOf[root] = layout;
+    return layout;
+  };
+
+  // 4. Rewrite the types.
+  for (Value v : groups.values()) {
+    auto type = cast<RankedTensorType>(v.getType());
+    auto newType = RankedTensorType::get(type.getShape(), type.getElementType(),
+                                         resolve(groups.find(v)));
+    v.setType(newType);
+    if (auto cst = v.getDefiningOp<arith::ConstantOp>())
+      if (auto dense = dyn_cast<DenseElementsAttr>(cst.getValue()))
+        cst.setValueAttr(dense.reshape(newType));
+  }
+  return success();
+}
+
+BlockedEncodingAttr KilnAssignLayoutsPass::chooseBlocked(ArrayRef<int64_t> shape, Value ptr,
+                                                         const AxisInfoAnalysis &axis) {
+  unsigned rank = shape.size();
+  // Fastest dimension first: by contiguity of the anchor, the last dimension on ties.
+  SmallVector<unsigned> order;
+  for (unsigned d = rank; d-- > 0;)
+    order.push_back(d);
+  unsigned vec = 1;
+  int64_t numel = 1;
+  for (int64_t d : shape)
+    numel *= d;
+  unsigned numThreads = numWarps * kiln::gpu::kWarpSize;
+  if (ptr) {
+    const AxisInfo &info = axis.get(ptr);
+    llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+      return info.contiguity[a] > info.contiguity[b];
+    });
+    vec = axis.getPtrVectorWidth(ptr, order[0], kMaxAccessBits);
+    // Leave every thread some work before widening the per-thread block.
+    vec = std::min<int64_t>(vec, std::max<int64_t>(1, numel / numThreads));
+    vec = std::min<int64_t>(vec, shape[order[0]]);
+  }
+  SmallVector<unsigned> spt(rank, 1), tpw(rank, 1), wpc(rank, 1);
+  spt[order[0]] = vec;
+  unsigned lanes = kiln::gpu::kWarpSize;
+  for (unsigned d : order) {
+    unsigned t = std::min<int64_t>(lanes, std::max<int64_t>(1, shape[d] / spt[d]));
+    tpw[d] = t;
+    lanes /= t;
+  }
+  tpw[order.back()] *= lanes; // Tile smaller than a warp: replicate along the slowest dim.
+  unsigned warps = numWarps;
+  for (unsigned d : order) {
+    unsigned w = std::min<int64_t>(warps, std::max<int64_t>(1, shape[d] / (spt[d] * tpw[d])));
+    wpc[d] = w;
+    warps /= w;
+  }
+  wpc[order.back()] *= warps;
+  return BlockedEncodingAttr::get(&getContext(), spt, tpw, wpc, order);
+}
+
+} // namespace

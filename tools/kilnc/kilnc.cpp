@@ -1,0 +1,110 @@
+//===- kilnc.cpp - The Kiln ahead-of-time kernel compiler -----------------===//
+//
+// This file implements kilnc: a kiln-dialect .mlir kernel in, the final MLIR, LLVM IR, PTX or
+// a cubin out. Malformed input gets a diagnostic and exit status 1; a failing pipeline also
+// writes a reproducer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Compiler.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace {
+enum class Emit { MLIR, LLVM, PTX, Cubin };
+
+cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<input .mlir>"), cl::init("-"));
+cl::opt<std::string> outputFilename("o", cl::desc("output file"), cl::value_desc("file"),
+                                    cl::init("-"));
+cl::opt<Emit> emit("emit", cl::desc("what to produce"), cl::init(Emit::PTX),
+                   cl::values(clEnumValN(Emit::MLIR, "mlir", "LLVM-dialect MLIR after the pipeline"),
+                              clEnumValN(Emit::LLVM, "llvm", "optimized LLVM IR"),
+                              clEnumValN(Emit::PTX, "ptx", "PTX assembly"),
+                              clEnumValN(Emit::Cubin, "cubin", "cubin through nvJitLink")));
+cl::opt<std::string> arch("arch", cl::desc("target architecture (sm_80, sm_90, sm_90a)"),
+                          cl::init("sm_90"));
+cl::opt<unsigned> numWarps("num-warps", cl::desc("warps per program"), cl::init(4));
+cl::opt<bool> printIRAfterAll("print-ir-after-all", cl::desc("print the IR after every pass"),
+                              cl::init(false));
+cl::opt<std::string> reproducer("reproducer",
+                                cl::desc("where a failing pipeline writes its reproducer "
+                                         "(default: <tmp>/kilnc-<input>.repro.mlir)"),
+                                cl::init(""));
+
+/// The default reproducer path: the temp directory, named after the input.
+std::string defaultReproducerPath() {
+  llvm::SmallString<128> path;
+  llvm::sys::path::system_temp_directory(/*erasedOnReboot=*/true, path);
+  std::string stem = inputFilename == "-" ? "stdin" : llvm::sys::path::stem(inputFilename).str();
+  llvm::sys::path::append(path, "kilnc-" + stem + ".repro.mlir");
+  return path.str().str();
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv, "Kiln kernel compiler\n");
+  if (numWarps == 0 || (numWarps & (numWarps - 1)) || numWarps > 32) {
+    llvm::errs() << "kilnc: error: expected --num-warps to be a power of two in [1, 32], found "
+                 << numWarps << "\n";
+    return 1;
+  }
+
+  MLIRContext ctx;
+  kiln::initializeContext(ctx);
+  std::string errorMessage;
+  auto file = openInputFile(inputFilename, &errorMessage);
+  if (!file) {
+    llvm::errs() << "kilnc: error: " << errorMessage << "\n";
+    return 1;
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  SourceMgrDiagnosticHandler handler(sourceMgr, &ctx);
+
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  if (!module)
+    return 1;
+  kiln::CompileOptions options;
+  options.arch = arch;
+  options.numWarps = numWarps;
+  options.emitCubin = emit == Emit::Cubin;
+  options.printIRAfterAll = printIRAfterAll;
+  options.reproducerPath = reproducer.empty() ? defaultReproducerPath() : reproducer.getValue();
+  FailureOr<kiln::CompiledKernel> result = kiln::compile(*module, options);
+  if (failed(result))
+    return 1;
+
+  auto output = openOutputFile(outputFilename, &errorMessage);
+  if (!output) {
+    llvm::errs() << "kilnc: error: " << errorMessage << "\n";
+    return 1;
+  }
+  switch (emit) {
+  case Emit::MLIR:
+    output->os() << result->llvmDialect;
+    break;
+  case Emit::LLVM:
+    output->os() << result->llvmIR;
+    break;
+  case Emit::PTX:
+    output->os() << result->ptx;
+    break;
+  case Emit::Cubin:
+    output->os().write(result->cubin.data(), result->cubin.size());
+    break;
+  }
+  output->keep();
+  return 0;
+}
