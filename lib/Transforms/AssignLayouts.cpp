@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Analysis/AxisInfo.h"
+#include "kiln/Conversion/KilnToLLVM.h"
 #include "kiln/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -131,6 +132,9 @@ struct KilnAssignLayoutsPass final : kiln::impl::KilnAssignLayoutsBase<KilnAssig
       module.emitError("expected num-warps to be a power of two, found ") << numWarps;
       return signalPassFailure();
     }
+    // Fail before choosing layouts for what cannot be lowered, at the user's source line.
+    if (failed(checkGPUSupport(module)))
+      return signalPassFailure();
     module->setAttr(kiln::gpu::kNumWarpsAttr,
                     IntegerAttr::get(IntegerType::get(&getContext(), 32), numWarps));
     for (auto func : module.getOps<func::FuncOp>())

@@ -40,6 +40,10 @@ llvm::SmallVector<llvm::SmallVector<mlir::Value, 4>>
 emitElementCoordinates(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
                        const TargetInfo &target);
 
+/// Reports, at their source locations, the ops the GPU path cannot lower yet and kernel
+/// arguments that are tiles; fails if there is any.
+mlir::LogicalResult checkGPUSupport(mlir::ModuleOp module);
+
 /// Per-element lowering of arith and math on tiles, and tile constants.
 void populateElementwiseOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                          mlir::RewritePatternSet &patterns,

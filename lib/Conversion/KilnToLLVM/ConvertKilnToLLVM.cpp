@@ -29,19 +29,33 @@ using namespace mlir;
 using namespace kiln;
 namespace kgpu = kiln::gpu;
 
-namespace {
-
-/// Reports ops and tiles the GPU path cannot lower yet, each at its source location.
-LogicalResult checkLowerable(ModuleOp module) {
+LogicalResult kiln::checkGPUSupport(ModuleOp module) {
   bool ok = true;
+  for (auto func : module.getOps<func::FuncOp>())
+    for (BlockArgument arg : func.getArguments())
+      if (isa<RankedTensorType>(arg.getType())) {
+        emitError(arg.getLoc()) << "expected kernel argument #" << arg.getArgNumber() << " of '"
+                                << func.getSymName() << "' to be a scalar or a pointer, found "
+                                << arg.getType();
+        ok = false;
+      }
   module.walk([&](Operation *op) {
     if (isa<DotOp, ReduceOp, ScanOp, ReshapeOp, TransOp, AtomicRMWOp, AtomicCASOp, PrintOp,
             AssertOp>(op)) {
       op->emitError() << "'" << op->getName()
                       << "' is not supported on the GPU path yet (it has no lowering)";
       ok = false;
-      return;
     }
+  });
+  return success(ok);
+}
+
+namespace {
+
+/// Reports tiles that reached the lowering without a layout.
+LogicalResult checkLaidOut(ModuleOp module) {
+  bool ok = true;
+  module.walk([&](Operation *op) {
     for (Value v : op->getResults())
       if (auto t = dyn_cast<RankedTensorType>(v.getType()); t && !t.getEncoding()) {
         op->emitError() << "expected a tile with a layout, found " << t
@@ -57,7 +71,7 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
-    if (failed(checkLowerable(module)))
+    if (failed(checkGPUSupport(module)) || failed(checkLaidOut(module)))
       return signalPassFailure();
     unsigned numWarps = 4;
     if (auto attr = module->getAttrOfType<IntegerAttr>(kgpu::kNumWarpsAttr))

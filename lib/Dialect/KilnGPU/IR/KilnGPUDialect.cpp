@@ -10,6 +10,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -24,7 +25,26 @@ using namespace kiln::gpu;
 #define GET_OP_CLASSES
 #include "kiln/Dialect/KilnGPU/IR/KilnGPUOps.cpp.inc"
 
+namespace {
+/// Prints layouts as #blocked, #blocked1, #slice, ... aliases at the top of the module.
+struct KilnGPUOpAsmInterface final : OpAsmDialectInterface {
+  using OpAsmDialectInterface::OpAsmDialectInterface;
+  AliasResult getAlias(Attribute attr, raw_ostream &os) const override {
+    if (isa<BlockedEncodingAttr>(attr)) {
+      os << "blocked";
+      return AliasResult::FinalAlias;
+    }
+    if (isa<SliceEncodingAttr>(attr)) {
+      os << "slice";
+      return AliasResult::FinalAlias;
+    }
+    return AliasResult::NoAlias;
+  }
+};
+} // namespace
+
 void KilnGPUDialect::initialize() {
+  addInterfaces<KilnGPUOpAsmInterface>();
   addAttributes<
 #define GET_ATTRDEF_LIST
 #include "kiln/Dialect/KilnGPU/IR/KilnGPUAttrs.cpp.inc"

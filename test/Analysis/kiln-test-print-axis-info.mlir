@@ -1,0 +1,61 @@
+// RUN: kiln-opt %s -kiln-test-print-axis-info -split-input-file -verify-diagnostics
+
+func.func @ranges(%n: i32 {kiln.divisibility = 16 : i32}, %m: i32) {
+  // expected-remark @below {{contiguity = [128], divisibility = [1073741824], constancy = [1]}}
+  %r = kiln.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
+  // expected-remark @below {{contiguity = [1], divisibility = [1024], constancy = [1]}}
+  %c = arith.constant 1024 : i32
+  // expected-remark @below {{contiguity = [1], divisibility = [16], constancy = [128]}}
+  %nv = kiln.splat %n : tensor<128xi32>
+  // n is a multiple of 16 and r runs from a multiple of 128: r < n is constant in runs of 16.
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [16]}}
+  %mask = arith.cmpi slt, %r, %nv : tensor<128xi32>
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [128]}}
+  %mv = kiln.splat %m : tensor<128xi32>
+  // Nothing is known of m: the comparison may change at every element.
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [1]}}
+  %mask2 = arith.cmpi slt, %r, %mv : tensor<128xi32>
+  // Adding a splat keeps the run of +1; the start is a multiple of gcd(2^30, 16).
+  // expected-remark @below {{contiguity = [128], divisibility = [16], constancy = [1]}}
+  %s = arith.addi %r, %nv : tensor<128xi32>
+  // <= is not constant over a run (n itself may be in it).
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [1]}}
+  %le = arith.cmpi sle, %r, %nv : tensor<128xi32>
+  return
+}
+
+// -----
+
+func.func @pointers(%p: !kiln.ptr<f32> {kiln.divisibility = 16 : i32}, %q: !kiln.ptr<f16>) {
+  // expected-remark @below {{contiguity = [64], divisibility = [1073741824], constancy = [1]}}
+  %r = kiln.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+  // expected-remark @below {{contiguity = [1], divisibility = [16], constancy = [64]}}
+  %ps = kiln.splat %p : tensor<64x!kiln.ptr<f32>>
+  // Pointer divisibility is in bytes: 16-byte aligned base plus 4-byte elements.
+  // expected-remark @below {{contiguity = [64], divisibility = [16], constancy = [1]}}
+  %pp = kiln.addptr %ps, %r : tensor<64x!kiln.ptr<f32>>, tensor<64xi32>
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [64]}}
+  %qs = kiln.splat %q : tensor<64x!kiln.ptr<f16>>
+  // expected-remark @below {{contiguity = [64], divisibility = [1], constancy = [1]}}
+  %qp = kiln.addptr %qs, %r : tensor<64x!kiln.ptr<f16>>, tensor<64xi32>
+  return
+}
+
+// -----
+
+func.func @two_d(%s: i32 {kiln.divisibility = 16 : i32}) {
+  // expected-remark @below {{contiguity = [32], divisibility = [1073741824], constancy = [1]}}
+  %r = kiln.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  // The new unit dimension holds single elements of a run: only divisible by 1.
+  // expected-remark @below {{contiguity = [1, 32], divisibility = [1, 1073741824], constancy = [1, 1]}}
+  %c = kiln.expand_dims %r {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+  // expected-remark @below {{contiguity = [1, 32], divisibility = [1, 1073741824], constancy = [8, 1]}}
+  %cb = kiln.broadcast %c : tensor<1x32xi32> -> tensor<8x32xi32>
+  // expected-remark @below {{contiguity = [1, 1], divisibility = [16, 16], constancy = [8, 32]}}
+  %sv = kiln.splat %s : tensor<8x32xi32>
+  // A run times anything is no longer a run; its elements keep the other factor's divisor.
+  // Constant along dim 0 like both factors.
+  // expected-remark @below {{contiguity = [1, 1], divisibility = [16, 16], constancy = [8, 1]}}
+  %m = arith.muli %cb, %sv : tensor<8x32xi32>
+  return
+}

@@ -1,0 +1,117 @@
+// RUN: kiln-opt %s -kiln-assign-layouts -split-input-file | FileCheck %s
+// RUN: kiln-opt %s -kiln-assign-layouts=num-warps=8 -split-input-file | FileCheck %s --check-prefix=W8
+
+// 1-D, pointers and n divisible by 16: 4 f32 (128 bits) per thread, 32 lanes, 4 warps.
+// CHECK-DAG: #[[B1:.*]] = #kiln_gpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+// CHECK-LABEL: func.func @aligned_1d
+// CHECK: kiln.make_range {{.*}} : tensor<1024xi32, #[[B1]]>
+// CHECK: kiln.load {{.*}} : tensor<1024x!kiln.ptr<f32>, #[[B1]]>
+// W8: sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [8]
+// W8: module attributes {kiln_gpu.num_warps = 8 : i32}
+func.func @aligned_1d(%x: !kiln.ptr<f32> {kiln.divisibility = 16 : i32}, %n: i32 {kiln.divisibility = 16 : i32}) {
+  %r = kiln.make_range {end = 1024 : i32, start = 0 : i32} : tensor<1024xi32>
+  %nv = kiln.splat %n : tensor<1024xi32>
+  %m = arith.cmpi slt, %r, %nv : tensor<1024xi32>
+  %p = kiln.splat %x : tensor<1024x!kiln.ptr<f32>>
+  %ps = kiln.addptr %p, %r : tensor<1024x!kiln.ptr<f32>>, tensor<1024xi32>
+  %v = kiln.load %ps, %m : tensor<1024x!kiln.ptr<f32>>
+  kiln.store %ps, %v, %m : tensor<1024x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// Unknown alignment: one element per thread. (Each split's layout aliases print before its
+// function, so their checks precede its label.)
+// CHECK: #blocked = #kiln_gpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+// CHECK-LABEL: func.func @unaligned_1d
+func.func @unaligned_1d(%x: !kiln.ptr<f32>) {
+  %r = kiln.make_range {end = 256 : i32, start = 0 : i32} : tensor<256xi32>
+  %p = kiln.splat %x : tensor<256x!kiln.ptr<f32>>
+  %ps = kiln.addptr %p, %r : tensor<256x!kiln.ptr<f32>>, tensor<256xi32>
+  %v = kiln.load %ps : tensor<256x!kiln.ptr<f32>>
+  kiln.store %ps, %v : tensor<256x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// fp16: 8 elements make 128 bits.
+// CHECK: #blocked = #kiln_gpu.blocked<{sizePerThread = [8], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+// CHECK-LABEL: func.func @aligned_f16
+func.func @aligned_f16(%x: !kiln.ptr<f16> {kiln.divisibility = 16 : i32}) {
+  %r = kiln.make_range {end = 4096 : i32, start = 0 : i32} : tensor<4096xi32>
+  %p = kiln.splat %x : tensor<4096x!kiln.ptr<f16>>
+  %ps = kiln.addptr %p, %r : tensor<4096x!kiln.ptr<f16>>, tensor<4096xi32>
+  %v = kiln.load %ps : tensor<4096x!kiln.ptr<f16>>
+  kiln.store %ps, %v : tensor<4096x!kiln.ptr<f16>>
+  return
+}
+
+// -----
+
+// 2-D row-major tile: contiguous along dim 1, lanes spread along it, warps along dim 0;
+// the 1-D ranges become slices of the 2-D layout.
+// CHECK-DAG: #[[B2:.*]] = #kiln_gpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]}>
+// CHECK-DAG: #[[S1:.*]] = #kiln_gpu.slice<{dim = 1, parent = #[[B2]]}>
+// CHECK-DAG: #[[S0:.*]] = #kiln_gpu.slice<{dim = 0, parent = #[[B2]]}>
+// CHECK-LABEL: func.func @tile_2d
+// CHECK: kiln.expand_dims {{.*}} : tensor<32xi32, #[[S1]]> -> tensor<32x1xi32, #[[B2]]>
+// CHECK: kiln.expand_dims {{.*}} : tensor<64xi32, #[[S0]]> -> tensor<1x64xi32, #[[B2]]>
+func.func @tile_2d(%x: !kiln.ptr<f32> {kiln.divisibility = 16 : i32}, %s: i32 {kiln.divisibility = 16 : i32}) {
+  %a = kiln.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  %b = kiln.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+  %a2 = kiln.expand_dims %a {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+  %b2 = kiln.expand_dims %b {axis = 0 : i32} : tensor<64xi32> -> tensor<1x64xi32>
+  %sv = kiln.splat %s : tensor<32x1xi32>
+  %ro = arith.muli %a2, %sv : tensor<32x1xi32>
+  %rob = kiln.broadcast %ro : tensor<32x1xi32> -> tensor<32x64xi32>
+  %cob = kiln.broadcast %b2 : tensor<1x64xi32> -> tensor<32x64xi32>
+  %off = arith.addi %rob, %cob : tensor<32x64xi32>
+  %p = kiln.splat %x : tensor<32x64x!kiln.ptr<f32>>
+  %ps = kiln.addptr %p, %off : tensor<32x64x!kiln.ptr<f32>>, tensor<32x64xi32>
+  %v = kiln.load %ps : tensor<32x64x!kiln.ptr<f32>>
+  kiln.store %ps, %v : tensor<32x64x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// One range used as both x[:, None] and x[None, :]: each use gets its own copy of the
+// range, so no layout conversion is needed.
+// CHECK-LABEL: func.func @range_used_twice
+// CHECK-COUNT-2: kiln.make_range
+func.func @range_used_twice(%x: !kiln.ptr<f32>) {
+  %a = kiln.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+  %r = kiln.expand_dims %a {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+  %c = kiln.expand_dims %a {axis = 0 : i32} : tensor<16xi32> -> tensor<1x16xi32>
+  %rb = kiln.broadcast %r : tensor<16x1xi32> -> tensor<16x16xi32>
+  %cb = kiln.broadcast %c : tensor<1x16xi32> -> tensor<16x16xi32>
+  %off = arith.addi %rb, %cb : tensor<16x16xi32>
+  %p = kiln.splat %x : tensor<16x16x!kiln.ptr<f32>>
+  %ps = kiln.addptr %p, %off : tensor<16x16x!kiln.ptr<f32>>, tensor<16x16xi32>
+  %v = kiln.load %ps : tensor<16x16x!kiln.ptr<f32>>
+  kiln.store %ps, %v : tensor<16x16x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// Loop-carried tiles share the layout of their init and yield.
+// CHECK-LABEL: func.func @loop_carried
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<128xf32, #blocked
+func.func @loop_carried(%x: !kiln.ptr<f32> {kiln.divisibility = 16 : i32}, %n: i32) {
+  %r = kiln.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
+  %p = kiln.splat %x : tensor<128x!kiln.ptr<f32>>
+  %ps = kiln.addptr %p, %r : tensor<128x!kiln.ptr<f32>>, tensor<128xi32>
+  %zero = arith.constant dense<0.0> : tensor<128xf32>
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %acc = scf.for %i = %c0 to %n step %c1 iter_args(%a = %zero) -> (tensor<128xf32>) : i32 {
+    %v = kiln.load %ps : tensor<128x!kiln.ptr<f32>>
+    %s = arith.addf %a, %v : tensor<128xf32>
+    scf.yield %s : tensor<128xf32>
+  }
+  kiln.store %ps, %acc : tensor<128x!kiln.ptr<f32>>
+  return
+}
