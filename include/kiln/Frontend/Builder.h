@@ -1,0 +1,409 @@
+//===- Builder.h - Kiln's shared semantic layer -----------------*- C++ -*-===//
+//
+// This file declares kiln::Builder, the one place where the language semantics of Kiln (those
+// of triton.language, Triton 3.x) live: dtypes with signedness, type promotion, weak literals,
+// numpy-style broadcasting, shape and dtype checks, pointer arithmetic, masked memory access
+// and structured control flow. The Python front end and the C++ embedded DSL both build their
+// kernels through it; every user error surfaces as a kiln::CompileError that names the kernel
+// and the user's file:line:col.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_FRONTEND_BUILDER_H
+#define KILN_FRONTEND_BUILDER_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln {
+
+/// The scalar element kinds of Kiln. MLIR integers are signless, so signedness lives here.
+/// As in Triton, `I1` (int1, the boolean) counts as unsigned.
+enum class ScalarKind : uint8_t { I1, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64 };
+
+/// A Kiln-level element type: a scalar kind, or a pointer to a scalar kind (pointers to
+/// pointers are not supported). Printed like Triton: "int32", "uint8", "fp16", "bf16",
+/// "pointer<fp32>".
+class [[gnu::visibility("default")]] DType {
+public:
+  /// int32, the type of a plain integer literal.
+  constexpr DType() = default;
+  /// A scalar dtype.
+  constexpr DType(ScalarKind kind) : kind(kind) {}
+  /// The pointer dtype `pointer<pointee>`; `pointee` must not itself be a pointer.
+  static DType pointerTo(DType pointee);
+
+  static constexpr DType int1() { return ScalarKind::I1; }
+  static constexpr DType int8() { return ScalarKind::I8; }
+  static constexpr DType int16() { return ScalarKind::I16; }
+  static constexpr DType int32() { return ScalarKind::I32; }
+  static constexpr DType int64() { return ScalarKind::I64; }
+  static constexpr DType uint8() { return ScalarKind::U8; }
+  static constexpr DType uint16() { return ScalarKind::U16; }
+  static constexpr DType uint32() { return ScalarKind::U32; }
+  static constexpr DType uint64() { return ScalarKind::U64; }
+  static constexpr DType fp16() { return ScalarKind::F16; }
+  static constexpr DType bf16() { return ScalarKind::BF16; }
+  static constexpr DType fp32() { return ScalarKind::F32; }
+  static constexpr DType fp64() { return ScalarKind::F64; }
+
+  /// The scalar kind; for a pointer, the kind of its pointee.
+  ScalarKind getKind() const { return kind; }
+  /// True for `pointer<T>`.
+  bool isPointer() const { return pointer; }
+  /// The pointee of a pointer dtype (the dtype itself for scalars).
+  DType getPointee() const { return DType(kind); }
+  /// int1.
+  bool isBool() const { return !pointer && kind == ScalarKind::I1; }
+  /// Any integer, int1 included.
+  bool isInt() const;
+  /// int8..int64.
+  bool isSigned() const;
+  /// int1 and uint8..uint64 (Triton counts int1 as unsigned).
+  bool isUnsigned() const { return isInt() && !isSigned(); }
+  /// fp16, bf16, fp32, fp64.
+  bool isFloat() const;
+  /// Bits of the scalar (64 for pointers).
+  unsigned getBitWidth() const;
+  /// Explicit mantissa bits of a float (10 for fp16, 7 for bf16, 23 for fp32, 52 for fp64).
+  unsigned getMantissaWidth() const;
+  /// The Triton name: "int32", "fp32", "pointer<fp32>".
+  std::string str() const;
+  /// The MLIR element type: signless integers, floats, or !kiln.ptr<T>.
+  mlir::Type toMLIR(mlir::MLIRContext &ctx) const;
+  /// Parses Triton names ("int32", "uint8", "fp16", "float32", "bfloat16", "pointer<fp32>",
+  /// "*fp32"); std::nullopt for anything else.
+  static std::optional<DType> parse(llvm::StringRef name);
+
+  bool operator==(const DType &other) const {
+    return kind == other.kind && pointer == other.pointer;
+  }
+  bool operator!=(const DType &other) const { return !(*this == other); }
+
+private:
+  ScalarKind kind = ScalarKind::I32;
+  bool pointer = false;
+};
+
+/// The value of a source literal (a Python or C++ number) kept so that it can take the dtype
+/// its context gives it, as in Triton: `x + 1` keeps x's int8, `h * 0.5` keeps h's fp16.
+struct Literal {
+  enum class Kind : uint8_t { Bool, Int, Float };
+  Kind kind = Kind::Int;
+  /// Int: true when the value is negative.
+  bool negative = false;
+  /// Int: the absolute value; Bool: 0 or 1.
+  uint64_t magnitude = 0;
+  /// Float: the value.
+  double floatValue = 0.0;
+};
+
+/// A scalar or tile value with its Kiln dtype; the shape is the MLIR type's (scalars are
+/// not tensors). Literals carry `literal` and are "weak" in type promotion.
+struct Tile {
+  mlir::Value value;
+  DType dtype;
+  std::optional<Literal> literal;
+
+  /// True for a literal that adapts to the dtype of the tile it meets.
+  bool isWeak() const { return literal.has_value(); }
+  /// True when the value is a tensor (a tile), false for a scalar.
+  bool isTile() const;
+  /// The tile shape; empty for scalars.
+  llvm::ArrayRef<int64_t> getShape() const;
+};
+
+/// A user error in a kernel: what was expected, what was found, and where.
+class [[gnu::visibility("default")]] CompileError : public std::exception {
+public:
+  CompileError(std::string kernel, std::string file, unsigned line, unsigned column,
+               std::string message);
+  /// Reads `file.py:12:5: error: in kernel 'add': expected ..., found ...`.
+  const char *what() const noexcept override { return full.c_str(); }
+  const std::string &getKernel() const { return kernel; }
+  const std::string &getFile() const { return file; }
+  unsigned getLine() const { return line; }
+  unsigned getColumn() const { return column; }
+  /// The message without the location prefix.
+  const std::string &getMessage() const { return message; }
+
+private:
+  std::string kernel, file;
+  unsigned line, column;
+  std::string message, full;
+};
+
+/// One kernel argument: a scalar or a pointer, with an optional divisibility hint (Triton's
+/// specialization on multiples of 16) that becomes the `kiln.divisibility` arg attribute.
+struct KernelArg {
+  std::string name;
+  DType dtype;
+  std::optional<int32_t> divisibility;
+};
+
+/// Options of `load` with Triton's spellings: cache "" | ".ca" | ".cg" | ".cv", eviction
+/// "" | "evict_first" | "evict_last".
+struct LoadOptions {
+  std::string cache;
+  std::string evict;
+  bool isVolatile = false;
+};
+
+/// Options of `store`: cache "" | ".wb" | ".cs" | ".wt", eviction as for loads.
+struct StoreOptions {
+  std::string cache;
+  std::string evict;
+};
+
+/// Builds one kiln kernel at a time with Triton's semantics. Each method checks its operands,
+/// applies promotion and broadcasting, creates ops at the current source location and returns
+/// a Tile; a failed check throws CompileError. After a CompileError the kernel being built is
+/// abandoned: call beginKernel again.
+class [[gnu::visibility("default")]] Builder {
+public:
+  /// Loads the kiln, arith, math, scf and func dialects into `ctx`.
+  explicit Builder(mlir::MLIRContext &ctx);
+  ~Builder();
+
+  mlir::MLIRContext &getContext() { return ctx; }
+  /// The module being built (null outside beginKernel/finishKernel).
+  mlir::ModuleOp getModule() { return module ? *module : mlir::ModuleOp(); }
+
+  //===--------------------------------------------------------------------===//
+  // Source locations and kernels
+  //===--------------------------------------------------------------------===//
+
+  /// Every op created from now on carries `file:line:col`, and errors report it.
+  void setLocation(llvm::StringRef file, unsigned line, unsigned col);
+  /// The location given to new ops.
+  mlir::Location getLocation() const { return loc; }
+  /// Starts a module with one `func.func @name` taking `args`.
+  void beginKernel(llvm::StringRef name, llvm::ArrayRef<KernelArg> args);
+  /// Argument `i` of the kernel.
+  Tile arg(unsigned i);
+  /// Ends the kernel with func.return, verifies the module and hands it over. A module that
+  /// fails verification throws CompileError with the verifier's message.
+  mlir::OwningOpRef<mlir::ModuleOp> finishKernel();
+  /// Throws CompileError at the current location.
+  [[noreturn]] void error(const llvm::Twine &message) const;
+
+  //===--------------------------------------------------------------------===//
+  // Grid, literals, tile creation
+  //===--------------------------------------------------------------------===//
+
+  /// program_id(axis), axis in 0..2; int32.
+  Tile programId(int axis);
+  /// num_programs(axis), axis in 0..2; int32.
+  Tile numPrograms(int axis);
+  /// A weak integer literal: int32 if it fits, else uint32, else int64 (Triton's rule).
+  Tile intConst(int64_t value);
+  /// A weak integer literal for values of 2^63 and above (uint64).
+  Tile uintConst(uint64_t value);
+  /// A weak float literal: fp32 unless its magnitude only fits fp64.
+  Tile floatConst(double value);
+  /// A weak bool literal (int1).
+  Tile boolConst(bool value);
+  /// arange(start, end): int32 tile [start, end); end - start a power of two.
+  Tile arange(int64_t start, int64_t end);
+  /// full(shape, value, dtype): `value` (a scalar) cast to `dtype`, splatted.
+  Tile full(llvm::ArrayRef<int64_t> shape, const Tile &value, DType dtype);
+  /// zeros(shape, dtype).
+  Tile zeros(llvm::ArrayRef<int64_t> shape, DType dtype);
+  /// Materializes a weak literal as a plain value of its own dtype; other tiles unchanged.
+  Tile materialize(const Tile &x);
+
+  //===--------------------------------------------------------------------===//
+  // Arithmetic, comparisons, bitwise and logical ops
+  //===--------------------------------------------------------------------===//
+
+  /// a + b; pointer + integer and integer + pointer advance the pointer.
+  Tile add(const Tile &a, const Tile &b);
+  /// a - b; pointer - integer moves the pointer back.
+  Tile sub(const Tile &a, const Tile &b);
+  Tile mul(const Tile &a, const Tile &b);
+  /// a / b: integers divide in fp32, fp16/bf16 in fp32.
+  Tile truediv(const Tile &a, const Tile &b);
+  /// a // b for integers: C-style truncating division, signed or unsigned.
+  Tile floordiv(const Tile &a, const Tile &b);
+  /// a % b: C-style remainder for integers (sign of a), frem for floats.
+  Tile mod(const Tile &a, const Tile &b);
+  /// cdiv(a, b) = (a + b - 1) // b.
+  Tile cdiv(const Tile &a, const Tile &b);
+  Tile lt(const Tile &a, const Tile &b);
+  Tile le(const Tile &a, const Tile &b);
+  Tile gt(const Tile &a, const Tile &b);
+  Tile ge(const Tile &a, const Tile &b);
+  Tile eq(const Tile &a, const Tile &b);
+  Tile ne(const Tile &a, const Tile &b);
+  /// a & b: bitwise on integers (logical on int1).
+  Tile bitAnd(const Tile &a, const Tile &b);
+  Tile bitOr(const Tile &a, const Tile &b);
+  Tile bitXor(const Tile &a, const Tile &b);
+  /// a << b.
+  Tile shl(const Tile &a, const Tile &b);
+  /// a >> b: arithmetic for signed, logical for unsigned integers.
+  Tile shr(const Tile &a, const Tile &b);
+  /// Logical `and`/`or` of truth values: non-int1 operands are first compared with 0.
+  Tile logicalAnd(const Tile &a, const Tile &b);
+  Tile logicalOr(const Tile &a, const Tile &b);
+  /// -x.
+  Tile neg(const Tile &x);
+  /// ~x (integers only).
+  Tile bitNot(const Tile &x);
+  /// `not x`: int1 result.
+  Tile logicalNot(const Tile &x);
+  /// minimum / maximum. Floats follow Triton's default PropagateNan.NONE (minnumf/maxnumf:
+  /// a NaN operand yields the other operand); `propagateNan` selects minimumf/maximumf.
+  Tile minimum(const Tile &a, const Tile &b, bool propagateNan = false);
+  Tile maximum(const Tile &a, const Tile &b, bool propagateNan = false);
+  /// where(cond, a, b): cond cast to int1; a and b promoted; all three broadcast.
+  Tile where(const Tile &cond, const Tile &a, const Tile &b);
+
+  //===--------------------------------------------------------------------===//
+  // Math and casts
+  //===--------------------------------------------------------------------===//
+
+  /// Float-only math. fp16/bf16 inputs are computed in fp32 and rounded back (the result
+  /// keeps the input dtype); integer inputs are an error.
+  Tile exp(const Tile &x);
+  Tile exp2(const Tile &x);
+  Tile log(const Tile &x);
+  Tile log2(const Tile &x);
+  Tile sqrt(const Tile &x);
+  Tile rsqrt(const Tile &x);
+  Tile sin(const Tile &x);
+  Tile cos(const Tile &x);
+  Tile erf(const Tile &x);
+  Tile floor(const Tile &x);
+  Tile ceil(const Tile &x);
+  /// abs: floats, signed integers; a no-op on unsigned integers (as in Triton).
+  Tile abs(const Tile &x);
+  /// x.to(dtype): value conversion with Triton's rules.
+  Tile cast(const Tile &x, DType dtype);
+  /// x.to(dtype, bitcast=True): reinterpret the bits; widths must match.
+  Tile bitcast(const Tile &x, DType dtype);
+
+  //===--------------------------------------------------------------------===//
+  // Memory
+  //===--------------------------------------------------------------------===//
+
+  /// load(ptr, mask, other): mask and other broadcast with ptr, other cast to the pointee
+  /// dtype, mask must be int1, other requires mask. Pass a null Tile (value == nullptr) or
+  /// std::nullopt to leave one out.
+  Tile load(const Tile &ptr, std::optional<Tile> mask = std::nullopt,
+            std::optional<Tile> other = std::nullopt, const LoadOptions &options = {});
+  /// store(ptr, value, mask): value and mask broadcast to ptr's shape, value cast to the
+  /// pointee dtype.
+  void store(const Tile &ptr, const Tile &value, std::optional<Tile> mask = std::nullopt,
+             const StoreOptions &options = {});
+
+  //===--------------------------------------------------------------------===//
+  // Shapes
+  //===--------------------------------------------------------------------===//
+
+  /// expand_dims(x, axis); axis may be negative (counted from the new rank).
+  Tile expandDims(const Tile &x, int axis);
+  /// broadcast_to(x, shape): scalars splat; tiles stretch size-1 dims (same rank).
+  Tile broadcastTo(const Tile &x, llvm::ArrayRef<int64_t> shape);
+  /// broadcast(a, b): both to their common numpy-broadcast shape.
+  std::pair<Tile, Tile> broadcast(const Tile &a, const Tile &b);
+  /// reshape(x, shape, can_reorder).
+  Tile reshape(const Tile &x, llvm::ArrayRef<int64_t> shape, bool canReorder = false);
+  /// trans(x, order) / permute; an empty order means (1, 0).
+  Tile trans(const Tile &x, llvm::ArrayRef<int32_t> order = {});
+
+  //===--------------------------------------------------------------------===//
+  // Control flow
+  //===--------------------------------------------------------------------===//
+
+  /// Body of a for loop: (induction variable, iteration values) -> next iteration values.
+  using ForBody = std::function<std::vector<Tile>(const Tile &, llvm::ArrayRef<Tile>)>;
+  /// A region body: (region arguments) -> yielded values.
+  using RegionBody = std::function<std::vector<Tile>(llvm::ArrayRef<Tile>)>;
+  /// A branch body: () -> yielded values.
+  using BranchBody = std::function<std::vector<Tile>()>;
+  /// A loop condition: (loop values) -> scalar truth value.
+  using CondBody = std::function<Tile(llvm::ArrayRef<Tile>)>;
+
+  /// for iv in range(lb, ub, step): scf.for whose induction variable has the integer
+  /// promotion of the bounds' dtypes (int32 for literals). Yielded values must keep the
+  /// dtype and shape of their init values; `names` name them in errors. Returns the results.
+  std::vector<Tile> forLoop(const Tile &lb, const Tile &ub, const Tile &step,
+                            llvm::ArrayRef<Tile> inits, const ForBody &body,
+                            llvm::ArrayRef<std::string> names = {});
+  /// if cond: then else: else, as scf.if; both branches must yield values of the same dtypes
+  /// and shapes. `elseFn` may be empty only when `thenFn` yields nothing.
+  std::vector<Tile> ifThenElse(const Tile &cond, const BranchBody &thenFn,
+                               const BranchBody &elseFn = nullptr,
+                               llvm::ArrayRef<std::string> names = {});
+  /// while cond(values): values = body(values), as scf.while; returns the final values.
+  std::vector<Tile> whileLoop(llvm::ArrayRef<Tile> inits, const CondBody &condFn,
+                              const RegionBody &bodyFn, llvm::ArrayRef<std::string> names = {});
+
+private:
+  /// Triton's binary_op_type_checking: rejects pointer operands where not allowed, promotes
+  /// both operands to the computation type (when `arithmetic`), broadcasts them.
+  std::pair<Tile, Tile> binaryOperands(const Tile &a, const Tile &b, llvm::StringRef op,
+                                       bool allowLhsPtr, bool allowRhsPtr, bool arithmetic,
+                                       bool divOrMod);
+  /// Triton's computation_type_impl, weak literals included.
+  DType computationType(const Tile &a, const Tile &b, bool divOrMod, llvm::StringRef op);
+  /// binaryOperands for integer-only operators.
+  std::pair<Tile, Tile> bitwiseOperands(const Tile &a, const Tile &b, llvm::StringRef op);
+  /// A comparison; the predicates are arith::CmpIPredicate / CmpFPredicate values.
+  Tile compare(const Tile &a, const Tile &b, llvm::StringRef op, int signedPred, int unsignedPred,
+               int floatPred);
+  /// A float-only math function built by `create`.
+  Tile unaryFloatMath(const Tile &x, llvm::StringRef name,
+                      mlir::Value (*create)(mlir::OpBuilder &, mlir::Location, mlir::Value));
+  /// kiln.addptr of broadcast operands; `negate` subtracts the offset.
+  Tile addPtr(const Tile &ptr, const Tile &offset, bool negate);
+  /// The constant `lit` converted to `dtype` (not weak).
+  Tile literalAs(const Literal &lit, DType dtype, llvm::StringRef op);
+  /// kiln.splat of a scalar to `shape`.
+  Tile splatTo(const Tile &x, llvm::ArrayRef<int64_t> shape);
+  /// Numpy-broadcasts `x` to `shape` (known compatible): unit dims first, then kiln.broadcast.
+  Tile stretchTo(const Tile &x, llvm::ArrayRef<int64_t> shape);
+  /// `x` as int1 (`x != 0` for numbers); pointers are an error naming `what`.
+  Tile truthValue(const Tile &x, llvm::StringRef what);
+  /// Checks that a loop-carried value keeps the dtype and shape of its init value `init`; a
+  /// literal takes `init`'s dtype. `name` names the value in the error.
+  Tile loopCarried(const Tile &value, const Tile &init, llvm::StringRef name);
+  /// The MLIR type of a scalar (`isTile` false) or tile of `dtype`.
+  mlir::Type typeOf(DType dtype, llvm::ArrayRef<int64_t> shape, bool isTile);
+  /// Tile shapes: power-of-two dimensions, at most 2^20 elements.
+  void checkShape(llvm::ArrayRef<int64_t> shape, llvm::StringRef what);
+  /// Errors unless a kernel is being built.
+  void requireKernel(llvm::StringRef what) const;
+
+  mlir::MLIRContext &ctx;
+  /// Creates every op, at `loc`.
+  mlir::OpBuilder b;
+  /// The user's location set last, and its parts for errors.
+  mlir::Location loc;
+  std::string file = "<unknown>";
+  unsigned line = 0, col = 0;
+  /// The kernel being built: its name, argument dtypes, module and func.func.
+  std::string kernelName;
+  std::vector<DType> argTypes;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::Operation *kernelOp = nullptr;
+};
+
+} // namespace kiln
+
+#endif // KILN_FRONTEND_BUILDER_H
