@@ -23,3 +23,6 @@ ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
 if os.path.exists(ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+
+if str(getattr(config, "kiln_static_llvm", "")).upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("static-llvm")

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what Kiln builds with (Debian 12: LLVM/MLIR 22, lld, ninja, gtest, ccache), then
+# configures and builds the release (static LLVM) preset into build/. Idempotent: a second run
+# only rebuilds what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+PKGS=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools lld-22 libzstd-dev libedit-dev
+      libcurl4-openssl-dev zlib1g-dev libffi-dev libxml2-dev ninja-build cmake libgtest-dev
+      ccache python3)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/kiln-ccache}"
+if [ ! -f build/build.ninja ]; then
+  cmake --preset release
+fi
+cmake --build build -j"$(nproc)"
