@@ -13,6 +13,31 @@
 
 using namespace mlir;
 
+std::string kiln::formatDiagnostic(Diagnostic &diag) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (auto loc = diag.getLocation()->findInstanceOf<FileLineColLoc>())
+    os << loc.getFilename().getValue() << ":" << loc.getLine() << ":" << loc.getColumn() << ": ";
+  switch (diag.getSeverity()) {
+  case DiagnosticSeverity::Error:
+    os << "error: ";
+    break;
+  case DiagnosticSeverity::Warning:
+    os << "warning: ";
+    break;
+  case DiagnosticSeverity::Note:
+    os << "note: ";
+    break;
+  case DiagnosticSeverity::Remark:
+    os << "remark: ";
+    break;
+  }
+  os << diag;
+  for (Diagnostic &note : diag.getNotes())
+    os << "\n" << formatDiagnostic(note);
+  return out;
+}
+
 void kiln::initializeContext(MLIRContext &ctx) {
   DialectRegistry registry;
   registerKilnDialects(registry);

@@ -31,7 +31,7 @@ extern "C" KILN_EXPORT int kiln_compile_mlir(const char *source, const char *arc
   std::string diagnostics;
   llvm::raw_string_ostream os(diagnostics);
   ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
-    os << diag.getLocation() << ": " << diag << "\n";
+    os << kiln::formatDiagnostic(diag) << "\n";
     return success();
   });
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &ctx, "kernel.mlir");

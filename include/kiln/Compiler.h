@@ -10,6 +10,7 @@
 #define KILN_COMPILER_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/Support/LLVM.h"
 #include <string>
 #include <vector>
@@ -34,6 +35,9 @@ struct CompiledKernel {
   std::vector<char> cubin; ///< empty unless requested and nvJitLink was found
   unsigned numWarps = 4;
 };
+
+/// "file:line:col: error: message" (notes and remarks likewise), as compilers print them.
+std::string formatDiagnostic(mlir::Diagnostic &diag);
 
 /// Registers everything a kiln module needs in `ctx`.
 void initializeContext(mlir::MLIRContext &ctx);

@@ -1,0 +1,67 @@
+"""Times the peers of Kiln's kernels on the GPU: torch's device copy, Triton's tutorial vector
+add and a Triton KL-divergence kernel, torch's eager versions, and the host cost of a Triton
+launch. Prints `key=value` lines for bench/report.py. Run on the GPU machine.
+"""
+import sys
+import time
+
+import torch
+import triton
+import triton.language as tl
+from triton.testing import do_bench
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def kl_kernel(p_ptr, q_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    p = tl.load(p_ptr + offs, mask=mask, other=1.0)
+    q = tl.load(q_ptr + offs, mask=mask, other=1.0)
+    tl.store(out_ptr + offs, p * (tl.log(p) - tl.log(q)), mask=mask)
+
+
+def main():
+    n = 1 << 28
+    x = torch.rand(n, device="cuda") + 0.01
+    y = torch.rand(n, device="cuda") + 0.01
+    out = torch.empty_like(x)
+    nbytes = 4 * n
+    med = lambda f: do_bench(f, warmup=50, rep=500, return_mode="median")
+    grid = (triton.cdiv(n, 1024),)
+
+    copy_ms = med(lambda: out.copy_(x))
+    print(f"peer_copy_gbps={2 * nbytes / copy_ms / 1e6:.4f}")
+    add_kernel[grid](x, y, out, n, BLOCK=1024)
+    assert torch.equal(out, x + y)
+    print(f"triton_add_gbps={3 * nbytes / med(lambda: add_kernel[grid](x, y, out, n, BLOCK=1024)) / 1e6:.4f}")
+    print(f"torch_add_gbps={3 * nbytes / med(lambda: torch.add(x, y, out=out)) / 1e6:.4f}")
+    kl_kernel[grid](x, y, out, n, BLOCK=1024)
+    ref = x.double() * (x.double().log() - y.double().log())
+    print(f"triton_kl_relerr={((out.double() - ref).norm() / ref.norm()).item():.3e}")
+    print(f"triton_kl_gbps={3 * nbytes / med(lambda: kl_kernel[grid](x, y, out, n, BLOCK=1024)) / 1e6:.4f}")
+    print(f"torch_kl_gbps={3 * nbytes / med(lambda: torch.mul(x, x.log() - y.log(), out=out)) / 1e6:.4f}")
+
+    # Host time per Triton launch of a tiny 4-argument kernel (as ANCHORS measured it).
+    a, b, c = (torch.empty(1024, device="cuda") for _ in range(3))
+    for _ in range(1000):
+        add_kernel[(1,)](a, b, c, 1024, BLOCK=1024)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    count = 20000
+    for _ in range(count):
+        add_kernel[(1,)](a, b, c, 1024, BLOCK=1024)
+    host = time.perf_counter() - t0
+    torch.cuda.synchronize()
+    print(f"triton_launch_host_us={host * 1e6 / count:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+//===- kiln_bench.cpp - Kiln's C++ benchmark harness ----------------------===//
+//
+// This file implements kiln-bench: on a GPU it checks and times Kiln kernels (vector add, KL
+// divergence) against the device copy bandwidth measured in the same process, and measures
+// host cost per prepared launch, cold in-process compile time and the time a fresh process
+// needs to find a kernel in the disk cache. Inputs are fresh random numbers, outputs are
+// poisoned before each checked run, timings are medians of event-timed runs after warm-up.
+// Prints `key=value` lines (parsed by bench/report.py) and a short table.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Runtime.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <spawn.h>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+extern char **environ;
+using namespace kiln::rt;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+/// Host time at process start, for the disk-cache probe.
+const Clock::time_point kStart = Clock::now();
+
+double msSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path);
+  if (!in)
+    throw Error("cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+template <typename F> double medianMs(F &&run, int warmup = 3, int reps = 21) {
+  EventTimer timer;
+  for (int i = 0; i < warmup; ++i)
+    run();
+  synchronize();
+  std::vector<float> t;
+  for (int i = 0; i < reps; ++i) {
+    timer.start();
+    run();
+    t.push_back(timer.stop());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+void report(const char *key, double value) { std::printf("%s=%.4f\n", key, value); }
+
+/// Vector add and KL on n elements: correctness, then GB/s; and the device copy.
+int runBandwidth(JIT &jit, const std::string &dir, size_t n) {
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_real_distribution<float> unit(0.01f, 1.0f);
+  std::vector<float> hx(n), hy(n), hout(n);
+  for (size_t i = 0; i < n; ++i) {
+    hx[i] = unit(rng);
+    hy[i] = unit(rng);
+  }
+  size_t bytes = n * sizeof(float);
+  DeviceBuffer x(bytes), y(bytes), out(bytes), copyDst(bytes);
+  x.copyFromHost(hx.data(), bytes);
+  y.copyFromHost(hy.data(), bytes);
+  const unsigned block = 1024;
+  Grid grid{unsigned((n + block - 1) / block), 1, 1};
+  int failures = 0;
+
+  double copyMs = medianMs([&] { copyDst.copyFromDevice(x, bytes); });
+  double copyGBs = 2.0 * bytes / copyMs / 1e6;
+  report("copy_ms", copyMs);
+  report("copy_gbps", copyGBs);
+
+  struct Case {
+    const char *name, *file;
+    double (*ref)(float, float);
+  } cases[] = {
+      {"add", "vector_add.mlir", [](float a, float b) { return double(a + b); }},
+      {"kl", "kl_div.mlir",
+       [](float p, float q) { return double(p) * (std::log(double(p)) - std::log(double(q))); }},
+  };
+  for (const Case &c : cases) {
+    const Kernel &k = jit.get(readFile(dir + "/" + c.file), 4);
+    std::vector<Arg> args = {Arg::ptr(x.get()), Arg::ptr(y.get()), Arg::ptr(out.get()),
+                             Arg::i32(int32_t(n))};
+    PreparedLaunch launch(k, args);
+    out.fill32(0xFFFFFFFFu); // NaN everywhere: an unwritten element fails the check
+    launch(grid);
+    synchronize();
+    out.copyToHost(hout.data(), bytes);
+    // add: bit-exact (one fp32 rounding, as the reference); kl: ||out-ref|| / ||ref||.
+    double num = 0, den = 0;
+    size_t mismatches = 0;
+    for (size_t i = 0; i < n; ++i) {
+      double ref = c.ref(hx[i], hy[i]);
+      if (std::string(c.name) == "add" && hout[i] != float(ref))
+        ++mismatches;
+      if (std::isnan(hout[i]))
+        ++mismatches;
+      num += (hout[i] - ref) * (hout[i] - ref);
+      den += ref * ref;
+    }
+    double relErr = std::sqrt(num / den);
+    bool ok = mismatches == 0 && relErr < 1e-6;
+    failures += !ok;
+    double ms = medianMs([&] { launch(grid); });
+    double gbs = 3.0 * bytes / ms / 1e6;
+    std::printf("%s_check=%s mismatches=%zu\n", c.name, ok ? "PASS" : "FAIL", mismatches);
+    report((std::string(c.name) + "_relerr").c_str(), relErr);
+    report((std::string(c.name) + "_ms").c_str(), ms);
+    report((std::string(c.name) + "_gbps").c_str(), gbs);
+    report((std::string(c.name) + "_vs_copy").c_str(), gbs / copyGBs);
+  }
+  return failures;
+}
+
+/// Host cost per launch through a prepared handle: a tiny 4-argument kernel, 20k launches.
+void runLaunchOverhead(JIT &jit, const std::string &dir) {
+  DeviceBuffer x(4096), y(4096), out(4096);
+  const Kernel &k = jit.get(readFile(dir + "/vector_add.mlir"), 4);
+  PreparedLaunch launch(k, {Arg::ptr(x.get()), Arg::ptr(y.get()), Arg::ptr(out.get()),
+                            Arg::i32(1024)});
+  for (int i = 0; i < 1000; ++i)
+    launch({1, 1, 1});
+  synchronize();
+  const int count = 20000;
+  auto t0 = Clock::now();
+  for (int i = 0; i < count; ++i)
+    launch({1, 1, 1});
+  double issueMs = msSince(t0);
+  synchronize();
+  double totalMs = msSince(t0);
+  report("launch_host_us", issueMs * 1000.0 / count);
+  report("launch_total_us", totalMs * 1000.0 / count);
+}
+
+/// Cold compile in process (empty cache), then a child process that finds it on disk.
+void runCompileTimes(const std::string &dir, const char *self) {
+  char tmpl[] = "/tmp/kiln-bench-cache-XXXXXX";
+  std::string cacheDir = mkdtemp(tmpl);
+  std::string src = readFile(dir + "/vector_add.mlir");
+  auto t0 = Clock::now();
+  JIT cold("", cacheDir);
+  cold.get(src, 4);
+  report("cold_compile_ms", msSince(t0));
+  // Second process: time from its main() to a loaded kernel.
+  std::string probe = "--probe-cache=" + cacheDir;
+  std::string kernels = "--kernels=" + dir;
+  char *argv[] = {const_cast<char *>(self), const_cast<char *>(probe.c_str()),
+                  const_cast<char *>(kernels.c_str()), nullptr};
+  pid_t pid;
+  auto tSpawn = Clock::now();
+  if (posix_spawn(&pid, self, nullptr, nullptr, argv, environ) == 0) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    report("second_process_wall_ms", msSince(tSpawn));
+  }
+}
+
+int probeCache(const std::string &cacheDir, const std::string &dir) {
+  std::string src = readFile(dir + "/vector_add.mlir");
+  auto t0 = Clock::now();
+  JIT jit("", cacheDir);
+  const Kernel &k = jit.get(src, 4);
+  double lookupMs = msSince(t0);
+  std::printf("disk_hits=%u compiles=%u\n", jit.getStats().diskHits, jit.getStats().compiles);
+  report("disk_cache_lookup_ms", lookupMs);
+  report("disk_cache_from_main_ms", msSince(kStart));
+  return k.getName().empty();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string dir = "kernels", probe;
+  size_t n = size_t(1) << 28;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--kernels=", 0) == 0)
+      dir = a.substr(10);
+    else if (a.rfind("--probe-cache=", 0) == 0)
+      probe = a.substr(14);
+    else if (a.rfind("--log2n=", 0) == 0)
+      n = size_t(1) << std::stoi(a.substr(8));
+  }
+  try {
+    if (!probe.empty())
+      return probeCache(probe, dir);
+    if (!hasGPU()) {
+      std::printf("kiln-bench: skipped: no CUDA driver/GPU\n");
+      return 0;
+    }
+    std::printf("arch=%s n=%zu\n", getArch().c_str(), n);
+    runCompileTimes(dir, "/proc/self/exe");
+    JIT jit;
+    int failures = runBandwidth(jit, dir, n);
+    runLaunchOverhead(jit, dir);
+    return failures ? 1 : 0;
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "kiln-bench: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,172 @@
+//===- Runtime.h - Kiln's GPU runtime ---------------------------*- C++ -*-===//
+//
+// This file declares Kiln's runtime: the CUDA driver API opened with dlopen (no link-time
+// dependency on libcuda), device memory and events for tests and benchmarks, the compile cache
+// (memory, then disk), and kernels bound to their launch configuration.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_H
+#define KILN_RUNTIME_H
+
+#include "kiln/kiln_c.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kiln::rt {
+
+/// Opaque CUDA driver handles (layout-compatible with cuda.h).
+using CUstream = struct CUstream_st *;
+using CUfunction = struct CUfunc_st *;
+using CUdeviceptr = uint64_t;
+
+/// Every runtime failure: a missing driver, a CUDA error (naming the call and the error), a
+/// bad launch (naming the kernel and what was expected).
+class KILN_EXPORT Error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// True when libcuda loads and reports at least one device. Never throws.
+KILN_EXPORT bool hasGPU();
+/// "sm_90" for device `ordinal`; throws Error without a GPU.
+KILN_EXPORT std::string getArch(int ordinal = 0);
+/// Makes device `ordinal`'s primary context current on this thread (done lazily by every call).
+KILN_EXPORT void setDevice(int ordinal);
+KILN_EXPORT void synchronize();
+
+/// Device memory owned by the object.
+class KILN_EXPORT DeviceBuffer {
+public:
+  explicit DeviceBuffer(size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  CUdeviceptr get() const { return ptr; }
+  size_t size() const { return bytes; }
+  void copyFromHost(const void *src, size_t n);
+  void copyToHost(void *dst, size_t n) const;
+  void copyFromDevice(const DeviceBuffer &src, size_t n, CUstream stream = nullptr);
+  /// Fills with a 32-bit pattern (used to poison outputs before a run).
+  void fill32(uint32_t value);
+
+private:
+  CUdeviceptr ptr = 0;
+  size_t bytes = 0;
+};
+
+/// Times device work with events on a stream: milliseconds between start() and stop().
+class KILN_EXPORT EventTimer {
+public:
+  EventTimer();
+  ~EventTimer();
+  void start(CUstream stream = nullptr);
+  float stop(CUstream stream = nullptr);
+
+private:
+  void *begin = nullptr, *end = nullptr;
+};
+
+/// The kind of a kernel parameter, as the launch checks it.
+enum class ArgKind { Pointer, I1, I8, I16, I32, I64, F16, BF16, F32, F64 };
+KILN_EXPORT const char *toString(ArgKind kind);
+
+/// One launch argument: a device pointer or a scalar, tagged with its kind.
+struct KILN_EXPORT Arg {
+  ArgKind kind;
+  uint64_t bits; ///< the value's bytes, zero-extended
+  static Arg ptr(CUdeviceptr p) { return {ArgKind::Pointer, p}; }
+  static Arg i32(int32_t v) { return {ArgKind::I32, uint32_t(v)}; }
+  static Arg i64(int64_t v) { return {ArgKind::I64, uint64_t(v)}; }
+  static Arg f32(float v);
+  static Arg f64(double v);
+};
+
+/// A launch grid (programs along x, y, z).
+struct Grid {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+/// A compiled kernel loaded on the device: its function, signature and launch configuration.
+/// `launch` checks the arguments against the signature; a PreparedLaunch skips that.
+class KILN_EXPORT Kernel {
+public:
+  const std::string &getName() const { return name; }
+  bool isLoaded() const { return function != nullptr; }
+  const std::vector<ArgKind> &getSignature() const { return signature; }
+  unsigned getNumWarps() const { return numWarps; }
+  /// Checks `args` against the signature (count and kinds), then launches.
+  void launch(Grid grid, CUstream stream, const std::vector<Arg> &args) const;
+  /// Launches with already-packed parameter pointers (one per parameter); no checks.
+  void launchRaw(Grid grid, CUstream stream, void **params) const;
+
+private:
+  friend class JIT;
+  std::string name;
+  std::vector<ArgKind> signature;
+  unsigned numWarps = 4;
+  unsigned sharedBytes = 0;
+  CUfunction function = nullptr;
+};
+
+/// A kernel bound to fixed argument storage: a launch is cuLaunchKernel on pointers into that
+/// storage, nothing else. Update an argument with set(); the kinds were checked once.
+class KILN_EXPORT PreparedLaunch {
+public:
+  PreparedLaunch(const Kernel &kernel, const std::vector<Arg> &args);
+  void set(unsigned index, Arg arg);
+  void operator()(Grid grid, CUstream stream = nullptr) const {
+    kernel->launchRaw(grid, stream, const_cast<void **>(params.data()));
+  }
+
+private:
+  const Kernel *kernel;
+  std::vector<uint64_t> storage;
+  std::vector<void *> params;
+};
+
+/// Where compiled kernels live on disk: $KILN_CACHE_DIR, else ~/.cache/kiln.
+KILN_EXPORT std::string getCacheDir();
+
+/// Statistics of a JIT, for tests and benchmarks.
+struct JITStats {
+  unsigned memoryHits = 0, diskHits = 0, compiles = 0, corruptEntries = 0;
+};
+
+/// Compiles kiln-dialect kernels and loads them, through the memory and disk caches. The cache
+/// key hashes the IR, the options, the target architecture and the compiler version. Disk
+/// entries are written atomically (temporary file + rename) and verified when read; a corrupt
+/// or truncated entry is recompiled and replaced.
+class KILN_EXPORT JIT {
+public:
+  /// `arch` empty: the current device's architecture.
+  explicit JIT(std::string arch = "", std::string cacheDir = "");
+  ~JIT();
+  /// The kernel in `mlirSource`, compiled with `numWarps` and loaded on the device. Throws
+  /// Error (with the compiler's diagnostics) when it does not compile, and without a GPU.
+  const Kernel &get(const std::string &mlirSource, unsigned numWarps = 4);
+  /// The same kernel compiled (or found in the caches) but not loaded: its signature and name
+  /// are known, launching it throws. Works without a GPU.
+  const Kernel &compile(const std::string &mlirSource, unsigned numWarps = 4);
+  /// Compiles (or finds in the caches) without loading: the cubin. Works without a GPU.
+  std::vector<char> compileToCubin(const std::string &mlirSource, unsigned numWarps = 4);
+  const JITStats &getStats() const { return stats; }
+  const std::string &getArch() const { return arch; }
+
+private:
+  struct Entry;
+  std::shared_ptr<Entry> lookupOrCompile(const std::string &source, unsigned numWarps);
+  std::string arch, cacheDir;
+  JITStats stats;
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace kiln::rt
+
+#endif // KILN_RUNTIME_H

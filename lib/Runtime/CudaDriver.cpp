@@ -1,0 +1,238 @@
+//===- CudaDriver.cpp - The CUDA driver API through dlopen ----------------===//
+//
+// This file implements Kiln's access to the CUDA driver: libcuda.so.1 is opened on first use,
+// so libkiln loads on machines without a driver; every driver call is checked and a failure
+// becomes a kiln::rt::Error naming the call and the CUDA error. It also implements device
+// buffers, event timers and kernel launches with argument checking.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeInternal.h"
+
+#include <cstring>
+#include <dlfcn.h>
+#include <mutex>
+
+using namespace kiln::rt;
+
+namespace {
+/// CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR / _MINOR (cuda.h).
+constexpr int kAttrCCMajor = 75, kAttrCCMinor = 76;
+} // namespace
+
+const Driver &kiln::rt::driver() {
+  static Driver d;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      d.loadError = std::string("no CUDA driver/GPU: cannot open libcuda.so.1 (") + dlerror() + ")";
+      return;
+    }
+    bool ok = true;
+    auto load = [&](auto &fn, const char *name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+      if (!fn) {
+        ok = false;
+        d.loadError = std::string("no usable CUDA driver: libcuda.so.1 lacks ") + name;
+      }
+    };
+    load(d.cuInit, "cuInit");
+    load(d.cuDeviceGetCount, "cuDeviceGetCount");
+    load(d.cuDeviceGet, "cuDeviceGet");
+    load(d.cuDeviceGetAttribute, "cuDeviceGetAttribute");
+    load(d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    load(d.cuCtxSetCurrent, "cuCtxSetCurrent");
+    load(d.cuCtxSynchronize, "cuCtxSynchronize");
+    load(d.cuModuleLoadData, "cuModuleLoadData");
+    load(d.cuModuleGetFunction, "cuModuleGetFunction");
+    load(d.cuFuncSetAttribute, "cuFuncSetAttribute");
+    load(d.cuLaunchKernel, "cuLaunchKernel");
+    load(d.cuMemAlloc, "cuMemAlloc_v2");
+    load(d.cuMemFree, "cuMemFree_v2");
+    load(d.cuMemcpyHtoD, "cuMemcpyHtoD_v2");
+    load(d.cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+    load(d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+    load(d.cuMemsetD32, "cuMemsetD32_v2");
+    load(d.cuEventCreate, "cuEventCreate");
+    load(d.cuEventRecord, "cuEventRecord");
+    load(d.cuEventSynchronize, "cuEventSynchronize");
+    load(d.cuEventElapsedTime, "cuEventElapsedTime");
+    load(d.cuEventDestroy, "cuEventDestroy_v2");
+    load(d.cuGetErrorName, "cuGetErrorName");
+    if (!ok)
+      return;
+    int count = 0;
+    if (d.cuInit(0) != 0 || d.cuDeviceGetCount(&count) != 0 || count == 0) {
+      d.loadError = "no CUDA driver/GPU: cuInit found no device";
+      return;
+    }
+    d.available = true;
+  });
+  return d;
+}
+
+void kiln::rt::check(int result, const char *call) {
+  if (result == 0)
+    return;
+  const char *name = nullptr;
+  const Driver &d = driver();
+  if (d.cuGetErrorName)
+    d.cuGetErrorName(result, &name);
+  throw Error(std::string("CUDA error in ") + call + ": " + (name ? name : "unknown") + " (" +
+              std::to_string(result) + ")");
+}
+
+const Driver &kiln::rt::requireDriver() {
+  const Driver &d = driver();
+  if (!d.available)
+    throw Error(d.loadError);
+  thread_local bool current = false;
+  if (!current) {
+    setDevice(0);
+    current = true;
+  }
+  return d;
+}
+
+bool kiln::rt::hasGPU() { return driver().available; }
+
+void kiln::rt::setDevice(int ordinal) {
+  const Driver &d = driver();
+  if (!d.available)
+    throw Error(d.loadError);
+  int device = 0;
+  void *ctx = nullptr;
+  check(d.cuDeviceGet(&device, ordinal), "cuDeviceGet");
+  check(d.cuDevicePrimaryCtxRetain(&ctx, device), "cuDevicePrimaryCtxRetain");
+  check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+}
+
+std::string kiln::rt::getArch(int ordinal) {
+  const Driver &d = requireDriver();
+  int device = 0, major = 0, minor = 0;
+  check(d.cuDeviceGet(&device, ordinal), "cuDeviceGet");
+  check(d.cuDeviceGetAttribute(&major, kAttrCCMajor, device), "cuDeviceGetAttribute");
+  check(d.cuDeviceGetAttribute(&minor, kAttrCCMinor, device), "cuDeviceGetAttribute");
+  return "sm_" + std::to_string(major) + std::to_string(minor);
+}
+
+void kiln::rt::synchronize() { check(requireDriver().cuCtxSynchronize(), "cuCtxSynchronize"); }
+
+DeviceBuffer::DeviceBuffer(size_t n) : bytes(n) {
+  check(requireDriver().cuMemAlloc(&ptr, n), "cuMemAlloc");
+}
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr)
+    driver().cuMemFree(ptr);
+}
+void DeviceBuffer::copyFromHost(const void *src, size_t n) {
+  check(requireDriver().cuMemcpyHtoD(ptr, src, n), "cuMemcpyHtoD");
+}
+void DeviceBuffer::copyToHost(void *dst, size_t n) const {
+  check(requireDriver().cuMemcpyDtoH(dst, ptr, n), "cuMemcpyDtoH");
+}
+void DeviceBuffer::copyFromDevice(const DeviceBuffer &src, size_t n, CUstream stream) {
+  check(requireDriver().cuMemcpyDtoDAsync(ptr, src.ptr, n, stream), "cuMemcpyDtoDAsync");
+}
+void DeviceBuffer::fill32(uint32_t value) {
+  check(requireDriver().cuMemsetD32(ptr, value, bytes / 4), "cuMemsetD32");
+}
+
+EventTimer::EventTimer() {
+  const Driver &d = requireDriver();
+  check(d.cuEventCreate(&begin, 0), "cuEventCreate");
+  check(d.cuEventCreate(&end, 0), "cuEventCreate");
+}
+EventTimer::~EventTimer() {
+  driver().cuEventDestroy(begin);
+  driver().cuEventDestroy(end);
+}
+void EventTimer::start(CUstream stream) {
+  check(driver().cuEventRecord(begin, stream), "cuEventRecord");
+}
+float EventTimer::stop(CUstream stream) {
+  const Driver &d = driver();
+  check(d.cuEventRecord(end, stream), "cuEventRecord");
+  check(d.cuEventSynchronize(end), "cuEventSynchronize");
+  float ms = 0;
+  check(d.cuEventElapsedTime(&ms, begin, end), "cuEventElapsedTime");
+  return ms;
+}
+
+const char *kiln::rt::toString(ArgKind kind) {
+  switch (kind) {
+  case ArgKind::Pointer:
+    return "pointer";
+  case ArgKind::I1:
+    return "i1";
+  case ArgKind::I8:
+    return "i8";
+  case ArgKind::I16:
+    return "i16";
+  case ArgKind::I32:
+    return "i32";
+  case ArgKind::I64:
+    return "i64";
+  case ArgKind::F16:
+    return "f16";
+  case ArgKind::BF16:
+    return "bf16";
+  case ArgKind::F32:
+    return "f32";
+  case ArgKind::F64:
+    return "f64";
+  }
+  return "?";
+}
+
+Arg Arg::f32(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  return {ArgKind::F32, b};
+}
+Arg Arg::f64(double v) {
+  uint64_t b;
+  std::memcpy(&b, &v, 8);
+  return {ArgKind::F64, b};
+}
+
+void Kernel::launch(Grid grid, CUstream stream, const std::vector<Arg> &args) const {
+  PreparedLaunch(*this, args)(grid, stream);
+}
+
+void Kernel::launchRaw(Grid grid, CUstream stream, void **params) const {
+  const Driver &d = requireDriver();
+  if (!function)
+    throw Error("kernel '" + name + "' is not loaded on a device (get it with JIT::get)");
+  check(d.cuLaunchKernel(function, grid.x, grid.y, grid.z, numWarps * 32, 1, 1, sharedBytes,
+                         stream, params, nullptr),
+        "cuLaunchKernel");
+}
+
+PreparedLaunch::PreparedLaunch(const Kernel &kernel, const std::vector<Arg> &args)
+    : kernel(&kernel), storage(kernel.getSignature().size()),
+      params(kernel.getSignature().size()) {
+  const std::vector<ArgKind> &sig = kernel.getSignature();
+  auto describe = [&] {
+    std::string s;
+    for (size_t i = 0; i < sig.size(); ++i)
+      s += (i ? ", " : "") + std::string(toString(sig[i]));
+    return s;
+  };
+  if (args.size() != sig.size())
+    throw Error("kernel '" + kernel.getName() + "' expects " + std::to_string(sig.size()) +
+                " arguments (" + describe() + "), got " + std::to_string(args.size()));
+  for (size_t i = 0; i < args.size(); ++i) {
+    params[i] = &storage[i];
+    set(i, args[i]);
+  }
+}
+
+void PreparedLaunch::set(unsigned index, Arg arg) {
+  ArgKind expected = kernel->getSignature().at(index);
+  if (arg.kind != expected)
+    throw Error("kernel '" + kernel->getName() + "' argument " + std::to_string(index) +
+                ": expected " + toString(expected) + ", got " + toString(arg.kind));
+  storage[index] = arg.bits; // little-endian: the low bytes hold narrower scalars
+}

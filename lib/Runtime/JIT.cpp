@@ -1,0 +1,288 @@
+//===- JIT.cpp - Compile, cache and load kernels --------------------------===//
+//
+// This file implements kiln::rt::JIT. A kernel's key is SHA-256 of its IR, options, target
+// architecture and compiler version. Lookup goes memory -> disk -> compile. A disk entry is
+//   "KILNBIN1" | u32 numWarps | u32 payloadKind | u32 nameLen | name | u32 nargs | kinds |
+//   u64 payloadLen | payload | u64 xxh3(all preceding bytes)
+// written to a unique temporary file and renamed into place (atomic on POSIX), so concurrent
+// writers of one key never expose a partial file; a reader that finds a short or mismatching
+// entry counts it corrupt, recompiles and replaces it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeInternal.h"
+#include "kiln/Compiler.h"
+#include "kiln/Dialect/Kiln/IR/Dialect.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/xxhash.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <unistd.h>
+#include <unordered_map>
+
+using namespace kiln::rt;
+using namespace mlir;
+
+#ifndef KILN_BUILD_ID
+#define KILN_BUILD_ID "dev"
+#endif
+
+namespace {
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'I', 'N', '1'};
+/// What the payload holds: a cubin from nvJitLink, or PTX for the driver's JIT.
+enum PayloadKind : uint32_t { kCubin = 1, kPTX = 2 };
+/// The compiler version in every key: Kiln, LLVM, and the build.
+constexpr const char *kCompilerVersion = "kiln-0.1.0/llvm-" LLVM_VERSION_STRING "/" KILN_BUILD_ID;
+/// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (cuda.h): needed above 48 KB.
+constexpr int kFuncAttrMaxDynamicShared = 8;
+constexpr unsigned kDefaultSharedLimit = 48 * 1024;
+
+std::string hexKey(const std::string &source, const std::string &arch, unsigned numWarps) {
+  llvm::SHA256 sha;
+  sha.update(source);
+  sha.update(llvm::StringRef("\0", 1));
+  sha.update(arch + "/" + std::to_string(numWarps) + "/" + kCompilerVersion);
+  auto digest = sha.final();
+  static const char *hex = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : digest) {
+    out += hex[b >> 4];
+    out += hex[b & 15];
+  }
+  return out;
+}
+
+ArgKind kindOf(Type t) {
+  if (isa<kiln::PointerType>(t))
+    return ArgKind::Pointer;
+  if (t.isInteger(1))
+    return ArgKind::I1;
+  if (t.isInteger(8))
+    return ArgKind::I8;
+  if (t.isInteger(16))
+    return ArgKind::I16;
+  if (t.isInteger(32))
+    return ArgKind::I32;
+  if (t.isInteger(64))
+    return ArgKind::I64;
+  if (t.isF16())
+    return ArgKind::F16;
+  if (t.isBF16())
+    return ArgKind::BF16;
+  if (t.isF32())
+    return ArgKind::F32;
+  return ArgKind::F64;
+}
+
+template <typename T> void put(std::string &out, T v) {
+  out.append(reinterpret_cast<const char *>(&v), sizeof(T));
+}
+template <typename T> bool readField(const char *&p, const char *end, T &v) {
+  if (size_t(end - p) < sizeof(T))
+    return false;
+  std::memcpy(&v, p, sizeof(T));
+  p += sizeof(T);
+  return true;
+}
+} // namespace
+
+/// A compiled kernel: what is cached in memory and on disk, plus its loaded function.
+struct JIT::Entry {
+  std::string payload;
+  uint32_t payloadKind = kCubin;
+  Kernel kernel;
+  bool loaded = false;
+};
+
+struct JIT::Impl {
+  std::mutex mutex;
+  std::unordered_map<std::string, std::shared_ptr<Entry>> memory;
+  std::unique_ptr<MLIRContext> ctx;
+};
+
+std::string kiln::rt::getCacheDir() {
+  if (const char *dir = std::getenv("KILN_CACHE_DIR"))
+    return dir;
+  llvm::SmallString<128> path;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"))
+    path = xdg;
+  else if (const char *home = std::getenv("HOME"))
+    llvm::sys::path::append(path, home, ".cache");
+  else
+    path = "/tmp";
+  llvm::sys::path::append(path, "kiln");
+  return path.str().str();
+}
+
+JIT::JIT(std::string arch_, std::string cacheDir_)
+    : arch(std::move(arch_)), cacheDir(std::move(cacheDir_)), impl(std::make_unique<Impl>()) {
+  if (arch.empty())
+    arch = kiln::rt::getArch(); // the device's, not the member accessor
+  if (cacheDir.empty())
+    cacheDir = getCacheDir();
+}
+JIT::~JIT() = default;
+
+static std::string serialize(const JIT &jit, const std::string &payload, uint32_t kind,
+                             const Kernel &k, const std::vector<ArgKind> &sig) {
+  std::string out(kMagic, sizeof(kMagic));
+  put<uint32_t>(out, k.getNumWarps());
+  put<uint32_t>(out, kind);
+  put<uint32_t>(out, k.getName().size());
+  out += k.getName();
+  put<uint32_t>(out, sig.size());
+  for (ArgKind a : sig)
+    put<uint8_t>(out, uint8_t(a));
+  put<uint64_t>(out, payload.size());
+  out += payload;
+  put<uint64_t>(out, llvm::xxh3_64bits(llvm::StringRef(out)));
+  return out;
+}
+
+std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const std::string &source, unsigned numWarps) {
+  std::string key = hexKey(source, arch, numWarps);
+  if (auto it = impl->memory.find(key); it != impl->memory.end()) {
+    ++stats.memoryHits;
+    return it->second;
+  }
+  auto entry = std::make_shared<Entry>();
+  llvm::SmallString<256> path(cacheDir);
+  llvm::sys::path::append(path, key + ".kbin");
+
+  // Disk: verify everything before trusting anything.
+  if (auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                                /*RequiresNullTerminator=*/false)) {
+    llvm::StringRef data = (*buffer)->getBuffer();
+    const char *p = data.data(), *end = data.end();
+    bool ok = data.size() > sizeof(kMagic) + 8 &&
+              std::memcmp(p, kMagic, sizeof(kMagic)) == 0;
+    uint64_t stored = 0;
+    if (ok) {
+      std::memcpy(&stored, end - 8, 8);
+      ok = llvm::xxh3_64bits(data.drop_back(8)) == stored;
+    }
+    uint32_t warps = 0, kind = 0, nameLen = 0, nargs = 0;
+    uint64_t payloadLen = 0;
+    p += sizeof(kMagic);
+    end -= 8;
+    ok = ok && readField(p, end, warps) && readField(p, end, kind) && readField(p, end, nameLen) &&
+         size_t(end - p) >= nameLen;
+    if (ok) {
+      entry->kernel.name.assign(p, nameLen);
+      p += nameLen;
+      ok = readField(p, end, nargs) && size_t(end - p) >= nargs;
+    }
+    if (ok) {
+      for (uint32_t i = 0; i < nargs; ++i)
+        entry->kernel.signature.push_back(ArgKind(uint8_t(p[i])));
+      p += nargs;
+      ok = readField(p, end, payloadLen) && size_t(end - p) == payloadLen;
+    }
+    if (ok) {
+      entry->payload.assign(p, payloadLen);
+      entry->payloadKind = kind;
+      entry->kernel.numWarps = warps;
+      ++stats.diskHits;
+      impl->memory[key] = entry;
+      return entry;
+    }
+    ++stats.corruptEntries;
+    entry = std::make_shared<Entry>();
+  }
+
+  // Compile in process.
+  if (!impl->ctx) {
+    impl->ctx = std::make_unique<MLIRContext>(MLIRContext::Threading::DISABLED);
+    kiln::initializeContext(*impl->ctx);
+  }
+  std::string diagnostics;
+  llvm::raw_string_ostream os(diagnostics);
+  ScopedDiagnosticHandler handler(impl->ctx.get(), [&](Diagnostic &diag) {
+    os << kiln::formatDiagnostic(diag) << "\n";
+    return success();
+  });
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, impl->ctx.get(), "kernel");
+  if (!module)
+    throw Error("kernel does not parse:\n" + diagnostics);
+  for (auto func : module->getOps<func::FuncOp>())
+    for (Type t : func.getArgumentTypes())
+      entry->kernel.signature.push_back(kindOf(t));
+  kiln::CompileOptions options;
+  options.arch = arch;
+  options.numWarps = numWarps;
+  FailureOr<kiln::CompiledKernel> compiled = kiln::compile(*module, options);
+  if (failed(compiled))
+    throw Error("kernel does not compile:\n" + diagnostics);
+  ++stats.compiles;
+  entry->kernel.name = compiled->name;
+  entry->kernel.numWarps = numWarps;
+  std::vector<char> cubin;
+  std::string error;
+  if (kiln::assembleWithNvJitLink(compiled->ptx, arch, cubin, error)) {
+    entry->payload.assign(cubin.begin(), cubin.end());
+    entry->payloadKind = kCubin;
+  } else {
+    entry->payload = compiled->ptx + '\0'; // the driver JIT takes a NUL-terminated image
+    entry->payloadKind = kPTX;
+  }
+
+  // Publish atomically: unique temporary file in the cache directory, then rename.
+  if (!llvm::sys::fs::create_directories(cacheDir)) {
+    std::string blob = serialize(*this, entry->payload, entry->payloadKind, entry->kernel,
+                                 entry->kernel.signature);
+    std::string tmp = path.str().str() + ".tmp." + std::to_string(::getpid()) + "." +
+                      std::to_string(reinterpret_cast<uintptr_t>(entry.get()));
+    {
+      std::ofstream out(tmp, std::ios::binary);
+      out.write(blob.data(), blob.size());
+    }
+    if (llvm::sys::fs::rename(tmp, path))
+      llvm::sys::fs::remove(tmp); // a failed publish only costs a recompile later
+  }
+  impl->memory[key] = entry;
+  return entry;
+}
+
+const Kernel &JIT::get(const std::string &source, unsigned numWarps) {
+  std::lock_guard<std::mutex> lock(impl->mutex);
+  std::shared_ptr<Entry> entry = lookupOrCompile(source, numWarps);
+  if (!entry->loaded) {
+    const Driver &d = requireDriver();
+    void *module = nullptr;
+    check(d.cuModuleLoadData(&module, entry->payload.data()), "cuModuleLoadData");
+    check(d.cuModuleGetFunction(&entry->kernel.function, module, entry->kernel.name.c_str()),
+          "cuModuleGetFunction");
+    if (entry->kernel.sharedBytes > kDefaultSharedLimit)
+      check(d.cuFuncSetAttribute(entry->kernel.function, kFuncAttrMaxDynamicShared,
+                                 entry->kernel.sharedBytes),
+            "cuFuncSetAttribute");
+    entry->loaded = true;
+  }
+  return entry->kernel;
+}
+
+const Kernel &JIT::compile(const std::string &source, unsigned numWarps) {
+  std::lock_guard<std::mutex> lock(impl->mutex);
+  return lookupOrCompile(source, numWarps)->kernel;
+}
+
+std::vector<char> JIT::compileToCubin(const std::string &source, unsigned numWarps) {
+  std::lock_guard<std::mutex> lock(impl->mutex);
+  std::shared_ptr<Entry> entry = lookupOrCompile(source, numWarps);
+  if (entry->payloadKind != kCubin)
+    throw Error("nvJitLink is not available: kernel '" + entry->kernel.name +
+                "' is cached as PTX only");
+  return std::vector<char>(entry->payload.begin(), entry->payload.end());
+}

@@ -1,0 +1,55 @@
+//===- RuntimeInternal.h - Driver table shared by the runtime ---*- C++ -*-===//
+//
+// This file declares the dlopen'ed CUDA driver entry points (signatures as in cuda.h, with
+// opaque handles) and the checking helpers the runtime files share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_RUNTIME_RUNTIMEINTERNAL_H
+#define KILN_LIB_RUNTIME_RUNTIMEINTERNAL_H
+
+#include "kiln/Runtime.h"
+
+#include <string>
+
+namespace kiln::rt {
+
+struct Driver {
+  bool available = false;
+  std::string loadError;
+  int (*cuInit)(unsigned) = nullptr;
+  int (*cuDeviceGetCount)(int *) = nullptr;
+  int (*cuDeviceGet)(int *, int) = nullptr;
+  int (*cuDeviceGetAttribute)(int *, int, int) = nullptr;
+  int (*cuDevicePrimaryCtxRetain)(void **, int) = nullptr;
+  int (*cuCtxSetCurrent)(void *) = nullptr;
+  int (*cuCtxSynchronize)() = nullptr;
+  int (*cuModuleLoadData)(void **, const void *) = nullptr;
+  int (*cuModuleGetFunction)(CUfunction *, void *, const char *) = nullptr;
+  int (*cuFuncSetAttribute)(CUfunction, int, int) = nullptr;
+  int (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                        unsigned, CUstream, void **, void **) = nullptr;
+  int (*cuMemAlloc)(CUdeviceptr *, size_t) = nullptr;
+  int (*cuMemFree)(CUdeviceptr) = nullptr;
+  int (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t) = nullptr;
+  int (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t) = nullptr;
+  int (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
+  int (*cuMemsetD32)(CUdeviceptr, unsigned, size_t) = nullptr;
+  int (*cuEventCreate)(void **, unsigned) = nullptr;
+  int (*cuEventRecord)(void *, CUstream) = nullptr;
+  int (*cuEventSynchronize)(void *) = nullptr;
+  int (*cuEventElapsedTime)(float *, void *, void *) = nullptr;
+  int (*cuEventDestroy)(void *) = nullptr;
+  int (*cuGetErrorName)(int, const char **) = nullptr;
+};
+
+/// The driver table (loaded once); `available` false without libcuda or a device.
+const Driver &driver();
+/// The driver with device 0's primary context current on this thread; throws without a GPU.
+const Driver &requireDriver();
+/// Throws Error("CUDA error in <call>: <name> (<code>)") unless `result` is CUDA_SUCCESS.
+void check(int result, const char *call);
+
+} // namespace kiln::rt
+
+#endif // KILN_LIB_RUNTIME_RUNTIMEINTERNAL_H

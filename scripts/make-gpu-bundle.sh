@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Packs the prebuilt GPU-side binaries (stripped libkiln.so, kiln-bench, runtime tests) into
+# .carry/kiln-gpu.tar.xz so that they fit the device tool's transfer limit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+stage=$(mktemp -d)
+mkdir -p "$stage/lib" "$stage/bench" "$stage/test/runtime" .carry
+strip --strip-unneeded -o "$stage/lib/libkiln.so" build/lib/libkiln.so
+cp build/bench/kiln-bench "$stage/bench/"
+cp build/test/runtime/kiln-runtime-tests build/test/runtime/kiln-cache-worker "$stage/test/runtime/"
+tar -cJf .carry/kiln-gpu.tar.xz -C "$stage" .
+rm -rf "$stage"
+ls -la .carry/kiln-gpu.tar.xz

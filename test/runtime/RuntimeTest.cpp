@@ -1,0 +1,260 @@
+//===- RuntimeTest.cpp - Tests of the JIT cache and launches --------------===//
+//
+// This file tests kiln::rt: the disk cache survives truncated and corrupted entries and eight
+// processes compiling one kernel at once; launches check their arguments; without a GPU every
+// device operation raises a clear error. Tests named GPU* need a device and skip without one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Runtime.h"
+
+#include "gtest/gtest.h"
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace kiln::rt;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The kernels directory and cache worker: compiled-in paths, overridable from the environment
+/// (the GPU machine runs the binaries from another checkout path).
+std::string kernelsDir() {
+  const char *env = std::getenv("KILN_KERNELS_DIR");
+  return env ? env : KILN_KERNELS_DIR;
+}
+std::string cacheWorker() {
+  const char *env = std::getenv("KILN_CACHE_WORKER");
+  return env ? env : KILN_CACHE_WORKER;
+}
+
+std::string readKernel(const char *name) {
+  std::ifstream in(kernelsDir() + "/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// A fresh cache directory per test, removed afterwards.
+struct TempCache {
+  std::string path;
+  TempCache() {
+    char tmpl[] = "/tmp/kiln-cache-test-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempCache() { fs::remove_all(path); }
+  std::vector<fs::path> entries() const {
+    std::vector<fs::path> out;
+    for (auto &e : fs::directory_iterator(path))
+      out.push_back(e.path());
+    return out;
+  }
+};
+
+bool isELF(const std::vector<char> &bytes) {
+  return bytes.size() > 4 && bytes[0] == 0x7f && bytes[1] == 'E' && bytes[2] == 'L' &&
+         bytes[3] == 'F';
+}
+
+TEST(JITCache, CompilesOnceThenHitsMemoryThenDisk) {
+  TempCache cache;
+  std::string src = readKernel("vector_add.mlir");
+  JIT first("sm_90", cache.path);
+  std::vector<char> a = first.compileToCubin(src);
+  EXPECT_TRUE(isELF(a));
+  first.compileToCubin(src);
+  EXPECT_EQ(first.getStats().compiles, 1u);
+  EXPECT_EQ(first.getStats().memoryHits, 1u);
+  ASSERT_EQ(cache.entries().size(), 1u) << "one entry, no temporary files left behind";
+  JIT second("sm_90", cache.path);
+  EXPECT_EQ(second.compileToCubin(src), a);
+  EXPECT_EQ(second.getStats().diskHits, 1u);
+  EXPECT_EQ(second.getStats().compiles, 0u);
+}
+
+TEST(JITCache, KeyCoversOptionsAndArch) {
+  TempCache cache;
+  std::string src = readKernel("vector_add.mlir");
+  JIT jit("sm_90", cache.path);
+  jit.compileToCubin(src, 4);
+  jit.compileToCubin(src, 8);
+  JIT other("sm_80", cache.path);
+  other.compileToCubin(src, 4);
+  EXPECT_EQ(cache.entries().size(), 3u);
+  EXPECT_EQ(jit.getStats().compiles + other.getStats().compiles, 3u);
+}
+
+/// Damages the single cache entry with `damage`, then checks a new JIT recompiles, returns
+/// the same binary and repairs the entry.
+void expectRecovery(void (*damage)(const fs::path &)) {
+  TempCache cache;
+  std::string src = readKernel("kl_div.mlir");
+  std::vector<char> good = JIT("sm_90", cache.path).compileToCubin(src);
+  ASSERT_EQ(cache.entries().size(), 1u);
+  damage(cache.entries()[0]);
+  JIT jit("sm_90", cache.path);
+  EXPECT_EQ(jit.compileToCubin(src), good);
+  EXPECT_EQ(jit.getStats().corruptEntries, 1u);
+  EXPECT_EQ(jit.getStats().compiles, 1u);
+  JIT after("sm_90", cache.path);
+  after.compileToCubin(src);
+  EXPECT_EQ(after.getStats().diskHits, 1u) << "the damaged entry was replaced";
+}
+
+TEST(JITCache, TruncatedEntryIsRecompiled) {
+  expectRecovery([](const fs::path &p) { fs::resize_file(p, fs::file_size(p) / 2); });
+}
+
+TEST(JITCache, EmptyEntryIsRecompiled) {
+  expectRecovery([](const fs::path &p) { fs::resize_file(p, 0); });
+}
+
+TEST(JITCache, FlippedByteIsRecompiled) {
+  expectRecovery([](const fs::path &p) {
+    std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(fs::file_size(p) / 2);
+    char c;
+    f.get(c);
+    f.seekp(fs::file_size(p) / 2);
+    f.put(char(c ^ 0x5a));
+  });
+}
+
+TEST(JITCache, EightProcessesCompileOneKernelAtOnce) {
+  TempCache cache;
+  std::string kernel = kernelsDir() + "/vector_add.mlir";
+  std::vector<FILE *> procs;
+  for (int i = 0; i < 8; ++i) {
+    std::string cmd = cacheWorker() + " " + kernel + " " + cache.path;
+    procs.push_back(popen(cmd.c_str(), "r"));
+    ASSERT_NE(procs.back(), nullptr);
+  }
+  std::set<std::string> hashes;
+  for (FILE *p : procs) {
+    char line[256] = {0};
+    std::string out;
+    while (fgets(line, sizeof(line), p))
+      out += line;
+    EXPECT_EQ(pclose(p), 0) << out;
+    hashes.insert(out.substr(0, 16));
+    if (hasGPU())
+      EXPECT_NE(out.find("gpu result ok"), std::string::npos) << out;
+  }
+  EXPECT_EQ(hashes.size(), 1u) << "every process got the same binary";
+  ASSERT_EQ(cache.entries().size(), 1u) << "one entry, no temporary files left behind";
+  JIT jit("sm_90", cache.path);
+  jit.compileToCubin(readKernel("vector_add.mlir"));
+  EXPECT_EQ(jit.getStats().diskHits, 1u) << "the published entry verifies";
+}
+
+TEST(JITCache, CompileErrorCarriesDiagnostics) {
+  TempCache cache;
+  JIT jit("sm_90", cache.path);
+  try {
+    jit.compile("func.func @k(%x: !kiln.ptr<f32>) {\n  %r = kiln.make_range {end = 100 : i32, "
+                "start = 0 : i32} : tensor<100xi32>\n  return\n}\n");
+    FAIL() << "expected an error";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("kernel:2:8: error: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("power of two"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Launch, WrongNumberOfArguments) {
+  TempCache cache;
+  JIT jit("sm_90", cache.path);
+  const Kernel &k = jit.compile(readKernel("vector_add.mlir"));
+  try {
+    k.launch({1, 1, 1}, nullptr, {Arg::ptr(0), Arg::ptr(0), Arg::i32(3)});
+    FAIL() << "expected an error";
+  } catch (const Error &e) {
+    EXPECT_STREQ(e.what(), "kernel 'vector_add' expects 4 arguments (pointer, pointer, "
+                           "pointer, i32), got 3");
+  }
+}
+
+TEST(Launch, WrongArgumentKind) {
+  TempCache cache;
+  JIT jit("sm_90", cache.path);
+  const Kernel &k = jit.compile(readKernel("vector_add.mlir"));
+  try {
+    k.launch({1, 1, 1}, nullptr, {Arg::ptr(0), Arg::ptr(0), Arg::ptr(0), Arg::f32(1.0f)});
+    FAIL() << "expected an error";
+  } catch (const Error &e) {
+    EXPECT_STREQ(e.what(), "kernel 'vector_add' argument 3: expected i32, got f32");
+  }
+}
+
+TEST(NoGPU, DeviceOperationsRaiseClearErrors) {
+  if (hasGPU())
+    GTEST_SKIP() << "a GPU is present";
+  auto expectNoDriver = [](const char *what, auto &&f) {
+    try {
+      f();
+      FAIL() << "expected an error from " << what;
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find("no CUDA driver/GPU"), std::string::npos)
+          << e.what();
+    }
+  };
+  expectNoDriver("DeviceBuffer", [] { DeviceBuffer b(16); });
+  expectNoDriver("getArch", [] { getArch(); });
+  expectNoDriver("JIT()", [] { JIT jit; });
+  TempCache cache;
+  JIT jit("sm_90", cache.path);
+  const Kernel &k = jit.compile(readKernel("vector_add.mlir"));
+  expectNoDriver("JIT::get", [&] { jit.get(readKernel("vector_add.mlir")); });
+  expectNoDriver("Kernel::launch", [&] {
+    k.launch({1, 1, 1}, nullptr, {Arg::ptr(0), Arg::ptr(0), Arg::ptr(0), Arg::i32(3)});
+  });
+}
+
+TEST(GPU, VectorAddAndCopy2D) {
+  if (!hasGPU())
+    GTEST_SKIP() << "no GPU";
+  JIT jit;
+  const Kernel &add = jit.get(readKernel("vector_add.mlir"));
+  const int n = 1 << 20;
+  std::vector<float> x(n), y(n), out(n);
+  for (int i = 0; i < n; ++i) {
+    x[i] = float(i % 977) * 0.25f;
+    y[i] = float(i % 13) - 6.5f;
+  }
+  DeviceBuffer dx(n * 4), dy(n * 4), dout(n * 4);
+  dx.copyFromHost(x.data(), n * 4);
+  dy.copyFromHost(y.data(), n * 4);
+  dout.fill32(0xFFFFFFFFu);
+  add.launch({n / 1024, 1, 1}, nullptr,
+             {Arg::ptr(dx.get()), Arg::ptr(dy.get()), Arg::ptr(dout.get()), Arg::i32(n)});
+  synchronize();
+  dout.copyToHost(out.data(), n * 4);
+  for (int i = 0; i < n; ++i)
+    ASSERT_EQ(out[i], x[i] + y[i]) << i;
+
+  // Masked 2-D strided copy of a 100 x 200 block (not multiples of the 32 x 64 tile) out of a
+  // matrix with row stride 256 into one with row stride 208.
+  const Kernel &copy = jit.get(readKernel("copy_2d.mlir"));
+  const int M = 100, N = 208, S = 256, D = 208;
+  std::vector<float> src(M * S), dst(M * D, -1.0f);
+  for (int i = 0; i < M * S; ++i)
+    src[i] = float(i);
+  DeviceBuffer ds(M * S * 4), dd(M * D * 4);
+  ds.copyFromHost(src.data(), M * S * 4);
+  dd.copyFromHost(dst.data(), M * D * 4);
+  copy.launch({(M + 31) / 32, (N + 63) / 64, 1}, nullptr,
+              {Arg::ptr(ds.get()), Arg::ptr(dd.get()), Arg::i32(M), Arg::i32(N), Arg::i32(S),
+               Arg::i32(D)});
+  synchronize();
+  dd.copyToHost(dst.data(), M * D * 4);
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < D; ++c)
+      ASSERT_EQ(dst[r * D + c], src[r * S + c]) << r << "," << c;
+}
+
+} // namespace
