@@ -1,0 +1,172 @@
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+
+// One case per kiln_gpu layout verifier message, and the convert_layout type constraints.
+
+// expected-error @+1 {{expected threadsPerWarp to multiply to 32, found 16}}
+#b = #kiln_gpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [2, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
+func.func @threads_per_warp_16(%x: tensor<16x16xf32, #b>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected threadsPerWarp to multiply to 32, found 64}}
+#b = #kiln_gpu.blocked<{sizePerThread = [1], threadsPerWarp = [64], warpsPerCTA = [1], order = [0]}>
+func.func @threads_per_warp_64(%x: tensor<64xf32, #b>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected powers of two in dimension 0}}
+#b = #kiln_gpu.blocked<{sizePerThread = [3], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+func.func @size_per_thread_not_pow2(%x: tensor<128xf32, #b>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected powers of two in dimension 1}}
+#b = #kiln_gpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [4, 8], warpsPerCTA = [1, 3], order = [1, 0]}>
+func.func @warps_not_pow2(%x: tensor<16x16xf32, #b>) {
+  return
+}
+
+// -----
+
+// Zero is not a power of two (and would make the product 0).
+// expected-error @+1 {{expected powers of two in dimension 1}}
+#b = #kiln_gpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [32, 0], warpsPerCTA = [1, 1], order = [1, 0]}>
+func.func @threads_zero(%x: tensor<16x16xf32, #b>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected powers of two in dimension 0}}
+#b = #kiln_gpu.blocked<{sizePerThread = [0], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]}>
+func.func @size_per_thread_zero(%x: tensor<32xf32, #b>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected order to be a permutation of [0, 2)}}
+#b = #kiln_gpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [4, 8], warpsPerCTA = [1, 1], order = [0, 0]}>
+func.func @order_repeated(%x: tensor<16x16xf32, #b>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected order to be a permutation of [0, 2)}}
+#b = #kiln_gpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [4, 8], warpsPerCTA = [1, 1], order = [2, 0]}>
+func.func @order_out_of_range(%x: tensor<16x16xf32, #b>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected sizePerThread, threadsPerWarp, warpsPerCTA and order of one non-zero rank, found ranks 1, 2, 2, 2}}
+#b = #kiln_gpu.blocked<{sizePerThread = [1], threadsPerWarp = [4, 8], warpsPerCTA = [1, 1], order = [1, 0]}>
+func.func @rank_mismatch_size(%x: tensor<16x16xf32, #b>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected sizePerThread, threadsPerWarp, warpsPerCTA and order of one non-zero rank, found ranks 2, 2, 2, 1}}
+#b = #kiln_gpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [4, 8], warpsPerCTA = [1, 1], order = [0]}>
+func.func @rank_mismatch_order(%x: tensor<16x16xf32, #b>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected sizePerThread, threadsPerWarp, warpsPerCTA and order of one non-zero rank, found ranks 2, 2, 3, 2}}
+#b = #kiln_gpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [4, 8], warpsPerCTA = [1, 1, 1], order = [1, 0]}>
+func.func @rank_mismatch_warps(%x: tensor<16x16xf32, #b>) {
+  return
+}
+
+// -----
+
+// An empty list does not parse: the rank-0 layout never reaches the verifier.
+// expected-error @+2 {{expected integer value}}
+// expected-error @+1 {{failed to parse KilnGPU_BlockedEncodingAttr parameter 'sizePerThread' which is to be a `::llvm::ArrayRef<unsigned>`}}
+#b = #kiln_gpu.blocked<{sizePerThread = [], threadsPerWarp = [], warpsPerCTA = [], order = []}>
+
+// -----
+
+#b = #kiln_gpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [4, 8], warpsPerCTA = [1, 1], order = [1, 0]}>
+// expected-error @+1 {{expected dim < parent rank 2, found 2}}
+#s = #kiln_gpu.slice<{dim = 2, parent = #b}>
+func.func @slice_dim_out_of_range(%x: tensor<16xf32, #s>) {
+  return
+}
+
+// -----
+
+#b = #kiln_gpu.blocked<{sizePerThread = [1, 1, 1], threadsPerWarp = [4, 8, 1], warpsPerCTA = [1, 1, 1], order = [2, 1, 0]}>
+#s = #kiln_gpu.slice<{dim = 0, parent = #b}>
+// The sliced parent has rank 2: dim 2 is out of range.
+// expected-error @+1 {{expected dim < parent rank 2, found 2}}
+#ss = #kiln_gpu.slice<{dim = 2, parent = #s}>
+func.func @slice_of_slice_dim_out_of_range(%x: tensor<4xf32, #ss>) {
+  return
+}
+
+// -----
+
+#b = #kiln_gpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+// expected-error @+1 {{expected a parent of rank >= 2}}
+#s = #kiln_gpu.slice<{dim = 0, parent = #b}>
+func.func @slice_of_1d(%x: tensor<1xf32, #s>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected a blocked or slice parent layout, found 1 : i32}}
+#s = #kiln_gpu.slice<{dim = 0, parent = 1 : i32}>
+func.func @slice_parent_not_a_layout(%x: tensor<16xf32, #s>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown attribute `shared` in dialect `kiln_gpu`}}
+#l = #kiln_gpu.shared<{vec = 1}>
+
+// -----
+
+// expected-error @+1 {{expected 'threadsPerWarp'}}
+#b = #kiln_gpu.blocked<{sizePerThread = [1], warpsPerCTA = [4], order = [0]}>
+
+// -----
+
+#b1 = #kiln_gpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#b4 = #kiln_gpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]}>
+func.func @convert_layout_shape(%x: tensor<128xf32, #b1>) {
+  // expected-error @+1 {{'kiln_gpu.convert_layout' op requires the same shape for all operands and results}}
+  %0 = kiln_gpu.convert_layout %x : tensor<128xf32, #b1> -> tensor<64xf32, #b4>
+  return
+}
+
+// -----
+
+#b1 = #kiln_gpu.blocked<{sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#b4 = #kiln_gpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]}>
+func.func @convert_layout_element(%x: tensor<128xf32, #b1>) {
+  // expected-error @+1 {{'kiln_gpu.convert_layout' op requires the same element type for all operands and results}}
+  %0 = kiln_gpu.convert_layout %x : tensor<128xf32, #b1> -> tensor<128xf16, #b4>
+  return
+}
+
+// -----
+
+func.func @convert_layout_scalar(%x: f32) {
+  // expected-error @+1 {{'kiln_gpu.convert_layout' op operand #0 must be ranked tensor of any type values, but got 'f32'}}
+  %0 = "kiln_gpu.convert_layout"(%x) : (f32) -> f32
+  return
+}

@@ -1,0 +1,67 @@
+// RUN: kiln-opt %s | kiln-opt | FileCheck %s
+// RUN: kiln-opt %s --mlir-print-op-generic | kiln-opt | FileCheck %s
+
+// Round trip of the kiln_gpu layouts (as tensor encodings, printed through their aliases)
+// and of kiln_gpu.convert_layout.
+
+// CHECK-DAG: #[[B1:.*]] = #kiln_gpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+// CHECK-DAG: #[[B2:.*]] = #kiln_gpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]}>
+// CHECK-DAG: #[[B3:.*]] = #kiln_gpu.blocked<{sizePerThread = [2, 1, 1], threadsPerWarp = [1, 4, 8], warpsPerCTA = [2, 2, 8], order = [0, 2, 1]}>
+// CHECK-DAG: #[[S1:.*]] = #kiln_gpu.slice<{dim = 1, parent = #[[B2]]}>
+// CHECK-DAG: #[[S0:.*]] = #kiln_gpu.slice<{dim = 0, parent = #[[B2]]}>
+// CHECK-DAG: #[[S3:.*]] = #kiln_gpu.slice<{dim = 2, parent = #[[B3]]}>
+// CHECK-DAG: #[[SS:.*]] = #kiln_gpu.slice<{dim = 0, parent = #[[S3]]}>
+#b1 = #kiln_gpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#b2 = #kiln_gpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]}>
+#b3 = #kiln_gpu.blocked<{sizePerThread = [2, 1, 1], threadsPerWarp = [1, 4, 8], warpsPerCTA = [2, 2, 8], order = [0, 2, 1]}>
+#s1 = #kiln_gpu.slice<{dim = 1, parent = #b2}>
+#s0 = #kiln_gpu.slice<{dim = 0, parent = #b2}>
+#s3 = #kiln_gpu.slice<{dim = 2, parent = #b3}>
+#ss = #kiln_gpu.slice<{dim = 0, parent = #s3}>
+
+// CHECK-LABEL: func.func @encodings
+// CHECK-SAME: tensor<512xf32, #[[B1]]>
+// CHECK-SAME: tensor<8x64x!kiln.ptr<f16>, #[[B2]]>
+// CHECK-SAME: tensor<8xi32, #[[S1]]>
+// CHECK-SAME: tensor<64xi1, #[[S0]]>
+// CHECK-SAME: tensor<4x16xf16, #[[S3]]>
+// CHECK-SAME: tensor<16xbf16, #[[SS]]>
+func.func @encodings(%a: tensor<512xf32, #b1>, %b: tensor<8x64x!kiln.ptr<f16>, #b2>,
+                     %c: tensor<8xi32, #s1>, %d: tensor<64xi1, #s0>,
+                     %e: tensor<4x16xf16, #s3>, %f: tensor<16xbf16, #ss>) {
+  return
+}
+
+// Layouts stay on the values kiln ops produce.
+// CHECK-LABEL: func.func @kiln_ops_with_layouts
+// CHECK: kiln.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32, #[[S0]]>
+// CHECK: kiln.expand_dims %{{.*}} {axis = 0 : i32} : tensor<64xi32, #[[S0]]> -> tensor<1x64xi32, #[[B2]]>
+// CHECK: kiln.broadcast %{{.*}} : tensor<1x64xi32, #[[B2]]> -> tensor<8x64xi32, #[[B2]]>
+// CHECK: kiln.addptr %{{.*}}, %{{.*}} : tensor<8x64x!kiln.ptr<f16>, #[[B2]]>, tensor<8x64xi32, #[[B2]]>
+// CHECK: kiln.load %{{.*}} : tensor<8x64x!kiln.ptr<f16>, #[[B2]]>
+func.func @kiln_ops_with_layouts(%p: tensor<8x64x!kiln.ptr<f16>, #b2>) -> tensor<8x64xf16, #b2> {
+  %r = kiln.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32, #s0>
+  %e = kiln.expand_dims %r {axis = 0 : i32} : tensor<64xi32, #s0> -> tensor<1x64xi32, #b2>
+  %o = kiln.broadcast %e : tensor<1x64xi32, #b2> -> tensor<8x64xi32, #b2>
+  %q = kiln.addptr %p, %o : tensor<8x64x!kiln.ptr<f16>, #b2>, tensor<8x64xi32, #b2>
+  %v = kiln.load %q : tensor<8x64x!kiln.ptr<f16>, #b2>
+  return %v : tensor<8x64xf16, #b2>
+}
+
+// CHECK-LABEL: func.func @convert_layout
+// CHECK-SAME: (%[[X:.*]]: tensor<64xf32, #[[S1]]>, %[[Y:.*]]: tensor<8x64xf16, #[[B2]]>)
+// CHECK: kiln_gpu.convert_layout %[[X]] : tensor<64xf32, #[[S1]]> -> tensor<64xf32, #[[B1]]>
+// CHECK: kiln_gpu.convert_layout %[[Y]] : tensor<8x64xf16, #[[B2]]> -> tensor<8x64xf16>
+// CHECK: kiln_gpu.convert_layout %{{.*}} : tensor<8x64xf16> -> tensor<8x64xf16, #[[B2]]>
+func.func @convert_layout(%x: tensor<64xf32, #s1>, %y: tensor<8x64xf16, #b2>)
+    -> (tensor<64xf32, #b1>, tensor<8x64xf16, #b2>) {
+  %0 = kiln_gpu.convert_layout %x : tensor<64xf32, #s1> -> tensor<64xf32, #b1>
+  %1 = kiln_gpu.convert_layout %y : tensor<8x64xf16, #b2> -> tensor<8x64xf16>
+  %2 = kiln_gpu.convert_layout %1 : tensor<8x64xf16> -> tensor<8x64xf16, #b2>
+  return %0, %2 : tensor<64xf32, #b1>, tensor<8x64xf16, #b2>
+}
+
+// The module attributes the pipeline sets.
+// CHECK: module attributes {kiln_gpu.num_warps = 8 : i32, kiln_gpu.threads_per_warp = 32 : i32}
+module attributes {kiln_gpu.num_warps = 8 : i32, kiln_gpu.threads_per_warp = 32 : i32} {
+}
