@@ -48,6 +48,10 @@ void kiln::initializeContext(MLIRContext &ctx) {
 FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOptions &options) {
   CompiledKernel out;
   out.numWarps = options.numWarps;
+  if (!isKnownArch(options.arch))
+    return emitError(module.getLoc())
+           << "unknown target architecture '" << options.arch
+           << "' (expected sm_<major><minor>[a] known to NVPTX, e.g. sm_80, sm_90, sm_90a)";
   if (failed(verify(module)))
     return failure();
   auto kernels = llvm::to_vector(module.getOps<func::FuncOp>());

@@ -39,6 +39,9 @@ struct CompiledKernel {
 /// "file:line:col: error: message" (notes and remarks likewise), as compilers print them.
 std::string formatDiagnostic(mlir::Diagnostic &diag);
 
+/// True when the NVPTX backend knows `arch` (sm_70 ... sm_120a).
+bool isKnownArch(llvm::StringRef arch);
+
 /// Registers everything a kiln module needs in `ctx`.
 void initializeContext(mlir::MLIRContext &ctx);
 

@@ -54,8 +54,11 @@ static int64_t gcd(int64_t a, int64_t b) { return std::gcd(a, b); }
 
 /// Bytes per pointee element of a pointer (tile), 1 for non-pointers.
 static int64_t pointeeBytes(Type type) {
-  if (auto ptr = dyn_cast<PointerType>(getElementTypeOrSelf(type)))
+  if (auto ptr = dyn_cast<PointerType>(getElementTypeOrSelf(type))) {
+    if (isa<PointerType>(ptr.getPointeeType()))
+      return 8; // a global pointer is 64 bits
     return std::max<int64_t>(1, ptr.getPointeeType().getIntOrFloatBitWidth() / 8);
+  }
   return 1;
 }
 

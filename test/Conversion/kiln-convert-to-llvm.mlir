@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -kiln-assign-layouts -convert-scf-to-cf -kiln-convert-to-llvm -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-assign-layouts -convert-scf-to-cf -kiln-convert-to-llvm -verify-diagnostics | FileCheck %s
 
 // A kernel becomes an nvvm.kernel llvm.func with maxntid = 32 * num_warps; a tile of 1024
 // under [4] x 32 lanes x 4 warps is 8 registers per thread; masked loads are predicated
@@ -109,3 +109,4 @@ func.func @unsupported() {
 func.func @tile_arg(%a: tensor<16xf32>) {
   return
 }
+

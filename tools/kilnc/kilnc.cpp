@@ -61,6 +61,12 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  if (!kiln::isKnownArch(arch)) {
+    llvm::errs() << "kilnc: error: unknown --arch '" << arch
+                 << "' (expected sm_<major><minor>[a] known to NVPTX, e.g. sm_80, sm_90, sm_90a)\n";
+    return 1;
+  }
+
   MLIRContext ctx;
   kiln::initializeContext(ctx);
   std::string errorMessage;
@@ -72,6 +78,16 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   SourceMgrDiagnosticHandler handler(sourceMgr, &ctx);
+  // The pipeline runs under crash recovery: a crashing pass becomes a failure with a
+  // reproducer. Tell that apart from a rejected input: exit 2, "internal compiler error".
+  bool crashed = false;
+  ScopedDiagnosticHandler crashWatch(&ctx, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error &&
+        (StringRef(diag.str()).contains("signal was caught") ||
+         StringRef(diag.str()).contains("crash has been detected")))
+      crashed = true;
+    return failure(); // pass it on to the SourceMgr handler
+  });
 
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
   if (!module)
@@ -83,6 +99,12 @@ int main(int argc, char **argv) {
   options.printIRAfterAll = printIRAfterAll;
   options.reproducerPath = reproducer.empty() ? defaultReproducerPath() : reproducer.getValue();
   FailureOr<kiln::CompiledKernel> result = kiln::compile(*module, options);
+  if (crashed) {
+    llvm::errs() << "kilnc: internal compiler error: a pass crashed on this input; please "
+                    "report it with the reproducer at "
+                 << options.reproducerPath << "\n";
+    return 2;
+  }
   if (failed(result))
     return 1;
 

@@ -34,6 +34,18 @@ mlir::Value packStruct(mlir::OpBuilder &b, mlir::Location loc, mlir::Type struct
 /// i32 constant.
 mlir::Value i32Const(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
 
+/// The running thread's lane and warp index along each dimension of a blocked layout.
+struct ThreadIds {
+  llvm::SmallVector<mlir::Value, 4> lane, warp;
+};
+ThreadIds emitThreadIds(mlir::OpBuilder &b, mlir::Location loc, gpu::BlockedEncodingAttr layout,
+                        const TargetInfo &target);
+
+/// Address (in shared memory, address space 3) of a module-level buffer of `count` elements
+/// of `elemType`, created on first use under `name`.
+mlir::Value getSharedBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
+                            mlir::Type elemType, unsigned count, llvm::StringRef name);
+
 /// For each element the running thread owns of `type` (in register order), its coordinate
 /// along every dimension of the tile, as i32.
 llvm::SmallVector<llvm::SmallVector<mlir::Value, 4>>
@@ -51,6 +63,9 @@ void populateElementwiseOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
 /// program_id, num_programs, make_range, splat, broadcast, expand_dims, convert_layout.
 void populateTileOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                   mlir::RewritePatternSet &patterns, const TargetInfo &target);
+/// reduce: in thread, then warp shuffles, then across warps through shared memory.
+void populateReduceOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
+                                    mlir::RewritePatternSet &patterns, const TargetInfo &target);
 /// addptr, load, store.
 void populateMemoryOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                     mlir::RewritePatternSet &patterns,

@@ -40,6 +40,12 @@ public:
   virtual void emitStore(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr,
                          mlir::Value pred, unsigned wordBits, mlir::ValueRange words,
                          const AccessModifiers &mods) const = 0;
+  /// The value `v` (32 bits or fewer, or 64 bits in two halves) of the lane whose id is this
+  /// lane's xor `laneMask`, within the warp (all lanes take part).
+  virtual mlir::Value shuffleXor(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                                 unsigned laneMask) const = 0;
+  /// Barrier across all threads of the program.
+  virtual void barrier(mlir::OpBuilder &b, mlir::Location loc) const = 0;
   /// Fast 2^x for f32 (the `exp`/`exp2` fast path).
   virtual mlir::Value emitExp2Approx(mlir::OpBuilder &b, mlir::Location loc,
                                      mlir::Value x) const = 0;

@@ -17,6 +17,7 @@
 #include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "llvm/Support/MathExtras.h"
 
 #define DEBUG_TYPE "kiln-convert-to-llvm"
 
@@ -31,16 +32,55 @@ namespace kgpu = kiln::gpu;
 
 LogicalResult kiln::checkGPUSupport(ModuleOp module) {
   bool ok = true;
-  for (auto func : module.getOps<func::FuncOp>())
-    for (BlockArgument arg : func.getArguments())
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isDeclaration()) {
+      func.emitError() << "expected a kernel definition, found a declaration of '"
+                       << func.getSymName() << "'";
+      ok = false;
+    }
+    if (func.getNumResults() != 0) {
+      func.emitError() << "expected kernel '" << func.getSymName()
+                       << "' to return nothing (outputs are written through pointers), found "
+                       << func.getNumResults() << " results";
+      ok = false;
+    }
+    for (BlockArgument arg : func.getArguments()) {
       if (isa<RankedTensorType>(arg.getType())) {
         emitError(arg.getLoc()) << "expected kernel argument #" << arg.getArgNumber() << " of '"
                                 << func.getSymName() << "' to be a scalar or a pointer, found "
                                 << arg.getType();
         ok = false;
       }
+      Attribute div = func.getArgAttr(arg.getArgNumber(), kDivisibilityAttr);
+      if (!div)
+        continue;
+      auto intAttr = dyn_cast<IntegerAttr>(div);
+      int64_t v = intAttr ? intAttr.getValue().getSExtValue() : 0;
+      if (!intAttr || v <= 0 || !llvm::isPowerOf2_64(v) || v > (int64_t(1) << 30) ||
+          !isa<IntegerType, PointerType>(arg.getType())) {
+        emitError(arg.getLoc()) << "expected " << kDivisibilityAttr << " of kernel argument #"
+                                << arg.getArgNumber()
+                                << " to be a power of two in [1, 2^30] on an integer or "
+                                   "pointer argument, found "
+                                << div << " on " << arg.getType();
+        ok = false;
+      }
+    }
+  }
   module.walk([&](Operation *op) {
-    if (isa<DotOp, ReduceOp, ScanOp, ReshapeOp, TransOp, AtomicRMWOp, AtomicCASOp, PrintOp,
+    for (Type t : op->getResultTypes())
+      if (isa<TensorType>(t) && !hasTileShape(t)) {
+        op->emitError() << "expected a tile with static power-of-two dimensions, found " << t;
+        ok = false;
+        return;
+      }
+    if (auto cst = dyn_cast<arith::ConstantOp>(op))
+      if (isa<DenseElementsAttr>(cst.getValue()) && !isa<SplatElementsAttr>(cst.getValue())) {
+        op->emitError() << "non-splat tile constants are not supported on the GPU path yet";
+        ok = false;
+        return;
+      }
+    if (isa<DotOp, ScanOp, ReshapeOp, TransOp, AtomicRMWOp, AtomicCASOp, PrintOp,
             AssertOp>(op)) {
       op->emitError() << "'" << op->getName()
                       << "' is not supported on the GPU path yet (it has no lowering)";
@@ -56,13 +96,24 @@ namespace {
 LogicalResult checkLaidOut(ModuleOp module) {
   bool ok = true;
   module.walk([&](Operation *op) {
-    for (Value v : op->getResults())
-      if (auto t = dyn_cast<RankedTensorType>(v.getType()); t && !t.getEncoding()) {
+    for (Value v : op->getResults()) {
+      auto t = dyn_cast<RankedTensorType>(v.getType());
+      if (!t)
+        continue;
+      if (!t.getEncoding()) {
         op->emitError() << "expected a tile with a layout, found " << t
                         << " (run -kiln-assign-layouts first)";
         ok = false;
         return;
       }
+      if (!kgpu::getRootBlocked(t.getEncoding()) ||
+          kgpu::getKeptDims(t.getEncoding()).size() != size_t(t.getRank())) {
+        op->emitError() << "expected a blocked or slice layout of rank " << t.getRank()
+                        << ", found " << t.getEncoding();
+        ok = false;
+        return;
+      }
+    }
   });
   return success(ok);
 }
@@ -94,6 +145,7 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
     populateTileOpToLLVMPatterns(converter, patterns, target);
     populateElementwiseOpToLLVMPatterns(converter, patterns, target);
     populateMemoryOpToLLVMPatterns(converter, patterns, axis, target);
+    populateReduceOpToLLVMPatterns(converter, patterns, target);
     populateFuncToLLVMConversionPatterns(converter, patterns);
     cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
     arith::populateArithToLLVMConversionPatterns(converter, patterns);

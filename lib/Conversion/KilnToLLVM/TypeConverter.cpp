@@ -51,6 +51,43 @@ Value kiln::i32Const(OpBuilder &b, Location loc, int64_t v) {
   return LLVM::ConstantOp::create(b, loc, b.getI32Type(), b.getI32IntegerAttr(v));
 }
 
+ThreadIds kiln::emitThreadIds(OpBuilder &b, Location loc, kgpu::BlockedEncodingAttr root,
+                              const TargetInfo &target) {
+  // Split the thread id into lane and warp, then each over the dims fastest-first.
+  Value tid = target.getThreadId(b, loc);
+  Value warpSize = i32Const(b, loc, kgpu::kWarpSize);
+  Value lane = LLVM::URemOp::create(b, loc, tid, warpSize);
+  Value warp = LLVM::UDivOp::create(b, loc, tid, warpSize);
+  ThreadIds ids;
+  ids.lane.resize(root.getRank());
+  ids.warp.resize(root.getRank());
+  for (unsigned d : root.getOrder()) {
+    Value tpw = i32Const(b, loc, root.getThreadsPerWarp()[d]);
+    Value wpc = i32Const(b, loc, root.getWarpsPerCTA()[d]);
+    ids.lane[d] = LLVM::URemOp::create(b, loc, lane, tpw);
+    lane = LLVM::UDivOp::create(b, loc, lane, tpw);
+    ids.warp[d] = LLVM::URemOp::create(b, loc, warp, wpc);
+    warp = LLVM::UDivOp::create(b, loc, warp, wpc);
+  }
+  return ids;
+}
+
+Value kiln::getSharedBuffer(OpBuilder &b, Location loc, Operation *op, Type elemType,
+                            unsigned count, StringRef name) {
+  auto module = op->getParentOfType<ModuleOp>();
+  auto arrayType = LLVM::LLVMArrayType::get(elemType, count);
+  auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
+  if (!global) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    // Shared memory is address space 3 in NVPTX; no initializer (PTX .shared has none).
+    global = LLVM::GlobalOp::create(b, loc, arrayType, /*isConstant=*/false,
+                                    LLVM::Linkage::Internal, name, Attribute(),
+                                    /*alignment=*/16, /*addrSpace=*/3);
+  }
+  return LLVM::AddressOfOp::create(b, loc, global);
+}
+
 SmallVector<SmallVector<Value, 4>>
 kiln::emitElementCoordinates(OpBuilder &b, Location loc, RankedTensorType type,
                              const TargetInfo &target) {
@@ -58,22 +95,9 @@ kiln::emitElementCoordinates(OpBuilder &b, Location loc, RankedTensorType type,
   kgpu::BlockedEncodingAttr root = kgpu::getRootBlocked(layout);
   SmallVector<unsigned> kept = kgpu::getKeptDims(layout);
   ArrayRef<int64_t> shape = type.getShape();
-  unsigned rootRank = root.getRank();
 
-  // Split the thread id into lane and warp, then each over the root dims fastest-first.
-  Value tid = target.getThreadId(b, loc);
-  Value warpSize = i32Const(b, loc, kgpu::kWarpSize);
-  Value lane = LLVM::URemOp::create(b, loc, tid, warpSize);
-  Value warp = LLVM::UDivOp::create(b, loc, tid, warpSize);
-  SmallVector<Value> laneIdx(rootRank), warpIdx(rootRank);
-  for (unsigned d : root.getOrder()) {
-    Value tpw = i32Const(b, loc, root.getThreadsPerWarp()[d]);
-    Value wpc = i32Const(b, loc, root.getWarpsPerCTA()[d]);
-    laneIdx[d] = LLVM::URemOp::create(b, loc, lane, tpw);
-    lane = LLVM::UDivOp::create(b, loc, lane, tpw);
-    warpIdx[d] = LLVM::URemOp::create(b, loc, warp, wpc);
-    warp = LLVM::UDivOp::create(b, loc, warp, wpc);
-  }
+  ThreadIds ids = emitThreadIds(b, loc, root, target);
+  ArrayRef<Value> laneIdx = ids.lane, warpIdx = ids.warp;
   // Thread-dependent base of each kept dim: (warp_d * tpw_d + lane_d) * spt_d.
   SmallVector<Value> base(kept.size());
   SmallVector<int64_t> tile(kept.size());

@@ -15,6 +15,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Linker/Linker.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
@@ -91,6 +92,18 @@ LogicalResult linkLibdevice(llvm::Module &module, Location loc) {
 }
 
 } // namespace
+
+bool kiln::isKnownArch(StringRef arch) {
+  initNVPTX();
+  std::string err;
+  llvm::Triple triple(kTriple);
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!target || !arch.starts_with("sm_"))
+    return false;
+  // Ask a default subtarget (creating one for an unknown CPU would print warnings).
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(triple, "", ""));
+  return sti && sti->isCPUStringValid(arch);
+}
 
 LogicalResult kiln::emitPTX(ModuleOp module, StringRef arch, std::string &llvmIR,
                             std::string &ptx) {

@@ -43,6 +43,19 @@ std::string accessOpcode(StringRef base, unsigned numWords, unsigned wordBits,
   return s + ".b" + std::to_string(wordBits);
 }
 
+Value i64Const(OpBuilder &b, Location loc, int64_t v) {
+  return LLVM::ConstantOp::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(v));
+}
+
+/// shfl.sync.bfly.b32 over the full warp; c = 0x1f: the whole warp is one segment.
+Value shfl32(OpBuilder &b, Location loc, Value v, unsigned laneMask) {
+  Value full = i32Const(b, loc, -1);
+  Value offset = i32Const(b, loc, laneMask);
+  Value clamp = i32Const(b, loc, 0x1f);
+  return NVVM::ShflOp::create(b, loc, b.getI32Type(), full, v, offset, clamp,
+                              NVVM::ShflKind::bfly, UnitAttr());
+}
+
 class NVIDIATargetInfo final : public TargetInfo {
 public:
   Value getProgramId(OpBuilder &b, Location loc, unsigned axis) const override {
@@ -156,6 +169,48 @@ public:
                               LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
                               ArrayAttr());
   }
+
+  Value shuffleXor(OpBuilder &b, Location loc, Value v, unsigned laneMask) const override {
+    Type type = v.getType();
+    unsigned bits = isa<LLVM::LLVMPointerType>(type) ? 64 : type.getIntOrFloatBitWidth();
+    Type i32 = b.getI32Type();
+    if (bits == 64) {
+      // Two 32-bit shuffles of the halves (shfl.sync moves 32 bits, PTX ISA 9.7.8.6).
+      Type i64 = b.getI64Type();
+      Value w = isa<LLVM::LLVMPointerType>(type) ? Value(LLVM::PtrToIntOp::create(b, loc, i64, v))
+                                                 : Value(LLVM::BitcastOp::create(b, loc, i64, v));
+      Value lo = LLVM::TruncOp::create(b, loc, i32, w);
+      Value hi = LLVM::TruncOp::create(
+          b, loc, i32, LLVM::LShrOp::create(b, loc, w, i64Const(b, loc, 32)));
+      lo = shfl32(b, loc, lo, laneMask);
+      hi = shfl32(b, loc, hi, laneMask);
+      Value r = LLVM::OrOp::create(
+          b, loc, LLVM::ZExtOp::create(b, loc, i64, lo),
+          LLVM::ShlOp::create(b, loc, LLVM::ZExtOp::create(b, loc, i64, hi), i64Const(b, loc, 32)));
+      if (isa<LLVM::LLVMPointerType>(type))
+        return LLVM::IntToPtrOp::create(b, loc, type, r);
+      return LLVM::BitcastOp::create(b, loc, type, r);
+    }
+    // Narrower values travel in the low bits of a 32-bit register.
+    Value w = v;
+    if (!type.isInteger(32)) {
+      Type ib = b.getIntegerType(bits);
+      if (!isa<IntegerType>(type))
+        w = LLVM::BitcastOp::create(b, loc, ib, w);
+      if (bits < 32)
+        w = LLVM::ZExtOp::create(b, loc, i32, w);
+    }
+    w = shfl32(b, loc, w, laneMask);
+    if (type.isInteger(32))
+      return w;
+    if (bits < 32)
+      w = LLVM::TruncOp::create(b, loc, b.getIntegerType(bits), w);
+    if (!isa<IntegerType>(type))
+      w = LLVM::BitcastOp::create(b, loc, type, w);
+    return w;
+  }
+
+  void barrier(OpBuilder &b, Location loc) const override { NVVM::Barrier0Op::create(b, loc); }
 
   Value emitExp2Approx(OpBuilder &b, Location loc, Value x) const override {
     auto asmOp = LLVM::InlineAsmOp::create(

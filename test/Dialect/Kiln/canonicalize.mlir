@@ -228,3 +228,15 @@ func.func @dead_pure_ops(%p: !kiln.ptr<f32>, %x: f32) {
   kiln.store %p, %x : !kiln.ptr<f32>
   return
 }
+
+// -----
+
+// An unused volatile load stays: volatile means the access itself matters.
+// CHECK-LABEL: func.func @unused_volatile_load_stays
+// CHECK: kiln.load %{{.*}} volatile
+// CHECK-NOT: kiln.load
+func.func @unused_volatile_load_stays(%p: !kiln.ptr<f32>) {
+  %0 = kiln.load %p volatile : !kiln.ptr<f32>
+  %1 = kiln.load %p : !kiln.ptr<f32>
+  return
+}

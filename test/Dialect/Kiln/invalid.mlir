@@ -549,7 +549,8 @@ func.func @dot_small(%a: tensor<8x32xf16>, %b: tensor<32x16xf16>, %c: tensor<8x1
 // -----
 
 func.func @dot_not_pow2(%a: tensor<48x32xf16>, %b: tensor<32x16xf16>, %c: tensor<48x16xf32>) {
-  // expected-error @+1 {{'kiln.dot' op expected every dot dimension to be a power of two >= 16, found [48, 32] * [32, 16]}}
+  // A 48-row tile is not a tile: the type constraint rejects it before the dot verifier.
+  // expected-error @+1 {{'kiln.dot' op operand #0 must be tile of floating-point or integer or kiln pointer values, but got 'tensor<48x32xf16>'}}
   %0 = kiln.dot %a, %b, %c : tensor<48x32xf16> * tensor<32x16xf16> -> tensor<48x16xf32>
   return
 }
@@ -846,7 +847,7 @@ func.func @scan_result_type(%x: tensor<64xi32>) {
 // -----
 
 func.func @scan_scalar_result(%x: tensor<64xi32>) {
-  // expected-error @+1 {{'kiln.scan' op result #0 must be variadic of ranked tensor of floating-point or integer or kiln pointer values, but got 'i32'}}
+  // expected-error @+1 {{'kiln.scan' op result #0 must be variadic of tile of floating-point or integer or kiln pointer values, but got 'i32'}}
   %0 = kiln.scan(%x) axis = 0 {
   ^bb0(%a: i32, %b: i32):
     kiln.scan.return %a : i32
@@ -879,5 +880,56 @@ func.func @print_no_prefix(%x: i32) {
 func.func @print_index(%x: index) {
   // expected-error @+1 {{'kiln.print' op operand #0 must be variadic of scalar or tile, but got 'index'}}
   kiln.print "i" %x : index
+  return
+}
+
+// -----
+
+// PTX has no load form with both a cache operator and an eviction priority.
+func.func @load_cache_and_evict(%p: tensor<16x!kiln.ptr<f32>>) {
+  // expected-error @+1 {{'kiln.load' op expected either a cache modifier or an eviction policy, found cg and evict_first}}
+  %0 = kiln.load %p cache = cg evict = evict_first : tensor<16x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+func.func @load_volatile_with_cache(%p: tensor<16x!kiln.ptr<f32>>) {
+  // expected-error @+1 {{'kiln.load' op expected no cache modifier or eviction policy on a volatile access}}
+  %0 = kiln.load %p cache = cv volatile : tensor<16x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+func.func @store_cache_and_evict(%p: tensor<16x!kiln.ptr<f32>>, %v: tensor<16xf32>) {
+  // expected-error @+1 {{'kiln.store' op expected either a cache modifier or an eviction policy, found wt and evict_last}}
+  kiln.store %p, %v cache = wt evict = evict_last : tensor<16x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// Tiles have static power-of-two dimensions: no zero-size or dynamic tiles.
+func.func @zero_size_tile(%x: f32) {
+  // expected-error @+1 {{custom op 'kiln.splat' 'result' must be tile of floating-point or integer or kiln pointer values, but got 'tensor<0xf32>'}}
+  %0 = kiln.splat %x : tensor<0xf32>
+  return
+}
+
+// -----
+
+func.func @dynamic_tile(%x: f32) {
+  // expected-error @+1 {{custom op 'kiln.splat' 'result' must be tile of floating-point or integer or kiln pointer values, but got 'tensor<?xf32>'}}
+  %0 = kiln.splat %x : tensor<?xf32>
+  return
+}
+
+// -----
+
+// Negative attributes are reported as written, not as unsigned 32-bit values.
+func.func @negative_axis(%x: tensor<16xf32>) {
+  // expected-error @+1 {{'kiln.expand_dims' op expected axis in [0, 1], found -1}}
+  %0 = kiln.expand_dims %x {axis = -1 : i32} : tensor<16xf32> -> tensor<16x1xf32>
   return
 }

@@ -10,6 +10,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace kiln;
@@ -57,6 +58,12 @@ Type kiln::getPointeeType(Type type) {
   // Not a pointer: returning the type itself makes the TypesMatchWith check fail with a
   // message naming the expected relation instead of crashing.
   return type;
+}
+
+bool kiln::hasTileShape(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.hasStaticShape() &&
+         llvm::all_of(tensor.getShape(), [](int64_t d) { return d > 0 && llvm::isPowerOf2_64(d); });
 }
 
 Type kiln::getI1SameShape(Type type) {

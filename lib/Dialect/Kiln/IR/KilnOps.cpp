@@ -40,7 +40,8 @@ static std::string fmtShape(ArrayRef<int64_t> shape) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult MakeRangeOp::verify() {
-  int64_t start = getStart(), end = getEnd();
+  // I32 attributes read back unsigned; the values are signed.
+  int64_t start = int32_t(getStart()), end = int32_t(getEnd());
   auto type = getType();
   if (type.getRank() != 1)
     return emitOpError("expected a 1-D result, found rank ") << type.getRank();
@@ -140,7 +141,7 @@ void BroadcastOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRCo
 
 LogicalResult ExpandDimsOp::verify() {
   auto src = getSrc().getType(), dst = getType();
-  int64_t axis = getAxis();
+  int64_t axis = int32_t(getAxis());
   if (axis < 0 || axis > src.getRank())
     return emitOpError("expected axis in [0, ") << src.getRank() << "], found " << axis;
   SmallVector<int64_t> expected(src.getShape());
@@ -223,6 +224,20 @@ OpFoldResult AddPtrOp::fold(FoldAdaptor adaptor) {
 // Memory ops
 //===----------------------------------------------------------------------===//
 
+/// PTX takes either a cache operator or an L1 eviction priority, and neither with .volatile
+/// (PTX ISA 9.7.9.8: the `ld` forms).
+static LogicalResult verifyModifiers(Operation *op, std::optional<CacheModifier> cache,
+                                     std::optional<EvictionPolicy> evict, bool isVolatile) {
+  bool hasCache = cache && *cache != CacheModifier::none;
+  bool hasEvict = evict && *evict != EvictionPolicy::normal;
+  if (hasCache && hasEvict)
+    return op->emitOpError("expected either a cache modifier or an eviction policy, found ")
+           << stringifyCacheModifier(*cache) << " and " << stringifyEvictionPolicy(*evict);
+  if (isVolatile && (hasCache || hasEvict))
+    return op->emitOpError("expected no cache modifier or eviction policy on a volatile access");
+  return success();
+}
+
 void LoadOp::build(OpBuilder &builder, OperationState &state, Value ptr, Value mask,
                    Value other) {
   build(builder, state, getPointeeType(ptr.getType()), ptr, mask, other, CacheModifierAttr(),
@@ -235,7 +250,15 @@ LogicalResult LoadOp::verify() {
   if (getCache() && (*getCache() == CacheModifier::wb || *getCache() == CacheModifier::wt))
     return emitOpError("expected a load cache modifier (ca, cg, cs, cv), found ")
            << stringifyCacheModifier(*getCache());
-  return success();
+  return verifyModifiers(*this, getCache(), getEvict(), getIsVolatile());
+}
+
+void LoadOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  effects.emplace_back(MemoryEffects::Read::get(), GlobalMemory::get());
+  // A volatile load must stay even when its result is unused (as Triton models it).
+  if (getIsVolatile())
+    effects.emplace_back(MemoryEffects::Write::get(), GlobalMemory::get());
 }
 
 LogicalResult StoreOp::verify() {
@@ -243,7 +266,7 @@ LogicalResult StoreOp::verify() {
                      *getCache() == CacheModifier::cv))
     return emitOpError("expected a store cache modifier (wb, cs, wt), found ")
            << stringifyCacheModifier(*getCache());
-  return success();
+  return verifyModifiers(*this, getCache(), getEvict(), /*isVolatile=*/false);
 }
 
 LogicalResult AtomicRMWOp::verify() {
@@ -271,7 +294,8 @@ LogicalResult AtomicRMWOp::verify() {
 }
 
 LogicalResult AtomicCASOp::verify() {
-  unsigned width = getElementTypeOrSelf(getVal().getType()).getIntOrFloatBitWidth();
+  Type elem = getElementTypeOrSelf(getVal().getType());
+  unsigned width = isa<PointerType>(elem) ? 64 : elem.getIntOrFloatBitWidth();
   if (width != 16 && width != 32 && width != 64)
     return emitOpError("expected a 16, 32 or 64-bit element type, found ")
            << getElementTypeOrSelf(getVal().getType());
@@ -354,7 +378,7 @@ static LogicalResult verifyCombiner(Operation *op, ValueRange srcs, int64_t axis
 }
 
 LogicalResult ReduceOp::verifyRegions() {
-  if (failed(verifyCombiner(*this, getSrcs(), getAxis(), getCombineOp())))
+  if (failed(verifyCombiner(*this, getSrcs(), int32_t(getAxis()), getCombineOp())))
     return failure();
   if (getNumResults() != getSrcs().size())
     return emitOpError("expected ") << getSrcs().size() << " results, found " << getNumResults();
@@ -377,7 +401,7 @@ LogicalResult ReduceOp::verifyRegions() {
 }
 
 LogicalResult ScanOp::verifyRegions() {
-  if (failed(verifyCombiner(*this, getSrcs(), getAxis(), getCombineOp())))
+  if (failed(verifyCombiner(*this, getSrcs(), int32_t(getAxis()), getCombineOp())))
     return failure();
   if (getResultTypes() != getSrcs().getTypes())
     return emitOpError("expected results of the operands' types");

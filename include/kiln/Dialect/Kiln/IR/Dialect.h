@@ -28,6 +28,8 @@
 namespace kiln {
 /// The element type a pointer (or each pointer of a tile) points to; same shape as `type`.
 mlir::Type getPointeeType(mlir::Type type);
+/// True for a ranked tensor with static dimensions that are all powers of two (>= 1).
+bool hasTileShape(mlir::Type type);
 /// An i1 type (tile) with the shape of `type`.
 mlir::Type getI1SameShape(mlir::Type type);
 /// `type` with its element type replaced by `element` (a scalar for scalars).

@@ -173,7 +173,7 @@ def Kiln_AddPtrOp : Kiln_Op<"addptr", [Pure, AllTypesMatch<["ptr", "result"]>]> 
 }
 
 def Kiln_LoadOp : Kiln_Op<"load", [AttrSizedOperandSegments,
-    MemoryEffects<[MemRead<Kiln_GlobalMemory>]>,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
     TypesMatchWith<"result is the pointee type of ptr", "ptr", "result",
                    "::kiln::getPointeeType($_self)">,
     TypesMatchWith<"mask is an i1 of ptr's shape", "ptr", "mask",
@@ -310,11 +310,11 @@ def Kiln_ReduceOp : Kiln_Op<"reduce", [Pure, SingleBlock]> {
     Each result has its operand's shape without `axis`; a 1-D operand reduces to a scalar.
 
     ```mlir
-    %s = kiln.reduce(%x) axis = 0 ({
+    %s = kiln.reduce(%x) axis = 0 {
     ^bb0(%a: f32, %b: f32):
       %t = arith.addf %a, %b : f32
       kiln.reduce.return %t : f32
-    }) : (tensor<128xf32>) -> f32
+    } : (tensor<128xf32>) -> f32
     ```
   }];
   let arguments = (ins Variadic<Kiln_Tensor>:$srcs, I32Attr:$axis);
@@ -345,11 +345,11 @@ def Kiln_ScanOp : Kiln_Op<"scan", [Pure, SingleBlock]> {
     `reverse` scans from the end of the axis.
 
     ```mlir
-    %c = kiln.scan(%x) axis = 0 ({
+    %c = kiln.scan(%x) axis = 0 {
     ^bb0(%a: i32, %b: i32):
       %t = arith.addi %a, %b : i32
       kiln.scan.return %t : i32
-    }) : (tensor<64xi32>) -> tensor<64xi32>
+    } : (tensor<64xi32>) -> tensor<64xi32>
     ```
   }];
   let arguments = (ins Variadic<Kiln_Tensor>:$srcs, I32Attr:$axis, UnitAttr:$reverse);

@@ -34,11 +34,14 @@ def Kiln_Ptr : Type<CPred<"::llvm::isa<::kiln::PointerType>($_self)">, "kiln poi
                     "::kiln::PointerType">;
 
 def Kiln_Scalar : AnyTypeOf<[Kiln_Float, Kiln_Int, Kiln_Ptr], "scalar">;
-def Kiln_FloatTensor : RankedTensorOf<[Kiln_Float]>;
-def Kiln_IntTensor : RankedTensorOf<[Kiln_Int]>;
-def Kiln_BoolTensor : RankedTensorOf<[I1]>;
-def Kiln_PtrTensor : RankedTensorOf<[Kiln_Ptr]>;
-def Kiln_Tensor : RankedTensorOf<[Kiln_Float, Kiln_Int, Kiln_Ptr]>;
+/// A tile: a ranked tensor with static dimensions, each a power of two.
+class Kiln_TileOf<list<Type> allowed>
+    : RankedTensorOf<allowed, [CPred<"::kiln::hasTileShape($_self)">], "tile">;
+def Kiln_FloatTensor : Kiln_TileOf<[Kiln_Float]>;
+def Kiln_IntTensor : Kiln_TileOf<[Kiln_Int]>;
+def Kiln_BoolTensor : Kiln_TileOf<[I1]>;
+def Kiln_PtrTensor : Kiln_TileOf<[Kiln_Ptr]>;
+def Kiln_Tensor : Kiln_TileOf<[Kiln_Float, Kiln_Int, Kiln_Ptr]>;
 
 def Kiln_IntLike : AnyTypeOf<[Kiln_Int, Kiln_IntTensor], "integer or integer tile">;
 def Kiln_BoolLike : AnyTypeOf<[I1, Kiln_BoolTensor], "i1 or i1 tile">;
