@@ -27,6 +27,30 @@ def kl_kernel(p_ptr, q_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, p * (tl.log(p) - tl.log(q)), mask=mask)
 
 
+@triton.jit
+def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(in_ptr + row * in_stride + offs, mask=mask, other=-float("inf"))
+    z = x - tl.max(x, axis=0)
+    num = tl.exp(z)
+    tl.store(out_ptr + row * out_stride + offs, num / tl.sum(num, axis=0), mask=mask)
+
+
+def bench_softmax(med):
+    for m, n in [(32768, 1024), (8192, 8192), (4096, 32768)]:
+        x = torch.randn(m, n, device="cuda") * 3
+        y = torch.empty_like(x)
+        warps = 16 if n >= 4096 else 8 if n >= 2048 else 4
+        run = lambda: softmax_kernel[(m,)](y, x, n, n, n, BLOCK=n, num_warps=warps)
+        run()
+        assert torch.allclose(y, torch.softmax(x, dim=1), rtol=1e-4, atol=1e-6)
+        nbytes = 2 * 4 * m * n
+        print(f"triton_softmax_{m}x{n}_gbps={nbytes / med(run) / 1e6:.4f}")
+        print(f"torch_softmax_{m}x{n}_gbps={nbytes / med(lambda: torch.softmax(x, dim=1)) / 1e6:.4f}")
+
+
 def main():
     n = 1 << 28
     x = torch.rand(n, device="cuda") + 0.01
@@ -47,6 +71,9 @@ def main():
     print(f"triton_kl_relerr={((out.double() - ref).norm() / ref.norm()).item():.3e}")
     print(f"triton_kl_gbps={3 * nbytes / med(lambda: kl_kernel[grid](x, y, out, n, BLOCK=1024)) / 1e6:.4f}")
     print(f"torch_kl_gbps={3 * nbytes / med(lambda: torch.mul(x, x.log() - y.log(), out=out)) / 1e6:.4f}")
+
+    del x, y, out
+    bench_softmax(med)
 
     # Host time per Triton launch of a tiny 4-argument kernel (as ANCHORS measured it).
     a, b, c = (torch.empty(1024, device="cuda") for _ in range(3))

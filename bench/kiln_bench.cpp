@@ -130,6 +130,53 @@ int runBandwidth(JIT &jit, const std::string &dir, size_t n) {
   return failures;
 }
 
+/// Row softmax of an m x n fp32 matrix (one row per program, BLOCK = n): checked against a
+/// float64 reference, then GB/s over one read and one write of the matrix. The kernel is
+/// kernels/softmax.mlir with its 1024-wide tile replaced by n.
+int runSoftmax(JIT &jit, const std::string &dir, int m, int n, unsigned numWarps) {
+  std::string src = readFile(dir + "/softmax.mlir");
+  for (size_t p = src.find("1024"); p != std::string::npos; p = src.find("1024", p + 1))
+    src.replace(p, 4, std::to_string(n));
+  const Kernel &k = jit.get(src, numWarps);
+  size_t count = size_t(m) * n, bytes = count * 4;
+  std::vector<float> hx(count), hy(count);
+  std::mt19937 rng(std::random_device{}());
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (float &v : hx)
+    v = normal(rng);
+  DeviceBuffer x(bytes), y(bytes);
+  x.copyFromHost(hx.data(), bytes);
+  y.fill32(0xFFFFFFFFu);
+  PreparedLaunch launch(k, {Arg::ptr(y.get()), Arg::ptr(x.get()), Arg::i32(n), Arg::i32(n),
+                            Arg::i32(n)});
+  Grid grid{unsigned(m), 1, 1};
+  launch(grid);
+  synchronize();
+  y.copyToHost(hy.data(), bytes);
+  double num = 0, den = 0;
+  for (int r = 0; r < m; r += std::max(1, m / 512)) { // 512 rows sampled across the matrix
+    double mx = -1e30, s = 0;
+    for (int c = 0; c < n; ++c)
+      mx = std::max(mx, double(hx[size_t(r) * n + c]));
+    for (int c = 0; c < n; ++c)
+      s += std::exp(double(hx[size_t(r) * n + c]) - mx);
+    for (int c = 0; c < n; ++c) {
+      double ref = std::exp(double(hx[size_t(r) * n + c]) - mx) / s;
+      double d = hy[size_t(r) * n + c] - ref;
+      num += d * d;
+      den += ref * ref;
+    }
+  }
+  double relErr = std::sqrt(num / den);
+  bool ok = relErr < 1e-5;
+  double ms = medianMs([&] { launch(grid); });
+  std::string key = "softmax_" + std::to_string(m) + "x" + std::to_string(n);
+  std::printf("%s_check=%s warps=%u\n", key.c_str(), ok ? "PASS" : "FAIL", numWarps);
+  report((key + "_relerr").c_str(), relErr);
+  report((key + "_gbps").c_str(), 2.0 * bytes / ms / 1e6);
+  return ok ? 0 : 1;
+}
+
 /// Host cost per launch through a prepared handle: a tiny 4-argument kernel, 20k launches.
 void runLaunchOverhead(JIT &jit, const std::string &dir) {
   DeviceBuffer x(4096), y(4096), out(4096);
@@ -227,6 +274,10 @@ int main(int argc, char **argv) {
     runCompileTimes(dir, "/proc/self/exe");
     JIT jit;
     int failures = runBandwidth(jit, dir, n);
+    // Shapes of ../shared/ANCHORS.md; warps as Triton's tutorial picks them (4, 8 >= 2048, 16 >= 4096).
+    failures += runSoftmax(jit, dir, 32768, 1024, 4);
+    failures += runSoftmax(jit, dir, 8192, 8192, 16);
+    failures += runSoftmax(jit, dir, 4096, 32768, 16);
     runLaunchOverhead(jit, dir);
     return failures ? 1 : 0;
   } catch (const std::exception &e) {

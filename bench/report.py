@@ -29,6 +29,11 @@ def main():
                      f"{k:.0f} GB/s = {100 * k / f(kiln, 'copy_gbps'):.1f}% of copy",
                      f"Triton / torch", f"{t:.0f} / {f(peers, f'torch_{key}_gbps'):.0f} GB/s",
                      f"{k / t:.3f}x Triton"))
+    for shape in ["32768x1024", "8192x8192", "4096x32768"]:
+        k, t = f(kiln, f"softmax_{shape}_gbps"), f(peers, f"triton_softmax_{shape}_gbps")
+        rows.append((f"softmax fp32 {shape} ({kiln.get(f'softmax_{shape}_check', '?')}, relerr {f(kiln, f'softmax_{shape}_relerr'):.1e})",
+                     f"{k:.0f} GB/s", "Triton / torch", f"{t:.0f} / {f(peers, f'torch_softmax_{shape}_gbps'):.0f} GB/s",
+                     f"{k / t:.3f}x Triton"))
     lh, th = f(kiln, "launch_host_us"), f(peers, "triton_launch_host_us")
     rows.append(("host time per launch, tiny 4-arg kernel (C++ PreparedLaunch vs Triton from Python)",
                  f"{lh:.2f} us", "Triton", f"{th:.2f} us", f"{th / lh:.1f}x less host time"))

@@ -9,6 +9,7 @@
 #include "kiln/Runtime.h"
 
 #include "gtest/gtest.h"
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -255,6 +256,70 @@ TEST(GPU, VectorAddAndCopy2D) {
   for (int r = 0; r < M; ++r)
     for (int c = 0; c < D; ++c)
       ASSERT_EQ(dst[r * D + c], src[r * S + c]) << r << "," << c;
+}
+
+TEST(GPU, SoftmaxAndTwoDimensionalSums) {
+  if (!hasGPU())
+    GTEST_SKIP() << "no GPU";
+  JIT jit;
+  // Softmax of 300 rows of 1000 columns (masked tail) with row stride 1024, random data.
+  const int rows = 300, cols = 1000, stride = 1024;
+  std::vector<float> x(rows * stride), y(rows * stride);
+  uint32_t state = 12345;
+  for (float &v : x) {
+    state = state * 1664525u + 1013904223u;
+    v = float(state >> 8) / float(1 << 24) * 20.0f - 10.0f;
+  }
+  DeviceBuffer dx(x.size() * 4), dy(y.size() * 4);
+  dx.copyFromHost(x.data(), x.size() * 4);
+  dy.fill32(0xFFFFFFFFu);
+  jit.get(readKernel("softmax.mlir"))
+      .launch({rows, 1, 1}, nullptr,
+              {Arg::ptr(dy.get()), Arg::ptr(dx.get()), Arg::i32(stride), Arg::i32(stride),
+               Arg::i32(cols)});
+  synchronize();
+  dy.copyToHost(y.data(), y.size() * 4);
+  double num = 0, den = 0;
+  for (int r = 0; r < rows; ++r) {
+    double m = -1e30, s = 0;
+    for (int c = 0; c < cols; ++c)
+      m = std::max(m, double(x[r * stride + c]));
+    for (int c = 0; c < cols; ++c)
+      s += std::exp(double(x[r * stride + c]) - m);
+    for (int c = 0; c < cols; ++c) {
+      double ref = std::exp(double(x[r * stride + c]) - m) / s;
+      double d = y[r * stride + c] - ref;
+      num += d * d;
+      den += ref * ref;
+    }
+  }
+  EXPECT_LT(std::sqrt(num / den), 1e-5);
+
+  // Row and column sums of a 64 x 128 tile.
+  std::vector<float> t(64 * 128), rs(64), cs(128);
+  for (int i = 0; i < 64 * 128; ++i)
+    t[i] = float((i * 37) % 101) - 50.0f;
+  DeviceBuffer dt(t.size() * 4), drs(64 * 4), dcs(128 * 4);
+  dt.copyFromHost(t.data(), t.size() * 4);
+  drs.fill32(0xFFFFFFFFu);
+  dcs.fill32(0xFFFFFFFFu);
+  jit.get(readKernel("sum_2d.mlir"))
+      .launch({1, 1, 1}, nullptr, {Arg::ptr(dt.get()), Arg::ptr(drs.get()), Arg::ptr(dcs.get())});
+  synchronize();
+  drs.copyToHost(rs.data(), 64 * 4);
+  dcs.copyToHost(cs.data(), 128 * 4);
+  for (int i = 0; i < 64; ++i) {
+    double ref = 0;
+    for (int j = 0; j < 128; ++j)
+      ref += t[i * 128 + j];
+    EXPECT_EQ(rs[i], float(ref)) << "row " << i; // integers: exact in any order
+  }
+  for (int j = 0; j < 128; ++j) {
+    double ref = 0;
+    for (int i = 0; i < 64; ++i)
+      ref += t[i * 128 + j];
+    EXPECT_EQ(cs[j], float(ref)) << "column " << j;
+  }
 }
 
 } // namespace
