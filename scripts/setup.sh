@@ -20,6 +20,25 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# --- Python (kiln package): a venv in .venv with what the extension builds and tests with.
+# Idempotent: an existing venv with everything importable is left alone.
+PY_PKGS=(pybind11 scikit-build-core pytest numpy)
+PY="${KILN_PYTHON:-python3}"
+if ! .venv/bin/python -c "import pybind11, scikit_build_core, pytest, numpy" 2>/dev/null; then
+  if ! "$PY" -c "import venv, ensurepip" 2>/dev/null; then
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-venv
+  fi
+  if ! "$PY" -c "import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))"; then
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-dev
+  fi
+  echo "== creating .venv with: ${PY_PKGS[*]}"
+  "$PY" -m venv .venv
+  .venv/bin/python -m pip install -q --disable-pip-version-check "${PY_PKGS[@]}"
+fi
+# --- end of the Python block
+
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/kiln-ccache}"
 if [ ! -f build/build.ninja ]; then
   cmake --preset release

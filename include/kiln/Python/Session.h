@@ -1,0 +1,194 @@
+//===- Session.h - Kiln's front-end facade without MLIR types ---*- C++ -*-===//
+//
+// This file declares kiln::py::Session, a thin facade over kiln::Builder for front ends that
+// cannot see LLVM or MLIR headers (the Python extension is compiled on machines without
+// them, against the prebuilt libkiln.so). Values are integer handles into the session's
+// value table, dtypes are Triton's names ("fp32", "int32", "pointer<fp16>", also "*fp16"),
+// and every user error is a kiln::py::Error carrying the kernel, file, line, column and
+// message. The facade adds no semantics: each call is one Builder call (or a fixed
+// composition of Builder calls, documented at the method).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_PYTHON_SESSION_H
+#define KILN_PYTHON_SESSION_H
+
+#include "kiln/kiln_c.h"
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::py {
+
+/// A user error in a kernel (a kiln::CompileError seen through the facade), or a compiler
+/// diagnostic with a source location. `line` and `column` are 0 when unknown.
+class KILN_EXPORT Error : public std::exception {
+public:
+  Error(std::string kernel, std::string file, unsigned line, unsigned column,
+        std::string message);
+  ~Error() override;
+  /// `file:line:col: error: in kernel 'k': message`.
+  const char *what() const noexcept override;
+  const std::string &getKernel() const { return kernel; }
+  const std::string &getFile() const { return file; }
+  unsigned getLine() const { return line; }
+  unsigned getColumn() const { return column; }
+  /// The message without the location prefix.
+  const std::string &getMessage() const { return message; }
+
+private:
+  std::string kernel, file;
+  unsigned line, column;
+  std::string message, full;
+};
+
+/// A value of the kernel being built: an index into the session's value table.
+using Handle = int32_t;
+
+/// One kernel parameter: name, dtype name, and Triton's divisibility hint (0 = none).
+struct ArgSpec {
+  std::string name;
+  std::string dtype;
+  int32_t divisibility = 0;
+};
+
+/// Builds one kernel at a time through kiln::Builder (its own MLIRContext inside). Methods
+/// throw Error for user errors; after an error the kernel is abandoned (call beginKernel).
+class KILN_EXPORT Session {
+public:
+  Session();
+  ~Session();
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
+
+  //===--------------------------------------------------------------------===//
+  // Kernels and locations
+  //===--------------------------------------------------------------------===//
+
+  /// Ops created from now on carry `file:line:col` (1-based), and errors report it.
+  void setLocation(const std::string &file, unsigned line, unsigned col);
+  /// Starts a kernel `name(args...)`; clears the value table.
+  void beginKernel(const std::string &name, const std::vector<ArgSpec> &args);
+  /// Parameter `index` of the kernel.
+  Handle arg(unsigned index);
+  /// Ends and verifies the kernel; returns its module as MLIR text with locations.
+  std::string finishKernel();
+  /// Throws Error with `message` at the current location.
+  [[noreturn]] void error(const std::string &message);
+
+  //===--------------------------------------------------------------------===//
+  // What a value is
+  //===--------------------------------------------------------------------===//
+
+  /// The dtype's Triton name: "fp32", "int1", "pointer<fp16>".
+  std::string dtype(Handle h) const;
+  /// The tile shape; empty for scalars.
+  std::vector<int64_t> shape(Handle h) const;
+  bool isTile(Handle h) const;
+  /// True for a literal that still adapts to the dtype it meets (Triton's weak scalars).
+  bool isWeak(Handle h) const;
+
+  //===--------------------------------------------------------------------===//
+  // Literals, grid, tile creation
+  //===--------------------------------------------------------------------===//
+
+  Handle intConst(int64_t value);
+  Handle uintConst(uint64_t value);
+  Handle floatConst(double value);
+  Handle boolConst(bool value);
+  /// A weak literal made a plain value of its default dtype (Triton's to_tensor).
+  Handle materialize(Handle h);
+  Handle programId(int axis);
+  Handle numPrograms(int axis);
+  Handle arange(int64_t start, int64_t end);
+  /// full(shape, value, dtype); an empty shape gives a scalar.
+  Handle full(const std::vector<int64_t> &shape, Handle value, const std::string &dtype);
+  Handle zeros(const std::vector<int64_t> &shape, const std::string &dtype);
+
+  //===--------------------------------------------------------------------===//
+  // Operators and functions
+  //===--------------------------------------------------------------------===//
+
+  /// A binary operator by name: add sub mul truediv floordiv mod lt le gt ge eq ne and or
+  /// xor lshift rshift logical_and logical_or minimum maximum cdiv; "minimum_nan" and
+  /// "maximum_nan" propagate NaNs (PropagateNan.ALL).
+  Handle binary(const std::string &op, Handle a, Handle b);
+  /// A unary operator or function by name: neg not invert exp exp2 log log2 sqrt rsqrt sin
+  /// cos erf floor ceil abs.
+  Handle unary(const std::string &op, Handle x);
+  Handle where(Handle cond, Handle a, Handle b);
+  /// x.to(dtype) or, with `bitcast`, x.to(dtype, bitcast=True).
+  Handle cast(Handle x, const std::string &dtype, bool bitcast = false);
+
+  //===--------------------------------------------------------------------===//
+  // Memory (a negative handle leaves an operand out)
+  //===--------------------------------------------------------------------===//
+
+  Handle load(Handle ptr, Handle mask = -1, Handle other = -1, const std::string &cache = "",
+              const std::string &evict = "", bool isVolatile = false);
+  void store(Handle ptr, Handle value, Handle mask = -1, const std::string &cache = "",
+             const std::string &evict = "");
+
+  //===--------------------------------------------------------------------===//
+  // Shapes
+  //===--------------------------------------------------------------------===//
+
+  Handle expandDims(Handle x, int axis);
+  Handle broadcastTo(Handle x, const std::vector<int64_t> &shape);
+  /// broadcast(a, b): both to their common shape.
+  std::vector<Handle> broadcast(Handle a, Handle b);
+  Handle reshape(Handle x, const std::vector<int64_t> &shape, bool canReorder = false);
+  Handle trans(Handle x, const std::vector<int32_t> &order = {});
+
+  //===--------------------------------------------------------------------===//
+  // Control flow (bodies are called once, with the insertion point inside the region)
+  //===--------------------------------------------------------------------===//
+
+  /// (induction variable, iteration values) -> next iteration values.
+  using ForBody = std::function<std::vector<Handle>(Handle, const std::vector<Handle> &)>;
+  /// () -> yielded values.
+  using BranchBody = std::function<std::vector<Handle>()>;
+  /// (loop values) -> scalar truth value.
+  using CondBody = std::function<Handle(const std::vector<Handle> &)>;
+  /// (loop values) -> next loop values.
+  using RegionBody = std::function<std::vector<Handle>(const std::vector<Handle> &)>;
+
+  std::vector<Handle> forLoop(Handle lb, Handle ub, Handle step, const std::vector<Handle> &inits,
+                              const ForBody &body, const std::vector<std::string> &names = {});
+  /// `elseFn` may be empty (no else branch) only when `thenFn` yields nothing.
+  std::vector<Handle> ifThenElse(Handle cond, const BranchBody &thenFn, const BranchBody &elseFn,
+                                 const std::vector<std::string> &names = {});
+  std::vector<Handle> whileLoop(const std::vector<Handle> &inits, const CondBody &condFn,
+                                const RegionBody &bodyFn,
+                                const std::vector<std::string> &names = {});
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl;
+};
+
+/// Every stage of compiling one kernel module.
+struct CompileResult {
+  std::string name;   ///< the kernel's symbol
+  std::string llvmIR; ///< optimized LLVM IR
+  std::string ptx;
+  std::string cubin;      ///< bytes; empty when not asked for or nvJitLink is missing
+  std::string cubinError; ///< why there is no cubin, when one was asked for
+};
+
+/// Compiles kiln-dialect MLIR text for `arch` ("sm_90"); throws Error (with the first
+/// diagnostic's location) when it does not parse or compile. Needs no GPU.
+KILN_EXPORT CompileResult compileModule(const std::string &mlir, const std::string &arch,
+                                        unsigned numWarps, bool wantCubin);
+
+/// Identifies this build of libkiln (part of the front end's cache keys).
+KILN_EXPORT std::string buildId();
+
+} // namespace kiln::py
+
+#endif // KILN_PYTHON_SESSION_H

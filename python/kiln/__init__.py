@@ -1,0 +1,27 @@
+"""Kiln: a block-based GPU kernel DSL and JIT compiler, compatible with Triton's language.
+
+    import kiln
+    import kiln.language as tl
+
+    @kiln.jit
+    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) +
+                 tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+    add_kernel[(kiln.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+"""
+
+from . import _C
+from .errors import CompilationError, KilnError
+from .jit import CompiledKernel, JITFunction, compile, jit
+from .runtime import (DeviceArray, cdiv, empty, from_numpy, has_gpu, next_power_of_2,
+                      synchronize, zeros)
+from . import language, testing
+
+__version__ = _C.version()
+
+__all__ = ["jit", "JITFunction", "compile", "CompiledKernel", "CompilationError", "KilnError",
+           "DeviceArray", "empty", "zeros", "from_numpy", "has_gpu", "synchronize", "cdiv",
+           "next_power_of_2", "language", "testing"]

@@ -1,0 +1,511 @@
+"""@kiln.jit, kiln.compile and compiled kernels.
+
+A JITFunction derives from the C++ launcher (kiln._C.Launcher): ``kernel[grid](...)`` binds
+the arguments, computes the specialization key, finds the compiled variant and calls
+cuLaunchKernel in C++. Only a new variant comes back here (``_compile_variant``), which
+builds the kernel through the code generator (or reads its IR from the front end's disk
+cache), compiles and loads it through the runtime's JIT (memory and disk cache), and says why
+the variant was new when KILN_LOG_COMPILES=1.
+"""
+
+import ast
+import functools
+import hashlib
+import inspect
+import json
+import os
+import re
+import sys
+import textwrap
+import time
+
+from . import _C
+from .errors import CompilationError, KilnError
+from .language import core as lc
+
+__all__ = ["jit", "JITFunction", "compile", "CompiledKernel"]
+
+
+# ---------------------------------------------------------------------------------------
+# Source of a jit function
+# ---------------------------------------------------------------------------------------
+
+def _is_constexpr_annotation(ann):
+    if ann is lc.constexpr:
+        return True
+    return isinstance(ann, str) and ann.replace(" ", "").split(".")[-1] == "constexpr"
+
+
+class FunctionInfo:
+    """The source of a @kiln.jit function: text, AST, file and line, parameters."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.name = fn.__name__
+        self.globals = fn.__globals__
+        try:
+            raw_lines, begin_line = inspect.getsourcelines(fn)
+        except (OSError, TypeError) as e:
+            raise TypeError(f"@kiln.jit needs the source of '{fn.__qualname__}' ({e}); define "
+                            f"kernels in a file") from None
+        self.raw_lines = raw_lines
+        self.begin_line = begin_line
+        src = textwrap.dedent("".join(raw_lines))
+        first = src.splitlines(True)[0] if src else ""
+        self.col_shift = len(raw_lines[0]) - len(first) if raw_lines else 0
+        self.src = src
+        self.src_lines = src.splitlines()
+        self.file = inspect.getsourcefile(fn) or fn.__code__.co_filename
+        self.signature = inspect.signature(fn)
+        self.arg_names = list(self.signature.parameters)
+        self.constexpr_params = {n for n, p in self.signature.parameters.items()
+                                 if _is_constexpr_annotation(p.annotation)}
+        self._tree = None
+
+    @property
+    def tree(self):
+        if self._tree is None:
+            module = ast.parse(self.src)
+            defs = [n for n in module.body if isinstance(n, ast.FunctionDef)]
+            if not defs:
+                raise TypeError(f"@kiln.jit: '{self.name}' is not a function definition")
+            self._tree = defs[0]
+        return self._tree
+
+
+# ---------------------------------------------------------------------------------------
+# Keys
+# ---------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _frontend_version():
+    """Identifies this front end: the library build, the extension and the package sources."""
+    h = hashlib.sha256(_C.build_id().encode())
+    here = os.path.dirname(os.path.abspath(__file__))
+    for root, _, files in sorted(os.walk(here)):
+        for f in sorted(files):
+            if f.endswith(".py"):
+                with open(os.path.join(root, f), "rb") as fh:
+                    h.update(f.encode() + b"\0" + fh.read())
+    try:
+        st = os.stat(_C.__file__)
+        h.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
+    except OSError:
+        pass
+    return h.hexdigest()
+
+
+def _constexpr_key(v):
+    if isinstance(v, JITFunction):
+        return "jit:" + v.cache_key
+    if isinstance(v, lc.constexpr):
+        return _constexpr_key(v.value)
+    if isinstance(v, tuple):
+        return "(" + ",".join(_constexpr_key(e) for e in v) + ")"
+    return f"{type(v).__name__}:{v!r}"
+
+
+class _Dependencies(ast.NodeVisitor):
+    """Triton's DependenciesFinder: the callees and constexpr globals a function names."""
+
+    def __init__(self, info):
+        self.info = info
+        self.callees = []
+        self.globals = []
+
+    def _resolve(self, node):
+        if isinstance(node, ast.Name):
+            g = self.info.globals
+            return (g, node.id, g[node.id]) if node.id in g else None
+        if isinstance(node, ast.Attribute):
+            base = self._resolve(node.value)
+            if base is None:
+                return None
+            obj = base[2]
+            try:
+                return (None, node.attr, getattr(obj, node.attr))
+            except AttributeError:
+                return None
+        return None
+
+    def visit_Name(self, node):
+        self._note(self._resolve(node))
+
+    def visit_Attribute(self, node):
+        r = self._resolve(node)
+        if r is not None and isinstance(r[2], JITFunction):
+            self._note(r)
+        self.generic_visit(node)
+
+    def _note(self, r):
+        if r is None:
+            return
+        g, name, v = r
+        if isinstance(v, JITFunction):
+            if v not in self.callees:
+                self.callees.append(v)
+        elif g is not None and isinstance(v, (lc.constexpr, lc.dtype)):
+            self.globals.append((g, name, v))
+
+
+# ---------------------------------------------------------------------------------------
+# Compiled kernels
+# ---------------------------------------------------------------------------------------
+
+class _Asm(dict):
+    """CompiledKernel.asm: "kiln" (the kernel's MLIR) at once; "llvm", "ptx", "cubin"
+    compiled on first access (the launch path never needs them)."""
+
+    def __init__(self, mlir, arch, num_warps, kernel_name):
+        super().__init__(kiln=mlir)
+        self._arch, self._num_warps, self._name = arch, num_warps, kernel_name
+
+    def _fill(self):
+        try:
+            r = _C.compile_module(self["kiln"], self._arch, self._num_warps, True)
+        except _C.BuildError as e:
+            raise _build_error(self._name, e) from None
+        self["llvm"], self["ptx"] = r["llvm"], r["ptx"]
+        if r["cubin"]:
+            self["cubin"] = r["cubin"]
+        self.cubin_error = r["cubin_error"]
+
+    def __missing__(self, key):
+        if key in ("llvm", "ptx", "cubin") and "ptx" not in self:
+            self._fill()
+            if key in self:
+                return self[key]
+        if key == "cubin":
+            raise KeyError(f"cubin: {getattr(self, 'cubin_error', 'not available')}")
+        raise KeyError(key)
+
+    def keys(self):
+        if "ptx" not in self:
+            self._fill()
+        return super().keys()
+
+
+class CompiledKernel:
+    """A compiled variant: ``asm`` ("kiln", "llvm", "ptx", "cubin"), ``metadata``
+    (name, num_warps, num_stages, arch), the parameter ``signature`` and ``constants``."""
+
+    def __init__(self, name, mlir, arch, num_warps, num_stages, signature, constants,
+                 handle=None, asm=None):
+        self.name = name
+        self.asm = asm if asm is not None else _Asm(mlir, arch, num_warps, name)
+        self.metadata = type("Metadata", (), dict(name=name, num_warps=num_warps,
+                                                  num_stages=num_stages, arch=arch,
+                                                  target=arch, shared=0))()
+        self.signature = signature
+        self.constants = constants
+        self.handle = handle
+
+    def __repr__(self):
+        return f"CompiledKernel({self.name}, {self.metadata.arch}, num_warps=" \
+               f"{self.metadata.num_warps})"
+
+
+def _build_error(kernel, e):
+    _, file, line, col, message, _ = e.args
+    src = None
+    if file and line:
+        import linecache
+        src = linecache.getline(file, line) or None
+    return CompilationError(kernel, file, line, col, message, src)
+
+
+_DIAG = re.compile(r"^(.+?):(\d+):(\d+): error: (.*)$", re.M)
+
+
+def _runtime_compile_error(kernel, e):
+    """A KilnError from the JIT whose diagnostics point at the user's source."""
+    m = _DIAG.search(str(e))
+    if not m:
+        return None
+    file, line, col, message = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
+    import linecache
+    return CompilationError(kernel, file, line, col, message,
+                            linecache.getline(file, line) or None)
+
+
+# ---------------------------------------------------------------------------------------
+# Front-end disk cache: key (source, callees, specialization, options) -> kernel IR
+# ---------------------------------------------------------------------------------------
+
+def _ir_cache_dir():
+    return os.path.join(_C.cache_dir(), "ir")
+
+
+def _ir_cache_load(key):
+    try:
+        with open(os.path.join(_ir_cache_dir(), key + ".json"), encoding="utf-8") as f:
+            d = json.load(f)
+        if d.get("key") != key:
+            return None
+        return d["mlir"], d["arg_params"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _ir_cache_store(key, mlir, arg_params):
+    d = _ir_cache_dir()
+    try:
+        os.makedirs(d, exist_ok=True)
+        tmp = os.path.join(d, f"{key}.{os.getpid()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"key": key, "mlir": mlir, "arg_params": arg_params}, f)
+        os.replace(tmp, os.path.join(d, key + ".json"))
+    except OSError:
+        pass  # a cache that cannot be written only costs a rebuild
+
+
+@functools.lru_cache(maxsize=None)
+def _device_arch():
+    return _C.get_arch()
+
+
+# ---------------------------------------------------------------------------------------
+# JITFunction
+# ---------------------------------------------------------------------------------------
+
+class JITFunction(_C.Launcher):
+    """A @kiln.jit kernel. Launch it with ``kernel[grid](*args, **meta, num_warps=4,
+    num_stages=3, stream=None)``; grid is a tuple or a callable of the meta-parameters."""
+
+    def __init__(self, fn, do_not_specialize=None, do_not_specialize_on_alignment=None,
+                 debug=None, noinline=None, repr=None, launch_metadata=None):
+        super().__init__()
+        self.fn = fn
+        self.info = FunctionInfo(fn)
+        functools.update_wrapper(self, fn)
+        self.noinline = noinline
+        self.debug = debug
+        names = self.info.arg_names
+        nospec = set()
+        for d in list(do_not_specialize or []) + list(do_not_specialize_on_alignment or []):
+            nospec.add(names[d] if isinstance(d, int) else d)
+        unknown = nospec - set(names)
+        if unknown:
+            raise TypeError(f"do_not_specialize names unknown parameters {sorted(unknown)} of "
+                            f"'{self.info.name}'")
+        self.do_not_specialize = sorted(nospec)
+        params = list(self.info.signature.parameters.values())
+        for p in params:
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.KEYWORD_ONLY):
+                raise TypeError(f"@kiln.jit kernel '{self.info.name}': parameter '{p.name}' "
+                                f"must be a plain positional parameter")
+        self._setup(self.info.name, names,
+                    [n in self.info.constexpr_params for n in names],
+                    [n in nospec for n in names],
+                    [p.default is not p.empty for p in params],
+                    [None if p.default is p.empty else p.default for p in params],
+                    self._compile_variant)
+        self._cache_key = None
+        self._dep_globals = None
+        self.compile_log = []
+        self._keys = []
+
+    @property
+    def arg_names(self):
+        return self.info.arg_names
+
+    @property
+    def src(self):
+        return self.info.src
+
+    def __repr__(self):
+        return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"@kiln.jit function '{self.info.name}' is launched with "
+                           f"{self.info.name}[grid](...) or called from another @kiln.jit "
+                           f"function")
+
+    # --- keys ------------------------------------------------------------------------
+
+    @property
+    def cache_key(self):
+        """Hash of this function's source, its callees' keys and the constexpr globals
+        they read (Triton's JITFunction.cache_key)."""
+        if self._cache_key is None:
+            self._cache_key = "..."  # guards recursion through cycles
+            deps = _Dependencies(self.info)
+            deps.visit(self.info.tree)
+            h = hashlib.sha256(self.info.src.encode())
+            for c in deps.callees:
+                if c is not self:
+                    h.update(b"callee:" + c.info.name.encode() + c.cache_key.encode())
+            self._dep_globals = list(deps.globals)
+            for c in deps.callees:
+                if c is not self and c._dep_globals:
+                    self._dep_globals.extend(c._dep_globals)
+            for g, name, v in self._dep_globals:
+                h.update(f"global:{name}={_constexpr_key(v)}".encode())
+            self._cache_key = h.hexdigest()
+        return self._cache_key
+
+    # --- compile on a miss ------------------------------------------------------------
+
+    def _compile_variant(self, specs, values, num_warps, num_stages):
+        t0 = time.perf_counter()
+        names = self.info.arg_names
+        parts = [(n, s if s != "constexpr" else _constexpr_key(v))
+                 for n, s, v in zip(names, specs, values)]
+        parts += [("num_warps", str(num_warps)), ("num_stages", str(num_stages))]
+        arch = _device_arch()
+        key = hashlib.sha256(repr((_frontend_version(), self.cache_key, arch,
+                                   parts)).encode()).hexdigest()
+        cached = _ir_cache_load(key)
+        globals_used = {}
+        if cached is not None:
+            mlir, arg_params = cached
+            origin = "IR from the disk cache"
+        else:
+            from .codegen import CodeGenerator
+            gen = CodeGenerator(self.info)
+            mlir, arg_params = gen.generate(specs, values)
+            globals_used = gen.globals_used
+            _ir_cache_store(key, mlir, arg_params)
+            origin = "built"
+        try:
+            handle = _C.jit_load(mlir, num_warps)
+        except KilnError as e:
+            err = _runtime_compile_error(self.info.name, e)
+            if err is not None:
+                raise err from None
+            raise
+        checks = {(id(g), n): (g, n, v) for g, n, v in self._dep_globals or []}
+        checks.update(globals_used)
+        constants = {n: v for n, s, v in zip(names, specs, values) if s == "constexpr"}
+        signature = {n: s for n, s in zip(names, specs) if s != "constexpr"}
+        compiled = CompiledKernel(self.info.name, mlir, arch, num_warps, num_stages, signature,
+                                  constants, handle)
+        self._log(parts, origin, time.perf_counter() - t0)
+        return handle, list(arg_params), list(checks.values()), compiled
+
+    def _log(self, parts, origin, seconds):
+        n = len(self._keys) + 1
+        if not self._keys:
+            why = "first variant: " + " ".join(f"{k}={v}" for k, v in parts)
+        else:
+            def diff(old):
+                return [(k, a, b) for (k, a), (_, b) in zip(old, parts) if a != b]
+            changes = min((diff(old) for old in self._keys), key=len)
+            what = []
+            for k, a, b in changes:
+                kind = "launch option" if k in ("num_warps", "num_stages") else \
+                    "constexpr" if self.info.arg_names.count(k) and \
+                    k in self.info.constexpr_params else "specialization"
+                what.append(f"{k} {a} -> {b} ({kind})")
+            why = "new " + "; ".join(what) if what else "same key (cache cleared)"
+        self._keys.append(parts)
+        line = f"kiln: compiled {self.info.name} variant {n} in {seconds * 1e3:.1f} ms " \
+               f"({origin}): {why}"
+        self.compile_log.append(line)
+        if os.environ.get("KILN_LOG_COMPILES", "0") not in ("", "0"):
+            print(line, file=sys.stderr)
+
+    # --- Triton's entry points ----------------------------------------------------------
+
+    def run(self, *args, grid, warmup=False, **kwargs):
+        """kernel.run(*args, grid=grid, **kwargs): kernel[grid](*args, **kwargs)."""
+        if warmup:
+            return self.warmup(*args, grid=grid, **kwargs)
+        return self._launch(grid, *args, **kwargs)
+
+    def warmup(self, *args, grid=None, **kwargs):
+        """Compiles (and loads) the variant these arguments select, without launching."""
+        return self._launch((0,), *args, **kwargs)
+
+    @property
+    def num_variants(self):
+        return self._num_variants()
+
+
+def jit(fn=None, *, do_not_specialize=None, do_not_specialize_on_alignment=None, debug=None,
+        noinline=None, repr=None, launch_metadata=None):
+    """Decorator: compile a function written with kiln.language as a kernel."""
+    def decorator(f):
+        return JITFunction(f, do_not_specialize=do_not_specialize,
+                           do_not_specialize_on_alignment=do_not_specialize_on_alignment,
+                           debug=debug, noinline=noinline, repr=repr,
+                           launch_metadata=launch_metadata)
+    return decorator(fn) if fn is not None else decorator
+
+
+# ---------------------------------------------------------------------------------------
+# kiln.compile: ahead of time, no GPU needed
+# ---------------------------------------------------------------------------------------
+
+def _spec_from_signature(name, s):
+    if not isinstance(s, str):
+        s = str(s)
+    s = s.strip()
+    ty, _, div = s.partition(":")
+    try:
+        d = lc.str_to_ty(ty)
+    except ValueError:
+        raise TypeError(f"kiln.compile: parameter '{name}': unknown type '{s}' (expected "
+                        f"'*fp32', 'i32', 'fp16', ... with an optional ':16')") from None
+    if div and div not in ("16", "1"):
+        raise TypeError(f"kiln.compile: parameter '{name}': expected ':16' (divisibility) or "
+                        f"':1', found ':{div}'")
+    short = {"int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+             "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64"}
+    if isinstance(d, lc.pointer_type):
+        spelled = "*" + d.element_ty.name
+    else:
+        spelled = short.get(d.name, d.name)
+    return spelled + (":" + div if div else "")
+
+
+def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages=3):
+    """Compiles `fn` ahead of time for `target` ("sm_90"; the GPU's when None) and returns a
+    CompiledKernel whose ``asm`` holds "kiln", "llvm", "ptx" and, where nvJitLink is
+    available, "cubin". `signature` maps parameters to types ("*fp32", "i32", "fp16";
+    ":16" declares 16-divisibility like Triton's specialization); `constexprs` maps
+    tl.constexpr parameters to values."""
+    if not isinstance(fn, JITFunction):
+        raise TypeError("kiln.compile expects a @kiln.jit function")
+    constexprs = dict(constexprs or {})
+    signature = dict(signature or {})
+    specs, values = [], []
+    for name in fn.info.arg_names:
+        if name in constexprs:
+            specs.append("constexpr")
+            values.append(constexprs.pop(name))
+        elif name in signature:
+            s = signature.pop(name)
+            if s == "constexpr":
+                raise TypeError(f"kiln.compile: parameter '{name}' is 'constexpr' but has no "
+                                f"value in constexprs")
+            specs.append(_spec_from_signature(name, s))
+            values.append(None)
+        else:
+            p = fn.info.signature.parameters[name]
+            if p.default is not p.empty and name in fn.info.constexpr_params:
+                specs.append("constexpr")
+                values.append(p.default)
+                continue
+            raise TypeError(f"kiln.compile: parameter '{name}' of '{fn.info.name}' needs a "
+                            f"type in signature or a value in constexprs")
+    extra = set(signature) | set(constexprs)
+    if extra:
+        raise TypeError(f"kiln.compile: '{fn.info.name}' has no parameters {sorted(extra)}")
+    if target is None:
+        target = _device_arch() if _C.has_gpu() else "sm_90"
+    from .codegen import CodeGenerator
+    gen = CodeGenerator(fn.info)
+    mlir, _ = gen.generate(specs, values)
+    try:
+        r = _C.compile_module(mlir, target, num_warps, True)
+    except _C.BuildError as e:
+        raise _build_error(fn.info.name, e) from None
+    asm = {"kiln": mlir, "llvm": r["llvm"], "ptx": r["ptx"]}
+    if r["cubin"]:
+        asm["cubin"] = r["cubin"]
+    names = fn.info.arg_names
+    return CompiledKernel(r["name"], mlir, target, num_warps, num_stages,
+                          {n: s for n, s in zip(names, specs) if s != "constexpr"},
+                          {n: v for n, s, v in zip(names, specs, values) if s == "constexpr"},
+                          asm=asm)

@@ -1,0 +1,460 @@
+"""kiln.language: Triton's language (triton.language, Triton 3.x) for Kiln kernels.
+
+``import kiln.language as tl`` gives the same names, signatures and defaults as Triton for
+what Kiln implements. Each builtin forwards to one ``kiln::Builder`` operation through the
+front-end session; the semantics (promotion, broadcasting, checks) live in C++. Names that
+Triton has and Kiln does not implement yet exist and raise a CompilationError naming them.
+"""
+
+import builtins as _py
+
+from . import core
+from .core import (block_type, builtin, constexpr, dtype, pointer_type, tensor, str_to_ty,
+                   _gen, _unwrap, int1, int8, int16, int32, int64, uint8, uint16, uint32,
+                   uint64, float16, bfloat16, float32, float64, void, pi32_t)
+
+__all__ = [
+    "program_id", "num_programs", "arange", "full", "zeros", "zeros_like", "load", "store",
+    "where", "minimum", "maximum", "clamp", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
+    "sin", "cos", "erf", "floor", "ceil", "abs", "fdiv", "cdiv", "sigmoid", "expand_dims",
+    "broadcast_to", "broadcast", "reshape", "view", "trans", "permute", "cast",
+    "multiple_of", "max_contiguous", "max_constancy", "static_range", "range",
+    "static_assert", "static_print", "constexpr", "dtype", "pointer_type", "block_type",
+    "tensor", "PropagateNan", "int1", "int8", "int16", "int32", "int64", "uint8", "uint16",
+    "uint32", "uint64", "float16", "bfloat16", "float32", "float64", "void", "pi32_t",
+]
+
+
+class PropagateNan:
+    """NaN handling of minimum/maximum: NONE returns the non-NaN operand, ALL propagates."""
+    NONE = 0
+    ALL = 0xFFFF
+
+
+# ---------------------------------------------------------------------------------------
+# Helpers: compile-time values in, handles out
+# ---------------------------------------------------------------------------------------
+
+def _describe(x):
+    if isinstance(x, tensor):
+        return repr(x)
+    if isinstance(x, constexpr):
+        return f"constexpr {x.value!r}"
+    return f"{type(x).__name__} {x!r}"
+
+
+def _const_int(x, what):
+    v = _unwrap(x)
+    if isinstance(v, _py.bool) or not isinstance(v, _py.int):
+        raise TypeError(f"expected a constexpr integer for {what}, found {_describe(x)}")
+    return v
+
+
+def _const_bool(x, what):
+    v = _unwrap(x)
+    if not isinstance(v, (_py.bool, _py.int)):
+        raise TypeError(f"expected a constexpr bool for {what}, found {_describe(x)}")
+    return _py.bool(v)
+
+
+def _const_str(x, what):
+    v = _unwrap(x)
+    if v is None:
+        return ""
+    if not isinstance(v, str):
+        raise TypeError(f"expected a constexpr string for {what}, found {_describe(x)}")
+    return v
+
+
+def _dtype(x, what):
+    v = _unwrap(x)
+    if isinstance(v, str):
+        v = str_to_ty(v)
+    if not isinstance(v, dtype) or isinstance(v, block_type):
+        raise TypeError(f"expected a dtype (tl.float32, tl.int32, ...) for {what}, "
+                        f"found {_describe(x)}")
+    return v
+
+
+def _shape(args, what):
+    """A shape given as `*shape` or as one list/tuple: a tuple of constexpr ints."""
+    if len(args) == 1:
+        a = _unwrap(args[0])
+        if isinstance(a, (list, tuple)):
+            args = a
+    return [_const_int(s, f"{what} shape") for s in args]
+
+
+def _t(x):
+    """A tensor for `x` (Python numbers become weak literals)."""
+    return _gen().to_tensor(x)
+
+
+def _opt(x):
+    """The handle of an optional operand (-1 for None)."""
+    return -1 if _unwrap(x) is None else _t(x).handle
+
+
+def _wrap(h):
+    return tensor(h)
+
+
+def _unsupported(name, why="not supported by Kiln yet"):
+    @builtin
+    def stub(*args, **kwargs):
+        raise NotImplementedError(f"tl.{name} is {why}")
+    stub.__name__ = name
+    stub.__qualname__ = name
+    stub.__doc__ = f"tl.{name}: {why} (raises a CompilationError)."
+    return stub
+
+
+# ---------------------------------------------------------------------------------------
+# Grid and tile creation
+# ---------------------------------------------------------------------------------------
+
+@builtin
+def program_id(axis):
+    """The index of this program along `axis` (0, 1 or 2) of the launch grid (int32)."""
+    return _wrap(_gen().session.program_id(_const_int(axis, "program_id axis")))
+
+
+@builtin
+def num_programs(axis):
+    """The number of programs along `axis` of the launch grid (int32)."""
+    return _wrap(_gen().session.num_programs(_const_int(axis, "num_programs axis")))
+
+
+@builtin
+def arange(start, end):
+    """The int32 tile [start, end); end - start must be a power of two."""
+    return _wrap(_gen().session.arange(_const_int(start, "arange start"),
+                                       _const_int(end, "arange end")))
+
+
+@builtin
+def full(shape, value, dtype):
+    """A tile of `shape` filled with the scalar `value` converted to `dtype`."""
+    return _wrap(_gen().session.full(_shape((shape,), "full"), _t(value).handle,
+                                     _dtype(dtype, "full").name))
+
+
+@builtin
+def zeros(shape, dtype):
+    """A tile of `shape` and `dtype` filled with zeros."""
+    return _wrap(_gen().session.zeros(_shape((shape,), "zeros"), _dtype(dtype, "zeros").name))
+
+
+@builtin
+def zeros_like(input):
+    """zeros(input.shape, input.dtype)."""
+    x = _t(input)
+    return zeros([s.value for s in x.shape], x.dtype)
+
+
+# ---------------------------------------------------------------------------------------
+# Memory
+# ---------------------------------------------------------------------------------------
+
+@builtin
+def load(pointer, mask=None, other=None, boundary_check=(), padding_option="",
+         cache_modifier="", eviction_policy="", volatile=False):
+    """Loads the tile at `pointer` (a pointer or tile of pointers). Masked-off lanes read
+    `other` (undefined when `other` is None)."""
+    if _unwrap(boundary_check) or _unwrap(padding_option):
+        raise NotImplementedError("tl.load with boundary_check/padding_option (block pointers) "
+                                  "is not supported by Kiln yet")
+    g = _gen()
+    return _wrap(g.session.load(_t(pointer).handle, _opt(mask), _opt(other),
+                                _const_str(cache_modifier, "cache_modifier"),
+                                _const_str(eviction_policy, "eviction_policy"),
+                                _const_bool(volatile, "volatile")))
+
+
+@builtin
+def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
+    """Stores `value` (broadcast to the pointer's shape) at `pointer` where `mask` holds."""
+    if _unwrap(boundary_check):
+        raise NotImplementedError("tl.store with boundary_check (block pointers) is not "
+                                  "supported by Kiln yet")
+    _gen().session.store(_t(pointer).handle, _t(value).handle, _opt(mask),
+                         _const_str(cache_modifier, "cache_modifier"),
+                         _const_str(eviction_policy, "eviction_policy"))
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# Elementwise
+# ---------------------------------------------------------------------------------------
+
+@builtin
+def where(condition, x, y):
+    """condition ? x : y elementwise, with x and y promoted and all three broadcast."""
+    return _wrap(_gen().session.where(_t(condition).handle, _t(x).handle, _t(y).handle))
+
+
+@builtin
+def minimum(x, y, propagate_nan=PropagateNan.NONE):
+    """Elementwise minimum; NaNs propagate only with propagate_nan=PropagateNan.ALL."""
+    op = "minimum_nan" if _unwrap(propagate_nan) == PropagateNan.ALL else "minimum"
+    return _gen().binary(op, x, y)
+
+
+@builtin
+def maximum(x, y, propagate_nan=PropagateNan.NONE):
+    """Elementwise maximum; NaNs propagate only with propagate_nan=PropagateNan.ALL."""
+    op = "maximum_nan" if _unwrap(propagate_nan) == PropagateNan.ALL else "maximum"
+    return _gen().binary(op, x, y)
+
+
+@builtin
+def clamp(x, min, max, propagate_nan=PropagateNan.NONE):
+    """minimum(maximum(x, min), max)."""
+    return minimum(maximum(x, min, propagate_nan), max, propagate_nan)
+
+
+def _math(name, doc):
+    @builtin
+    def fn(x):
+        return _gen().unary(name, x)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+exp = _math("exp", "e**x (fp16/bf16 computed in fp32).")
+exp2 = _math("exp2", "2**x.")
+log = _math("log", "Natural logarithm.")
+log2 = _math("log2", "Base-2 logarithm.")
+sqrt = _math("sqrt", "Square root.")
+rsqrt = _math("rsqrt", "1 / sqrt(x).")
+sin = _math("sin", "Sine.")
+cos = _math("cos", "Cosine.")
+erf = _math("erf", "Error function.")
+floor = _math("floor", "Largest integer not above x (floats).")
+ceil = _math("ceil", "Smallest integer not below x (floats).")
+abs = _math("abs", "Absolute value (floats and signed integers; identity on unsigned).")
+
+
+@builtin
+def fdiv(x, y, ieee_rounding=False):
+    """x / y on floats."""
+    return _gen().binary("truediv", x, y)
+
+
+@builtin
+def cdiv(x, div):
+    """ceil(x / div) for integers: (x + div - 1) // div. On constexprs, a constexpr."""
+    a, b = _unwrap(x), _unwrap(div)
+    if not isinstance(x, tensor) and not isinstance(div, tensor):
+        return constexpr((a + b - 1) // b)
+    return _gen().binary("cdiv", x, div)
+
+
+@builtin
+def sigmoid(x):
+    """1 / (1 + exp(-x))."""
+    g = _gen()
+    return g.binary("truediv", constexpr(1.0),
+                    g.binary("add", constexpr(1.0), exp(g.unary("neg", x))))
+
+
+@builtin
+def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):
+    """input converted to `dtype` (Triton's rules), or reinterpreted with bitcast=True."""
+    if _unwrap(fp_downcast_rounding) is not None:
+        raise NotImplementedError("cast with fp_downcast_rounding is not supported by Kiln yet")
+    d = _dtype(dtype, "cast")
+    return _wrap(_gen().session.cast(_t(input).handle, d.name, _const_bool(bitcast, "bitcast")))
+
+
+# Hints: Kiln derives divisibility and contiguity itself; these return their input.
+@builtin
+def multiple_of(input, values):
+    """Hint that `input` is a multiple of `values` (accepted; Kiln's analysis decides)."""
+    return input
+
+
+@builtin
+def max_contiguous(input, values):
+    """Hint that `input` is contiguous in runs of `values` (accepted, not used yet)."""
+    return input
+
+
+@builtin
+def max_constancy(input, values):
+    """Hint that `input` is constant in runs of `values` (accepted, not used yet)."""
+    return input
+
+
+# ---------------------------------------------------------------------------------------
+# Shapes
+# ---------------------------------------------------------------------------------------
+
+@builtin
+def expand_dims(input, axis):
+    """Inserts unit dimensions at `axis` (an int or a sequence of ints)."""
+    axes = _unwrap(axis)
+    axes = [_const_int(a, "expand_dims axis")
+            for a in (axes if isinstance(axes, (list, tuple)) else [axes])]
+    x = _t(input)
+    if len(axes) > 1:
+        rank = len(x.shape) + len(axes)
+        axes = sorted(a + rank if a < 0 else a for a in axes)
+    for a in axes:
+        x = _wrap(_gen().session.expand_dims(x.handle, a))
+    return x
+
+
+@builtin
+def broadcast_to(input, *shape):
+    """input broadcast to `shape` (size-1 dimensions stretch; scalars splat)."""
+    return _wrap(_gen().session.broadcast_to(_t(input).handle, _shape(shape, "broadcast_to")))
+
+
+@builtin
+def broadcast(input, other):
+    """Both operands broadcast to their common shape."""
+    a, b = _gen().session.broadcast(_t(input).handle, _t(other).handle)
+    return (_wrap(a), _wrap(b))
+
+
+@builtin
+def reshape(input, *shape, can_reorder=False):
+    """input with a new shape of the same number of elements."""
+    return _wrap(_gen().session.reshape(_t(input).handle, _shape(shape, "reshape"),
+                                        _const_bool(can_reorder, "can_reorder")))
+
+
+@builtin
+def view(input, *shape):
+    """reshape(input, shape, can_reorder=True) (deprecated in Triton)."""
+    return _wrap(_gen().session.reshape(_t(input).handle, _shape(shape, "view"), True))
+
+
+@builtin
+def trans(input, *dims):
+    """The permutation `dims` of input's dimensions; (1, 0) by default."""
+    order = _shape(dims, "trans") if dims else []
+    return _wrap(_gen().session.trans(_t(input).handle, order))
+
+
+@builtin
+def permute(input, *dims):
+    """The permutation `dims` of input's dimensions."""
+    return _wrap(_gen().session.trans(_t(input).handle, _shape(dims, "permute")))
+
+
+# ---------------------------------------------------------------------------------------
+# Iterators and compile-time helpers (the code generator handles them)
+# ---------------------------------------------------------------------------------------
+
+class static_range:
+    """for i in tl.static_range(start, end, step): unrolled at compile time; i is a
+    constexpr in each copy of the body."""
+
+    def __init__(self, arg1, arg2=None, step=None):
+        if arg2 is None:
+            start, end = 0, arg1
+        else:
+            start, end = arg1, arg2
+        self.start = constexpr(_const_int(start, "static_range start"))
+        self.end = constexpr(_const_int(end, "static_range end"))
+        self.step = constexpr(1 if step is None else _const_int(step, "static_range step"))
+        if self.step.value == 0:
+            raise ValueError("static_range step must not be 0")
+
+
+class range:
+    """for i in tl.range(start, end, step, num_stages=...): a run-time loop like Python's
+    range; the tuning arguments are accepted and not used yet."""
+
+    def __init__(self, arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None,
+                 disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False):
+        if arg2 is None:
+            self.start, self.end = constexpr(0), arg1
+        else:
+            self.start, self.end = arg1, arg2
+        self.step = constexpr(1) if step is None else step
+        self.num_stages = num_stages
+
+
+@builtin
+def static_assert(cond, msg=""):
+    """Compile-time assertion (handled by the code generator)."""
+    raise AssertionError(msg)
+
+
+@builtin
+def static_print(*values, sep=" ", end="\n", file=None, flush=False):
+    """Prints at compile time (handled by the code generator)."""
+    _py.print(*values, sep=sep, end=end, file=file, flush=flush)
+
+
+# ---------------------------------------------------------------------------------------
+# Not implemented yet: present, named in the error
+# ---------------------------------------------------------------------------------------
+
+dot = _unsupported("dot", "not supported by Kiln yet (tensor cores: a later release)")
+dot_scaled = _unsupported("dot_scaled")
+sum = _unsupported("sum", "not supported by Kiln yet (reductions are being implemented)")
+max = _unsupported("max", "not supported by Kiln yet (reductions are being implemented)")
+min = _unsupported("min", "not supported by Kiln yet (reductions are being implemented)")
+argmax = _unsupported("argmax", "not supported by Kiln yet (reductions are being implemented)")
+argmin = _unsupported("argmin", "not supported by Kiln yet (reductions are being implemented)")
+reduce = _unsupported("reduce", "not supported by Kiln yet (reductions are being implemented)")
+xor_sum = _unsupported("xor_sum", "not supported by Kiln yet (reductions are being implemented)")
+softmax = _unsupported("softmax", "not supported by Kiln yet (needs reductions)")
+cumsum = _unsupported("cumsum")
+cumprod = _unsupported("cumprod")
+associative_scan = _unsupported("associative_scan")
+sort = _unsupported("sort")
+histogram = _unsupported("histogram")
+atomic_add = _unsupported("atomic_add")
+atomic_max = _unsupported("atomic_max")
+atomic_min = _unsupported("atomic_min")
+atomic_and = _unsupported("atomic_and")
+atomic_or = _unsupported("atomic_or")
+atomic_xor = _unsupported("atomic_xor")
+atomic_xchg = _unsupported("atomic_xchg")
+atomic_cas = _unsupported("atomic_cas")
+device_print = _unsupported("device_print")
+device_assert = _unsupported("device_assert")
+debug_barrier = _unsupported("debug_barrier")
+make_block_ptr = _unsupported("make_block_ptr")
+advance = _unsupported("advance")
+join = _unsupported("join")
+split = _unsupported("split")
+interleave = _unsupported("interleave")
+umulhi = _unsupported("umulhi")
+fma = _unsupported("fma")
+inline_asm_elementwise = _unsupported("inline_asm_elementwise")
+ravel = _unsupported("ravel")
+
+
+# ---------------------------------------------------------------------------------------
+# Tensor member functions (as in Triton: x.to(...), x.reshape(...), x.exp(), ...)
+# ---------------------------------------------------------------------------------------
+
+def _member(fn):
+    def method(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+    method.__name__ = fn.__name__
+    method.__kiln_builtin__ = True
+    return method
+
+
+@builtin
+def _to(input, dtype, fp_downcast_rounding=None, bitcast=False):
+    return cast(input, dtype, fp_downcast_rounding, bitcast)
+
+
+_to.__name__ = "to"
+for _fn in (_to, broadcast_to, expand_dims, reshape, view, trans, permute, exp, exp2, log, log2,
+            sqrt, rsqrt, sin, cos, erf, floor, ceil, abs, cdiv, sigmoid, sum, max, min, argmax,
+            argmin, reduce, xor_sum, softmax, cumsum, cumprod, sort, multiple_of,
+            max_contiguous, max_constancy, cast):
+    setattr(tensor, _fn.__name__, _member(_fn))
+tensor.T = property(lambda self: trans(self))
+
+from . import math  # noqa: E402,F401

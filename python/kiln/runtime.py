@@ -1,0 +1,124 @@
+"""Kiln's small device array (kiln.empty, kiln.from_numpy, .numpy()) and device helpers.
+
+The array type is kiln._C.DeviceArray (device memory owned through kiln::rt::DeviceBuffer);
+kernels read its pointer and dtype in C++. This module adds the numpy-facing methods.
+numpy is imported only when an array crosses to the host.
+"""
+
+from . import _C
+
+__all__ = ["DeviceArray", "empty", "zeros", "from_numpy", "has_gpu", "synchronize", "cdiv",
+           "next_power_of_2"]
+
+DeviceArray = _C.DeviceArray
+
+_NAMES = {"bool": "bool", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+          "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
+          "float16": "float16", "bfloat16": "bfloat16", "float32": "float32",
+          "float64": "float64",
+          # kiln.language dtype names
+          "int1": "bool", "fp16": "float16", "bf16": "bfloat16", "fp32": "float32",
+          "fp64": "float64"}
+_TYPESTR = {"bool": "|b1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
+            "uint8": "|u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
+            "float16": "<f2", "float32": "<f4", "float64": "<f8"}
+
+
+def _dtype_name(dtype):
+    """The numpy name of `dtype`: a string, a numpy dtype, a kiln.language dtype, a torch
+    dtype."""
+    name = getattr(dtype, "name", None) if not isinstance(dtype, str) else dtype
+    if name is None:
+        name = str(dtype)
+    name = str(name).replace("torch.", "")
+    if name not in _NAMES:
+        raise TypeError(f"kiln: unsupported dtype {dtype!r}")
+    return _NAMES[name]
+
+
+def _shape(shape):
+    if isinstance(shape, int):
+        return [shape]
+    return [int(s) for s in shape]
+
+
+def empty(shape, dtype="float32"):
+    """An uninitialized device array."""
+    return DeviceArray.empty(_shape(shape), _dtype_name(dtype))
+
+
+def zeros(shape, dtype="float32"):
+    """A device array of zeros."""
+    a = empty(shape, dtype)
+    if a.nbytes % 4 == 0:
+        a.fill32(0)
+    else:
+        import numpy as np
+        a.copy_from_host(np.zeros(a.shape, dtype=_np_dtype(a.dtype_name)))
+    return a
+
+
+def _np_dtype(name):
+    import numpy as np
+    if name == "bfloat16":
+        raise TypeError("numpy has no bfloat16: read bfloat16 arrays through torch or as "
+                        "uint16 bits")
+    return np.dtype(name)
+
+
+def from_numpy(array):
+    """A device copy of a numpy array (made C-contiguous)."""
+    import numpy as np
+    a = np.ascontiguousarray(array)
+    return DeviceArray.from_host(a, _dtype_name(a.dtype.name))
+
+
+def _numpy(self):
+    """A host copy as a numpy array."""
+    import numpy as np
+    out = np.empty(self.shape, dtype=_np_dtype(self.dtype_name))
+    self.copy_to_host(out)
+    return out
+
+
+def _cai(self):
+    if self.dtype_name not in _TYPESTR:
+        raise AttributeError("no __cuda_array_interface__ typestr for " + self.dtype_name)
+    return {"shape": self.shape, "typestr": _TYPESTR[self.dtype_name],
+            "data": (self.data_ptr(), False), "version": 3, "strides": None}
+
+
+def _repr(self):
+    return f"kiln.DeviceArray(shape={self.shape}, dtype={self.dtype_name})"
+
+
+DeviceArray.numpy = _numpy
+DeviceArray.__cuda_array_interface__ = property(_cai)
+DeviceArray.__repr__ = _repr
+DeviceArray.dtype = property(lambda self: self.dtype_name)
+DeviceArray.size = property(lambda self: self.numel())
+DeviceArray.ndim = property(lambda self: len(self.shape))
+DeviceArray.__len__ = lambda self: self.shape[0] if self.shape else 0
+DeviceArray.copy_ = lambda self, src: (self.copy_from_host(src.numpy() if hasattr(src, "numpy")
+                                                           else src), self)[1]
+
+
+def has_gpu():
+    """True when a CUDA driver and a device are present (never raises)."""
+    return _C.has_gpu()
+
+
+def synchronize():
+    """Waits for all work on the device."""
+    _C.synchronize()
+
+
+def cdiv(x, y):
+    """ceil(x / y) for host integers (triton.cdiv)."""
+    return (x + y - 1) // y
+
+
+def next_power_of_2(n):
+    """The smallest power of two >= n (triton.next_power_of_2)."""
+    n = int(n)
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()

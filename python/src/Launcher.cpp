@@ -1,0 +1,599 @@
+//===- Launcher.cpp - The C++ launch path of @kiln.jit kernels ------------===//
+//
+// This file implements kernel[grid](*args, **kwargs) for kiln.jit. A call binds its
+// arguments to the kernel's parameters, computes the specialization key (Triton's rules:
+// constexpr values; integers on `== 1` and divisibility by 16; pointers on 16-byte
+// alignment; dtypes from the arguments; do_not_specialize), looks the key up, packs the
+// parameters and calls cuLaunchKernel, without a per-argument Python loop. Only a miss calls
+// back into Python, which compiles the variant and hands back the loaded kernel.
+//
+// A key is a byte string: per parameter one tag and its specialization, then the launch
+// options. The same pass that builds the key extracts each argument's 64 parameter bits, so a
+// hit packs without looking at the arguments again.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Launcher.h"
+
+#include <cstring>
+
+namespace pyb = pybind11;
+using namespace kiln::python;
+
+namespace {
+
+/// DLPack (dlpack.h, v0.8 ABI): only what reading a device pointer and dtype needs.
+struct DLDevice {
+  int32_t deviceType;
+  int32_t deviceId;
+};
+struct DLDataType {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+};
+struct DLTensor {
+  void *data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t *shape;
+  int64_t *strides;
+  uint64_t byteOffset;
+};
+struct DLManagedTensor {
+  DLTensor tensor;
+  void *managerCtx;
+  void (*deleter)(DLManagedTensor *);
+};
+/// kDLCUDA, kDLCUDAHost, kDLCUDAManaged (dlpack.h DLDeviceType).
+constexpr int32_t kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13;
+/// kDLInt, kDLUInt, kDLFloat, kDLBfloat, kDLBool (dlpack.h DLDataTypeCode).
+constexpr uint8_t kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6;
+
+/// Pointer alignment Triton specializes on, and the integer divisibility.
+constexpr uint64_t kSpecializeAlign = 16;
+
+/// A dtype code in keys and its Triton name.
+struct DTypeCode {
+  char code;
+  const char *name;
+};
+constexpr DTypeCode kDTypes[] = {{'b', "i1"},  {'c', "i8"},   {'s', "i16"},  {'i', "i32"},
+                                 {'l', "i64"}, {'C', "u8"},   {'S', "u16"},  {'I', "u32"},
+                                 {'L', "u64"}, {'h', "fp16"}, {'H', "bf16"}, {'f', "fp32"},
+                                 {'d', "fp64"}};
+
+const char *dtypeName(char code) {
+  for (const DTypeCode &d : kDTypes)
+    if (d.code == code)
+      return d.name;
+  return "?";
+}
+
+/// Maps a dtype spelled by torch ("torch.float32"), numpy or __cuda_array_interface__
+/// ("<f4") to its code; 0 when unknown.
+char dtypeCodeFromName(const std::string &s) {
+  static const std::pair<const char *, char> names[] = {
+      {"bool", 'b'},     {"int8", 'c'},     {"int16", 's'},   {"int32", 'i'},    {"int64", 'l'},
+      {"uint8", 'C'},    {"uint16", 'S'},   {"uint32", 'I'},  {"uint64", 'L'},   {"float16", 'h'},
+      {"bfloat16", 'H'}, {"float32", 'f'},  {"float64", 'd'}, {"half", 'h'},     {"float", 'f'},
+      {"double", 'd'},   {"long", 'l'},     {"int", 'i'},     {"short", 's'},    {"b1", 'b'},
+      {"i1", 'c'},       {"i2", 's'},       {"i4", 'i'},      {"i8", 'l'},       {"u1", 'C'},
+      {"u2", 'S'},       {"u4", 'I'},       {"u8", 'L'},      {"f2", 'h'},       {"f4", 'f'},
+      {"f8", 'd'}};
+  std::string name = s;
+  if (name.rfind("torch.", 0) == 0)
+    name = name.substr(6);
+  if (!name.empty() && (name[0] == '<' || name[0] == '|' || name[0] == '='))
+    name = name.substr(1);
+  for (auto &[n, c] : names)
+    if (name == n)
+      return c;
+  return 0;
+}
+
+char dtypeCodeFromDLPack(DLDataType t) {
+  if (t.lanes != 1)
+    return 0;
+  switch (t.code) {
+  case kDLBool:
+    return 'b';
+  case kDLInt:
+    return t.bits == 8 ? 'c' : t.bits == 16 ? 's' : t.bits == 32 ? 'i' : t.bits == 64 ? 'l' : 0;
+  case kDLUInt:
+    return t.bits == 1 ? 'b' : t.bits == 8 ? 'C' : t.bits == 16 ? 'S' : t.bits == 32 ? 'I'
+                           : t.bits == 64 ? 'L' : 0;
+  case kDLFloat:
+    return t.bits == 16 ? 'h' : t.bits == 32 ? 'f' : t.bits == 64 ? 'd' : 0;
+  case kDLBfloat:
+    return t.bits == 16 ? 'H' : 0;
+  default:
+    return 0;
+  }
+}
+
+/// How arguments of one Python type reach their device pointer.
+enum class Access : uint8_t { Torch, DeviceArray, CudaArrayInterface, DLPack, None };
+
+/// Interned attribute names used on the hot path.
+struct Names {
+  pyb::object dtype = pyb::str("dtype"), dataPtr = pyb::str("data_ptr"),
+              isCuda = pyb::str("is_cuda"), cai = pyb::str("__cuda_array_interface__"),
+              dlpack = pyb::str("__dlpack__"), numWarps = pyb::str("num_warps"),
+              numStages = pyb::str("num_stages"), stream = pyb::str("stream");
+};
+Names &names() {
+  static Names *n = new Names(); // leaked: outlives interpreter shutdown ordering issues
+  return *n;
+}
+
+/// What launch-time code knows about Python types and torch.
+struct TypeCache {
+  std::unordered_map<PyTypeObject *, Access> access;
+  std::unordered_map<PyObject *, char> torchDTypes;
+  pyb::object torchStream; // torch._C._cuda_getCurrentRawStream, once torch is seen
+};
+TypeCache &types() {
+  static TypeCache *c = new TypeCache();
+  return *c;
+}
+
+Access classify(PyObject *obj) {
+  PyTypeObject *type = Py_TYPE(obj);
+  auto it = types().access.find(type);
+  if (it != types().access.end())
+    return it->second;
+  Access a = Access::None;
+  pyb::handle h(obj);
+  if (pyb::isinstance<DeviceArray>(h))
+    a = Access::DeviceArray;
+  else {
+    std::string module = pyb::str(pyb::handle((PyObject *)type).attr("__module__"));
+    if (module.rfind("torch", 0) == 0 && pyb::hasattr(h, "data_ptr") && pyb::hasattr(h, "dtype"))
+      a = Access::Torch;
+    else if (pyb::hasattr(h, "__cuda_array_interface__"))
+      a = Access::CudaArrayInterface;
+    else if (pyb::hasattr(h, "__dlpack__"))
+      a = Access::DLPack;
+  }
+  if (a == Access::Torch && !types().torchStream) {
+    pyb::module_ torchC = pyb::module_::import("torch._C");
+    if (pyb::hasattr(torchC, "_cuda_getCurrentRawStream"))
+      types().torchStream = torchC.attr("_cuda_getCurrentRawStream");
+  }
+  types().access.emplace(type, a);
+  return a;
+}
+
+[[noreturn]] void typeError(const std::string &msg) { throw pyb::type_error(msg); }
+
+std::string typeName(PyObject *obj) { return Py_TYPE(obj)->tp_name; }
+
+/// Serializes a constexpr value into the key.
+void appendConstexpr(std::string &key, PyObject *v) {
+  if (v == Py_None) {
+    key += 'n';
+  } else if (PyBool_Check(v)) {
+    key += v == Py_True ? 'T' : 'F';
+  } else if (PyLong_CheckExact(v)) {
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow) {
+      key += 'I';
+      key += pyb::str(v).cast<std::string>();
+      key += ';';
+    } else {
+      key += 'i';
+      key.append(reinterpret_cast<const char *>(&x), sizeof(x));
+    }
+  } else if (PyFloat_CheckExact(v)) {
+    double x = PyFloat_AS_DOUBLE(v);
+    key += 'f';
+    key.append(reinterpret_cast<const char *>(&x), sizeof(x));
+  } else if (PyUnicode_CheckExact(v)) {
+    Py_ssize_t n = 0;
+    const char *s = PyUnicode_AsUTF8AndSize(v, &n);
+    if (!s)
+      throw pyb::error_already_set();
+    key += 's';
+    key += std::to_string(n);
+    key += ':';
+    key.append(s, n);
+  } else {
+    // dtypes, JIT functions, tuples: by type and repr (slower, still exact).
+    key += 'r';
+    key += typeName(v);
+    key += ':';
+    key += pyb::repr(v).cast<std::string>();
+    key += ';';
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Launcher
+//===----------------------------------------------------------------------===//
+
+void Launcher::setup(const std::string &kernelName, pyb::list paramNames,
+                     pyb::list constexprFlags, pyb::list noSpecializeFlags,
+                     pyb::list hasDefault, pyb::list defaults, pyb::object compile) {
+  name = kernelName;
+  params.clear();
+  cache.clear();
+  if (paramNames.size() > kMaxParams)
+    typeError("kernel '" + name + "': more than " + std::to_string(kMaxParams) + " parameters");
+  for (size_t i = 0; i < paramNames.size(); ++i) {
+    Param p;
+    PyObject *s = paramNames[i].ptr();
+    Py_INCREF(s);
+    PyUnicode_InternInPlace(&s);
+    p.name = pyb::reinterpret_steal<pyb::str>(s);
+    p.isConstexpr = pyb::cast<bool>(constexprFlags[i]);
+    p.noSpecialize = pyb::cast<bool>(noSpecializeFlags[i]);
+    if (pyb::cast<bool>(hasDefault[i]))
+      p.defaultValue = pyb::reinterpret_borrow<pyb::object>(defaults[i]);
+    params.push_back(std::move(p));
+  }
+  compileFn = std::move(compile);
+}
+
+void Launcher::clearCache() { cache.clear(); }
+
+size_t Launcher::numVariants() const { return cache.size(); }
+
+/// Reads one runtime argument: appends its tag to `key`, sets its parameter bits, and
+/// notes whether it came from torch (for the default stream).
+static void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uint64_t &bits,
+                    bool &sawTorch, const std::string &kernel) {
+  if (v == Py_None) {
+    key += 'N';
+    bits = 0;
+    return;
+  }
+  if (PyBool_Check(v)) {
+    key += 'B';
+    bits = v == Py_True;
+    return;
+  }
+  if (PyLong_Check(v)) {
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    char width;
+    if (overflow > 0) {
+      unsigned long long u = PyLong_AsUnsignedLongLong(v);
+      if (PyErr_Occurred()) {
+        PyErr_Clear();
+        typeError("kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) +
+                  "' = " + std::string(pyb::str(v)) + " does not fit 64 bits");
+      }
+      bits = u;
+      width = 'U';
+    } else if (overflow < 0) {
+      typeError("kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) + "' = " +
+                std::string(pyb::str(v)) + " does not fit 64 bits");
+    } else {
+      if (x == -1 && PyErr_Occurred())
+        throw pyb::error_already_set();
+      bits = uint64_t(x);
+      width = (x >= INT32_MIN && x <= INT32_MAX) ? '4' : '8';
+    }
+    key += 'I';
+    key += width;
+    if (p.noSpecialize)
+      key += '-';
+    else if (width != 'U' && x == 1)
+      key += '1';
+    else if (bits % kSpecializeAlign == 0)
+      key += 'D';
+    else
+      key += '-';
+    return;
+  }
+  if (PyFloat_Check(v)) {
+    float f = float(PyFloat_AS_DOUBLE(v));
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    bits = b;
+    key += 'F';
+    return;
+  }
+
+  char dtype = 0;
+  uint64_t ptr = 0;
+  switch (classify(v)) {
+  case Access::Torch: {
+    sawTorch = true;
+    PyObject *dt = PyObject_GetAttr(v, names().dtype.ptr());
+    if (!dt)
+      throw pyb::error_already_set();
+    auto &map = types().torchDTypes;
+    auto it = map.find(dt);
+    if (it == map.end()) {
+      char c = dtypeCodeFromName(pyb::str(dt));
+      it = map.emplace(dt, c).first; // torch dtypes are immortal singletons
+      Py_INCREF(dt);
+    }
+    dtype = it->second;
+    Py_DECREF(dt);
+    PyObject *isCuda = PyObject_GetAttr(v, names().isCuda.ptr());
+    if (!isCuda)
+      throw pyb::error_already_set();
+    bool onDevice = isCuda == Py_True;
+    Py_DECREF(isCuda);
+    if (!onDevice)
+      typeError("kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) +
+                "' is a CPU tensor; expected a CUDA tensor");
+    PyObject *dp = PyObject_CallMethodNoArgs(v, names().dataPtr.ptr());
+    if (!dp)
+      throw pyb::error_already_set();
+    ptr = PyLong_AsUnsignedLongLong(dp);
+    Py_DECREF(dp);
+    break;
+  }
+  case Access::DeviceArray: {
+    auto &a = pyb::handle(v).cast<DeviceArray &>();
+    ptr = a.dataPtr();
+    dtype = dtypeCodeFromName(a.dtype);
+    break;
+  }
+  case Access::CudaArrayInterface: {
+    pyb::dict cai = pyb::handle(v).attr(names().cai);
+    ptr = pyb::cast<uint64_t>(pyb::tuple(cai["data"])[0]);
+    dtype = dtypeCodeFromName(pyb::str(cai["typestr"]));
+    break;
+  }
+  case Access::DLPack: {
+    pyb::object capsule = pyb::handle(v).attr(names().dlpack)();
+    auto *m = static_cast<DLManagedTensor *>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+    if (!m)
+      throw pyb::error_already_set();
+    int32_t dev = m->tensor.device.deviceType;
+    if (dev != kDLCUDA && dev != kDLCUDAManaged && dev != kDLCUDAHost)
+      typeError("kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) +
+                "' is not in CUDA memory (DLPack device type " + std::to_string(dev) + ")");
+    ptr = uint64_t(m->tensor.data) + m->tensor.byteOffset;
+    dtype = dtypeCodeFromDLPack(m->tensor.dtype);
+    break; // the capsule's destructor releases the tensor (it was not consumed)
+  }
+  case Access::None:
+    typeError("kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) +
+              "': expected a tensor (torch, __cuda_array_interface__, __dlpack__ or "
+              "kiln.DeviceArray), an int, a float, a bool or None, found " +
+              typeName(v));
+  }
+  if (!dtype)
+    typeError("kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) +
+              "' has a dtype Kiln does not support (" + typeName(v) + ")");
+  bits = ptr;
+  key += 'P';
+  key += dtype;
+  key += (!p.noSpecialize && ptr % kSpecializeAlign == 0) ? 'D' : '-';
+}
+
+/// The spec string Python compiles a parameter for, from its key tag.
+static std::string specOf(const std::string &key, size_t &pos) {
+  char tag = key[pos++];
+  switch (tag) {
+  case 'N':
+    return "none";
+  case 'B':
+    return "i1";
+  case 'F':
+    return "fp32";
+  case 'I': {
+    char width = key[pos++], spec = key[pos++];
+    std::string t = width == '4' ? "i32" : width == '8' ? "i64" : "u64";
+    return spec == '1' ? t + ":1" : spec == 'D' ? t + ":16" : t;
+  }
+  case 'P': {
+    char dtype = key[pos++], spec = key[pos++];
+    return std::string("*") + dtypeName(dtype) + (spec == 'D' ? ":16" : "");
+  }
+  default:
+    return "?";
+  }
+}
+
+pyb::object Launcher::launch(pyb::handle grid, pyb::args args, pyb::kwargs kwargs) {
+  const size_t n = params.size();
+  const size_t nargs = args.size();
+  if (nargs > n)
+    typeError("kernel '" + name + "' takes " + std::to_string(n) + " arguments, got " +
+              std::to_string(nargs));
+
+  // Bind: positional first, then keywords (parameters or launch options), then defaults.
+  PyObject *bound[kMaxParams];
+  for (size_t i = 0; i < n; ++i)
+    bound[i] = i < nargs ? PyTuple_GET_ITEM(args.ptr(), i) : nullptr;
+  long numWarps = 4, numStages = 3;
+  PyObject *streamObj = nullptr;
+  if (kwargs && PyDict_GET_SIZE(kwargs.ptr())) {
+    PyObject *k, *v;
+    Py_ssize_t posIt = 0;
+    while (PyDict_Next(kwargs.ptr(), &posIt, &k, &v)) {
+      size_t i = 0;
+      for (; i < n; ++i)
+        if (params[i].name.ptr() == k ||
+            PyUnicode_Compare(params[i].name.ptr(), k) == 0)
+          break;
+      if (i < n) {
+        if (bound[i])
+          typeError("kernel '" + name + "' got multiple values for argument '" +
+                    std::string(pyb::str(k)) + "'");
+        bound[i] = v;
+        continue;
+      }
+      if (PyUnicode_Compare(k, names().numWarps.ptr()) == 0)
+        numWarps = PyLong_AsLong(v);
+      else if (PyUnicode_Compare(k, names().numStages.ptr()) == 0)
+        numStages = PyLong_AsLong(v);
+      else if (PyUnicode_Compare(k, names().stream.ptr()) == 0)
+        streamObj = v;
+      else
+        typeError("kernel '" + name + "' got an unexpected keyword argument '" +
+                  std::string(pyb::str(k)) + "'");
+      if (PyErr_Occurred())
+        throw pyb::error_already_set();
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (bound[i])
+      continue;
+    if (!params[i].defaultValue)
+      typeError("kernel '" + name + "' is missing argument '" +
+                std::string(pyb::str(params[i].name)) + "'");
+    bound[i] = params[i].defaultValue.ptr();
+  }
+
+  // Key and parameter bits in one pass.
+  std::string &key = keyBuffer;
+  key.clear();
+  uint64_t bits[kMaxParams];
+  bool sawTorch = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (params[i].isConstexpr) {
+      key += 'K';
+      appendConstexpr(key, bound[i]);
+      bits[i] = 0;
+    } else {
+      readArg(params[i], bound[i], key, bits[i], sawTorch, name);
+    }
+  }
+  key += 'W';
+  key.append(reinterpret_cast<const char *>(&numWarps), sizeof(numWarps));
+  key.append(reinterpret_cast<const char *>(&numStages), sizeof(numStages));
+
+  Variant *variant;
+  auto it = cache.find(key);
+  if (it != cache.end()) {
+    variant = it->second.get();
+  } else {
+    variant = compileVariant(key, bound, numWarps, numStages);
+  }
+
+  // Captured globals must still hold the values the kernel was compiled with.
+  for (auto &[dict, globalName, value] : variant->globals) {
+    PyObject *now = PyDict_GetItemWithError(dict.ptr(), globalName.ptr());
+    if (now != value.ptr()) {
+      if (!now && PyErr_Occurred())
+        throw pyb::error_already_set();
+      int same = now ? PyObject_RichCompareBool(now, value.ptr(), Py_EQ) : 0;
+      if (same < 0)
+        throw pyb::error_already_set();
+      if (!same)
+        throw pyb::value_error("kernel '" + name + "': global '" +
+                               std::string(pyb::str(globalName)) +
+                               "' changed since the kernel was compiled (was " +
+                               std::string(pyb::repr(value)) + ", now " +
+                               (now ? std::string(pyb::repr(now)) : "undefined") +
+                               "); globals used by a kernel are constants");
+    }
+  }
+
+  // Grid: a tuple, or a callable of the meta-parameters.
+  pyb::object gridTuple = pyb::reinterpret_borrow<pyb::object>(grid);
+  if (PyCallable_Check(grid.ptr())) {
+    pyb::dict meta;
+    for (size_t i = 0; i < n; ++i)
+      meta[params[i].name] = pyb::handle(bound[i]);
+    gridTuple = grid(meta);
+  }
+  kiln::rt::Grid g;
+  {
+    PyObject *t = gridTuple.ptr();
+    unsigned dims[3] = {1, 1, 1};
+    Py_ssize_t size;
+    if (PyTuple_Check(t) || PyList_Check(t)) {
+      size = PySequence_Fast_GET_SIZE(t);
+      if (size < 1 || size > 3)
+        typeError("kernel '" + name + "': expected a grid of 1 to 3 dimensions, found " +
+                  std::to_string(size));
+      for (Py_ssize_t d = 0; d < size; ++d) {
+        PyObject *item = PySequence_Fast_GET_ITEM(t, d);
+        long long x = PyLong_AsLongLong(item);
+        if (x == -1 && PyErr_Occurred()) {
+          PyErr_Clear();
+          pyb::object idx = pyb::reinterpret_steal<pyb::object>(PyNumber_Index(item));
+          if (!idx)
+            typeError("kernel '" + name + "': expected integers in the grid, found " +
+                      typeName(item));
+          x = PyLong_AsLongLong(idx.ptr());
+        }
+        if (x < 0 || x > UINT32_MAX)
+          typeError("kernel '" + name + "': grid dimension " + std::to_string(d) + " is " +
+                    std::to_string(x));
+        dims[d] = unsigned(x);
+      }
+    } else {
+      long long x = PyLong_AsLongLong(t);
+      if (x == -1 && PyErr_Occurred())
+        typeError("kernel '" + name + "': expected a grid tuple or a callable returning one, "
+                  "found " + typeName(t));
+      dims[0] = unsigned(x);
+    }
+    g = {dims[0], dims[1], dims[2]};
+  }
+  if (uint64_t(g.x) * g.y * g.z == 0)
+    return variant->compiled;
+
+  // Stream: explicit, else torch's current stream when torch tensors are passed, else 0.
+  kiln::rt::CUstream stream = nullptr;
+  if (streamObj && streamObj != Py_None) {
+    stream = reinterpret_cast<kiln::rt::CUstream>(PyLong_AsUnsignedLongLong(streamObj));
+    if (PyErr_Occurred())
+      throw pyb::error_already_set();
+  } else if (sawTorch && types().torchStream) {
+    pyb::object s = types().torchStream(0);
+    stream = reinterpret_cast<kiln::rt::CUstream>(PyLong_AsUnsignedLongLong(s.ptr()));
+  }
+
+  // Pack and launch.
+  const size_t nk = variant->argParams.size();
+  void *ptrs[kMaxParams];
+  uint64_t storage[kMaxParams];
+  for (size_t j = 0; j < nk; ++j) {
+    storage[j] = bits[variant->argParams[j]];
+    ptrs[j] = &storage[j];
+  }
+  variant->kernel->launchRaw(g, stream, ptrs); // kiln::rt::Error becomes kiln.KilnError
+  return variant->compiled;
+}
+
+Launcher::Variant *Launcher::compileVariant(const std::string &key, PyObject **bound,
+                                            long numWarps, long numStages) {
+  pyb::list specs, values;
+  size_t pos = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    values.append(pyb::handle(bound[i]));
+    if (key[pos] == 'K') {
+      // Skip the constexpr's serialization: it ends where the next parameter's tag starts,
+      // which is simplest found by re-serializing.
+      std::string tmp;
+      appendConstexpr(tmp, bound[i]);
+      pos += 1 + tmp.size();
+      specs.append("constexpr");
+    } else {
+      specs.append(specOf(key, pos));
+    }
+  }
+  pyb::tuple result = compileFn(specs, values, numWarps, numStages);
+  auto v = std::make_shared<Variant>();
+  v->kernel = result[0].cast<KernelHandle &>().kernel;
+  for (pyb::handle h : pyb::list(result[1]))
+    v->argParams.push_back(h.cast<int>());
+  for (pyb::handle g : pyb::list(result[2])) {
+    pyb::tuple t = pyb::reinterpret_borrow<pyb::tuple>(g);
+    v->globals.emplace_back(t[0], t[1], t[2]);
+  }
+  v->compiled = result[3];
+  if (v->argParams.size() != v->kernel->getSignature().size())
+    throw pyb::value_error("internal error: kernel '" + name + "' has " +
+                           std::to_string(v->kernel->getSignature().size()) +
+                           " parameters, front end passes " +
+                           std::to_string(v->argParams.size()));
+  Variant *raw = v.get();
+  cache.emplace(key, std::move(v));
+  return raw;
+}

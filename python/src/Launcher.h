@@ -1,0 +1,99 @@
+//===- Launcher.h - Kiln's Python extension: shared declarations -*- C++ -*-===//
+//
+// This file declares what the pieces of kiln._C share: the device array type (kiln.empty,
+// kiln.from_numpy), the handle of a loaded kernel, and the launcher that implements
+// kernel[grid](...) in C++.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_PYTHON_SRC_LAUNCHER_H
+#define KILN_PYTHON_SRC_LAUNCHER_H
+
+#include "kiln/Runtime.h"
+
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+namespace kiln::python {
+
+/// At most this many kernel parameters (keeps the launch path free of heap allocation).
+constexpr size_t kMaxParams = 128;
+
+/// A contiguous device array over kiln::rt::DeviceBuffer: kiln.empty / kiln.from_numpy.
+struct DeviceArray {
+  std::shared_ptr<kiln::rt::DeviceBuffer> buffer;
+  std::vector<int64_t> shape;
+  std::string dtype; ///< numpy's name: "float32", "int32", "float16", "bfloat16", ...
+  size_t itemSize = 0;
+  uint64_t dataPtr() const { return buffer ? buffer->get() : 0; }
+  size_t numel() const {
+    size_t n = 1;
+    for (int64_t d : shape)
+      n *= size_t(d);
+    return n;
+  }
+};
+
+/// A kernel loaded by the process-wide JIT (it lives as long as the process).
+struct KernelHandle {
+  const kiln::rt::Kernel *kernel = nullptr;
+};
+
+/// kernel[grid](*args, **kwargs) for one @kiln.jit function. JITFunction (Python) derives
+/// from it, so `kernel[grid]` and the call are C++ up to cuLaunchKernel.
+class Launcher {
+public:
+  struct Param {
+    pybind11::str name;          ///< interned
+    bool isConstexpr = false;    ///< annotated tl.constexpr
+    bool noSpecialize = false;   ///< listed in do_not_specialize
+    pybind11::object defaultValue; ///< null when the parameter has none
+  };
+  /// One compiled specialization.
+  struct Variant {
+    const kiln::rt::Kernel *kernel = nullptr;
+    /// For each kernel parameter, the index of the Python parameter it comes from.
+    std::vector<int> argParams;
+    /// (globals dict, name, value) the kernel read at compile time.
+    std::vector<std::tuple<pybind11::object, pybind11::object, pybind11::object>> globals;
+    /// What kernel[grid](...) returns (the Python CompiledKernel).
+    pybind11::object compiled;
+  };
+
+  /// Declares the parameters and the Python function that compiles a missing variant:
+  /// compile(specs: list[str], values: list, num_warps, num_stages) ->
+  ///   (KernelHandle, arg_params: list[int], globals: list[tuple], compiled).
+  void setup(const std::string &kernelName, pybind11::list paramNames,
+             pybind11::list constexprFlags, pybind11::list noSpecializeFlags,
+             pybind11::list hasDefault, pybind11::list defaults, pybind11::object compile);
+  /// Binds, specializes, looks up (compiling on a miss) and launches.
+  pybind11::object launch(pybind11::handle grid, pybind11::args args, pybind11::kwargs kwargs);
+  void clearCache();
+  size_t numVariants() const;
+
+private:
+  Variant *compileVariant(const std::string &key, PyObject **bound, long numWarps,
+                          long numStages);
+
+  std::string name;
+  std::vector<Param> params;
+  pybind11::object compileFn;
+  std::unordered_map<std::string, std::shared_ptr<Variant>> cache;
+  std::string keyBuffer;
+};
+
+/// kernel[grid]: the launcher and the grid, called with the arguments.
+struct BoundLaunch {
+  Launcher *launcher;
+  pybind11::object owner; ///< keeps the launcher alive
+  pybind11::object grid;
+};
+
+} // namespace kiln::python
+
+#endif // KILN_PYTHON_SRC_LAUNCHER_H

@@ -1,0 +1,291 @@
+//===- Module.cpp - kiln._C, the Python extension of Kiln -----------------===//
+//
+// This file implements the pybind11 module kiln._C: the front-end facade (kiln::py::Session)
+// that @kiln.jit drives while walking a kernel's AST, the no-GPU compiler entry point, the
+// process-wide JIT (memory and disk cache), a small device array, event timing for
+// kiln.testing.do_bench, and the C++ launcher behind kernel[grid](...). It includes only the
+// facade header, the runtime header and pybind11, so it builds against a prebuilt libkiln.so
+// on machines without LLVM or MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Launcher.h"
+
+#include "kiln/Python/Session.h"
+#include "kiln/Runtime.h"
+
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <mutex>
+
+namespace pyb = pybind11;
+using namespace kiln::python;
+using kiln::py::Handle;
+using kiln::py::Session;
+
+namespace {
+
+/// The process-wide JIT for the current device (created on first use; needs a GPU).
+kiln::rt::JIT &processJIT() {
+  static std::unique_ptr<kiln::rt::JIT> jit;
+  static std::once_flag once;
+  std::call_once(once, [] { jit = std::make_unique<kiln::rt::JIT>(); });
+  return *jit;
+}
+
+/// numpy's dtype name -> bytes per element; 0 when Kiln cannot hold it.
+size_t itemSizeOf(const std::string &dtype) {
+  static const std::pair<const char *, size_t> sizes[] = {
+      {"bool", 1},    {"int8", 1},    {"uint8", 1},   {"int16", 2},   {"uint16", 2},
+      {"float16", 2}, {"bfloat16", 2}, {"int32", 4},  {"uint32", 4},  {"float32", 4},
+      {"int64", 8},   {"uint64", 8},  {"float64", 8}};
+  for (auto &[n, s] : sizes)
+    if (dtype == n)
+      return s;
+  return 0;
+}
+
+/// The Python exception types of the extension.
+PyObject *buildErrorType = nullptr;
+PyObject *kilnErrorType = nullptr;
+
+} // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "Kiln's C++ extension: front-end facade, compiler, JIT and launcher";
+
+  buildErrorType = PyErr_NewException("kiln._C.BuildError", PyExc_Exception, nullptr);
+  m.attr("BuildError") = pyb::handle(buildErrorType);
+  kilnErrorType = PyErr_NewException("kiln._C.KilnError", PyExc_RuntimeError, nullptr);
+  m.attr("KilnError") = pyb::handle(kilnErrorType);
+  pyb::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p)
+        std::rethrow_exception(p);
+    } catch (const kiln::py::Error &e) {
+      pyb::tuple args = pyb::make_tuple(e.getKernel(), e.getFile(), e.getLine(), e.getColumn(),
+                                        e.getMessage(), std::string(e.what()));
+      PyErr_SetObject(buildErrorType, args.ptr());
+    } catch (const kiln::rt::Error &e) {
+      PyErr_SetString(kilnErrorType, e.what());
+    }
+  });
+
+  //===--------------------------------------------------------------------===//
+  // Front end
+  //===--------------------------------------------------------------------===//
+
+  pyb::class_<kiln::py::ArgSpec>(m, "ArgSpec")
+      .def(pyb::init([](std::string name, std::string dtype, int32_t divisibility) {
+             return kiln::py::ArgSpec{std::move(name), std::move(dtype), divisibility};
+           }),
+           pyb::arg("name"), pyb::arg("dtype"), pyb::arg("divisibility") = 0);
+
+  pyb::class_<Session>(m, "Session")
+      .def(pyb::init<>())
+      .def("set_location", &Session::setLocation)
+      .def("begin_kernel", &Session::beginKernel)
+      .def("arg", &Session::arg)
+      .def("finish_kernel", &Session::finishKernel)
+      .def("error", &Session::error)
+      .def("dtype", &Session::dtype)
+      .def("shape", &Session::shape)
+      .def("is_tile", &Session::isTile)
+      .def("is_weak", &Session::isWeak)
+      .def("int_const", &Session::intConst)
+      .def("uint_const", &Session::uintConst)
+      .def("float_const", &Session::floatConst)
+      .def("bool_const", &Session::boolConst)
+      .def("materialize", &Session::materialize)
+      .def("program_id", &Session::programId)
+      .def("num_programs", &Session::numPrograms)
+      .def("arange", &Session::arange)
+      .def("full", &Session::full)
+      .def("zeros", &Session::zeros)
+      .def("binary", &Session::binary)
+      .def("unary", &Session::unary)
+      .def("where", &Session::where)
+      .def("cast", &Session::cast, pyb::arg("x"), pyb::arg("dtype"), pyb::arg("bitcast") = false)
+      .def("load", &Session::load)
+      .def("store", &Session::store)
+      .def("expand_dims", &Session::expandDims)
+      .def("broadcast_to", &Session::broadcastTo)
+      .def("broadcast", &Session::broadcast)
+      .def("reshape", &Session::reshape)
+      .def("trans", &Session::trans)
+      .def("for_loop", &Session::forLoop)
+      .def("if_then_else", &Session::ifThenElse)
+      .def("while_loop", &Session::whileLoop);
+
+  //===--------------------------------------------------------------------===//
+  // Compiler and JIT
+  //===--------------------------------------------------------------------===//
+
+  m.def(
+      "compile_module",
+      [](const std::string &mlir, const std::string &arch, unsigned numWarps, bool cubin) {
+        kiln::py::CompileResult r;
+        {
+          pyb::gil_scoped_release release;
+          r = kiln::py::compileModule(mlir, arch, numWarps, cubin);
+        }
+        pyb::dict out;
+        out["name"] = r.name;
+        out["llvm"] = r.llvmIR;
+        out["ptx"] = r.ptx;
+        out["cubin"] = pyb::bytes(r.cubin);
+        out["cubin_error"] = r.cubinError;
+        return out;
+      },
+      pyb::arg("mlir"), pyb::arg("arch") = "sm_90", pyb::arg("num_warps") = 4,
+      pyb::arg("cubin") = false);
+  m.def("build_id", &kiln::py::buildId);
+  m.def("version", [] { return std::string(kiln_version()); });
+
+  pyb::class_<KernelHandle>(m, "KernelHandle")
+      .def_property_readonly("name", [](const KernelHandle &k) { return k.kernel->getName(); })
+      .def_property_readonly("num_warps",
+                             [](const KernelHandle &k) { return k.kernel->getNumWarps(); })
+      .def_property_readonly("signature", [](const KernelHandle &k) {
+        std::vector<std::string> sig;
+        for (kiln::rt::ArgKind a : k.kernel->getSignature())
+          sig.push_back(kiln::rt::toString(a));
+        return sig;
+      });
+  m.def(
+      "jit_load",
+      [](const std::string &mlir, unsigned numWarps) {
+        // Compiles (or finds in the memory/disk cache) and loads on the current device.
+        pyb::gil_scoped_release release;
+        return KernelHandle{&processJIT().get(mlir, numWarps)};
+      },
+      pyb::arg("mlir"), pyb::arg("num_warps") = 4);
+  m.def("jit_stats", [] {
+    const kiln::rt::JITStats &s = processJIT().getStats();
+    pyb::dict d;
+    d["memory_hits"] = s.memoryHits;
+    d["disk_hits"] = s.diskHits;
+    d["compiles"] = s.compiles;
+    d["corrupt_entries"] = s.corruptEntries;
+    return d;
+  });
+  m.def("cache_dir", &kiln::rt::getCacheDir);
+
+  //===--------------------------------------------------------------------===//
+  // Device
+  //===--------------------------------------------------------------------===//
+
+  m.def("has_gpu", &kiln::rt::hasGPU);
+  m.def("get_arch", &kiln::rt::getArch, pyb::arg("ordinal") = 0);
+  m.def("synchronize", &kiln::rt::synchronize);
+
+  pyb::class_<kiln::rt::EventTimer>(m, "EventTimer")
+      .def(pyb::init<>())
+      .def(
+          "start",
+          [](kiln::rt::EventTimer &t, uint64_t stream) {
+            t.start(reinterpret_cast<kiln::rt::CUstream>(stream));
+          },
+          pyb::arg("stream") = 0)
+      .def(
+          "stop",
+          [](kiln::rt::EventTimer &t, uint64_t stream) {
+            return t.stop(reinterpret_cast<kiln::rt::CUstream>(stream));
+          },
+          pyb::arg("stream") = 0);
+
+  pyb::class_<DeviceArray>(m, "DeviceArray")
+      .def_static(
+          "empty",
+          [](std::vector<int64_t> shape, std::string dtype) {
+            DeviceArray a;
+            a.itemSize = itemSizeOf(dtype);
+            if (!a.itemSize)
+              throw pyb::type_error("kiln.empty: unsupported dtype '" + dtype + "'");
+            a.shape = std::move(shape);
+            a.dtype = std::move(dtype);
+            a.buffer = std::make_shared<kiln::rt::DeviceBuffer>(std::max<size_t>(
+                a.numel() * a.itemSize, 1));
+            return a;
+          },
+          pyb::arg("shape"), pyb::arg("dtype"))
+      .def_static(
+          "from_host",
+          [](pyb::buffer b, std::string dtype) {
+            pyb::buffer_info info = b.request();
+            DeviceArray a;
+            a.itemSize = itemSizeOf(dtype);
+            if (!a.itemSize || size_t(info.itemsize) != a.itemSize)
+              throw pyb::type_error("kiln.from_numpy: unsupported dtype '" + dtype + "'");
+            ssize_t expect = info.itemsize;
+            for (ssize_t d = info.ndim - 1; d >= 0; --d) {
+              if (info.shape[d] != 1 && info.strides[d] != expect)
+                throw pyb::value_error("kiln.from_numpy: expected a C-contiguous array");
+              expect *= info.shape[d];
+            }
+            a.shape.assign(info.shape.begin(), info.shape.end());
+            a.dtype = std::move(dtype);
+            size_t bytes = a.numel() * a.itemSize;
+            a.buffer = std::make_shared<kiln::rt::DeviceBuffer>(std::max<size_t>(bytes, 1));
+            if (bytes)
+              a.buffer->copyFromHost(info.ptr, bytes);
+            return a;
+          },
+          pyb::arg("array"), pyb::arg("dtype"))
+      .def("copy_to_host",
+           [](const DeviceArray &a, pyb::buffer b) {
+             pyb::buffer_info info = b.request(true);
+             size_t bytes = a.numel() * a.itemSize;
+             if (size_t(info.size * info.itemsize) != bytes)
+               throw pyb::value_error("copy_to_host: size mismatch");
+             if (bytes)
+               a.buffer->copyToHost(info.ptr, bytes);
+           })
+      .def("copy_from_host",
+           [](DeviceArray &a, pyb::buffer b) {
+             pyb::buffer_info info = b.request();
+             size_t bytes = a.numel() * a.itemSize;
+             if (size_t(info.size * info.itemsize) != bytes)
+               throw pyb::value_error("copy_from_host: size mismatch");
+             if (bytes)
+               a.buffer->copyFromHost(info.ptr, bytes);
+           })
+      .def("fill32", [](DeviceArray &a, uint32_t v) { a.buffer->fill32(v); })
+      .def("data_ptr", &DeviceArray::dataPtr)
+      .def_property_readonly("shape",
+                             [](const DeviceArray &a) {
+                               pyb::tuple t(a.shape.size());
+                               for (size_t i = 0; i < a.shape.size(); ++i)
+                                 t[i] = a.shape[i];
+                               return t;
+                             })
+      .def_readonly("dtype_name", &DeviceArray::dtype)
+      .def_readonly("itemsize", &DeviceArray::itemSize)
+      .def_property_readonly("nbytes",
+                             [](const DeviceArray &a) { return a.numel() * a.itemSize; })
+      .def("numel", &DeviceArray::numel);
+
+  //===--------------------------------------------------------------------===//
+  // Launch path
+  //===--------------------------------------------------------------------===//
+
+  pyb::class_<BoundLaunch>(m, "BoundLaunch")
+      .def("__call__", [](BoundLaunch &b, pyb::args args, pyb::kwargs kwargs) {
+        return b.launcher->launch(b.grid, std::move(args), std::move(kwargs));
+      });
+
+  pyb::class_<Launcher>(m, "Launcher", pyb::dynamic_attr())
+      .def(pyb::init<>())
+      .def("_setup", &Launcher::setup)
+      .def("_clear_variants", &Launcher::clearCache)
+      .def("_num_variants", &Launcher::numVariants)
+      .def("__getitem__",
+           [](pyb::object self, pyb::object grid) {
+             return BoundLaunch{&self.cast<Launcher &>(), self, std::move(grid)};
+           })
+      .def("_launch", [](Launcher &l, pyb::object grid, pyb::args args, pyb::kwargs kwargs) {
+        return l.launch(grid, std::move(args), std::move(kwargs));
+      });
+}
