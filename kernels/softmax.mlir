@@ -1,4 +1,5 @@
-// Row softmax, one row per program (Triton's fused-softmax tutorial), rows of up to 1024:
+// Row softmax, one row per program (Triton's fused-softmax tutorial), rows of up to 1024;
+// n_cols is specialized as divisible by 16 (as Triton does for such values):
 //   x = load(in + row * in_stride + offs, offs < n_cols, other = -inf)
 //   y = exp(x - max(x)) / sum(exp(x - max(x)))
 //   store(out + row * out_stride + offs, y, offs < n_cols)
@@ -7,7 +8,7 @@ module {
                      %in: !kiln.ptr<f32> {kiln.divisibility = 16 : i32},
                      %in_stride: i32 {kiln.divisibility = 16 : i32},
                      %out_stride: i32 {kiln.divisibility = 16 : i32},
-                     %n_cols: i32) {
+                     %n_cols: i32 {kiln.divisibility = 16 : i32}) {
     %row = kiln.program_id x : i32
     %offs = kiln.make_range {end = 1024 : i32, start = 0 : i32} : tensor<1024xi32>
     %nv = kiln.splat %n_cols : tensor<1024xi32>

@@ -55,11 +55,14 @@ func.func @unaligned(%x: !kiln.ptr<f32>, %y: !kiln.ptr<f32>, %n: i32) {
 
 // -----
 
-// exp uses ex2.approx on x * log2(e); log calls libdevice.
+// exp uses ex2.approx on x * log2(e); log calls libdevice; f32 division is div.full.f32 as in
+// Triton unless kiln.ieee asks for the rounded quotient.
 // CHECK-LABEL: llvm.func @math(
 // CHECK: llvm.fmul %{{.*}}, %{{.*}} : f32
 // CHECK: llvm.inline_asm "ex2.approx.f32 $0, $1;", "=f,f"
 // CHECK: llvm.call @__nv_logf
+// CHECK: llvm.inline_asm "div.full.f32 $0, $1, $2;", "=f,f,f"
+// CHECK: llvm.fdiv %{{.*}}, %{{.*}} : f32
 func.func @math(%x: !kiln.ptr<f32> {kiln.divisibility = 16 : i32}) {
   %r = kiln.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
   %p = kiln.splat %x : tensor<128x!kiln.ptr<f32>>
@@ -67,7 +70,9 @@ func.func @math(%x: !kiln.ptr<f32> {kiln.divisibility = 16 : i32}) {
   %v = kiln.load %ps : tensor<128x!kiln.ptr<f32>>
   %e = math.exp %v : tensor<128xf32>
   %l = math.log %e : tensor<128xf32>
-  kiln.store %ps, %l : tensor<128x!kiln.ptr<f32>>
+  %q = arith.divf %l, %v : tensor<128xf32>
+  %r2 = arith.divf %q, %v {kiln.ieee} : tensor<128xf32>
+  kiln.store %ps, %r2 : tensor<128x!kiln.ptr<f32>>
   return
 }
 

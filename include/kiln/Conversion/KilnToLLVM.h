@@ -63,6 +63,12 @@ void populateElementwiseOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
 /// program_id, num_programs, make_range, splat, broadcast, expand_dims, convert_layout.
 void populateTileOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                   mlir::RewritePatternSet &patterns, const TargetInfo &target);
+/// Attribute on arith.divf asking for the IEEE-rounded quotient (div.rn) instead of
+/// Triton's default div.full.f32.
+inline constexpr llvm::StringLiteral kIEEEDivAttr = "kiln.ieee";
+/// f32 division as Triton lowers it (div.full.f32).
+void populateDivOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
+                                 mlir::RewritePatternSet &patterns);
 /// reduce: in thread, then warp shuffles, then across warps through shared memory.
 void populateReduceOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                     mlir::RewritePatternSet &patterns, const TargetInfo &target);

@@ -1,0 +1,42 @@
+//===- DivOpToLLVM.cpp - fp32 division as Triton lowers it ----------------===//
+//
+// This file implements the lowering of scalar f32 arith.divf to PTX div.full.f32 (PTX ISA
+// 9.7.3.8: max error 2 ulp over the full range), which is what Triton emits for `a / b` on
+// fp32; IEEE-rounded division (div.rn.f32) costs several times more instructions. Kernels that
+// need the correctly rounded quotient use `kiln.language.div_rn` (arith.divf with the
+// `kiln.ieee` attribute), which keeps the upstream lowering.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Conversion/KilnToLLVM.h"
+
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+struct DivFOpLowering final : ConvertOpToLLVMPattern<arith::DivFOp> {
+  DivFOpLowering(const LLVMTypeConverter &converter)
+      : ConvertOpToLLVMPattern(converter, /*benefit=*/10) {}
+  LogicalResult matchAndRewrite(arith::DivFOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (!op.getType().isF32())
+      return rewriter.notifyMatchFailure(op, "fast path is for f32 scalars");
+    if (op->hasAttr(kIEEEDivAttr))
+      return rewriter.notifyMatchFailure(op, "IEEE rounding requested");
+    auto asmOp = LLVM::InlineAsmOp::create(
+        rewriter, op.getLoc(), rewriter.getF32Type(),
+        ValueRange{adaptor.getLhs(), adaptor.getRhs()}, "div.full.f32 $0, $1, $2;", "=f,f,f",
+        /*has_side_effects=*/false, /*is_align_stack=*/false,
+        LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
+    rewriter.replaceOp(op, asmOp.getResult(0));
+    return success();
+  }
+};
+} // namespace
+
+void kiln::populateDivOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
+                                       RewritePatternSet &patterns) {
+  patterns.add<DivFOpLowering>(converter);
+}
