@@ -37,6 +37,8 @@ def main():
     lh, th = f(kiln, "launch_host_us"), f(peers, "triton_launch_host_us")
     rows.append(("host time per launch, tiny 4-arg kernel (C++ PreparedLaunch vs Triton from Python)",
                  f"{lh:.2f} us", "Triton", f"{th:.2f} us", f"{th / lh:.1f}x less host time"))
+    rows.append(("same loop, empty kernel without arguments (the driver's cuLaunchKernel floor)",
+                 f"{f(kiln, 'launch_empty_kernel_host_us'):.2f} us", "", "", ""))
     rows.append(("cold in-process compile, vector add (MLIR -> PTX -> cubin)", f"{f(kiln, 'cold_compile_ms'):.1f} ms", "", "", ""))
     rows.append(("second process: find vector add in the disk cache (read + verify)",
                  f"{f(kiln, 'disk_cache_lookup_ms'):.3f} ms", "", "", ""))
