@@ -1,0 +1,644 @@
+//===- Lang.cpp - Kiln's embedded C++ DSL ---------------------------------===//
+//
+// This file implements kiln::lang: symbolic values over kiln::Builder tiles, the DSL's
+// builtins and control flow, tracing a kernel body into kiln-dialect MLIR text, and the
+// per-kernel cache of specializations that makes a repeat launch a key compare and a pointer
+// read. Tiles live in the trace (a thread-local stack of them); a Value is a pointer to one
+// plus the trace's serial number, so a Value that outlives its trace is caught, not followed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/kiln.h"
+
+#include "kiln/Compiler.h"
+#include "kiln/Frontend/Builder.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Location.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <mutex>
+
+using namespace kiln::lang;
+using kiln::Builder;
+using kiln::Tile;
+
+static_assert(unsigned(ScalarKind::I1) == unsigned(kiln::ScalarKind::I1) &&
+                  unsigned(ScalarKind::U64) == unsigned(kiln::ScalarKind::U64) &&
+                  unsigned(ScalarKind::F64) == unsigned(kiln::ScalarKind::F64),
+              "kiln::lang::ScalarKind must list kiln::ScalarKind's kinds in order");
+
+//===----------------------------------------------------------------------===//
+// Errors and dtypes
+//===----------------------------------------------------------------------===//
+
+/// `file:line[:col]: error: [in kernel 'k': ]message`; column 0 means unknown.
+static std::string formatError(const std::string &kernel, const std::string &file, unsigned line,
+                               unsigned column, const std::string &message) {
+  std::string s = file + ":" + std::to_string(line);
+  if (column)
+    s += ":" + std::to_string(column);
+  s += ": error: ";
+  if (!kernel.empty())
+    s += "in kernel '" + kernel + "': ";
+  return s + message;
+}
+
+CompileError::CompileError(std::string kernel, std::string file, unsigned line, unsigned column,
+                           std::string message)
+    : std::runtime_error(formatError(kernel, file, line, column, message)),
+      kernel(std::move(kernel)), file(std::move(file)), line(line), column(column),
+      message(std::move(message)) {}
+
+static kiln::DType toKiln(DType d) {
+  kiln::DType scalar(static_cast<kiln::ScalarKind>(d.scalar()));
+  return d.is_pointer() ? kiln::DType::pointerTo(scalar) : scalar;
+}
+
+static DType fromKiln(kiln::DType d) {
+  DType scalar(static_cast<ScalarKind>(d.getKind()));
+  return d.isPointer() ? DType::pointer_to(scalar) : scalar;
+}
+
+std::string DType::str() const { return toKiln(*this).str(); }
+
+//===----------------------------------------------------------------------===//
+// Traces
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// What tracing and in-process compilation share: one MLIR context, used under one lock.
+/// Never destroyed, so kernels in static objects may be traced or compiled at any time.
+struct Shared {
+  std::recursive_mutex mutex;
+  mlir::MLIRContext ctx{mlir::MLIRContext::Threading::DISABLED};
+  Shared() { kiln::initializeContext(ctx); }
+};
+Shared &shared() {
+  static Shared *s = new Shared();
+  return *s;
+}
+
+/// One kernel being traced: its Builder and the tiles its Values point to.
+struct Trace {
+  Trace(uint64_t id, std::string kernel, Trace *outer)
+      : id(id), kernel(std::move(kernel)), builder(shared().ctx), outer(outer) {}
+  uint64_t id;
+  std::string kernel;
+  Builder builder;
+  /// A deque: Values keep pointers into it while it grows.
+  std::deque<Tile> tiles;
+  Trace *outer;
+};
+
+thread_local Trace *currentTrace = nullptr;
+std::atomic<uint64_t> nextTraceId{1};
+
+/// The trace a DSL call at `loc` builds into, with the Builder's location set to `loc`.
+Trace &enter(const Loc &loc, const char *what) {
+  if (!currentTrace)
+    throw CompileError("", loc.file, loc.line, loc.column,
+                       std::string("kiln::lang::") + what +
+                           " called outside a kernel body (Values exist only while a "
+                           "kiln::kernel is traced)");
+  currentTrace->builder.setLocation(loc.file, loc.line, loc.column);
+  return *currentTrace;
+}
+} // namespace
+
+namespace kiln::lang::detail {
+/// Converts between Values/Operands and Builder tiles of the current trace.
+struct Access {
+  static Value wrap(Trace &t, const Tile &tile) {
+    t.tiles.push_back(tile);
+    Value v;
+    v.tile = &t.tiles.back();
+    v.trace = t.id;
+    return v;
+  }
+  static const Tile &unwrap(Trace &t, const Value &v) {
+    if (!v.tile)
+      t.builder.error("expected a value, found an empty kiln::lang::Value (assign it first)");
+    if (v.trace != t.id)
+      t.builder.error("expected a value of this kernel, found one from another trace (a "
+                      "Value lives only while its kernel is traced)");
+    return *v.tile;
+  }
+  /// The Builder tile of an operand; a number becomes a weak literal.
+  static Tile tile(Trace &t, const Operand &o) {
+    Builder &b = t.builder;
+    switch (o.kind) {
+    case Operand::Kind::Value:
+      return unwrap(t, o.value);
+    case Operand::Kind::Int:
+      return b.intConst(o.i);
+    case Operand::Kind::UInt:
+      return o.u <= uint64_t(INT64_MAX) ? b.intConst(int64_t(o.u)) : b.uintConst(o.u);
+    case Operand::Kind::Float:
+      return b.floatConst(o.f);
+    case Operand::Kind::Bool:
+      return b.boolConst(o.b);
+    case Operand::Kind::None:
+      break;
+    }
+    b.error("expected a value, found None_");
+  }
+  /// An optional operand (None_ leaves it out).
+  static std::optional<Tile> optional(Trace &t, const Operand &o) {
+    if (o.isNone())
+      return std::nullopt;
+    return tile(t, o);
+  }
+  /// The tile of a scalar on the current trace (for Value's own methods).
+  static const Tile &self(const Value &v, const char *what) {
+    if (!currentTrace)
+      throw CompileError("", "<unknown>", 0, 0,
+                         std::string("kiln::lang::Value::") + what +
+                             " called outside a kernel body");
+    return unwrap(*currentTrace, v);
+  }
+  /// The dtype of an operand without building anything (numbers: their literal's kind).
+  static std::optional<kiln::DType> dtypeOf(Trace &t, const Operand &o) {
+    switch (o.kind) {
+    case Operand::Kind::Value:
+      return unwrap(t, o.value).dtype;
+    case Operand::Kind::Int:
+    case Operand::Kind::UInt:
+      return kiln::DType::int32();
+    case Operand::Kind::Bool:
+      return kiln::DType::int1();
+    case Operand::Kind::Float:
+      return kiln::DType::fp32();
+    case Operand::Kind::None:
+      break;
+    }
+    return std::nullopt;
+  }
+};
+} // namespace kiln::lang::detail
+
+using kiln::lang::detail::Access;
+
+Value detail::literalValue(const Operand &literal) {
+  Trace &t = enter(literal.getLoc(), "Value");
+  return Access::wrap(t, Access::tile(t, literal));
+}
+
+//===----------------------------------------------------------------------===//
+// Values
+//===----------------------------------------------------------------------===//
+
+DType Value::dtype() const { return fromKiln(Access::self(*this, "dtype").dtype); }
+
+Shape Value::shape() const {
+  llvm::ArrayRef<int64_t> s = Access::self(*this, "shape").getShape();
+  return Shape(s.begin(), s.end());
+}
+
+Value Value::to(DType dtype, Loc loc) const { return to(dtype, false, loc); }
+
+Value Value::to(DType dtype, bool bitcast, Loc loc) const {
+  return cast(*this, dtype, bitcast, loc);
+}
+
+Value Value::operator[](const Index &index) const {
+  Trace &t = enter(index.getLoc(), "operator[]");
+  Tile x = Access::unwrap(t, *this);
+  // Triton's __getitem__: None inserts an axis at its position, ':' keeps one.
+  for (auto [dim, item] : llvm::enumerate(index.getItems()))
+    if (item.isNewAxis())
+      x = t.builder.expandDims(x, int(dim));
+  return Access::wrap(t, x);
+}
+
+#define KILN_LANG_COMPOUND(OP)                                                                     \
+  Value &Value::operator OP##=(const Operand &b) { return *this = (*this OP b); }
+KILN_LANG_COMPOUND(+)
+KILN_LANG_COMPOUND(-)
+KILN_LANG_COMPOUND(*)
+KILN_LANG_COMPOUND(/)
+KILN_LANG_COMPOUND(%)
+KILN_LANG_COMPOUND(&)
+KILN_LANG_COMPOUND(|)
+KILN_LANG_COMPOUND(^)
+KILN_LANG_COMPOUND(<<)
+KILN_LANG_COMPOUND(>>)
+#undef KILN_LANG_COMPOUND
+
+//===----------------------------------------------------------------------===//
+// Operators and builtins
+//===----------------------------------------------------------------------===//
+
+using BinaryFn = Tile (Builder::*)(const Tile &, const Tile &);
+using UnaryFn = Tile (Builder::*)(const Tile &);
+
+/// `fn(a, b)` at `loc` (the operators pass their left operand's call site).
+static Value binary(const Loc &loc, const char *what, const Operand &a, const Operand &b,
+                    BinaryFn fn) {
+  Trace &t = enter(loc, what);
+  Tile x = Access::tile(t, a), y = Access::tile(t, b);
+  return Access::wrap(t, (t.builder.*fn)(x, y));
+}
+
+static Value unary(const Loc &loc, const char *what, const Operand &a, UnaryFn fn) {
+  Trace &t = enter(loc, what);
+  return Access::wrap(t, (t.builder.*fn)(Access::tile(t, a)));
+}
+
+#define KILN_LANG_BINARY(OP, FN)                                                                   \
+  Value kiln::lang::operator OP(const Operand &a, const Operand &b) {                              \
+    return binary(a.getLoc(), "operator" #OP, a, b, &Builder::FN);                                 \
+  }
+KILN_LANG_BINARY(+, add)
+KILN_LANG_BINARY(-, sub)
+KILN_LANG_BINARY(*, mul)
+KILN_LANG_BINARY(%, mod)
+KILN_LANG_BINARY(<, lt)
+KILN_LANG_BINARY(<=, le)
+KILN_LANG_BINARY(>, gt)
+KILN_LANG_BINARY(>=, ge)
+KILN_LANG_BINARY(==, eq)
+KILN_LANG_BINARY(!=, ne)
+KILN_LANG_BINARY(&, bitAnd)
+KILN_LANG_BINARY(|, bitOr)
+KILN_LANG_BINARY(^, bitXor)
+KILN_LANG_BINARY(<<, shl)
+KILN_LANG_BINARY(>>, shr)
+#undef KILN_LANG_BINARY
+
+Value kiln::lang::operator/(const Operand &a, const Operand &b) {
+  Trace &t = enter(a.getLoc(), "operator/");
+  // C++ division: truncating when both operands are integers, true division otherwise.
+  std::optional<kiln::DType> da = Access::dtypeOf(t, a), db = Access::dtypeOf(t, b);
+  bool ints = da && db && da->isInt() && db->isInt();
+  Tile x = Access::tile(t, a), y = Access::tile(t, b);
+  return Access::wrap(t, ints ? t.builder.floordiv(x, y) : t.builder.truediv(x, y));
+}
+
+Value kiln::lang::operator-(const Operand &x) {
+  return unary(x.getLoc(), "operator-", x, &Builder::neg);
+}
+Value kiln::lang::operator~(const Operand &x) {
+  return unary(x.getLoc(), "operator~", x, &Builder::bitNot);
+}
+Value kiln::lang::operator!(const Operand &x) {
+  return unary(x.getLoc(), "operator!", x, &Builder::logicalNot);
+}
+
+Value kiln::lang::program_id(int axis, Loc loc) {
+  Trace &t = enter(loc, "program_id");
+  return Access::wrap(t, t.builder.programId(axis));
+}
+
+Value kiln::lang::num_programs(int axis, Loc loc) {
+  Trace &t = enter(loc, "num_programs");
+  return Access::wrap(t, t.builder.numPrograms(axis));
+}
+
+Value kiln::lang::arange(int64_t start, int64_t end, Loc loc) {
+  Trace &t = enter(loc, "arange");
+  return Access::wrap(t, t.builder.arange(start, end));
+}
+
+Value kiln::lang::zeros(const Shape &shape, DType dtype, Loc loc) {
+  Trace &t = enter(loc, "zeros");
+  return Access::wrap(t, t.builder.zeros(shape, toKiln(dtype)));
+}
+
+Value kiln::lang::full(const Shape &shape, const Operand &value, DType dtype, Loc loc) {
+  Trace &t = enter(loc, "full");
+  return Access::wrap(t, t.builder.full(shape, Access::tile(t, value), toKiln(dtype)));
+}
+
+Value kiln::lang::load(const Operand &ptr, const Operand &mask, const Operand &other,
+                       const LoadOptions &options, Loc loc) {
+  Trace &t = enter(loc, "load");
+  kiln::LoadOptions opts;
+  opts.cache = options.cache_modifier;
+  opts.evict = options.eviction_policy;
+  opts.isVolatile = options.is_volatile;
+  Tile p = Access::tile(t, ptr);
+  std::optional<Tile> m = Access::optional(t, mask), o = Access::optional(t, other);
+  return Access::wrap(t, t.builder.load(p, m, o, opts));
+}
+
+void kiln::lang::store(const Operand &ptr, const Operand &value, const Operand &mask,
+                       const StoreOptions &options, Loc loc) {
+  Trace &t = enter(loc, "store");
+  kiln::StoreOptions opts;
+  opts.cache = options.cache_modifier;
+  opts.evict = options.eviction_policy;
+  Tile p = Access::tile(t, ptr), v = Access::tile(t, value);
+  t.builder.store(p, v, Access::optional(t, mask), opts);
+}
+
+Value kiln::lang::where(const Operand &cond, const Operand &a, const Operand &b, Loc loc) {
+  Trace &t = enter(loc, "where");
+  Tile c = Access::tile(t, cond), x = Access::tile(t, a), y = Access::tile(t, b);
+  return Access::wrap(t, t.builder.where(c, x, y));
+}
+
+Value kiln::lang::minimum(const Operand &a, const Operand &b, PropagateNan nan, Loc loc) {
+  Trace &t = enter(loc, "minimum");
+  Tile x = Access::tile(t, a), y = Access::tile(t, b);
+  return Access::wrap(t, t.builder.minimum(x, y, nan == PropagateNan::ALL));
+}
+
+Value kiln::lang::maximum(const Operand &a, const Operand &b, PropagateNan nan, Loc loc) {
+  Trace &t = enter(loc, "maximum");
+  Tile x = Access::tile(t, a), y = Access::tile(t, b);
+  return Access::wrap(t, t.builder.maximum(x, y, nan == PropagateNan::ALL));
+}
+
+#define KILN_LANG_MATH(NAME, FN)                                                                   \
+  Value kiln::lang::NAME(const Operand &x, Loc loc) { return unary(loc, #NAME, x, &Builder::FN); }
+KILN_LANG_MATH(exp, exp)
+KILN_LANG_MATH(exp2, exp2)
+KILN_LANG_MATH(log, log)
+KILN_LANG_MATH(log2, log2)
+KILN_LANG_MATH(sqrt, sqrt)
+KILN_LANG_MATH(rsqrt, rsqrt)
+KILN_LANG_MATH(sin, sin)
+KILN_LANG_MATH(cos, cos)
+KILN_LANG_MATH(erf, erf)
+KILN_LANG_MATH(floor, floor)
+KILN_LANG_MATH(ceil, ceil)
+KILN_LANG_MATH(abs, abs)
+#undef KILN_LANG_MATH
+
+Value kiln::lang::truediv(const Operand &a, const Operand &b, Loc loc) {
+  return binary(loc, "truediv", a, b, &Builder::truediv);
+}
+Value kiln::lang::floordiv(const Operand &a, const Operand &b, Loc loc) {
+  return binary(loc, "floordiv", a, b, &Builder::floordiv);
+}
+Value kiln::lang::cdiv(const Operand &a, const Operand &b, Loc loc) {
+  return binary(loc, "cdiv", a, b, &Builder::cdiv);
+}
+
+Value kiln::lang::cast(const Operand &x, DType dtype, bool bitcast, Loc loc) {
+  Trace &t = enter(loc, "cast");
+  Tile v = Access::tile(t, x);
+  return Access::wrap(t, bitcast ? t.builder.bitcast(v, toKiln(dtype))
+                                 : t.builder.cast(v, toKiln(dtype)));
+}
+
+Value kiln::lang::expand_dims(const Operand &x, int axis, Loc loc) {
+  Trace &t = enter(loc, "expand_dims");
+  return Access::wrap(t, t.builder.expandDims(Access::tile(t, x), axis));
+}
+
+Value kiln::lang::broadcast_to(const Operand &x, const Shape &shape, Loc loc) {
+  Trace &t = enter(loc, "broadcast_to");
+  return Access::wrap(t, t.builder.broadcastTo(Access::tile(t, x), shape));
+}
+
+std::pair<Value, Value> kiln::lang::broadcast(const Operand &a, const Operand &b, Loc loc) {
+  Trace &t = enter(loc, "broadcast");
+  Tile x = Access::tile(t, a), y = Access::tile(t, b);
+  auto [bx, by] = t.builder.broadcast(x, y);
+  return {Access::wrap(t, bx), Access::wrap(t, by)};
+}
+
+Value kiln::lang::reshape(const Operand &x, const Shape &shape, bool canReorder, Loc loc) {
+  Trace &t = enter(loc, "reshape");
+  return Access::wrap(t, t.builder.reshape(Access::tile(t, x), shape, canReorder));
+}
+
+Value kiln::lang::trans(const Operand &x, const std::vector<int32_t> &order, Loc loc) {
+  Trace &t = enter(loc, "trans");
+  return Access::wrap(t, t.builder.trans(Access::tile(t, x), order));
+}
+
+//===----------------------------------------------------------------------===//
+// Control flow
+//===----------------------------------------------------------------------===//
+
+static Values wrapAll(Trace &t, llvm::ArrayRef<Tile> tiles) {
+  Values values;
+  for (const Tile &tile : tiles)
+    values.push_back(Access::wrap(t, tile));
+  return values;
+}
+
+static std::vector<Tile> tilesOf(Trace &t, const std::vector<Operand> &operands) {
+  std::vector<Tile> tiles;
+  for (const Operand &o : operands)
+    tiles.push_back(Access::tile(t, o));
+  return tiles;
+}
+
+Values detail::forRange(const Operand &lo, const Operand &hi, const Operand &step,
+                        const std::vector<Operand> &inits,
+                        FunctionRef<Yield(const Value &, const Values &)> body, const Loc &loc) {
+  Trace &t = enter(loc, "for_range");
+  Tile l = Access::tile(t, lo), h = Access::tile(t, hi), s = Access::tile(t, step);
+  std::vector<Tile> initTiles = tilesOf(t, inits);
+  t.builder.setLocation(loc.file, loc.line, loc.column);
+  std::vector<Tile> results =
+      t.builder.forLoop(l, h, s, initTiles, [&](const Tile &iv, llvm::ArrayRef<Tile> iters) {
+        Yield next = body(Access::wrap(t, iv), wrapAll(t, iters));
+        return tilesOf(t, next);
+      });
+  return wrapAll(t, results);
+}
+
+Values detail::ifThenElse(const Operand &cond, FunctionRef<Yield()> thenFn,
+                          const FunctionRef<Yield()> *elseFn, const Loc &loc) {
+  Trace &t = enter(loc, "if_");
+  Tile c = Access::tile(t, cond);
+  Builder::BranchBody elseBody;
+  if (elseFn)
+    elseBody = [&] { return tilesOf(t, (*elseFn)()); };
+  std::vector<Tile> results = t.builder.ifThenElse(
+      c, [&] { return tilesOf(t, thenFn()); }, elseBody);
+  return wrapAll(t, results);
+}
+
+Values detail::whileLoop(const std::vector<Operand> &inits,
+                         FunctionRef<Operand(const Values &)> cond,
+                         FunctionRef<Yield(const Values &)> body, const Loc &loc) {
+  Trace &t = enter(loc, "while_");
+  std::vector<Tile> initTiles = tilesOf(t, inits);
+  std::vector<Tile> results = t.builder.whileLoop(
+      initTiles,
+      [&](llvm::ArrayRef<Tile> values) { return Access::tile(t, cond(wrapAll(t, values))); },
+      [&](llvm::ArrayRef<Tile> values) { return tilesOf(t, body(wrapAll(t, values))); });
+  return wrapAll(t, results);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+Launch kiln::lang::grid(int64_t x, int64_t y, int64_t z) {
+  for (int64_t d : {x, y, z})
+    if (d < 0 || d > INT32_MAX)
+      throw kiln::rt::Error("grid dimension " + std::to_string(d) +
+                            " is out of range [0, 2^31 - 1]");
+  Launch launch;
+  launch.grid = kiln::rt::Grid{unsigned(x), unsigned(y), unsigned(z)};
+  return launch;
+}
+
+kiln::rt::JIT &kiln::lang::jit() {
+  // Never destroyed: kernels in static objects may launch during static destruction.
+  static kiln::rt::JIT *j = new kiln::rt::JIT();
+  return *j;
+}
+
+/// num_warps 1, 2, 4, ..., 32 index the loaded kernels of a variant.
+static constexpr unsigned kMaxWarpsLog2 = 5;
+
+namespace {
+/// One specialization of a kernel: its key, its MLIR, and its loaded kernel per num_warps.
+struct Variant {
+  std::vector<uint64_t> key;
+  std::string mlir;
+  std::array<const kiln::rt::Kernel *, kMaxWarpsLog2 + 1> kernels{};
+};
+} // namespace
+
+class detail::KernelState {
+public:
+  KernelState(std::string name, const Loc &loc) : name(std::move(name)), loc(loc) {}
+
+  /// The variant of `key`, traced by `traceVariant` when new. Call with `mutex` held.
+  Variant &variant(const uint64_t *key, size_t size, FunctionRef<std::string()> traceVariant) {
+    auto matches = [&](const Variant &v) {
+      return v.key.size() == size && std::memcmp(v.key.data(), key, size * sizeof(uint64_t)) == 0;
+    };
+    if (last && matches(*last))
+      return *last;
+    for (const std::unique_ptr<Variant> &v : variants)
+      if (matches(*v))
+        return *(last = v.get());
+    auto v = std::make_unique<Variant>();
+    v->key.assign(key, key + size);
+    v->mlir = traceVariant();
+    variants.push_back(std::move(v));
+    return *(last = variants.back().get());
+  }
+
+  const std::string name;
+  const Loc loc;
+  std::mutex mutex;
+
+private:
+  std::vector<std::unique_ptr<Variant>> variants;
+  Variant *last = nullptr;
+};
+
+std::shared_ptr<detail::KernelState> detail::newKernelState(std::string name, const Loc &loc) {
+  if (name.empty())
+    throw CompileError("", loc.file, loc.line, loc.column, "expected a kernel name, found \"\"");
+  return std::make_shared<KernelState>(std::move(name), loc);
+}
+
+const std::string &detail::kernelName(const KernelState &state) { return state.name; }
+
+void detail::badArgument(const KernelState &state, size_t index, const std::string &message) {
+  throw kiln::rt::Error("kernel '" + state.name + "' argument " + std::to_string(index) + ": " +
+                        message);
+}
+
+const kiln::rt::Kernel &detail::getKernel(KernelState &state, const uint64_t *key, size_t keySize,
+                                          unsigned numWarps, size_t numRuntimeArgs,
+                                          FunctionRef<std::string()> traceVariant) {
+  unsigned slot = 0;
+  while (slot <= kMaxWarpsLog2 && (1u << slot) != numWarps)
+    ++slot;
+  if (slot > kMaxWarpsLog2)
+    throw kiln::rt::Error("kernel '" + state.name +
+                          "': expected num_warps 1, 2, 4, 8, 16 or 32, found " +
+                          std::to_string(numWarps));
+  std::lock_guard<std::mutex> lock(state.mutex);
+  Variant &v = state.variant(key, keySize, traceVariant);
+  if (const kiln::rt::Kernel *k = v.kernels[slot])
+    return *k;
+  const kiln::rt::Kernel &k = jit().get(v.mlir, numWarps);
+  if (k.getSignature().size() != numRuntimeArgs)
+    throw kiln::rt::Error("kernel '" + state.name + "': compiled with " +
+                          std::to_string(k.getSignature().size()) + " parameters, expected " +
+                          std::to_string(numRuntimeArgs));
+  v.kernels[slot] = &k;
+  return k;
+}
+
+const std::string &detail::getMLIR(KernelState &state, const uint64_t *key, size_t keySize,
+                                   FunctionRef<std::string()> traceVariant) {
+  std::lock_guard<std::mutex> lock(state.mutex);
+  return state.variant(key, keySize, traceVariant).mlir;
+}
+
+std::string detail::traceKernel(const KernelState &state, const std::vector<ArgSpec> &args,
+                                FunctionRef<void(const Values &)> body) {
+  std::lock_guard<std::recursive_mutex> lock(shared().mutex);
+  Trace trace(nextTraceId++, state.name, currentTrace);
+  currentTrace = &trace;
+  struct Restore {
+    Trace &t;
+    ~Restore() { currentTrace = t.outer; }
+  } restore{trace};
+  try {
+    Builder &b = trace.builder;
+    b.setLocation(state.loc.file, state.loc.line, state.loc.column);
+    std::vector<kiln::KernelArg> kernelArgs;
+    for (auto [i, a] : llvm::enumerate(args))
+      kernelArgs.push_back({"arg" + std::to_string(i), toKiln(a.dtype),
+                            a.divisible ? std::optional<int32_t>(16) : std::nullopt});
+    b.beginKernel(state.name, kernelArgs);
+    Values values;
+    for (size_t i = 0; i < args.size(); ++i)
+      values.push_back(Access::wrap(trace, b.arg(i)));
+    body(values);
+    mlir::OwningOpRef<mlir::ModuleOp> module = b.finishKernel();
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os, mlir::OpPrintingFlags().enableDebugInfo(/*enable=*/true,
+                                                              /*prettyForm=*/false));
+    return text;
+  } catch (const kiln::CompileError &e) {
+    throw CompileError(e.getKernel().empty() ? state.name : e.getKernel(), e.getFile(), e.getLine(),
+                       e.getColumn(), e.getMessage());
+  }
+}
+
+std::string detail::compilePTX(const KernelState &state, const std::string &text,
+                               const Target &target) {
+  std::lock_guard<std::recursive_mutex> lock(shared().mutex);
+  mlir::MLIRContext &ctx = shared().ctx;
+  // The first diagnostic names the user's C++ line: the traced ops carry it.
+  std::string message;
+  std::optional<mlir::FileLineColLoc> where;
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+    if (d.getSeverity() == mlir::DiagnosticSeverity::Error && message.empty()) {
+      message = d.str();
+      if (auto flc = d.getLocation()->findInstanceOf<mlir::FileLineColLoc>())
+        where = flc;
+    }
+    return mlir::success();
+  });
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(text, &ctx, state.name + ".mlir");
+  kiln::CompileOptions options;
+  options.arch = target.arch;
+  options.numWarps = target.num_warps;
+  mlir::FailureOr<kiln::CompiledKernel> compiled =
+      module ? kiln::compile(*module, options) : mlir::FailureOr<kiln::CompiledKernel>();
+  if (mlir::failed(compiled)) {
+    std::string what = "does not compile for " + target.arch + ": " +
+                       (message.empty() ? std::string("unknown error") : message);
+    if (where)
+      throw CompileError(state.name, where->getFilename().str(), where->getLine(),
+                         where->getColumn(), what);
+    throw CompileError(state.name, state.loc.file, state.loc.line, state.loc.column, what);
+  }
+  return compiled->ptx;
+}

@@ -1,0 +1,568 @@
+//===- LangTest.cpp - Unit tests of the C++ embedded DSL ------------------===//
+//
+// This file tests kiln::lang: kernels trace to kiln-dialect MLIR with the expected ops and the
+// C++ call sites as locations; specialization (Const values, divisibility of integers and
+// pointer alignment) selects variants; traced kernels compile to PTX without a GPU; user
+// errors throw kiln::lang::CompileError naming the kernel and the line. Tests named GPU_*
+// launch the kernel library on the device and skip without one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/kiln.h"
+
+#include "Kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+
+using namespace kiln::lang;
+using kiln::rt::CUdeviceptr;
+using kiln::rt::DeviceBuffer;
+
+namespace {
+
+bool contains(const std::string &haystack, const std::string &needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+size_t count(const std::string &haystack, const std::string &needle) {
+  size_t n = 0;
+  for (size_t at = haystack.find(needle); at != std::string::npos;
+       at = haystack.find(needle, at + 1))
+    ++n;
+  return n;
+}
+
+/// `"LangTest.cpp":<line>` as the traced MLIR prints a location of this file.
+std::string locOf(unsigned line) { return "LangTest.cpp\":" + std::to_string(line) + ":"; }
+
+/// An aligned and an unaligned fake device address: tracing only looks at the alignment.
+constexpr CUdeviceptr kAligned = 0x10000, kUnaligned = 0x10004;
+
+/// Runs `fn`, expecting a CompileError at this file's `line` in `kernel` containing `text`.
+template <class Fn>
+void expectError(const std::string &kernel, const unsigned &line, const std::string &text,
+                 Fn &&fn) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected a CompileError containing: " << text;
+  } catch (const CompileError &e) {
+    EXPECT_TRUE(contains(e.getMessage(), text)) << e.what();
+    EXPECT_EQ(e.getKernel(), kernel) << e.what();
+    EXPECT_EQ(e.getLine(), line) << e.what();
+    EXPECT_TRUE(contains(e.getFile(), "LangTest.cpp")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "LangTest.cpp:" + std::to_string(line) + ":")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "error: in kernel '" + kernel + "': ")) << e.what();
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Tracing
+//===----------------------------------------------------------------------===//
+
+TEST(LangTrace, VectorAddOpsAndLocations) {
+  unsigned offsLine = 0, loadLine = 0;
+  auto add =
+      kiln::kernel("add", [&](Ptr<f32> x, Ptr<f32> y, Ptr<f32> out, I32 n, Const<int> BLOCK) {
+        offsLine = __LINE__ + 1;
+        auto offs = program_id(0) * BLOCK + arange(0, BLOCK);
+        auto mask = offs < n;
+        loadLine = __LINE__ + 1;
+        auto sum = load(x + offs, mask) + load(y + offs, mask);
+        store(out + offs, sum, mask);
+      });
+  std::string mlir = add.mlir(kAligned, kAligned, kAligned, 4096, 1024);
+  EXPECT_TRUE(contains(mlir, "func.func @add(")) << mlir;
+  EXPECT_TRUE(contains(mlir, "kiln.program_id x")) << mlir;
+  EXPECT_TRUE(contains(mlir, "kiln.make_range {end = 1024 : i32, start = 0 : i32}")) << mlir;
+  EXPECT_TRUE(contains(mlir, "arith.cmpi slt")) << mlir;
+  EXPECT_EQ(count(mlir, "kiln.load"), 2u) << mlir;
+  EXPECT_EQ(count(mlir, "kiln.addptr"), 3u) << mlir;
+  EXPECT_TRUE(contains(mlir, "arith.addf")) << mlir;
+  EXPECT_TRUE(contains(mlir, "kiln.store")) << mlir;
+  // Three aligned pointers and n = 4096 are all divisible by 16.
+  EXPECT_EQ(count(mlir, "kiln.divisibility = 16"), 4u) << mlir;
+  // The user's lines, not the DSL's.
+  EXPECT_TRUE(contains(mlir, locOf(offsLine))) << mlir;
+  EXPECT_TRUE(contains(mlir, locOf(loadLine))) << mlir;
+  EXPECT_FALSE(contains(mlir, "kiln.h")) << mlir;
+  EXPECT_EQ(add.name(), "add");
+}
+
+TEST(LangTrace, LibraryKernelsTrace) {
+  const auto &add = kiln::kernels::vectorAddKernel();
+  std::string a = add.mlir(kAligned, kAligned, kAligned, 1 << 20, 1024);
+  EXPECT_TRUE(contains(a, "func.func @vector_add(")) << a;
+  EXPECT_TRUE(contains(a, "vector_add.cpp\":")) << a;
+
+  std::string kl = kiln::kernels::klDivKernel().mlir(kAligned, kAligned, kAligned, 4096, 1024);
+  EXPECT_EQ(count(kl, "math.log"), 2u) << kl;
+  EXPECT_TRUE(contains(kl, "arith.subf")) << kl;
+  EXPECT_TRUE(contains(kl, "arith.mulf")) << kl;
+  // `other` = 1.0 makes the loads three-operand.
+  EXPECT_TRUE(contains(kl, "arith.constant 1.000000e+00 : f32")) << kl;
+
+  std::string copy =
+      kiln::kernels::copy2DKernel().mlir(kAligned, kAligned, 256, 512, 512, 528, 32, 64);
+  EXPECT_TRUE(contains(copy, "kiln.program_id y")) << copy;
+  EXPECT_TRUE(contains(copy, "kiln.expand_dims %") && contains(copy, "{axis = 1 : i32}") &&
+              contains(copy, "{axis = 0 : i32}"))
+      << copy;
+  EXPECT_TRUE(contains(copy, "tensor<32x64x!kiln.ptr<f32>>")) << copy;
+  EXPECT_TRUE(contains(copy, "arith.andi")) << copy;
+  EXPECT_EQ(count(copy, "kiln.divisibility = 16"), 6u) << copy;
+}
+
+TEST(LangTrace, SpecializationKey) {
+  const auto &add = kiln::kernels::vectorAddKernel();
+  std::string aligned = add.mlir(kAligned, kAligned, kAligned, 4096, 1024);
+  // n = 1000 is not a multiple of 16; one pointer is misaligned.
+  std::string ragged = add.mlir(kAligned, kUnaligned, kAligned, 1000, 1024);
+  EXPECT_EQ(count(ragged, "kiln.divisibility = 16"), 2u) << ragged;
+  EXPECT_NE(aligned, ragged);
+  // Another 16-divisible n and other aligned addresses select the same variant.
+  EXPECT_EQ(add.mlir(kAligned * 3, kAligned * 5, kAligned * 7, 16, 1024), aligned);
+  // A Const is part of the key: BLOCK = 256 is another kernel.
+  std::string small = add.mlir(kAligned, kAligned, kAligned, 4096, 256);
+  EXPECT_TRUE(contains(small, "kiln.make_range {end = 256 : i32, start = 0 : i32}")) << small;
+  // Typed device pointers and DeviceBuffer-free raw addresses are accepted alike.
+  float *typed = reinterpret_cast<float *>(kAligned);
+  EXPECT_EQ(add.mlir(typed, static_cast<void *>(typed), kAligned, 4096, 1024), aligned);
+}
+
+TEST(LangTrace, ConstParameters) {
+  auto k = kiln::kernel("consts", [](Ptr<f32> x, Const<bool> DOUBLE, Const<float> SCALE,
+                                     Const<DType> OUT, Const<int64_t> BLOCK) {
+    auto offs = arange(0, BLOCK);
+    auto v = load(x + offs);
+    if (DOUBLE) // a C++ branch: constexpr in Triton's terms
+      v = v * 2;
+    store(x + offs, (v * SCALE).to(OUT));
+  });
+  std::string a = k.mlir(kAligned, true, 0.5f, float16, int64_t(64));
+  EXPECT_EQ(count(a, "arith.mulf"), 2u) << a;
+  EXPECT_TRUE(contains(a, "arith.truncf")) << a;
+  EXPECT_TRUE(contains(a, "5.000000e-01")) << a;
+  std::string b = k.mlir(kAligned, false, 0.5f, float32, int64_t(64));
+  EXPECT_EQ(count(b, "arith.mulf"), 1u) << b;
+  EXPECT_FALSE(contains(b, "arith.truncf")) << b;
+  EXPECT_NE(k.mlir(kAligned, false, 0.25f, float32, int64_t(64)), b);
+}
+
+TEST(LangTrace, OperatorsAndLiterals) {
+  auto k = kiln::kernel("ops", [](Ptr<i32> p, Ptr<f16> h, I32 n, F32 f, U32 u) {
+    auto i = load(p + arange(0, 16));
+    store(p + arange(0, 16), i / 3); // C++ `/` on integers truncates
+    store(p + arange(0, 16), i % n); // C remainder
+    store(p + arange(0, 16), floordiv(i, n));
+    store(p + arange(0, 16), (truediv(i, n) * f).to(int32)); // Triton `/`: fp32
+    store(p + arange(0, 16), (i << 2) >> 1);
+    store(p + arange(0, 16), (i & 7) | (i ^ n) | ~i);
+    store(p + arange(0, 16), where((!(i < 0)) & (i != n), -i, 0));
+    store(p + arange(0, 16), minimum(i, maximum(n, 3)));
+    auto hv = load(h + arange(0, 16));
+    store(h + arange(0, 16), hv * 0.5 / hv); // weak literals keep fp16
+    store(h + arange(0, 16), exp(hv) + exp2(hv) + log(hv) + log2(hv) + sqrt(hv) + rsqrt(hv) +
+                                 sin(hv) + cos(hv) + abs(hv));
+    store(p + arange(0, 16), (u >> 1).to(int32));
+    Value acc = i;
+    acc += 1;
+    acc *= n;
+    store(p + arange(0, 16), acc);
+  });
+  std::string m = k.mlir(kAligned, kAligned, 7, 1.5f, 9u);
+  for (const char *op :
+       {"arith.divsi", "arith.remsi", "arith.sitofp", "arith.divf", "arith.fptosi", "arith.shli",
+        "arith.shrsi", "arith.andi",  "arith.ori",    "arith.xori", "arith.select", "arith.minsi",
+        "arith.maxsi", "math.exp",    "math.exp2",    "math.log",   "math.log2",    "math.sqrt",
+        "math.rsqrt",  "math.sin",    "math.cos",     "math.absf",  "arith.shrui",  "arith.muli"})
+    EXPECT_TRUE(contains(m, op)) << op << "\n" << m;
+  EXPECT_TRUE(contains(m, "arith.mulf %") && contains(m, ": tensor<16xf16>")) << m;
+  // n = 7 and u = 9 are not multiples of 16, floats never specialize.
+  EXPECT_EQ(count(m, "kiln.divisibility = 16"), 2u) << m;
+}
+
+TEST(LangTrace, ShapesAndIndexing) {
+  auto k = kiln::kernel("shapes", [](Ptr<f32> x) {
+    auto r = arange(0, 8);
+    auto c = arange(0, 16);
+    auto col = r[{Slice_, None_}]; // [8, 1]
+    auto row = c[None_];           // [1, 16]
+    EXPECT_EQ(col.shape(), (Shape{8, 1}));
+    EXPECT_EQ(row.shape(), (Shape{1, 16}));
+    auto offs = col * 16 + row;
+    EXPECT_EQ(offs.shape(), (Shape{8, 16}));
+    EXPECT_EQ(offs.dtype(), int32);
+    auto z = zeros({8, 16}, float32) + full({8, 16}, 2, float32);
+    auto b = broadcast_to(expand_dims(c, 0), {8, 16});
+    EXPECT_EQ(b.shape(), (Shape{8, 16}));
+    auto [p, q] = broadcast(col, row);
+    EXPECT_EQ(p.shape(), q.shape());
+    store(x + offs, z + b.to(float32) + (p - q).to(float32));
+    EXPECT_EQ((x + offs).dtype(), DType::pointer_to(float32));
+    EXPECT_EQ((x + offs).dtype().str(), "pointer<fp32>");
+  });
+  std::string m = k.mlir(kAligned);
+  EXPECT_TRUE(contains(m, "tensor<8x1xi32>")) << m;
+  EXPECT_TRUE(contains(m, "tensor<1x16xi32>")) << m;
+  EXPECT_TRUE(contains(m, "kiln.broadcast")) << m;
+  EXPECT_TRUE(contains(m, "tensor<8x16x!kiln.ptr<f32>>")) << m;
+}
+
+TEST(LangTrace, ControlFlow) {
+  unsigned loopLine = 0;
+  auto k = kiln::kernel("flow", [&](Ptr<f32> x, I32 n) {
+    auto offs = arange(0, 64);
+    loopLine = __LINE__ + 1;
+    Value acc = for_range(0, n, 1, zeros({64}, float32),
+                          [&](Value i, Value acc) { return acc + load(x + i * 64 + offs); });
+    Values pair = for_range(0, 4, 2, {acc, 0}, [&](Value i, Values c) {
+      return Values{c[0] * 2, c[1] + i};
+    });
+    for_range(0, n, [&](Value i) { store(x + i * 64 + offs, pair[0]); });
+    Value v = if_(
+        n > 16, [&] { return pair[0] + 1.0f; }, [&] { return pair[0]; });
+    if_(n == 0, [&] { store(x + offs, v); });
+    Value w = while_(
+        n, [](Value c) { return c > 1; }, [](Value c) { return c / 2; });
+    store(x + offs, v, offs < w);
+  });
+  std::string m = k.mlir(kAligned, 100);
+  EXPECT_EQ(count(m, "scf.for"), 3u) << m;
+  EXPECT_EQ(count(m, "scf.if"), 2u) << m;
+  EXPECT_TRUE(contains(m, "scf.while")) << m;
+  EXPECT_TRUE(contains(m, "scf.yield")) << m;
+  EXPECT_TRUE(contains(m, locOf(loopLine))) << m;
+  // The carried literal 0 takes the induction variable's int32.
+  EXPECT_TRUE(contains(m, "iter_args")) << m;
+}
+
+TEST(LangTrace, LoopCompilesToPTX) {
+  auto k = kiln::kernel("rowsum", [](Ptr<f32> x, Ptr<f32> out, I32 rows, Const<int> BLOCK) {
+    auto offs = arange(0, BLOCK);
+    auto acc = for_range(0, rows, 1, zeros({BLOCK}, float32),
+                         [&](Value r, Value acc) { return acc + load(x + r * BLOCK + offs); });
+    store(out + offs, acc);
+  });
+  Compiled c = k.compile(kAligned, kAligned, 8, 128);
+  EXPECT_EQ(c.name, "rowsum");
+  EXPECT_TRUE(contains(c.ptx, ".entry rowsum")) << c.ptx;
+  EXPECT_TRUE(contains(c.ptx, "ld.global")) << c.ptx;
+}
+
+//===----------------------------------------------------------------------===//
+// PTX without a GPU
+//===----------------------------------------------------------------------===//
+
+TEST(LangCompile, AlignedAddUsesVectorLoads) {
+  const auto &add = kiln::kernels::vectorAddKernel();
+  Compiled c = add.compile(kAligned, kAligned, kAligned, 1 << 20, 1024);
+  EXPECT_EQ(c.name, "vector_add");
+  EXPECT_TRUE(contains(c.ptx, ".entry vector_add")) << c.ptx;
+  EXPECT_TRUE(contains(c.ptx, "ld.global.v4")) << c.ptx;
+  EXPECT_TRUE(contains(c.ptx, "st.global.v4")) << c.ptx;
+  // Misaligned pointers and a ragged n: a different, scalar-access variant.
+  Compiled r = add.compile(kUnaligned, kUnaligned, kUnaligned, 1000, 1024);
+  EXPECT_FALSE(contains(r.ptx, "ld.global.v4")) << r.ptx;
+  // Other targets and warp counts.
+  Target sm80;
+  sm80.arch = "sm_80";
+  sm80.num_warps = 8;
+  Compiled c80 = add.compile(sm80, kAligned, kAligned, kAligned, 1 << 20, 1024);
+  EXPECT_TRUE(contains(c80.ptx, ".target sm_80")) << c80.ptx;
+  EXPECT_TRUE(contains(c80.ptx, "ld.global.v4")) << c80.ptx;
+}
+
+TEST(LangCompile, LibraryKernelsCompile) {
+  Compiled kl = kiln::kernels::klDivKernel().compile(kAligned, kAligned, kAligned, 4096, 1024);
+  EXPECT_TRUE(contains(kl.ptx, "ld.global.v4")) << kl.ptx;
+  Compiled copy =
+      kiln::kernels::copy2DKernel().compile(kAligned, kAligned, 256, 512, 512, 528, 32, 64);
+  EXPECT_TRUE(contains(copy.ptx, ".entry copy_2d")) << copy.ptx;
+  EXPECT_TRUE(contains(copy.ptx, "ld.global.v4")) << copy.ptx;
+}
+
+TEST(LangCompile, JITCompilesTracedTextWithoutGPU) {
+  char dir[] = "/tmp/kiln-lang-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  kiln::rt::JIT jit("sm_90", dir);
+  std::string text =
+      kiln::kernels::vectorAddKernel().mlir(kAligned, kAligned, kAligned, 1 << 20, 1024);
+  try {
+    std::vector<char> cubin = jit.compileToCubin(text);
+    EXPECT_GT(cubin.size(), 0u);
+    EXPECT_EQ(jit.getStats().compiles, 1u);
+    jit.compileToCubin(text);
+    EXPECT_EQ(jit.getStats().memoryHits, 1u);
+  } catch (const kiln::rt::Error &e) {
+    // Without nvJitLink the JIT keeps PTX only; the text still compiled.
+    EXPECT_TRUE(contains(e.what(), "nvJitLink")) << e.what();
+  }
+  std::string cleanup = std::string("rm -rf ") + dir;
+  EXPECT_EQ(std::system(cleanup.c_str()), 0);
+}
+
+TEST(LangCompile, UnsupportedOpNamesTheUserLine) {
+  unsigned line = 0;
+  auto k = kiln::kernel("transposed", [&](Ptr<f32> x) {
+    auto offs = arange(0, 16)[{Slice_, None_}] * 16 + arange(0, 16)[None_];
+    line = __LINE__ + 1;
+    auto t = trans(load(x + offs));
+    store(x + offs, t);
+  });
+  EXPECT_TRUE(contains(k.mlir(kAligned), "kiln.trans")) << k.mlir(kAligned);
+  try {
+    k.compile(kAligned);
+    // A later compiler may support trans: then there is nothing to check.
+  } catch (const CompileError &e) {
+    EXPECT_EQ(e.getKernel(), "transposed");
+    EXPECT_TRUE(contains(e.getFile(), "LangTest.cpp")) << e.what();
+    EXPECT_EQ(e.getLine(), line) << e.what();
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+TEST(LangErrors, LoadOfNonPointer) {
+  unsigned line = 0;
+  auto k = kiln::kernel("bad_load", [&](Ptr<f32> x, I32 n) {
+    line = __LINE__ + 1;
+    load(n + arange(0, 16));
+  });
+  expectError("bad_load", line, "pointer", [&] { k.mlir(kAligned, 16); });
+}
+
+TEST(LangErrors, PointerPlusFloat) {
+  unsigned line = 0;
+  auto k = kiln::kernel("bad_ptr", [&](Ptr<f32> x, F32 f) {
+    line = __LINE__ + 1;
+    auto p = x + f;
+    store(p, 1.0f);
+  });
+  expectError("bad_ptr", line, "fp32", [&] { k.mlir(kAligned, 1.0f); });
+}
+
+TEST(LangErrors, NonPowerOfTwoArange) {
+  unsigned line = 0;
+  auto k = kiln::kernel("bad_range", [&](Ptr<f32> x, Const<int> BLOCK) {
+    line = __LINE__ + 1;
+    auto offs = arange(0, BLOCK);
+    store(x + offs, 0.0f);
+  });
+  expectError("bad_range", line, "power of two", [&] { k.mlir(kAligned, 100); });
+  // The failed trace is not cached: the next variant traces fine.
+  EXPECT_TRUE(contains(k.mlir(kAligned, 128), "kiln.store"));
+}
+
+TEST(LangErrors, ShapeMismatch) {
+  unsigned line = 0;
+  auto k = kiln::kernel("bad_shapes", [&](Ptr<f32> x) {
+    auto a = arange(0, 16), b = arange(0, 32);
+    line = __LINE__ + 1;
+    store(x + a, (a + b).to(float32));
+  });
+  expectError("bad_shapes", line, "16", [&] { k.mlir(kAligned); });
+}
+
+TEST(LangErrors, LoopCarriedTypeChange) {
+  unsigned line = 0;
+  auto k = kiln::kernel("bad_loop", [&](Ptr<f32> x, I32 n) {
+    line = __LINE__ + 1;
+    auto acc = for_range(0, n, 1, 0, [&](Value i, Value acc) { return acc + 0.5f; });
+    store(x, acc);
+  });
+  expectError("bad_loop", line, "changes type", [&] { k.mlir(kAligned, 4); });
+}
+
+TEST(LangErrors, ValuesOutsideTheirKernel) {
+  Value leaked;
+  auto k = kiln::kernel("leak", [&](Ptr<f32> x) { leaked = arange(0, 16); });
+  k.mlir(kAligned);
+  unsigned line = __LINE__ + 1;
+  EXPECT_THROW(program_id(0), CompileError);
+  try {
+    Value v = leaked + 1;
+    (void)v;
+    ADD_FAILURE() << "expected an error";
+  } catch (const CompileError &e) {
+    EXPECT_TRUE(contains(e.getMessage(), "outside a kernel body")) << e.what();
+    EXPECT_EQ(e.getLine(), line + 2);
+  }
+  // Inside another kernel, a stale value is caught instead of followed.
+  unsigned useLine = 0;
+  auto other = kiln::kernel("other", [&](Ptr<f32> x) {
+    useLine = __LINE__ + 1;
+    store(x + leaked, 1.0f);
+  });
+  expectError("other", useLine, "another trace", [&] { other.mlir(kAligned); });
+}
+
+TEST(LangErrors, BadHostArguments) {
+  const auto &add = kiln::kernels::vectorAddKernel();
+  try {
+    add.mlir(kAligned, kAligned, kAligned, int64_t(1) << 40, 1024);
+    ADD_FAILURE() << "expected an error";
+  } catch (const kiln::rt::Error &e) {
+    EXPECT_TRUE(contains(e.what(), "kernel 'vector_add' argument 3")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "does not fit int32")) << e.what();
+  }
+  auto u = kiln::kernel("unsigned_arg", [](Ptr<f32> x, U32 n) { store(x, n.to(float32)); });
+  EXPECT_THROW(u.mlir(kAligned, -1), kiln::rt::Error);
+  EXPECT_THROW(grid(-1), kiln::rt::Error);
+  EXPECT_EQ(cdiv(1000, 16), 63);
+  EXPECT_EQ(cdiv(Const<int>(1024), 256), 4);
+}
+
+TEST(LangErrors, LaunchWithoutGPUThrows) {
+  if (kiln::rt::hasGPU())
+    GTEST_SKIP() << "a GPU is present";
+  EXPECT_THROW(kiln::kernels::vectorAdd(nullptr, kAligned, kAligned, kAligned, 1024),
+               kiln::rt::Error);
+}
+
+//===----------------------------------------------------------------------===//
+// On the GPU
+//===----------------------------------------------------------------------===//
+
+#define REQUIRE_GPU()                                                                              \
+  if (!kiln::rt::hasGPU())                                                                         \
+  GTEST_SKIP() << "no GPU"
+
+std::vector<float> randomFloats(size_t n, float lo, float hi, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+TEST(LangGPU, GPU_VectorAdd) {
+  REQUIRE_GPU();
+  for (int32_t n : {1 << 16, 4099}) {
+    std::vector<float> x = randomFloats(n, -10, 10, 1), y = randomFloats(n, -10, 10, 2), out(n);
+    DeviceBuffer dx(n * 4), dy(n * 4), dout(n * 4);
+    dx.copyFromHost(x.data(), n * 4);
+    dy.copyFromHost(y.data(), n * 4);
+    dout.fill32(0xffffffffu);
+    // DeviceBuffers straight into the kernel object.
+    kiln::kernels::vectorAddKernel()(grid(cdiv(n, 1024)), nullptr, dx, dy, dout, n, 1024);
+    kiln::rt::synchronize();
+    dout.copyToHost(out.data(), n * 4);
+    int bad = 0;
+    for (int32_t i = 0; i < n; ++i) {
+      float ref = x[i] + y[i];
+      bad += std::memcmp(&out[i], &ref, 4) != 0;
+    }
+    EXPECT_EQ(bad, 0) << "n = " << n;
+  }
+}
+
+TEST(LangGPU, GPU_KLDiv) {
+  REQUIRE_GPU();
+  int32_t n = 100003;
+  std::vector<float> p = randomFloats(n, 1e-3f, 1, 3), q = randomFloats(n, 1e-3f, 1, 4), out(n);
+  DeviceBuffer dp(n * 4), dq(n * 4), dout(n * 4);
+  dp.copyFromHost(p.data(), n * 4);
+  dq.copyFromHost(q.data(), n * 4);
+  kiln::kernels::klDiv(nullptr, dp.get(), dq.get(), dout.get(), n);
+  kiln::rt::synchronize();
+  dout.copyToHost(out.data(), n * 4);
+  double err = 0, ref = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    double r = double(p[i]) * (std::log(double(p[i])) - std::log(double(q[i])));
+    err += std::fabs(double(out[i]) - r);
+    ref += std::fabs(r);
+  }
+  EXPECT_LT(err / ref, 1e-6);
+}
+
+TEST(LangGPU, GPU_Copy2D) {
+  REQUIRE_GPU();
+  int32_t M = 100, N = 70, ss = 80, ds = 96;
+  std::vector<float> src = randomFloats(size_t(M) * ss, -1, 1, 5), dst(size_t(M) * ds);
+  DeviceBuffer dsrc(src.size() * 4), ddst(dst.size() * 4);
+  dsrc.copyFromHost(src.data(), src.size() * 4);
+  ddst.fill32(0u);
+  kiln::kernels::copy2D(nullptr, dsrc.get(), ddst.get(), M, N, ss, ds);
+  kiln::rt::synchronize();
+  ddst.copyToHost(dst.data(), dst.size() * 4);
+  int bad = 0;
+  for (int32_t r = 0; r < M; ++r)
+    for (int32_t c = 0; c < ds; ++c)
+      bad += dst[size_t(r) * ds + c] != (c < N ? src[size_t(r) * ss + c] : 0.0f);
+  EXPECT_EQ(bad, 0);
+}
+
+TEST(LangGPU, GPU_LoopsScalarsAndWarps) {
+  REQUIRE_GPU();
+  // out[c] = a * sum_r x[r, c] + b, with a for loop, float scalars and 8 warps.
+  static const auto k = kiln::kernel(
+      "axpy_rows", [](Ptr<f32> x, Ptr<f32> out, I32 rows, F32 a, F32 b, Const<int> BLOCK) {
+        auto offs = program_id(0) * BLOCK + arange(0, BLOCK);
+        auto acc = for_range(0, rows, 1, zeros({BLOCK}, float32), [&](Value r, Value acc) {
+          return acc + load(x + r * (num_programs(0) * BLOCK) + offs);
+        });
+        auto res = if_(
+            a != 0.0f, [&] { return acc * a + b; }, [&] { return full({BLOCK}, b, float32); });
+        store(out + offs, res);
+      });
+  int32_t rows = 5, cols = 512;
+  std::vector<float> x = randomFloats(size_t(rows) * cols, -1, 1, 6), out(cols);
+  DeviceBuffer dx(x.size() * 4), dout(cols * 4);
+  dx.copyFromHost(x.data(), x.size() * 4);
+  k(grid(cols / 128).num_warps(8), nullptr, dx, dout, rows, 2.0f, 0.5f, 128);
+  kiln::rt::synchronize();
+  dout.copyToHost(out.data(), cols * 4);
+  int bad = 0;
+  for (int32_t c = 0; c < cols; ++c) {
+    float s = 0;
+    for (int32_t r = 0; r < rows; ++r)
+      s += x[size_t(r) * cols + c];
+    bad += std::fabs(out[c] - (s * 2.0f + 0.5f)) > 1e-5f;
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST(LangGPU, GPU_RepeatLaunchIsCheap) {
+  REQUIRE_GPU();
+  const auto &add = kiln::kernels::vectorAddKernel();
+  int32_t n = 1 << 12;
+  DeviceBuffer x(n * 4), y(n * 4), out(n * 4);
+  add(grid(cdiv(n, 1024)), nullptr, x, y, out, n, 1024); // traces and compiles
+  kiln::rt::synchronize();
+  const kiln::rt::JITStats &stats = jit().getStats();
+  unsigned builds = stats.compiles + stats.diskHits;
+  // The same kernel through the runtime's prepared launch, the floor for a launch.
+  const kiln::rt::Kernel &raw = jit().get(add.mlir(x.get(), y.get(), out.get(), n, 1024));
+  kiln::rt::PreparedLaunch prepared(raw, {kiln::rt::Arg::ptr(x.get()), kiln::rt::Arg::ptr(y.get()),
+                                          kiln::rt::Arg::ptr(out.get()), kiln::rt::Arg::i32(n)});
+  // Host time of the enqueue loop only, in batches short enough not to fill the launch queue.
+  auto hostMicros = [](auto &&launch) {
+    constexpr int kBatches = 40, kPerBatch = 250;
+    double total = 0;
+    for (int b = 0; b < kBatches; ++b) {
+      auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < kPerBatch; ++i)
+        launch();
+      total += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                   .count();
+      kiln::rt::synchronize();
+    }
+    return total / (kBatches * kPerBatch);
+  };
+  double dsl = hostMicros([&] { add(grid(cdiv(n, 1024)), nullptr, x, y, out, n, 1024); });
+  double floor = hostMicros([&] { prepared(kiln::rt::Grid{unsigned(cdiv(n, 1024)), 1, 1}); });
+  EXPECT_EQ(stats.compiles + stats.diskHits, builds);
+  std::printf("host time per launch: kiln::lang %.2f us, rt::PreparedLaunch %.2f us\n", dsl, floor);
+}
+
+} // namespace
