@@ -170,6 +170,8 @@ class CodeGenerator:
         lc._state.gen = self
         try:
             return self._generate(specs, values)
+        except CompilationError as e:
+            raise e.with_traceback(None) from None  # the user's location is in the message
         finally:
             lc._state.gen = prev
 
@@ -310,6 +312,9 @@ class CodeGenerator:
             return self._global(g, name, g[name])
         if name in _BUILTINS:
             return _BUILTINS[name]
+        if hasattr(builtins, name):
+            raise self.error(f"Python builtin '{name}' is not supported in kernels (kernels use "
+                             f"{', '.join(sorted(_BUILTINS))} on compile-time values)")
         raise self.error(f"name '{name}' is not defined")
 
     def _global(self, g, name, v):

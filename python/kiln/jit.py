@@ -261,7 +261,9 @@ def _ir_cache_store(key, mlir, arg_params):
 
 @functools.lru_cache(maxsize=None)
 def _device_arch():
-    return _C.get_arch()
+    """The target of JIT compiles: $KILN_ARCH (compile without a GPU: kernel.warmup(...)
+    then builds and caches variants), else the device's."""
+    return os.environ.get("KILN_ARCH") or _C.get_arch()
 
 
 # ---------------------------------------------------------------------------------------

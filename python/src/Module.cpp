@@ -18,6 +18,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <cstdlib>
 #include <mutex>
 
 namespace pyb = pybind11;
@@ -27,11 +28,15 @@ using kiln::py::Session;
 
 namespace {
 
-/// The process-wide JIT for the current device (created on first use; needs a GPU).
+/// The process-wide JIT: for $KILN_ARCH when set (compiling without a GPU), else for the
+/// current device (created on first use).
 kiln::rt::JIT &processJIT() {
   static std::unique_ptr<kiln::rt::JIT> jit;
   static std::once_flag once;
-  std::call_once(once, [] { jit = std::make_unique<kiln::rt::JIT>(); });
+  std::call_once(once, [] {
+    const char *arch = std::getenv("KILN_ARCH");
+    jit = std::make_unique<kiln::rt::JIT>(arch ? arch : "");
+  });
   return *jit;
 }
 
@@ -157,9 +162,13 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "jit_load",
       [](const std::string &mlir, unsigned numWarps) {
-        // Compiles (or finds in the memory/disk cache) and loads on the current device.
+        // Compiles (or finds in the memory/disk cache) and loads on the current device;
+        // without a GPU (KILN_ARCH set) it compiles only, and launching it throws.
         pyb::gil_scoped_release release;
-        return KernelHandle{&processJIT().get(mlir, numWarps)};
+        kiln::rt::JIT &jit = processJIT();
+        if (!kiln::rt::hasGPU())
+          return KernelHandle{&jit.compile(mlir, numWarps)};
+        return KernelHandle{&jit.get(mlir, numWarps)};
       },
       pyb::arg("mlir"), pyb::arg("num_warps") = 4);
   m.def("jit_stats", [] {

@@ -1,0 +1,244 @@
+"""Compile-only tests (no GPU): kiln.compile, the language constructs, and the PTX."""
+import re
+
+import pytest
+
+import kiln
+import kiln.language as tl
+
+ALIGNED = {"x_ptr": "*fp32:16", "y_ptr": "*fp32:16", "out_ptr": "*fp32:16", "n": "i32:16"}
+UNALIGNED = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
+
+
+@kiln.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x + y, mask=mask)
+
+
+def test_vector_add_aligned_uses_128_bit_loads():
+    k = kiln.compile(add_kernel, signature=ALIGNED, constexprs={"BLOCK": 1024},
+                     target="sm_90", num_warps=4)
+    ptx = k.asm["ptx"]
+    assert "ld.global.v4.b32" in ptx
+    assert "st.global.v4.b32" in ptx
+    assert ".entry add_kernel" in ptx
+    assert "kiln.divisibility = 16" in k.asm["kiln"]
+    assert "define" in k.asm["llvm"]
+
+
+def test_vector_add_unaligned_uses_scalar_loads():
+    k = kiln.compile(add_kernel, signature=UNALIGNED, constexprs={"BLOCK": 1024})
+    ptx = k.asm["ptx"]
+    assert "ld.global.v4" not in ptx
+    assert re.search(r"ld\.global\.b32", ptx)
+
+
+def test_asm_keys_and_metadata():
+    k = kiln.compile(add_kernel, signature=ALIGNED, constexprs={"BLOCK": 256}, num_warps=2)
+    assert {"kiln", "llvm", "ptx"} <= set(k.asm)
+    if "cubin" in k.asm:
+        assert isinstance(k.asm["cubin"], bytes) and len(k.asm["cubin"]) > 0
+    assert k.metadata.num_warps == 2
+    assert k.metadata.arch == "sm_90"
+    assert k.constants == {"BLOCK": 256}
+    assert k.signature["x_ptr"] == "*fp32:16"
+
+
+def test_sm80_target():
+    k = kiln.compile(add_kernel, signature=ALIGNED, constexprs={"BLOCK": 128}, target="sm_80")
+    assert ".target sm_80" in k.asm["ptx"]
+
+
+def test_signature_errors():
+    with pytest.raises(TypeError, match="needs a type in signature"):
+        kiln.compile(add_kernel, signature={"x_ptr": "*fp32"}, constexprs={"BLOCK": 16})
+    with pytest.raises(TypeError, match="unknown type"):
+        kiln.compile(add_kernel, signature=dict(ALIGNED, n="int99"), constexprs={"BLOCK": 16})
+    with pytest.raises(TypeError, match="has no parameters"):
+        kiln.compile(add_kernel, signature=dict(ALIGNED, z="i32"), constexprs={"BLOCK": 16})
+
+
+@kiln.jit
+def control_flow(x_ptr, out_ptr, n, lo, hi, MODE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in range(lo, hi):
+        acc += x * i
+    for j in tl.static_range(3):
+        acc = acc + j
+    k = 0
+    while k < n:
+        k += 7
+    if MODE == 0:
+        acc = acc * 2
+    elif MODE == 1:
+        acc = acc - 1
+    else:
+        acc = -acc
+    if n > 100:
+        acc = acc + 1.0
+    elif n > 50:
+        acc = acc + 2.0
+    else:
+        acc = acc + 3.0
+    tl.store(out_ptr + offs, acc + k, mask=mask)
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2])
+def test_control_flow(mode):
+    sig = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "lo": "i32", "hi": "i32"}
+    k = kiln.compile(control_flow, signature=sig, constexprs={"MODE": mode, "BLOCK": 128})
+    ir = k.asm["kiln"]
+    assert ir.count("scf.for") == 1
+    assert ir.count("scf.while") == 1
+    assert ir.count("scf.if") == 2  # the elif nests an if in the else branch
+    assert ".entry control_flow" in k.asm["ptx"]
+    expect = {0: "arith.mulf", 1: "arith.subf", 2: "arith.negf"}[mode]
+    assert expect in ir
+
+
+@kiln.jit
+def _scale(x, factor: tl.constexpr):
+    """A helper, inlined into its callers."""
+    return x * factor, factor + 1
+
+
+@kiln.jit
+def _offsets(pid, BLOCK: tl.constexpr):
+    return pid * BLOCK + tl.arange(0, BLOCK)
+
+
+SCALE = tl.constexpr(3)
+DT = tl.float16
+
+
+@kiln.jit
+def uses_callees(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = _offsets(tl.program_id(0), BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y, f = _scale(x, SCALE)
+    tl.static_assert(SCALE + 1 == 4, "constexpr globals are constexprs")
+    z = (y * f).to(DT).to(out_ptr.dtype.element_ty)
+    tl.store(out_ptr + offs, z, mask=mask)
+
+
+def test_inlined_calls_tuples_constexpr_globals_and_casts():
+    k = kiln.compile(uses_callees, signature={"x_ptr": "*fp32", "out_ptr": "*fp16", "n": "i32"},
+                     constexprs={"BLOCK": 256})
+    ir = k.asm["kiln"]
+    assert "func.call" not in ir  # callees are inlined
+    assert "arith.truncf" in ir
+    assert "3.000000e+00" in ir
+
+
+@kiln.jit
+def copy_2d(in_ptr, out_ptr, stride_in, stride_out, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    x = tl.load(in_ptr + rm[:, None] * stride_in + rn[None, :], mask=mask)
+    tl.store(out_ptr + rm[:, None] * stride_out + rn[None, :], x, mask=mask)
+
+
+def test_2d_indexing_and_broadcasting():
+    sig = {"in_ptr": "*fp32:16", "out_ptr": "*fp32:16", "stride_in": "i32:16",
+           "stride_out": "i32:16", "M": "i32", "N": "i32:16"}
+    k = kiln.compile(copy_2d, signature=sig, constexprs={"BM": 32, "BN": 64})
+    assert "kiln.expand_dims" in k.asm["kiln"]
+    assert "tensor<32x64x!kiln.ptr<f32>>" in k.asm["kiln"]
+    assert "ld.global.v4.b32" in k.asm["ptx"]
+
+
+@kiln.jit
+def math_and_select(x_ptr, out_ptr, n, BLOCK: tl.constexpr, OTHER: tl.constexpr):
+    offs = tl.arange(0, max(BLOCK, OTHER))
+    half: tl.constexpr = min(BLOCK, OTHER) // 2
+    mask = offs < tl.cdiv(n, 2)
+    x = tl.load(x_ptr + offs, mask=mask, other=1.0)
+    y = tl.exp(x) + tl.log(x) + tl.sqrt(x) + tl.rsqrt(x) + tl.exp2(x) + tl.log2(x)
+    y = y + tl.sin(x) * tl.cos(x) + tl.abs(x) + tl.sigmoid(x) + x.exp()
+    y = tl.where(x > 0, y, -y)
+    y = tl.maximum(tl.minimum(y, 10.0), -10.0) + half
+    y = y if n > 3 else y * 2
+    tl.store(out_ptr + offs, y, mask=mask)
+
+
+def test_math_where_minmax_cdiv():
+    k = kiln.compile(math_and_select, signature={"x_ptr": "*fp32", "out_ptr": "*fp32",
+                                                 "n": "i32"},
+                     constexprs={"BLOCK": 64, "OTHER": 128})
+    ir = k.asm["kiln"]
+    assert "tensor<128xf32>" in ir
+    for op in ("math.exp", "math.log", "math.sqrt", "math.rsqrt", "math.sin", "arith.select",
+               "arith.minnumf", "arith.maxnumf", "arith.divsi"):
+        assert op in ir, op
+    assert ".entry math_and_select" in k.asm["ptx"]
+
+
+@kiln.jit
+def loops_with_negative_step(out_ptr, n):
+    acc = 0
+    for i in range(n, 0, -2):
+        acc += i
+    lo = 0
+    hi = n
+    while lo < hi:
+        lo = lo + 1
+        hi = hi - 1
+    tl.store(out_ptr, acc + lo)
+
+
+def test_negative_step_and_while():
+    k = kiln.compile(loops_with_negative_step, signature={"out_ptr": "*i32", "n": "i32"})
+    assert "scf.for" in k.asm["kiln"] and "scf.while" in k.asm["kiln"]
+
+
+@kiln.jit
+def dtypes_kernel(x_ptr, out_ptr, flag, scale, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.static_assert(x.dtype == tl.float16)
+    y = x.to(tl.float32) * scale
+    if flag:
+        y = y + 1
+    tl.store(out_ptr + offs, y.to(tl.bfloat16))
+
+
+def test_fp16_bf16_bool_and_float_args():
+    k = kiln.compile(dtypes_kernel, signature={"x_ptr": "*fp16", "out_ptr": "*bf16",
+                                               "flag": "i1", "scale": "fp32"},
+                     constexprs={"BLOCK": 64})
+    assert "bf16" in k.asm["kiln"]
+
+
+def test_different_constexprs_give_different_ir():
+    a = kiln.compile(add_kernel, signature=ALIGNED, constexprs={"BLOCK": 128}).asm["kiln"]
+    b = kiln.compile(add_kernel, signature=ALIGNED, constexprs={"BLOCK": 256}).asm["kiln"]
+    assert "tensor<128xf32>" in a and "tensor<256xf32>" in b
+
+
+def test_locations_point_at_the_source():
+    k = kiln.compile(add_kernel, signature=ALIGNED, constexprs={"BLOCK": 64})
+    assert "test_compile.py" in k.asm["kiln"]
+
+
+def test_jit_function_is_not_callable_directly():
+    with pytest.raises(RuntimeError, match=r"add_kernel\[grid\]"):
+        add_kernel(1, 2, 3, 4, 5)
+
+
+def test_host_helpers():
+    assert kiln.cdiv(10, 4) == 3
+    assert kiln.next_power_of_2(1000) == 1024
+    assert kiln.next_power_of_2(1) == 1
+    assert tl.float32.is_floating() and not tl.int32.is_floating()
+    assert tl.pointer_type(tl.float16).element_ty == tl.float16
+    assert repr(tl.float32) == "kiln.language.float32"
