@@ -205,6 +205,22 @@ class CompiledKernel:
                f"{self.metadata.num_warps})"
 
 
+def _split_specs(names, specs, values):
+    """(constants, signature): constexprs, None and ints specialized on == 1 are constants;
+    the rest are the kernel's parameters with their types."""
+    constants, signature = {}, {}
+    for n, s, v in zip(names, specs, values):
+        if s == "constexpr":
+            constants[n] = v
+        elif s == "none":
+            constants[n] = None
+        elif s.endswith(":1"):
+            constants[n] = 1
+        else:
+            signature[n] = s
+    return constants, signature
+
+
 def _build_error(kernel, e):
     _, file, line, col, message, _ = e.args
     src = None
@@ -378,8 +394,7 @@ class JITFunction(_C.Launcher):
             raise
         checks = {(id(g), n): (g, n, v) for g, n, v in self._dep_globals or []}
         checks.update(globals_used)
-        constants = {n: v for n, s, v in zip(names, specs, values) if s == "constexpr"}
-        signature = {n: s for n, s in zip(names, specs) if s != "constexpr"}
+        constants, signature = _split_specs(names, specs, values)
         compiled = CompiledKernel(self.info.name, mlir, arch, num_warps, num_stages, signature,
                                   constants, handle)
         self._log(parts, origin, time.perf_counter() - t0)
@@ -506,8 +521,6 @@ def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages
     asm = {"kiln": mlir, "llvm": r["llvm"], "ptx": r["ptx"]}
     if r["cubin"]:
         asm["cubin"] = r["cubin"]
-    names = fn.info.arg_names
-    return CompiledKernel(r["name"], mlir, target, num_warps, num_stages,
-                          {n: s for n, s in zip(names, specs) if s != "constexpr"},
-                          {n: v for n, s, v in zip(names, specs, values) if s == "constexpr"},
+    constants, sig = _split_specs(fn.info.arg_names, specs, values)
+    return CompiledKernel(r["name"], mlir, target, num_warps, num_stages, sig, constants,
                           asm=asm)
