@@ -332,4 +332,34 @@ TEST(GPU, SoftmaxAndTwoDimensionalSums) {
   }
 }
 
+TEST(GPU, HistogramWithTileAndScalarAtomics) {
+  if (!hasGPU())
+    GTEST_SKIP() << "no GPU";
+  JIT jit;
+  const int n = 100000; // not a multiple of the 256-element tile: the tail is masked
+  std::vector<int32_t> x(n);
+  uint32_t state = 7;
+  for (int32_t &v : x) {
+    state = state * 1664525u + 1013904223u;
+    v = int32_t(state >> 7);
+  }
+  DeviceBuffer dx(n * 4), dbins(64 * 4), dcount(4);
+  dx.copyFromHost(x.data(), n * 4);
+  dbins.fill32(0);
+  dcount.fill32(0);
+  unsigned programs = (n + 255) / 256;
+  jit.get(readKernel("histogram.mlir"))
+      .launch({programs, 1, 1}, nullptr,
+              {Arg::ptr(dx.get()), Arg::ptr(dbins.get()), Arg::ptr(dcount.get()), Arg::i32(n)});
+  synchronize();
+  std::vector<int32_t> bins(64), ref(64, 0);
+  int32_t count = 0;
+  dbins.copyToHost(bins.data(), 64 * 4);
+  dcount.copyToHost(&count, 4);
+  for (int32_t v : x)
+    ++ref[v & 63];
+  EXPECT_EQ(bins, ref);
+  EXPECT_EQ(count, int32_t(programs)) << "one scalar atomic per program";
+}
+
 } // namespace

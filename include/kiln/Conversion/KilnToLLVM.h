@@ -46,6 +46,12 @@ ThreadIds emitThreadIds(mlir::OpBuilder &b, mlir::Location loc, gpu::BlockedEnco
 mlir::Value getSharedBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
                             mlir::Type elemType, unsigned count, llvm::StringRef name);
 
+/// An i1 that is true in exactly one of the threads holding each element of `type` (layouts
+/// replicate elements when the tile is smaller than the layout, and along sliced dimensions);
+/// null when nothing is replicated.
+mlir::Value emitOwnerPredicate(mlir::OpBuilder &b, mlir::Location loc,
+                               mlir::RankedTensorType type, const TargetInfo &target);
+
 /// For each element the running thread owns of `type` (in register order), its coordinate
 /// along every dimension of the tile, as i32.
 llvm::SmallVector<llvm::SmallVector<mlir::Value, 4>>
@@ -71,6 +77,9 @@ void populateDivOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                  mlir::RewritePatternSet &patterns);
 /// reduce: in thread, then warp shuffles, then across warps through shared memory.
 void populateReduceOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
+                                    mlir::RewritePatternSet &patterns, const TargetInfo &target);
+/// atomic_rmw and atomic_cas, on tiles (per owned element) and scalars (thread 0).
+void populateAtomicOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                     mlir::RewritePatternSet &patterns, const TargetInfo &target);
 /// addptr, load, store.
 void populateMemoryOpToLLVMPatterns(KilnLLVMTypeConverter &converter,

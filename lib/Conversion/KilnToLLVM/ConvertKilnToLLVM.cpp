@@ -80,7 +80,7 @@ LogicalResult kiln::checkGPUSupport(ModuleOp module) {
         ok = false;
         return;
       }
-    if (isa<DotOp, ScanOp, ReshapeOp, TransOp, AtomicRMWOp, AtomicCASOp, PrintOp,
+    if (isa<DotOp, ScanOp, ReshapeOp, TransOp, PrintOp,
             AssertOp>(op)) {
       op->emitError() << "'" << op->getName()
                       << "' is not supported on the GPU path yet (it has no lowering)";
@@ -147,6 +147,7 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
     populateMemoryOpToLLVMPatterns(converter, patterns, axis, target);
     populateReduceOpToLLVMPatterns(converter, patterns, target);
     populateDivOpToLLVMPatterns(converter, patterns);
+    populateAtomicOpToLLVMPatterns(converter, patterns, target);
     populateFuncToLLVMConversionPatterns(converter, patterns);
     cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
     arith::populateArithToLLVMConversionPatterns(converter, patterns);

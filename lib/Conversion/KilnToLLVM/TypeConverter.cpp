@@ -88,6 +88,43 @@ Value kiln::getSharedBuffer(OpBuilder &b, Location loc, Operation *op, Type elem
   return LLVM::AddressOfOp::create(b, loc, global);
 }
 
+Value kiln::emitOwnerPredicate(OpBuilder &b, Location loc, RankedTensorType type,
+                               const TargetInfo &target) {
+  Attribute layout = type.getEncoding();
+  kgpu::BlockedEncodingAttr root = kgpu::getRootBlocked(layout);
+  SmallVector<unsigned> kept = kgpu::getKeptDims(layout);
+  ArrayRef<int64_t> shape = type.getShape();
+  // Which dims replicate: a kept dim whose layout tile exceeds the shape (threads past the
+  // shape wrap around), and every sliced dim spread over lanes or warps.
+  SmallVector<std::pair<unsigned, int64_t>> checks; // (root dim, bound on the thread's base)
+  for (unsigned d = 0; d < root.getRank(); ++d) {
+    unsigned spt = root.getSizePerThread()[d], tpw = root.getThreadsPerWarp()[d],
+             wpc = root.getWarpsPerCTA()[d];
+    auto it = llvm::find(kept, d);
+    if (it == kept.end()) {
+      if (tpw * wpc > 1)
+        checks.push_back({d, 1}); // only the first thread along a sliced dim
+    } else if (int64_t(spt) * tpw * wpc > shape[it - kept.begin()]) {
+      checks.push_back({d, shape[it - kept.begin()]});
+    }
+  }
+  if (checks.empty())
+    return Value();
+  ThreadIds ids = emitThreadIds(b, loc, root, target);
+  Value pred;
+  for (auto [d, bound] : checks) {
+    bool sliced = llvm::find(kept, d) == kept.end();
+    unsigned spt = sliced ? 1 : root.getSizePerThread()[d];
+    Value t = LLVM::AddOp::create(
+        b, loc, LLVM::MulOp::create(b, loc, ids.warp[d], i32Const(b, loc, root.getThreadsPerWarp()[d])),
+        ids.lane[d]);
+    Value base = LLVM::MulOp::create(b, loc, t, i32Const(b, loc, spt));
+    Value c = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, base, i32Const(b, loc, bound));
+    pred = pred ? Value(LLVM::AndOp::create(b, loc, pred, c)) : c;
+  }
+  return pred;
+}
+
 SmallVector<SmallVector<Value, 4>>
 kiln::emitElementCoordinates(OpBuilder &b, Location loc, RankedTensorType type,
                              const TargetInfo &target) {

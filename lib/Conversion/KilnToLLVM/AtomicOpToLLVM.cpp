@@ -1,0 +1,207 @@
+//===- AtomicOpToLLVM.cpp - atomic_rmw and atomic_cas to LLVM -------------===//
+//
+// This file implements the lowering of Kiln's atomics to PTX `atom` (PTX ISA 9.7.13.5):
+// one atomic per owned element, predicated by the mask and by the owner predicate so that an
+// element replicated across threads is updated once. A scalar atomic runs on thread 0 and
+// its old value reaches every thread through shared memory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Conversion/KilnToLLVM.h"
+
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
+
+using namespace mlir;
+using namespace kiln;
+namespace kgpu = kiln::gpu;
+
+namespace {
+
+/// ".b32" style suffix and inline-asm register class for a scalar type, given how the op
+/// interprets it (`kind`: 'b' bits, 's' signed, 'u' unsigned, 'f' float).
+std::pair<std::string, std::string> ptxType(Type t, char kind) {
+  unsigned bits = isa<LLVM::LLVMPointerType>(t) ? 64 : t.getIntOrFloatBitWidth();
+  std::string reg = isa<FloatType>(t) ? (bits == 64 ? "d" : "f") : (bits == 64 ? "l" : "r");
+  return {std::string(".") + kind + std::to_string(bits), reg};
+}
+
+/// PTX operation and type interpretation of an RMW kind.
+std::pair<StringRef, char> ptxOp(RMWKind kind, Type elem) {
+  switch (kind) {
+  case RMWKind::and_:
+    return {"and", 'b'};
+  case RMWKind::or_:
+    return {"or", 'b'};
+  case RMWKind::xor_:
+    return {"xor", 'b'};
+  case RMWKind::add:
+    return {"add", 'u'};
+  case RMWKind::fadd:
+    return {"add", 'f'};
+  case RMWKind::max:
+    return {"max", isa<FloatType>(elem) ? 'f' : 's'};
+  case RMWKind::min:
+    return {"min", isa<FloatType>(elem) ? 'f' : 's'};
+  case RMWKind::umax:
+    return {"max", 'u'};
+  case RMWKind::umin:
+    return {"min", 'u'};
+  case RMWKind::xchg:
+    return {"exch", 'b'};
+  }
+  return {"", 'b'};
+}
+
+std::string semScope(MemSemantic sem, MemScope scope) {
+  return "." + stringifyMemSemantic(sem).str() + "." + stringifyMemScope(scope).str();
+}
+
+/// One predicated atomic; `operands` follow the address. Returns the old value.
+Value emitAtom(OpBuilder &b, Location loc, Type resultType, StringRef opcode, Value pred,
+               Value ptr, ArrayRef<Value> operands, StringRef reg) {
+  std::string asmStr, constraints = "=" + reg.str();
+  SmallVector<Value> args;
+  unsigned idx = 1;
+  if (pred) {
+    asmStr += "@$" + std::to_string(idx++) + " ";
+    constraints += ",b";
+    args.push_back(pred);
+  }
+  asmStr += opcode.str() + " $0, [ $" + std::to_string(idx++) + " + 0 ]";
+  constraints += ",l";
+  args.push_back(ptr);
+  for (Value v : operands) {
+    asmStr += ", $" + std::to_string(idx++);
+    constraints += "," + reg.str();
+    args.push_back(v);
+  }
+  asmStr += ";";
+  return LLVM::InlineAsmOp::create(b, loc, resultType, args, asmStr, constraints,
+                                   /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                   LLVM::tailcallkind::TailCallKind::None,
+                                   LLVM::AsmDialectAttr(), ArrayAttr())
+      .getResult(0);
+}
+
+/// Runs `emit(pred)` for every owned element of a tile, or on thread 0 for a scalar (whose
+/// result is then shared through shared memory), and replaces `op` with the results.
+template <typename OpTy>
+LogicalResult lowerAtomic(OpTy op, Value ptrs, Value mask, const TypeConverter *converter,
+                          const TargetInfo &target, ConversionPatternRewriter &rewriter,
+                          function_ref<Value(unsigned i, Value pred, Value ptr)> emit) {
+  Location loc = op.getLoc();
+  Type elemType = converter->convertType(getElementTypeOrSelf(op.getType()));
+  if (auto type = dyn_cast<RankedTensorType>(op.getType())) {
+    Value owner = emitOwnerPredicate(rewriter, loc, type, target);
+    SmallVector<Value> ptrFields = unpackStruct(rewriter, loc, ptrs);
+    SmallVector<Value> maskFields;
+    if (mask)
+      maskFields = unpackStruct(rewriter, loc, mask);
+    SmallVector<Value> out;
+    for (unsigned i = 0; i < ptrFields.size(); ++i) {
+      Value pred = owner;
+      if (mask)
+        pred = pred ? Value(LLVM::AndOp::create(rewriter, loc, pred, maskFields[i]))
+                    : maskFields[i];
+      out.push_back(emit(i, pred, ptrFields[i]));
+    }
+    rewriter.replaceOp(op, packStruct(rewriter, loc, converter->convertType(type), out));
+    return success();
+  }
+  Value tid = target.getThreadId(rewriter, loc);
+  Value pred = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq, tid,
+                                    i32Const(rewriter, loc, 0));
+  if (mask)
+    pred = LLVM::AndOp::create(rewriter, loc, pred, mask);
+  Value old = emit(0, pred, ptrs);
+  // Thread 0 publishes the old value; every thread reads it after the barrier.
+  static unsigned counter = 0;
+  Value buffer = getSharedBuffer(rewriter, loc, op, elemType, 1,
+                                 "__kiln_atomic_smem_" + std::to_string(counter++));
+  Type ptr3 = LLVM::LLVMPointerType::get(rewriter.getContext(), 3);
+  Block *current = rewriter.getInsertionBlock();
+  Block *after = rewriter.splitBlock(current, rewriter.getInsertionPoint());
+  Block *store = rewriter.createBlock(after);
+  rewriter.setInsertionPointToEnd(current);
+  Value isZero = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq, tid,
+                                      i32Const(rewriter, loc, 0));
+  LLVM::CondBrOp::create(rewriter, loc, isZero, store, after);
+  rewriter.setInsertionPointToEnd(store);
+  LLVM::StoreOp::create(rewriter, loc, old, buffer);
+  LLVM::BrOp::create(rewriter, loc, after);
+  rewriter.setInsertionPointToStart(after);
+  target.barrier(rewriter, loc);
+  Value shared = LLVM::LoadOp::create(rewriter, loc, elemType, buffer);
+  target.barrier(rewriter, loc);
+  (void)ptr3;
+  rewriter.replaceOp(op, shared);
+  return success();
+}
+
+struct AtomicRMWOpLowering final : ConvertOpToLLVMPattern<AtomicRMWOp> {
+  AtomicRMWOpLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), target(target) {}
+  LogicalResult matchAndRewrite(AtomicRMWOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Type elem = getTypeConverter()->convertType(getElementTypeOrSelf(op.getType()));
+    unsigned bits = elem.getIntOrFloatBitWidth();
+    if (bits != 32 && bits != 64)
+      return op.emitError("atomic_rmw on ") << bits << "-bit elements is not supported on the "
+                                                       "GPU path yet (32 and 64 bits are)";
+    auto [opName, kind] = ptxOp(op.getKind(), elem);
+    auto [typeSuffix, reg] = ptxType(elem, kind);
+    std::string opcode = "atom" + semScope(op.getSem(), op.getScope()) + ".global." +
+                         opName.str() + typeSuffix;
+    SmallVector<Value> vals = unpackStruct(rewriter, op.getLoc(), adaptor.getVal());
+    return lowerAtomic(op, adaptor.getPtr(), adaptor.getMask(), getTypeConverter(), target,
+                       rewriter, [&](unsigned i, Value pred, Value ptr) {
+                         return emitAtom(rewriter, op.getLoc(), elem, opcode, pred, ptr,
+                                         {vals[i]}, reg);
+                       });
+  }
+  const TargetInfo &target;
+};
+
+struct AtomicCASOpLowering final : ConvertOpToLLVMPattern<AtomicCASOp> {
+  AtomicCASOpLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), target(target) {}
+  LogicalResult matchAndRewrite(AtomicCASOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Type elem = getTypeConverter()->convertType(getElementTypeOrSelf(op.getType()));
+    unsigned bits = isa<LLVM::LLVMPointerType>(elem) ? 64 : elem.getIntOrFloatBitWidth();
+    if (bits != 32 && bits != 64)
+      return op.emitError("atomic_cas on ") << bits << "-bit elements is not supported on the "
+                                                       "GPU path yet (32 and 64 bits are)";
+    // cas compares bits: move floats through integer registers.
+    Type bitsType = rewriter.getIntegerType(bits);
+    auto [typeSuffix, reg] = ptxType(bitsType, 'b');
+    std::string opcode =
+        "atom" + semScope(op.getSem(), op.getScope()) + ".global.cas" + typeSuffix;
+    Location loc = op.getLoc();
+    auto toBits = [&](Value v) -> Value {
+      if (isa<LLVM::LLVMPointerType>(v.getType()))
+        return LLVM::PtrToIntOp::create(rewriter, loc, bitsType, v);
+      return isa<IntegerType>(v.getType()) ? v : Value(LLVM::BitcastOp::create(rewriter, loc, bitsType, v));
+    };
+    SmallVector<Value> cmps = unpackStruct(rewriter, loc, adaptor.getCmp());
+    SmallVector<Value> vals = unpackStruct(rewriter, loc, adaptor.getVal());
+    return lowerAtomic(op, adaptor.getPtr(), Value(), getTypeConverter(), target, rewriter,
+                       [&](unsigned i, Value pred, Value ptr) -> Value {
+                         Value old = emitAtom(rewriter, loc, bitsType, opcode, pred, ptr,
+                                              {toBits(cmps[i]), toBits(vals[i])}, reg);
+                         if (isa<LLVM::LLVMPointerType>(elem))
+                           return LLVM::IntToPtrOp::create(rewriter, loc, elem, old);
+                         return isa<IntegerType>(elem)
+                                    ? old
+                                    : Value(LLVM::BitcastOp::create(rewriter, loc, elem, old));
+                       });
+  }
+  const TargetInfo &target;
+};
+
+} // namespace
+
+void kiln::populateAtomicOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
+                                          RewritePatternSet &patterns, const TargetInfo &target) {
+  patterns.add<AtomicRMWOpLowering, AtomicCASOpLowering>(converter, target);
+}

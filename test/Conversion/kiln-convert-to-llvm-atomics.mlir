@@ -1,0 +1,45 @@
+// RUN: kiln-opt %s -split-input-file -kiln-assign-layouts -convert-scf-to-cf -kiln-convert-to-llvm | FileCheck %s
+
+// A masked atomic add on a tile: one predicated atom per owned element.
+// CHECK-LABEL: llvm.func @tile_fadd(
+// CHECK: llvm.inline_asm has_side_effects {{.*}}"@$1 atom.acq_rel.gpu.global.add.f32 $0, [ $2 + 0 ], $3;", "=f,b,l,f"
+func.func @tile_fadd(%p: !kiln.ptr<f32>, %n: i32) {
+  %r = kiln.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
+  %nv = kiln.splat %n : tensor<128xi32>
+  %m = arith.cmpi slt, %r, %nv : tensor<128xi32>
+  %ps = kiln.splat %p : tensor<128x!kiln.ptr<f32>>
+  %q = kiln.addptr %ps, %r : tensor<128x!kiln.ptr<f32>>, tensor<128xi32>
+  %one = arith.constant dense<1.0> : tensor<128xf32>
+  %old = kiln.atomic_rmw fadd, acq_rel, gpu, %q, %one, %m : tensor<128x!kiln.ptr<f32>>
+  kiln.store %q, %old, %m : tensor<128x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// A 16-element tile under 128 threads is replicated 8 times: only the owner updates.
+// CHECK-LABEL: llvm.func @replicated_max(
+// CHECK: llvm.icmp "ult"
+// CHECK: "@$1 atom.relaxed.cta.global.max.s32 $0, [ $2 + 0 ], $3;", "=r,b,l,r"
+func.func @replicated_max(%p: !kiln.ptr<i32>) {
+  %r = kiln.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+  %ps = kiln.splat %p : tensor<16x!kiln.ptr<i32>>
+  %q = kiln.addptr %ps, %r : tensor<16x!kiln.ptr<i32>>, tensor<16xi32>
+  %old = kiln.atomic_rmw max, relaxed, cta, %q, %r : tensor<16x!kiln.ptr<i32>>
+  return
+}
+
+// -----
+
+// A scalar atomic runs on thread 0; the old value is shared through shared memory.
+// CHECK: llvm.mlir.global internal @__kiln_atomic_smem_{{[0-9]+}}() {addr_space = 3 : i32
+// CHECK-LABEL: llvm.func @scalar_cas(
+// CHECK: "@$1 atom.acq_rel.gpu.global.cas.b32 $0, [ $2 + 0 ], $3, $4;", "=r,b,l,r,r"
+// CHECK: nvvm.barrier0
+func.func @scalar_cas(%p: !kiln.ptr<i32>, %out: !kiln.ptr<i32>) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %old = kiln.atomic_cas acq_rel, gpu, %p, %c0, %c1 : !kiln.ptr<i32>
+  kiln.store %out, %old : !kiln.ptr<i32>
+  return
+}
