@@ -158,9 +158,14 @@ Access classify(PyObject *obj) {
       a = Access::DLPack;
   }
   if (a == Access::Torch && !types().torchStream) {
-    pyb::module_ torchC = pyb::module_::import("torch._C");
-    if (pyb::hasattr(torchC, "_cuda_getCurrentRawStream"))
-      types().torchStream = torchC.attr("_cuda_getCurrentRawStream");
+    // torch's current stream is the default for launches with torch tensors.
+    PyObject *torchC = PyImport_ImportModule("torch._C");
+    if (torchC && PyObject_HasAttrString(torchC, "_cuda_getCurrentRawStream"))
+      types().torchStream = pyb::module_(pyb::reinterpret_steal<pyb::module_>(torchC))
+                                .attr("_cuda_getCurrentRawStream");
+    else
+      Py_XDECREF(torchC);
+    PyErr_Clear();
   }
   types().access.emplace(type, a);
   return a;
@@ -396,9 +401,21 @@ static std::string specOf(const std::string &key, size_t &pos) {
   }
 }
 
-pyb::object Launcher::launch(pyb::handle grid, pyb::args args, pyb::kwargs kwargs) {
+/// The index of the parameter named `k` (interned names compare by pointer first), or n.
+static size_t findParam(const std::vector<Launcher::Param> &params, PyObject *k) {
   const size_t n = params.size();
-  const size_t nargs = args.size();
+  for (size_t i = 0; i < n; ++i)
+    if (params[i].name.ptr() == k)
+      return i;
+  for (size_t i = 0; i < n; ++i)
+    if (PyUnicode_Compare(params[i].name.ptr(), k) == 0)
+      return i;
+  return n;
+}
+
+PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs,
+                           PyObject *kwnames) {
+  const size_t n = params.size();
   if (nargs > n)
     typeError("kernel '" + name + "' takes " + std::to_string(n) + " arguments, got " +
               std::to_string(nargs));
@@ -406,37 +423,31 @@ pyb::object Launcher::launch(pyb::handle grid, pyb::args args, pyb::kwargs kwarg
   // Bind: positional first, then keywords (parameters or launch options), then defaults.
   PyObject *bound[kMaxParams];
   for (size_t i = 0; i < n; ++i)
-    bound[i] = i < nargs ? PyTuple_GET_ITEM(args.ptr(), i) : nullptr;
+    bound[i] = i < nargs ? args[i] : nullptr;
   long numWarps = 4, numStages = 3;
   PyObject *streamObj = nullptr;
-  if (kwargs && PyDict_GET_SIZE(kwargs.ptr())) {
-    PyObject *k, *v;
-    Py_ssize_t posIt = 0;
-    while (PyDict_Next(kwargs.ptr(), &posIt, &k, &v)) {
-      size_t i = 0;
-      for (; i < n; ++i)
-        if (params[i].name.ptr() == k ||
-            PyUnicode_Compare(params[i].name.ptr(), k) == 0)
-          break;
-      if (i < n) {
-        if (bound[i])
-          typeError("kernel '" + name + "' got multiple values for argument '" +
-                    std::string(pyb::str(k)) + "'");
-        bound[i] = v;
-        continue;
-      }
-      if (PyUnicode_Compare(k, names().numWarps.ptr()) == 0)
-        numWarps = PyLong_AsLong(v);
-      else if (PyUnicode_Compare(k, names().numStages.ptr()) == 0)
-        numStages = PyLong_AsLong(v);
-      else if (PyUnicode_Compare(k, names().stream.ptr()) == 0)
-        streamObj = v;
-      else
-        typeError("kernel '" + name + "' got an unexpected keyword argument '" +
+  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t j = 0; j < nkw; ++j) {
+    PyObject *k = PyTuple_GET_ITEM(kwnames, j), *v = args[nargs + j];
+    size_t i = findParam(params, k);
+    if (i < n) {
+      if (bound[i])
+        typeError("kernel '" + name + "' got multiple values for argument '" +
                   std::string(pyb::str(k)) + "'");
-      if (PyErr_Occurred())
-        throw pyb::error_already_set();
+      bound[i] = v;
+      continue;
     }
+    if (PyUnicode_Compare(k, names().numWarps.ptr()) == 0)
+      numWarps = PyLong_AsLong(v);
+    else if (PyUnicode_Compare(k, names().numStages.ptr()) == 0)
+      numStages = PyLong_AsLong(v);
+    else if (PyUnicode_Compare(k, names().stream.ptr()) == 0)
+      streamObj = v;
+    else
+      typeError("kernel '" + name + "' got an unexpected keyword argument '" +
+                std::string(pyb::str(k)) + "'");
+    if (PyErr_Occurred())
+      throw pyb::error_already_set();
   }
   for (size_t i = 0; i < n; ++i) {
     if (bound[i])
@@ -494,11 +505,11 @@ pyb::object Launcher::launch(pyb::handle grid, pyb::args args, pyb::kwargs kwarg
 
   // Grid: a tuple, or a callable of the meta-parameters.
   pyb::object gridTuple = pyb::reinterpret_borrow<pyb::object>(grid);
-  if (PyCallable_Check(grid.ptr())) {
+  if (PyCallable_Check(grid)) {
     pyb::dict meta;
     for (size_t i = 0; i < n; ++i)
       meta[params[i].name] = pyb::handle(bound[i]);
-    gridTuple = grid(meta);
+    gridTuple = pyb::handle(grid)(meta);
   }
   kiln::rt::Grid g;
   {
@@ -536,7 +547,7 @@ pyb::object Launcher::launch(pyb::handle grid, pyb::args args, pyb::kwargs kwarg
     g = {dims[0], dims[1], dims[2]};
   }
   if (uint64_t(g.x) * g.y * g.z == 0)
-    return variant->compiled;
+    return variant->compiled.inc_ref().ptr();
 
   // Stream: explicit, else torch's current stream when torch tensors are passed, else 0.
   kiln::rt::CUstream stream = nullptr;
@@ -545,8 +556,12 @@ pyb::object Launcher::launch(pyb::handle grid, pyb::args args, pyb::kwargs kwarg
     if (PyErr_Occurred())
       throw pyb::error_already_set();
   } else if (sawTorch && types().torchStream) {
-    pyb::object s = types().torchStream(0);
-    stream = reinterpret_cast<kiln::rt::CUstream>(PyLong_AsUnsignedLongLong(s.ptr()));
+    static PyObject *device0 = PyLong_FromLong(0);
+    PyObject *s = PyObject_CallOneArg(types().torchStream.ptr(), device0);
+    if (!s)
+      throw pyb::error_already_set();
+    stream = reinterpret_cast<kiln::rt::CUstream>(PyLong_AsUnsignedLongLong(s));
+    Py_DECREF(s);
   }
 
   // Pack and launch.
@@ -558,7 +573,7 @@ pyb::object Launcher::launch(pyb::handle grid, pyb::args args, pyb::kwargs kwarg
     ptrs[j] = &storage[j];
   }
   variant->kernel->launchRaw(g, stream, ptrs); // kiln::rt::Error becomes kiln.KilnError
-  return variant->compiled;
+  return variant->compiled.inc_ref().ptr();
 }
 
 Launcher::Variant *Launcher::compileVariant(const std::string &key, PyObject **bound,
@@ -597,3 +612,173 @@ Launcher::Variant *Launcher::compileVariant(const std::string &key, PyObject **b
   cache.emplace(key, std::move(v));
   return raw;
 }
+
+//===----------------------------------------------------------------------===//
+// The Python types of the launch path (plain CPython: kernel[grid](...) is two C calls)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// kiln._C.Launcher: the base class of kiln.jit.JITFunction.
+struct LauncherObject {
+  PyObject_HEAD Launcher *impl;
+};
+
+/// kiln._C.BoundLaunch: what kernel[grid] returns; calling it launches.
+struct BoundObject {
+  PyObject_HEAD LauncherObject *owner;
+  PyObject *grid;
+  vectorcallfunc vectorcall;
+};
+
+/// Turns the C++ exception in flight into a Python error; returns nullptr.
+PyObject *setPythonError() {
+  try {
+    throw;
+  } catch (pyb::error_already_set &e) {
+    e.restore();
+  } catch (pyb::builtin_exception &e) {
+    e.set_error();
+  } catch (const kiln::rt::Error &e) {
+    PyErr_SetString(kiln::python::kilnErrorType, e.what());
+  } catch (const std::exception &e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+PyObject *boundVectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                          PyObject *kwnames) {
+  auto *b = reinterpret_cast<BoundObject *>(self);
+  try {
+    return b->owner->impl->launch(b->grid, args, PyVectorcall_NARGS(nargsf), kwnames);
+  } catch (...) {
+    return setPythonError();
+  }
+}
+
+void boundDealloc(PyObject *self) {
+  auto *b = reinterpret_cast<BoundObject *>(self);
+  Py_XDECREF(b->owner);
+  Py_XDECREF(b->grid);
+  Py_TYPE(self)->tp_free(self);
+}
+
+PyTypeObject BoundType = [] {
+  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  t.tp_name = "kiln._C.BoundLaunch";
+  t.tp_basicsize = sizeof(BoundObject);
+  t.tp_dealloc = boundDealloc;
+  t.tp_call = PyVectorcall_Call;
+  t.tp_vectorcall_offset = offsetof(BoundObject, vectorcall);
+  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
+  t.tp_doc = "kernel[grid]: call it with the kernel's arguments to launch";
+  return t;
+}();
+
+PyObject *launcherNew(PyTypeObject *type, PyObject *, PyObject *) {
+  PyObject *self = type->tp_alloc(type, 0);
+  if (self)
+    reinterpret_cast<LauncherObject *>(self)->impl = new Launcher();
+  return self;
+}
+
+void launcherDealloc(PyObject *self) {
+  auto *l = reinterpret_cast<LauncherObject *>(self);
+  PyTypeObject *type = Py_TYPE(self);
+  if (PyType_IS_GC(type))
+    PyObject_GC_UnTrack(self);
+  delete l->impl;
+  l->impl = nullptr;
+  type->tp_free(self); // a Python subclass's type is released by subtype_dealloc
+}
+
+PyObject *launcherSubscript(PyObject *self, PyObject *grid) {
+  BoundObject *b = PyObject_New(BoundObject, &BoundType);
+  if (!b)
+    return nullptr;
+  Py_INCREF(self);
+  Py_INCREF(grid);
+  b->owner = reinterpret_cast<LauncherObject *>(self);
+  b->grid = grid;
+  b->vectorcall = boundVectorcall;
+  return reinterpret_cast<PyObject *>(b);
+}
+
+PyObject *launcherSetup(PyObject *self, PyObject *args) {
+  PyObject *name, *names, *cflags, *nflags, *hasDefault, *defaults, *compile;
+  if (!PyArg_ParseTuple(args, "UO!O!O!O!O!O:_setup", &name, &PyList_Type, &names, &PyList_Type,
+                        &cflags, &PyList_Type, &nflags, &PyList_Type, &hasDefault,
+                        &PyList_Type, &defaults, &compile))
+    return nullptr;
+  try {
+    auto borrow = [](PyObject *o) { return pyb::reinterpret_borrow<pyb::list>(o); };
+    reinterpret_cast<LauncherObject *>(self)->impl->setup(
+        pyb::str(name).cast<std::string>(), borrow(names), borrow(cflags), borrow(nflags),
+        borrow(hasDefault), borrow(defaults), pyb::reinterpret_borrow<pyb::object>(compile));
+    Py_RETURN_NONE;
+  } catch (...) {
+    return setPythonError();
+  }
+}
+
+PyObject *launcherLaunch(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kwnames) {
+  if (nargs < 1) {
+    PyErr_SetString(PyExc_TypeError, "_launch(grid, *args, **kwargs) needs a grid");
+    return nullptr;
+  }
+  try {
+    return reinterpret_cast<LauncherObject *>(self)->impl->launch(args[0], args + 1, nargs - 1,
+                                                                  kwnames);
+  } catch (...) {
+    return setPythonError();
+  }
+}
+
+PyObject *launcherNumVariants(PyObject *self, PyObject *) {
+  return PyLong_FromSize_t(reinterpret_cast<LauncherObject *>(self)->impl->numVariants());
+}
+
+PyObject *launcherClear(PyObject *self, PyObject *) {
+  reinterpret_cast<LauncherObject *>(self)->impl->clearCache();
+  Py_RETURN_NONE;
+}
+
+PyMethodDef launcherMethods[] = {
+    {"_setup", launcherSetup, METH_VARARGS,
+     "_setup(name, param_names, constexpr_flags, no_specialize_flags, has_default, defaults, "
+     "compile)"},
+    {"_launch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(launcherLaunch)),
+     METH_FASTCALL | METH_KEYWORDS, "_launch(grid, *args, **kwargs)"},
+    {"_num_variants", launcherNumVariants, METH_NOARGS, "number of compiled variants"},
+    {"_clear_variants", launcherClear, METH_NOARGS, "forgets the compiled variants"},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyMappingMethods launcherMapping = {nullptr, launcherSubscript, nullptr};
+
+PyTypeObject LauncherType = [] {
+  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  t.tp_name = "kiln._C.Launcher";
+  t.tp_basicsize = sizeof(LauncherObject);
+  t.tp_dealloc = launcherDealloc;
+  t.tp_as_mapping = &launcherMapping;
+  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE;
+  t.tp_doc = "The C++ launch path of a @kiln.jit kernel (base of kiln.jit.JITFunction)";
+  t.tp_methods = launcherMethods;
+  t.tp_new = launcherNew;
+  return t;
+}();
+
+} // namespace
+
+void kiln::python::registerLaunchTypes(pyb::module_ &m) {
+  if (PyType_Ready(&BoundType) < 0 || PyType_Ready(&LauncherType) < 0)
+    throw pyb::error_already_set();
+  Py_INCREF(&BoundType);
+  Py_INCREF(&LauncherType);
+  m.add_object("BoundLaunch", reinterpret_cast<PyObject *>(&BoundType));
+  m.add_object("Launcher", reinterpret_cast<PyObject *>(&LauncherType));
+}
+
+PyObject *kiln::python::kilnErrorType = nullptr;

@@ -71,8 +71,10 @@ public:
   void setup(const std::string &kernelName, pybind11::list paramNames,
              pybind11::list constexprFlags, pybind11::list noSpecializeFlags,
              pybind11::list hasDefault, pybind11::list defaults, pybind11::object compile);
-  /// Binds, specializes, looks up (compiling on a miss) and launches.
-  pybind11::object launch(pybind11::handle grid, pybind11::args args, pybind11::kwargs kwargs);
+  /// Binds the vectorcall arguments (`nargs` positional, then one per name in `kwnames`),
+  /// specializes, looks up (compiling on a miss) and launches. Returns a new reference to
+  /// the variant's CompiledKernel; errors are thrown as C++ exceptions.
+  PyObject *launch(PyObject *grid, PyObject *const *args, size_t nargs, PyObject *kwnames);
   void clearCache();
   size_t numVariants() const;
 
@@ -87,12 +89,11 @@ private:
   std::string keyBuffer;
 };
 
-/// kernel[grid]: the launcher and the grid, called with the arguments.
-struct BoundLaunch {
-  Launcher *launcher;
-  pybind11::object owner; ///< keeps the launcher alive
-  pybind11::object grid;
-};
+/// Adds kiln._C.Launcher (with kernel[grid]) and kiln._C.BoundLaunch (vectorcall) to `m`.
+void registerLaunchTypes(pybind11::module_ &m);
+
+/// kiln._C.KilnError (kiln::rt::Error in Python).
+extern PyObject *kilnErrorType;
 
 } // namespace kiln::python
 

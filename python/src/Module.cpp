@@ -52,9 +52,8 @@ size_t itemSizeOf(const std::string &dtype) {
   return 0;
 }
 
-/// The Python exception types of the extension.
+/// kiln._C.BuildError: a kiln::py::Error (user error with a location).
 PyObject *buildErrorType = nullptr;
-PyObject *kilnErrorType = nullptr;
 
 } // namespace
 
@@ -280,21 +279,5 @@ PYBIND11_MODULE(_C, m) {
   // Launch path
   //===--------------------------------------------------------------------===//
 
-  pyb::class_<BoundLaunch>(m, "BoundLaunch")
-      .def("__call__", [](BoundLaunch &b, pyb::args args, pyb::kwargs kwargs) {
-        return b.launcher->launch(b.grid, std::move(args), std::move(kwargs));
-      });
-
-  pyb::class_<Launcher>(m, "Launcher", pyb::dynamic_attr())
-      .def(pyb::init<>())
-      .def("_setup", &Launcher::setup)
-      .def("_clear_variants", &Launcher::clearCache)
-      .def("_num_variants", &Launcher::numVariants)
-      .def("__getitem__",
-           [](pyb::object self, pyb::object grid) {
-             return BoundLaunch{&self.cast<Launcher &>(), self, std::move(grid)};
-           })
-      .def("_launch", [](Launcher &l, pyb::object grid, pyb::args args, pyb::kwargs kwargs) {
-        return l.launch(grid, std::move(args), std::move(kwargs));
-      });
+  registerLaunchTypes(m);
 }
