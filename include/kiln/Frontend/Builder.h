@@ -354,7 +354,33 @@ public:
   std::vector<Tile> whileLoop(llvm::ArrayRef<Tile> inits, const CondBody &condFn,
                               const RegionBody &bodyFn, llvm::ArrayRef<std::string> names = {});
 
+  //===--------------------------------------------------------------------===//
+  // Reductions (BuilderReduce.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// Combine function of a reduction: (accumulators, new values) -> combined values, one
+  /// scalar per input, of the inputs' dtypes.
+  using CombineBody =
+      std::function<std::vector<Tile>(llvm::ArrayRef<Tile>, llvm::ArrayRef<Tile>)>;
+  /// tl.reduce(inputs, axis, combine_fn, keep_dims): kiln.reduce of same-shape tiles along
+  /// `axis` (negative counts from the end). Results drop `axis` (a scalar from a 1-D tile),
+  /// or keep it as size 1 with `keepDims`.
+  std::vector<Tile> reduce(llvm::ArrayRef<Tile> inputs, int axis, const CombineBody &combine,
+                           bool keepDims = false);
+  /// tl.sum: integers narrower than 32 bits accumulate as (u)int32, as in Triton.
+  Tile sum(const Tile &x, int axis, bool keepDims = false);
+  /// tl.max / tl.min (floats: maxnum/minnum, Triton's default NaN handling).
+  Tile max(const Tile &x, int axis, bool keepDims = false);
+  Tile min(const Tile &x, int axis, bool keepDims = false);
+  /// tl.argmax / tl.argmin: int32 index of the first extreme value along `axis`.
+  Tile argmax(const Tile &x, int axis, bool keepDims = false);
+  Tile argmin(const Tile &x, int axis, bool keepDims = false);
+  /// tl.xor_sum (integers).
+  Tile xorSum(const Tile &x, int axis, bool keepDims = false);
+
 private:
+  /// argmax (`greater`) or argmin.
+  Tile argExtreme(const Tile &x, int axis, bool keepDims, bool greater);
   /// Triton's binary_op_type_checking: rejects pointer operands where not allowed, promotes
   /// both operands to the computation type (when `arithmetic`), broadcasts them.
   std::pair<Tile, Tile> binaryOperands(const Tile &a, const Tile &b, llvm::StringRef op,
