@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Packs the prebuilt GPU-side binaries (stripped libkiln.so, kiln-bench, runtime tests) into
-# .carry/kiln-gpu.tar.xz so that they fit the device tool's transfer limit.
+# Packs the prebuilt GPU-side binaries (stripped libkiln.so, kiln-bench, runtime tests) and the
+# headers the Python extension builds against into .carry/kiln-gpu.tar.xz so that they fit the
+# device tool's transfer limit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage=$(mktemp -d)
@@ -8,6 +9,11 @@ mkdir -p "$stage/lib" "$stage/bench" "$stage/test/runtime" .carry
 strip --strip-unneeded -o "$stage/lib/libkiln.so" build/lib/libkiln.so
 cp build/bench/kiln-bench "$stage/bench/"
 cp build/test/runtime/kiln-runtime-tests build/test/runtime/kiln-cache-worker "$stage/test/runtime/"
+# What building only the Python extension there needs (scripts/gpu-python.sh): the facade and
+# runtime headers; the extension links lib/libkiln.so above.
+mkdir -p "$stage/include/kiln/Python"
+cp include/kiln/Python/Session.h "$stage/include/kiln/Python/"
+cp include/kiln/Runtime.h include/kiln/kiln_c.h "$stage/include/kiln/"
 tar -cJf .carry/kiln-gpu.tar.xz -C "$stage" .
 rm -rf "$stage"
 ls -la .carry/kiln-gpu.tar.xz

@@ -1,0 +1,216 @@
+"""Kiln from Python beside Triton, in the same run, on the GPU machine. Prints key=value lines:
+
+- Triton's tutorial vector add written with `import kiln.language as tl`, and Triton's own,
+  fp32, n = 2^28: GB/s of each (medians of do_bench, rounds interleaved), the ratio, and the
+  error of Kiln's result against a float64 reference (output poisoned before the run);
+- host time per launch from Python of that kernel as a tiny 4-argument launch (n = 1024, one
+  program), batches of back-to-back launches between synchronizations, Kiln and Triton;
+- cold compile in a fresh process (empty caches): time from the end of `import` to the first
+  launch completing, Kiln and Triton, and their ratio;
+- a fresh process with a warm disk cache: time from the end of `import kiln` to the first
+  launch completing (CUDA already initialized by torch, as in any program that has its inputs
+  on the GPU), and the same in a process whose first CUDA call is Kiln's (CUDA start-up
+  included, reported separately).
+
+Run: PYTHONPATH=<staged kiln package> python3 bench/bench_python.py
+"""
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import torch
+import triton
+import triton.language as ttl
+from triton.testing import do_bench
+
+import kiln
+import kiln.language as tl
+
+
+@kiln.jit
+def kiln_add(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    block_start = pid * BLOCK_SIZE
+    offsets = block_start + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    output = x + y
+    tl.store(output_ptr + offsets, output, mask=mask)
+
+
+@triton.jit
+def triton_add(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: ttl.constexpr):
+    pid = ttl.program_id(axis=0)
+    block_start = pid * BLOCK_SIZE
+    offsets = block_start + ttl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = ttl.load(x_ptr + offsets, mask=mask)
+    y = ttl.load(y_ptr + offsets, mask=mask)
+    output = x + y
+    ttl.store(output_ptr + offsets, output, mask=mask)
+
+
+def report(key, value, fmt="{:.4f}"):
+    print(f"{key}={fmt.format(value) if isinstance(value, float) else value}", flush=True)
+
+
+def bandwidth():
+    n = 1 << 28
+    x = torch.rand(n, device="cuda")
+    y = torch.rand(n, device="cuda")
+    out = torch.full_like(x, float("nan"))
+    grid = lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)  # noqa: E731
+    kiln_add[grid](x, y, out, n, BLOCK_SIZE=1024)
+    torch.cuda.synchronize()
+    ref = x.double() + y.double()
+    report("kiln_py_add_relerr", ((out.double() - ref).norm() / ref.norm()).item(), "{:.3e}")
+    out.fill_(float("nan"))
+    triton_add[grid](x, y, out, n, BLOCK_SIZE=1024)
+    torch.cuda.synchronize()
+    report("triton_add_relerr", ((out.double() - ref).norm() / ref.norm()).item(), "{:.3e}")
+    nbytes = 3 * 4 * n
+    k, t = [], []
+    for _ in range(3):  # interleaved rounds: both see the same clocks and neighbours
+        k.append(do_bench(lambda: kiln_add[grid](x, y, out, n, BLOCK_SIZE=1024),
+                          warmup=50, rep=300, return_mode="median"))
+        t.append(do_bench(lambda: triton_add[grid](x, y, out, n, BLOCK_SIZE=1024),
+                          warmup=50, rep=300, return_mode="median"))
+    kg, tg = nbytes / statistics.median(k) / 1e6, nbytes / statistics.median(t) / 1e6
+    report("kiln_py_add_gbps", kg)
+    report("triton_add_gbps", tg)
+    report("kiln_py_add_vs_triton", kg / tg)
+    kb = do_bench(lambda: kiln_add[grid](x, y, out, n, BLOCK_SIZE=1024), warmup=50, rep=300,
+                  return_mode="median")
+    report("kiln_testing_do_bench_ms", kiln.testing.do_bench(
+        lambda: kiln_add[grid](x, y, out, n, BLOCK_SIZE=1024), return_mode="median"))
+    report("triton_testing_do_bench_ms_kiln_kernel", kb)
+    del x, y, out, ref
+    torch.cuda.empty_cache()
+
+
+def host_time(launch, batches=40, per_batch=500):
+    """Median host microseconds per launch over batches of back-to-back launches, with the
+    device drained between batches (so the launch queue never fills)."""
+    for _ in range(1000):
+        launch()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(batches):
+        t0 = time.perf_counter()
+        for _ in range(per_batch):
+            launch()
+        samples.append((time.perf_counter() - t0) / per_batch)
+        torch.cuda.synchronize()
+    return statistics.median(samples) * 1e6
+
+
+def launch_cost():
+    a, b, c = (torch.empty(1024, device="cuda") for _ in range(3))
+    report("kiln_py_launch_host_us", host_time(lambda: kiln_add[(1,)](a, b, c, 1024,
+                                                                     BLOCK_SIZE=1024)))
+    report("triton_launch_host_us", host_time(lambda: triton_add[(1,)](a, b, c, 1024,
+                                                                      BLOCK_SIZE=1024)))
+    ka, kb, kc = (kiln.empty(1024, "float32") for _ in range(3))
+    report("kiln_py_launch_host_us_kiln_arrays",
+           host_time(lambda: kiln_add[(1,)](ka, kb, kc, 1024, BLOCK_SIZE=1024)))
+
+
+CHILD = textwrap.dedent('''
+    import os, sys, time
+    USE_TORCH = os.environ["BENCH_TORCH"] == "1"
+    LIB = os.environ["BENCH_LIB"]
+    if USE_TORCH:
+        import torch
+        n = 1 << 20
+        x = torch.rand(n, device="cuda"); y = torch.rand(n, device="cuda")
+        out = torch.empty_like(x)
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    if LIB == "kiln":
+        import kiln as lib
+        import kiln.language as tl
+    else:
+        import triton as lib
+        import triton.language as tl
+    t1 = time.perf_counter()
+    if not USE_TORCH:
+        import numpy as np
+        n = 1 << 20
+        x = lib.from_numpy(np.ones(n, np.float32)); y = lib.from_numpy(np.ones(n, np.float32))
+        out = lib.empty(n, "float32")
+
+    @lib.jit
+    def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+        pid = tl.program_id(axis=0)
+        offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+        mask = offsets < n_elements
+        x = tl.load(x_ptr + offsets, mask=mask)
+        y = tl.load(y_ptr + offsets, mask=mask)
+        tl.store(output_ptr + offsets, x + y, mask=mask)
+
+    add_kernel[(n // 1024,)](x, y, out, n, BLOCK_SIZE=1024)
+    if USE_TORCH:
+        torch.cuda.synchronize()
+    else:
+        lib.synchronize()
+    t2 = time.perf_counter()
+    if USE_TORCH:
+        assert torch.equal(out, x + y)
+    print(f"import_ms={(t1 - t0) * 1e3:.3f} first_launch_ms={(t2 - t1) * 1e3:.3f}")
+''')
+
+
+def child(script, lib, cache, use_torch=True):
+    env = dict(os.environ, BENCH_LIB=lib, BENCH_TORCH="1" if use_torch else "0",
+               KILN_CACHE_DIR=cache, TRITON_CACHE_DIR=cache)
+    r = subprocess.run([sys.executable, script], env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{lib} child failed:\n{r.stderr}")
+    vals = dict(tok.split("=") for tok in r.stdout.split())
+    return float(vals["import_ms"]), float(vals["first_launch_ms"])
+
+
+def processes():
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "child.py")
+        with open(script, "w") as f:
+            f.write(CHILD)
+        cold = {"kiln": [], "triton": []}
+        imports = {"kiln": [], "triton": []}
+        for rep in range(3):
+            for lib in ("kiln", "triton"):
+                cache = os.path.join(tmp, f"cold-{lib}-{rep}")
+                imp, first = child(script, lib, cache)
+                cold[lib].append(first)
+                imports[lib].append(imp)
+        kc, tc = statistics.median(cold["kiln"]), statistics.median(cold["triton"])
+        report("kiln_py_cold_compile_first_launch_ms", kc)
+        report("triton_cold_compile_first_launch_ms", tc)
+        report("kiln_py_cold_vs_triton", kc / tc)
+        report("kiln_import_ms", statistics.median(imports["kiln"]))
+        report("triton_import_ms", statistics.median(imports["triton"]))
+        warm_cache = os.path.join(tmp, "cold-kiln-0")
+        warm = [child(script, "kiln", warm_cache)[1] for _ in range(5)]
+        report("kiln_py_warm_first_launch_after_import_ms", statistics.median(warm))
+        warm_t = [child(script, "triton", os.path.join(tmp, "cold-triton-0"))[1]
+                  for _ in range(3)]
+        report("triton_warm_first_launch_after_import_ms", statistics.median(warm_t))
+        no_torch = [child(script, "kiln", warm_cache, use_torch=False)[1] for _ in range(3)]
+        report("kiln_py_warm_first_launch_incl_cuda_init_ms", statistics.median(no_torch))
+
+
+def main():
+    report("device", torch.cuda.get_device_name().replace(" ", "_"), "{}")
+    bandwidth()
+    launch_cost()
+    processes()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
