@@ -307,6 +307,36 @@ Handle py::Session::trans(Handle x, const std::vector<int32_t> &order) {
   return translate([&] { return impl->add(impl->builder.trans(impl->get(x), order)); });
 }
 
+Handle py::Session::reduceOp(const std::string &op, Handle x, int axis, bool keepDims) {
+  using Fn = Tile (Builder::*)(const Tile &, int, bool);
+  Fn fn = llvm::StringSwitch<Fn>(op)
+              .Case("sum", &Builder::sum)
+              .Case("max", &Builder::max)
+              .Case("min", &Builder::min)
+              .Case("argmax", &Builder::argmax)
+              .Case("argmin", &Builder::argmin)
+              .Case("xor_sum", &Builder::xorSum)
+              .Default(nullptr);
+  return translate([&] {
+    if (!fn)
+      impl->builder.error("internal error: unknown reduction '" + op + "'");
+    return impl->add((impl->builder.*fn)(impl->get(x), axis, keepDims));
+  });
+}
+
+std::vector<Handle> py::Session::reduce(const std::vector<Handle> &inputs, int axis,
+                                        const CombineBody &combine, bool keepDims) {
+  return translate([&] {
+    std::vector<Tile> results = impl->builder.reduce(
+        impl->tiles(inputs), axis,
+        [&](llvm::ArrayRef<Tile> acc, llvm::ArrayRef<Tile> next) {
+          return impl->tiles(combine(impl->handles(acc.vec()), impl->handles(next.vec())));
+        },
+        keepDims);
+    return impl->handles(results);
+  });
+}
+
 std::vector<Handle> py::Session::forLoop(Handle lb, Handle ub, Handle step,
                                          const std::vector<Handle> &inits, const ForBody &body,
                                          const std::vector<std::string> &names) {

@@ -1021,6 +1021,13 @@ class CodeGenerator:
             raise self.error(f"static assertion failed{': ' + str(msg) if msg else ''}")
         return constexpr(None)
 
+    def call_function(self, fn, args, kwargs=None):
+        """Calls the @kiln.jit function `fn` (inlined) from a builtin, at the current node."""
+        from .jit import JITFunction
+        if not isinstance(fn, JITFunction):
+            raise TypeError(f"expected a @kiln.jit function, found {_describe(fn)}")
+        return self._inline(fn, list(args), dict(kwargs or {}), self.node)
+
     def _inline(self, fn, args, kwargs, node):
         info = fn.info
         for f in self.frames:

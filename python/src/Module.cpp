@@ -119,6 +119,8 @@ PYBIND11_MODULE(_C, m) {
       .def("broadcast", &Session::broadcast)
       .def("reshape", &Session::reshape)
       .def("trans", &Session::trans)
+      .def("reduce_op", &Session::reduceOp)
+      .def("reduce", &Session::reduce)
       .def("for_loop", &Session::forLoop)
       .def("if_then_else", &Session::ifThenElse)
       .def("while_loop", &Session::whileLoop);

@@ -663,3 +663,35 @@ def literal_out_of_range(x_ptr, n):
 def test_literal_out_of_range():
     expect_error(literal_out_of_range, r"expected a literal in the range of uint8 for '\+', "
                                        r"found 300")
+
+
+# --- reductions ------------------------------------------------------------------------
+
+@kiln.jit
+def reduce_bad_axis(x_ptr, n):
+    s = tl.sum(tl.load(x_ptr + tl.arange(0, 16)), axis=2)  # ERR
+    tl.store(x_ptr, s)
+
+
+def test_reduction_axis_out_of_range():
+    expect_error(reduce_bad_axis, r"expected a reduction axis in \[-1, 1\), found 2")
+
+
+@kiln.jit
+def reduce_runtime_axis(x_ptr, n):
+    s = tl.max(tl.load(x_ptr + tl.arange(0, 16)), axis=n)  # ERR
+    tl.store(x_ptr, s)
+
+
+def test_reduction_axis_must_be_constexpr():
+    expect_error(reduce_runtime_axis, r"expected a constexpr integer for max axis")
+
+
+@kiln.jit
+def xor_sum_floats(x_ptr, n):
+    s = tl.xor_sum(tl.load(x_ptr + tl.arange(0, 16)), axis=0)  # ERR
+    tl.store(x_ptr, s)
+
+
+def test_xor_sum_needs_integers():
+    expect_error(xor_sum_floats, r"expected an integer tile for xor_sum, found fp32")

@@ -180,16 +180,35 @@ def test_fused_softmax(shape):
     x = torch.randn(M, N, device="cuda")
     y = torch.full_like(x, float("nan"))
     block = kiln.next_power_of_2(N)
-    try:
-        softmax_kernel[(M,)](y, x, x.stride(0), y.stride(0), N, BLOCK_SIZE=block,
-                             num_warps=4 if block <= 1024 else 8)
-    except kiln.CompilationError as e:
-        if "not supported by Kiln yet" in str(e):
-            pytest.skip(f"reductions not in the Python front end yet: {e.message}")
-        raise
+    softmax_kernel[(M,)](y, x, x.stride(0), y.stride(0), N, BLOCK_SIZE=block,
+                         num_warps=4 if block <= 1024 else 8)
     torch.cuda.synchronize()
     ref = torch.softmax(x.double(), dim=1)
     assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-5
+
+
+def test_persistent_softmax_tutorial_kernel():
+    """The tutorial's final form: programs stride over rows with tl.range."""
+    torch = torch_or_skip()
+    from test_compile import softmax_kernel as persistent
+    M, N = 1000, 700
+    x = torch.randn(M, N, device="cuda")
+    y = torch.full_like(x, float("nan"))
+    persistent[(132,)](y, x, x.stride(0), y.stride(0), M, N, BLOCK_SIZE=1024, num_stages=2)
+    torch.cuda.synchronize()
+    ref = torch.softmax(x.double(), dim=1)
+    assert ((y.double() - ref).norm() / ref.norm()).item() < 1e-5
+
+
+def test_reductions_against_numpy():
+    from test_compile import row_stats
+    x = np.random.default_rng(3).standard_normal(256).astype(np.float32)
+    out = kiln.empty(1, "float32")
+    idx = kiln.empty(1, "int32")
+    row_stats[(1,)](kiln.from_numpy(x), out, idx, N=256)
+    ref = x.astype(np.float64).sum() * 2 + x.max() * 2
+    assert abs(float(out.numpy()[0]) - ref) < 1e-3
+    assert int(idx.numpy()[0]) == int(np.argmax(x)) + int(np.argmin(x))
 
 
 def test_do_bench_and_stream_argument():

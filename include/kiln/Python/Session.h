@@ -145,6 +145,20 @@ public:
   Handle trans(Handle x, const std::vector<int32_t> &order = {});
 
   //===--------------------------------------------------------------------===//
+  // Reductions
+  //===--------------------------------------------------------------------===//
+
+  /// A reduction by name along `axis` (negative counts from the end): sum max min argmax
+  /// argmin xor_sum. The result drops `axis` unless `keepDims`.
+  Handle reduceOp(const std::string &op, Handle x, int axis, bool keepDims = false);
+  /// (accumulators, new values) -> combined values, one scalar per input.
+  using CombineBody = std::function<std::vector<Handle>(const std::vector<Handle> &,
+                                                        const std::vector<Handle> &)>;
+  /// tl.reduce(inputs, axis, combine_fn, keep_dims) over same-shape tiles.
+  std::vector<Handle> reduce(const std::vector<Handle> &inputs, int axis,
+                             const CombineBody &combine, bool keepDims = false);
+
+  //===--------------------------------------------------------------------===//
   // Control flow (bodies are called once, with the insertion point inside the region)
   //===--------------------------------------------------------------------===//
 

@@ -18,7 +18,8 @@ __all__ = [
     "where", "minimum", "maximum", "clamp", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
     "sin", "cos", "erf", "floor", "ceil", "abs", "fdiv", "cdiv", "sigmoid", "expand_dims",
     "broadcast_to", "broadcast", "reshape", "view", "trans", "permute", "cast",
-    "multiple_of", "max_contiguous", "max_constancy", "static_range", "range",
+    "multiple_of", "max_contiguous", "max_constancy", "static_range", "range", "sum", "max",
+    "min", "argmax", "argmin", "xor_sum", "reduce", "softmax",
     "static_assert", "static_print", "constexpr", "dtype", "pointer_type", "block_type",
     "tensor", "PropagateNan", "int1", "int8", "int16", "int32", "int64", "uint8", "uint16",
     "uint32", "uint64", "float16", "bfloat16", "float32", "float64", "void", "pi32_t",
@@ -392,19 +393,118 @@ def static_print(*values, sep=" ", end="\n", file=None, flush=False):
 
 
 # ---------------------------------------------------------------------------------------
+# Reductions
+# ---------------------------------------------------------------------------------------
+
+def _reduction(op, input, axis, keep_dims):
+    """`op` along `axis`; axis=None reduces every axis (Triton flattens first)."""
+    g = _gen()
+    x = _t(input)
+    keep = _const_bool(keep_dims, "keep_dims")
+    if _unwrap(axis) is not None:
+        return _wrap(g.session.reduce_op(op, x.handle, _const_int(axis, f"{op} axis"), keep))
+    rank = len(x.shape)
+    if rank == 0:
+        raise TypeError(f"expected a tile for tl.{op}, found {_describe(x)}")
+    if op in ("argmax", "argmin") and rank > 1:
+        numel = 1
+        for s in x.shape:
+            numel *= s.value
+        x = reshape(x, [numel])
+        r = _wrap(g.session.reduce_op(op, x.handle, 0, False))
+        return reshape(r, [1] * rank) if keep else r
+    for a in _py.range(rank - 1, -1, -1):
+        x = _wrap(g.session.reduce_op(op, x.handle, a, keep))
+    return x
+
+
+@builtin
+def sum(input, axis=None, keep_dims=False, dtype=None):
+    """Sum along `axis` (every axis when None); narrow integers accumulate in (u)int32.
+    `dtype` converts the input first."""
+    if _unwrap(dtype) is not None:
+        input = cast(input, dtype)
+    return _reduction("sum", input, axis, keep_dims)
+
+
+@builtin
+def max(input, axis=None, return_indices=False, return_indices_tie_break_left=True,
+        keep_dims=False):
+    """Maximum along `axis`; with return_indices, (values, first indices)."""
+    if _const_bool(return_indices, "return_indices"):
+        return (_reduction("max", input, axis, keep_dims),
+                _reduction("argmax", input, axis, keep_dims))
+    return _reduction("max", input, axis, keep_dims)
+
+
+@builtin
+def min(input, axis=None, return_indices=False, return_indices_tie_break_left=True,
+        keep_dims=False):
+    """Minimum along `axis`; with return_indices, (values, first indices)."""
+    if _const_bool(return_indices, "return_indices"):
+        return (_reduction("min", input, axis, keep_dims),
+                _reduction("argmin", input, axis, keep_dims))
+    return _reduction("min", input, axis, keep_dims)
+
+
+@builtin
+def argmax(input, axis, tie_break_left=True, keep_dims=False):
+    """int32 index of the first maximum along `axis`."""
+    return _reduction("argmax", input, axis, keep_dims)
+
+
+@builtin
+def argmin(input, axis, tie_break_left=True, keep_dims=False):
+    """int32 index of the first minimum along `axis`."""
+    return _reduction("argmin", input, axis, keep_dims)
+
+
+@builtin
+def xor_sum(input, axis=None, keep_dims=False):
+    """Bitwise xor along `axis` (integers)."""
+    return _reduction("xor_sum", input, axis, keep_dims)
+
+
+@builtin
+def reduce(input, axis, combine_fn, keep_dims=False):
+    """Reduces `input` (a tile or a tuple of same-shape tiles) along `axis` with
+    `combine_fn`, a @kiln.jit function of (accumulators..., values...) returning the
+    combined values."""
+    g = _gen()
+    single = not isinstance(input, tuple)
+    inputs = [_t(x) for x in ((input,) if single else input)]
+    if _unwrap(axis) is None:
+        if len(inputs[0].shape) != 1:
+            raise NotImplementedError("tl.reduce with axis=None on a tile of rank > 1 is not "
+                                      "supported by Kiln yet; reduce one axis at a time")
+        axis = 0
+
+    def combine(acc, new):
+        r = g.call_function(combine_fn, [_wrap(h) for h in list(acc) + list(new)])
+        r = r if isinstance(r, tuple) else (r,)
+        return [g.to_tensor(v).handle for v in r]
+    out = g.session.reduce([x.handle for x in inputs], _const_int(axis, "reduce axis"), combine,
+                           _const_bool(keep_dims, "keep_dims"))
+    vals = tuple(_wrap(h) for h in out)
+    return vals[0] if single else vals
+
+
+@builtin
+def softmax(x, dim=None, keep_dims=False, ieee_rounding=False):
+    """exp(x - max) / sum(exp(x - max)) along `dim` (0 when None), as Triton's."""
+    d = 0 if _unwrap(dim) is None else dim
+    z = _gen().binary("sub", x, max(x, d, keep_dims=keep_dims))
+    num = exp(z)
+    den = sum(num, d, keep_dims=keep_dims)
+    return fdiv(num, den, ieee_rounding)
+
+
+# ---------------------------------------------------------------------------------------
 # Not implemented yet: present, named in the error
 # ---------------------------------------------------------------------------------------
 
 dot = _unsupported("dot", "not supported by Kiln yet (tensor cores: a later release)")
 dot_scaled = _unsupported("dot_scaled")
-sum = _unsupported("sum", "not supported by Kiln yet (reductions are being implemented)")
-max = _unsupported("max", "not supported by Kiln yet (reductions are being implemented)")
-min = _unsupported("min", "not supported by Kiln yet (reductions are being implemented)")
-argmax = _unsupported("argmax", "not supported by Kiln yet (reductions are being implemented)")
-argmin = _unsupported("argmin", "not supported by Kiln yet (reductions are being implemented)")
-reduce = _unsupported("reduce", "not supported by Kiln yet (reductions are being implemented)")
-xor_sum = _unsupported("xor_sum", "not supported by Kiln yet (reductions are being implemented)")
-softmax = _unsupported("softmax", "not supported by Kiln yet (needs reductions)")
 cumsum = _unsupported("cumsum")
 cumprod = _unsupported("cumprod")
 associative_scan = _unsupported("associative_scan")
