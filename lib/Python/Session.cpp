@@ -190,8 +190,7 @@ Handle py::Session::full(const std::vector<int64_t> &shape, Handle value,
   });
 }
 Handle py::Session::zeros(const std::vector<int64_t> &shape, const std::string &dtype) {
-  return translate(
-      [&] { return impl->add(impl->builder.zeros(shape, impl->parseDType(dtype))); });
+  return translate([&] { return impl->add(impl->builder.zeros(shape, impl->parseDType(dtype))); });
 }
 
 Handle py::Session::binary(const std::string &op, Handle a, Handle b) {
@@ -257,9 +256,8 @@ Handle py::Session::unary(const std::string &op, Handle x) {
 }
 
 Handle py::Session::where(Handle cond, Handle a, Handle b) {
-  return translate([&] {
-    return impl->add(impl->builder.where(impl->get(cond), impl->get(a), impl->get(b)));
-  });
+  return translate(
+      [&] { return impl->add(impl->builder.where(impl->get(cond), impl->get(a), impl->get(b))); });
 }
 
 Handle py::Session::cast(Handle x, const std::string &dtype, bool bitcast) {
@@ -274,8 +272,8 @@ Handle py::Session::load(Handle ptr, Handle mask, Handle other, const std::strin
                          const std::string &evict, bool isVolatile) {
   return translate([&] {
     LoadOptions options{cache, evict, isVolatile};
-    return impl->add(impl->builder.load(impl->get(ptr), impl->optional(mask),
-                                        impl->optional(other), options));
+    return impl->add(
+        impl->builder.load(impl->get(ptr), impl->optional(mask), impl->optional(other), options));
   });
 }
 
@@ -366,8 +364,8 @@ std::vector<Handle> py::Session::ifThenElse(Handle cond, const BranchBody &thenF
   });
 }
 
-std::vector<Handle> py::Session::whileLoop(const std::vector<Handle> &inits,
-                                           const CondBody &condFn, const RegionBody &bodyFn,
+std::vector<Handle> py::Session::whileLoop(const std::vector<Handle> &inits, const CondBody &condFn,
+                                           const RegionBody &bodyFn,
                                            const std::vector<std::string> &names) {
   return translate([&] {
     std::vector<Tile> results = impl->builder.whileLoop(
@@ -424,6 +422,4 @@ py::CompileResult py::compileModule(const std::string &mlir, const std::string &
   return out;
 }
 
-std::string py::buildId() {
-  return "kiln-0.1.0/llvm-" LLVM_VERSION_STRING "/" KILN_BUILD_ID;
-}
+std::string py::buildId() { return "kiln-0.1.0/llvm-" LLVM_VERSION_STRING "/" KILN_BUILD_ID; }

@@ -75,12 +75,12 @@ const char *dtypeName(char code) {
 /// ("<f4") to its code; 0 when unknown.
 char dtypeCodeFromName(const std::string &s) {
   static const std::pair<const char *, char> names[] = {
-      {"bool", 'b'},     {"int8", 'c'},     {"int16", 's'},   {"int32", 'i'},    {"int64", 'l'},
-      {"uint8", 'C'},    {"uint16", 'S'},   {"uint32", 'I'},  {"uint64", 'L'},   {"float16", 'h'},
-      {"bfloat16", 'H'}, {"float32", 'f'},  {"float64", 'd'}, {"half", 'h'},     {"float", 'f'},
-      {"double", 'd'},   {"long", 'l'},     {"int", 'i'},     {"short", 's'},    {"b1", 'b'},
-      {"i1", 'c'},       {"i2", 's'},       {"i4", 'i'},      {"i8", 'l'},       {"u1", 'C'},
-      {"u2", 'S'},       {"u4", 'I'},       {"u8", 'L'},      {"f2", 'h'},       {"f4", 'f'},
+      {"bool", 'b'},     {"int8", 'c'},    {"int16", 's'},   {"int32", 'i'},  {"int64", 'l'},
+      {"uint8", 'C'},    {"uint16", 'S'},  {"uint32", 'I'},  {"uint64", 'L'}, {"float16", 'h'},
+      {"bfloat16", 'H'}, {"float32", 'f'}, {"float64", 'd'}, {"half", 'h'},   {"float", 'f'},
+      {"double", 'd'},   {"long", 'l'},    {"int", 'i'},     {"short", 's'},  {"b1", 'b'},
+      {"i1", 'c'},       {"i2", 's'},      {"i4", 'i'},      {"i8", 'l'},     {"u1", 'C'},
+      {"u2", 'S'},       {"u4", 'I'},      {"u8", 'L'},      {"f2", 'h'},     {"f4", 'f'},
       {"f8", 'd'}};
   std::string name = s;
   if (name.rfind("torch.", 0) == 0)
@@ -102,8 +102,12 @@ char dtypeCodeFromDLPack(DLDataType t) {
   case kDLInt:
     return t.bits == 8 ? 'c' : t.bits == 16 ? 's' : t.bits == 32 ? 'i' : t.bits == 64 ? 'l' : 0;
   case kDLUInt:
-    return t.bits == 1 ? 'b' : t.bits == 8 ? 'C' : t.bits == 16 ? 'S' : t.bits == 32 ? 'I'
-                           : t.bits == 64 ? 'L' : 0;
+    return t.bits == 1    ? 'b'
+           : t.bits == 8  ? 'C'
+           : t.bits == 16 ? 'S'
+           : t.bits == 32 ? 'I'
+           : t.bits == 64 ? 'L'
+                          : 0;
   case kDLFloat:
     return t.bits == 16 ? 'h' : t.bits == 32 ? 'f' : t.bits == 64 ? 'd' : 0;
   case kDLBfloat:
@@ -221,9 +225,9 @@ void appendConstexpr(std::string &key, PyObject *v) {
 // Launcher
 //===----------------------------------------------------------------------===//
 
-void Launcher::setup(const std::string &kernelName, pyb::list paramNames,
-                     pyb::list constexprFlags, pyb::list noSpecializeFlags,
-                     pyb::list hasDefault, pyb::list defaults, pyb::object compile) {
+void Launcher::setup(const std::string &kernelName, pyb::list paramNames, pyb::list constexprFlags,
+                     pyb::list noSpecializeFlags, pyb::list hasDefault, pyb::list defaults,
+                     pyb::object compile) {
   name = kernelName;
   params.clear();
   cache.clear();
@@ -276,8 +280,8 @@ static void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uin
       bits = u;
       width = 'U';
     } else if (overflow < 0) {
-      typeError("kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) + "' = " +
-                std::string(pyb::str(v)) + " does not fit 64 bits");
+      typeError("kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) +
+                "' = " + std::string(pyb::str(v)) + " does not fit 64 bits");
     } else {
       if (x == -1 && PyErr_Occurred())
         throw pyb::error_already_set();
@@ -413,8 +417,7 @@ static size_t findParam(const std::vector<Launcher::Param> &params, PyObject *k)
   return n;
 }
 
-PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs,
-                           PyObject *kwnames) {
+PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, PyObject *kwnames) {
   const size_t n = params.size();
   if (nargs > n)
     typeError("kernel '" + name + "' takes " + std::to_string(n) + " arguments, got " +
@@ -494,12 +497,11 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs,
       if (same < 0)
         throw pyb::error_already_set();
       if (!same)
-        throw pyb::value_error("kernel '" + name + "': global '" +
-                               std::string(pyb::str(globalName)) +
-                               "' changed since the kernel was compiled (was " +
-                               std::string(pyb::repr(value)) + ", now " +
-                               (now ? std::string(pyb::repr(now)) : "undefined") +
-                               "); globals used by a kernel are constants");
+        throw pyb::value_error(
+            "kernel '" + name + "': global '" + std::string(pyb::str(globalName)) +
+            "' changed since the kernel was compiled (was " + std::string(pyb::repr(value)) +
+            ", now " + (now ? std::string(pyb::repr(now)) : "undefined") +
+            "); globals used by a kernel are constants");
     }
   }
 
@@ -540,8 +542,10 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs,
     } else {
       long long x = PyLong_AsLongLong(t);
       if (x == -1 && PyErr_Occurred())
-        typeError("kernel '" + name + "': expected a grid tuple or a callable returning one, "
-                  "found " + typeName(t));
+        typeError("kernel '" + name +
+                  "': expected a grid tuple or a callable returning one, "
+                  "found " +
+                  typeName(t));
       dims[0] = unsigned(x);
     }
     g = {dims[0], dims[1], dims[2]};
@@ -576,8 +580,11 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs,
   return variant->compiled.inc_ref().ptr();
 }
 
-Launcher::Variant *Launcher::compileVariant(const std::string &key, PyObject **bound,
+Launcher::Variant *Launcher::compileVariant(const std::string &keyRef, PyObject **bound,
                                             long numWarps, long numStages) {
+  // Our own copy: the compile callback releases the GIL, and another launch of this kernel
+  // may then reuse keyBuffer.
+  const std::string key = keyRef;
   pyb::list specs, values;
   size_t pos = 0;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -606,8 +613,7 @@ Launcher::Variant *Launcher::compileVariant(const std::string &key, PyObject **b
   if (v->argParams.size() != v->kernel->getSignature().size())
     throw pyb::value_error("internal error: kernel '" + name + "' has " +
                            std::to_string(v->kernel->getSignature().size()) +
-                           " parameters, front end passes " +
-                           std::to_string(v->argParams.size()));
+                           " parameters, front end passes " + std::to_string(v->argParams.size()));
   Variant *raw = v.get();
   cache.emplace(key, std::move(v));
   return raw;
@@ -647,8 +653,7 @@ PyObject *setPythonError() {
   return nullptr;
 }
 
-PyObject *boundVectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
-                          PyObject *kwnames) {
+PyObject *boundVectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
   auto *b = reinterpret_cast<BoundObject *>(self);
   try {
     return b->owner->impl->launch(b->grid, args, PyVectorcall_NARGS(nargsf), kwnames);
@@ -708,8 +713,8 @@ PyObject *launcherSubscript(PyObject *self, PyObject *grid) {
 PyObject *launcherSetup(PyObject *self, PyObject *args) {
   PyObject *name, *names, *cflags, *nflags, *hasDefault, *defaults, *compile;
   if (!PyArg_ParseTuple(args, "UO!O!O!O!O!O:_setup", &name, &PyList_Type, &names, &PyList_Type,
-                        &cflags, &PyList_Type, &nflags, &PyList_Type, &hasDefault,
-                        &PyList_Type, &defaults, &compile))
+                        &cflags, &PyList_Type, &nflags, &PyList_Type, &hasDefault, &PyList_Type,
+                        &defaults, &compile))
     return nullptr;
   try {
     auto borrow = [](PyObject *o) { return pyb::reinterpret_borrow<pyb::list>(o); };

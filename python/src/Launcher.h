@@ -49,9 +49,9 @@ struct KernelHandle {
 class Launcher {
 public:
   struct Param {
-    pybind11::str name;          ///< interned
-    bool isConstexpr = false;    ///< annotated tl.constexpr
-    bool noSpecialize = false;   ///< listed in do_not_specialize
+    pybind11::str name;            ///< interned
+    bool isConstexpr = false;      ///< annotated tl.constexpr
+    bool noSpecialize = false;     ///< listed in do_not_specialize
     pybind11::object defaultValue; ///< null when the parameter has none
   };
   /// One compiled specialization.
@@ -79,8 +79,7 @@ public:
   size_t numVariants() const;
 
 private:
-  Variant *compileVariant(const std::string &key, PyObject **bound, long numWarps,
-                          long numStages);
+  Variant *compileVariant(const std::string &key, PyObject **bound, long numWarps, long numStages);
 
   std::string name;
   std::vector<Param> params;

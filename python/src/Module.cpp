@@ -43,9 +43,9 @@ kiln::rt::JIT &processJIT() {
 /// numpy's dtype name -> bytes per element; 0 when Kiln cannot hold it.
 size_t itemSizeOf(const std::string &dtype) {
   static const std::pair<const char *, size_t> sizes[] = {
-      {"bool", 1},    {"int8", 1},    {"uint8", 1},   {"int16", 2},   {"uint16", 2},
-      {"float16", 2}, {"bfloat16", 2}, {"int32", 4},  {"uint32", 4},  {"float32", 4},
-      {"int64", 8},   {"uint64", 8},  {"float64", 8}};
+      {"bool", 1},    {"int8", 1},     {"uint8", 1},  {"int16", 2},  {"uint16", 2},
+      {"float16", 2}, {"bfloat16", 2}, {"int32", 4},  {"uint32", 4}, {"float32", 4},
+      {"int64", 8},   {"uint64", 8},   {"float64", 8}};
   for (auto &[n, s] : sizes)
     if (dtype == n)
       return s;
@@ -216,8 +216,8 @@ PYBIND11_MODULE(_C, m) {
               throw pyb::type_error("kiln.empty: unsupported dtype '" + dtype + "'");
             a.shape = std::move(shape);
             a.dtype = std::move(dtype);
-            a.buffer = std::make_shared<kiln::rt::DeviceBuffer>(std::max<size_t>(
-                a.numel() * a.itemSize, 1));
+            a.buffer = std::make_shared<kiln::rt::DeviceBuffer>(
+                std::max<size_t>(a.numel() * a.itemSize, 1));
             return a;
           },
           pyb::arg("shape"), pyb::arg("dtype"))
@@ -273,8 +273,7 @@ PYBIND11_MODULE(_C, m) {
                              })
       .def_readonly("dtype_name", &DeviceArray::dtype)
       .def_readonly("itemsize", &DeviceArray::itemSize)
-      .def_property_readonly("nbytes",
-                             [](const DeviceArray &a) { return a.numel() * a.itemSize; })
+      .def_property_readonly("nbytes", [](const DeviceArray &a) { return a.numel() * a.itemSize; })
       .def("numel", &DeviceArray::numel);
 
   //===--------------------------------------------------------------------===//

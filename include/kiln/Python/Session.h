@@ -28,8 +28,7 @@ namespace kiln::py {
 /// diagnostic with a source location. `line` and `column` are 0 when unknown.
 class KILN_EXPORT Error : public std::exception {
 public:
-  Error(std::string kernel, std::string file, unsigned line, unsigned column,
-        std::string message);
+  Error(std::string kernel, std::string file, unsigned line, unsigned column, std::string message);
   ~Error() override;
   /// `file:line:col: error: in kernel 'k': message`.
   const char *what() const noexcept override;
@@ -152,8 +151,8 @@ public:
   /// argmin xor_sum. The result drops `axis` unless `keepDims`.
   Handle reduceOp(const std::string &op, Handle x, int axis, bool keepDims = false);
   /// (accumulators, new values) -> combined values, one scalar per input.
-  using CombineBody = std::function<std::vector<Handle>(const std::vector<Handle> &,
-                                                        const std::vector<Handle> &)>;
+  using CombineBody =
+      std::function<std::vector<Handle>(const std::vector<Handle> &, const std::vector<Handle> &)>;
   /// tl.reduce(inputs, axis, combine_fn, keep_dims) over same-shape tiles.
   std::vector<Handle> reduce(const std::vector<Handle> &inputs, int axis,
                              const CombineBody &combine, bool keepDims = false);
