@@ -171,18 +171,33 @@ class _Asm(dict):
         self.cubin_error = r["cubin_error"]
 
     def __missing__(self, key):
-        if key in ("llvm", "ptx", "cubin") and "ptx" not in self:
+        if key in ("llvm", "ptx", "cubin") and not dict.__contains__(self, "ptx"):
             self._fill()
-            if key in self:
+            if dict.__contains__(self, key):
                 return self[key]
         if key == "cubin":
             raise KeyError(f"cubin: {getattr(self, 'cubin_error', 'not available')}")
         raise KeyError(key)
 
-    def keys(self):
-        if "ptx" not in self:
+    def _ensure(self):
+        if not dict.__contains__(self, "ptx"):
             self._fill()
+
+    def keys(self):
+        self._ensure()
         return super().keys()
+
+    def __iter__(self):
+        self._ensure()
+        return super().__iter__()
+
+    def __contains__(self, key):
+        if key in ("llvm", "ptx", "cubin"):
+            self._ensure()
+        return super().__contains__(key)
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
 
 
 class CompiledKernel:

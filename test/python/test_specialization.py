@@ -239,3 +239,12 @@ def test_fresh_process_reuses_the_ir_cache(tmp_path):
     assert "(built)" in first.stdout and "'compiles': 1" in first.stdout
     assert "(IR from the disk cache)" in second.stdout
     assert "'disk_hits': 1" in second.stdout and "'compiles': 0" in second.stdout
+
+
+def test_jit_variants_expose_their_asm():
+    k = fresh_kernel()
+    c = k.warmup(*args(), 1024, BLOCK=512)  # 4 warps: 4 fp32 per thread, one 128-bit access
+    assert "kiln.divisibility = 16" in c.asm["kiln"]
+    assert "ptx" in c.asm and "ld.global.v4.b32" in c.asm["ptx"]
+    assert {"kiln", "llvm", "ptx"} <= set(c.asm)
+    assert c.metadata.num_warps == 4 and c.handle.name == "add"
