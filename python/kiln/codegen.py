@@ -1001,6 +1001,14 @@ class CodeGenerator:
         if special is not None:
             args, kwargs = self._call_args(node)
             return special(self, args, kwargs)
+        owner = getattr(fn, "__self__", None)
+        if isinstance(owner, (dtype, str, tuple, int, float)):
+            # Methods of compile-time values: x.dtype.is_floating(), "{}".format(K), ...
+            args, kwargs = self._call_args(node)
+            if any(isinstance(a, tensor) for a in list(args) + list(kwargs.values())):
+                raise TypeError(f"{getattr(fn, '__name__', fn)}() needs compile-time values")
+            r = fn(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
+            return r if isinstance(r, (dtype, tuple)) else constexpr(r)
         if isinstance(fn, type) and issubclass(fn, dtype):
             args, kwargs = self._call_args(node)
             return fn(*[_unwrap(a) for a in args])

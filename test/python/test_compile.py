@@ -206,7 +206,11 @@ def dtypes_kernel(x_ptr, out_ptr, flag, scale, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
     tl.static_assert(x.dtype == tl.float16)
-    y = x.to(tl.float32) * scale
+    tl.static_assert(x.dtype.is_floating() and not out_ptr.dtype.element_ty.is_int())
+    if x.dtype.primitive_bitwidth == 16:
+        y = x.to(tl.float32) * scale
+    else:
+        y = x * scale
     if flag:
         y = y + 1
     tl.store(out_ptr + offs, y.to(tl.bfloat16))
