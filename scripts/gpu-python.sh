@@ -31,7 +31,7 @@ cmake --build "$PYBUILD" -j"$(nproc)" >"$OUT/python-build.log" 2>&1 \
 echo "   built in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 export PYTHONPATH="$PYBUILD/python${PYTHONPATH:+:$PYTHONPATH}"
 export LD_LIBRARY_PATH="$BIN/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export KILN_CACHE_DIR="$OUT/cache"
+export KILN_CACHE_DIR="${KILN_CACHE_DIR:-/tmp/kiln-py-cache}"  # not under $OUT: only logs go back
 
 echo "== pytest test/python (gpu marker included)"
 "$PY" -m pytest -q -p no:cacheprovider -rs test/python 2>&1 | tee "$OUT/pytest-python.log" | tail -15
