@@ -1129,6 +1129,10 @@ Tile kiln::Builder::load(const Tile &ptr, std::optional<Tile> mask, std::optiona
   if (!parseEvict(options.evict, evict, ctx))
     error("expected an eviction policy ('evict_first', 'evict_last'), found '" + options.evict +
           "'");
+  // ld.volatile takes no cache operator and no cache hint (PTX ISA 9.7.9.8).
+  if (options.isVolatile && (cache || evict))
+    error("expected no cache modifier or eviction policy on a volatile load, found '" +
+          options.cache + "' and '" + options.evict + "'");
 
   // Triton broadcasts ptr, mask and other together; other takes the pointee dtype.
   Tile p = materialize(ptr);

@@ -516,11 +516,19 @@ TEST_F(BuilderTest, LoadBroadcastsMaskAndCastsOther) {
 
 TEST_F(BuilderTest, LoadOptions) {
   Tile p = b.add(x(), b.arange(0, 16));
-  b.load(p, std::nullopt, std::nullopt, {".cg", "evict_last", true});
+  b.load(p, std::nullopt, std::nullopt, {".cg", "evict_last", false});
+  b.load(p, std::nullopt, std::nullopt, {"", "", true});
   std::string ir = finish();
   EXPECT_TRUE(contains(ir, "cache = cg")) << ir;
   EXPECT_TRUE(contains(ir, "evict = evict_last")) << ir;
   EXPECT_TRUE(contains(ir, "volatile")) << ir;
+}
+
+TEST_F(BuilderTest, VolatileLoadTakesNoCacheModifiers) {
+  Tile p = b.add(x(), b.arange(0, 16));
+  expectError(17, 3,
+              "expected no cache modifier or eviction policy on a volatile load, found '.cg' and ''",
+              [&] { b.load(p, std::nullopt, std::nullopt, {".cg", "", true}); });
 }
 
 TEST_F(BuilderTest, LoadRejectsStoreCacheModifiers) {

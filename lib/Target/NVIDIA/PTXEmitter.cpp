@@ -121,8 +121,9 @@ LogicalResult kiln::emitPTX(ModuleOp module, StringRef arch, std::string &llvmIR
     return emitError(loc) << "NVPTX target unavailable: " << err;
   if (!arch.starts_with("sm_"))
     return emitError(loc) << "expected an architecture like sm_90, found '" << arch << "'";
-  // sm_90a needs PTX ISA 8.0 (PTX ISA 1.3, "Target ISA notes").
-  std::string features = arch.ends_with("a") ? "+ptx80" : "";
+  // PTX ISA 7.8 at least: L2 cache hints need 7.4, and sm_90a needs 8.0 (PTX ISA 1.3,
+  // "Target ISA notes"). CUDA 12+ ptxas and drivers read both.
+  std::string features = arch.ends_with("a") ? "+ptx80" : "+ptx78";
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
       triple, arch, features, llvm::TargetOptions(), std::nullopt, std::nullopt,
       llvm::CodeGenOptLevel::Aggressive));

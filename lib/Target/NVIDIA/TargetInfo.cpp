@@ -29,7 +29,9 @@ std::pair<StringRef, unsigned> regFor(unsigned wordBits) {
   }
 }
 
-/// "ld.global" / "st.global" with its qualifiers; `.v2`/`.v4` and the type are appended.
+/// "ld.global" / "st.global" with its qualifiers; `.v2`/`.v4` and the type are appended. An
+/// eviction policy is an L2 cache hint (`.L2::cache_hint` with a policy operand made by
+/// createpolicy, PTX ISA 9.7.9.17 and 9.7.9.19), which combines with a cache operator.
 std::string accessOpcode(StringRef base, unsigned numWords, unsigned wordBits,
                          const AccessModifiers &mods) {
   std::string s = base.str();
@@ -37,10 +39,21 @@ std::string accessOpcode(StringRef base, unsigned numWords, unsigned wordBits,
   if (!mods.cache.empty())
     s += "." + mods.cache.str();
   if (!mods.eviction.empty())
-    s += ".L1::" + mods.eviction.str();
+    s += ".L2::cache_hint";
   if (numWords > 1)
     s += ".v" + std::to_string(numWords);
   return s + ".b" + std::to_string(wordBits);
+}
+
+/// Wraps `access` (which ends in "]" or "}" before its ';') in a scope creating the L2
+/// eviction policy it uses, when there is one.
+std::string withPolicy(std::string access, const AccessModifiers &mods) {
+  if (mods.eviction.empty())
+    return access;
+  // "evict_first" -> L2::evict_first; the policy covers the whole access (fraction 1.0).
+  access.insert(access.rfind(';'), ", %kiln_policy");
+  return "{\n\t.reg .b64 %kiln_policy;\n\tcreatepolicy.fractional.L2::" + mods.eviction.str() +
+         ".b64 %kiln_policy, 1.0;\n\t" + access + "\n\t}";
 }
 
 Value i64Const(OpBuilder &b, Location loc, int64_t v) {
@@ -123,6 +136,7 @@ public:
       outs += (k ? ", $" : "$") + std::to_string(k);
     asmStr += numWords > 1 ? "{ " + outs + " }" : outs;
     asmStr += ", [ $" + std::to_string(addrIdx) + " + 0 ];";
+    asmStr = withPolicy(asmStr, mods);
     Type resTy = numWords == 1 ? regTy
                                : Type(LLVM::LLVMStructType::getLiteral(
                                      b.getContext(), SmallVector<Type>(numWords, regTy)));
@@ -164,6 +178,7 @@ public:
     asmStr += accessOpcode("st", words.size(), wordBits, mods) + " [ $" +
               std::to_string(addrIdx) + " + 0 ], " + (words.size() > 1 ? "{ " + ins + " }" : ins) +
               ";";
+    asmStr = withPolicy(asmStr, mods);
     LLVM::InlineAsmOp::create(b, loc, TypeRange(), operands, asmStr, constraints,
                               /*has_side_effects=*/true, /*is_align_stack=*/false,
                               LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),

@@ -885,26 +885,10 @@ func.func @print_index(%x: index) {
 
 // -----
 
-// PTX has no load form with both a cache operator and an eviction priority.
-func.func @load_cache_and_evict(%p: tensor<16x!kiln.ptr<f32>>) {
-  // expected-error @+1 {{'kiln.load' op expected either a cache modifier or an eviction policy, found cg and evict_first}}
-  %0 = kiln.load %p cache = cg evict = evict_first : tensor<16x!kiln.ptr<f32>>
-  return
-}
-
-// -----
-
+// A volatile access takes no cache operator or eviction policy.
 func.func @load_volatile_with_cache(%p: tensor<16x!kiln.ptr<f32>>) {
   // expected-error @+1 {{'kiln.load' op expected no cache modifier or eviction policy on a volatile access}}
   %0 = kiln.load %p cache = cv volatile : tensor<16x!kiln.ptr<f32>>
-  return
-}
-
-// -----
-
-func.func @store_cache_and_evict(%p: tensor<16x!kiln.ptr<f32>>, %v: tensor<16xf32>) {
-  // expected-error @+1 {{'kiln.store' op expected either a cache modifier or an eviction policy, found wt and evict_last}}
-  kiln.store %p, %v cache = wt evict = evict_last : tensor<16x!kiln.ptr<f32>>
   return
 }
 

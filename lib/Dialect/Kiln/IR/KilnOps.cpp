@@ -224,15 +224,13 @@ OpFoldResult AddPtrOp::fold(FoldAdaptor adaptor) {
 // Memory ops
 //===----------------------------------------------------------------------===//
 
-/// PTX takes either a cache operator or an L1 eviction priority, and neither with .volatile
-/// (PTX ISA 9.7.9.8: the `ld` forms).
+/// A volatile access takes no cache operator or eviction policy (PTX ISA 9.7.9.8: `ld.volatile`
+/// has no `.cop` and no cache hint). Cache operators and eviction policies combine: the policy
+/// is an L2 cache hint, as Triton emits it.
 static LogicalResult verifyModifiers(Operation *op, std::optional<CacheModifier> cache,
                                      std::optional<EvictionPolicy> evict, bool isVolatile) {
   bool hasCache = cache && *cache != CacheModifier::none;
   bool hasEvict = evict && *evict != EvictionPolicy::normal;
-  if (hasCache && hasEvict)
-    return op->emitOpError("expected either a cache modifier or an eviction policy, found ")
-           << stringifyCacheModifier(*cache) << " and " << stringifyEvictionPolicy(*evict);
   if (isVolatile && (hasCache || hasEvict))
     return op->emitOpError("expected no cache modifier or eviction policy on a volatile access");
   return success();
