@@ -15,7 +15,7 @@ else
 fi
 export LD_LIBRARY_PATH="$BIN/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export KILN_KERNELS_DIR="$PWD/kernels" KILN_CACHE_WORKER="$BIN/test/runtime/kiln-cache-worker"
-export KILN_CACHE_DIR="$OUT/cache" PYTHONUNBUFFERED=1
+export KILN_CACHE_DIR=/tmp/kiln-cache PYTHONUNBUFFERED=1  # only logs go back in $OUT
 device=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)
 echo "== device: $device"
 
