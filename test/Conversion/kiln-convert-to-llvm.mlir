@@ -115,3 +115,57 @@ func.func @tile_arg(%a: tensor<16xf32>) {
   return
 }
 
+
+// -----
+
+// A reduction across warps: a barrier between writing and reading the partials; without loops
+// no second barrier (its buffer is never written again).
+// CHECK-LABEL: llvm.func @reduce_across_warps(
+// CHECK-COUNT-5: nvvm.shfl.sync bfly
+// CHECK: llvm.store {{.*}} : f32, !llvm.ptr<3>
+// CHECK: nvvm.barrier0
+// CHECK: llvm.load {{.*}} : !llvm.ptr<3> -> f32
+// CHECK-NOT: nvvm.barrier0
+// CHECK: llvm.return
+func.func @reduce_across_warps(%x: !kiln.ptr<f32> {kiln.divisibility = 16 : i32}) {
+  %r = kiln.make_range {end = 512 : i32, start = 0 : i32} : tensor<512xi32>
+  %p = kiln.splat %x : tensor<512x!kiln.ptr<f32>>
+  %ps = kiln.addptr %p, %r : tensor<512x!kiln.ptr<f32>>, tensor<512xi32>
+  %v = kiln.load %ps : tensor<512x!kiln.ptr<f32>>
+  %s = kiln.reduce(%v) axis = 0 {
+  ^bb0(%a: f32, %b: f32):
+    %t = arith.addf %a, %b : f32
+    kiln.reduce.return %t : f32
+  } : (tensor<512xf32>) -> f32
+  kiln.store %x, %s : !kiln.ptr<f32>
+  return
+}
+
+// -----
+
+// In a loop the reduction runs again: a second barrier keeps the next iteration's writes from
+// racing this iteration's reads of the partials.
+// CHECK-LABEL: llvm.func @reduce_in_loop(
+// CHECK: nvvm.barrier0
+// CHECK: llvm.load {{.*}} : !llvm.ptr<3> -> f32
+// CHECK: nvvm.barrier0
+func.func @reduce_in_loop(%x: !kiln.ptr<f32> {kiln.divisibility = 16 : i32}, %n: i32) {
+  %r = kiln.make_range {end = 512 : i32, start = 0 : i32} : tensor<512xi32>
+  %p = kiln.splat %x : tensor<512x!kiln.ptr<f32>>
+  %ps = kiln.addptr %p, %r : tensor<512x!kiln.ptr<f32>>, tensor<512xi32>
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %zero = arith.constant 0.0 : f32
+  %t = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (f32) : i32 {
+    %v = kiln.load %ps : tensor<512x!kiln.ptr<f32>>
+    %s = kiln.reduce(%v) axis = 0 {
+    ^bb0(%a: f32, %b: f32):
+      %u = arith.addf %a, %b : f32
+      kiln.reduce.return %u : f32
+    } : (tensor<512xf32>) -> f32
+    %next = arith.addf %acc, %s : f32
+    scf.yield %next : f32
+  }
+  kiln.store %x, %t : !kiln.ptr<f32>
+  return
+}

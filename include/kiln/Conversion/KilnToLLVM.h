@@ -75,6 +75,9 @@ inline constexpr llvm::StringLiteral kIEEEDivAttr = "kiln.ieee";
 /// f32 division as Triton lowers it (div.full.f32).
 void populateDivOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                  mlir::RewritePatternSet &patterns);
+/// Marks a kiln.reduce that may execute more than once per program (its function has control
+/// flow after scf-to-cf), so its shared buffer needs a barrier before it is written again.
+inline constexpr llvm::StringLiteral kReduceMayRepeatAttr = "kiln_gpu.may_repeat";
 /// reduce: in thread, then warp shuffles, then across warps through shared memory.
 void populateReduceOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                     mlir::RewritePatternSet &patterns, const TargetInfo &target);

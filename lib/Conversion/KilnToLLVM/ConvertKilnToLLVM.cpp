@@ -139,6 +139,13 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
                             IntegerAttr::get(IntegerType::get(ctx, 64), div.getInt()));
         }
 
+    // A function of one block has no loops: each reduction runs once per program. Decided
+    // here because the conversion rewrites blocks while patterns run.
+    module.walk([&](ReduceOp op) {
+      if (!op->getParentRegion()->hasOneBlock())
+        op->setAttr(kReduceMayRepeatAttr, UnitAttr::get(ctx));
+    });
+
     const TargetInfo &target = getNVIDIATargetInfo();
     KilnLLVMTypeConverter converter(ctx);
     RewritePatternSet patterns(ctx);

@@ -6,8 +6,8 @@
 //     distinct elements; lanes beyond them replicate and end with the same total);
 //  3. across warps (when several warps hold distinct parts of the axis): each warp writes its
 //     partial to shared memory at [result position][warp], a barrier, every thread reads the
-//     partials of its positions back and combines them in warp order; a second barrier keeps
-//     a later use of the buffer (a loop) from overwriting what is still being read.
+//     partials of its positions back and combines them in warp order; in a kernel with loops a
+//     second barrier keeps the next iteration from overwriting what is still being read.
 // The combine region is cloned for every step, so any user combine function works, with
 // several operands (argmax) as well.
 //
@@ -164,7 +164,10 @@ struct ReduceOpLowering final : ConvertOpToLLVMPattern<ReduceOp> {
         }
         acc[g] = total;
       }
-      target.barrier(rewriter, loc);
+      // The buffer is this reduction's own: only running it again (in a loop) could overwrite
+      // partials still being read. The pass marks reductions that may run again.
+      if (op->hasAttr(kReduceMayRepeatAttr))
+        target.barrier(rewriter, loc);
     }
 
     // Results: a scalar from a 1-D operand, else the sliced tile.
