@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# On the GPU machine (no LLVM needed): builds kiln._C against the prebuilt libkiln.so from
+# .carry/kiln-gpu.tar.xz (falls back to build/), then runs the LLM kernels of
+# kernels/python/kiln_kernels: the GPU tests (pytest -m gpu test/python/test_llm_kernels.py)
+# and bench/bench_llm_ops.py (Kiln beside Triton and torch, same run). Logs go to $OUT.
+# About 3-5 minutes on an H100. BENCH_REP (ms, default 100) sets do_bench's rep.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-/tmp/kiln-gpu-out}"
+mkdir -p "$OUT"
+if [ -f .carry/kiln-gpu.tar.xz ]; then
+  BIN=/tmp/kiln-bundle
+  mkdir -p "$BIN" && tar -xJf .carry/kiln-gpu.tar.xz -C "$BIN"
+elif [ -f ../shared/kiln-gpu.tar.xz ]; then
+  BIN=/tmp/kiln-bundle
+  mkdir -p "$BIN" && tar -xJf ../shared/kiln-gpu.tar.xz -C "$BIN"
+else
+  BIN="$PWD/build"
+fi
+PY="${PYTHON:-python3}"
+PYBUILD=/tmp/kiln-py-build
+export PYTHONUNBUFFERED=1
+
+echo "== building kiln._C against $BIN/lib/libkiln.so ($("$PY" --version))"
+GEN=()
+command -v ninja >/dev/null && GEN=(-G Ninja)
+t0=$(date +%s%N)
+cmake -S . -B "$PYBUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
+  -DKILN_PREBUILT_LIB="$BIN/lib/libkiln.so" \
+  -DKILN_INCLUDE_DIR="$( [ -d "$BIN/include/kiln" ] && echo "$BIN/include" || echo "$PWD/include")" \
+  -DPython_EXECUTABLE="$(command -v "$PY")" >"$OUT/llm-configure.log" 2>&1 \
+  || { tail -30 "$OUT/llm-configure.log"; exit 1; }
+cmake --build "$PYBUILD" -j"$(nproc)" >"$OUT/llm-build.log" 2>&1 \
+  || { tail -30 "$OUT/llm-build.log"; exit 1; }
+echo "   built in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+export PYTHONPATH="$PYBUILD/python:$PWD/kernels/python${PYTHONPATH:+:$PYTHONPATH}"
+export LD_LIBRARY_PATH="$BIN/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export KILN_CACHE_DIR="${KILN_CACHE_DIR:-/tmp/kiln-py-cache}"  # not under $OUT: only logs go back
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1 | tee "$OUT/llm-device.txt"
+
+echo "== pytest -m gpu test/python/test_llm_kernels.py"
+timeout 300 "$PY" -m pytest -q -p no:cacheprovider -rs -m gpu test/python/test_llm_kernels.py \
+  2>&1 | tee "$OUT/pytest-llm.log" | tail -25
+status=${PIPESTATUS[0]}
+
+echo "== bench/bench_llm_ops.py (Kiln beside Triton and torch)"
+timeout 360 "$PY" bench/bench_llm_ops.py --rep "${BENCH_REP:-100}" 2>&1 | tee "$OUT/bench-llm.txt"
+bstatus=${PIPESTATUS[0]}
+grep -E "_CHECK=FAIL|_ERROR=" "$OUT/bench-llm.txt" && echo "!! bench correctness failures above"
+[ "$status" -eq 0 ] && status=$bstatus
+exit "$status"
