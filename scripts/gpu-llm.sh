@@ -11,9 +11,10 @@ mkdir -p "$OUT"
 if [ -f .carry/kiln-gpu.tar.xz ]; then
   BIN=/tmp/kiln-bundle
   mkdir -p "$BIN" && tar -xJf .carry/kiln-gpu.tar.xz -C "$BIN"
-elif [ -f ../shared/kiln-gpu.tar.xz ]; then
+elif [ -f shared/kiln-gpu.tar.xz ] || [ -f ../shared/kiln-gpu.tar.xz ]; then
   BIN=/tmp/kiln-bundle
-  mkdir -p "$BIN" && tar -xJf ../shared/kiln-gpu.tar.xz -C "$BIN"
+  TARBALL=$( [ -f shared/kiln-gpu.tar.xz ] && echo shared || echo ../shared )/kiln-gpu.tar.xz
+  mkdir -p "$BIN" && tar -xJf "$TARBALL" -C "$BIN"
 else
   BIN="$PWD/build"
 fi

@@ -1,7 +1,7 @@
 """KL divergence as torch.nn.functional.kl_div(input=log q, target, log_target): elementwise
 loss = p * (log p - log q) (0 where p == 0; with log_target p = exp(target)), one program per
 row looping over column tiles. reduction: "none" (elementwise), "sum", "mean" (over all
-elements), "batchmean" (over rows). Backward: d loss / d input = -p, times grad_output and the
+elements), "batchmean" (divided by the size of the first dimension, as torch). Backward: d loss / d input = -p, times grad_output and the
 reduction's scale.
 """
 import kiln
@@ -57,8 +57,10 @@ def kl_div_bwd_kernel(grad_ptr, target_ptr, go_ptr, g_stride, t_stride, go_strid
     tl.store(grad_ptr + row * g_stride + cols, g.to(grad_ptr.dtype.element_ty), mask=mask)
 
 
-def _scale(reduction, n_rows, n_cols):
-    return {"batchmean": 1.0 / max(n_rows, 1), "mean": 1.0 / max(n_rows * n_cols, 1),
+def _scale(reduction, shape, n_rows, n_cols):
+    """batchmean divides by the size of the first dimension (as torch), mean by numel."""
+    batch = shape[0] if len(shape) else 1
+    return {"batchmean": 1.0 / max(batch, 1), "mean": 1.0 / max(n_rows * n_cols, 1),
             "sum": 1.0, "none": 1.0}[reduction]
 
 
@@ -78,7 +80,7 @@ def kl_div_forward(log_q, target, reduction="batchmean", log_target=False):
                                      ELEMENTWISE=elementwise, num_warps=num_warps_for(block))
     if elementwise:
         return loss.view(log_q.shape)
-    return (loss.sum() * _scale(reduction, n_rows, n_cols)).to(log_q.dtype)
+    return (loss.sum() * _scale(reduction, log_q.shape, n_rows, n_cols)).to(log_q.dtype)
 
 
 def kl_div_backward(grad_output, target, in_shape, in_dtype, reduction="batchmean",
@@ -92,7 +94,7 @@ def kl_div_backward(grad_output, target, in_shape, in_dtype, reduction="batchmea
     if n_rows:
         kl_div_bwd_kernel[(n_rows, kiln.cdiv(n_cols, block))](
             grad, t2, go, grad.stride(0), t2.stride(0), go.stride(0) if elementwise else 0,
-            n_cols, _scale(reduction, n_rows, n_cols), BLOCK=block, LOG_TARGET=log_target,
+            n_cols, _scale(reduction, in_shape, n_rows, n_cols), BLOCK=block, LOG_TARGET=log_target,
             ELEMENTWISE=elementwise, num_warps=num_warps_for(block))
     return grad.view(in_shape)
 
