@@ -52,6 +52,11 @@ mlir::Value getSharedBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Operat
 mlir::Value emitOwnerPredicate(mlir::OpBuilder &b, mlir::Location loc,
                                mlir::RankedTensorType type, const TargetInfo &target);
 
+/// Key of an owned element by its static position (repetition, element) per dimension, with
+/// dimension `skipDim` left out when given: equal keys name the same element (or, with a
+/// skipped dimension, elements that differ only along it).
+std::string getElemPosKey(const gpu::ElemPos &pos, int skipDim = -1);
+
 /// For each element the running thread owns of `type` (in register order), its coordinate
 /// along every dimension of the tile, as i32.
 llvm::SmallVector<llvm::SmallVector<mlir::Value, 4>>

@@ -43,16 +43,6 @@ SmallVector<Value> combine(ConversionPatternRewriter &rewriter, ReduceOp op, Arr
   return out;
 }
 
-/// Key of an owned element with the reduced axis dropped: elements with equal keys reduce
-/// into one result element.
-std::string groupKey(const kgpu::ElemPos &p, unsigned axis) {
-  std::string key;
-  for (unsigned d = 0; d < p.rep.size(); ++d)
-    if (d != axis)
-      key += std::to_string(p.rep[d]) + "," + std::to_string(p.elem[d]) + ";";
-  return key;
-}
-
 struct ReduceOpLowering final : ConvertOpToLLVMPattern<ReduceOp> {
   ReduceOpLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
       : ConvertOpToLLVMPattern(converter), target(target) {}
@@ -79,7 +69,7 @@ struct ReduceOpLowering final : ConvertOpToLLVMPattern<ReduceOp> {
       SmallVector<Value> vals;
       for (unsigned k = 0; k < numOperands; ++k)
         vals.push_back(fields[k][i]);
-      auto [it, inserted] = groupIndex.try_emplace(groupKey(pos, axis), acc.size());
+      auto [it, inserted] = groupIndex.try_emplace(getElemPosKey(pos, axis), acc.size());
       if (inserted) {
         acc.push_back(vals);
         firstElem.push_back(i);
@@ -184,7 +174,7 @@ struct ReduceOpLowering final : ConvertOpToLLVMPattern<ReduceOp> {
         kgpu::ElemPos full = p;
         full.rep.insert(full.rep.begin() + axis, 0);
         full.elem.insert(full.elem.begin() + axis, 0);
-        auto it = groupIndex.find(groupKey(full, axis));
+        auto it = groupIndex.find(getElemPosKey(full, axis));
         if (it == groupIndex.end())
           return rewriter.notifyMatchFailure(op, "result element not owned by this thread");
         out.push_back(acc[it->second][k]);

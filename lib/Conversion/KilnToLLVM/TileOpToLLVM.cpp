@@ -18,14 +18,6 @@ namespace kgpu = kiln::gpu;
 
 namespace {
 
-/// Key of an owned element by its static position; equal keys are the same element.
-std::string posKey(const kgpu::ElemPos &p) {
-  std::string key;
-  for (unsigned i = 0; i < p.rep.size(); ++i)
-    key += std::to_string(p.rep[i]) + "," + std::to_string(p.elem[i]) + ";";
-  return key;
-}
-
 /// Maps each owned element of `dst` to the index of the owned element of `src` it reads,
 /// given how a dst position maps to a src position.
 FailureOr<SmallVector<unsigned>>
@@ -33,10 +25,10 @@ mapElements(RankedTensorType src, RankedTensorType dst,
             function_ref<kgpu::ElemPos(const kgpu::ElemPos &)> toSrc) {
   llvm::StringMap<unsigned> srcIndex;
   for (auto [i, p] : llvm::enumerate(kgpu::getThreadElements(src.getEncoding(), src.getShape())))
-    srcIndex.try_emplace(posKey(p), i);
+    srcIndex.try_emplace(getElemPosKey(p), i);
   SmallVector<unsigned> map;
   for (const kgpu::ElemPos &p : kgpu::getThreadElements(dst.getEncoding(), dst.getShape())) {
-    auto it = srcIndex.find(posKey(toSrc(p)));
+    auto it = srcIndex.find(getElemPosKey(toSrc(p)));
     if (it == srcIndex.end())
       return failure();
     map.push_back(it->second);

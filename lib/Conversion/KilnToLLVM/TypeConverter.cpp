@@ -88,6 +88,14 @@ Value kiln::getSharedBuffer(OpBuilder &b, Location loc, Operation *op, Type elem
   return LLVM::AddressOfOp::create(b, loc, global);
 }
 
+std::string kiln::getElemPosKey(const kgpu::ElemPos &pos, int skipDim) {
+  std::string key;
+  for (unsigned d = 0; d < pos.rep.size(); ++d)
+    if (int(d) != skipDim)
+      key += std::to_string(pos.rep[d]) + "," + std::to_string(pos.elem[d]) + ";";
+  return key;
+}
+
 Value kiln::emitOwnerPredicate(OpBuilder &b, Location loc, RankedTensorType type,
                                const TargetInfo &target) {
   Attribute layout = type.getEncoding();
