@@ -70,6 +70,7 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
     pm.enableCrashReproducerGeneration(options.reproducerPath, /*genLocalReproducer=*/false);
   GPUPipelineOptions pipeline;
   pipeline.numWarps = options.numWarps;
+  pipeline.numStages = options.numStages;
   buildGPUPipeline(pm, pipeline);
   if (failed(pm.run(module)))
     return failure();

@@ -21,6 +21,8 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
   // tiles -> simplified tiles
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // tiles -> pipelined tiles: loads of the next loop iteration issued early
+  pm.addPass(createKilnPipelineLoads(KilnPipelineLoadsOptions{options.numStages}));
   // tiles -> layouts
   pm.addPass(createKilnAssignLayouts(KilnAssignLayoutsOptions{options.numWarps}));
   pm.addPass(createSCFToControlFlowPass());

@@ -25,6 +25,7 @@ namespace kiln {
 /// Options of the GPU pipeline.
 struct GPUPipelineOptions {
   unsigned numWarps = 4;
+  unsigned numStages = 2;
 };
 
 /// kiln (no layouts) -> LLVM dialect + NVVM, ready for translation to LLVM IR.

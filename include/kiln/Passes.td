@@ -38,6 +38,24 @@ def KilnConvertToLLVM : Pass<"kiln-convert-to-llvm", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
 }
 
+def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {
+  let summary = "prefetch the next iteration's loads of scf.for loops (software pipelining)";
+  let description = [{
+    For every `scf.for`, each load in its body whose pointer, mask and `other` depend only on
+    the induction variable and loop invariants is issued one iteration early: the first
+    iteration's load moves before the loop (masked by `lb < ub`), each iteration loads the
+    next one's (masked by `iv + step < ub`) before its own work, and the value is carried in
+    an iteration argument. The loads of iteration i+1 are then in flight while iteration i
+    computes — what Triton's `num_stages` does. Volatile loads and loads whose address depends
+    on loop-carried values or other loads stay in place. As in Triton, a store in the loop is
+    assumed not to write what a later iteration's prefetched load reads.
+  }];
+  let options = [
+    Option<"numStages", "num-stages", "unsigned", "2",
+           "software pipeline stages; 1 disables prefetching">,
+  ];
+}
+
 def KilnTestPrintAxisInfo : Pass<"kiln-test-print-axis-info", "mlir::ModuleOp"> {
   let summary = "print the axis analysis of every integer and pointer value (for tests)";
   let description = [{

@@ -1,0 +1,161 @@
+//===- PipelineLoads.cpp - Prefetch the next loop iteration's loads -------===//
+//
+// This file implements -kiln-pipeline-loads: software pipelining of scf.for loops with a
+// prefetch distance of one iteration. A load whose operands are computed, inside the body,
+// only from the induction variable and loop invariants (its "address slice") is cloned before
+// the loop for the first iteration and at the top of the body for the next one, masked so that
+// no iteration past the end touches memory; its value travels in a new iteration argument.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
+#include "llvm/ADT/SetVector.h"
+
+#define DEBUG_TYPE "kiln-pipeline-loads"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNPIPELINELOADS
+#include "kiln/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// The ops of `body` that compute `load`'s operands from the induction variable and loop
+/// invariants, in body order; failure if an operand depends on an iteration argument, on
+/// another load, or on an op with effects or regions.
+FailureOr<SmallVector<Operation *>> addressSlice(LoadOp load, scf::ForOp loop) {
+  Block *body = loop.getBody();
+  llvm::SetVector<Operation *> slice;
+  SmallVector<Value> worklist(load->getOperands());
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    if (v == loop.getInductionVar())
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (arg.getOwner() == body)
+        return failure(); // an iteration argument: the next value is not known yet
+      continue;           // defined outside the loop
+    }
+    Operation *def = v.getDefiningOp();
+    if (!loop->isProperAncestor(def))
+      continue; // loop invariant
+    if (def->getBlock() != body || def->getNumRegions() || !isPure(def))
+      return failure();
+    if (slice.insert(def))
+      llvm::append_range(worklist, def->getOperands());
+  }
+  SmallVector<Operation *> ordered(slice.begin(), slice.end());
+  llvm::sort(ordered, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return ordered;
+}
+
+/// `cond` (i1) in the shape of `like` (a splat for tiles).
+Value asMaskOf(OpBuilder &b, Location loc, Value cond, Type like) {
+  if (auto tile = dyn_cast<RankedTensorType>(like))
+    return SplatOp::create(b, loc, tile.clone(b.getI1Type()), cond);
+  return cond;
+}
+
+/// Clones `load` and its address slice with the induction variable mapped to `iv`, the load
+/// masked by `inRange`.
+Value cloneLoadFor(OpBuilder &b, LoadOp load, ArrayRef<Operation *> slice, Value loopIv,
+                   Value iv, Value inRange) {
+  IRMapping map;
+  map.map(loopIv, iv);
+  for (Operation *op : slice)
+    b.clone(*op, map);
+  Location loc = load.getLoc();
+  Value ptr = map.lookupOrDefault(load.getPtr());
+  Value mask = asMaskOf(b, loc, inRange, ptr.getType());
+  if (load.getMask())
+    mask = arith::AndIOp::create(b, loc, map.lookupOrDefault(load.getMask()), mask);
+  Value other = load.getOther() ? map.lookupOrDefault(load.getOther()) : Value();
+  auto clone = LoadOp::create(b, loc, load.getType(), ptr, mask, other, load.getCacheAttr(),
+                              load.getEvictAttr(), load.getIsVolatileAttr());
+  return clone.getResult();
+}
+
+/// iv < ub in the loop's signedness.
+Value inRange(OpBuilder &b, Location loc, scf::ForOp loop, Value iv) {
+  auto pred = loop.getUnsignedCmp() ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt;
+  return arith::CmpIOp::create(b, loc, pred, iv, loop.getUpperBound());
+}
+
+LogicalResult pipeline(scf::ForOp loop) {
+  // Only integer induction variables (Kiln's loops are i32/i64).
+  if (!isa<IntegerType>(loop.getInductionVar().getType()))
+    return failure();
+  SmallVector<std::pair<LoadOp, SmallVector<Operation *>>> candidates;
+  for (Operation &op : loop.getBody()->without_terminator())
+    if (auto load = dyn_cast<LoadOp>(op); load && !load.getIsVolatile())
+      if (FailureOr<SmallVector<Operation *>> slice = addressSlice(load, loop); succeeded(slice))
+        candidates.push_back({load, *slice});
+  if (candidates.empty())
+    return failure();
+
+  // First iteration's loads, before the loop.
+  IRRewriter rewriter(loop.getContext());
+  rewriter.setInsertionPoint(loop);
+  Location loc = loop.getLoc();
+  Value first = inRange(rewriter, loc, loop, loop.getLowerBound());
+  SmallVector<Value> inits;
+  for (auto &[load, slice] : candidates)
+    inits.push_back(cloneLoadFor(rewriter, load, slice, loop.getInductionVar(),
+                                 loop.getLowerBound(), first));
+
+  // The next iteration's loads, at the top of the body; their values feed the next iteration.
+  auto newLoop = cast<LoopLikeOpInterface>(loop.getOperation())
+                     .replaceWithAdditionalYields(
+                         rewriter, inits, /*replaceInitOperandUsesInLoop=*/false,
+                         [&](OpBuilder &b, Location yieldLoc, ArrayRef<BlockArgument>) {
+                           OpBuilder::InsertionGuard guard(b);
+                           b.setInsertionPointToStart(&b.getInsertionBlock()->getParent()->front());
+                           Block *body = b.getInsertionBlock();
+                           Value iv = body->getArgument(0);
+                           Value next = arith::AddIOp::create(
+                               b, yieldLoc, iv,
+                               cast<scf::ForOp>(body->getParentOp()).getStep());
+                           Value nextInRange =
+                               inRange(b, yieldLoc, cast<scf::ForOp>(body->getParentOp()), next);
+                           SmallVector<Value> out;
+                           for (auto &[load, slice] : candidates)
+                             out.push_back(cloneLoadFor(b, load, slice, iv, next, nextInRange));
+                           return out;
+                         });
+  if (failed(newLoop))
+    return failure();
+  auto forOp = cast<scf::ForOp>(newLoop->getOperation());
+  // This iteration's values arrive in the new iteration arguments.
+  unsigned base = forOp.getNumRegionIterArgs() - candidates.size();
+  for (auto [i, c] : llvm::enumerate(candidates)) {
+    rewriter.replaceAllUsesWith(c.first.getResult(), forOp.getRegionIterArgs()[base + i]);
+    rewriter.eraseOp(c.first);
+  }
+  // The original address computations may now be dead (their clones took over).
+  for (auto &c : llvm::reverse(candidates))
+    for (Operation *op : llvm::reverse(c.second))
+      if (op->use_empty())
+        rewriter.eraseOp(op);
+  return success();
+}
+
+struct KilnPipelineLoadsPass final : kiln::impl::KilnPipelineLoadsBase<KilnPipelineLoadsPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    if (numStages < 2)
+      return;
+    SmallVector<scf::ForOp> loops;
+    getOperation()->walk([&](scf::ForOp loop) { loops.push_back(loop); });
+    for (scf::ForOp loop : loops)
+      (void)pipeline(loop);
+  }
+};
+
+} // namespace

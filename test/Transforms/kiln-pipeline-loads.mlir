@@ -1,0 +1,62 @@
+// RUN: kiln-opt %s -kiln-pipeline-loads -split-input-file | FileCheck %s
+// RUN: kiln-opt %s -kiln-pipeline-loads=num-stages=1 -split-input-file | FileCheck %s --check-prefix=OFF
+
+// A row loop: the row's load is issued one iteration early. The first iteration's load sits
+// before the loop under `lb < ub`; inside, the next row's load comes first under
+// `iv + step < ub` and its value is carried to the next iteration.
+// CHECK-LABEL: func.func @row_loop(
+// CHECK-SAME: %[[X:.*]]: !kiln.ptr<f32>, %[[OUT:.*]]: !kiln.ptr<f32>, %[[LB:.*]]: i32, %[[UB:.*]]: i32)
+// CHECK: %[[FIRST:.*]] = arith.cmpi slt, %[[LB]], %[[UB]] : i32
+// CHECK: %[[M0:.*]] = kiln.splat %[[FIRST]] : tensor<128xi1>
+// CHECK: %[[V0:.*]] = kiln.load %{{.*}}, %[[M0]] : tensor<128x!kiln.ptr<f32>>
+// CHECK: scf.for %[[IV:.*]] = %[[LB]] to %[[UB]] step %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}, %[[CUR:.*]] = %[[V0]])
+// CHECK-NEXT: %[[NEXT:.*]] = arith.addi %[[IV]], %{{.*}} : i32
+// CHECK-NEXT: %[[IN:.*]] = arith.cmpi slt, %[[NEXT]], %[[UB]] : i32
+// CHECK: %[[VN:.*]] = kiln.load %{{.*}}, %{{.*}} : tensor<128x!kiln.ptr<f32>>
+// CHECK: arith.addf %[[ACC]], %[[CUR]]
+// CHECK: scf.yield %{{.*}}, %[[VN]]
+// OFF-LABEL: func.func @row_loop(
+// OFF: scf.for
+// OFF-NEXT: arith.muli
+func.func @row_loop(%x: !kiln.ptr<f32>, %out: !kiln.ptr<f32>, %lb: i32, %ub: i32) {
+  %c1 = arith.constant 1 : i32
+  %c128 = arith.constant 128 : i32
+  %zero = arith.constant dense<0.0> : tensor<128xf32>
+  %r = kiln.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
+  %acc = scf.for %i = %lb to %ub step %c1 iter_args(%a = %zero) -> (tensor<128xf32>) : i32 {
+    %row = arith.muli %i, %c128 : i32
+    %base = kiln.addptr %x, %row : !kiln.ptr<f32>, i32
+    %ps = kiln.splat %base : tensor<128x!kiln.ptr<f32>>
+    %p = kiln.addptr %ps, %r : tensor<128x!kiln.ptr<f32>>, tensor<128xi32>
+    %v = kiln.load %p : tensor<128x!kiln.ptr<f32>>
+    %s = arith.addf %a, %v : tensor<128xf32>
+    scf.yield %s : tensor<128xf32>
+  }
+  %o = kiln.splat %out : tensor<128x!kiln.ptr<f32>>
+  %op = kiln.addptr %o, %r : tensor<128x!kiln.ptr<f32>>, tensor<128xi32>
+  kiln.store %op, %acc : tensor<128x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// A load whose address depends on a loop-carried value (pointer chasing) stays in place, and
+// so does a volatile load.
+// CHECK-LABEL: func.func @not_pipelined(
+// CHECK: scf.for
+// CHECK: kiln.load %{{.*}} : !kiln.ptr<i32>
+// CHECK: kiln.load %{{.*}} volatile : !kiln.ptr<i32>
+func.func @not_pipelined(%x: !kiln.ptr<i32>, %n: i32) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %last = scf.for %i = %c0 to %n step %c1 iter_args(%j = %c0) -> (i32) : i32 {
+    %p = kiln.addptr %x, %j : !kiln.ptr<i32>, i32
+    %next = kiln.load %p : !kiln.ptr<i32>
+    %q = kiln.addptr %x, %i : !kiln.ptr<i32>, i32
+    %v = kiln.load %q volatile : !kiln.ptr<i32>
+    %s = arith.addi %next, %v : i32
+    scf.yield %s : i32
+  }
+  kiln.store %x, %last : !kiln.ptr<i32>
+  return
+}
