@@ -21,7 +21,7 @@ namespace kiln {
 struct CompileOptions {
   std::string arch = "sm_90"; ///< sm_80, sm_86, sm_89, sm_90, sm_90a
   unsigned numWarps = 4;
-  unsigned numStages = 2;       ///< software pipelining of loops (1: off), as Triton's num_stages
+  unsigned numStages = 1;       ///< >= 2: prefetch loop loads one iteration early (opt-in)
   bool emitCubin = false;       ///< also assemble PTX to a cubin through nvJitLink
   bool printIRAfterAll = false; ///< print the IR after every pass to stderr
   std::string reproducerPath;   ///< where a failing pipeline writes its reproducer ("" = none)

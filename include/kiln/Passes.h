@@ -25,7 +25,7 @@ namespace kiln {
 /// Options of the GPU pipeline.
 struct GPUPipelineOptions {
   unsigned numWarps = 4;
-  unsigned numStages = 2;
+  unsigned numStages = 1; ///< >= 2 prefetches loop loads (opt-in: see kiln-pipeline-loads)
 };
 
 /// kiln (no layouts) -> LLVM dialect + NVVM, ready for translation to LLVM IR.

@@ -35,6 +35,10 @@ cl::opt<Emit> emit("emit", cl::desc("what to produce"), cl::init(Emit::PTX),
 cl::opt<std::string> arch("arch", cl::desc("target architecture (sm_80, sm_90, sm_90a)"),
                           cl::init("sm_90"));
 cl::opt<unsigned> numWarps("num-warps", cl::desc("warps per program"), cl::init(4));
+cl::opt<unsigned> numStages("num-stages",
+                            cl::desc("software pipelining of loop loads (>= 2: prefetch one "
+                                     "iteration early; opt-in, 1 = off)"),
+                            cl::init(1));
 cl::opt<bool> printIRAfterAll("print-ir-after-all", cl::desc("print the IR after every pass"),
                               cl::init(false));
 cl::opt<std::string> reproducer("reproducer",
@@ -95,6 +99,7 @@ int main(int argc, char **argv) {
   kiln::CompileOptions options;
   options.arch = arch;
   options.numWarps = numWarps;
+  options.numStages = numStages;
   options.emitCubin = emit == Emit::Cubin;
   options.printIRAfterAll = printIRAfterAll;
   options.reproducerPath = reproducer.empty() ? defaultReproducerPath() : reproducer.getValue();
