@@ -169,3 +169,16 @@ func.func @reduce_in_loop(%x: !kiln.ptr<f32> {kiln.divisibility = 16 : i32}, %n:
   kiln.store %x, %t : !kiln.ptr<f32>
   return
 }
+
+// -----
+
+// A scalar store is done once, by thread 0, not by every thread of the program.
+// CHECK-LABEL: llvm.func @scalar_store_once(
+// CHECK: %[[ZERO:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32
+// CHECK: %[[ONE:.*]] = llvm.icmp "eq" %[[TID]], %[[ZERO]] : i32
+// CHECK: llvm.inline_asm has_side_effects "@$0 st.global.b32 [ $1 + 0 ], $2;", "b,l,r" %[[ONE]]
+func.func @scalar_store_once(%x: !kiln.ptr<f32>, %v: f32) {
+  kiln.store %x, %v : !kiln.ptr<f32>
+  return
+}

@@ -214,9 +214,18 @@ struct StoreOpLowering final : ConvertOpToLLVMPattern<StoreOp> {
     SmallVector<Value> masks;
     if (adaptor.getMask())
       masks = unpackStruct(rewriter, loc, adaptor.getMask());
+    // Every thread holds a scalar, and a replicated tile element sits in several threads: only
+    // one of them stores it (thread 0 for scalars), as Triton does; the others would write the
+    // same bytes to the same address again.
+    Value owner;
+    if (auto type = dyn_cast<RankedTensorType>(op.getPtr().getType()))
+      owner = emitOwnerPredicate(rewriter, loc, type, target);
+    else
+      owner = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq,
+                                   target.getThreadId(rewriter, loc), i32Const(rewriter, loc, 0));
     for (unsigned i = 0; i < ptrs.size(); i += plan.vec) {
       ArrayRef<Value> group = ArrayRef<Value>(values).slice(i, plan.vec);
-      if (isPlain(op.getMask(), mods, elemType)) {
+      if (!owner && isPlain(op.getMask(), mods, elemType)) {
         unsigned align = plan.vec * plan.elemBits / 8;
         if (plan.vec == 1) {
           LLVM::StoreOp::create(rewriter, loc, group[0], ptrs[i], align);
@@ -230,6 +239,8 @@ struct StoreOpLowering final : ConvertOpToLLVMPattern<StoreOp> {
         continue;
       }
       Value pred = masks.empty() ? Value() : masks[i];
+      if (owner)
+        pred = pred ? Value(LLVM::AndOp::create(rewriter, loc, pred, owner)) : owner;
       target.emitStore(rewriter, loc, ptrs[i], pred, plan.wordBits,
                        toWords(rewriter, loc, group, plan.elemBits, plan.wordBits), mods);
     }
