@@ -182,3 +182,38 @@ func.func @scalar_store_once(%x: !kiln.ptr<f32>, %v: f32) {
   kiln.store %x, %v : !kiln.ptr<f32>
   return
 }
+
+// -----
+
+// Two cross-warp reductions in one loop body: each one's barrier separates the other's reads
+// from its next writes, so no trailing barriers — two barriers per iteration, not four.
+// CHECK-LABEL: llvm.func @two_reductions_in_loop(
+// CHECK-COUNT-2: nvvm.barrier0
+// CHECK-NOT: nvvm.barrier0
+// CHECK: llvm.return
+func.func @two_reductions_in_loop(%x: !kiln.ptr<f32> {kiln.divisibility = 16 : i32}, %n: i32) {
+  %r = kiln.make_range {end = 512 : i32, start = 0 : i32} : tensor<512xi32>
+  %p = kiln.splat %x : tensor<512x!kiln.ptr<f32>>
+  %ps = kiln.addptr %p, %r : tensor<512x!kiln.ptr<f32>>, tensor<512xi32>
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %zero = arith.constant 0.0 : f32
+  %t = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (f32) : i32 {
+    %v = kiln.load %ps : tensor<512x!kiln.ptr<f32>>
+    %s = kiln.reduce(%v) axis = 0 {
+    ^bb0(%a: f32, %b: f32):
+      %u = arith.addf %a, %b : f32
+      kiln.reduce.return %u : f32
+    } : (tensor<512xf32>) -> f32
+    %m = kiln.reduce(%v) axis = 0 {
+    ^bb0(%a: f32, %b: f32):
+      %u = arith.maxnumf %a, %b : f32
+      kiln.reduce.return %u : f32
+    } : (tensor<512xf32>) -> f32
+    %sm = arith.addf %s, %m : f32
+    %next = arith.addf %acc, %sm : f32
+    scf.yield %next : f32
+  }
+  kiln.store %x, %t : !kiln.ptr<f32>
+  return
+}

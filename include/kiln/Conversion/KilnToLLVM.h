@@ -83,6 +83,9 @@ void populateDivOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
 /// Marks a kiln.reduce that may execute more than once per program (its function has control
 /// flow after scf-to-cf), so its shared buffer needs a barrier before it is written again.
 inline constexpr llvm::StringLiteral kReduceMayRepeatAttr = "kiln_gpu.may_repeat";
+/// Warps that hold distinct elements along `axis` of a laid-out tile: a reduction with more
+/// than one goes through shared memory (and a barrier).
+unsigned getDistinctWarpsAlongAxis(mlir::RankedTensorType type, unsigned axis);
 /// reduce: in thread, then warp shuffles, then across warps through shared memory.
 void populateReduceOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                     mlir::RewritePatternSet &patterns, const TargetInfo &target);

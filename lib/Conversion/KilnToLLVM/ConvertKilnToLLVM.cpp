@@ -139,10 +139,23 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
                             IntegerAttr::get(IntegerType::get(ctx, 64), div.getInt()));
         }
 
-    // A function of one block has no loops: each reduction runs once per program. Decided
-    // here because the conversion rewrites blocks while patterns run.
+    // Which cross-warp reductions need a barrier after reading their partials (before their
+    // buffer can be written again). None in a function of one block: no loops, each runs once.
+    // Nor when another cross-warp reduction shares its block: that one's barrier lies between
+    // this one's reads and its next write on every path. Decided before the conversion, which
+    // rewrites blocks while patterns run.
+    auto crossWarp = [](ReduceOp op) {
+      auto type = cast<RankedTensorType>(op.getSrcs()[0].getType());
+      return getDistinctWarpsAlongAxis(type, op.getAxis()) > 1;
+    };
     module.walk([&](ReduceOp op) {
-      if (!op->getParentRegion()->hasOneBlock())
+      if (op->getParentRegion()->hasOneBlock() || !crossWarp(op))
+        return;
+      bool covered = llvm::any_of(*op->getBlock(), [&](Operation &other) {
+        auto sibling = dyn_cast<ReduceOp>(other);
+        return sibling && sibling != op && crossWarp(sibling);
+      });
+      if (!covered)
         op->setAttr(kReduceMayRepeatAttr, UnitAttr::get(ctx));
     });
 

@@ -99,9 +99,7 @@ struct ReduceOpLowering final : ConvertOpToLLVMPattern<ReduceOp> {
       }
 
     // 3. Across warps.
-    unsigned wpc = root.getWarpsPerCTA()[rootAxis];
-    unsigned distinctWarps = std::min<int64_t>(
-        wpc, std::max<int64_t>(1, shape[axis] / (perThread * int64_t(tpw))));
+    unsigned distinctWarps = getDistinctWarpsAlongAxis(srcType, axis);
     if (distinctWarps > 1) {
       int64_t positions = 1;
       for (unsigned d = 0; d < shape.size(); ++d)
@@ -188,6 +186,16 @@ struct ReduceOpLowering final : ConvertOpToLLVMPattern<ReduceOp> {
 };
 
 } // namespace
+
+unsigned kiln::getDistinctWarpsAlongAxis(RankedTensorType type, unsigned axis) {
+  Attribute layout = type.getEncoding();
+  kgpu::BlockedEncodingAttr root = kgpu::getRootBlocked(layout);
+  unsigned rootAxis = kgpu::getKeptDims(layout)[axis];
+  int64_t extent = type.getDimSize(axis);
+  int64_t perThread = std::min<int64_t>(root.getSizePerThread()[rootAxis], extent);
+  int64_t perWarp = perThread * root.getThreadsPerWarp()[rootAxis];
+  return std::min<int64_t>(root.getWarpsPerCTA()[rootAxis], std::max<int64_t>(1, extent / perWarp));
+}
 
 void kiln::populateReduceOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                           RewritePatternSet &patterns, const TargetInfo &target) {
