@@ -1098,6 +1098,29 @@ static bool parseEvict(StringRef s, EvictionPolicyAttr &out, MLIRContext &ctx) {
   return out || s.empty();
 }
 
+/// The cache modifier (one of `allowed`, Triton's ".cg" spelling) and eviction policy of a
+/// `what` ("load" or "store"); an unknown or disallowed one is a user error.
+static std::pair<std::optional<CacheModifier>, EvictionPolicyAttr>
+parseAccessModifiers(kiln::Builder &b, const std::string &cacheName,
+                     const std::string &evictName, std::initializer_list<CacheModifier> allowed,
+                     StringRef what) {
+  std::optional<CacheModifier> cache;
+  if (!cacheName.empty()) {
+    cache = parseCache(cacheName);
+    if (!cache || !llvm::is_contained(allowed, *cache)) {
+      std::string names;
+      for (CacheModifier c : allowed)
+        names += (names.empty() ? "'." : ", '.") + stringifyCacheModifier(c).str() + "'";
+      b.error("expected a " + what + " cache modifier (" + names + "), found '" + cacheName + "'");
+    }
+  }
+  EvictionPolicyAttr evict;
+  if (!parseEvict(evictName, evict, b.getContext()))
+    b.error("expected an eviction policy ('evict_first', 'evict_last'), found '" + evictName +
+            "'");
+  return {cache, evict};
+}
+
 Tile kiln::Builder::load(const Tile &ptr, std::optional<Tile> mask, std::optional<Tile> other,
                          const LoadOptions &options) {
   requireKernel("load");
@@ -1118,17 +1141,9 @@ Tile kiln::Builder::load(const Tile &ptr, std::optional<Tile> mask, std::optiona
   }
   if (mask && !mask->dtype.isBool())
     error("expected a mask of dtype int1 for load, found " + describe(*mask));
-  std::optional<CacheModifier> cache;
-  if (!options.cache.empty()) {
-    cache = parseCache(options.cache);
-    if (!cache ||
-        (*cache != CacheModifier::ca && *cache != CacheModifier::cg && *cache != CacheModifier::cv))
-      error("expected a load cache modifier ('.ca', '.cg', '.cv'), found '" + options.cache + "'");
-  }
-  EvictionPolicyAttr evict;
-  if (!parseEvict(options.evict, evict, ctx))
-    error("expected an eviction policy ('evict_first', 'evict_last'), found '" + options.evict +
-          "'");
+  auto [cache, evict] = parseAccessModifiers(
+      *this, options.cache, options.evict,
+      {CacheModifier::ca, CacheModifier::cg, CacheModifier::cv}, "load");
   // ld.volatile takes no cache operator and no cache hint (PTX ISA 9.7.9.8).
   if (options.isVolatile && (cache || evict))
     error("expected no cache modifier or eviction policy on a volatile load, found '" +
@@ -1168,17 +1183,9 @@ void kiln::Builder::store(const Tile &ptr, const Tile &value, std::optional<Tile
   }
   if (mask && !mask->dtype.isBool())
     error("expected a mask of dtype int1 for store, found " + describe(*mask));
-  std::optional<CacheModifier> cache;
-  if (!options.cache.empty()) {
-    cache = parseCache(options.cache);
-    if (!cache ||
-        (*cache != CacheModifier::wb && *cache != CacheModifier::cs && *cache != CacheModifier::wt))
-      error("expected a store cache modifier ('.wb', '.cs', '.wt'), found '" + options.cache + "'");
-  }
-  EvictionPolicyAttr evict;
-  if (!parseEvict(options.evict, evict, ctx))
-    error("expected an eviction policy ('evict_first', 'evict_last'), found '" + options.evict +
-          "'");
+  auto [cache, evict] = parseAccessModifiers(
+      *this, options.cache, options.evict,
+      {CacheModifier::wb, CacheModifier::cs, CacheModifier::wt}, "store");
 
   // value and mask broadcast to the pointer's shape, never the other way round.
   ArrayRef<int64_t> shape = ptr.getShape();
