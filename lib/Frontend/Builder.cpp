@@ -909,29 +909,30 @@ Tile kiln::Builder::logicalNot(const Tile &x) {
   return Tile{arith::XOrIOp::create(b, loc, t.value, one), t.dtype, std::nullopt};
 }
 
+/// min/max of two promoted operands: floats through `NanF` (propagates NaN) or `NumF`
+/// (Triton's default: the number wins), integers through the signed or unsigned op.
+template <typename NanF, typename NumF, typename SignedI, typename UnsignedI>
+static Value createExtremum(OpBuilder &b, Location loc, const Tile &x, const Tile &y,
+                            bool propagateNan) {
+  if (x.dtype.isFloat())
+    return propagateNan ? Value(NanF::create(b, loc, x.value, y.value))
+                        : Value(NumF::create(b, loc, x.value, y.value));
+  if (x.dtype.isSigned())
+    return SignedI::create(b, loc, x.value, y.value);
+  return UnsignedI::create(b, loc, x.value, y.value);
+}
+
 Tile kiln::Builder::minimum(const Tile &a, const Tile &bb, bool propagateNan) {
   auto [x, y] = binaryOperands(a, bb, "minimum", false, false, true, false);
-  Value v;
-  if (x.dtype.isFloat())
-    v = propagateNan ? Value(arith::MinimumFOp::create(b, loc, x.value, y.value))
-                     : Value(arith::MinNumFOp::create(b, loc, x.value, y.value));
-  else if (x.dtype.isSigned())
-    v = arith::MinSIOp::create(b, loc, x.value, y.value);
-  else
-    v = arith::MinUIOp::create(b, loc, x.value, y.value);
+  Value v = createExtremum<arith::MinimumFOp, arith::MinNumFOp, arith::MinSIOp, arith::MinUIOp>(
+      b, loc, x, y, propagateNan);
   return Tile{v, x.dtype, std::nullopt};
 }
 
 Tile kiln::Builder::maximum(const Tile &a, const Tile &bb, bool propagateNan) {
   auto [x, y] = binaryOperands(a, bb, "maximum", false, false, true, false);
-  Value v;
-  if (x.dtype.isFloat())
-    v = propagateNan ? Value(arith::MaximumFOp::create(b, loc, x.value, y.value))
-                     : Value(arith::MaxNumFOp::create(b, loc, x.value, y.value));
-  else if (x.dtype.isSigned())
-    v = arith::MaxSIOp::create(b, loc, x.value, y.value);
-  else
-    v = arith::MaxUIOp::create(b, loc, x.value, y.value);
+  Value v = createExtremum<arith::MaximumFOp, arith::MaxNumFOp, arith::MaxSIOp, arith::MaxUIOp>(
+      b, loc, x, y, propagateNan);
   return Tile{v, x.dtype, std::nullopt};
 }
 

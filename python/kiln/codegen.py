@@ -686,6 +686,20 @@ class CodeGenerator:
                              f"the loop iterator, found {_describe(fn)}", it)
         self._runtime_for(node, lb, ub, step)
 
+    def _run_loop_body(self, frame, body, names, structs):
+        """Runs a run-time loop body one region deeper and returns its loop-carried values,
+        flattened in the order of `names`; a value whose structure changed is an error."""
+        frame.region_depth += 1
+        try:
+            self.exec_block(body)
+        finally:
+            frame.region_depth -= 1
+        out = []
+        for i, n in enumerate(names):
+            if self._flatten(frame.scope[n], n, out) != structs[i]:
+                raise self.error(f"loop-carried '{n}' changes structure in the loop")
+        return out
+
     def _runtime_for(self, node, lb, ub, step):
         frame = self.frame
         target = node.target.id
@@ -720,17 +734,7 @@ class CodeGenerator:
             if negative:
                 ivt = self.binary("sub", start, self.binary("mul", ivt, mag))
             frame.scope[target] = ivt
-            frame.region_depth += 1
-            try:
-                self.exec_block(node.body)
-            finally:
-                frame.region_depth -= 1
-            out = []
-            for i, n in enumerate(names):
-                s = self._flatten(frame.scope[n], n, out)
-                if s != structs[i]:
-                    raise self.error(f"loop-carried '{n}' changes structure in the loop")
-            return out
+            return self._run_loop_body(frame, node.body, names, structs)
 
         try:
             results = self.session.for_loop(lbt.handle, ubt.handle, stept.handle, inits, body,
@@ -789,17 +793,7 @@ class CodeGenerator:
 
         def body_fn(args):
             bind(args)
-            frame.region_depth += 1
-            try:
-                self.exec_block(node.body)
-            finally:
-                frame.region_depth -= 1
-            out = []
-            for i, n in enumerate(names):
-                s = self._flatten(frame.scope[n], n, out)
-                if s != structs[i]:
-                    raise self.error(f"loop-carried '{n}' changes structure in the loop")
-            return out
+            return self._run_loop_body(frame, node.body, names, structs)
 
         try:
             results = self.session.while_loop(inits, cond_fn, body_fn,
