@@ -48,10 +48,12 @@ void kiln::initializeContext(MLIRContext &ctx) {
 FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOptions &options) {
   CompiledKernel out;
   out.numWarps = options.numWarps;
-  if (!isKnownArch(options.arch))
+  bool host = options.arch == kHostArch;
+  if (!host && !isKnownArch(options.arch))
     return emitError(module.getLoc())
            << "unknown target architecture '" << options.arch
-           << "' (expected sm_<major><minor>[a] known to NVPTX, e.g. sm_80, sm_90, sm_90a)";
+           << "' (expected sm_<major><minor>[a] known to NVPTX, e.g. sm_80, sm_90, sm_90a, or "
+              "cpu for the host)";
   if (failed(verify(module)))
     return failure();
   auto kernels = llvm::to_vector(module.getOps<func::FuncOp>());
@@ -68,16 +70,25 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
   }
   if (!options.reproducerPath.empty())
     pm.enableCrashReproducerGeneration(options.reproducerPath, /*genLocalReproducer=*/false);
-  GPUPipelineOptions pipeline;
-  pipeline.numWarps = options.numWarps;
-  pipeline.numStages = options.numStages;
-  buildGPUPipeline(pm, pipeline);
+  if (host) {
+    buildHostPipeline(pm, HostPipelineOptions{options.debug});
+  } else {
+    GPUPipelineOptions pipeline;
+    pipeline.numWarps = options.numWarps;
+    pipeline.numStages = options.numStages;
+    buildGPUPipeline(pm, pipeline);
+  }
   if (failed(pm.run(module)))
     return failure();
   {
     llvm::raw_string_ostream os(out.llvmDialect);
     module.print(os);
   }
+  if (host)
+    return failed(emitHostObject(module, out.llvmIR, out.hostAssembly, out.hostObject,
+                                 options.emitHostAssembly))
+               ? FailureOr<CompiledKernel>(failure())
+               : FailureOr<CompiledKernel>(std::move(out));
   if (failed(emitPTX(module, options.arch, out.llvmIR, out.ptx)))
     return failure();
   if (options.emitCubin) {

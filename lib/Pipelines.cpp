@@ -33,10 +33,29 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
   pm.addPass(createCSEPass());
 }
 
+void kiln::buildHostPipeline(OpPassManager &pm, const HostPipelineOptions &options) {
+  // tiles -> simplified tiles
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // tiles -> vectors + LLVM memory ops, host entry functions
+  pm.addPass(createKilnConvertToHost(KilnConvertToHostOptions{options.debug}));
+  pm.addPass(createCanonicalizerPass());
+  // vectors, arith, math, scf, func -> LLVM
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertVectorToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
 void kiln::registerKilnDialects(DialectRegistry &registry) {
   registry.insert<KilnDialect, gpu::KilnGPUDialect, arith::ArithDialect, math::MathDialect,
                   scf::SCFDialect, func::FuncDialect, cf::ControlFlowDialect,
-                  LLVM::LLVMDialect, NVVM::NVVMDialect>();
+                  LLVM::LLVMDialect, NVVM::NVVMDialect, vector::VectorDialect>();
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);
@@ -47,4 +66,6 @@ void kiln::registerKilnPassesAndPipelines() {
   PassPipelineRegistration<>("kiln-gpu-pipeline",
                              "kiln tiles -> LLVM dialect + NVVM (num_warps = 4)",
                              [](OpPassManager &pm) { buildGPUPipeline(pm, {}); });
+  PassPipelineRegistration<>("kiln-host-pipeline", "kiln tiles -> LLVM dialect for the host CPU",
+                             [](OpPassManager &pm) { buildHostPipeline(pm, {}); });
 }

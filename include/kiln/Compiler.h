@@ -19,10 +19,12 @@ namespace kiln {
 
 /// What to compile for and how.
 struct CompileOptions {
-  std::string arch = "sm_90"; ///< sm_80, sm_86, sm_89, sm_90, sm_90a
+  std::string arch = "sm_90"; ///< sm_80, sm_86, sm_89, sm_90, sm_90a; "cpu": the host
   unsigned numWarps = 4;
   unsigned numStages = 1;       ///< >= 2: prefetch loop loads one iteration early (opt-in)
   bool emitCubin = false;       ///< also assemble PTX to a cubin through nvJitLink
+  bool debug = false;           ///< host: check every access and device_assert at run time
+  bool emitHostAssembly = false; ///< host: also produce the assembly text
   bool printIRAfterAll = false; ///< print the IR after every pass to stderr
   std::string reproducerPath;   ///< where a failing pipeline writes its reproducer ("" = none)
 };
@@ -34,6 +36,8 @@ struct CompiledKernel {
   std::string llvmIR;    ///< optimized LLVM IR
   std::string ptx;
   std::vector<char> cubin; ///< empty unless requested and nvJitLink was found
+  std::string hostAssembly; ///< host: assembly, when asked for
+  std::vector<char> hostObject; ///< host: the relocatable object the runtime links
   unsigned numWarps = 4;
 };
 
@@ -46,8 +50,9 @@ bool isKnownArch(llvm::StringRef arch);
 /// Registers everything a kiln module needs in `ctx`.
 void initializeContext(mlir::MLIRContext &ctx);
 
-/// Runs the GPU pipeline on `module` (in place) and emits LLVM IR and PTX. Errors are
-/// reported through the context's diagnostic handler.
+/// Runs the GPU pipeline on `module` (in place) and emits LLVM IR and PTX, or for arch "cpu"
+/// the host pipeline and an object file. Errors are reported through the context's
+/// diagnostic handler.
 mlir::FailureOr<CompiledKernel> compile(mlir::ModuleOp module, const CompileOptions &options);
 
 /// LLVM dialect module -> optimized LLVM IR and PTX for `arch` (in process, NVPTX backend).
@@ -59,6 +64,19 @@ mlir::LogicalResult emitPTX(mlir::ModuleOp module, llvm::StringRef arch, std::st
 /// library is missing or rejects the PTX.
 bool assembleWithNvJitLink(llvm::StringRef ptx, llvm::StringRef arch, std::vector<char> &cubin,
                            std::string &error);
+
+/// The architecture name of the host (CPU) backend.
+inline constexpr const char *kHostArch = "cpu";
+
+/// Identifies the code the host backend generates on this machine: triple, CPU and features
+/// (part of the host backend's cache keys).
+std::string getHostTargetId();
+
+/// Lowered host module (LLVM dialect) -> optimized LLVM IR, assembly (when asked) and an ELF
+/// object for this machine.
+mlir::LogicalResult emitHostObject(mlir::ModuleOp module, std::string &llvmIR,
+                                   std::string &assembly, std::vector<char> &object,
+                                   bool wantAssembly);
 
 } // namespace kiln
 

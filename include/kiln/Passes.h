@@ -12,6 +12,8 @@
 #include "kiln/Dialect/KilnGPU/IR/Dialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -30,6 +32,14 @@ struct GPUPipelineOptions {
 
 /// kiln (no layouts) -> LLVM dialect + NVVM, ready for translation to LLVM IR.
 void buildGPUPipeline(mlir::OpPassManager &pm, const GPUPipelineOptions &options);
+
+/// Options of the host (CPU) pipeline.
+struct HostPipelineOptions {
+  bool debug = false; ///< bounds-check every access through the runtime
+};
+
+/// kiln (no layouts) -> LLVM dialect for the host CPU (see -kiln-convert-to-host).
+void buildHostPipeline(mlir::OpPassManager &pm, const HostPipelineOptions &options);
 
 /// Registers the kiln, kiln_gpu and upstream dialects Kiln uses, and their translations.
 void registerKilnDialects(mlir::DialectRegistry &registry);

@@ -38,6 +38,32 @@ def KilnConvertToLLVM : Pass<"kiln-convert-to-llvm", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
 }
 
+def KilnConvertToHost : Pass<"kiln-convert-to-host", "mlir::ModuleOp"> {
+  let summary = "lower kiln tiles to vectors and LLVM ops for the host (CPU) backend";
+  let description = [{
+    The CPU path's first step. Every tile becomes a 1-D `vector` of its elements in row-major
+    order (pointers: `vector<N x !llvm.ptr>`); arith and math ops keep their dialect on the
+    vectors. Shape ops (broadcast, trans) are `llvm.shufflevector`s with constant masks, and
+    expand_dims/reshape cost nothing. Loads and stores are masked: whole runs that the axis
+    analysis proves contiguous use `llvm.intr.masked.load/store`, the rest masked gathers and
+    scatters; masked-out lanes never touch memory and loads give `other` (zero without it).
+    Atomics run lane by lane in a loop, skipping masked-out lanes. Reductions and scans are
+    trees of shuffles over the whole tile applying the combine region to vectors.
+
+    Each kernel gains the program id, the grid and a runtime context as trailing arguments,
+    and a `<kernel>.host_entry(params, grid, begin, end, ctx)` function runs the programs
+    with linear ids in [begin, end) with CUDA-style packed parameters. With `debug`, every
+    load and store first asks the runtime (through the context) to check its unmasked
+    addresses, which reports the kernel, the op's location and the program id of a bad one
+    and masks it off; `kiln.assert` and `kiln.print` call the runtime too.
+  }];
+  let options = [
+    Option<"debug", "debug", "bool", "false", "check every access through the runtime">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::vector::VectorDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {
   let summary = "prefetch the next iteration's loads of scf.for loops (software pipelining)";
   let description = [{

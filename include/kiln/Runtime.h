@@ -92,6 +92,20 @@ struct Grid {
   unsigned x = 1, y = 1, z = 1;
 };
 
+/// The architecture name of the host backend: JIT("cpu") compiles kernels for this machine's
+/// CPU, and its kernels run on the host with host pointers as their pointer arguments.
+constexpr const char *kHostArch = "cpu";
+
+/// Host memory a pointer argument may reach: [begin, begin + bytes). Debug-mode host kernels
+/// check every unmasked load and store against the buffers of their launch.
+struct HostBuffer {
+  uint64_t begin = 0;
+  uint64_t bytes = 0;
+};
+
+/// The host backend's loaded code of one kernel (lib/Runtime/HostRuntime.cpp).
+struct HostCode;
+
 /// A compiled kernel loaded on the device: its function, signature and launch configuration.
 /// `launch` checks the arguments against the signature; a PreparedLaunch skips that.
 class KILN_EXPORT Kernel {
@@ -103,7 +117,18 @@ public:
   /// Checks `args` against the signature (count and kinds), then launches.
   void launch(Grid grid, CUstream stream, const std::vector<Arg> &args) const;
   /// Launches with already-packed parameter pointers (one per parameter); no checks.
+  /// A host kernel runs the whole grid on the host before returning (`stream` unused).
   void launchRaw(Grid grid, CUstream stream, void **params) const;
+  /// True for a kernel of the host backend (compiled by JIT("cpu")).
+  bool isHost() const { return host != nullptr; }
+  /// True when the kernel was compiled in debug mode (host: bounds-checked accesses).
+  bool isDebug() const { return debug; }
+  /// Runs a host kernel over `grid`: programs in parallel on a thread pool of
+  /// $KILN_CPU_THREADS threads (default: all cores; 1 runs them in order on this thread).
+  /// A debug-mode kernel checks every unmasked access against `buffers` (empty: unchecked)
+  /// and throws Error naming the kernel, the source line and the program id of the first
+  /// access outside them; `tl.device_assert` failures throw likewise.
+  void launchHost(Grid grid, void **params, const std::vector<HostBuffer> &buffers = {}) const;
 
 private:
   friend class JIT;
@@ -111,7 +136,10 @@ private:
   std::vector<ArgKind> signature;
   unsigned numWarps = 4;
   unsigned sharedBytes = 0;
+  bool debug = false;
   CUfunction function = nullptr;
+  /// The host backend's loaded code (null for GPU kernels).
+  std::shared_ptr<HostCode> host;
 };
 
 /// A kernel bound to fixed argument storage: a launch is cuLaunchKernel on pointers into that
@@ -144,12 +172,16 @@ struct JITStats {
 /// or truncated entry is recompiled and replaced.
 class KILN_EXPORT JIT {
 public:
-  /// `arch` empty: the current device's architecture.
+  /// `arch` empty: the current device's architecture; kHostArch ("cpu"): the host backend,
+  /// which works without a GPU and caches host object code the same way.
   explicit JIT(std::string arch = "", std::string cacheDir = "");
   ~JIT();
   /// The kernel in `mlirSource`, compiled with `numWarps` and loaded on the device. Throws
   /// Error (with the compiler's diagnostics) when it does not compile, and without a GPU.
   const Kernel &get(const std::string &mlirSource, unsigned numWarps = 4);
+  /// The same, in debug mode when `debug` (host backend: bounds checks and device_assert).
+  const Kernel &get(const std::string &mlirSource, unsigned numWarps, bool debug);
+  bool isHost() const { return arch == kHostArch; }
   /// The same kernel compiled (or found in the caches) but not loaded: its signature and name
   /// are known, launching it throws. Works without a GPU.
   const Kernel &compile(const std::string &mlirSource, unsigned numWarps = 4);
@@ -160,7 +192,8 @@ public:
 
 private:
   struct Entry;
-  std::shared_ptr<Entry> lookupOrCompile(const std::string &source, unsigned numWarps);
+  std::shared_ptr<Entry> lookupOrCompile(const std::string &source, unsigned numWarps,
+                                         bool debug);
   std::string arch, cacheDir;
   JITStats stats;
   struct Impl;

@@ -202,6 +202,8 @@ void Kernel::launch(Grid grid, CUstream stream, const std::vector<Arg> &args) co
 }
 
 void Kernel::launchRaw(Grid grid, CUstream stream, void **params) const {
+  if (host)
+    return launchHost(grid, params);
   const Driver &d = requireDriver();
   if (!function)
     throw Error("kernel '" + name + "' is not loaded on a device (get it with JIT::get)");

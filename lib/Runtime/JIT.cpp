@@ -10,8 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "HostRuntime.h"
 #include "RuntimeInternal.h"
 #include "kiln/Compiler.h"
+#include "kiln/Conversion/KilnToHost.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -41,8 +43,8 @@ using namespace mlir;
 
 namespace {
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'I', 'N', '1'};
-/// What the payload holds: a cubin from nvJitLink, or PTX for the driver's JIT.
-enum PayloadKind : uint32_t { kCubin = 1, kPTX = 2 };
+/// What the payload holds: a cubin from nvJitLink, PTX for the driver's JIT, or a host object.
+enum PayloadKind : uint32_t { kCubin = 1, kPTX = 2, kHostObject = 3 };
 /// The compiler version in every key: Kiln, LLVM, and the build.
 constexpr const char *kCompilerVersion = "kiln-0.1.0/llvm-" LLVM_VERSION_STRING "/" KILN_BUILD_ID;
 /// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (cuda.h): needed above 48 KB.
@@ -151,8 +153,13 @@ static std::string serialize(const JIT &jit, const std::string &payload, uint32_
   return out;
 }
 
-std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const std::string &source, unsigned numWarps) {
-  std::string key = hexKey(source, arch, numWarps);
+std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const std::string &source, unsigned numWarps,
+                                                 bool debug) {
+  // Host code is specific to this machine's CPU; debug code differs from plain code.
+  std::string target = isHost() ? arch + "/" + kiln::getHostTargetId() : arch;
+  if (debug)
+    target += "/debug";
+  std::string key = hexKey(source, target, numWarps);
   if (auto it = impl->memory.find(key); it != impl->memory.end()) {
     ++stats.memoryHits;
     return it->second;
@@ -194,6 +201,7 @@ std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const std::string &source, unsi
       entry->payload.assign(p, payloadLen);
       entry->payloadKind = kind;
       entry->kernel.numWarps = warps;
+      entry->kernel.debug = debug;
       ++stats.diskHits;
       impl->memory[key] = entry;
       return entry;
@@ -222,15 +230,20 @@ std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const std::string &source, unsi
   kiln::CompileOptions options;
   options.arch = arch;
   options.numWarps = numWarps;
+  options.debug = debug;
   FailureOr<kiln::CompiledKernel> compiled = kiln::compile(*module, options);
   if (failed(compiled))
     throw Error("kernel does not compile:\n" + diagnostics);
   ++stats.compiles;
   entry->kernel.name = compiled->name;
   entry->kernel.numWarps = numWarps;
+  entry->kernel.debug = debug;
   std::vector<char> cubin;
   std::string error;
-  if (kiln::assembleWithNvJitLink(compiled->ptx, arch, cubin, error)) {
+  if (isHost()) {
+    entry->payload.assign(compiled->hostObject.begin(), compiled->hostObject.end());
+    entry->payloadKind = kHostObject;
+  } else if (kiln::assembleWithNvJitLink(compiled->ptx, arch, cubin, error)) {
     entry->payload.assign(cubin.begin(), cubin.end());
     entry->payloadKind = kCubin;
   } else {
@@ -256,9 +269,20 @@ std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const std::string &source, unsi
 }
 
 const Kernel &JIT::get(const std::string &source, unsigned numWarps) {
+  return get(source, numWarps, /*debug=*/false);
+}
+
+const Kernel &JIT::get(const std::string &source, unsigned numWarps, bool debug) {
   std::lock_guard<std::mutex> lock(impl->mutex);
-  std::shared_ptr<Entry> entry = lookupOrCompile(source, numWarps);
+  std::shared_ptr<Entry> entry = lookupOrCompile(source, numWarps, debug);
+  if (!entry->loaded && entry->payloadKind == kHostObject) {
+    entry->kernel.host = loadHostCode(entry->payload, entry->kernel.name,
+                                      kiln::host::getEntryName(entry->kernel.name));
+    entry->loaded = true;
+  }
   if (!entry->loaded) {
+    if (isHost())
+      throw Error("kernel '" + entry->kernel.name + "': cached entry is not host code");
     const Driver &d = requireDriver();
     void *module = nullptr;
     check(d.cuModuleLoadData(&module, entry->payload.data()), "cuModuleLoadData");
@@ -275,12 +299,12 @@ const Kernel &JIT::get(const std::string &source, unsigned numWarps) {
 
 const Kernel &JIT::compile(const std::string &source, unsigned numWarps) {
   std::lock_guard<std::mutex> lock(impl->mutex);
-  return lookupOrCompile(source, numWarps)->kernel;
+  return lookupOrCompile(source, numWarps, /*debug=*/false)->kernel;
 }
 
 std::vector<char> JIT::compileToCubin(const std::string &source, unsigned numWarps) {
   std::lock_guard<std::mutex> lock(impl->mutex);
-  std::shared_ptr<Entry> entry = lookupOrCompile(source, numWarps);
+  std::shared_ptr<Entry> entry = lookupOrCompile(source, numWarps, /*debug=*/false);
   if (entry->payloadKind != kCubin)
     throw Error("nvJitLink is not available: kernel '" + entry->kernel.name +
                 "' is cached as PTX only");

@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -216,10 +218,46 @@ TEST(NoGPU, DeviceOperationsRaiseClearErrors) {
   });
 }
 
-TEST(GPU, VectorAddAndCopy2D) {
-  if (!hasGPU())
-    GTEST_SKIP() << "no GPU";
-  JIT jit;
+/// Memory for a kernel argument: device memory, or host memory for the host backend.
+struct TestBuffer {
+  bool host;
+  std::vector<char> bytes;
+  std::unique_ptr<DeviceBuffer> device;
+  TestBuffer(bool host, size_t n) : host(host) {
+    if (host)
+      bytes.resize(n);
+    else
+      device = std::make_unique<DeviceBuffer>(n);
+  }
+  uint64_t ptr() const { return host ? uint64_t(uintptr_t(bytes.data())) : device->get(); }
+  void copyFromHost(const void *src, size_t n) {
+    if (host)
+      std::memcpy(bytes.data(), src, n);
+    else
+      device->copyFromHost(src, n);
+  }
+  void copyToHost(void *dst, size_t n) const {
+    if (host)
+      std::memcpy(dst, bytes.data(), n);
+    else
+      device->copyToHost(dst, n);
+  }
+  void fill32(uint32_t v) {
+    if (!host)
+      return device->fill32(v);
+    for (size_t i = 0; i + 4 <= bytes.size(); i += 4)
+      std::memcpy(bytes.data() + i, &v, 4);
+  }
+};
+
+JIT makeJIT(bool host) { return host ? JIT(kHostArch) : JIT(); }
+void sync(bool host) {
+  if (!host)
+    synchronize();
+}
+
+void vectorAddAndCopy2D(bool host) {
+  JIT jit = makeJIT(host);
   const Kernel &add = jit.get(readKernel("vector_add.mlir"));
   const int n = 1 << 20;
   std::vector<float> x(n), y(n), out(n);
@@ -227,13 +265,13 @@ TEST(GPU, VectorAddAndCopy2D) {
     x[i] = float(i % 977) * 0.25f;
     y[i] = float(i % 13) - 6.5f;
   }
-  DeviceBuffer dx(n * 4), dy(n * 4), dout(n * 4);
+  TestBuffer dx(host, n * 4), dy(host, n * 4), dout(host, n * 4);
   dx.copyFromHost(x.data(), n * 4);
   dy.copyFromHost(y.data(), n * 4);
   dout.fill32(0xFFFFFFFFu);
   add.launch({n / 1024, 1, 1}, nullptr,
-             {Arg::ptr(dx.get()), Arg::ptr(dy.get()), Arg::ptr(dout.get()), Arg::i32(n)});
-  synchronize();
+             {Arg::ptr(dx.ptr()), Arg::ptr(dy.ptr()), Arg::ptr(dout.ptr()), Arg::i32(n)});
+  sync(host);
   dout.copyToHost(out.data(), n * 4);
   for (int i = 0; i < n; ++i)
     ASSERT_EQ(out[i], x[i] + y[i]) << i;
@@ -245,23 +283,21 @@ TEST(GPU, VectorAddAndCopy2D) {
   std::vector<float> src(M * S), dst(M * D, -1.0f);
   for (int i = 0; i < M * S; ++i)
     src[i] = float(i);
-  DeviceBuffer ds(M * S * 4), dd(M * D * 4);
+  TestBuffer ds(host, M * S * 4), dd(host, M * D * 4);
   ds.copyFromHost(src.data(), M * S * 4);
   dd.copyFromHost(dst.data(), M * D * 4);
   copy.launch({(M + 31) / 32, (N + 63) / 64, 1}, nullptr,
-              {Arg::ptr(ds.get()), Arg::ptr(dd.get()), Arg::i32(M), Arg::i32(N), Arg::i32(S),
+              {Arg::ptr(ds.ptr()), Arg::ptr(dd.ptr()), Arg::i32(M), Arg::i32(N), Arg::i32(S),
                Arg::i32(D)});
-  synchronize();
+  sync(host);
   dd.copyToHost(dst.data(), M * D * 4);
   for (int r = 0; r < M; ++r)
     for (int c = 0; c < D; ++c)
       ASSERT_EQ(dst[r * D + c], src[r * S + c]) << r << "," << c;
 }
 
-TEST(GPU, SoftmaxAndTwoDimensionalSums) {
-  if (!hasGPU())
-    GTEST_SKIP() << "no GPU";
-  JIT jit;
+void softmaxAndTwoDimensionalSums(bool host) {
+  JIT jit = makeJIT(host);
   // Softmax of 300 rows with row stride 1024, random data: 1008 columns with the kernel's
   // divisibility-16 specialization (vector accesses), and 1000 columns (a masked tail inside a
   // vector) with the specialization removed.
@@ -279,14 +315,14 @@ TEST(GPU, SoftmaxAndTwoDimensionalSums) {
     state = state * 1664525u + 1013904223u;
     v = float(state >> 8) / float(1 << 24) * 20.0f - 10.0f;
   }
-  DeviceBuffer dx(x.size() * 4), dy(y.size() * 4);
+  TestBuffer dx(host, x.size() * 4), dy(host, y.size() * 4);
   dx.copyFromHost(x.data(), x.size() * 4);
   dy.fill32(0xFFFFFFFFu);
   jit.get(src)
       .launch({rows, 1, 1}, nullptr,
-              {Arg::ptr(dy.get()), Arg::ptr(dx.get()), Arg::i32(stride), Arg::i32(stride),
+              {Arg::ptr(dy.ptr()), Arg::ptr(dx.ptr()), Arg::i32(stride), Arg::i32(stride),
                Arg::i32(cols)});
-  synchronize();
+  sync(host);
   dy.copyToHost(y.data(), y.size() * 4);
   double num = 0, den = 0;
   for (int r = 0; r < rows; ++r) {
@@ -309,13 +345,13 @@ TEST(GPU, SoftmaxAndTwoDimensionalSums) {
   std::vector<float> t(64 * 128), rs(64), cs(128);
   for (int i = 0; i < 64 * 128; ++i)
     t[i] = float((i * 37) % 101) - 50.0f;
-  DeviceBuffer dt(t.size() * 4), drs(64 * 4), dcs(128 * 4);
+  TestBuffer dt(host, t.size() * 4), drs(host, 64 * 4), dcs(host, 128 * 4);
   dt.copyFromHost(t.data(), t.size() * 4);
   drs.fill32(0xFFFFFFFFu);
   dcs.fill32(0xFFFFFFFFu);
   jit.get(readKernel("sum_2d.mlir"))
-      .launch({1, 1, 1}, nullptr, {Arg::ptr(dt.get()), Arg::ptr(drs.get()), Arg::ptr(dcs.get())});
-  synchronize();
+      .launch({1, 1, 1}, nullptr, {Arg::ptr(dt.ptr()), Arg::ptr(drs.ptr()), Arg::ptr(dcs.ptr())});
+  sync(host);
   drs.copyToHost(rs.data(), 64 * 4);
   dcs.copyToHost(cs.data(), 128 * 4);
   for (int i = 0; i < 64; ++i) {
@@ -332,10 +368,8 @@ TEST(GPU, SoftmaxAndTwoDimensionalSums) {
   }
 }
 
-TEST(GPU, HistogramWithTileAndScalarAtomics) {
-  if (!hasGPU())
-    GTEST_SKIP() << "no GPU";
-  JIT jit;
+void histogramWithTileAndScalarAtomics(bool host) {
+  JIT jit = makeJIT(host);
   const int n = 100000; // not a multiple of the 256-element tile: the tail is masked
   std::vector<int32_t> x(n);
   uint32_t state = 7;
@@ -343,15 +377,15 @@ TEST(GPU, HistogramWithTileAndScalarAtomics) {
     state = state * 1664525u + 1013904223u;
     v = int32_t(state >> 7);
   }
-  DeviceBuffer dx(n * 4), dbins(64 * 4), dcount(4);
+  TestBuffer dx(host, n * 4), dbins(host, 64 * 4), dcount(host, 4);
   dx.copyFromHost(x.data(), n * 4);
   dbins.fill32(0);
   dcount.fill32(0);
   unsigned programs = (n + 255) / 256;
   jit.get(readKernel("histogram.mlir"))
       .launch({programs, 1, 1}, nullptr,
-              {Arg::ptr(dx.get()), Arg::ptr(dbins.get()), Arg::ptr(dcount.get()), Arg::i32(n)});
-  synchronize();
+              {Arg::ptr(dx.ptr()), Arg::ptr(dbins.ptr()), Arg::ptr(dcount.ptr()), Arg::i32(n)});
+  sync(host);
   std::vector<int32_t> bins(64), ref(64, 0);
   int32_t count = 0;
   dbins.copyToHost(bins.data(), 64 * 4);
@@ -361,5 +395,27 @@ TEST(GPU, HistogramWithTileAndScalarAtomics) {
   EXPECT_EQ(bins, ref);
   EXPECT_EQ(count, int32_t(programs)) << "one scalar atomic per program";
 }
+
+
+TEST(GPU, VectorAddAndCopy2D) {
+  if (!hasGPU())
+    GTEST_SKIP() << "no GPU";
+  vectorAddAndCopy2D(/*host=*/false);
+}
+TEST(GPU, SoftmaxAndTwoDimensionalSums) {
+  if (!hasGPU())
+    GTEST_SKIP() << "no GPU";
+  softmaxAndTwoDimensionalSums(/*host=*/false);
+}
+TEST(GPU, HistogramWithTileAndScalarAtomics) {
+  if (!hasGPU())
+    GTEST_SKIP() << "no GPU";
+  histogramWithTileAndScalarAtomics(/*host=*/false);
+}
+
+// The same kernels and checks on the host backend: they run everywhere, CI included.
+TEST(Host, VectorAddAndCopy2D) { vectorAddAndCopy2D(/*host=*/true); }
+TEST(Host, SoftmaxAndTwoDimensionalSums) { softmaxAndTwoDimensionalSums(/*host=*/true); }
+TEST(Host, HistogramWithTileAndScalarAtomics) { histogramWithTileAndScalarAtomics(/*host=*/true); }
 
 } // namespace

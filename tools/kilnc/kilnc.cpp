@@ -22,17 +22,21 @@ using namespace mlir;
 namespace cl = llvm::cl;
 
 namespace {
-enum class Emit { MLIR, LLVM, PTX, Cubin };
+enum class Emit { Default, MLIR, LLVM, PTX, Cubin, Asm, Obj };
 
 cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<input .mlir>"), cl::init("-"));
 cl::opt<std::string> outputFilename("o", cl::desc("output file"), cl::value_desc("file"),
                                     cl::init("-"));
-cl::opt<Emit> emit("emit", cl::desc("what to produce"), cl::init(Emit::PTX),
+cl::opt<Emit> emit("emit", cl::desc("what to produce (default: ptx; asm for --arch=cpu)"),
+                   cl::init(Emit::Default),
                    cl::values(clEnumValN(Emit::MLIR, "mlir", "LLVM-dialect MLIR after the pipeline"),
                               clEnumValN(Emit::LLVM, "llvm", "optimized LLVM IR"),
                               clEnumValN(Emit::PTX, "ptx", "PTX assembly"),
-                              clEnumValN(Emit::Cubin, "cubin", "cubin through nvJitLink")));
-cl::opt<std::string> arch("arch", cl::desc("target architecture (sm_80, sm_90, sm_90a)"),
+                              clEnumValN(Emit::Cubin, "cubin", "cubin through nvJitLink"),
+                              clEnumValN(Emit::Asm, "asm", "host assembly (--arch=cpu)"),
+                              clEnumValN(Emit::Obj, "obj", "host object file (--arch=cpu)")));
+cl::opt<std::string> arch("arch",
+                          cl::desc("target architecture (sm_80, sm_90, sm_90a; cpu: this host)"),
                           cl::init("sm_90"));
 cl::opt<unsigned> numWarps("num-warps", cl::desc("warps per program"), cl::init(4));
 cl::opt<unsigned> numStages("num-stages",
@@ -41,6 +45,9 @@ cl::opt<unsigned> numStages("num-stages",
                             cl::init(1));
 cl::opt<bool> printIRAfterAll("print-ir-after-all", cl::desc("print the IR after every pass"),
                               cl::init(false));
+cl::opt<bool> debug("debug",
+                    cl::desc("--arch=cpu: check every access and device_assert at run time"),
+                    cl::init(false));
 cl::opt<std::string> reproducer("reproducer",
                                 cl::desc("where a failing pipeline writes its reproducer "
                                          "(default: <tmp>/kilnc-<input>.repro.mlir)"),
@@ -65,9 +72,21 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  if (!kiln::isKnownArch(arch)) {
+  bool host = arch == kiln::kHostArch;
+  if (!host && !kiln::isKnownArch(arch)) {
     llvm::errs() << "kilnc: error: unknown --arch '" << arch
-                 << "' (expected sm_<major><minor>[a] known to NVPTX, e.g. sm_80, sm_90, sm_90a)\n";
+                 << "' (expected sm_<major><minor>[a] known to NVPTX, e.g. sm_80, sm_90, sm_90a, "
+                    "or cpu)\n";
+    return 1;
+  }
+  if (emit == Emit::Default)
+    emit = host ? Emit::Asm : Emit::PTX;
+  if (host != (emit == Emit::Asm || emit == Emit::Obj) && emit != Emit::MLIR &&
+      emit != Emit::LLVM) {
+    llvm::errs() << "kilnc: error: --emit=" << (host ? "ptx/cubin" : "asm/obj")
+                 << " does not apply to --arch=" << arch
+                 << (host ? " (expected mlir, llvm, asm or obj)\n"
+                          : " (expected mlir, llvm, ptx or cubin)\n");
     return 1;
   }
 
@@ -101,6 +120,8 @@ int main(int argc, char **argv) {
   options.numWarps = numWarps;
   options.numStages = numStages;
   options.emitCubin = emit == Emit::Cubin;
+  options.debug = debug;
+  options.emitHostAssembly = emit == Emit::Asm;
   options.printIRAfterAll = printIRAfterAll;
   options.reproducerPath = reproducer.empty() ? defaultReproducerPath() : reproducer.getValue();
   FailureOr<kiln::CompiledKernel> result = kiln::compile(*module, options);
@@ -130,6 +151,14 @@ int main(int argc, char **argv) {
     break;
   case Emit::Cubin:
     output->os().write(result->cubin.data(), result->cubin.size());
+    break;
+  case Emit::Asm:
+    output->os() << result->hostAssembly;
+    break;
+  case Emit::Obj:
+    output->os().write(result->hostObject.data(), result->hostObject.size());
+    break;
+  case Emit::Default:
     break;
   }
   output->keep();

@@ -1,0 +1,107 @@
+//===- KilnToHost.h - Lowering kiln tiles for the host (CPU) ----*- C++ -*-===//
+//
+// This file declares what the files of the -kiln-convert-to-host pass share: the type
+// converter (a tile is a flat row-major vector, a kiln pointer an !llvm.ptr), the pattern
+// groups, the helpers that build shuffles and splats, and the ABI between generated host code
+// and the runtime (lib/Runtime/HostRuntime.cpp): the trailing kernel arguments and the
+// function table at the start of the runtime context.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CONVERSION_KILNTOHOST_H
+#define KILN_CONVERSION_KILNTOHOST_H
+
+#include "kiln/Analysis/AxisInfo.h"
+#include "kiln/Dialect/Kiln/IR/Dialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace kiln::host {
+
+//===----------------------------------------------------------------------===//
+// ABI with the runtime
+//===----------------------------------------------------------------------===//
+
+/// Arguments appended to every kernel: program id x, y, z; grid x, y, z (i32); the context.
+enum ExtraArg : unsigned { kPidX, kPidY, kPidZ, kGridX, kGridY, kGridZ, kContext, kNumExtraArgs };
+
+/// Slots of the function table the context starts with (one pointer each).
+enum ContextSlot : unsigned {
+  /// void check(ctx, i32 px, i32 py, i32 pz, const char *site, const void **ptrs,
+  ///            uint8_t *mask, i64 n, i64 elemBytes, i32 isStore)
+  /// Clears the mask of every unmasked lane whose [ptr, ptr + elemBytes) lies outside the
+  /// launch's buffers, and records the first such access.
+  kCheckAccess,
+  /// void print(ctx, i32 px, i32 py, i32 pz, const char *prefix, const void *data,
+  ///            i32 kind, i64 n, i32 hex)
+  kPrint,
+  /// void assertFail(ctx, i32 px, i32 py, i32 pz, const char *message, const char *site)
+  kAssertFail,
+};
+
+/// Element kinds in print calls.
+enum PrintKind : int32_t { kPrintI1, kPrintI8, kPrintI16, kPrintI32, kPrintI64, kPrintF16,
+                           kPrintBF16, kPrintF32, kPrintF64, kPrintPtr };
+
+/// The name of the entry function generated for kernel `name`:
+/// void entry(void **params, const i32 *grid, i64 begin, i64 end, void *ctx)
+/// runs programs with linear ids in [begin, end) (x fastest).
+std::string getEntryName(llvm::StringRef kernel);
+
+//===----------------------------------------------------------------------===//
+// Conversion
+//===----------------------------------------------------------------------===//
+
+/// tensor<d0 x ... x T> -> vector<(d0 * ...) x T'>, kiln.ptr<T> -> !llvm.ptr; the rest as is.
+class HostTypeConverter : public mlir::TypeConverter {
+public:
+  explicit HostTypeConverter(mlir::MLIRContext *ctx);
+};
+
+/// What the patterns need to know about the module being converted.
+struct HostLoweringOptions {
+  bool debug = false;
+};
+
+/// make_range, splat, broadcast, expand_dims, reshape, trans, addptr, program_id,
+/// num_programs, and arith/math ops on tiles (same op on vectors).
+void populateTileOpToHostPatterns(mlir::TypeConverter &converter,
+                                  mlir::RewritePatternSet &patterns);
+/// load, store, atomic_rmw, atomic_cas, print, assert.
+void populateMemoryOpToHostPatterns(mlir::TypeConverter &converter,
+                                    mlir::RewritePatternSet &patterns,
+                                    const AxisInfoAnalysis &axis,
+                                    const HostLoweringOptions &options);
+/// reduce, scan, dot.
+void populateReduceOpToHostPatterns(mlir::TypeConverter &converter,
+                                    mlir::RewritePatternSet &patterns);
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// Elements of a tile type (1 for scalars).
+int64_t getNumElements(mlir::Type type);
+/// `scalar` in every lane of `type`.
+mlir::Value splat(mlir::OpBuilder &b, mlir::Location loc, mlir::Value scalar,
+                  mlir::VectorType type);
+/// A vector of `indices.size()` lanes, lane i taken from lane indices[i] of `v`.
+mlir::Value shuffle(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                    llvm::ArrayRef<int32_t> indices);
+/// Row-major strides of `shape`.
+llvm::SmallVector<int64_t> getStrides(llvm::ArrayRef<int64_t> shape);
+/// The enclosing kernel's extra argument `which` (see ExtraArg).
+mlir::Value getExtraArg(mlir::Operation *op, ExtraArg which);
+/// Loads slot `slot` of the context's function table and calls it with `args`.
+void callRuntime(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *at, ContextSlot slot,
+                 mlir::ValueRange args);
+/// A pointer to a NUL-terminated global string constant `text` (created once per module).
+mlir::Value getStringPtr(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *at,
+                         llvm::StringRef text);
+/// "file:line:col" of `loc` (the innermost file location), or "<unknown>".
+std::string formatSite(mlir::Location loc);
+
+} // namespace kiln::host
+
+#endif // KILN_CONVERSION_KILNTOHOST_H

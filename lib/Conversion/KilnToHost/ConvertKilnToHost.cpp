@@ -1,0 +1,194 @@
+//===- ConvertKilnToHost.cpp - The -kiln-convert-to-host pass --------------===//
+//
+// This file implements -kiln-convert-to-host, the first step of the CPU path: it checks the
+// kernels, appends the program id, grid and context arguments to every kernel, converts tiles
+// to vectors in one dialect conversion (kiln ops to LLVM and vector-typed arith/math; scf
+// keeps its structure with converted types), approximates exp/log/erf/tanh with vectorizable
+// polynomials, and adds each kernel's host entry function (see KilnToHost.h for the ABI).
+// The upstream scf/arith/math/vector/cf/func -> LLVM passes finish the lowering.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Conversion/KilnToHost.h"
+#include "kiln/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNCONVERTTOHOST
+#include "kiln/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+using namespace kiln::host;
+
+namespace {
+
+LogicalResult checkHostSupport(ModuleOp module) {
+  bool ok = true;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isDeclaration()) {
+      func.emitError() << "expected a kernel definition, found a declaration of '"
+                       << func.getSymName() << "'";
+      ok = false;
+      continue;
+    }
+    if (func.getNumResults() != 0) {
+      func.emitError() << "expected kernel '" << func.getSymName()
+                       << "' to return nothing (outputs are written through pointers), found "
+                       << func.getNumResults() << " results";
+      ok = false;
+    }
+    for (BlockArgument arg : func.getArguments())
+      if (isa<RankedTensorType>(arg.getType())) {
+        emitError(arg.getLoc()) << "expected kernel argument #" << arg.getArgNumber() << " of '"
+                                << func.getSymName() << "' to be a scalar or a pointer, found "
+                                << arg.getType();
+        ok = false;
+      }
+  }
+  module.walk([&](Operation *op) {
+    for (Type t : op->getResultTypes())
+      if (isa<TensorType>(t) && !hasTileShape(t)) {
+        op->emitError() << "expected a tile with static power-of-two dimensions, found " << t;
+        ok = false;
+      }
+    if (isa<func::CallOp>(op)) {
+      op->emitError("calls are not supported in kernels (functions are inlined by the front end)");
+      ok = false;
+    }
+  });
+  return success(ok);
+}
+
+/// Appends the ExtraArg arguments to `func`.
+void addExtraArgs(func::FuncOp func) {
+  MLIRContext *ctx = func.getContext();
+  Type i32 = IntegerType::get(ctx, 32);
+  SmallVector<Type> types(kContext, i32);
+  types.push_back(LLVM::LLVMPointerType::get(ctx));
+  unsigned n = func.getNumArguments();
+  SmallVector<unsigned> indices(kNumExtraArgs, n);
+  SmallVector<DictionaryAttr> attrs(kNumExtraArgs, DictionaryAttr::get(ctx));
+  SmallVector<Location> locs(kNumExtraArgs, func.getLoc());
+  (void)func.insertArguments(indices, types, attrs, locs);
+}
+
+/// func.func @k.host_entry(%params, %grid, %begin: i64, %end: i64, %ctx): loads the
+/// kernel's arguments from the packed parameters, then calls the kernel for every linear
+/// program id in [begin, end).
+void buildEntry(OpBuilder &b, func::FuncOp kernel, ArrayRef<Type> paramTypes) {
+  MLIRContext *ctx = b.getContext();
+  Location loc = kernel.getLoc();
+  auto ptrTy = LLVM::LLVMPointerType::get(ctx);
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  auto type = b.getFunctionType({ptrTy, ptrTy, i64, i64, ptrTy}, {});
+  b.setInsertionPointAfter(kernel);
+  auto entry = func::FuncOp::create(b, loc, getEntryName(kernel.getSymName()), type);
+  Block *body = entry.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  Value params = body->getArgument(0), grid = body->getArgument(1);
+  SmallVector<Value> args;
+  for (auto [i, t] : llvm::enumerate(paramTypes)) {
+    Value slot = LLVM::GEPOp::create(b, loc, ptrTy, ptrTy, params,
+                                     ArrayRef<LLVM::GEPArg>{int32_t(i)});
+    Value p = LLVM::LoadOp::create(b, loc, ptrTy, slot);
+    args.push_back(LLVM::LoadOp::create(b, loc, t, p));
+  }
+  SmallVector<Value> dims;
+  for (int32_t d = 0; d < 3; ++d) {
+    Value p = LLVM::GEPOp::create(b, loc, ptrTy, i32, grid, ArrayRef<LLVM::GEPArg>{d});
+    dims.push_back(LLVM::LoadOp::create(b, loc, i32, p));
+  }
+  Value gx = arith::ExtUIOp::create(b, loc, i64, dims[0]);
+  Value gy = arith::ExtUIOp::create(b, loc, i64, dims[1]);
+  Value one = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(1));
+  scf::ForOp::create(
+      b, loc, body->getArgument(2), body->getArgument(3), one, ValueRange{},
+      [&](OpBuilder &lb, Location l, Value id, ValueRange) {
+        Value x = arith::RemUIOp::create(lb, l, id, gx);
+        Value rest = arith::DivUIOp::create(lb, l, id, gx);
+        Value y = arith::RemUIOp::create(lb, l, rest, gy);
+        Value z = arith::DivUIOp::create(lb, l, rest, gy);
+        SmallVector<Value> callArgs(args);
+        for (Value v : {x, y, z})
+          callArgs.push_back(arith::TruncIOp::create(lb, l, i32, v));
+        callArgs.append(dims.begin(), dims.end());
+        callArgs.push_back(body->getArgument(4));
+        func::CallOp::create(lb, l, kernel, callArgs);
+        scf::YieldOp::create(lb, l);
+      });
+  func::ReturnOp::create(b, loc);
+}
+
+struct KilnConvertToHostPass final : kiln::impl::KilnConvertToHostBase<KilnConvertToHostPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    if (failed(checkHostSupport(module)))
+      return signalPassFailure();
+
+    SmallVector<func::FuncOp> kernels(module.getOps<func::FuncOp>());
+    for (func::FuncOp func : kernels) {
+      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+        func.removeArgAttr(i, kDivisibilityAttr);
+      addExtraArgs(func);
+    }
+    AxisInfoAnalysis axis(module);
+
+    HostTypeConverter converter(ctx);
+    HostLoweringOptions options;
+    options.debug = debug;
+    RewritePatternSet patterns(ctx);
+    populateTileOpToHostPatterns(converter, patterns);
+    populateMemoryOpToHostPatterns(converter, patterns, axis, options);
+    populateReduceOpToHostPatterns(converter, patterns);
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns, converter);
+    populateReturnOpTypeConversionPattern(patterns, converter);
+
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<KilnDialect>();
+    target.addLegalDialect<LLVM::LLVMDialect, vector::VectorDialect>();
+    target.addDynamicallyLegalDialect<arith::ArithDialect, math::MathDialect>(
+        [&](Operation *op) { return converter.isLegal(op); });
+    target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {
+      return converter.isSignatureLegal(op.getFunctionType()) &&
+             converter.isLegal(&op.getBody());
+    });
+    target.addDynamicallyLegalOp<func::ReturnOp>(
+        [&](func::ReturnOp op) { return converter.isLegal(op); });
+    target.addLegalOp<ModuleOp, UnrealizedConversionCastOp>();
+    scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns, target);
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      return signalPassFailure();
+
+    // exp, log, erf, tanh on vectors: polynomials LLVM vectorizes, instead of libm per lane.
+    RewritePatternSet math(ctx);
+    auto approximated = [](StringRef name) {
+      return llvm::is_contained({"exp", "exp2", "log", "log2", "log1p", "erf", "tanh", "expm1"},
+                                name);
+    };
+    populateMathF32ExpansionPatterns(math, approximated);
+    populateMathPolynomialApproximationPatterns(math, approximated);
+    if (failed(applyPatternsGreedily(module, std::move(math))))
+      return signalPassFailure();
+
+    OpBuilder b(ctx);
+    for (func::FuncOp kernel : kernels) {
+      SmallVector<Type> params(kernel.getFunctionType().getInputs().drop_back(kNumExtraArgs));
+      buildEntry(b, kernel, params);
+      kernel.setPrivate();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,321 @@
+//===- HostRuntime.cpp - Loading and running host (CPU) kernels -----------===//
+//
+// This file implements the host backend's runtime: host objects are linked in process by one
+// ORC LLJIT (each kernel in its own JITDylib, so specializations that share a name do not
+// clash; libm and the compiler runtime resolve from the process), and a launch runs the grid
+// on $KILN_CPU_THREADS threads that take chunks of linear program ids from a shared counter.
+// The generated code calls back into the runtime through the context's function table (the
+// ABI in kiln/Conversion/KilnToHost.h): bounds checks in debug mode, device_print and
+// device_assert. The first failure of a launch is thrown as kiln::rt::Error after the grid.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostRuntime.h"
+
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <atomic>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+using namespace kiln::rt;
+
+namespace kiln::rt {
+
+/// void entry(void **params, const int32_t *grid, int64_t begin, int64_t end, void *ctx)
+using HostEntry = void (*)(void **, const int32_t *, int64_t, int64_t, void *);
+
+struct HostCode {
+  HostEntry entry = nullptr;
+};
+
+} // namespace kiln::rt
+
+namespace {
+
+/// The context every program of one launch receives. Starts with the function table.
+struct LaunchContext {
+  void *table[3];
+  const Kernel *kernel = nullptr;
+  const std::vector<HostBuffer> *buffers = nullptr;
+  std::mutex mutex;
+  std::atomic<bool> failed{false};
+  std::string error;
+
+  void fail(const std::string &message) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!failed.exchange(true))
+      error = message;
+  }
+};
+
+std::string programId(int32_t x, int32_t y, int32_t z) {
+  return "(" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + ")";
+}
+
+extern "C" void kilnHostCheckAccess(void *ctxPtr, int32_t px, int32_t py, int32_t pz,
+                                    const char *site, const uint64_t *ptrs, uint8_t *mask,
+                                    int64_t n, int64_t elemBytes, int32_t isStore) {
+  auto *ctx = static_cast<LaunchContext *>(ctxPtr);
+  if (!ctx->buffers || ctx->buffers->empty())
+    return;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!mask[i])
+      continue;
+    uint64_t a = ptrs[i];
+    bool inside = false;
+    for (const HostBuffer &b : *ctx->buffers)
+      if (a >= b.begin && a + uint64_t(elemBytes) <= b.begin + b.bytes) {
+        inside = true;
+        break;
+      }
+    if (inside)
+      continue;
+    mask[i] = 0;
+    if (ctx->failed.load(std::memory_order_relaxed))
+      continue;
+    // Name the nearest buffer to make the mistake easy to see.
+    std::string where;
+    const HostBuffer *nearest = nullptr;
+    uint64_t best = UINT64_MAX;
+    for (const HostBuffer &b : *ctx->buffers) {
+      uint64_t d = a < b.begin ? b.begin - a : a - (b.begin + b.bytes);
+      if (d < best) {
+        best = d;
+        nearest = &b;
+      }
+    }
+    if (nearest) {
+      char buf[160];
+      if (a >= nearest->begin)
+        std::snprintf(buf, sizeof(buf), "%" PRIu64 " bytes past the end of a %" PRIu64
+                      "-byte buffer argument", a - (nearest->begin + nearest->bytes),
+                      nearest->bytes);
+      else
+        std::snprintf(buf, sizeof(buf), "%" PRIu64 " bytes before the start of a %" PRIu64
+                      "-byte buffer argument", nearest->begin - a, nearest->bytes);
+      where = buf;
+    }
+    char addr[32];
+    std::snprintf(addr, sizeof(addr), "0x%" PRIx64, a);
+    ctx->fail(std::string(site) + ": error: in kernel '" + ctx->kernel->getName() +
+              "': out-of-bounds " + (isStore ? "store" : "load") + " in program " +
+              programId(px, py, pz) + ": element " + std::to_string(i) + " at address " +
+              addr + " is outside every buffer argument" +
+              (where.empty() ? "" : " (" + where + ")") +
+              "; expected the mask to cover it");
+  }
+}
+
+extern "C" void kilnHostPrint(void *ctxPtr, int32_t px, int32_t py, int32_t pz,
+                              const char *prefix, const void *data, int32_t kind, int64_t n,
+                              int32_t hex) {
+  auto *ctx = static_cast<LaunchContext *>(ctxPtr);
+  std::lock_guard<std::mutex> lock(ctx->mutex);
+  if (n == 0) {
+    std::printf("pid %s %s\n", programId(px, py, pz).c_str(), prefix);
+    std::fflush(stdout);
+    return;
+  }
+  auto bits16ToFloat = [](uint16_t h, bool bf16) -> double {
+    if (bf16) {
+      uint32_t u = uint32_t(h) << 16;
+      float f;
+      std::memcpy(&f, &u, 4);
+      return f;
+    }
+    int exp = (h >> 10) & 31, man = h & 1023;
+    double v = exp == 0 ? std::ldexp(double(man), -24)
+               : exp == 31 ? (man ? NAN : INFINITY)
+                           : std::ldexp(double(man | 1024), exp - 25);
+    return (h & 0x8000) ? -v : v;
+  };
+  const char *p = static_cast<const char *>(data);
+  for (int64_t i = 0; i < n; ++i) {
+    std::string value;
+    char buf[64];
+    auto integer = [&](int64_t v, uint64_t u) {
+      if (hex)
+        std::snprintf(buf, sizeof(buf), "0x%" PRIx64, u);
+      else
+        std::snprintf(buf, sizeof(buf), "%" PRId64, v);
+    };
+    switch (kind) {
+    case 0:
+    case 1: {
+      int8_t v;
+      std::memcpy(&v, p + i, 1);
+      integer(v, uint8_t(v));
+      break;
+    }
+    case 2: {
+      int16_t v;
+      std::memcpy(&v, p + 2 * i, 2);
+      integer(v, uint16_t(v));
+      break;
+    }
+    case 3: {
+      int32_t v;
+      std::memcpy(&v, p + 4 * i, 4);
+      integer(v, uint32_t(v));
+      break;
+    }
+    case 4:
+    case 9: {
+      int64_t v;
+      std::memcpy(&v, p + 8 * i, 8);
+      if (kind == 9)
+        std::snprintf(buf, sizeof(buf), "0x%" PRIx64, uint64_t(v));
+      else
+        integer(v, uint64_t(v));
+      break;
+    }
+    case 5:
+    case 6: {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      std::snprintf(buf, sizeof(buf), "%g", bits16ToFloat(h, kind == 6));
+      break;
+    }
+    case 7: {
+      float f;
+      std::memcpy(&f, p + 4 * i, 4);
+      std::snprintf(buf, sizeof(buf), "%.9g", f);
+      break;
+    }
+    default: {
+      double d;
+      std::memcpy(&d, p + 8 * i, 8);
+      std::snprintf(buf, sizeof(buf), "%.17g", d);
+      break;
+    }
+    }
+    std::printf("pid %s idx (%" PRId64 ") %s%s\n", programId(px, py, pz).c_str(), i, prefix,
+                buf);
+  }
+  std::fflush(stdout);
+}
+
+extern "C" void kilnHostAssertFail(void *ctxPtr, int32_t px, int32_t py, int32_t pz,
+                                   const char *message, const char *site) {
+  auto *ctx = static_cast<LaunchContext *>(ctxPtr);
+  ctx->fail(std::string(site) + ": error: in kernel '" + ctx->kernel->getName() +
+            "': device_assert failed in program " + programId(px, py, pz) +
+            (message && *message ? std::string(": ") + message : std::string()));
+}
+
+/// The process-wide JIT that links host objects.
+struct HostLinker {
+  std::mutex mutex;
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::string error;
+  unsigned counter = 0;
+
+  HostLinker() {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    auto created = llvm::orc::LLJITBuilder().create();
+    if (!created) {
+      error = llvm::toString(created.takeError());
+      return;
+    }
+    jit = std::move(*created);
+  }
+};
+
+HostLinker &linker() {
+  static HostLinker *instance = new HostLinker(); // lives as long as the code it loaded
+  return *instance;
+}
+
+unsigned threadCount() {
+  static unsigned count = [] {
+    if (const char *env = std::getenv("KILN_CPU_THREADS")) {
+      long v = std::strtol(env, nullptr, 10);
+      if (v >= 1)
+        return unsigned(v);
+    }
+    unsigned hw = std::thread::hardware_concurrency();
+    return hw ? hw : 1u;
+  }();
+  return count;
+}
+
+} // namespace
+
+std::shared_ptr<HostCode> kiln::rt::loadHostCode(const std::string &object,
+                                                  const std::string &kernelName,
+                                                  const std::string &entryName) {
+  HostLinker &l = linker();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  if (!l.jit)
+    throw Error("kernel '" + kernelName + "': the host JIT is unavailable: " + l.error);
+  auto jd = l.jit->createJITDylib("kiln." + std::to_string(l.counter++));
+  if (!jd)
+    throw Error("kernel '" + kernelName + "': " + llvm::toString(jd.takeError()));
+  auto generator = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      l.jit->getDataLayout().getGlobalPrefix());
+  if (!generator)
+    throw Error("kernel '" + kernelName + "': " + llvm::toString(generator.takeError()));
+  jd->addGenerator(std::move(*generator));
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object, kernelName + ".o");
+  if (auto err = l.jit->addObjectFile(*jd, std::move(buffer)))
+    throw Error("kernel '" + kernelName + "': cannot link its host object: " +
+                llvm::toString(std::move(err)));
+  auto addr = l.jit->lookup(*jd, entryName);
+  if (!addr)
+    throw Error("kernel '" + kernelName + "': cannot find its host entry: " +
+                llvm::toString(addr.takeError()));
+  auto code = std::make_shared<HostCode>();
+  code->entry = addr->toPtr<HostEntry>();
+  return code;
+}
+
+void Kernel::launchHost(Grid grid, void **params, const std::vector<HostBuffer> &buffers) const {
+  if (!host)
+    throw Error("kernel '" + name + "' is not a host kernel (compile it with JIT(\"cpu\"))");
+  int64_t total = int64_t(grid.x) * grid.y * grid.z;
+  if (total == 0)
+    return;
+  LaunchContext ctx;
+  ctx.table[0] = reinterpret_cast<void *>(&kilnHostCheckAccess);
+  ctx.table[1] = reinterpret_cast<void *>(&kilnHostPrint);
+  ctx.table[2] = reinterpret_cast<void *>(&kilnHostAssertFail);
+  ctx.kernel = this;
+  ctx.buffers = &buffers;
+  int32_t dims[3] = {int32_t(grid.x), int32_t(grid.y), int32_t(grid.z)};
+  HostEntry entry = host->entry;
+
+  unsigned threads = std::min<int64_t>(threadCount(), total);
+  if (threads <= 1) {
+    entry(params, dims, 0, total, &ctx);
+  } else {
+    // Chunks small enough to balance, large enough that the counter is not contended.
+    int64_t chunk = std::max<int64_t>(1, total / (int64_t(threads) * 8));
+    std::atomic<int64_t> next{0};
+    auto work = [&] {
+      for (;;) {
+        int64_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
+        if (begin >= total)
+          return;
+        entry(params, dims, begin, std::min(total, begin + chunk), &ctx);
+      }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t)
+      pool.emplace_back(work);
+    work();
+    for (std::thread &t : pool)
+      t.join();
+  }
+  if (ctx.failed)
+    throw Error(ctx.error);
+}
