@@ -53,7 +53,14 @@ std::string getEntryName(llvm::StringRef kernel);
 // Conversion
 //===----------------------------------------------------------------------===//
 
-/// tensor<d0 x ... x T> -> vector<(d0 * ...) x T'>, kiln.ptr<T> -> !llvm.ptr; the rest as is.
+/// Elements per vector of a tile. A tile of n <= kChunk elements is one vector<n x T>; a
+/// larger one is !llvm.array<n / kChunk x vector<kChunk x T>>, chunks in row-major order, so
+/// that code size and LLVM's compile time grow linearly with the tile (LLVM's back end is
+/// superlinear on single vectors of thousands of lanes).
+inline constexpr int64_t kChunk = 128;
+
+/// tensor<d0 x ... x T> -> chunks of vector<w x T'> (see kChunk), kiln.ptr<T> -> !llvm.ptr;
+/// the rest as is.
 class HostTypeConverter : public mlir::TypeConverter {
 public:
   explicit HostTypeConverter(mlir::MLIRContext *ctx);
@@ -81,14 +88,36 @@ void populateReduceOpToHostPatterns(mlir::TypeConverter &converter,
 // Helpers
 //===----------------------------------------------------------------------===//
 
-/// Elements of a tile type (1 for scalars).
+/// Elements of a tile type (tensor, vector or chunk array; 1 for scalars).
 int64_t getNumElements(mlir::Type type);
-/// `scalar` in every lane of `type`.
+/// Lanes per chunk of a tile of `n` elements.
+inline int64_t getChunkWidth(int64_t n) { return n < kChunk ? n : kChunk; }
+/// The converted type of a tile of `n` elements of `elem`.
+mlir::Type getTileType(int64_t n, mlir::Type elem);
+/// The element type of a converted tile (or the type itself for scalars).
+mlir::Type getTileElementType(mlir::Type type);
+/// True for converted tiles (vectors and chunk arrays).
+bool isTile(mlir::Type type);
+/// The chunks of a converted tile (the value itself when it is one vector).
+llvm::SmallVector<mlir::Value> unpack(mlir::OpBuilder &b, mlir::Location loc, mlir::Value tile);
+/// A converted tile of type `type` from its chunks.
+mlir::Value pack(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
+                 mlir::ValueRange chunks);
+/// `scalar` in every lane of a vector of type `type`.
 mlir::Value splat(mlir::OpBuilder &b, mlir::Location loc, mlir::Value scalar,
                   mlir::VectorType type);
+/// `scalar` in every lane of the converted tile type `type`.
+mlir::Value splatTile(mlir::OpBuilder &b, mlir::Location loc, mlir::Value scalar,
+                      mlir::Type type);
 /// A vector of `indices.size()` lanes, lane i taken from lane indices[i] of `v`.
 mlir::Value shuffle(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                     llvm::ArrayRef<int32_t> indices);
+/// The chunks of a tile of `indices.size()` elements whose element i is element indices[i]
+/// of the tile with chunks `src` (of `srcN` elements): one shuffle per chunk and source chunk
+/// it reads (none for a chunk it copies whole).
+llvm::SmallVector<mlir::Value> permute(mlir::OpBuilder &b, mlir::Location loc,
+                                       llvm::ArrayRef<mlir::Value> src, int64_t srcN,
+                                       llvm::ArrayRef<int32_t> indices);
 /// Row-major strides of `shape`.
 llvm::SmallVector<int64_t> getStrides(llvm::ArrayRef<int64_t> shape);
 /// The enclosing kernel's extra argument `which` (see ExtraArg).

@@ -186,7 +186,9 @@ struct KilnConvertToHostPass final : kiln::impl::KilnConvertToHostBase<KilnConve
     for (func::FuncOp kernel : kernels) {
       SmallVector<Type> params(kernel.getFunctionType().getInputs().drop_back(kNumExtraArgs));
       buildEntry(b, kernel, params);
+      // Only the entry is a symbol of the object: the kernel is inlined into its loop.
       kernel.setPrivate();
+      kernel->setAttr("llvm.linkage", LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
     }
   }
 };

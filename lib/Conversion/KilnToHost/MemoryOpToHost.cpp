@@ -34,10 +34,34 @@ Type memoryType(Type elem) {
   return elem;
 }
 
+/// `type` (a converted tile or a scalar) with elements of type `elem`.
 Type withElement(Type type, Type elem) {
-  if (auto v = dyn_cast<VectorType>(type))
-    return VectorType::get(v.getShape(), elem);
+  if (isTile(type))
+    return getTileType(getNumElements(type), elem);
   return elem;
+}
+
+/// Applies `fn` to every chunk of `tile` (or to the scalar) and packs the results as `type`.
+Value mapChunks(OpBuilder &b, Location loc, Value tile, Type type,
+                function_ref<Value(Value, Type)> fn) {
+  if (!isTile(tile.getType()))
+    return fn(tile, type);
+  Type chunkTy = VectorType::get({getChunkWidth(getNumElements(type))}, getTileElementType(type));
+  SmallVector<Value> out;
+  for (Value c : unpack(b, loc, tile))
+    out.push_back(fn(c, chunkTy));
+  return pack(b, loc, type, out);
+}
+
+Value zext(OpBuilder &b, Location loc, Value v, Type elem) {
+  return mapChunks(b, loc, v, withElement(v.getType(), elem), [&](Value c, Type t) -> Value {
+    return LLVM::ZExtOp::create(b, loc, t, c);
+  });
+}
+Value trunc(OpBuilder &b, Location loc, Value v, Type elem) {
+  return mapChunks(b, loc, v, withElement(v.getType(), elem), [&](Value c, Type t) -> Value {
+    return LLVM::TruncOp::create(b, loc, t, c);
+  });
 }
 
 unsigned byteSize(Type t) {
@@ -50,9 +74,12 @@ Value zeroOf(OpBuilder &b, Location loc, Type type) {
   return LLVM::ZeroOp::create(b, loc, type);
 }
 
+/// An all-true mask tile of `n` elements.
 Value allTrue(OpBuilder &b, Location loc, int64_t n) {
-  auto type = VectorType::get({n}, b.getI1Type());
-  return arith::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, true));
+  auto chunkTy = VectorType::get({getChunkWidth(n)}, b.getI1Type());
+  Value c = arith::ConstantOp::create(b, loc, chunkTy, DenseElementsAttr::get(chunkTy, true));
+  return pack(b, loc, getTileType(n, b.getI1Type()),
+              SmallVector<Value>(n / chunkTy.getNumElements(), c));
 }
 
 /// An alloca of `type` in the entry block of the enclosing function.
@@ -76,23 +103,23 @@ Value i64Val(OpBuilder &b, Location loc, int64_t v) {
 /// the lanes outside every buffer cleared. `mask` may be null (all lanes) for scalars.
 Value checkAccess(OpBuilder &b, Location loc, Operation *op, Value ptrs, Value mask,
                   unsigned elemBytes, bool isStore) {
-  auto vecTy = dyn_cast<VectorType>(ptrs.getType());
-  int64_t n = vecTy ? vecTy.getNumElements() : 1;
-  Type maskMemTy = vecTy ? Type(VectorType::get({n}, i8Ty(b))) : i8Ty(b);
+  bool tile = isTile(ptrs.getType());
+  int64_t n = getNumElements(ptrs.getType());
+  Type maskMemTy = withElement(ptrs.getType(), i8Ty(b));
   Value ptrBuf = entryAlloca(b, loc, op, ptrs.getType());
   Value maskBuf = entryAlloca(b, loc, op, maskMemTy);
   LLVM::StoreOp::create(b, loc, ptrs, ptrBuf);
   Value m = mask ? mask
-                 : (vecTy ? allTrue(b, loc, n)
-                          : LLVM::ConstantOp::create(b, loc, b.getI1Type(), b.getBoolAttr(true))
-                                .getResult());
-  LLVM::StoreOp::create(b, loc, LLVM::ZExtOp::create(b, loc, maskMemTy, m), maskBuf);
+                 : (tile ? allTrue(b, loc, n)
+                         : LLVM::ConstantOp::create(b, loc, b.getI1Type(), b.getBoolAttr(true))
+                               .getResult());
+  LLVM::StoreOp::create(b, loc, zext(b, loc, m, i8Ty(b)), maskBuf);
   callRuntime(b, loc, op, kCheckAccess,
               {getExtraArg(op, kPidX), getExtraArg(op, kPidY), getExtraArg(op, kPidZ),
                getStringPtr(b, loc, op, formatSite(loc)), ptrBuf, maskBuf, i64Val(b, loc, n),
                i64Val(b, loc, elemBytes), i32Val(b, loc, isStore)});
   Value checked = LLVM::LoadOp::create(b, loc, maskMemTy, maskBuf);
-  return LLVM::TruncOp::create(b, loc, m.getType(), checked);
+  return trunc(b, loc, checked, b.getI1Type());
 }
 
 /// Lanes [start, start + n) of `v`.
@@ -132,6 +159,43 @@ int64_t contiguousRun(const AxisInfoAnalysis &axis, Value ptr) {
   return run >= 2 && type.getDimSize(last) % run == 0 ? run : 1;
 }
 
+/// Chunk `c` of a masked access of a tile whose pointers are `ptrs` (one chunk): whole
+/// contiguous runs of `run` elements use one masked load (or store) from their first address.
+struct ChunkAccess {
+  Value ptrs, mask;
+  int64_t width, run;
+};
+
+Value loadChunk(OpBuilder &b, Location loc, const ChunkAccess &a, Value other, Type elem,
+                unsigned align) {
+  auto type = VectorType::get({a.width}, elem);
+  if (a.run < 2)
+    return LLVM::masked_gather::create(b, loc, type, a.ptrs, a.mask, ValueRange{other}, align);
+  int64_t run = std::min(a.run, a.width);
+  auto runTy = VectorType::get({run}, elem);
+  SmallVector<Value> parts;
+  for (int64_t start = 0; start < a.width; start += run) {
+    Value base = LLVM::ExtractElementOp::create(b, loc, a.ptrs, i32Val(b, loc, start));
+    parts.push_back(LLVM::MaskedLoadOp::create(b, loc, runTy, base,
+                                               slice(b, loc, a.mask, start, run),
+                                               slice(b, loc, other, start, run), align));
+  }
+  return concat(b, loc, parts);
+}
+
+void storeChunk(OpBuilder &b, Location loc, const ChunkAccess &a, Value value, unsigned align) {
+  if (a.run < 2) {
+    LLVM::masked_scatter::create(b, loc, value, a.ptrs, a.mask, align);
+    return;
+  }
+  int64_t run = std::min(a.run, a.width);
+  for (int64_t start = 0; start < a.width; start += run) {
+    Value base = LLVM::ExtractElementOp::create(b, loc, a.ptrs, i32Val(b, loc, start));
+    LLVM::MaskedStoreOp::create(b, loc, slice(b, loc, value, start, run), base,
+                                slice(b, loc, a.mask, start, run), align);
+  }
+}
+
 struct LoadConversion : OpConversionPattern<LoadOp> {
   LoadConversion(TypeConverter &tc, MLIRContext *ctx, const AxisInfoAnalysis &axis,
                  const HostLoweringOptions &options)
@@ -141,21 +205,18 @@ struct LoadConversion : OpConversionPattern<LoadOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Type resTy = getTypeConverter()->convertType(op.getType());
-    Type elem = getElementTypeOrSelf(resTy);
+    Type elem = getTileElementType(resTy);
     Type memElem = memoryType(elem);
     Type memTy = withElement(resTy, memElem);
     unsigned align = byteSize(memElem);
     Value ptrs = adaptor.getPtr(), mask = adaptor.getMask(), other = adaptor.getOther();
     auto fromMemory = [&](Value v) -> Value {
-      return memElem == elem ? v : LLVM::TruncOp::create(rewriter, loc, withElement(v.getType(), elem), v).getResult();
+      return memElem == elem ? v : trunc(rewriter, loc, v, elem);
     };
-    Value otherMem = other ? (memElem == elem ? other
-                                              : LLVM::ZExtOp::create(rewriter, loc, memTy, other)
-                                                    .getResult())
+    Value otherMem = other ? (memElem == elem ? other : zext(rewriter, loc, other, memElem))
                            : zeroOf(rewriter, loc, memTy);
 
-    auto vecTy = dyn_cast<VectorType>(resTy);
-    if (!vecTy) {
+    if (!isTile(resTy)) {
       if (options.debug)
         mask = checkAccess(rewriter, loc, op, ptrs, mask, align, /*isStore=*/false);
       if (!mask) {
@@ -174,28 +235,21 @@ struct LoadConversion : OpConversionPattern<LoadOp> {
       return success();
     }
 
-    int64_t n = vecTy.getNumElements();
+    int64_t n = getNumElements(resTy);
     if (!mask)
       mask = allTrue(rewriter, loc, n);
     if (options.debug)
       mask = checkAccess(rewriter, loc, op, ptrs, mask, align, /*isStore=*/false);
     int64_t run = contiguousRun(axis, op.getPtr());
-    Value result;
-    if (run >= 2) {
-      SmallVector<Value> parts;
-      auto partTy = VectorType::get({run}, memElem);
-      for (int64_t start = 0; start < n; start += run) {
-        Value base = LLVM::ExtractElementOp::create(rewriter, loc, ptrs, i32Val(rewriter, loc, start));
-        parts.push_back(LLVM::MaskedLoadOp::create(
-            rewriter, loc, partTy, base, slice(rewriter, loc, mask, start, run),
-            slice(rewriter, loc, otherMem, start, run), align));
-      }
-      result = concat(rewriter, loc, parts);
-    } else {
-      result = LLVM::masked_gather::create(rewriter, loc, memTy, ptrs, mask,
-                                           ValueRange{otherMem}, align);
-    }
-    rewriter.replaceOp(op, fromMemory(result));
+    SmallVector<Value> ptrChunks = unpack(rewriter, loc, ptrs);
+    SmallVector<Value> maskChunks = unpack(rewriter, loc, mask);
+    SmallVector<Value> otherChunks = unpack(rewriter, loc, otherMem);
+    SmallVector<Value> chunks;
+    for (size_t c = 0; c < ptrChunks.size(); ++c)
+      chunks.push_back(loadChunk(rewriter, loc,
+                                 {ptrChunks[c], maskChunks[c], getChunkWidth(n), run},
+                                 otherChunks[c], memElem, align));
+    rewriter.replaceOp(op, fromMemory(pack(rewriter, loc, memTy, chunks)));
     return success();
   }
 
@@ -212,14 +266,13 @@ struct StoreConversion : OpConversionPattern<StoreOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value ptrs = adaptor.getPtr(), value = adaptor.getValue(), mask = adaptor.getMask();
-    Type elem = getElementTypeOrSelf(value.getType());
+    Type elem = getTileElementType(value.getType());
     Type memElem = memoryType(elem);
     if (memElem != elem)
-      value = LLVM::ZExtOp::create(rewriter, loc, withElement(value.getType(), memElem), value);
+      value = zext(rewriter, loc, value, memElem);
     unsigned align = byteSize(memElem);
 
-    auto vecTy = dyn_cast<VectorType>(value.getType());
-    if (!vecTy) {
+    if (!isTile(value.getType())) {
       if (options.debug)
         mask = checkAccess(rewriter, loc, op, ptrs, mask, align, /*isStore=*/true);
       if (!mask) {
@@ -234,21 +287,18 @@ struct StoreConversion : OpConversionPattern<StoreOp> {
       return success();
     }
 
-    int64_t n = vecTy.getNumElements();
+    int64_t n = getNumElements(value.getType());
     if (!mask)
       mask = allTrue(rewriter, loc, n);
     if (options.debug)
       mask = checkAccess(rewriter, loc, op, ptrs, mask, align, /*isStore=*/true);
     int64_t run = contiguousRun(axis, op.getPtr());
-    if (run >= 2) {
-      for (int64_t start = 0; start < n; start += run) {
-        Value base = LLVM::ExtractElementOp::create(rewriter, loc, ptrs, i32Val(rewriter, loc, start));
-        LLVM::MaskedStoreOp::create(rewriter, loc, slice(rewriter, loc, value, start, run), base,
-                                    slice(rewriter, loc, mask, start, run), align);
-      }
-    } else {
-      LLVM::masked_scatter::create(rewriter, loc, value, ptrs, mask, align);
-    }
+    SmallVector<Value> ptrChunks = unpack(rewriter, loc, ptrs);
+    SmallVector<Value> maskChunks = unpack(rewriter, loc, mask);
+    SmallVector<Value> valueChunks = unpack(rewriter, loc, value);
+    for (size_t c = 0; c < ptrChunks.size(); ++c)
+      storeChunk(rewriter, loc, {ptrChunks[c], maskChunks[c], getChunkWidth(n), run},
+                 valueChunks[c], align);
     rewriter.eraseOp(op);
     return success();
   }
@@ -309,11 +359,12 @@ LLVM::AtomicBinOp toBinOp(RMWKind kind, Type elem) {
 }
 
 /// Runs `perLane(b, ptr, operands...)` for every lane whose mask is set, in order, and
-/// returns the vector of its results (zero for masked-out lanes). Scalars: one guarded call.
+/// returns the tile of its results (zero for masked-out lanes): one scf.for over the lanes of
+/// each chunk. Scalars: one guarded call.
 Value forEachLane(OpBuilder &b, Location loc, Type resTy, Value ptrs, Value mask,
                   ArrayRef<Value> operands,
                   function_ref<Value(OpBuilder &, Location, Value, ArrayRef<Value>)> perLane) {
-  Type elem = getElementTypeOrSelf(resTy);
+  Type elem = getTileElementType(resTy);
   auto guarded = [&](OpBuilder &ob, Location l, Value m, Value ptr, ArrayRef<Value> ops) {
     if (!m)
       return perLane(ob, l, ptr, ops);
@@ -323,24 +374,36 @@ Value forEachLane(OpBuilder &b, Location loc, Type resTy, Value ptrs, Value mask
         [&](OpBuilder &ib, Location il) { scf::YieldOp::create(ib, il, zeroOf(ib, il, elem)); });
     return ifOp.getResult(0);
   };
-  auto vecTy = dyn_cast<VectorType>(resTy);
-  if (!vecTy)
+  if (!isTile(resTy))
     return guarded(b, loc, mask, ptrs, operands);
-  Value lb = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
-  Value ub = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(vecTy.getNumElements()));
-  Value step = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1));
-  auto loop = scf::ForOp::create(
-      b, loc, lb, ub, step, ValueRange{zeroOf(b, loc, resTy)},
-      [&](OpBuilder &lb_, Location l, Value i, ValueRange iters) {
-        Value m = mask ? LLVM::ExtractElementOp::create(lb_, l, mask, i).getResult() : Value();
-        Value ptr = LLVM::ExtractElementOp::create(lb_, l, ptrs, i);
-        SmallVector<Value> ops;
-        for (Value o : operands)
-          ops.push_back(LLVM::ExtractElementOp::create(lb_, l, o, i));
-        Value r = guarded(lb_, l, m, ptr, ops);
-        scf::YieldOp::create(lb_, l, LLVM::InsertElementOp::create(lb_, l, iters[0], r, i).getResult());
-      });
-  return loop.getResult(0);
+  int64_t width = getChunkWidth(getNumElements(resTy));
+  auto chunkTy = VectorType::get({width}, elem);
+  SmallVector<Value> ptrChunks = unpack(b, loc, ptrs);
+  SmallVector<Value> maskChunks = mask ? unpack(b, loc, mask) : SmallVector<Value>();
+  SmallVector<SmallVector<Value>> operandChunks;
+  for (Value o : operands)
+    operandChunks.push_back(unpack(b, loc, o));
+  SmallVector<Value> results;
+  for (size_t c = 0; c < ptrChunks.size(); ++c) {
+    Value lb = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
+    Value ub = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(width));
+    Value step = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1));
+    auto loop = scf::ForOp::create(
+        b, loc, lb, ub, step, ValueRange{zeroOf(b, loc, chunkTy)},
+        [&](OpBuilder &lb_, Location l, Value i, ValueRange iters) {
+          Value m = mask ? LLVM::ExtractElementOp::create(lb_, l, maskChunks[c], i).getResult()
+                         : Value();
+          Value ptr = LLVM::ExtractElementOp::create(lb_, l, ptrChunks[c], i);
+          SmallVector<Value> ops;
+          for (auto &chunks : operandChunks)
+            ops.push_back(LLVM::ExtractElementOp::create(lb_, l, chunks[c], i));
+          Value r = guarded(lb_, l, m, ptr, ops);
+          scf::YieldOp::create(lb_, l,
+                               LLVM::InsertElementOp::create(lb_, l, iters[0], r, i).getResult());
+        });
+    results.push_back(loop.getResult(0));
+  }
+  return pack(b, loc, resTy, results);
 }
 
 struct AtomicRMWConversion : OpConversionPattern<AtomicRMWOp> {
@@ -350,10 +413,10 @@ struct AtomicRMWConversion : OpConversionPattern<AtomicRMWOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Type resTy = getTypeConverter()->convertType(op.getType());
-    Type elem = getElementTypeOrSelf(resTy);
+    Type elem = getTileElementType(resTy);
     Value mask = adaptor.getMask();
     if (options.debug) {
-      if (!mask && isa<VectorType>(resTy))
+      if (!mask && isTile(resTy))
         mask = allTrue(rewriter, loc, getNumElements(resTy));
       mask = checkAccess(rewriter, loc, op, adaptor.getPtr(), mask, byteSize(elem), true);
     }
@@ -377,11 +440,11 @@ struct AtomicCASConversion : OpConversionPattern<AtomicCASOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Type resTy = getTypeConverter()->convertType(op.getType());
-    Type elem = getElementTypeOrSelf(resTy);
+    Type elem = getTileElementType(resTy);
     Value mask;
     if (options.debug)
       mask = checkAccess(rewriter, loc, op, adaptor.getPtr(),
-                         isa<VectorType>(resTy) ? allTrue(rewriter, loc, getNumElements(resTy))
+                         isTile(resTy) ? allTrue(rewriter, loc, getNumElements(resTy))
                                                 : Value(),
                          byteSize(elem), true);
     // cmpxchg takes integers: floats go through their bits.
@@ -454,10 +517,10 @@ struct PrintConversion : OpConversionPattern<PrintOp> {
     if (adaptor.getArgs().empty())
       emit(LLVM::ZeroOp::create(rewriter, loc, ptrTy), kPrintI32, 0);
     for (Value v : adaptor.getArgs()) {
-      Type elem = getElementTypeOrSelf(v.getType());
+      Type elem = getTileElementType(v.getType());
       int32_t kind = printKind(elem);
       if (elem.isInteger(1))
-        v = LLVM::ZExtOp::create(rewriter, loc, withElement(v.getType(), i8Ty(rewriter)), v);
+        v = zext(rewriter, loc, v, i8Ty(rewriter));
       Value buf = entryAlloca(rewriter, loc, op, v.getType());
       LLVM::StoreOp::create(rewriter, loc, v, buf);
       emit(buf, kind, getNumElements(v.getType()));
@@ -473,8 +536,14 @@ struct AssertConversion : OpConversionPattern<AssertOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value cond = adaptor.getCondition();
-    if (isa<VectorType>(cond.getType()))
-      cond = LLVM::vector_reduce_and::create(rewriter, loc, rewriter.getI1Type(), cond);
+    if (isTile(cond.getType())) {
+      Value all;
+      for (Value c : unpack(rewriter, loc, cond)) {
+        Value r = LLVM::vector_reduce_and::create(rewriter, loc, rewriter.getI1Type(), c);
+        all = all ? LLVM::AndOp::create(rewriter, loc, all, r).getResult() : r;
+      }
+      cond = all;
+    }
     Value failed = LLVM::XOrOp::create(
         rewriter, loc, cond,
         LLVM::ConstantOp::create(rewriter, loc, rewriter.getI1Type(), rewriter.getBoolAttr(true)));

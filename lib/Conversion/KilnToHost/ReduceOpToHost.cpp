@@ -77,6 +77,28 @@ FailureOr<SmallVector<Value>> applyCombine(ConversionPatternRewriter &rewriter, 
   return results;
 }
 
+/// Applies the combine region chunk by chunk: `accs[i]` and `news[i]` are the chunks of
+/// operand i (all of `n` elements); returns the chunks of each result.
+FailureOr<SmallVector<SmallVector<Value>>>
+combineChunks(ConversionPatternRewriter &rewriter, Operation *op, Region &region,
+              const TypeConverter &converter, ArrayRef<SmallVector<Value>> accs,
+              ArrayRef<SmallVector<Value>> news, int64_t n) {
+  SmallVector<SmallVector<Value>> out(accs.size());
+  for (size_t c = 0; c < accs[0].size(); ++c) {
+    SmallVector<Value> args;
+    for (auto &a : accs)
+      args.push_back(a[c]);
+    for (auto &v : news)
+      args.push_back(v[c]);
+    auto combined = applyCombine(rewriter, op, region, converter, args, getChunkWidth(n));
+    if (failed(combined))
+      return failure();
+    for (auto [i, v] : llvm::enumerate(*combined))
+      out[i].push_back(v);
+  }
+  return out;
+}
+
 struct ReduceConversion : OpConversionPattern<ReduceOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(ReduceOp op, OpAdaptor adaptor,
@@ -85,42 +107,45 @@ struct ReduceConversion : OpConversionPattern<ReduceOp> {
     auto srcTy = cast<RankedTensorType>(op.getSrcs()[0].getType());
     unsigned axis = op.getAxis();
     SmallVector<int64_t> shape(srcTy.getShape());
-    SmallVector<Value> cur(adaptor.getSrcs());
+    int64_t n = srcTy.getNumElements();
+    SmallVector<SmallVector<Value>> cur;
+    for (Value v : adaptor.getSrcs())
+      cur.push_back(unpack(rewriter, loc, v));
     while (shape[axis] > 1) {
       SmallVector<int64_t> half = shape;
       half[axis] /= 2;
       SmallVector<int64_t> strides = getStrides(shape), halfStrides = getStrides(half);
-      int64_t n = 1;
-      for (int64_t d : half)
-        n *= d;
-      SmallVector<int32_t> lo(n), hi(n);
-      for (int64_t j = 0; j < n; ++j) {
+      int64_t h = n / 2;
+      SmallVector<int32_t> lo(h), hi(h);
+      for (int64_t j = 0; j < h; ++j) {
         int64_t s = 0;
         for (size_t d = 0; d < half.size(); ++d)
           s += (j / halfStrides[d] % half[d]) * strides[d];
         lo[j] = int32_t(s);
         hi[j] = int32_t(s + half[axis] * strides[axis]);
       }
-      SmallVector<Value> args;
-      for (Value v : cur)
-        args.push_back(shuffle(rewriter, loc, v, lo));
-      for (Value v : cur)
-        args.push_back(shuffle(rewriter, loc, v, hi));
+      SmallVector<SmallVector<Value>> los, his;
+      for (auto &chunks : cur) {
+        los.push_back(permute(rewriter, loc, chunks, n, lo));
+        his.push_back(permute(rewriter, loc, chunks, n, hi));
+      }
       auto combined =
-          applyCombine(rewriter, op, op.getCombineOp(), *getTypeConverter(), args, n);
+          combineChunks(rewriter, op, op.getCombineOp(), *getTypeConverter(), los, his, h);
       if (failed(combined))
         return failure();
-      cur = *combined;
+      cur = std::move(*combined);
       shape = half;
+      n = h;
     }
     SmallVector<Value> results;
-    for (auto [v, res] : llvm::zip(cur, op.getResults())) {
+    for (auto [chunks, res] : llvm::zip(cur, op.getResults())) {
       if (isa<RankedTensorType>(res.getType())) {
-        results.push_back(v);
+        results.push_back(pack(rewriter, loc, getTypeConverter()->convertType(res.getType()),
+                               chunks));
       } else {
-        Value zero =
-            LLVM::ConstantOp::create(rewriter, loc, rewriter.getI32Type(), rewriter.getI32IntegerAttr(0));
-        results.push_back(LLVM::ExtractElementOp::create(rewriter, loc, v, zero));
+        Value zero = LLVM::ConstantOp::create(rewriter, loc, rewriter.getI32Type(),
+                                              rewriter.getI32IntegerAttr(0));
+        results.push_back(LLVM::ExtractElementOp::create(rewriter, loc, chunks[0], zero));
       }
     }
     rewriter.replaceOp(op, results);
@@ -137,9 +162,12 @@ struct ScanConversion : OpConversionPattern<ScanOp> {
     unsigned axis = op.getAxis();
     bool reverse = op.getReverse();
     ArrayRef<int64_t> shape = srcTy.getShape();
-    int64_t n = srcTy.getNumElements(), len = shape[axis];
+    int64_t n = srcTy.getNumElements(), len = shape[axis], w = getChunkWidth(n);
     int64_t stride = getStrides(shape)[axis];
-    SmallVector<Value> cur(adaptor.getSrcs());
+    SmallVector<SmallVector<Value>> cur;
+    for (Value v : adaptor.getSrcs())
+      cur.push_back(unpack(rewriter, loc, v));
+    auto maskTy = VectorType::get({w}, rewriter.getI1Type());
     for (int64_t d = 1; d < len; d *= 2) {
       SmallVector<int32_t> from(n);
       SmallVector<bool> keep(n);
@@ -149,22 +177,25 @@ struct ScanConversion : OpConversionPattern<ScanOp> {
         keep[j] = !has;
         from[j] = int32_t(has ? (reverse ? j + d * stride : j - d * stride) : j);
       }
-      SmallVector<Value> args;
-      for (Value v : cur)
-        args.push_back(shuffle(rewriter, loc, v, from));
-      for (Value v : cur)
-        args.push_back(v);
+      SmallVector<SmallVector<Value>> shifted;
+      for (auto &chunks : cur)
+        shifted.push_back(permute(rewriter, loc, chunks, n, from));
       auto combined =
-          applyCombine(rewriter, op, op.getCombineOp(), *getTypeConverter(), args, n);
+          combineChunks(rewriter, op, op.getCombineOp(), *getTypeConverter(), shifted, cur, n);
       if (failed(combined))
         return failure();
-      auto maskTy = VectorType::get({n}, rewriter.getI1Type());
-      Value keepMask = arith::ConstantOp::create(rewriter, loc, maskTy,
-                                                 DenseElementsAttr::get(maskTy, keep));
-      for (size_t i = 0; i < cur.size(); ++i)
-        cur[i] = arith::SelectOp::create(rewriter, loc, keepMask, cur[i], (*combined)[i]);
+      for (int64_t c = 0; c * w < n; ++c) {
+        Value keepMask = arith::ConstantOp::create(
+            rewriter, loc, maskTy,
+            DenseElementsAttr::get(maskTy, ArrayRef<bool>(keep).slice(c * w, w)));
+        for (size_t i = 0; i < cur.size(); ++i)
+          cur[i][c] = arith::SelectOp::create(rewriter, loc, keepMask, cur[i][c], (*combined)[i][c]);
+      }
     }
-    rewriter.replaceOp(op, cur);
+    SmallVector<Value> results;
+    for (auto [chunks, res] : llvm::zip(cur, op.getResults()))
+      results.push_back(pack(rewriter, loc, getTypeConverter()->convertType(res.getType()), chunks));
+    rewriter.replaceOp(op, results);
     return success();
   }
 };
@@ -200,7 +231,6 @@ struct DotConversion : OpConversionPattern<DotOp> {
       return op.emitError("only 2-D dot is supported on the host path");
     int64_t m = aTy.getDimSize(0), k = aTy.getDimSize(1), n = bTy.getDimSize(1);
     Type accElem = cTy.getElementType();
-    auto accTy = VectorType::get({m * n}, accElem);
     auto ptrTy = LLVM::LLVMPointerType::get(getContext());
     bool isFloat = isa<FloatType>(accElem);
     bool tf32 = aTy.getElementType().isF32() && op.getInputPrecision() == InputPrecision::tf32;
@@ -218,21 +248,27 @@ struct DotConversion : OpConversionPattern<DotOp> {
     }
     LLVM::StoreOp::create(rewriter, loc, adaptor.getA(), aBuf);
     LLVM::StoreOp::create(rewriter, loc, adaptor.getB(), bBuf);
-    auto i32Vec = VectorType::get({m * n}, rewriter.getI32Type());
-    SmallVector<int32_t> aRows(m * n), bCols(m * n);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        aRows[i * n + j] = int32_t(i * k);
-        bCols[i * n + j] = int32_t(j);
+    // Per chunk of the accumulator: the offsets of a[i, 0] and b[0, j] of its lanes.
+    int64_t w = getChunkWidth(m * n);
+    auto i32Vec = VectorType::get({w}, rewriter.getI32Type());
+    auto ptrVec = VectorType::get({w}, ptrTy);
+    auto chunkAccTy = VectorType::get({w}, accElem);
+    auto maskTy = VectorType::get({w}, rewriter.getI1Type());
+    SmallVector<Value> aOffsets, bOffsets;
+    for (int64_t c = 0; c < m * n; c += w) {
+      SmallVector<int32_t> aRows, bCols;
+      for (int64_t l = c; l < c + w; ++l) {
+        aRows.push_back(int32_t(l / n * k));
+        bCols.push_back(int32_t(l % n));
       }
-    Value aOffsets = arith::ConstantOp::create(rewriter, loc, i32Vec,
-                                               DenseIntElementsAttr::get(i32Vec, aRows));
-    Value bOffsets = arith::ConstantOp::create(rewriter, loc, i32Vec,
-                                               DenseIntElementsAttr::get(i32Vec, bCols));
-    auto ptrVec = VectorType::get({m * n}, ptrTy);
+      aOffsets.push_back(arith::ConstantOp::create(rewriter, loc, i32Vec,
+                                                   DenseIntElementsAttr::get(i32Vec, aRows)));
+      bOffsets.push_back(arith::ConstantOp::create(rewriter, loc, i32Vec,
+                                                   DenseIntElementsAttr::get(i32Vec, bCols)));
+    }
     Value aBase = splat(rewriter, loc, aBuf, ptrVec), bBase = splat(rewriter, loc, bBuf, ptrVec);
-    auto maskTy = VectorType::get({m * n}, rewriter.getI1Type());
     Value all = arith::ConstantOp::create(rewriter, loc, maskTy, DenseElementsAttr::get(maskTy, true));
+    Type accTy = getTypeConverter()->convertType(cTy);
 
     Value lb = arith::ConstantOp::create(rewriter, loc, rewriter.getI32IntegerAttr(0));
     Value ub = arith::ConstantOp::create(rewriter, loc, rewriter.getI32IntegerAttr(k));
@@ -242,36 +278,38 @@ struct DotConversion : OpConversionPattern<DotOp> {
         [&](OpBuilder &b, Location l, Value kk, ValueRange iters) {
           Value kVec = splat(b, l, kk, i32Vec);
           Value nVec = splat(b, l, arith::ConstantOp::create(b, l, b.getI32IntegerAttr(n)), i32Vec);
-          Value aIdx = arith::AddIOp::create(b, l, aOffsets, kVec);
-          Value bIdx = arith::AddIOp::create(b, l, bOffsets, arith::MulIOp::create(b, l, kVec, nVec));
+          Value kRow = arith::MulIOp::create(b, l, kVec, nVec);
           auto load = [&](Value base, Value idx, Type elem) -> Value {
             Value ptrs = LLVM::GEPOp::create(b, l, ptrVec, elem, base, ValueRange{idx});
-            auto t = VectorType::get({m * n}, elem);
+            auto t = VectorType::get({w}, elem);
             Value zero = LLVM::ZeroOp::create(b, l, t);
             return LLVM::masked_gather::create(b, l, t, ptrs, all, ValueRange{zero},
                                                std::max(1u, elem.getIntOrFloatBitWidth() / 8));
           };
-          Value av = load(aBase, aIdx, aTy.getElementType());
-          Value bv = load(bBase, bIdx, bTy.getElementType());
           auto extend = [&](Value v) -> Value {
             Type e = getElementTypeOrSelf(v.getType());
             if (e == accElem)
               return v;
             if (isFloat)
-              return arith::ExtFOp::create(b, l, accTy, v);
-            return arith::ExtSIOp::create(b, l, accTy, v);
+              return arith::ExtFOp::create(b, l, chunkAccTy, v);
+            return arith::ExtSIOp::create(b, l, chunkAccTy, v);
           };
-          if (tf32) {
-            av = roundToTF32(b, l, av);
-            bv = roundToTF32(b, l, bv);
+          SmallVector<Value> accChunks = unpack(b, l, iters[0]), next;
+          for (size_t c = 0; c < accChunks.size(); ++c) {
+            Value av = load(aBase, arith::AddIOp::create(b, l, aOffsets[c], kVec), aTy.getElementType());
+            Value bv = load(bBase, arith::AddIOp::create(b, l, bOffsets[c], kRow), bTy.getElementType());
+            if (tf32) {
+              av = roundToTF32(b, l, av);
+              bv = roundToTF32(b, l, bv);
+            }
+            av = extend(av);
+            bv = extend(bv);
+            Value acc = accChunks[c];
+            next.push_back(isFloat ? Value(math::FmaOp::create(b, l, av, bv, acc))
+                                   : Value(arith::AddIOp::create(
+                                         b, l, arith::MulIOp::create(b, l, av, bv), acc)));
           }
-          av = extend(av);
-          bv = extend(bv);
-          Value acc = iters[0];
-          Value next = isFloat ? Value(math::FmaOp::create(b, l, av, bv, acc))
-                               : Value(arith::AddIOp::create(
-                                     b, l, arith::MulIOp::create(b, l, av, bv), acc));
-          scf::YieldOp::create(b, l, next);
+          scf::YieldOp::create(b, l, pack(b, l, accTy, next));
         });
     rewriter.replaceOp(op, loop.getResult(0));
     return success();

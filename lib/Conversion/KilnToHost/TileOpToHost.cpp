@@ -1,9 +1,10 @@
 //===- TileOpToHost.cpp - Tile creation, shapes and elementwise ops, host ---===//
 //
-// This file implements the host type converter, the shuffle/splat helpers and the lowering
-// of the ops that create and reshape tiles. A tile is a flat row-major vector, so expand_dims
-// and reshape are free, broadcast and trans are one shufflevector each with a mask computed
-// here, and arith/math ops are rebuilt with vector types (they stay in their dialects; the
+// This file implements the host type converter, the chunk/shuffle/splat helpers and the
+// lowering of the ops that create and reshape tiles. A tile is its elements in row-major
+// order, in chunks of at most kChunk lanes, so expand_dims and reshape are free, broadcast
+// and trans are shuffles with masks computed here (one per chunk and source chunk), and
+// arith/math ops are rebuilt per chunk with vector types (they stay in their dialects; the
 // upstream lowerings take them to LLVM after the math approximations have run).
 //
 //===----------------------------------------------------------------------===//
@@ -30,7 +31,7 @@ HostTypeConverter::HostTypeConverter(MLIRContext *ctx) {
     Type elem = convertType(type.getElementType());
     if (!elem || !type.hasStaticShape())
       return std::nullopt;
-    return VectorType::get({type.getNumElements()}, elem);
+    return getTileType(type.getNumElements(), elem);
   });
   auto cast = [](OpBuilder &b, Type type, ValueRange inputs, Location loc) -> Value {
     return UnrealizedConversionCastOp::create(b, loc, type, inputs).getResult(0);
@@ -46,7 +47,99 @@ std::string kiln::host::getEntryName(llvm::StringRef kernel) {
 int64_t kiln::host::getNumElements(Type type) {
   if (auto t = dyn_cast<ShapedType>(type))
     return t.getNumElements();
+  if (auto a = dyn_cast<LLVM::LLVMArrayType>(type))
+    return a.getNumElements() * getNumElements(a.getElementType());
   return 1;
+}
+
+Type kiln::host::getTileType(int64_t n, Type elem) {
+  auto chunk = VectorType::get({getChunkWidth(n)}, elem);
+  if (n <= kChunk)
+    return chunk;
+  return LLVM::LLVMArrayType::get(chunk, n / kChunk);
+}
+
+Type kiln::host::getTileElementType(Type type) {
+  if (auto a = dyn_cast<LLVM::LLVMArrayType>(type))
+    type = a.getElementType();
+  if (auto v = dyn_cast<VectorType>(type))
+    return v.getElementType();
+  return type;
+}
+
+bool kiln::host::isTile(Type type) { return isa<VectorType, LLVM::LLVMArrayType>(type); }
+
+SmallVector<Value> kiln::host::unpack(OpBuilder &b, Location loc, Value tile) {
+  auto a = dyn_cast<LLVM::LLVMArrayType>(tile.getType());
+  if (!a)
+    return {tile};
+  SmallVector<Value> chunks;
+  for (unsigned i = 0; i < a.getNumElements(); ++i)
+    chunks.push_back(LLVM::ExtractValueOp::create(b, loc, tile, i));
+  return chunks;
+}
+
+Value kiln::host::pack(OpBuilder &b, Location loc, Type type, ValueRange chunks) {
+  if (!isa<LLVM::LLVMArrayType>(type))
+    return chunks.front();
+  Value v = LLVM::PoisonOp::create(b, loc, type);
+  for (auto [i, c] : llvm::enumerate(chunks))
+    v = LLVM::InsertValueOp::create(b, loc, v, c, i);
+  return v;
+}
+
+Value kiln::host::splatTile(OpBuilder &b, Location loc, Value scalar, Type type) {
+  int64_t n = getNumElements(type);
+  auto chunkTy = VectorType::get({getChunkWidth(n)}, getTileElementType(type));
+  Value chunk = splat(b, loc, scalar, chunkTy);
+  return pack(b, loc, type, SmallVector<Value>(n / chunkTy.getNumElements(), chunk));
+}
+
+SmallVector<Value> kiln::host::permute(OpBuilder &b, Location loc, ArrayRef<Value> src,
+                                       int64_t srcN, ArrayRef<int32_t> indices) {
+  int64_t ws = getChunkWidth(srcN), dstN = indices.size(), wd = getChunkWidth(dstN);
+  SmallVector<Value> out;
+  for (int64_t j = 0; j < dstN; j += wd) {
+    ArrayRef<int32_t> lanes = indices.slice(j, wd);
+    SmallVector<int64_t> from;
+    for (int32_t f : lanes)
+      if (!llvm::is_contained(from, f / ws))
+        from.push_back(f / ws);
+    if (from.size() == 1) {
+      SmallVector<int32_t> mask;
+      for (int32_t f : lanes)
+        mask.push_back(int32_t(f - from[0] * ws));
+      out.push_back(shuffle(b, loc, src[from[0]], mask));
+      continue;
+    }
+    // Several source chunks (then ws == kChunk >= wd): merge them one at a time into a
+    // vector of ws lanes, then narrow it to wd lanes.
+    SmallVector<int32_t> mask(ws, 0);
+    for (int64_t l = 0; l < wd; ++l) {
+      int64_t c = lanes[l] / ws;
+      if (c == from[0])
+        mask[l] = int32_t(lanes[l] - c * ws);
+      else if (c == from[1])
+        mask[l] = int32_t(ws + lanes[l] - c * ws);
+    }
+    Value acc = LLVM::ShuffleVectorOp::create(b, loc, src[from[0]], src[from[1]], mask);
+    for (size_t k = 2; k < from.size(); ++k) {
+      for (int64_t l = 0; l < ws; ++l)
+        mask[l] = int32_t(l);
+      for (int64_t l = 0; l < wd; ++l)
+        if (lanes[l] / ws == from[k])
+          mask[l] = int32_t(ws + lanes[l] - from[k] * ws);
+      acc = LLVM::ShuffleVectorOp::create(b, loc, acc, src[from[k]], mask);
+    }
+    if (wd < ws) {
+      SmallVector<int32_t> narrow;
+      for (int64_t l = 0; l < wd; ++l)
+        narrow.push_back(int32_t(l));
+      acc = shuffle(b, loc, acc, narrow);
+    }
+    out.push_back(acc);
+  }
+  return out;
 }
 
 SmallVector<int64_t> kiln::host::getStrides(ArrayRef<int64_t> shape) {
@@ -152,13 +245,18 @@ struct MakeRangeConversion : OpConversionPattern<MakeRangeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(MakeRangeOp op, OpAdaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    auto type = cast<VectorType>(getTypeConverter()->convertType(op.getType()));
-    SmallVector<APInt> values;
-    unsigned bits = type.getElementTypeBitWidth();
-    for (int64_t i = 0; i < type.getNumElements(); ++i)
-      values.push_back(APInt(bits, int64_t(op.getStart()) + i, /*isSigned=*/true));
-    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, type,
-                                                   DenseIntElementsAttr::get(type, values));
+    Type type = getTypeConverter()->convertType(op.getType());
+    int64_t n = getNumElements(type), w = getChunkWidth(n);
+    auto chunkTy = VectorType::get({w}, rewriter.getI32Type());
+    SmallVector<Value> chunks;
+    for (int64_t c = 0; c < n; c += w) {
+      SmallVector<APInt> values;
+      for (int64_t i = 0; i < w; ++i)
+        values.push_back(APInt(32, int64_t(op.getStart()) + c + i, /*isSigned=*/true));
+      chunks.push_back(arith::ConstantOp::create(rewriter, op.getLoc(), chunkTy,
+                                                 DenseIntElementsAttr::get(chunkTy, values)));
+    }
+    rewriter.replaceOp(op, pack(rewriter, op.getLoc(), type, chunks));
     return success();
   }
 };
@@ -167,8 +265,8 @@ struct SplatConversion : OpConversionPattern<SplatOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(SplatOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    auto type = cast<VectorType>(getTypeConverter()->convertType(op.getType()));
-    rewriter.replaceOp(op, splat(rewriter, op.getLoc(), adaptor.getSrc(), type));
+    Type type = getTypeConverter()->convertType(op.getType());
+    rewriter.replaceOp(op, splatTile(rewriter, op.getLoc(), adaptor.getSrc(), type));
     return success();
   }
 };
@@ -199,7 +297,10 @@ struct BroadcastConversion : OpConversionPattern<BroadcastOp> {
           s += (i / dstStrides[d] % dst[d]) * srcStrides[d];
       indices[i] = int32_t(s);
     }
-    rewriter.replaceOp(op, shuffle(rewriter, op.getLoc(), adaptor.getSrc(), indices));
+    Location loc = op.getLoc();
+    rewriter.replaceOp(op, pack(rewriter, loc, getTypeConverter()->convertType(dstTy),
+                                permute(rewriter, loc, unpack(rewriter, loc, adaptor.getSrc()),
+                                        srcTy.getNumElements(), indices)));
     return success();
   }
 };
@@ -220,7 +321,10 @@ struct TransConversion : OpConversionPattern<TransOp> {
         s += (i / dstStrides[d] % dstTy.getDimSize(d)) * srcStrides[order[d]];
       indices[i] = int32_t(s);
     }
-    rewriter.replaceOp(op, shuffle(rewriter, op.getLoc(), adaptor.getSrc(), indices));
+    Location loc = op.getLoc();
+    rewriter.replaceOp(op, pack(rewriter, loc, getTypeConverter()->convertType(dstTy),
+                                permute(rewriter, loc, unpack(rewriter, loc, adaptor.getSrc()),
+                                        srcTy.getNumElements(), indices)));
     return success();
   }
 };
@@ -232,8 +336,13 @@ struct AddPtrConversion : OpConversionPattern<AddPtrOp> {
     Type pointee = getTypeConverter()->convertType(getPointeeType(getElementTypeOrSelf(
         op.getPtr().getType())));
     Type resTy = getTypeConverter()->convertType(op.getType());
-    rewriter.replaceOpWithNewOp<LLVM::GEPOp>(op, resTy, pointee, adaptor.getPtr(),
-                                             ValueRange{adaptor.getOffset()});
+    Location loc = op.getLoc();
+    SmallVector<Value> ptrs = unpack(rewriter, loc, adaptor.getPtr());
+    SmallVector<Value> offsets = unpack(rewriter, loc, adaptor.getOffset());
+    SmallVector<Value> chunks;
+    for (auto [p, o] : llvm::zip(ptrs, offsets))
+      chunks.push_back(LLVM::GEPOp::create(rewriter, loc, p.getType(), pointee, p, ValueRange{o}));
+    rewriter.replaceOp(op, pack(rewriter, loc, resTy, chunks));
     return success();
   }
 };
@@ -254,17 +363,57 @@ struct ElementwiseConversion : ConversionPattern {
     SmallVector<Type> types;
     if (failed(getTypeConverter()->convertTypes(op->getResultTypes(), types)))
       return failure();
+    Location loc = op->getLoc();
     SmallVector<NamedAttribute> attrs(op->getAttrs());
     if (auto cst = dyn_cast<arith::ConstantOp>(op)) {
       auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
       if (!dense)
         return failure();
-      rewriter.replaceOpWithNewOp<arith::ConstantOp>(
-          op, types[0], dense.reshape(cast<ShapedType>(types[0])));
+      int64_t n = dense.getNumElements(), w = getChunkWidth(n);
+      auto chunkTy = VectorType::get({w}, dense.getElementType());
+      SmallVector<Value> chunks;
+      if (dense.isSplat()) {
+        Value c = arith::ConstantOp::create(
+            rewriter, loc, chunkTy, DenseElementsAttr::get(chunkTy, dense.getSplatValue<Attribute>()));
+        chunks.assign(n / w, c);
+      } else {
+        SmallVector<Attribute> values(dense.getValues<Attribute>());
+        for (int64_t c = 0; c < n; c += w)
+          chunks.push_back(arith::ConstantOp::create(
+              rewriter, loc, chunkTy,
+              DenseElementsAttr::get(chunkTy, ArrayRef<Attribute>(values).slice(c, w))));
+      }
+      rewriter.replaceOp(op, pack(rewriter, loc, types[0], chunks));
       return success();
     }
-    OperationState state(op->getLoc(), op->getName(), operands, types, attrs);
-    rewriter.replaceOp(op, rewriter.create(state)->getResults());
+    // One op per chunk; scalar operands (a select's condition) are shared.
+    int64_t numChunks = 1;
+    for (Value v : operands)
+      if (auto a = dyn_cast<LLVM::LLVMArrayType>(v.getType()))
+        numChunks = a.getNumElements();
+    SmallVector<SmallVector<Value>> operandChunks;
+    for (Value v : operands)
+      operandChunks.push_back(isTile(v.getType()) ? unpack(rewriter, loc, v)
+                                                  : SmallVector<Value>(numChunks, v));
+    SmallVector<SmallVector<Value>> resultChunks(types.size());
+    for (int64_t c = 0; c < numChunks; ++c) {
+      SmallVector<Value> chunkOperands;
+      for (auto &chunks : operandChunks)
+        chunkOperands.push_back(chunks[c]);
+      SmallVector<Type> chunkTypes;
+      for (Type t : types)
+        chunkTypes.push_back(isa<LLVM::LLVMArrayType>(t)
+                                 ? cast<LLVM::LLVMArrayType>(t).getElementType()
+                                 : t);
+      OperationState state(loc, op->getName(), chunkOperands, chunkTypes, attrs);
+      Operation *created = rewriter.create(state);
+      for (auto [i, r] : llvm::enumerate(created->getResults()))
+        resultChunks[i].push_back(r);
+    }
+    SmallVector<Value> results;
+    for (auto [t, chunks] : llvm::zip(types, resultChunks))
+      results.push_back(pack(rewriter, loc, t, chunks));
+    rewriter.replaceOp(op, results);
     return success();
   }
 };
