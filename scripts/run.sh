@@ -2,7 +2,7 @@
 # Kiln's main job: set up and build, then compile every example kernel in kernels/ for sm_90
 # and print a summary of each (registers, spills, shared memory from ptxas; PTX instruction
 # counts), then run the C++ DSL examples, which launch the kernels and check them against a
-# host reference on a GPU (without one they say so and stop after compiling).
+# host reference: on the GPU, or on the CPU backend without one (KILN_BACKEND=cpu forces it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh

@@ -60,6 +60,32 @@ private:
   size_t bytes = 0;
 };
 
+/// True when kernels run on the host backend by default: $KILN_BACKEND is "cpu", or it is
+/// unset (or "auto") and there is no GPU. "gpu" forces the device (and errors without one).
+KILN_EXPORT bool useHostBackend();
+
+/// Memory for kernel arguments on either backend: 64-byte aligned host memory for host
+/// kernels (get() is its address), device memory otherwise. Owned by the object.
+class KILN_EXPORT Buffer {
+public:
+  Buffer(size_t bytes, bool host);
+  ~Buffer();
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  bool isHost() const { return !device; }
+  /// The address kernels take: a host address or a CUdeviceptr.
+  uint64_t get() const;
+  size_t size() const { return bytes; }
+  void copyFromHost(const void *src, size_t n);
+  void copyToHost(void *dst, size_t n) const;
+  void fill32(uint32_t value);
+
+private:
+  size_t bytes = 0;
+  void *hostData = nullptr;
+  std::unique_ptr<DeviceBuffer> device;
+};
+
 /// Times device work with events on a stream: milliseconds between start() and stop().
 class KILN_EXPORT EventTimer {
 public:

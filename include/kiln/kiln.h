@@ -679,8 +679,10 @@ struct Compiled {
   std::string ptx;
 };
 
-/// The process-wide JIT that launches use (created on first use for device 0; throws
-/// rt::Error without a GPU). Its caches are the runtime's: memory, then $KILN_CACHE_DIR.
+/// The process-wide JIT that launches use, created on first use: the host backend when
+/// rt::useHostBackend() ($KILN_BACKEND=cpu, or no GPU), else device 0. Pointer arguments are
+/// then host addresses (rt::Buffer gives memory for either). Its caches are the runtime's:
+/// memory, then $KILN_CACHE_DIR.
 rt::JIT &jit();
 
 namespace detail {

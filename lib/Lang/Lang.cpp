@@ -489,7 +489,8 @@ Launch kiln::lang::grid(int64_t x, int64_t y, int64_t z) {
 
 kiln::rt::JIT &kiln::lang::jit() {
   // Never destroyed: kernels in static objects may launch during static destruction.
-  static kiln::rt::JIT *j = new kiln::rt::JIT();
+  static kiln::rt::JIT *j = new kiln::rt::JIT(
+      kiln::rt::useHostBackend() ? std::string(kiln::rt::kHostArch) : std::string());
   return *j;
 }
 

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <algorithm>
 
 using namespace kiln::rt;
 
@@ -318,4 +319,53 @@ void Kernel::launchHost(Grid grid, void **params, const std::vector<HostBuffer> 
   }
   if (ctx.failed)
     throw Error(ctx.error);
+}
+
+//===----------------------------------------------------------------------===//
+// Backend choice and memory for either backend
+//===----------------------------------------------------------------------===//
+
+bool kiln::rt::useHostBackend() {
+  const char *env = std::getenv("KILN_BACKEND");
+  std::string backend = env ? env : "auto";
+  if (backend == "cpu")
+    return true;
+  if (backend == "gpu")
+    return false;
+  return !hasGPU();
+}
+
+Buffer::Buffer(size_t n, bool host) : bytes(n) {
+  if (!host) {
+    device = std::make_unique<DeviceBuffer>(n);
+    return;
+  }
+  hostData = std::aligned_alloc(64, (n + 63) / 64 * 64 + 64);
+  if (!hostData)
+    throw Error("cannot allocate " + std::to_string(n) + " bytes of host memory");
+}
+
+Buffer::~Buffer() { std::free(hostData); }
+
+uint64_t Buffer::get() const {
+  return device ? device->get() : uint64_t(reinterpret_cast<uintptr_t>(hostData));
+}
+
+void Buffer::copyFromHost(const void *src, size_t n) {
+  if (device)
+    return device->copyFromHost(src, n);
+  std::memcpy(hostData, src, std::min(n, bytes));
+}
+
+void Buffer::copyToHost(void *dst, size_t n) const {
+  if (device)
+    return device->copyToHost(dst, n);
+  std::memcpy(dst, hostData, std::min(n, bytes));
+}
+
+void Buffer::fill32(uint32_t value) {
+  if (device)
+    return device->fill32(value);
+  for (size_t i = 0; i + 4 <= bytes; i += 4)
+    std::memcpy(static_cast<char *>(hostData) + i, &value, 4);
 }

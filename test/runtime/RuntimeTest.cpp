@@ -218,36 +218,10 @@ TEST(NoGPU, DeviceOperationsRaiseClearErrors) {
   });
 }
 
-/// Memory for a kernel argument: device memory, or host memory for the host backend.
-struct TestBuffer {
-  bool host;
-  std::vector<char> bytes;
-  std::unique_ptr<DeviceBuffer> device;
-  TestBuffer(bool host, size_t n) : host(host) {
-    if (host)
-      bytes.resize(n);
-    else
-      device = std::make_unique<DeviceBuffer>(n);
-  }
-  uint64_t ptr() const { return host ? uint64_t(uintptr_t(bytes.data())) : device->get(); }
-  void copyFromHost(const void *src, size_t n) {
-    if (host)
-      std::memcpy(bytes.data(), src, n);
-    else
-      device->copyFromHost(src, n);
-  }
-  void copyToHost(void *dst, size_t n) const {
-    if (host)
-      std::memcpy(dst, bytes.data(), n);
-    else
-      device->copyToHost(dst, n);
-  }
-  void fill32(uint32_t v) {
-    if (!host)
-      return device->fill32(v);
-    for (size_t i = 0; i + 4 <= bytes.size(); i += 4)
-      std::memcpy(bytes.data() + i, &v, 4);
-  }
+/// Memory for a kernel argument on the backend under test.
+struct TestBuffer : Buffer {
+  using Buffer::Buffer;
+  uint64_t ptr() const { return get(); }
 };
 
 JIT makeJIT(bool host) { return host ? JIT(kHostArch) : JIT(); }
