@@ -220,7 +220,7 @@ TEST(NoGPU, DeviceOperationsRaiseClearErrors) {
 
 /// Memory for a kernel argument on the backend under test.
 struct TestBuffer : Buffer {
-  using Buffer::Buffer;
+  TestBuffer(bool host, size_t bytes) : Buffer(bytes, host) {}
   uint64_t ptr() const { return get(); }
 };
 
@@ -391,5 +391,74 @@ TEST(GPU, HistogramWithTileAndScalarAtomics) {
 TEST(Host, VectorAddAndCopy2D) { vectorAddAndCopy2D(/*host=*/true); }
 TEST(Host, SoftmaxAndTwoDimensionalSums) { softmaxAndTwoDimensionalSums(/*host=*/true); }
 TEST(Host, HistogramWithTileAndScalarAtomics) { histogramWithTileAndScalarAtomics(/*host=*/true); }
+
+
+// Debug mode on the host: an unmasked read past the end of its buffer is reported with the
+// kernel, the load's source location and the program id, and never performed.
+TEST(Host, DebugModeReportsOutOfBoundsAccess) {
+  TempCache cache;
+  JIT jit(kHostArch, cache.path);
+  const char *src = R"(
+    func.func @oob(%p: !kiln.ptr<f32>, %q: !kiln.ptr<f32>) {
+      %r = kiln.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+      %ps = kiln.splat %p : tensor<16x!kiln.ptr<f32>>
+      %pp = kiln.addptr %ps, %r : tensor<16x!kiln.ptr<f32>>, tensor<16xi32>
+      %x = kiln.load %pp : tensor<16x!kiln.ptr<f32>> loc("oob.py":12:7)
+      %qs = kiln.splat %q : tensor<16x!kiln.ptr<f32>>
+      %qq = kiln.addptr %qs, %r : tensor<16x!kiln.ptr<f32>>, tensor<16xi32>
+      kiln.store %qq, %x : tensor<16x!kiln.ptr<f32>>
+      return
+    })";
+  std::vector<float> p(8, 1.0f), q(16, 0.0f);
+  uint64_t pp = uint64_t(uintptr_t(p.data())), pq = uint64_t(uintptr_t(q.data()));
+  void *params[] = {&pp, &pq};
+  const Kernel &k = jit.get(src, 4, /*debug=*/true);
+  ASSERT_TRUE(k.isHost() && k.isDebug());
+  try {
+    k.launchHost({1, 1, 1}, params, {{pp, 8 * 4}, {pq, 16 * 4}});
+    FAIL() << "expected an out-of-bounds error";
+  } catch (const Error &e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("oob.py:12:7: error: in kernel 'oob': out-of-bounds load in program "
+                       "(0, 0, 0): element 8"),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("0 bytes past the end of a 32-byte buffer argument"), std::string::npos)
+        << msg;
+  }
+  // The bad lanes were masked off: in-bounds lanes were copied, the rest got zero.
+  for (int i = 0; i < 16; ++i)
+    EXPECT_EQ(q[i], i < 8 ? 1.0f : 0.0f) << i;
+  // The same kernel in plain mode reads without checks (kept in bounds here).
+  std::vector<float> big(16, 2.0f);
+  uint64_t pb = uint64_t(uintptr_t(big.data()));
+  void *plain[] = {&pb, &pq};
+  jit.get(src).launchRaw({1, 1, 1}, nullptr, plain);
+  EXPECT_EQ(q[15], 2.0f);
+}
+
+// device_assert on the host fails the launch with the message, the site and the program id.
+TEST(Host, DeviceAssertFailsTheLaunch) {
+  TempCache cache;
+  JIT jit(kHostArch, cache.path);
+  const char *src = R"(
+    func.func @check(%n: i32) {
+      %pid = kiln.program_id x : i32
+      %ok = arith.cmpi slt, %pid, %n : i32
+      kiln.assert %ok, "pid must be below n" : i1 loc("check.py":5:3)
+      return
+    })";
+  int32_t n = 3;
+  void *params[] = {&n};
+  const Kernel &k = jit.get(src, 4, /*debug=*/true);
+  EXPECT_NO_THROW(k.launchHost({3, 1, 1}, params));
+  try {
+    k.launchHost({4, 1, 1}, params);
+    FAIL() << "expected an assertion failure";
+  } catch (const Error &e) {
+    EXPECT_STREQ(e.what(), "check.py:5:3: error: in kernel 'check': device_assert failed in "
+                           "program (3, 0, 0): pid must be below n");
+  }
+}
 
 } // namespace
