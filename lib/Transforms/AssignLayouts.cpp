@@ -147,10 +147,33 @@ struct KilnAssignLayoutsPass final : kiln::impl::KilnAssignLayoutsBase<KilnAssig
                                     const AxisInfoAnalysis &axis);
 };
 
+/// Gives the slice requirement of `edge` its own tile: a kiln_gpu.convert_layout between the
+/// expand_dims and its source, or after the reduction's result.
+void insertConversion(const SliceEdge &edge) {
+  OpBuilder b(edge.op);
+  if (auto ed = dyn_cast<ExpandDimsOp>(edge.op)) {
+    Value src = ed.getSrc();
+    auto cvt = kiln::gpu::ConvertLayoutOp::create(b, ed.getLoc(), src.getType(), src);
+    ed.getSrcMutable().assign(cvt);
+    return;
+  }
+  b.setInsertionPointAfter(edge.op);
+  Value sliced = edge.sliced;
+  auto cvt = kiln::gpu::ConvertLayoutOp::create(b, edge.op->getLoc(), sliced.getType(), sliced);
+  sliced.replaceAllUsesExcept(cvt, cvt);
+}
+
 LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
   rematerializeExpandDimsSources(func);
   ValueGroups groups;
   SmallVector<SliceEdge> edges;
+  DenseMap<Value, SliceEdge *> sliceOf; // sliced group root -> edge
+  // A tile sliced from two different layouts gets a conversion and the grouping starts over
+  // (each round removes one conflict).
+  for (unsigned round = 0;; ++round) {
+  groups = ValueGroups();
+  edges.clear();
+  sliceOf.clear();
 
   // 1. Group values that must share a layout.
   WalkResult walk = func.walk([&](Operation *op) -> WalkResult {
@@ -197,8 +220,9 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
     }
     if (isa<scf::YieldOp, scf::ConditionOp, func::ReturnOp>(op))
       return WalkResult::advance();
-    if (isa<ReshapeOp, TransOp, DotOp, ScanOp>(op)) {
-      // These need layout conversions through shared memory (reductions issue).
+    if (isa<ReshapeOp, TransOp, DotOp, ScanOp, kiln::gpu::ConvertLayoutOp>(op)) {
+      // Their results get layouts of their own: they move elements between threads through
+      // shared memory.
       for (Value r : op->getResults())
         if (isTile(r))
           groups.find(r);
@@ -215,7 +239,28 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
   if (walk.wasInterrupted())
     return failure();
 
-  // 2. The largest memory access of each group anchors its layout.
+  // 2. A tile may be the slice of one layout only: resolve conflicts with conversions.
+  const SliceEdge *conflict = nullptr;
+  for (SliceEdge &edge : edges) {
+    Value root = groups.find(edge.sliced);
+    auto [it, inserted] = sliceOf.try_emplace(root, &edge);
+    if (inserted)
+      continue;
+    SliceEdge *other = it->second;
+    if (other->axis != edge.axis || groups.find(other->full) != groups.find(edge.full)) {
+      conflict = &edge;
+      break;
+    }
+  }
+  if (!conflict)
+    break;
+  if (round > 4096)
+    return conflict->op->emitError("layout assignment does not converge");
+  insertConversion(*conflict);
+  } // rounds
+
+  // 3. The largest memory access of each group anchors its layout; slice groups resolve
+  // after the group they slice.
   AxisInfoAnalysis axis(func);
   llvm::MapVector<Value, Value> anchor; // group root -> pointer tile
   func.walk([&](Operation *op) {
@@ -235,22 +280,6 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
       anchor[root] = ptr;
   });
 
-  // 3. Resolve layouts: slice groups after the group they slice.
-  DenseMap<Value, SliceEdge *> sliceOf; // sliced group root -> edge
-  for (SliceEdge &edge : edges) {
-    Value root = groups.find(edge.sliced);
-    auto [it, inserted] = sliceOf.try_emplace(root, &edge);
-    if (inserted)
-      continue;
-    SliceEdge *other = it->second;
-    if (other->axis != edge.axis || groups.find(other->full) != groups.find(edge.full)) {
-      InFlightDiagnostic diag = edge.op->emitError(
-          "needs a layout conversion, which the GPU path does not support yet: this tile is "
-          "also used at ");
-      diag << other->op->getLoc() << " with another layout";
-      return failure();
-    }
-  }
   DenseMap<Value, Attribute> layoutOf; // group root -> layout
   std::function<Attribute(Value)> resolve = [&](Value root) -> Attribute {
     if (Attribute done = layoutOf.lookup(root))

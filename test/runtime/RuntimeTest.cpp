@@ -371,6 +371,41 @@ void histogramWithTileAndScalarAtomics(bool host) {
 }
 
 
+/// Kernels whose tiles move between threads: a masked transpose (trans through shared memory)
+/// and an outer sum whose loaded vector is used as a column and as a row (a layout conversion).
+void transposeAndOuterAdd(bool host) {
+  JIT jit = makeJIT(host);
+  for (auto [M, N] : {std::pair<int, int>{100, 208}, {64, 64}, {33, 16}}) {
+    std::vector<float> src(M * N), dst(N * M, -1.0f);
+    for (int i = 0; i < M * N; ++i)
+      src[i] = float(i) * 0.5f;
+    TestBuffer ds(host, src.size() * 4), dd(host, dst.size() * 4);
+    ds.copyFromHost(src.data(), src.size() * 4);
+    dd.fill32(0xFFFFFFFFu);
+    jit.get(readKernel("transpose.mlir"))
+        .launch({unsigned(M + 31) / 32, unsigned(N + 63) / 64, 1}, nullptr,
+                {Arg::ptr(ds.ptr()), Arg::ptr(dd.ptr()), Arg::i32(M), Arg::i32(N)});
+    sync(host);
+    dd.copyToHost(dst.data(), dst.size() * 4);
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j)
+        ASSERT_EQ(dst[j * M + i], src[i * N + j]) << M << "x" << N << " at " << i << "," << j;
+  }
+  std::vector<float> x(64), out(64 * 64);
+  for (int i = 0; i < 64; ++i)
+    x[i] = float(i * i % 17) - 3.25f;
+  TestBuffer dx(host, 64 * 4), dout(host, 64 * 64 * 4);
+  dx.copyFromHost(x.data(), 64 * 4);
+  dout.fill32(0xFFFFFFFFu);
+  jit.get(readKernel("outer_add.mlir"))
+      .launch({1, 1, 1}, nullptr, {Arg::ptr(dx.ptr()), Arg::ptr(dout.ptr())});
+  sync(host);
+  dout.copyToHost(out.data(), out.size() * 4);
+  for (int i = 0; i < 64; ++i)
+    for (int j = 0; j < 64; ++j)
+      ASSERT_EQ(out[i * 64 + j], x[i] + x[j]) << i << "," << j;
+}
+
 TEST(GPU, VectorAddAndCopy2D) {
   if (!hasGPU())
     GTEST_SKIP() << "no GPU";
@@ -387,7 +422,14 @@ TEST(GPU, HistogramWithTileAndScalarAtomics) {
   histogramWithTileAndScalarAtomics(/*host=*/false);
 }
 
+TEST(GPU, TransposeAndOuterAdd) {
+  if (!hasGPU())
+    GTEST_SKIP() << "no GPU";
+  transposeAndOuterAdd(/*host=*/false);
+}
+
 // The same kernels and checks on the host backend: they run everywhere, CI included.
+TEST(Host, TransposeAndOuterAdd) { transposeAndOuterAdd(/*host=*/true); }
 TEST(Host, VectorAddAndCopy2D) { vectorAddAndCopy2D(/*host=*/true); }
 TEST(Host, SoftmaxAndTwoDimensionalSums) { softmaxAndTwoDimensionalSums(/*host=*/true); }
 TEST(Host, HistogramWithTileAndScalarAtomics) { histogramWithTileAndScalarAtomics(/*host=*/true); }

@@ -71,9 +71,13 @@ mlir::LogicalResult checkGPUSupport(mlir::ModuleOp module);
 void populateElementwiseOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                          mlir::RewritePatternSet &patterns,
                                          const TargetInfo &target);
-/// program_id, num_programs, make_range, splat, broadcast, expand_dims, convert_layout.
+/// program_id, num_programs, make_range, splat, broadcast, expand_dims.
 void populateTileOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                   mlir::RewritePatternSet &patterns, const TargetInfo &target);
+/// convert_layout, trans and reshape: through shared memory.
+void populateLayoutConversionToLLVMPatterns(KilnLLVMTypeConverter &converter,
+                                            mlir::RewritePatternSet &patterns,
+                                            const TargetInfo &target);
 /// Attribute on arith.divf asking for the IEEE-rounded quotient (div.rn) instead of
 /// Triton's default div.full.f32.
 inline constexpr llvm::StringLiteral kIEEEDivAttr = "kiln.ieee";

@@ -1,9 +1,10 @@
 //===- TileOpToLLVM.cpp - Grid, range and shape ops to LLVM ---------------===//
 //
-// This file implements the lowering of program_id, num_programs, make_range, splat, broadcast,
-// expand_dims and trivial convert_layout. Broadcast and expand_dims move no data: under the
-// shared root layout, each owned element of the result is an owned element of the source,
-// found statically by its (repetition, element) position.
+// This file implements the lowering of program_id, num_programs, make_range, splat, broadcast
+// and expand_dims. Broadcast and expand_dims move no data: under the shared root layout, each
+// owned element of the result is an owned element of the source, found statically by its
+// (repetition, element) position. (Ops that move data between threads are in
+// LayoutConversionToLLVM.cpp.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -140,17 +141,6 @@ struct ExpandDimsOpLowering final : ConvertOpToLLVMPattern<ExpandDimsOp> {
   }
 };
 
-struct ConvertLayoutOpLowering final : ConvertOpToLLVMPattern<kgpu::ConvertLayoutOp> {
-  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
-  LogicalResult matchAndRewrite(kgpu::ConvertLayoutOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
-    if (op.getSrc().getType() != op.getType())
-      return rewriter.notifyMatchFailure(op, "data movement between layouts is not lowered yet");
-    rewriter.replaceOp(op, adaptor.getSrc());
-    return success();
-  }
-};
-
 } // namespace
 
 void kiln::populateTileOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
@@ -158,6 +148,5 @@ void kiln::populateTileOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
   patterns.add<GridOpLowering<ProgramIdOp>>(converter, target, /*isId=*/true);
   patterns.add<GridOpLowering<NumProgramsOp>>(converter, target, /*isId=*/false);
   patterns.add<MakeRangeOpLowering>(converter, target);
-  patterns.add<SplatOpLowering, BroadcastOpLowering, ExpandDimsOpLowering,
-               ConvertLayoutOpLowering>(converter);
+  patterns.add<SplatOpLowering, BroadcastOpLowering, ExpandDimsOpLowering>(converter);
 }
