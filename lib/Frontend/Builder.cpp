@@ -1207,6 +1207,24 @@ void kiln::Builder::store(const Tile &ptr, const Tile &value, std::optional<Tile
 }
 
 //===----------------------------------------------------------------------===//
+// Debugging
+//===----------------------------------------------------------------------===//
+
+void kiln::Builder::print(StringRef prefix, ArrayRef<Tile> args, bool hex) {
+  requireKernel("device_print");
+  SmallVector<Value> values;
+  for (const Tile &a : args)
+    values.push_back(materialize(a).value);
+  PrintOp::create(b, loc, prefix, hex, values);
+}
+
+void kiln::Builder::deviceAssert(const Tile &cond, StringRef message) {
+  requireKernel("device_assert");
+  Tile c = materialize(truthValue(cond, "device_assert"));
+  AssertOp::create(b, loc, c.value, message);
+}
+
+//===----------------------------------------------------------------------===//
 // Control flow
 //===----------------------------------------------------------------------===//
 

@@ -285,6 +285,20 @@ void py::Session::store(Handle ptr, Handle value, Handle mask, const std::string
   });
 }
 
+void py::Session::devicePrint(const std::string &prefix, const std::vector<Handle> &args,
+                              bool hex) {
+  translate([&] {
+    std::vector<Tile> tiles;
+    for (Handle h : args)
+      tiles.push_back(impl->get(h));
+    impl->builder.print(prefix, tiles, hex);
+  });
+}
+
+void py::Session::deviceAssert(Handle cond, const std::string &message) {
+  translate([&] { impl->builder.deviceAssert(impl->get(cond), message); });
+}
+
 Handle py::Session::expandDims(Handle x, int axis) {
   return translate([&] { return impl->add(impl->builder.expandDims(impl->get(x), axis)); });
 }

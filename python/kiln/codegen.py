@@ -28,8 +28,7 @@ _UNSUPPORTED_STMT = {
     "FunctionDef": "nested function definitions", "AsyncFunctionDef": "nested functions",
     "ClassDef": "class definitions", "Import": "'import' inside kernels",
     "ImportFrom": "'import' inside kernels", "Match": "'match' statements",
-    "AsyncFor": "'async for'", "Assert": "'assert' (device assertions are not supported yet; "
-    "use tl.static_assert for compile-time checks)",
+    "AsyncFor": "'async for'",
 }
 _UNSUPPORTED_EXPR = {
     "Lambda": "lambda expressions", "ListComp": "list comprehensions",
@@ -147,8 +146,9 @@ class _Frame:
 class CodeGenerator:
     """Builds one kernel variant. `info` is the kernel's FunctionInfo (kiln.jit)."""
 
-    def __init__(self, info):
+    def __init__(self, info, debug=False):
         self.info = info
+        self.debug = debug  # tl.device_assert acts only in debug mode (as in Triton)
         self.session = _C.Session()
         self.frames = []
         self.node = None
@@ -432,6 +432,13 @@ class CodeGenerator:
 
     def visit_Pass(self, node):
         pass
+
+    def visit_Assert(self, node):
+        # Triton: `assert cond, msg` in a kernel is tl.device_assert(cond, msg).
+        from . import language as tl
+        cond = self.visit(node.test)
+        msg = self.visit(node.msg) if node.msg is not None else ""
+        tl.device_assert(cond, msg)
 
     def visit_Assign(self, node):
         value = self.visit(node.value)
@@ -1146,8 +1153,9 @@ def _getattr(gen, args, kwargs):
 
 
 def _print(gen, args, kwargs):
-    raise NotImplementedError("print() in kernels (device printing) is not supported by Kiln "
-                              "yet; tl.static_print prints at compile time")
+    # Triton: print(...) in a kernel is tl.device_print(...).
+    from . import language as tl
+    return tl.device_print(*args, **kwargs)
 
 
 _SPECIAL_BUILTINS = {

@@ -114,6 +114,9 @@ PYBIND11_MODULE(_C, m) {
       .def("cast", &Session::cast, pyb::arg("x"), pyb::arg("dtype"), pyb::arg("bitcast") = false)
       .def("load", &Session::load)
       .def("store", &Session::store)
+      .def("device_print", &Session::devicePrint, pyb::arg("prefix"), pyb::arg("args"),
+           pyb::arg("hex") = false)
+      .def("device_assert", &Session::deviceAssert)
       .def("expand_dims", &Session::expandDims)
       .def("broadcast_to", &Session::broadcastTo)
       .def("broadcast", &Session::broadcast)

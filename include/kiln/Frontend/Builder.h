@@ -312,6 +312,17 @@ public:
              const StoreOptions &options = {});
 
   //===--------------------------------------------------------------------===//
+  // Debugging
+  //===--------------------------------------------------------------------===//
+
+  /// tl.device_print(prefix, *args, hex): kiln.print of `args` (weak literals materialized)
+  /// after `prefix`, integers in hexadecimal when `hex`.
+  void print(llvm::StringRef prefix, llvm::ArrayRef<Tile> args, bool hex = false);
+  /// tl.device_assert(cond, msg): kiln.assert of `cond` as int1 (numbers compared with 0);
+  /// the kernel fails with `message` where it is false.
+  void deviceAssert(const Tile &cond, llvm::StringRef message);
+
+  //===--------------------------------------------------------------------===//
   // Shapes
   //===--------------------------------------------------------------------===//
 

@@ -133,6 +133,15 @@ public:
              const std::string &evict = "");
 
   //===--------------------------------------------------------------------===//
+  // Debugging
+  //===--------------------------------------------------------------------===//
+
+  /// tl.device_print(prefix, *args, hex): Builder::print.
+  void devicePrint(const std::string &prefix, const std::vector<Handle> &args, bool hex = false);
+  /// tl.device_assert(cond, msg): Builder::deviceAssert.
+  void deviceAssert(Handle cond, const std::string &message);
+
+  //===--------------------------------------------------------------------===//
   // Shapes
   //===--------------------------------------------------------------------===//
 

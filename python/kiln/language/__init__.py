@@ -20,9 +20,10 @@ __all__ = [
     "broadcast_to", "broadcast", "reshape", "view", "trans", "permute", "cast",
     "multiple_of", "max_contiguous", "max_constancy", "static_range", "range", "sum", "max",
     "min", "argmax", "argmin", "xor_sum", "reduce", "softmax",
-    "static_assert", "static_print", "constexpr", "dtype", "pointer_type", "block_type",
-    "tensor", "PropagateNan", "int1", "int8", "int16", "int32", "int64", "uint8", "uint16",
-    "uint32", "uint64", "float16", "bfloat16", "float32", "float64", "void", "pi32_t",
+    "static_assert", "static_print", "device_print", "device_assert", "constexpr", "dtype",
+    "pointer_type", "block_type", "tensor", "PropagateNan", "int1", "int8", "int16", "int32",
+    "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32",
+    "float64", "void", "pi32_t",
 ]
 
 
@@ -392,6 +393,49 @@ def static_print(*values, sep=" ", end="\n", file=None, flush=False):
     _py.print(*values, sep=sep, end=end, file=file, flush=flush)
 
 
+@builtin
+def device_print(prefix, *args, hex=False):
+    """Prints `prefix` and the run-time values of `args` from every program when the kernel
+    runs (each element of a tile on its own line, with the program id and the element's
+    index), integers in hexadecimal with hex=True. As in Triton, a prefix followed by values
+    is made to read " prefix: ". ``print(...)`` in a kernel is this function."""
+    import string
+    p = _unwrap(prefix)
+    if not isinstance(p, str):
+        raise TypeError(f"expected a constexpr string as the device_print prefix, found "
+                        f"{_describe(prefix)}")
+    if any(ch not in string.printable for ch in p):
+        raise TypeError(f"the device_print prefix {p!r} is not a printable ASCII string")
+    handles = [_t(a).handle for a in args]
+    if handles:  # Triton's semantic.device_print
+        if not p.endswith(" "):
+            p += " "
+        if not p.endswith(": "):
+            p = p[:-1] + ": "
+    if len(p) > 2 and not p.startswith(" "):
+        p = " " + p
+    _gen().session.device_print(p, handles, _const_bool(hex, "device_print hex"))
+    return None
+
+
+@builtin
+def device_assert(cond, msg="", mask=None):
+    """Fails the launch with `msg` where `cond` is false (where `mask` holds, when given). As
+    in Triton it acts only in debug mode (``@kiln.jit(debug=True)`` or KILN_DEBUG=1) and
+    compiles to nothing otherwise. A Python ``assert cond, msg`` in a kernel is this
+    function."""
+    g = _gen()
+    c = _t(cond)
+    message = _const_str(msg, "device_assert message")
+    if not g.debug:
+        return None
+    if _unwrap(mask) is not None:
+        c = _wrap(g.session.binary("logical_or", c.handle,
+                                   g.session.unary("not", _t(mask).handle)))
+    g.session.device_assert(c.handle, message)
+    return None
+
+
 # ---------------------------------------------------------------------------------------
 # Reductions
 # ---------------------------------------------------------------------------------------
@@ -518,8 +562,6 @@ atomic_or = _unsupported("atomic_or")
 atomic_xor = _unsupported("atomic_xor")
 atomic_xchg = _unsupported("atomic_xchg")
 atomic_cas = _unsupported("atomic_cas")
-device_print = _unsupported("device_print")
-device_assert = _unsupported("device_assert")
 debug_barrier = _unsupported("debug_barrier")
 make_block_ptr = _unsupported("make_block_ptr")
 advance = _unsupported("advance")
