@@ -22,9 +22,9 @@ fi
 
 # --- Python (kiln package): a venv in .venv with what the extension builds and tests with.
 # Idempotent: an existing venv with everything importable is left alone.
-PY_PKGS=(pybind11 scikit-build-core pytest numpy)
+PY_PKGS=(pybind11 scikit-build-core pytest numpy ml_dtypes)
 PY="${KILN_PYTHON:-python3}"
-if ! .venv/bin/python -c "import pybind11, scikit_build_core, pytest, numpy" 2>/dev/null; then
+if ! .venv/bin/python -c "import pybind11, scikit_build_core, pytest, numpy, ml_dtypes" 2>/dev/null; then
   if ! "$PY" -c "import venv, ensurepip" 2>/dev/null; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-venv

@@ -201,16 +201,19 @@ class _Asm(dict):
 
 
 class CompiledKernel:
-    """A compiled variant: ``asm`` ("kiln", "llvm", "ptx", "cubin"), ``metadata``
-    (name, num_warps, num_stages, arch), the parameter ``signature`` and ``constants``."""
+    """A compiled variant: ``asm`` ("kiln", "llvm", "ptx", "cubin"; "kiln" only for the
+    host backend), ``metadata`` (name, num_warps, num_stages, arch: "sm_90" or "cpu",
+    debug), the parameter ``signature`` and ``constants``."""
 
     def __init__(self, name, mlir, arch, num_warps, num_stages, signature, constants,
-                 handle=None, asm=None):
+                 handle=None, asm=None, debug=False):
         self.name = name
-        self.asm = asm if asm is not None else _Asm(mlir, arch, num_warps, name)
+        if asm is None:
+            asm = {"kiln": mlir} if arch == _HOST_ARCH else _Asm(mlir, arch, num_warps, name)
+        self.asm = asm
         self.metadata = type("Metadata", (), dict(name=name, num_warps=num_warps,
                                                   num_stages=num_stages, arch=arch,
-                                                  target=arch, shared=0))()
+                                                  target=arch, shared=0, debug=debug))()
         self.signature = signature
         self.constants = constants
         self.handle = handle
@@ -290,6 +293,21 @@ def _ir_cache_store(key, mlir, arg_params):
         pass  # a cache that cannot be written only costs a rebuild
 
 
+_HOST_ARCH = "cpu"  # kiln::rt::kHostArch: the host (CPU) backend
+
+
+def _parse_device(device, what):
+    """None, "cpu" or "gpu" (also "host", "cuda", a torch.device) -> None/"cpu"/"gpu"."""
+    if device is None:
+        return None
+    d = getattr(device, "type", device)
+    if d in ("cpu", "host"):
+        return "cpu"
+    if d in ("gpu", "cuda") or (isinstance(d, str) and d.startswith("cuda:")):
+        return "gpu"
+    raise ValueError(f"{what}: device={device!r}: expected 'cpu' (the host backend) or 'gpu'")
+
+
 @functools.lru_cache(maxsize=None)
 def _device_arch():
     """The target of JIT compiles: $KILN_ARCH (compile without a GPU: kernel.warmup(...)
@@ -303,16 +321,18 @@ def _device_arch():
 
 class JITFunction(_C.Launcher):
     """A @kiln.jit kernel. Launch it with ``kernel[grid](*args, **meta, num_warps=4,
-    num_stages=3, stream=None)``; grid is a tuple or a callable of the meta-parameters."""
+    num_stages=3, stream=None, device=None, debug=None)``; grid is a tuple or a callable of
+    the meta-parameters."""
 
     def __init__(self, fn, do_not_specialize=None, do_not_specialize_on_alignment=None,
-                 debug=None, noinline=None, repr=None, launch_metadata=None):
+                 debug=None, noinline=None, repr=None, launch_metadata=None, device=None):
         super().__init__()
         self.fn = fn
         self.info = FunctionInfo(fn)
         functools.update_wrapper(self, fn)
         self.noinline = noinline
         self.debug = debug
+        self.device = _parse_device(device, f"@kiln.jit kernel '{self.info.name}'")
         names = self.info.arg_names
         nospec = set()
         for d in list(do_not_specialize or []) + list(do_not_specialize_on_alignment or []):
@@ -332,9 +352,11 @@ class JITFunction(_C.Launcher):
                     [n in nospec for n in names],
                     [p.default is not p.empty for p in params],
                     [None if p.default is p.empty else p.default for p in params],
-                    self._compile_variant)
+                    self._compile_variant, self.device,
+                    None if debug is None else bool(debug))
         self._cache_key = None
         self._dep_globals = None
+        self._callees = []
         self.compile_log = []
         self._keys = []
 
@@ -364,6 +386,7 @@ class JITFunction(_C.Launcher):
             self._cache_key = "..."  # guards recursion through cycles
             deps = _Dependencies(self.info)
             deps.visit(self.info.tree)
+            self._callees = [c for c in deps.callees if c is not self]
             h = hashlib.sha256(self.info.src.encode())
             for c in deps.callees:
                 if c is not self:
@@ -377,16 +400,32 @@ class JITFunction(_C.Launcher):
             self._cache_key = h.hexdigest()
         return self._cache_key
 
+    def _locations(self):
+        """file:first-line of this function and of its callees: the kernel's IR carries source
+        locations (run-time errors of debug mode and device_assert report them), so the IR
+        cache must not serve a kernel whose source moved."""
+        _ = self.cache_key
+        seen, out, todo = set(), [], [self]
+        while todo:
+            f = todo.pop()
+            if id(f) in seen:
+                continue
+            seen.add(id(f))
+            out.append(f"{f.info.file}:{f.info.begin_line}")
+            todo.extend(f._callees)
+        return out
+
     # --- compile on a miss ------------------------------------------------------------
 
-    def _compile_variant(self, specs, values, num_warps, num_stages):
+    def _compile_variant(self, specs, values, num_warps, num_stages, host=False, debug=False):
         t0 = time.perf_counter()
         names = self.info.arg_names
         parts = [(n, s if s != "constexpr" else _constexpr_key(v))
                  for n, s, v in zip(names, specs, values)]
-        parts += [("num_warps", str(num_warps)), ("num_stages", str(num_stages))]
-        arch = _device_arch()
-        key = hashlib.sha256(repr((_frontend_version(), self.cache_key, arch,
+        parts += [("num_warps", str(num_warps)), ("num_stages", str(num_stages)),
+                  ("device", _HOST_ARCH if host else "gpu"), ("debug", str(bool(debug)))]
+        arch = _HOST_ARCH if host else _device_arch()
+        key = hashlib.sha256(repr((_frontend_version(), self.cache_key, self._locations(), arch,
                                    parts)).encode()).hexdigest()
         cached = _ir_cache_load(key)
         globals_used = {}
@@ -395,13 +434,13 @@ class JITFunction(_C.Launcher):
             origin = "IR from the disk cache"
         else:
             from .codegen import CodeGenerator
-            gen = CodeGenerator(self.info)
+            gen = CodeGenerator(self.info, debug=debug)
             mlir, arg_params = gen.generate(specs, values)
             globals_used = gen.globals_used
             _ir_cache_store(key, mlir, arg_params)
             origin = "built"
         try:
-            handle = _C.jit_load(mlir, num_warps)
+            handle = _C.jit_load(mlir, num_warps, debug, host)
         except KilnError as e:
             err = _runtime_compile_error(self.info.name, e)
             if err is not None:
@@ -411,7 +450,7 @@ class JITFunction(_C.Launcher):
         checks.update(globals_used)
         constants, signature = _split_specs(names, specs, values)
         compiled = CompiledKernel(self.info.name, mlir, arch, num_warps, num_stages, signature,
-                                  constants, handle)
+                                  constants, handle, debug=debug)
         self._log(parts, origin, time.perf_counter() - t0)
         return handle, list(arg_params), list(checks.values()), compiled
 
@@ -425,7 +464,8 @@ class JITFunction(_C.Launcher):
             changes = min((diff(old) for old in self._keys), key=len)
             what = []
             for k, a, b in changes:
-                kind = "launch option" if k in ("num_warps", "num_stages") else \
+                kind = "launch option" if k in ("num_warps", "num_stages", "device",
+                                                "debug") else \
                     "constexpr" if self.info.arg_names.count(k) and \
                     k in self.info.constexpr_params else "specialization"
                 what.append(f"{k} {a} -> {b} ({kind})")
@@ -455,13 +495,20 @@ class JITFunction(_C.Launcher):
 
 
 def jit(fn=None, *, do_not_specialize=None, do_not_specialize_on_alignment=None, debug=None,
-        noinline=None, repr=None, launch_metadata=None):
-    """Decorator: compile a function written with kiln.language as a kernel."""
+        noinline=None, repr=None, launch_metadata=None, device=None):
+    """Decorator: compile a function written with kiln.language as a kernel.
+
+    device: "gpu" or "cpu" (the host backend: kernels take numpy arrays and CPU tensors and
+    run on this machine's CPU); None: $KILN_BACKEND, else the GPU when there is one (or
+    $KILN_ARCH is set), else the CPU. A launch may also pass device=... .
+    debug: compile with tl.device_assert active and, on the CPU backend, every unmasked load
+    and store checked against the launch's arrays; None: $KILN_DEBUG=1. A launch may also
+    pass debug=... ."""
     def decorator(f):
         return JITFunction(f, do_not_specialize=do_not_specialize,
                            do_not_specialize_on_alignment=do_not_specialize_on_alignment,
                            debug=debug, noinline=noinline, repr=repr,
-                           launch_metadata=launch_metadata)
+                           launch_metadata=launch_metadata, device=device)
     return decorator(fn) if fn is not None else decorator
 
 

@@ -15,6 +15,7 @@
 
 #include "Launcher.h"
 
+#include <cstdlib>
 #include <cstring>
 
 namespace pyb = pybind11;
@@ -46,8 +47,8 @@ struct DLManagedTensor {
   void *managerCtx;
   void (*deleter)(DLManagedTensor *);
 };
-/// kDLCUDA, kDLCUDAHost, kDLCUDAManaged (dlpack.h DLDeviceType).
-constexpr int32_t kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13;
+/// kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged (dlpack.h DLDeviceType).
+constexpr int32_t kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13;
 /// kDLInt, kDLUInt, kDLFloat, kDLBfloat, kDLBool (dlpack.h DLDataTypeCode).
 constexpr uint8_t kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6;
 
@@ -117,15 +118,60 @@ char dtypeCodeFromDLPack(DLDataType t) {
   }
 }
 
-/// How arguments of one Python type reach their device pointer.
-enum class Access : uint8_t { Torch, DeviceArray, CudaArrayInterface, DLPack, None };
+/// Bytes per element of a dtype code.
+unsigned itemSizeOf(char code) {
+  switch (code) {
+  case 'b':
+  case 'c':
+  case 'C':
+    return 1;
+  case 's':
+  case 'S':
+  case 'h':
+  case 'H':
+    return 2;
+  case 'i':
+  case 'I':
+  case 'f':
+    return 4;
+  default:
+    return 8;
+  }
+}
+
+/// The memory [begin, begin + bytes) the elements of a strided array reach: `ptr` is the
+/// first element, strides are in bytes (may be negative).
+kiln::rt::HostBuffer spanOf(uint64_t ptr, size_t ndim, const int64_t *shape, const int64_t *strides,
+                            unsigned itemSize) {
+  int64_t lo = 0, hi = 0;
+  for (size_t d = 0; d < ndim; ++d) {
+    if (shape[d] == 0)
+      return {ptr, 0};
+    int64_t reach = (shape[d] - 1) * strides[d];
+    (reach < 0 ? lo : hi) += reach;
+  }
+  return {uint64_t(int64_t(ptr) + lo), uint64_t(hi - lo) + itemSize};
+}
+
+/// How arguments of one Python type reach their device pointer (ArrayInterface: host
+/// memory through __array_interface__, as numpy arrays).
+enum class Access : uint8_t {
+  Torch,
+  DeviceArray,
+  CudaArrayInterface,
+  ArrayInterface,
+  DLPack,
+  None
+};
 
 /// Interned attribute names used on the hot path.
 struct Names {
   pyb::object dtype = pyb::str("dtype"), dataPtr = pyb::str("data_ptr"),
               isCuda = pyb::str("is_cuda"), cai = pyb::str("__cuda_array_interface__"),
               dlpack = pyb::str("__dlpack__"), numWarps = pyb::str("num_warps"),
-              numStages = pyb::str("num_stages"), stream = pyb::str("stream");
+              numStages = pyb::str("num_stages"), stream = pyb::str("stream"),
+              device = pyb::str("device"), debug = pyb::str("debug"),
+              ai = pyb::str("__array_interface__");
 };
 Names &names() {
   static Names *n = new Names(); // leaked: outlives interpreter shutdown ordering issues
@@ -136,6 +182,7 @@ Names &names() {
 struct TypeCache {
   std::unordered_map<PyTypeObject *, Access> access;
   std::unordered_map<PyObject *, char> torchDTypes;
+  std::unordered_map<PyObject *, char> arrayDTypes; // numpy dtype objects (kept alive)
   pyb::object torchStream; // torch._C._cuda_getCurrentRawStream, once torch is seen
 };
 TypeCache &types() {
@@ -158,6 +205,8 @@ Access classify(PyObject *obj) {
       a = Access::Torch;
     else if (pyb::hasattr(h, "__cuda_array_interface__"))
       a = Access::CudaArrayInterface;
+    else if (pyb::hasattr(h, "__array_interface__"))
+      a = Access::ArrayInterface;
     else if (pyb::hasattr(h, "__dlpack__"))
       a = Access::DLPack;
   }
@@ -225,12 +274,31 @@ void appendConstexpr(std::string &key, PyObject *v) {
 // Launcher
 //===----------------------------------------------------------------------===//
 
+/// The backend a device= value or $KILN_BACKEND names: "cpu" (or "host") and "gpu" (or
+/// "cuda"); a torch.device by its type. None: Unresolved.
+static Launcher::Backend parseBackend(PyObject *v, const std::string &kernel) {
+  if (v == Py_None)
+    return Launcher::Backend::Unresolved;
+  pyb::handle h(v);
+  std::string s = PyUnicode_Check(v)        ? pyb::str(h).cast<std::string>()
+                  : pyb::hasattr(h, "type") ? pyb::str(h.attr("type")).cast<std::string>()
+                                            : std::string(pyb::repr(h));
+  if (s == "cpu" || s == "host")
+    return Launcher::Backend::Host;
+  if (s == "gpu" || s == "cuda" || s.rfind("cuda:", 0) == 0)
+    return Launcher::Backend::GPU;
+  throw pyb::value_error("kernel '" + kernel + "': device=" + std::string(pyb::repr(h)) +
+                         ": expected 'cpu' (the host backend) or 'gpu'");
+}
+
 void Launcher::setup(const std::string &kernelName, pyb::list paramNames, pyb::list constexprFlags,
                      pyb::list noSpecializeFlags, pyb::list hasDefault, pyb::list defaults,
-                     pyb::object compile) {
+                     pyb::object compile, pyb::object device, pyb::object debug) {
   name = kernelName;
   params.clear();
   cache.clear();
+  backend = parseBackend(device.ptr(), name);
+  debugMode = debug.is_none() ? -1 : int8_t(PyObject_IsTrue(debug.ptr()) == 1);
   if (paramNames.size() > kMaxParams)
     typeError("kernel '" + name + "': more than " + std::to_string(kMaxParams) + " parameters");
   for (size_t i = 0; i < paramNames.size(); ++i) {
@@ -250,12 +318,163 @@ void Launcher::setup(const std::string &kernelName, pyb::list paramNames, pyb::l
 
 void Launcher::clearCache() { cache.clear(); }
 
+void Launcher::resolveDefaults() {
+  if (backend == Backend::Unresolved) {
+    const char *env = std::getenv("KILN_BACKEND");
+    const char *arch = std::getenv("KILN_ARCH");
+    if (env && *env) {
+      pyb::str s(env);
+      try {
+        backend = parseBackend(s.ptr(), name);
+      } catch (pyb::value_error &) {
+        throw pyb::value_error("KILN_BACKEND='" + std::string(env) +
+                               "': expected 'cpu' (the host backend) or 'gpu'");
+      }
+    } else if (arch && *arch) {
+      // $KILN_ARCH without a GPU compiles GPU variants (kernel.warmup); "cpu" is the host.
+      backend = std::string(arch) == kiln::rt::kHostArch ? Backend::Host : Backend::GPU;
+    } else {
+      backend = kiln::rt::hasGPU() ? Backend::GPU : Backend::Host;
+    }
+  }
+  if (debugMode < 0) {
+    const char *env = std::getenv("KILN_DEBUG");
+    debugMode = env && *env && std::string(env) != "0";
+  }
+}
+
 size_t Launcher::numVariants() const { return cache.size(); }
 
+/// "kernel 'k': argument 'x'" for messages.
+static std::string argText(const Launcher::Param &p, const std::string &kernel) {
+  return "kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) + "'";
+}
+
+/// The dtype code of a host array's dtype (numpy's names, ml_dtypes' "bfloat16"). numpy
+/// dtype objects (those with a `name`, few and long-lived) are cached and kept alive.
+static char arrayDTypeCode(PyObject *dt) {
+  auto &map = types().arrayDTypes;
+  auto it = map.find(dt);
+  if (it != map.end())
+    return it->second;
+  pyb::handle h(dt);
+  if (!pyb::hasattr(h, "name"))
+    return dtypeCodeFromName(pyb::str(h));
+  char c = 0;
+  std::string order = pyb::hasattr(h, "byteorder") ? pyb::str(h.attr("byteorder")) : "=";
+  if (order != ">") // the host is little-endian
+    c = dtypeCodeFromName(pyb::str(h.attr("name")));
+  Py_INCREF(dt);
+  map.emplace(dt, c);
+  return c;
+}
+
+/// A pointer argument of a host (CPU backend) kernel: numpy arrays and anything with
+/// __array_interface__, CPU torch tensors, CPU DLPack tensors. Sets the address, the dtype
+/// code and the memory the array spans (for debug-mode bounds checks).
+static void readHostArray(const Launcher::Param &p, PyObject *v, const std::string &kernel,
+                          uint64_t &ptr, char &dtype, kiln::rt::HostBuffer &buf) {
+  pyb::handle h(v);
+  int64_t shape[64], strides[64];
+  size_t ndim = 0;
+  auto fromSequences = [&](pyb::handle shp, pyb::handle str, bool stridesInBytes) {
+    pyb::tuple t = pyb::tuple(pyb::reinterpret_borrow<pyb::object>(shp));
+    ndim = std::min<size_t>(t.size(), 64);
+    for (size_t d = 0; d < ndim; ++d)
+      shape[d] = t[d].cast<int64_t>();
+    unsigned item = itemSizeOf(dtype);
+    if (str.is_none()) {
+      int64_t s = item;
+      for (size_t d = ndim; d-- > 0;) {
+        strides[d] = s;
+        s *= shape[d];
+      }
+    } else {
+      pyb::tuple st = pyb::tuple(pyb::reinterpret_borrow<pyb::object>(str));
+      for (size_t d = 0; d < ndim && d < st.size(); ++d)
+        strides[d] = st[d].cast<int64_t>() * (stridesInBytes ? 1 : item);
+    }
+  };
+  switch (classify(v)) {
+  case Access::Torch: {
+    pyb::object isCuda = h.attr(names().isCuda);
+    if (isCuda.ptr() == Py_True)
+      typeError(argText(p, kernel) +
+                " is a CUDA tensor; a kernel on the CPU backend takes host memory (CPU tensors, "
+                "numpy arrays)");
+    dtype = dtypeCodeFromName(pyb::str(h.attr(names().dtype)));
+    ptr = h.attr(names().dataPtr)().cast<uint64_t>();
+    if (dtype)
+      fromSequences(h.attr("shape"), h.attr("stride")(), false);
+    break;
+  }
+  case Access::ArrayInterface: {
+    pyb::dict ai = h.attr(names().ai);
+    ptr = pyb::tuple(ai["data"])[0].cast<uint64_t>();
+    std::string typestr = pyb::str(ai["typestr"]);
+    // numpy describes ml_dtypes' bfloat16 as raw bytes ("<V2"): its dtype object names it.
+    if (pyb::hasattr(h, "dtype"))
+      dtype = arrayDTypeCode(pyb::object(h.attr(names().dtype)).ptr());
+    if (!dtype && typestr.size() > 1 && typestr[0] != '>' && typestr[1] != 'V')
+      dtype = dtypeCodeFromName(typestr);
+    if (dtype)
+      fromSequences(ai["shape"], ai.contains("strides") ? pyb::object(ai["strides"]) : pyb::none(),
+                    true);
+    break;
+  }
+  case Access::DLPack: {
+    pyb::object capsule = h.attr(names().dlpack)();
+    auto *m = static_cast<DLManagedTensor *>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+    if (!m)
+      throw pyb::error_already_set();
+    int32_t dev = m->tensor.device.deviceType;
+    if (dev != kDLCPU && dev != kDLCUDAHost)
+      typeError(argText(p, kernel) + " is not in host memory (DLPack device type " +
+                std::to_string(dev) + "); a kernel on the CPU backend takes host memory");
+    ptr = uint64_t(m->tensor.data) + m->tensor.byteOffset;
+    dtype = dtypeCodeFromDLPack(m->tensor.dtype);
+    ndim = std::min<size_t>(size_t(std::max(m->tensor.ndim, 0)), 64);
+    unsigned item = dtype ? itemSizeOf(dtype) : 1;
+    int64_t s = item;
+    for (size_t d = ndim; d-- > 0;) {
+      shape[d] = m->tensor.shape[d];
+      strides[d] = m->tensor.strides ? m->tensor.strides[d] * item : s;
+      s *= shape[d];
+    }
+    break; // the capsule's destructor releases the tensor (it was not consumed)
+  }
+  case Access::DeviceArray:
+  case Access::CudaArrayInterface:
+    typeError(argText(p, kernel) + " is in GPU memory (" + typeName(v) +
+              "); a kernel on the CPU backend takes host memory (numpy arrays, CPU torch "
+              "tensors, __array_interface__ or CPU DLPack)");
+  case Access::None:
+    typeError(argText(p, kernel) +
+              ": expected an array (numpy, CPU torch tensor, __array_interface__ or "
+              "__dlpack__), an int, a float, a bool or None, found " +
+              typeName(v));
+  }
+  if (dtype)
+    buf = spanOf(ptr, ndim, shape, strides, itemSizeOf(dtype));
+}
+
+/// A pointer argument's parameter bits and key tag (dtype, 16-byte alignment).
+static void pointerArg(const Launcher::Param &p, PyObject *v, const std::string &kernel,
+                       uint64_t ptr, char dtype, std::string &key, uint64_t &bits) {
+  if (!dtype)
+    typeError("kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) +
+              "' has a dtype Kiln does not support (" + typeName(v) + ")");
+  bits = ptr;
+  key += 'P';
+  key += dtype;
+  key += (!p.noSpecialize && ptr % kSpecializeAlign == 0) ? 'D' : '-';
+}
+
 /// Reads one runtime argument: appends its tag to `key`, sets its parameter bits, and
-/// notes whether it came from torch (for the default stream).
+/// notes whether it came from torch (for the default stream). `hostBuf` is null for GPU
+/// launches; for host launches it receives the memory an array argument spans.
 static void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uint64_t &bits,
-                    bool &sawTorch, const std::string &kernel) {
+                    bool &sawTorch, const std::string &kernel, kiln::rt::HostBuffer *hostBuf) {
   if (v == Py_None) {
     key += 'N';
     bits = 0;
@@ -311,6 +530,10 @@ static void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uin
 
   char dtype = 0;
   uint64_t ptr = 0;
+  if (hostBuf) {
+    readHostArray(p, v, kernel, ptr, dtype, *hostBuf);
+    return pointerArg(p, v, kernel, ptr, dtype, key, bits);
+  }
   switch (classify(v)) {
   case Access::Torch: {
     sawTorch = true;
@@ -333,7 +556,8 @@ static void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uin
     Py_DECREF(isCuda);
     if (!onDevice)
       typeError("kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) +
-                "' is a CPU tensor; expected a CUDA tensor");
+                "' is a CPU tensor; expected a CUDA tensor (launch with device='cpu' to run "
+                "the kernel on the host)");
     PyObject *dp = PyObject_CallMethodNoArgs(v, names().dataPtr.ptr());
     if (!dp)
       throw pyb::error_already_set();
@@ -361,24 +585,23 @@ static void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uin
     int32_t dev = m->tensor.device.deviceType;
     if (dev != kDLCUDA && dev != kDLCUDAManaged && dev != kDLCUDAHost)
       typeError("kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) +
-                "' is not in CUDA memory (DLPack device type " + std::to_string(dev) + ")");
+                "' is not in CUDA memory (DLPack device type " + std::to_string(dev) + ")" +
+                (dev == kDLCPU ? "; launch with device='cpu' to run the kernel on the host" : ""));
     ptr = uint64_t(m->tensor.data) + m->tensor.byteOffset;
     dtype = dtypeCodeFromDLPack(m->tensor.dtype);
     break; // the capsule's destructor releases the tensor (it was not consumed)
   }
+  case Access::ArrayInterface:
+    typeError(argText(p, kernel) + " is a host array (" + typeName(v) +
+              "); a GPU kernel takes device memory (CUDA tensors, kiln.DeviceArray); launch "
+              "with device='cpu' to run the kernel on the host");
   case Access::None:
     typeError("kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) +
               "': expected a tensor (torch, __cuda_array_interface__, __dlpack__ or "
               "kiln.DeviceArray), an int, a float, a bool or None, found " +
               typeName(v));
   }
-  if (!dtype)
-    typeError("kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) +
-              "' has a dtype Kiln does not support (" + typeName(v) + ")");
-  bits = ptr;
-  key += 'P';
-  key += dtype;
-  key += (!p.noSpecialize && ptr % kSpecializeAlign == 0) ? 'D' : '-';
+  pointerArg(p, v, kernel, ptr, dtype, key, bits);
 }
 
 /// The spec string Python compiles a parameter for, from its key tag.
@@ -429,6 +652,8 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
     bound[i] = i < nargs ? args[i] : nullptr;
   long numWarps = 4, numStages = 3;
   PyObject *streamObj = nullptr;
+  Backend launchBackend = Backend::Unresolved;
+  int launchDebug = -1;
   const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   for (Py_ssize_t j = 0; j < nkw; ++j) {
     PyObject *k = PyTuple_GET_ITEM(kwnames, j), *v = args[nargs + j];
@@ -446,6 +671,10 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
       numStages = PyLong_AsLong(v);
     else if (PyUnicode_Compare(k, names().stream.ptr()) == 0)
       streamObj = v;
+    else if (PyUnicode_Compare(k, names().device.ptr()) == 0)
+      launchBackend = parseBackend(v, name);
+    else if (PyUnicode_Compare(k, names().debug.ptr()) == 0)
+      launchDebug = v == Py_None ? -1 : PyObject_IsTrue(v);
     else
       typeError("kernel '" + name + "' got an unexpected keyword argument '" +
                 std::string(pyb::str(k)) + "'");
@@ -461,10 +690,18 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
     bound[i] = params[i].defaultValue.ptr();
   }
 
-  // Key and parameter bits in one pass.
+  // Backend and debug mode: launch options, else the kernel's (resolved once).
+  if (backend == Backend::Unresolved || debugMode < 0)
+    resolveDefaults();
+  const bool host =
+      (launchBackend != Backend::Unresolved ? launchBackend : backend) == Backend::Host;
+  const bool debug = launchDebug >= 0 ? launchDebug == 1 : debugMode == 1;
+
+  // Key and parameter bits in one pass (host launches also note each array's memory).
   std::string &key = keyBuffer;
   key.clear();
   uint64_t bits[kMaxParams];
+  std::vector<kiln::rt::HostBuffer> hostBuffers(host ? n : 0);
   bool sawTorch = false;
   for (size_t i = 0; i < n; ++i) {
     if (params[i].isConstexpr) {
@@ -472,19 +709,21 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
       appendConstexpr(key, bound[i]);
       bits[i] = 0;
     } else {
-      readArg(params[i], bound[i], key, bits[i], sawTorch, name);
+      readArg(params[i], bound[i], key, bits[i], sawTorch, name, host ? &hostBuffers[i] : nullptr);
     }
   }
   key += 'W';
   key.append(reinterpret_cast<const char *>(&numWarps), sizeof(numWarps));
   key.append(reinterpret_cast<const char *>(&numStages), sizeof(numStages));
+  key += host ? 'h' : 'g';
+  key += debug ? 'd' : '-';
 
   Variant *variant;
   auto it = cache.find(key);
   if (it != cache.end()) {
     variant = it->second.get();
   } else {
-    variant = compileVariant(key, bound, numWarps, numStages);
+    variant = compileVariant(key, bound, numWarps, numStages, host, debug);
   }
 
   // Captured globals must still hold the values the kernel was compiled with.
@@ -553,6 +792,30 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
   if (uint64_t(g.x) * g.y * g.z == 0)
     return variant->compiled.inc_ref().ptr();
 
+  // Pack.
+  const size_t nk = variant->argParams.size();
+  void *ptrs[kMaxParams];
+  uint64_t storage[kMaxParams];
+  for (size_t j = 0; j < nk; ++j) {
+    storage[j] = bits[variant->argParams[j]];
+    ptrs[j] = &storage[j];
+  }
+
+  // The host backend runs the grid here, without the GIL; a debug-mode kernel checks its
+  // accesses against the memory of every array argument.
+  if (variant->host) {
+    std::vector<kiln::rt::HostBuffer> buffers;
+    if (variant->debug)
+      for (const kiln::rt::HostBuffer &b : hostBuffers)
+        if (b.begin || b.bytes)
+          buffers.push_back(b);
+    {
+      pyb::gil_scoped_release release;
+      variant->kernel->launchHost(g, ptrs, buffers); // kiln::rt::Error: kiln.KilnError
+    }
+    return variant->compiled.inc_ref().ptr();
+  }
+
   // Stream: explicit, else torch's current stream when torch tensors are passed, else 0.
   kiln::rt::CUstream stream = nullptr;
   if (streamObj && streamObj != Py_None) {
@@ -568,20 +831,12 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
     Py_DECREF(s);
   }
 
-  // Pack and launch.
-  const size_t nk = variant->argParams.size();
-  void *ptrs[kMaxParams];
-  uint64_t storage[kMaxParams];
-  for (size_t j = 0; j < nk; ++j) {
-    storage[j] = bits[variant->argParams[j]];
-    ptrs[j] = &storage[j];
-  }
   variant->kernel->launchRaw(g, stream, ptrs); // kiln::rt::Error becomes kiln.KilnError
   return variant->compiled.inc_ref().ptr();
 }
 
 Launcher::Variant *Launcher::compileVariant(const std::string &keyRef, PyObject **bound,
-                                            long numWarps, long numStages) {
+                                            long numWarps, long numStages, bool host, bool debug) {
   // Our own copy: the compile callback releases the GIL, and another launch of this kernel
   // may then reuse keyBuffer.
   const std::string key = keyRef;
@@ -600,7 +855,7 @@ Launcher::Variant *Launcher::compileVariant(const std::string &keyRef, PyObject 
       specs.append(specOf(key, pos));
     }
   }
-  pyb::tuple result = compileFn(specs, values, numWarps, numStages);
+  pyb::tuple result = compileFn(specs, values, numWarps, numStages, host, debug);
   auto v = std::make_shared<Variant>();
   v->kernel = result[0].cast<KernelHandle &>().kernel;
   for (pyb::handle h : pyb::list(result[1]))
@@ -610,6 +865,12 @@ Launcher::Variant *Launcher::compileVariant(const std::string &keyRef, PyObject 
     v->globals.emplace_back(t[0], t[1], t[2]);
   }
   v->compiled = result[3];
+  v->host = host;
+  v->debug = debug;
+  if (v->kernel->isHost() != host)
+    throw pyb::value_error("internal error: kernel '" + name + "' was compiled for the " +
+                           (v->kernel->isHost() ? "host" : "GPU") + ", launched on the " +
+                           (host ? "host" : "GPU"));
   if (v->argParams.size() != v->kernel->getSignature().size())
     throw pyb::value_error("internal error: kernel '" + name + "' has " +
                            std::to_string(v->kernel->getSignature().size()) +
@@ -712,15 +973,17 @@ PyObject *launcherSubscript(PyObject *self, PyObject *grid) {
 
 PyObject *launcherSetup(PyObject *self, PyObject *args) {
   PyObject *name, *names, *cflags, *nflags, *hasDefault, *defaults, *compile;
-  if (!PyArg_ParseTuple(args, "UO!O!O!O!O!O:_setup", &name, &PyList_Type, &names, &PyList_Type,
+  PyObject *device = Py_None, *debug = Py_None;
+  if (!PyArg_ParseTuple(args, "UO!O!O!O!O!O|OO:_setup", &name, &PyList_Type, &names, &PyList_Type,
                         &cflags, &PyList_Type, &nflags, &PyList_Type, &hasDefault, &PyList_Type,
-                        &defaults, &compile))
+                        &defaults, &compile, &device, &debug))
     return nullptr;
   try {
     auto borrow = [](PyObject *o) { return pyb::reinterpret_borrow<pyb::list>(o); };
     reinterpret_cast<LauncherObject *>(self)->impl->setup(
         pyb::str(name).cast<std::string>(), borrow(names), borrow(cflags), borrow(nflags),
-        borrow(hasDefault), borrow(defaults), pyb::reinterpret_borrow<pyb::object>(compile));
+        borrow(hasDefault), borrow(defaults), pyb::reinterpret_borrow<pyb::object>(compile),
+        pyb::reinterpret_borrow<pyb::object>(device), pyb::reinterpret_borrow<pyb::object>(debug));
     Py_RETURN_NONE;
   } catch (...) {
     return setPythonError();
@@ -753,7 +1016,7 @@ PyObject *launcherClear(PyObject *self, PyObject *) {
 PyMethodDef launcherMethods[] = {
     {"_setup", launcherSetup, METH_VARARGS,
      "_setup(name, param_names, constexpr_flags, no_specialize_flags, has_default, defaults, "
-     "compile)"},
+     "compile, device=None, debug=None)"},
     {"_launch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(launcherLaunch)),
      METH_FASTCALL | METH_KEYWORDS, "_launch(grid, *args, **kwargs)"},
     {"_num_variants", launcherNumVariants, METH_NOARGS, "number of compiled variants"},

@@ -63,29 +63,42 @@ public:
     std::vector<std::tuple<pybind11::object, pybind11::object, pybind11::object>> globals;
     /// What kernel[grid](...) returns (the Python CompiledKernel).
     pybind11::object compiled;
+    /// A kernel of the host backend (runs on the CPU), compiled in debug mode.
+    bool host = false, debug = false;
   };
+  /// Where launches run: decided by device= (at launch or in @kiln.jit), else
+  /// $KILN_BACKEND, else the GPU when there is one or $KILN_ARCH is set, else the host.
+  enum class Backend : uint8_t { Unresolved, GPU, Host };
 
   /// Declares the parameters and the Python function that compiles a missing variant:
-  /// compile(specs: list[str], values: list, num_warps, num_stages) ->
+  /// compile(specs: list[str], values: list, num_warps, num_stages, host, debug) ->
   ///   (KernelHandle, arg_params: list[int], globals: list[tuple], compiled).
+  /// `device` ("cpu", "gpu" or None) and `debug` (bool or None) are @kiln.jit's; None defers
+  /// to $KILN_BACKEND / $KILN_DEBUG, read at the first launch.
   void setup(const std::string &kernelName, pybind11::list paramNames,
              pybind11::list constexprFlags, pybind11::list noSpecializeFlags,
-             pybind11::list hasDefault, pybind11::list defaults, pybind11::object compile);
+             pybind11::list hasDefault, pybind11::list defaults, pybind11::object compile,
+             pybind11::object device = pybind11::none(), pybind11::object debug = pybind11::none());
   /// Binds the vectorcall arguments (`nargs` positional, then one per name in `kwnames`),
   /// specializes, looks up (compiling on a miss) and launches. Returns a new reference to
   /// the variant's CompiledKernel; errors are thrown as C++ exceptions.
   PyObject *launch(PyObject *grid, PyObject *const *args, size_t nargs, PyObject *kwnames);
   void clearCache();
   size_t numVariants() const;
+  /// Resolves the backend and debug mode not given to setup ($KILN_BACKEND, $KILN_DEBUG).
+  void resolveDefaults();
 
 private:
-  Variant *compileVariant(const std::string &key, PyObject **bound, long numWarps, long numStages);
+  Variant *compileVariant(const std::string &key, PyObject **bound, long numWarps, long numStages,
+                          bool host, bool debug);
 
   std::string name;
   std::vector<Param> params;
   pybind11::object compileFn;
   std::unordered_map<std::string, std::shared_ptr<Variant>> cache;
   std::string keyBuffer;
+  Backend backend = Backend::Unresolved; ///< of launches without device=
+  int8_t debugMode = -1;                 ///< of launches without debug= (-1: unresolved)
 };
 
 /// Adds kiln._C.Launcher (with kernel[grid]) and kiln._C.BoundLaunch (vectorcall) to `m`.

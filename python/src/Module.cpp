@@ -40,6 +40,14 @@ kiln::rt::JIT &processJIT() {
   return *jit;
 }
 
+/// The process-wide JIT of the host backend (kernels run on this machine's CPU).
+kiln::rt::JIT &hostJIT() {
+  static std::unique_ptr<kiln::rt::JIT> jit;
+  static std::once_flag once;
+  std::call_once(once, [] { jit = std::make_unique<kiln::rt::JIT>(kiln::rt::kHostArch); });
+  return *jit;
+}
+
 /// numpy's dtype name -> bytes per element; 0 when Kiln cannot hold it.
 size_t itemSizeOf(const std::string &dtype) {
   static const std::pair<const char *, size_t> sizes[] = {
@@ -157,6 +165,33 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("name", [](const KernelHandle &k) { return k.kernel->getName(); })
       .def_property_readonly("num_warps",
                              [](const KernelHandle &k) { return k.kernel->getNumWarps(); })
+      .def_property_readonly("is_host", [](const KernelHandle &k) { return k.kernel->isHost(); })
+      .def(
+          "launch_host",
+          [](const KernelHandle &k, std::vector<unsigned> grid, std::vector<uint64_t> args,
+             std::vector<std::pair<uint64_t, uint64_t>> buffers) {
+            // A host kernel over `grid` with raw 64-bit parameter values (pointers as host
+            // addresses, floats as their bits); `buffers` ({begin, bytes}) for debug checks.
+            if (!k.kernel->isHost())
+              throw pyb::value_error("launch_host: '" + k.kernel->getName() +
+                                     "' is not a host kernel");
+            if (args.size() != k.kernel->getSignature().size())
+              throw pyb::value_error("launch_host: '" + k.kernel->getName() + "' takes " +
+                                     std::to_string(k.kernel->getSignature().size()) +
+                                     " arguments, got " + std::to_string(args.size()));
+            grid.resize(3, 1);
+            std::vector<void *> ptrs;
+            for (uint64_t &a : args)
+              ptrs.push_back(&a);
+            std::vector<kiln::rt::HostBuffer> bufs;
+            for (auto &[begin, bytes] : buffers)
+              bufs.push_back({begin, bytes});
+            pyb::gil_scoped_release release;
+            k.kernel->launchHost({grid[0], grid[1], grid[2]}, ptrs.data(), bufs);
+          },
+          pyb::arg("grid"), pyb::arg("args"),
+          pyb::arg("buffers") = std::vector<std::pair<uint64_t, uint64_t>>{})
+      .def_property_readonly("is_debug", [](const KernelHandle &k) { return k.kernel->isDebug(); })
       .def_property_readonly("signature", [](const KernelHandle &k) {
         std::vector<std::string> sig;
         for (kiln::rt::ArgKind a : k.kernel->getSignature())
@@ -165,25 +200,32 @@ PYBIND11_MODULE(_C, m) {
       });
   m.def(
       "jit_load",
-      [](const std::string &mlir, unsigned numWarps) {
+      [](const std::string &mlir, unsigned numWarps, bool debug, bool host) {
         // Compiles (or finds in the memory/disk cache) and loads on the current device;
-        // without a GPU (KILN_ARCH set) it compiles only, and launching it throws.
+        // without a GPU (KILN_ARCH set) it compiles only, and launching it throws. `host`:
+        // the host backend's JIT, whose kernels run on the CPU.
         pyb::gil_scoped_release release;
+        if (host)
+          return KernelHandle{&hostJIT().get(mlir, numWarps, debug)};
         kiln::rt::JIT &jit = processJIT();
         if (!kiln::rt::hasGPU())
           return KernelHandle{&jit.compile(mlir, numWarps)};
-        return KernelHandle{&jit.get(mlir, numWarps)};
+        return KernelHandle{debug ? &jit.get(mlir, numWarps, true) : &jit.get(mlir, numWarps)};
       },
-      pyb::arg("mlir"), pyb::arg("num_warps") = 4);
-  m.def("jit_stats", [] {
-    const kiln::rt::JITStats &s = processJIT().getStats();
-    pyb::dict d;
-    d["memory_hits"] = s.memoryHits;
-    d["disk_hits"] = s.diskHits;
-    d["compiles"] = s.compiles;
-    d["corrupt_entries"] = s.corruptEntries;
-    return d;
-  });
+      pyb::arg("mlir"), pyb::arg("num_warps") = 4, pyb::arg("debug") = false,
+      pyb::arg("host") = false);
+  m.def(
+      "jit_stats",
+      [](bool host) {
+        const kiln::rt::JITStats &s = (host ? hostJIT() : processJIT()).getStats();
+        pyb::dict d;
+        d["memory_hits"] = s.memoryHits;
+        d["disk_hits"] = s.diskHits;
+        d["compiles"] = s.compiles;
+        d["corrupt_entries"] = s.corruptEntries;
+        return d;
+      },
+      pyb::arg("host") = false);
   m.def("cache_dir", &kiln::rt::getCacheDir);
 
   //===--------------------------------------------------------------------===//

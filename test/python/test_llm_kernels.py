@@ -16,6 +16,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "kernels"
 
 from kiln_kernels import (cross_entropy, kl_div, layernorm, rmsnorm, rope,  # noqa: E402
                           softmax, swiglu)
+from llm_cases import (CE_SHAPES, KL_REDUCTIONS, KL_SHAPES, NORM_SHAPES,  # noqa: E402
+                       ROPE_SHAPES, SOFTMAX_SHAPES, SWIGLU_SHAPES, TOL)
 
 # ---------------------------------------------------------------- compile-only (no GPU)
 
@@ -131,18 +133,13 @@ def relerr(out, ref):
     return ((out - ref).norm() / ref.norm().clamp_min(1e-300)).item()
 
 
-TOL = {"float32": 1e-5, "bfloat16": 1e-2}
-
-
 def dt(torch, name):
     return getattr(torch, name)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("shape,max_fused", [((37, 1000), None), ((8, 1024), None),
-                                             ((5, 3, 4099), None), ((16, 20000), None),
-                                             ((6, 70001), None), ((9, 5000), 1024)])
+@pytest.mark.parametrize("shape,max_fused", SOFTMAX_SHAPES)
 @pytest.mark.parametrize("log", [False, True])
 def test_softmax(dtype, shape, max_fused, log):
     torch = torch_or_skip()
@@ -167,7 +164,7 @@ def test_softmax(dtype, shape, max_fused, log):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("shape", [(64, 4096), (37, 1000), (3, 7, 2051), (300, 8192)])
+@pytest.mark.parametrize("shape", NORM_SHAPES)
 def test_rmsnorm(dtype, shape):
     torch = torch_or_skip()
     t = dt(torch, dtype)
@@ -191,7 +188,7 @@ def test_rmsnorm(dtype, shape):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("shape", [(64, 4096), (37, 1000), (3, 7, 2051), (300, 8192)])
+@pytest.mark.parametrize("shape", NORM_SHAPES)
 def test_layernorm(dtype, shape):
     torch = torch_or_skip()
     t = dt(torch, dtype)
@@ -215,7 +212,7 @@ def test_layernorm(dtype, shape):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("rows,vocab", [(32, 1000), (17, 32000), (8, 50257), (4, 4096)])
+@pytest.mark.parametrize("rows,vocab", CE_SHAPES)
 @pytest.mark.parametrize("reduction", ["mean", "sum"])
 def test_cross_entropy(dtype, rows, vocab, reduction):
     torch = torch_or_skip()
@@ -243,8 +240,8 @@ def test_cross_entropy(dtype, rows, vocab, reduction):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("shape", [(32, 1000), (8, 32000), (3, 5, 4097)])
-@pytest.mark.parametrize("reduction", ["batchmean", "sum", "mean", "none"])
+@pytest.mark.parametrize("shape", KL_SHAPES)
+@pytest.mark.parametrize("reduction", KL_REDUCTIONS)
 @pytest.mark.parametrize("log_target", [False, True])
 def test_kl_div(dtype, shape, reduction, log_target):
     torch = torch_or_skip()
@@ -268,7 +265,7 @@ def test_kl_div(dtype, shape, reduction, log_target):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("shape", [(4, 128, 1000), (2, 11008), (1, 3, 14336), (7,)])
+@pytest.mark.parametrize("shape", SWIGLU_SHAPES)
 def test_swiglu(dtype, shape):
     torch = torch_or_skip()
     t = dt(torch, dtype)
@@ -294,8 +291,7 @@ def rope_ref(torch, x, cos, sin):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("B,S,Hq,Hk,D", [(2, 64, 8, 2, 128), (1, 37, 5, 5, 80),
-                                         (3, 19, 32, 8, 64), (2, 16, 3, 1, 96)])
+@pytest.mark.parametrize("B,S,Hq,Hk,D", ROPE_SHAPES)
 @pytest.mark.parametrize("transposed", [False, True])
 def test_rope(dtype, B, S, Hq, Hk, D, transposed):
     torch = torch_or_skip()
