@@ -220,7 +220,13 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
     }
     if (isa<scf::YieldOp, scf::ConditionOp, func::ReturnOp>(op))
       return WalkResult::advance();
-    if (isa<ReshapeOp, TransOp, DotOp, ScanOp, kiln::gpu::ConvertLayoutOp>(op)) {
+    if (auto dot = dyn_cast<DotOp>(op)) {
+      // The accumulator carries its layout through the dot (and loops); a and b keep theirs
+      // and go through shared memory.
+      uniteAll(groups, {dot.getC(), dot.getResult()});
+      return WalkResult::advance();
+    }
+    if (isa<ReshapeOp, TransOp, ScanOp, kiln::gpu::ConvertLayoutOp>(op)) {
       // Their results get layouts of their own: they move elements between threads through
       // shared memory.
       for (Value r : op->getResults())
@@ -280,6 +286,14 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
       anchor[root] = ptr;
   });
 
+  // Accumulators of dots on tensor cores take the mma fragment layout.
+  DenseMap<Value, Attribute> mmaLayoutOf; // group root -> layout
+  func.walk([&](DotOp dot) {
+    if (!usesMmaLayout(dot))
+      return;
+    if (auto layout = getMmaAccumulatorLayout(&getContext(), dot.getType().getShape(), numWarps))
+      mmaLayoutOf.try_emplace(groups.find(dot.getResult()), layout);
+  });
   DenseMap<Value, Attribute> layoutOf; // group root -> layout
   std::function<Attribute(Value)> resolve = [&](Value root) -> Attribute {
     if (Attribute done = layoutOf.lookup(root))
@@ -288,6 +302,8 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
     if (SliceEdge *edge = sliceOf.lookup(root)) {
       Attribute parent = resolve(groups.find(edge->full));
       layout = SliceEncodingAttr::get(&getContext(), edge->axis, parent);
+    } else if (Attribute mma = mmaLayoutOf.lookup(root)) {
+      layout = mma;
     } else {
       Value ptr = anchor.lookup(root);
       Value shapeSource = ptr ? ptr : root;

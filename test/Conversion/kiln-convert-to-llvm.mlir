@@ -99,17 +99,7 @@ func.func @loop(%x: !kiln.ptr<f32> {kiln.divisibility = 16 : i32}, %n: i32) {
 
 // -----
 
-// Ops without a GPU lowering and tile kernel arguments are reported at their location.
-func.func @unsupported() {
-  %a = arith.constant dense<1.0> : tensor<16x16xf16>
-  %c = arith.constant dense<0.0> : tensor<16x16xf32>
-  // expected-error @below {{'kiln.dot' is not supported on the GPU path yet (it has no lowering)}}
-  %d = kiln.dot %a, %a, %c : tensor<16x16xf16> * tensor<16x16xf16> -> tensor<16x16xf32>
-  return
-}
-
-// -----
-
+// Tile kernel arguments are reported at their location.
 // expected-error @below {{expected kernel argument #0 of 'tile_arg' to be a scalar or a pointer, found 'tensor<16xf32>'}}
 func.func @tile_arg(%a: tensor<16xf32>) {
   return

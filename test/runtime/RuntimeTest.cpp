@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <tuple>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -406,6 +407,53 @@ void transposeAndOuterAdd(bool host) {
       ASSERT_EQ(out[i * 64 + j], x[i] + x[j]) << i << "," << j;
 }
 
+/// fp16 bits of a float that fp16 represents exactly (small multiples of 1/4 here).
+uint16_t toHalf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) == 0)
+    return uint16_t(u >> 16);
+  uint32_t sign = (u >> 16) & 0x8000u, exp = ((u >> 23) & 0xff) - 127 + 15, man = (u >> 13) & 0x3ff;
+  return uint16_t(sign | (exp << 10) | man);
+}
+
+/// A tiled f16 matmul with f32 accumulators over a K loop with masked edges (tensor cores on
+/// the GPU), against a double-precision reference: the products of these inputs are exact,
+/// so only the order of the f32 sums differs.
+void matmulF16(bool host) {
+  JIT jit = makeJIT(host);
+  for (auto [M, N, K] : {std::tuple<int, int, int>{128, 128, 64}, {100, 208, 80}, {64, 16, 16}}) {
+    std::vector<uint16_t> a(M * K), b(K * N);
+    std::vector<float> af(M * K), bf(K * N), c(M * N);
+    for (int i = 0; i < M * K; ++i) {
+      af[i] = float((i * 7 + 3) % 13 - 6) * 0.25f;
+      a[i] = toHalf(af[i]);
+    }
+    for (int i = 0; i < K * N; ++i) {
+      bf[i] = float((i * 5 + 1) % 11 - 5) * 0.5f;
+      b[i] = toHalf(bf[i]);
+    }
+    TestBuffer da(host, a.size() * 2), db(host, b.size() * 2), dc(host, c.size() * 4);
+    da.copyFromHost(a.data(), a.size() * 2);
+    db.copyFromHost(b.data(), b.size() * 2);
+    dc.fill32(0xFFFFFFFFu);
+    jit.get(readKernel("matmul.mlir"))
+        .launch({unsigned(M + 63) / 64, unsigned(N + 63) / 64, 1}, nullptr,
+                {Arg::ptr(da.ptr()), Arg::ptr(db.ptr()), Arg::ptr(dc.ptr()), Arg::i32(M),
+                 Arg::i32(N), Arg::i32(K)});
+    sync(host);
+    dc.copyToHost(c.data(), c.size() * 4);
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        double ref = 0;
+        for (int k = 0; k < K; ++k)
+          ref += double(af[i * K + k]) * bf[k * N + j];
+        ASSERT_NEAR(c[i * N + j], ref, 1e-3) << M << "x" << N << "x" << K << " at " << i << ","
+                                             << j;
+      }
+  }
+}
+
 TEST(GPU, VectorAddAndCopy2D) {
   if (!hasGPU())
     GTEST_SKIP() << "no GPU";
@@ -428,7 +476,14 @@ TEST(GPU, TransposeAndOuterAdd) {
   transposeAndOuterAdd(/*host=*/false);
 }
 
+TEST(GPU, MatmulF16OnTensorCores) {
+  if (!hasGPU())
+    GTEST_SKIP() << "no GPU";
+  matmulF16(/*host=*/false);
+}
+
 // The same kernels and checks on the host backend: they run everywhere, CI included.
+TEST(Host, MatmulF16) { matmulF16(/*host=*/true); }
 TEST(Host, TransposeAndOuterAdd) { transposeAndOuterAdd(/*host=*/true); }
 TEST(Host, VectorAddAndCopy2D) { vectorAddAndCopy2D(/*host=*/true); }
 TEST(Host, SoftmaxAndTwoDimensionalSums) { softmaxAndTwoDimensionalSums(/*host=*/true); }

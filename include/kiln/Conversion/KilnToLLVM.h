@@ -74,6 +74,18 @@ void populateElementwiseOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
 /// program_id, num_programs, make_range, splat, broadcast, expand_dims.
 void populateTileOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                   mlir::RewritePatternSet &patterns, const TargetInfo &target);
+/// The accumulator layout of a dot on tensor cores for a tile of `shape` and `numWarps`: the
+/// mma.sync C fragment pattern (sizePerThread [1, 2], threadsPerWarp [8, 4]), warps along M
+/// first; null when the tile is too small for the warps (the dot then runs on CUDA cores).
+gpu::BlockedEncodingAttr getMmaAccumulatorLayout(mlir::MLIRContext *ctx,
+                                                 llvm::ArrayRef<int64_t> shape,
+                                                 unsigned numWarps);
+/// True when `op` runs on tensor cores given the accumulator layout (f16/bf16 -> f32, and
+/// f32 -> f32 as tf32).
+bool usesMmaLayout(DotOp op);
+/// dot: operands through shared memory, then mma.sync or CUDA-core FMAs.
+void populateDotOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
+                                 mlir::RewritePatternSet &patterns, const TargetInfo &target);
 /// convert_layout, trans and reshape: through shared memory.
 void populateLayoutConversionToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                             mlir::RewritePatternSet &patterns,

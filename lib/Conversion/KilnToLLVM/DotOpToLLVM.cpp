@@ -1,0 +1,272 @@
+//===- DotOpToLLVM.cpp - kiln.dot on tensor cores (mma.sync) and FMA ------===//
+//
+// This file lowers kiln.dot for the GPU. Both operands go to shared memory first (each thread
+// stores the elements it owns; A row-major as [M][K + 8], B transposed as [N][K + 8], so that
+// every fragment register is one aligned 32-bit load and the 8-element pad spreads the rows
+// over the banks), then a barrier.
+//
+// Tensor cores (f16/bf16 -> f32 with mma.sync.m16n8k16; f32 as tf32 with m16n8k8): the
+// accumulator's layout is getMmaAccumulatorLayout, a blocked layout whose lane pattern is the
+// mma C fragment's (lane = 4 * row + column pair). A warp owns rows w_m*8 + [0, 8) of every
+// 8*W_m-row band and columns w_n*8 + [0, 8) of every 8*W_n-column band; two row bands
+// (2p, 2p+1) form the 16 rows of one mma (C rows g and g + 8), each column band its 8
+// columns. The A fragment is loaded for exactly those rows, so no data moves for C.
+//
+// Anything else (i8, f16 accumulators, fp32 with inputPrecision = ieee or tf32x3, layouts too
+// small for the warps) multiplies on the CUDA cores: every thread accumulates its own elements
+// over K from shared memory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Conversion/KilnToLLVM.h"
+
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <atomic>
+#include <map>
+
+using namespace mlir;
+using namespace kiln;
+namespace kgpu = kiln::gpu;
+
+namespace {
+
+/// Elements of padding per row of an operand in shared memory.
+constexpr int64_t kPad = 8;
+
+bool usesTensorCores(DotOp op) {
+  Type ea = op.getA().getType().getElementType();
+  Type ec = op.getC().getType().getElementType();
+  if (!ec.isF32())
+    return false;
+  return ea.isF16() || ea.isBF16() ||
+         (ea.isF32() && op.getInputPrecision() == InputPrecision::tf32);
+}
+
+Value inlinePTX(OpBuilder &b, Location loc, Type resultType, StringRef asmStr,
+                StringRef constraints, ValueRange args) {
+  return LLVM::InlineAsmOp::create(b, loc, resultType, args, asmStr, constraints,
+                                   /*has_side_effects=*/false, /*is_align_stack=*/false,
+                                   LLVM::tailcallkind::TailCallKind::None,
+                                   LLVM::AsmDialectAttr(), ArrayAttr())
+      .getResult(0);
+}
+
+struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
+  DotOpLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), target(target) {}
+
+  LogicalResult matchAndRewrite(DotOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    static std::atomic<unsigned> counter{0};
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType aTy = op.getA().getType(), bTy = op.getB().getType();
+    auto cTy = cast<RankedTensorType>(op.getC().getType());
+    int64_t M = aTy.getDimSize(0), K = aTy.getDimSize(1), N = bTy.getDimSize(1);
+    Type inElem = aTy.getElementType();
+    Type accElem = cTy.getElementType();
+    // Booleans are not dot inputs; i8 and floats are stored as they are.
+    int64_t stride = K + kPad;
+    unsigned id = counter++;
+    Value aBuf = getSharedBuffer(rewriter, loc, op, inElem, unsigned(M * stride),
+                                 "__kiln_dot_a_smem_" + std::to_string(id));
+    Value bBuf = getSharedBuffer(rewriter, loc, op, inElem, unsigned(N * stride),
+                                 "__kiln_dot_b_smem_" + std::to_string(id));
+    auto ptr3 = LLVM::LLVMPointerType::get(ctx, 3);
+    auto at = [&](OpBuilder &b, Value buf, Value row, Value col) -> Value {
+      Value idx = LLVM::AddOp::create(
+          b, loc, LLVM::MulOp::create(b, loc, row, i32Const(b, loc, stride)), col);
+      return LLVM::GEPOp::create(b, loc, ptr3, inElem, buf, ValueRange{idx});
+    };
+
+    // 1. Operands to shared memory (B transposed).
+    target.barrier(rewriter, loc);
+    for (auto [v, c] : llvm::zip(unpackStruct(rewriter, loc, adaptor.getA()),
+                                 emitElementCoordinates(rewriter, loc, aTy, target)))
+      LLVM::StoreOp::create(rewriter, loc, v, at(rewriter, aBuf, c[0], c[1]));
+    for (auto [v, c] : llvm::zip(unpackStruct(rewriter, loc, adaptor.getB()),
+                                 emitElementCoordinates(rewriter, loc, bTy, target)))
+      LLVM::StoreOp::create(rewriter, loc, v, at(rewriter, bBuf, c[1], c[0]));
+    target.barrier(rewriter, loc);
+
+    SmallVector<Value> acc = unpackStruct(rewriter, loc, adaptor.getC());
+    auto layout = dyn_cast_or_null<kgpu::BlockedEncodingAttr>(cTy.getEncoding());
+    unsigned numWarps = 1;
+    for (unsigned w : layout.getWarpsPerCTA())
+      numWarps *= w;
+    bool mma = usesTensorCores(op) &&
+               layout == getMmaAccumulatorLayout(ctx, cTy.getShape(), numWarps);
+    if (mma)
+      lowerMma(rewriter, loc, op, layout, aBuf, bBuf, at, acc);
+    else
+      lowerFma(rewriter, loc, op, aBuf, bBuf, at, acc, K);
+    rewriter.replaceOp(op, packStruct(rewriter, loc, getTypeConverter()->convertType(cTy), acc));
+    return success();
+  }
+
+  /// mma.sync over the accumulator layout (see the file comment).
+  void lowerMma(ConversionPatternRewriter &b, Location loc, DotOp op,
+                kgpu::BlockedEncodingAttr layout, Value aBuf, Value bBuf,
+                function_ref<Value(OpBuilder &, Value, Value, Value)> at,
+                SmallVector<Value> &acc) const {
+    auto cTy = cast<RankedTensorType>(op.getC().getType());
+    Type inElem = op.getA().getType().getElementType();
+    int64_t K = op.getA().getType().getDimSize(1);
+    bool tf32 = inElem.isF32();
+    int64_t kStep = tf32 ? 8 : 16;
+    unsigned wm = layout.getWarpsPerCTA()[0], wn = layout.getWarpsPerCTA()[1];
+    int64_t mReps = cTy.getDimSize(0) / (8 * wm), nReps = cTy.getDimSize(1) / (8 * wn);
+    Type i32 = b.getI32Type(), f32 = b.getF32Type();
+
+    // Where each accumulator element of this thread lives in the struct.
+    std::map<std::tuple<unsigned, unsigned, unsigned>, unsigned> slot;
+    for (auto [i, pos] : llvm::enumerate(kgpu::getThreadElements(layout, cTy.getShape())))
+      slot[{pos.rep[0], pos.rep[1], pos.elem[1]}] = i;
+
+    ThreadIds ids = emitThreadIds(b, loc, layout, target);
+    Value g = ids.lane[0], tig = ids.lane[1]; // lane = 4 * g + tig
+    Value rowInBand = LLVM::AddOp::create(
+        b, loc, LLVM::MulOp::create(b, loc, ids.warp[0], i32Const(b, loc, 8)), g);
+    Value colInBand = LLVM::AddOp::create(
+        b, loc, LLVM::MulOp::create(b, loc, ids.warp[1], i32Const(b, loc, 8)), g);
+    Value tig2 = LLVM::MulOp::create(b, loc, tig, i32Const(b, loc, tf32 ? 1 : 2));
+    auto add = [&](Value v, int64_t c) -> Value {
+      return c == 0 ? v : LLVM::AddOp::create(b, loc, v, i32Const(b, loc, c)).getResult();
+    };
+    // One 32-bit fragment register: two 16-bit elements at (row, col), (row, col + 1), or
+    // one f32 rounded to tf32.
+    auto fragment = [&](Value buf, Value row, Value col) -> Value {
+      Value p = at(b, buf, row, col);
+      if (!tf32)
+        return LLVM::LoadOp::create(b, loc, i32, p);
+      Value x = LLVM::LoadOp::create(b, loc, f32, p);
+      return inlinePTX(b, loc, i32, "cvt.rna.tf32.f32 $0, $1;", "=r,f", {x});
+    };
+
+    std::string shape = tf32 ? "m16n8k8" : "m16n8k16";
+    std::string types = inElem.isF16() ? "f16.f16" : inElem.isBF16() ? "bf16.bf16" : "tf32.tf32";
+    std::string asmStr = "mma.sync.aligned." + shape + ".row.col.f32." + types +
+                         ".f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};";
+    std::string constraints = "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3";
+    auto resTy = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+
+    for (int64_t kk = 0; kk < K; kk += kStep) {
+      // B fragments per column band j: k = kk + tig2 (+ 1), and + 8 (k16) or + 4 (k8).
+      SmallVector<std::array<Value, 2>> bFrag;
+      for (int64_t j = 0; j < nReps; ++j) {
+        Value n = add(colInBand, j * 8 * wn);
+        Value k0 = add(tig2, kk);
+        bFrag.push_back({fragment(bBuf, n, k0), fragment(bBuf, n, add(k0, tf32 ? 4 : 8))});
+      }
+      for (int64_t p = 0; p < mReps / 2; ++p) {
+        Value r0 = add(rowInBand, 2 * p * 8 * wm), r1 = add(rowInBand, (2 * p + 1) * 8 * wm);
+        Value k0 = add(tig2, kk), k1 = add(k0, tf32 ? 4 : 8);
+        std::array<Value, 4> aFrag = {fragment(aBuf, r0, k0), fragment(aBuf, r1, k0),
+                                      fragment(aBuf, r0, k1), fragment(aBuf, r1, k1)};
+        for (int64_t j = 0; j < nReps; ++j) {
+          unsigned c0 = slot.at({unsigned(2 * p), unsigned(j), 0u});
+          unsigned c1 = slot.at({unsigned(2 * p), unsigned(j), 1u});
+          unsigned c2 = slot.at({unsigned(2 * p + 1), unsigned(j), 0u});
+          unsigned c3 = slot.at({unsigned(2 * p + 1), unsigned(j), 1u});
+          SmallVector<Value> args{aFrag[0], aFrag[1], aFrag[2], aFrag[3], bFrag[j][0],
+                                  bFrag[j][1], acc[c0],  acc[c1],  acc[c2],  acc[c3]};
+          Value d = LLVM::InlineAsmOp::create(b, loc, resTy, args, asmStr, constraints,
+                                              /*has_side_effects=*/false,
+                                              /*is_align_stack=*/false,
+                                              LLVM::tailcallkind::TailCallKind::None,
+                                              LLVM::AsmDialectAttr(), ArrayAttr())
+                        .getResult(0);
+          for (auto [i, c] : llvm::enumerate(std::array<unsigned, 4>{c0, c1, c2, c3}))
+            acc[c] = LLVM::ExtractValueOp::create(b, loc, d, i);
+        }
+      }
+    }
+  }
+
+  /// CUDA cores: acc[i][j] += sum_k a[i][k] * b[k][j], per owned element, from shared memory.
+  void lowerFma(ConversionPatternRewriter &b, Location loc, DotOp op, Value aBuf, Value bBuf,
+                function_ref<Value(OpBuilder &, Value, Value, Value)> at, SmallVector<Value> &acc,
+                int64_t K) const {
+    auto cTy = cast<RankedTensorType>(op.getC().getType());
+    Type inElem = op.getA().getType().getElementType();
+    Type accElem = cTy.getElementType();
+    bool isFloat = isa<FloatType>(accElem);
+    auto coords = emitElementCoordinates(b, loc, cTy, target);
+    // A loop over K keeps the code small; each step updates every owned element.
+    Value lb = i32Const(b, loc, 0), ub = i32Const(b, loc, K), one = i32Const(b, loc, 1);
+    Block *before = b.getInsertionBlock();
+    Block *after = b.splitBlock(before, b.getInsertionPoint());
+    SmallVector<Type> accTypes;
+    for (Value v : acc)
+      accTypes.push_back(v.getType());
+    SmallVector<Type> iterTypes{b.getI32Type()};
+    iterTypes.append(accTypes.begin(), accTypes.end());
+    Block *header = b.createBlock(after, iterTypes, SmallVector<Location>(iterTypes.size(), loc));
+    Block *body = b.createBlock(after);
+    Block *exit = b.createBlock(after, accTypes, SmallVector<Location>(accTypes.size(), loc));
+
+    b.setInsertionPointToEnd(before);
+    SmallVector<Value> init{lb};
+    init.append(acc.begin(), acc.end());
+    LLVM::BrOp::create(b, loc, init, header);
+
+    b.setInsertionPointToEnd(header);
+    Value k = header->getArgument(0);
+    Value more = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::slt, k, ub);
+    LLVM::CondBrOp::create(b, loc, more, body, ValueRange{}, exit,
+                           header->getArguments().drop_front());
+
+    b.setInsertionPointToEnd(body);
+    auto extend = [&](Value v) -> Value {
+      if (inElem == accElem)
+        return v;
+      if (isFloat)
+        return LLVM::FPExtOp::create(b, loc, accElem, v);
+      return LLVM::SExtOp::create(b, loc, accElem, v);
+    };
+    SmallVector<Value> next{LLVM::AddOp::create(b, loc, k, one)};
+    for (auto [i, c] : llvm::enumerate(coords)) {
+      Value x = extend(LLVM::LoadOp::create(b, loc, inElem, at(b, aBuf, c[0], k)));
+      Value y = extend(LLVM::LoadOp::create(b, loc, inElem, at(b, bBuf, c[1], k)));
+      Value a = header->getArgument(i + 1);
+      next.push_back(isFloat ? Value(LLVM::FMAOp::create(b, loc, x, y, a))
+                             : Value(LLVM::AddOp::create(
+                                   b, loc, LLVM::MulOp::create(b, loc, x, y), a)));
+    }
+    LLVM::BrOp::create(b, loc, next, header);
+
+    b.setInsertionPointToEnd(exit);
+    LLVM::BrOp::create(b, loc, ValueRange{}, after);
+    for (unsigned i = 0; i < acc.size(); ++i)
+      acc[i] = exit->getArgument(i);
+    b.setInsertionPointToStart(after);
+  }
+
+  const TargetInfo &target;
+};
+
+} // namespace
+
+kgpu::BlockedEncodingAttr kiln::getMmaAccumulatorLayout(MLIRContext *ctx,
+                                                        ArrayRef<int64_t> shape,
+                                                        unsigned numWarps) {
+  int64_t M = shape[0], N = shape[1];
+  // As many warps along M as 16-row blocks allow, the rest along N (8-column blocks).
+  for (unsigned wm = std::min<int64_t>(numWarps, M / 16); wm >= 1; wm /= 2) {
+    unsigned wn = numWarps / wm;
+    if (wm * wn == numWarps && M % (16 * wm) == 0 && N % (8 * wn) == 0 && N >= 8 * wn)
+      return kgpu::BlockedEncodingAttr::get(ctx, {1, 2}, {8, 4}, {wm, wn}, {1, 0});
+    if (wm == 1)
+      break;
+  }
+  return {};
+}
+
+bool kiln::usesMmaLayout(DotOp op) { return usesTensorCores(op); }
+
+void kiln::populateDotOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
+                                       RewritePatternSet &patterns, const TargetInfo &target) {
+  patterns.add<DotOpLowering>(converter, target);
+}
