@@ -254,10 +254,76 @@ int probeCache(const std::string &cacheDir, const std::string &dir) {
   return k.getName().empty();
 }
 
+
+/// fp16 bits of `f` (round to nearest even; normal range).
+uint16_t halfBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  uint32_t sign = (u >> 16) & 0x8000u;
+  int32_t exp = int32_t((u >> 23) & 0xff) - 127 + 15;
+  uint32_t man = u & 0x7fffff;
+  if ((u & 0x7fffffff) == 0 || exp <= 0)
+    return uint16_t(sign);
+  uint32_t h = sign | (uint32_t(exp) << 10) | (man >> 13);
+  uint32_t rest = man & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
+    ++h;
+  return uint16_t(h);
+}
+float halfToFloat(uint16_t h) {
+  int exp = (h >> 10) & 31, man = h & 1023;
+  float v = exp == 0 ? std::ldexp(float(man), -24) : std::ldexp(float(man | 1024), exp - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
+/// kernels/matmul.mlir (f16 inputs, f32 accumulators and output, 64 x 64 x 32 tiles) at
+/// M = N = K = `size`: TFLOP/s from the median event time, and 256 sampled entries checked
+/// against a double-precision dot product of the same fp16 inputs.
+int runMatmul(JIT &jit, const std::string &dir, int size) {
+  const Kernel &k = jit.get(readFile(dir + "/matmul.mlir"), 4);
+  size_t n = size_t(size) * size;
+  std::vector<uint16_t> a(n), b(n);
+  std::mt19937 rng(size);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (auto &v : a)
+    v = halfBits(dist(rng));
+  for (auto &v : b)
+    v = halfBits(dist(rng));
+  DeviceBuffer da(n * 2), db(n * 2), dc(n * 4);
+  da.copyFromHost(a.data(), n * 2);
+  db.copyFromHost(b.data(), n * 2);
+  dc.fill32(0xFFFFFFFFu);
+  unsigned tiles = unsigned(size / 64);
+  PreparedLaunch launch(k, {Arg::ptr(da.get()), Arg::ptr(db.get()), Arg::ptr(dc.get()),
+                            Arg::i32(size), Arg::i32(size), Arg::i32(size)});
+  launch({tiles, tiles, 1});
+  synchronize();
+  std::vector<float> c(n);
+  dc.copyToHost(c.data(), n * 4);
+  double worst = 0;
+  for (int s = 0; s < 256; ++s) {
+    size_t i = rng() % size, j = rng() % size;
+    double ref = 0, scale = 0;
+    for (int kk = 0; kk < size; ++kk) {
+      double x = halfToFloat(a[i * size + kk]), y = halfToFloat(b[size_t(kk) * size + j]);
+      ref += x * y;
+      scale += std::fabs(x * y);
+    }
+    worst = std::max(worst, std::fabs(c[i * size + j] - ref) / scale);
+  }
+  double ms = medianMs([&] { launch({tiles, tiles, 1}); }, 3, 11);
+  char key[64];
+  std::snprintf(key, sizeof(key), "kiln_matmul_%d", size);
+  report((std::string(key) + "_tflops").c_str(), 2.0 * size * size * double(size) / ms / 1e9);
+  report((std::string(key) + "_err").c_str(), worst);
+  bool ok = worst < 1e-3;
+  std::printf("%s_check=%s\n", key, ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
+}
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string dir = "kernels", probe;
+  std::string dir = "kernels", probe, only;
   size_t n = size_t(1) << 28;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -265,6 +331,8 @@ int main(int argc, char **argv) {
       dir = a.substr(10);
     else if (a.rfind("--probe-cache=", 0) == 0)
       probe = a.substr(14);
+    else if (a.rfind("--only=", 0) == 0)
+      only = a.substr(7);
     else if (a.rfind("--log2n=", 0) == 0)
       n = size_t(1) << std::stoi(a.substr(8));
   }
@@ -276,6 +344,13 @@ int main(int argc, char **argv) {
       return 0;
     }
     std::printf("arch=%s n=%zu\n", getArch().c_str(), n);
+    if (only == "matmul") {
+      JIT jit;
+      int failures = 0;
+      for (int size : {4096, 8192})
+        failures += runMatmul(jit, dir, size);
+      return failures ? 1 : 0;
+    }
     runCompileTimes(dir, "/proc/self/exe");
     JIT jit;
     int failures = runBandwidth(jit, dir, n);
