@@ -226,7 +226,7 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
       uniteAll(groups, {dot.getC(), dot.getResult()});
       return WalkResult::advance();
     }
-    if (isa<ReshapeOp, TransOp, ScanOp, kiln::gpu::ConvertLayoutOp>(op)) {
+    if (isa<ReshapeOp, TransOp, kiln::gpu::ConvertLayoutOp>(op)) {
       // Their results get layouts of their own: they move elements between threads through
       // shared memory.
       for (Value r : op->getResults())
@@ -234,8 +234,8 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
           groups.find(r);
       return WalkResult::advance();
     }
-    // Elementwise, memory, broadcast, splat, make_range and everything else: operands and
-    // results share one layout. A broadcast keeps its source's layout: the stretched
+    // Elementwise, memory, scan, broadcast, splat, make_range and everything else: operands
+    // and results share one layout. A broadcast keeps its source's layout: the stretched
     // dimension of the source has size 1, so every thread holds its one element there.
     SmallVector<Value> vals(op->getOperands());
     llvm::append_range(vals, op->getResults());

@@ -454,6 +454,50 @@ void matmulF16(bool host) {
   }
 }
 
+/// kernels/cumsum.mlir: row-wise prefix sums (i32, exact) and a reverse running max along the
+/// columns of each 32-row block (f32), M not a multiple of 32.
+void scans(bool host) {
+  JIT jit = makeJIT(host);
+  const int M = 100;
+  std::vector<int32_t> x(M * 64), sums(M * 64);
+  std::vector<float> y(M * 64), maxs(M * 64);
+  uint32_t state = 99;
+  for (int i = 0; i < M * 64; ++i) {
+    state = state * 1664525u + 1013904223u;
+    x[i] = int32_t(state >> 20) - 2048;
+    y[i] = float(int32_t(state >> 8) % 1000) * 0.5f;
+  }
+  TestBuffer dx(host, x.size() * 4), dy(host, y.size() * 4), ds(host, sums.size() * 4),
+      dm(host, maxs.size() * 4);
+  dx.copyFromHost(x.data(), x.size() * 4);
+  dy.copyFromHost(y.data(), y.size() * 4);
+  ds.fill32(0xFFFFFFFFu);
+  dm.fill32(0xFFFFFFFFu);
+  jit.get(readKernel("cumsum.mlir"))
+      .launch({unsigned(M + 31) / 32, 1, 1}, nullptr,
+              {Arg::ptr(dx.ptr()), Arg::ptr(dy.ptr()), Arg::ptr(ds.ptr()), Arg::ptr(dm.ptr()),
+               Arg::i32(M)});
+  sync(host);
+  ds.copyToHost(sums.data(), sums.size() * 4);
+  dm.copyToHost(maxs.data(), maxs.size() * 4);
+  for (int i = 0; i < M; ++i) {
+    int32_t run = 0;
+    for (int j = 0; j < 64; ++j) {
+      run += x[i * 64 + j];
+      ASSERT_EQ(sums[i * 64 + j], run) << i << "," << j;
+    }
+  }
+  for (int j = 0; j < 64; ++j)
+    for (int block = 0; block * 32 < M; ++block) {
+      int last = std::min(M, block * 32 + 32) - 1;
+      float run = -INFINITY;
+      for (int i = last; i >= block * 32; --i) {
+        run = std::max(run, y[i * 64 + j]);
+        ASSERT_EQ(maxs[i * 64 + j], run) << i << "," << j;
+      }
+    }
+}
+
 TEST(GPU, VectorAddAndCopy2D) {
   if (!hasGPU())
     GTEST_SKIP() << "no GPU";
@@ -482,7 +526,14 @@ TEST(GPU, MatmulF16OnTensorCores) {
   matmulF16(/*host=*/false);
 }
 
+TEST(GPU, Scans) {
+  if (!hasGPU())
+    GTEST_SKIP() << "no GPU";
+  scans(/*host=*/false);
+}
+
 // The same kernels and checks on the host backend: they run everywhere, CI included.
+TEST(Host, Scans) { scans(/*host=*/true); }
 TEST(Host, MatmulF16) { matmulF16(/*host=*/true); }
 TEST(Host, TransposeAndOuterAdd) { transposeAndOuterAdd(/*host=*/true); }
 TEST(Host, VectorAddAndCopy2D) { vectorAddAndCopy2D(/*host=*/true); }

@@ -80,7 +80,7 @@ LogicalResult kiln::checkGPUSupport(ModuleOp module) {
         ok = false;
         return;
       }
-    if (isa<ScanOp, PrintOp, AssertOp>(op)) {
+    if (isa<PrintOp, AssertOp>(op)) {
       op->emitError() << "'" << op->getName()
                       << "' is not supported on the GPU path yet (it has no lowering)";
       ok = false;
@@ -164,6 +164,7 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
     populateTileOpToLLVMPatterns(converter, patterns, target);
     populateLayoutConversionToLLVMPatterns(converter, patterns, target);
     populateDotOpToLLVMPatterns(converter, patterns, target);
+    populateScanOpToLLVMPatterns(converter, patterns, target);
     populateElementwiseOpToLLVMPatterns(converter, patterns, target);
     populateMemoryOpToLLVMPatterns(converter, patterns, axis, target);
     populateReduceOpToLLVMPatterns(converter, patterns, target);
