@@ -12,32 +12,65 @@
 using namespace mlir;
 using namespace kiln;
 
-std::vector<Tile> kiln::Builder::reduce(ArrayRef<Tile> inputs, int axis, const CombineBody &combine,
-                                  bool keepDims) {
-  requireKernel("a reduction");
+int kiln::Builder::combineInputs(ArrayRef<Tile> inputs, int axis, StringRef noun,
+                                 StringRef verb) {
+  requireKernel(noun == "scan" ? "a scan" : "a reduction");
   if (inputs.empty())
-    error("expected at least one tile to reduce");
+    error("expected at least one tile to " + verb);
   for (const Tile &t : inputs)
     if (!t.isTile())
-      error("expected a tile to reduce, found a scalar of " + t.dtype.str());
+      error("expected a tile to " + verb + ", found a scalar of " + t.dtype.str());
+  auto fmt = [](ArrayRef<int64_t> s) {
+    return "[" + llvm::join(llvm::map_range(s, [](int64_t d) { return std::to_string(d); }), ", ") +
+           "]";
+  };
   ArrayRef<int64_t> shape = inputs[0].getShape();
   for (const Tile &t : inputs)
     if (t.getShape() != shape)
-      error("expected the tiles of a reduction to share one shape, found [" +
-            Twine(llvm::join(llvm::map_range(shape, [](int64_t d) { return std::to_string(d); }), ", ")) +
-            "] and [" +
-            Twine(llvm::join(llvm::map_range(t.getShape(), [](int64_t d) { return std::to_string(d); }), ", ")) +
-            "]");
+      error("expected the tiles of a " + noun + " to share one shape, found " + fmt(shape) +
+            " and " + fmt(t.getShape()));
   int rank = shape.size();
   if (axis < -rank || axis >= rank)
-    error("expected a reduction axis in [" + Twine(-rank) + ", " + Twine(rank) + "), found " +
+    error("expected a " + noun + " axis in [" + Twine(-rank) + ", " + Twine(rank) + "), found " +
           Twine(axis));
-  if (axis < 0)
-    axis += rank;
+  return axis < 0 ? axis + rank : axis;
+}
 
+void kiln::Builder::buildCombiner(Region &region, ArrayRef<Tile> inputs,
+                                  const CombineBody &combine,
+                                  llvm::function_ref<void(ValueRange)> terminate) {
+  OpBuilder::InsertionGuard guard(b);
+  Block *block = b.createBlock(&region);
+  SmallVector<Tile> acc, next;
+  for (unsigned half = 0; half < 2; ++half)
+    for (const Tile &t : inputs) {
+      Type elem = llvm::cast<RankedTensorType>(t.value.getType()).getElementType();
+      Tile arg{block->addArgument(elem, loc), t.dtype, std::nullopt};
+      (half ? next : acc).push_back(arg);
+    }
+  std::vector<Tile> out = combine(acc, next);
+  if (out.size() != inputs.size())
+    error("expected the combine function to return " + Twine(inputs.size()) +
+          " values, found " + Twine(out.size()));
+  SmallVector<Value> yielded;
+  for (auto [i, t] : llvm::enumerate(out)) {
+    if (t.isTile())
+      error("expected the combine function to return scalars, found a tile");
+    Tile v = t.isWeak() ? cast(t, inputs[i].dtype) : t;
+    if (v.dtype != inputs[i].dtype)
+      error("expected combine result " + Twine(i) + " of dtype " + inputs[i].dtype.str() +
+            ", found " + v.dtype.str());
+    yielded.push_back(v.value);
+  }
+  terminate(yielded);
+}
+
+std::vector<Tile> kiln::Builder::reduce(ArrayRef<Tile> inputs, int axis, const CombineBody &combine,
+                                  bool keepDims) {
+  axis = combineInputs(inputs, axis, "reduction", "reduce");
   SmallVector<Value> srcs;
   SmallVector<Type> resultTypes;
-  SmallVector<int64_t> resultShape(shape);
+  SmallVector<int64_t> resultShape(inputs[0].getShape());
   resultShape.erase(resultShape.begin() + axis);
   for (const Tile &t : inputs) {
     srcs.push_back(materialize(t).value);
@@ -46,32 +79,8 @@ std::vector<Tile> kiln::Builder::reduce(ArrayRef<Tile> inputs, int axis, const C
                                               : Type(RankedTensorType::get(resultShape, elem)));
   }
   auto op = ReduceOp::create(b, loc, resultTypes, srcs, uint32_t(axis));
-  {
-    OpBuilder::InsertionGuard guard(b);
-    Block *block = b.createBlock(&op.getCombineOp());
-    SmallVector<Tile> acc, next;
-    for (unsigned half = 0; half < 2; ++half)
-      for (const Tile &t : inputs) {
-        Type elem = llvm::cast<RankedTensorType>(t.value.getType()).getElementType();
-        Tile arg{block->addArgument(elem, loc), t.dtype, std::nullopt};
-        (half ? next : acc).push_back(arg);
-      }
-    std::vector<Tile> out = combine(acc, next);
-    if (out.size() != inputs.size())
-      error("expected the combine function to return " + Twine(inputs.size()) +
-            " values, found " + Twine(out.size()));
-    SmallVector<Value> yielded;
-    for (auto [i, t] : llvm::enumerate(out)) {
-      if (t.isTile())
-        error("expected the combine function to return scalars, found a tile");
-      Tile v = t.isWeak() ? cast(t, inputs[i].dtype) : t;
-      if (v.dtype != inputs[i].dtype)
-        error("expected combine result " + Twine(i) + " of dtype " + inputs[i].dtype.str() +
-              ", found " + v.dtype.str());
-      yielded.push_back(v.value);
-    }
-    ReduceReturnOp::create(b, loc, yielded);
-  }
+  buildCombiner(op.getCombineOp(), inputs, combine,
+                [&](ValueRange yielded) { ReduceReturnOp::create(b, loc, yielded); });
   std::vector<Tile> results;
   for (auto [i, t] : llvm::enumerate(inputs)) {
     Tile r{op->getResult(i), t.dtype, std::nullopt};

@@ -16,8 +16,10 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "mlir/IR/Region.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
 
@@ -389,7 +391,47 @@ public:
   /// tl.xor_sum (integers).
   Tile xorSum(const Tile &x, int axis, bool keepDims = false);
 
+  //===--------------------------------------------------------------------===//
+  // Scans (BuilderScan.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// tl.associative_scan(inputs, axis, combine_fn, reverse): kiln.scan of same-shape tiles
+  /// along `axis` (negative counts from the end); inclusive, from the end with `reverse`.
+  /// Results have the inputs' dtypes and shapes.
+  std::vector<Tile> scan(llvm::ArrayRef<Tile> inputs, int axis, const CombineBody &combine,
+                         bool reverse = false);
+  /// tl.cumsum(x, axis, reverse, dtype): bf16 is summed in fp32; without `dtype`, integers
+  /// narrower than 32 bits in int32 (signed) or uint32 (unsigned and int1), as in Triton.
+  Tile cumsum(const Tile &x, int axis, bool reverse = false,
+              std::optional<DType> dtype = std::nullopt);
+  /// tl.cumprod(x, axis, reverse): bf16 multiplied in fp32; other dtypes kept (as Triton).
+  Tile cumprod(const Tile &x, int axis, bool reverse = false);
+
+  //===--------------------------------------------------------------------===//
+  // Matrix products (BuilderDot.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// tl.dot(a, b, acc, input_precision, out_dtype, max_num_imprecise_acc) as Triton's
+  /// semantic.dot: `a` M x K and `b` K x N tiles of one dtype, M, N and K powers of two
+  /// >= 16. fp16 -> fp32 or fp16 (`outDType`), bf16 -> fp32, fp32 -> fp32, int8 -> int32
+  /// (`outDType` int32 or the default fp32). `inputPrecision` ("tf32" when empty, "tf32x3",
+  /// "ieee"; any case) applies to fp32 inputs and is ignored for others. `acc`, when given,
+  /// must be the result's dtype and M x N; else the product starts from zeros.
+  Tile dot(const Tile &a, const Tile &b, std::optional<Tile> acc = std::nullopt,
+           llvm::StringRef inputPrecision = "", DType outDType = DType::fp32(),
+           int32_t maxNumImpreciseAcc = 0);
+
 private:
+  /// Checks the inputs of a reduction or scan (`noun` "reduction" or "scan", `verb` "reduce"
+  /// or "scan" in the messages): same-shape tiles, an axis in range. Returns the axis made
+  /// non-negative.
+  int combineInputs(llvm::ArrayRef<Tile> inputs, int axis, llvm::StringRef noun,
+                    llvm::StringRef verb);
+  /// Fills `region` with the combine function of `inputs` (2N scalar block arguments) and
+  /// ends it with `terminate(yielded values)` after checking what `combine` returns.
+  void buildCombiner(mlir::Region &region, llvm::ArrayRef<Tile> inputs,
+                     const CombineBody &combine,
+                     llvm::function_ref<void(mlir::ValueRange)> terminate);
   /// argmax (`greater`) or argmin.
   Tile argExtreme(const Tile &x, int axis, bool keepDims, bool greater);
   /// Triton's binary_op_type_checking: rejects pointer operands where not allowed, promotes

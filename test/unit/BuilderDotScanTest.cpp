@@ -1,0 +1,172 @@
+//===- BuilderDotScanTest.cpp - Tests of the Builder's dot and scans -------===//
+//
+// This file tests tl.dot, tl.associative_scan, tl.cumsum and tl.cumprod in the Builder:
+// result dtypes and shapes, the kiln.dot / kiln.scan they build, Triton's dtype rules (fp16
+// accumulators, int8 -> int32, cumsum widening narrow integers, bf16 scanned in fp32), and
+// their error messages at the user's location.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Compiler.h"
+#include "kiln/Frontend/Builder.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+using kiln::CompileError;
+using kiln::DType;
+using kiln::Tile;
+
+namespace {
+
+std::string print(mlir::Operation *op) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  op->print(os);
+  return s;
+}
+
+class BuilderDotScanTest : public ::testing::Test {
+protected:
+  mlir::MLIRContext ctx;
+  kiln::Builder b{ctx};
+
+  void SetUp() override {
+    kiln::initializeContext(ctx);
+    b.setLocation("mm.py", 7, 9);
+    b.beginKernel("mm", {{"f32", DType::pointerTo(DType::fp32()), 16},
+                         {"f16", DType::pointerTo(DType::fp16()), 16},
+                         {"bf16", DType::pointerTo(DType::bf16()), 16},
+                         {"i8", DType::pointerTo(DType::int8()), 16},
+                         {"i32", DType::pointerTo(DType::int32()), 16}});
+  }
+  /// A rows x cols tile loaded from kernel argument `arg`.
+  Tile tile(unsigned arg, int64_t rows, int64_t cols) {
+    Tile r = b.expandDims(b.arange(0, rows), 1), c = b.expandDims(b.arange(0, cols), 0);
+    Tile off = b.add(b.mul(r, b.intConst(cols)), c);
+    return b.load(b.add(b.arg(arg), off));
+  }
+  std::string errorOf(const std::function<void()> &fn) {
+    try {
+      fn();
+    } catch (const CompileError &e) {
+      return e.what();
+    }
+    return "no error";
+  }
+  static std::string at(const std::string &message) {
+    return "mm.py:7:9: error: in kernel 'mm': " + message;
+  }
+};
+
+TEST_F(BuilderDotScanTest, DotResultDtypesFollowTriton) {
+  Tile f16 = tile(1, 32, 16), f16b = tile(1, 16, 64);
+  Tile d = b.dot(f16, f16b);
+  EXPECT_EQ(d.dtype, DType::fp32());
+  EXPECT_EQ(d.getShape(), llvm::ArrayRef<int64_t>({32, 64}));
+  EXPECT_EQ(b.dot(f16, f16b, std::nullopt, "", DType::fp16()).dtype, DType::fp16());
+  EXPECT_EQ(b.dot(tile(2, 16, 16), tile(2, 16, 16)).dtype, DType::fp32());
+  // int8 accumulates in int32 with the default out_dtype (fp32) as with int32.
+  EXPECT_EQ(b.dot(tile(3, 16, 32), tile(3, 32, 16)).dtype, DType::int32());
+  EXPECT_EQ(b.dot(tile(3, 16, 32), tile(3, 32, 16), std::nullopt, "", DType::int32()).dtype,
+            DType::int32());
+  std::string ir = print(*b.finishKernel());
+  EXPECT_NE(ir.find("kiln.dot"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("tensor<32x16xf16> * tensor<16x64xf16> -> tensor<32x64xf16>"),
+            std::string::npos)
+      << ir;
+  EXPECT_NE(ir.find("tensor<16x32xi8> * tensor<32x16xi8> -> tensor<16x16xi32>"),
+            std::string::npos)
+      << ir;
+}
+
+TEST_F(BuilderDotScanTest, DotFp32PrecisionAndAccumulator) {
+  Tile a = tile(0, 16, 16), c = tile(0, 16, 16);
+  Tile d = b.dot(a, a, c, "IEEE");
+  Tile e = b.dot(a, a, d, "tf32x3");
+  b.dot(a, e);
+  // For non-fp32 inputs the precision is ignored, as in Triton (allow_tf32=False on fp16).
+  b.dot(tile(1, 16, 16), tile(1, 16, 16), std::nullopt, "ieee");
+  std::string ir = print(*b.finishKernel());
+  EXPECT_NE(ir.find("inputPrecision = ieee"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("inputPrecision = tf32x3"), std::string::npos) << ir;
+}
+
+TEST_F(BuilderDotScanTest, DotErrors) {
+  EXPECT_EQ(errorOf([&] { b.dot(tile(1, 16, 32), tile(1, 16, 16)); }),
+            at("expected the K dimensions of dot to match (a is M x K, b is K x N), found a "
+               "fp16[16, 32] (K = 32) and b fp16[16, 16] (K = 16)"));
+  EXPECT_EQ(errorOf([&] { b.dot(tile(1, 8, 16), tile(1, 16, 16)); }),
+            at("expected every dot dimension to be a power of two >= 16, found M = 8 (a "
+               "fp16[8, 16], b fp16[16, 16])"));
+  EXPECT_EQ(errorOf([&] { b.dot(tile(1, 16, 16), tile(2, 16, 16)); }),
+            at("expected a and b of one dtype for dot, found fp16 and bf16"));
+  EXPECT_EQ(errorOf([&] { b.dot(tile(4, 16, 16), tile(4, 16, 16)); }),
+            at("expected dot operands of dtype fp16, bf16, fp32 or int8, found int32"));
+  EXPECT_EQ(errorOf([&] { b.dot(tile(2, 16, 16), tile(2, 16, 16), std::nullopt, "", DType::bf16()); }),
+            at("expected out_dtype fp32 for dot of bf16 tiles, found bf16 (cast the fp32 result "
+               "with .to(tl.bfloat16))"));
+  EXPECT_EQ(errorOf([&] { b.dot(tile(0, 16, 16), tile(0, 16, 16), tile(0, 16, 32)); }),
+            at("expected the dot accumulator to be fp32[16, 16], found fp32[16, 32]"));
+  EXPECT_EQ(errorOf([&] { b.dot(tile(1, 16, 16), tile(1, 16, 16), tile(1, 16, 16)); }),
+            at("expected the dot accumulator to be fp32[16, 16], found fp16[16, 16]"));
+  EXPECT_EQ(errorOf([&] { b.dot(tile(0, 16, 16), tile(0, 16, 16), std::nullopt, "fp64"); }),
+            at("expected input_precision 'tf32', 'tf32x3' or 'ieee' for dot, found 'fp64'"));
+  EXPECT_EQ(errorOf([&] { b.dot(b.arange(0, 16), tile(0, 16, 16)); }),
+            at("expected two 2-D tiles for dot, found int32[16] and fp32[16, 16]"));
+}
+
+TEST_F(BuilderDotScanTest, CumsumDtypesAndAxes) {
+  Tile i8 = tile(3, 16, 32);
+  Tile s = b.cumsum(i8, 1);
+  EXPECT_EQ(s.dtype, DType::int32());
+  EXPECT_EQ(s.getShape(), llvm::ArrayRef<int64_t>({16, 32}));
+  EXPECT_EQ(b.cumsum(b.lt(i8, b.intConst(0)), 0).dtype, DType::uint32()); // int1 is unsigned
+  EXPECT_EQ(b.cumsum(tile(2, 16, 16), -1).dtype, DType::fp32());          // bf16 in fp32
+  EXPECT_EQ(b.cumsum(tile(1, 16, 16), 0).dtype, DType::fp16());
+  EXPECT_EQ(b.cumsum(i8, 0, false, DType::int64()).dtype, DType::int64());
+  EXPECT_EQ(b.cumprod(i8, 0).dtype, DType::int8()); // Triton does not widen cumprod
+  EXPECT_EQ(b.cumprod(tile(2, 16, 16), 1, true).dtype, DType::fp32());
+  std::string ir = print(*b.finishKernel());
+  EXPECT_NE(ir.find("kiln.scan(%"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("axis = 1 reverse"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("arith.muli"), std::string::npos) << ir;
+}
+
+TEST_F(BuilderDotScanTest, AssociativeScanWithTwoOperands) {
+  Tile x = tile(0, 16, 32), idx = tile(4, 16, 32);
+  std::vector<Tile> out =
+      b.scan({x, idx}, 1, [&](llvm::ArrayRef<Tile> a, llvm::ArrayRef<Tile> n) {
+        Tile keep = b.ge(a[0], n[0]);
+        return std::vector<Tile>{b.where(keep, a[0], n[0]), b.where(keep, a[1], n[1])};
+      });
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].dtype, DType::fp32());
+  EXPECT_EQ(out[1].dtype, DType::int32());
+  std::string ir = print(*b.finishKernel());
+  EXPECT_NE(ir.find("(tensor<16x32xf32>, tensor<16x32xi32>) -> (tensor<16x32xf32>, "
+                    "tensor<16x32xi32>)"),
+            std::string::npos)
+      << ir;
+}
+
+TEST_F(BuilderDotScanTest, ScanErrors) {
+  EXPECT_EQ(errorOf([&] { b.cumsum(b.intConst(3), 0); }),
+            at("expected a tile for cumsum, found a scalar of int32"));
+  EXPECT_EQ(errorOf([&] { b.cumprod(tile(0, 16, 16), 2); }),
+            at("expected a scan axis in [-2, 2), found 2"));
+  EXPECT_EQ(errorOf([&] {
+              b.scan({tile(0, 16, 16), tile(4, 16, 32)}, 0,
+                     [&](llvm::ArrayRef<Tile> a, llvm::ArrayRef<Tile>) { return a.vec(); });
+            }),
+            at("expected the tiles of a scan to share one shape, found [16, 16] and [16, 32]"));
+  EXPECT_EQ(errorOf([&] {
+              b.scan({tile(0, 16, 16)}, 0, [&](llvm::ArrayRef<Tile> a, llvm::ArrayRef<Tile> n) {
+                return std::vector<Tile>{b.cast(b.add(a[0], n[0]), DType::fp16())};
+              });
+            }),
+            at("expected combine result 0 of dtype fp32, found fp16"));
+}
+
+} // namespace
