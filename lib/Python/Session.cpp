@@ -349,6 +349,43 @@ std::vector<Handle> py::Session::reduce(const std::vector<Handle> &inputs, int a
   });
 }
 
+std::vector<Handle> py::Session::scan(const std::vector<Handle> &inputs, int axis,
+                                      const CombineBody &combine, bool reverse) {
+  return translate([&] {
+    std::vector<Tile> results = impl->builder.scan(
+        impl->tiles(inputs), axis,
+        [&](llvm::ArrayRef<Tile> acc, llvm::ArrayRef<Tile> next) {
+          return impl->tiles(combine(impl->handles(acc.vec()), impl->handles(next.vec())));
+        },
+        reverse);
+    return impl->handles(results);
+  });
+}
+
+Handle py::Session::scanOp(const std::string &op, Handle x, int axis, bool reverse,
+                           const std::string &dtype) {
+  return translate([&] {
+    std::optional<DType> d;
+    if (!dtype.empty())
+      d = impl->parseDType(dtype);
+    if (op == "cumsum")
+      return impl->add(impl->builder.cumsum(impl->get(x), axis, reverse, d));
+    if (op == "cumprod" && !d)
+      return impl->add(impl->builder.cumprod(impl->get(x), axis, reverse));
+    impl->builder.error("internal error: unknown scan '" + op + "'" +
+                        (d ? " with a dtype" : ""));
+  });
+}
+
+Handle py::Session::dot(Handle a, Handle b, Handle acc, const std::string &inputPrecision,
+                        const std::string &outDtype, int32_t maxNumImpreciseAcc) {
+  return translate([&] {
+    DType out = impl->parseDType(outDtype);
+    return impl->add(impl->builder.dot(impl->get(a), impl->get(b), impl->optional(acc),
+                                       inputPrecision, out, maxNumImpreciseAcc));
+  });
+}
+
 std::vector<Handle> py::Session::forLoop(Handle lb, Handle ub, Handle step,
                                          const std::vector<Handle> &inits, const ForBody &body,
                                          const std::vector<std::string> &names) {

@@ -132,6 +132,13 @@ PYBIND11_MODULE(_C, m) {
       .def("trans", &Session::trans)
       .def("reduce_op", &Session::reduceOp)
       .def("reduce", &Session::reduce)
+      .def("scan", &Session::scan, pyb::arg("inputs"), pyb::arg("axis"), pyb::arg("combine"),
+           pyb::arg("reverse") = false)
+      .def("scan_op", &Session::scanOp, pyb::arg("op"), pyb::arg("x"), pyb::arg("axis"),
+           pyb::arg("reverse") = false, pyb::arg("dtype") = "")
+      .def("dot", &Session::dot, pyb::arg("a"), pyb::arg("b"), pyb::arg("acc") = -1,
+           pyb::arg("input_precision") = "", pyb::arg("out_dtype") = "fp32",
+           pyb::arg("max_num_imprecise_acc") = 0)
       .def("for_loop", &Session::forLoop)
       .def("if_then_else", &Session::ifThenElse)
       .def("while_loop", &Session::whileLoop);

@@ -167,6 +167,22 @@ public:
                              const CombineBody &combine, bool keepDims = false);
 
   //===--------------------------------------------------------------------===//
+  // Scans and matrix products
+  //===--------------------------------------------------------------------===//
+
+  /// tl.associative_scan(inputs, axis, combine_fn, reverse) over same-shape tiles.
+  std::vector<Handle> scan(const std::vector<Handle> &inputs, int axis,
+                           const CombineBody &combine, bool reverse = false);
+  /// A scan by name along `axis`: cumsum (with `dtype`, a dtype name or "" for Triton's
+  /// default) or cumprod (`dtype` must be "").
+  Handle scanOp(const std::string &op, Handle x, int axis, bool reverse = false,
+                const std::string &dtype = "");
+  /// tl.dot(a, b, acc, input_precision, out_dtype, max_num_imprecise_acc): Builder::dot;
+  /// `acc` -1 for none, `inputPrecision` "" for the default (tf32).
+  Handle dot(Handle a, Handle b, Handle acc = -1, const std::string &inputPrecision = "",
+             const std::string &outDtype = "fp32", int32_t maxNumImpreciseAcc = 0);
+
+  //===--------------------------------------------------------------------===//
   // Control flow (bodies are called once, with the insertion point inside the region)
   //===--------------------------------------------------------------------===//
 
