@@ -401,7 +401,9 @@ class CodeGenerator:
             raise TypeError("'**' is not supported on tensors (use multiplication, or "
                             "tl.exp2(y * tl.log2(x)))")
         if op == "matmul":
-            raise NotImplementedError("'@' (tl.dot) is not supported by Kiln yet")
+            # Triton's tensor.__matmul__: tl.dot(a, b) with its defaults.
+            from .language import dot
+            return dot(a, b)
         for x in (a, b):
             if isinstance(x, tuple):
                 raise TypeError(f"expected a tensor or a number for "

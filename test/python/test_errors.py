@@ -491,9 +491,9 @@ def uses_chained_compare(x_ptr, n):
 
 
 @kiln.jit
-def uses_dot(x_ptr, n):
+def uses_sort(x_ptr, n):
     a = tl.load(x_ptr + tl.arange(0, 16)[:, None] + tl.arange(0, 16)[None, :])
-    c = tl.dot(a, a)  # ERR
+    c = tl.sort(a)  # ERR
     tl.store(x_ptr, 1.0)
 
 
@@ -522,7 +522,7 @@ def uses_subscript_store(x_ptr, n):
     (uses_with, r"unsupported construct: 'with' statements"),
     (uses_try, r"unsupported construct: 'try' statements"),
     (uses_chained_compare, r"unsupported construct: chained comparisons"),
-    (uses_dot, r"tl\.dot is not supported by Kiln yet"),
+    (uses_sort, r"tl\.sort is not supported by Kiln yet"),
     (uses_atomic, r"tl\.atomic_add is not supported by Kiln yet"),
     (uses_sorted, r"Python builtin 'sorted' is not supported in kernels"),
     (uses_subscript_store, r"unsupported construct: assignments to subscripts"),

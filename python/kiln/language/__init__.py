@@ -19,7 +19,8 @@ __all__ = [
     "sin", "cos", "erf", "floor", "ceil", "abs", "fdiv", "cdiv", "sigmoid", "expand_dims",
     "broadcast_to", "broadcast", "reshape", "view", "trans", "permute", "cast",
     "multiple_of", "max_contiguous", "max_constancy", "static_range", "range", "sum", "max",
-    "min", "argmax", "argmin", "xor_sum", "reduce", "softmax",
+    "min", "argmax", "argmin", "xor_sum", "reduce", "softmax", "associative_scan", "cumsum",
+    "cumprod", "dot",
     "static_assert", "static_print", "device_print", "device_assert", "constexpr", "dtype",
     "pointer_type", "block_type", "tensor", "PropagateNan", "int1", "int8", "int16", "int32",
     "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32",
@@ -544,14 +545,86 @@ def softmax(x, dim=None, keep_dims=False, ieee_rounding=False):
 
 
 # ---------------------------------------------------------------------------------------
+# Scans
+# ---------------------------------------------------------------------------------------
+
+def _scan_axis(x, axis, what):
+    if _unwrap(axis) is None:
+        raise TypeError(f"expected a constexpr integer for {what} axis, found None")
+    return _const_int(axis, f"{what} axis")
+
+
+@builtin
+def associative_scan(input, axis, combine_fn, reverse=False):
+    """Inclusive scan of `input` (a tile or a tuple of same-shape tiles) along `axis` with
+    `combine_fn`, a @kiln.jit function of (accumulators..., values...) returning the combined
+    values; `reverse` scans from the end. Results have the inputs' dtypes and shapes."""
+    g = _gen()
+    single = not isinstance(input, tuple)
+    inputs = [_t(x) for x in ((input,) if single else input)]
+
+    def combine(acc, new):
+        r = g.call_function(combine_fn, [_wrap(h) for h in list(acc) + list(new)])
+        r = r if isinstance(r, tuple) else (r,)
+        return [g.to_tensor(v).handle for v in r]
+    out = g.session.scan([x.handle for x in inputs], _scan_axis(inputs[0], axis, "scan"),
+                         combine, _const_bool(reverse, "reverse"))
+    vals = tuple(_wrap(h) for h in out)
+    return vals[0] if single else vals
+
+
+@builtin
+def cumsum(input, axis=0, reverse=False, dtype=None):
+    """Cumulative sum along `axis` (inclusive; from the end with `reverse`). As Triton: bf16
+    is summed in fp32 and, unless `dtype` is given, integers narrower than 32 bits in int32
+    (uint32 for unsigned ones and int1)."""
+    d = "" if _unwrap(dtype) is None else _dtype(dtype, "cumsum dtype").name
+    return _wrap(_gen().session.scan_op("cumsum", _t(input).handle,
+                                        _scan_axis(input, axis, "cumsum"),
+                                        _const_bool(reverse, "reverse"), d))
+
+
+@builtin
+def cumprod(input, axis=0, reverse=False):
+    """Cumulative product along `axis` (inclusive; from the end with `reverse`); bf16 is
+    multiplied in fp32, other dtypes are kept (as Triton)."""
+    return _wrap(_gen().session.scan_op("cumprod", _t(input).handle,
+                                        _scan_axis(input, axis, "cumprod"),
+                                        _const_bool(reverse, "reverse")))
+
+
+# ---------------------------------------------------------------------------------------
+# Matrix product
+# ---------------------------------------------------------------------------------------
+
+@builtin
+def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
+        max_num_imprecise_acc=None, out_dtype=float32):
+    """The matrix product of two 2-D tiles (M x K and K x N; M, N, K powers of two >= 16)
+    plus `acc` (zeros when None): fp16 -> fp32 or fp16 (`out_dtype`), bf16 -> fp32,
+    fp32 -> fp32, int8 -> int32. For fp32 inputs `input_precision` is "tf32" (the default,
+    as Triton), "tf32x3" or "ieee"; `allow_tf32=False` means "ieee"."""
+    precision = _unwrap(input_precision)
+    tf32 = _unwrap(allow_tf32)
+    if precision is not None and tf32 is not None:
+        raise ValueError("only one of input_precision and allow_tf32 can be given to tl.dot")
+    if precision is None:
+        precision = "tf32" if tf32 is None or tf32 else "ieee"
+    precision = _const_str(precision, "dot input_precision")
+    imprecise = _unwrap(max_num_imprecise_acc)
+    imprecise = 0 if imprecise is None else _const_int(imprecise, "max_num_imprecise_acc")
+    out = _dtype(out_dtype, "dot out_dtype")
+    if _unwrap(acc) is not None and not isinstance(acc, tensor):
+        raise TypeError(f"expected a tile accumulator for tl.dot, found {_describe(acc)}")
+    return _wrap(_gen().session.dot(_t(input).handle, _t(other).handle, _opt(acc), precision,
+                                    out.name, imprecise))
+
+
+# ---------------------------------------------------------------------------------------
 # Not implemented yet: present, named in the error
 # ---------------------------------------------------------------------------------------
 
-dot = _unsupported("dot", "not supported by Kiln yet (tensor cores: a later release)")
 dot_scaled = _unsupported("dot_scaled")
-cumsum = _unsupported("cumsum")
-cumprod = _unsupported("cumprod")
-associative_scan = _unsupported("associative_scan")
 sort = _unsupported("sort")
 histogram = _unsupported("histogram")
 atomic_add = _unsupported("atomic_add")
@@ -594,9 +667,18 @@ def _to(input, dtype, fp_downcast_rounding=None, bitcast=False):
 _to.__name__ = "to"
 for _fn in (_to, broadcast_to, expand_dims, reshape, view, trans, permute, exp, exp2, log, log2,
             sqrt, rsqrt, sin, cos, erf, floor, ceil, abs, cdiv, sigmoid, sum, max, min, argmax,
-            argmin, reduce, xor_sum, softmax, cumsum, cumprod, sort, multiple_of,
-            max_contiguous, max_constancy, cast):
+            argmin, reduce, xor_sum, softmax, associative_scan, cumsum, cumprod, sort,
+            multiple_of, max_contiguous, max_constancy, cast):
     setattr(tensor, _fn.__name__, _member(_fn))
 tensor.T = property(lambda self: trans(self))
+
+
+def _matmul(self, other):
+    return dot(self, other)
+
+
+_matmul.__name__ = "__matmul__"
+_matmul.__kiln_builtin__ = True
+tensor.__matmul__ = _matmul
 
 from . import math  # noqa: E402,F401

@@ -1,0 +1,587 @@
+"""tl.dot (and `a @ b`), tl.cumsum, tl.cumprod and tl.associative_scan.
+
+- Triton's tutorial matmul kernel (03-matrix-multiplication: grouped ordering, masks on K;
+  only the imports changed, and the output is stored in the output pointer's dtype) on the CPU
+  backend with numpy arrays, against numpy float64 products of the same (rounded) inputs:
+  fp16 (fp32 accumulation, fp32 and fp16 outputs), bf16 (ml_dtypes), fp32 with
+  input_precision="ieee" (tight) and the default tf32 (looser, and measurably not ieee),
+  int8 -> int32 (exact); shapes aligned and not (100 x 72 x 48 with 32/64 blocks);
+- the same matmul cases marked `gpu` (torch CUDA tensors, or kiln device arrays without
+  torch), skipped without a GPU;
+- scans of 2-D tiles along both axes, reversed, with Triton's dtype rules; associative_scan
+  with a user combine (running max) and with two operands (a first-order linear recurrence,
+  forwards and backwards);
+- errors (K mismatch, dimensions below 16, dtype pairs, accumulators, precision names, scan
+  axes and combine results) at the user's line with what was expected.
+"""
+import inspect
+import re
+
+import numpy as np
+import pytest
+
+import kiln
+import kiln.language as tl
+
+CPU = dict(device="cpu")
+
+
+def f64(a):
+    return np.asarray(a).astype(np.float64)
+
+
+def relerr(out, ref):
+    out, ref = f64(out), f64(ref)
+    return float(np.linalg.norm((out - ref).ravel()) / max(np.linalg.norm(ref.ravel()), 1e-300))
+
+
+def bf16():
+    return pytest.importorskip("ml_dtypes").bfloat16
+
+
+def st(a, d):
+    """Stride of dimension d in elements."""
+    return a.strides[d] // a.itemsize
+
+
+# ---------------------------------------------------------------- the tutorial kernel
+
+@kiln.jit
+def matmul_kernel(
+        a_ptr, b_ptr, c_ptr,
+        M, N, K,
+        stride_am, stride_ak,
+        stride_bk, stride_bn,
+        stride_cm, stride_cn,
+        BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+        GROUP_SIZE_M: tl.constexpr, ACC_DTYPE: tl.constexpr, PRECISION: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
+    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
+    offs_k = tl.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=ACC_DTYPE)
+    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+        accumulator = tl.dot(a, b, accumulator, input_precision=PRECISION)
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+    c = accumulator.to(c_ptr.dtype.element_ty)
+
+    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+
+# (M, N, K, BLOCK_M, BLOCK_N, BLOCK_K): aligned, unaligned everywhere, K shorter than a block.
+# (Blocks stay small: the host compile of a 64 x 32 x 64 dot takes ~40 s on 2 cores.)
+SHAPES = [(64, 64, 64, 32, 32, 32), (100, 72, 48, 32, 64, 32), (37, 90, 20, 16, 32, 16)]
+
+# (input dtype, output dtype, accumulator dtype, input_precision, tolerance on ||err||/||ref||).
+# The reference is the float64 product of the rounded inputs: what is left is fp32
+# accumulation (1e-5), the fp16 output's rounding (2^-11), or tf32's 10-bit inputs.
+CASES = {
+    "fp16": ("float16", "float32", tl.float32, None, 1e-5),
+    "fp16-out-fp16": ("float16", "float16", tl.float32, None, 2e-3),
+    "bf16": ("bfloat16", "float32", tl.float32, None, 1e-5),
+    "fp32-ieee": ("float32", "float32", tl.float32, "ieee", 1e-6),
+    "fp32-tf32x3": ("float32", "float32", tl.float32, "tf32x3", 1e-5),
+    "fp32-tf32": ("float32", "float32", tl.float32, None, 5e-3),
+    "int8": ("int8", "int32", tl.int32, None, 0.0),
+}
+
+
+def make_inputs(case, M, N, K, seed=0):
+    in_dtype = CASES[case][0]
+    rng = np.random.default_rng(seed)
+    if in_dtype == "int8":
+        a = rng.integers(-128, 128, (M, K), dtype=np.int8)
+        b = rng.integers(-128, 128, (K, N), dtype=np.int8)
+    else:
+        np_in = bf16() if in_dtype == "bfloat16" else np.dtype(in_dtype)
+        a = rng.standard_normal((M, K), dtype=np.float32).astype(np_in)
+        b = rng.standard_normal((K, N), dtype=np.float32).astype(np_in)
+    return a, b
+
+
+def launch_matmul(a, b, c, M, N, K, BM, BN, BK, acc_dtype, precision, **launch):
+    grid = (kiln.cdiv(M, BM) * kiln.cdiv(N, BN),)
+    sa, sb, sc = launch.pop("strides")
+    matmul_kernel[grid](a, b, c, M, N, K, *sa, *sb, *sc, BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN,
+                        BLOCK_SIZE_K=BK, GROUP_SIZE_M=2, ACC_DTYPE=acc_dtype,
+                        PRECISION=precision, **launch)
+
+
+def check(case, out, a, b):
+    _, _, _, _, tol = CASES[case]
+    ref = f64(a) @ f64(b)
+    if tol == 0.0:
+        assert out.dtype == np.int32
+        np.testing.assert_array_equal(out.astype(np.int64), ref.astype(np.int64))
+    else:
+        err = relerr(out, ref)
+        assert err < tol, f"{case}: relative error {err:.3g} >= {tol}"
+    return ref
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("case", list(CASES))
+def test_tutorial_matmul_cpu(case, shape):
+    M, N, K, BM, BN, BK = shape
+    _, out_dtype, acc_dtype, precision, _ = CASES[case]
+    a, b = make_inputs(case, M, N, K)
+    c = np.full((M, N), -7, dtype=np.dtype(out_dtype))  # poison: every element is written
+    launch_matmul(a, b, c, M, N, K, BM, BN, BK, acc_dtype, precision,
+                  strides=((st(a, 0), st(a, 1)), (st(b, 0), st(b, 1)), (st(c, 0), st(c, 1))),
+                  **CPU)
+    ref = check(case, c, a, b)
+    if case == "fp32-tf32":
+        # Triton's default for fp32 is TF32: measurably less exact than ieee.
+        assert relerr(c, ref) > 1e-5
+
+
+def test_matmul_transposed_b_strides_cpu():
+    # b given as the transpose of a row-major N x K array: only the strides change.
+    M, N, K = 64, 32, 48
+    a, bt = make_inputs("fp16", M, K, K)[0], make_inputs("fp16", N, K, K, seed=1)[0]
+    b = bt.T
+    c = np.zeros((M, N), np.float32)
+    launch_matmul(a, b, c, M, N, K, 32, 32, 16, tl.float32, None,
+                  strides=((st(a, 0), st(a, 1)), (st(b, 0), st(b, 1)), (st(c, 0), st(c, 1))),
+                  **CPU)
+    check("fp16", c, a, b)
+
+
+# ---------------------------------------------------------------- dot variants in one tile
+
+@kiln.jit
+def tile_dot_kernel(a_ptr, b_ptr, acc_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr,
+                    K: tl.constexpr, MODE: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rk = tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    acc = tl.load(acc_ptr + rm[:, None] * N + rn[None, :])
+    if MODE == "matmul":
+        c = a @ b + acc
+    elif MODE == "acc":
+        c = tl.dot(a, b, acc, allow_tf32=False)
+    elif MODE == "fp16-acc":
+        c = tl.dot(a, b, acc.to(tl.float16), out_dtype=tl.float16)
+    else:  # "trans": a @ (b^T)^T
+        c = tl.dot(a, tl.trans(tl.trans(b)), input_precision="ieee") + acc
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
+
+
+@pytest.mark.parametrize("mode", ["matmul", "acc", "trans"])
+def test_matmul_operator_and_accumulator_fp32(mode):
+    M, N, K = 32, 16, 64
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((M, K), dtype=np.float32)
+    b = rng.standard_normal((K, N), dtype=np.float32)
+    acc = rng.standard_normal((M, N), dtype=np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    tile_dot_kernel[(1,)](a, b, acc, c, M, N, K, MODE=mode, **CPU)
+    ref = f64(a) @ f64(b) + f64(acc)
+    # `a @ b` is tl.dot's default: TF32 for fp32 inputs; allow_tf32=False is ieee.
+    tol = 5e-3 if mode == "matmul" else 1e-6
+    assert relerr(c, ref) < tol
+    if mode == "matmul":
+        assert relerr(c, ref) > 1e-5
+
+
+def test_fp16_accumulator():
+    M, N, K = 16, 32, 32
+    rng = np.random.default_rng(4)
+    a = (rng.standard_normal((M, K), dtype=np.float32) * 0.25).astype(np.float16)
+    b = (rng.standard_normal((K, N), dtype=np.float32) * 0.25).astype(np.float16)
+    acc = rng.standard_normal((M, N), dtype=np.float32)
+    c = np.full((M, N), np.nan, np.float32)
+    tile_dot_kernel[(1,)](a, b, acc, c, M, N, K, MODE="fp16-acc", **CPU)
+    ref = f64(a) @ f64(b) + f64(acc.astype(np.float16))
+    assert relerr(c, ref) < 4e-3
+
+
+# ---------------------------------------------------------------- GPU (skipped without one)
+
+def _gpu_arrays():
+    """(to_device(numpy array), to_numpy(device array)): torch CUDA tensors when torch has
+    CUDA, else kiln device arrays."""
+    try:
+        import torch
+        if torch.cuda.is_available():
+            def to_dev(x):
+                if x.dtype == bf16():
+                    return torch.from_numpy(x.astype(np.float32)).to(torch.bfloat16).cuda()
+                return torch.from_numpy(np.ascontiguousarray(x)).cuda()
+
+            def to_np(t):
+                torch.cuda.synchronize()
+                return t.cpu().numpy()
+            return to_dev, to_np
+    except ImportError:
+        pass
+
+    def to_dev_k(x):
+        return kiln.from_numpy(np.ascontiguousarray(x))
+
+    def to_np_k(t):
+        kiln.synchronize()
+        return t.numpy()
+    return to_dev_k, to_np_k
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("case", list(CASES))
+def test_tutorial_matmul_gpu(case, shape):
+    M, N, K, BM, BN, BK = shape
+    _, out_dtype, acc_dtype, precision, _ = CASES[case]
+    to_dev, to_np = _gpu_arrays()
+    a, b = make_inputs(case, M, N, K)
+    c = np.full((M, N), -7, dtype=np.dtype(out_dtype))
+    da, db, dc = to_dev(a), to_dev(b), to_dev(c)
+    launch_matmul(da, db, dc, M, N, K, BM, BN, BK, acc_dtype, precision,
+                  strides=((K, 1), (N, 1), (N, 1)), device="gpu")
+    ref = check(case, to_np(dc), a, b)
+    if case == "fp32-tf32":
+        assert relerr(to_np(dc), ref) > 1e-5
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["matmul", "acc", "trans"])
+def test_matmul_operator_and_accumulator_fp32_gpu(mode):
+    M, N, K = 32, 16, 64
+    to_dev, to_np = _gpu_arrays()
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((M, K), dtype=np.float32)
+    b = rng.standard_normal((K, N), dtype=np.float32)
+    acc = rng.standard_normal((M, N), dtype=np.float32)
+    dc = to_dev(np.full((M, N), np.nan, np.float32))
+    tile_dot_kernel[(1,)](to_dev(a), to_dev(b), to_dev(acc), dc, M, N, K, MODE=mode,
+                          device="gpu")
+    ref = f64(a) @ f64(b) + f64(acc)
+    assert relerr(to_np(dc), ref) < (5e-3 if mode == "matmul" else 1e-6)
+
+
+# ---------------------------------------------------------------- scans
+
+@kiln.jit
+def scan_kernel(x_ptr, y_ptr, M: tl.constexpr, N: tl.constexpr, OP: tl.constexpr,
+                AXIS: tl.constexpr, REVERSE: tl.constexpr):
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + offs)
+    if OP == "cumsum":
+        y = tl.cumsum(x, axis=AXIS, reverse=REVERSE)
+    elif OP == "cumprod":
+        y = tl.cumprod(x, AXIS, REVERSE)
+    elif OP == "method":
+        y = x.cumsum(AXIS, reverse=REVERSE)
+    else:
+        y = x.cumprod(axis=AXIS, reverse=REVERSE)
+    tl.store(y_ptr + offs, y)
+
+
+def np_scan(x, op, axis, reverse):
+    x = f64(x)
+    if reverse:
+        x = np.flip(x, axis)
+    y = np.cumsum(x, axis) if op in ("cumsum", "method") else np.cumprod(x, axis)
+    return np.flip(y, axis) if reverse else y
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "method", "method-prod"])
+def test_scan_float32(op, axis, reverse):
+    M, N = 16, 32
+    rng = np.random.default_rng(5)
+    if op in ("cumprod", "method-prod"):
+        x = rng.uniform(0.7, 1.4, (M, N)).astype(np.float32)
+    else:
+        x = rng.standard_normal((M, N), dtype=np.float32)
+    y = np.full((M, N), np.nan, np.float32)
+    scan_kernel[(1,)](x, y, M, N, OP=op, AXIS=axis, REVERSE=reverse, **CPU)
+    assert relerr(y, np_scan(x, op, axis, reverse)) < 1e-6
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_cumsum_int8_widens_to_int32(axis, reverse):
+    # 64 values of 100 overflow int8 at once: the scan runs in int32 (Triton's rule).
+    M, N = 64, 64
+    x = np.full((M, N), 100, np.int8)
+    x[::3] = -77
+    y = np.zeros((M, N), np.int32)
+    scan_kernel[(1,)](x, y, M, N, OP="cumsum", AXIS=axis, REVERSE=reverse, **CPU)
+    np.testing.assert_array_equal(y, np_scan(x, "cumsum", axis, reverse).astype(np.int32))
+
+
+def test_cumprod_int32_and_bf16():
+    M, N = 16, 16
+    rng = np.random.default_rng(6)
+    x = rng.integers(-3, 4, (M, N)).astype(np.int32)
+    y = np.zeros((M, N), np.int32)
+    scan_kernel[(1,)](x, y, M, N, OP="cumprod", AXIS=1, REVERSE=False, **CPU)
+    np.testing.assert_array_equal(y, np.cumprod(x.astype(np.int64), 1).astype(np.int32))
+    # bf16 is scanned in fp32 and rounded once when stored.
+    xb = rng.uniform(0.7, 1.4, (M, N)).astype(np.float32).astype(bf16())
+    yb = np.zeros((M, N), bf16())
+    scan_kernel[(1,)](xb, yb, M, N, OP="cumsum", AXIS=0, REVERSE=False, **CPU)
+    ref = np_scan(xb, "cumsum", 0, False)
+    assert relerr(yb, ref) < 4e-3
+    np.testing.assert_array_equal(yb, ref.astype(np.float32).astype(bf16()))
+
+
+@kiln.jit
+def scan_dtypes_kernel(i8_ptr, u8_ptr, bf_ptr, f16_ptr):
+    offs = tl.arange(0, 16)
+    i8 = tl.load(i8_ptr + offs)
+    u8 = tl.load(u8_ptr + offs)
+    bf = tl.load(bf_ptr + offs)
+    h = tl.load(f16_ptr + offs)
+    tl.static_assert(tl.cumsum(i8).dtype == tl.int32)
+    tl.static_assert(tl.cumsum(u8).dtype == tl.uint32)
+    tl.static_assert(tl.cumsum(i8 > 0).dtype == tl.uint32)
+    tl.static_assert(tl.cumsum(i8, dtype=tl.int64).dtype == tl.int64)
+    tl.static_assert(tl.cumsum(bf).dtype == tl.float32)
+    tl.static_assert(tl.cumsum(h).dtype == tl.float16)
+    tl.static_assert(tl.cumprod(i8).dtype == tl.int8)
+    tl.static_assert(tl.cumprod(bf).dtype == tl.float32)
+    tl.store(i8_ptr + offs, tl.cumsum(i8).to(tl.int8))
+
+
+def test_scan_dtypes_follow_triton():
+    kiln.compile(scan_dtypes_kernel, signature={"i8_ptr": "*i8", "u8_ptr": "*u8",
+                                                "bf_ptr": "*bf16", "f16_ptr": "*fp16"})
+
+
+@kiln.jit
+def _max_combine(a, b):
+    return tl.maximum(a, b)
+
+
+@kiln.jit
+def _linear_combine(a1, b1, a2, b2):
+    # (a1, b1) then (a2, b2): h -> a2 * (a1 * h + b1) + b2.
+    return a1 * a2, a2 * b1 + b2
+
+
+@kiln.jit
+def assoc_scan_kernel(x_ptr, g_ptr, y_ptr, z_ptr, M: tl.constexpr, N: tl.constexpr,
+                      KIND: tl.constexpr, AXIS: tl.constexpr, REVERSE: tl.constexpr):
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + offs)
+    if KIND == "max":
+        y = tl.associative_scan(x, AXIS, _max_combine, reverse=REVERSE)
+        tl.store(y_ptr + offs, y)
+    elif KIND == "method":
+        y = x.associative_scan(AXIS, _max_combine, REVERSE)
+        tl.store(y_ptr + offs, y)
+    else:
+        g = tl.load(g_ptr + offs)
+        gs, h = tl.associative_scan((g, x), AXIS, _linear_combine, reverse=REVERSE)
+        tl.store(y_ptr + offs, h)
+        tl.store(z_ptr + offs, gs)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("kind", ["max", "method"])
+def test_associative_scan_running_max(kind, axis, reverse):
+    M, N = 32, 16
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((M, N), dtype=np.float32)
+    y = np.full((M, N), np.nan, np.float32)
+    assoc_scan_kernel[(1,)](x, x, y, y, M, N, KIND=kind, AXIS=axis, REVERSE=reverse, **CPU)
+    xs = np.flip(x, axis) if reverse else x
+    ref = np.maximum.accumulate(xs, axis)
+    np.testing.assert_array_equal(y, np.flip(ref, axis) if reverse else ref)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_associative_scan_two_operands_linear_recurrence(axis, reverse):
+    # h[t] = g[t] * h[t-1] + x[t] (h[-1] = 0) along `axis`; with reverse, from the end:
+    # h[t] = g[t] * h[t+1] + x[t]. The combine is associative but not commutative.
+    M, N = 16, 32
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((M, N), dtype=np.float32)
+    g = rng.uniform(0.5, 1.0, (M, N)).astype(np.float32)
+    h = np.full((M, N), np.nan, np.float32)
+    gs = np.full((M, N), np.nan, np.float32)
+    assoc_scan_kernel[(1,)](x, g, h, gs, M, N, KIND="linear", AXIS=axis, REVERSE=reverse,
+                            **CPU)
+    xt, gt = (f64(x), f64(g)) if axis == 1 else (f64(x).T, f64(g).T)
+    ref_h, ref_g = np.zeros_like(xt), np.zeros_like(xt)
+    n = xt.shape[1]
+    order = range(n - 1, -1, -1) if reverse else range(n)
+    prev_h, prev_g = np.zeros(xt.shape[0]), np.ones(xt.shape[0])
+    for t in order:
+        prev_h = gt[:, t] * prev_h + xt[:, t]
+        prev_g = gt[:, t] * prev_g
+        ref_h[:, t], ref_g[:, t] = prev_h, prev_g
+    if axis == 0:
+        ref_h, ref_g = ref_h.T, ref_g.T
+    assert relerr(h, ref_h) < 1e-6
+    assert relerr(gs, ref_g) < 1e-6
+
+
+# ---------------------------------------------------------------- errors
+
+def marker_line(fn, marker="# ERR"):
+    lines, start = inspect.getsourcelines(fn.fn)
+    hits = [start + i for i, line in enumerate(lines) if marker in line]
+    assert hits, f"no {marker} in {fn.__name__}"
+    return hits[0]
+
+
+def expect_error(fn, message, signature, constexprs=None):
+    """Compiles `fn`: a CompilationError at its line marked `# ERR<WHAT>` (`# ERR` without a
+    WHAT constexpr) whose message matches `message` (a regular expression), with the source
+    line and a caret."""
+    constexprs = constexprs or {}
+    marker = f"# ERR<{constexprs['WHAT']}>" if "WHAT" in constexprs else "# ERR"
+    with pytest.raises(kiln.CompilationError) as info:
+        kiln.compile(fn, signature=signature, constexprs=constexprs)
+    err = info.value
+    assert err.kernel == fn.__name__
+    assert err.file == inspect.getsourcefile(fn.fn)
+    assert err.line == marker_line(fn, marker), str(err)
+    assert re.search(message, err.message), err.message
+    assert marker in err.source_line
+    assert f":{err.line}:{err.column}: error: in kernel '{fn.__name__}'" in str(err)
+    return err
+
+
+@kiln.jit
+def dot_err_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                   KB: tl.constexpr, WHAT: tl.constexpr):
+    a = tl.load(a_ptr + tl.arange(0, M)[:, None] * K + tl.arange(0, K)[None, :])
+    b = tl.load(b_ptr + tl.arange(0, KB)[:, None] * N + tl.arange(0, N)[None, :])
+    if WHAT == "dot":
+        c = tl.dot(a, b)  # ERR<dot>
+    elif WHAT == "matmul":
+        c = a @ b  # ERR<matmul>
+    elif WHAT == "acc":
+        c = tl.dot(a, b, tl.zeros((M, 2 * N), dtype=tl.float32))  # ERR<acc>
+    elif WHAT == "acc-dtype":
+        c = tl.dot(a, b, acc=tl.zeros((M, N), dtype=tl.float16))  # ERR<acc-dtype>
+    elif WHAT == "precision":
+        c = tl.dot(a, b, input_precision="fp64")  # ERR<precision>
+    elif WHAT == "both-precisions":
+        c = tl.dot(a, b, input_precision="ieee", allow_tf32=False)  # ERR<both-precisions>
+    else:
+        c = tl.dot(a, b.to(tl.float32))  # ERR<mixed>
+    tl.store(c_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :], c)
+
+
+F16 = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32"}
+F32 = {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32"}
+
+
+def dims(M, N, K, KB, what="dot"):
+    return dict(M=M, N=N, K=K, KB=KB, WHAT=what)
+
+
+def test_dot_k_mismatch():
+    expect_error(dot_err_kernel, r"expected the K dimensions of dot to match \(a is M x K, b is "
+                 r"K x N\), found a fp16\[32, 64\] \(K = 64\) and b fp16\[32, 16\] \(K = 32\)",
+                 F16, dims(32, 16, 64, 32))
+
+
+def test_matmul_operator_k_mismatch_points_at_operator():
+    err = expect_error(dot_err_kernel, r"expected the K dimensions of dot to match", F16,
+                       dims(32, 16, 64, 32, "matmul"))
+    assert err.source_line[err.column - 1] == "@"
+
+
+@pytest.mark.parametrize("m,n,k,name,value", [(8, 16, 16, "M", 8), (16, 4, 16, "N", 4),
+                                              (16, 16, 8, "K", 8), (1, 16, 16, "M", 1)])
+def test_dot_dimensions_below_16(m, n, k, name, value):
+    expect_error(dot_err_kernel, rf"expected every dot dimension to be a power of two >= 16, "
+                 rf"found {name} = {value} \(a fp32\[{m}, {k}\], b fp32\[{k}, {n}\]\)",
+                 F32, dims(m, n, k, k))
+
+
+def test_dot_dtype_pairs():
+    expect_error(dot_err_kernel, r"expected a and b of one dtype for dot, found fp16 and fp32",
+                 F16, dims(16, 16, 16, 16, "mixed"))
+    expect_error(dot_err_kernel, r"expected dot operands of dtype fp16, bf16, fp32 or int8, "
+                 r"found int32", {"a_ptr": "*i32", "b_ptr": "*i32", "c_ptr": "*fp32"},
+                 dims(16, 16, 16, 16))
+    expect_error(dot_err_kernel, r"expected dot operands of dtype fp16, bf16, fp32 or int8, "
+                 r"found uint8", {"a_ptr": "*u8", "b_ptr": "*u8", "c_ptr": "*fp32"},
+                 dims(16, 16, 16, 16))
+
+
+def test_dot_accumulator_mismatch():
+    expect_error(dot_err_kernel, r"expected the dot accumulator to be fp32\[32, 16\], found "
+                 r"fp32\[32, 32\]", F16, dims(32, 16, 16, 16, "acc"))
+    expect_error(dot_err_kernel, r"expected the dot accumulator to be fp32\[32, 16\], found "
+                 r"fp16\[32, 16\]", F16, dims(32, 16, 16, 16, "acc-dtype"))
+
+
+def test_dot_precision_names():
+    expect_error(dot_err_kernel, r"expected input_precision 'tf32', 'tf32x3' or 'ieee' for "
+                 r"dot, found 'fp64'", F32, dims(16, 16, 16, 16, "precision"))
+    expect_error(dot_err_kernel, r"only one of input_precision and allow_tf32",
+                 F32, dims(16, 16, 16, 16, "both-precisions"))
+
+
+@kiln.jit
+def out_dtype_err_kernel(a_ptr):
+    offs = tl.arange(0, 16)[:, None] * 16 + tl.arange(0, 16)[None, :]
+    a = tl.load(a_ptr + offs)
+    c = tl.dot(a, a, out_dtype=tl.bfloat16)  # ERR
+    tl.store(a_ptr + offs, c)
+
+
+def test_dot_out_dtype():
+    expect_error(out_dtype_err_kernel, r"expected out_dtype fp32 for dot of bf16 tiles, found "
+                 r"bf16 \(cast the fp32 result with \.to\(tl\.bfloat16\)\)", {"a_ptr": "*bf16"})
+    expect_error(out_dtype_err_kernel, r"expected out_dtype fp32 or fp16 for dot of fp16 tiles, "
+                 r"found bf16", {"a_ptr": "*fp16"})
+
+
+@kiln.jit
+def _bad_combine(a, b):
+    return a + b, a
+
+
+@kiln.jit
+def scan_err_kernel(x_ptr, WHAT: tl.constexpr):
+    offs = tl.arange(0, 16)[:, None] * 16 + tl.arange(0, 16)[None, :]
+    x = tl.load(x_ptr + offs)
+    if WHAT == "axis":
+        y = tl.cumsum(x, axis=2)  # ERR<axis>
+    elif WHAT == "scalar":
+        y = tl.cumprod(tl.sum(x, axis=None))  # ERR<scalar>
+    else:
+        y = tl.associative_scan(x, 0, _bad_combine)  # ERR<combine>
+    tl.store(x_ptr + offs, y)
+
+
+def test_scan_errors():
+    sig = {"x_ptr": "*fp32"}
+    expect_error(scan_err_kernel, r"expected a scan axis in \[-2, 2\), found 2", sig,
+                 {"WHAT": "axis"})
+    expect_error(scan_err_kernel, r"expected a tile for cumprod, found a scalar of fp32", sig,
+                 {"WHAT": "scalar"})
+    expect_error(scan_err_kernel, r"expected the combine function to return 1 values, found 2",
+                 sig, {"WHAT": "combine"})
