@@ -7,6 +7,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Analysis/AxisInfo.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -80,8 +83,63 @@ AxisInfoAnalysis::AxisInfoAnalysis(Operation *root) {
         info.divisibility[0] = std::max<int64_t>(1, highestPowerOf2Divisor(div.getInt()));
       infos[arg] = info;
     }
-    func.walk<WalkOrder::PreOrder>([&](Operation *op) { visit(op); });
+    visitRegion(func.getBody());
   });
+}
+
+void AxisInfoAnalysis::visitRegion(Region &region) {
+  for (Block &block : region) {
+    if (!block.isEntryBlock())
+      visitBlockArguments(block);
+    for (Operation &op : block) {
+      visit(&op);
+      for (Region &nested : op.getRegions())
+        visitRegion(nested);
+    }
+  }
+}
+
+void AxisInfoAnalysis::visitBlockArguments(Block &block) {
+  for (BlockArgument arg : block.getArguments()) {
+    if (!isa<IntegerType>(arg.getType()))
+      continue;
+    int64_t div = int64_t(1) << 30;
+    bool known = true;
+    for (auto it = block.pred_begin(); it != block.pred_end() && known; ++it) {
+      auto branch = dyn_cast<BranchOpInterface>((*it)->getTerminator());
+      if (!branch) {
+        known = false;
+        break;
+      }
+      for (unsigned s = 0; s < branch->getNumSuccessors(); ++s) {
+        if (branch->getSuccessor(s) != &block)
+          continue;
+        Value in = branch.getSuccessorOperands(s)[arg.getArgNumber()];
+        if (!in) {
+          known = false;
+          break;
+        }
+        // The back edge of an induction: arg + x adds x's divisibility.
+        if (auto add = in.getDefiningOp<arith::AddIOp>()) {
+          if (add.getLhs() == arg) {
+            div = std::min(div, get(add.getRhs()).divisibility[0]);
+            continue;
+          }
+          if (add.getRhs() == arg) {
+            div = std::min(div, get(add.getLhs()).divisibility[0]);
+            continue;
+          }
+        }
+        if (in == arg)
+          continue;
+        div = std::min(div, get(in).divisibility[0]);
+      }
+    }
+    AxisInfo info = AxisInfo::unknown(1);
+    if (known && block.hasNoPredecessors() == false)
+      info.divisibility[0] = std::max<int64_t>(1, div);
+    infos[arg] = info;
+  }
 }
 
 const AxisInfo &AxisInfoAnalysis::get(Value value) const {
@@ -94,6 +152,15 @@ const AxisInfo &AxisInfoAnalysis::get(Value value) const {
 }
 
 void AxisInfoAnalysis::visit(Operation *op) {
+  // The induction variable of `for i in range(lb, ub, step)` is lb + j * step: divisible by
+  // what divides both (Triton's rule). Loop-carried values stay unknown.
+  if (auto forOp = dyn_cast<scf::ForOp>(op)) {
+    AxisInfo iv = AxisInfo::unknown(1);
+    iv.divisibility[0] = std::min(get(forOp.getLowerBound()).divisibility[0],
+                                  get(forOp.getStep()).divisibility[0]);
+    infos[forOp.getInductionVar()] = iv;
+    return;
+  }
   if (op->getNumResults() != 1)
     return;
   Value result = op->getResult(0);

@@ -91,21 +91,36 @@ bool isCheapToRecompute(Operation *op) {
     return false;
   if (isa<MakeRangeOp, SplatOp, arith::ConstantOp>(op))
     return true;
-  if (!isa<arith::ArithDialect, math::MathDialect>(op->getDialect()))
+  if (!isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) &&
+      !isa<ExpandDimsOp, BroadcastOp>(op))
     return false;
   return llvm::all_of(op->getOperands(), [](Value v) {
     return !isTile(v) || isCheapToRecompute(v.getDefiningOp());
   });
 }
 
-/// Gives every expand_dims a private copy of a cheap source computation, so that one range
-/// used as both `x[:, None]` and `x[None, :]` needs no layout conversion.
+/// Gives every expand_dims and broadcast a private copy of a cheap source computation, so that
+/// one range used as both `x[:, None]` and `x[None, :]`, or one row mask broadcast into tiles
+/// of different shapes (a matmul's operand and output masks), ties no layouts together.
 void rematerializeExpandDimsSources(func::FuncOp func) {
-  SmallVector<ExpandDimsOp> ops;
-  func.walk([&](ExpandDimsOp op) { ops.push_back(op); });
-  for (ExpandDimsOp op : ops) {
-    Value src = op.getSrc();
-    if (src.hasOneUse() || !isCheapToRecompute(src.getDefiningOp()))
+  SmallVector<Operation *> ops;
+  func.walk([&](Operation *op) {
+    if (isa<ExpandDimsOp, BroadcastOp>(op))
+      ops.push_back(op);
+  });
+  for (Operation *op : ops) {
+    Value src = op->getOperand(0);
+    // Any shared value up the chain would tie layouts together, so copy the whole chain
+    // unless every value in it has this one use (LLVM hoists and merges the copies).
+    std::function<bool(Value)> shared = [&](Value v) -> bool {
+      if (!isTile(v))
+        return false;
+      if (!v.hasOneUse())
+        return true;
+      Operation *def = v.getDefiningOp();
+      return def && llvm::any_of(def->getOperands(), shared);
+    };
+    if (!isCheapToRecompute(src.getDefiningOp()) || !shared(src))
       continue;
     OpBuilder builder(op);
     IRMapping mapping;
@@ -119,7 +134,7 @@ void rematerializeExpandDimsSources(func::FuncOp func) {
         clone(operand);
       return builder.clone(*def, mapping)->getResult(0);
     };
-    op.getSrcMutable().assign(clone(src));
+    op->setOperand(0, clone(src));
   }
 }
 

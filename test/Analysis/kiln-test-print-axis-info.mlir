@@ -59,3 +59,41 @@ func.func @two_d(%s: i32 {kiln.divisibility = 16 : i32}) {
   %m = arith.muli %cb, %sv : tensor<8x32xi32>
   return
 }
+
+// -----
+
+// The induction variable of a structured loop is divisible by what divides lb and step.
+func.func @scf_loop(%n: i32) {
+  // expected-remark @below {{contiguity = [1], divisibility = [64], constancy = [1]}}
+  %lb = arith.constant 64 : i32
+  // expected-remark @below {{contiguity = [1], divisibility = [32], constancy = [1]}}
+  %step = arith.constant 32 : i32
+  scf.for %i = %lb to %n step %step : i32 {
+    // expected-remark @below {{contiguity = [1], divisibility = [32], constancy = [32]}}
+    %v = kiln.splat %i : tensor<32xi32>
+  }
+  return
+}
+
+// -----
+
+// The same loop after scf-to-cf: the header's block argument is phi(lb, i + step).
+func.func @cfg_loop(%n: i32) {
+  // expected-remark @below {{contiguity = [1], divisibility = [64], constancy = [1]}}
+  %lb = arith.constant 64 : i32
+  // expected-remark @below {{contiguity = [1], divisibility = [16], constancy = [1]}}
+  %step = arith.constant 16 : i32
+  cf.br ^header(%lb : i32)
+^header(%i: i32):
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [1]}}
+  %more = arith.cmpi slt, %i, %n : i32
+  cf.cond_br %more, ^body, ^exit
+^body:
+  // expected-remark @below {{contiguity = [1], divisibility = [16], constancy = [16]}}
+  %v = kiln.splat %i : tensor<16xi32>
+  // expected-remark @below {{contiguity = [1], divisibility = [16], constancy = [1]}}
+  %next = arith.addi %i, %step : i32
+  cf.br ^header(%next : i32)
+^exit:
+  return
+}

@@ -54,6 +54,10 @@ public:
 
 private:
   void visit(mlir::Operation *op);
+  void visitRegion(mlir::Region &region);
+  /// Scalar block arguments of CFG loops (after scf-to-cf): an induction variable
+  /// `i = phi(lb, i + step)` is divisible by what divides lb and step.
+  void visitBlockArguments(mlir::Block &block);
   llvm::DenseMap<mlir::Value, AxisInfo> infos;
   mutable llvm::DenseMap<unsigned, AxisInfo> unknowns;
 };
