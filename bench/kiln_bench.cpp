@@ -276,11 +276,31 @@ float halfToFloat(uint16_t h) {
   return (h & 0x8000) ? -v : v;
 }
 
-/// kernels/matmul.mlir (f16 inputs, f32 accumulators and output, 64 x 64 x 32 tiles) at
-/// M = N = K = `size`: TFLOP/s from the median event time, and 256 sampled entries checked
-/// against a double-precision dot product of the same fp16 inputs.
-int runMatmul(JIT &jit, const std::string &dir, int size) {
-  const Kernel &k = jit.get(readFile(dir + "/matmul.mlir"), 4);
+/// One matmul configuration: BM x BN x BK tiles, warps, pipelining stages.
+struct MatmulConfig {
+  int bm, bn, bk;
+  unsigned warps, stages;
+};
+
+/// bench/matmul_template.mlir with the tokens of `c` substituted.
+std::string matmulSource(const std::string &tmpl, const MatmulConfig &c) {
+  std::string s = tmpl;
+  auto replaceAll = [&](const std::string &from, const std::string &to) {
+    for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
+      s.replace(pos, from.size(), to);
+  };
+  replaceAll("STAGES", std::to_string(c.stages));
+  replaceAll("BM", std::to_string(c.bm));
+  replaceAll("BN", std::to_string(c.bn));
+  replaceAll("BK", std::to_string(c.bk));
+  return s;
+}
+
+/// The matmul template (f16 inputs, f32 accumulators and output) for `c` at M = N = K =
+/// `size`: TFLOP/s from the median event time, and 256 sampled entries checked against a
+/// double-precision dot product of the same fp16 inputs.
+int runMatmul(JIT &jit, const std::string &tmpl, const MatmulConfig &cfg, int size) {
+  const Kernel &k = jit.get(matmulSource(tmpl, cfg), cfg.warps);
   size_t n = size_t(size) * size;
   std::vector<uint16_t> a(n), b(n);
   std::mt19937 rng(size);
@@ -293,10 +313,10 @@ int runMatmul(JIT &jit, const std::string &dir, int size) {
   da.copyFromHost(a.data(), n * 2);
   db.copyFromHost(b.data(), n * 2);
   dc.fill32(0xFFFFFFFFu);
-  unsigned tiles = unsigned(size / 64);
+  Grid grid{unsigned(size / cfg.bm), unsigned(size / cfg.bn), 1};
   PreparedLaunch launch(k, {Arg::ptr(da.get()), Arg::ptr(db.get()), Arg::ptr(dc.get()),
                             Arg::i32(size), Arg::i32(size), Arg::i32(size)});
-  launch({tiles, tiles, 1});
+  launch(grid);
   synchronize();
   std::vector<float> c(n);
   dc.copyToHost(c.data(), n * 4);
@@ -311,9 +331,10 @@ int runMatmul(JIT &jit, const std::string &dir, int size) {
     }
     worst = std::max(worst, std::fabs(c[i * size + j] - ref) / scale);
   }
-  double ms = medianMs([&] { launch({tiles, tiles, 1}); }, 3, 11);
-  char key[64];
-  std::snprintf(key, sizeof(key), "kiln_matmul_%d", size);
+  double ms = medianMs([&] { launch(grid); }, 3, 11);
+  char key[96];
+  std::snprintf(key, sizeof(key), "kiln_matmul_%d_%dx%dx%d_w%u_s%u", size, cfg.bm, cfg.bn, cfg.bk,
+                cfg.warps, cfg.stages);
   report((std::string(key) + "_tflops").c_str(), 2.0 * size * size * double(size) / ms / 1e9);
   report((std::string(key) + "_err").c_str(), worst);
   bool ok = worst < 1e-3;
@@ -347,8 +368,13 @@ int main(int argc, char **argv) {
     if (only == "matmul") {
       JIT jit;
       int failures = 0;
+      std::string tmpl = readFile(dir + "/../bench/matmul_template.mlir");
+      const MatmulConfig configs[] = {{64, 64, 32, 4, 1},   {64, 64, 32, 4, 2},
+                                      {128, 64, 32, 4, 2},  {128, 128, 32, 8, 2},
+                                      {128, 128, 64, 8, 2}, {128, 256, 32, 8, 2}};
       for (int size : {4096, 8192})
-        failures += runMatmul(jit, dir, size);
+        for (const MatmulConfig &c : configs)
+          failures += runMatmul(jit, tmpl, c, size);
       return failures ? 1 : 0;
     }
     runCompileTimes(dir, "/proc/self/exe");

@@ -76,6 +76,9 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
     GPUPipelineOptions pipeline;
     pipeline.numWarps = options.numWarps;
     pipeline.numStages = options.numStages;
+    // A module may ask for its own software pipelining depth (kiln.num_stages = N).
+    if (auto stages = module->getAttrOfType<IntegerAttr>("kiln.num_stages"))
+      pipeline.numStages = unsigned(std::max<int64_t>(1, stages.getInt()));
     buildGPUPipeline(pm, pipeline);
   }
   if (failed(pm.run(module)))
