@@ -442,6 +442,33 @@ def test_associative_scan_two_operands_linear_recurrence(axis, reverse):
     assert relerr(gs, ref_g) < 1e-6
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_scans_gpu(axis, reverse):
+    M, N = 16, 32
+    to_dev, to_np = _gpu_arrays()
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((M, N), dtype=np.float32)
+    for op in ("cumsum", "cumprod"):
+        xi = rng.uniform(0.7, 1.4, (M, N)).astype(np.float32) if op == "cumprod" else x
+        dy = to_dev(np.full((M, N), np.nan, np.float32))
+        scan_kernel[(1,)](to_dev(xi), dy, M, N, OP=op, AXIS=axis, REVERSE=reverse,
+                          device="gpu")
+        assert relerr(to_np(dy), np_scan(xi, op, axis, reverse)) < 1e-6, op
+    g = rng.uniform(0.5, 1.0, (M, N)).astype(np.float32)
+    dh, dg = to_dev(np.full((M, N), np.nan, np.float32)), to_dev(np.full((M, N), np.nan,
+                                                                         np.float32))
+    assoc_scan_kernel[(1,)](to_dev(x), to_dev(g), dh, dg, M, N, KIND="linear", AXIS=axis,
+                            REVERSE=reverse, device="gpu")
+    h = np.full((M, N), np.nan, np.float32)
+    gs = np.full((M, N), np.nan, np.float32)
+    assoc_scan_kernel[(1,)](x, g, h, gs, M, N, KIND="linear", AXIS=axis, REVERSE=reverse,
+                            **CPU)
+    assert relerr(to_np(dh), h) < 1e-6
+    assert relerr(to_np(dg), gs) < 1e-6
+
+
 # ---------------------------------------------------------------- errors
 
 def marker_line(fn, marker="# ERR"):
