@@ -1,10 +1,11 @@
 // RUN: kiln-opt %s -split-input-file -kiln-assign-layouts -convert-scf-to-cf -kiln-convert-to-llvm | FileCheck %s
 // RUN: kiln-opt %s -split-input-file -kiln-assign-layouts | FileCheck %s --check-prefix=LAYOUT
 
-// f16 x f16 -> f32 on tensor cores: the accumulator takes the mma fragment layout (4 warps
-// along M), operands go through padded shared memory ([M][K + 8], B transposed), and a
-// 64x64x32 tile is 2 k-steps x 8 column bands of mma.sync.m16n8k16.
-// LAYOUT: #[[MMA:.*]] = #kiln_gpu.blocked<{sizePerThread = [1, 2], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}>
+// f16 x f16 -> f32 on tensor cores: the accumulator takes the mma fragment layout (a 2 x 2
+// warp grid: square warp regions), operands go through padded shared memory ([M][K + 8], B
+// transposed), and each warp's 32x32 region of a 64x64x32 tile is 2 k-steps x 2 row pairs x
+// 4 column bands of mma.sync.m16n8k16.
+// LAYOUT: #[[MMA:.*]] = #kiln_gpu.blocked<{sizePerThread = [1, 2], threadsPerWarp = [8, 4], warpsPerCTA = [2, 2], order = [1, 0]}>
 // LAYOUT-LABEL: func.func @f16(
 // LAYOUT: kiln.dot {{.*}} -> tensor<64x64xf32, #[[MMA]]>
 // CHECK-DAG: llvm.mlir.global internal @__kiln_dot_a_smem_{{[0-9]+}}() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<2560 x f16>

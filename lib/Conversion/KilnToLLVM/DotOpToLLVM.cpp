@@ -24,6 +24,7 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <atomic>
+#include <cmath>
 #include <map>
 
 using namespace mlir;
@@ -253,15 +254,25 @@ kgpu::BlockedEncodingAttr kiln::getMmaAccumulatorLayout(MLIRContext *ctx,
                                                         ArrayRef<int64_t> shape,
                                                         unsigned numWarps) {
   int64_t M = shape[0], N = shape[1];
-  // As many warps along M as 16-row blocks allow, the rest along N (8-column blocks).
-  for (unsigned wm = std::min<int64_t>(numWarps, M / 16); wm >= 1; wm /= 2) {
+  // Each warp computes an (M / W_m) x (N / W_n) region; per k-step it loads (rows + columns) / 4
+  // fragment registers from shared memory, least for square regions. Among the warp grids
+  // the tile allows (16-row and 8-column blocks per warp), take the squarest, then more warps
+  // along M.
+  kgpu::BlockedEncodingAttr best;
+  double bestSkew = 0;
+  for (unsigned wm = numWarps; wm >= 1; wm /= 2) {
     unsigned wn = numWarps / wm;
-    if (wm * wn == numWarps && M % (16 * wm) == 0 && N % (8 * wn) == 0 && N >= 8 * wn)
-      return kgpu::BlockedEncodingAttr::get(ctx, {1, 2}, {8, 4}, {wm, wn}, {1, 0});
+    if (M % (16 * int64_t(wm)) == 0 && N % (8 * int64_t(wn)) == 0) {
+      double skew = std::fabs(std::log2(double(M) / wm) - std::log2(double(N) / wn));
+      if (!best || skew < bestSkew) {
+        best = kgpu::BlockedEncodingAttr::get(ctx, {1, 2}, {8, 4}, {wm, wn}, {1, 0});
+        bestSkew = skew;
+      }
+    }
     if (wm == 1)
       break;
   }
-  return {};
+  return best;
 }
 
 bool kiln::usesMmaLayout(DotOp op) { return usesTensorCores(op); }
