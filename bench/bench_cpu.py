@@ -1,0 +1,150 @@
+"""Kiln's CPU (host) backend beside numpy, in one process: vector add (fp32) and row softmax
+(fp32), each checked against numpy before it is timed.
+
+    PYTHONPATH=build/python:kernels/python .venv/bin/python bench/bench_cpu.py [--markdown]
+
+Kiln runs the grid on $KILN_CPU_THREADS threads (default: all cores); numpy runs on one. Times
+are the median of --reps runs after a warm-up (compiles are not timed), Kiln's and numpy's runs
+interleaved; "numpy / kiln" above 1 means Kiln is faster. The issue's target is to be within 2x of numpy (ratio >= 0.5).
+"""
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "kernels", "python"))
+
+import kiln  # noqa: E402
+import kiln.language as tl  # noqa: E402
+from kiln_kernels.softmax import softmax_fwd_kernel  # noqa: E402
+
+
+@kiln.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x + y, mask=mask)
+
+
+def median_ms(fns, reps, warmup=2):
+    """Median milliseconds of each function; the runs are interleaved (one of each per round)
+    so that a noisy neighbour slows all of them alike."""
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+    times = [[] for _ in fns]
+    for _ in range(reps):
+        for fn, t in zip(fns, times):
+            t0 = time.perf_counter()
+            fn()
+            t.append((time.perf_counter() - t0) * 1e3)
+    return [statistics.median(t) for t in times]
+
+
+def np_softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def np_softmax_out(x, out, m, s):
+    np.max(x, axis=1, keepdims=True, out=m)
+    np.subtract(x, m, out=out)
+    np.exp(out, out=out)
+    np.sum(out, axis=1, keepdims=True, out=s)
+    np.divide(out, s, out=out)
+
+
+def machine():
+    model = platform.processor() or platform.machine()
+    flags = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") and model in ("", platform.machine()):
+                    model = line.split(":", 1)[1].strip()
+                if line.startswith("flags"):
+                    flags = line
+                    break
+    except OSError:
+        pass
+    isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+    return f"{model}, {os.cpu_count()} logical CPUs, {isa}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    ap.add_argument("--add-n", type=int, default=1 << 24)
+    ap.add_argument("--add-block", type=int, default=4096)
+    ap.add_argument("--rows", type=int, default=4096)
+    ap.add_argument("--cols", type=int, default=1024)
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    results = []
+
+    # Vector add.
+    n, block = args.add_n, args.add_block
+    x = rng.standard_normal(n, dtype=np.float32)
+    y = rng.standard_normal(n, dtype=np.float32)
+    out = np.empty_like(x)
+    out_np = np.empty_like(x)
+    grid = (kiln.cdiv(n, block),)
+
+    def kiln_add():
+        add_kernel[grid](x, y, out, n, BLOCK=block, device="cpu")
+
+    kiln_add()
+    np.testing.assert_array_equal(out, x + y)
+    t_kiln, t_np, t_np_out = median_ms([kiln_add, lambda: x + y,
+                                        lambda: np.add(x, y, out=out_np)], args.reps)
+    results.append((f"vector add fp32, n=2^{n.bit_length() - 1}" if n & (n - 1) == 0
+                    else f"vector add fp32, n={n}", f"BLOCK={block}", t_kiln, t_np, t_np_out,
+                    3 * n * 4))
+
+    # Row softmax.
+    rows, cols = args.rows, args.cols
+    xs = rng.standard_normal((rows, cols), dtype=np.float32) * 3
+    ys = np.empty_like(xs)
+    sblock = kiln.next_power_of_2(cols)
+
+    def kiln_softmax():
+        softmax_fwd_kernel[(rows,)](ys, xs, cols, cols, cols, BLOCK=sblock, LOG=False,
+                                    device="cpu")
+
+    kiln_softmax()
+    ref = np_softmax(xs.astype(np.float64))
+    err = np.linalg.norm(ys - ref) / np.linalg.norm(ref)
+    assert err < 1e-5, f"softmax rel err {err}"
+    o, m, s = np.empty_like(xs), np.empty((rows, 1), np.float32), np.empty((rows, 1), np.float32)
+    t_kiln_s, t_np_s, t_np_s_out = median_ms(
+        [kiln_softmax, lambda: np_softmax(xs), lambda: np_softmax_out(xs, o, m, s)], args.reps)
+    results.append((f"softmax fp32, {rows}x{cols}", f"BLOCK={sblock}", t_kiln_s, t_np_s,
+                    t_np_s_out, 2 * rows * cols * 4))
+
+    threads = os.environ.get("KILN_CPU_THREADS") or f"all ({os.cpu_count()})"
+    print(f"# Kiln CPU backend vs numpy {np.__version__} — {machine()}; "
+          f"KILN_CPU_THREADS={threads}; median of {args.reps} runs")
+    if args.markdown:
+        print("| op | config | Kiln ms | Kiln GB/s | numpy ms | numpy (out=) ms | "
+              "numpy / Kiln | numpy (out=) / Kiln |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|")
+        for name, cfg, tk, tn, tno, nbytes in results:
+            print(f"| {name} | {cfg} | {tk:.3f} | {nbytes / tk / 1e6:.1f} | {tn:.3f} | "
+                  f"{tno:.3f} | {tn / tk:.2f}x | {tno / tk:.2f}x |")
+    else:
+        print(f"{'op':32} {'config':12} {'kiln ms':>9} {'GB/s':>6} {'numpy ms':>9} "
+              f"{'np out= ms':>10} {'np/kiln':>8} {'np out=/kiln':>12}")
+        for name, cfg, tk, tn, tno, nbytes in results:
+            print(f"{name:32} {cfg:12} {tk:9.3f} {nbytes / tk / 1e6:6.1f} {tn:9.3f} "
+                  f"{tno:10.3f} {tn / tk:7.2f}x {tno / tk:11.2f}x")
+
+
+if __name__ == "__main__":
+    main()
