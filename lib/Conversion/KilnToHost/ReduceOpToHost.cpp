@@ -6,9 +6,10 @@
 //   rebuilt with vector types).
 // - scan: Hillis-Steele, log2(n) steps; step d combines every element with the one d before
 //   it along the axis (after it when `reverse`), keeping lanes with no such element.
-// - dot: an scf.for over K; each step gathers column k of `a` and row k of `b` broadcast to
-//   the MxN accumulator and adds their product (inputs extended to the accumulator type;
-//   fp32 inputs rounded to tf32 as the tensor cores do unless inputPrecision = ieee/tf32x3).
+// - dot: operands and accumulator in stack memory; for each row i of the accumulator, a loop
+//   over K adds a[i, k] * b[k, :] (a contiguous row of b) to the row held in registers
+//   (inputs extended to the accumulator type; fp32 inputs rounded to tf32 as the tensor cores
+//   do unless inputPrecision = ieee/tf32x3). Code size does not grow with the tile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -248,70 +249,85 @@ struct DotConversion : OpConversionPattern<DotOp> {
     }
     LLVM::StoreOp::create(rewriter, loc, adaptor.getA(), aBuf);
     LLVM::StoreOp::create(rewriter, loc, adaptor.getB(), bBuf);
-    // Per chunk of the accumulator: the offsets of a[i, 0] and b[0, j] of its lanes.
-    int64_t w = getChunkWidth(m * n);
-    auto i32Vec = VectorType::get({w}, rewriter.getI32Type());
-    auto ptrVec = VectorType::get({w}, ptrTy);
-    auto chunkAccTy = VectorType::get({w}, accElem);
-    auto maskTy = VectorType::get({w}, rewriter.getI1Type());
-    SmallVector<Value> aOffsets, bOffsets;
-    for (int64_t c = 0; c < m * n; c += w) {
-      SmallVector<int32_t> aRows, bCols;
-      for (int64_t l = c; l < c + w; ++l) {
-        aRows.push_back(int32_t(l / n * k));
-        bCols.push_back(int32_t(l % n));
-      }
-      aOffsets.push_back(arith::ConstantOp::create(rewriter, loc, i32Vec,
-                                                   DenseIntElementsAttr::get(i32Vec, aRows)));
-      bOffsets.push_back(arith::ConstantOp::create(rewriter, loc, i32Vec,
-                                                   DenseIntElementsAttr::get(i32Vec, bCols)));
-    }
-    Value aBase = splat(rewriter, loc, aBuf, ptrVec), bBase = splat(rewriter, loc, bBuf, ptrVec);
-    Value all = arith::ConstantOp::create(rewriter, loc, maskTy, DenseElementsAttr::get(maskTy, true));
+    // The accumulator lives in memory too, one row at a time in registers:
+    //   for i: row = acc[i, :]; for kk: row += a[i, kk] * b[kk, :]; acc[i, :] = row
+    // (contiguous vector loads of b's rows, code size independent of the tile).
     Type accTy = getTypeConverter()->convertType(cTy);
-
-    Value lb = arith::ConstantOp::create(rewriter, loc, rewriter.getI32IntegerAttr(0));
-    Value ub = arith::ConstantOp::create(rewriter, loc, rewriter.getI32IntegerAttr(k));
-    Value step = arith::ConstantOp::create(rewriter, loc, rewriter.getI32IntegerAttr(1));
-    auto loop = scf::ForOp::create(
-        rewriter, loc, lb, ub, step, ValueRange{adaptor.getC()},
-        [&](OpBuilder &b, Location l, Value kk, ValueRange iters) {
-          Value kVec = splat(b, l, kk, i32Vec);
-          Value nVec = splat(b, l, arith::ConstantOp::create(b, l, b.getI32IntegerAttr(n)), i32Vec);
-          Value kRow = arith::MulIOp::create(b, l, kVec, nVec);
-          auto load = [&](Value base, Value idx, Type elem) -> Value {
-            Value ptrs = LLVM::GEPOp::create(b, l, ptrVec, elem, base, ValueRange{idx});
-            auto t = VectorType::get({w}, elem);
-            Value zero = LLVM::ZeroOp::create(b, l, t);
-            return LLVM::masked_gather::create(b, l, t, ptrs, all, ValueRange{zero},
-                                               std::max(1u, elem.getIntOrFloatBitWidth() / 8));
-          };
-          auto extend = [&](Value v) -> Value {
-            Type e = getElementTypeOrSelf(v.getType());
-            if (e == accElem)
-              return v;
-            if (isFloat)
-              return arith::ExtFOp::create(b, l, chunkAccTy, v);
-            return arith::ExtSIOp::create(b, l, chunkAccTy, v);
-          };
-          SmallVector<Value> accChunks = unpack(b, l, iters[0]), next;
-          for (size_t c = 0; c < accChunks.size(); ++c) {
-            Value av = load(aBase, arith::AddIOp::create(b, l, aOffsets[c], kVec), aTy.getElementType());
-            Value bv = load(bBase, arith::AddIOp::create(b, l, bOffsets[c], kRow), bTy.getElementType());
-            if (tf32) {
-              av = roundToTF32(b, l, av);
-              bv = roundToTF32(b, l, bv);
-            }
-            av = extend(av);
-            bv = extend(bv);
-            Value acc = accChunks[c];
-            next.push_back(isFloat ? Value(math::FmaOp::create(b, l, av, bv, acc))
-                                   : Value(arith::AddIOp::create(
-                                         b, l, arith::MulIOp::create(b, l, av, bv), acc)));
-          }
-          scf::YieldOp::create(b, l, pack(b, l, accTy, next));
+    Value accBuf;
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(&func.getFunctionBody().front());
+      Value one = LLVM::ConstantOp::create(rewriter, loc, rewriter.getI64Type(),
+                                           rewriter.getI64IntegerAttr(1));
+      accBuf = LLVM::AllocaOp::create(rewriter, loc, ptrTy, accTy, one, 64);
+    }
+    LLVM::StoreOp::create(rewriter, loc, adaptor.getC(), accBuf);
+    Type inElem = aTy.getElementType();
+    int64_t w = std::min<int64_t>(n, kChunk);
+    auto rowTy = VectorType::get({w}, accElem);
+    auto inRowTy = VectorType::get({w}, inElem);
+    unsigned accAlign = std::max(1u, accElem.getIntOrFloatBitWidth() / 8);
+    unsigned inAlign = std::max(1u, inElem.getIntOrFloatBitWidth() / 8);
+    auto cst = [&](OpBuilder &b, Location l, int64_t v) -> Value {
+      return arith::ConstantOp::create(b, l, b.getI32IntegerAttr(int32_t(v)));
+    };
+    auto at = [&](OpBuilder &b, Location l, Value base, Type elem, Value index) -> Value {
+      return LLVM::GEPOp::create(b, l, ptrTy, elem, base, ValueRange{index});
+    };
+    auto extend = [&](OpBuilder &b, Location l, Value v, Type to) -> Value {
+      if (getElementTypeOrSelf(v.getType()) == accElem)
+        return v;
+      if (isFloat)
+        return arith::ExtFOp::create(b, l, to, v);
+      return arith::ExtSIOp::create(b, l, to, v);
+    };
+    scf::ForOp::create(
+        rewriter, loc, cst(rewriter, loc, 0), cst(rewriter, loc, m), cst(rewriter, loc, 1),
+        ValueRange{}, [&](OpBuilder &b, Location l, Value i, ValueRange) {
+          Value rowStart = arith::MulIOp::create(b, l, i, cst(b, l, n));
+          SmallVector<Value> row;
+          for (int64_t c = 0; c < n; c += w)
+            row.push_back(LLVM::LoadOp::create(
+                b, l, rowTy, at(b, l, accBuf, accElem, arith::AddIOp::create(b, l, rowStart, cst(b, l, c))),
+                accAlign));
+          Value aRow = arith::MulIOp::create(b, l, i, cst(b, l, k));
+          auto kLoop = scf::ForOp::create(
+              b, l, cst(b, l, 0), cst(b, l, k), cst(b, l, 1), row,
+              [&](OpBuilder &kb, Location kl, Value kk, ValueRange iters) {
+                Value aScalar = LLVM::LoadOp::create(
+                    kb, kl, inElem, at(kb, kl, aBuf, inElem, arith::AddIOp::create(kb, kl, aRow, kk)),
+                    inAlign);
+                Value aVec = splat(kb, kl, aScalar, inRowTy);
+                if (tf32)
+                  aVec = roundToTF32(kb, kl, aVec);
+                aVec = extend(kb, kl, aVec, rowTy);
+                Value bRow = arith::MulIOp::create(kb, kl, kk, cst(kb, kl, n));
+                SmallVector<Value> next;
+                for (auto [ci, acc] : llvm::enumerate(iters)) {
+                  Value bv = LLVM::LoadOp::create(
+                      kb, kl, inRowTy,
+                      at(kb, kl, bBuf, inElem,
+                         arith::AddIOp::create(kb, kl, bRow, cst(kb, kl, int64_t(ci) * w))),
+                      inAlign);
+                  if (tf32)
+                    bv = roundToTF32(kb, kl, bv);
+                  bv = extend(kb, kl, bv, rowTy);
+                  next.push_back(isFloat ? Value(math::FmaOp::create(kb, kl, aVec, bv, acc))
+                                         : Value(arith::AddIOp::create(
+                                               kb, kl, arith::MulIOp::create(kb, kl, aVec, bv),
+                                               acc)));
+                }
+                scf::YieldOp::create(kb, kl, next);
+              });
+          for (auto [ci, v] : llvm::enumerate(kLoop.getResults()))
+            LLVM::StoreOp::create(
+                b, l, v,
+                at(b, l, accBuf, accElem,
+                   arith::AddIOp::create(b, l, rowStart, cst(b, l, int64_t(ci) * w))),
+                accAlign);
+          scf::YieldOp::create(b, l);
         });
-    rewriter.replaceOp(op, loop.getResult(0));
+    rewriter.replaceOp(op, LLVM::LoadOp::create(rewriter, loc, accTy, accBuf).getResult());
     return success();
   }
 };
