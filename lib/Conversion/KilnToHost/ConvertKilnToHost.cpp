@@ -174,6 +174,7 @@ struct KilnConvertToHostPass final : kiln::impl::KilnConvertToHostBase<KilnConve
     // exp, log, erf, tanh on vectors: polynomials LLVM vectorizes, instead of libm per lane.
     RewritePatternSet math(ctx);
     auto approximated = [](StringRef name) {
+      name.consume_front("math.");
       return llvm::is_contained({"exp", "exp2", "log", "log2", "log1p", "erf", "tanh", "expm1"},
                                 name);
     };
