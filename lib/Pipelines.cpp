@@ -22,7 +22,8 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // tiles -> pipelined tiles: loads of the next loop iteration issued early
-  pm.addPass(createKilnPipelineLoads(KilnPipelineLoadsOptions{options.numStages}));
+  pm.addPass(
+      createKilnPipelineLoads(KilnPipelineLoadsOptions{options.numStages, options.numWarps}));
   // tiles -> layouts
   pm.addPass(createKilnAssignLayouts(KilnAssignLayoutsOptions{options.numWarps}));
   pm.addPass(createSCFToControlFlowPass());

@@ -76,15 +76,20 @@ def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {
     on loop-carried values or other loads stay in place. As in Triton, a store in the loop is
     assumed not to write what a later iteration's prefetched load reads.
 
-    Opt-in (the GPU pipeline runs it with num-stages = 1, i.e. off, unless asked): measured on
-    the H100 it speeds up loops over small row tiles (LayerNorm backward 0.77x -> 0.85x of
-    Triton) but slows loops over large tiles, whose prefetched tile doubles the live registers
-    (cross-entropy over a 32000 vocabulary 1.19x -> 0.50x). A cost model that bounds the extra
-    registers is what would make it a default (bench/results/2026-11-22-h100-pipelining.md).
+    num-stages = 0 (the GPU pipeline's default) decides per loop with a register cost model: a
+    loop is pipelined when its prefetched tiles add at most 32 registers per thread (tile
+    elements x element bits / 32, over the program's 32 x num-warps threads). Measured on the
+    H100, prefetching speeds up loops over small row tiles (LayerNorm backward 0.77x -> 0.85x
+    of Triton) but slows loops over large tiles, whose prefetched tile doubles the live
+    registers (cross-entropy over a 32000 vocabulary 1.19x -> 0.50x)
+    (bench/results/2026-11-22-h100-pipelining.md). num-stages >= 2 pipelines every loop it
+    can; 1 turns it off.
   }];
   let options = [
     Option<"numStages", "num-stages", "unsigned", "2",
-           "software pipeline stages; 1 disables prefetching">,
+           "software pipeline stages; 1 disables prefetching, 0 decides per loop">,
+    Option<"numWarps", "num-warps", "unsigned", "4",
+           "warps per program (for the register cost of num-stages = 0)">,
   ];
 }
 

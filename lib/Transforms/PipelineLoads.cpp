@@ -88,7 +88,25 @@ Value inRange(OpBuilder &b, Location loc, scf::ForOp loop, Value iv) {
   return arith::CmpIOp::create(b, loc, pred, iv, loop.getUpperBound());
 }
 
-LogicalResult pipeline(scf::ForOp loop) {
+/// Extra 32-bit registers per thread that holding the prefetched values of `loads` costs.
+int64_t prefetchRegisters(ArrayRef<std::pair<LoadOp, SmallVector<Operation *>>> loads,
+                          unsigned numWarps) {
+  int64_t bits = 0;
+  for (auto &entry : loads) {
+    Type t = LoadOp(entry.first).getType();
+    int64_t n = 1;
+    if (auto tile = dyn_cast<RankedTensorType>(t))
+      n = tile.getNumElements();
+    bits += n * std::max(8u, getElementTypeOrSelf(t).getIntOrFloatBitWidth());
+  }
+  int64_t threads = int64_t(numWarps) * 32;
+  return (bits / 32 + threads - 1) / threads;
+}
+
+/// Most extra registers per thread that num-stages = 0 spends on prefetching.
+constexpr int64_t kAutoRegisterBudget = 32;
+
+LogicalResult pipeline(scf::ForOp loop, bool automatic, unsigned numWarps) {
   // Only integer induction variables (Kiln's loops are i32/i64).
   if (!isa<IntegerType>(loop.getInductionVar().getType()))
     return failure();
@@ -98,6 +116,8 @@ LogicalResult pipeline(scf::ForOp loop) {
       if (FailureOr<SmallVector<Operation *>> slice = addressSlice(load, loop); succeeded(slice))
         candidates.push_back({load, *slice});
   if (candidates.empty())
+    return failure();
+  if (automatic && prefetchRegisters(candidates, numWarps) > kAutoRegisterBudget)
     return failure();
 
   // First iteration's loads, before the loop.
@@ -149,12 +169,12 @@ LogicalResult pipeline(scf::ForOp loop) {
 struct KilnPipelineLoadsPass final : kiln::impl::KilnPipelineLoadsBase<KilnPipelineLoadsPass> {
   using Base::Base;
   void runOnOperation() override {
-    if (numStages < 2)
+    if (numStages == 1)
       return;
     SmallVector<scf::ForOp> loops;
     getOperation()->walk([&](scf::ForOp loop) { loops.push_back(loop); });
     for (scf::ForOp loop : loops)
-      (void)pipeline(loop);
+      (void)pipeline(loop, /*automatic=*/numStages == 0, numWarps);
   }
 };
 
