@@ -21,7 +21,7 @@ namespace kiln {
 struct CompileOptions {
   std::string arch = "sm_90"; ///< sm_80, sm_86, sm_89, sm_90, sm_90a; "cpu": the host
   unsigned numWarps = 4;
-  unsigned numStages = 0; ///< 0: prefetch loop loads where cheap; 1: never; >= 2: always
+  unsigned numStages = 1; ///< 1: off; 0: prefetch loop loads where cheap; >= 2: always
   bool emitCubin = false;       ///< also assemble PTX to a cubin through nvJitLink
   bool debug = false;           ///< host: check every access and device_assert at run time
   bool emitHostAssembly = false; ///< host: also produce the assembly text

@@ -27,7 +27,7 @@ namespace kiln {
 /// Options of the GPU pipeline.
 struct GPUPipelineOptions {
   unsigned numWarps = 4;
-  unsigned numStages = 0; ///< 0: per-loop cost model, 1: off, >= 2: on (kiln-pipeline-loads)
+  unsigned numStages = 1; ///< 1: off, 0: per-loop cost model, >= 2: on (kiln-pipeline-loads)
 };
 
 /// kiln (no layouts) -> LLVM dialect + NVVM, ready for translation to LLVM IR.

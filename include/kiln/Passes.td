@@ -76,14 +76,16 @@ def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {
     on loop-carried values or other loads stay in place. As in Triton, a store in the loop is
     assumed not to write what a later iteration's prefetched load reads.
 
-    num-stages = 0 (the GPU pipeline's default) decides per loop with a register cost model: a
-    loop is pipelined when its prefetched tiles add at most 32 registers per thread (tile
-    elements x element bits / 32, over the program's 32 x num-warps threads). Measured on the
-    H100, prefetching speeds up loops over small row tiles (LayerNorm backward 0.77x -> 0.85x
-    of Triton) but slows loops over large tiles, whose prefetched tile doubles the live
-    registers (cross-entropy over a 32000 vocabulary 1.19x -> 0.50x)
-    (bench/results/2026-11-22-h100-pipelining.md). num-stages >= 2 pipelines every loop it
-    can; 1 turns it off.
+    num-stages = 0 decides per loop with a register cost model: a loop is pipelined when its
+    prefetched tiles add at most 32 registers per thread (tile elements x element bits / 32,
+    over the program's 32 x num-warps threads); >= 2 pipelines every loop it can; 1 (the GPU
+    pipeline's default) turns it off. Measured on the H100: always-on speeds up loops over
+    small row tiles (LayerNorm backward 0.77x -> 0.85x of Triton) but slows loops over large
+    tiles, whose prefetched tile doubles the live registers (cross-entropy over a 32000
+    vocabulary 1.19x -> 0.50x) (bench/results/2026-11-22-h100-pipelining.md); the cost model
+    keeps cross-entropy as it was and lifts LayerNorm backward to 0.86x, but slows the RMSNorm
+    backward of the same shape 1.00x -> 0.84x, so it is not the default yet
+    (bench/results/2026-11-22-h100-llm-ops-run7.md).
   }];
   let options = [
     Option<"numStages", "num-stages", "unsigned", "2",

@@ -40,10 +40,10 @@ cl::opt<std::string> arch("arch",
                           cl::init("sm_90"));
 cl::opt<unsigned> numWarps("num-warps", cl::desc("warps per program"), cl::init(4));
 cl::opt<unsigned> numStages("num-stages",
-                            cl::desc("software pipelining of loop loads (0: where the "
-                                     "prefetched tiles cost <= 32 registers per thread; 1: "
-                                     "off; >= 2: prefetch one iteration early everywhere)"),
-                            cl::init(0));
+                            cl::desc("software pipelining of loop loads (1: off; 0: where "
+                                     "the prefetched tiles cost <= 32 registers per thread; "
+                                     ">= 2: prefetch one iteration early everywhere)"),
+                            cl::init(1));
 cl::opt<bool> printIRAfterAll("print-ir-after-all", cl::desc("print the IR after every pass"),
                               cl::init(false));
 cl::opt<bool> debug("debug",
