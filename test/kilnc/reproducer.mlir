@@ -4,13 +4,16 @@
 // RUN: FileCheck %s --check-prefix=REPRO < %t.repro.mlir
 // RUN: not kiln-opt %t.repro.mlir --run-reproducer 2>&1 | FileCheck %s --check-prefix=REPLAY
 
-// CHECK: error: 'kiln.print' is not supported on the GPU path yet
+// CHECK: error: non-splat tile constants are not supported on the GPU path yet
 // CHECK: reproducer generated at
-// REPRO: kiln.print
+// REPRO: arith.constant dense<[1, 2, 3, 4]>
 // REPRO: pipeline: "builtin.module(
-// REPLAY: error: 'kiln.print' is not supported on the GPU path yet
-func.func @uses_print(%p: !kiln.ptr<f32>) {
-  %v = kiln.load %p : !kiln.ptr<f32>
-  kiln.print " v = " %v : f32
+// REPLAY: error: non-splat tile constants are not supported on the GPU path yet
+func.func @uses_constant(%p: !kiln.ptr<i32>) {
+  %r = kiln.make_range {end = 4 : i32, start = 0 : i32} : tensor<4xi32>
+  %ps = kiln.splat %p : tensor<4x!kiln.ptr<i32>>
+  %q = kiln.addptr %ps, %r : tensor<4x!kiln.ptr<i32>>, tensor<4xi32>
+  %c = arith.constant dense<[1, 2, 3, 4]> : tensor<4xi32>
+  kiln.store %q, %c : tensor<4x!kiln.ptr<i32>>
   return
 }

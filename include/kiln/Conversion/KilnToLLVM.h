@@ -86,6 +86,9 @@ bool usesMmaLayout(DotOp op);
 /// dot: operands through shared memory, then mma.sync or CUDA-core FMAs.
 void populateDotOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                  mlir::RewritePatternSet &patterns, const TargetInfo &target);
+/// print and assert: vprintf and __assertfail of the CUDA device runtime.
+void populateDebugOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
+                                   mlir::RewritePatternSet &patterns, const TargetInfo &target);
 /// scan: Hillis-Steele rounds through shared memory.
 void populateScanOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                   mlir::RewritePatternSet &patterns, const TargetInfo &target);

@@ -80,11 +80,6 @@ LogicalResult kiln::checkGPUSupport(ModuleOp module) {
         ok = false;
         return;
       }
-    if (isa<PrintOp, AssertOp>(op)) {
-      op->emitError() << "'" << op->getName()
-                      << "' is not supported on the GPU path yet (it has no lowering)";
-      ok = false;
-    }
   });
   return success(ok);
 }
@@ -165,6 +160,7 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
     populateLayoutConversionToLLVMPatterns(converter, patterns, target);
     populateDotOpToLLVMPatterns(converter, patterns, target);
     populateScanOpToLLVMPatterns(converter, patterns, target);
+    populateDebugOpToLLVMPatterns(converter, patterns, target);
     populateElementwiseOpToLLVMPatterns(converter, patterns, target);
     populateMemoryOpToLLVMPatterns(converter, patterns, axis, target);
     populateReduceOpToLLVMPatterns(converter, patterns, target);
