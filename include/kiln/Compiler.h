@@ -15,6 +15,11 @@
 #include <string>
 #include <vector>
 
+namespace llvm {
+class Module;
+class TargetMachine;
+} // namespace llvm
+
 namespace kiln {
 
 /// What to compile for and how.
@@ -59,6 +64,9 @@ mlir::FailureOr<CompiledKernel> compile(mlir::ModuleOp module, const CompileOpti
 /// libdevice is linked in when the module calls __nv_* functions.
 mlir::LogicalResult emitPTX(mlir::ModuleOp module, llvm::StringRef arch, std::string &llvmIR,
                             std::string &ptx);
+
+/// LLVM's O3 pipeline for `tm` on `module` (both back ends).
+void optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &tm);
 
 /// PTX -> cubin through nvJitLink, opened with dlopen. Returns false with `error` set if the
 /// library is missing or rejects the PTX.

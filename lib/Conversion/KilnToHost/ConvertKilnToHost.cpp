@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Conversion/Common.h"
 #include "kiln/Conversion/KilnToHost.h"
 #include "kiln/Passes.h"
 
@@ -30,43 +31,6 @@ using namespace kiln;
 using namespace kiln::host;
 
 namespace {
-
-LogicalResult checkHostSupport(ModuleOp module) {
-  bool ok = true;
-  for (auto func : module.getOps<func::FuncOp>()) {
-    if (func.isDeclaration()) {
-      func.emitError() << "expected a kernel definition, found a declaration of '"
-                       << func.getSymName() << "'";
-      ok = false;
-      continue;
-    }
-    if (func.getNumResults() != 0) {
-      func.emitError() << "expected kernel '" << func.getSymName()
-                       << "' to return nothing (outputs are written through pointers), found "
-                       << func.getNumResults() << " results";
-      ok = false;
-    }
-    for (BlockArgument arg : func.getArguments())
-      if (isa<RankedTensorType>(arg.getType())) {
-        emitError(arg.getLoc()) << "expected kernel argument #" << arg.getArgNumber() << " of '"
-                                << func.getSymName() << "' to be a scalar or a pointer, found "
-                                << arg.getType();
-        ok = false;
-      }
-  }
-  module.walk([&](Operation *op) {
-    for (Type t : op->getResultTypes())
-      if (isa<TensorType>(t) && !hasTileShape(t)) {
-        op->emitError() << "expected a tile with static power-of-two dimensions, found " << t;
-        ok = false;
-      }
-    if (isa<func::CallOp>(op)) {
-      op->emitError("calls are not supported in kernels (functions are inlined by the front end)");
-      ok = false;
-    }
-  });
-  return success(ok);
-}
 
 /// Appends the ExtraArg arguments to `func`.
 void addExtraArgs(func::FuncOp func) {
@@ -134,7 +98,7 @@ struct KilnConvertToHostPass final : kiln::impl::KilnConvertToHostBase<KilnConve
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
-    if (failed(checkHostSupport(module)))
+    if (failed(checkKernels(module)))
       return signalPassFailure();
 
     SmallVector<func::FuncOp> kernels(module.getOps<func::FuncOp>());

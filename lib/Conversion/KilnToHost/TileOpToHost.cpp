@@ -9,12 +9,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Conversion/Common.h"
 #include "kiln/Conversion/KilnToHost.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
-#include "llvm/Support/xxhash.h"
 
 using namespace mlir;
 using namespace kiln;
@@ -143,10 +143,7 @@ SmallVector<Value> kiln::host::permute(OpBuilder &b, Location loc, ArrayRef<Valu
 }
 
 SmallVector<int64_t> kiln::host::getStrides(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int i = int(shape.size()) - 2; i >= 0; --i)
-    strides[i] = strides[i + 1] * shape[i + 1];
-  return strides;
+  return getRowMajorStrides(shape);
 }
 
 Value kiln::host::splat(OpBuilder &b, Location loc, Value scalar, VectorType type) {
@@ -192,19 +189,7 @@ void kiln::host::callRuntime(OpBuilder &b, Location loc, Operation *at, ContextS
 }
 
 Value kiln::host::getStringPtr(OpBuilder &b, Location loc, Operation *at, StringRef text) {
-  auto module = at->getParentOfType<ModuleOp>();
-  std::string name = "kiln.str." + llvm::utohexstr(llvm::xxh3_64bits(text));
-  auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
-  if (!global) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(module.getBody());
-    std::string data = text.str();
-    data.push_back('\0');
-    auto type = LLVM::LLVMArrayType::get(b.getI8Type(), data.size());
-    global = LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true, LLVM::Linkage::Internal,
-                                    name, b.getStringAttr(data));
-  }
-  return LLVM::AddressOfOp::create(b, loc, global);
+  return getStringConstant(b, loc, at, text, "kiln.str.");
 }
 
 std::string kiln::host::formatSite(Location loc) {

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Conversion/Common.h"
 #include "kiln/Conversion/KilnToLLVM.h"
 #include "kiln/Passes.h"
 
@@ -31,49 +32,8 @@ using namespace kiln;
 namespace kgpu = kiln::gpu;
 
 LogicalResult kiln::checkGPUSupport(ModuleOp module) {
-  bool ok = true;
-  for (auto func : module.getOps<func::FuncOp>()) {
-    if (func.isDeclaration()) {
-      func.emitError() << "expected a kernel definition, found a declaration of '"
-                       << func.getSymName() << "'";
-      ok = false;
-    }
-    if (func.getNumResults() != 0) {
-      func.emitError() << "expected kernel '" << func.getSymName()
-                       << "' to return nothing (outputs are written through pointers), found "
-                       << func.getNumResults() << " results";
-      ok = false;
-    }
-    for (BlockArgument arg : func.getArguments()) {
-      if (isa<RankedTensorType>(arg.getType())) {
-        emitError(arg.getLoc()) << "expected kernel argument #" << arg.getArgNumber() << " of '"
-                                << func.getSymName() << "' to be a scalar or a pointer, found "
-                                << arg.getType();
-        ok = false;
-      }
-      Attribute div = func.getArgAttr(arg.getArgNumber(), kDivisibilityAttr);
-      if (!div)
-        continue;
-      auto intAttr = dyn_cast<IntegerAttr>(div);
-      int64_t v = intAttr ? intAttr.getValue().getSExtValue() : 0;
-      if (!intAttr || v <= 0 || !llvm::isPowerOf2_64(v) || v > (int64_t(1) << 30) ||
-          !isa<IntegerType, PointerType>(arg.getType())) {
-        emitError(arg.getLoc()) << "expected " << kDivisibilityAttr << " of kernel argument #"
-                                << arg.getArgNumber()
-                                << " to be a power of two in [1, 2^30] on an integer or "
-                                   "pointer argument, found "
-                                << div << " on " << arg.getType();
-        ok = false;
-      }
-    }
-  }
+  bool ok = succeeded(checkKernels(module));
   module.walk([&](Operation *op) {
-    for (Type t : op->getResultTypes())
-      if (isa<TensorType>(t) && !hasTileShape(t)) {
-        op->emitError() << "expected a tile with static power-of-two dimensions, found " << t;
-        ok = false;
-        return;
-      }
     if (auto cst = dyn_cast<arith::ConstantOp>(op))
       if (isa<DenseElementsAttr>(cst.getValue()) && !isa<SplatElementsAttr>(cst.getValue())) {
         op->emitError() << "non-splat tile constants are not supported on the GPU path yet";

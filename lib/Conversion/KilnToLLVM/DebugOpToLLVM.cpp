@@ -13,11 +13,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Conversion/Common.h"
 #include "kiln/Conversion/KilnToLLVM.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
-#include "llvm/Support/xxhash.h"
 
 using namespace mlir;
 using namespace kiln;
@@ -34,21 +34,9 @@ LLVM::LLVMFuncOp getOrInsertFunction(OpBuilder &b, Operation *at, StringRef name
   return LLVM::LLVMFuncOp::create(b, at->getLoc(), name, type);
 }
 
-/// A generic pointer to a NUL-terminated constant string (one global per distinct text).
+/// A generic pointer to a NUL-terminated constant string.
 Value stringPtr(OpBuilder &b, Location loc, Operation *at, StringRef text) {
-  auto module = at->getParentOfType<ModuleOp>();
-  std::string name = "__kiln_str_" + llvm::utohexstr(llvm::xxh3_64bits(text));
-  auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
-  if (!global) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(module.getBody());
-    std::string data = text.str();
-    data.push_back('\0');
-    auto type = LLVM::LLVMArrayType::get(b.getI8Type(), data.size());
-    global = LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true, LLVM::Linkage::Internal,
-                                    name, b.getStringAttr(data));
-  }
-  return LLVM::AddressOfOp::create(b, loc, global);
+  return getStringConstant(b, loc, at, text, "__kiln_str_");
 }
 
 /// Runs `body` where `pred` holds (always when `pred` is null).

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Conversion/Common.h"
 #include "kiln/Conversion/KilnToLLVM.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
@@ -23,14 +24,6 @@ using namespace kiln;
 namespace kgpu = kiln::gpu;
 
 namespace {
-
-/// Row-major strides of `shape`.
-SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int i = int(shape.size()) - 2; i >= 0; --i)
-    strides[i] = strides[i + 1] * shape[i + 1];
-  return strides;
-}
 
 Value linearIndex(OpBuilder &b, Location loc, ArrayRef<Value> coords, ArrayRef<int64_t> strides) {
   Value index = i32Const(b, loc, 0);
@@ -72,7 +65,7 @@ Value convertThroughShared(ConversionPatternRewriter &rewriter, Location loc, Op
     LLVM::StoreOp::create(rewriter, loc, stored, address(dstIndex(rewriter, coords)));
   }
   target.barrier(rewriter, loc);
-  SmallVector<int64_t> dstStrides = stridesOf(dstType.getShape());
+  SmallVector<int64_t> dstStrides = getRowMajorStrides(dstType.getShape());
   SmallVector<Value> results;
   for (auto &coords : emitElementCoordinates(rewriter, loc, dstType, target)) {
     Value v = LLVM::LoadOp::create(rewriter, loc, memElem,
@@ -93,7 +86,7 @@ struct ConvertLayoutOpLowering final : ConvertOpToLLVMPattern<kgpu::ConvertLayou
       rewriter.replaceOp(op, adaptor.getSrc());
       return success();
     }
-    SmallVector<int64_t> strides = stridesOf(dstType.getShape());
+    SmallVector<int64_t> strides = getRowMajorStrides(dstType.getShape());
     rewriter.replaceOp(op, convertThroughShared(
                                rewriter, op.getLoc(), op, adaptor.getSrc(), srcType, dstType,
                                *getTypeConverter(), target,
@@ -113,7 +106,7 @@ struct TransOpLowering final : ConvertOpToLLVMPattern<TransOp> {
     auto srcType = cast<RankedTensorType>(op.getSrc().getType());
     auto dstType = cast<RankedTensorType>(op.getType());
     ArrayRef<int32_t> order = op.getOrder();
-    SmallVector<int64_t> strides = stridesOf(dstType.getShape());
+    SmallVector<int64_t> strides = getRowMajorStrides(dstType.getShape());
     // Result dimension i is source dimension order[i].
     rewriter.replaceOp(op, convertThroughShared(
                                rewriter, op.getLoc(), op, adaptor.getSrc(), srcType, dstType,
@@ -137,7 +130,7 @@ struct ReshapeOpLowering final : ConvertOpToLLVMPattern<ReshapeOp> {
     auto srcType = cast<RankedTensorType>(op.getSrc().getType());
     auto dstType = cast<RankedTensorType>(op.getType());
     // Row-major order is kept: the source's row-major index is the result's.
-    SmallVector<int64_t> strides = stridesOf(srcType.getShape());
+    SmallVector<int64_t> strides = getRowMajorStrides(srcType.getShape());
     rewriter.replaceOp(op, convertThroughShared(
                                rewriter, op.getLoc(), op, adaptor.getSrc(), srcType, dstType,
                                *getTypeConverter(), target,

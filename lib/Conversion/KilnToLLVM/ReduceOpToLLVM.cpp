@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Conversion/Common.h"
 #include "kiln/Conversion/KilnToLLVM.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
@@ -28,19 +29,7 @@ namespace {
 /// Applies the combine region of `op` to accumulators `acc` and new values `next`.
 SmallVector<Value> combine(ConversionPatternRewriter &rewriter, ReduceOp op, ArrayRef<Value> acc,
                            ArrayRef<Value> next) {
-  Block &block = op.getCombineOp().front();
-  IRMapping map;
-  unsigned n = acc.size();
-  for (unsigned i = 0; i < n; ++i) {
-    map.map(block.getArgument(i), acc[i]);
-    map.map(block.getArgument(n + i), next[i]);
-  }
-  for (Operation &inner : block.without_terminator())
-    rewriter.clone(inner, map);
-  SmallVector<Value> out;
-  for (Value v : block.getTerminator()->getOperands())
-    out.push_back(map.lookupOrDefault(v));
-  return out;
+  return applyCombineRegion(rewriter, op.getCombineOp(), acc, next);
 }
 
 struct ReduceOpLowering final : ConvertOpToLLVMPattern<ReduceOp> {

@@ -12,10 +12,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Conversion/Common.h"
 #include "kiln/Conversion/KilnToLLVM.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
-#include "mlir/IR/IRMapping.h"
 
 #include <atomic>
 
@@ -23,23 +23,6 @@ using namespace mlir;
 using namespace kiln;
 
 namespace {
-
-SmallVector<Value> applyCombine(ConversionPatternRewriter &rewriter, ScanOp op,
-                                ArrayRef<Value> acc, ArrayRef<Value> next) {
-  Block &block = op.getCombineOp().front();
-  IRMapping map;
-  unsigned n = acc.size();
-  for (unsigned i = 0; i < n; ++i) {
-    map.map(block.getArgument(i), acc[i]);
-    map.map(block.getArgument(n + i), next[i]);
-  }
-  for (Operation &inner : block.without_terminator())
-    rewriter.clone(inner, map);
-  SmallVector<Value> out;
-  for (Value v : block.getTerminator()->getOperands())
-    out.push_back(map.lookupOrDefault(v));
-  return out;
-}
 
 struct ScanOpLowering final : ConvertOpToLLVMPattern<ScanOp> {
   ScanOpLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
@@ -75,9 +58,7 @@ struct ScanOpLowering final : ConvertOpToLLVMPattern<ScanOp> {
                                             std::to_string(k)));
     }
     auto coords = emitElementCoordinates(rewriter, loc, type, target);
-    SmallVector<int64_t> strides(shape.size(), 1);
-    for (int i = int(shape.size()) - 2; i >= 0; --i)
-      strides[i] = strides[i + 1] * shape[i + 1];
+    SmallVector<int64_t> strides = getRowMajorStrides(shape);
     SmallVector<Value> index;
     for (auto &c : coords) {
       Value idx = i32Const(rewriter, loc, 0);
@@ -119,7 +100,8 @@ struct ScanOpLowering final : ConvertOpToLLVMPattern<ScanOp> {
           neighbor.push_back(v);
           self.push_back(vals[k][e]);
         }
-        SmallVector<Value> combined = applyCombine(rewriter, op, neighbor, self);
+        SmallVector<Value> combined =
+            applyCombineRegion(rewriter, op.getCombineOp(), neighbor, self);
         for (unsigned k = 0; k < numOperands; ++k)
           vals[k][e] = LLVM::SelectOp::create(rewriter, loc, has, combined[k], vals[k][e]);
       }

@@ -16,7 +16,6 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/MC/TargetRegistry.h"
-#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
@@ -83,23 +82,8 @@ LogicalResult kiln::emitHostObject(ModuleOp module, std::string &llvmIR, std::st
       f.addFnAttr("target-features", tm->getTargetFeatureString());
       f.addFnAttr(llvm::Attribute::NoUnwind);
     }
-  {
-    llvm::LoopAnalysisManager lam;
-    llvm::FunctionAnalysisManager fam;
-    llvm::CGSCCAnalysisManager cgam;
-    llvm::ModuleAnalysisManager mam;
-    llvm::PipelineTuningOptions tuning;
-    tuning.LoopVectorization = true;
-    tuning.SLPVectorization = true;
-    llvm::PassBuilder pb(tm.get(), tuning);
-    pb.registerModuleAnalyses(mam);
-    pb.registerCGSCCAnalyses(cgam);
-    pb.registerFunctionAnalyses(fam);
-    pb.registerLoopAnalyses(lam);
-    pb.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-    mpm.run(*llvmModule, mam);
-  }
+  // LLVM's default pipeline vectorizes loops and straight-line code (SLP) at O3.
+  optimizeLLVMModule(*llvmModule, *tm);
   if (llvm::verifyModule(*llvmModule, &llvm::errs()))
     return emitError(loc) << "optimized LLVM IR does not verify";
   {

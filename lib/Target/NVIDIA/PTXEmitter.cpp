@@ -93,6 +93,21 @@ LogicalResult linkLibdevice(llvm::Module &module, Location loc) {
 
 } // namespace
 
+void kiln::optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &tm) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(module, mam);
+}
+
 bool kiln::isKnownArch(StringRef arch) {
   initNVPTX();
   std::string err;
@@ -134,20 +149,7 @@ LogicalResult kiln::emitPTX(ModuleOp module, StringRef arch, std::string &llvmIR
   if (failed(linkLibdevice(*llvmModule, loc)))
     return failure();
 
-  {
-    llvm::LoopAnalysisManager lam;
-    llvm::FunctionAnalysisManager fam;
-    llvm::CGSCCAnalysisManager cgam;
-    llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder pb(tm.get());
-    pb.registerModuleAnalyses(mam);
-    pb.registerCGSCCAnalyses(cgam);
-    pb.registerFunctionAnalyses(fam);
-    pb.registerLoopAnalyses(lam);
-    pb.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-    mpm.run(*llvmModule, mam);
-  }
+  optimizeLLVMModule(*llvmModule, *tm);
   if (llvm::verifyModule(*llvmModule, &llvm::errs()))
     return emitError(loc) << "optimized LLVM IR does not verify";
   {
