@@ -285,6 +285,22 @@ void py::Session::store(Handle ptr, Handle value, Handle mask, const std::string
   });
 }
 
+Handle py::Session::atomicRMW(const std::string &op, Handle ptr, Handle val, Handle mask,
+                              const std::string &sem, const std::string &scope) {
+  return translate([&] {
+    return impl->add(impl->builder.atomicRMW(op, impl->get(ptr), impl->get(val),
+                                             impl->optional(mask), sem, scope));
+  });
+}
+
+Handle py::Session::atomicCAS(Handle ptr, Handle cmp, Handle val, const std::string &sem,
+                              const std::string &scope) {
+  return translate([&] {
+    return impl->add(
+        impl->builder.atomicCAS(impl->get(ptr), impl->get(cmp), impl->get(val), sem, scope));
+  });
+}
+
 void py::Session::devicePrint(const std::string &prefix, const std::vector<Handle> &args,
                               bool hex) {
   translate([&] {

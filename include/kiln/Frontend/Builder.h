@@ -408,6 +408,22 @@ public:
   Tile cumprod(const Tile &x, int axis, bool reverse = false);
 
   //===--------------------------------------------------------------------===//
+  // Atomics (BuilderAtomic.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// tl.atomic_<op>(ptr, val, mask, sem, scope) for op in add, max, min, and, or, xor, xchg:
+  /// kiln.atomic_rmw with ptr, val and mask broadcast together and val cast to the pointee
+  /// dtype; returns the old values. `sem` is "acq_rel" (default, also ""), "acquire",
+  /// "release" or "relaxed"; `scope` "gpu" (default), "cta" or "sys". Bitwise ops take
+  /// integers; max/min on unsigned integers compare unsigned.
+  Tile atomicRMW(llvm::StringRef op, const Tile &ptr, const Tile &val, std::optional<Tile> mask,
+                 llvm::StringRef sem = "", llvm::StringRef scope = "");
+  /// tl.atomic_cas(ptr, cmp, val, sem, scope): where *ptr == cmp stores val; returns the old
+  /// values (integers of 32 or 64 bits, or floats compared by their bits).
+  Tile atomicCAS(const Tile &ptr, const Tile &cmp, const Tile &val, llvm::StringRef sem = "",
+                 llvm::StringRef scope = "");
+
+  //===--------------------------------------------------------------------===//
   // Matrix products (BuilderDot.cpp)
   //===--------------------------------------------------------------------===//
 

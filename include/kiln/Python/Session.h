@@ -141,6 +141,13 @@ public:
   /// tl.device_assert(cond, msg): Builder::deviceAssert.
   void deviceAssert(Handle cond, const std::string &message);
 
+  /// tl.atomic_<op> (add max min and or xor xchg) and tl.atomic_cas; "" takes the defaults
+  /// (acq_rel, gpu).
+  Handle atomicRMW(const std::string &op, Handle ptr, Handle val, Handle mask = -1,
+                   const std::string &sem = "", const std::string &scope = "");
+  Handle atomicCAS(Handle ptr, Handle cmp, Handle val, const std::string &sem = "",
+                   const std::string &scope = "");
+
   //===--------------------------------------------------------------------===//
   // Shapes
   //===--------------------------------------------------------------------===//

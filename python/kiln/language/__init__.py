@@ -395,6 +395,43 @@ def static_print(*values, sep=" ", end="\n", file=None, flush=False):
 
 
 @builtin
+# ---------------------------------------------------------------------------------------
+# Atomics
+# ---------------------------------------------------------------------------------------
+
+def _atomic_rmw(op):
+    def fn(pointer, val, mask=None, sem=None, scope=None):
+        g = _gen()
+        return _wrap(g.session.atomic_rmw(op, _t(pointer).handle, _t(val).handle, _opt(mask),
+                                          _const_str(sem or "", "sem"),
+                                          _const_str(scope or "", "scope")))
+    fn.__name__ = f"atomic_{op}"
+    fn.__qualname__ = fn.__name__
+    fn.__kiln_builtin__ = True
+    fn.__doc__ = (f"Atomically applies {op} of `val` to each `*pointer` where `mask` holds "
+                  f"(sem: acq_rel, acquire, release, relaxed; scope: gpu, cta, sys); returns "
+                  f"the old values.")
+    return fn
+
+
+atomic_add = _atomic_rmw("add")
+atomic_max = _atomic_rmw("max")
+atomic_min = _atomic_rmw("min")
+atomic_and = _atomic_rmw("and")
+atomic_or = _atomic_rmw("or")
+atomic_xor = _atomic_rmw("xor")
+atomic_xchg = _atomic_rmw("xchg")
+
+
+@builtin
+def atomic_cas(pointer, cmp, val, sem=None, scope=None):
+    """Atomically stores `val` at each `*pointer` equal to `cmp`; returns the old values."""
+    g = _gen()
+    return _wrap(g.session.atomic_cas(_t(pointer).handle, _t(cmp).handle, _t(val).handle,
+                                      _const_str(sem or "", "sem"),
+                                      _const_str(scope or "", "scope")))
+
+
 def device_print(prefix, *args, hex=False):
     """Prints `prefix` and the run-time values of `args` from every program when the kernel
     runs (each element of a tile on its own line, with the program id and the element's
@@ -627,14 +664,6 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
 dot_scaled = _unsupported("dot_scaled")
 sort = _unsupported("sort")
 histogram = _unsupported("histogram")
-atomic_add = _unsupported("atomic_add")
-atomic_max = _unsupported("atomic_max")
-atomic_min = _unsupported("atomic_min")
-atomic_and = _unsupported("atomic_and")
-atomic_or = _unsupported("atomic_or")
-atomic_xor = _unsupported("atomic_xor")
-atomic_xchg = _unsupported("atomic_xchg")
-atomic_cas = _unsupported("atomic_cas")
 debug_barrier = _unsupported("debug_barrier")
 make_block_ptr = _unsupported("make_block_ptr")
 advance = _unsupported("advance")
