@@ -394,7 +394,6 @@ def static_print(*values, sep=" ", end="\n", file=None, flush=False):
     _py.print(*values, sep=sep, end=end, file=file, flush=flush)
 
 
-@builtin
 # ---------------------------------------------------------------------------------------
 # Atomics
 # ---------------------------------------------------------------------------------------
@@ -432,6 +431,7 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None):
                                       _const_str(scope or "", "scope")))
 
 
+@builtin
 def device_print(prefix, *args, hex=False):
     """Prints `prefix` and the run-time values of `args` from every program when the kernel
     runs (each element of a tile on its own line, with the program id and the element's
