@@ -162,15 +162,14 @@ CompileError::CompileError(std::string kernel, std::string file, unsigned line, 
 //===----------------------------------------------------------------------===//
 
 /// Prints a shape as [a, b, c].
-static std::string fmtShape(ArrayRef<int64_t> shape) {
+std::string kiln::fmtShape(ArrayRef<int64_t> shape) {
   std::string s = "[";
   for (auto [i, d] : llvm::enumerate(shape))
     s += (i ? ", " : "") + std::to_string(d);
   return s + "]";
 }
 
-/// Triton's way of printing a value's type: "fp32" for scalars, "fp32[16, 32]" for tiles.
-static std::string describe(const Tile &t) {
+std::string kiln::describe(const Tile &t) {
   return t.dtype.str() + (t.isTile() ? fmtShape(t.getShape()) : "");
 }
 

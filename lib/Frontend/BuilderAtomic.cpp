@@ -14,18 +14,6 @@ using namespace kiln;
 
 namespace {
 
-/// Triton's way of printing a value's type: "fp32" for scalars, "fp32[16, 32]" for tiles.
-std::string describe(const Tile &t) {
-  std::string shape;
-  if (t.isTile()) {
-    shape = "[";
-    for (auto [i, d] : llvm::enumerate(t.getShape()))
-      shape += (i ? ", " : "") + std::to_string(d);
-    shape += "]";
-  }
-  return t.dtype.str() + shape;
-}
-
 std::optional<MemSemantic> parseSem(StringRef s) {
   if (s.empty() || s == "acq_rel")
     return MemSemantic::acq_rel;

@@ -18,18 +18,6 @@ using namespace kiln;
 
 namespace {
 
-std::string fmtShape(ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  for (auto [i, d] : llvm::enumerate(shape))
-    s += (i ? ", " : "") + std::to_string(d);
-  return s + "]";
-}
-
-/// "fp16[64, 32]" for tiles, "fp32" for scalars (Triton's way of printing a type).
-std::string describe(const Tile &t) {
-  return t.dtype.str() + (t.isTile() ? fmtShape(t.getShape()) : "");
-}
-
 /// The smallest tile dimension of a dot (Triton's min_dot_size on NVIDIA GPUs).
 constexpr int64_t kMinDotDim = 16;
 

@@ -129,6 +129,12 @@ struct Tile {
   llvm::ArrayRef<int64_t> getShape() const;
 };
 
+/// "[16, 32]".
+std::string fmtShape(llvm::ArrayRef<int64_t> shape);
+/// Triton's way of printing a value's type: "fp32" for scalars, "fp32[16, 32]" for tiles
+/// (what error messages say).
+std::string describe(const Tile &t);
+
 /// A user error in a kernel: what was expected, what was found, and where.
 class [[gnu::visibility("default")]] CompileError : public std::exception {
 public:
