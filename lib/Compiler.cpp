@@ -76,6 +76,8 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
     GPUPipelineOptions pipeline;
     pipeline.numWarps = options.numWarps;
     pipeline.numStages = options.numStages;
+    // wgmma exists only in the arch-specific sm_90a target.
+    pipeline.wgmma = options.arch == "sm_90a";
     // A module may ask for its own software pipelining depth (kiln.num_stages = N).
     if (auto stages = module->getAttrOfType<IntegerAttr>("kiln.num_stages"))
       pipeline.numStages = unsigned(std::max<int64_t>(1, stages.getInt()));

@@ -25,7 +25,7 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
   pm.addPass(
       createKilnPipelineLoads(KilnPipelineLoadsOptions{options.numStages, options.numWarps}));
   // tiles -> layouts
-  pm.addPass(createKilnAssignLayouts(KilnAssignLayoutsOptions{options.numWarps}));
+  pm.addPass(createKilnAssignLayouts(KilnAssignLayoutsOptions{options.numWarps, options.wgmma}));
   pm.addPass(createSCFToControlFlowPass());
   // layouts -> LLVM + NVVM
   pm.addPass(createKilnConvertToLLVM());

@@ -28,6 +28,7 @@ namespace kiln {
 struct GPUPipelineOptions {
   unsigned numWarps = 4;
   unsigned numStages = 1; ///< 1: off, 0: per-loop cost model, >= 2: on (kiln-pipeline-loads)
+  bool wgmma = false;     ///< sm_90a: dots on warpgroup tensor cores
 };
 
 /// kiln (no layouts) -> LLVM dialect + NVVM, ready for translation to LLVM IR.

@@ -21,6 +21,9 @@ def KilnAssignLayouts : Pass<"kiln-assign-layouts", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"numWarps", "num-warps", "unsigned", "4", "warps per program">,
+    Option<"wgmma", "wgmma", "bool", "false",
+           "the target has warpgroup MMA (sm_90a): tensor-core dots take the warpgroup "
+           "accumulator layout when their shape allows">,
   ];
   let dependentDialects = ["::kiln::gpu::KilnGPUDialect"];
 }

@@ -34,7 +34,8 @@ public:
 
 /// True when libcuda loads and reports at least one device. Never throws.
 KILN_EXPORT bool hasGPU();
-/// "sm_90" for device `ordinal`; throws Error without a GPU.
+/// The compile target of device `ordinal` ("sm_80", "sm_90a" for compute capability 9.0: the
+/// arch-specific target with wgmma); throws Error without a GPU.
 KILN_EXPORT std::string getArch(int ordinal = 0);
 /// Makes device `ordinal`'s primary context current on this thread (done lazily by every call).
 KILN_EXPORT void setDevice(int ordinal);

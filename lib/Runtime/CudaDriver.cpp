@@ -114,7 +114,12 @@ std::string kiln::rt::getArch(int ordinal) {
   check(d.cuDeviceGet(&device, ordinal), "cuDeviceGet");
   check(d.cuDeviceGetAttribute(&major, kAttrCCMajor, device), "cuDeviceGetAttribute");
   check(d.cuDeviceGetAttribute(&minor, kAttrCCMinor, device), "cuDeviceGetAttribute");
-  return "sm_" + std::to_string(major) + std::to_string(minor);
+  std::string arch = "sm_" + std::to_string(major) + std::to_string(minor);
+  // Hopper's warpgroup MMA and setmaxnreg exist only in the arch-specific target, whose code
+  // runs on compute capability 9.0 exactly, which this device is.
+  if (major == 9 && minor == 0)
+    arch += "a";
+  return arch;
 }
 
 void kiln::rt::synchronize() { check(requireDriver().cuCtxSynchronize(), "cuCtxSynchronize"); }

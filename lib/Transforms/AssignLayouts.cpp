@@ -152,6 +152,8 @@ struct KilnAssignLayoutsPass final : kiln::impl::KilnAssignLayoutsBase<KilnAssig
       return signalPassFailure();
     module->setAttr(kiln::gpu::kNumWarpsAttr,
                     IntegerAttr::get(IntegerType::get(&getContext(), 32), numWarps));
+    if (wgmma)
+      module->setAttr(kiln::gpu::kWgmmaAttr, UnitAttr::get(&getContext()));
     for (auto func : module.getOps<func::FuncOp>())
       if (failed(assign(func)))
         return signalPassFailure();
@@ -306,6 +308,12 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
   func.walk([&](DotOp dot) {
     if (!usesMmaLayout(dot))
       return;
+    if (wgmma && usesWgmma(dot))
+      if (auto layout =
+              getWgmmaAccumulatorLayout(&getContext(), dot.getType().getShape(), numWarps)) {
+        mmaLayoutOf.try_emplace(groups.find(dot.getResult()), layout);
+        return;
+      }
     if (auto layout = getMmaAccumulatorLayout(&getContext(), dot.getType().getShape(), numWarps))
       mmaLayoutOf.try_emplace(groups.find(dot.getResult()), layout);
   });

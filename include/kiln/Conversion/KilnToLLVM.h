@@ -44,7 +44,8 @@ ThreadIds emitThreadIds(mlir::OpBuilder &b, mlir::Location loc, gpu::BlockedEnco
 /// Address (in shared memory, address space 3) of a module-level buffer of `count` elements
 /// of `elemType`, created on first use under `name`.
 mlir::Value getSharedBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
-                            mlir::Type elemType, unsigned count, llvm::StringRef name);
+                            mlir::Type elemType, unsigned count, llvm::StringRef name,
+                            unsigned alignment = 16);
 
 /// An i1 that is true in exactly one of the threads holding each element of `type` (layouts
 /// replicate elements when the tile is smaller than the layout, and along sliced dimensions);
@@ -83,6 +84,18 @@ gpu::BlockedEncodingAttr getMmaAccumulatorLayout(mlir::MLIRContext *ctx,
 /// True when `op` runs on tensor cores given the accumulator layout (f16/bf16 -> f32, and
 /// f32 -> f32 as tf32).
 bool usesMmaLayout(DotOp op);
+/// The accumulator layout of a dot on Hopper's warpgroup tensor cores (wgmma): the mma
+/// C-fragment lane pattern with all `numWarps` warps along M; null unless the warps form whole
+/// warpgroups and M is a multiple of 16 rows per warp.
+gpu::BlockedEncodingAttr getWgmmaAccumulatorLayout(mlir::MLIRContext *ctx,
+                                                   llvm::ArrayRef<int64_t> shape,
+                                                   unsigned numWarps);
+/// True when `op`'s types and sizes suit wgmma (f16/bf16 -> f32, K a multiple of 16, operands
+/// within static shared memory); the layout and the target decide the rest.
+bool usesWgmma(DotOp op);
+/// dot with wgmma.mma_async on sm_90a (operands staged in swizzled shared memory).
+void populateWgmmaDotToLLVMPatterns(KilnLLVMTypeConverter &converter,
+                                    mlir::RewritePatternSet &patterns, const TargetInfo &target);
 /// dot: operands through shared memory, then mma.sync or CUDA-core FMAs.
 void populateDotOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                  mlir::RewritePatternSet &patterns, const TargetInfo &target);

@@ -118,6 +118,7 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
     RewritePatternSet patterns(ctx);
     populateTileOpToLLVMPatterns(converter, patterns, target);
     populateLayoutConversionToLLVMPatterns(converter, patterns, target);
+    populateWgmmaDotToLLVMPatterns(converter, patterns, target);
     populateDotOpToLLVMPatterns(converter, patterns, target);
     populateScanOpToLLVMPatterns(converter, patterns, target);
     populateDebugOpToLLVMPatterns(converter, patterns, target);

@@ -73,7 +73,7 @@ ThreadIds kiln::emitThreadIds(OpBuilder &b, Location loc, kgpu::BlockedEncodingA
 }
 
 Value kiln::getSharedBuffer(OpBuilder &b, Location loc, Operation *op, Type elemType,
-                            unsigned count, StringRef name) {
+                            unsigned count, StringRef name, unsigned alignment) {
   auto module = op->getParentOfType<ModuleOp>();
   auto arrayType = LLVM::LLVMArrayType::get(elemType, count);
   auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
@@ -83,7 +83,7 @@ Value kiln::getSharedBuffer(OpBuilder &b, Location loc, Operation *op, Type elem
     // Shared memory is address space 3 in NVPTX; no initializer (PTX .shared has none).
     global = LLVM::GlobalOp::create(b, loc, arrayType, /*isConstant=*/false,
                                     LLVM::Linkage::Internal, name, Attribute(),
-                                    /*alignment=*/16, /*addrSpace=*/3);
+                                    alignment, /*addrSpace=*/3);
   }
   return LLVM::AddressOfOp::create(b, loc, global);
 }

@@ -25,6 +25,9 @@
 namespace kiln::gpu {
 /// Module attribute: warps per program.
 inline constexpr llvm::StringLiteral kNumWarpsAttr = "kiln_gpu.num_warps";
+/// Module attribute (unit): the target has warpgroup MMA (wgmma, sm_90a), so dots on tensor
+/// cores take the warpgroup accumulator layout and lower to wgmma.
+inline constexpr llvm::StringLiteral kWgmmaAttr = "kiln_gpu.wgmma";
 /// Threads per warp on NVIDIA GPUs (PTX ISA 5.2.2, "warp size").
 inline constexpr unsigned kWarpSize = 32;
 

@@ -1,0 +1,385 @@
+//===- WgmmaDotToLLVM.cpp - kiln.dot on Hopper tensor cores (wgmma) -------===//
+//
+// This file lowers kiln.dot with wgmma.mma_async (sm_90a) when -kiln-assign-layouts gave the
+// accumulator the warpgroup layout (getWgmmaAccumulatorLayout: the mma C-fragment lane pattern,
+// sizePerThread [1, 2], threadsPerWarp [8, 4], all warps along M). Otherwise the dot goes to
+// DotOpToLLVM.cpp (mma.sync or FMA).
+//
+// Operands. Each thread stores the elements it owns to shared memory in one of wgmma's
+// canonical swizzled layouts (PTX ISA 9.7.15.5.1.2), in 16-byte vectors where its registers
+// hold runs along the layout's contiguous dimension:
+//   - K-major (A row-major, B transposed): rows of S bytes (S = 128, 64 or 32: the swizzle
+//     width, K * elemBytes capped at 128), the K extent cut into blocks of S bytes; byte
+//     (mn, k) at (k / kb) * (MN * S) + mn * S + (k % kb) * elemBytes, kb = S / elemBytes.
+//   - MN-major (A column-major, B row-major, 16-bit types only): the same with MN and K
+//     swapped: (mn / nb) * (K * S) + k * S + (mn % nb) * elemBytes.
+// and the swizzle: byte offset o becomes o ^ (((o >> 7) & (S / 16 - 1)) << 4), relative to a
+// 1024-byte aligned buffer. Descriptors: K-major SBO = 8 * S (8-row groups), LBO unused;
+// MN-major LBO = K * S (the next S bytes of MN), SBO = 8 * S (the next 8 k).
+//
+// Rows of A. Warp w of the accumulator layout owns rows r * 8W + 8w + [0, 8) (W warps, r the
+// repetition), but in wgmma warp w of warpgroup g owns rows 16(w % 4) + [0, 16) of each 64-row
+// block its warpgroup multiplies. A's rows are therefore stored permuted, 8 at a time: logical
+// row L = r * 8W + 8w + i (w = 4g + v) goes to shared row 64 * (g * R + r / 2) + 16v + 8(r % 2)
+// + i, R = M / (16W) blocks per warpgroup, so that accumulator element (r, column) of the
+// thread is exactly the wgmma D fragment register for its row. No data moves for C.
+//
+// Sequence: barrier (the previous dot's reads are done), stores, fence.proxy.async (generic
+// writes become visible to the tensor cores), barrier, wgmma.fence, one wgmma per (64-row
+// block, N chunk of at most 256, k16 step), commit, wait (the accumulators pass through the
+// wait so nothing reads them earlier).
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Conversion/KilnToLLVM.h"
+
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <atomic>
+#include <map>
+
+using namespace mlir;
+using namespace kiln;
+namespace kgpu = kiln::gpu;
+
+namespace {
+
+/// Static shared memory a kernel may use without opting in to more (48 KiB).
+constexpr int64_t kStaticSharedLimit = 48 * 1024;
+
+bool isSixteenBit(Type t) { return t.isF16() || t.isBF16(); }
+
+/// Whether `op` can use wgmma: f16/bf16 inputs with f32 accumulators, the warpgroup layout,
+/// and a module compiled for sm_90a.
+bool wgmmaApplies(DotOp op) {
+  auto module = op->getParentOfType<ModuleOp>();
+  if (!module || !module->hasAttr(kgpu::kWgmmaAttr))
+    return false;
+  RankedTensorType aTy = op.getA().getType(), bTy = op.getB().getType();
+  auto cTy = cast<RankedTensorType>(op.getC().getType());
+  if (!isSixteenBit(aTy.getElementType()) || aTy.getElementType() != bTy.getElementType() ||
+      !cTy.getElementType().isF32())
+    return false;
+  if (aTy.getDimSize(1) % 16 != 0)
+    return false;
+  auto numWarps = module->getAttrOfType<IntegerAttr>(kgpu::kNumWarpsAttr);
+  if (!numWarps || cTy.getEncoding() != getWgmmaAccumulatorLayout(op.getContext(),
+                                                                   cTy.getShape(),
+                                                                   numWarps.getInt()))
+    return false;
+  int64_t bytes = (aTy.getNumElements() + bTy.getNumElements()) * 2;
+  return bytes <= kStaticSharedLimit;
+}
+
+/// Where an operand lives in shared memory (see the file comment).
+struct OperandLayout {
+  int64_t mn, k;      ///< extents
+  bool kMajor;        ///< contiguous along K (else along M or N)
+  int64_t swizzle;    ///< S: 32, 64 or 128 bytes
+  int64_t elemBytes;
+  int64_t offset;     ///< of the operand inside the dot's buffer
+
+  int64_t contiguousExtent() const { return kMajor ? k : mn; }
+  int64_t blockElems() const { return swizzle / elemBytes; }
+
+  /// Unswizzled byte offset of (mn, k) as i32 arithmetic.
+  Value emitOffset(OpBuilder &b, Location loc, Value mnPos, Value kPos) const {
+    Value major = kMajor ? kPos : mnPos, minor = kMajor ? mnPos : kPos;
+    int64_t minorExtent = kMajor ? mn : k;
+    unsigned blockShift = llvm::Log2_64(blockElems());
+    Value block = LLVM::LShrOp::create(b, loc, major, i32Const(b, loc, blockShift));
+    Value inBlock = LLVM::AndOp::create(b, loc, major, i32Const(b, loc, blockElems() - 1));
+    Value o = LLVM::MulOp::create(b, loc, block, i32Const(b, loc, minorExtent * swizzle));
+    o = LLVM::AddOp::create(b, loc, o,
+                            LLVM::MulOp::create(b, loc, minor, i32Const(b, loc, swizzle)));
+    o = LLVM::AddOp::create(b, loc, o,
+                            LLVM::MulOp::create(b, loc, inBlock, i32Const(b, loc, elemBytes)));
+    // The swizzle: 16-byte chunk bits [4, 4 + s) ^= row bits [7, 7 + s).
+    int64_t mask = swizzle / 16 - 1;
+    Value row = LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, o, i32Const(b, loc, 7)),
+                                    i32Const(b, loc, mask));
+    o = LLVM::XOrOp::create(b, loc, o,
+                            LLVM::ShlOp::create(b, loc, row, i32Const(b, loc, 4)));
+    return LLVM::AddOp::create(b, loc, o, i32Const(b, loc, offset));
+  }
+
+  /// The 64-bit matrix descriptor for the sub-matrix whose first element is (mn0, k0), both
+  /// static, given the buffer's shared address `base` (i32).
+  Value emitDescriptor(OpBuilder &b, Location loc, Value base, Value mnRowOffset, int64_t mn0,
+                       int64_t k0) const {
+    int64_t start = offset;
+    int64_t lbo = 1, sbo = 8 * swizzle;
+    if (kMajor) {
+      start += (k0 / blockElems()) * mn * swizzle + mn0 * swizzle +
+               (k0 % blockElems()) * elemBytes;
+    } else {
+      start += (mn0 / blockElems()) * k * swizzle + k0 * swizzle;
+      lbo = k * swizzle;
+    }
+    // Layout type (bits 62-63): 1 = 128B swizzle, 2 = 64B, 3 = 32B.
+    uint64_t mode = swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3;
+    uint64_t fixed = (uint64_t(lbo >> 4) & 0x3FFF) << 16 | (uint64_t(sbo >> 4) & 0x3FFF) << 32 |
+                     mode << 62;
+    Type i64 = b.getI64Type();
+    Value addr = LLVM::AddOp::create(b, loc, base, i32Const(b, loc, start));
+    if (mnRowOffset)
+      addr = LLVM::AddOp::create(b, loc, addr, mnRowOffset);
+    Value field = LLVM::AndOp::create(
+        b, loc, LLVM::LShrOp::create(b, loc, addr, i32Const(b, loc, 4)), i32Const(b, loc, 0x3FFF));
+    Value wide = LLVM::ZExtOp::create(b, loc, i64, field);
+    return LLVM::OrOp::create(
+        b, loc, wide,
+        LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(int64_t(fixed))));
+  }
+};
+
+/// S for a contiguous extent of `elems` elements of `elemBytes`; 0 when below 32 bytes.
+int64_t swizzleFor(int64_t elems, int64_t elemBytes) {
+  int64_t bytes = std::min<int64_t>(128, elems * elemBytes);
+  return bytes >= 32 ? bytes : 0;
+}
+
+/// The dimension a laid-out operand's registers are contiguous along (its order's first),
+/// or -1 when its layout is not a plain blocked layout.
+int contiguousDim(RankedTensorType t) {
+  auto blocked = dyn_cast_or_null<kgpu::BlockedEncodingAttr>(t.getEncoding());
+  return blocked ? int(blocked.getOrder()[0]) : -1;
+}
+
+Value inlineAsm(OpBuilder &b, Location loc, Type resultType, ValueRange args, StringRef asmStr,
+                StringRef constraints, bool sideEffects) {
+  auto op = LLVM::InlineAsmOp::create(b, loc, resultType, args, asmStr, constraints, sideEffects,
+                                      /*is_align_stack=*/false,
+                                      LLVM::tailcallkind::TailCallKind::None,
+                                      LLVM::AsmDialectAttr(), ArrayAttr());
+  return op.getNumResults() ? op.getResult(0) : Value();
+}
+
+struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
+  WgmmaDotLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter, /*benefit=*/2), target(target) {}
+
+  LogicalResult matchAndRewrite(DotOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (!wgmmaApplies(op))
+      return failure();
+    static std::atomic<unsigned> counter{0};
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    auto &b = rewriter;
+    RankedTensorType aTy = op.getA().getType(), bTy = op.getB().getType();
+    auto cTy = cast<RankedTensorType>(op.getC().getType());
+    int64_t M = aTy.getDimSize(0), K = aTy.getDimSize(1), N = bTy.getDimSize(1);
+    Type inElem = aTy.getElementType();
+    const int64_t eb = 2;
+    auto layout = cast<kgpu::BlockedEncodingAttr>(cTy.getEncoding());
+    unsigned W = layout.getWarpsPerCTA()[0];
+
+    // Shared layouts: each operand contiguous along the dimension its registers are.
+    OperandLayout aL{M, K, /*kMajor=*/contiguousDim(aTy) != 0, 0, eb, 0};
+    aL.swizzle = swizzleFor(aL.contiguousExtent(), eb);
+    OperandLayout bL{N, K, /*kMajor=*/contiguousDim(bTy) != 1, 0, eb, M * K * eb};
+    bL.swizzle = swizzleFor(bL.contiguousExtent(), eb);
+    if (!bL.kMajor && bL.swizzle == 0) // N = 8: too narrow for an N-major swizzle
+      bL.kMajor = true, bL.swizzle = swizzleFor(K, eb);
+    int64_t bytes = (M + N) * K * eb;
+    auto i8 = IntegerType::get(ctx, 8);
+    Value buf = getSharedBuffer(b, loc, op, i8, unsigned(bytes),
+                                "__kiln_wgmma_smem_" + std::to_string(counter++),
+                                /*alignment=*/1024);
+    Type i32 = b.getI32Type(), f32 = b.getF32Type();
+    Value base = LLVM::PtrToIntOp::create(b, loc, i32, buf);
+    auto ptr3 = LLVM::LLVMPointerType::get(ctx, 3);
+
+    // Thread ids of the accumulator layout: warp w, lane = 4 * row + column pair.
+    ThreadIds ids = emitThreadIds(b, loc, layout, target);
+    Value warp = ids.warp[0];
+    unsigned logW = llvm::Log2_32(W);
+    int64_t blocksPerGroup = M / (16 * W);
+    // Logical row L -> shared row (see the file comment).
+    auto permuteRow = [&](Value L) -> Value {
+      auto c = [&](int64_t v) { return i32Const(b, loc, v); };
+      Value rep = LLVM::LShrOp::create(b, loc, L, c(3 + logW));
+      Value w = LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, L, c(3)), c(W - 1));
+      Value i = LLVM::AndOp::create(b, loc, L, c(7));
+      Value g = LLVM::LShrOp::create(b, loc, w, c(2));
+      Value v = LLVM::AndOp::create(b, loc, w, c(3));
+      Value block = LLVM::AddOp::create(b, loc, LLVM::MulOp::create(b, loc, g, c(blocksPerGroup)),
+                                        LLVM::LShrOp::create(b, loc, rep, c(1)));
+      Value r = LLVM::ShlOp::create(b, loc, block, c(6));
+      r = LLVM::OrOp::create(b, loc, r, LLVM::ShlOp::create(b, loc, v, c(4)));
+      r = LLVM::OrOp::create(
+          b, loc, r, LLVM::ShlOp::create(b, loc, LLVM::AndOp::create(b, loc, rep, c(1)), c(3)));
+      return LLVM::OrOp::create(b, loc, r, i);
+    };
+
+    // 1. Operands to shared memory.
+    target.barrier(b, loc);
+    storeOperand(b, loc, buf, ptr3, adaptor.getA(), aTy, aL, /*isA=*/true, permuteRow);
+    storeOperand(b, loc, buf, ptr3, adaptor.getB(), bTy, bL, /*isA=*/false, nullptr);
+    inlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {}, "fence.proxy.async.shared::cta;", "",
+              true);
+    target.barrier(b, loc);
+
+    // 2. The wgmmas of this warpgroup.
+    SmallVector<Value> acc = unpackStruct(b, loc, adaptor.getC());
+    std::map<std::tuple<unsigned, unsigned, unsigned>, unsigned> slot;
+    for (auto [i, pos] : llvm::enumerate(kgpu::getThreadElements(layout, cTy.getShape())))
+      slot[{pos.rep[0], pos.rep[1], pos.elem[1]}] = i;
+    Value group = LLVM::LShrOp::create(b, loc, warp, i32Const(b, loc, 2));
+    // First shared row of this warpgroup's blocks, in bytes for a K-major A (S per row); an
+    // M-major A moves by whole S-byte-wide column blocks (64 rows each).
+    Value groupRow = LLVM::MulOp::create(b, loc, group, i32Const(b, loc, blocksPerGroup * 64));
+    Value aRowBytes =
+        aL.kMajor ? LLVM::MulOp::create(b, loc, groupRow, i32Const(b, loc, aL.swizzle)).getResult()
+                  : LLVM::MulOp::create(b, loc,
+                                        LLVM::LShrOp::create(b, loc, groupRow, i32Const(b, loc, 6)),
+                                        i32Const(b, loc, K * aL.swizzle))
+                        .getResult();
+    int64_t nInstr = std::min<int64_t>(N, 256);
+    std::string types = inElem.isF16() ? "f16.f16" : "bf16.bf16";
+    Value one = i32Const(b, loc, 1); // scale-d: accumulate
+    inlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {}, "wgmma.fence.sync.aligned;", "", true);
+    for (int64_t mb = 0; mb < blocksPerGroup; ++mb) {
+      for (int64_t n0 = 0; n0 < N; n0 += nInstr) {
+        // This instruction's accumulator registers, in D-fragment order.
+        SmallVector<unsigned> regs;
+        for (int64_t i = 0; i < nInstr / 2; ++i)
+          regs.push_back(slot.at({unsigned(2 * mb + ((i >> 1) & 1)),
+                                  unsigned(n0 / 8 + (i >> 2)), unsigned(i & 1)}));
+        unsigned n = regs.size();
+        std::string asmStr = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(2 * n + 2) +
+                             ", 0;\nwgmma.mma_async.sync."
+                             "aligned.m64n" + std::to_string(nInstr) + "k16.f32." + types + " {";
+        std::string constraints;
+        for (unsigned i = 0; i < n; ++i) {
+          asmStr += (i ? ", $" : "$") + std::to_string(i);
+          constraints += "=f,";
+        }
+        // Operands: n outputs, n tied accumulator inputs, the two descriptors, scale-d.
+        asmStr += "}, $" + std::to_string(2 * n) + ", $" + std::to_string(2 * n + 1) +
+                  ", p, 1, 1, " +
+                  (aL.kMajor ? "0" : "1") + ", " + (bL.kMajor ? "0" : "1") + ";\n}";
+        for (unsigned i = 0; i < n; ++i)
+          constraints += std::to_string(i) + ",";
+        constraints += "l,l,r";
+        auto resTy = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(n, f32));
+        for (int64_t kk = 0; kk < K; kk += 16) {
+          SmallVector<Value> args;
+          for (unsigned r : regs)
+            args.push_back(acc[r]);
+          int64_t aRow = mb * 64;
+          Value aDesc = aL.emitDescriptor(b, loc, base, aRowBytes, aRow, kk);
+          Value bDesc = bL.emitDescriptor(b, loc, base, Value(), n0, kk);
+          args.push_back(aDesc);
+          args.push_back(bDesc);
+          args.push_back(one);
+          Value d = inlineAsm(b, loc, resTy, args, asmStr, constraints, true);
+          for (auto [i, r] : llvm::enumerate(regs))
+            acc[r] = LLVM::ExtractValueOp::create(b, loc, d, i);
+        }
+      }
+    }
+    inlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {}, "wgmma.commit_group.sync.aligned;", "",
+              true);
+    // 3. Wait, with every accumulator passing through so no use moves above it.
+    {
+      std::string constraints;
+      for (unsigned i = 0; i < acc.size(); ++i)
+        constraints += "=f,";
+      for (unsigned i = 0; i < acc.size(); ++i)
+        constraints += std::to_string(i) + (i + 1 < acc.size() ? "," : "");
+      auto resTy = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(acc.size(), f32));
+      Value d = inlineAsm(b, loc, resTy, acc, "wgmma.wait_group.sync.aligned 0;", constraints,
+                          true);
+      for (unsigned i = 0; i < acc.size(); ++i)
+        acc[i] = LLVM::ExtractValueOp::create(b, loc, d, i);
+    }
+    b.replaceOp(op, packStruct(b, loc, getTypeConverter()->convertType(cTy), acc));
+    return success();
+  }
+
+  /// Stores the elements of `value` (laid out as `type`) this thread owns at their shared
+  /// positions under `layout`, 16 bytes at a time where the registers hold runs along the
+  /// layout's contiguous dimension. Tiles replicated over threads store the same bytes twice,
+  /// which is harmless.
+  void storeOperand(OpBuilder &b, Location loc, Value buf, Type ptr3, Value value,
+                    RankedTensorType type, const OperandLayout &layout, bool isA,
+                    function_ref<Value(Value)> permuteRow) const {
+    SmallVector<Value> vals = unpackStruct(b, loc, value);
+    auto coords = emitElementCoordinates(b, loc, type, target);
+    unsigned mnDim = isA ? 0 : 1, kDim = isA ? 1 : 0;
+    unsigned majorDim = layout.kMajor ? kDim : mnDim;
+    // Runs: elements that differ only by their in-thread index along the major dimension.
+    int64_t run = 1;
+    if (auto blocked = dyn_cast_or_null<kgpu::BlockedEncodingAttr>(type.getEncoding())) {
+      int64_t spt = blocked.getSizePerThread()[majorDim];
+      int64_t tile = spt * blocked.getThreadsPerWarp()[majorDim] *
+                     blocked.getWarpsPerCTA()[majorDim];
+      if (blocked.getOrder()[0] == majorDim && tile <= type.getDimSize(majorDim))
+        run = std::min<int64_t>(16 / layout.elemBytes, spt);
+    }
+    auto positions = kgpu::getThreadElements(type.getEncoding(), type.getShape());
+    Type elem = type.getElementType();
+    for (size_t i = 0; i < vals.size();) {
+      size_t len = 1;
+      if (run > 1 && positions[i].elem[majorDim] % run == 0 && i + run <= vals.size()) {
+        len = run;
+        for (size_t j = 1; j < size_t(run); ++j) {
+          const kgpu::ElemPos &p = positions[i + j], &q = positions[i];
+          bool next = p.rep == q.rep && p.elem[majorDim] == q.elem[majorDim] + j;
+          for (unsigned d = 0; d < p.elem.size(); ++d)
+            if (d != majorDim && p.elem[d] != q.elem[d])
+              next = false;
+          if (!next) {
+            len = 1;
+            break;
+          }
+        }
+      }
+      Value mn = coords[i][mnDim], k = coords[i][kDim];
+      if (isA)
+        mn = permuteRow(mn);
+      Value off = layout.emitOffset(b, loc, mn, k);
+      Value ptr = LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), buf, ValueRange{off});
+      if (len == 1) {
+        LLVM::StoreOp::create(b, loc, vals[i], ptr);
+      } else {
+        auto vecTy = VectorType::get({int64_t(len)}, elem);
+        Value vec = LLVM::UndefOp::create(b, loc, vecTy);
+        for (size_t j = 0; j < len; ++j)
+          vec = LLVM::InsertElementOp::create(b, loc, vec, vals[i + j], i32Const(b, loc, j));
+        LLVM::StoreOp::create(b, loc, vec, ptr, /*alignment=*/len * layout.elemBytes);
+      }
+      i += len;
+    }
+  }
+
+  const TargetInfo &target;
+};
+
+} // namespace
+
+kgpu::BlockedEncodingAttr kiln::getWgmmaAccumulatorLayout(MLIRContext *ctx,
+                                                          ArrayRef<int64_t> shape,
+                                                          unsigned numWarps) {
+  // Every warpgroup multiplies whole 64-row blocks: M a multiple of 16 rows per warp.
+  if (numWarps % 4 != 0 || shape.size() != 2 || shape[0] % (16 * int64_t(numWarps)) != 0 ||
+      shape[1] % 8 != 0)
+    return {};
+  return kgpu::BlockedEncodingAttr::get(ctx, {1, 2}, {8, 4}, {numWarps, 1}, {1, 0});
+}
+
+bool kiln::usesWgmma(DotOp op) {
+  Type a = op.getA().getType().getElementType();
+  auto c = cast<RankedTensorType>(op.getC().getType()).getElementType();
+  return isSixteenBit(a) && c.isF32() && op.getA().getType().getDimSize(1) % 16 == 0 &&
+         (op.getA().getType().getNumElements() + op.getB().getType().getNumElements()) * 2 <=
+             kStaticSharedLimit;
+}
+
+void kiln::populateWgmmaDotToLLVMPatterns(KilnLLVMTypeConverter &converter,
+                                          RewritePatternSet &patterns, const TargetInfo &target) {
+  patterns.add<WgmmaDotLowering>(converter, target);
+}
