@@ -1,10 +1,13 @@
 """Kiln LLM kernels (softmax, log-softmax, RMSNorm, LayerNorm, fused cross-entropy, KL
-divergence, SwiGLU, RoPE) with torch.autograd.Function wrappers.
+divergence, SwiGLU, RoPE) with torch.autograd.Function wrappers, and a flash-attention
+forward pass.
 
 Each module holds its @kiln.jit kernels (importable without torch: kiln.compile works on
 them anywhere) and, where torch is installed, the host functions and autograd wrappers:
 `from kiln_kernels.softmax import softmax, log_softmax`, `kiln_kernels.rmsnorm.rms_norm`,
 `kiln_kernels.layernorm.layer_norm`, `kiln_kernels.cross_entropy.cross_entropy`,
-`kiln_kernels.kl_div.kl_div`, `kiln_kernels.swiglu.swiglu`, `kiln_kernels.rope.rope`.
+`kiln_kernels.kl_div.kl_div`, `kiln_kernels.swiglu.swiglu`, `kiln_kernels.rope.rope`,
+`kiln_kernels.flash_attention.attention` (forward only).
 """
-from . import cross_entropy, kl_div, layernorm, rmsnorm, rope, softmax, swiglu  # noqa: F401
+from . import (cross_entropy, flash_attention, kl_div, layernorm, rmsnorm, rope,  # noqa: F401
+               softmax, swiglu)

@@ -1,0 +1,210 @@
+"""Flash attention, forward pass (FlashAttention-2 style): O = softmax(Q K^T * sm_scale) V.
+
+One program owns BLOCK_M query rows of one (batch, head) and walks the key/value blocks of that
+head once, keeping the softmax online (Milakov & Gimelshein; Dao, FlashAttention-2):
+
+    s_j   = (q k_j^T) * sm_scale * log2(e)          scores in base 2, so exp2 replaces exp
+    m_new = max(m, rowmax(s_j))                      running row maximum
+    alpha = exp2(m - m_new)                          rescales what was summed against m
+    p_j   = exp2(s_j - m_new)
+    l     = l * alpha + rowsum(p_j)                  running denominator
+    acc   = acc * alpha + p_j.to(v.dtype) @ v_j      fp32 accumulator, unnormalized
+    O     = acc / l,  LSE = (m + log2(l)) / log2(e)  (natural-log logsumexp, per row)
+
+K is read transposed by pointer arithmetic (a HEAD_DIM x BLOCK_N tile whose rows step through
+the head dimension), so the first product is a plain tl.dot(q, kT).
+
+Causal attention (query i sees keys j <= i) splits the walk in two loops whose bounds are
+computed before they start (Kiln has no `break`): the key blocks strictly left of the query
+block's first row need no mask; the blocks that overlap the query block's rows (the diagonal,
+BLOCK_M / BLOCK_N of them) are masked with j <= i. The masked loop also masks keys past N_CTX,
+so any sequence length works; the non-causal walk sends only its last, partial key block
+through it.
+
+Inputs are (B, H, S, D) with any strides (the kernel takes them in elements; offsets inside
+one (batch, head) are 32-bit, the batch and head offsets 64-bit); fp16 or bf16, head dims
+16..256 that are powers of two (the host wrapper picks tiles for 64 and 128).
+"""
+import math
+
+import kiln
+import kiln.language as tl
+
+from ._utils import torch
+
+
+@kiln.jit
+def _attn_fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kk, stride_vn,
+                    stride_vk, qk_scale, offs_m, lo, hi, N_CTX,
+                    HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, BOUNDS: tl.constexpr,
+                    DIAGONAL: tl.constexpr):
+    """Folds key/value blocks [lo, hi) into (acc, l_i, m_i). BOUNDS: keys at or past N_CTX
+    are not read and get probability 0; DIAGONAL: keys after the query row get
+    probability 0 (causal)."""
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    for start_n in range(lo, hi, BLOCK_N):
+        cols = start_n + offs_n
+        kT_ptrs = k_base + offs_d[:, None] * stride_kk + cols[None, :] * stride_kn
+        v_ptrs = v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vk
+        if BOUNDS:
+            key_ok = cols < N_CTX
+            kT = tl.load(kT_ptrs, mask=key_ok[None, :], other=0.0)
+            v = tl.load(v_ptrs, mask=key_ok[:, None], other=0.0)
+        else:
+            kT = tl.load(kT_ptrs)
+            v = tl.load(v_ptrs)
+        qk = tl.dot(q, kT) * qk_scale
+        # Every row keeps at least one key of the first block it masks (the key at the row's
+        # own position, or key start_n < N_CTX), so m_ij is finite and no exp2 sees inf - inf.
+        if DIAGONAL:
+            keep = offs_m[:, None] >= cols[None, :]
+            if BOUNDS:
+                keep = keep & key_ok[None, :]
+            qk = tl.where(keep, qk, float("-inf"))
+        elif BOUNDS:
+            qk = tl.where(key_ok[None, :], qk, float("-inf"))
+        m_ij = tl.maximum(m_i, tl.max(qk, axis=1))
+        p = tl.exp2(qk - m_ij[:, None])
+        alpha = tl.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None]
+        acc = tl.dot(p.to(v.dtype), v, acc)
+        m_i = m_ij
+    return acc, l_i, m_i
+
+
+@kiln.jit
+def _attn_fwd(Q, K, V, Out, LSE, sm_scale,
+              stride_qz, stride_qh, stride_qm, stride_qk,
+              stride_kz, stride_kh, stride_kn, stride_kk,
+              stride_vz, stride_vh, stride_vn, stride_vk,
+              stride_oz, stride_oh, stride_om, stride_ok,
+              Z, H, N_CTX,
+              HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+              CAUSAL: tl.constexpr, EVEN_N: tl.constexpr = False):
+    """Grid (cdiv(N_CTX, BLOCK_M), Z * H). Out has Q's shape; LSE (optional, fp32, contiguous
+    (Z, H, N_CTX)) receives each row's natural-log logsumexp of the scaled scores. EVEN_N
+    (N_CTX % BLOCK_N == 0, the host's promise) drops the key-bound masks."""
+    tl.static_assert(BLOCK_M % BLOCK_N == 0, "BLOCK_M must be a multiple of BLOCK_N")
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    off_z = (off_hz // H).to(tl.int64)
+    off_h = (off_hz % H).to(tl.int64)
+    q_base = Q + off_z * stride_qz + off_h * stride_qh
+    k_base = K + off_z * stride_kz + off_h * stride_kh
+    v_base = V + off_z * stride_vz + off_h * stride_vh
+    o_base = Out + off_z * stride_oz + off_h * stride_oh
+
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    row_ok = offs_m < N_CTX
+    q = tl.load(q_base + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qk,
+                mask=row_ok[:, None], other=0.0)
+
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.4426950408889634  # log2(e)
+
+    if CAUSAL:
+        # keys [0, start_m * BLOCK_M) precede every row of this block: whole blocks, no mask;
+        # the blocks of keys [start_m * BLOCK_M, (start_m + 1) * BLOCK_M) hold the diagonal
+        diag_lo = start_m * BLOCK_M
+        diag_hi = tl.minimum(diag_lo + BLOCK_M, N_CTX)
+    else:
+        # whole key blocks unmasked; a partial last block (only if not EVEN_N) masked
+        diag_lo = N_CTX - N_CTX % BLOCK_N
+        diag_hi = N_CTX
+    acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kk,
+                                    stride_vn, stride_vk, qk_scale, offs_m, 0, diag_lo, N_CTX,
+                                    HEAD_DIM, BLOCK_N, False, False)
+    if CAUSAL or not EVEN_N:
+        acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn,
+                                        stride_kk, stride_vn, stride_vk, qk_scale, offs_m,
+                                        diag_lo, diag_hi, N_CTX, HEAD_DIM, BLOCK_N,
+                                        not EVEN_N, CAUSAL)
+
+    # Rows past N_CTX saw only zero keys (l_i > 0 still); they are not stored.
+    out = acc / l_i[:, None]
+    tl.store(o_base + offs_m[:, None] * stride_om + offs_d[None, :] * stride_ok,
+             out.to(Out.dtype.element_ty), mask=row_ok[:, None])
+    if LSE is not None:
+        lse = (m_i + tl.log2(l_i)) * 0.6931471805599453  # ln(2): back to natural log
+        tl.store(LSE + off_hz.to(tl.int64) * N_CTX + offs_m, lse, mask=row_ok)
+
+
+# ---------------------------------------------------------------- host side
+
+def tile_config(head_dim, cpu=False):
+    """(BLOCK_M, BLOCK_N, num_warps, num_stages) for a head dimension. The CPU backend gets
+    small tiles: compiling a dot for the host takes time that grows fast with its size."""
+    if cpu:
+        return 32, 16, 4, 1
+    if head_dim <= 64:
+        return 128, 128, 4, 3
+    return 128, 64, 8, 3
+
+
+def _strides(a):
+    """Element strides of a torch tensor or a numpy array."""
+    if callable(getattr(a, "stride", None)):  # torch
+        return tuple(int(x) for x in a.stride())
+    return tuple(int(x) // a.itemsize for x in a.strides)
+
+
+def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block_m=None,
+                      block_n=None, num_warps=None, num_stages=None, **launch):
+    """Launches _attn_fwd on arrays (torch tensors, CUDA or CPU, or numpy arrays) of shape
+    (B, H, S, D); writes `out` (same shape, any strides) and, when given, `lse` (fp32,
+    contiguous (B, H, S)). Tiles default to tile_config(D) (its CPU tiles with
+    device="cpu"); `launch` goes to the launch (device="cpu", debug=True, ...)."""
+    if not (len(q.shape) == 4 and tuple(q.shape) == tuple(k.shape) == tuple(v.shape)
+            == tuple(out.shape)):
+        raise ValueError(f"attention: expected q, k, v and out of one shape (B, H, S, D), "
+                         f"found {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)} and "
+                         f"{tuple(out.shape)}")
+    B, H, S, D = (int(x) for x in q.shape)
+    if D not in (16, 32, 64, 128, 256):
+        raise ValueError(f"attention: expected a head dimension of 16, 32, 64, 128 or 256, "
+                         f"found {D}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"attention: expected q, k and v of one dtype, found {q.dtype}, "
+                         f"{k.dtype} and {v.dtype}")
+    bm, bn, nw, ns = tile_config(D, cpu=launch.get("device") == "cpu")
+    bm, bn = block_m or bm, block_n or bn
+    nw, ns = num_warps or nw, num_stages or ns
+    if bm % bn:
+        raise ValueError(f"attention: expected BLOCK_M ({bm}) to be a multiple of BLOCK_N "
+                         f"({bn})")
+    if lse is not None and tuple(lse.shape) != (B, H, S):
+        raise ValueError(f"attention: expected lse of shape {(B, H, S)} (fp32, contiguous), "
+                         f"found {tuple(lse.shape)}")
+    if sm_scale is None:
+        sm_scale = 1.0 / math.sqrt(D)
+    if B * H == 0 or S == 0:
+        return out
+    grid = (kiln.cdiv(S, bm), B * H)
+    _attn_fwd[grid](q, k, v, out, lse, float(sm_scale), *_strides(q), *_strides(k),
+                    *_strides(v), *_strides(out), B, H, S, HEAD_DIM=D, BLOCK_M=bm,
+                    BLOCK_N=bn, CAUSAL=bool(causal), EVEN_N=S % bn == 0, num_warps=nw,
+                    num_stages=ns, **launch)
+    return out
+
+
+def attention(q, k, v, causal=False, sm_scale=None, return_lse=False):
+    """Flash attention forward on torch tensors (B, H, S, D), fp16 or bf16 (CUDA, or CPU on the
+    CPU backend): softmax(q k^T * sm_scale) v, sm_scale defaulting to 1/sqrt(D). Returns the
+    output (q's dtype, contiguous) and, with return_lse, the fp32 logsumexp (B, H, S)."""
+    if torch is None:
+        raise RuntimeError("kiln_kernels.flash_attention.attention needs torch; "
+                           "attention_forward takes numpy arrays")
+    if q.dtype not in (torch.float16, torch.bfloat16):
+        raise ValueError(f"attention: expected fp16 or bf16 inputs, found {q.dtype}")
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    lse = None
+    if return_lse:
+        lse = torch.empty(q.shape[:3], device=q.device, dtype=torch.float32)
+    launch = {"device": "cpu"} if q.device.type == "cpu" else {}
+    attention_forward(q, k, v, out, lse, causal=causal, sm_scale=sm_scale, **launch)
+    return (out, lse) if return_lse else out

@@ -1,0 +1,211 @@
+"""Flash attention forward (kernels/python/kiln_kernels/flash_attention.py).
+
+- CPU backend (numpy arrays, fp16 and bf16 through ml_dtypes): outputs and logsumexp against
+  a float64 numpy softmax(q k^T * scale) v of the same rounded inputs; head dims 64 and 128,
+  causal and not, sequence lengths that are multiples of BLOCK_N and not (the masked tail),
+  (B, S, H, D)-strided inputs and output, a non-default scale; the tail cases in debug mode
+  (bounds-checked loads and stores). Small tiles (32 x 16): the
+  host compile of a dot grows fast with its size; each variant compiles in a few seconds.
+- compile-only: the GPU tiles (128 x 128 / 128 x 64) compile to PTX for sm_90a with wgmma.
+- argument errors of the host function.
+- GPU (marker `gpu`): S = 1024 (and 1000), D = 64 / 128, causal and not, fp16 / bf16 against
+  torch.nn.functional.scaled_dot_product_attention, and the logsumexp against torch's.
+"""
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import kiln
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "kernels", "python"))
+
+from kiln_kernels import flash_attention as fa  # noqa: E402
+
+CPU = dict(device="cpu")
+# max |out - ref| for outputs of magnitude ~1: fp16 p and output roundings (2^-11), bf16's
+# (2^-8); the logsumexp is fp32 throughout.
+ATOL = {"float16": 1e-2, "bfloat16": 3e-2}
+LSE_ATOL = 1e-4
+
+
+def np_dtype(name):
+    if name == "bfloat16":
+        return pytest.importorskip("ml_dtypes").bfloat16
+    return np.dtype(name)
+
+
+def reference(q, k, v, causal, sm_scale):
+    """float64 (out, lse) of q, k, v (B, H, S, D)."""
+    q, k, v = (np.asarray(x).astype(np.float64) for x in (q, k, v))
+    s = q @ k.transpose(0, 1, 3, 2) * sm_scale
+    if causal:
+        n = s.shape[-1]
+        s = np.where(np.tril(np.ones((n, n), dtype=bool)), s, -np.inf)
+    m = s.max(axis=-1, keepdims=True)
+    e = np.exp(s - m)
+    l = e.sum(axis=-1, keepdims=True)
+    return e @ v / l, (m + np.log(l))[..., 0]
+
+
+def inputs(shape, dtype, seed=0, layout="bhsd"):
+    """q, k, v of shape (B, H, S, D); layout "bshd" gives views of (B, S, H, D) arrays."""
+    rng = np.random.default_rng(seed)
+    B, H, S, D = shape
+    full = (B, S, H, D) if layout == "bshd" else shape
+    out = []
+    for _ in range(3):
+        x = rng.standard_normal(full, dtype=np.float32).astype(np_dtype(dtype))
+        out.append(x.transpose(0, 2, 1, 3) if layout == "bshd" else x)
+    return out
+
+
+def run_cpu(shape, dtype, causal, sm_scale=None, layout="bhsd", **kw):
+    q, k, v = inputs(shape, dtype, layout=layout)
+    B, H, S, D = shape
+    if layout == "bshd":
+        out = np.full((B, S, H, D), np.nan, dtype=q.dtype).transpose(0, 2, 1, 3)
+    else:
+        out = np.full(shape, np.nan, dtype=q.dtype)
+    lse = np.full((B, H, S), np.nan, dtype=np.float32)
+    fa.attention_forward(q, k, v, out, lse, causal=causal, sm_scale=sm_scale, **CPU, **kw)
+    ref, ref_lse = reference(q, k, v, causal, sm_scale or 1.0 / math.sqrt(D))
+    assert out.dtype == q.dtype
+    err = np.abs(out.astype(np.float64) - ref).max()
+    assert err < ATOL[dtype], f"max |out - ref| = {err:.3g}"
+    lse_err = np.abs(lse.astype(np.float64) - ref_lse).max()
+    assert lse_err < LSE_ATOL, f"max |lse - ref| = {lse_err:.3g}"
+
+
+# ---------------------------------------------------------------- CPU backend
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("D", [64, 128])
+def test_attention_cpu_fp16(D, causal):
+    run_cpu((1, 2, 128, D), "float16", causal)
+
+
+def test_attention_cpu_bf16_causal():
+    run_cpu((1, 2, 128, 64), "bfloat16", True)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_attention_cpu_tail(causal):
+    # 100 = 6 whole key blocks of 16 and a tail of 4; the last query block is partial too.
+    # Debug mode: every unmasked load and store is checked against the arrays' bounds.
+    run_cpu((2, 1, 100, 64), "float16", causal, debug=True)
+
+
+def test_attention_cpu_strided_and_scale():
+    # (B, S, H, D) arrays seen as (B, H, S, D): only the strides change (same variant as
+    # the contiguous fp16 D=64 causal case).
+    run_cpu((1, 2, 128, 64), "float16", True, sm_scale=0.3, layout="bshd")
+
+
+def test_attention_cpu_no_lse():
+    q, k, v = inputs((1, 2, 128, 64), "float16")
+    out = np.zeros_like(q)
+    fa.attention_forward(q, k, v, out, causal=False, **CPU)
+    ref, _ = reference(q, k, v, False, 1.0 / 8.0)
+    assert np.abs(out.astype(np.float64) - ref).max() < ATOL["float16"]
+
+
+def test_attention_cpu_torch():
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 64, 64, generator=g).half() for _ in range(3))
+    out, lse = fa.attention(q, k, v, causal=True, return_lse=True)
+    ref, ref_lse = reference(q.float().numpy(), k.float().numpy(), v.float().numpy(), True,
+                             1.0 / 8.0)
+    assert out.dtype == torch.float16 and out.shape == q.shape
+    assert np.abs(out.double().numpy() - ref).max() < ATOL["float16"]
+    assert np.abs(lse.double().numpy() - ref_lse).max() < LSE_ATOL
+
+
+# ---------------------------------------------------------------- compile-only (no GPU)
+
+def gpu_signature(dtype):
+    sig = {name: f"*{dtype}:16" for name in ("Q", "K", "V", "Out")}
+    sig.update(LSE="*fp32:16", sm_scale="fp32", Z="i32", H="i32:16", N_CTX="i32:16")
+    for t, dims in (("q", "zhm"), ("k", "zhn"), ("v", "zhn"), ("o", "zhm")):
+        sig.update({f"stride_{t}{d}": "i32:16" for d in dims})
+        sig[f"stride_{t}k"] = "i32:1"
+    return sig
+
+
+@pytest.mark.parametrize("D,causal,dtype", [(128, False, "fp16"), (64, True, "bf16")])
+def test_compiles_to_ptx(D, causal, dtype):
+    bm, bn, nw, ns = fa.tile_config(D)
+    k = kiln.compile(fa._attn_fwd, signature=gpu_signature(dtype),
+                     constexprs=dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
+                                     EVEN_N=True),
+                     target="sm_90a", num_warps=nw, num_stages=ns)
+    ptx = k.asm["ptx"]
+    assert ".entry _attn_fwd" in ptx
+    assert "wgmma.mma_async" in ptx and "ex2.approx" in ptx
+
+
+# ---------------------------------------------------------------- errors
+
+def test_errors():
+    q = np.zeros((1, 2, 64, 64), np.float16)
+    with pytest.raises(ValueError, match="one shape"):
+        fa.attention_forward(q, q, q[:, :1], np.zeros_like(q), **CPU)
+    odd = np.zeros((1, 2, 64, 80), np.float16)
+    with pytest.raises(ValueError, match="head dimension of 16, 32, 64, 128 or 256, found 80"):
+        fa.attention_forward(odd, odd, odd, np.zeros_like(odd), **CPU)
+    with pytest.raises(ValueError, match="one dtype"):
+        fa.attention_forward(q, q, q.astype(np.float32), np.zeros_like(q), **CPU)
+    with pytest.raises(ValueError, match=r"expected lse of shape \(1, 2, 64\)"):
+        fa.attention_forward(q, q, q, np.zeros_like(q), np.zeros((1, 2, 32), np.float32), **CPU)
+    with pytest.raises(ValueError, match=r"BLOCK_M \(32\) to be a multiple of BLOCK_N \(64\)"):
+        fa.attention_forward(q, q, q, np.zeros_like(q), block_m=32, block_n=64, **CPU)
+
+
+# ---------------------------------------------------------------- GPU: against torch SDPA
+
+def torch_or_skip():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    return torch
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("S", [1024, 1000])
+def test_attention_gpu(S, D, causal, dtype):
+    torch = torch_or_skip()
+    F = torch.nn.functional
+    t = getattr(torch, dtype)
+    torch.manual_seed(0)
+    B, H = 2, 4
+    q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=t) for _ in range(3))
+    out, lse = fa.attention(q, k, v, causal=causal, return_lse=True)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    assert out.dtype == t and out.shape == q.shape
+    err = (out.double() - ref.double()).abs().max().item()
+    assert err < ATOL[dtype], f"max |out - sdpa| = {err:.3g}"
+    s = (q.double() @ k.double().transpose(-1, -2)) / math.sqrt(D)
+    if causal:
+        s = s.masked_fill(torch.ones(S, S, device="cuda", dtype=torch.bool).triu(1),
+                          float("-inf"))
+    lse_err = (lse.double() - torch.logsumexp(s, dim=-1)).abs().max().item()
+    assert lse_err < LSE_ATOL, f"max |lse - ref| = {lse_err:.3g}"
+
+
+@pytest.mark.gpu
+def test_attention_gpu_strided_and_scale():
+    torch = torch_or_skip()
+    F = torch.nn.functional
+    torch.manual_seed(1)
+    B, S, H, D = 2, 512, 4, 128
+    q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.float16).transpose(1, 2)
+               for _ in range(3))
+    out = fa.attention(q, k, v, causal=True, sm_scale=0.05)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.05)
+    assert (out.double() - ref.double()).abs().max().item() < ATOL["float16"]
