@@ -85,6 +85,8 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
   }
   if (failed(pm.run(module)))
     return failure();
+  if (auto shared = module->getAttrOfType<IntegerAttr>("kiln_gpu.dynamic_shared"))
+    out.sharedBytes = unsigned(shared.getInt());
   {
     llvm::raw_string_ostream os(out.llvmDialect);
     module.print(os);

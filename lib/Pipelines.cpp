@@ -21,6 +21,10 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
   // tiles -> simplified tiles
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // sm_90a: a loop's dot operands through shared rings filled by cp.async, several stages ahead
+  if (options.wgmma)
+    pm.addPass(createKilnPipelineDotOperands(
+        KilnPipelineDotOperandsOptions{options.numStages, options.numWarps}));
   // tiles -> pipelined tiles: loads of the next loop iteration issued early
   pm.addPass(
       createKilnPipelineLoads(KilnPipelineLoadsOptions{options.numStages, options.numWarps}));

@@ -44,6 +44,7 @@ struct CompiledKernel {
   std::string hostAssembly; ///< host: assembly, when asked for
   std::vector<char> hostObject; ///< host: the relocatable object the runtime links
   unsigned numWarps = 4;
+  unsigned sharedBytes = 0; ///< dynamic shared memory to launch with (shared rings)
 };
 
 /// "file:line:col: error: message" (notes and remarks likewise), as compilers print them.

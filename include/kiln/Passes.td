@@ -67,6 +67,38 @@ def KilnConvertToHost : Pass<"kiln-convert-to-host", "mlir::ModuleOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def KilnPipelineDotOperands : Pass<"kiln-pipeline-dot-operands", "mlir::ModuleOp"> {
+  let summary = "stage a loop's dot operands through shared rings filled by cp.async (sm_90a)";
+  let description = [{
+    For an `scf.for` whose body computes `kiln.dot(load(pa), load(pb), acc)` with f16/bf16
+    operands, f32 accumulators and a tile shape wgmma takes (M a multiple of 16 rows per warp,
+    whole warpgroups), where both loads have only that use, read zero where masked off, and
+    have addresses computed from the induction variable and loop invariants: the loads become
+    `kiln_gpu.async_copy` into rings of `num-stages` slots (`kiln_gpu.local_alloc`), issued
+    `num-stages - 1` iterations ahead (the first ones before the loop, masked so no iteration
+    past the end reads memory), and the dot becomes `kiln_gpu.shared_dot` on the current slot
+    after an `async_wait` that leaves the later copies in flight. The operands then never pass
+    through registers. Stages are reduced until the rings fit in shared memory.
+
+    ```mlir
+    // before                                  // after (3 stages)
+    scf.for %k = %c0 to %K step %c64            %ra = kiln_gpu.local_alloc {operand = 0 : i32}
+        iter_args(%acc = %zero) {               ... copies of iterations 0 and 1, committed
+      %a = kiln.load %pa(%k), %ma(%k), %z       scf.for %k ... iter_args(%acc, %slot) {
+      %b = kiln.load %pb(%k), %mb(%k), %z         kiln_gpu.async_wait {pending = 1 : i32}
+      %d = kiln.dot %a, %b, %acc                  async_copy of iteration k + 2, committed
+      scf.yield %d                                %d = kiln_gpu.shared_dot %ra[%slot], ...
+    }                                           }
+    ```
+  }];
+  let options = [
+    Option<"numStages", "num-stages", "unsigned", "3",
+           "slots per ring (>= 2; 0 or 1 take the default of 3)">,
+    Option<"numWarps", "num-warps", "unsigned", "4", "warps per program">,
+  ];
+  let dependentDialects = ["::kiln::gpu::KilnGPUDialect"];
+}
+
 def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {
   let summary = "prefetch the next iteration's loads of scf.for loops (software pipelining)";
   let description = [{

@@ -141,6 +141,8 @@ public:
   bool isLoaded() const { return function != nullptr; }
   const std::vector<ArgKind> &getSignature() const { return signature; }
   unsigned getNumWarps() const { return numWarps; }
+  /// Dynamic shared memory every launch gets (the kernel's shared rings), in bytes.
+  unsigned getSharedBytes() const { return sharedBytes; }
   /// Checks `args` against the signature (count and kinds), then launches.
   void launch(Grid grid, CUstream stream, const std::vector<Arg> &args) const;
   /// Launches with already-packed parameter pointers (one per parameter); no checks.

@@ -2,8 +2,8 @@
 //
 // This file implements kiln::rt::JIT. A kernel's key is SHA-256 of its IR, options, target
 // architecture and compiler version. Lookup goes memory -> disk -> compile. A disk entry is
-//   "KILNBIN1" | u32 numWarps | u32 payloadKind | u32 nameLen | name | u32 nargs | kinds |
-//   u64 payloadLen | payload | u64 xxh3(all preceding bytes)
+//   "KILNBIN2" | u32 numWarps | u32 sharedBytes | u32 payloadKind | u32 nameLen | name |
+//   u32 nargs | kinds | u64 payloadLen | payload | u64 xxh3(all preceding bytes)
 // written to a unique temporary file and renamed into place (atomic on POSIX), so concurrent
 // writers of one key never expose a partial file; a reader that finds a short or mismatching
 // entry counts it corrupt, recompiles and replaces it.
@@ -42,14 +42,13 @@ using namespace mlir;
 #endif
 
 namespace {
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'I', 'N', '1'};
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'I', 'N', '2'};
 /// What the payload holds: a cubin from nvJitLink, PTX for the driver's JIT, or a host object.
 enum PayloadKind : uint32_t { kCubin = 1, kPTX = 2, kHostObject = 3 };
 /// The compiler version in every key: Kiln, LLVM, and the build.
 constexpr const char *kCompilerVersion = "kiln-0.1.0/llvm-" LLVM_VERSION_STRING "/" KILN_BUILD_ID;
 /// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (cuda.h): needed above 48 KB.
 constexpr int kFuncAttrMaxDynamicShared = 8;
-constexpr unsigned kDefaultSharedLimit = 48 * 1024;
 
 std::string hexKey(const std::string &source, const std::string &arch, unsigned numWarps) {
   llvm::SHA256 sha;
@@ -141,6 +140,7 @@ static std::string serialize(const JIT &jit, const std::string &payload, uint32_
                              const Kernel &k, const std::vector<ArgKind> &sig) {
   std::string out(kMagic, sizeof(kMagic));
   put<uint32_t>(out, k.getNumWarps());
+  put<uint32_t>(out, k.getSharedBytes());
   put<uint32_t>(out, kind);
   put<uint32_t>(out, k.getName().size());
   out += k.getName();
@@ -180,11 +180,12 @@ std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const std::string &source, unsi
       std::memcpy(&stored, end - 8, 8);
       ok = llvm::xxh3_64bits(data.drop_back(8)) == stored;
     }
-    uint32_t warps = 0, kind = 0, nameLen = 0, nargs = 0;
+    uint32_t warps = 0, shared = 0, kind = 0, nameLen = 0, nargs = 0;
     uint64_t payloadLen = 0;
     p += sizeof(kMagic);
     end -= 8;
-    ok = ok && readField(p, end, warps) && readField(p, end, kind) && readField(p, end, nameLen) &&
+    ok = ok && readField(p, end, warps) && readField(p, end, shared) && readField(p, end, kind) &&
+         readField(p, end, nameLen) &&
          size_t(end - p) >= nameLen;
     if (ok) {
       entry->kernel.name.assign(p, nameLen);
@@ -201,6 +202,7 @@ std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const std::string &source, unsi
       entry->payload.assign(p, payloadLen);
       entry->payloadKind = kind;
       entry->kernel.numWarps = warps;
+      entry->kernel.sharedBytes = shared;
       entry->kernel.debug = debug;
       ++stats.diskHits;
       impl->memory[key] = entry;
@@ -237,6 +239,7 @@ std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const std::string &source, unsi
   ++stats.compiles;
   entry->kernel.name = compiled->name;
   entry->kernel.numWarps = numWarps;
+  entry->kernel.sharedBytes = compiled->sharedBytes;
   entry->kernel.debug = debug;
   std::vector<char> cubin;
   std::string error;
@@ -288,7 +291,8 @@ const Kernel &JIT::get(const std::string &source, unsigned numWarps, bool debug)
     check(d.cuModuleLoadData(&module, entry->payload.data()), "cuModuleLoadData");
     check(d.cuModuleGetFunction(&entry->kernel.function, module, entry->kernel.name.c_str()),
           "cuModuleGetFunction");
-    if (entry->kernel.sharedBytes > kDefaultSharedLimit)
+    // Dynamic shared memory past the default needs the kernel's opt-in.
+    if (entry->kernel.sharedBytes > 0)
       check(d.cuFuncSetAttribute(entry->kernel.function, kFuncAttrMaxDynamicShared,
                                  entry->kernel.sharedBytes),
             "cuFuncSetAttribute");

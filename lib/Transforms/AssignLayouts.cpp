@@ -294,6 +294,8 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
       ptr = store.getPtr();
     else if (auto rmw = dyn_cast<AtomicRMWOp>(op))
       ptr = rmw.getPtr();
+    else if (auto copy = dyn_cast<kiln::gpu::AsyncCopyOp>(op))
+      ptr = copy.getPtr();
     if (!ptr || !isTile(ptr))
       return;
     Value root = groups.find(ptr);
@@ -317,6 +319,22 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
     if (auto layout = getMmaAccumulatorLayout(&getContext(), dot.getType().getShape(), numWarps))
       mmaLayoutOf.try_emplace(groups.find(dot.getResult()), layout);
   });
+  // Dots reading shared rings run on wgmma (-kiln-pipeline-dot-operands checked the shape).
+  bool badSharedDot = false;
+  func.walk([&](kiln::gpu::SharedDotOp dot) {
+    auto type = cast<RankedTensorType>(dot.getType());
+    auto layout = getWgmmaAccumulatorLayout(&getContext(), type.getShape(), numWarps);
+    if (!wgmma || !layout) {
+      dot.emitOpError("needs warpgroup tensor cores (sm_90a) and M a multiple of 16 rows per "
+                      "warp, found ")
+          << type << " with " << numWarps << " warps";
+      badSharedDot = true;
+      return;
+    }
+    mmaLayoutOf.try_emplace(groups.find(dot.getResult()), layout);
+  });
+  if (badSharedDot)
+    return failure();
   DenseMap<Value, Attribute> layoutOf; // group root -> layout
   std::function<Attribute(Value)> resolve = [&](Value root) -> Attribute {
     if (Attribute done = layoutOf.lookup(root))
@@ -351,6 +369,19 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
       if (auto dense = dyn_cast<DenseElementsAttr>(cst.getValue()))
         cst.setValueAttr(dense.reshape(newType));
   }
+
+  // 5. A shared ring is stored contiguous along the dimension its copies are coalesced along,
+  // so that each thread's cp.async moves whole runs.
+  func.walk([&](kiln::gpu::LocalAllocOp alloc) {
+    for (Operation *user : alloc->getUsers())
+      if (auto copy = dyn_cast<kiln::gpu::AsyncCopyOp>(user)) {
+        unsigned fast = kiln::gpu::getOrder(copy.getPtr().getType().getEncoding())[0];
+        // A slot of A is M x K (K is dim 1); one of B is K x N (K is dim 0).
+        unsigned kDim = alloc.getOperand() == 0 ? 1 : 0;
+        alloc.setKMajorAttr(BoolAttr::get(&getContext(), fast == kDim));
+        break;
+      }
+  });
   return success();
 }
 

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "LoopSlices.h"
 #include "kiln/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -27,42 +28,6 @@ using namespace kiln;
 
 namespace {
 
-/// The ops of `body` that compute `load`'s operands from the induction variable and loop
-/// invariants, in body order; failure if an operand depends on an iteration argument, on
-/// another load, or on an op with effects or regions.
-FailureOr<SmallVector<Operation *>> addressSlice(LoadOp load, scf::ForOp loop) {
-  Block *body = loop.getBody();
-  llvm::SetVector<Operation *> slice;
-  SmallVector<Value> worklist(load->getOperands());
-  while (!worklist.empty()) {
-    Value v = worklist.pop_back_val();
-    if (v == loop.getInductionVar())
-      continue;
-    if (auto arg = dyn_cast<BlockArgument>(v)) {
-      if (arg.getOwner() == body)
-        return failure(); // an iteration argument: the next value is not known yet
-      continue;           // defined outside the loop
-    }
-    Operation *def = v.getDefiningOp();
-    if (!loop->isProperAncestor(def))
-      continue; // loop invariant
-    if (def->getBlock() != body || def->getNumRegions() || !isPure(def))
-      return failure();
-    if (slice.insert(def))
-      llvm::append_range(worklist, def->getOperands());
-  }
-  SmallVector<Operation *> ordered(slice.begin(), slice.end());
-  llvm::sort(ordered, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-  return ordered;
-}
-
-/// `cond` (i1) in the shape of `like` (a splat for tiles).
-Value asMaskOf(OpBuilder &b, Location loc, Value cond, Type like) {
-  if (auto tile = dyn_cast<RankedTensorType>(like))
-    return SplatOp::create(b, loc, tile.clone(b.getI1Type()), cond);
-  return cond;
-}
-
 /// Clones `load` and its address slice with the induction variable mapped to `iv`, the load
 /// masked by `inRange`.
 Value cloneLoadFor(OpBuilder &b, LoadOp load, ArrayRef<Operation *> slice, Value loopIv,
@@ -73,19 +38,13 @@ Value cloneLoadFor(OpBuilder &b, LoadOp load, ArrayRef<Operation *> slice, Value
     b.clone(*op, map);
   Location loc = load.getLoc();
   Value ptr = map.lookupOrDefault(load.getPtr());
-  Value mask = asMaskOf(b, loc, inRange, ptr.getType());
+  Value mask = splatMaskLike(b, loc, inRange, ptr.getType());
   if (load.getMask())
     mask = arith::AndIOp::create(b, loc, map.lookupOrDefault(load.getMask()), mask);
   Value other = load.getOther() ? map.lookupOrDefault(load.getOther()) : Value();
   auto clone = LoadOp::create(b, loc, load.getType(), ptr, mask, other, load.getCacheAttr(),
                               load.getEvictAttr(), load.getIsVolatileAttr());
   return clone.getResult();
-}
-
-/// iv < ub in the loop's signedness.
-Value inRange(OpBuilder &b, Location loc, scf::ForOp loop, Value iv) {
-  auto pred = loop.getUnsignedCmp() ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt;
-  return arith::CmpIOp::create(b, loc, pred, iv, loop.getUpperBound());
 }
 
 /// Extra 32-bit registers per thread that holding the prefetched values of `loads` costs.
@@ -113,7 +72,7 @@ LogicalResult pipeline(scf::ForOp loop, bool automatic, unsigned numWarps) {
   SmallVector<std::pair<LoadOp, SmallVector<Operation *>>> candidates;
   for (Operation &op : loop.getBody()->without_terminator())
     if (auto load = dyn_cast<LoadOp>(op); load && !load.getIsVolatile())
-      if (FailureOr<SmallVector<Operation *>> slice = addressSlice(load, loop); succeeded(slice))
+      if (FailureOr<SmallVector<Operation *>> slice = getAddressSlice(load, loop); succeeded(slice))
         candidates.push_back({load, *slice});
   if (candidates.empty())
     return failure();
@@ -124,7 +83,7 @@ LogicalResult pipeline(scf::ForOp loop, bool automatic, unsigned numWarps) {
   IRRewriter rewriter(loop.getContext());
   rewriter.setInsertionPoint(loop);
   Location loc = loop.getLoc();
-  Value first = inRange(rewriter, loc, loop, loop.getLowerBound());
+  Value first = emitInRange(rewriter, loc, loop, loop.getLowerBound());
   SmallVector<Value> inits;
   for (auto &[load, slice] : candidates)
     inits.push_back(cloneLoadFor(rewriter, load, slice, loop.getInductionVar(),
@@ -143,7 +102,7 @@ LogicalResult pipeline(scf::ForOp loop, bool automatic, unsigned numWarps) {
                                b, yieldLoc, iv,
                                cast<scf::ForOp>(body->getParentOp()).getStep());
                            Value nextInRange =
-                               inRange(b, yieldLoc, cast<scf::ForOp>(body->getParentOp()), next);
+                               emitInRange(b, yieldLoc, cast<scf::ForOp>(body->getParentOp()), next);
                            SmallVector<Value> out;
                            for (auto &[load, slice] : candidates)
                              out.push_back(cloneLoadFor(b, load, slice, iv, next, nextInRange));

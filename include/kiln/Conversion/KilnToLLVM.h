@@ -127,6 +127,21 @@ void populateReduceOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
 /// atomic_rmw and atomic_cas, on tiles (per owned element) and scalars (thread 0).
 void populateAtomicOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                     mlir::RewritePatternSet &patterns, const TargetInfo &target);
+/// Elements per vector access of a memory op on the laid-out pointer tile `ptr` with `mask`
+/// (may be null): the per-thread block, the pointers' contiguity and alignment (at most 128
+/// bits) and the mask's constancy along the layout's fastest dimension.
+unsigned getAccessVectorWidth(mlir::Value ptr, mlir::Value mask, const AxisInfoAnalysis &axis);
+/// Module attribute: bytes of dynamic shared memory the kernel needs at launch (set by
+/// -kiln-convert-to-llvm when shared rings exist).
+inline constexpr llvm::StringLiteral kDynamicSharedAttr = "kiln_gpu.dynamic_shared";
+/// Attribute of a kiln_gpu.local_alloc: its byte offset in the dynamic shared memory.
+inline constexpr llvm::StringLiteral kSharedOffsetAttr = "kiln_gpu.offset";
+/// Byte size of one slot of a shared ring (slots are 1024-byte aligned for the swizzle).
+int64_t getSharedSlotBytes(gpu::SharedBufferType type);
+/// local_alloc, async_copy, async_commit, async_wait: shared rings filled by cp.async.
+void populateSharedRingToLLVMPatterns(KilnLLVMTypeConverter &converter,
+                                      mlir::RewritePatternSet &patterns,
+                                      const AxisInfoAnalysis &axisInfo, const TargetInfo &target);
 /// addptr, load, store.
 void populateMemoryOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                     mlir::RewritePatternSet &patterns,

@@ -113,6 +113,19 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
         op->setAttr(kReduceMayRepeatAttr, UnitAttr::get(ctx));
     });
 
+    // Shared rings live in the dynamic shared memory, one after another.
+    int64_t dynamicShared = 0;
+    module.walk([&](kgpu::LocalAllocOp op) {
+      dynamicShared = llvm::alignTo(dynamicShared, 1024);
+      op->setAttr(kSharedOffsetAttr,
+                  IntegerAttr::get(IntegerType::get(ctx, 32), dynamicShared));
+      dynamicShared += getSharedSlotBytes(op.getResult().getType()) *
+                       op.getResult().getType().getNumSlots();
+    });
+    if (dynamicShared)
+      module->setAttr(kDynamicSharedAttr, IntegerAttr::get(IntegerType::get(ctx, 32),
+                                                           dynamicShared));
+
     const TargetInfo &target = getNVIDIATargetInfo();
     KilnLLVMTypeConverter converter(ctx);
     RewritePatternSet patterns(ctx);
@@ -124,6 +137,7 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
     populateDebugOpToLLVMPatterns(converter, patterns, target);
     populateElementwiseOpToLLVMPatterns(converter, patterns, target);
     populateMemoryOpToLLVMPatterns(converter, patterns, axis, target);
+    populateSharedRingToLLVMPatterns(converter, patterns, axis, target);
     populateReduceOpToLLVMPatterns(converter, patterns, target);
     populateDivOpToLLVMPatterns(converter, patterns);
     populateAtomicOpToLLVMPatterns(converter, patterns, target);

@@ -260,3 +260,7 @@ void kiln::populateMemoryOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
   patterns.add<AddPtrOpLowering>(converter);
   patterns.add<LoadOpLowering, StoreOpLowering>(converter, axisInfo, target);
 }
+
+unsigned kiln::getAccessVectorWidth(Value ptr, Value mask, const AxisInfoAnalysis &axis) {
+  return planAccess(ptr, mask, axis).vec;
+}

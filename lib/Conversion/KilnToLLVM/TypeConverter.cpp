@@ -13,6 +13,10 @@ using namespace kiln;
 namespace kgpu = kiln::gpu;
 
 KilnLLVMTypeConverter::KilnLLVMTypeConverter(MLIRContext *ctx) : LLVMTypeConverter(ctx) {
+  // A shared ring is the shared-memory address of its first slot.
+  addConversion([ctx](kgpu::SharedBufferType) -> Type {
+    return LLVM::LLVMPointerType::get(ctx, 3);
+  });
   addConversion([ctx](PointerType) -> Type {
     // Global memory is address space 1 in NVPTX.
     return LLVM::LLVMPointerType::get(ctx, 1);

@@ -31,7 +31,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Conversion/KilnToLLVM.h"
+#include "WgmmaLayout.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "llvm/Support/MathExtras.h"
@@ -72,74 +72,6 @@ bool wgmmaApplies(DotOp op) {
   return bytes <= kStaticSharedLimit;
 }
 
-/// Where an operand lives in shared memory (see the file comment).
-struct OperandLayout {
-  int64_t mn, k;      ///< extents
-  bool kMajor;        ///< contiguous along K (else along M or N)
-  int64_t swizzle;    ///< S: 32, 64 or 128 bytes
-  int64_t elemBytes;
-  int64_t offset;     ///< of the operand inside the dot's buffer
-
-  int64_t contiguousExtent() const { return kMajor ? k : mn; }
-  int64_t blockElems() const { return swizzle / elemBytes; }
-
-  /// Unswizzled byte offset of (mn, k) as i32 arithmetic.
-  Value emitOffset(OpBuilder &b, Location loc, Value mnPos, Value kPos) const {
-    Value major = kMajor ? kPos : mnPos, minor = kMajor ? mnPos : kPos;
-    int64_t minorExtent = kMajor ? mn : k;
-    unsigned blockShift = llvm::Log2_64(blockElems());
-    Value block = LLVM::LShrOp::create(b, loc, major, i32Const(b, loc, blockShift));
-    Value inBlock = LLVM::AndOp::create(b, loc, major, i32Const(b, loc, blockElems() - 1));
-    Value o = LLVM::MulOp::create(b, loc, block, i32Const(b, loc, minorExtent * swizzle));
-    o = LLVM::AddOp::create(b, loc, o,
-                            LLVM::MulOp::create(b, loc, minor, i32Const(b, loc, swizzle)));
-    o = LLVM::AddOp::create(b, loc, o,
-                            LLVM::MulOp::create(b, loc, inBlock, i32Const(b, loc, elemBytes)));
-    // The swizzle: 16-byte chunk bits [4, 4 + s) ^= row bits [7, 7 + s).
-    int64_t mask = swizzle / 16 - 1;
-    Value row = LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, o, i32Const(b, loc, 7)),
-                                    i32Const(b, loc, mask));
-    o = LLVM::XOrOp::create(b, loc, o,
-                            LLVM::ShlOp::create(b, loc, row, i32Const(b, loc, 4)));
-    return LLVM::AddOp::create(b, loc, o, i32Const(b, loc, offset));
-  }
-
-  /// The 64-bit matrix descriptor for the sub-matrix whose first element is (mn0, k0), both
-  /// static, given the buffer's shared address `base` (i32).
-  Value emitDescriptor(OpBuilder &b, Location loc, Value base, Value mnRowOffset, int64_t mn0,
-                       int64_t k0) const {
-    int64_t start = offset;
-    int64_t lbo = 1, sbo = 8 * swizzle;
-    if (kMajor) {
-      start += (k0 / blockElems()) * mn * swizzle + mn0 * swizzle +
-               (k0 % blockElems()) * elemBytes;
-    } else {
-      start += (mn0 / blockElems()) * k * swizzle + k0 * swizzle;
-      lbo = k * swizzle;
-    }
-    // Layout type (bits 62-63): 1 = 128B swizzle, 2 = 64B, 3 = 32B.
-    uint64_t mode = swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3;
-    uint64_t fixed = (uint64_t(lbo >> 4) & 0x3FFF) << 16 | (uint64_t(sbo >> 4) & 0x3FFF) << 32 |
-                     mode << 62;
-    Type i64 = b.getI64Type();
-    Value addr = LLVM::AddOp::create(b, loc, base, i32Const(b, loc, start));
-    if (mnRowOffset)
-      addr = LLVM::AddOp::create(b, loc, addr, mnRowOffset);
-    Value field = LLVM::AndOp::create(
-        b, loc, LLVM::LShrOp::create(b, loc, addr, i32Const(b, loc, 4)), i32Const(b, loc, 0x3FFF));
-    Value wide = LLVM::ZExtOp::create(b, loc, i64, field);
-    return LLVM::OrOp::create(
-        b, loc, wide,
-        LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(int64_t(fixed))));
-  }
-};
-
-/// S for a contiguous extent of `elems` elements of `elemBytes`; 0 when below 32 bytes.
-int64_t swizzleFor(int64_t elems, int64_t elemBytes) {
-  int64_t bytes = std::min<int64_t>(128, elems * elemBytes);
-  return bytes >= 32 ? bytes : 0;
-}
-
 /// The dimension a laid-out operand's registers are contiguous along (its order's first),
 /// or -1 when its layout is not a plain blocked layout.
 int contiguousDim(RankedTensorType t) {
@@ -154,6 +86,94 @@ Value inlineAsm(OpBuilder &b, Location loc, Type resultType, ValueRange args, St
                                       LLVM::tailcallkind::TailCallKind::None,
                                       LLVM::AsmDialectAttr(), ArrayAttr());
   return op.getNumResults() ? op.getResult(0) : Value();
+}
+
+/// Issues this warpgroup's wgmmas of C += A @ B, A (M x K) and B (K x N) in shared memory at
+/// `aBase` / `bBase` (i32 shared addresses) under `aL` / `bL`, `acc` the registers of C under
+/// `layout` (getWgmmaAccumulatorLayout), then waits for them (see the file comment).
+void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
+                kgpu::BlockedEncodingAttr layout, ArrayRef<int64_t> shape, Type inElem,
+                const OperandLayout &aL, Value aBase, const OperandLayout &bL, Value bBase,
+                SmallVector<Value> &acc) {
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  int64_t M = shape[0], N = shape[1], K = aL.k;
+  unsigned W = layout.getWarpsPerCTA()[0];
+  int64_t blocksPerGroup = M / (16 * W);
+  // Thread ids of the accumulator layout: warp w, lane = 4 * row + column pair.
+  Value warp = emitThreadIds(b, loc, layout, target).warp[0];
+  std::map<std::tuple<unsigned, unsigned, unsigned>, unsigned> slot;
+  for (auto [i, pos] : llvm::enumerate(kgpu::getThreadElements(layout, shape)))
+    slot[{pos.rep[0], pos.rep[1], pos.elem[1]}] = i;
+  Value group = LLVM::LShrOp::create(b, loc, warp, i32Const(b, loc, 2));
+  // First shared row of this warpgroup's blocks, in bytes for a K-major A (S per row); an
+  // M-major A moves by whole S-byte-wide column blocks (64 rows each).
+  Value groupRow = LLVM::MulOp::create(b, loc, group, i32Const(b, loc, blocksPerGroup * 64));
+  Value aRowBytes =
+      aL.kMajor ? LLVM::MulOp::create(b, loc, groupRow, i32Const(b, loc, aL.swizzle)).getResult()
+                : LLVM::MulOp::create(b, loc,
+                                      LLVM::LShrOp::create(b, loc, groupRow, i32Const(b, loc, 6)),
+                                      i32Const(b, loc, K * aL.swizzle))
+                      .getResult();
+  int64_t nInstr = std::min<int64_t>(N, 256);
+  std::string types = inElem.isF16() ? "f16.f16" : "bf16.bf16";
+  Value one = i32Const(b, loc, 1); // scale-d: accumulate
+  inlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {}, "wgmma.fence.sync.aligned;", "", true);
+  for (int64_t mb = 0; mb < blocksPerGroup; ++mb) {
+    for (int64_t n0 = 0; n0 < N; n0 += nInstr) {
+      // This instruction's accumulator registers, in D-fragment order.
+      SmallVector<unsigned> regs;
+      for (int64_t i = 0; i < nInstr / 2; ++i)
+        regs.push_back(slot.at({unsigned(2 * mb + ((i >> 1) & 1)),
+                                unsigned(n0 / 8 + (i >> 2)), unsigned(i & 1)}));
+      unsigned n = regs.size();
+      std::string asmStr = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(2 * n + 2) +
+                           ", 0;\nwgmma.mma_async.sync."
+                           "aligned.m64n" + std::to_string(nInstr) + "k16.f32." + types + " {";
+      std::string constraints;
+      for (unsigned i = 0; i < n; ++i) {
+        asmStr += (i ? ", $" : "$") + std::to_string(i);
+        constraints += "=f,";
+      }
+      // Operands: n outputs, n tied accumulator inputs, the two descriptors, scale-d.
+      asmStr += "}, $" + std::to_string(2 * n) + ", $" + std::to_string(2 * n + 1) +
+                ", p, 1, 1, " +
+                (aL.kMajor ? "0" : "1") + ", " + (bL.kMajor ? "0" : "1") + ";\n}";
+      for (unsigned i = 0; i < n; ++i)
+        constraints += std::to_string(i) + ",";
+      constraints += "l,l,r";
+      auto resTy = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(n, f32));
+      for (int64_t kk = 0; kk < K; kk += 16) {
+        SmallVector<Value> args;
+        for (unsigned r : regs)
+          args.push_back(acc[r]);
+        int64_t aRow = mb * 64;
+        Value aDesc = aL.emitDescriptor(b, loc, aBase, aRowBytes, aRow, kk);
+        Value bDesc = bL.emitDescriptor(b, loc, bBase, Value(), n0, kk);
+        args.push_back(aDesc);
+        args.push_back(bDesc);
+        args.push_back(one);
+        Value d = inlineAsm(b, loc, resTy, args, asmStr, constraints, true);
+        for (auto [i, r] : llvm::enumerate(regs))
+          acc[r] = LLVM::ExtractValueOp::create(b, loc, d, i);
+      }
+    }
+  }
+  inlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {}, "wgmma.commit_group.sync.aligned;", "",
+            true);
+  // 3. Wait, with every accumulator passing through so no use moves above it.
+  {
+    std::string constraints;
+    for (unsigned i = 0; i < acc.size(); ++i)
+      constraints += "=f,";
+    for (unsigned i = 0; i < acc.size(); ++i)
+      constraints += std::to_string(i) + (i + 1 < acc.size() ? "," : "");
+    auto resTy = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(acc.size(), f32));
+    Value d = inlineAsm(b, loc, resTy, acc, "wgmma.wait_group.sync.aligned 0;", constraints,
+                        true);
+    for (unsigned i = 0; i < acc.size(); ++i)
+      acc[i] = LLVM::ExtractValueOp::create(b, loc, d, i);
+  }
 }
 
 struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
@@ -188,31 +208,10 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
     Value buf = getSharedBuffer(b, loc, op, i8, unsigned(bytes),
                                 "__kiln_wgmma_smem_" + std::to_string(counter++),
                                 /*alignment=*/1024);
-    Type i32 = b.getI32Type(), f32 = b.getF32Type();
-    Value base = LLVM::PtrToIntOp::create(b, loc, i32, buf);
+    Value base = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), buf);
     auto ptr3 = LLVM::LLVMPointerType::get(ctx, 3);
 
-    // Thread ids of the accumulator layout: warp w, lane = 4 * row + column pair.
-    ThreadIds ids = emitThreadIds(b, loc, layout, target);
-    Value warp = ids.warp[0];
-    unsigned logW = llvm::Log2_32(W);
-    int64_t blocksPerGroup = M / (16 * W);
-    // Logical row L -> shared row (see the file comment).
-    auto permuteRow = [&](Value L) -> Value {
-      auto c = [&](int64_t v) { return i32Const(b, loc, v); };
-      Value rep = LLVM::LShrOp::create(b, loc, L, c(3 + logW));
-      Value w = LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, L, c(3)), c(W - 1));
-      Value i = LLVM::AndOp::create(b, loc, L, c(7));
-      Value g = LLVM::LShrOp::create(b, loc, w, c(2));
-      Value v = LLVM::AndOp::create(b, loc, w, c(3));
-      Value block = LLVM::AddOp::create(b, loc, LLVM::MulOp::create(b, loc, g, c(blocksPerGroup)),
-                                        LLVM::LShrOp::create(b, loc, rep, c(1)));
-      Value r = LLVM::ShlOp::create(b, loc, block, c(6));
-      r = LLVM::OrOp::create(b, loc, r, LLVM::ShlOp::create(b, loc, v, c(4)));
-      r = LLVM::OrOp::create(
-          b, loc, r, LLVM::ShlOp::create(b, loc, LLVM::AndOp::create(b, loc, rep, c(1)), c(3)));
-      return LLVM::OrOp::create(b, loc, r, i);
-    };
+    auto permuteRow = [&](Value L) { return emitWgmmaRowPermutation(b, loc, L, M, W); };
 
     // 1. Operands to shared memory.
     target.barrier(b, loc);
@@ -224,78 +223,7 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
 
     // 2. The wgmmas of this warpgroup.
     SmallVector<Value> acc = unpackStruct(b, loc, adaptor.getC());
-    std::map<std::tuple<unsigned, unsigned, unsigned>, unsigned> slot;
-    for (auto [i, pos] : llvm::enumerate(kgpu::getThreadElements(layout, cTy.getShape())))
-      slot[{pos.rep[0], pos.rep[1], pos.elem[1]}] = i;
-    Value group = LLVM::LShrOp::create(b, loc, warp, i32Const(b, loc, 2));
-    // First shared row of this warpgroup's blocks, in bytes for a K-major A (S per row); an
-    // M-major A moves by whole S-byte-wide column blocks (64 rows each).
-    Value groupRow = LLVM::MulOp::create(b, loc, group, i32Const(b, loc, blocksPerGroup * 64));
-    Value aRowBytes =
-        aL.kMajor ? LLVM::MulOp::create(b, loc, groupRow, i32Const(b, loc, aL.swizzle)).getResult()
-                  : LLVM::MulOp::create(b, loc,
-                                        LLVM::LShrOp::create(b, loc, groupRow, i32Const(b, loc, 6)),
-                                        i32Const(b, loc, K * aL.swizzle))
-                        .getResult();
-    int64_t nInstr = std::min<int64_t>(N, 256);
-    std::string types = inElem.isF16() ? "f16.f16" : "bf16.bf16";
-    Value one = i32Const(b, loc, 1); // scale-d: accumulate
-    inlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {}, "wgmma.fence.sync.aligned;", "", true);
-    for (int64_t mb = 0; mb < blocksPerGroup; ++mb) {
-      for (int64_t n0 = 0; n0 < N; n0 += nInstr) {
-        // This instruction's accumulator registers, in D-fragment order.
-        SmallVector<unsigned> regs;
-        for (int64_t i = 0; i < nInstr / 2; ++i)
-          regs.push_back(slot.at({unsigned(2 * mb + ((i >> 1) & 1)),
-                                  unsigned(n0 / 8 + (i >> 2)), unsigned(i & 1)}));
-        unsigned n = regs.size();
-        std::string asmStr = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(2 * n + 2) +
-                             ", 0;\nwgmma.mma_async.sync."
-                             "aligned.m64n" + std::to_string(nInstr) + "k16.f32." + types + " {";
-        std::string constraints;
-        for (unsigned i = 0; i < n; ++i) {
-          asmStr += (i ? ", $" : "$") + std::to_string(i);
-          constraints += "=f,";
-        }
-        // Operands: n outputs, n tied accumulator inputs, the two descriptors, scale-d.
-        asmStr += "}, $" + std::to_string(2 * n) + ", $" + std::to_string(2 * n + 1) +
-                  ", p, 1, 1, " +
-                  (aL.kMajor ? "0" : "1") + ", " + (bL.kMajor ? "0" : "1") + ";\n}";
-        for (unsigned i = 0; i < n; ++i)
-          constraints += std::to_string(i) + ",";
-        constraints += "l,l,r";
-        auto resTy = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(n, f32));
-        for (int64_t kk = 0; kk < K; kk += 16) {
-          SmallVector<Value> args;
-          for (unsigned r : regs)
-            args.push_back(acc[r]);
-          int64_t aRow = mb * 64;
-          Value aDesc = aL.emitDescriptor(b, loc, base, aRowBytes, aRow, kk);
-          Value bDesc = bL.emitDescriptor(b, loc, base, Value(), n0, kk);
-          args.push_back(aDesc);
-          args.push_back(bDesc);
-          args.push_back(one);
-          Value d = inlineAsm(b, loc, resTy, args, asmStr, constraints, true);
-          for (auto [i, r] : llvm::enumerate(regs))
-            acc[r] = LLVM::ExtractValueOp::create(b, loc, d, i);
-        }
-      }
-    }
-    inlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {}, "wgmma.commit_group.sync.aligned;", "",
-              true);
-    // 3. Wait, with every accumulator passing through so no use moves above it.
-    {
-      std::string constraints;
-      for (unsigned i = 0; i < acc.size(); ++i)
-        constraints += "=f,";
-      for (unsigned i = 0; i < acc.size(); ++i)
-        constraints += std::to_string(i) + (i + 1 < acc.size() ? "," : "");
-      auto resTy = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(acc.size(), f32));
-      Value d = inlineAsm(b, loc, resTy, acc, "wgmma.wait_group.sync.aligned 0;", constraints,
-                          true);
-      for (unsigned i = 0; i < acc.size(); ++i)
-        acc[i] = LLVM::ExtractValueOp::create(b, loc, d, i);
-    }
+    emitWgmmas(b, loc, target, layout, cTy.getShape(), inElem, aL, base, bL, base, acc);
     b.replaceOp(op, packStruct(b, loc, getTypeConverter()->convertType(cTy), acc));
     return success();
   }
@@ -359,6 +287,46 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
   const TargetInfo &target;
 };
 
+/// kiln_gpu.shared_dot: the operands are already in their rings' slots (async_wait made them
+/// visible), so only the wgmmas remain.
+struct SharedDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
+  SharedDotLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), target(target) {}
+
+  LogicalResult matchAndRewrite(kgpu::SharedDotOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    auto aAlloc = op.getA().getDefiningOp<kgpu::LocalAllocOp>();
+    auto bAlloc = op.getB().getDefiningOp<kgpu::LocalAllocOp>();
+    if (!aAlloc || !bAlloc)
+      return op.emitOpError("expected rings from kiln_gpu.local_alloc");
+    auto cTy = cast<RankedTensorType>(op.getC().getType());
+    auto module = op->getParentOfType<ModuleOp>();
+    auto numWarps = module->getAttrOfType<IntegerAttr>(kgpu::kNumWarpsAttr);
+    auto layout = dyn_cast_or_null<kgpu::BlockedEncodingAttr>(cTy.getEncoding());
+    if (!numWarps || !layout ||
+        layout != getWgmmaAccumulatorLayout(b.getContext(), cTy.getShape(), numWarps.getInt()))
+      return op.emitOpError("expected the warpgroup accumulator layout, found ") << cTy;
+    Type i32 = b.getI32Type();
+    auto slotAddress = [&](Value ring, Value slot, kgpu::LocalAllocOp alloc) -> Value {
+      return LLVM::AddOp::create(
+          b, loc, LLVM::PtrToIntOp::create(b, loc, i32, ring),
+          LLVM::MulOp::create(b, loc, slot,
+                              i32Const(b, loc, getSharedSlotBytes(alloc.getResult().getType()))));
+    };
+    Value aBase = slotAddress(adaptor.getA(), adaptor.getASlot(), aAlloc);
+    Value bBase = slotAddress(adaptor.getB(), adaptor.getBSlot(), bAlloc);
+    SmallVector<Value> acc = unpackStruct(b, loc, adaptor.getC());
+    emitWgmmas(b, loc, target, layout, cTy.getShape(),
+               aAlloc.getResult().getType().getElementType(), getRingOperandLayout(aAlloc), aBase,
+               getRingOperandLayout(bAlloc), bBase, acc);
+    b.replaceOp(op, packStruct(b, loc, getTypeConverter()->convertType(cTy), acc));
+    return success();
+  }
+
+  const TargetInfo &target;
+};
+
 } // namespace
 
 kgpu::BlockedEncodingAttr kiln::getWgmmaAccumulatorLayout(MLIRContext *ctx,
@@ -381,5 +349,5 @@ bool kiln::usesWgmma(DotOp op) {
 
 void kiln::populateWgmmaDotToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                           RewritePatternSet &patterns, const TargetInfo &target) {
-  patterns.add<WgmmaDotLowering>(converter, target);
+  patterns.add<WgmmaDotLowering, SharedDotLowering>(converter, target);
 }

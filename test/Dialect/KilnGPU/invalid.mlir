@@ -170,3 +170,60 @@ func.func @convert_layout_scalar(%x: f32) {
   %0 = "kiln_gpu.convert_layout"(%x) : (f32) -> f32
   return
 }
+
+// -----
+
+func.func @copy_shape(%p: tensor<64x16x!kiln.ptr<f16>>) {
+  %r = kiln_gpu.local_alloc {operand = 0 : i32} : !kiln_gpu.shared<[2, 64, 32], f16>
+  %s = arith.constant 0 : i32
+  // expected-error @+1 {{expected a pointer tile of the slot's shape [64, 32]}}
+  kiln_gpu.async_copy %r[%s], %p : !kiln_gpu.shared<[2, 64, 32], f16>, tensor<64x16x!kiln.ptr<f16>>
+  return
+}
+
+// -----
+
+func.func @copy_pointee(%p: tensor<64x32x!kiln.ptr<f32>>) {
+  %r = kiln_gpu.local_alloc {operand = 0 : i32} : !kiln_gpu.shared<[2, 64, 32], f16>
+  %s = arith.constant 0 : i32
+  // expected-error @+1 {{expected pointers to 'f16'}}
+  kiln_gpu.async_copy %r[%s], %p : !kiln_gpu.shared<[2, 64, 32], f16>, tensor<64x32x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+func.func @dot_shapes(%c: tensor<64x64xf32>) {
+  %a = kiln_gpu.local_alloc {operand = 0 : i32} : !kiln_gpu.shared<[2, 64, 32], f16>
+  %b = kiln_gpu.local_alloc {operand = 1 : i32} : !kiln_gpu.shared<[2, 16, 64], f16>
+  %s = arith.constant 0 : i32
+  // expected-error @+1 {{expected A (M x K), B (K x N) and C (M x N)}}
+  %d = kiln_gpu.shared_dot %a[%s], %b[%s], %c : !kiln_gpu.shared<[2, 64, 32], f16>, !kiln_gpu.shared<[2, 16, 64], f16>, tensor<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @dot_operand_role(%c: tensor<64x64xf32>) {
+  %a = kiln_gpu.local_alloc {operand = 1 : i32} : !kiln_gpu.shared<[2, 64, 32], f16>
+  %b = kiln_gpu.local_alloc {operand = 1 : i32} : !kiln_gpu.shared<[2, 32, 64], f16>
+  %s = arith.constant 0 : i32
+  // expected-error @+1 {{expected A from a ring allocated for operand 0}}
+  %d = kiln_gpu.shared_dot %a[%s], %b[%s], %c : !kiln_gpu.shared<[2, 64, 32], f16>, !kiln_gpu.shared<[2, 32, 64], f16>, tensor<64x64xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{expected [slots, rows, columns], found 2 dimensions}}
+func.func @ring_rank(%r: !kiln_gpu.shared<[64, 32], f16>) {
+  return
+}
+
+// -----
+
+func.func @alloc_pow2() {
+  // expected-error @+1 {{expected power-of-two tile dimensions, found 48x32}}
+  %r = kiln_gpu.local_alloc {operand = 0 : i32} : !kiln_gpu.shared<[2, 48, 32], f16>
+  return
+}

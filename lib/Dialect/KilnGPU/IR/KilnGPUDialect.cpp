@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialect/KilnGPU/IR/Dialect.h"
+#include "kiln/Dialect/Kiln/IR/Dialect.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -21,6 +22,9 @@ using namespace kiln::gpu;
 
 #define GET_ATTRDEF_CLASSES
 #include "kiln/Dialect/KilnGPU/IR/KilnGPUAttrs.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "kiln/Dialect/KilnGPU/IR/KilnGPUTypes.cpp.inc"
 
 #define GET_OP_CLASSES
 #include "kiln/Dialect/KilnGPU/IR/KilnGPUOps.cpp.inc"
@@ -48,6 +52,10 @@ void KilnGPUDialect::initialize() {
   addAttributes<
 #define GET_ATTRDEF_LIST
 #include "kiln/Dialect/KilnGPU/IR/KilnGPUAttrs.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "kiln/Dialect/KilnGPU/IR/KilnGPUTypes.cpp.inc"
       >();
   addOperations<
 #define GET_OP_LIST
@@ -199,4 +207,69 @@ unsigned kiln::gpu::getElemsPerThread(RankedTensorType type) {
   if (!type.getEncoding())
     return type.getNumElements();
   return getThreadElements(type.getEncoding(), type.getShape()).size();
+}
+
+//===----------------------------------------------------------------------===//
+// Shared rings and the ops on them
+//===----------------------------------------------------------------------===//
+
+LogicalResult SharedBufferType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                       ArrayRef<int64_t> shape, Type elementType) {
+  if (shape.size() != 3)
+    return emitError() << "expected [slots, rows, columns], found " << shape.size()
+                       << " dimensions";
+  for (int64_t d : shape)
+    if (d <= 0)
+      return emitError() << "expected positive dimensions, found " << d;
+  if (!elementType.isIntOrFloat())
+    return emitError() << "expected an integer or float element type, found " << elementType;
+  return success();
+}
+
+LogicalResult LocalAllocOp::verify() {
+  auto type = getResult().getType();
+  for (int64_t d : type.getTileShape())
+    if (!llvm::isPowerOf2_64(d))
+      return emitOpError("expected power-of-two tile dimensions, found ")
+             << type.getTileShape()[0] << "x" << type.getTileShape()[1];
+  return success();
+}
+
+LogicalResult AsyncCopyOp::verify() {
+  auto buffer = getBuffer().getType();
+  auto ptr = getPtr().getType();
+  if (ptr.getShape() != buffer.getTileShape())
+    return emitOpError("expected a pointer tile of the slot's shape [")
+           << buffer.getTileShape()[0] << ", " << buffer.getTileShape()[1] << "], found "
+           << ptr;
+  auto pointer = dyn_cast<kiln::PointerType>(ptr.getElementType());
+  if (!pointer || pointer.getPointeeType() != buffer.getElementType())
+    return emitOpError("expected pointers to ") << buffer.getElementType() << ", found "
+                                                << ptr.getElementType();
+  if (getMask()) {
+    auto mask = cast<RankedTensorType>(getMask().getType());
+    if (mask.getShape() != ptr.getShape() || !mask.getElementType().isInteger(1))
+      return emitOpError("expected an i1 mask of the pointers' shape, found ") << mask;
+  }
+  return success();
+}
+
+LogicalResult SharedDotOp::verify() {
+  auto a = getA().getType(), b = getB().getType();
+  auto c = cast<RankedTensorType>(getC().getType());
+  ArrayRef<int64_t> as = a.getTileShape(), bs = b.getTileShape();
+  if (c.getRank() != 2 || as[1] != bs[0] || c.getDimSize(0) != as[0] || c.getDimSize(1) != bs[1])
+    return emitOpError("expected A (M x K), B (K x N) and C (M x N), found ")
+           << as[0] << "x" << as[1] << ", " << bs[0] << "x" << bs[1] << " and " << c;
+  Type e = a.getElementType();
+  if (e != b.getElementType() || !(e.isF16() || e.isBF16()) || !c.getElementType().isF32())
+    return emitOpError("expected f16 or bf16 operands of one type and f32 accumulators, found ")
+           << e << ", " << b.getElementType() << " and " << c.getElementType();
+  if (getA().getDefiningOp<LocalAllocOp>() &&
+      getA().getDefiningOp<LocalAllocOp>().getOperand() != 0)
+    return emitOpError("expected A from a ring allocated for operand 0");
+  if (getB().getDefiningOp<LocalAllocOp>() &&
+      getB().getDefiningOp<LocalAllocOp>().getOperand() != 1)
+    return emitOpError("expected B from a ring allocated for operand 1");
+  return success();
 }

@@ -11,6 +11,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -18,6 +19,9 @@
 
 #define GET_ATTRDEF_CLASSES
 #include "kiln/Dialect/KilnGPU/IR/KilnGPUAttrs.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "kiln/Dialect/KilnGPU/IR/KilnGPUTypes.h.inc"
 
 #define GET_OP_CLASSES
 #include "kiln/Dialect/KilnGPU/IR/KilnGPUOps.h.inc"

@@ -21,6 +21,30 @@ def KilnGPU_Dialect : Dialect {
     carries `kiln_gpu.num_warps` (warps per program) and `kiln_gpu.threads_per_warp`.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
+}
+
+class KilnGPU_Type<string name, string typeMnemonic> : TypeDef<KilnGPU_Dialect, name> {
+  let mnemonic = typeMnemonic;
+}
+
+def KilnGPU_SharedBufferType : KilnGPU_Type<"SharedBuffer", "shared"> {
+  let summary = "a ring of tiles in shared memory";
+  let description = [{
+    `shape[0]` slots, each a tile of `shape[1:]` elements, in shared memory. Where an element
+    lives inside a slot is the lowering's choice (wgmma's swizzled operand layouts).
+
+    ```mlir
+    !kiln_gpu.shared<[3, 128, 64], f16>
+    ```
+  }];
+  let parameters = (ins ArrayRefParameter<"int64_t">:$shape, "mlir::Type":$elementType);
+  let assemblyFormat = "`<` `[` $shape `]` `,` $elementType `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    int64_t getNumSlots() const { return getShape()[0]; }
+    llvm::ArrayRef<int64_t> getTileShape() const { return getShape().drop_front(); }
+  }];
 }
 
 class KilnGPU_Attr<string name, string attrMnemonic> : AttrDef<KilnGPU_Dialect, name> {
@@ -84,6 +108,91 @@ def KilnGPU_ConvertLayoutOp : Op<KilnGPU_Dialect, "convert_layout",
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
   let hasFolder = 1;
+}
+
+def KilnGPU_LocalAllocOp : Op<KilnGPU_Dialect, "local_alloc",
+    [MemoryEffects<[MemAlloc<DefaultResource>]>]> {
+  let summary = "a ring of dot operand tiles in shared memory";
+  let description = [{
+    Allocates the shared memory of one dot operand's pipeline: `operand` is 0 for A (slots of
+    M x K) and 1 for B (K x N). `k_major` (set by -kiln-assign-layouts from the copies' layout)
+    says whether a slot is stored contiguous along K or along M/N.
+
+    ```mlir
+    %a = kiln_gpu.local_alloc {operand = 0 : i32} : !kiln_gpu.shared<[3, 128, 64], f16>
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I32Attr, [IntMinValue<0>, IntMaxValue<1>]>:$operand,
+                       OptionalAttr<BoolAttr>:$k_major);
+  let results = (outs KilnGPU_SharedBufferType:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def KilnGPU_AsyncCopyOp : Op<KilnGPU_Dialect, "async_copy",
+    [MemoryEffects<[MemRead<DefaultResource>, MemWrite<DefaultResource>]>]> {
+  let summary = "start copying a tile from global memory into a slot of a shared ring";
+  let description = [{
+    Every thread copies the elements it owns (cp.async, 16 bytes where contiguity allows);
+    masked-off elements become zero. The copy completes at a later `async_wait`; the copies
+    since the previous `async_commit` form one group.
+
+    ```mlir
+    kiln_gpu.async_copy %buf[%slot], %ptrs, %mask
+        : !kiln_gpu.shared<[3, 128, 64], f16>, tensor<128x64x!kiln.ptr<f16>>, tensor<128x64xi1>
+    ```
+  }];
+  let arguments = (ins KilnGPU_SharedBufferType:$buffer, I32:$slot, AnyRankedTensor:$ptr,
+                       Optional<AnyRankedTensor>:$mask);
+  let assemblyFormat = [{
+    $buffer `[` $slot `]` `,` $ptr (`,` $mask^)? attr-dict `:` type($buffer) `,` type($ptr)
+    (`,` type($mask)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def KilnGPU_AsyncCommitOp : Op<KilnGPU_Dialect, "async_commit",
+    [MemoryEffects<[MemWrite<DefaultResource>]>]> {
+  let summary = "close the current group of async copies";
+  let assemblyFormat = "attr-dict";
+}
+
+def KilnGPU_AsyncWaitOp : Op<KilnGPU_Dialect, "async_wait",
+    [MemoryEffects<[MemRead<DefaultResource>, MemWrite<DefaultResource>]>]> {
+  let summary = "wait until at most `pending` copy groups are in flight, then synchronize";
+  let description = [{
+    After the wait the completed copies are visible to every thread of the program and to the
+    tensor cores (a proxy fence and a barrier follow the wait).
+
+    ```mlir
+    kiln_gpu.async_wait {pending = 1 : i32}
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I32Attr, [IntMinValue<0>]>:$pending);
+  let assemblyFormat = "attr-dict";
+}
+
+def KilnGPU_SharedDotOp : Op<KilnGPU_Dialect, "shared_dot",
+    [MemoryEffects<[MemRead<DefaultResource>]>, AllTypesMatch<["c", "result"]>]> {
+  let summary = "c + a @ b with both operands read from slots of shared rings";
+  let description = [{
+    The dot of `kiln.dot` whose operands were copied to shared memory by `async_copy`: A from
+    slot `a_slot` of `a` (M x K), B from slot `b_slot` of `b` (K x N), f32 accumulators.
+
+    ```mlir
+    %d = kiln_gpu.shared_dot %a[%i], %b[%i], %c
+        : !kiln_gpu.shared<[3, 128, 64], f16>, !kiln_gpu.shared<[3, 64, 128], f16>,
+          tensor<128x128xf32>
+    ```
+  }];
+  let arguments = (ins KilnGPU_SharedBufferType:$a, I32:$a_slot, KilnGPU_SharedBufferType:$b,
+                       I32:$b_slot, AnyRankedTensor:$c);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $a `[` $a_slot `]` `,` $b `[` $b_slot `]` `,` $c attr-dict `:` type($a) `,` type($b) `,`
+    type($c)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // KILN_GPU_DIALECT

@@ -1,0 +1,182 @@
+//===- SharedRingToLLVM.cpp - Shared rings filled by cp.async -------------===//
+//
+// This file lowers the ops -kiln-pipeline-dot-operands creates around a dot's operands:
+//   - local_alloc: a ring of slots in the kernel's dynamic shared memory, at the byte offset
+//     -kiln-convert-to-llvm assigned (kiln_gpu.offset); slots are 1024-byte aligned.
+//   - async_copy: every thread copies the elements it owns into the slot with cp.async (4, 8
+//     or 16 bytes by the pointers' proven contiguity; src-size 0 zero-fills masked-off
+//     elements), at the wgmma operand layout of the slot (WgmmaLayout.h); narrower elements
+//     go through registers with a predicated load and a shared store.
+//   - async_commit / async_wait: cp.async.commit_group / cp.async.wait_group N, then a proxy
+//     fence (the tensor cores read what the copies wrote) and a barrier.
+//
+//===----------------------------------------------------------------------===//
+
+#include "WgmmaLayout.h"
+
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
+
+using namespace mlir;
+using namespace kiln;
+namespace kgpu = kiln::gpu;
+
+namespace {
+
+/// The dynamic shared memory every ring lives in.
+constexpr llvm::StringLiteral kDynamicSharedSymbol = "__kiln_dynamic_smem";
+
+void emitAsm(OpBuilder &b, Location loc, StringRef asmStr, StringRef constraints = "",
+             ValueRange args = {}) {
+  LLVM::InlineAsmOp::create(b, loc, LLVM::LLVMVoidType::get(b.getContext()), args, asmStr,
+                            constraints, /*has_side_effects=*/true, /*is_align_stack=*/false,
+                            LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                            ArrayAttr());
+}
+
+struct LocalAllocLowering final : ConvertOpToLLVMPattern<kgpu::LocalAllocOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult matchAndRewrite(kgpu::LocalAllocOp op, OpAdaptor,
+                                ConversionPatternRewriter &b) const override {
+    auto offset = op->getAttrOfType<IntegerAttr>(kSharedOffsetAttr);
+    if (!offset)
+      return op.emitOpError("has no shared memory offset (run -kiln-convert-to-llvm)");
+    Location loc = op.getLoc();
+    MLIRContext *ctx = b.getContext();
+    auto module = op->getParentOfType<ModuleOp>();
+    auto global = module.lookupSymbol<LLVM::GlobalOp>(kDynamicSharedSymbol);
+    if (!global) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      // extern .shared .align 1024 .b8 __kiln_dynamic_smem[]: sized at launch.
+      global = LLVM::GlobalOp::create(b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), 0),
+                                      /*isConstant=*/false, LLVM::Linkage::External,
+                                      kDynamicSharedSymbol, Attribute(), /*alignment=*/1024,
+                                      /*addrSpace=*/3);
+    }
+    Value base = LLVM::AddressOfOp::create(b, loc, global);
+    auto ptr3 = LLVM::LLVMPointerType::get(ctx, 3);
+    Value at = LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), base,
+                                   ArrayRef<LLVM::GEPArg>{int32_t(offset.getInt())});
+    b.replaceOp(op, at);
+    return success();
+  }
+};
+
+struct AsyncCopyLowering final : ConvertOpToLLVMPattern<kgpu::AsyncCopyOp> {
+  AsyncCopyLowering(const LLVMTypeConverter &converter, const AxisInfoAnalysis &axis,
+                    const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), axis(axis), target(target) {}
+
+  LogicalResult matchAndRewrite(kgpu::AsyncCopyOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    auto alloc = op.getBuffer().getDefiningOp<kgpu::LocalAllocOp>();
+    if (!alloc)
+      return op.emitOpError("expected a ring from kiln_gpu.local_alloc");
+    Location loc = op.getLoc();
+    auto module = op->getParentOfType<ModuleOp>();
+    auto numWarps = module->getAttrOfType<IntegerAttr>(kgpu::kNumWarpsAttr);
+    OperandLayout layout = getRingOperandLayout(alloc);
+    bool isA = alloc.getOperand() == 0;
+    RankedTensorType ptrTy = op.getPtr().getType();
+    int64_t eb = layout.elemBytes;
+
+    // Elements per copy: a run along the pointers' fastest dimension, which must also be the
+    // slot's contiguous one.
+    unsigned fast = kgpu::getOrder(ptrTy.getEncoding())[0];
+    unsigned mnDim = isA ? 0 : 1, kDim = isA ? 1 : 0;
+    unsigned vec = getAccessVectorWidth(op.getPtr(), op.getMask(), axis);
+    if (fast != (layout.kMajor ? kDim : mnDim))
+      vec = 1;
+    int64_t bytes = vec * eb;
+
+    Type i32 = b.getI32Type();
+    Value slotBase = LLVM::AddOp::create(
+        b, loc, LLVM::PtrToIntOp::create(b, loc, i32, adaptor.getBuffer()),
+        LLVM::MulOp::create(b, loc, adaptor.getSlot(),
+                            i32Const(b, loc, getSharedSlotBytes(alloc.getResult().getType()))));
+    SmallVector<Value> ptrs = unpackStruct(b, loc, adaptor.getPtr());
+    SmallVector<Value> masks;
+    if (adaptor.getMask())
+      masks = unpackStruct(b, loc, adaptor.getMask());
+    auto coords = emitElementCoordinates(b, loc, ptrTy, target);
+    auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+    Type elem = alloc.getResult().getType().getElementType();
+    for (size_t i = 0; i < ptrs.size(); i += vec) {
+      Value mn = coords[i][mnDim], k = coords[i][kDim];
+      if (isA)
+        mn = emitWgmmaRowPermutation(b, loc, mn, layout.mn, numWarps.getInt());
+      Value dst = LLVM::AddOp::create(b, loc, slotBase, layout.emitOffset(b, loc, mn, k));
+      if (bytes >= 4) {
+        // .cg (L2 only) takes 16 bytes; smaller copies go through L1 (.ca).
+        std::string asmStr = std::string("cp.async.") + (bytes == 16 ? "cg" : "ca") +
+                             ".shared.global [$0], [$1], " + std::to_string(bytes) + ", $2;";
+        Value srcSize = i32Const(b, loc, bytes);
+        if (!masks.empty())
+          srcSize = LLVM::SelectOp::create(b, loc, masks[i], srcSize, i32Const(b, loc, 0));
+        emitAsm(b, loc, asmStr, "r,l,r", {dst, ptrs[i], srcSize});
+        continue;
+      }
+      // A 1- or 2-byte element: through a register (zero where masked off).
+      for (unsigned j = 0; j < vec; ++j) {
+        unsigned bits = eb * 8;
+        Value zero = LLVM::ConstantOp::create(b, loc, b.getIntegerType(bits),
+                                              b.getIntegerAttr(b.getIntegerType(bits), 0));
+        Value word = target.emitLoad(b, loc, ptrs[i + j], masks.empty() ? Value() : masks[i + j],
+                                     bits, 1, {zero}, AccessModifiers())[0];
+        Value at = j == 0 ? dst
+                          : LLVM::AddOp::create(b, loc, dst, i32Const(b, loc, j * eb)).getResult();
+        Value p = LLVM::IntToPtrOp::create(b, loc, ptr3, at);
+        LLVM::StoreOp::create(b, loc, LLVM::BitcastOp::create(b, loc, elem, word), p);
+      }
+    }
+    b.eraseOp(op);
+    return success();
+  }
+
+  const AxisInfoAnalysis &axis;
+  const TargetInfo &target;
+};
+
+struct AsyncCommitLowering final : ConvertOpToLLVMPattern<kgpu::AsyncCommitOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult matchAndRewrite(kgpu::AsyncCommitOp op, OpAdaptor,
+                                ConversionPatternRewriter &b) const override {
+    emitAsm(b, op.getLoc(), "cp.async.commit_group;");
+    b.eraseOp(op);
+    return success();
+  }
+};
+
+struct AsyncWaitLowering final : ConvertOpToLLVMPattern<kgpu::AsyncWaitOp> {
+  AsyncWaitLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), target(target) {}
+  LogicalResult matchAndRewrite(kgpu::AsyncWaitOp op, OpAdaptor,
+                                ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    emitAsm(b, loc, "cp.async.wait_group " + std::to_string(op.getPending()) + ";");
+    emitAsm(b, loc, "fence.proxy.async.shared::cta;");
+    target.barrier(b, loc);
+    b.eraseOp(op);
+    return success();
+  }
+  const TargetInfo &target;
+};
+
+} // namespace
+
+int64_t kiln::getSharedSlotBytes(kgpu::SharedBufferType type) {
+  int64_t bytes = type.getElementType().getIntOrFloatBitWidth() / 8;
+  for (int64_t d : type.getTileShape())
+    bytes *= d;
+  return llvm::alignTo(bytes, 1024);
+}
+
+void kiln::populateSharedRingToLLVMPatterns(KilnLLVMTypeConverter &converter,
+                                            RewritePatternSet &patterns,
+                                            const AxisInfoAnalysis &axisInfo,
+                                            const TargetInfo &target) {
+  patterns.add<LocalAllocLowering, AsyncCommitLowering>(converter);
+  patterns.add<AsyncCopyLowering>(converter, axisInfo, target);
+  patterns.add<AsyncWaitLowering>(converter, target);
+}

@@ -1,0 +1,133 @@
+//===- WgmmaLayout.h - wgmma operand layouts in shared memory ---*- C++ -*-===//
+//
+// Internal to the GPU lowering: where an element of a wgmma operand lives in shared memory
+// (one of wgmma's canonical swizzled layouts, see WgmmaDotToLLVM.cpp), its matrix descriptors,
+// and the row permutation of operand A. Shared by the dot lowerings and async_copy.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_CONVERSION_KILNTOLLVM_WGMMALAYOUT_H
+#define KILN_LIB_CONVERSION_KILNTOLLVM_WGMMALAYOUT_H
+
+#include "kiln/Conversion/KilnToLLVM.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace kiln {
+
+/// Where an operand lives in shared memory (see the file comment).
+struct OperandLayout {
+  int64_t mn, k;      ///< extents
+  bool kMajor;        ///< contiguous along K (else along M or N)
+  int64_t swizzle;    ///< S: 32, 64 or 128 bytes
+  int64_t elemBytes;
+  int64_t offset;     ///< of the operand inside the dot's buffer
+
+  int64_t contiguousExtent() const { return kMajor ? k : mn; }
+  int64_t blockElems() const { return swizzle / elemBytes; }
+
+  /// Unswizzled byte offset of (mn, k) as i32 arithmetic.
+  mlir::Value emitOffset(mlir::OpBuilder &b, mlir::Location loc, mlir::Value mnPos,
+                         mlir::Value kPos) const {
+    using namespace mlir;
+    Value major = kMajor ? kPos : mnPos, minor = kMajor ? mnPos : kPos;
+    int64_t minorExtent = kMajor ? mn : k;
+    unsigned blockShift = llvm::Log2_64(blockElems());
+    Value block = LLVM::LShrOp::create(b, loc, major, i32Const(b, loc, blockShift));
+    Value inBlock = LLVM::AndOp::create(b, loc, major, i32Const(b, loc, blockElems() - 1));
+    Value o = LLVM::MulOp::create(b, loc, block, i32Const(b, loc, minorExtent * swizzle));
+    o = LLVM::AddOp::create(b, loc, o,
+                            LLVM::MulOp::create(b, loc, minor, i32Const(b, loc, swizzle)));
+    o = LLVM::AddOp::create(b, loc, o,
+                            LLVM::MulOp::create(b, loc, inBlock, i32Const(b, loc, elemBytes)));
+    // The swizzle: 16-byte chunk bits [4, 4 + s) ^= row bits [7, 7 + s).
+    int64_t mask = swizzle / 16 - 1;
+    Value row = LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, o, i32Const(b, loc, 7)),
+                                    i32Const(b, loc, mask));
+    o = LLVM::XOrOp::create(b, loc, o,
+                            LLVM::ShlOp::create(b, loc, row, i32Const(b, loc, 4)));
+    return LLVM::AddOp::create(b, loc, o, i32Const(b, loc, offset));
+  }
+
+  /// The 64-bit matrix descriptor for the sub-matrix whose first element is (mn0, k0), both
+  /// static, given the buffer's shared address `base` (i32).
+  mlir::Value emitDescriptor(mlir::OpBuilder &b, mlir::Location loc, mlir::Value base,
+                             mlir::Value mnRowOffset, int64_t mn0, int64_t k0) const {
+    using namespace mlir;
+    int64_t start = offset;
+    int64_t lbo = 1, sbo = 8 * swizzle;
+    if (kMajor) {
+      start += (k0 / blockElems()) * mn * swizzle + mn0 * swizzle +
+               (k0 % blockElems()) * elemBytes;
+    } else {
+      start += (mn0 / blockElems()) * k * swizzle + k0 * swizzle;
+      lbo = k * swizzle;
+    }
+    // Layout type (bits 62-63): 1 = 128B swizzle, 2 = 64B, 3 = 32B.
+    uint64_t mode = swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3;
+    uint64_t fixed = (uint64_t(lbo >> 4) & 0x3FFF) << 16 | (uint64_t(sbo >> 4) & 0x3FFF) << 32 |
+                     mode << 62;
+    Type i64 = b.getI64Type();
+    Value addr = LLVM::AddOp::create(b, loc, base, i32Const(b, loc, start));
+    if (mnRowOffset)
+      addr = LLVM::AddOp::create(b, loc, addr, mnRowOffset);
+    Value field = LLVM::AndOp::create(
+        b, loc, LLVM::LShrOp::create(b, loc, addr, i32Const(b, loc, 4)), i32Const(b, loc, 0x3FFF));
+    Value wide = LLVM::ZExtOp::create(b, loc, i64, field);
+    return LLVM::OrOp::create(
+        b, loc, wide,
+        LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(int64_t(fixed))));
+  }
+};
+
+/// S for a contiguous extent of `elems` elements of `elemBytes`; 0 when below 32 bytes.
+inline int64_t swizzleFor(int64_t elems, int64_t elemBytes) {
+  int64_t bytes = std::min<int64_t>(128, elems * elemBytes);
+  return bytes >= 32 ? bytes : 0;
+}
+
+/// The layout of one slot of a shared ring allocated for operand A (slots M x K) or B (K x N):
+/// contiguous along K unless the allocation says otherwise (k_major = false), which a B
+/// narrower than 16 elements cannot be.
+inline OperandLayout getRingOperandLayout(gpu::LocalAllocOp alloc) {
+  gpu::SharedBufferType type = alloc.getResult().getType();
+  llvm::ArrayRef<int64_t> tile = type.getTileShape();
+  bool isA = alloc.getOperand() == 0;
+  int64_t eb = type.getElementType().getIntOrFloatBitWidth() / 8;
+  OperandLayout layout{isA ? tile[0] : tile[1], isA ? tile[1] : tile[0],
+                       alloc.getKMajor().value_or(true), 0, eb, 0};
+  layout.swizzle = swizzleFor(layout.contiguousExtent(), eb);
+  if (!layout.kMajor && layout.swizzle == 0) {
+    layout.kMajor = true;
+    layout.swizzle = swizzleFor(layout.k, eb);
+  }
+  return layout;
+}
+
+/// Shared row of logical row `L` of operand A (M rows) for an accumulator spread over `numWarps`
+/// warps: rows move in groups of 8 so that each warpgroup's 64-row blocks hold the rows its
+/// accumulator registers are (see WgmmaDotToLLVM.cpp).
+inline mlir::Value emitWgmmaRowPermutation(mlir::OpBuilder &b, mlir::Location loc, mlir::Value L,
+                                           int64_t M, unsigned numWarps) {
+  using namespace mlir;
+  auto c = [&](int64_t v) { return i32Const(b, loc, v); };
+  unsigned logW = llvm::Log2_32(numWarps);
+  int64_t blocksPerGroup = M / (16 * int64_t(numWarps));
+  Value rep = LLVM::LShrOp::create(b, loc, L, c(3 + logW));
+  Value w = LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, L, c(3)), c(numWarps - 1));
+  Value i = LLVM::AndOp::create(b, loc, L, c(7));
+  Value g = LLVM::LShrOp::create(b, loc, w, c(2));
+  Value v = LLVM::AndOp::create(b, loc, w, c(3));
+  Value block = LLVM::AddOp::create(b, loc, LLVM::MulOp::create(b, loc, g, c(blocksPerGroup)),
+                                    LLVM::LShrOp::create(b, loc, rep, c(1)));
+  Value r = LLVM::ShlOp::create(b, loc, block, c(6));
+  r = LLVM::OrOp::create(b, loc, r, LLVM::ShlOp::create(b, loc, v, c(4)));
+  r = LLVM::OrOp::create(
+      b, loc, r, LLVM::ShlOp::create(b, loc, LLVM::AndOp::create(b, loc, rep, c(1)), c(3)));
+  return LLVM::OrOp::create(b, loc, r, i);
+}
+
+} // namespace kiln
+
+#endif // KILN_LIB_CONVERSION_KILNTOLLVM_WGMMALAYOUT_H

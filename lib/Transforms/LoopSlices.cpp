@@ -1,0 +1,49 @@
+//===- LoopSlices.cpp - What loop pipelining clones -----------------------===//
+//
+// This file implements the helpers of LoopSlices.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoopSlices.h"
+
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+
+FailureOr<SmallVector<Operation *>> kiln::getAddressSlice(Operation *op, scf::ForOp loop) {
+  Block *body = loop.getBody();
+  llvm::SetVector<Operation *> slice;
+  SmallVector<Value> worklist(op->getOperands());
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    if (v == loop.getInductionVar())
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (arg.getOwner() == body)
+        return failure(); // an iteration argument: the next value is not known yet
+      continue;           // defined outside the loop
+    }
+    Operation *def = v.getDefiningOp();
+    if (!loop->isProperAncestor(def))
+      continue; // loop invariant
+    if (def->getBlock() != body || def->getNumRegions() || !isPure(def))
+      return failure();
+    if (slice.insert(def))
+      llvm::append_range(worklist, def->getOperands());
+  }
+  SmallVector<Operation *> ordered(slice.begin(), slice.end());
+  llvm::sort(ordered, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return ordered;
+}
+
+Value kiln::splatMaskLike(OpBuilder &b, Location loc, Value cond, Type like) {
+  if (auto tile = dyn_cast<RankedTensorType>(like))
+    return SplatOp::create(b, loc, tile.clone(b.getI1Type()), cond);
+  return cond;
+}
+
+Value kiln::emitInRange(OpBuilder &b, Location loc, scf::ForOp loop, Value iv) {
+  auto pred = loop.getUnsignedCmp() ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt;
+  return arith::CmpIOp::create(b, loc, pred, iv, loop.getUpperBound());
+}

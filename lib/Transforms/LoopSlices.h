@@ -1,0 +1,32 @@
+//===- LoopSlices.h - What loop pipelining clones -------------*- C++ -*-===//
+//
+// Internal to the loop pipelining passes (-kiln-pipeline-loads, -kiln-pipeline-dot-operands):
+// the ops that compute a load's operands from the induction variable, and the masks that keep
+// prefetches of iterations past the end from touching memory.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_TRANSFORMS_LOOPSLICES_H
+#define KILN_LIB_TRANSFORMS_LOOPSLICES_H
+
+#include "kiln/Dialect/Kiln/IR/Dialect.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace kiln {
+
+/// The ops of `loop`'s body that compute `op`'s operands from the induction variable and loop
+/// invariants, in body order; failure if an operand depends on an iteration argument, on
+/// another load, or on an op with effects or regions.
+mlir::FailureOr<llvm::SmallVector<mlir::Operation *>> getAddressSlice(mlir::Operation *op,
+                                                                      mlir::scf::ForOp loop);
+/// `cond` (i1) in the shape of `like` (a splat for tiles).
+mlir::Value splatMaskLike(mlir::OpBuilder &b, mlir::Location loc, mlir::Value cond,
+                          mlir::Type like);
+/// iv < ub in the loop's signedness.
+mlir::Value emitInRange(mlir::OpBuilder &b, mlir::Location loc, mlir::scf::ForOp loop,
+                        mlir::Value iv);
+
+} // namespace kiln
+
+#endif // KILN_LIB_TRANSFORMS_LOOPSLICES_H

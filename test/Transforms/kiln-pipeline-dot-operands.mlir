@@ -1,0 +1,113 @@
+// RUN: kiln-opt %s -kiln-pipeline-dot-operands=num-warps=4 -split-input-file | FileCheck %s
+// RUN: kiln-opt %s -kiln-pipeline-dot-operands="num-warps=4 num-stages=4" -split-input-file | FileCheck %s --check-prefix=FOUR
+
+// A matmul K loop: both operand loads become copies into 3-slot rings, iterations 0 and 1
+// before the loop (masked by lb + s * step < ub), iteration i + 2 inside it after the wait
+// that leaves one group in flight; the dot reads the current slot; a full wait follows.
+// CHECK-LABEL: func.func @k_loop(
+// CHECK: %[[RA:.*]] = kiln_gpu.local_alloc {operand = 0 : i32} : <[3, 64, 32], f16>
+// CHECK: %[[RB:.*]] = kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 32, 64], f16>
+// CHECK: %[[IN0:.*]] = arith.cmpi slt, %{{.*}}, %[[UB:.*]] : i32
+// CHECK: kiln_gpu.async_copy %[[RA]][%{{.*}}], %{{.*}}, %{{.*}} :
+// CHECK: kiln_gpu.async_copy %[[RB]][%{{.*}}], %{{.*}}, %{{.*}} :
+// CHECK: kiln_gpu.async_commit
+// CHECK: kiln_gpu.async_copy %[[RA]]
+// CHECK: kiln_gpu.async_copy %[[RB]]
+// CHECK: kiln_gpu.async_commit
+// CHECK: scf.for %[[IV:.*]] = %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}, %[[SLOT:.*]] = %{{.*}})
+// CHECK-NEXT: kiln_gpu.async_wait {pending = 1 : i32}
+// CHECK: %[[WS:.*]] = arith.remui
+// CHECK: kiln_gpu.async_copy %[[RA]][%[[WS]]]
+// CHECK: kiln_gpu.async_copy %[[RB]][%[[WS]]]
+// CHECK: kiln_gpu.async_commit
+// CHECK-NOT: kiln.load
+// CHECK: %[[D:.*]] = kiln_gpu.shared_dot %[[RA]][%[[SLOT]]], %[[RB]][%[[SLOT]]], %[[ACC]]
+// CHECK: arith.select
+// CHECK: scf.yield %[[D]], %{{.*}}
+// CHECK: kiln_gpu.async_wait {pending = 0 : i32}
+// FOUR-LABEL: func.func @k_loop(
+// FOUR: kiln_gpu.local_alloc {operand = 0 : i32} : <[4, 64, 32], f16>
+// FOUR: kiln_gpu.async_wait {pending = 2 : i32}
+func.func @k_loop(%A: !kiln.ptr<f16>, %B: !kiln.ptr<f16>, %C: !kiln.ptr<f32>, %K: i32) {
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %zero_a = arith.constant dense<0.0> : tensor<64x32xf16>
+  %acc0 = arith.constant dense<0.0> : tensor<64x64xf32>
+  %r64 = kiln.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+  %r32 = kiln.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  %acc = scf.for %k = %c0 to %K step %c32 iter_args(%a_acc = %acc0) -> (tensor<64x64xf32>) : i32 {
+    %kv = kiln.splat %k : tensor<32xi32>
+    %ks = arith.addi %r32, %kv : tensor<32xi32>
+    %rows = kiln.expand_dims %r64 {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+    %kr = kiln.expand_dims %ks {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+    %Kv = kiln.splat %K : tensor<64x1xi32>
+    %arow = arith.muli %rows, %Kv : tensor<64x1xi32>
+    %arb = kiln.broadcast %arow : tensor<64x1xi32> -> tensor<64x32xi32>
+    %akb = kiln.broadcast %kr : tensor<1x32xi32> -> tensor<64x32xi32>
+    %aoff = arith.addi %arb, %akb : tensor<64x32xi32>
+    %Ks = kiln.splat %K : tensor<1x32xi32>
+    %kok = arith.cmpi slt, %kr, %Ks : tensor<1x32xi32>
+    %am = kiln.broadcast %kok : tensor<1x32xi1> -> tensor<64x32xi1>
+    %ap = kiln.splat %A : tensor<64x32x!kiln.ptr<f16>>
+    %aps = kiln.addptr %ap, %aoff : tensor<64x32x!kiln.ptr<f16>>, tensor<64x32xi32>
+    %a = kiln.load %aps, %am, %zero_a : tensor<64x32x!kiln.ptr<f16>>
+    %kc = kiln.expand_dims %ks {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+    %c64 = arith.constant 64 : i32
+    %N = kiln.splat %c64 : tensor<32x1xi32>
+    %brow = arith.muli %kc, %N : tensor<32x1xi32>
+    %brb = kiln.broadcast %brow : tensor<32x1xi32> -> tensor<32x64xi32>
+    %cols = kiln.expand_dims %r64 {axis = 0 : i32} : tensor<64xi32> -> tensor<1x64xi32>
+    %cb = kiln.broadcast %cols : tensor<1x64xi32> -> tensor<32x64xi32>
+    %boff = arith.addi %brb, %cb : tensor<32x64xi32>
+    %bp = kiln.splat %B : tensor<32x64x!kiln.ptr<f16>>
+    %bps = kiln.addptr %bp, %boff : tensor<32x64x!kiln.ptr<f16>>, tensor<32x64xi32>
+    %b = kiln.load %bps : tensor<32x64x!kiln.ptr<f16>>
+    %d = kiln.dot %a, %b, %a_acc : tensor<64x32xf16> * tensor<32x64xf16> -> tensor<64x64xf32>
+    scf.yield %d : tensor<64x64xf32>
+  }
+  %cp = kiln.splat %C : tensor<64x64x!kiln.ptr<f32>>
+  kiln.store %cp, %acc : tensor<64x64x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// Not pipelined: the A load has a second use (it would have to stay in registers).
+// CHECK-LABEL: func.func @not_copyable(
+// CHECK-NOT: kiln_gpu.local_alloc
+// CHECK: kiln.dot
+func.func @not_copyable(%A: !kiln.ptr<f16>, %K: i32) -> tensor<64x64xf32> {
+  %c0 = arith.constant 0 : i32
+  %c16 = arith.constant 16 : i32
+  %acc0 = arith.constant dense<0.0> : tensor<64x64xf32>
+  %acc = scf.for %k = %c0 to %K step %c16 iter_args(%acc_i = %acc0) -> (tensor<64x64xf32>) : i32 {
+    %pa = kiln.splat %A : tensor<64x16x!kiln.ptr<f16>>
+    %a = kiln.load %pa : tensor<64x16x!kiln.ptr<f16>>
+    %pb = kiln.splat %A : tensor<16x64x!kiln.ptr<f16>>
+    %b = kiln.load %pb : tensor<16x64x!kiln.ptr<f16>>
+    %d = kiln.dot %a, %b, %acc_i : tensor<64x16xf16> * tensor<16x64xf16> -> tensor<64x64xf32>
+    %e = arith.extf %a : tensor<64x16xf16> to tensor<64x16xf32>
+    scf.yield %d : tensor<64x64xf32>
+  }
+  return %acc : tensor<64x64xf32>
+}
+
+// -----
+
+// Not pipelined: M = 32 is less than 16 rows for each of 4 warps (no warpgroup layout).
+// CHECK-LABEL: func.func @too_small(
+// CHECK-NOT: kiln_gpu.local_alloc
+func.func @too_small(%A: !kiln.ptr<f16>, %K: i32) -> tensor<32x64xf32> {
+  %c0 = arith.constant 0 : i32
+  %c16 = arith.constant 16 : i32
+  %acc0 = arith.constant dense<0.0> : tensor<32x64xf32>
+  %acc = scf.for %k = %c0 to %K step %c16 iter_args(%acc_i = %acc0) -> (tensor<32x64xf32>) : i32 {
+    %pa = kiln.splat %A : tensor<32x16x!kiln.ptr<f16>>
+    %a = kiln.load %pa : tensor<32x16x!kiln.ptr<f16>>
+    %pb = kiln.splat %A : tensor<16x64x!kiln.ptr<f16>>
+    %b = kiln.load %pb : tensor<16x64x!kiln.ptr<f16>>
+    %d = kiln.dot %a, %b, %acc_i : tensor<32x16xf16> * tensor<16x64xf16> -> tensor<32x64xf32>
+    scf.yield %d : tensor<32x64xf32>
+  }
+  return %acc : tensor<32x64xf32>
+}
