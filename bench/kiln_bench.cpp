@@ -372,9 +372,10 @@ int main(int argc, char **argv) {
       JIT jit, mmaSync("sm_90");
       int failures = 0;
       std::string tmpl = readFile(dir + "/../bench/matmul_template.mlir");
-      const MatmulConfig configs[] = {{128, 128, 64, 4, 3}, {128, 128, 64, 8, 3}, {128, 128, 64, 8, 4},
-                                      {128, 256, 64, 8, 3}, {256, 128, 64, 8, 3},
-                                      {128, 128, 32, 4, 4}, {64, 128, 64, 4, 4}};
+      const MatmulConfig configs[] = {{128, 128, 64, 4, 4}, {128, 128, 64, 8, 4},
+                                      {128, 256, 64, 8, 3}, {128, 256, 64, 8, 4},
+                                      {256, 128, 64, 8, 4}, {128, 128, 64, 4, 5},
+                                      {128, 128, 32, 4, 6}};
       for (int size : {4096, 8192}) {
         failures += runMatmul(mmaSync, tmpl, {128, 64, 32, 4, 2}, size, "mma_");
         for (const MatmulConfig &c : configs)

@@ -113,7 +113,23 @@ LogicalResult pipelineDot(scf::ForOp loop, DotOp dot, unsigned stages, unsigned 
   ringB = kgpu::SharedBufferType::get(loop.getContext(),
                                       {stages, bTy.getDimSize(0), bTy.getDimSize(1)}, elem);
 
-  // Rings and the prologue: iterations 0 .. S-2, one group each.
+  // The dot may run on while the next iteration starts when its accumulator only goes from
+  // one iteration's dot to the next: then copies run S - 2 iterations ahead (the slot being
+  // refilled is the one the dot before the previous one read), else S - 1.
+  int accArg = -1;
+  if (auto arg = dyn_cast<BlockArgument>(dot.getC()); arg && arg.getOwner() == loop.getBody() &&
+                                                       arg.getArgNumber() > 0 && arg.hasOneUse() &&
+                                                       dot->hasOneUse()) {
+    unsigned idx = arg.getArgNumber() - 1;
+    auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+    if (*dot->getUsers().begin() == yield.getOperation() &&
+        yield.getOperand(idx) == dot.getResult())
+      accArg = int(idx);
+  }
+  bool overlap = stages >= 3 && accArg >= 0;
+  unsigned distance = overlap ? stages - 2 : stages - 1;
+
+  // Rings and the prologue: iterations 0 .. distance - 1, one group each.
   IRRewriter rewriter(loop.getContext());
   rewriter.setInsertionPoint(loop);
   Location loc = loop.getLoc();
@@ -122,7 +138,7 @@ LogicalResult pipelineDot(scf::ForOp loop, DotOp dot, unsigned stages, unsigned 
   Value b = kgpu::LocalAllocOp::create(rewriter, loc, ringB, rewriter.getI32IntegerAttr(1),
                                        BoolAttr());
   Value loopIv = loop.getInductionVar();
-  for (unsigned s = 0; s + 1 < stages; ++s) {
+  for (unsigned s = 0; s < distance; ++s) {
     Value iv = s == 0 ? loop.getLowerBound() : ivAfter(rewriter, loc, loop, loop.getLowerBound(), s);
     Value inRange = emitInRange(rewriter, loc, loop, iv);
     Value slot = i32Constant(rewriter, loc, s);
@@ -150,13 +166,14 @@ LogicalResult pipelineDot(scf::ForOp loop, DotOp dot, unsigned stages, unsigned 
   Value slot = forOp.getRegionIterArgs().back();
   Value iv = forOp.getInductionVar();
 
-  // Top of the body: this iteration's slot is ready; start iteration i + S - 1.
+  // Top of the body: this iteration's slot is ready; start iteration i + distance.
   rewriter.setInsertionPointToStart(forOp.getBody());
-  kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(stages - 2));
-  Value ahead = ivAfter(rewriter, loc, forOp, iv, stages - 1);
+  kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(distance - 1));
+  Value ahead = ivAfter(rewriter, loc, forOp, iv, distance);
   Value inRange = emitInRange(rewriter, loc, forOp, ahead);
   Value writeSlot = arith::RemUIOp::create(
-      rewriter, loc, arith::AddIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, stages - 1)),
+      rewriter, loc,
+      arith::AddIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, distance)),
       i32Constant(rewriter, loc, stages));
   emitCopy(rewriter, aLoad, *aSlice, iv, ahead, inRange, a, writeSlot);
   emitCopy(rewriter, bLoad, *bSlice, iv, ahead, inRange, b, writeSlot);
@@ -165,7 +182,7 @@ LogicalResult pipelineDot(scf::ForOp loop, DotOp dot, unsigned stages, unsigned 
   // The dot reads the rings.
   rewriter.setInsertionPoint(dot);
   auto shared = kgpu::SharedDotOp::create(rewriter, dot.getLoc(), dot.getType(), a, slot, b, slot,
-                                          dot.getC());
+                                          dot.getC(), overlap ? 1 : 0);
   rewriter.replaceOp(dot, shared.getResult());
   rewriter.eraseOp(aLoad);
   rewriter.eraseOp(bLoad);
@@ -174,9 +191,14 @@ LogicalResult pipelineDot(scf::ForOp loop, DotOp dot, unsigned stages, unsigned 
       if (op->use_empty() && op->getBlock())
         rewriter.eraseOp(op);
 
-  // Nothing may still be copying when the kernel goes on (or ends).
+  // Nothing may still be copying, or multiplying, when the kernel goes on (or ends).
   rewriter.setInsertionPointAfter(forOp);
   kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(0));
+  if (overlap) {
+    Value result = forOp.getResult(accArg);
+    auto done = kgpu::DotWaitOp::create(rewriter, loc, result.getType(), result);
+    result.replaceAllUsesExcept(done.getResult(), done);
+  }
   return success();
 }
 

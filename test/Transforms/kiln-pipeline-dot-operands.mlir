@@ -1,9 +1,12 @@
 // RUN: kiln-opt %s -kiln-pipeline-dot-operands=num-warps=4 -split-input-file | FileCheck %s
 // RUN: kiln-opt %s -kiln-pipeline-dot-operands="num-warps=4 num-stages=4" -split-input-file | FileCheck %s --check-prefix=FOUR
 
-// A matmul K loop: both operand loads become copies into 3-slot rings, iterations 0 and 1
-// before the loop (masked by lb + s * step < ub), iteration i + 2 inside it after the wait
-// that leaves one group in flight; the dot reads the current slot; a full wait follows.
+// A matmul K loop: both operand loads become copies into 3-slot rings. The accumulator only
+// goes from one iteration's dot to the next, so each dot runs on (pending = 1) while the next
+// iteration starts, and copies run S - 2 = 1 iteration ahead: iteration 0 before the loop
+// (masked by lb < ub), iteration i + 1 inside it after the wait for iteration i's copies, into
+// the slot the dot before the previous one read. After the loop every copy and dot is waited
+// for (dot_wait on the accumulator).
 // CHECK-LABEL: func.func @k_loop(
 // CHECK: %[[RA:.*]] = kiln_gpu.local_alloc {operand = 0 : i32} : <[3, 64, 32], f16>
 // CHECK: %[[RB:.*]] = kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 32, 64], f16>
@@ -11,23 +14,25 @@
 // CHECK: kiln_gpu.async_copy %[[RA]][%{{.*}}], %{{.*}}, %{{.*}} :
 // CHECK: kiln_gpu.async_copy %[[RB]][%{{.*}}], %{{.*}}, %{{.*}} :
 // CHECK: kiln_gpu.async_commit
-// CHECK: kiln_gpu.async_copy %[[RA]]
-// CHECK: kiln_gpu.async_copy %[[RB]]
-// CHECK: kiln_gpu.async_commit
-// CHECK: scf.for %[[IV:.*]] = %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}, %[[SLOT:.*]] = %{{.*}})
-// CHECK-NEXT: kiln_gpu.async_wait {pending = 1 : i32}
+// CHECK-NOT: kiln_gpu.async_copy
+// CHECK: %[[LOOP:.*]]:2 = scf.for %[[IV:.*]] = %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}, %[[SLOT:.*]] = %{{.*}})
+// CHECK-NEXT: kiln_gpu.async_wait {pending = 0 : i32}
 // CHECK: %[[WS:.*]] = arith.remui
 // CHECK: kiln_gpu.async_copy %[[RA]][%[[WS]]]
 // CHECK: kiln_gpu.async_copy %[[RB]][%[[WS]]]
 // CHECK: kiln_gpu.async_commit
 // CHECK-NOT: kiln.load
-// CHECK: %[[D:.*]] = kiln_gpu.shared_dot %[[RA]][%[[SLOT]]], %[[RB]][%[[SLOT]]], %[[ACC]]
+// CHECK: %[[D:.*]] = kiln_gpu.shared_dot %[[RA]][%[[SLOT]]], %[[RB]][%[[SLOT]]], %[[ACC]] {pending = 1 : i32}
 // CHECK: arith.select
 // CHECK: scf.yield %[[D]], %{{.*}}
 // CHECK: kiln_gpu.async_wait {pending = 0 : i32}
+// CHECK: %[[DONE:.*]] = kiln_gpu.dot_wait %[[LOOP]]#0
+// CHECK: kiln.store %{{.*}}, %[[DONE]]
 // FOUR-LABEL: func.func @k_loop(
 // FOUR: kiln_gpu.local_alloc {operand = 0 : i32} : <[4, 64, 32], f16>
-// FOUR: kiln_gpu.async_wait {pending = 2 : i32}
+// FOUR-COUNT-2: kiln_gpu.async_commit
+// FOUR: scf.for
+// FOUR-NEXT: kiln_gpu.async_wait {pending = 1 : i32}
 func.func @k_loop(%A: !kiln.ptr<f16>, %B: !kiln.ptr<f16>, %C: !kiln.ptr<f32>, %K: i32) {
   %c0 = arith.constant 0 : i32
   %c32 = arith.constant 32 : i32
@@ -110,4 +115,32 @@ func.func @too_small(%A: !kiln.ptr<f16>, %K: i32) -> tensor<32x64xf32> {
     scf.yield %d : tensor<32x64xf32>
   }
   return %acc : tensor<32x64xf32>
+}
+
+// -----
+
+// The accumulator is also read inside the loop: each dot completes before the iteration goes
+// on (no pending attribute), and copies run S - 1 = 2 iterations ahead.
+// CHECK-LABEL: func.func @acc_read_in_loop(
+// CHECK-COUNT-2: kiln_gpu.async_commit
+// CHECK: scf.for
+// CHECK-NEXT: kiln_gpu.async_wait {pending = 1 : i32}
+// CHECK: kiln_gpu.shared_dot %{{[^{]*}} : <
+// CHECK: kiln_gpu.async_wait {pending = 0 : i32}
+// CHECK-NOT: kiln_gpu.dot_wait
+func.func @acc_read_in_loop(%A: !kiln.ptr<f16>, %K: i32, %out: !kiln.ptr<f32>) -> tensor<64x64xf32> {
+  %c0 = arith.constant 0 : i32
+  %c16 = arith.constant 16 : i32
+  %acc0 = arith.constant dense<0.0> : tensor<64x64xf32>
+  %po = kiln.splat %out : tensor<64x64x!kiln.ptr<f32>>
+  %acc = scf.for %k = %c0 to %K step %c16 iter_args(%acc_i = %acc0) -> (tensor<64x64xf32>) : i32 {
+    %pa = kiln.splat %A : tensor<64x16x!kiln.ptr<f16>>
+    %a = kiln.load %pa : tensor<64x16x!kiln.ptr<f16>>
+    %pb = kiln.splat %A : tensor<16x64x!kiln.ptr<f16>>
+    %b = kiln.load %pb : tensor<16x64x!kiln.ptr<f16>>
+    %d = kiln.dot %a, %b, %acc_i : tensor<64x16xf16> * tensor<16x64xf16> -> tensor<64x64xf32>
+    kiln.store %po, %d : tensor<64x64x!kiln.ptr<f32>>
+    scf.yield %d : tensor<64x64xf32>
+  }
+  return %acc : tensor<64x64xf32>
 }

@@ -88,13 +88,29 @@ Value inlineAsm(OpBuilder &b, Location loc, Type resultType, ValueRange args, St
   return op.getNumResults() ? op.getResult(0) : Value();
 }
 
+/// wgmma.wait_group 0 with every accumulator register in `acc` passing through it, so that no
+/// use of them moves above the wait.
+void emitWgmmaWaitAll(OpBuilder &b, Location loc, SmallVector<Value> &acc) {
+  std::string constraints;
+  for (unsigned i = 0; i < acc.size(); ++i)
+    constraints += "=f,";
+  for (unsigned i = 0; i < acc.size(); ++i)
+    constraints += std::to_string(i) + (i + 1 < acc.size() ? "," : "");
+  auto resTy = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                SmallVector<Type>(acc.size(), b.getF32Type()));
+  Value d = inlineAsm(b, loc, resTy, acc, "wgmma.wait_group.sync.aligned 0;", constraints, true);
+  for (unsigned i = 0; i < acc.size(); ++i)
+    acc[i] = LLVM::ExtractValueOp::create(b, loc, d, i);
+}
+
 /// Issues this warpgroup's wgmmas of C += A @ B, A (M x K) and B (K x N) in shared memory at
 /// `aBase` / `bBase` (i32 shared addresses) under `aL` / `bL`, `acc` the registers of C under
-/// `layout` (getWgmmaAccumulatorLayout), then waits for them (see the file comment).
+/// `layout` (getWgmmaAccumulatorLayout), then waits until at most `pending` wgmma groups are
+/// in flight (with 0 the accumulators pass through the wait; see the file comment).
 void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
                 kgpu::BlockedEncodingAttr layout, ArrayRef<int64_t> shape, Type inElem,
                 const OperandLayout &aL, Value aBase, const OperandLayout &bL, Value bBase,
-                SmallVector<Value> &acc) {
+                SmallVector<Value> &acc, unsigned pending = 0) {
   MLIRContext *ctx = b.getContext();
   Type f32 = b.getF32Type();
   int64_t M = shape[0], N = shape[1], K = aL.k;
@@ -162,18 +178,12 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
   inlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {}, "wgmma.commit_group.sync.aligned;", "",
             true);
   // 3. Wait, with every accumulator passing through so no use moves above it.
-  {
-    std::string constraints;
-    for (unsigned i = 0; i < acc.size(); ++i)
-      constraints += "=f,";
-    for (unsigned i = 0; i < acc.size(); ++i)
-      constraints += std::to_string(i) + (i + 1 < acc.size() ? "," : "");
-    auto resTy = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(acc.size(), f32));
-    Value d = inlineAsm(b, loc, resTy, acc, "wgmma.wait_group.sync.aligned 0;", constraints,
-                        true);
-    for (unsigned i = 0; i < acc.size(); ++i)
-      acc[i] = LLVM::ExtractValueOp::create(b, loc, d, i);
+  if (pending > 0) {
+    inlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {},
+              "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";", "", true);
+    return;
   }
+  emitWgmmaWaitAll(b, loc, acc);
 }
 
 struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
@@ -319,12 +329,24 @@ struct SharedDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
     SmallVector<Value> acc = unpackStruct(b, loc, adaptor.getC());
     emitWgmmas(b, loc, target, layout, cTy.getShape(),
                aAlloc.getResult().getType().getElementType(), getRingOperandLayout(aAlloc), aBase,
-               getRingOperandLayout(bAlloc), bBase, acc);
+               getRingOperandLayout(bAlloc), bBase, acc, op.getPending());
     b.replaceOp(op, packStruct(b, loc, getTypeConverter()->convertType(cTy), acc));
     return success();
   }
 
   const TargetInfo &target;
+};
+
+/// kiln_gpu.dot_wait: wgmma.wait_group 0 over the accumulator registers.
+struct DotWaitLowering final : ConvertOpToLLVMPattern<kgpu::DotWaitOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult matchAndRewrite(kgpu::DotWaitOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    SmallVector<Value> acc = unpackStruct(b, op.getLoc(), adaptor.getSrc());
+    emitWgmmaWaitAll(b, op.getLoc(), acc);
+    b.replaceOp(op, packStruct(b, op.getLoc(), getTypeConverter()->convertType(op.getType()), acc));
+    return success();
+  }
 };
 
 } // namespace
@@ -350,4 +372,5 @@ bool kiln::usesWgmma(DotOp op) {
 void kiln::populateWgmmaDotToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                           RewritePatternSet &patterns, const TargetInfo &target) {
   patterns.add<WgmmaDotLowering, SharedDotLowering>(converter, target);
+  patterns.add<DotWaitLowering>(converter);
 }

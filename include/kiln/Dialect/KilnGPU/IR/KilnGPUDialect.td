@@ -178,6 +178,10 @@ def KilnGPU_SharedDotOp : Op<KilnGPU_Dialect, "shared_dot",
   let description = [{
     The dot of `kiln.dot` whose operands were copied to shared memory by `async_copy`: A from
     slot `a_slot` of `a` (M x K), B from slot `b_slot` of `b` (K x N), f32 accumulators.
+    After issuing its tensor-core work the dot waits until at most `pending` of the program's
+    earlier shared_dots are still running: with `pending = 0` its result is ready; with 1 the
+    result may only feed the next shared_dot (as its `c`) or a `dot_wait`, and the previous
+    dot's operand slots may be overwritten once every thread has passed it.
 
     ```mlir
     %d = kiln_gpu.shared_dot %a[%i], %b[%i], %c
@@ -186,13 +190,32 @@ def KilnGPU_SharedDotOp : Op<KilnGPU_Dialect, "shared_dot",
     ```
   }];
   let arguments = (ins KilnGPU_SharedBufferType:$a, I32:$a_slot, KilnGPU_SharedBufferType:$b,
-                       I32:$b_slot, AnyRankedTensor:$c);
+                       I32:$b_slot, AnyRankedTensor:$c,
+                       DefaultValuedAttr<ConfinedAttr<I32Attr, [IntMinValue<0>, IntMaxValue<1>]>,
+                                         "0">:$pending);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $a `[` $a_slot `]` `,` $b `[` $b_slot `]` `,` $c attr-dict `:` type($a) `,` type($b) `,`
     type($c)
   }];
   let hasVerifier = 1;
+}
+
+def KilnGPU_DotWaitOp : Op<KilnGPU_Dialect, "dot_wait",
+    [MemoryEffects<[MemRead<DefaultResource>, MemWrite<DefaultResource>]>,
+     AllTypesMatch<["src", "result"]>]> {
+  let summary = "the accumulators of shared_dots still running, once they are done";
+  let description = [{
+    Waits for every shared_dot of the program (wgmma.wait_group 0); the result is `src` with
+    its registers final.
+
+    ```mlir
+    %done = kiln_gpu.dot_wait %acc : tensor<128x128xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$src);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src)";
 }
 
 #endif // KILN_GPU_DIALECT
