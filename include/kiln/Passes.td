@@ -92,8 +92,8 @@ def KilnPipelineDotOperands : Pass<"kiln-pipeline-dot-operands", "mlir::ModuleOp
     ```
   }];
   let options = [
-    Option<"numStages", "num-stages", "unsigned", "3",
-           "slots per ring (>= 2; 0 or 1 take the default of 3)">,
+    Option<"numStages", "num-stages", "unsigned", "4",
+           "slots per ring (>= 2; 0 or 1 take the default of 4)">,
     Option<"numWarps", "num-warps", "unsigned", "4", "warps per program">,
   ];
   let dependentDialects = ["::kiln::gpu::KilnGPUDialect"];

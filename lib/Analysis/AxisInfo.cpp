@@ -99,8 +99,77 @@ void AxisInfoAnalysis::visitRegion(Region &region) {
   }
 }
 
+void AxisInfoAnalysis::ensure(Value v) {
+  if (infos.count(v) || isa<BlockArgument>(v))
+    return;
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getNumRegions())
+    return;
+  for (Value operand : def->getOperands())
+    ensure(operand);
+  visit(def);
+}
+
+AxisInfo AxisInfoAnalysis::getInductionInfo(Value arg, ArrayRef<Value> incoming) {
+  SmallVector<int64_t> shape = shapeOrScalar(arg.getType());
+  unsigned rank = shape.size();
+  int64_t scale = pointeeBytes(arg.getType());
+  AxisInfo out = AxisInfo::unknown(rank);
+  bool first = true;
+  auto meet = [&](ArrayRef<int64_t> contiguity, ArrayRef<int64_t> divisibility,
+                  ArrayRef<int64_t> constancy) {
+    for (unsigned d = 0; d < rank; ++d) {
+      out.contiguity[d] = first ? contiguity[d] : gcd(out.contiguity[d], contiguity[d]);
+      out.divisibility[d] = first ? divisibility[d] : gcd(out.divisibility[d], divisibility[d]);
+      out.constancy[d] = first ? constancy[d] : gcd(out.constancy[d], constancy[d]);
+    }
+    first = false;
+  };
+  for (Value in : incoming) {
+    if (!in)
+      return AxisInfo::unknown(rank);
+    if (in == arg)
+      continue;
+    Operation *def = in.getDefiningOp();
+    if (def && isa<AddPtrOp, arith::AddIOp>(def) && def->getOperand(0) == arg) {
+      // A step: runs survive where the increment is constant; alignment is what both keep.
+      Value inc = def->getOperand(1);
+      ensure(inc);
+      const AxisInfo &step = get(inc);
+      SmallVector<int64_t> contiguity(rank), divisibility(rank);
+      for (unsigned d = 0; d < rank; ++d) {
+        contiguity[d] = step.constancy[d];
+        divisibility[d] = std::min(step.divisibility[d] * scale, kMaxDivisor);
+      }
+      meet(contiguity, divisibility, step.constancy);
+      continue;
+    }
+    const AxisInfo &init = get(in);
+    meet(init.contiguity, init.divisibility, init.constancy);
+  }
+  if (first)
+    return AxisInfo::unknown(rank);
+  return out;
+}
+
 void AxisInfoAnalysis::visitBlockArguments(Block &block) {
   for (BlockArgument arg : block.getArguments()) {
+    if (auto tile = dyn_cast<RankedTensorType>(arg.getType());
+        tile && isa<IntegerType, PointerType>(tile.getElementType())) {
+      SmallVector<Value> incoming;
+      for (auto it = block.pred_begin(); it != block.pred_end(); ++it) {
+        auto branch = dyn_cast<BranchOpInterface>((*it)->getTerminator());
+        if (!branch) {
+          incoming.push_back(Value());
+          break;
+        }
+        for (unsigned s = 0; s < branch->getNumSuccessors(); ++s)
+          if (branch->getSuccessor(s) == &block)
+            incoming.push_back(branch.getSuccessorOperands(s)[arg.getArgNumber()]);
+      }
+      infos[arg] = getInductionInfo(arg, incoming);
+      continue;
+    }
     if (!isa<IntegerType>(arg.getType()))
       continue;
     int64_t div = int64_t(1) << 30;
@@ -159,6 +228,11 @@ void AxisInfoAnalysis::visit(Operation *op) {
     iv.divisibility[0] = std::min(get(forOp.getLowerBound()).divisibility[0],
                                   get(forOp.getStep()).divisibility[0]);
     infos[forOp.getInductionVar()] = iv;
+    auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
+    for (auto [i, arg] : llvm::enumerate(forOp.getRegionIterArgs()))
+      if (auto tile = dyn_cast<RankedTensorType>(arg.getType());
+          tile && isa<IntegerType, PointerType>(tile.getElementType()))
+        infos[arg] = getInductionInfo(arg, {forOp.getInitArgs()[i], yield.getOperand(i)});
     return;
   }
   if (op->getNumResults() != 1)

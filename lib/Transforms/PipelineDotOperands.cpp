@@ -20,6 +20,8 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #define DEBUG_TYPE "kiln-pipeline-dot-operands"
 
@@ -38,9 +40,38 @@ namespace {
 /// rest stays for reductions and layout conversions).
 constexpr int64_t kRingBudget = 192 * 1024;
 
+/// How to compute a copied load's operands for another iteration: the ops of the body that
+/// compute them (cloned, in body order), and the pointer inductions among the iteration
+/// arguments they read (`p` yielded as `addptr(p, inc)` with a loop-invariant `inc`, as in
+/// Triton's `a_ptrs += BLOCK_K * stride_ak`), whose value n iterations later is p + n * inc.
+struct CopyPlan {
+  LoadOp load;
+  SmallVector<Operation *> slice;
+  /// (iteration argument index, increment)
+  SmallVector<std::pair<unsigned, Value>> inductions;
+  /// Ops of `slice` that compute increments (they depend on loop invariants only).
+  llvm::SmallPtrSet<Operation *, 8> incrementOps;
+};
+
+/// Collects into `ops` the body ops computing `v` from loop invariants only; false if `v`
+/// depends on the induction variable, an iteration argument or an impure op.
+bool collectInvariantChain(Value v, scf::ForOp loop, llvm::SetVector<Operation *> &ops) {
+  if (isa<BlockArgument>(v))
+    return cast<BlockArgument>(v).getOwner() != loop.getBody();
+  Operation *def = v.getDefiningOp();
+  if (!loop->isProperAncestor(def))
+    return true;
+  if (def->getBlock() != loop.getBody() || def->getNumRegions() || !isPure(def))
+    return false;
+  if (!ops.insert(def))
+    return true;
+  return llvm::all_of(def->getOperands(),
+                      [&](Value o) { return collectInvariantChain(o, loop, ops); });
+}
+
 /// A load the pipeline can turn into async copies: one use (the dot), not volatile, zero
-/// where masked off, 16-bit floats, address from the induction variable and invariants.
-FailureOr<SmallVector<Operation *>> copyableLoad(Value operand, scf::ForOp loop, DotOp dot) {
+/// where masked off, 16-bit floats, its operands computable for any iteration.
+FailureOr<CopyPlan> planCopy(Value operand, scf::ForOp loop) {
   auto load = operand.getDefiningOp<LoadOp>();
   if (!load || load->getBlock() != loop.getBody() || !operand.hasOneUse() ||
       load.getIsVolatile())
@@ -51,18 +82,78 @@ FailureOr<SmallVector<Operation *>> copyableLoad(Value operand, scf::ForOp loop,
   if (Value other = load.getOther())
     if (!matchPattern(other, m_AnyZeroFloat()))
       return failure();
-  return getAddressSlice(load, loop);
+  CopyPlan plan;
+  plan.load = load;
+  Block *body = loop.getBody();
+  auto yield = cast<scf::YieldOp>(body->getTerminator());
+  llvm::SetVector<Operation *> slice, increments;
+  SmallVector<Value> worklist(load->getOperands());
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    if (v == loop.getInductionVar())
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (arg.getOwner() != body)
+        continue; // defined outside the loop
+      unsigned idx = arg.getArgNumber() - 1;
+      auto add = yield.getOperand(idx).getDefiningOp<AddPtrOp>();
+      if (!add || add.getPtr() != arg || !collectInvariantChain(add.getOffset(), loop, increments))
+        return failure(); // not a pointer induction: the next value is not known yet
+      if (!llvm::is_contained(llvm::make_first_range(plan.inductions), idx))
+        plan.inductions.push_back({idx, add.getOffset()});
+      continue;
+    }
+    Operation *def = v.getDefiningOp();
+    if (!loop->isProperAncestor(def))
+      continue; // loop invariant
+    if (def->getBlock() != body || def->getNumRegions() || !isPure(def))
+      return failure();
+    if (slice.insert(def))
+      llvm::append_range(worklist, def->getOperands());
+  }
+  for (Operation *op : increments) {
+    slice.insert(op);
+    plan.incrementOps.insert(op);
+  }
+  plan.slice.assign(slice.begin(), slice.end());
+  llvm::sort(plan.slice, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return plan;
 }
 
-/// Clones `load`'s address slice for induction value `iv` and issues its copy into `slot` of
-/// `ring`, masked by `inRange` too.
-void emitCopy(OpBuilder &b, LoadOp load, ArrayRef<Operation *> slice, Value loopIv, Value iv,
-              Value inRange, Value ring, Value slot) {
+/// `x * n` for an integer or integer tile `x` and a constant `n`.
+Value scaleBy(OpBuilder &b, Location loc, Value x, int64_t n) {
+  Type t = x.getType();
+  Type elem = getElementTypeOrSelf(t);
+  TypedAttr attr = b.getIntegerAttr(elem, n);
+  if (auto tile = dyn_cast<RankedTensorType>(t))
+    attr = DenseElementsAttr::get(tile, attr);
+  return arith::MulIOp::create(b, loc, x, arith::ConstantOp::create(b, loc, attr));
+}
+
+/// Issues `plan`'s copy for the iteration `ahead` iterations after the one whose induction
+/// value is `iv` and whose iteration arguments are `args`, into `slot` of `ring`, masked by
+/// `inRange` too. `loopIv` is the induction variable the slice reads.
+void emitCopy(OpBuilder &b, const CopyPlan &plan, Value loopIv, Value iv, ValueRange loopArgs,
+              ValueRange args, int64_t ahead, Value inRange, Value ring, Value slot) {
   IRMapping map;
   map.map(loopIv, iv);
-  for (Operation *op : slice)
-    b.clone(*op, map);
+  LoadOp load = plan.load;
   Location loc = load.getLoc();
+  // Increments first (they read invariants only), then the inductions' values, then the rest.
+  for (Operation *op : plan.slice)
+    if (plan.incrementOps.contains(op))
+      b.clone(*op, map);
+  for (auto [idx, inc] : plan.inductions) {
+    Value base = args[idx];
+    Value at = ahead == 0 ? base
+                          : AddPtrOp::create(b, loc, base.getType(), base,
+                                             scaleBy(b, loc, map.lookupOrDefault(inc), ahead))
+                                .getResult();
+    map.map(loopArgs[idx], at);
+  }
+  for (Operation *op : plan.slice)
+    if (!plan.incrementOps.contains(op))
+      b.clone(*op, map);
   Value ptr = map.lookupOrDefault(load.getPtr());
   Value mask = splatMaskLike(b, loc, inRange, ptr.getType());
   if (load.getMask())
@@ -91,11 +182,10 @@ LogicalResult pipelineDot(scf::ForOp loop, DotOp dot, unsigned stages, unsigned 
       aTy.getDimSize(1) % 16 != 0 ||
       !getWgmmaAccumulatorLayout(loop.getContext(), cTy.getShape(), numWarps))
     return failure();
-  FailureOr<SmallVector<Operation *>> aSlice = copyableLoad(dot.getA(), loop, dot);
-  FailureOr<SmallVector<Operation *>> bSlice = copyableLoad(dot.getB(), loop, dot);
-  if (failed(aSlice) || failed(bSlice))
+  FailureOr<CopyPlan> aPlan = planCopy(dot.getA(), loop);
+  FailureOr<CopyPlan> bPlan = planCopy(dot.getB(), loop);
+  if (failed(aPlan) || failed(bPlan))
     return failure();
-  auto aLoad = dot.getA().getDefiningOp<LoadOp>(), bLoad = dot.getB().getDefiningOp<LoadOp>();
 
   // As many stages as asked for that fit.
   Type elem = aTy.getElementType();
@@ -138,12 +228,13 @@ LogicalResult pipelineDot(scf::ForOp loop, DotOp dot, unsigned stages, unsigned 
   Value b = kgpu::LocalAllocOp::create(rewriter, loc, ringB, rewriter.getI32IntegerAttr(1),
                                        BoolAttr());
   Value loopIv = loop.getInductionVar();
+  ValueRange loopArgs = loop.getRegionIterArgs();
   for (unsigned s = 0; s < distance; ++s) {
     Value iv = s == 0 ? loop.getLowerBound() : ivAfter(rewriter, loc, loop, loop.getLowerBound(), s);
     Value inRange = emitInRange(rewriter, loc, loop, iv);
     Value slot = i32Constant(rewriter, loc, s);
-    emitCopy(rewriter, aLoad, *aSlice, loopIv, iv, inRange, a, slot);
-    emitCopy(rewriter, bLoad, *bSlice, loopIv, iv, inRange, b, slot);
+    emitCopy(rewriter, *aPlan, loopIv, iv, loopArgs, loop.getInitArgs(), s, inRange, a, slot);
+    emitCopy(rewriter, *bPlan, loopIv, iv, loopArgs, loop.getInitArgs(), s, inRange, b, slot);
     kgpu::AsyncCommitOp::create(rewriter, loc);
   }
 
@@ -175,8 +266,9 @@ LogicalResult pipelineDot(scf::ForOp loop, DotOp dot, unsigned stages, unsigned 
       rewriter, loc,
       arith::AddIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, distance)),
       i32Constant(rewriter, loc, stages));
-  emitCopy(rewriter, aLoad, *aSlice, iv, ahead, inRange, a, writeSlot);
-  emitCopy(rewriter, bLoad, *bSlice, iv, ahead, inRange, b, writeSlot);
+  ValueRange args = forOp.getRegionIterArgs();
+  emitCopy(rewriter, *aPlan, iv, ahead, args, args, distance, inRange, a, writeSlot);
+  emitCopy(rewriter, *bPlan, iv, ahead, args, args, distance, inRange, b, writeSlot);
   kgpu::AsyncCommitOp::create(rewriter, loc);
 
   // The dot reads the rings.
@@ -184,12 +276,17 @@ LogicalResult pipelineDot(scf::ForOp loop, DotOp dot, unsigned stages, unsigned 
   auto shared = kgpu::SharedDotOp::create(rewriter, dot.getLoc(), dot.getType(), a, slot, b, slot,
                                           dot.getC(), overlap ? 1 : 0);
   rewriter.replaceOp(dot, shared.getResult());
-  rewriter.eraseOp(aLoad);
-  rewriter.eraseOp(bLoad);
-  for (ArrayRef<Operation *> slice : {ArrayRef<Operation *>(*aSlice), ArrayRef<Operation *>(*bSlice)})
-    for (Operation *op : llvm::reverse(slice))
-      if (op->use_empty() && op->getBlock())
+  rewriter.eraseOp(aPlan->load);
+  rewriter.eraseOp(bPlan->load);
+  // The original address computations may now be dead (their clones took over); an op in
+  // both slices is erased once.
+  llvm::SmallPtrSet<Operation *, 32> erased;
+  for (const CopyPlan *plan : {&*aPlan, &*bPlan})
+    for (Operation *op : llvm::reverse(plan->slice))
+      if (!erased.contains(op) && op->use_empty()) {
+        erased.insert(op);
         rewriter.eraseOp(op);
+      }
 
   // Nothing may still be copying, or multiplying, when the kernel goes on (or ends).
   rewriter.setInsertionPointAfter(forOp);
@@ -206,7 +303,7 @@ struct KilnPipelineDotOperandsPass final
     : kiln::impl::KilnPipelineDotOperandsBase<KilnPipelineDotOperandsPass> {
   using Base::Base;
   void runOnOperation() override {
-    unsigned stages = numStages >= 2 ? numStages : 3;
+    unsigned stages = numStages >= 2 ? numStages : 4;
     // Loops with exactly one dot directly in their body (the slot argument is per loop).
     llvm::MapVector<Operation *, SmallVector<DotOp>> dots;
     getOperation()->walk([&](DotOp dot) {

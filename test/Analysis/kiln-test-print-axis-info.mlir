@@ -97,3 +97,35 @@ func.func @cfg_loop(%n: i32) {
 ^exit:
   return
 }
+
+// -----
+
+// A pointer induction (Triton's `ptrs += BLOCK`): the iteration argument keeps the init's runs
+// and the alignment init and increment share (64 f16 = 128 bytes, init 16-byte aligned).
+func.func @pointer_induction(%p: !kiln.ptr<f16> {kiln.divisibility = 16 : i32}, %n: i32) {
+  // expected-remark @below {{contiguity = [1], divisibility = [1073741824], constancy = [1]}}
+  %c0 = arith.constant 0 : i32
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [1]}}
+  %c1 = arith.constant 1 : i32
+  // expected-remark @below {{contiguity = [64], divisibility = [1073741824], constancy = [1]}}
+  %r = kiln.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+  // expected-remark @below {{contiguity = [1], divisibility = [16], constancy = [64]}}
+  %ps = kiln.splat %p : tensor<64x!kiln.ptr<f16>>
+  // expected-remark @below {{contiguity = [64], divisibility = [16], constancy = [1]}}
+  %p0 = kiln.addptr %ps, %r : tensor<64x!kiln.ptr<f16>>, tensor<64xi32>
+  // (The loop's result is not analysed.)
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [1]}}
+  %out = scf.for %i = %c0 to %n step %c1 iter_args(%q = %p0) -> (tensor<64x!kiln.ptr<f16>>) : i32 {
+    // expected-remark @below {{contiguity = [1], divisibility = [64], constancy = [64]}}
+    %inc = arith.constant dense<64> : tensor<64xi32>
+    // The argument itself: runs of 64 from a 16-byte boundary; + 0 shows it.
+    // expected-remark @below {{contiguity = [1], divisibility = [1073741824], constancy = [64]}}
+    %z = arith.constant dense<0> : tensor<64xi32>
+    // expected-remark @below {{contiguity = [64], divisibility = [16], constancy = [1]}}
+    %same = kiln.addptr %q, %z : tensor<64x!kiln.ptr<f16>>, tensor<64xi32>
+    // expected-remark @below {{contiguity = [64], divisibility = [16], constancy = [1]}}
+    %next = kiln.addptr %q, %inc : tensor<64x!kiln.ptr<f16>>, tensor<64xi32>
+    scf.yield %next : tensor<64x!kiln.ptr<f16>>
+  }
+  return
+}

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -kiln-pipeline-dot-operands=num-warps=4 -split-input-file | FileCheck %s
+// RUN: kiln-opt %s -kiln-pipeline-dot-operands="num-warps=4 num-stages=3" -split-input-file | FileCheck %s
 // RUN: kiln-opt %s -kiln-pipeline-dot-operands="num-warps=4 num-stages=4" -split-input-file | FileCheck %s --check-prefix=FOUR
 
 // A matmul K loop: both operand loads become copies into 3-slot rings. The accumulator only

@@ -58,6 +58,12 @@ private:
   /// Scalar block arguments of CFG loops (after scf-to-cf): an induction variable
   /// `i = phi(lb, i + step)` is divisible by what divides lb and step.
   void visitBlockArguments(mlir::Block &block);
+  /// A tile induction `p = phi(init, p + inc)` (Triton's `ptrs += BLOCK * stride`, as an
+  /// scf.for iteration argument or a CFG block argument): every value is an init plus a sum
+  /// of increments, so it keeps what the inits and increments share.
+  AxisInfo getInductionInfo(mlir::Value arg, llvm::ArrayRef<mlir::Value> incoming);
+  /// Computes `v`'s info now if it has not been (an increment defined later in the loop body).
+  void ensure(mlir::Value v);
   llvm::DenseMap<mlir::Value, AxisInfo> infos;
   mutable llvm::DenseMap<unsigned, AxisInfo> unknowns;
 };
