@@ -3,6 +3,8 @@
 # extension kiln._C against the prebuilt libkiln.so from .carry/kiln-gpu.tar.xz (made here by
 # scripts/make-gpu-bundle.sh; falls back to build/), stages the package, runs the Python tests
 # (the `gpu` marker included) and bench/bench_python.py (Kiln beside Triton). Logs go to $OUT.
+# KILN_PYTEST_ARGS replaces the pytest arguments (default: test/python); KILN_PY_BENCHES the
+# benchmark scripts (default: bench/bench_python.py), run with kernels/python on PYTHONPATH.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/kiln-gpu-out}"
@@ -33,10 +35,15 @@ export PYTHONPATH="$PYBUILD/python${PYTHONPATH:+:$PYTHONPATH}"
 export LD_LIBRARY_PATH="$BIN/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export KILN_CACHE_DIR="${KILN_CACHE_DIR:-/tmp/kiln-py-cache}"  # not under $OUT: only logs go back
 
-echo "== pytest test/python (gpu marker included)"
-"$PY" -m pytest -q -p no:cacheprovider -rs test/python 2>&1 | tee "$OUT/pytest-python.log" | tail -15
+echo "== pytest ${KILN_PYTEST_ARGS:-test/python} (gpu marker included)"
+# shellcheck disable=SC2086
+"$PY" -m pytest -q -p no:cacheprovider -rs ${KILN_PYTEST_ARGS:-test/python} 2>&1 \
+  | tee "$OUT/pytest-python.log" | tail -15
 status=${PIPESTATUS[0]}
 
-echo "== bench/bench_python.py (Kiln from Python beside Triton)"
-"$PY" bench/bench_python.py 2>&1 | tee "$OUT/bench-python.txt"
+export PYTHONPATH="$PYTHONPATH:$PWD/kernels/python"
+for bench in ${KILN_PY_BENCHES:-bench/bench_python.py}; do
+  echo "== $bench"
+  "$PY" "$bench" 2>&1 | tee "$OUT/$(basename "$bench" .py).txt"
+done
 exit "$status"
