@@ -263,6 +263,48 @@ def test_tutorial_matmul_gpu(case, shape):
         assert relerr(to_np(dc), ref) > 1e-5
 
 
+# Tiles Hopper's warpgroup tensor cores take (16 rows per warp): on an H100 these run through
+# the cp.async rings and wgmma. (M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, num_warps): aligned;
+# rows 16-byte aligned but sizes not multiples of the blocks (masked edges and K tail); rows
+# not 16-byte aligned (the copies fall back to 2-byte elements); a 128 x 256 tile on 8 warps.
+WGMMA_SHAPES = [(256, 256, 256, 128, 128, 64, 4), (1000, 520, 328, 128, 128, 64, 4),
+                (129, 257, 65, 64, 256, 64, 4), (384, 512, 192, 128, 256, 64, 8)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", WGMMA_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("case", ["fp16", "fp16-out-fp16", "bf16"])
+def test_tutorial_matmul_warpgroup_tiles_gpu(case, shape):
+    M, N, K, BM, BN, BK, warps = shape
+    _, out_dtype, acc_dtype, precision, _ = CASES[case]
+    to_dev, to_np = _gpu_arrays()
+    a, b = make_inputs(case, M, N, K, seed=M + N + K)
+    c = np.full((M, N), -7, dtype=np.dtype(out_dtype))
+    da, db, dc = to_dev(a), to_dev(b), to_dev(c)
+    launch_matmul(da, db, dc, M, N, K, BM, BN, BK, acc_dtype, precision,
+                  strides=((K, 1), (N, 1), (N, 1)), device="gpu", num_warps=warps)
+    check(case, to_np(dc), a, b)
+
+
+def test_tutorial_matmul_takes_rings_and_wgmma_on_sm90a():
+    """No GPU needed: the tutorial kernel compiled for sm_90a copies its operands with cp.async
+    (16 bytes) into shared rings and multiplies with wgmma, leaving it running across
+    iterations; compiled for sm_90 it stays on mma.sync."""
+    sig = dict(a_ptr="*fp16:16", b_ptr="*fp16:16", c_ptr="*fp16:16", M="i32:16", N="i32:16",
+               K="i32:16", stride_am="i32:16", stride_bk="i32:16", stride_cm="i32:16")
+    consts = dict(stride_ak=1, stride_bn=1, stride_cn=1, BLOCK_SIZE_M=128, BLOCK_SIZE_N=128,
+                  BLOCK_SIZE_K=64, GROUP_SIZE_M=8, ACC_DTYPE=tl.float32, PRECISION=None)
+    ptx = kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target="sm_90a",
+                       num_warps=4).asm["ptx"]
+    assert "cp.async.cg.shared.global" in ptx and "ld.global" not in ptx.split("$L__BB0")[1]
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16", ptx)
+    assert "wgmma.wait_group.sync.aligned 1;" in ptx
+    assert ".extern .shared .align 1024 .b8 __kiln_dynamic_smem[]" in ptx
+    ptx90 = kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target="sm_90",
+                         num_warps=4).asm["ptx"]
+    assert "wgmma" not in ptx90 and "mma.sync.aligned.m16n8k16" in ptx90
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", ["matmul", "acc", "trans"])
 def test_matmul_operator_and_accumulator_fp32_gpu(mode):
