@@ -370,7 +370,20 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
         cst.setValueAttr(dense.reshape(newType));
   }
 
-  // 5. A shared ring is stored contiguous along the dimension its copies are coalesced along,
+  // 5. A dot operand A computed outside the dot's loop need not be restaged every iteration.
+  func.walk([&](DotOp dot) {
+    Operation *loop = dot->getParentOp();
+    while (loop && !isa<scf::ForOp, scf::WhileOp>(loop) && !isa<func::FuncOp>(loop))
+      loop = loop->getParentOp();
+    if (!loop || isa<func::FuncOp>(loop))
+      return;
+    Value a = dot.getA();
+    Region *defRegion = a.getParentRegion();
+    if (!loop->isAncestor(defRegion->getParentOp()))
+      dot->setAttr(kInvariantAAttr, UnitAttr::get(&getContext()));
+  });
+
+  // 6. A shared ring is stored contiguous along the dimension its copies are coalesced along,
   // so that each thread's cp.async moves whole runs.
   func.walk([&](kiln::gpu::LocalAllocOp alloc) {
     for (Operation *user : alloc->getUsers())

@@ -93,6 +93,9 @@ gpu::BlockedEncodingAttr getWgmmaAccumulatorLayout(mlir::MLIRContext *ctx,
 /// True when `op`'s types and sizes suit wgmma (f16/bf16 -> f32, K a multiple of 16, operands
 /// within static shared memory); the layout and the target decide the rest.
 bool usesWgmma(DotOp op);
+/// Attribute of a kiln.dot (set by -kiln-assign-layouts): its A operand is defined outside the
+/// loop the dot is in, so the wgmma lowering stores A to shared memory once, not per iteration.
+inline constexpr llvm::StringLiteral kInvariantAAttr = "kiln_gpu.invariant_a";
 /// dot with wgmma.mma_async on sm_90a (operands staged in swizzled shared memory).
 void populateWgmmaDotToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                     mlir::RewritePatternSet &patterns, const TargetInfo &target);

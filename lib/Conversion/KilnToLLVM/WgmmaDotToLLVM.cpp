@@ -37,6 +37,7 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <atomic>
+#include <functional>
 #include <map>
 
 using namespace mlir;
@@ -110,7 +111,8 @@ void emitWgmmaWaitAll(OpBuilder &b, Location loc, SmallVector<Value> &acc) {
 void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
                 kgpu::BlockedEncodingAttr layout, ArrayRef<int64_t> shape, Type inElem,
                 const OperandLayout &aL, Value aBase, const OperandLayout &bL, Value bBase,
-                SmallVector<Value> &acc, unsigned pending = 0) {
+                SmallVector<Value> &acc, unsigned pending = 0,
+                function_ref<std::array<Value, 4>(int64_t, int64_t)> aFragment = nullptr) {
   MLIRContext *ctx = b.getContext();
   Type f32 = b.getF32Type();
   int64_t M = shape[0], N = shape[1], K = aL.k;
@@ -143,31 +145,39 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
         regs.push_back(slot.at({unsigned(2 * mb + ((i >> 1) & 1)),
                                 unsigned(n0 / 8 + (i >> 2)), unsigned(i & 1)}));
       unsigned n = regs.size();
-      std::string asmStr = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(2 * n + 2) +
-                           ", 0;\nwgmma.mma_async.sync."
-                           "aligned.m64n" + std::to_string(nInstr) + "k16.f32." + types + " {";
+      // Operands: n outputs, n tied accumulator inputs, then A (a descriptor, or four
+      // registers of two 16-bit elements each), B's descriptor and scale-d.
+      unsigned aCount = aFragment ? 4 : 1;
+      auto num = [](unsigned i) { return "$" + std::to_string(i); };
+      std::string aText = num(2 * n);
+      if (aFragment)
+        aText = "{" + num(2 * n) + ", " + num(2 * n + 1) + ", " + num(2 * n + 2) + ", " +
+                num(2 * n + 3) + "}";
+      std::string asmStr = "{\n.reg .pred p;\nsetp.ne.b32 p, " + num(2 * n + aCount + 1) +
+                           ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(nInstr) +
+                           "k16.f32." + types + " {";
       std::string constraints;
       for (unsigned i = 0; i < n; ++i) {
-        asmStr += (i ? ", $" : "$") + std::to_string(i);
+        asmStr += (i ? ", " : "") + num(i);
         constraints += "=f,";
       }
-      // Operands: n outputs, n tied accumulator inputs, the two descriptors, scale-d.
-      asmStr += "}, $" + std::to_string(2 * n) + ", $" + std::to_string(2 * n + 1) +
-                ", p, 1, 1, " +
-                (aL.kMajor ? "0" : "1") + ", " + (bL.kMajor ? "0" : "1") + ";\n}";
+      // A in registers has no transpose flag, only B.
+      asmStr += "}, " + aText + ", " + num(2 * n + aCount) + ", p, 1, 1, " +
+                (aFragment ? std::string() : std::string(aL.kMajor ? "0" : "1") + ", ") +
+                (bL.kMajor ? "0" : "1") + ";\n}";
       for (unsigned i = 0; i < n; ++i)
         constraints += std::to_string(i) + ",";
-      constraints += "l,l,r";
+      constraints += aFragment ? "r,r,r,r,l,r" : "l,l,r";
       auto resTy = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(n, f32));
       for (int64_t kk = 0; kk < K; kk += 16) {
         SmallVector<Value> args;
         for (unsigned r : regs)
           args.push_back(acc[r]);
-        int64_t aRow = mb * 64;
-        Value aDesc = aL.emitDescriptor(b, loc, aBase, aRowBytes, aRow, kk);
-        Value bDesc = bL.emitDescriptor(b, loc, bBase, Value(), n0, kk);
-        args.push_back(aDesc);
-        args.push_back(bDesc);
+        if (aFragment)
+          llvm::append_range(args, aFragment(mb, kk));
+        else
+          args.push_back(aL.emitDescriptor(b, loc, aBase, aRowBytes, mb * 64, kk));
+        args.push_back(bL.emitDescriptor(b, loc, bBase, Value(), n0, kk));
         args.push_back(one);
         Value d = inlineAsm(b, loc, resTy, args, asmStr, constraints, true);
         for (auto [i, r] : llvm::enumerate(regs))
@@ -206,14 +216,19 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
     auto layout = cast<kgpu::BlockedEncodingAttr>(cTy.getEncoding());
     unsigned W = layout.getWarpsPerCTA()[0];
 
+    // A whose registers already are wgmma's A fragments (the accumulator layout of an M x K
+    // tile: a previous dot's result, as flash attention's p) feeds the wgmmas directly.
+    bool aInRegisters = aTy.getEncoding() == getWgmmaAccumulatorLayout(ctx, {M, K}, W);
+
     // Shared layouts: each operand contiguous along the dimension its registers are.
     OperandLayout aL{M, K, /*kMajor=*/contiguousDim(aTy) != 0, 0, eb, 0};
     aL.swizzle = swizzleFor(aL.contiguousExtent(), eb);
-    OperandLayout bL{N, K, /*kMajor=*/contiguousDim(bTy) != 1, 0, eb, M * K * eb};
+    int64_t aBytes = aInRegisters ? 0 : M * K * eb;
+    OperandLayout bL{N, K, /*kMajor=*/contiguousDim(bTy) != 1, 0, eb, aBytes};
     bL.swizzle = swizzleFor(bL.contiguousExtent(), eb);
     if (!bL.kMajor && bL.swizzle == 0) // N = 8: too narrow for an N-major swizzle
       bL.kMajor = true, bL.swizzle = swizzleFor(K, eb);
-    int64_t bytes = (M + N) * K * eb;
+    int64_t bytes = aBytes + N * K * eb;
     auto i8 = IntegerType::get(ctx, 8);
     Value buf = getSharedBuffer(b, loc, op, i8, unsigned(bytes),
                                 "__kiln_wgmma_smem_" + std::to_string(counter++),
@@ -221,11 +236,24 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
     Value base = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), buf);
     auto ptr3 = LLVM::LLVMPointerType::get(ctx, 3);
 
-    auto permuteRow = [&](Value L) { return emitWgmmaRowPermutation(b, loc, L, M, W); };
-
-    // 1. Operands to shared memory.
+    // 1. Operands to shared memory. An A that does not change inside the dot's loop
+    // (kInvariantAAttr) is stored once, where it is defined; only this dot reads its buffer,
+    // and the barriers below order those stores before the first wgmma.
+    if (!aInRegisters && op->hasAttr(kInvariantAAttr)) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointAfterValue(adaptor.getA());
+      Value hoistedBuf = getSharedBuffer(b, loc, op, i8, unsigned(bytes),
+                                         "__kiln_wgmma_smem_" + std::to_string(counter - 1),
+                                         /*alignment=*/1024);
+      // Another pass of an enclosing loop may still be reading the previous A.
+      target.barrier(b, loc);
+      storeOperand(b, loc, hoistedBuf, ptr3, adaptor.getA(), aTy, aL, /*isA=*/true,
+                   [&](Value L) { return emitWgmmaRowPermutation(b, loc, L, M, W); });
+    }
     target.barrier(b, loc);
-    storeOperand(b, loc, buf, ptr3, adaptor.getA(), aTy, aL, /*isA=*/true, permuteRow);
+    if (!aInRegisters && !op->hasAttr(kInvariantAAttr))
+      storeOperand(b, loc, buf, ptr3, adaptor.getA(), aTy, aL, /*isA=*/true,
+                   [&](Value L) { return emitWgmmaRowPermutation(b, loc, L, M, W); });
     storeOperand(b, loc, buf, ptr3, adaptor.getB(), bTy, bL, /*isA=*/false, nullptr);
     inlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {}, "fence.proxy.async.shared::cta;", "",
               true);
@@ -233,7 +261,32 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
 
     // 2. The wgmmas of this warpgroup.
     SmallVector<Value> acc = unpackStruct(b, loc, adaptor.getC());
-    emitWgmmas(b, loc, target, layout, cTy.getShape(), inElem, aL, base, bL, base, acc);
+    std::function<std::array<Value, 4>(int64_t, int64_t)> aFragment;
+    SmallVector<Value> aVals;
+    std::map<std::tuple<unsigned, unsigned, unsigned>, unsigned> aSlot;
+    if (aInRegisters) {
+      aVals = unpackStruct(b, loc, adaptor.getA());
+      for (auto [i, pos] : llvm::enumerate(kgpu::getThreadElements(aTy.getEncoding(), {M, K})))
+        aSlot[{pos.rep[0], pos.rep[1], pos.elem[1]}] = i;
+      auto pair = VectorType::get({2}, inElem);
+      // Fragment register: rows g (+8: the next repetition), k = 2 * tig (+8), two elements.
+      aFragment = [&, pair](int64_t mb, int64_t kk) {
+        std::array<Value, 4> regs;
+        for (unsigned r = 0; r < 4; ++r) {
+          unsigned rep0 = unsigned(2 * mb + (r & 1)), rep1 = unsigned(kk / 8 + (r >> 1));
+          Value v = LLVM::UndefOp::create(b, loc, pair);
+          for (unsigned e = 0; e < 2; ++e)
+            v = LLVM::InsertElementOp::create(b, loc, v, aVals[aSlot.at({rep0, rep1, e})],
+                                              i32Const(b, loc, e));
+          regs[r] = LLVM::BitcastOp::create(b, loc, b.getI32Type(), v);
+        }
+        return regs;
+      };
+    }
+    emitWgmmas(b, loc, target, layout, cTy.getShape(), inElem, aL, base, bL, base, acc,
+               /*pending=*/0, aFragment ? function_ref<std::array<Value, 4>(int64_t, int64_t)>(
+                                             aFragment)
+                                       : nullptr);
     b.replaceOp(op, packStruct(b, loc, getTypeConverter()->convertType(cTy), acc));
     return success();
   }
