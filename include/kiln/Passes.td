@@ -114,8 +114,9 @@ def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {
     num-stages = 0 decides per loop with a register cost model: a loop is pipelined when its
     prefetched tiles add at most 32 registers per thread (tile elements x element bits / 32,
     over the program's 32 x num-warps threads); >= 2 pipelines every loop it can; 1 (the GPU
-    pipeline's default) turns it off. Measured on the H100: always-on speeds up loops over
-    small row tiles (LayerNorm backward 0.77x -> 0.85x of Triton) but slows loops over large
+    pipeline's default) prefetches only loads whose value goes into dots (their operands, as
+    Triton's pipeliner does; on sm_90a most of those became cp.async rings already). Measured
+    on the H100, for other loads: always-on speeds up loops over small row tiles (LayerNorm backward 0.77x -> 0.85x of Triton) but slows loops over large
     tiles, whose prefetched tile doubles the live registers (cross-entropy over a 32000
     vocabulary 1.19x -> 0.50x) (bench/results/2026-11-22-h100-pipelining.md); the cost model
     keeps cross-entropy as it was and lifts LayerNorm backward to 0.86x, but slows the RMSNorm
@@ -124,7 +125,7 @@ def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"numStages", "num-stages", "unsigned", "2",
-           "software pipeline stages; 1 disables prefetching, 0 decides per loop">,
+           "software pipeline stages; 1 prefetches dot operands only, 0 decides per loop">,
     Option<"numWarps", "num-warps", "unsigned", "4",
            "warps per program (for the register cost of num-stages = 0)">,
   ];

@@ -65,13 +65,22 @@ int64_t prefetchRegisters(ArrayRef<std::pair<LoadOp, SmallVector<Operation *>>> 
 /// Most extra registers per thread that num-stages = 0 spends on prefetching.
 constexpr int64_t kAutoRegisterBudget = 32;
 
-LogicalResult pipeline(scf::ForOp loop, bool automatic, unsigned numWarps) {
+/// True when `load`'s value goes only into dots, as an operand A or B.
+bool feedsOnlyDots(LoadOp load) {
+  return !load->use_empty() && llvm::all_of(load->getUsers(), [&](Operation *user) {
+    auto dot = dyn_cast<DotOp>(user);
+    return dot && dot.getC() != load.getResult();
+  });
+}
+
+LogicalResult pipeline(scf::ForOp loop, bool automatic, bool dotOperandsOnly, unsigned numWarps) {
   // Only integer induction variables (Kiln's loops are i32/i64).
   if (!isa<IntegerType>(loop.getInductionVar().getType()))
     return failure();
   SmallVector<std::pair<LoadOp, SmallVector<Operation *>>> candidates;
   for (Operation &op : loop.getBody()->without_terminator())
-    if (auto load = dyn_cast<LoadOp>(op); load && !load.getIsVolatile())
+    if (auto load = dyn_cast<LoadOp>(op);
+        load && !load.getIsVolatile() && (!dotOperandsOnly || feedsOnlyDots(load)))
       if (FailureOr<SmallVector<Operation *>> slice = getAddressSlice(load, loop); succeeded(slice))
         candidates.push_back({load, *slice});
   if (candidates.empty())
@@ -128,12 +137,13 @@ LogicalResult pipeline(scf::ForOp loop, bool automatic, unsigned numWarps) {
 struct KilnPipelineLoadsPass final : kiln::impl::KilnPipelineLoadsBase<KilnPipelineLoadsPass> {
   using Base::Base;
   void runOnOperation() override {
-    if (numStages == 1)
-      return;
+    // num-stages = 1 still prefetches the operands of dots (their loads are long and the dot
+    // waits for them), as Triton's pipeliner does whatever the loop's other loads.
     SmallVector<scf::ForOp> loops;
     getOperation()->walk([&](scf::ForOp loop) { loops.push_back(loop); });
     for (scf::ForOp loop : loops)
-      (void)pipeline(loop, /*automatic=*/numStages == 0, numWarps);
+      (void)pipeline(loop, /*automatic=*/numStages == 0, /*dotOperandsOnly=*/numStages == 1,
+                     numWarps);
   }
 };
 

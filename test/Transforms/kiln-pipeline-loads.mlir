@@ -60,3 +60,33 @@ func.func @not_pipelined(%x: !kiln.ptr<i32>, %n: i32) {
   kiln.store %x, %last : !kiln.ptr<i32>
   return
 }
+
+// -----
+
+// With num-stages = 1 only the loads feeding dots are prefetched (as Triton's pipeliner):
+// the dot's operand load moves ahead, the row load that feeds an add stays in place.
+// OFF-LABEL: func.func @dot_operands_only(
+// OFF: %[[FIRST:.*]] = kiln.load %{{.*}}, %{{.*}} : tensor<16x16x!kiln.ptr<f16>>
+// OFF: scf.for %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}, %[[S:.*]] = %{{.*}}, %[[CUR:.*]] = %[[FIRST]])
+// OFF: kiln.load %{{.*}}, %{{.*}} : tensor<16x16x!kiln.ptr<f16>>
+// OFF: kiln.load %{{.*}} : tensor<16x16x!kiln.ptr<f32>>
+// OFF: kiln.dot %{{.*}}, %[[CUR]], %[[ACC]]
+func.func @dot_operands_only(%a: !kiln.ptr<f16>, %x: !kiln.ptr<f32>, %n: i32) -> (tensor<16x16xf32>, tensor<16x16xf32>) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %zero = arith.constant dense<0.0> : tensor<16x16xf32>
+  %pa = kiln.splat %a : tensor<16x16x!kiln.ptr<f16>>
+  %lhs = kiln.load %pa : tensor<16x16x!kiln.ptr<f16>>
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero, %s = %zero) -> (tensor<16x16xf32>, tensor<16x16xf32>) : i32 {
+    %off = kiln.splat %i : tensor<16x16xi32>
+    %pb = kiln.addptr %pa, %off : tensor<16x16x!kiln.ptr<f16>>, tensor<16x16xi32>
+    %b = kiln.load %pb : tensor<16x16x!kiln.ptr<f16>>
+    %px = kiln.splat %x : tensor<16x16x!kiln.ptr<f32>>
+    %pxi = kiln.addptr %px, %off : tensor<16x16x!kiln.ptr<f32>>, tensor<16x16xi32>
+    %v = kiln.load %pxi : tensor<16x16x!kiln.ptr<f32>>
+    %s2 = arith.addf %s, %v : tensor<16x16xf32>
+    %d = kiln.dot %lhs, %b, %acc : tensor<16x16xf16> * tensor<16x16xf16> -> tensor<16x16xf32>
+    scf.yield %d, %s2 : tensor<16x16xf32>, tensor<16x16xf32>
+  }
+  return %r#0, %r#1 : tensor<16x16xf32>, tensor<16x16xf32>
+}
