@@ -41,6 +41,12 @@ struct ThreadIds {
 ThreadIds emitThreadIds(mlir::OpBuilder &b, mlir::Location loc, gpu::BlockedEncodingAttr layout,
                         const TargetInfo &target);
 
+/// Inline PTX `asmStr` with `constraints` over `args`; returns its result (null for a void
+/// `resultType`). `sideEffects` keeps it in order with other such asm and from being removed.
+mlir::Value emitInlineAsm(mlir::OpBuilder &b, mlir::Location loc, mlir::Type resultType,
+                          mlir::ValueRange args, llvm::StringRef asmStr,
+                          llvm::StringRef constraints, bool sideEffects);
+
 /// Address (in shared memory, address space 3) of a module-level buffer of `count` elements
 /// of `elemType`, created on first use under `name`.
 mlir::Value getSharedBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,

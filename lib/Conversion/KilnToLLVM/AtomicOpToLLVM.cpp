@@ -76,11 +76,7 @@ Value emitAtom(OpBuilder &b, Location loc, Type resultType, StringRef opcode, Va
     args.push_back(v);
   }
   asmStr += ";";
-  return LLVM::InlineAsmOp::create(b, loc, resultType, args, asmStr, constraints,
-                                   /*has_side_effects=*/true, /*is_align_stack=*/false,
-                                   LLVM::tailcallkind::TailCallKind::None,
-                                   LLVM::AsmDialectAttr(), ArrayAttr())
-      .getResult(0);
+  return emitInlineAsm(b, loc, resultType, args, asmStr, constraints, /*sideEffects=*/true);
 }
 
 /// Runs `emit(pred)` for every owned element of a tile, or on thread 0 for a scalar (whose

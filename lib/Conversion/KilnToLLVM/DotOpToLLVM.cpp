@@ -45,15 +45,6 @@ bool usesTensorCores(DotOp op) {
          (ea.isF32() && op.getInputPrecision() == InputPrecision::tf32);
 }
 
-Value inlinePTX(OpBuilder &b, Location loc, Type resultType, StringRef asmStr,
-                StringRef constraints, ValueRange args) {
-  return LLVM::InlineAsmOp::create(b, loc, resultType, args, asmStr, constraints,
-                                   /*has_side_effects=*/false, /*is_align_stack=*/false,
-                                   LLVM::tailcallkind::TailCallKind::None,
-                                   LLVM::AsmDialectAttr(), ArrayAttr())
-      .getResult(0);
-}
-
 struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
   DotOpLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
       : ConvertOpToLLVMPattern(converter), target(target) {}
@@ -143,7 +134,8 @@ struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
       if (!tf32)
         return LLVM::LoadOp::create(b, loc, i32, p);
       Value x = LLVM::LoadOp::create(b, loc, f32, p);
-      return inlinePTX(b, loc, i32, "cvt.rna.tf32.f32 $0, $1;", "=r,f", {x});
+      return emitInlineAsm(b, loc, i32, {x}, "cvt.rna.tf32.f32 $0, $1;", "=r,f",
+                           /*sideEffects=*/false);
     };
 
     std::string shape = tf32 ? "m16n8k8" : "m16n8k16";
@@ -173,12 +165,8 @@ struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
           unsigned c3 = slot.at({unsigned(2 * p + 1), unsigned(j), 1u});
           SmallVector<Value> args{aFrag[0], aFrag[1], aFrag[2], aFrag[3], bFrag[j][0],
                                   bFrag[j][1], acc[c0],  acc[c1],  acc[c2],  acc[c3]};
-          Value d = LLVM::InlineAsmOp::create(b, loc, resTy, args, asmStr, constraints,
-                                              /*has_side_effects=*/false,
-                                              /*is_align_stack=*/false,
-                                              LLVM::tailcallkind::TailCallKind::None,
-                                              LLVM::AsmDialectAttr(), ArrayAttr())
-                        .getResult(0);
+          Value d = emitInlineAsm(b, loc, resTy, args, asmStr, constraints,
+                                  /*sideEffects=*/false);
           for (auto [i, c] : llvm::enumerate(std::array<unsigned, 4>{c0, c1, c2, c3}))
             acc[c] = LLVM::ExtractValueOp::create(b, loc, d, i);
         }

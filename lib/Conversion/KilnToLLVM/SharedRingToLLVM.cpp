@@ -25,12 +25,11 @@ namespace {
 /// The dynamic shared memory every ring lives in.
 constexpr llvm::StringLiteral kDynamicSharedSymbol = "__kiln_dynamic_smem";
 
+/// Void inline PTX with side effects.
 void emitAsm(OpBuilder &b, Location loc, StringRef asmStr, StringRef constraints = "",
              ValueRange args = {}) {
-  LLVM::InlineAsmOp::create(b, loc, LLVM::LLVMVoidType::get(b.getContext()), args, asmStr,
-                            constraints, /*has_side_effects=*/true, /*is_align_stack=*/false,
-                            LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
-                            ArrayAttr());
+  emitInlineAsm(b, loc, LLVM::LLVMVoidType::get(b.getContext()), args, asmStr, constraints,
+                /*sideEffects=*/true);
 }
 
 struct LocalAllocLowering final : ConvertOpToLLVMPattern<kgpu::LocalAllocOp> {

@@ -76,6 +76,15 @@ ThreadIds kiln::emitThreadIds(OpBuilder &b, Location loc, kgpu::BlockedEncodingA
   return ids;
 }
 
+Value kiln::emitInlineAsm(OpBuilder &b, Location loc, Type resultType, ValueRange args,
+                          StringRef asmStr, StringRef constraints, bool sideEffects) {
+  auto op = LLVM::InlineAsmOp::create(b, loc, resultType, args, asmStr, constraints, sideEffects,
+                                      /*is_align_stack=*/false,
+                                      LLVM::tailcallkind::TailCallKind::None,
+                                      LLVM::AsmDialectAttr(), ArrayAttr());
+  return op.getNumResults() ? op.getResult(0) : Value();
+}
+
 Value kiln::getSharedBuffer(OpBuilder &b, Location loc, Operation *op, Type elemType,
                             unsigned count, StringRef name, unsigned alignment) {
   auto module = op->getParentOfType<ModuleOp>();

@@ -80,15 +80,6 @@ int contiguousDim(RankedTensorType t) {
   return blocked ? int(blocked.getOrder()[0]) : -1;
 }
 
-Value inlineAsm(OpBuilder &b, Location loc, Type resultType, ValueRange args, StringRef asmStr,
-                StringRef constraints, bool sideEffects) {
-  auto op = LLVM::InlineAsmOp::create(b, loc, resultType, args, asmStr, constraints, sideEffects,
-                                      /*is_align_stack=*/false,
-                                      LLVM::tailcallkind::TailCallKind::None,
-                                      LLVM::AsmDialectAttr(), ArrayAttr());
-  return op.getNumResults() ? op.getResult(0) : Value();
-}
-
 /// wgmma.wait_group 0 with every accumulator register in `acc` passing through it, so that no
 /// use of them moves above the wait.
 void emitWgmmaWaitAll(OpBuilder &b, Location loc, SmallVector<Value> &acc) {
@@ -99,7 +90,7 @@ void emitWgmmaWaitAll(OpBuilder &b, Location loc, SmallVector<Value> &acc) {
     constraints += std::to_string(i) + (i + 1 < acc.size() ? "," : "");
   auto resTy = LLVM::LLVMStructType::getLiteral(b.getContext(),
                                                 SmallVector<Type>(acc.size(), b.getF32Type()));
-  Value d = inlineAsm(b, loc, resTy, acc, "wgmma.wait_group.sync.aligned 0;", constraints, true);
+  Value d = emitInlineAsm(b, loc, resTy, acc, "wgmma.wait_group.sync.aligned 0;", constraints, true);
   for (unsigned i = 0; i < acc.size(); ++i)
     acc[i] = LLVM::ExtractValueOp::create(b, loc, d, i);
 }
@@ -136,7 +127,7 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
   int64_t nInstr = std::min<int64_t>(N, 256);
   std::string types = inElem.isF16() ? "f16.f16" : "bf16.bf16";
   Value one = i32Const(b, loc, 1); // scale-d: accumulate
-  inlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {}, "wgmma.fence.sync.aligned;", "", true);
+  emitInlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {}, "wgmma.fence.sync.aligned;", "", true);
   for (int64_t mb = 0; mb < blocksPerGroup; ++mb) {
     for (int64_t n0 = 0; n0 < N; n0 += nInstr) {
       // This instruction's accumulator registers, in D-fragment order.
@@ -179,17 +170,17 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
           args.push_back(aL.emitDescriptor(b, loc, aBase, aRowBytes, mb * 64, kk));
         args.push_back(bL.emitDescriptor(b, loc, bBase, Value(), n0, kk));
         args.push_back(one);
-        Value d = inlineAsm(b, loc, resTy, args, asmStr, constraints, true);
+        Value d = emitInlineAsm(b, loc, resTy, args, asmStr, constraints, true);
         for (auto [i, r] : llvm::enumerate(regs))
           acc[r] = LLVM::ExtractValueOp::create(b, loc, d, i);
       }
     }
   }
-  inlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {}, "wgmma.commit_group.sync.aligned;", "",
+  emitInlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {}, "wgmma.commit_group.sync.aligned;", "",
             true);
   // 3. Wait, with every accumulator passing through so no use moves above it.
   if (pending > 0) {
-    inlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {},
+    emitInlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {},
               "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";", "", true);
     return;
   }
@@ -255,7 +246,7 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
       storeOperand(b, loc, buf, ptr3, adaptor.getA(), aTy, aL, /*isA=*/true,
                    [&](Value L) { return emitWgmmaRowPermutation(b, loc, L, M, W); });
     storeOperand(b, loc, buf, ptr3, adaptor.getB(), bTy, bL, /*isA=*/false, nullptr);
-    inlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {}, "fence.proxy.async.shared::cta;", "",
+    emitInlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {}, "fence.proxy.async.shared::cta;", "",
               true);
     target.barrier(b, loc);
 
