@@ -11,7 +11,9 @@
 
 using namespace mlir;
 
-FailureOr<SmallVector<Operation *>> kiln::getAddressSlice(Operation *op, scf::ForOp loop) {
+FailureOr<SmallVector<Operation *>>
+kiln::getAddressSlice(Operation *op, scf::ForOp loop,
+                      function_ref<bool(BlockArgument)> acceptIterArg) {
   Block *body = loop.getBody();
   llvm::SetVector<Operation *> slice;
   SmallVector<Value> worklist(op->getOperands());
@@ -20,9 +22,9 @@ FailureOr<SmallVector<Operation *>> kiln::getAddressSlice(Operation *op, scf::Fo
     if (v == loop.getInductionVar())
       continue;
     if (auto arg = dyn_cast<BlockArgument>(v)) {
-      if (arg.getOwner() == body)
+      if (arg.getOwner() == body && !(acceptIterArg && acceptIterArg(arg)))
         return failure(); // an iteration argument: the next value is not known yet
-      continue;           // defined outside the loop
+      continue;           // defined outside the loop, or accepted
     }
     Operation *def = v.getDefiningOp();
     if (!loop->isProperAncestor(def))

@@ -84,38 +84,26 @@ FailureOr<CopyPlan> planCopy(Value operand, scf::ForOp loop) {
       return failure();
   CopyPlan plan;
   plan.load = load;
-  Block *body = loop.getBody();
-  auto yield = cast<scf::YieldOp>(body->getTerminator());
-  llvm::SetVector<Operation *> slice, increments;
-  SmallVector<Value> worklist(load->getOperands());
-  while (!worklist.empty()) {
-    Value v = worklist.pop_back_val();
-    if (v == loop.getInductionVar())
-      continue;
-    if (auto arg = dyn_cast<BlockArgument>(v)) {
-      if (arg.getOwner() != body)
-        continue; // defined outside the loop
-      unsigned idx = arg.getArgNumber() - 1;
-      auto add = yield.getOperand(idx).getDefiningOp<AddPtrOp>();
-      if (!add || add.getPtr() != arg || !collectInvariantChain(add.getOffset(), loop, increments))
-        return failure(); // not a pointer induction: the next value is not known yet
-      if (!llvm::is_contained(llvm::make_first_range(plan.inductions), idx))
-        plan.inductions.push_back({idx, add.getOffset()});
-      continue;
-    }
-    Operation *def = v.getDefiningOp();
-    if (!loop->isProperAncestor(def))
-      continue; // loop invariant
-    if (def->getBlock() != body || def->getNumRegions() || !isPure(def))
-      return failure();
-    if (slice.insert(def))
-      llvm::append_range(worklist, def->getOperands());
-  }
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  llvm::SetVector<Operation *> increments;
+  auto acceptInduction = [&](BlockArgument arg) {
+    unsigned idx = arg.getArgNumber() - 1;
+    auto add = yield.getOperand(idx).getDefiningOp<AddPtrOp>();
+    if (!add || add.getPtr() != arg || !collectInvariantChain(add.getOffset(), loop, increments))
+      return false; // not a pointer induction: the next value is not known yet
+    if (!llvm::is_contained(llvm::make_first_range(plan.inductions), idx))
+      plan.inductions.push_back({idx, add.getOffset()});
+    return true;
+  };
+  FailureOr<SmallVector<Operation *>> slice = getAddressSlice(load, loop, acceptInduction);
+  if (failed(slice))
+    return failure();
+  llvm::SetVector<Operation *> all(slice->begin(), slice->end());
   for (Operation *op : increments) {
-    slice.insert(op);
+    all.insert(op);
     plan.incrementOps.insert(op);
   }
-  plan.slice.assign(slice.begin(), slice.end());
+  plan.slice.assign(all.begin(), all.end());
   llvm::sort(plan.slice, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   return plan;
 }
@@ -189,19 +177,16 @@ LogicalResult pipelineDot(scf::ForOp loop, DotOp dot, unsigned stages, unsigned 
 
   // As many stages as asked for that fit.
   Type elem = aTy.getElementType();
-  auto ringA = kgpu::SharedBufferType::get(loop.getContext(),
-                                           {stages, aTy.getDimSize(0), aTy.getDimSize(1)}, elem);
-  auto ringB = kgpu::SharedBufferType::get(loop.getContext(),
-                                           {stages, bTy.getDimSize(0), bTy.getDimSize(1)}, elem);
-  int64_t perStage = getSharedSlotBytes(ringA) + getSharedSlotBytes(ringB);
+  auto ring = [&](RankedTensorType tile, unsigned slots) {
+    return kgpu::SharedBufferType::get(loop.getContext(),
+                                       {slots, tile.getDimSize(0), tile.getDimSize(1)}, elem);
+  };
+  int64_t perStage = getSharedSlotBytes(ring(aTy, 1)) + getSharedSlotBytes(ring(bTy, 1));
   while (stages > 2 && stages * perStage > kRingBudget)
     --stages;
   if (stages * perStage > kRingBudget)
     return failure();
-  ringA = kgpu::SharedBufferType::get(loop.getContext(),
-                                      {stages, aTy.getDimSize(0), aTy.getDimSize(1)}, elem);
-  ringB = kgpu::SharedBufferType::get(loop.getContext(),
-                                      {stages, bTy.getDimSize(0), bTy.getDimSize(1)}, elem);
+  kgpu::SharedBufferType ringA = ring(aTy, stages), ringB = ring(bTy, stages);
 
   // The dot may run on while the next iteration starts when its accumulator only goes from
   // one iteration's dot to the next: then copies run S - 2 iterations ahead (the slot being
