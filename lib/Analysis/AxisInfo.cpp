@@ -152,57 +152,52 @@ AxisInfo AxisInfoAnalysis::getInductionInfo(Value arg, ArrayRef<Value> incoming)
   return out;
 }
 
+/// The values `block`'s argument `argNumber` receives along each edge into it; a null value
+/// where a predecessor's terminator does not say (not a branch, or no operand for it).
+static SmallVector<Value> getIncomingValues(Block &block, unsigned argNumber) {
+  SmallVector<Value> incoming;
+  for (auto it = block.pred_begin(); it != block.pred_end(); ++it) {
+    auto branch = dyn_cast<BranchOpInterface>((*it)->getTerminator());
+    if (!branch) {
+      incoming.push_back(Value());
+      break;
+    }
+    for (unsigned s = 0; s < branch->getNumSuccessors(); ++s)
+      if (branch->getSuccessor(s) == &block)
+        incoming.push_back(branch.getSuccessorOperands(s)[argNumber]);
+  }
+  return incoming;
+}
+
 void AxisInfoAnalysis::visitBlockArguments(Block &block) {
   for (BlockArgument arg : block.getArguments()) {
+    SmallVector<Value> incoming = getIncomingValues(block, arg.getArgNumber());
     if (auto tile = dyn_cast<RankedTensorType>(arg.getType());
         tile && isa<IntegerType, PointerType>(tile.getElementType())) {
-      SmallVector<Value> incoming;
-      for (auto it = block.pred_begin(); it != block.pred_end(); ++it) {
-        auto branch = dyn_cast<BranchOpInterface>((*it)->getTerminator());
-        if (!branch) {
-          incoming.push_back(Value());
-          break;
-        }
-        for (unsigned s = 0; s < branch->getNumSuccessors(); ++s)
-          if (branch->getSuccessor(s) == &block)
-            incoming.push_back(branch.getSuccessorOperands(s)[arg.getArgNumber()]);
-      }
       infos[arg] = getInductionInfo(arg, incoming);
       continue;
     }
     if (!isa<IntegerType>(arg.getType()))
       continue;
     int64_t div = int64_t(1) << 30;
-    bool known = true;
-    for (auto it = block.pred_begin(); it != block.pred_end() && known; ++it) {
-      auto branch = dyn_cast<BranchOpInterface>((*it)->getTerminator());
-      if (!branch) {
-        known = false;
-        break;
-      }
-      for (unsigned s = 0; s < branch->getNumSuccessors(); ++s) {
-        if (branch->getSuccessor(s) != &block)
+    bool known = !llvm::is_contained(incoming, Value());
+    for (Value in : incoming) {
+      if (!in)
+        break; // unknown: div is not used
+      // The back edge of an induction: arg + x adds x's divisibility.
+      if (auto add = in.getDefiningOp<arith::AddIOp>()) {
+        if (add.getLhs() == arg) {
+          div = std::min(div, get(add.getRhs()).divisibility[0]);
           continue;
-        Value in = branch.getSuccessorOperands(s)[arg.getArgNumber()];
-        if (!in) {
-          known = false;
-          break;
         }
-        // The back edge of an induction: arg + x adds x's divisibility.
-        if (auto add = in.getDefiningOp<arith::AddIOp>()) {
-          if (add.getLhs() == arg) {
-            div = std::min(div, get(add.getRhs()).divisibility[0]);
-            continue;
-          }
-          if (add.getRhs() == arg) {
-            div = std::min(div, get(add.getLhs()).divisibility[0]);
-            continue;
-          }
-        }
-        if (in == arg)
+        if (add.getRhs() == arg) {
+          div = std::min(div, get(add.getLhs()).divisibility[0]);
           continue;
-        div = std::min(div, get(in).divisibility[0]);
+        }
       }
+      if (in == arg)
+        continue;
+      div = std::min(div, get(in).divisibility[0]);
     }
     AxisInfo info = AxisInfo::unknown(1);
     if (known && block.hasNoPredecessors() == false)
