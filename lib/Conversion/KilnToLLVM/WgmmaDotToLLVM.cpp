@@ -221,9 +221,8 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
       bL.kMajor = true, bL.swizzle = swizzleFor(K, eb);
     int64_t bytes = aBytes + N * K * eb;
     auto i8 = IntegerType::get(ctx, 8);
-    Value buf = getSharedBuffer(b, loc, op, i8, unsigned(bytes),
-                                "__kiln_wgmma_smem_" + std::to_string(counter++),
-                                /*alignment=*/1024);
+    std::string bufName = "__kiln_wgmma_smem_" + std::to_string(counter++);
+    Value buf = getSharedBuffer(b, loc, op, i8, unsigned(bytes), bufName, /*alignment=*/1024);
     Value base = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), buf);
     auto ptr3 = LLVM::LLVMPointerType::get(ctx, 3);
 
@@ -233,9 +232,8 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
     if (!aInRegisters && op->hasAttr(kInvariantAAttr)) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointAfterValue(adaptor.getA());
-      Value hoistedBuf = getSharedBuffer(b, loc, op, i8, unsigned(bytes),
-                                         "__kiln_wgmma_smem_" + std::to_string(counter - 1),
-                                         /*alignment=*/1024);
+      Value hoistedBuf =
+          getSharedBuffer(b, loc, op, i8, unsigned(bytes), bufName, /*alignment=*/1024);
       // Another pass of an enclosing loop may still be reading the previous A.
       target.barrier(b, loc);
       storeOperand(b, loc, hoistedBuf, ptr3, adaptor.getA(), aTy, aL, /*isA=*/true,
