@@ -286,6 +286,57 @@ def test_tutorial_matmul_warpgroup_tiles_gpu(case, shape):
     check(case, to_np(dc), a, b)
 
 
+@kiln.jit
+def invariant_a_kernel(a_ptr, b_ptr, c_ptr, n, M: tl.constexpr, N: tl.constexpr,
+                       K: tl.constexpr):
+    """acc = sum over i of 0.5^(n-1-i) * a @ b_i: A (column-major) is loaded once before the
+    loop, so on sm_90a it is stored to shared memory once; the scaled accumulator keeps the
+    dot synchronous (no rings overlap)."""
+    offs_m, offs_n, offs_k = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + offs_m[:, None] + offs_k[None, :] * M)
+    acc = tl.zeros((M, N), dtype=tl.float32)
+    for i in range(n):
+        b = tl.load(b_ptr + i * K * N + offs_k[:, None] * N + offs_n[None, :])
+        acc = tl.dot(a, b, acc)
+        acc = acc * 0.5
+    tl.store(c_ptr + (offs_m * N)[:, None] + offs_n[None, :], acc)
+
+
+def invariant_a_reference(a, b, n):
+    acc = np.zeros((a.shape[0], b.shape[2]))
+    for i in range(n):
+        acc = (acc + f64(a) @ f64(b[i])) * 0.5
+    return acc
+
+
+def test_invariant_a_is_stored_once_on_sm90a():
+    """No GPU needed: A's 16-byte stores sit before the loop, B's inside, in one buffer."""
+    ptx = kiln.compile(invariant_a_kernel,
+                       signature=dict(a_ptr="*fp16:16", b_ptr="*fp16:16", c_ptr="*fp32:16",
+                                      n="i32"),
+                       constexprs=dict(M=128, N=64, K=128), target="sm_90a",
+                       num_warps=8).asm["ptx"]
+    loop = ptx.index("$L__BB0_2:")
+    assert ptx[:loop].count("st.shared.v4.b32") == 8
+    assert ptx[loop:].count("st.shared.v4.b32") == 4
+    assert len(re.findall(r"\.shared \.align 1024 \.b8 __kiln_wgmma_smem_\d+\[49152\]", ptx)) == 1
+
+
+@pytest.mark.gpu
+def test_invariant_a_gpu():
+    to_dev, to_np = _gpu_arrays()
+    M, N, K, n = 128, 64, 128, 5
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((M, K), dtype=np.float32).astype(np.float16)
+    b = rng.standard_normal((n, K, N), dtype=np.float32).astype(np.float16)
+    c = np.full((M, N), -7, dtype=np.float32)
+    dc = to_dev(c)
+    # Column-major A: element (m, k) at m + k * M.
+    invariant_a_kernel[(1,)](to_dev(np.ascontiguousarray(a.T)), to_dev(b), dc, n, M=M, N=N,
+                             K=K, num_warps=8, device="gpu")
+    assert relerr(to_np(dc), invariant_a_reference(a, b, n)) < 1e-5
+
+
 def test_tutorial_matmul_takes_rings_and_wgmma_on_sm90a():
     """No GPU needed: the tutorial kernel compiled for sm_90a copies its operands with cp.async
     (16 bytes) into shared rings and multiplies with wgmma, leaving it running across
