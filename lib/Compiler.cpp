@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Compiler.h"
+#include "kiln/Conversion/KilnToLLVM.h"
 #include "kiln/Passes.h"
 
 #include "mlir/IR/Verifier.h"
@@ -85,7 +86,7 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
   }
   if (failed(pm.run(module)))
     return failure();
-  if (auto shared = module->getAttrOfType<IntegerAttr>("kiln_gpu.dynamic_shared"))
+  if (auto shared = module->getAttrOfType<IntegerAttr>(kDynamicSharedAttr))
     out.sharedBytes = unsigned(shared.getInt());
   {
     llvm::raw_string_ostream os(out.llvmDialect);
