@@ -143,6 +143,10 @@ public:
   unsigned getNumWarps() const { return numWarps; }
   /// Dynamic shared memory every launch gets (the kernel's shared rings), in bytes.
   unsigned getSharedBytes() const { return sharedBytes; }
+  /// Registers per thread and local memory (spills and stack) per thread in bytes, as the
+  /// driver reports them for the loaded kernel; 0 before it is loaded and for host kernels.
+  unsigned getNumRegs() const { return numRegs; }
+  unsigned getLocalBytes() const { return localBytes; }
   /// Checks `args` against the signature (count and kinds), then launches.
   void launch(Grid grid, CUstream stream, const std::vector<Arg> &args) const;
   /// Launches with already-packed parameter pointers (one per parameter); no checks.
@@ -165,6 +169,7 @@ private:
   std::vector<ArgKind> signature;
   unsigned numWarps = 4;
   unsigned sharedBytes = 0;
+  unsigned numRegs = 0, localBytes = 0;
   bool debug = false;
   CUfunction function = nullptr;
   /// The host backend's loaded code (null for GPU kernels).
@@ -211,10 +216,12 @@ public:
   /// The same, in debug mode when `debug` (host backend: bounds checks and device_assert).
   const Kernel &get(const std::string &mlirSource, unsigned numWarps, bool debug);
   bool isHost() const { return arch == kHostArch; }
-  /// The same kernel compiled (or found in the caches) but not loaded: its signature and name
-  /// are known, launching it throws. Works without a GPU.
+  /// The same kernel compiled to PTX (or found in the caches) but not loaded: its signature and
+  /// name are known, launching it throws. Works without a GPU, and fills the cache get() reads.
   const Kernel &compile(const std::string &mlirSource, unsigned numWarps = 4);
-  /// Compiles (or finds in the caches) without loading: the cubin. Works without a GPU.
+  /// Compiles (or finds in the caches) without loading: a cubin assembled by nvJitLink (as
+  /// relocatable code, cached apart from the PTX that get() has the driver assemble as a whole
+  /// program). Works without a GPU; throws when nvJitLink is missing.
   std::vector<char> compileToCubin(const std::string &mlirSource, unsigned numWarps = 4);
   const JITStats &getStats() const { return stats; }
   const std::string &getArch() const { return arch; }
@@ -222,7 +229,7 @@ public:
 private:
   struct Entry;
   std::shared_ptr<Entry> lookupOrCompile(const std::string &source, unsigned numWarps,
-                                         bool debug);
+                                         bool debug, bool cubin);
   std::string arch, cacheDir;
   JITStats stats;
   struct Impl;

@@ -45,8 +45,10 @@ const Driver &kiln::rt::driver() {
     load(d.cuCtxSetCurrent, "cuCtxSetCurrent");
     load(d.cuCtxSynchronize, "cuCtxSynchronize");
     load(d.cuModuleLoadData, "cuModuleLoadData");
+    load(d.cuModuleLoadDataEx, "cuModuleLoadDataEx");
     load(d.cuModuleGetFunction, "cuModuleGetFunction");
     load(d.cuFuncSetAttribute, "cuFuncSetAttribute");
+    load(d.cuFuncGetAttribute, "cuFuncGetAttribute");
     load(d.cuLaunchKernel, "cuLaunchKernel");
     load(d.cuMemAlloc, "cuMemAlloc_v2");
     load(d.cuMemFree, "cuMemFree_v2");

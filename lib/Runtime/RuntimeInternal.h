@@ -25,8 +25,10 @@ struct Driver {
   int (*cuCtxSetCurrent)(void *) = nullptr;
   int (*cuCtxSynchronize)() = nullptr;
   int (*cuModuleLoadData)(void **, const void *) = nullptr;
+  int (*cuModuleLoadDataEx)(void **, const void *, unsigned, int *, void **) = nullptr;
   int (*cuModuleGetFunction)(CUfunction *, void *, const char *) = nullptr;
   int (*cuFuncSetAttribute)(CUfunction, int, int) = nullptr;
+  int (*cuFuncGetAttribute)(int *, int, CUfunction) = nullptr;
   int (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                         unsigned, CUstream, void **, void **) = nullptr;
   int (*cuMemAlloc)(CUdeviceptr *, size_t) = nullptr;

@@ -218,6 +218,18 @@ class CompiledKernel:
         self.constants = constants
         self.handle = handle
 
+    @property
+    def n_regs(self):
+        """Registers per thread of the loaded kernel, as the driver reports them (Triton's
+        CompiledKernel.n_regs); 0 when it is not loaded (no GPU, host backend)."""
+        return self.handle.n_regs if self.handle is not None else 0
+
+    @property
+    def n_spills(self):
+        """Local memory per thread in 4-byte words (spills and stack), as Triton counts
+        n_spills."""
+        return self.handle.local_bytes // 4 if self.handle is not None else 0
+
     def __repr__(self):
         return f"CompiledKernel({self.name}, {self.metadata.arch}, num_warps=" \
                f"{self.metadata.num_warps})"

@@ -175,6 +175,9 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("num_warps",
                              [](const KernelHandle &k) { return k.kernel->getNumWarps(); })
       .def_property_readonly("is_host", [](const KernelHandle &k) { return k.kernel->isHost(); })
+      .def_property_readonly("n_regs", [](const KernelHandle &k) { return k.kernel->getNumRegs(); })
+      .def_property_readonly("local_bytes",
+                             [](const KernelHandle &k) { return k.kernel->getLocalBytes(); })
       .def(
           "launch_host",
           [](const KernelHandle &k, std::vector<unsigned> grid, std::vector<uint64_t> args,

@@ -52,6 +52,19 @@ def test_vector_add_kiln_arrays(n):
     np.testing.assert_array_equal(out.numpy(), x + y)
 
 
+def test_compiled_kernel_reports_registers():
+    # The launch returns the CompiledKernel; n_regs/n_spills come from the driver, which
+    # assembled the kernel's PTX as a whole program.
+    n = 4096
+    x = kiln.from_numpy(np.ones(n, np.float32))
+    out = kiln.empty(n, kiln.language.float32)
+    c = add_kernel[(kiln.cdiv(n, 1024),)](x, x, out, n, BLOCK_SIZE=1024)
+    kiln.synchronize()
+    np.testing.assert_array_equal(out.numpy(), np.full(n, 2, np.float32))
+    assert 0 < c.n_regs <= 255
+    assert c.n_spills == 0
+
+
 def test_vector_add_torch():
     torch = torch_or_skip()
     n = 98432
