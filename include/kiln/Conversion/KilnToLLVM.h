@@ -74,9 +74,11 @@ emitElementCoordinates(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTenso
 /// arguments that are tiles; fails if there is any.
 mlir::LogicalResult checkGPUSupport(mlir::ModuleOp module);
 
-/// Per-element lowering of arith and math on tiles, and tile constants.
+/// Per-element lowering of arith and math on tiles (one computation per run the axis analysis
+/// proves constant), and tile constants.
 void populateElementwiseOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                          mlir::RewritePatternSet &patterns,
+                                         const AxisInfoAnalysis &axisInfo,
                                          const TargetInfo &target);
 /// program_id, num_programs, make_range, splat, broadcast, expand_dims.
 void populateTileOpToLLVMPatterns(KilnLLVMTypeConverter &converter,

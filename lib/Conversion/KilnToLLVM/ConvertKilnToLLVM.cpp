@@ -135,7 +135,7 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
     populateDotOpToLLVMPatterns(converter, patterns, target);
     populateScanOpToLLVMPatterns(converter, patterns, target);
     populateDebugOpToLLVMPatterns(converter, patterns, target);
-    populateElementwiseOpToLLVMPatterns(converter, patterns, target);
+    populateElementwiseOpToLLVMPatterns(converter, patterns, axis, target);
     populateMemoryOpToLLVMPatterns(converter, patterns, axis, target);
     populateSharedRingToLLVMPatterns(converter, patterns, axis, target);
     populateReduceOpToLLVMPatterns(converter, patterns, target);

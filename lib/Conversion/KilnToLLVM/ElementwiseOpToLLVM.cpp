@@ -3,17 +3,23 @@
 // This file implements the per-element lowering of arith and math ops on laid-out tiles: the
 // op is re-created on each owned element's scalars (the result is legalized by the upstream
 // arith/math/libdevice patterns of the same conversion), and splat tile constants become
-// repeated scalar constants. exp and exp2 on f32 use the target's ex2.approx, as Triton does:
-//   exp(x) = 2^(x * log2(e)).
+// repeated scalar constants. Where the axis analysis proves the result constant over aligned
+// runs inside a thread's sizePerThread block (`cols < n` with n a multiple of 8: one mask bit
+// per 8 columns), each run is computed once and its value reused, so a thread keeps one
+// predicate per run instead of one per element. exp and exp2 on f32 use the target's
+// ex2.approx, as Triton does: exp(x) = 2^(x * log2(e)).
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Analysis/AxisInfo.h"
 #include "kiln/Conversion/KilnToLLVM.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "llvm/Support/MathExtras.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace kiln;
@@ -24,8 +30,46 @@ namespace {
 /// Any arith/math op with a laid-out tile result: apply it element by element. Its benefit
 /// is above the upstream scalar patterns, which would otherwise accept the struct type.
 struct ElementwiseOpLowering final : ConversionPattern {
-  ElementwiseOpLowering(const TypeConverter &converter, MLIRContext *ctx)
-      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/5, ctx) {}
+  ElementwiseOpLowering(const TypeConverter &converter, MLIRContext *ctx,
+                        const AxisInfoAnalysis &axis)
+      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/5, ctx), axis(axis) {}
+
+  /// For each owned element, the owned element whose value it repeats (itself when none):
+  /// the first of its aligned constancy run inside the thread's sizePerThread block.
+  SmallVector<unsigned> getRepresentatives(Value result, RankedTensorType type) const {
+    unsigned n = kgpu::getElemsPerThread(type);
+    SmallVector<unsigned> reps = llvm::to_vector(llvm::seq<unsigned>(0, n));
+    const AxisInfo &info = axis.get(result);
+    if (info.getRank() != unsigned(type.getRank()))
+      return reps;
+    SmallVector<unsigned> spt = kgpu::getSizePerThread(type.getEncoding());
+    SmallVector<int64_t> run(type.getRank(), 1);
+    bool any = false;
+    for (unsigned d = 0; d < run.size(); ++d) {
+      int64_t block = std::min<int64_t>(spt[d], type.getDimSize(d));
+      run[d] = std::min<int64_t>(info.constancy[d], block);
+      // Runs must tile the block: both are powers of two, the smaller divides the larger.
+      if (run[d] < 1 || block % run[d] != 0)
+        run[d] = 1;
+      any |= run[d] > 1;
+    }
+    if (!any)
+      return reps;
+    SmallVector<kgpu::ElemPos> elems = kgpu::getThreadElements(type.getEncoding(),
+                                                               type.getShape());
+    std::map<std::pair<SmallVector<unsigned, 4>, SmallVector<unsigned, 4>>, unsigned> index;
+    for (unsigned i = 0; i < elems.size(); ++i)
+      index.try_emplace({elems[i].rep, elems[i].elem}, i);
+    for (unsigned i = 0; i < elems.size(); ++i) {
+      SmallVector<unsigned, 4> first = elems[i].elem;
+      for (unsigned d = 0; d < first.size(); ++d)
+        first[d] -= first[d] % run[d];
+      auto it = index.find({elems[i].rep, first});
+      if (it != index.end() && it->second < i)
+        reps[i] = it->second;
+    }
+    return reps;
+  }
 
   LogicalResult matchAndRewrite(Operation *op, ArrayRef<Value> operands,
                                 ConversionPatternRewriter &rewriter) const override {
@@ -46,8 +90,13 @@ struct ElementwiseOpLowering final : ConversionPattern {
       else
         fields.push_back(SmallVector<Value>(n, conv)); // e.g. arith.select's scalar condition
     }
+    SmallVector<unsigned> reps = getRepresentatives(op->getResult(0), type);
     SmallVector<Value> results;
     for (unsigned i = 0; i < n; ++i) {
+      if (reps[i] != i) {
+        results.push_back(results[reps[i]]);
+        continue;
+      }
       OperationState state(loc, op->getName());
       for (auto &f : fields)
         state.addOperands(f[i]);
@@ -58,6 +107,8 @@ struct ElementwiseOpLowering final : ConversionPattern {
     rewriter.replaceOp(op, packStruct(rewriter, loc, structType, results));
     return success();
   }
+
+  const AxisInfoAnalysis &axis;
 };
 
 /// Splat tile constants: each owned element is the same scalar constant.
@@ -107,8 +158,9 @@ struct ExpOpLowering final : ConvertOpToLLVMPattern<OpTy> {
 
 void kiln::populateElementwiseOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                                RewritePatternSet &patterns,
+                                               const AxisInfoAnalysis &axisInfo,
                                                const TargetInfo &target) {
-  patterns.add<ElementwiseOpLowering>(converter, patterns.getContext());
+  patterns.add<ElementwiseOpLowering>(converter, patterns.getContext(), axisInfo);
   patterns.add<TileConstantOpLowering>(converter, /*benefit=*/10);
   patterns.add<ExpOpLowering<math::ExpOp>, ExpOpLowering<math::Exp2Op>>(converter, target);
 }
