@@ -151,7 +151,10 @@ TEST(JITCache, EightProcessesCompileOneKernelAtOnce) {
       EXPECT_NE(out.find("gpu result ok"), std::string::npos) << out;
   }
   EXPECT_EQ(hashes.size(), 1u) << "every process got the same binary";
-  ASSERT_EQ(cache.entries().size(), 1u) << "one entry, no temporary files left behind";
+  // With a GPU each worker also loads the kernel: a second entry, the PTX the driver
+  // assembles as a whole program.
+  ASSERT_EQ(cache.entries().size(), hasGPU() ? 2u : 1u)
+      << "one entry per payload, no temporary files left behind";
   JIT jit(hasGPU() ? getArch() : "sm_90", cache.path);
   jit.compileToCubin(readKernel("vector_add.mlir"));
   EXPECT_EQ(jit.getStats().diskHits, 1u) << "the published entry verifies";
@@ -502,6 +505,18 @@ TEST(GPU, VectorAddAndCopy2D) {
   if (!hasGPU())
     GTEST_SKIP() << "no GPU";
   vectorAddAndCopy2D(/*host=*/false);
+}
+TEST(GPU, LoadedKernelReportsRegistersAndNoSpills) {
+  if (!hasGPU())
+    GTEST_SKIP() << "no GPU";
+  TempCache cache;
+  JIT jit("", cache.path);
+  const Kernel &k = jit.get(readKernel("vector_add.mlir"));
+  EXPECT_GT(k.getNumRegs(), 0u);
+  EXPECT_LE(k.getNumRegs(), 255u);
+  EXPECT_EQ(k.getLocalBytes(), 0u);
+  const Kernel &unloaded = JIT("sm_90", cache.path).compile(readKernel("kl_div.mlir"));
+  EXPECT_EQ(unloaded.getNumRegs(), 0u) << "not loaded: nothing reported";
 }
 TEST(GPU, SoftmaxAndTwoDimensionalSums) {
   if (!hasGPU())
