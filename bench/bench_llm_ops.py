@@ -420,7 +420,7 @@ def ce_fwd(K, x, target, loss_rows, scale, ignore_index=-100):
     n_rows, n_cols = x.shape
     block = min(next_power_of_2(n_cols), k_ce.CE_BLOCK)
     K["ce"][(n_rows,)](x, target, loss_rows, x.stride(0), n_cols, ignore_index, scale,
-                       BLOCK=block, num_warps=num_warps_for(block))
+                       BLOCK=block, num_warps=k_ce.ce_num_warps(block, n_cols, x.element_size()))
     return loss_rows.sum()
 
 
