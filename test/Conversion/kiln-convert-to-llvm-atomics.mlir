@@ -31,8 +31,8 @@ func.func @replicated_max(%p: !kiln.ptr<i32>) {
 
 // -----
 
-// A scalar atomic runs on thread 0; the old value is shared through shared memory.
-// CHECK: llvm.mlir.global internal @__kiln_atomic_smem_{{[0-9]+}}() {addr_space = 3 : i32
+// A scalar atomic runs on thread 0; the old value is shared through the shared scratch pool.
+// CHECK: llvm.mlir.global internal @__kiln_scratch() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<16 x i8>
 // CHECK-LABEL: llvm.func @scalar_cas(
 // CHECK: "@$1 atom.acq_rel.gpu.global.cas.b32 $0, [ $2 + 0 ], $3, $4;", "=r,b,l,r,r"
 // CHECK: nvvm.barrier0

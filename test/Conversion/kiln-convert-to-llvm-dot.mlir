@@ -8,10 +8,13 @@
 // LAYOUT: #[[MMA:.*]] = #kiln_gpu.blocked<{sizePerThread = [1, 2], threadsPerWarp = [8, 4], warpsPerCTA = [2, 2], order = [1, 0]}>
 // LAYOUT-LABEL: func.func @f16(
 // LAYOUT: kiln.dot {{.*}} -> tensor<64x64xf32, #[[MMA]]>
-// CHECK-DAG: llvm.mlir.global internal @__kiln_dot_a_smem_{{[0-9]+}}() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<2560 x f16>
-// CHECK-DAG: llvm.mlir.global internal @__kiln_dot_b_smem_{{[0-9]+}}() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<2560 x f16>
+// A and B (64 x 40 f16 each) are parts of the shared scratch pool, B from byte 5120; the
+// stores need no barrier first (nothing ran before), one after.
+// CHECK: llvm.mlir.global internal @__kiln_scratch() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<10240 x i8>
 // CHECK-LABEL: llvm.func @f16(
-// CHECK: nvvm.barrier0
+// CHECK: llvm.getelementptr %{{.*}}[5120] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
+// CHECK-NOT: nvvm.barrier0
+// CHECK: llvm.store {{.*}} : f16, !llvm.ptr<3>
 // CHECK: nvvm.barrier0
 // CHECK-COUNT-16: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // CHECK-NOT: mma.sync

@@ -18,6 +18,8 @@
 
 namespace kiln {
 
+class SharedScratch;
+
 /// LLVM type converter for Kiln: `!kiln.ptr<T>` becomes `!llvm.ptr<1>` and a laid-out tile a
 /// literal struct of the elements one thread owns, in the order of getThreadElements.
 class KilnLLVMTypeConverter : public mlir::LLVMTypeConverter {
@@ -109,16 +111,19 @@ void populateWgmmaDotToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                     mlir::RewritePatternSet &patterns, const TargetInfo &target);
 /// dot: operands through shared memory, then mma.sync or CUDA-core FMAs.
 void populateDotOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
-                                 mlir::RewritePatternSet &patterns, const TargetInfo &target);
+                                 mlir::RewritePatternSet &patterns,
+                                 const SharedScratch &scratch, const TargetInfo &target);
 /// print and assert: vprintf and __assertfail of the CUDA device runtime.
 void populateDebugOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                    mlir::RewritePatternSet &patterns, const TargetInfo &target);
 /// scan: Hillis-Steele rounds through shared memory.
 void populateScanOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
-                                  mlir::RewritePatternSet &patterns, const TargetInfo &target);
+                                  mlir::RewritePatternSet &patterns,
+                                  const SharedScratch &scratch, const TargetInfo &target);
 /// convert_layout, trans and reshape: through shared memory.
 void populateLayoutConversionToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                             mlir::RewritePatternSet &patterns,
+                                            const SharedScratch &scratch,
                                             const TargetInfo &target);
 /// Attribute on arith.divf asking for the IEEE-rounded quotient (div.rn) instead of
 /// Triton's default div.full.f32.
@@ -126,18 +131,51 @@ inline constexpr llvm::StringLiteral kIEEEDivAttr = "kiln.ieee";
 /// f32 division as Triton lowers it (div.full.f32).
 void populateDivOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                  mlir::RewritePatternSet &patterns);
-/// Marks a kiln.reduce that may execute more than once per program (its function has control
-/// flow after scf-to-cf), so its shared buffer needs a barrier before it is written again.
-inline constexpr llvm::StringLiteral kReduceMayRepeatAttr = "kiln_gpu.may_repeat";
+/// Elements of padding after each row of a dot operand in shared memory (mma.sync path).
+inline constexpr int64_t kDotSharedPad = 8;
+/// Whether a dot lowers to wgmma (f16/bf16 -> f32 in the warpgroup layout on sm_90a).
+bool wgmmaApplies(DotOp op);
+
+/// Byte sizes of the shared-memory scratch parts `op` uses while it runs, written before and
+/// read after a barrier of its own (empty when it uses none): a cross-warp reduction's
+/// partials (one part per operand), a scan's and a layout conversion's tile, a scalar atomic's
+/// old value, an mma.sync dot's A and B.
+llvm::SmallVector<int64_t> getScratchParts(mlir::Operation *op);
+
+/// The static shared memory of ops' scratch: one pool (`__kiln_scratch`) reused by every op,
+/// since none is live after its op, and the barriers that reuse needs, from a data-flow
+/// analysis (SharedScratch.cpp). Built before the conversion, on the module in CFG form.
+class SharedScratch {
+public:
+  explicit SharedScratch(mlir::ModuleOp module);
+  /// Whether `op` must start with a barrier: threads may still read its bytes for an earlier
+  /// op (or its own previous run, in a loop).
+  bool needsBarrierBefore(mlir::Operation *op) const;
+  /// The address (address space 3) of part `part` of `op`'s scratch.
+  mlir::Value getPart(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
+                      unsigned part) const;
+  int64_t getPoolBytes() const { return poolBytes; }
+
+private:
+  struct Plan {
+    llvm::SmallVector<int64_t> partOffsets;
+    unsigned slot = 0;
+    bool barrier = false;
+  };
+  llvm::DenseMap<mlir::Operation *, Plan> plans;
+  int64_t slot1Offset = 0, poolBytes = 0;
+};
 /// Warps that hold distinct elements along `axis` of a laid-out tile: a reduction with more
 /// than one goes through shared memory (and a barrier).
 unsigned getDistinctWarpsAlongAxis(mlir::RankedTensorType type, unsigned axis);
 /// reduce: in thread, then warp shuffles, then across warps through shared memory.
 void populateReduceOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
-                                    mlir::RewritePatternSet &patterns, const TargetInfo &target);
+                                    mlir::RewritePatternSet &patterns,
+                                    const SharedScratch &scratch, const TargetInfo &target);
 /// atomic_rmw and atomic_cas, on tiles (per owned element) and scalars (thread 0).
 void populateAtomicOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
-                                    mlir::RewritePatternSet &patterns, const TargetInfo &target);
+                                    mlir::RewritePatternSet &patterns,
+                                    const SharedScratch &scratch, const TargetInfo &target);
 /// Elements per vector access of a memory op on the laid-out pointer tile `ptr` with `mask`
 /// (may be null): the per-thread block, the pointers' contiguity and alignment (at most 128
 /// bits) and the mask's constancy along the layout's fastest dimension.

@@ -83,7 +83,8 @@ Value emitAtom(OpBuilder &b, Location loc, Type resultType, StringRef opcode, Va
 /// result is then shared through shared memory), and replaces `op` with the results.
 template <typename OpTy>
 LogicalResult lowerAtomic(OpTy op, Value ptrs, Value mask, const TypeConverter *converter,
-                          const TargetInfo &target, ConversionPatternRewriter &rewriter,
+                          const SharedScratch &scratch, const TargetInfo &target,
+                          ConversionPatternRewriter &rewriter,
                           function_ref<Value(unsigned i, Value pred, Value ptr)> emit) {
   Location loc = op.getLoc();
   Type elemType = converter->convertType(getElementTypeOrSelf(op.getType()));
@@ -111,10 +112,9 @@ LogicalResult lowerAtomic(OpTy op, Value ptrs, Value mask, const TypeConverter *
     pred = LLVM::AndOp::create(rewriter, loc, pred, mask);
   Value old = emit(0, pred, ptrs);
   // Thread 0 publishes the old value; every thread reads it after the barrier.
-  static unsigned counter = 0;
-  Value buffer = getSharedBuffer(rewriter, loc, op, elemType, 1,
-                                 "__kiln_atomic_smem_" + std::to_string(counter++));
-  Type ptr3 = LLVM::LLVMPointerType::get(rewriter.getContext(), 3);
+  Value buffer = scratch.getPart(rewriter, loc, op, 0);
+  if (scratch.needsBarrierBefore(op))
+    target.barrier(rewriter, loc);
   Block *current = rewriter.getInsertionBlock();
   Block *after = rewriter.splitBlock(current, rewriter.getInsertionPoint());
   Block *store = rewriter.createBlock(after);
@@ -128,15 +128,14 @@ LogicalResult lowerAtomic(OpTy op, Value ptrs, Value mask, const TypeConverter *
   rewriter.setInsertionPointToStart(after);
   target.barrier(rewriter, loc);
   Value shared = LLVM::LoadOp::create(rewriter, loc, elemType, buffer);
-  target.barrier(rewriter, loc);
-  (void)ptr3;
   rewriter.replaceOp(op, shared);
   return success();
 }
 
 struct AtomicRMWOpLowering final : ConvertOpToLLVMPattern<AtomicRMWOp> {
-  AtomicRMWOpLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
-      : ConvertOpToLLVMPattern(converter), target(target) {}
+  AtomicRMWOpLowering(const LLVMTypeConverter &converter, const SharedScratch &scratch,
+                      const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), scratch(scratch), target(target) {}
   LogicalResult matchAndRewrite(AtomicRMWOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Type elem = getTypeConverter()->convertType(getElementTypeOrSelf(op.getType()));
@@ -149,18 +148,20 @@ struct AtomicRMWOpLowering final : ConvertOpToLLVMPattern<AtomicRMWOp> {
     std::string opcode = "atom" + semScope(op.getSem(), op.getScope()) + ".global." +
                          opName.str() + typeSuffix;
     SmallVector<Value> vals = unpackStruct(rewriter, op.getLoc(), adaptor.getVal());
-    return lowerAtomic(op, adaptor.getPtr(), adaptor.getMask(), getTypeConverter(), target,
+    return lowerAtomic(op, adaptor.getPtr(), adaptor.getMask(), getTypeConverter(), scratch, target,
                        rewriter, [&](unsigned i, Value pred, Value ptr) {
                          return emitAtom(rewriter, op.getLoc(), elem, opcode, pred, ptr,
                                          {vals[i]}, reg);
                        });
   }
+  const SharedScratch &scratch;
   const TargetInfo &target;
 };
 
 struct AtomicCASOpLowering final : ConvertOpToLLVMPattern<AtomicCASOp> {
-  AtomicCASOpLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
-      : ConvertOpToLLVMPattern(converter), target(target) {}
+  AtomicCASOpLowering(const LLVMTypeConverter &converter, const SharedScratch &scratch,
+                      const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), scratch(scratch), target(target) {}
   LogicalResult matchAndRewrite(AtomicCASOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Type elem = getTypeConverter()->convertType(getElementTypeOrSelf(op.getType()));
@@ -181,7 +182,7 @@ struct AtomicCASOpLowering final : ConvertOpToLLVMPattern<AtomicCASOp> {
     };
     SmallVector<Value> cmps = unpackStruct(rewriter, loc, adaptor.getCmp());
     SmallVector<Value> vals = unpackStruct(rewriter, loc, adaptor.getVal());
-    return lowerAtomic(op, adaptor.getPtr(), Value(), getTypeConverter(), target, rewriter,
+    return lowerAtomic(op, adaptor.getPtr(), Value(), getTypeConverter(), scratch, target, rewriter,
                        [&](unsigned i, Value pred, Value ptr) -> Value {
                          Value old = emitAtom(rewriter, loc, bitsType, opcode, pred, ptr,
                                               {toBits(cmps[i]), toBits(vals[i])}, reg);
@@ -192,12 +193,15 @@ struct AtomicCASOpLowering final : ConvertOpToLLVMPattern<AtomicCASOp> {
                                     : Value(LLVM::BitcastOp::create(rewriter, loc, elem, old));
                        });
   }
+  const SharedScratch &scratch;
   const TargetInfo &target;
 };
 
 } // namespace
 
 void kiln::populateAtomicOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
-                                          RewritePatternSet &patterns, const TargetInfo &target) {
-  patterns.add<AtomicRMWOpLowering, AtomicCASOpLowering>(converter, target);
+                                          RewritePatternSet &patterns,
+                                          const SharedScratch &scratch,
+                                          const TargetInfo &target) {
+  patterns.add<AtomicRMWOpLowering, AtomicCASOpLowering>(converter, scratch, target);
 }

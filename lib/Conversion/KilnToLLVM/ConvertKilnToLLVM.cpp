@@ -93,25 +93,8 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
                             IntegerAttr::get(IntegerType::get(ctx, 64), div.getInt()));
         }
 
-    // Which cross-warp reductions need a barrier after reading their partials (before their
-    // buffer can be written again). None in a function of one block: no loops, each runs once.
-    // Nor when another cross-warp reduction shares its block: that one's barrier lies between
-    // this one's reads and its next write on every path. Decided before the conversion, which
-    // rewrites blocks while patterns run.
-    auto crossWarp = [](ReduceOp op) {
-      auto type = cast<RankedTensorType>(op.getSrcs()[0].getType());
-      return getDistinctWarpsAlongAxis(type, op.getAxis()) > 1;
-    };
-    module.walk([&](ReduceOp op) {
-      if (op->getParentRegion()->hasOneBlock() || !crossWarp(op))
-        return;
-      bool covered = llvm::any_of(*op->getBlock(), [&](Operation &other) {
-        auto sibling = dyn_cast<ReduceOp>(other);
-        return sibling && sibling != op && crossWarp(sibling);
-      });
-      if (!covered)
-        op->setAttr(kReduceMayRepeatAttr, UnitAttr::get(ctx));
-    });
+    // Scratch of ops that move data between threads: one pool, barriers from an analysis.
+    SharedScratch scratch(module);
 
     // Shared rings live in the dynamic shared memory, one after another.
     int64_t dynamicShared = 0;
@@ -130,17 +113,17 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
     KilnLLVMTypeConverter converter(ctx);
     RewritePatternSet patterns(ctx);
     populateTileOpToLLVMPatterns(converter, patterns, target);
-    populateLayoutConversionToLLVMPatterns(converter, patterns, target);
+    populateLayoutConversionToLLVMPatterns(converter, patterns, scratch, target);
     populateWgmmaDotToLLVMPatterns(converter, patterns, target);
-    populateDotOpToLLVMPatterns(converter, patterns, target);
-    populateScanOpToLLVMPatterns(converter, patterns, target);
+    populateDotOpToLLVMPatterns(converter, patterns, scratch, target);
+    populateScanOpToLLVMPatterns(converter, patterns, scratch, target);
     populateDebugOpToLLVMPatterns(converter, patterns, target);
     populateElementwiseOpToLLVMPatterns(converter, patterns, axis, target);
     populateMemoryOpToLLVMPatterns(converter, patterns, axis, target);
     populateSharedRingToLLVMPatterns(converter, patterns, axis, target);
-    populateReduceOpToLLVMPatterns(converter, patterns, target);
+    populateReduceOpToLLVMPatterns(converter, patterns, scratch, target);
     populateDivOpToLLVMPatterns(converter, patterns);
-    populateAtomicOpToLLVMPatterns(converter, patterns, target);
+    populateAtomicOpToLLVMPatterns(converter, patterns, scratch, target);
     populateFuncToLLVMConversionPatterns(converter, patterns);
     cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
     arith::populateArithToLLVMConversionPatterns(converter, patterns);

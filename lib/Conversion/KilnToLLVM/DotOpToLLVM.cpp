@@ -3,7 +3,8 @@
 // This file lowers kiln.dot for the GPU. Both operands go to shared memory first (each thread
 // stores the elements it owns; A row-major as [M][K + 8], B transposed as [N][K + 8], so that
 // every fragment register is one aligned 32-bit load and the 8-element pad spreads the rows
-// over the banks), then a barrier.
+// over the banks; the buffers are the op's parts of the shared scratch pool, preceded by a
+// barrier where SharedScratch's analysis asks for one), then a barrier.
 //
 // Tensor cores (f16/bf16 -> f32 with mma.sync.m16n8k16; f32 as tf32 with m16n8k8): the
 // accumulator's layout is getMmaAccumulatorLayout, a blocked layout whose lane pattern is the
@@ -34,7 +35,6 @@ namespace kgpu = kiln::gpu;
 namespace {
 
 /// Elements of padding per row of an operand in shared memory.
-constexpr int64_t kPad = 8;
 
 bool usesTensorCores(DotOp op) {
   Type ea = op.getA().getType().getElementType();
@@ -46,26 +46,23 @@ bool usesTensorCores(DotOp op) {
 }
 
 struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
-  DotOpLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
-      : ConvertOpToLLVMPattern(converter), target(target) {}
+  DotOpLowering(const LLVMTypeConverter &converter, const SharedScratch &scratch,
+                const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), scratch(scratch), target(target) {}
 
   LogicalResult matchAndRewrite(DotOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    static std::atomic<unsigned> counter{0};
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     RankedTensorType aTy = op.getA().getType(), bTy = op.getB().getType();
     auto cTy = cast<RankedTensorType>(op.getC().getType());
-    int64_t M = aTy.getDimSize(0), K = aTy.getDimSize(1), N = bTy.getDimSize(1);
+    int64_t K = aTy.getDimSize(1);
     Type inElem = aTy.getElementType();
-    Type accElem = cTy.getElementType();
     // Booleans are not dot inputs; i8 and floats are stored as they are.
-    int64_t stride = K + kPad;
-    unsigned id = counter++;
-    Value aBuf = getSharedBuffer(rewriter, loc, op, inElem, unsigned(M * stride),
-                                 "__kiln_dot_a_smem_" + std::to_string(id));
-    Value bBuf = getSharedBuffer(rewriter, loc, op, inElem, unsigned(N * stride),
-                                 "__kiln_dot_b_smem_" + std::to_string(id));
+    int64_t stride = K + kDotSharedPad;
+    // A [M][stride] and B [N][stride] elements: parts 0 and 1 of the op's shared scratch.
+    Value aBuf = scratch.getPart(rewriter, loc, op, 0);
+    Value bBuf = scratch.getPart(rewriter, loc, op, 1);
     auto ptr3 = LLVM::LLVMPointerType::get(ctx, 3);
     auto at = [&](OpBuilder &b, Value buf, Value row, Value col) -> Value {
       Value idx = LLVM::AddOp::create(
@@ -74,7 +71,8 @@ struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
     };
 
     // 1. Operands to shared memory (B transposed).
-    target.barrier(rewriter, loc);
+    if (scratch.needsBarrierBefore(op))
+      target.barrier(rewriter, loc);
     for (auto [v, c] : llvm::zip(unpackStruct(rewriter, loc, adaptor.getA()),
                                  emitElementCoordinates(rewriter, loc, aTy, target)))
       LLVM::StoreOp::create(rewriter, loc, v, at(rewriter, aBuf, c[0], c[1]));
@@ -233,6 +231,7 @@ struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
     b.setInsertionPointToStart(after);
   }
 
+  const SharedScratch &scratch;
   const TargetInfo &target;
 };
 
@@ -266,6 +265,7 @@ kgpu::BlockedEncodingAttr kiln::getMmaAccumulatorLayout(MLIRContext *ctx,
 bool kiln::usesMmaLayout(DotOp op) { return usesTensorCores(op); }
 
 void kiln::populateDotOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
-                                       RewritePatternSet &patterns, const TargetInfo &target) {
-  patterns.add<DotOpLowering>(converter, target);
+                                       RewritePatternSet &patterns,
+                                       const SharedScratch &scratch, const TargetInfo &target) {
+  patterns.add<DotOpLowering>(converter, scratch, target);
 }

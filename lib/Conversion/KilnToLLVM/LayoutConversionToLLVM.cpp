@@ -1,14 +1,14 @@
 //===- LayoutConversionToLLVM.cpp - Moving tiles between threads ----------===//
 //
 // This file lowers the ops that move elements between threads: kiln_gpu.convert_layout,
-// kiln.trans and kiln.reshape. Each goes through a shared-memory buffer of its own:
-//   barrier; every thread stores each element it owns of the source at the element's
-//   row-major index in the *result* (trans permutes the coordinates first; reshape keeps the
-//   row-major index); barrier; every thread loads the elements it owns of the result.
+// kiln.trans and kiln.reshape. Each goes through the shared scratch pool (SharedScratch.cpp):
+//   [a barrier, when earlier reads of those bytes may be outstanding]; every thread stores
+//   each element it owns of the source at the element's row-major index in the *result*
+//   (trans permutes the coordinates first; reshape keeps the row-major index); barrier; every
+//   thread loads the elements it owns of the result.
 // Indices are padded by one element every 32 (index + index / 32), so that threads of a warp
 // walking a column of a row-major tile (stride a multiple of 32 elements) hit distinct banks.
-// Replicated elements are stored by all their owners with the same value. The first barrier
-// keeps a loop's next conversion from overwriting what slower threads still read.
+// Replicated elements are stored by all their owners with the same value.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,8 +16,6 @@
 #include "kiln/Conversion/KilnToLLVM.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
-
-#include <atomic>
 
 using namespace mlir;
 using namespace kiln;
@@ -42,22 +40,21 @@ Value padded(OpBuilder &b, Location loc, Value index) {
 /// the coordinates of a source element to its row-major index in the result.
 Value convertThroughShared(ConversionPatternRewriter &rewriter, Location loc, Operation *op,
                            Value src, RankedTensorType srcType, RankedTensorType dstType,
-                           const TypeConverter &converter, const TargetInfo &target,
+                           const TypeConverter &converter, const SharedScratch &scratch,
+                           const TargetInfo &target,
                            function_ref<Value(OpBuilder &, ArrayRef<Value>)> dstIndex) {
-  static std::atomic<unsigned> counter{0};
   Type elem = converter.convertType(dstType.getElementType());
   // Booleans travel as bytes.
   Type memElem = elem.isInteger(1) ? Type(rewriter.getI8Type()) : elem;
-  int64_t n = dstType.getNumElements();
-  Value buffer = getSharedBuffer(rewriter, loc, op, memElem, unsigned(n + n / 32 + 1),
-                                 "__kiln_cvt_smem_" + std::to_string(counter++));
+  Value buffer = scratch.getPart(rewriter, loc, op, 0); // n + n / 32 + 1 elements
   auto ptr3 = LLVM::LLVMPointerType::get(rewriter.getContext(), 3);
   auto address = [&](Value index) {
     return LLVM::GEPOp::create(rewriter, loc, ptr3, memElem, buffer,
                                ValueRange{padded(rewriter, loc, index)});
   };
 
-  target.barrier(rewriter, loc);
+  if (scratch.needsBarrierBefore(op))
+    target.barrier(rewriter, loc);
   SmallVector<Value> values = unpackStruct(rewriter, loc, src);
   auto srcCoords = emitElementCoordinates(rewriter, loc, srcType, target);
   for (auto [v, coords] : llvm::zip(values, srcCoords)) {
@@ -76,8 +73,9 @@ Value convertThroughShared(ConversionPatternRewriter &rewriter, Location loc, Op
 }
 
 struct ConvertLayoutOpLowering final : ConvertOpToLLVMPattern<kgpu::ConvertLayoutOp> {
-  ConvertLayoutOpLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
-      : ConvertOpToLLVMPattern(converter), target(target) {}
+  ConvertLayoutOpLowering(const LLVMTypeConverter &converter, const SharedScratch &scratch,
+                          const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), scratch(scratch), target(target) {}
   LogicalResult matchAndRewrite(kgpu::ConvertLayoutOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     auto srcType = cast<RankedTensorType>(op.getSrc().getType());
@@ -89,18 +87,20 @@ struct ConvertLayoutOpLowering final : ConvertOpToLLVMPattern<kgpu::ConvertLayou
     SmallVector<int64_t> strides = getRowMajorStrides(dstType.getShape());
     rewriter.replaceOp(op, convertThroughShared(
                                rewriter, op.getLoc(), op, adaptor.getSrc(), srcType, dstType,
-                               *getTypeConverter(), target,
+                               *getTypeConverter(), scratch, target,
                                [&](OpBuilder &b, ArrayRef<Value> c) {
                                  return linearIndex(b, op.getLoc(), c, strides);
                                }));
     return success();
   }
+  const SharedScratch &scratch;
   const TargetInfo &target;
 };
 
 struct TransOpLowering final : ConvertOpToLLVMPattern<TransOp> {
-  TransOpLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
-      : ConvertOpToLLVMPattern(converter), target(target) {}
+  TransOpLowering(const LLVMTypeConverter &converter, const SharedScratch &scratch,
+                  const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), scratch(scratch), target(target) {}
   LogicalResult matchAndRewrite(TransOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     auto srcType = cast<RankedTensorType>(op.getSrc().getType());
@@ -110,7 +110,7 @@ struct TransOpLowering final : ConvertOpToLLVMPattern<TransOp> {
     // Result dimension i is source dimension order[i].
     rewriter.replaceOp(op, convertThroughShared(
                                rewriter, op.getLoc(), op, adaptor.getSrc(), srcType, dstType,
-                               *getTypeConverter(), target,
+                               *getTypeConverter(), scratch, target,
                                [&](OpBuilder &b, ArrayRef<Value> c) {
                                  SmallVector<Value> permuted;
                                  for (int32_t d : order)
@@ -119,12 +119,14 @@ struct TransOpLowering final : ConvertOpToLLVMPattern<TransOp> {
                                }));
     return success();
   }
+  const SharedScratch &scratch;
   const TargetInfo &target;
 };
 
 struct ReshapeOpLowering final : ConvertOpToLLVMPattern<ReshapeOp> {
-  ReshapeOpLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
-      : ConvertOpToLLVMPattern(converter), target(target) {}
+  ReshapeOpLowering(const LLVMTypeConverter &converter, const SharedScratch &scratch,
+                    const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), scratch(scratch), target(target) {}
   LogicalResult matchAndRewrite(ReshapeOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     auto srcType = cast<RankedTensorType>(op.getSrc().getType());
@@ -133,12 +135,13 @@ struct ReshapeOpLowering final : ConvertOpToLLVMPattern<ReshapeOp> {
     SmallVector<int64_t> strides = getRowMajorStrides(srcType.getShape());
     rewriter.replaceOp(op, convertThroughShared(
                                rewriter, op.getLoc(), op, adaptor.getSrc(), srcType, dstType,
-                               *getTypeConverter(), target,
+                               *getTypeConverter(), scratch, target,
                                [&](OpBuilder &b, ArrayRef<Value> c) {
                                  return linearIndex(b, op.getLoc(), c, strides);
                                }));
     return success();
   }
+  const SharedScratch &scratch;
   const TargetInfo &target;
 };
 
@@ -146,6 +149,8 @@ struct ReshapeOpLowering final : ConvertOpToLLVMPattern<ReshapeOp> {
 
 void kiln::populateLayoutConversionToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                                   RewritePatternSet &patterns,
+                                                  const SharedScratch &scratch,
                                                   const TargetInfo &target) {
-  patterns.add<ConvertLayoutOpLowering, TransOpLowering, ReshapeOpLowering>(converter, target);
+  patterns.add<ConvertLayoutOpLowering, TransOpLowering, ReshapeOpLowering>(converter, scratch,
+                                                                            target);
 }

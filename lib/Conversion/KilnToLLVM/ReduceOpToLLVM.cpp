@@ -6,8 +6,9 @@
 //     distinct elements; lanes beyond them replicate and end with the same total);
 //  3. across warps (when several warps hold distinct parts of the axis): each warp writes its
 //     partial to shared memory at [result position][warp], a barrier, every thread reads the
-//     partials of its positions back and combines them in warp order; in a kernel with loops a
-//     second barrier keeps the next iteration from overwriting what is still being read.
+//     partials of its positions back and combines them in warp order. The partials live in the
+//     shared scratch pool (SharedScratch.cpp sizes them and says whether a barrier must come
+//     first, because earlier reads of the same bytes may be outstanding).
 // The combine region is cloned for every step, so any user combine function works, with
 // several operands (argmax) as well.
 //
@@ -33,8 +34,9 @@ SmallVector<Value> combine(ConversionPatternRewriter &rewriter, ReduceOp op, Arr
 }
 
 struct ReduceOpLowering final : ConvertOpToLLVMPattern<ReduceOp> {
-  ReduceOpLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
-      : ConvertOpToLLVMPattern(converter), target(target) {}
+  ReduceOpLowering(const LLVMTypeConverter &converter, const SharedScratch &scratch,
+                   const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), scratch(scratch), target(target) {}
 
   LogicalResult matchAndRewrite(ReduceOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
@@ -90,10 +92,6 @@ struct ReduceOpLowering final : ConvertOpToLLVMPattern<ReduceOp> {
     // 3. Across warps.
     unsigned distinctWarps = getDistinctWarpsAlongAxis(srcType, axis);
     if (distinctWarps > 1) {
-      int64_t positions = 1;
-      for (unsigned d = 0; d < shape.size(); ++d)
-        if (d != axis)
-          positions *= shape[d];
       auto coords = emitElementCoordinates(rewriter, loc, srcType, target);
       kiln::ThreadIds ids = emitThreadIds(rewriter, loc, root, target);
       // Warps beyond the distinct ones replicate a lower warp: they write the same values.
@@ -111,14 +109,11 @@ struct ReduceOpLowering final : ConvertOpToLLVMPattern<ReduceOp> {
                                              i32Const(rewriter, loc, distinctWarps)));
       }
       Type ptrTy = LLVM::LLVMPointerType::get(getContext(), 3);
-      SmallVector<Value> buffers;
-      static unsigned counter = 0;
-      for (unsigned k = 0; k < numOperands; ++k) {
-        Type elemTy = acc[0][k].getType();
-        std::string name = "__kiln_reduce_smem_" + std::to_string(counter++);
-        buffers.push_back(getSharedBuffer(rewriter, loc, op, elemTy,
-                                          positions * distinctWarps, name));
-      }
+      SmallVector<Value> buffers; // [positions][distinctWarps] partials per operand
+      for (unsigned k = 0; k < numOperands; ++k)
+        buffers.push_back(scratch.getPart(rewriter, loc, op, k));
+      if (scratch.needsBarrierBefore(op))
+        target.barrier(rewriter, loc);
       for (unsigned g = 0; g < acc.size(); ++g)
         for (unsigned k = 0; k < numOperands; ++k) {
           Value idx = LLVM::AddOp::create(rewriter, loc, linear[g], warpAlongAxis);
@@ -141,10 +136,6 @@ struct ReduceOpLowering final : ConvertOpToLLVMPattern<ReduceOp> {
         }
         acc[g] = total;
       }
-      // The buffer is this reduction's own: only running it again (in a loop) could overwrite
-      // partials still being read. The pass marks reductions that may run again.
-      if (op->hasAttr(kReduceMayRepeatAttr))
-        target.barrier(rewriter, loc);
     }
 
     // Results: a scalar from a 1-D operand, else the sliced tile.
@@ -171,6 +162,7 @@ struct ReduceOpLowering final : ConvertOpToLLVMPattern<ReduceOp> {
     rewriter.replaceOp(op, results);
     return success();
   }
+  const SharedScratch &scratch;
   const TargetInfo &target;
 };
 
@@ -187,6 +179,8 @@ unsigned kiln::getDistinctWarpsAlongAxis(RankedTensorType type, unsigned axis) {
 }
 
 void kiln::populateReduceOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
-                                          RewritePatternSet &patterns, const TargetInfo &target) {
-  patterns.add<ReduceOpLowering>(converter, target);
+                                          RewritePatternSet &patterns,
+                                          const SharedScratch &scratch,
+                                          const TargetInfo &target) {
+  patterns.add<ReduceOpLowering>(converter, scratch, target);
 }

@@ -8,7 +8,9 @@
 // log2(n) rounds each element holds the combination of its whole prefix (suffix), in order:
 // combine(earlier, later) for forward scans, combine(later, earlier) for reverse ones, as
 // Triton's (flip, scan, flip) defines them. Replicated elements are computed identically by
-// all their owners. Simple and general; a warp-shuffle version is the faster follow-up.
+// all their owners. Simple and general; a warp-shuffle version is the faster follow-up. The
+// buffers are parts of the shared scratch pool; the first round's leading barrier is there
+// only when SharedScratch's analysis finds earlier reads of those bytes outstanding.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,26 +19,24 @@
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 
-#include <atomic>
-
 using namespace mlir;
 using namespace kiln;
 
 namespace {
 
 struct ScanOpLowering final : ConvertOpToLLVMPattern<ScanOp> {
-  ScanOpLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
-      : ConvertOpToLLVMPattern(converter), target(target) {}
+  ScanOpLowering(const LLVMTypeConverter &converter, const SharedScratch &scratch,
+                 const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), scratch(scratch), target(target) {}
 
   LogicalResult matchAndRewrite(ScanOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    static std::atomic<unsigned> counter{0};
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getSrcs()[0].getType());
     unsigned axis = op.getAxis();
     bool reverse = op.getReverse();
     ArrayRef<int64_t> shape = type.getShape();
-    int64_t n = type.getNumElements(), len = shape[axis];
+    int64_t len = shape[axis];
     int64_t stride = 1;
     for (unsigned d = axis + 1; d < shape.size(); ++d)
       stride *= shape[d];
@@ -45,7 +45,6 @@ struct ScanOpLowering final : ConvertOpToLLVMPattern<ScanOp> {
     SmallVector<SmallVector<Value>> vals;
     SmallVector<Type> elems, memElems;
     SmallVector<Value> buffers;
-    unsigned id = counter++;
     for (unsigned k = 0; k < numOperands; ++k) {
       vals.push_back(unpackStruct(rewriter, loc, adaptor.getSrcs()[k]));
       Type elem = getTypeConverter()->convertType(
@@ -53,9 +52,8 @@ struct ScanOpLowering final : ConvertOpToLLVMPattern<ScanOp> {
       Type mem = elem.isInteger(1) ? Type(rewriter.getI8Type()) : elem;
       elems.push_back(elem);
       memElems.push_back(mem);
-      buffers.push_back(getSharedBuffer(rewriter, loc, op, mem, unsigned(n + n / 32 + 1),
-                                        "__kiln_scan_smem_" + std::to_string(id) + "_" +
-                                            std::to_string(k)));
+      if (len > 1) // n + n / 32 + 1 elements; a scan of length 1 moves nothing
+        buffers.push_back(scratch.getPart(rewriter, loc, op, k));
     }
     auto coords = emitElementCoordinates(rewriter, loc, type, target);
     SmallVector<int64_t> strides = getRowMajorStrides(shape);
@@ -75,7 +73,8 @@ struct ScanOpLowering final : ConvertOpToLLVMPattern<ScanOp> {
     };
 
     for (int64_t d = 1; d < len; d *= 2) {
-      target.barrier(rewriter, loc);
+      if (d > 1 || scratch.needsBarrierBefore(op))
+        target.barrier(rewriter, loc);
       for (unsigned k = 0; k < numOperands; ++k)
         for (auto [v, idx] : llvm::zip(vals[k], index)) {
           Value m = memElems[k] == elems[k] ? v : LLVM::ZExtOp::create(rewriter, loc, memElems[k], v);
@@ -114,12 +113,14 @@ struct ScanOpLowering final : ConvertOpToLLVMPattern<ScanOp> {
     rewriter.replaceOp(op, results);
     return success();
   }
+  const SharedScratch &scratch;
   const TargetInfo &target;
 };
 
 } // namespace
 
 void kiln::populateScanOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
-                                        RewritePatternSet &patterns, const TargetInfo &target) {
-  patterns.add<ScanOpLowering>(converter, target);
+                                        RewritePatternSet &patterns,
+                                        const SharedScratch &scratch, const TargetInfo &target) {
+  patterns.add<ScanOpLowering>(converter, scratch, target);
 }

@@ -51,9 +51,11 @@ constexpr int64_t kStaticSharedLimit = 48 * 1024;
 
 bool isSixteenBit(Type t) { return t.isF16() || t.isBF16(); }
 
+} // namespace
+
 /// Whether `op` can use wgmma: f16/bf16 inputs with f32 accumulators, the warpgroup layout,
 /// and a module compiled for sm_90a.
-bool wgmmaApplies(DotOp op) {
+bool kiln::wgmmaApplies(DotOp op) {
   auto module = op->getParentOfType<ModuleOp>();
   if (!module || !module->hasAttr(kgpu::kWgmmaAttr))
     return false;
@@ -72,6 +74,8 @@ bool wgmmaApplies(DotOp op) {
   int64_t bytes = (aTy.getNumElements() + bTy.getNumElements()) * 2;
   return bytes <= kStaticSharedLimit;
 }
+
+namespace {
 
 /// The dimension a laid-out operand's registers are contiguous along (its order's first),
 /// or -1 when its layout is not a plain blocked layout.
