@@ -9,7 +9,7 @@ to Triton, to torch and to the better of the two, as speed: >1 is faster) and a 
 table last.
 
 Run: PYTHONPATH=<staged kiln package>:kernels/python python3 bench/bench_llm_ops.py
-     [--rep MS] [--only softmax,rmsnorm,...]
+     [--rep MS] [--rounds N] [--only softmax,rmsnorm,...]
 """
 import argparse
 import os
@@ -472,6 +472,7 @@ def rope_both(K, q, k, cos, sin, oq, ok, backward=False):
 
 ROWS = []
 REP = 100
+ROUNDS = 1
 
 
 def report(key, value, fmt="{:.4f}"):
@@ -495,9 +496,16 @@ def check(key, impl, outs, refs, tol):
 
 
 def time3(key, nbytes, kiln_fn, triton_fn, torch_fn):
-    ms = {}
-    for name, fn in (("kiln", kiln_fn), ("triton", triton_fn), ("torch", torch_fn)):
-        ms[name] = do_bench(fn, warmup=10, rep=REP, return_mode="median")
+    # ROUNDS > 1: the three are timed in turn, round after round, and each reports its median
+    # round; the spread of Kiln/Triton over the rounds is printed too.
+    runs = {"kiln": [], "triton": [], "torch": []}
+    for _ in range(ROUNDS):
+        for name, fn in (("kiln", kiln_fn), ("triton", triton_fn), ("torch", torch_fn)):
+            runs[name].append(do_bench(fn, warmup=10, rep=REP, return_mode="median"))
+    ms = {name: sorted(t)[len(t) // 2] for name, t in runs.items()}
+    if ROUNDS > 1:
+        ratios = [t / k for t, k in zip(runs["triton"], runs["kiln"])]
+        report(f"{key}_kiln_vs_triton_rounds", " ".join(f"{r:.3f}" for r in ratios))
     for name, t in ms.items():
         report(f"{key}_{name}_ms", t)
         if nbytes:
@@ -758,12 +766,14 @@ CASES = dict(softmax=bench_softmax, rmsnorm=bench_rmsnorm, layernorm=bench_layer
 
 
 def main():
-    global REP
+    global REP, ROUNDS
     ap = argparse.ArgumentParser()
     ap.add_argument("--rep", type=int, default=100, help="do_bench rep (ms)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="time Kiln, Triton and torch in turn this many times; report medians")
     ap.add_argument("--only", default="", help="comma-separated subset of " + ",".join(CASES))
     args = ap.parse_args()
-    REP = args.rep
+    REP, ROUNDS = args.rep, args.rounds
     torch.manual_seed(0)
     report("device", torch.cuda.get_device_name().replace(" ", "_"))
     report("triton_version", triton.__version__)

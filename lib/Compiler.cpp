@@ -84,6 +84,10 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
       pipeline.numStages = unsigned(std::max<int64_t>(1, stages.getInt()));
     buildGPUPipeline(pm, pipeline);
   }
+  // A module may turn off fma contraction (kiln.enable_fp_fusion = false).
+  bool fpFusion = options.fpFusion;
+  if (auto fusion = module->getAttrOfType<BoolAttr>("kiln.enable_fp_fusion"))
+    fpFusion = fusion.getValue();
   if (failed(pm.run(module)))
     return failure();
   if (auto shared = module->getAttrOfType<IntegerAttr>(kDynamicSharedAttr))
@@ -97,7 +101,7 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
                                  options.emitHostAssembly))
                ? FailureOr<CompiledKernel>(failure())
                : FailureOr<CompiledKernel>(std::move(out));
-  if (failed(emitPTX(module, options.arch, out.llvmIR, out.ptx)))
+  if (failed(emitPTX(module, options.arch, out.llvmIR, out.ptx, fpFusion)))
     return failure();
   if (options.emitCubin) {
     std::string error;

@@ -3,7 +3,8 @@
 # .carry/kiln-gpu.tar.xz (falls back to build/), then runs the LLM kernels of
 # kernels/python/kiln_kernels: the GPU tests (pytest -m gpu test/python/test_llm_kernels.py)
 # and bench/bench_llm_ops.py (Kiln beside Triton and torch, same run). Logs go to $OUT.
-# About 3-5 minutes on an H100. BENCH_REP (ms, default 100) sets do_bench's rep.
+# About 3-5 minutes on an H100. BENCH_REP (ms, default 100) sets do_bench's rep, BENCH_ROUNDS
+# (default 1) how many interleaved rounds each case is timed (medians reported).
 # Optional: LLM_ONLY=layernorm,rmsnorm (bench subset, tests skipped), LLM_TRITON_DUMP=1 (Triton's
 # cache, with its PTX and cubins, as $OUT/triton-cache.tgz), LLM_NCU="<regex> ..." (then
 # also an Nsight Compute profile of the first two kernels matching each, Kiln's and Triton's,
@@ -55,7 +56,8 @@ status=${PIPESTATUS[0]}
 fi
 
 echo "== bench/bench_llm_ops.py (Kiln beside Triton and torch)"
-timeout 360 "$PY" bench/bench_llm_ops.py --rep "${BENCH_REP:-100}" "${ONLY[@]}" 2>&1 \
+timeout 360 "$PY" bench/bench_llm_ops.py --rep "${BENCH_REP:-100}" --rounds "${BENCH_ROUNDS:-1}" \
+  "${ONLY[@]}" 2>&1 \
   | tee "$OUT/bench-llm.txt"
 bstatus=${PIPESTATUS[0]}
 if [ -n "${LLM_TRITON_DUMP:-}" ]; then

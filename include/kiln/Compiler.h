@@ -27,6 +27,9 @@ struct CompileOptions {
   std::string arch = "sm_90"; ///< sm_80, sm_86, sm_89, sm_90, sm_90a; "cpu": the host
   unsigned numWarps = 4;
   unsigned numStages = 1; ///< 1: off; 0: prefetch loop loads where cheap; >= 2: always
+  /// f32 mul + add may contract to fma (Triton's enable_fp_fusion, on by default there too);
+  /// a module's `kiln.enable_fp_fusion = false` turns it off.
+  bool fpFusion = true;
   bool emitCubin = false;       ///< also assemble PTX to a cubin through nvJitLink
   bool debug = false;           ///< host: check every access and device_assert at run time
   bool emitHostAssembly = false; ///< host: also produce the assembly text
@@ -62,9 +65,11 @@ void initializeContext(mlir::MLIRContext &ctx);
 mlir::FailureOr<CompiledKernel> compile(mlir::ModuleOp module, const CompileOptions &options);
 
 /// LLVM dialect module -> optimized LLVM IR and PTX for `arch` (in process, NVPTX backend).
-/// libdevice is linked in when the module calls __nv_* functions.
+/// libdevice is linked in when the module calls __nv_* functions. `fpFusion`: floating-point
+/// multiply-adds may contract to fma (else every add and mul is emitted `.rn`, which ptxas
+/// must not fuse either).
 mlir::LogicalResult emitPTX(mlir::ModuleOp module, llvm::StringRef arch, std::string &llvmIR,
-                            std::string &ptx);
+                            std::string &ptx, bool fpFusion = true);
 
 /// LLVM's O3 pipeline for `tm` on `module` (both back ends).
 void optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &tm);

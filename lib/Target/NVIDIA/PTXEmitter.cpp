@@ -121,7 +121,7 @@ bool kiln::isKnownArch(StringRef arch) {
 }
 
 LogicalResult kiln::emitPTX(ModuleOp module, StringRef arch, std::string &llvmIR,
-                            std::string &ptx) {
+                            std::string &ptx, bool fpFusion) {
   initNVPTX();
   Location loc = module.getLoc();
   llvm::LLVMContext llvmCtx;
@@ -139,8 +139,12 @@ LogicalResult kiln::emitPTX(ModuleOp module, StringRef arch, std::string &llvmIR
   // PTX ISA 7.8 at least: L2 cache hints need 7.4, and sm_90a needs 8.0 (PTX ISA 1.3,
   // "Target ISA notes"). CUDA 12+ ptxas and drivers read both.
   std::string features = arch.ends_with("a") ? "+ptx80" : "+ptx78";
+  // Contraction of mul + add into fma, as Triton allows by default (enable_fp_fusion): without
+  // it NVPTX emits add.rn / mul.rn, which ptxas may not fuse.
+  llvm::TargetOptions options;
+  options.AllowFPOpFusion = fpFusion ? llvm::FPOpFusion::Fast : llvm::FPOpFusion::Standard;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, arch, features, llvm::TargetOptions(), std::nullopt, std::nullopt,
+      triple, arch, features, options, std::nullopt, std::nullopt,
       llvm::CodeGenOptLevel::Aggressive));
   if (!tm)
     return emitError(loc) << "cannot create an NVPTX target machine for '" << arch << "'";
