@@ -12,6 +12,8 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <algorithm>
+
 using namespace mlir;
 
 std::string kiln::formatDiagnostic(Diagnostic &diag) {
@@ -82,6 +84,10 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
     // A module may ask for its own software pipelining depth (kiln.num_stages = N).
     if (auto stages = module->getAttrOfType<IntegerAttr>("kiln.num_stages"))
       pipeline.numStages = unsigned(std::max<int64_t>(1, stages.getInt()));
+    // The Python front end's num_stages (Triton's): slots of the dot operand rings; 1 or 0
+    // leaves dot operands register-staged.
+    if (auto stages = module->getAttrOfType<IntegerAttr>("kiln.dot_stages"))
+      pipeline.dotStages = int(std::clamp<int64_t>(stages.getInt(), 0, 16));
     buildGPUPipeline(pm, pipeline);
   }
   // A module may turn off fma contraction (kiln.enable_fp_fusion = false).

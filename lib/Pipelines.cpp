@@ -22,9 +22,11 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // sm_90a: a loop's dot operands through shared rings filled by cp.async, several stages ahead
-  if (options.wgmma)
+  unsigned dotStages = options.dotStages >= 0 ? unsigned(options.dotStages)
+                                              : (options.numStages >= 2 ? options.numStages : 4);
+  if (options.wgmma && dotStages >= 2)
     pm.addPass(createKilnPipelineDotOperands(
-        KilnPipelineDotOperandsOptions{options.numStages, options.numWarps}));
+        KilnPipelineDotOperandsOptions{dotStages, options.numWarps}));
   // tiles -> pipelined tiles: loads of the next loop iteration issued early
   pm.addPass(
       createKilnPipelineLoads(KilnPipelineLoadsOptions{options.numStages, options.numWarps}));

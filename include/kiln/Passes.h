@@ -28,6 +28,9 @@ namespace kiln {
 struct GPUPipelineOptions {
   unsigned numWarps = 4;
   unsigned numStages = 1; ///< 1: off, 0: per-loop cost model, >= 2: on (kiln-pipeline-loads)
+  /// Slots of the dot operand rings (kiln-pipeline-dot-operands, sm_90a): -1 takes numStages
+  /// when >= 2, else 4; 0 or 1 leaves dot operands register-staged (no rings).
+  int dotStages = -1;
   bool wgmma = false;     ///< sm_90a: dots on warpgroup tensor cores
 };
 

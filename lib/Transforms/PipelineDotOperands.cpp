@@ -4,11 +4,23 @@
 // dot become cp.async copies into shared rings issued num-stages - 1 iterations ahead, and the
 // dot reads its operands from the rings (kiln_gpu.shared_dot, lowered to wgmma).
 //
-// Group accounting: the prologue commits num-stages - 1 groups (iterations 0 .. S-2); iteration
-// i commits one more (iteration i + S - 1) after waiting. When iteration i waits, S - 1 + i
-// groups are committed and group i must be complete, so S - 2 may stay in flight. The slot
-// iteration i + S - 1 writes is the one iteration i - 1 read; its dot waited for its wgmmas and
-// the barrier of this iteration's wait orders every warp's reads before the new copies.
+// Group accounting, for copies running D iterations ahead: the prologue commits D groups
+// (iterations 0 .. D-1); iteration i commits one more (iteration i + D). When iteration i
+// waits, D + i groups are committed and group i must be complete, so D - 1 may stay in
+// flight. With D = S - 1 the slot iteration i + S - 1 writes is the one iteration i - 1 read:
+//  - a dot that completes in its iteration (shared_dot pending = 0) is done with it by then,
+//    and the barrier of iteration i's wait orders every warp's reads before the new copies,
+//    which go at the top of the body;
+//  - a dot that runs on into the next iteration (pending = 1: its accumulator only goes to the
+//    next iteration's dot) may still read that slot at the top of iteration i. With S >= 4
+//    the copies stay at the top and run S - 2 iterations ahead instead, into the slot the dot
+//    before the previous one read. With S = 3 that would be one iteration only, so the
+//    copies run S - 1 = 2 ahead and go right after iteration i's dot, which has waited for
+//    all dots but itself, behind a second wait whose barrier orders every warpgroup's wait
+//    before them (the group it asks for is complete already). On the H100 (tutorial matmul,
+//    128x256x64, 8192^3 fp16) the late copies took S = 3 from 494 to 567-641 TFLOP/s, but
+//    S = 4 from 606-646 down to 560-591: the extra barrier costs more than a third iteration
+//    of prefetch gains, so they are used only where they buy the second.
 //
 //===----------------------------------------------------------------------===//
 
@@ -189,8 +201,8 @@ LogicalResult pipelineDot(scf::ForOp loop, DotOp dot, unsigned stages, unsigned 
   kgpu::SharedBufferType ringA = ring(aTy, stages), ringB = ring(bTy, stages);
 
   // The dot may run on while the next iteration starts when its accumulator only goes from
-  // one iteration's dot to the next: then copies run S - 2 iterations ahead (the slot being
-  // refilled is the one the dot before the previous one read), else S - 1.
+  // one iteration's dot to the next; see the file comment for how far ahead copies run and
+  // where they are issued.
   int accArg = -1;
   if (auto arg = dyn_cast<BlockArgument>(dot.getC()); arg && arg.getOwner() == loop.getBody() &&
                                                        arg.getArgNumber() > 0 && arg.hasOneUse() &&
@@ -202,7 +214,8 @@ LogicalResult pipelineDot(scf::ForOp loop, DotOp dot, unsigned stages, unsigned 
       accArg = int(idx);
   }
   bool overlap = stages >= 3 && accArg >= 0;
-  unsigned distance = overlap ? stages - 2 : stages - 1;
+  bool lateCopies = overlap && stages == 3;
+  unsigned distance = overlap && !lateCopies ? stages - 2 : stages - 1;
 
   // Rings and the prologue: iterations 0 .. distance - 1, one group each.
   IRRewriter rewriter(loop.getContext());
@@ -242,24 +255,34 @@ LogicalResult pipelineDot(scf::ForOp loop, DotOp dot, unsigned stages, unsigned 
   Value slot = forOp.getRegionIterArgs().back();
   Value iv = forOp.getInductionVar();
 
-  // Top of the body: this iteration's slot is ready; start iteration i + distance.
+  // Top of the body: this iteration's slot is ready.
   rewriter.setInsertionPointToStart(forOp.getBody());
   kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(distance - 1));
-  Value ahead = ivAfter(rewriter, loc, forOp, iv, distance);
-  Value inRange = emitInRange(rewriter, loc, forOp, ahead);
-  Value writeSlot = arith::RemUIOp::create(
-      rewriter, loc,
-      arith::AddIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, distance)),
-      i32Constant(rewriter, loc, stages));
   ValueRange args = forOp.getRegionIterArgs();
-  emitCopy(rewriter, *aPlan, iv, ahead, args, args, distance, inRange, a, writeSlot);
-  emitCopy(rewriter, *bPlan, iv, ahead, args, args, distance, inRange, b, writeSlot);
-  kgpu::AsyncCommitOp::create(rewriter, loc);
+  // Starts iteration i + distance in the slot iteration i - 1 read.
+  auto issueCopies = [&] {
+    Value ahead = ivAfter(rewriter, loc, forOp, iv, distance);
+    Value inRange = emitInRange(rewriter, loc, forOp, ahead);
+    Value writeSlot = arith::RemUIOp::create(
+        rewriter, loc,
+        arith::AddIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, distance)),
+        i32Constant(rewriter, loc, stages));
+    emitCopy(rewriter, *aPlan, iv, ahead, args, args, distance, inRange, a, writeSlot);
+    emitCopy(rewriter, *bPlan, iv, ahead, args, args, distance, inRange, b, writeSlot);
+    kgpu::AsyncCommitOp::create(rewriter, loc);
+  };
+  if (!lateCopies)
+    issueCopies();
 
   // The dot reads the rings.
   rewriter.setInsertionPoint(dot);
   auto shared = kgpu::SharedDotOp::create(rewriter, dot.getLoc(), dot.getType(), a, slot, b, slot,
                                           dot.getC(), overlap ? 1 : 0);
+  if (lateCopies) {
+    rewriter.setInsertionPointAfter(shared);
+    kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(distance - 1));
+    issueCopies();
+  }
   rewriter.replaceOp(dot, shared.getResult());
   rewriter.eraseOp(aPlan->load);
   rewriter.eraseOp(bPlan->load);

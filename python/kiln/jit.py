@@ -235,6 +235,19 @@ class CompiledKernel:
                f"{self.metadata.num_warps})"
 
 
+_MODULE_RE = re.compile(r"^module( attributes \{)?", re.MULTILINE)
+
+
+def _with_dot_stages(mlir, num_stages):
+    """The module with Triton's num_stages as `kiln.dot_stages`: the slots of the rings that
+    feed a loop's dot on sm_90a (1 or 0: no rings, operands staged through registers)."""
+    attr = f"kiln.dot_stages = {int(num_stages)} : i32"
+
+    def add(m):
+        return f"module attributes {{{attr}, " if m.group(1) else f"module attributes {{{attr}}}"
+    return _MODULE_RE.sub(add, mlir, count=1)
+
+
 def _split_specs(names, specs, values):
     """(constants, signature): constexprs, None and ints specialized on == 1 are constants;
     the rest are the kernel's parameters with their types."""
@@ -451,6 +464,8 @@ class JITFunction(_C.Launcher):
             globals_used = gen.globals_used
             _ir_cache_store(key, mlir, arg_params)
             origin = "built"
+        if not host:
+            mlir = _with_dot_stages(mlir, num_stages)
         try:
             handle = _C.jit_load(mlir, num_warps, debug, host)
         except KilnError as e:
@@ -588,6 +603,8 @@ def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages
     from .codegen import CodeGenerator
     gen = CodeGenerator(fn.info)
     mlir, _ = gen.generate(specs, values)
+    if target != _HOST_ARCH:
+        mlir = _with_dot_stages(mlir, num_stages)
     try:
         r = _C.compile_module(mlir, target, num_warps, True)
     except _C.BuildError as e:

@@ -1,12 +1,13 @@
 // RUN: kiln-opt %s -kiln-pipeline-dot-operands="num-warps=4 num-stages=3" -split-input-file | FileCheck %s
 // RUN: kiln-opt %s -kiln-pipeline-dot-operands="num-warps=4 num-stages=4" -split-input-file | FileCheck %s --check-prefix=FOUR
 
-// A matmul K loop: both operand loads become copies into 3-slot rings. The accumulator only
-// goes from one iteration's dot to the next, so each dot runs on (pending = 1) while the next
-// iteration starts, and copies run S - 2 = 1 iteration ahead: iteration 0 before the loop
-// (masked by lb < ub), iteration i + 1 inside it after the wait for iteration i's copies, into
-// the slot the dot before the previous one read. After the loop every copy and dot is waited
-// for (dot_wait on the accumulator).
+// A matmul K loop: both operand loads become copies into 3-slot rings, run S - 1 = 2
+// iterations ahead: iterations 0 and 1 before the loop (masked by lb + n * step < ub), one
+// group each. The accumulator only goes from one iteration's dot to the next, so each dot runs
+// on (pending = 1) while the next iteration starts; the copies of iteration i + 2 go into the
+// slot iteration i - 1 read, right after iteration i's dot (which waited for all dots but
+// itself) and a second wait whose barrier orders every warpgroup's wait before them. After
+// the loop every copy and dot is waited for (dot_wait on the accumulator).
 // CHECK-LABEL: func.func @k_loop(
 // CHECK: %[[RA:.*]] = kiln_gpu.local_alloc {operand = 0 : i32} : <[3, 64, 32], f16>
 // CHECK: %[[RB:.*]] = kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 32, 64], f16>
@@ -14,25 +15,35 @@
 // CHECK: kiln_gpu.async_copy %[[RA]][%{{.*}}], %{{.*}}, %{{.*}} :
 // CHECK: kiln_gpu.async_copy %[[RB]][%{{.*}}], %{{.*}}, %{{.*}} :
 // CHECK: kiln_gpu.async_commit
+// CHECK: kiln_gpu.async_copy %[[RA]][%{{.*}}], %{{.*}}, %{{.*}} :
+// CHECK: kiln_gpu.async_copy %[[RB]][%{{.*}}], %{{.*}}, %{{.*}} :
+// CHECK: kiln_gpu.async_commit
 // CHECK-NOT: kiln_gpu.async_copy
 // CHECK: %[[LOOP:.*]]:2 = scf.for %[[IV:.*]] = %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}, %[[SLOT:.*]] = %{{.*}})
-// CHECK-NEXT: kiln_gpu.async_wait {pending = 0 : i32}
+// CHECK-NEXT: kiln_gpu.async_wait {pending = 1 : i32}
+// CHECK-NEXT: %[[D:.*]] = kiln_gpu.shared_dot %[[RA]][%[[SLOT]]], %[[RB]][%[[SLOT]]], %[[ACC]] {pending = 1 : i32}
+// CHECK-NEXT: kiln_gpu.async_wait {pending = 1 : i32}
 // CHECK: %[[WS:.*]] = arith.remui
 // CHECK: kiln_gpu.async_copy %[[RA]][%[[WS]]]
 // CHECK: kiln_gpu.async_copy %[[RB]][%[[WS]]]
 // CHECK: kiln_gpu.async_commit
 // CHECK-NOT: kiln.load
-// CHECK: %[[D:.*]] = kiln_gpu.shared_dot %[[RA]][%[[SLOT]]], %[[RB]][%[[SLOT]]], %[[ACC]] {pending = 1 : i32}
 // CHECK: arith.select
 // CHECK: scf.yield %[[D]], %{{.*}}
 // CHECK: kiln_gpu.async_wait {pending = 0 : i32}
 // CHECK: %[[DONE:.*]] = kiln_gpu.dot_wait %[[LOOP]]#0
 // CHECK: kiln.store %{{.*}}, %[[DONE]]
+// With 4 slots the copies stay at the top of the body and run S - 2 = 2 ahead, into the slot
+// the dot before the previous one read; no second wait.
 // FOUR-LABEL: func.func @k_loop(
 // FOUR: kiln_gpu.local_alloc {operand = 0 : i32} : <[4, 64, 32], f16>
 // FOUR-COUNT-2: kiln_gpu.async_commit
 // FOUR: scf.for
 // FOUR-NEXT: kiln_gpu.async_wait {pending = 1 : i32}
+// FOUR: kiln_gpu.async_commit
+// FOUR-NEXT: kiln_gpu.shared_dot {{.*}} {pending = 1 : i32}
+// FOUR-NOT: kiln_gpu.async_wait
+// FOUR: scf.yield
 func.func @k_loop(%A: !kiln.ptr<f16>, %B: !kiln.ptr<f16>, %C: !kiln.ptr<f32>, %K: i32) {
   %c0 = arith.constant 0 : i32
   %c32 = arith.constant 32 : i32

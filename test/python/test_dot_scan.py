@@ -356,6 +356,28 @@ def test_tutorial_matmul_takes_rings_and_wgmma_on_sm90a():
     assert "wgmma" not in ptx90 and "mma.sync.aligned.m16n8k16" in ptx90
 
 
+@pytest.mark.parametrize("stages,in_flight", [(1, None), (2, 0), (3, 1), (4, 1), (5, 2)])
+def test_num_stages_sets_the_ring_depth(stages, in_flight):
+    """No GPU needed: Triton's num_stages is the number of ring slots feeding the dot, and 1
+    leaves the operands staged through registers (no cp.async). The dot runs on into the next
+    iteration from 3 slots up; copies then run 2 iterations ahead with 3 slots (issued after
+    the dot) and S - 2 with more, so the wait at the top lets 1, 1, 2 groups stay in flight;
+    with 2 slots the dot completes in its iteration and copies run 1 ahead."""
+    sig = dict(a_ptr="*fp16:16", b_ptr="*fp16:16", c_ptr="*fp16:16", M="i32:16", N="i32:16",
+               K="i32:16", stride_am="i32:16", stride_bk="i32:16", stride_cm="i32:16")
+    consts = dict(stride_ak=1, stride_bn=1, stride_cn=1, BLOCK_SIZE_M=128, BLOCK_SIZE_N=128,
+                  BLOCK_SIZE_K=64, GROUP_SIZE_M=8, ACC_DTYPE=tl.float32, PRECISION=None)
+    k = kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target="sm_90a",
+                     num_warps=4, num_stages=stages)
+    ptx = k.asm["ptx"]
+    assert f"kiln.dot_stages = {stages}" in k.asm["kiln"]
+    if stages == 1:
+        assert "cp.async" not in ptx and "wgmma.mma_async" in ptx
+        return
+    waits = re.findall(r"cp\.async\.wait_group (\d+);", ptx)
+    assert waits and int(waits[0]) == in_flight and waits[-1] == "0"
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", ["matmul", "acc", "trans"])
 def test_matmul_operator_and_accumulator_fp32_gpu(mode):
