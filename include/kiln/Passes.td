@@ -75,20 +75,25 @@ def KilnPipelineDotOperands : Pass<"kiln-pipeline-dot-operands", "mlir::ModuleOp
     whole warpgroups), where both loads have only that use, read zero where masked off, and
     have addresses computed from the induction variable and loop invariants: the loads become
     `kiln_gpu.async_copy` into rings of `num-stages` slots (`kiln_gpu.local_alloc`), issued
-    `num-stages - 1` iterations ahead (the first ones before the loop, masked so no iteration
-    past the end reads memory), and the dot becomes `kiln_gpu.shared_dot` on the current slot
-    after an `async_wait` that leaves the later copies in flight. The operands then never pass
-    through registers. Stages are reduced until the rings fit in shared memory.
+    ahead (the first ones before the loop, masked so no iteration past the end reads memory),
+    and the dot becomes `kiln_gpu.shared_dot` on the current slot after an `async_wait` that
+    leaves the later copies in flight. The operands then never pass through registers. When
+    the accumulator only goes from one iteration's dot to the next, the dot runs on into the
+    next iteration (pending = 1): with 4 or more slots the copies run `num-stages - 2`
+    iterations ahead, at the top of the body; with 3 they run 2 ahead, issued after the dot
+    behind a second wait. Otherwise they run `num-stages - 1` ahead. Stages are reduced until
+    the rings fit in shared memory.
 
     ```mlir
-    // before                                  // after (3 stages)
+    // before                                  // after (4 stages)
     scf.for %k = %c0 to %K step %c64            %ra = kiln_gpu.local_alloc {operand = 0 : i32}
         iter_args(%acc = %zero) {               ... copies of iterations 0 and 1, committed
       %a = kiln.load %pa(%k), %ma(%k), %z       scf.for %k ... iter_args(%acc, %slot) {
       %b = kiln.load %pb(%k), %mb(%k), %z         kiln_gpu.async_wait {pending = 1 : i32}
       %d = kiln.dot %a, %b, %acc                  async_copy of iteration k + 2, committed
       scf.yield %d                                %d = kiln_gpu.shared_dot %ra[%slot], ...
-    }                                           }
+    }                                                    {pending = 1 : i32}
+                                                }
     ```
   }];
   let options = [
