@@ -44,7 +44,6 @@ const Driver &kiln::rt::driver() {
     load(d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
     load(d.cuCtxSetCurrent, "cuCtxSetCurrent");
     load(d.cuCtxSynchronize, "cuCtxSynchronize");
-    load(d.cuModuleLoadData, "cuModuleLoadData");
     load(d.cuModuleLoadDataEx, "cuModuleLoadDataEx");
     load(d.cuModuleGetFunction, "cuModuleGetFunction");
     load(d.cuFuncSetAttribute, "cuFuncSetAttribute");
@@ -74,15 +73,18 @@ const Driver &kiln::rt::driver() {
   return d;
 }
 
-void kiln::rt::check(int result, const char *call) {
-  if (result == 0)
-    return;
+std::string kiln::rt::describeError(int result, const char *call) {
   const char *name = nullptr;
   const Driver &d = driver();
   if (d.cuGetErrorName)
     d.cuGetErrorName(result, &name);
-  throw Error(std::string("CUDA error in ") + call + ": " + (name ? name : "unknown") + " (" +
-              std::to_string(result) + ")");
+  return std::string("CUDA error in ") + call + ": " + (name ? name : "unknown") + " (" +
+         std::to_string(result) + ")";
+}
+
+void kiln::rt::check(int result, const char *call) {
+  if (result != 0)
+    throw Error(describeError(result, call));
 }
 
 const Driver &kiln::rt::requireDriver() {

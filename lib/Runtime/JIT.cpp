@@ -304,23 +304,15 @@ const Kernel &JIT::get(const std::string &source, unsigned numWarps, bool debug)
       throw Error("kernel '" + entry->kernel.name + "': cached entry is not host code");
     const Driver &d = requireDriver();
     void *module = nullptr;
-    if (entry->payloadKind == kPTX) {
-      // The driver's JIT assembles the PTX as a whole program; its log names what failed.
-      std::string log(4096, '\0');
-      int options[] = {kJitErrorLogBuffer, kJitErrorLogBufferSize};
-      void *values[] = {log.data(), reinterpret_cast<void *>(uintptr_t(log.size()))};
-      int result = d.cuModuleLoadDataEx(&module, entry->payload.data(), 2, options, values);
-      if (result != 0) {
-        log.resize(std::strlen(log.c_str()));
-        try {
-          check(result, "cuModuleLoadDataEx");
-        } catch (const Error &e) {
-          throw Error("kernel '" + entry->kernel.name + "': the driver could not assemble its " +
-                      "PTX: " + e.what() + (log.empty() ? "" : "\n" + log));
-        }
-      }
-    } else {
-      check(d.cuModuleLoadData(&module, entry->payload.data()), "cuModuleLoadData");
+    // PTX (what get() caches) is assembled by the driver's JIT as a whole program; a cubin
+    // loads as it is. The error log names what failed.
+    std::string log(4096, '\0');
+    int options[] = {kJitErrorLogBuffer, kJitErrorLogBufferSize};
+    void *values[] = {log.data(), reinterpret_cast<void *>(uintptr_t(log.size()))};
+    if (int result = d.cuModuleLoadDataEx(&module, entry->payload.data(), 2, options, values)) {
+      log.resize(std::strlen(log.c_str()));
+      throw Error("kernel '" + entry->kernel.name + "': the driver could not load it: " +
+                  describeError(result, "cuModuleLoadDataEx") + (log.empty() ? "" : "\n" + log));
     }
     check(d.cuModuleGetFunction(&entry->kernel.function, module, entry->kernel.name.c_str()),
           "cuModuleGetFunction");

@@ -24,7 +24,6 @@ struct Driver {
   int (*cuDevicePrimaryCtxRetain)(void **, int) = nullptr;
   int (*cuCtxSetCurrent)(void *) = nullptr;
   int (*cuCtxSynchronize)() = nullptr;
-  int (*cuModuleLoadData)(void **, const void *) = nullptr;
   int (*cuModuleLoadDataEx)(void **, const void *, unsigned, int *, void **) = nullptr;
   int (*cuModuleGetFunction)(CUfunction *, void *, const char *) = nullptr;
   int (*cuFuncSetAttribute)(CUfunction, int, int) = nullptr;
@@ -49,7 +48,9 @@ struct Driver {
 const Driver &driver();
 /// The driver with device 0's primary context current on this thread; throws without a GPU.
 const Driver &requireDriver();
-/// Throws Error("CUDA error in <call>: <name> (<code>)") unless `result` is CUDA_SUCCESS.
+/// "CUDA error in <call>: <name> (<code>)" for a failed driver call.
+std::string describeError(int result, const char *call);
+/// Throws Error(describeError(result, call)) unless `result` is CUDA_SUCCESS.
 void check(int result, const char *call);
 
 } // namespace kiln::rt
