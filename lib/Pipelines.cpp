@@ -22,11 +22,12 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // sm_90a: a loop's dot operands through shared rings filled by cp.async, several stages ahead
-  unsigned dotStages = options.dotStages >= 0 ? unsigned(options.dotStages)
-                                              : (options.numStages >= 2 ? options.numStages : 4);
-  if (options.wgmma && dotStages >= 2)
-    pm.addPass(createKilnPipelineDotOperands(
-        KilnPipelineDotOperandsOptions{dotStages, options.numWarps}));
+  // (dotStages -1 leaves the ring depth to the pass's own reading of numStages; 0 or 1: no
+  // rings)
+  if (options.wgmma && options.dotStages != 0 && options.dotStages != 1)
+    pm.addPass(createKilnPipelineDotOperands(KilnPipelineDotOperandsOptions{
+        options.dotStages < 0 ? options.numStages : unsigned(options.dotStages),
+        options.numWarps}));
   // tiles -> pipelined tiles: loads of the next loop iteration issued early
   pm.addPass(
       createKilnPipelineLoads(KilnPipelineLoadsOptions{options.numStages, options.numWarps}));

@@ -154,7 +154,6 @@ public:
   /// The address (address space 3) of part `part` of `op`'s scratch.
   mlir::Value getPart(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
                       unsigned part) const;
-  int64_t getPoolBytes() const { return poolBytes; }
 
 private:
   struct Plan {
@@ -163,7 +162,6 @@ private:
     bool barrier = false;
   };
   llvm::DenseMap<mlir::Operation *, Plan> plans;
-  int64_t slot1Offset = 0, poolBytes = 0;
 };
 /// Warps that hold distinct elements along `axis` of a laid-out tile: a reduction with more
 /// than one goes through shared memory (and a barrier).

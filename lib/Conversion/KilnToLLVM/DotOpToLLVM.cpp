@@ -34,8 +34,6 @@ namespace kgpu = kiln::gpu;
 
 namespace {
 
-/// Elements of padding per row of an operand in shared memory.
-
 bool usesTensorCores(DotOp op) {
   Type ea = op.getA().getType().getElementType();
   Type ec = op.getC().getType().getElementType();

@@ -17,9 +17,8 @@
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/MathExtras.h"
-
-#include <map>
 
 using namespace mlir;
 using namespace kiln;
@@ -57,14 +56,14 @@ struct ElementwiseOpLowering final : ConversionPattern {
       return reps;
     SmallVector<kgpu::ElemPos> elems = kgpu::getThreadElements(type.getEncoding(),
                                                                type.getShape());
-    std::map<std::pair<SmallVector<unsigned, 4>, SmallVector<unsigned, 4>>, unsigned> index;
-    for (unsigned i = 0; i < elems.size(); ++i)
-      index.try_emplace({elems[i].rep, elems[i].elem}, i);
-    for (unsigned i = 0; i < elems.size(); ++i) {
-      SmallVector<unsigned, 4> first = elems[i].elem;
-      for (unsigned d = 0; d < first.size(); ++d)
-        first[d] -= first[d] % run[d];
-      auto it = index.find({elems[i].rep, first});
+    llvm::StringMap<unsigned> index;
+    for (auto [i, pos] : llvm::enumerate(elems))
+      index.try_emplace(getElemPosKey(pos), i);
+    for (auto [i, pos] : llvm::enumerate(elems)) {
+      kgpu::ElemPos first = pos;
+      for (unsigned d = 0; d < first.elem.size(); ++d)
+        first.elem[d] -= first.elem[d] % run[d];
+      auto it = index.find(getElemPosKey(first));
       if (it != index.end() && it->second < i)
         reps[i] = it->second;
     }

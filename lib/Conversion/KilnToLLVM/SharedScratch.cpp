@@ -116,8 +116,8 @@ SharedScratch::SharedScratch(ModuleOp module) {
     unsigned smallCount = 0;
     func->walk([&](Operation *op) { plan(op, smallCount); });
   }
-  slot1Offset = llvm::alignTo(slot0, 128);
-  poolBytes = slot1 ? slot1Offset + slot1 : slot0;
+  int64_t slot1Offset = llvm::alignTo(slot0, 128);
+  int64_t poolBytes = slot1 ? slot1Offset + slot1 : slot0;
   for (auto &[op, p] : plans)
     for (int64_t &off : p.partOffsets)
       off += p.slot ? slot1Offset : 0;
