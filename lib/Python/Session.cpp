@@ -481,6 +481,7 @@ py::CompileResult py::compileModule(const std::string &mlir, const std::string &
   out.name = compiled->name;
   out.llvmIR = std::move(compiled->llvmIR);
   out.ptx = std::move(compiled->ptx);
+  out.sharedBytes = compiled->sharedBytes;
   if (wantCubin) {
     std::vector<char> cubin;
     if (assembleWithNvJitLink(out.ptx, arch, cubin, out.cubinError))

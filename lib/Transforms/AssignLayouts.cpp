@@ -92,24 +92,30 @@ bool isCheapToRecompute(Operation *op) {
   if (isa<MakeRangeOp, SplatOp, arith::ConstantOp>(op))
     return true;
   if (!isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) &&
-      !isa<ExpandDimsOp, BroadcastOp>(op))
+      !isa<ExpandDimsOp, BroadcastOp, AddPtrOp>(op))
     return false;
   return llvm::all_of(op->getOperands(), [](Value v) {
     return !isTile(v) || isCheapToRecompute(v.getDefiningOp());
   });
 }
 
-/// Gives every expand_dims and broadcast a private copy of a cheap source computation, so that
-/// one range used as both `x[:, None]` and `x[None, :]`, or one row mask broadcast into tiles
-/// of different shapes (a matmul's operand and output masks), ties no layouts together.
-void rematerializeExpandDimsSources(func::FuncOp func) {
-  SmallVector<Operation *> ops;
+/// Gives every expand_dims and broadcast a private copy of a cheap source computation, and
+/// every memory access a private copy of cheap pointers and masks, so that one range used as
+/// both `x[:, None]` and `x[None, :]`, one row mask broadcast into tiles of different shapes (a
+/// matmul's operand and output masks), or one pointer or mask tile shared by a load and a
+/// store of different layouts (flash attention's q load and output store) ties no layouts
+/// together.
+void rematerializeCheapOperands(func::FuncOp func) {
+  SmallVector<std::pair<Operation *, unsigned>> uses;
   func.walk([&](Operation *op) {
     if (isa<ExpandDimsOp, BroadcastOp>(op))
-      ops.push_back(op);
+      uses.push_back({op, 0});
+    else if (isa<LoadOp, StoreOp, AtomicRMWOp, AtomicCASOp, kiln::gpu::AsyncCopyOp>(op))
+      for (unsigned i = 0; i < op->getNumOperands(); ++i)
+        uses.push_back({op, i});
   });
-  for (Operation *op : ops) {
-    Value src = op->getOperand(0);
+  for (auto [op, index] : uses) {
+    Value src = op->getOperand(index);
     // Any shared value up the chain would tie layouts together, so copy the whole chain
     // unless every value in it has this one use (LLVM hoists and merges the copies).
     std::function<bool(Value)> shared = [&](Value v) -> bool {
@@ -134,7 +140,7 @@ void rematerializeExpandDimsSources(func::FuncOp func) {
         clone(operand);
       return builder.clone(*def, mapping)->getResult(0);
     };
-    op->setOperand(0, clone(src));
+    op->setOperand(index, clone(src));
   }
 }
 
@@ -181,7 +187,7 @@ void insertConversion(const SliceEdge &edge) {
 }
 
 LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
-  rematerializeExpandDimsSources(func);
+  rematerializeCheapOperands(func);
   ValueGroups groups;
   SmallVector<SliceEdge> edges;
   DenseMap<Value, SliceEdge *> sliceOf; // sliced group root -> edge
@@ -241,6 +247,13 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
       // The accumulator carries its layout through the dot (and loops); a and b keep theirs
       // and go through shared memory.
       uniteAll(groups, {dot.getC(), dot.getResult()});
+      return WalkResult::advance();
+    }
+    if (auto dot = dyn_cast<kiln::gpu::SharedDotOp>(op)) {
+      // Likewise; an A read from registers gets a layout of its own (see below).
+      uniteAll(groups, {dot.getC(), dot.getResult()});
+      if (isTile(dot.getA()))
+        groups.find(dot.getA());
       return WalkResult::advance();
     }
     if (isa<ReshapeOp, TransOp, kiln::gpu::ConvertLayoutOp>(op)) {
@@ -332,6 +345,18 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
       return;
     }
     mmaLayoutOf.try_emplace(groups.find(dot.getResult()), layout);
+    // A in registers is read as wgmma A fragments: the accumulator layout of an M x K dot.
+    if (isTile(dot.getA())) {
+      auto aTy = cast<RankedTensorType>(dot.getA().getType());
+      if (auto aLayout = getWgmmaAccumulatorLayout(&getContext(), aTy.getShape(), numWarps))
+        mmaLayoutOf.try_emplace(groups.find(dot.getA()), aLayout);
+      else {
+        dot.emitOpError("needs A in registers to have M a multiple of 16 rows per warp and K "
+                        "a multiple of 8, found ")
+            << aTy << " with " << numWarps << " warps";
+        badSharedDot = true;
+      }
+    }
   });
   if (badSharedDot)
     return failure();
@@ -369,6 +394,22 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
       if (auto dense = dyn_cast<DenseElementsAttr>(cst.getValue()))
         cst.setValueAttr(dense.reshape(newType));
   }
+
+  // 4b. An A in registers whose group took another layout (a layout from a slice or a
+  // conflict) is converted to the fragment layout.
+  func.walk([&](kiln::gpu::SharedDotOp dot) {
+    auto aTy = dyn_cast<RankedTensorType>(dot.getA().getType());
+    if (!aTy)
+      return;
+    auto want = getWgmmaAccumulatorLayout(&getContext(), aTy.getShape(), numWarps);
+    if (aTy.getEncoding() == want)
+      return;
+    OpBuilder b(dot);
+    auto cvt = kiln::gpu::ConvertLayoutOp::create(
+        b, dot.getLoc(), RankedTensorType::get(aTy.getShape(), aTy.getElementType(), want),
+        dot.getA());
+    dot.getAMutable().assign(cvt.getResult());
+  });
 
   // 5. A dot operand A computed outside the dot's loop need not be restaged every iteration.
   func.walk([&](DotOp dot) {

@@ -1,8 +1,14 @@
 //===- PipelineDotOperands.cpp - Dot operands through cp.async rings ------===//
 //
 // This file implements -kiln-pipeline-dot-operands (see Passes.td): the loads feeding a loop's
-// dot become cp.async copies into shared rings issued num-stages - 1 iterations ahead, and the
-// dot reads its operands from the rings (kiln_gpu.shared_dot, lowered to wgmma).
+// dots become cp.async copies into shared rings issued num-stages - 1 iterations ahead, and the
+// dots read their operands from the rings (kiln_gpu.shared_dot, lowered to wgmma).
+//
+// Each dot of the body is planned on its own: B must be a load of the loop; A is one too (a
+// ring), or a load before the loop (copied once, with the first group, into a one-slot
+// buffer: flash attention's q), or a tile the body computes (flash attention's p, which wgmma
+// reads from registers). The dots of one loop share its slot argument and its copy groups:
+// each iteration commits one group holding every ring's copy for one later iteration.
 //
 // Group accounting, for copies running D iterations ahead: the prologue commits D groups
 // (iterations 0 .. D-1); iteration i commits one more (iteration i + D). When iteration i
@@ -173,66 +179,144 @@ Value i32Constant(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantOp::create(b, loc, b.getI32Type(), b.getI32IntegerAttr(v));
 }
 
-LogicalResult pipelineDot(scf::ForOp loop, DotOp dot, unsigned stages, unsigned numWarps) {
-  if (!isa<IntegerType>(loop.getInductionVar().getType()) || dot->getBlock() != loop.getBody())
-    return failure();
+/// Where one dot of the loop reads its A operand from.
+enum class ASource {
+  Ring,      ///< a load in the loop: copied ahead into a ring like B
+  Once,      ///< a load before the loop: copied once into a one-slot buffer
+  Registers, ///< computed in the loop (flash attention's p): wgmma reads the registers
+};
+
+/// One dot of the loop and how its operands reach shared memory.
+struct DotPlan {
+  DotOp dot;
+  ASource aSource;
+  std::optional<CopyPlan> a; ///< ASource::Ring
+  LoadOp aOnce;              ///< ASource::Once
+  CopyPlan b;
+};
+
+/// Whether `dot` can read rings (f16/bf16 inputs of one type, f32 accumulators, K a multiple
+/// of 16, a warpgroup accumulator layout) and how its operands get there; B must be a copyable
+/// load of the loop.
+FailureOr<DotPlan> planDot(DotOp dot, scf::ForOp loop, unsigned numWarps) {
+  MLIRContext *ctx = loop.getContext();
   RankedTensorType aTy = dot.getA().getType(), bTy = dot.getB().getType();
   auto cTy = cast<RankedTensorType>(dot.getC().getType());
   if (aTy.getElementType() != bTy.getElementType() || !cTy.getElementType().isF32() ||
-      aTy.getDimSize(1) % 16 != 0 ||
-      !getWgmmaAccumulatorLayout(loop.getContext(), cTy.getShape(), numWarps))
+      aTy.getDimSize(1) % 16 != 0 || !getWgmmaAccumulatorLayout(ctx, cTy.getShape(), numWarps))
     return failure();
-  FailureOr<CopyPlan> aPlan = planCopy(dot.getA(), loop);
-  FailureOr<CopyPlan> bPlan = planCopy(dot.getB(), loop);
-  if (failed(aPlan) || failed(bPlan))
+  FailureOr<CopyPlan> b = planCopy(dot.getB(), loop);
+  if (failed(b))
     return failure();
-
-  // As many stages as asked for that fit.
-  Type elem = aTy.getElementType();
-  auto ring = [&](RankedTensorType tile, unsigned slots) {
-    return kgpu::SharedBufferType::get(loop.getContext(),
-                                       {slots, tile.getDimSize(0), tile.getDimSize(1)}, elem);
-  };
-  int64_t perStage = getSharedSlotBytes(ring(aTy, 1)) + getSharedSlotBytes(ring(bTy, 1));
-  while (stages > 2 && stages * perStage > kRingBudget)
-    --stages;
-  if (stages * perStage > kRingBudget)
-    return failure();
-  kgpu::SharedBufferType ringA = ring(aTy, stages), ringB = ring(bTy, stages);
-
-  // The dot may run on while the next iteration starts when its accumulator only goes from
-  // one iteration's dot to the next; see the file comment for how far ahead copies run and
-  // where they are issued.
-  int accArg = -1;
-  if (auto arg = dyn_cast<BlockArgument>(dot.getC()); arg && arg.getOwner() == loop.getBody() &&
-                                                       arg.getArgNumber() > 0 && arg.hasOneUse() &&
-                                                       dot->hasOneUse()) {
-    unsigned idx = arg.getArgNumber() - 1;
-    auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
-    if (*dot->getUsers().begin() == yield.getOperation() &&
-        yield.getOperand(idx) == dot.getResult())
-      accArg = int(idx);
+  DotPlan plan{dot, ASource::Ring, std::nullopt, LoadOp(), *b};
+  Value a = dot.getA();
+  if (FailureOr<CopyPlan> ring = planCopy(a, loop); succeeded(ring)) {
+    plan.a = *ring;
+    return plan;
   }
-  bool overlap = stages >= 3 && accArg >= 0;
+  if (auto load = a.getDefiningOp<LoadOp>(); load && !loop->isAncestor(load)) {
+    Value other = load.getOther();
+    if (load.getIsVolatile() || (other && !matchPattern(other, m_AnyZeroFloat())))
+      return failure();
+    plan.aSource = ASource::Once;
+    plan.aOnce = load;
+    return plan;
+  }
+  // Computed in the body: the registers must be wgmma's A fragments, which the accumulator
+  // layout of an M x K dot is (-kiln-assign-layouts gives A that layout).
+  // A load with other uses stays where it is (its layout is the load's to choose).
+  bool inBody = isa<BlockArgument>(a) ? cast<BlockArgument>(a).getOwner() == loop.getBody()
+                                      : loop->isAncestor(a.getDefiningOp());
+  if (!inBody || a.getDefiningOp<LoadOp>() ||
+      !getWgmmaAccumulatorLayout(ctx, aTy.getShape(), numWarps))
+    return failure();
+  plan.aSource = ASource::Registers;
+  return plan;
+}
+
+/// The accumulator iteration argument of a loop's only dot when the accumulator only goes
+/// from one iteration's dot to the next (so the dot may run on into the next iteration).
+std::optional<unsigned> getChainedAccumulator(scf::ForOp loop, DotOp dot) {
+  auto arg = dyn_cast<BlockArgument>(dot.getC());
+  if (!arg || arg.getOwner() != loop.getBody() || arg.getArgNumber() == 0 || !arg.hasOneUse() ||
+      !dot->hasOneUse())
+    return std::nullopt;
+  unsigned idx = arg.getArgNumber() - 1;
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  if (*dot->getUsers().begin() != yield.getOperation() || yield.getOperand(idx) != dot.getResult())
+    return std::nullopt;
+  return idx;
+}
+
+/// Pipelines the loads of `loop` that feed `plans` (the loop's dots that can read rings; see
+/// the file comment). `onlyDot` is true when these are all the dots of the body.
+LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool onlyDot,
+                           unsigned stages) {
+  if (!isa<IntegerType>(loop.getInductionVar().getType()) || plans.empty())
+    return failure();
+  MLIRContext *ctx = loop.getContext();
+  auto bufferType = [&](RankedTensorType tile, unsigned slots) {
+    return kgpu::SharedBufferType::get(ctx, {slots, tile.getDimSize(0), tile.getDimSize(1)},
+                                       tile.getElementType());
+  };
+  // As many stages as asked for that fit, next to the one-slot buffers.
+  int64_t perStage = 0, once = 0;
+  for (DotPlan &plan : plans) {
+    RankedTensorType aTy = plan.dot.getA().getType(), bTy = plan.dot.getB().getType();
+    perStage += getSharedSlotBytes(bufferType(bTy, 1));
+    if (plan.aSource == ASource::Ring)
+      perStage += getSharedSlotBytes(bufferType(aTy, 1));
+    else if (plan.aSource == ASource::Once)
+      once += getSharedSlotBytes(bufferType(aTy, 1));
+  }
+  while (stages > 2 && once + stages * perStage > kRingBudget)
+    --stages;
+  if (once + stages * perStage > kRingBudget)
+    return failure();
+
+  // The dot may run on while the next iteration starts when it is the loop's only one, reads
+  // no registers, and its accumulator only goes from one iteration's dot to the next; see the
+  // file comment for how far ahead copies run and where they are issued.
+  std::optional<unsigned> accArg;
+  if (onlyDot && plans.size() == 1 && plans[0].aSource != ASource::Registers)
+    accArg = getChainedAccumulator(loop, plans[0].dot);
+  bool overlap = stages >= 3 && accArg;
   bool lateCopies = overlap && stages == 3;
   unsigned distance = overlap && !lateCopies ? stages - 2 : stages - 1;
 
-  // Rings and the prologue: iterations 0 .. distance - 1, one group each.
-  IRRewriter rewriter(loop.getContext());
+  // Rings and the prologue: iterations 0 .. distance - 1, one group each; the one-slot
+  // buffers join the first.
+  IRRewriter rewriter(ctx);
   rewriter.setInsertionPoint(loop);
   Location loc = loop.getLoc();
-  Value a = kgpu::LocalAllocOp::create(rewriter, loc, ringA, rewriter.getI32IntegerAttr(0),
-                                       BoolAttr());
-  Value b = kgpu::LocalAllocOp::create(rewriter, loc, ringB, rewriter.getI32IntegerAttr(1),
-                                       BoolAttr());
+  SmallVector<Value> aBufs, bBufs;
+  for (DotPlan &plan : plans) {
+    RankedTensorType aTy = plan.dot.getA().getType(), bTy = plan.dot.getB().getType();
+    Value aBuf;
+    if (plan.aSource != ASource::Registers)
+      aBuf = kgpu::LocalAllocOp::create(
+          rewriter, loc, bufferType(aTy, plan.aSource == ASource::Ring ? stages : 1),
+          rewriter.getI32IntegerAttr(0), BoolAttr());
+    aBufs.push_back(aBuf);
+    bBufs.push_back(kgpu::LocalAllocOp::create(rewriter, loc, bufferType(bTy, stages),
+                                               rewriter.getI32IntegerAttr(1), BoolAttr()));
+  }
   Value loopIv = loop.getInductionVar();
   ValueRange loopArgs = loop.getRegionIterArgs();
   for (unsigned s = 0; s < distance; ++s) {
     Value iv = s == 0 ? loop.getLowerBound() : ivAfter(rewriter, loc, loop, loop.getLowerBound(), s);
     Value inRange = emitInRange(rewriter, loc, loop, iv);
     Value slot = i32Constant(rewriter, loc, s);
-    emitCopy(rewriter, *aPlan, loopIv, iv, loopArgs, loop.getInitArgs(), s, inRange, a, slot);
-    emitCopy(rewriter, *bPlan, loopIv, iv, loopArgs, loop.getInitArgs(), s, inRange, b, slot);
+    for (auto [plan, aBuf, bBuf] : llvm::zip(plans, aBufs, bBufs)) {
+      if (s == 0 && plan.aSource == ASource::Once)
+        kgpu::AsyncCopyOp::create(rewriter, plan.aOnce.getLoc(), aBuf, slot,
+                                  plan.aOnce.getPtr(), plan.aOnce.getMask());
+      if (plan.aSource == ASource::Ring)
+        emitCopy(rewriter, *plan.a, loopIv, iv, loopArgs, loop.getInitArgs(), s, inRange, aBuf,
+                 slot);
+      emitCopy(rewriter, plan.b, loopIv, iv, loopArgs, loop.getInitArgs(), s, inRange, bBuf,
+               slot);
+    }
     kgpu::AsyncCommitOp::create(rewriter, loc);
   }
 
@@ -255,11 +339,11 @@ LogicalResult pipelineDot(scf::ForOp loop, DotOp dot, unsigned stages, unsigned 
   Value slot = forOp.getRegionIterArgs().back();
   Value iv = forOp.getInductionVar();
 
-  // Top of the body: this iteration's slot is ready.
+  // Top of the body: this iteration's slots are ready.
   rewriter.setInsertionPointToStart(forOp.getBody());
   kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(distance - 1));
   ValueRange args = forOp.getRegionIterArgs();
-  // Starts iteration i + distance in the slot iteration i - 1 read.
+  // Starts iteration i + distance in the slots iteration i - 1 read.
   auto issueCopies = [&] {
     Value ahead = ivAfter(rewriter, loc, forOp, iv, distance);
     Value inRange = emitInRange(rewriter, loc, forOp, ahead);
@@ -267,43 +351,62 @@ LogicalResult pipelineDot(scf::ForOp loop, DotOp dot, unsigned stages, unsigned 
         rewriter, loc,
         arith::AddIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, distance)),
         i32Constant(rewriter, loc, stages));
-    emitCopy(rewriter, *aPlan, iv, ahead, args, args, distance, inRange, a, writeSlot);
-    emitCopy(rewriter, *bPlan, iv, ahead, args, args, distance, inRange, b, writeSlot);
+    for (auto [plan, aBuf, bBuf] : llvm::zip(plans, aBufs, bBufs)) {
+      if (plan.aSource == ASource::Ring)
+        emitCopy(rewriter, *plan.a, iv, ahead, args, args, distance, inRange, aBuf, writeSlot);
+      emitCopy(rewriter, plan.b, iv, ahead, args, args, distance, inRange, bBuf, writeSlot);
+    }
     kgpu::AsyncCommitOp::create(rewriter, loc);
   };
   if (!lateCopies)
     issueCopies();
 
-  // The dot reads the rings.
-  rewriter.setInsertionPoint(dot);
-  auto shared = kgpu::SharedDotOp::create(rewriter, dot.getLoc(), dot.getType(), a, slot, b, slot,
-                                          dot.getC(), overlap ? 1 : 0);
-  if (lateCopies) {
-    rewriter.setInsertionPointAfter(shared);
-    kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(distance - 1));
-    issueCopies();
+  // The dots read the rings.
+  SmallVector<Operation *> deadLoads;
+  for (auto [plan, aBuf, bBuf] : llvm::zip(plans, aBufs, bBufs)) {
+    DotOp dot = plan.dot;
+    rewriter.setInsertionPoint(dot);
+    Value a = plan.aSource == ASource::Registers ? dot.getA() : aBuf;
+    Value aSlot = plan.aSource == ASource::Ring   ? slot
+                  : plan.aSource == ASource::Once ? i32Constant(rewriter, loc, 0)
+                                                  : Value();
+    auto shared = kgpu::SharedDotOp::create(rewriter, dot.getLoc(), dot.getType(), a, aSlot, bBuf,
+                                            slot, dot.getC(), overlap ? 1 : 0);
+    if (lateCopies) {
+      rewriter.setInsertionPointAfter(shared);
+      kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(distance - 1));
+      issueCopies();
+    }
+    rewriter.replaceOp(dot, shared.getResult());
+    if (plan.aSource == ASource::Ring)
+      rewriter.eraseOp(plan.a->load);
+    rewriter.eraseOp(plan.b.load);
   }
-  rewriter.replaceOp(dot, shared.getResult());
-  rewriter.eraseOp(aPlan->load);
-  rewriter.eraseOp(bPlan->load);
   // The original address computations may now be dead (their clones took over); an op in
-  // both slices is erased once.
+  // several slices is erased once. A load before the loop goes when nothing else reads it.
   llvm::SmallPtrSet<Operation *, 32> erased;
-  for (const CopyPlan *plan : {&*aPlan, &*bPlan})
-    for (Operation *op : llvm::reverse(plan->slice))
-      if (!erased.contains(op) && op->use_empty()) {
-        erased.insert(op);
-        rewriter.eraseOp(op);
-      }
+  for (DotPlan &plan : plans) {
+    for (const CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b})
+      if (copy)
+        for (Operation *op : llvm::reverse(copy->slice))
+          if (!erased.contains(op) && op->use_empty()) {
+            erased.insert(op);
+            rewriter.eraseOp(op);
+          }
+    if (plan.aOnce && plan.aOnce->use_empty() && erased.insert(plan.aOnce).second)
+      rewriter.eraseOp(plan.aOnce);
+  }
 
-  // Nothing may still be copying, or multiplying, when the kernel goes on (or ends).
+  // Nothing may still be multiplying, or copying, when the kernel goes on (or ends); the
+  // wait's barrier also orders every warp's last reads before whatever reuses the rings'
+  // shared memory next.
   rewriter.setInsertionPointAfter(forOp);
-  kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(0));
   if (overlap) {
-    Value result = forOp.getResult(accArg);
+    Value result = forOp.getResult(*accArg);
     auto done = kgpu::DotWaitOp::create(rewriter, loc, result.getType(), result);
     result.replaceAllUsesExcept(done.getResult(), done);
   }
+  kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(0));
   return success();
 }
 
@@ -312,15 +415,20 @@ struct KilnPipelineDotOperandsPass final
   using Base::Base;
   void runOnOperation() override {
     unsigned stages = numStages >= 2 ? numStages : 4;
-    // Loops with exactly one dot directly in their body (the slot argument is per loop).
+    // The dots directly in a loop's body share its slot argument and copy groups.
     llvm::MapVector<Operation *, SmallVector<DotOp>> dots;
     getOperation()->walk([&](DotOp dot) {
       if (auto loop = dyn_cast<scf::ForOp>(dot->getParentOp()))
         dots[loop].push_back(dot);
     });
-    for (auto &[loop, list] : dots)
-      if (list.size() == 1)
-        (void)pipelineDot(cast<scf::ForOp>(loop), list.front(), stages, numWarps);
+    for (auto &[op, list] : dots) {
+      auto loop = cast<scf::ForOp>(op);
+      SmallVector<DotPlan, 2> plans;
+      for (DotOp dot : list)
+        if (FailureOr<DotPlan> plan = planDot(dot, loop, numWarps); succeeded(plan))
+          plans.push_back(*plan);
+      (void)pipelineLoop(loop, plans, plans.size() == list.size() && list.size() == 1, stages);
+    }
   }
 };
 

@@ -203,7 +203,8 @@ class _Asm(dict):
 class CompiledKernel:
     """A compiled variant: ``asm`` ("kiln", "llvm", "ptx", "cubin"; "kiln" only for the
     host backend), ``metadata`` (name, num_warps, num_stages, arch: "sm_90" or "cpu",
-    debug), the parameter ``signature`` and ``constants``."""
+    debug; shared: the dynamic shared memory it launches with, filled in by kiln.compile),
+    the parameter ``signature`` and ``constants``."""
 
     def __init__(self, name, mlir, arch, num_warps, num_stages, signature, constants,
                  handle=None, asm=None, debug=False):
@@ -613,5 +614,7 @@ def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages
     if r["cubin"]:
         asm["cubin"] = r["cubin"]
     constants, sig = _split_specs(fn.info.arg_names, specs, values)
-    return CompiledKernel(r["name"], mlir, target, num_warps, num_stages, sig, constants,
-                          asm=asm)
+    kernel = CompiledKernel(r["name"], mlir, target, num_warps, num_stages, sig, constants,
+                            asm=asm)
+    kernel.metadata.shared = r["shared"]
+    return kernel

@@ -163,6 +163,7 @@ PYBIND11_MODULE(_C, m) {
         out["ptx"] = r.ptx;
         out["cubin"] = pyb::bytes(r.cubin);
         out["cubin_error"] = r.cubinError;
+        out["shared"] = r.sharedBytes;
         return out;
       },
       pyb::arg("mlir"), pyb::arg("arch") = "sm_90", pyb::arg("num_warps") = 4,

@@ -7,7 +7,7 @@
 // on (pending = 1) while the next iteration starts; the copies of iteration i + 2 go into the
 // slot iteration i - 1 read, right after iteration i's dot (which waited for all dots but
 // itself) and a second wait whose barrier orders every warpgroup's wait before them. After
-// the loop every copy and dot is waited for (dot_wait on the accumulator).
+// the loop every dot and copy is waited for (dot_wait on the accumulator, then the copies).
 // CHECK-LABEL: func.func @k_loop(
 // CHECK: %[[RA:.*]] = kiln_gpu.local_alloc {operand = 0 : i32} : <[3, 64, 32], f16>
 // CHECK: %[[RB:.*]] = kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 32, 64], f16>
@@ -30,8 +30,8 @@
 // CHECK-NOT: kiln.load
 // CHECK: arith.select
 // CHECK: scf.yield %[[D]], %{{.*}}
-// CHECK: kiln_gpu.async_wait {pending = 0 : i32}
 // CHECK: %[[DONE:.*]] = kiln_gpu.dot_wait %[[LOOP]]#0
+// CHECK-NEXT: kiln_gpu.async_wait {pending = 0 : i32}
 // CHECK: kiln.store %{{.*}}, %[[DONE]]
 // With 4 slots the copies stay at the top of the body and run S - 2 = 2 ahead, into the slot
 // the dot before the previous one read; no second wait.
@@ -136,7 +136,7 @@ func.func @too_small(%A: !kiln.ptr<f16>, %K: i32) -> tensor<32x64xf32> {
 // CHECK-COUNT-2: kiln_gpu.async_commit
 // CHECK: scf.for
 // CHECK-NEXT: kiln_gpu.async_wait {pending = 1 : i32}
-// CHECK: kiln_gpu.shared_dot %{{[^{]*}} : <
+// CHECK: kiln_gpu.shared_dot %{{[^{]*}} : !kiln_gpu.shared<
 // CHECK: kiln_gpu.async_wait {pending = 0 : i32}
 // CHECK-NOT: kiln_gpu.dot_wait
 func.func @acc_read_in_loop(%A: !kiln.ptr<f16>, %K: i32, %out: !kiln.ptr<f32>) -> tensor<64x64xf32> {
@@ -154,4 +154,65 @@ func.func @acc_read_in_loop(%A: !kiln.ptr<f16>, %K: i32, %out: !kiln.ptr<f32>) -
     scf.yield %d : tensor<64x64xf32>
   }
   return %acc : tensor<64x64xf32>
+}
+
+// -----
+
+// Two dots in one loop, as in flash attention: q is loaded before the loop (copied once, with
+// the first group, into a one-slot buffer), k^T and v are loads of the loop (3-slot rings), p
+// is computed in the body (the second dot reads it from registers). Both dots complete in
+// their iteration; every iteration waits once, then copies k^T and v of iteration i + 2 into
+// the slot iteration i - 1 read, in one group. After the loop the copies are waited for.
+// CHECK-LABEL: func.func @attention(
+// CHECK: %[[Q:.*]] = kiln_gpu.local_alloc {operand = 0 : i32} : <[1, 64, 32], f16>
+// CHECK: %[[K:.*]] = kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 32, 32], f16>
+// CHECK: %[[V:.*]] = kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 32, 32], f16>
+// CHECK: kiln_gpu.async_copy %[[Q]][%{{.*}}], %{{[^,]*}} : <[1, 64, 32], f16>
+// CHECK: kiln_gpu.async_copy %[[K]]
+// CHECK: kiln_gpu.async_copy %[[V]]
+// CHECK: kiln_gpu.async_commit
+// CHECK-NOT: kiln_gpu.async_copy %[[Q]]
+// CHECK: kiln_gpu.async_copy %[[K]]
+// CHECK: kiln_gpu.async_copy %[[V]]
+// CHECK: kiln_gpu.async_commit
+// CHECK: scf.for %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}, %[[SLOT:.*]] = %{{.*}})
+// CHECK-NEXT: kiln_gpu.async_wait {pending = 1 : i32}
+// CHECK: kiln_gpu.async_copy %[[K]]
+// CHECK: kiln_gpu.async_copy %[[V]]
+// CHECK-NEXT: kiln_gpu.async_commit
+// CHECK: %[[S:.*]] = kiln_gpu.shared_dot %[[Q]][%{{.*}}], %[[K]][%[[SLOT]]], %{{.*}} : !kiln_gpu.shared<[1, 64, 32], f16>
+// CHECK: %[[P:.*]] = arith.truncf
+// CHECK: kiln_gpu.shared_dot %[[P]], %[[V]][%[[SLOT]]], %{{.*}} : tensor<64x32xf16>
+// CHECK-NOT: kiln.load
+// CHECK: scf.yield
+// CHECK-NOT: kiln_gpu.dot_wait
+// CHECK: kiln_gpu.async_wait {pending = 0 : i32}
+func.func @attention(%Q: !kiln.ptr<f16>, %K: !kiln.ptr<f16>, %V: !kiln.ptr<f16>, %n: i32) -> tensor<64x32xf32> {
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %zero_s = arith.constant dense<0.0> : tensor<64x32xf32>
+  %acc0 = arith.constant dense<0.0> : tensor<64x32xf32>
+  %pq = kiln.splat %Q : tensor<64x32x!kiln.ptr<f16>>
+  %q = kiln.load %pq : tensor<64x32x!kiln.ptr<f16>>
+  %r32 = kiln.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  %acc = scf.for %j = %c0 to %n step %c32 iter_args(%o = %acc0) -> (tensor<64x32xf32>) : i32 {
+    %jv = kiln.splat %j : tensor<32xi32>
+    %cols = arith.addi %r32, %jv : tensor<32xi32>
+    %kc = kiln.expand_dims %cols {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+    %kb = kiln.broadcast %kc : tensor<1x32xi32> -> tensor<32x32xi32>
+    %pk = kiln.splat %K : tensor<32x32x!kiln.ptr<f16>>
+    %pks = kiln.addptr %pk, %kb : tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xi32>
+    %kt = kiln.load %pks : tensor<32x32x!kiln.ptr<f16>>
+    %s = kiln.dot %q, %kt, %zero_s : tensor<64x32xf16> * tensor<32x32xf16> -> tensor<64x32xf32>
+    %e = math.exp2 %s : tensor<64x32xf32>
+    %p = arith.truncf %e : tensor<64x32xf32> to tensor<64x32xf16>
+    %vr = kiln.expand_dims %cols {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+    %vb = kiln.broadcast %vr : tensor<32x1xi32> -> tensor<32x32xi32>
+    %pv = kiln.splat %V : tensor<32x32x!kiln.ptr<f16>>
+    %pvs = kiln.addptr %pv, %vb : tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xi32>
+    %v = kiln.load %pvs : tensor<32x32x!kiln.ptr<f16>>
+    %d = kiln.dot %p, %v, %o : tensor<64x32xf16> * tensor<32x32xf16> -> tensor<64x32xf32>
+    scf.yield %d : tensor<64x32xf32>
+  }
+  return %acc : tensor<64x32xf32>
 }

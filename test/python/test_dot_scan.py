@@ -310,16 +310,27 @@ def invariant_a_reference(a, b, n):
 
 
 def test_invariant_a_is_stored_once_on_sm90a():
-    """No GPU needed: A's 16-byte stores sit before the loop, B's inside, in one buffer."""
-    ptx = kiln.compile(invariant_a_kernel,
-                       signature=dict(a_ptr="*fp16:16", b_ptr="*fp16:16", c_ptr="*fp32:16",
-                                      n="i32"),
-                       constexprs=dict(M=128, N=64, K=128), target="sm_90a",
-                       num_warps=8).asm["ptx"]
+    """No GPU needed. Without rings (num_stages=1) A's 16-byte stores sit before the loop, B's
+    inside, in one buffer. With rings A is copied once (cp.async, before the loop) into a
+    one-slot buffer and B streams through a ring: no operand passes through registers."""
+    sig = dict(a_ptr="*fp16:16", b_ptr="*fp16:16", c_ptr="*fp32:16", n="i32")
+    consts = dict(M=128, N=64, K=128)
+    ptx = kiln.compile(invariant_a_kernel, signature=sig, constexprs=consts, target="sm_90a",
+                       num_warps=8, num_stages=1).asm["ptx"]
     loop = ptx.index("$L__BB0_2:")
     assert ptx[:loop].count("st.shared.v4.b32") == 8
     assert ptx[loop:].count("st.shared.v4.b32") == 4
     assert len(re.findall(r"\.shared \.align 1024 \.b8 __kiln_wgmma_smem_\d+\[49152\]", ptx)) == 1
+
+    ptx = kiln.compile(invariant_a_kernel, signature=sig, constexprs=consts, target="sm_90a",
+                       num_warps=8, num_stages=3).asm["ptx"]
+    assert "st.shared" not in ptx and "__kiln_wgmma_smem" not in ptx
+    copy = "cp.async.cg.shared.global"
+    body = ptx.index("cp.async.wait_group 1;")
+    # before the loop: A (128x128, 8 copies a thread) and B's first two iterations (4 each)
+    assert ptx[:body].count(copy) == 8 + 2 * 4
+    assert ptx[body:].count(copy) == 4
+    assert ptx.count("wgmma.mma_async") == 128 // 16  # a 64-row block per warpgroup, K = 128
 
 
 @pytest.mark.gpu

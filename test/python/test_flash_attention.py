@@ -145,6 +145,13 @@ def test_compiles_to_ptx(D, causal, dtype):
     ptx = k.asm["ptx"]
     assert ".entry _attn_fwd" in ptx
     assert "wgmma.mma_async" in ptx and "ex2.approx" in ptx
+    # K and V stream through rings of num_stages slots, q is copied once; nothing is staged
+    # through registers. The two loops of causal attention share one pool.
+    assert "st.shared" not in ptx and "cp.async.cg.shared.global" in ptx
+    slot = lambda rows, cols: rows * cols * 2
+    assert k.metadata.shared == slot(bm, D) + ns * (slot(D, bn) + slot(bn, D))
+    loops = ptx.count("cp.async.wait_group 0;")
+    assert loops == (2 if causal else 1)
 
 
 # ---------------------------------------------------------------- errors

@@ -224,6 +224,7 @@ struct CompileResult {
   std::string ptx;
   std::string cubin;      ///< bytes; empty when not asked for or nvJitLink is missing
   std::string cubinError; ///< why there is no cubin, when one was asked for
+  unsigned sharedBytes = 0; ///< dynamic shared memory the kernel launches with (its rings)
 };
 
 /// Compiles kiln-dialect MLIR text for `arch` ("sm_90"); throws Error (with the first

@@ -11,6 +11,7 @@
 #include "kiln/Conversion/KilnToLLVM.h"
 #include "kiln/Passes.h"
 
+#include "mlir/Analysis/Liveness.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
@@ -72,6 +73,61 @@ LogicalResult checkLaidOut(ModuleOp module) {
   return success(ok);
 }
 
+/// Whether `v` is live just before `op` (defined earlier, or live into its block, and used at
+/// or after `op` or live out of the block).
+bool isLiveBefore(const Liveness &liveness, Value v, Operation *op) {
+  const LivenessBlockInfo *info = liveness.getLiveness(op->getBlock());
+  if (!info)
+    return false;
+  Operation *def = v.getDefiningOp();
+  bool defined = info->isLiveIn(v) ||
+                 (def && def->getBlock() == op->getBlock() && def->isBeforeInBlock(op));
+  if (!defined)
+    return false;
+  if (info->isLiveOut(v))
+    return true;
+  Operation *start = def && def->getBlock() == op->getBlock() ? def : &op->getBlock()->front();
+  Operation *end = info->getEndOperation(v, start);
+  return end == op || op->isBeforeInBlock(end);
+}
+
+/// Places the shared rings (kiln_gpu.local_alloc) in the dynamic shared memory, 1024-byte
+/// aligned, and returns its size: rings that are live at the same time get disjoint bytes,
+/// the others may share them (two loops of a kernel reuse one pool). -kiln-pipeline-dot-
+/// operands ends every pipelined loop with async_wait 0, whose barrier orders the loop's last
+/// copies and reads before any later ring is written.
+int64_t assignRingOffsets(ModuleOp module) {
+  int64_t total = 0;
+  MLIRContext *ctx = module.getContext();
+  for (auto func : module.getOps<func::FuncOp>()) {
+    SmallVector<kgpu::LocalAllocOp> allocs;
+    func.walk([&](kgpu::LocalAllocOp op) { allocs.push_back(op); });
+    if (allocs.empty())
+      continue;
+    Liveness liveness(func);
+    SmallVector<std::pair<int64_t, int64_t>> placed; // [begin, end) of allocs[i]
+    for (auto [i, op] : llvm::enumerate(allocs)) {
+      int64_t bytes = getSharedSlotBytes(op.getResult().getType()) *
+                      op.getResult().getType().getNumSlots();
+      // Byte ranges of the earlier rings live together with this one, lowest first.
+      SmallVector<std::pair<int64_t, int64_t>> taken;
+      for (size_t j = 0; j < i; ++j)
+        if (isLiveBefore(liveness, allocs[j].getResult(), op) ||
+            isLiveBefore(liveness, op.getResult(), allocs[j]))
+          taken.push_back(placed[j]);
+      llvm::sort(taken);
+      int64_t at = 0;
+      for (auto [begin, end] : taken)
+        if (at + bytes > begin)
+          at = std::max<int64_t>(at, llvm::alignTo(end, 1024));
+      placed.push_back({at, at + bytes});
+      op->setAttr(kSharedOffsetAttr, IntegerAttr::get(IntegerType::get(ctx, 32), at));
+      total = std::max(total, at + bytes);
+    }
+  }
+  return total;
+}
+
 struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConvertToLLVMPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -96,15 +152,7 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
     // Scratch of ops that move data between threads: one pool, barriers from an analysis.
     SharedScratch scratch(module);
 
-    // Shared rings live in the dynamic shared memory, one after another.
-    int64_t dynamicShared = 0;
-    module.walk([&](kgpu::LocalAllocOp op) {
-      dynamicShared = llvm::alignTo(dynamicShared, 1024);
-      op->setAttr(kSharedOffsetAttr,
-                  IntegerAttr::get(IntegerType::get(ctx, 32), dynamicShared));
-      dynamicShared += getSharedSlotBytes(op.getResult().getType()) *
-                       op.getResult().getType().getNumSlots();
-    });
+    int64_t dynamicShared = assignRingOffsets(module);
     if (dynamicShared)
       module->setAttr(kDynamicSharedAttr, IntegerAttr::get(IntegerType::get(ctx, 32),
                                                            dynamicShared));

@@ -191,6 +191,39 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
   emitWgmmaWaitAll(b, loc, acc);
 }
 
+/// wgmma A fragments from the registers of an M x K tile under the accumulator layout of an
+/// M x K dot: for m64nNk16 the A fragment has the D fragment's lane pattern, so register r of
+/// the fragment of 64-row block `mb` and k16 step `kk` holds rows g (+ 8: the next
+/// repetition) and columns kk + 2 * (lane % 4) (+ 8) of the tile, two 16-bit elements.
+class RegisterFragments {
+public:
+  RegisterFragments(OpBuilder &b, Location loc, Value packed, RankedTensorType type)
+      : vals(unpackStruct(b, loc, packed)), elem(type.getElementType()) {
+    for (auto [i, pos] : llvm::enumerate(kgpu::getThreadElements(type.getEncoding(),
+                                                                   type.getShape())))
+      slot[{pos.rep[0], pos.rep[1], pos.elem[1]}] = i;
+  }
+
+  std::array<Value, 4> get(OpBuilder &b, Location loc, int64_t mb, int64_t kk) const {
+    auto pair = VectorType::get({2}, elem);
+    std::array<Value, 4> regs;
+    for (unsigned r = 0; r < 4; ++r) {
+      unsigned rep0 = unsigned(2 * mb + (r & 1)), rep1 = unsigned(kk / 8 + (r >> 1));
+      Value v = LLVM::UndefOp::create(b, loc, pair);
+      for (unsigned e = 0; e < 2; ++e)
+        v = LLVM::InsertElementOp::create(b, loc, v, vals[slot.at({rep0, rep1, e})],
+                                          i32Const(b, loc, e));
+      regs[r] = LLVM::BitcastOp::create(b, loc, b.getI32Type(), v);
+    }
+    return regs;
+  }
+
+private:
+  SmallVector<Value> vals;
+  Type elem;
+  std::map<std::tuple<unsigned, unsigned, unsigned>, unsigned> slot;
+};
+
 struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
   WgmmaDotLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
       : ConvertOpToLLVMPattern(converter, /*benefit=*/2), target(target) {}
@@ -254,32 +287,13 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
 
     // 2. The wgmmas of this warpgroup.
     SmallVector<Value> acc = unpackStruct(b, loc, adaptor.getC());
-    std::function<std::array<Value, 4>(int64_t, int64_t)> aFragment;
-    SmallVector<Value> aVals;
-    std::map<std::tuple<unsigned, unsigned, unsigned>, unsigned> aSlot;
-    if (aInRegisters) {
-      aVals = unpackStruct(b, loc, adaptor.getA());
-      for (auto [i, pos] : llvm::enumerate(kgpu::getThreadElements(aTy.getEncoding(), {M, K})))
-        aSlot[{pos.rep[0], pos.rep[1], pos.elem[1]}] = i;
-      auto pair = VectorType::get({2}, inElem);
-      // Fragment register: rows g (+8: the next repetition), k = 2 * tig (+8), two elements.
-      aFragment = [&, pair](int64_t mb, int64_t kk) {
-        std::array<Value, 4> regs;
-        for (unsigned r = 0; r < 4; ++r) {
-          unsigned rep0 = unsigned(2 * mb + (r & 1)), rep1 = unsigned(kk / 8 + (r >> 1));
-          Value v = LLVM::UndefOp::create(b, loc, pair);
-          for (unsigned e = 0; e < 2; ++e)
-            v = LLVM::InsertElementOp::create(b, loc, v, aVals[aSlot.at({rep0, rep1, e})],
-                                              i32Const(b, loc, e));
-          regs[r] = LLVM::BitcastOp::create(b, loc, b.getI32Type(), v);
-        }
-        return regs;
-      };
-    }
+    std::optional<RegisterFragments> aRegs;
+    if (aInRegisters)
+      aRegs.emplace(b, loc, adaptor.getA(), aTy);
+    auto aFragment = [&](int64_t mb, int64_t kk) { return aRegs->get(b, loc, mb, kk); };
     emitWgmmas(b, loc, target, layout, cTy.getShape(), inElem, aL, base, bL, base, acc,
-               /*pending=*/0, aFragment ? function_ref<std::array<Value, 4>(int64_t, int64_t)>(
-                                             aFragment)
-                                       : nullptr);
+               /*pending=*/0,
+               aRegs ? function_ref<std::array<Value, 4>(int64_t, int64_t)>(aFragment) : nullptr);
     b.replaceOp(op, packStruct(b, loc, getTypeConverter()->convertType(cTy), acc));
     return success();
   }
@@ -352,9 +366,10 @@ struct SharedDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
   LogicalResult matchAndRewrite(kgpu::SharedDotOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
+    auto aTile = dyn_cast<RankedTensorType>(op.getA().getType());
     auto aAlloc = op.getA().getDefiningOp<kgpu::LocalAllocOp>();
     auto bAlloc = op.getB().getDefiningOp<kgpu::LocalAllocOp>();
-    if (!aAlloc || !bAlloc)
+    if ((!aTile && !aAlloc) || !bAlloc)
       return op.emitOpError("expected rings from kiln_gpu.local_alloc");
     auto cTy = cast<RankedTensorType>(op.getC().getType());
     auto module = op->getParentOfType<ModuleOp>();
@@ -363,6 +378,12 @@ struct SharedDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
     if (!numWarps || !layout ||
         layout != getWgmmaAccumulatorLayout(b.getContext(), cTy.getShape(), numWarps.getInt()))
       return op.emitOpError("expected the warpgroup accumulator layout, found ") << cTy;
+    if (aTile && aTile.getEncoding() != getWgmmaAccumulatorLayout(b.getContext(),
+                                                                  aTile.getShape(),
+                                                                  numWarps.getInt()))
+      return op.emitOpError("expected A in registers under the warpgroup accumulator layout "
+                            "(run -kiln-assign-layouts), found ")
+             << aTile;
     Type i32 = b.getI32Type();
     auto slotAddress = [&](Value ring, Value slot, kgpu::LocalAllocOp alloc) -> Value {
       return LLVM::AddOp::create(
@@ -370,12 +391,22 @@ struct SharedDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
           LLVM::MulOp::create(b, loc, slot,
                               i32Const(b, loc, getSharedSlotBytes(alloc.getResult().getType()))));
     };
-    Value aBase = slotAddress(adaptor.getA(), adaptor.getASlot(), aAlloc);
     Value bBase = slotAddress(adaptor.getB(), adaptor.getBSlot(), bAlloc);
+    OperandLayout bL = getRingOperandLayout(bAlloc);
+    Type inElem = bAlloc.getResult().getType().getElementType();
     SmallVector<Value> acc = unpackStruct(b, loc, adaptor.getC());
-    emitWgmmas(b, loc, target, layout, cTy.getShape(),
-               aAlloc.getResult().getType().getElementType(), getRingOperandLayout(aAlloc), aBase,
-               getRingOperandLayout(bAlloc), bBase, acc, op.getPending());
+    if (aTile) {
+      // Only A's K extent matters to emitWgmmas when A comes from registers.
+      OperandLayout aL{aTile.getDimSize(0), aTile.getDimSize(1), true, 128, 2, 0};
+      RegisterFragments aRegs(b, loc, adaptor.getA(), aTile);
+      auto aFragment = [&](int64_t mb, int64_t kk) { return aRegs.get(b, loc, mb, kk); };
+      emitWgmmas(b, loc, target, layout, cTy.getShape(), inElem, aL, bBase, bL, bBase, acc,
+                 op.getPending(), aFragment);
+    } else {
+      Value aBase = slotAddress(adaptor.getA(), adaptor.getASlot(), aAlloc);
+      emitWgmmas(b, loc, target, layout, cTy.getShape(), inElem, getRingOperandLayout(aAlloc),
+                 aBase, bL, bBase, acc, op.getPending());
+    }
     b.replaceOp(op, packStruct(b, loc, getTypeConverter()->convertType(cTy), acc));
     return success();
   }

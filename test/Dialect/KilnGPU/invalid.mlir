@@ -227,3 +227,44 @@ func.func @alloc_pow2() {
   %r = kiln_gpu.local_alloc {operand = 0 : i32} : !kiln_gpu.shared<[2, 48, 32], f16>
   return
 }
+
+// -----
+
+func.func @dot_register_a_slot(%p: tensor<64x32xf16>, %c: tensor<64x64xf32>) {
+  %b = kiln_gpu.local_alloc {operand = 1 : i32} : !kiln_gpu.shared<[2, 32, 64], f16>
+  %s = arith.constant 0 : i32
+  // expected-error @+1 {{expected no slot for A in registers}}
+  %d = kiln_gpu.shared_dot %p[%s], %b[%s], %c : tensor<64x32xf16>, !kiln_gpu.shared<[2, 32, 64], f16>, tensor<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @dot_ring_a_without_slot(%c: tensor<64x64xf32>) {
+  %a = kiln_gpu.local_alloc {operand = 0 : i32} : !kiln_gpu.shared<[2, 64, 32], f16>
+  %b = kiln_gpu.local_alloc {operand = 1 : i32} : !kiln_gpu.shared<[2, 32, 64], f16>
+  %s = arith.constant 0 : i32
+  // expected-error @+1 {{expected a slot for A read from a ring}}
+  %d = kiln_gpu.shared_dot %a, %b[%s], %c : !kiln_gpu.shared<[2, 64, 32], f16>, !kiln_gpu.shared<[2, 32, 64], f16>, tensor<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @dot_register_a_pending(%p: tensor<64x32xf16>, %c: tensor<64x64xf32>) {
+  %b = kiln_gpu.local_alloc {operand = 1 : i32} : !kiln_gpu.shared<[2, 32, 64], f16>
+  %s = arith.constant 0 : i32
+  // expected-error @+1 {{expected pending = 0 with A in registers}}
+  %d = kiln_gpu.shared_dot %p, %b[%s], %c {pending = 1 : i32} : tensor<64x32xf16>, !kiln_gpu.shared<[2, 32, 64], f16>, tensor<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @dot_register_a_shape(%p: tensor<64x16xf16>, %c: tensor<64x64xf32>) {
+  %b = kiln_gpu.local_alloc {operand = 1 : i32} : !kiln_gpu.shared<[2, 32, 64], f16>
+  %s = arith.constant 0 : i32
+  // expected-error @+1 {{expected A (M x K), B (K x N) and C (M x N), found 64x16, 32x64}}
+  %d = kiln_gpu.shared_dot %p, %b[%s], %c : tensor<64x16xf16>, !kiln_gpu.shared<[2, 32, 64], f16>, tensor<64x64xf32>
+  return
+}

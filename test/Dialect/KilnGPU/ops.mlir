@@ -65,3 +65,27 @@ func.func @convert_layout(%x: tensor<64xf32, #s1>, %y: tensor<8x64xf16, #b2>)
 // CHECK: module attributes {kiln_gpu.num_warps = 8 : i32, kiln_gpu.threads_per_warp = 32 : i32}
 module attributes {kiln_gpu.num_warps = 8 : i32, kiln_gpu.threads_per_warp = 32 : i32} {
 }
+
+// The ops of shared rings; shared_dot takes A from a ring slot or from registers.
+// CHECK-LABEL: func.func @rings
+// CHECK: %[[A:.*]] = kiln_gpu.local_alloc {k_major = true, operand = 0 : i32} : <[1, 64, 32], f16>
+// CHECK: %[[B:.*]] = kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 32, 64], f16>
+// CHECK: kiln_gpu.async_copy %[[B]][%{{.*}}], %{{.*}}, %{{.*}} : <[3, 32, 64], f16>, tensor<32x64x!kiln.ptr<f16>>, tensor<32x64xi1>
+// CHECK: kiln_gpu.async_commit
+// CHECK: kiln_gpu.async_wait {pending = 1 : i32}
+// CHECK: %[[D:.*]] = kiln_gpu.shared_dot %[[A]][%{{.*}}], %[[B]][%{{.*}}], %{{.*}} {pending = 1 : i32} : !kiln_gpu.shared<[1, 64, 32], f16>, <[3, 32, 64], f16>, tensor<64x64xf32>
+// CHECK: %[[W:.*]] = kiln_gpu.dot_wait %[[D]] : tensor<64x64xf32>
+// CHECK: kiln_gpu.shared_dot %{{.*}}, %[[B]][%{{.*}}], %[[W]] : tensor<64x32xf16>, <[3, 32, 64], f16>, tensor<64x64xf32>
+func.func @rings(%p: tensor<32x64x!kiln.ptr<f16>>, %m: tensor<32x64xi1>, %r: tensor<64x32xf16>,
+                 %c: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %a = kiln_gpu.local_alloc {operand = 0 : i32, k_major = true} : !kiln_gpu.shared<[1, 64, 32], f16>
+  %b = kiln_gpu.local_alloc {operand = 1 : i32} : !kiln_gpu.shared<[3, 32, 64], f16>
+  %s = arith.constant 0 : i32
+  kiln_gpu.async_copy %b[%s], %p, %m : !kiln_gpu.shared<[3, 32, 64], f16>, tensor<32x64x!kiln.ptr<f16>>, tensor<32x64xi1>
+  kiln_gpu.async_commit
+  kiln_gpu.async_wait {pending = 1 : i32}
+  %d = kiln_gpu.shared_dot %a[%s], %b[%s], %c {pending = 1 : i32} : !kiln_gpu.shared<[1, 64, 32], f16>, !kiln_gpu.shared<[3, 32, 64], f16>, tensor<64x64xf32>
+  %w = kiln_gpu.dot_wait %d : tensor<64x64xf32>
+  %e = kiln_gpu.shared_dot %r, %b[%s], %w : tensor<64x32xf16>, !kiln_gpu.shared<[3, 32, 64], f16>, tensor<64x64xf32>
+  return %e : tensor<64x64xf32>
+}

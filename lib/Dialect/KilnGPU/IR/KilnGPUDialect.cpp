@@ -255,16 +255,27 @@ LogicalResult AsyncCopyOp::verify() {
 }
 
 LogicalResult SharedDotOp::verify() {
-  auto a = getA().getType(), b = getB().getType();
+  auto b = getB().getType();
   auto c = cast<RankedTensorType>(getC().getType());
-  ArrayRef<int64_t> as = a.getTileShape(), bs = b.getTileShape();
+  auto aRing = dyn_cast<SharedBufferType>(getA().getType());
+  auto aTile = dyn_cast<RankedTensorType>(getA().getType());
+  if (aRing && !getASlot())
+    return emitOpError("expected a slot for A read from a ring");
+  if (aTile && getASlot())
+    return emitOpError("expected no slot for A in registers");
+  if (aTile && aTile.getRank() != 2)
+    return emitOpError("expected A in registers to be a 2-D tile, found ") << aTile;
+  ArrayRef<int64_t> as = aRing ? aRing.getTileShape() : aTile.getShape(), bs = b.getTileShape();
   if (c.getRank() != 2 || as[1] != bs[0] || c.getDimSize(0) != as[0] || c.getDimSize(1) != bs[1])
     return emitOpError("expected A (M x K), B (K x N) and C (M x N), found ")
            << as[0] << "x" << as[1] << ", " << bs[0] << "x" << bs[1] << " and " << c;
-  Type e = a.getElementType();
+  Type e = aRing ? aRing.getElementType() : aTile.getElementType();
   if (e != b.getElementType() || !(e.isF16() || e.isBF16()) || !c.getElementType().isF32())
     return emitOpError("expected f16 or bf16 operands of one type and f32 accumulators, found ")
            << e << ", " << b.getElementType() << " and " << c.getElementType();
+  if (aTile && getPending() != 0)
+    return emitOpError("expected pending = 0 with A in registers (its registers must stay "
+                       "unchanged until the dot completes)");
   if (getA().getDefiningOp<LocalAllocOp>() &&
       getA().getDefiningOp<LocalAllocOp>().getOperand() != 0)
     return emitOpError("expected A from a ring allocated for operand 0");

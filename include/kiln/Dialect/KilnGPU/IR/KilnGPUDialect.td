@@ -174,28 +174,34 @@ def KilnGPU_AsyncWaitOp : Op<KilnGPU_Dialect, "async_wait",
 
 def KilnGPU_SharedDotOp : Op<KilnGPU_Dialect, "shared_dot",
     [MemoryEffects<[MemRead<DefaultResource>]>, AllTypesMatch<["c", "result"]>]> {
-  let summary = "c + a @ b with both operands read from slots of shared rings";
+  let summary = "c + a @ b with B (and A, or A in registers) read from slots of shared rings";
   let description = [{
-    The dot of `kiln.dot` whose operands were copied to shared memory by `async_copy`: A from
-    slot `a_slot` of `a` (M x K), B from slot `b_slot` of `b` (K x N), f32 accumulators.
+    The dot of `kiln.dot` whose operands were copied to shared memory by `async_copy`: B from
+    slot `b_slot` of `b` (K x N), A from slot `a_slot` of `a` (M x K) or, when `a` is a tile,
+    from the registers of that tile (as flash attention's probabilities; it takes the
+    accumulator layout of an M x K dot, which is wgmma's A fragment), f32 accumulators.
     After issuing its tensor-core work the dot waits until at most `pending` of the program's
     earlier shared_dots are still running: with `pending = 0` its result is ready; with 1 the
     result may only feed the next shared_dot (as its `c`) or a `dot_wait`, and the previous
-    dot's operand slots may be overwritten once every thread has passed it.
+    dot's operand slots may be overwritten once every thread has passed it. A dot reading A
+    from registers always completes (`pending = 0`).
 
     ```mlir
     %d = kiln_gpu.shared_dot %a[%i], %b[%i], %c
         : !kiln_gpu.shared<[3, 128, 64], f16>, !kiln_gpu.shared<[3, 64, 128], f16>,
           tensor<128x128xf32>
+    %o = kiln_gpu.shared_dot %p, %v[%i], %acc
+        : tensor<128x64xf16>, !kiln_gpu.shared<[3, 64, 128], f16>, tensor<128x128xf32>
     ```
   }];
-  let arguments = (ins KilnGPU_SharedBufferType:$a, I32:$a_slot, KilnGPU_SharedBufferType:$b,
-                       I32:$b_slot, AnyRankedTensor:$c,
+  let arguments = (ins AnyTypeOf<[KilnGPU_SharedBufferType, AnyRankedTensor]>:$a,
+                       Optional<I32>:$a_slot, KilnGPU_SharedBufferType:$b, I32:$b_slot,
+                       AnyRankedTensor:$c,
                        DefaultValuedAttr<ConfinedAttr<I32Attr, [IntMinValue<0>, IntMaxValue<1>]>,
                                          "0">:$pending);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $a `[` $a_slot `]` `,` $b `[` $b_slot `]` `,` $c attr-dict `:` type($a) `,` type($b) `,`
+    $a (`[` $a_slot^ `]`)? `,` $b `[` $b_slot `]` `,` $c attr-dict `:` type($a) `,` type($b) `,`
     type($c)
   }];
   let hasVerifier = 1;
