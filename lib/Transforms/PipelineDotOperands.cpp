@@ -248,10 +248,23 @@ std::optional<unsigned> getChainedAccumulator(scf::ForOp loop, DotOp dot) {
   return idx;
 }
 
+/// One-slot buffers already filled from a load before a loop, by load: a later loop that
+/// the buffer's allocation dominates reads it as it is (the two loops of causal attention
+/// share q).
+using OnceBuffers = llvm::DenseMap<Operation *, Value>;
+
+/// Whether `value`, defined by an op, is available at `op` in structured control flow: its
+/// block holds `op` or an ancestor of it, after the definition.
+bool isDefinedBefore(Value value, Operation *op) {
+  Operation *def = value.getDefiningOp();
+  Operation *ancestor = def ? def->getBlock()->findAncestorOpInBlock(*op) : nullptr;
+  return ancestor && def->isBeforeInBlock(ancestor);
+}
+
 /// Pipelines the loads of `loop` that feed `plans` (the loop's dots that can read rings; see
 /// the file comment). `onlyDot` is true when these are all the dots of the body.
 LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool onlyDot,
-                           unsigned stages) {
+                           unsigned stages, OnceBuffers &onceBuffers) {
   if (!isa<IntegerType>(loop.getInductionVar().getType()) || plans.empty())
     return failure();
   MLIRContext *ctx = loop.getContext();
@@ -267,7 +280,7 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     if (plan.aSource == ASource::Ring)
       perStage += getSharedSlotBytes(bufferType(aTy, 1));
     else if (plan.aSource == ASource::Once)
-      once += getSharedSlotBytes(bufferType(aTy, 1));
+      once += getSharedSlotBytes(bufferType(aTy, 1)); // counted even when shared
   }
   while (stages > 2 && once + stages * perStage > kRingBudget)
     --stages;
@@ -290,10 +303,15 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   rewriter.setInsertionPoint(loop);
   Location loc = loop.getLoc();
   SmallVector<Value> aBufs, bBufs;
+  SmallVector<bool> aFilled; // a one-slot buffer an earlier loop filled
   for (DotPlan &plan : plans) {
     RankedTensorType aTy = plan.dot.getA().getType(), bTy = plan.dot.getB().getType();
     Value aBuf;
-    if (plan.aSource != ASource::Registers)
+    if (plan.aSource == ASource::Once)
+      if (Value done = onceBuffers.lookup(plan.aOnce); done && isDefinedBefore(done, loop))
+        aBuf = done;
+    aFilled.push_back(bool(aBuf));
+    if (!aBuf && plan.aSource != ASource::Registers)
       aBuf = kgpu::LocalAllocOp::create(
           rewriter, loc, bufferType(aTy, plan.aSource == ASource::Ring ? stages : 1),
           rewriter.getI32IntegerAttr(0), BoolAttr());
@@ -307,8 +325,8 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     Value iv = s == 0 ? loop.getLowerBound() : ivAfter(rewriter, loc, loop, loop.getLowerBound(), s);
     Value inRange = emitInRange(rewriter, loc, loop, iv);
     Value slot = i32Constant(rewriter, loc, s);
-    for (auto [plan, aBuf, bBuf] : llvm::zip(plans, aBufs, bBufs)) {
-      if (s == 0 && plan.aSource == ASource::Once)
+    for (auto [plan, aBuf, bBuf, filled] : llvm::zip(plans, aBufs, bBufs, aFilled)) {
+      if (s == 0 && plan.aSource == ASource::Once && !filled)
         kgpu::AsyncCopyOp::create(rewriter, plan.aOnce.getLoc(), aBuf, slot,
                                   plan.aOnce.getPtr(), plan.aOnce.getMask());
       if (plan.aSource == ASource::Ring)
@@ -393,9 +411,15 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
             erased.insert(op);
             rewriter.eraseOp(op);
           }
-    if (plan.aOnce && plan.aOnce->use_empty() && erased.insert(plan.aOnce).second)
-      rewriter.eraseOp(plan.aOnce);
   }
+  for (auto [plan, aBuf] : llvm::zip(plans, aBufs))
+    if (plan.aSource == ASource::Once) {
+      onceBuffers[plan.aOnce] = aBuf;
+      if (plan.aOnce->use_empty() && erased.insert(plan.aOnce).second) {
+        onceBuffers.erase(plan.aOnce); // no dot reads it any more
+        rewriter.eraseOp(plan.aOnce);
+      }
+    }
 
   // Nothing may still be multiplying, or copying, when the kernel goes on (or ends); the
   // wait's barrier also orders every warp's last reads before whatever reuses the rings'
@@ -421,13 +445,15 @@ struct KilnPipelineDotOperandsPass final
       if (auto loop = dyn_cast<scf::ForOp>(dot->getParentOp()))
         dots[loop].push_back(dot);
     });
+    OnceBuffers onceBuffers;
     for (auto &[op, list] : dots) {
       auto loop = cast<scf::ForOp>(op);
       SmallVector<DotPlan, 2> plans;
       for (DotOp dot : list)
         if (FailureOr<DotPlan> plan = planDot(dot, loop, numWarps); succeeded(plan))
           plans.push_back(*plan);
-      (void)pipelineLoop(loop, plans, plans.size() == list.size() && list.size() == 1, stages);
+      (void)pipelineLoop(loop, plans, plans.size() == list.size() && list.size() == 1, stages,
+                         onceBuffers);
     }
   }
 };

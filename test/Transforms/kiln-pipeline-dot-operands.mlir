@@ -216,3 +216,45 @@ func.func @attention(%Q: !kiln.ptr<f16>, %K: !kiln.ptr<f16>, %V: !kiln.ptr<f16>,
   }
   return %acc : tensor<64x32xf32>
 }
+
+// -----
+
+// Two loops reading one q (causal attention's two walks): the second loop reads the one-slot
+// buffer the first filled, without copying q again.
+// CHECK-LABEL: func.func @shared_q(
+// CHECK: %[[Q:.*]] = kiln_gpu.local_alloc {operand = 0 : i32} : <[1, 64, 32], f16>
+// CHECK: kiln_gpu.async_copy %[[Q]]
+// CHECK: scf.for
+// CHECK: kiln_gpu.shared_dot %[[Q]]
+// CHECK: kiln_gpu.async_wait {pending = 0 : i32}
+// CHECK-NOT: kiln_gpu.local_alloc {operand = 0 : i32}
+// CHECK-NOT: kiln_gpu.async_copy %[[Q]]
+// CHECK: scf.for
+// CHECK: kiln_gpu.shared_dot %[[Q]]
+// CHECK-NOT: kiln.load
+func.func @shared_q(%Q: !kiln.ptr<f16>, %K: !kiln.ptr<f16>, %n: i32, %m: i32) -> tensor<64x32xf32> {
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %acc0 = arith.constant dense<0.0> : tensor<64x32xf32>
+  %pq = kiln.splat %Q : tensor<64x32x!kiln.ptr<f16>>
+  %q = kiln.load %pq : tensor<64x32x!kiln.ptr<f16>>
+  %r32 = kiln.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  %pk = kiln.splat %K : tensor<32x32x!kiln.ptr<f16>>
+  %a1 = scf.for %j = %c0 to %n step %c32 iter_args(%o = %acc0) -> (tensor<64x32xf32>) : i32 {
+    %jv = kiln.splat %j : tensor<32x32xi32>
+    %pks = kiln.addptr %pk, %jv : tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xi32>
+    %kt = kiln.load %pks : tensor<32x32x!kiln.ptr<f16>>
+    %s = kiln.dot %q, %kt, %o : tensor<64x32xf16> * tensor<32x32xf16> -> tensor<64x32xf32>
+    %e = math.exp2 %s : tensor<64x32xf32>
+    scf.yield %e : tensor<64x32xf32>
+  }
+  %a2 = scf.for %j = %n to %m step %c32 iter_args(%o = %a1) -> (tensor<64x32xf32>) : i32 {
+    %jv = kiln.splat %j : tensor<32x32xi32>
+    %pks = kiln.addptr %pk, %jv : tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xi32>
+    %kt = kiln.load %pks : tensor<32x32x!kiln.ptr<f16>>
+    %s = kiln.dot %q, %kt, %o : tensor<64x32xf16> * tensor<32x32xf16> -> tensor<64x32xf32>
+    %e = math.exp2 %s : tensor<64x32xf32>
+    scf.yield %e : tensor<64x32xf32>
+  }
+  return %a2 : tensor<64x32xf32>
+}

@@ -131,6 +131,13 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
   int64_t nInstr = std::min<int64_t>(N, 256);
   std::string types = inElem.isF16() ? "f16.f16" : "bf16.bf16";
   Value one = i32Const(b, loc, 1); // scale-d: accumulate
+  // A fragments from registers are all packed before the fence: a register written between
+  // wgmmas makes ptxas inject a warpgroup.arrive before the next one.
+  std::map<std::pair<int64_t, int64_t>, std::array<Value, 4>> aRegs;
+  if (aFragment)
+    for (int64_t mb = 0; mb < blocksPerGroup; ++mb)
+      for (int64_t kk = 0; kk < K; kk += 16)
+        aRegs[{mb, kk}] = aFragment(mb, kk);
   emitInlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {}, "wgmma.fence.sync.aligned;", "", true);
   for (int64_t mb = 0; mb < blocksPerGroup; ++mb) {
     for (int64_t n0 = 0; n0 < N; n0 += nInstr) {
@@ -169,7 +176,7 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
         for (unsigned r : regs)
           args.push_back(acc[r]);
         if (aFragment)
-          llvm::append_range(args, aFragment(mb, kk));
+          llvm::append_range(args, aRegs.at({mb, kk}));
         else
           args.push_back(aL.emitDescriptor(b, loc, aBase, aRowBytes, mb * 64, kk));
         args.push_back(bL.emitDescriptor(b, loc, bBase, Value(), n0, kk));
