@@ -248,6 +248,41 @@ std::optional<unsigned> getChainedAccumulator(scf::ForOp loop, DotOp dot) {
   return idx;
 }
 
+/// In a loop whose dots all read rings, the iteration argument through which the last dot's
+/// result reaches the next iteration when that dot may be left running across the back edge:
+/// its result only goes to the yield, and an A it reads from registers is computed from an
+/// earlier dot of the body. The next iteration's first dot then waits for it (wgmma groups
+/// complete in order) before A's registers are written again; the accumulator itself is read
+/// after a dot_wait placed before its first use.
+std::optional<unsigned> getDeferredAccumulator(scf::ForOp loop, ArrayRef<DotPlan> plans) {
+  if (plans.size() < 2)
+    return std::nullopt;
+  DotOp last = plans.back().dot;
+  if (!last->hasOneUse())
+    return std::nullopt;
+  auto yield = dyn_cast<scf::YieldOp>(*last->getUsers().begin());
+  if (!yield || yield->getParentOp() != loop)
+    return std::nullopt;
+  unsigned idx = last->getUses().begin()->getOperandNumber();
+  if (plans.back().aSource != ASource::Registers)
+    return idx;
+  // Does A depend on an earlier dot of the body?
+  llvm::SmallPtrSet<Operation *, 4> earlier;
+  for (const DotPlan &plan : plans.drop_back())
+    earlier.insert(plan.dot);
+  llvm::SmallPtrSet<Operation *, 32> seen;
+  SmallVector<Value> worklist{last.getA()};
+  while (!worklist.empty()) {
+    Operation *def = worklist.pop_back_val().getDefiningOp();
+    if (!def || def->getBlock() != loop.getBody() || !seen.insert(def).second)
+      continue;
+    if (earlier.contains(def))
+      return idx;
+    llvm::append_range(worklist, def->getOperands());
+  }
+  return std::nullopt;
+}
+
 /// One-slot buffers already filled from a load before a loop, by load: a later loop that
 /// the buffer's allocation dominates reads it as it is (the two loops of causal attention
 /// share q).
@@ -262,8 +297,8 @@ bool isDefinedBefore(Value value, Operation *op) {
 }
 
 /// Pipelines the loads of `loop` that feed `plans` (the loop's dots that can read rings; see
-/// the file comment). `onlyDot` is true when these are all the dots of the body.
-LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool onlyDot,
+/// the file comment). `allDots` is true when these are all the dots of the body.
+LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool allDots,
                            unsigned stages, OnceBuffers &onceBuffers) {
   if (!isa<IntegerType>(loop.getInductionVar().getType()) || plans.empty())
     return failure();
@@ -290,12 +325,17 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   // The dot may run on while the next iteration starts when it is the loop's only one, reads
   // no registers, and its accumulator only goes from one iteration's dot to the next; see the
   // file comment for how far ahead copies run and where they are issued.
-  std::optional<unsigned> accArg;
-  if (onlyDot && plans.size() == 1 && plans[0].aSource != ASource::Registers)
+  // In a loop with several dots, the last may run on into the next iteration (deferred) when
+  // there are 4 or more slots: copies then run S - 2 ahead, into the slots the dots before
+  // the previous iteration's read.
+  std::optional<unsigned> accArg, deferredArg;
+  if (allDots && plans.size() == 1 && plans[0].aSource != ASource::Registers)
     accArg = getChainedAccumulator(loop, plans[0].dot);
+  else if (allDots && stages >= 4)
+    deferredArg = getDeferredAccumulator(loop, plans);
   bool overlap = stages >= 3 && accArg;
   bool lateCopies = overlap && stages == 3;
-  unsigned distance = overlap && !lateCopies ? stages - 2 : stages - 1;
+  unsigned distance = (overlap && !lateCopies) || deferredArg ? stages - 2 : stages - 1;
 
   // Rings and the prologue: iterations 0 .. distance - 1, one group each; the one-slot
   // buffers join the first.
@@ -380,16 +420,16 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     issueCopies();
 
   // The dots read the rings.
-  SmallVector<Operation *> deadLoads;
-  for (auto [plan, aBuf, bBuf] : llvm::zip(plans, aBufs, bBufs)) {
+  for (auto [i, plan, aBuf, bBuf] : llvm::enumerate(plans, aBufs, bBufs)) {
     DotOp dot = plan.dot;
+    bool deferred = deferredArg && i + 1 == plans.size();
     rewriter.setInsertionPoint(dot);
     Value a = plan.aSource == ASource::Registers ? dot.getA() : aBuf;
     Value aSlot = plan.aSource == ASource::Ring   ? slot
                   : plan.aSource == ASource::Once ? i32Constant(rewriter, loc, 0)
                                                   : Value();
     auto shared = kgpu::SharedDotOp::create(rewriter, dot.getLoc(), dot.getType(), a, aSlot, bBuf,
-                                            slot, dot.getC(), overlap ? 1 : 0);
+                                            slot, dot.getC(), overlap || deferred ? 1 : 0);
     if (lateCopies) {
       rewriter.setInsertionPointAfter(shared);
       kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(distance - 1));
@@ -424,9 +464,24 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   // Nothing may still be multiplying, or copying, when the kernel goes on (or ends); the
   // wait's barrier also orders every warp's last reads before whatever reuses the rings'
   // shared memory next.
+  if (deferredArg) {
+    // The deferred dot's accumulator is waited for before its first use in the body.
+    BlockArgument acc = forOp.getRegionIterArgs()[*deferredArg];
+    Operation *first = nullptr;
+    for (Operation *user : acc.getUsers()) {
+      Operation *at = forOp.getBody()->findAncestorOpInBlock(*user);
+      if (!first || at->isBeforeInBlock(first))
+        first = at;
+    }
+    if (first) {
+      rewriter.setInsertionPoint(first);
+      auto done = kgpu::DotWaitOp::create(rewriter, loc, acc.getType(), acc);
+      acc.replaceAllUsesExcept(done.getResult(), done);
+    }
+  }
   rewriter.setInsertionPointAfter(forOp);
-  if (overlap) {
-    Value result = forOp.getResult(*accArg);
+  if (overlap || deferredArg) {
+    Value result = forOp.getResult(overlap ? *accArg : *deferredArg);
     auto done = kgpu::DotWaitOp::create(rewriter, loc, result.getType(), result);
     result.replaceAllUsesExcept(done.getResult(), done);
   }
@@ -452,7 +507,7 @@ struct KilnPipelineDotOperandsPass final
       for (DotOp dot : list)
         if (FailureOr<DotPlan> plan = planDot(dot, loop, numWarps); succeeded(plan))
           plans.push_back(*plan);
-      (void)pipelineLoop(loop, plans, plans.size() == list.size() && list.size() == 1, stages,
+      (void)pipelineLoop(loop, plans, plans.size() == list.size(), stages,
                          onceBuffers);
     }
   }

@@ -187,6 +187,19 @@ func.func @acc_read_in_loop(%A: !kiln.ptr<f16>, %K: i32, %out: !kiln.ptr<f32>) -
 // CHECK: scf.yield
 // CHECK-NOT: kiln_gpu.dot_wait
 // CHECK: kiln_gpu.async_wait {pending = 0 : i32}
+// With 4 slots the last dot (p @ v, whose p comes from the first dot) is left running into
+// the next iteration, whose first dot's wait retires it; its accumulator is waited for before
+// its first use in the body and after the loop. Copies run S - 2 = 2 ahead.
+// FOUR-LABEL: func.func @attention(
+// FOUR-COUNT-2: kiln_gpu.async_commit
+// FOUR: scf.for
+// FOUR-NEXT: kiln_gpu.async_wait {pending = 1 : i32}
+// FOUR: kiln_gpu.shared_dot %{{.*}} : !kiln_gpu.shared<[1, 64, 32], f16>
+// FOUR: %[[ACC:.*]] = kiln_gpu.dot_wait %arg
+// FOUR-NEXT: %[[O:.*]] = kiln_gpu.shared_dot %{{.*}}, %[[ACC]] {pending = 1 : i32} : tensor<64x32xf16>
+// FOUR: scf.yield %[[O]]
+// FOUR: kiln_gpu.dot_wait
+// FOUR-NEXT: kiln_gpu.async_wait {pending = 0 : i32}
 func.func @attention(%Q: !kiln.ptr<f16>, %K: !kiln.ptr<f16>, %V: !kiln.ptr<f16>, %n: i32) -> tensor<64x32xf32> {
   %c0 = arith.constant 0 : i32
   %c32 = arith.constant 32 : i32

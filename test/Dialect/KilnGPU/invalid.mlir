@@ -251,16 +251,6 @@ func.func @dot_ring_a_without_slot(%c: tensor<64x64xf32>) {
 
 // -----
 
-func.func @dot_register_a_pending(%p: tensor<64x32xf16>, %c: tensor<64x64xf32>) {
-  %b = kiln_gpu.local_alloc {operand = 1 : i32} : !kiln_gpu.shared<[2, 32, 64], f16>
-  %s = arith.constant 0 : i32
-  // expected-error @+1 {{expected pending = 0 with A in registers}}
-  %d = kiln_gpu.shared_dot %p, %b[%s], %c {pending = 1 : i32} : tensor<64x32xf16>, !kiln_gpu.shared<[2, 32, 64], f16>, tensor<64x64xf32>
-  return
-}
-
-// -----
-
 func.func @dot_register_a_shape(%p: tensor<64x16xf16>, %c: tensor<64x64xf32>) {
   %b = kiln_gpu.local_alloc {operand = 1 : i32} : !kiln_gpu.shared<[2, 32, 64], f16>
   %s = arith.constant 0 : i32

@@ -273,9 +273,6 @@ LogicalResult SharedDotOp::verify() {
   if (e != b.getElementType() || !(e.isF16() || e.isBF16()) || !c.getElementType().isF32())
     return emitOpError("expected f16 or bf16 operands of one type and f32 accumulators, found ")
            << e << ", " << b.getElementType() << " and " << c.getElementType();
-  if (aTile && getPending() != 0)
-    return emitOpError("expected pending = 0 with A in registers (its registers must stay "
-                       "unchanged until the dot completes)");
   if (getA().getDefiningOp<LocalAllocOp>() &&
       getA().getDefiningOp<LocalAllocOp>().getOperand() != 0)
     return emitOpError("expected A from a ring allocated for operand 0");

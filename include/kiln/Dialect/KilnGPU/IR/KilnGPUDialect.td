@@ -183,8 +183,10 @@ def KilnGPU_SharedDotOp : Op<KilnGPU_Dialect, "shared_dot",
     After issuing its tensor-core work the dot waits until at most `pending` of the program's
     earlier shared_dots are still running: with `pending = 0` its result is ready; with 1 the
     result may only feed the next shared_dot (as its `c`) or a `dot_wait`, and the previous
-    dot's operand slots may be overwritten once every thread has passed it. A dot reading A
-    from registers always completes (`pending = 0`).
+    dot's operand slots may be overwritten once every thread has passed it. A dot left running
+    with A in registers needs those registers unchanged until a later wait retires it (the
+    pipelining pass only defers such a dot when its A is computed from an earlier dot's
+    result, whose wait comes first).
 
     ```mlir
     %d = kiln_gpu.shared_dot %a[%i], %b[%i], %c
