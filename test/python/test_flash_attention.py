@@ -169,6 +169,8 @@ def test_errors():
         fa.attention_forward(q, q, q, np.zeros_like(q), np.zeros((1, 2, 32), np.float32), **CPU)
     with pytest.raises(ValueError, match=r"BLOCK_M \(32\) to be a multiple of BLOCK_N \(64\)"):
         fa.attention_forward(q, q, q, np.zeros_like(q), block_m=32, block_n=64, **CPU)
+    with pytest.raises(ValueError, match="positive, finite sm_scale, found -0.5"):
+        fa.attention_forward(q, q, q, np.zeros_like(q), sm_scale=-0.5, **CPU)
 
 
 # ---------------------------------------------------------------- GPU: against torch SDPA

@@ -4,7 +4,8 @@ One program owns BLOCK_M query rows of one (batch, head) and walks the key/value
 head once, keeping the softmax online (Milakov & Gimelshein; Dao, FlashAttention-2):
 
     s_j   = (q k_j^T) * sm_scale * log2(e)          scores in base 2, so exp2 replaces exp
-    m_new = max(m, rowmax(s_j))                      running row maximum
+    m_new = max(m, rowmax(s_j))                      running row maximum (unmasked blocks take
+                                                     rowmax(q k_j^T) * scale: sm_scale > 0)
     alpha = exp2(m - m_new)                          rescales what was summed against m
     p_j   = exp2(s_j - m_new)
     l     = l * alpha + rowsum(p_j)                  running denominator
@@ -54,18 +55,26 @@ def _attn_fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kk, stri
         else:
             kT = tl.load(kT_ptrs)
             v = tl.load(v_ptrs)
-        qk = tl.dot(q, kT) * qk_scale
+        qk = tl.dot(q, kT)
         # Every row keeps at least one key of the first block it masks (the key at the row's
         # own position, or key start_n < N_CTX), so m_ij is finite and no exp2 sees inf - inf.
-        if DIAGONAL:
-            keep = offs_m[:, None] >= cols[None, :]
-            if BOUNDS:
-                keep = keep & key_ok[None, :]
+        if DIAGONAL or BOUNDS:
+            qk = qk * qk_scale
+            if DIAGONAL:
+                keep = offs_m[:, None] >= cols[None, :]
+                if BOUNDS:
+                    keep = keep & key_ok[None, :]
+            else:
+                keep = key_ok[None, :]
             qk = tl.where(keep, qk, float("-inf"))
-        elif BOUNDS:
-            qk = tl.where(key_ok[None, :], qk, float("-inf"))
-        m_ij = tl.maximum(m_i, tl.max(qk, axis=1))
-        p = tl.exp2(qk - m_ij[:, None])
+            m_ij = tl.maximum(m_i, tl.max(qk, axis=1))
+            qk = qk - m_ij[:, None]
+        else:
+            # qk_scale > 0: the row maximum is scaled once, and scaling and centring fuse
+            # into one fma per score
+            m_ij = tl.maximum(m_i, tl.max(qk, axis=1) * qk_scale)
+            qk = qk * qk_scale - m_ij[:, None]
+        p = tl.exp2(qk)
         alpha = tl.exp2(m_i - m_ij)
         l_i = l_i * alpha + tl.sum(p, axis=1)
         acc = acc * alpha[:, None]
@@ -157,8 +166,9 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
                       block_n=None, num_warps=None, num_stages=None, **launch):
     """Launches _attn_fwd on arrays (torch tensors, CUDA or CPU, or numpy arrays) of shape
     (B, H, S, D); writes `out` (same shape, any strides) and, when given, `lse` (fp32,
-    contiguous (B, H, S)). Tiles default to tile_config(D) (its CPU tiles with
-    device="cpu"); `launch` goes to the launch (device="cpu", debug=True, ...)."""
+    contiguous (B, H, S)). sm_scale (default 1/sqrt(D)) must be positive. Tiles default to
+    tile_config(D) (its CPU tiles with device="cpu"); `launch` goes to the launch
+    (device="cpu", debug=True, ...)."""
     if not (len(q.shape) == 4 and tuple(q.shape) == tuple(k.shape) == tuple(v.shape)
             == tuple(out.shape)):
         raise ValueError(f"attention: expected q, k, v and out of one shape (B, H, S, D), "
@@ -182,6 +192,8 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
                          f"found {tuple(lse.shape)}")
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
+    if not (sm_scale > 0 and math.isfinite(sm_scale)):
+        raise ValueError(f"attention: expected a positive, finite sm_scale, found {sm_scale}")
     if B * H == 0 or S == 0:
         return out
     grid = (kiln.cdiv(S, bm), B * H)
