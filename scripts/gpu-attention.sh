@@ -3,7 +3,8 @@
 # attention tests (scripts/gpu-python.sh), then bench/bench_attention.py once per ring depth in
 # ATTN_STAGES (default "3"; 1 is the register-staged path) with ATTN_ARGS, and, when ATTN_NCU
 # is set, an Nsight Compute profile (with stall reasons) of Kiln's first kernel for each
-# ';'-separated set of bench arguments in ATTN_NCU, to $OUT/ncu-attention.txt.
+# ';'-separated set of bench arguments in ATTN_NCU, to $OUT/ncu-attention.txt; ATTN_DUMP=1
+# also packs Triton's and Kiln's PTX and SASS of the kernel to $OUT/attention-dump.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/kiln-gpu-out}"
@@ -32,5 +33,31 @@ if [ -n "${ATTN_NCU:-}" ]; then
       python3 bench/bench_attention.py --rep 1 $args >>"$OUT/ncu-attention.txt" 2>&1
     echo "   ncu exit $?"
   done
+fi
+if [ -n "${ATTN_DUMP:-}" ]; then
+  # Triton's PTX and SASS of its twin, and Kiln's (the non-causal D=128 variant the bench runs),
+  # to $OUT/attention-dump.tgz.
+  d=/tmp/attn-dump && rm -rf "$d" /tmp/attn-triton-cache && mkdir -p "$d"
+  TRITON_CACHE_DIR=/tmp/attn-triton-cache python3 bench/bench_attention.py --rep 2 \
+    --shapes 4x32x4096 --causal false >/dev/null 2>&1
+  find /tmp/attn-triton-cache -name "t_attn_fwd*.ptx" -exec cp {} "$d/" \;
+  find /tmp/attn-triton-cache -name "t_attn_fwd*.cubin" -exec cp {} "$d/" \;
+  for c in "$d"/*.cubin; do [ -f "$c" ] && cuobjdump -sass "$c" >"${c%.cubin}.sass"; done
+  python3 - "$d" <<'PY'
+import sys
+sys.path.insert(0, "test/python")
+import kiln
+from kiln_kernels import flash_attention as fa
+from test_flash_attention import gpu_signature
+bm, bn, nw, ns = fa.tile_config(128)
+k = kiln.compile(fa._attn_fwd, signature=gpu_signature("fp16"),
+                 constexprs=dict(HEAD_DIM=128, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=False, EVEN_N=True),
+                 target="sm_90a", num_warps=nw, num_stages=ns)
+open(sys.argv[1] + "/kiln_attn_fwd.ptx", "w").write(k.asm["ptx"])
+PY
+  ptxas -arch=sm_90a "$d/kiln_attn_fwd.ptx" -o "$d/kiln_attn_fwd.cubin" \
+    && cuobjdump -sass "$d/kiln_attn_fwd.cubin" >"$d/kiln_attn_fwd.sass"
+  rm -f "$d"/*.cubin
+  tar -czf "$OUT/attention-dump.tgz" -C "$d" . && ls -la "$d"
 fi
 exit "$status"

@@ -59,7 +59,7 @@ func.func @unaligned(%x: !kiln.ptr<f32>, %y: !kiln.ptr<f32>, %n: i32) {
 // Triton unless kiln.ieee asks for the rounded quotient.
 // CHECK-LABEL: llvm.func @math(
 // CHECK: llvm.fmul %{{.*}}, %{{.*}} : f32
-// CHECK: llvm.inline_asm "ex2.approx.f32 $0, $1;", "=f,f"
+// CHECK: llvm.inline_asm "ex2.approx.ftz.f32 $0, $1;", "=f,f"
 // CHECK: llvm.call @__nv_logf
 // CHECK: llvm.inline_asm "div.full.f32 $0, $1, $2;", "=f,f,f"
 // CHECK: llvm.fdiv %{{.*}}, %{{.*}} : f32

@@ -7,7 +7,7 @@
 // runs inside a thread's sizePerThread block (`cols < n` with n a multiple of 8: one mask bit
 // per 8 columns), each run is computed once and its value reused, so a thread keeps one
 // predicate per run instead of one per element. exp and exp2 on f32 use the target's
-// ex2.approx, as Triton does: exp(x) = 2^(x * log2(e)).
+// ex2.approx (flushing subnormal results to zero), as Triton does: exp(x) = 2^(x * log2(e)).
 //
 //===----------------------------------------------------------------------===//
 

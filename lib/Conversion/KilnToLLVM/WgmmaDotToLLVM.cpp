@@ -34,6 +34,7 @@
 #include "WgmmaLayout.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <atomic>
@@ -102,12 +103,15 @@ void emitWgmmaWaitAll(OpBuilder &b, Location loc, SmallVector<Value> &acc) {
 /// Issues this warpgroup's wgmmas of C += A @ B, A (M x K) and B (K x N) in shared memory at
 /// `aBase` / `bBase` (i32 shared addresses) under `aL` / `bL`, `acc` the registers of C under
 /// `layout` (getWgmmaAccumulatorLayout), then waits until at most `pending` wgmma groups are
-/// in flight (with 0 the accumulators pass through the wait; see the file comment).
+/// in flight (with 0 the accumulators pass through the wait; see the file comment). With
+/// `zeroAcc` C is known to be zero: the first wgmma of each accumulator block overwrites it
+/// (scale-d = 0), so no register is zeroed first.
 void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
                 kgpu::BlockedEncodingAttr layout, ArrayRef<int64_t> shape, Type inElem,
                 const OperandLayout &aL, Value aBase, const OperandLayout &bL, Value bBase,
                 SmallVector<Value> &acc, unsigned pending = 0,
-                function_ref<std::array<Value, 4>(int64_t, int64_t)> aFragment = nullptr) {
+                function_ref<std::array<Value, 4>(int64_t, int64_t)> aFragment = nullptr,
+                bool zeroAcc = false) {
   MLIRContext *ctx = b.getContext();
   Type f32 = b.getF32Type();
   int64_t M = shape[0], N = shape[1], K = aL.k;
@@ -131,6 +135,10 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
   int64_t nInstr = std::min<int64_t>(N, 256);
   std::string types = inElem.isF16() ? "f16.f16" : "bf16.bf16";
   Value one = i32Const(b, loc, 1); // scale-d: accumulate
+  Value zero = i32Const(b, loc, 0); // scale-d: overwrite
+  if (zeroAcc)
+    for (Value &v : acc)
+      v = LLVM::UndefOp::create(b, loc, f32);
   // A fragments from registers are all packed before the fence: a register written between
   // wgmmas makes ptxas inject a warpgroup.arrive before the next one.
   std::map<std::pair<int64_t, int64_t>, std::array<Value, 4>> aRegs;
@@ -180,7 +188,7 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
         else
           args.push_back(aL.emitDescriptor(b, loc, aBase, aRowBytes, mb * 64, kk));
         args.push_back(bL.emitDescriptor(b, loc, bBase, Value(), n0, kk));
-        args.push_back(one);
+        args.push_back(zeroAcc && kk == 0 ? zero : one);
         Value d = emitInlineAsm(b, loc, resTy, args, asmStr, constraints, true);
         for (auto [i, r] : llvm::enumerate(regs))
           acc[r] = LLVM::ExtractValueOp::create(b, loc, d, i);
@@ -300,7 +308,8 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
     auto aFragment = [&](int64_t mb, int64_t kk) { return aRegs->get(b, loc, mb, kk); };
     emitWgmmas(b, loc, target, layout, cTy.getShape(), inElem, aL, base, bL, base, acc,
                /*pending=*/0,
-               aRegs ? function_ref<std::array<Value, 4>(int64_t, int64_t)>(aFragment) : nullptr);
+               aRegs ? function_ref<std::array<Value, 4>(int64_t, int64_t)>(aFragment) : nullptr,
+               matchPattern(op.getC(), m_AnyZeroFloat()));
     b.replaceOp(op, packStruct(b, loc, getTypeConverter()->convertType(cTy), acc));
     return success();
   }
@@ -402,17 +411,18 @@ struct SharedDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
     OperandLayout bL = getRingOperandLayout(bAlloc);
     Type inElem = bAlloc.getResult().getType().getElementType();
     SmallVector<Value> acc = unpackStruct(b, loc, adaptor.getC());
+    bool zeroAcc = matchPattern(op.getC(), m_AnyZeroFloat());
     if (aTile) {
       // Only A's K extent matters to emitWgmmas when A comes from registers.
       OperandLayout aL{aTile.getDimSize(0), aTile.getDimSize(1), true, 128, 2, 0};
       RegisterFragments aRegs(b, loc, adaptor.getA(), aTile);
       auto aFragment = [&](int64_t mb, int64_t kk) { return aRegs.get(b, loc, mb, kk); };
       emitWgmmas(b, loc, target, layout, cTy.getShape(), inElem, aL, bBase, bL, bBase, acc,
-                 op.getPending(), aFragment);
+                 op.getPending(), aFragment, zeroAcc);
     } else {
       Value aBase = slotAddress(adaptor.getA(), adaptor.getASlot(), aAlloc);
       emitWgmmas(b, loc, target, layout, cTy.getShape(), inElem, getRingOperandLayout(aAlloc),
-                 aBase, bL, bBase, acc, op.getPending());
+                 aBase, bL, bBase, acc, op.getPending(), nullptr, zeroAcc);
     }
     b.replaceOp(op, packStruct(b, loc, getTypeConverter()->convertType(cTy), acc));
     return success();
