@@ -4,7 +4,8 @@
 # ATTN_STAGES (default "3"; 1 is the register-staged path) with ATTN_ARGS, and, when ATTN_NCU
 # is set, an Nsight Compute profile (with stall reasons) of Kiln's first kernel for each
 # ';'-separated set of bench arguments in ATTN_NCU, to $OUT/ncu-attention.txt; ATTN_DUMP=1
-# also packs Triton's and Kiln's PTX and SASS of the kernel to $OUT/attention-dump.tgz.
+# also packs Triton's and Kiln's PTX and SASS of the kernel to $OUT/attention-dump.tgz;
+# MATMUL_DUMP=1 Triton's tutorial matmul's to $OUT/matmul-dump.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/kiln-gpu-out}"
@@ -59,5 +60,17 @@ PY
     && cuobjdump -sass "$d/kiln_attn_fwd.cubin" >"$d/kiln_attn_fwd.sass"
   rm -f "$d"/*.cubin
   tar -czf "$OUT/attention-dump.tgz" -C "$d" . && ls -la "$d"
+fi
+if [ -n "${MATMUL_DUMP:-}" ]; then
+  # Triton's PTX and SASS of the tutorial matmul (bench_matmul_python.py) to
+  # $OUT/matmul-dump.tgz.
+  d=/tmp/matmul-dump && rm -rf "$d" /tmp/matmul-triton-cache && mkdir -p "$d"
+  TRITON_CACHE_DIR=/tmp/matmul-triton-cache python3 bench/bench_matmul_python.py --reps 2 \
+    >"$d/bench.txt" 2>&1
+  find /tmp/matmul-triton-cache -name "matmul_kernel*.ptx" -exec cp {} "$d/" \;
+  for c in $(find /tmp/matmul-triton-cache -name "matmul_kernel*.cubin"); do
+    cuobjdump -sass "$c" >"$d/$(basename "$(dirname "$c")")-$(basename "${c%.cubin}").sass"
+  done
+  tar -czf "$OUT/matmul-dump.tgz" -C "$d" . && ls -la "$d"
 fi
 exit "$status"
