@@ -70,19 +70,24 @@ def KilnConvertToHost : Pass<"kiln-convert-to-host", "mlir::ModuleOp"> {
 def KilnPipelineDotOperands : Pass<"kiln-pipeline-dot-operands", "mlir::ModuleOp"> {
   let summary = "stage a loop's dot operands through shared rings filled by cp.async (sm_90a)";
   let description = [{
-    For an `scf.for` whose body computes `kiln.dot(load(pa), load(pb), acc)` with f16/bf16
-    operands, f32 accumulators and a tile shape wgmma takes (M a multiple of 16 rows per warp,
-    whole warpgroups), where both loads have only that use, read zero where masked off, and
-    have addresses computed from the induction variable and loop invariants: the loads become
-    `kiln_gpu.async_copy` into rings of `num-stages` slots (`kiln_gpu.local_alloc`), issued
+    For an `scf.for` whose body computes `kiln.dot(a, load(pb), acc)` with f16/bf16 operands,
+    f32 accumulators and a tile shape wgmma takes (M a multiple of 16 rows per warp, whole
+    warpgroups), where the load of B has only that use, reads zero where masked off, and has
+    its address computed from the induction variable and loop invariants: the load becomes
+    `kiln_gpu.async_copy` into a ring of `num-stages` slots (`kiln_gpu.local_alloc`), issued
     ahead (the first ones before the loop, masked so no iteration past the end reads memory),
     and the dot becomes `kiln_gpu.shared_dot` on the current slot after an `async_wait` that
-    leaves the later copies in flight. The operands then never pass through registers. When
-    the accumulator only goes from one iteration's dot to the next, the dot runs on into the
-    next iteration (pending = 1): with 4 or more slots the copies run `num-stages - 2`
-    iterations ahead, at the top of the body; with 3 they run 2 ahead, issued after the dot
-    behind a second wait. Otherwise they run `num-stages - 1` ahead. Stages are reduced until
-    the rings fit in shared memory.
+    leaves the later copies in flight. A is a ring too when it is such a load; a load before
+    the loop is copied once into a one-slot buffer (which later loops reuse); a tile the body
+    computes is read from registers. Every dot of the body is planned this way and all share
+    the loop's slot and copy groups. When a loop's only dot has an accumulator that only goes
+    from one iteration's dot to the next, the dot runs on into the next iteration (pending =
+    1): with 4 or more slots the copies run `num-stages - 2` iterations ahead, at the top of
+    the body; with 3 they run 2 ahead, issued after the dot behind a second wait. In a loop
+    with several dots and 4 or more slots, the last one runs on when its result only reaches
+    the next iteration and a register A comes from an earlier dot (flash attention's p @ v),
+    with a `dot_wait` before the accumulator's first use. Otherwise copies run `num-stages -
+    1` ahead. Stages are reduced until the rings fit in shared memory.
 
     ```mlir
     // before                                  // after (4 stages)
