@@ -151,7 +151,7 @@ def tile_config(head_dim, cpu=False):
     if cpu:
         return 32, 16, 4, 1
     if head_dim <= 64:
-        return 128, 128, 4, 4
+        return 128, 64, 4, 4
     return 128, 64, 8, 4
 
 
