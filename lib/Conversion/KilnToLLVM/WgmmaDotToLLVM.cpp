@@ -146,6 +146,9 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
     for (int64_t mb = 0; mb < blocksPerGroup; ++mb)
       for (int64_t kk = 0; kk < K; kk += 16)
         aRegs[{mb, kk}] = aFragment(mb, kk);
+  // Descriptors: the operands' first elements once, then a constant add per sub-matrix.
+  Value aDesc = aFragment ? Value() : aL.emitBaseDescriptor(b, loc, aBase, aRowBytes);
+  Value bDesc = bL.emitBaseDescriptor(b, loc, bBase, Value());
   emitInlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {}, "wgmma.fence.sync.aligned;", "", true);
   for (int64_t mb = 0; mb < blocksPerGroup; ++mb) {
     for (int64_t n0 = 0; n0 < N; n0 += nInstr) {
@@ -186,8 +189,8 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
         if (aFragment)
           llvm::append_range(args, aRegs.at({mb, kk}));
         else
-          args.push_back(aL.emitDescriptor(b, loc, aBase, aRowBytes, mb * 64, kk));
-        args.push_back(bL.emitDescriptor(b, loc, bBase, Value(), n0, kk));
+          args.push_back(aL.descriptorAt(b, loc, aDesc, mb * 64, kk));
+        args.push_back(bL.descriptorAt(b, loc, bDesc, n0, kk));
         args.push_back(zeroAcc && kk == 0 ? zero : one);
         Value d = emitInlineAsm(b, loc, resTy, args, asmStr, constraints, true);
         for (auto [i, r] : llvm::enumerate(regs))

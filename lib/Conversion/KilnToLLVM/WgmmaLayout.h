@@ -50,26 +50,28 @@ struct OperandLayout {
     return LLVM::AddOp::create(b, loc, o, i32Const(b, loc, offset));
   }
 
-  /// The 64-bit matrix descriptor for the sub-matrix whose first element is (mn0, k0), both
-  /// static, given the buffer's shared address `base` (i32).
-  mlir::Value emitDescriptor(mlir::OpBuilder &b, mlir::Location loc, mlir::Value base,
-                             mlir::Value mnRowOffset, int64_t mn0, int64_t k0) const {
+  /// Byte offset, from the operand's first byte, of the sub-matrix whose first element is
+  /// (mn0, k0) (both static, multiples of the wgmma tile): a multiple of 16.
+  int64_t subMatrixOffset(int64_t mn0, int64_t k0) const {
+    if (kMajor)
+      return offset + (k0 / blockElems()) * mn * swizzle + mn0 * swizzle +
+             (k0 % blockElems()) * elemBytes;
+    return offset + (mn0 / blockElems()) * k * swizzle + k0 * swizzle;
+  }
+
+  /// The 64-bit matrix descriptor of the operand's first element, given the buffer's shared
+  /// address `base` (i32) and an optional extra byte offset `mnRowOffset`: start address
+  /// (bits 0-13, in 16-byte units), LBO, SBO and the swizzle mode.
+  mlir::Value emitBaseDescriptor(mlir::OpBuilder &b, mlir::Location loc, mlir::Value base,
+                                 mlir::Value mnRowOffset) const {
     using namespace mlir;
-    int64_t start = offset;
-    int64_t lbo = 1, sbo = 8 * swizzle;
-    if (kMajor) {
-      start += (k0 / blockElems()) * mn * swizzle + mn0 * swizzle +
-               (k0 % blockElems()) * elemBytes;
-    } else {
-      start += (mn0 / blockElems()) * k * swizzle + k0 * swizzle;
-      lbo = k * swizzle;
-    }
+    int64_t lbo = kMajor ? 1 : k * swizzle, sbo = 8 * swizzle;
     // Layout type (bits 62-63): 1 = 128B swizzle, 2 = 64B, 3 = 32B.
     uint64_t mode = swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3;
     uint64_t fixed = (uint64_t(lbo >> 4) & 0x3FFF) << 16 | (uint64_t(sbo >> 4) & 0x3FFF) << 32 |
                      mode << 62;
     Type i64 = b.getI64Type();
-    Value addr = LLVM::AddOp::create(b, loc, base, i32Const(b, loc, start));
+    Value addr = base;
     if (mnRowOffset)
       addr = LLVM::AddOp::create(b, loc, addr, mnRowOffset);
     Value field = LLVM::AndOp::create(
@@ -78,6 +80,20 @@ struct OperandLayout {
     return LLVM::OrOp::create(
         b, loc, wide,
         LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(int64_t(fixed))));
+  }
+
+  /// The descriptor of the sub-matrix at (mn0, k0) from the base descriptor: one 64-bit add
+  /// of its offset in 16-byte units to the start address field. Shared addresses stay below
+  /// 2^18 bytes (228 KiB per block on sm_90), so the 14-bit field never carries into LBO.
+  mlir::Value descriptorAt(mlir::OpBuilder &b, mlir::Location loc, mlir::Value baseDesc,
+                           int64_t mn0, int64_t k0) const {
+    using namespace mlir;
+    int64_t units = subMatrixOffset(mn0, k0) >> 4;
+    if (!units)
+      return baseDesc;
+    return LLVM::AddOp::create(
+        b, loc, baseDesc,
+        LLVM::ConstantOp::create(b, loc, b.getI64Type(), b.getI64IntegerAttr(units)));
   }
 };
 
