@@ -39,6 +39,7 @@
 #include "kiln/Conversion/KilnToLLVM.h"
 #include "kiln/Passes.h"
 
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
@@ -239,16 +240,18 @@ FailureOr<DotPlan> planDot(DotOp dot, scf::ForOp loop, unsigned numWarps) {
   return plan;
 }
 
+/// The iteration argument `dot`'s result becomes when its only use is `loop`'s yield.
+std::optional<unsigned> getYieldedIterArg(scf::ForOp loop, DotOp dot) {
+  if (!dot->hasOneUse() || dot->getUses().begin()->getOwner() != loop.getBody()->getTerminator())
+    return std::nullopt;
+  return dot->getUses().begin()->getOperandNumber();
+}
+
 /// The accumulator iteration argument of a loop's only dot when the accumulator only goes
 /// from one iteration's dot to the next (so the dot may run on into the next iteration).
 std::optional<unsigned> getChainedAccumulator(scf::ForOp loop, DotOp dot) {
-  auto arg = dyn_cast<BlockArgument>(dot.getC());
-  if (!arg || arg.getOwner() != loop.getBody() || arg.getArgNumber() == 0 || !arg.hasOneUse() ||
-      !dot->hasOneUse())
-    return std::nullopt;
-  unsigned idx = arg.getArgNumber() - 1;
-  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
-  if (*dot->getUsers().begin() != yield.getOperation() || yield.getOperand(idx) != dot.getResult())
+  std::optional<unsigned> idx = getYieldedIterArg(loop, dot);
+  if (!idx || dot.getC() != loop.getRegionIterArgs()[*idx] || !dot.getC().hasOneUse())
     return std::nullopt;
   return idx;
 }
@@ -263,13 +266,8 @@ std::optional<unsigned> getDeferredAccumulator(scf::ForOp loop, ArrayRef<DotPlan
   if (plans.size() < 2)
     return std::nullopt;
   DotOp last = plans.back().dot;
-  if (!last->hasOneUse())
-    return std::nullopt;
-  auto yield = dyn_cast<scf::YieldOp>(*last->getUsers().begin());
-  if (!yield || yield->getParentOp() != loop)
-    return std::nullopt;
-  unsigned idx = last->getUses().begin()->getOperandNumber();
-  if (plans.back().aSource != ASource::Registers)
+  std::optional<unsigned> idx = getYieldedIterArg(loop, last);
+  if (!idx || plans.back().aSource != ASource::Registers)
     return idx;
   // Does A depend on an earlier dot of the body?
   llvm::SmallPtrSet<Operation *, 4> earlier;
@@ -292,14 +290,6 @@ std::optional<unsigned> getDeferredAccumulator(scf::ForOp loop, ArrayRef<DotPlan
 /// the buffer's allocation dominates reads it as it is (the two loops of causal attention
 /// share q).
 using OnceBuffers = llvm::DenseMap<Operation *, Value>;
-
-/// Whether `value`, defined by an op, is available at `op` in structured control flow: its
-/// block holds `op` or an ancestor of it, after the definition.
-bool isDefinedBefore(Value value, Operation *op) {
-  Operation *def = value.getDefiningOp();
-  Operation *ancestor = def ? def->getBlock()->findAncestorOpInBlock(*op) : nullptr;
-  return ancestor && def->isBeforeInBlock(ancestor);
-}
 
 /// Pipelines the loads of `loop` that feed `plans` (the loop's dots that can read rings; see
 /// the file comment). `allDots` is true when these are all the dots of the body.
@@ -353,7 +343,8 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     RankedTensorType aTy = plan.dot.getA().getType(), bTy = plan.dot.getB().getType();
     Value aBuf;
     if (plan.aSource == ASource::Once)
-      if (Value done = onceBuffers.lookup(plan.aOnce); done && isDefinedBefore(done, loop))
+      if (Value done = onceBuffers.lookup(plan.aOnce);
+          done && DominanceInfo().properlyDominates(done, loop))
         aBuf = done;
     aFilled.push_back(bool(aBuf));
     if (!aBuf && plan.aSource != ASource::Registers)
@@ -466,9 +457,6 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
       }
     }
 
-  // Nothing may still be multiplying, or copying, when the kernel goes on (or ends); the
-  // wait's barrier also orders every warp's last reads before whatever reuses the rings'
-  // shared memory next.
   if (deferredArg) {
     // The deferred dot's accumulator is waited for before its first use in the body.
     BlockArgument acc = forOp.getRegionIterArgs()[*deferredArg];
@@ -484,6 +472,9 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
       acc.replaceAllUsesExcept(done.getResult(), done);
     }
   }
+  // Nothing may still be multiplying, or copying, when the kernel goes on (or ends); the
+  // wait's barrier also orders every warp's last reads before whatever reuses the rings'
+  // shared memory next.
   rewriter.setInsertionPointAfter(forOp);
   if (overlap || deferredArg) {
     Value result = forOp.getResult(overlap ? *accArg : *deferredArg);
