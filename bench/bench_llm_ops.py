@@ -48,6 +48,25 @@ def t_softmax_fwd_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols,
 
 
 @triton.jit
+def t_softmax_fwd_rows_kernel(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols,
+                              ROWS: tl.constexpr, BLOCK: tl.constexpr, LOG: tl.constexpr):
+    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK)
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+    x = tl.load(in_ptr + rows[:, None] * in_stride + cols[None, :], mask=mask,
+                other=-float("inf")).to(tl.float32)
+    z = x - tl.max(x, axis=1)[:, None]
+    e = tl.exp(z)
+    s = tl.sum(e, axis=1)
+    if LOG:
+        y = z - tl.log(s)[:, None]
+    else:
+        y = e / s[:, None]
+    tl.store(out_ptr + rows[:, None] * out_stride + cols[None, :],
+             y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
 def t_softmax_fwd_loop_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols,
                               BLOCK: tl.constexpr, LOG: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
@@ -334,6 +353,7 @@ def t_rope_kernel(out_ptr, x_ptr, cos_ptr, sin_ptr, seq_len, n_heads,
 
 
 KILN = dict(sm_fwd=k_sm.softmax_fwd_kernel, sm_fwd_loop=k_sm.softmax_fwd_loop_kernel,
+            sm_fwd_rows=k_sm.softmax_fwd_rows_kernel,
             sm_bwd=k_sm.softmax_bwd_kernel, sm_bwd_loop=k_sm.softmax_bwd_loop_kernel,
             rms_fwd=k_rms.rmsnorm_fwd_kernel, rms_bwd=k_rms.rmsnorm_bwd_kernel,
             ln_fwd=k_ln.layernorm_fwd_kernel, ln_bwd=k_ln.layernorm_bwd_kernel,
@@ -341,6 +361,7 @@ KILN = dict(sm_fwd=k_sm.softmax_fwd_kernel, sm_fwd_loop=k_sm.softmax_fwd_loop_ke
             kl_bwd=k_kl.kl_div_bwd_kernel, sw_fwd=k_sw.swiglu_fwd_kernel,
             sw_bwd=k_sw.swiglu_bwd_kernel, rope=k_rope.rope_kernel)
 TRITON = dict(sm_fwd=t_softmax_fwd_kernel, sm_fwd_loop=t_softmax_fwd_loop_kernel,
+              sm_fwd_rows=t_softmax_fwd_rows_kernel,
               sm_bwd=t_softmax_bwd_kernel, sm_bwd_loop=t_softmax_bwd_loop_kernel,
               rms_fwd=t_rmsnorm_fwd_kernel, rms_bwd=t_rmsnorm_bwd_kernel,
               ln_fwd=t_layernorm_fwd_kernel, ln_bwd=t_layernorm_bwd_kernel,
@@ -352,9 +373,16 @@ TRITON = dict(sm_fwd=t_softmax_fwd_kernel, sm_fwd_loop=t_softmax_fwd_loop_kernel
 # The same launches for both: K is KILN or TRITON.
 
 
-def softmax_fwd(K, x, out, log=False, max_fused=32768):
+def softmax_fwd(K, x, out, log=False, max_fused=32768, one_row=False):
+    # one_row: one row per program even for short rows (the kernel ANCHORS.md measured)
     n_rows, n_cols = x.shape
     block, single = row_block(n_cols, max_fused)
+    rows = 1 if one_row or not single else k_sm.rows_per_program(block, x.element_size())
+    if rows > 1:
+        K["sm_fwd_rows"][(triton.cdiv(n_rows, rows),)](
+            out, x, x.stride(0), out.stride(0), n_rows, n_cols, ROWS=rows, BLOCK=block,
+            LOG=log, num_warps=num_warps_for(rows * block))
+        return out
     K["sm_fwd" if single else "sm_fwd_loop"][(n_rows,)](
         out, x, x.stride(0), out.stride(0), n_cols, BLOCK=block, LOG=log,
         num_warps=num_warps_for(block))
@@ -540,6 +568,13 @@ def bench_softmax():
             nb = 2 * x.numel() * x.element_size()
             time3(key + "_fwd", nb, lambda: softmax_fwd(KILN, x, yk),
                   lambda: softmax_fwd(TRITON, x, yt), lambda: torch.softmax(x, -1))
+            if k_sm.rows_per_program(next_power_of_2(N), x.element_size()) > 1:
+                # Kiln's kernel (several rows per program) against the one-row Triton kernel
+                softmax_fwd(TRITON, x, yt, one_row=True)
+                check(key + "_fwd_one_row", "triton", yt, ref, tol(dtype))
+                time3(key + "_fwd_vs_triton_one_row", nb, lambda: softmax_fwd(KILN, x, yk),
+                      lambda: softmax_fwd(TRITON, x, yt, one_row=True),
+                      lambda: torch.softmax(x, -1))
             y = yk
             dref = torch._softmax_backward_data(dy.float(), ref, -1, torch.float32)
             dk, dt_ = torch.empty_like(x), torch.empty_like(x)

@@ -6,8 +6,8 @@ included. Errors are ||out - ref|| / ||ref|| against fp64 references."""
 TOL = {"float32": 1e-5, "bfloat16": 1e-2}
 
 # (shape, max_fused): max_fused forces the looped kernel on short rows
-SOFTMAX_SHAPES = [((37, 1000), None), ((8, 1024), None), ((5, 3, 4099), None),
-                  ((16, 20000), None), ((6, 70001), None), ((9, 5000), 1024)]
+SOFTMAX_SHAPES = [((37, 1000), None), ((8, 1024), None), ((61, 100), None),
+                  ((5, 3, 4099), None), ((16, 20000), None), ((6, 70001), None), ((9, 5000), 1024)]
 NORM_SHAPES = [(64, 4096), (37, 1000), (3, 7, 2051), (300, 8192)]
 CE_SHAPES = [(32, 1000), (17, 32000), (8, 50257), (4, 4096)]  # (rows, vocab)
 KL_SHAPES = [(32, 1000), (8, 32000), (3, 5, 4097)]
@@ -21,8 +21,8 @@ ROPE_SHAPES = [(2, 64, 8, 2, 128), (1, 37, 5, 5, 80), (3, 19, 32, 8, 64),
 # (softmax fp32 forward, measured on the 2-core dev machine: BLOCK 1024 0.2 s, 2048 0.4 s, 4096
 # 1.1 s, 8192 4.2 s). The looped kernels are reached with smaller tile caps instead of longer
 # rows (max_fused; CPU_CE_BLOCK).
-CPU_SOFTMAX_SHAPES = [((37, 1000), None), ((8, 1024), None), ((5, 3, 2051), None),
-                      ((9, 5000), 1024), ((6, 7001), 2048)]
+CPU_SOFTMAX_SHAPES = [((37, 1000), None), ((8, 1024), None), ((61, 100), None),
+                      ((5, 3, 2051), None), ((9, 5000), 1024), ((6, 7001), 2048)]
 CPU_NORM_SHAPES = [(64, 1024), (37, 1000), (3, 7, 2051), (130, 4000)]
 CPU_CE_SHAPES = [(32, 1000), (9, 5003), (4, 4096)]
 CPU_CE_BLOCK = 2048  # vocabulary tile cap on the CPU (the GPU's is 16384)

@@ -81,6 +81,12 @@ def softmax_forward(x, log=False, max_fused=None):
     n_rows, n_cols = x2.shape
     out = np.empty_like(x2)
     block, single = row_block(n_cols, *(() if max_fused is None else (max_fused,)))
+    rows = softmax.rows_per_program(block, x2.itemsize) if single else 1
+    if rows > 1:
+        softmax.softmax_fwd_rows_kernel[(kiln.cdiv(n_rows, rows),)](
+            out, x2, st(x2), st(out), n_rows, n_cols, ROWS=rows, BLOCK=block, LOG=log,
+            num_warps=num_warps_for(rows * block), **CPU)
+        return out.reshape(x.shape)
     kernel = softmax.softmax_fwd_kernel if single else softmax.softmax_fwd_loop_kernel
     kernel[(n_rows,)](out, x2, st(x2), st(out), n_cols, BLOCK=block, LOG=log,
                       num_warps=num_warps_for(block), **CPU)

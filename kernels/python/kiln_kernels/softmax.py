@@ -1,6 +1,7 @@
-"""Fused softmax and log-softmax along the last dimension (one row per program).
+"""Fused softmax and log-softmax along the last dimension.
 
-Rows up to MAX_FUSED_SIZE elements are kept in one tile (one read, one write); longer rows use
+Rows up to MAX_FUSED_SIZE elements are kept in one tile (one read, one write), one row per
+program, or several short rows per program in one [ROWS, BLOCK] tile; longer rows use
 the looped kernel: pass 1 computes the running max and the rescaled sum over column tiles
 (online softmax), pass 2 reads the row again and writes the result. Math in fp32; input and
 output fp32, fp16 or bf16.
@@ -26,6 +27,27 @@ def softmax_fwd_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols,
     else:
         y = e / s
     tl.store(out_ptr + row * out_stride + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@kiln.jit
+def softmax_fwd_rows_kernel(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols,
+                            ROWS: tl.constexpr, BLOCK: tl.constexpr, LOG: tl.constexpr):
+    """ROWS short rows per program as one [ROWS, BLOCK] tile: more bytes in flight per program
+    and fewer programs than one row each (see `rows_per_program`)."""
+    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK)
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+    x = tl.load(in_ptr + rows[:, None] * in_stride + cols[None, :], mask=mask,
+                other=-float("inf")).to(tl.float32)
+    z = x - tl.max(x, axis=1)[:, None]
+    e = tl.exp(z)
+    s = tl.sum(e, axis=1)
+    if LOG:
+        y = z - tl.log(s)[:, None]
+    else:
+        y = e / s[:, None]
+    tl.store(out_ptr + rows[:, None] * out_stride + cols[None, :],
+             y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @kiln.jit
@@ -100,14 +122,26 @@ def softmax_bwd_loop_kernel(dx_ptr, dy_ptr, y_ptr, dx_stride, dy_stride, y_strid
         tl.store(dx_row + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
 
 
+def rows_per_program(block, itemsize):
+    """Rows per program of the forward kernel: enough that a program's tile is 4 KiB.
+    On the H100 one 2 KiB bf16 row per program measured 2665 GB/s at 32768x1024 and two rows
+    2720 (bench/bench_softmax_rows.py; bench/results/2026-11-22-h100-session6.md)."""
+    return max(1, 4096 // (block * itemsize))
+
+
 def softmax_forward(x, log=False, max_fused=None):
     """Kiln softmax (or log-softmax) of x along its last dimension; returns a new tensor."""
     x2 = as_2d(x)
     n_rows, n_cols = x2.shape
     out = torch.empty_like(x2)
     block, single = row_block(n_cols, *(() if max_fused is None else (max_fused,)))
-    kernel = softmax_fwd_kernel if single else softmax_fwd_loop_kernel
-    if n_rows:
+    rows = rows_per_program(block, x2.element_size()) if single else 1
+    if n_rows and rows > 1:
+        softmax_fwd_rows_kernel[(kiln.cdiv(n_rows, rows),)](
+            out, x2, x2.stride(0), out.stride(0), n_rows, n_cols, ROWS=rows, BLOCK=block,
+            LOG=log, num_warps=num_warps_for(rows * block))
+    elif n_rows:
+        kernel = softmax_fwd_kernel if single else softmax_fwd_loop_kernel
         kernel[(n_rows,)](out, x2, x2.stride(0), out.stride(0), n_cols,
                           BLOCK=block, LOG=log, num_warps=num_warps_for(block))
     return out.view(x.shape)
