@@ -28,6 +28,9 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
     pm.addPass(createKilnPipelineDotOperands(KilnPipelineDotOperandsOptions{
         options.dotStages < 0 ? options.numStages : unsigned(options.dotStages),
         options.numWarps}));
+  // tensor descriptor accesses the rings did not take -> masked loads and stores
+  pm.addPass(createKilnLowerDescriptors());
+  pm.addPass(createCSEPass());
   // tiles -> pipelined tiles: loads of the next loop iteration issued early
   pm.addPass(
       createKilnPipelineLoads(KilnPipelineLoadsOptions{options.numStages, options.numWarps}));
@@ -44,6 +47,9 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
 void kiln::buildHostPipeline(OpPassManager &pm, const HostPipelineOptions &options) {
   // tiles -> simplified tiles
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // tensor descriptor accesses -> masked loads and stores
+  pm.addPass(createKilnLowerDescriptors());
   pm.addPass(createCSEPass());
   // tiles -> vectors + LLVM memory ops, host entry functions
   pm.addPass(createKilnConvertToHost(KilnConvertToHostOptions{options.debug}));

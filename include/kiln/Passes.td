@@ -109,6 +109,27 @@ def KilnPipelineDotOperands : Pass<"kiln-pipeline-dot-operands", "mlir::ModuleOp
   let dependentDialects = ["::kiln::gpu::KilnGPUDialect"];
 }
 
+def KilnLowerDescriptors : Pass<"kiln-lower-descriptors", "mlir::ModuleOp"> {
+  let summary = "tensor descriptor loads and stores as masked loads and stores";
+  let description = [{
+    Rewrites each `kiln.descriptor_load` into the `kiln.load` of the block's pointer tile,
+    masked to the elements inside the tensor (`0 <= offset_d + i_d < shape_d` for every
+    dimension d) with zero elsewhere, and each `kiln.descriptor_store` into the masked
+    `kiln.store`. Runs on every target; on sm_90a after -kiln-pipeline-dot-operands, which
+    copies the loads that feed dots with the tensor memory accelerator instead.
+
+    ```mlir
+    // before
+    %t = kiln.descriptor_load %desc, %base[%i, %j] shape [%m, %n] strides [%s]
+        : !kiln.ptr<f16> -> tensor<64x64xf16>
+    // after: %ptrs = base + (i + arange(64))[:, None] * s + (j + arange(64))[None, :]
+    //        %mask = 0 <= rows < m & 0 <= cols < n
+    %t = kiln.load %ptrs, %mask, %zero : tensor<64x64x!kiln.ptr<f16>>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {
   let summary = "prefetch the next iteration's loads of scf.for loops (software pipelining)";
   let description = [{

@@ -100,7 +100,9 @@ private:
 };
 
 /// The kind of a kernel parameter, as the launch checks it.
-enum class ArgKind { Pointer, I1, I8, I16, I32, I64, F16, BF16, F32, F64 };
+/// TensorMap: the 128-byte CUtensorMap of a tensor descriptor, passed by value; its Arg holds
+/// the host address of the map (kTensorMapAlign-aligned), which must outlive the launch.
+enum class ArgKind { Pointer, I1, I8, I16, I32, I64, F16, BF16, F32, F64, TensorMap };
 KILN_EXPORT const char *toString(ArgKind kind);
 
 /// One launch argument: a device pointer or a scalar, tagged with its kind.
@@ -110,9 +112,35 @@ struct KILN_EXPORT Arg {
   static Arg ptr(CUdeviceptr p) { return {ArgKind::Pointer, p}; }
   static Arg i32(int32_t v) { return {ArgKind::I32, uint32_t(v)}; }
   static Arg i64(int64_t v) { return {ArgKind::I64, uint64_t(v)}; }
+  static Arg tensorMap(const void *map) { return {ArgKind::TensorMap, uint64_t(map)}; }
   static Arg f32(float v);
   static Arg f64(double v);
 };
+
+/// Size and alignment of a CUtensorMap.
+constexpr unsigned kTensorMapBytes = 128, kTensorMapAlign = 64;
+
+/// How the tensor memory accelerator copies one block of a tensor descriptor into shared
+/// memory in the layout wgmma reads (the compiler and the host encoding agree through this):
+/// `copies` boxes of `dims` (innermost first) side by side along the innermost dimension, each
+/// a strip of `swizzleBytes` (32, 64 or 128) per row, swizzled in that mode.
+struct TensorMapBox {
+  unsigned rank = 0;
+  uint32_t dims[5] = {};
+  unsigned swizzleBytes = 0;
+  unsigned copies = 0;
+};
+/// The box of a block (outermost dimension first) of `elemBytes` elements, or nullopt when
+/// TMA does not copy it: a row narrower than 32 bytes, or an outer extent above 256.
+KILN_EXPORT std::optional<TensorMapBox> getTensorMapBox(const std::vector<int64_t> &block,
+                                                        unsigned elemBytes);
+/// Encodes into `out` (kTensorMapBytes, kTensorMapAlign-aligned) the tensor map of a row-major
+/// tensor of `shape` at device address `base`, `strides` in elements for every dimension but
+/// the last, copied in `box` (elements out of bounds read as zero). Throws Error when the
+/// driver refuses (base not 16-byte aligned, a stride not a multiple of 16 bytes, ...).
+KILN_EXPORT void encodeTensorMap(void *out, const TensorMapBox &box, ArgKind elemKind,
+                                 uint64_t base, const std::vector<int64_t> &shape,
+                                 const std::vector<int64_t> &strides);
 
 /// A launch grid (programs along x, y, z).
 struct Grid {

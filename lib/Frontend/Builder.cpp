@@ -262,6 +262,11 @@ void kiln::Builder::beginKernel(StringRef name, ArrayRef<KernelArg> args) {
         error("expected an integer or pointer argument for divisibility " + Twine(*a.divisibility) +
               ", found " + a.dtype.str() + " for '" + a.name + "'");
     }
+    if (a.tensorMap) {
+      types.push_back(TensorMapType::get(&ctx));
+      argTypes.push_back(DType::int64()); // not a value the kernel computes with
+      continue;
+    }
     types.push_back(a.dtype.toMLIR(ctx));
     argTypes.push_back(a.dtype);
   }
@@ -1119,6 +1124,70 @@ parseAccessModifiers(kiln::Builder &b, const std::string &cacheName,
     b.error("expected an eviction policy ('evict_first', 'evict_last'), found '" + evictName +
             "'");
   return {cache, evict};
+}
+
+/// The operands descriptorLoad and descriptorStore share, checked: int32 offsets (cast from
+/// any integer), the base pointer's element dtype, a power-of-two block of the tensor's rank.
+static SmallVector<Value> descriptorOffsets(kiln::Builder &builder, const Tile &desc, const Tile &base,
+                                            ArrayRef<Tile> offsets, ArrayRef<Tile> shape,
+                                            ArrayRef<Tile> strides, ArrayRef<int64_t> block,
+                                            StringRef what) {
+  if (!desc.value || !isa<TensorMapType>(desc.value.getType()))
+    builder.error("expected a tensor descriptor for " + what);
+  if (!base.dtype.isPointer() || base.isTile())
+    builder.error("expected a scalar pointer as the base of a tensor descriptor, found " +
+                  describe(base));
+  if (shape.size() != block.size() || strides.size() + 1 != block.size())
+    builder.error("expected a tensor descriptor of rank " + Twine(block.size()) + ", found " +
+                  Twine(shape.size()) + " extents and " + Twine(strides.size() + 1) +
+                  " strides");
+  if (offsets.size() != block.size())
+    builder.error("expected " + Twine(block.size()) + " offsets for " + what +
+                  " of a rank-" + Twine(block.size()) + " tensor descriptor, found " +
+                  Twine(offsets.size()));
+  for (int64_t d : block)
+    if (d <= 0 || !llvm::isPowerOf2_64(uint64_t(d)))
+      builder.error("expected a block shape of powers of two for " + what + ", found " +
+                    fmtShape(block));
+  SmallVector<Value> values;
+  for (const Tile &o : offsets) {
+    if (o.isTile() || !o.dtype.isInt())
+      builder.error("expected integer scalars as the offsets of " + what + ", found " +
+                    describe(o));
+    values.push_back(builder.materialize(builder.cast(o, DType::int32())).value);
+  }
+  return values;
+}
+
+static SmallVector<Value> tileValues(ArrayRef<Tile> tiles) {
+  return llvm::map_to_vector(tiles, [](const Tile &t) { return t.value; });
+}
+
+Tile kiln::Builder::descriptorLoad(const Tile &desc, const Tile &base, ArrayRef<Tile> offsets,
+                                   ArrayRef<Tile> shape, ArrayRef<Tile> strides,
+                                   ArrayRef<int64_t> block) {
+  requireKernel("desc.load");
+  SmallVector<Value> offs =
+      descriptorOffsets(*this, desc, base, offsets, shape, strides, block, "desc.load");
+  DType elem = base.dtype.getPointee();
+  auto type = RankedTensorType::get(block, elem.toMLIR(ctx));
+  Value v = DescriptorLoadOp::create(b, loc, type, desc.value, base.value, offs,
+                                     tileValues(shape), tileValues(strides));
+  return Tile{v, elem, std::nullopt};
+}
+
+void kiln::Builder::descriptorStore(const Tile &desc, const Tile &base, ArrayRef<Tile> offsets,
+                                    const Tile &value, ArrayRef<Tile> shape,
+                                    ArrayRef<Tile> strides, ArrayRef<int64_t> block) {
+  requireKernel("desc.store");
+  SmallVector<Value> offs =
+      descriptorOffsets(*this, desc, base, offsets, shape, strides, block, "desc.store");
+  if (!value.isTile() || value.getShape() != block)
+    error("expected a value of the descriptor's block shape " + fmtShape(block) +
+          " for desc.store, found " + describe(value));
+  Tile v = materialize(cast(value, base.dtype.getPointee()));
+  DescriptorStoreOp::create(b, loc, desc.value, base.value, offs, v.value, tileValues(shape),
+                            tileValues(strides));
 }
 
 Tile kiln::Builder::load(const Tile &ptr, std::optional<Tile> mask, std::optional<Tile> other,

@@ -121,7 +121,8 @@ void py::Session::beginKernel(const std::string &name, const std::vector<ArgSpec
   impl->kernel = name;
   std::vector<KernelArg> kargs;
   for (const ArgSpec &a : args) {
-    KernelArg k{a.name, impl->parseDType(a.dtype), std::nullopt};
+    KernelArg k{a.name, a.dtype == "tensormap" ? DType::int64() : impl->parseDType(a.dtype),
+                std::nullopt, a.dtype == "tensormap"};
     if (a.divisibility)
       k.divisibility = a.divisibility;
     kargs.push_back(std::move(k));
@@ -274,6 +275,28 @@ Handle py::Session::load(Handle ptr, Handle mask, Handle other, const std::strin
     LoadOptions options{cache, evict, isVolatile};
     return impl->add(
         impl->builder.load(impl->get(ptr), impl->optional(mask), impl->optional(other), options));
+  });
+}
+
+Handle py::Session::descriptorLoad(Handle desc, Handle base, const std::vector<Handle> &offsets,
+                                   const std::vector<Handle> &shape,
+                                   const std::vector<Handle> &strides,
+                                   const std::vector<int64_t> &block) {
+  return translate([&] {
+    return impl->add(impl->builder.descriptorLoad(impl->get(desc), impl->get(base),
+                                                  impl->tiles(offsets), impl->tiles(shape),
+                                                  impl->tiles(strides), block));
+  });
+}
+
+void py::Session::descriptorStore(Handle desc, Handle base, const std::vector<Handle> &offsets,
+                                  Handle value, const std::vector<Handle> &shape,
+                                  const std::vector<Handle> &strides,
+                                  const std::vector<int64_t> &block) {
+  translate([&] {
+    impl->builder.descriptorStore(impl->get(desc), impl->get(base), impl->tiles(offsets),
+                                  impl->get(value), impl->tiles(shape), impl->tiles(strides),
+                                  block);
   });
 }
 

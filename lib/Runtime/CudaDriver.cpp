@@ -61,6 +61,7 @@ const Driver &kiln::rt::driver() {
     load(d.cuEventElapsedTime, "cuEventElapsedTime");
     load(d.cuEventDestroy, "cuEventDestroy_v2");
     load(d.cuGetErrorName, "cuGetErrorName");
+    load(d.cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled");
     if (!ok)
       return;
     int count = 0;
@@ -191,6 +192,8 @@ const char *kiln::rt::toString(ArgKind kind) {
     return "f32";
   case ArgKind::F64:
     return "f64";
+  case ArgKind::TensorMap:
+    return "tensormap";
   }
   return "?";
 }
@@ -234,10 +237,8 @@ PreparedLaunch::PreparedLaunch(const Kernel &kernel, const std::vector<Arg> &arg
   if (args.size() != sig.size())
     throw Error("kernel '" + kernel.getName() + "' expects " + std::to_string(sig.size()) +
                 " arguments (" + describe() + "), got " + std::to_string(args.size()));
-  for (size_t i = 0; i < args.size(); ++i) {
-    params[i] = &storage[i];
+  for (size_t i = 0; i < args.size(); ++i)
     set(i, args[i]);
-  }
 }
 
 void PreparedLaunch::set(unsigned index, Arg arg) {
@@ -246,4 +247,72 @@ void PreparedLaunch::set(unsigned index, Arg arg) {
     throw Error("kernel '" + kernel->getName() + "' argument " + std::to_string(index) +
                 ": expected " + toString(expected) + ", got " + toString(arg.kind));
   storage[index] = arg.bits; // little-endian: the low bytes hold narrower scalars
+  // A tensor map is passed by value: the driver copies its 128 bytes from the caller's map.
+  params[index] = expected == ArgKind::TensorMap ? reinterpret_cast<void *>(arg.bits)
+                                                 : static_cast<void *>(&storage[index]);
+}
+
+std::optional<TensorMapBox> kiln::rt::getTensorMapBox(const std::vector<int64_t> &block,
+                                                      unsigned elemBytes) {
+  if (block.empty() || block.size() > 5 || !elemBytes)
+    return std::nullopt;
+  TensorMapBox box;
+  box.rank = unsigned(block.size());
+  int64_t inner = block.back(), innerBytes = inner * elemBytes;
+  // Shared memory in wgmma's canonical layout: the block in column strips of S bytes (the
+  // swizzle), each strip one box; a strip narrower than 32 bytes is not swizzled.
+  box.swizzleBytes = unsigned(std::min<int64_t>(128, innerBytes));
+  if (box.swizzleBytes < 32)
+    return std::nullopt;
+  int64_t boxInner = box.swizzleBytes / elemBytes;
+  box.copies = unsigned(inner / boxInner);
+  box.dims[0] = uint32_t(boxInner);
+  for (unsigned d = 1; d < box.rank; ++d) {
+    int64_t extent = block[box.rank - 1 - d];
+    if (extent > 256)
+      return std::nullopt;
+    box.dims[d] = uint32_t(extent);
+  }
+  return box;
+}
+
+void kiln::rt::encodeTensorMap(void *out, const TensorMapBox &box, ArgKind elemKind,
+                               uint64_t base, const std::vector<int64_t> &shape,
+                               const std::vector<int64_t> &strides) {
+  const Driver &d = requireDriver();
+  int dataType;
+  unsigned elemBytes;
+  switch (elemKind) {
+  case ArgKind::F16:
+    dataType = 6, elemBytes = 2;
+    break;
+  case ArgKind::BF16:
+    dataType = 9, elemBytes = 2;
+    break;
+  case ArgKind::F32:
+    dataType = 7, elemBytes = 4;
+    break;
+  case ArgKind::I8:
+    dataType = 0, elemBytes = 1;
+    break;
+  case ArgKind::I32:
+    dataType = 3, elemBytes = 4;
+    break;
+  default:
+    throw Error(std::string("a tensor map of ") + toString(elemKind) + " elements is not supported");
+  }
+  if (shape.size() != box.rank || strides.size() + 1 != box.rank)
+    throw Error("tensor map: expected " + std::to_string(box.rank) + " extents and " +
+                std::to_string(box.rank - 1) + " strides");
+  uint64_t dims[5], byteStrides[4];
+  uint32_t elementStrides[5] = {1, 1, 1, 1, 1};
+  for (unsigned i = 0; i < box.rank; ++i)
+    dims[i] = uint64_t(shape[box.rank - 1 - i]);
+  for (unsigned i = 0; i + 1 < box.rank; ++i)
+    byteStrides[i] = uint64_t(strides[box.rank - 2 - i]) * elemBytes;
+  int swizzle = box.swizzleBytes == 128 ? 3 : box.swizzleBytes == 64 ? 2 : 1;
+  // No interleave, L2 promotion of 256 bytes (as Triton), out-of-bounds elements read zero.
+  check(d.cuTensorMapEncodeTiled(out, dataType, box.rank, reinterpret_cast<void *>(base), dims,
+                                 byteStrides, box.dims, elementStrides, 0, swizzle, 3, 0),
+        "cuTensorMapEncodeTiled");
 }

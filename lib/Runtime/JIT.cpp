@@ -79,6 +79,8 @@ std::string hexKey(const std::string &source, const std::string &arch, unsigned 
 ArgKind kindOf(Type t) {
   if (isa<kiln::PointerType>(t))
     return ArgKind::Pointer;
+  if (isa<kiln::TensorMapType>(t))
+    return ArgKind::TensorMap;
   if (t.isInteger(1))
     return ArgKind::I1;
   if (t.isInteger(8))

@@ -19,6 +19,7 @@ from .jit import CompiledKernel, JITFunction, compile, jit
 from .runtime import (DeviceArray, cdiv, empty, from_numpy, has_gpu, next_power_of_2,
                       synchronize, zeros)
 from .autotune import AutotuneError, Autotuner, Config, autotune
+from .tensor_descriptor import TensorDescriptor
 from . import language, testing
 
 __version__ = _C.version()
@@ -26,4 +27,4 @@ __version__ = _C.version()
 __all__ = ["jit", "JITFunction", "compile", "CompiledKernel", "CompilationError", "KilnError",
            "DeviceArray", "empty", "zeros", "from_numpy", "has_gpu", "synchronize", "cdiv",
            "next_power_of_2", "language", "testing", "autotune", "Config", "Autotuner",
-           "AutotuneError"]
+           "AutotuneError", "TensorDescriptor"]

@@ -19,7 +19,7 @@ import os
 from . import _C
 from .errors import CompilationError
 from .language import core as lc
-from .language.core import constexpr, dtype, tensor
+from .language.core import constexpr, dtype, str_to_ty, tensor
 
 _UNSUPPORTED_STMT = {
     "With": "'with' statements", "AsyncWith": "'async with'", "Try": "'try' statements",
@@ -143,6 +143,27 @@ class _Frame:
         self.region_depth = 0
 
 
+def _descriptor_params(name, spec, index, arg_specs, arg_params):
+    """The kernel parameters of a tensor descriptor argument with spec
+    "tensordesc:<dtype>:<block, 'x'-separated>:<per extent 'D' (a multiple of 16) or '-'>":
+    its tensor map, base pointer, int32 extents and int64 strides (all but the last, which is
+    1). Each gets an arg_params entry `index | field << 16` (kDescriptorField, read by the
+    launcher in python/src/Launcher.cpp): field 1 the map, 2 the base, 3 + d extent d,
+    3 + rank + d stride d. Returns (element dtype, block shape)."""
+    _, dt, block, flags = spec.split(":")
+    block = [int(b) for b in block.split("x")]
+    rank = len(block)
+    itemsize = str_to_ty(dt).primitive_bitwidth // 8
+    arg_specs.append(_C.ArgSpec(f"{name}.map", "tensormap", 0))
+    arg_specs.append(_C.ArgSpec(f"{name}.base", "*" + dt, 16))
+    for d in range(rank):
+        arg_specs.append(_C.ArgSpec(f"{name}.shape{d}", "i32", 16 if flags[d] == "D" else 0))
+    for d in range(rank - 1):  # strides are multiples of 16 bytes (checked at launch)
+        arg_specs.append(_C.ArgSpec(f"{name}.stride{d}", "i64", max(1, 16 // itemsize)))
+    arg_params += [index | f << 16 for f in range(1, 3 + 2 * rank - 1)]
+    return str_to_ty(dt), block
+
+
 class CodeGenerator:
     """Builds one kernel variant. `info` is the kernel's FunctionInfo (kiln.jit)."""
 
@@ -179,26 +200,35 @@ class CodeGenerator:
         info = self.info
         tree = info.tree
         scope, arg_specs, arg_params = {}, [], []
-        runtime = []
+        runtime, descs = [], []
+        from .language import tensor_descriptor
         for i, (name, spec, value) in enumerate(zip(info.arg_names, specs, values)):
             if spec == "constexpr":
                 scope[name] = value if isinstance(value, (dtype, tuple)) else constexpr(value)
             elif spec == "none":
                 scope[name] = constexpr(None)
+            elif spec.startswith("tensordesc:"):
+                descs.append((name, len(arg_specs), _descriptor_params(name, spec, i, arg_specs,
+                                                                       arg_params)))
             elif spec.endswith(":1"):
                 scope[name] = constexpr(1)
             else:
                 ty, _, div = spec.partition(":")
+                runtime.append((name, len(arg_specs)))
                 arg_specs.append(_C.ArgSpec(name, ty, int(div) if div else 0))
                 arg_params.append(i)
-                runtime.append(name)
         self._set_loc(tree, info)
         self.node = tree
         self.frames.append(_Frame(info, scope))
         try:
             self.session.begin_kernel(info.name, arg_specs)
-            for j, name in enumerate(runtime):
+            for name, j in runtime:
                 scope[name] = tensor(self.session.arg(j))
+            for name, j, (dt, block) in descs:
+                rank = len(block)
+                h = [self.session.arg(j + k) for k in range(2 + 2 * rank - 1)]
+                scope[name] = tensor_descriptor(h[0], h[1], h[2:2 + rank], h[2 + rank:], dt,
+                                                block)
             self.exec_block(tree.body)
             self._set_loc(tree, info)
             mlir = self.session.finish_kernel()

@@ -544,10 +544,29 @@ def jit(fn=None, *, do_not_specialize=None, do_not_specialize_on_alignment=None,
 # kiln.compile: ahead of time, no GPU needed
 # ---------------------------------------------------------------------------------------
 
+def _descriptor_spec(name, s):
+    """Triton's signature spelling of a tensor descriptor, "tensordesc<fp16[64, 64]>", as the
+    launcher's spec "tensordesc:fp16:64x64:--" (extents not known to be multiples of 16)."""
+    import re
+    m = re.fullmatch(r"tensordesc<\s*(\w+)\s*\[([\d,\s]+)\]\s*>", s)
+    if not m:
+        raise TypeError(f"kiln.compile: parameter '{name}': expected a tensor descriptor "
+                        f"spelled 'tensordesc<fp16[64, 64]>', found '{s}'")
+    block = [int(b) for b in m.group(2).split(",") if b.strip()]
+    try:
+        d = lc.str_to_ty(m.group(1))
+    except ValueError:
+        raise TypeError(f"kiln.compile: parameter '{name}': unknown element type "
+                        f"'{m.group(1)}' in '{s}'") from None
+    return f"tensordesc:{d.name}:{'x'.join(map(str, block))}:{'-' * len(block)}"
+
+
 def _spec_from_signature(name, s):
     if not isinstance(s, str):
         s = str(s)
     s = s.strip()
+    if s.startswith("tensordesc"):
+        return _descriptor_spec(name, s)
     ty, _, div = s.partition(":")
     try:
         d = lc.str_to_ty(ty)

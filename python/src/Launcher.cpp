@@ -118,6 +118,26 @@ char dtypeCodeFromDLPack(DLDataType t) {
   }
 }
 
+/// The runtime's kind of a tensor element of a dtype code (for tensor maps).
+kiln::rt::ArgKind kindOfDType(char code) {
+  switch (code) {
+  case 'h':
+    return kiln::rt::ArgKind::F16;
+  case 'H':
+    return kiln::rt::ArgKind::BF16;
+  case 'f':
+    return kiln::rt::ArgKind::F32;
+  case 'c':
+  case 'C':
+    return kiln::rt::ArgKind::I8;
+  case 'i':
+  case 'I':
+    return kiln::rt::ArgKind::I32;
+  default:
+    return kiln::rt::ArgKind::F64; // encodeTensorMap refuses it with a clear message
+  }
+}
+
 /// Bytes per element of a dtype code.
 unsigned itemSizeOf(char code) {
   switch (code) {
@@ -161,6 +181,7 @@ enum class Access : uint8_t {
   CudaArrayInterface,
   ArrayInterface,
   DLPack,
+  Descriptor, ///< kiln.TensorDescriptor (or Triton's: base, shape, strides, block_shape)
   None
 };
 
@@ -199,6 +220,9 @@ Access classify(PyObject *obj) {
   pyb::handle h(obj);
   if (pyb::isinstance<DeviceArray>(h))
     a = Access::DeviceArray;
+  else if (pyb::hasattr(h, "block_shape") && pyb::hasattr(h, "base") &&
+           pyb::hasattr(h, "strides") && pyb::hasattr(h, "shape"))
+    a = Access::Descriptor;
   else {
     std::string module = pyb::str(pyb::handle((PyObject *)type).attr("__module__"));
     if (module.rfind("torch", 0) == 0 && pyb::hasattr(h, "data_ptr") && pyb::hasattr(h, "dtype"))
@@ -227,6 +251,19 @@ Access classify(PyObject *obj) {
 [[noreturn]] void typeError(const std::string &msg) { throw pyb::type_error(msg); }
 
 std::string typeName(PyObject *obj) { return Py_TYPE(obj)->tp_name; }
+
+} // namespace
+
+/// What a launch reads from a tensor descriptor argument: the kernel takes its tensor map,
+/// base pointer, extents and strides as separate parameters (python/kiln/codegen.py).
+struct kiln::python::DescriptorArg {
+  alignas(kiln::rt::kTensorMapAlign) uint8_t map[kiln::rt::kTensorMapBytes];
+  uint64_t base = 0;
+  char dtype = 0;
+  std::vector<int64_t> shape, strides, block;
+};
+
+namespace {
 
 /// Serializes a constexpr value into the key.
 void appendConstexpr(std::string &key, PyObject *v) {
@@ -474,7 +511,81 @@ static void pointerArg(const Launcher::Param &p, PyObject *v, const std::string 
 /// notes whether it came from torch (for the default stream). `hostBuf` is null for GPU
 /// launches; for host launches it receives the memory an array argument spans.
 static void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uint64_t &bits,
-                    bool &sawTorch, const std::string &kernel, kiln::rt::HostBuffer *hostBuf) {
+                    bool &sawTorch, const std::string &kernel, kiln::rt::HostBuffer *hostBuf,
+                    DescriptorArg *desc = nullptr);
+
+/// Reads a tensor descriptor: its base tensor as a pointer argument, its extents, strides and
+/// block shape (checked as TMA requires them, on every backend alike), and appends to `key` the
+/// element dtype, the block shape and which extents are multiples of 16.
+static void readDescriptor(const Launcher::Param &p, PyObject *v, std::string &key,
+                           bool &sawTorch, const std::string &kernel,
+                           kiln::rt::HostBuffer *hostBuf, DescriptorArg &d) {
+  pyb::handle h(v);
+  auto fail = [&](const std::string &what) {
+    typeError(argText(p, kernel) + " (a tensor descriptor): " + what);
+  };
+  auto ints = [&](const char *attr, std::vector<int64_t> &out) {
+    out.clear();
+    pyb::object seq = h.attr(attr);
+    if (!pyb::isinstance<pyb::sequence>(seq))
+      fail(std::string("expected a sequence of integers as ") + attr);
+    for (pyb::handle x : seq) {
+      long long value = PyLong_AsLongLong(x.ptr());
+      if (value == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        fail(std::string("expected a sequence of integers as ") + attr + ", found " +
+             std::string(pyb::repr(seq)));
+      }
+      out.push_back(value);
+    }
+  };
+  ints("shape", d.shape);
+  ints("strides", d.strides);
+  ints("block_shape", d.block);
+  size_t rank = d.block.size();
+  if (rank < 1 || rank > 5 || d.shape.size() != rank || d.strides.size() != rank)
+    fail("expected shape, strides and block_shape of one rank from 1 to 5, found " +
+         std::to_string(d.shape.size()) + ", " + std::to_string(d.strides.size()) + " and " +
+         std::to_string(rank) + " entries");
+  if (d.strides.back() != 1)
+    fail("expected a contiguous last dimension (stride 1), found stride " +
+         std::to_string(d.strides.back()));
+  for (int64_t b : d.block)
+    if (b <= 0 || (b & (b - 1)))
+      fail("expected a block_shape of powers of two, found " + std::to_string(b));
+  for (int64_t e : d.shape)
+    if (e < 0 || e > INT32_MAX)
+      fail("expected extents between 0 and 2^31 - 1, found " + std::to_string(e));
+  std::string sub;
+  uint64_t ptr = 0;
+  pyb::object base = h.attr("base");
+  readArg(p, base.ptr(), sub, ptr, sawTorch, kernel, hostBuf);
+  if (sub.size() < 2 || sub[0] != 'P')
+    fail("expected a tensor as its base, found " + typeName(base.ptr()));
+  d.base = ptr;
+  d.dtype = sub[1];
+  unsigned itemSize = itemSizeOf(d.dtype);
+  if (ptr % 16)
+    fail("expected a base address aligned to 16 bytes, found one at " + std::to_string(ptr % 16) +
+         " bytes past");
+  for (size_t i = 0; i + 1 < rank; ++i)
+    if ((d.strides[i] * int64_t(itemSize)) % 16)
+      fail("expected strides of multiples of 16 bytes (but the last), found " +
+           std::to_string(d.strides[i]) + " elements of " + std::to_string(itemSize) +
+           " bytes");
+  d.strides.pop_back();
+  key += 'T';
+  key += d.dtype;
+  key += char('0' + rank);
+  for (int64_t b : d.block)
+    key.append(reinterpret_cast<const char *>(&b), sizeof(b));
+  for (int64_t e : d.shape)
+    key += (!p.noSpecialize && e % kSpecializeAlign == 0) ? 'D' : '-';
+}
+
+static void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uint64_t &bits,
+                    bool &sawTorch, const std::string &kernel, kiln::rt::HostBuffer *hostBuf,
+                    DescriptorArg *desc) {
   if (v == Py_None) {
     key += 'N';
     bits = 0;
@@ -528,6 +639,10 @@ static void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uin
     return;
   }
 
+  if (desc && classify(v) == Access::Descriptor) {
+    bits = 0;
+    return readDescriptor(p, v, key, sawTorch, kernel, hostBuf, *desc);
+  }
   char dtype = 0;
   uint64_t ptr = 0;
   if (hostBuf) {
@@ -595,6 +710,8 @@ static void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uin
     typeError(argText(p, kernel) + " is a host array (" + typeName(v) +
               "); a GPU kernel takes device memory (CUDA tensors, kiln.DeviceArray); launch "
               "with device='cpu' to run the kernel on the host");
+  case Access::Descriptor:
+    typeError(argText(p, kernel) + ": a tensor descriptor cannot be a descriptor's base");
   case Access::None:
     typeError("kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) +
               "': expected a tensor (torch, __cuda_array_interface__, __dlpack__ or "
@@ -622,6 +739,20 @@ static std::string specOf(const std::string &key, size_t &pos) {
   case 'P': {
     char dtype = key[pos++], spec = key[pos++];
     return std::string("*") + dtypeName(dtype) + (spec == 'D' ? ":16" : "");
+  }
+  case 'T': { // "tensordesc:fp16:128x64:D-"
+    char dtype = key[pos++];
+    int rank = key[pos++] - '0';
+    std::string s = std::string("tensordesc:") + dtypeName(dtype) + ":";
+    for (int d = 0; d < rank; ++d) {
+      int64_t b;
+      std::memcpy(&b, key.data() + pos, sizeof(b));
+      pos += sizeof(b);
+      s += (d ? "x" : "") + std::to_string(b);
+    }
+    s += ":" + key.substr(pos, rank);
+    pos += rank;
+    return s;
   }
   default:
     return "?";
@@ -702,6 +833,10 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
   key.clear();
   uint64_t bits[kMaxParams];
   std::vector<kiln::rt::HostBuffer> hostBuffers(host ? n : 0);
+  // Tensor descriptors (rare): read into per-thread storage that lives until the next launch.
+  static thread_local std::vector<DescriptorArg> descs;
+  if (descs.size() < n)
+    descs.resize(n);
   bool sawTorch = false;
   for (size_t i = 0; i < n; ++i) {
     if (params[i].isConstexpr) {
@@ -709,7 +844,8 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
       appendConstexpr(key, bound[i]);
       bits[i] = 0;
     } else {
-      readArg(params[i], bound[i], key, bits[i], sawTorch, name, host ? &hostBuffers[i] : nullptr);
+      readArg(params[i], bound[i], key, bits[i], sawTorch, name, host ? &hostBuffers[i] : nullptr,
+              &descs[i]);
     }
   }
   key += 'W';
@@ -797,8 +933,32 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
   void *ptrs[kMaxParams];
   uint64_t storage[kMaxParams];
   for (size_t j = 0; j < nk; ++j) {
-    storage[j] = bits[variant->argParams[j]];
     ptrs[j] = &storage[j];
+    int ap = variant->argParams[j], i = ap & 0xFFFF, field = ap >> 16;
+    if (!field) {
+      storage[j] = bits[i];
+      continue;
+    }
+    // A field of a tensor descriptor (see kDescriptorField in python/kiln/codegen.py).
+    DescriptorArg &d = descs[i];
+    const int rank = int(d.block.size());
+    if (field == 1) { // the tensor map, by value: encoded for GPU kernels, unused on the host
+      if (!variant->host) {
+        auto box = kiln::rt::getTensorMapBox(d.block, itemSizeOf(d.dtype));
+        if (box)
+          kiln::rt::encodeTensorMap(d.map, *box, kindOfDType(d.dtype), d.base, d.shape,
+                                    d.strides);
+        else
+          std::memset(d.map, 0, sizeof(d.map));
+      }
+      ptrs[j] = d.map;
+    } else if (field == 2) {
+      storage[j] = d.base;
+    } else if (field < 3 + rank) {
+      storage[j] = uint64_t(d.shape[field - 3]);
+    } else {
+      storage[j] = uint64_t(d.strides[field - 3 - rank]);
+    }
   }
 
   // The host backend runs the grid here, without the GIL; a debug-mode kernel checks its

@@ -39,6 +39,9 @@ struct DeviceArray {
   }
 };
 
+/// A tensor descriptor argument as one launch read it (Launcher.cpp).
+struct DescriptorArg;
+
 /// A kernel loaded by the process-wide JIT (it lives as long as the process).
 struct KernelHandle {
   const kiln::rt::Kernel *kernel = nullptr;

@@ -122,6 +122,8 @@ PYBIND11_MODULE(_C, m) {
       .def("cast", &Session::cast, pyb::arg("x"), pyb::arg("dtype"), pyb::arg("bitcast") = false)
       .def("load", &Session::load)
       .def("store", &Session::store)
+      .def("descriptor_load", &Session::descriptorLoad)
+      .def("descriptor_store", &Session::descriptorStore)
       .def("atomic_rmw", &Session::atomicRMW)
       .def("atomic_cas", &Session::atomicCAS)
       .def("device_print", &Session::devicePrint, pyb::arg("prefix"), pyb::arg("args"),

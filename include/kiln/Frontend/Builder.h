@@ -161,6 +161,8 @@ struct KernelArg {
   std::string name;
   DType dtype;
   std::optional<int32_t> divisibility;
+  /// The tensor map of a tensor descriptor argument (`!kiln.tensormap`; dtype unused).
+  bool tensorMap = false;
 };
 
 /// Options of `load` with Triton's spellings: cache "" | ".ca" | ".cg" | ".cv", eviction
@@ -314,6 +316,18 @@ public:
   /// std::nullopt to leave one out.
   Tile load(const Tile &ptr, std::optional<Tile> mask = std::nullopt,
             std::optional<Tile> other = std::nullopt, const LoadOptions &options = {});
+  /// desc.load(offsets) of Triton's tensor descriptors: the `block` at integer `offsets` of
+  /// the tensor at pointer `base` with int32 extents `shape` and int64 `strides` (all but the
+  /// last dimension's, which is contiguous), zero outside it. `desc` is the tensor map
+  /// argument (see KernelArg::tensorMap).
+  Tile descriptorLoad(const Tile &desc, const Tile &base, llvm::ArrayRef<Tile> offsets,
+                      llvm::ArrayRef<Tile> shape, llvm::ArrayRef<Tile> strides,
+                      llvm::ArrayRef<int64_t> block);
+  /// desc.store(offsets, value): `value` (of the block's shape, cast to the element dtype)
+  /// written where it falls inside the tensor.
+  void descriptorStore(const Tile &desc, const Tile &base, llvm::ArrayRef<Tile> offsets,
+                       const Tile &value, llvm::ArrayRef<Tile> shape,
+                       llvm::ArrayRef<Tile> strides, llvm::ArrayRef<int64_t> block);
   /// store(ptr, value, mask): value and mask broadcast to ptr's shape, value cast to the
   /// pointee dtype.
   void store(const Tile &ptr, const Tile &value, std::optional<Tile> mask = std::nullopt,

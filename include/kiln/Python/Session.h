@@ -129,6 +129,13 @@ public:
 
   Handle load(Handle ptr, Handle mask = -1, Handle other = -1, const std::string &cache = "",
               const std::string &evict = "", bool isVolatile = false);
+  /// desc.load / desc.store of a tensor descriptor (Builder::descriptorLoad/Store).
+  Handle descriptorLoad(Handle desc, Handle base, const std::vector<Handle> &offsets,
+                        const std::vector<Handle> &shape, const std::vector<Handle> &strides,
+                        const std::vector<int64_t> &block);
+  void descriptorStore(Handle desc, Handle base, const std::vector<Handle> &offsets, Handle value,
+                       const std::vector<Handle> &shape, const std::vector<Handle> &strides,
+                       const std::vector<int64_t> &block);
   void store(Handle ptr, Handle value, Handle mask = -1, const std::string &cache = "",
              const std::string &evict = "");
 

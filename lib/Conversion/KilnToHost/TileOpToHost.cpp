@@ -27,6 +27,8 @@ using namespace kiln::host;
 HostTypeConverter::HostTypeConverter(MLIRContext *ctx) {
   addConversion([](Type t) { return t; });
   addConversion([ctx](PointerType) -> Type { return LLVM::LLVMPointerType::get(ctx); });
+  // Unused on the host (descriptor accesses were lowered to loads and stores).
+  addConversion([ctx](TensorMapType) -> Type { return LLVM::LLVMPointerType::get(ctx); });
   addConversion([this](RankedTensorType type) -> std::optional<Type> {
     Type elem = convertType(type.getElementType());
     if (!elem || !type.hasStaticShape())

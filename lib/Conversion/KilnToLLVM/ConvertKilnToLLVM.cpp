@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Runtime.h"
 #include "kiln/Conversion/Common.h"
 #include "kiln/Conversion/KilnToLLVM.h"
 #include "kiln/Passes.h"
@@ -140,9 +141,18 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
 
     AxisInfoAnalysis axis(module);
     // Alignment facts on pointer arguments carry over to LLVM; the rest were for the analysis.
+    // A tensor map is a by-value grid constant: its address is that of the parameter itself,
+    // which TMA copies read (cvta.param), instead of a local copy.
     for (auto func : module.getOps<func::FuncOp>())
       for (unsigned i = 0; i < func.getNumArguments(); ++i)
-        if (auto div = func.getArgAttrOfType<IntegerAttr>(i, kDivisibilityAttr)) {
+        if (isa<TensorMapType>(func.getArgument(i).getType())) {
+          func.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
+                          TypeAttr::get(LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8),
+                                                                 rt::kTensorMapBytes)));
+          func.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                          IntegerAttr::get(IntegerType::get(ctx, 64), rt::kTensorMapAlign));
+          func.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(), UnitAttr::get(ctx));
+        } else if (auto div = func.getArgAttrOfType<IntegerAttr>(i, kDivisibilityAttr)) {
           func.removeArgAttr(i, kDivisibilityAttr);
           if (isa<PointerType>(func.getArgument(i).getType()))
             func.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),

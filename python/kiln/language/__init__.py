@@ -20,7 +20,7 @@ __all__ = [
     "broadcast_to", "broadcast", "reshape", "view", "trans", "permute", "cast",
     "multiple_of", "max_contiguous", "max_constancy", "static_range", "range", "sum", "max",
     "min", "argmax", "argmin", "xor_sum", "reduce", "softmax", "associative_scan", "cumsum",
-    "cumprod", "dot",
+    "cumprod", "dot", "tensor_descriptor",
     "static_assert", "static_print", "device_print", "device_assert", "constexpr", "dtype",
     "pointer_type", "block_type", "tensor", "PropagateNan", "int1", "int8", "int16", "int32",
     "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32",
@@ -184,6 +184,52 @@ def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", evict
                          _const_str(cache_modifier, "cache_modifier"),
                          _const_str(eviction_policy, "eviction_policy"))
     return None
+
+
+class tensor_descriptor:
+    """A tensor descriptor parameter inside a kernel (Triton's `tl.tensor_descriptor`): the
+    host passed a `kiln.TensorDescriptor`; `load` and `store` move blocks of `block_shape` at
+    integer offsets, zero-filled (loads) or clipped (stores) outside the tensor. On sm_90 the
+    loads that feed a loop's dots are copied by the tensor memory accelerator."""
+
+    def __init__(self, desc, base, shape, strides, dtype, block_shape):
+        self._desc, self._base, self._shape, self._strides = desc, base, shape, strides
+        self.dtype = dtype
+        self.block_shape = [constexpr(b) for b in block_shape]
+        self._block = list(block_shape)
+
+    @property
+    def shape(self):
+        return [tensor(h) for h in self._shape]
+
+    @property
+    def strides(self):
+        return [tensor(h) for h in self._strides] + [constexpr(1)]
+
+    def _offsets(self, offsets):
+        offsets = _unwrap(offsets)
+        if not isinstance(offsets, (list, tuple)):
+            offsets = [offsets]
+        return [_t(o).handle for o in offsets]
+
+    def load(self, offsets):
+        """The block whose first element is at `offsets` (zero outside the tensor)."""
+        return _wrap(_gen().session.descriptor_load(self._desc, self._base,
+                                                    self._offsets(offsets), self._shape,
+                                                    self._strides, self._block))
+
+    def store(self, offsets, value):
+        """Writes `value` (the block's shape) at `offsets`, where it is inside the tensor."""
+        _gen().session.descriptor_store(self._desc, self._base, self._offsets(offsets),
+                                        _t(value).handle, self._shape, self._strides,
+                                        self._block)
+        return None
+
+    load.__kiln_builtin__ = True
+    store.__kiln_builtin__ = True
+
+    def __repr__(self):
+        return f"tensor_descriptor<{self.dtype}, {self._block}>"
 
 
 # ---------------------------------------------------------------------------------------
@@ -666,6 +712,9 @@ sort = _unsupported("sort")
 histogram = _unsupported("histogram")
 debug_barrier = _unsupported("debug_barrier")
 make_block_ptr = _unsupported("make_block_ptr")
+make_tensor_descriptor = _unsupported(
+    "make_tensor_descriptor", "not supported by Kiln yet: pass a kiln.TensorDescriptor "
+    "from the host instead")
 advance = _unsupported("advance")
 join = _unsupported("join")
 split = _unsupported("split")

@@ -917,3 +917,22 @@ func.func @negative_axis(%x: tensor<16xf32>) {
   %0 = kiln.expand_dims %x {axis = -1 : i32} : tensor<16xf32> -> tensor<16x1xf32>
   return
 }
+
+// -----
+
+// descriptor_load, descriptor_store
+
+func.func @descriptor_wrong_rank(%d: !kiln.tensormap, %b: !kiln.ptr<f16>, %i: i32, %m: i32) {
+  // expected-error @+1 {{'kiln.descriptor_load' op expected 2 offsets, 2 shape extents and 1 strides for a block of rank 2, found 1, 1 and 0}}
+  %t = kiln.descriptor_load %d, %b[%i] shape [%m] strides [] : !kiln.ptr<f16> -> tensor<16x16xf16>
+  return
+}
+
+// -----
+
+func.func @descriptor_wrong_element(%d: !kiln.tensormap, %b: !kiln.ptr<f16>, %i: i32, %m: i32,
+                                    %v: tensor<16xf32>) {
+  // expected-error @+1 {{'kiln.descriptor_store' op expected a block of the base's element type 'f16', found 'f32'}}
+  kiln.descriptor_store %d, %b[%i], %v shape [%m] strides [] : !kiln.ptr<f16>, tensor<16xf32>
+  return
+}

@@ -267,6 +267,35 @@ LogicalResult StoreOp::verify() {
   return verifyModifiers(*this, getCache(), getEvict(), /*isVolatile=*/false);
 }
 
+/// The checks descriptor_load and descriptor_store share: one offset and one shape extent
+/// per dimension of the block, a stride for each but the last, and the base's element type.
+static LogicalResult verifyDescriptorAccess(Operation *op, Type base, RankedTensorType block,
+                                            size_t offsets, size_t shape, size_t strides) {
+  size_t rank = block.getRank();
+  if (rank < 1 || rank > 5)
+    return op->emitOpError("expected a block of rank 1 to 5, found rank ") << rank;
+  if (offsets != rank || shape != rank || strides != rank - 1)
+    return op->emitOpError("expected ")
+           << rank << " offsets, " << rank << " shape extents and " << rank - 1
+           << " strides for a block of rank " << rank << ", found " << offsets << ", " << shape
+           << " and " << strides;
+  if (getPointeeType(base) != block.getElementType())
+    return op->emitOpError("expected a block of the base's element type ")
+           << getPointeeType(base) << ", found " << block.getElementType();
+  return success();
+}
+
+LogicalResult DescriptorLoadOp::verify() {
+  return verifyDescriptorAccess(*this, getBase().getType(), getType(), getOffsets().size(),
+                                getShape().size(), getStrides().size());
+}
+
+LogicalResult DescriptorStoreOp::verify() {
+  return verifyDescriptorAccess(*this, getBase().getType(),
+                                cast<RankedTensorType>(getValue().getType()),
+                                getOffsets().size(), getShape().size(), getStrides().size());
+}
+
 LogicalResult AtomicRMWOp::verify() {
   Type elem = getElementTypeOrSelf(getVal().getType());
   bool isFloat = isa<FloatType>(elem);

@@ -230,6 +230,53 @@ def Kiln_StoreOp : Kiln_Op<"store", [
   let hasVerifier = 1;
 }
 
+def Kiln_DescriptorLoadOp : Kiln_Op<"descriptor_load", [AttrSizedOperandSegments,
+    MemoryEffects<[MemRead<Kiln_GlobalMemory>]>]> {
+  let summary = "load a block of a tensor through its tensor descriptor";
+  let description = [{
+    Triton's `desc.load(offsets)`: the block of the result's shape whose first element is at
+    `offsets` in a row-major tensor of `shape` at `base` (`strides` in elements for every
+    dimension but the last, which is contiguous). Elements outside the tensor read as zero.
+    `desc` is the tensor map the host encoded for the same tensor: sm_90 copies a block with
+    the tensor memory accelerator (see -kiln-pipeline-dot-operands); every other use becomes a
+    masked load (-kiln-lower-descriptors).
+
+    ```mlir
+    %t = kiln.descriptor_load %desc, %base[%i, %j] shape [%m, %k] strides [%s]
+        : !kiln.ptr<f16> -> tensor<128x64xf16>
+    ```
+  }];
+  let arguments = (ins Kiln_TensorMap:$desc, Kiln_Ptr:$base, Variadic<I32>:$offsets,
+                       Variadic<I32>:$shape, Variadic<I64>:$strides);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $desc `,` $base `[` $offsets `]` `shape` `[` $shape `]` `strides` `[` $strides `]` attr-dict
+    `:` type($base) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_DescriptorStoreOp : Kiln_Op<"descriptor_store", [AttrSizedOperandSegments,
+    MemoryEffects<[MemWrite<Kiln_GlobalMemory>]>]> {
+  let summary = "store a block of a tensor through its tensor descriptor";
+  let description = [{
+    Triton's `desc.store(offsets, value)`: writes `value` to the block whose first element is
+    at `offsets` (see `kiln.descriptor_load`); elements outside the tensor are not written.
+
+    ```mlir
+    kiln.descriptor_store %desc, %base[%i, %j], %v shape [%m, %n] strides [%s]
+        : !kiln.ptr<f16>, tensor<128x128xf16>
+    ```
+  }];
+  let arguments = (ins Kiln_TensorMap:$desc, Kiln_Ptr:$base, Variadic<I32>:$offsets,
+                       Kiln_Tensor:$value, Variadic<I32>:$shape, Variadic<I64>:$strides);
+  let assemblyFormat = [{
+    $desc `,` $base `[` $offsets `]` `,` $value `shape` `[` $shape `]` `strides` `[` $strides `]`
+    attr-dict `:` type($base) `,` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
 def Kiln_AtomicRMWOp : Kiln_Op<"atomic_rmw", [
     MemoryEffects<[MemRead<Kiln_GlobalMemory>, MemWrite<Kiln_GlobalMemory>]>,
     TypesMatchWith<"value is the pointee type of ptr", "ptr", "val",

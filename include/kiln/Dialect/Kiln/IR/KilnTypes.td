@@ -33,6 +33,25 @@ def Kiln_PtrType : TypeDef<Kiln_Dialect, "Pointer"> {
 def Kiln_Ptr : Type<CPred<"::llvm::isa<::kiln::PointerType>($_self)">, "kiln pointer",
                     "::kiln::PointerType">;
 
+def Kiln_TensorMapType : TypeDef<Kiln_Dialect, "TensorMap"> {
+  let mnemonic = "tensormap";
+  let summary = "the tensor map of a tensor descriptor kernel parameter";
+  let description = [{
+    The 128-byte CUtensorMap the host encodes for a tensor descriptor argument (Triton's
+    `TensorDescriptor`): the tile the tensor memory accelerator copies (its box and swizzle
+    follow `kiln::getTensorMapBox`). Only a kernel parameter has this type; on the GPU it is a
+    `.param .align 64 .b8 [128]` parameter that TMA copies read, elsewhere it is unused.
+
+    ```mlir
+    func.func @k(%desc: !kiln.tensormap, %base: !kiln.ptr<f16>)
+    ```
+  }];
+}
+
+def Kiln_TensorMap : Type<CPred<"::llvm::isa<::kiln::TensorMapType>($_self)">,
+                          "kiln tensor map", "::kiln::TensorMapType">,
+                     BuildableType<"::kiln::TensorMapType::get($_builder.getContext())">;
+
 def Kiln_Scalar : AnyTypeOf<[Kiln_Float, Kiln_Int, Kiln_Ptr], "scalar">;
 /// A tile: a ranked tensor with static dimensions, each a power of two.
 class Kiln_TileOf<list<Type> allowed>

@@ -1,0 +1,110 @@
+//===- LowerDescriptors.cpp - Tensor descriptor accesses as masked loads ---===//
+//
+// This file implements -kiln-lower-descriptors (see Passes.td): every kiln.descriptor_load and
+// kiln.descriptor_store left in the kernel becomes the masked kiln.load / kiln.store of the
+// block it names. The block's element (i0, .., i{r-1}) is at
+//   base + sum_d (offset_d + i_d) * stride_d      (stride_{r-1} = 1)
+// and takes part where 0 <= offset_d + i_d < shape_d for every d; a load reads zero elsewhere.
+// On sm_90a -kiln-pipeline-dot-operands runs first and turns the loads that feed dots into
+// tensor-memory-accelerator copies; what remains, and everything on other targets, is lowered
+// here, so the semantics of a descriptor access are the same on every path.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Dialect/Kiln/IR/Dialect.h"
+#include "kiln/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNLOWERDESCRIPTORS
+#include "kiln/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// The pointer tile and the in-bounds mask of the block of `blockType` at `offsets`.
+std::pair<Value, Value> emitBlockAddress(OpBuilder &b, Location loc, RankedTensorType blockType,
+                                         Value base, ValueRange offsets, ValueRange shape,
+                                         ValueRange strides) {
+  ArrayRef<int64_t> block = blockType.getShape();
+  int64_t rank = block.size();
+  Type i32 = b.getI32Type(), i64 = b.getI64Type(), i1 = b.getI1Type();
+  auto full = [&](Type elem) { return RankedTensorType::get(block, elem); };
+  auto splat = [&](Value v, RankedTensorType t) { return SplatOp::create(b, loc, t, v); };
+  Value offset, mask;
+  for (int64_t d = 0; d < rank; ++d) {
+    // offset_d + arange(0, block_d), laid along dimension d and broadcast to the block.
+    auto lineType = RankedTensorType::get({block[d]}, i32);
+    Value pos = arith::AddIOp::create(b, loc, MakeRangeOp::create(b, loc, lineType, 0,
+                                                                  uint32_t(block[d])),
+                                      splat(offsets[d], lineType));
+    SmallVector<int64_t> shapeNow{block[d]};
+    for (int64_t e = d - 1; e >= 0; --e) { // dimensions before d
+      shapeNow.insert(shapeNow.begin(), 1);
+      pos = ExpandDimsOp::create(b, loc, RankedTensorType::get(shapeNow, i32), pos, 0u);
+    }
+    for (int64_t e = d + 1; e < rank; ++e) { // dimensions after d
+      shapeNow.push_back(1);
+      pos = ExpandDimsOp::create(b, loc, RankedTensorType::get(shapeNow, i32), pos,
+                                 uint32_t(shapeNow.size() - 1));
+    }
+    if (rank > 1)
+      pos = BroadcastOp::create(b, loc, full(i32), pos);
+    // 0 <= pos < shape_d
+    Value inside = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, pos,
+                              splat(arith::ConstantIntOp::create(b, loc, i32, 0), full(i32))),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, pos,
+                              splat(shape[d], full(i32))));
+    mask = mask ? arith::AndIOp::create(b, loc, mask, inside).getResult() : inside;
+    // pos * stride_d in elements, 64-bit (the last dimension is contiguous).
+    Value term = arith::ExtSIOp::create(b, loc, full(i64), pos);
+    if (d + 1 < rank)
+      term = arith::MulIOp::create(b, loc, term, splat(strides[d], full(i64)));
+    offset = offset ? arith::AddIOp::create(b, loc, offset, term).getResult() : term;
+  }
+  (void)i1;
+  Type ptrTile = RankedTensorType::get(block, base.getType());
+  Value ptrs = AddPtrOp::create(b, loc, ptrTile, splat(base, cast<RankedTensorType>(ptrTile)),
+                                offset);
+  return {ptrs, mask};
+}
+
+struct KilnLowerDescriptorsPass
+    : public kiln::impl::KilnLowerDescriptorsBase<KilnLowerDescriptorsPass> {
+  void runOnOperation() override {
+    SmallVector<Operation *> accesses;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<DescriptorLoadOp, DescriptorStoreOp>(op))
+        accesses.push_back(op);
+    });
+    for (Operation *op : accesses) {
+      OpBuilder b(op);
+      Location loc = op->getLoc();
+      if (auto load = dyn_cast<DescriptorLoadOp>(op)) {
+        RankedTensorType type = load.getType();
+        auto [ptrs, mask] = emitBlockAddress(b, loc, type, load.getBase(), load.getOffsets(),
+                                             load.getShape(), load.getStrides());
+        Value zero = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
+        Value v = LoadOp::create(b, loc, ptrs, mask, zero);
+        load.replaceAllUsesWith(v);
+      } else {
+        auto store = cast<DescriptorStoreOp>(op);
+        auto type = cast<RankedTensorType>(store.getValue().getType());
+        auto [ptrs, mask] = emitBlockAddress(b, loc, type, store.getBase(), store.getOffsets(),
+                                             store.getShape(), store.getStrides());
+        StoreOp::create(b, loc, ptrs, store.getValue(), mask, CacheModifierAttr(),
+                        EvictionPolicyAttr());
+      }
+      op->erase();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,53 @@
+"""kiln.TensorDescriptor: Triton's host-side tensor descriptor
+(`triton.tools.tensor_descriptor.TensorDescriptor`), passed to a kernel that reads it with
+`desc.load([i, j])` and writes it with `desc.store([i, j], x)`.
+
+    a_desc = kiln.TensorDescriptor.from_tensor(a, [BLOCK_M, BLOCK_K])
+    kernel[grid](a_desc, ...)
+
+The launch checks what the tensor memory accelerator needs, on every backend alike: a base
+aligned to 16 bytes, a contiguous last dimension, other strides multiples of 16 bytes, a block
+of powers of two. On the GPU the launch encodes the 128-byte tensor map (cuTensorMapEncodeTiled)
+that the kernel's TMA copies read; elsewhere the accesses are masked loads and stores.
+"""
+
+
+class TensorDescriptor:
+    """A tensor (`base`: a torch tensor, numpy array, kiln.DeviceArray, ...) seen as blocks of
+    `block_shape`. `shape` and `strides` are in elements, outermost dimension first."""
+
+    def __init__(self, base, shape, strides, block_shape, padding="zero"):
+        if padding != "zero":
+            raise ValueError(f"TensorDescriptor: expected padding 'zero', found {padding!r} "
+                             f"(Kiln reads elements outside the tensor as zero)")
+        self.base = base
+        self.shape = [int(s) for s in shape]
+        self.strides = [int(s) for s in strides]
+        self.block_shape = [int(b) for b in block_shape]
+        self.padding = padding
+        rank = len(self.shape)
+        if not 1 <= rank <= 5 or len(self.strides) != rank or len(self.block_shape) != rank:
+            raise ValueError(f"TensorDescriptor: expected shape, strides and block_shape of one "
+                             f"rank from 1 to 5, found {self.shape}, {self.strides} and "
+                             f"{self.block_shape}")
+        if self.strides[-1] != 1:
+            raise ValueError(f"TensorDescriptor: expected a contiguous last dimension (stride "
+                             f"1), found strides {self.strides}")
+        for b in self.block_shape:
+            if b <= 0 or b & (b - 1):
+                raise ValueError(f"TensorDescriptor: expected a block_shape of powers of two, "
+                                 f"found {self.block_shape}")
+
+    @staticmethod
+    def from_tensor(tensor, block_shape):
+        """The descriptor of a whole tensor (torch, or numpy with byte strides)."""
+        shape = list(tensor.shape)
+        if callable(getattr(tensor, "stride", None)):
+            strides = list(tensor.stride())
+        else:  # numpy-like: strides in bytes
+            strides = [s // tensor.itemsize for s in tensor.strides]
+        return TensorDescriptor(tensor, shape, strides, block_shape)
+
+    def __repr__(self):
+        return (f"TensorDescriptor(shape={self.shape}, strides={self.strides}, "
+                f"block_shape={self.block_shape})")

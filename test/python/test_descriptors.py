@@ -1,0 +1,184 @@
+"""Tensor descriptors (kiln.TensorDescriptor on the host, desc.load / desc.store in kernels,
+as Triton's): blocks at any offset with zeros outside the tensor, the launch's checks, the
+kernel parameters they become, and (marker `gpu`) TMA-fed matmuls against torch."""
+import re
+
+import numpy as np
+import pytest
+
+import kiln
+import kiln.language as tl
+
+CPU = dict(device="cpu")
+
+
+@kiln.jit
+def scale_kernel(in_desc, out_desc, BM: tl.constexpr, BN: tl.constexpr):
+    i = tl.program_id(0) * BM
+    j = tl.program_id(1) * BN
+    x = in_desc.load([i, j])
+    out_desc.store([i, j], x * 2)
+
+
+@kiln.jit
+def window_kernel(in_desc, out_ptr, oi, oj, BM: tl.constexpr, BN: tl.constexpr):
+    x = in_desc.load([oi, oj])
+    r = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    tl.store(out_ptr + r, x)
+
+
+@kiln.jit
+def matmul_desc_kernel(a_desc, b_desc, c_desc, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                       BLOCK_K: tl.constexpr):
+    off_m = tl.program_id(0) * BLOCK_M
+    off_n = tl.program_id(1) * BLOCK_N
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = a_desc.load([off_m, k * BLOCK_K])
+        b = b_desc.load([k * BLOCK_K, off_n])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
+
+
+def padded(rng, rows, cols, pad_to, dtype=np.float32):
+    """A rows x cols view of a wider array (row stride rounded up to `pad_to` elements)."""
+    width = -(-cols // pad_to) * pad_to
+    return rng.standard_normal((rows, width)).astype(dtype)[:, :cols]
+
+
+def window_ref(a, oi, oj, bm, bn):
+    out = np.zeros((bm, bn), a.dtype)
+    for r in range(bm):
+        for c in range(bn):
+            if 0 <= oi + r < a.shape[0] and 0 <= oj + c < a.shape[1]:
+                out[r, c] = a[oi + r, oj + c]
+    return out
+
+
+# ---------------------------------------------------------------- CPU backend
+
+def test_blocks_cover_a_ragged_tensor():
+    rng = np.random.default_rng(0)
+    a = padded(rng, 37, 100, 4)
+    out = np.full((37, 104), 7.0, np.float32)[:, :100]
+    ad = kiln.TensorDescriptor.from_tensor(a, [16, 32])
+    od = kiln.TensorDescriptor.from_tensor(out, [16, 32])
+    scale_kernel[(3, 4)](ad, od, BM=16, BN=32, **CPU)
+    np.testing.assert_array_equal(out, 2 * a)
+    assert (out.base[:, 100:] == 7.0).all()  # the padding beyond the extent is not written
+
+
+@pytest.mark.parametrize("oi,oj", [(0, 0), (-3, 5), (30, 90), (-20, -40), (40, 0)])
+def test_outside_the_tensor_reads_zero(oi, oj):
+    rng = np.random.default_rng(1)
+    a = padded(rng, 37, 100, 4)
+    out = np.empty((16, 32), np.float32)
+    window_kernel[(1,)](kiln.TensorDescriptor.from_tensor(a, [16, 32]), out, oi, oj, BM=16,
+                        BN=32, **CPU)
+    np.testing.assert_array_equal(out, window_ref(a, oi, oj, 16, 32))
+
+
+def test_matmul_through_descriptors_on_the_host():
+    rng = np.random.default_rng(2)
+    M, N, K = 50, 70, 90
+    a, b = padded(rng, M, K, 4), padded(rng, K, N, 4)
+    c = np.zeros((M, 72), np.float32)[:, :N]
+    descs = [kiln.TensorDescriptor.from_tensor(a, [32, 16]),
+             kiln.TensorDescriptor.from_tensor(b, [16, 32]),
+             kiln.TensorDescriptor.from_tensor(c, [32, 32])]
+    matmul_desc_kernel[(2, 3)](*descs, K, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, **CPU)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    # fp32 dots take tf32 inputs by default (as Triton's), 10 mantissa bits
+    assert np.abs(c - ref).max() / np.abs(ref).max() < 2e-3
+
+
+def test_descriptor_checks():
+    a = np.zeros((8, 24), np.float32)
+    with pytest.raises(ValueError, match="contiguous last dimension"):
+        kiln.TensorDescriptor(a, [24, 8], [1, 24], [8, 8])
+    with pytest.raises(ValueError, match="powers of two"):
+        kiln.TensorDescriptor.from_tensor(a, [8, 12])
+    with pytest.raises(ValueError, match="padding 'zero'"):
+        kiln.TensorDescriptor(a, [8, 24], [24, 1], [8, 8], padding="nan")
+    # A row stride of 6 floats (24 bytes) is not a multiple of 16 bytes, as TMA needs.
+    b = np.zeros((8, 6), np.float32)
+    out = np.empty((8, 8), np.float32)
+    with pytest.raises(TypeError, match=r"'in_desc'.*strides of multiples of 16 bytes"):
+        window_kernel[(1,)](kiln.TensorDescriptor.from_tensor(b, [8, 8]), out, 0, 0, BM=8, BN=8,
+                            **CPU)
+
+
+@kiln.jit
+def wrong_offsets_kernel(in_desc, out_ptr, BM: tl.constexpr, BN: tl.constexpr):
+    x = in_desc.load([0])
+    tl.store(out_ptr + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], x)
+
+
+def test_wrong_offsets_point_at_the_line():
+    a = np.zeros((8, 8), np.float32)
+    out = np.empty((8, 8), np.float32)
+    with pytest.raises(kiln.CompilationError) as e:
+        wrong_offsets_kernel[(1,)](kiln.TensorDescriptor.from_tensor(a, [8, 8]), out, BM=8, BN=8,
+                                   **CPU)
+    msg = str(e.value)
+    assert "wrong_offsets_kernel" in msg and "x = in_desc.load([0])" in msg
+    assert "expected 2 offsets for desc.load of a rank-2 tensor descriptor, found 1" in msg
+
+
+# ---------------------------------------------------------------- compile only
+
+def test_descriptor_parameters_in_ptx():
+    k = kiln.compile(scale_kernel, signature={"in_desc": "tensordesc<fp16[64, 64]>",
+                                              "out_desc": "tensordesc<fp16[64, 64]>"},
+                     constexprs={"BM": 64, "BN": 64}, target="sm_90a")
+    ptx = k.asm["ptx"]
+    # Per descriptor: the tensor map by value (a grid constant), the base, 2 extents, 1 stride.
+    assert len(re.findall(r"\.param \.align 64 \.b8 scale_kernel_param_\d+\[128\]", ptx)) == 2
+    assert len(re.findall(r"\.param \.u64 \.ptr \.global \.align 16", ptx)) == 2
+    with pytest.raises(TypeError, match="tensordesc<fp16\\[64, 64\\]>"):
+        kiln.compile(scale_kernel, signature={"in_desc": "tensordesc<fp16>",
+                                              "out_desc": "tensordesc<fp16[64, 64]>"},
+                     constexprs={"BM": 64, "BN": 64}, target="sm_90a")
+
+
+# ---------------------------------------------------------------- GPU
+
+def torch_or_skip():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    return torch
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("oi,oj", [(0, 0), (-3, 5), (30, 90), (40, 0)])
+def test_gpu_window(oi, oj):
+    torch = torch_or_skip()
+    a = torch.randn(37, 104, device="cuda")[:, :100]
+    out = torch.full((16, 32), float("nan"), device="cuda")
+    window_kernel[(1,)](kiln.TensorDescriptor.from_tensor(a, [16, 32]), out, oi, oj, BM=16,
+                        BN=32)
+    ref = window_ref(a.cpu().numpy(), oi, oj, 16, 32)
+    np.testing.assert_array_equal(out.cpu().numpy(), ref)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("M,N,K", [(512, 512, 512), (1000, 1000, 1000), (200, 136, 4104)])
+@pytest.mark.parametrize("stages", [3, 4])
+def test_gpu_matmul_through_descriptors(dtype, M, N, K, stages):
+    torch = torch_or_skip()
+    dt = getattr(torch, dtype)
+    a = torch.randn(M, K, device="cuda", dtype=dt)
+    b = torch.randn(K, N, device="cuda", dtype=dt)
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
+    BM, BN, BK = 128, 128, 64
+    descs = [kiln.TensorDescriptor.from_tensor(a, [BM, BK]),
+             kiln.TensorDescriptor.from_tensor(b, [BK, BN]),
+             kiln.TensorDescriptor.from_tensor(c, [BM, BN])]
+    grid = (kiln.cdiv(M, BM), kiln.cdiv(N, BN))
+    matmul_desc_kernel[grid](*descs, K, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, num_warps=8,
+                             num_stages=stages)
+    ref = a.float() @ b.float()
+    err = ((c.float() - ref).norm() / ref.norm()).item()
+    assert err < (5e-4 if dtype == "float16" else 2e-3), err
