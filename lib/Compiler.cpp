@@ -98,6 +98,9 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
     return failure();
   if (auto shared = module->getAttrOfType<IntegerAttr>(kDynamicSharedAttr))
     out.sharedBytes = unsigned(shared.getInt());
+  if (auto rows = module->getAttrOfType<DenseI32ArrayAttr>(kTmaBoxRowsAttr))
+    for (int32_t r : rows.asArrayRef())
+      out.tensorMapBoxRows.push_back(uint16_t(r));
   {
     llvm::raw_string_ostream os(out.llvmDialect);
     module.print(os);

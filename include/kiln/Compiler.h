@@ -48,6 +48,9 @@ struct CompiledKernel {
   std::vector<char> hostObject; ///< host: the relocatable object the runtime links
   unsigned numWarps = 4;
   unsigned sharedBytes = 0; ///< dynamic shared memory to launch with (shared rings)
+  /// Per kernel parameter: rows of the TMA boxes copied through it (0: none), from the
+  /// module's kiln.tma_box_rows (see rt::Kernel::getTensorMapBoxRows).
+  std::vector<uint16_t> tensorMapBoxRows;
 };
 
 /// "file:line:col: error: message" (notes and remarks likewise), as compilers print them.

@@ -120,10 +120,10 @@ struct KILN_EXPORT Arg {
 /// Size and alignment of a CUtensorMap.
 constexpr unsigned kTensorMapBytes = 128, kTensorMapAlign = 64;
 
-/// How the tensor memory accelerator copies one block of a tensor descriptor into shared
+/// How the tensor memory accelerator copies one 2-D block of a tensor descriptor into shared
 /// memory in the layout wgmma reads (the compiler and the host encoding agree through this):
-/// `copies` boxes of `dims` (innermost first) side by side along the innermost dimension, each
-/// a strip of `swizzleBytes` (32, 64 or 128) per row, swizzled in that mode.
+/// `copies` boxes of `dims` (innermost first: a strip of `swizzleBytes` = 32, 64 or 128 bytes
+/// per row, by `dims[1]` rows), swizzled in that mode.
 struct TensorMapBox {
   unsigned rank = 0;
   uint32_t dims[5] = {};
@@ -131,9 +131,13 @@ struct TensorMapBox {
   unsigned copies = 0;
 };
 /// The box of a block (outermost dimension first) of `elemBytes` elements, or nullopt when
-/// TMA does not copy it: a row narrower than 32 bytes, or an outer extent above 256.
+/// TMA does not copy it: not 2-D, a row narrower than 32 bytes, or `boxRows` not a power of
+/// two dividing the block's rows.
+/// `boxRows` (0: as many as the block has, at most 256) is the outer extent of a box, which
+/// the compiler chooses per kernel parameter (Kernel::getTensorMapBoxRows).
 KILN_EXPORT std::optional<TensorMapBox> getTensorMapBox(const std::vector<int64_t> &block,
-                                                        unsigned elemBytes);
+                                                        unsigned elemBytes,
+                                                        unsigned boxRows = 0);
 /// Encodes into `out` (kTensorMapBytes, kTensorMapAlign-aligned) the tensor map of a row-major
 /// tensor of `shape` at device address `base`, `strides` in elements for every dimension but
 /// the last, copied in `box` (elements out of bounds read as zero). Throws Error when the
@@ -175,6 +179,10 @@ public:
   /// driver reports them for the loaded kernel; 0 before it is loaded and for host kernels.
   unsigned getNumRegs() const { return numRegs; }
   unsigned getLocalBytes() const { return localBytes; }
+  /// Per parameter: the rows of the TMA boxes the kernel copies through that tensor map
+  /// (getTensorMapBox's `boxRows`), or 0 (not a tensor map, or one the kernel does not copy
+  /// through, whose bytes it never reads).
+  const std::vector<uint16_t> &getTensorMapBoxRows() const { return tensorMapBoxRows; }
   /// Checks `args` against the signature (count and kinds), then launches.
   void launch(Grid grid, CUstream stream, const std::vector<Arg> &args) const;
   /// Launches with already-packed parameter pointers (one per parameter); no checks.
@@ -195,6 +203,7 @@ private:
   friend class JIT;
   std::string name;
   std::vector<ArgKind> signature;
+  std::vector<uint16_t> tensorMapBoxRows;
   unsigned numWarps = 4;
   unsigned sharedBytes = 0;
   unsigned numRegs = 0, localBytes = 0;

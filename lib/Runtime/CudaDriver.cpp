@@ -253,26 +253,26 @@ void PreparedLaunch::set(unsigned index, Arg arg) {
 }
 
 std::optional<TensorMapBox> kiln::rt::getTensorMapBox(const std::vector<int64_t> &block,
-                                                      unsigned elemBytes) {
-  if (block.empty() || block.size() > 5 || !elemBytes)
+                                                      unsigned elemBytes, unsigned boxRows) {
+  // 2-D blocks (the operands of dots) only.
+  if (block.size() != 2 || !elemBytes)
     return std::nullopt;
   TensorMapBox box;
-  box.rank = unsigned(block.size());
-  int64_t inner = block.back(), innerBytes = inner * elemBytes;
+  box.rank = 2;
+  int64_t rows = block[0], inner = block[1], innerBytes = inner * elemBytes;
   // Shared memory in wgmma's canonical layout: the block in column strips of S bytes (the
-  // swizzle), each strip one box; a strip narrower than 32 bytes is not swizzled.
+  // swizzle), a strip narrower than 32 bytes is not swizzled. A box is `boxRows` rows of one
+  // strip: 8 (one swizzle atom) lets the compiler place each group of 8 rows on its own, as
+  // the row order of wgmma's A operand needs.
   box.swizzleBytes = unsigned(std::min<int64_t>(128, innerBytes));
   if (box.swizzleBytes < 32)
     return std::nullopt;
-  int64_t boxInner = box.swizzleBytes / elemBytes;
-  box.copies = unsigned(inner / boxInner);
-  box.dims[0] = uint32_t(boxInner);
-  for (unsigned d = 1; d < box.rank; ++d) {
-    int64_t extent = block[box.rank - 1 - d];
-    if (extent > 256)
-      return std::nullopt;
-    box.dims[d] = uint32_t(extent);
-  }
+  int64_t r = boxRows ? int64_t(boxRows) : std::min<int64_t>(256, rows);
+  if (r > 256 || r > rows || rows % r || (r & (r - 1)))
+    return std::nullopt;
+  box.dims[0] = uint32_t(box.swizzleBytes / elemBytes);
+  box.dims[1] = uint32_t(r);
+  box.copies = unsigned((inner / box.dims[0]) * (rows / box.dims[1]));
   return box;
 }
 

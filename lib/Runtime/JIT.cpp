@@ -9,8 +9,9 @@
 // 139 per thread, one CTA per SM instead of two at 256 threads). The driver keeps its own cache
 // of what it assembled (~/.nv/ComputeCache). compileToCubin asks for a cubin (nvJitLink) and
 // is cached under its own key. A disk entry is
-//   "KILNBIN2" | u32 numWarps | u32 sharedBytes | u32 payloadKind | u32 nameLen | name |
-//   u32 nargs | kinds | u64 payloadLen | payload | u64 xxh3(all preceding bytes)
+//   "KILNBIN3" | u32 numWarps | u32 sharedBytes | u32 payloadKind | u32 nameLen | name |
+//   u32 nargs | kinds | u16 TMA box rows per argument | u64 payloadLen | payload |
+//   u64 xxh3(all preceding bytes)
 // written to a unique temporary file and renamed into place (atomic on POSIX), so concurrent
 // writers of one key never expose a partial file; a reader that finds a short or mismatching
 // entry counts it corrupt, recompiles and replaces it.
@@ -49,7 +50,7 @@ using namespace mlir;
 #endif
 
 namespace {
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'I', 'N', '2'};
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'I', 'N', '3'};
 /// What the payload holds: a cubin from nvJitLink, PTX for the driver's JIT, or a host object.
 enum PayloadKind : uint32_t { kCubin = 1, kPTX = 2, kHostObject = 3 };
 /// The compiler version in every key: Kiln, LLVM, and the build.
@@ -160,6 +161,8 @@ static std::string serialize(const JIT &jit, const std::string &payload, uint32_
   put<uint32_t>(out, sig.size());
   for (ArgKind a : sig)
     put<uint8_t>(out, uint8_t(a));
+  for (size_t i = 0; i < sig.size(); ++i)
+    put<uint16_t>(out, i < k.getTensorMapBoxRows().size() ? k.getTensorMapBoxRows()[i] : 0);
   put<uint64_t>(out, payload.size());
   out += payload;
   put<uint64_t>(out, llvm::xxh3_64bits(llvm::StringRef(out)));
@@ -212,7 +215,12 @@ std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const std::string &source, unsi
       for (uint32_t i = 0; i < nargs; ++i)
         entry->kernel.signature.push_back(ArgKind(uint8_t(p[i])));
       p += nargs;
-      ok = readField(p, end, payloadLen) && size_t(end - p) == payloadLen;
+      for (uint32_t i = 0; ok && i < nargs; ++i) {
+        uint16_t rows = 0;
+        ok = readField(p, end, rows);
+        entry->kernel.tensorMapBoxRows.push_back(rows);
+      }
+      ok = ok && readField(p, end, payloadLen) && size_t(end - p) == payloadLen;
     }
     if (ok) {
       entry->payload.assign(p, payloadLen);
@@ -256,6 +264,8 @@ std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const std::string &source, unsi
   entry->kernel.name = compiled->name;
   entry->kernel.numWarps = numWarps;
   entry->kernel.sharedBytes = compiled->sharedBytes;
+  entry->kernel.tensorMapBoxRows = compiled->tensorMapBoxRows;
+  entry->kernel.tensorMapBoxRows.resize(entry->kernel.signature.size(), 0);
   entry->kernel.debug = debug;
   std::vector<char> binary;
   std::string error;

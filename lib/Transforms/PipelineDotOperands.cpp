@@ -38,6 +38,7 @@
 #include "LoopSlices.h"
 #include "kiln/Conversion/KilnToLLVM.h"
 #include "kiln/Passes.h"
+#include "kiln/Runtime.h"
 
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
@@ -70,6 +71,9 @@ constexpr int64_t kRingBudget = 192 * 1024;
 /// Triton's `a_ptrs += BLOCK_K * stride_ak`), whose value n iterations later is p + n * inc.
 struct CopyPlan {
   LoadOp load;
+  /// Set instead of `load` for a tensor descriptor load: copied by the TMA (kiln_gpu.tma_copy
+  /// completing on the slot's barrier) rather than by every thread with cp.async.
+  DescriptorLoadOp desc;
   SmallVector<Operation *> slice;
   /// (iteration argument index, increment)
   SmallVector<std::pair<unsigned, Value>> inductions;
@@ -93,9 +97,31 @@ bool collectInvariantChain(Value v, scf::ForOp loop, llvm::SetVector<Operation *
                       [&](Value o) { return collectInvariantChain(o, loop, ops); });
 }
 
+/// A descriptor load the TMA can copy into a ring: one use (the dot), 16-bit floats, a 2-D
+/// block TMA boxes cover (rt::getTensorMapBox), offsets computable for any iteration from the
+/// induction variable and loop invariants.
+FailureOr<CopyPlan> planTmaCopy(DescriptorLoadOp desc, Value operand, scf::ForOp loop) {
+  RankedTensorType type = desc.getType();
+  Type elem = type.getElementType();
+  if (desc->getBlock() != loop.getBody() || !operand.hasOneUse() || type.getRank() != 2 ||
+      (!elem.isF16() && !elem.isBF16()) ||
+      !rt::getTensorMapBox(std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+                           elem.getIntOrFloatBitWidth() / 8))
+    return failure();
+  FailureOr<SmallVector<Operation *>> slice = getAddressSlice(desc, loop);
+  if (failed(slice))
+    return failure();
+  CopyPlan plan;
+  plan.desc = desc;
+  plan.slice = *slice;
+  return plan;
+}
+
 /// A load the pipeline can turn into async copies: one use (the dot), not volatile, zero
 /// where masked off, 16-bit floats, its operands computable for any iteration.
 FailureOr<CopyPlan> planCopy(Value operand, scf::ForOp loop) {
+  if (auto desc = operand.getDefiningOp<DescriptorLoadOp>())
+    return planTmaCopy(desc, operand, loop);
   auto load = operand.getDefiningOp<LoadOp>();
   if (!load || load->getBlock() != loop.getBody() || !operand.hasOneUse() ||
       load.getIsVolatile())
@@ -146,9 +172,19 @@ Value scaleBy(OpBuilder &b, Location loc, Value x, int64_t n) {
 /// value is `iv` and whose iteration arguments are `args`, into `slot` of `ring`, masked by
 /// `inRange` too. `loopIv` is the induction variable the slice reads.
 void emitCopy(OpBuilder &b, const CopyPlan &plan, Value loopIv, Value iv, ValueRange loopArgs,
-              ValueRange args, int64_t ahead, Value inRange, Value ring, Value slot) {
+              ValueRange args, int64_t ahead, Value inRange, Value ring, Value slot,
+              Value barriers) {
   IRMapping map;
   map.map(loopIv, iv);
+  if (DescriptorLoadOp desc = plan.desc) {
+    for (Operation *op : plan.slice)
+      b.clone(*op, map);
+    SmallVector<Value> coords =
+        llvm::map_to_vector(desc.getOffsets(), [&](Value v) { return map.lookupOrDefault(v); });
+    kgpu::TmaCopyOp::create(b, desc.getLoc(), desc.getDesc(), coords, ring, slot, barriers,
+                            inRange);
+    return;
+  }
   LoadOp load = plan.load;
   Location loc = load.getLoc();
   // Increments first (they read invariants only), then the inductions' values, then the rest.
@@ -286,6 +322,36 @@ std::optional<unsigned> getDeferredAccumulator(scf::ForOp loop, ArrayRef<DotPlan
   return std::nullopt;
 }
 
+/// Notes on the module (kTmaBoxRowsAttr) the rows of the boxes each tensor map argument is
+/// copied in: 8 for an A operand, whose groups of 8 rows go where the accumulator layout
+/// reads them (emitWgmmaRowPermutation), else the whole block (up to 256 rows). A map used
+/// both ways takes 8. False when a descriptor is not a kernel argument.
+bool recordTmaBoxRows(scf::ForOp loop, ArrayRef<DotPlan> plans) {
+  auto func = loop->getParentOfType<func::FuncOp>();
+  auto module = loop->getParentOfType<ModuleOp>();
+  if (!func || !module)
+    return false;
+  SmallVector<int32_t> rows(func.getNumArguments(), 0);
+  if (auto old = module->getAttrOfType<DenseI32ArrayAttr>(kTmaBoxRowsAttr);
+      old && old.size() == int64_t(rows.size()))
+    rows.assign(old.asArrayRef().begin(), old.asArrayRef().end());
+  for (const DotPlan &plan : plans)
+    for (auto [copy, isA] : {std::pair{plan.a ? &*plan.a : nullptr, true}, {&plan.b, false}}) {
+      if (!copy || !copy->desc)
+        continue;
+      auto arg = dyn_cast<BlockArgument>(DescriptorLoadOp(copy->desc).getDesc());
+      if (!arg || arg.getOwner() != &func.getBody().front())
+        return false;
+      int64_t tileRows = DescriptorLoadOp(copy->desc).getType().getDimSize(0);
+      int32_t want = int32_t(isA ? std::min<int64_t>(8, tileRows)
+                                 : std::min<int64_t>(256, tileRows));
+      int32_t &r = rows[arg.getArgNumber()];
+      r = r ? std::min(r, want) : want;
+    }
+  module->setAttr(kTmaBoxRowsAttr, DenseI32ArrayAttr::get(module.getContext(), rows));
+  return true;
+}
+
 /// One-slot buffers already filled from a load before a loop, by load: a later loop that
 /// the buffer's allocation dominates reads it as it is (the two loops of causal attention
 /// share q).
@@ -315,6 +381,30 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   while (stages > 2 && once + stages * perStage > kRingBudget)
     --stages;
   if (once + stages * perStage > kRingBudget)
+    return failure();
+
+  // Tensor descriptor loads are copied by the TMA, completing on one transaction barrier per
+  // slot; the other loads by cp.async groups. A loop uses one or the other.
+  int64_t tmaCopies = 0, cpAsyncCopies = 0, groupBytes = 0;
+  for (DotPlan &plan : plans) {
+    for (const CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b}) {
+      if (!copy)
+        continue;
+      if (copy->desc) {
+        ++tmaCopies;
+        RankedTensorType t = DescriptorLoadOp(copy->desc).getType();
+        groupBytes += t.getNumElements() * t.getElementTypeBitWidth() / 8;
+      } else {
+        ++cpAsyncCopies;
+      }
+    }
+    if (plan.aSource == ASource::Once)
+      ++cpAsyncCopies;
+  }
+  bool tma = tmaCopies > 0;
+  if (tma && cpAsyncCopies)
+    return failure();
+  if (tma && !recordTmaBoxRows(loop, plans))
     return failure();
 
   // The dot may run on while the next iteration starts when it is the loop's only one, reads
@@ -347,55 +437,93 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
           done && DominanceInfo().properlyDominates(done, loop))
         aBuf = done;
     aFilled.push_back(bool(aBuf));
+    // A TMA copy writes its rows contiguous along the block's last dimension: K for A, N
+    // for B.
     if (!aBuf && plan.aSource != ASource::Registers)
       aBuf = kgpu::LocalAllocOp::create(
           rewriter, loc, bufferType(aTy, plan.aSource == ASource::Ring ? stages : 1),
-          rewriter.getI32IntegerAttr(0), BoolAttr());
+          rewriter.getI32IntegerAttr(0), tma ? rewriter.getBoolAttr(true) : BoolAttr());
     aBufs.push_back(aBuf);
     bBufs.push_back(kgpu::LocalAllocOp::create(rewriter, loc, bufferType(bTy, stages),
-                                               rewriter.getI32IntegerAttr(1), BoolAttr()));
+                                               rewriter.getI32IntegerAttr(1),
+                                               tma ? rewriter.getBoolAttr(false) : BoolAttr()));
   }
+  Value barriers;
+  if (tma)
+    barriers = kgpu::MBarrierAllocOp::create(rewriter, loc,
+                                             kgpu::MBarriersType::get(ctx, stages));
+  // The start of a copy group for slot `slot`: one arrival expecting all its TMA bytes.
+  auto startGroup = [&](Value slot, Value inRange) {
+    if (tma)
+      kgpu::MBarrierExpectOp::create(rewriter, loc, barriers, slot, inRange,
+                                     rewriter.getI32IntegerAttr(int32_t(groupBytes)));
+  };
+  auto endGroup = [&] {
+    if (!tma)
+      kgpu::AsyncCommitOp::create(rewriter, loc);
+  };
   Value loopIv = loop.getInductionVar();
   ValueRange loopArgs = loop.getRegionIterArgs();
   for (unsigned s = 0; s < distance; ++s) {
     Value iv = s == 0 ? loop.getLowerBound() : ivAfter(rewriter, loc, loop, loop.getLowerBound(), s);
     Value inRange = emitInRange(rewriter, loc, loop, iv);
     Value slot = i32Constant(rewriter, loc, s);
+    startGroup(slot, inRange);
     for (auto [plan, aBuf, bBuf, filled] : llvm::zip(plans, aBufs, bBufs, aFilled)) {
       if (s == 0 && plan.aSource == ASource::Once && !filled)
         kgpu::AsyncCopyOp::create(rewriter, plan.aOnce.getLoc(), aBuf, slot,
                                   plan.aOnce.getPtr(), plan.aOnce.getMask());
       if (plan.aSource == ASource::Ring)
         emitCopy(rewriter, *plan.a, loopIv, iv, loopArgs, loop.getInitArgs(), s, inRange, aBuf,
-                 slot);
+                 slot, barriers);
       emitCopy(rewriter, plan.b, loopIv, iv, loopArgs, loop.getInitArgs(), s, inRange, bBuf,
-               slot);
+               slot, barriers);
     }
-    kgpu::AsyncCommitOp::create(rewriter, loc);
+    endGroup();
   }
 
-  // The current slot travels in a new iteration argument: 0, 1, ..., S-1, 0, ...
+  // The current slot travels in a new iteration argument: 0, 1, ..., S-1, 0, ...; with TMA
+  // copies so does the parity of the barrier phase the slot is at (it flips at each wrap).
   Value zero = i32Constant(rewriter, loc, 0);
+  SmallVector<Value> inits{zero};
+  if (tma)
+    inits.push_back(zero);
   auto newLoop = cast<LoopLikeOpInterface>(loop.getOperation())
                      .replaceWithAdditionalYields(
-                         rewriter, ValueRange{zero}, /*replaceInitOperandUsesInLoop=*/false,
+                         rewriter, inits, /*replaceInitOperandUsesInLoop=*/false,
                          [&](OpBuilder &yb, Location yloc, ArrayRef<BlockArgument> args) {
                            Value next = arith::AddIOp::create(yb, yloc, args[0],
                                                               i32Constant(yb, yloc, 1));
                            Value wrap = arith::CmpIOp::create(yb, yloc, arith::CmpIPredicate::eq,
                                                               next, i32Constant(yb, yloc, stages));
-                           return SmallVector<Value>{arith::SelectOp::create(
+                           SmallVector<Value> yields{arith::SelectOp::create(
                                yb, yloc, wrap, i32Constant(yb, yloc, 0), next)};
+                           if (tma)
+                             yields.push_back(arith::XOrIOp::create(
+                                 yb, yloc, args[1],
+                                 arith::ExtUIOp::create(yb, yloc, yb.getI32Type(), wrap)));
+                           return yields;
                          });
   if (failed(newLoop))
     return failure();
   auto forOp = cast<scf::ForOp>(newLoop->getOperation());
-  Value slot = forOp.getRegionIterArgs().back();
+  Value slot = forOp.getRegionIterArgs()[forOp.getNumRegionIterArgs() - inits.size()];
   Value iv = forOp.getInductionVar();
 
-  // Top of the body: this iteration's slots are ready.
+  // Top of the body: this iteration's slots are ready. With TMA copies every thread waits on
+  // the slot's barrier; the barrier of async_wait (no cp.async group is in flight) then
+  // orders every warp's reads of earlier slots before the copies issued next.
   rewriter.setInsertionPointToStart(forOp.getBody());
-  kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(distance - 1));
+  // Waits for this iteration's slot, then (TMA) a barrier or (cp.async) the wait's own.
+  auto waitForSlot = [&] {
+    if (!tma)
+      return (void)kgpu::AsyncWaitOp::create(rewriter, loc,
+                                             rewriter.getI32IntegerAttr(distance - 1));
+    kgpu::MBarrierWaitOp::create(rewriter, loc, barriers, slot,
+                                 forOp.getRegionIterArgs().back());
+    kgpu::BarrierOp::create(rewriter, loc);
+  };
+  waitForSlot();
   ValueRange args = forOp.getRegionIterArgs();
   // Starts iteration i + distance in the slots iteration i - 1 read.
   auto issueCopies = [&] {
@@ -405,12 +533,15 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
         rewriter, loc,
         arith::AddIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, distance)),
         i32Constant(rewriter, loc, stages));
+    startGroup(writeSlot, inRange);
     for (auto [plan, aBuf, bBuf] : llvm::zip(plans, aBufs, bBufs)) {
       if (plan.aSource == ASource::Ring)
-        emitCopy(rewriter, *plan.a, iv, ahead, args, args, distance, inRange, aBuf, writeSlot);
-      emitCopy(rewriter, plan.b, iv, ahead, args, args, distance, inRange, bBuf, writeSlot);
+        emitCopy(rewriter, *plan.a, iv, ahead, args, args, distance, inRange, aBuf, writeSlot,
+                 barriers);
+      emitCopy(rewriter, plan.b, iv, ahead, args, args, distance, inRange, bBuf, writeSlot,
+               barriers);
     }
-    kgpu::AsyncCommitOp::create(rewriter, loc);
+    endGroup();
   };
   if (!lateCopies)
     issueCopies();
@@ -428,13 +559,20 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
                                             slot, dot.getC(), overlap || deferred ? 1 : 0);
     if (lateCopies) {
       rewriter.setInsertionPointAfter(shared);
-      kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(distance - 1));
+      if (tma)
+        kgpu::BarrierOp::create(rewriter, loc);
+      else
+        kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(distance - 1));
       issueCopies();
     }
     rewriter.replaceOp(dot, shared.getResult());
+    auto eraseLoad = [&](const CopyPlan &copy) {
+      rewriter.eraseOp(copy.desc ? DescriptorLoadOp(copy.desc).getOperation()
+                                 : LoadOp(copy.load).getOperation());
+    };
     if (plan.aSource == ASource::Ring)
-      rewriter.eraseOp(plan.a->load);
-    rewriter.eraseOp(plan.b.load);
+      eraseLoad(*plan.a);
+    eraseLoad(plan.b);
   }
   // The original address computations may now be dead (their clones took over); an op in
   // several slices is erased once. A load before the loop goes when nothing else reads it.
@@ -481,7 +619,11 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     auto done = kgpu::DotWaitOp::create(rewriter, loc, result.getType(), result);
     result.replaceAllUsesExcept(done.getResult(), done);
   }
-  kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(0));
+  // (TMA copies past the last iteration were never issued: their predicate was false.)
+  if (tma)
+    kgpu::BarrierOp::create(rewriter, loc);
+  else
+    kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(0));
   return success();
 }
 

@@ -943,8 +943,11 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
     DescriptorArg &d = descs[i];
     const int rank = int(d.block.size());
     if (field == 1) { // the tensor map, by value: encoded for GPU kernels, unused on the host
-      if (!variant->host) {
-        auto box = kiln::rt::getTensorMapBox(d.block, itemSizeOf(d.dtype));
+      // The kernel chose the rows of its boxes; 0: it never reads this map.
+      const auto &rows = variant->kernel->getTensorMapBoxRows();
+      unsigned boxRows = j < rows.size() ? rows[j] : 0;
+      if (!variant->host && boxRows) {
+        auto box = kiln::rt::getTensorMapBox(d.block, itemSizeOf(d.dtype), boxRows);
         if (box)
           kiln::rt::encodeTensorMap(d.map, *box, kindOfDType(d.dtype), d.base, d.shape,
                                     d.strides);

@@ -271,3 +271,59 @@ func.func @shared_q(%Q: !kiln.ptr<f16>, %K: !kiln.ptr<f16>, %n: i32, %m: i32) ->
   }
   return %a2 : tensor<64x32xf32>
 }
+
+// -----
+
+// Tensor descriptor loads: the TMA copies them. One arrival per group expects all its bytes
+// (128x64 + 64x128 halves = 32 KiB) on the slot's barrier; every iteration waits on its slot's
+// barrier at the phase the slot is at (flipped at each wrap), then synchronizes; copies past
+// the end are not issued. A's boxes are 8 rows, B's the whole block (kiln_gpu.tma_box_rows,
+// per kernel argument).
+// CHECK-LABEL: module attributes {kiln_gpu.tma_box_rows = array<i32: 8, 0, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0>}
+// CHECK: %[[A:.*]] = kiln_gpu.local_alloc {k_major = true, operand = 0 : i32} : <[3, 128, 64], f16>
+// CHECK: %[[B:.*]] = kiln_gpu.local_alloc {k_major = false, operand = 1 : i32} : <[3, 64, 128], f16>
+// CHECK: %[[BARS:.*]] = kiln_gpu.mbarrier_alloc : <3>
+// CHECK: kiln_gpu.mbarrier_expect %[[BARS]][%{{.*}}], %{{.*}} {bytes = 32768 : i32} : <3>
+// CHECK: kiln_gpu.tma_copy %{{.*}}[%{{.*}}, %{{.*}}], %[[A]][%{{.*}}], %[[BARS]], %{{.*}}
+// CHECK: kiln_gpu.tma_copy %{{.*}}[%{{.*}}, %{{.*}}], %[[B]][%{{.*}}], %[[BARS]], %{{.*}}
+// CHECK-NOT: kiln_gpu.async_commit
+// CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[SLOT:.*]] = %{{.*}}, %[[PHASE:.*]] = %{{.*}})
+// CHECK-NEXT: kiln_gpu.mbarrier_wait %[[BARS]][%[[SLOT]]], %[[PHASE]] : <3>
+// CHECK-NEXT: kiln_gpu.barrier
+// CHECK-NEXT: kiln_gpu.shared_dot %[[A]][%[[SLOT]]], %[[B]][%[[SLOT]]], %{{.*}} {pending = 1 : i32}
+// CHECK-NEXT: kiln_gpu.barrier
+// CHECK: kiln_gpu.mbarrier_expect
+// CHECK: kiln_gpu.tma_copy
+// CHECK: kiln_gpu.tma_copy
+// CHECK: %[[WRAP:.*]] = arith.cmpi eq
+// CHECK: %[[FLIP:.*]] = arith.extui %[[WRAP]] : i1 to i32
+// CHECK: arith.xori %[[PHASE]], %[[FLIP]] : i32
+// CHECK: kiln_gpu.dot_wait
+// CHECK-NEXT: kiln_gpu.barrier
+// CHECK-NOT: kiln_gpu.async_wait
+// FOUR-LABEL: func.func @tma_matmul(
+// FOUR: scf.for
+// FOUR-NEXT: kiln_gpu.mbarrier_wait
+// FOUR-NEXT: kiln_gpu.barrier
+// FOUR: kiln_gpu.mbarrier_expect
+// FOUR: kiln_gpu.tma_copy
+// FOUR: kiln_gpu.tma_copy
+// FOUR: kiln_gpu.shared_dot
+func.func @tma_matmul(%ad: !kiln.tensormap, %ab: !kiln.ptr<f16>, %bd: !kiln.tensormap,
+                      %bb: !kiln.ptr<f16>, %m: i32, %n: i32, %k: i32, %sa: i64, %sb: i64,
+                      %om: i32, %on: i32, %kt: i32) -> tensor<128x128xf32> {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c64 = arith.constant 64 : i32
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %acc = scf.for %i = %c0 to %kt step %c1 iter_args(%c = %zero) -> (tensor<128x128xf32>) : i32 {
+    %ok = arith.muli %i, %c64 : i32
+    %a = kiln.descriptor_load %ad, %ab[%om, %ok] shape [%m, %k] strides [%sa]
+        : !kiln.ptr<f16> -> tensor<128x64xf16>
+    %b = kiln.descriptor_load %bd, %bb[%ok, %on] shape [%k, %n] strides [%sb]
+        : !kiln.ptr<f16> -> tensor<64x128xf16>
+    %d = kiln.dot %a, %b, %c : tensor<128x64xf16> * tensor<64x128xf16> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
+  }
+  return %acc : tensor<128x128xf32>
+}

@@ -182,3 +182,23 @@ def test_gpu_matmul_through_descriptors(dtype, M, N, K, stages):
     ref = a.float() @ b.float()
     err = ((c.float() - ref).norm() / ref.norm()).item()
     assert err < (5e-4 if dtype == "float16" else 2e-3), err
+
+
+def test_dot_operands_are_copied_by_the_tma_on_sm90a():
+    sig = {"a_desc": "tensordesc<fp16[128, 64]>", "b_desc": "tensordesc<fp16[64, 128]>",
+           "c_desc": "tensordesc<fp16[128, 128]>", "K": "i32"}
+    k = kiln.compile(matmul_desc_kernel, signature=sig,
+                     constexprs={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64},
+                     target="sm_90a", num_warps=8, num_stages=4)
+    ptx = k.asm["ptx"]
+    loop = ptx[ptx.index("mbarrier.try_wait"):]
+    # A in 16 boxes of 8 rows (each group of 8 rows where wgmma's A order puts it), B in 2
+    # strips of 64 columns; one arrival per group; no cp.async and no proxy fence.
+    copies = re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mbarrier::"
+                        r"complete_tx::bytes", loop)
+    assert len(copies) == 18
+    assert loop.count("mbarrier.arrive.expect_tx") == 1
+    assert "cp.async.cg" not in ptx and "fence.proxy.async" not in ptx
+    assert ptx.count("mbarrier.init.shared::cta.b64") == 4
+    assert "wgmma.mma_async" in ptx
+    assert k.metadata.shared == 4 * (128 * 64 + 64 * 128) * 2

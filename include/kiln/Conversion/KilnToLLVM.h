@@ -181,6 +181,9 @@ unsigned getAccessVectorWidth(mlir::Value ptr, mlir::Value mask, const AxisInfoA
 /// Module attribute: bytes of dynamic shared memory the kernel needs at launch (set by
 /// -kiln-convert-to-llvm when shared rings exist).
 inline constexpr llvm::StringLiteral kDynamicSharedAttr = "kiln_gpu.dynamic_shared";
+/// Module attribute (i32 array, one per kernel argument): the rows of the TMA boxes copied
+/// through a tensor map argument, 0 for the others (-kiln-pipeline-dot-operands).
+inline constexpr llvm::StringLiteral kTmaBoxRowsAttr = "kiln_gpu.tma_box_rows";
 /// Attribute of a kiln_gpu.local_alloc: its byte offset in the dynamic shared memory.
 inline constexpr llvm::StringLiteral kSharedOffsetAttr = "kiln_gpu.offset";
 /// Byte size of one slot of a shared ring (slots are 1024-byte aligned for the swizzle).

@@ -9,10 +9,17 @@
 //     go through registers with a predicated load and a shared store.
 //   - async_commit / async_wait: cp.async.commit_group / cp.async.wait_group N, then a proxy
 //     fence (the tensor cores read what the copies wrote) and a barrier.
+//   - mbarrier_alloc / mbarrier_expect / mbarrier_wait: transaction barriers in static shared
+//     memory (init by thread 0, arrive.expect_tx by thread 0, try_wait.parity by all).
+//   - tma_copy: thread 0 issues cp.async.bulk.tensor for each box of the block
+//     (rt::getTensorMapBox with the rows kiln_gpu.tma_box_rows gives the map), completing on
+//     the slot's barrier; A's boxes are 8 rows, placed where emitWgmmaRowPermutation puts
+//     them, as async_copy does. barrier: bar.sync.
 //
 //===----------------------------------------------------------------------===//
 
 #include "WgmmaLayout.h"
+#include "kiln/Runtime.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 
@@ -162,6 +169,164 @@ struct AsyncWaitLowering final : ConvertOpToLLVMPattern<kgpu::AsyncWaitOp> {
   const TargetInfo &target;
 };
 
+/// The i32 shared address of barrier `slot` of `barriers` (8 bytes each).
+Value barrierAddress(OpBuilder &b, Location loc, Value barriers, Value slot) {
+  Value base = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), barriers);
+  return LLVM::AddOp::create(b, loc, base, LLVM::MulOp::create(b, loc, slot, i32Const(b, loc, 8)));
+}
+
+struct MBarrierAllocLowering final : ConvertOpToLLVMPattern<kgpu::MBarrierAllocOp> {
+  MBarrierAllocLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), target(target) {}
+  LogicalResult matchAndRewrite(kgpu::MBarrierAllocOp op, OpAdaptor,
+                                ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    auto module = op->getParentOfType<ModuleOp>();
+    int64_t count = op.getType().getCount();
+    // Static shared memory of its own: the barriers never share bytes with rings or scratch.
+    std::string name;
+    for (unsigned i = 0;; ++i)
+      if (!module.lookupSymbol(name = "__kiln_mbarriers_" + std::to_string(i)))
+        break;
+    LLVM::GlobalOp global;
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      global = LLVM::GlobalOp::create(b, loc, LLVM::LLVMArrayType::get(b.getI64Type(), count),
+                                      /*isConstant=*/false, LLVM::Linkage::Internal, name,
+                                      Attribute(), /*alignment=*/8, /*addrSpace=*/3);
+    }
+    Value bars = LLVM::AddressOfOp::create(b, loc, global);
+    // Thread 0 initializes each barrier for one arrival (the expect_tx of a group).
+    Value first = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq,
+                                       target.getThreadId(b, loc), i32Const(b, loc, 0));
+    for (int64_t i = 0; i < count; ++i)
+      emitAsm(b, loc, "@$0 mbarrier.init.shared::cta.b64 [$1], 1;", "b,r",
+              {first, barrierAddress(b, loc, bars, i32Const(b, loc, i))});
+    emitAsm(b, loc, "fence.mbarrier_init.release.cluster;");
+    target.barrier(b, loc);
+    b.replaceOp(op, bars);
+    return success();
+  }
+  const TargetInfo &target;
+};
+
+struct MBarrierExpectLowering final : ConvertOpToLLVMPattern<kgpu::MBarrierExpectOp> {
+  MBarrierExpectLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), target(target) {}
+  LogicalResult matchAndRewrite(kgpu::MBarrierExpectOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value first = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq,
+                                       target.getThreadId(b, loc), i32Const(b, loc, 0));
+    Value pred = LLVM::AndOp::create(b, loc, first, adaptor.getPred());
+    emitAsm(b, loc, "@$0 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$1], $2;", "b,r,r",
+            {pred, barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot()),
+             i32Const(b, loc, op.getBytes())});
+    b.eraseOp(op);
+    return success();
+  }
+  const TargetInfo &target;
+};
+
+struct MBarrierWaitLowering final : ConvertOpToLLVMPattern<kgpu::MBarrierWaitOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult matchAndRewrite(kgpu::MBarrierWaitOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    // try_wait suspends for a while before it fails; spin until the phase completes.
+    emitAsm(b, loc,
+            "{\n.reg .pred done;\nwait${:uid}:\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
+            "@!done bra.uni wait${:uid};\n}",
+            "r,r",
+            {barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot()),
+             adaptor.getPhase()});
+    b.eraseOp(op);
+    return success();
+  }
+};
+
+struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
+  TmaCopyLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), target(target) {}
+
+  LogicalResult matchAndRewrite(kgpu::TmaCopyOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    auto alloc = op.getBuffer().getDefiningOp<kgpu::LocalAllocOp>();
+    if (!alloc)
+      return op.emitOpError("expected a ring from kiln_gpu.local_alloc");
+    Location loc = op.getLoc();
+    auto module = op->getParentOfType<ModuleOp>();
+    auto numWarps = module->getAttrOfType<IntegerAttr>(kgpu::kNumWarpsAttr);
+    // The rows of this map's boxes, as the host encodes them (kTmaBoxRowsAttr).
+    auto arg = dyn_cast<BlockArgument>(op.getDesc());
+    auto rowsAttr = module->getAttrOfType<DenseI32ArrayAttr>(kTmaBoxRowsAttr);
+    if (!arg || !rowsAttr || int64_t(arg.getArgNumber()) >= rowsAttr.size() ||
+        !rowsAttr[arg.getArgNumber()])
+      return op.emitOpError("expected a tensor map argument with its box rows in ")
+             << kTmaBoxRowsAttr;
+    kgpu::SharedBufferType type = alloc.getResult().getType();
+    ArrayRef<int64_t> tile = type.getTileShape();
+    OperandLayout layout = getRingOperandLayout(alloc);
+    bool isA = alloc.getOperand() == 0;
+    unsigned boxRows = unsigned(rowsAttr[arg.getArgNumber()]);
+    auto box = rt::getTensorMapBox({tile[0], tile[1]}, unsigned(layout.elemBytes), boxRows);
+    // The slot's rows run along the block's last dimension in strips of S bytes; a box is
+    // `boxRows` rows of one strip.
+    if (!box || tile.size() != 2 || box->swizzleBytes != layout.swizzle ||
+        layout.kMajor != isA || (isA && boxRows != 8))
+      return op.emitOpError("expected a slot in the layout of the TMA boxes of its block");
+    int64_t boxInner = box->dims[0];
+    int64_t groups = tile[0] / boxRows, strips = tile[1] / boxInner;
+    int64_t stripBytes = tile[0] * layout.swizzle;
+
+    // One thread issues every box, each at constant offsets from the slot and the block.
+    auto c = [&](int64_t v) { return i32Const(b, loc, v); };
+    Value first = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq,
+                                       target.getThreadId(b, loc), c(0));
+    Value pred = LLVM::AndOp::create(b, loc, adaptor.getPred(), first);
+    Value slotBase = LLVM::AddOp::create(
+        b, loc, LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), adaptor.getBuffer()),
+        LLVM::MulOp::create(b, loc, adaptor.getSlot(), c(getSharedSlotBytes(type))));
+    Value map = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), adaptor.getDesc());
+    Value bar = barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot());
+    for (int64_t strip = 0; strip < strips; ++strip)
+      for (int64_t g = 0; g < groups; ++g) {
+        int64_t row = g * boxRows;
+        // Rows of A go where the accumulator layout reads them (groups of 8 move together).
+        Value sharedRow =
+            isA ? emitWgmmaRowPermutation(b, loc, c(row), layout.mn, numWarps.getInt())
+                : c(row);
+        Value dst = LLVM::AddOp::create(
+            b, loc, slotBase,
+            LLVM::AddOp::create(b, loc, c(strip * stripBytes),
+                                LLVM::MulOp::create(b, loc, sharedRow, c(layout.swizzle))));
+        Value inner = LLVM::AddOp::create(b, loc, adaptor.getCoords()[1], c(strip * boxInner));
+        Value outer = LLVM::AddOp::create(b, loc, adaptor.getCoords()[0], c(row));
+        emitAsm(b, loc,
+                "@$0 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::"
+                "bytes [$1], [$2, {$3, $4}], [$5];",
+                "b,r,l,r,r,r", {pred, dst, map, inner, outer, bar});
+      }
+    b.eraseOp(op);
+    return success();
+  }
+  const TargetInfo &target;
+};
+
+struct BarrierLowering final : ConvertOpToLLVMPattern<kgpu::BarrierOp> {
+  BarrierLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), target(target) {}
+  LogicalResult matchAndRewrite(kgpu::BarrierOp op, OpAdaptor,
+                                ConversionPatternRewriter &b) const override {
+    target.barrier(b, op.getLoc());
+    b.eraseOp(op);
+    return success();
+  }
+  const TargetInfo &target;
+};
+
 } // namespace
 
 int64_t kiln::getSharedSlotBytes(kgpu::SharedBufferType type) {
@@ -177,5 +342,7 @@ void kiln::populateSharedRingToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                             const TargetInfo &target) {
   patterns.add<LocalAllocLowering, AsyncCommitLowering>(converter);
   patterns.add<AsyncCopyLowering>(converter, axisInfo, target);
-  patterns.add<AsyncWaitLowering>(converter, target);
+  patterns.add<AsyncWaitLowering, MBarrierAllocLowering, MBarrierExpectLowering,
+               TmaCopyLowering, BarrierLowering>(converter, target);
+  patterns.add<MBarrierWaitLowering>(converter);
 }

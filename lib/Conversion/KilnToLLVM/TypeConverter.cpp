@@ -17,6 +17,8 @@ KilnLLVMTypeConverter::KilnLLVMTypeConverter(MLIRContext *ctx) : LLVMTypeConvert
   addConversion([ctx](kgpu::SharedBufferType) -> Type {
     return LLVM::LLVMPointerType::get(ctx, 3);
   });
+  // Transaction barriers: the shared-memory address of the first.
+  addConversion([ctx](kgpu::MBarriersType) -> Type { return LLVM::LLVMPointerType::get(ctx, 3); });
   // A tensor map parameter is passed by value (.param .align 64 .b8 [128], see
   // ConvertKilnToLLVM.cpp); the kernel sees the generic address of its bytes.
   addConversion([ctx](TensorMapType) -> Type { return LLVM::LLVMPointerType::get(ctx); });

@@ -254,6 +254,19 @@ LogicalResult AsyncCopyOp::verify() {
   return success();
 }
 
+LogicalResult TmaCopyOp::verify() {
+  auto buffer = getBuffer().getType();
+  if (getCoords().size() != buffer.getTileShape().size())
+    return emitOpError("expected ") << buffer.getTileShape().size()
+                                    << " coordinates for a slot of rank "
+                                    << buffer.getTileShape().size() << ", found "
+                                    << getCoords().size();
+  if (getBarriers().getType().getCount() != buffer.getNumSlots())
+    return emitOpError("expected one barrier per slot (")
+           << buffer.getNumSlots() << "), found " << getBarriers().getType().getCount();
+  return success();
+}
+
 LogicalResult SharedDotOp::verify() {
   auto b = getB().getType();
   auto c = cast<RankedTensorType>(getC().getType());

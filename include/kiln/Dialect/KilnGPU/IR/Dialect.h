@@ -14,6 +14,7 @@
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "kiln/Dialect/Kiln/IR/Dialect.h"
 
 #include "kiln/Dialect/KilnGPU/IR/KilnGPUDialect.h.inc"
 

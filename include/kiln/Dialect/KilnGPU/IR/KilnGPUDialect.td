@@ -47,6 +47,20 @@ def KilnGPU_SharedBufferType : KilnGPU_Type<"SharedBuffer", "shared"> {
   }];
 }
 
+def KilnGPU_MBarriersType : KilnGPU_Type<"MBarriers", "mbarriers"> {
+  let summary = "one transaction barrier per slot of a loop's TMA-filled rings";
+  let description = [{
+    `count` mbarriers (8 bytes each) in static shared memory: barrier s completes a phase when
+    the tensor memory accelerator has written every byte expected for the copies into slot s.
+
+    ```mlir
+    !kiln_gpu.mbarriers<4>
+    ```
+  }];
+  let parameters = (ins "int64_t":$count);
+  let assemblyFormat = "`<` $count `>`";
+}
+
 class KilnGPU_Attr<string name, string attrMnemonic> : AttrDef<KilnGPU_Dialect, name> {
   let mnemonic = attrMnemonic;
 }
@@ -169,6 +183,96 @@ def KilnGPU_AsyncWaitOp : Op<KilnGPU_Dialect, "async_wait",
     ```
   }];
   let arguments = (ins ConfinedAttr<I32Attr, [IntMinValue<0>]>:$pending);
+  let assemblyFormat = "attr-dict";
+}
+
+def KilnGPU_TensorMap : Type<CPred<"::llvm::isa<::kiln::TensorMapType>($_self)">,
+                             "kiln tensor map", "::kiln::TensorMapType">;
+
+def KilnGPU_MBarrierAllocOp : Op<KilnGPU_Dialect, "mbarrier_alloc",
+    [MemoryEffects<[MemAlloc<DefaultResource>, MemWrite<DefaultResource>]>]> {
+  let summary = "initialized transaction barriers for a loop's TMA copies";
+  let description = [{
+    Static shared memory for the barriers; one thread initializes each with an arrival count
+    of 1, then the program synchronizes, so every thread may wait on them afterwards.
+
+    ```mlir
+    %bars = kiln_gpu.mbarrier_alloc : !kiln_gpu.mbarriers<4>
+    ```
+  }];
+  let results = (outs KilnGPU_MBarriersType:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def KilnGPU_MBarrierExpectOp : Op<KilnGPU_Dialect, "mbarrier_expect",
+    [MemoryEffects<[MemWrite<DefaultResource>]>]> {
+  let summary = "the arrival that expects `bytes` of TMA copies on barrier `slot`";
+  let description = [{
+    Where `pred` holds, one thread arrives on barrier `slot` expecting `bytes` bytes
+    (mbarrier.arrive.expect_tx): its phase completes once the copies issued for this slot have
+    written them. Issued before the copies of its group.
+
+    ```mlir
+    kiln_gpu.mbarrier_expect %bars[%slot], %pred {bytes = 32768 : i32} : !kiln_gpu.mbarriers<4>
+    ```
+  }];
+  let arguments = (ins KilnGPU_MBarriersType:$barriers, I32:$slot, I1:$pred,
+                       ConfinedAttr<I32Attr, [IntMinValue<1>]>:$bytes);
+  let assemblyFormat = "$barriers `[` $slot `]` `,` $pred attr-dict `:` type($barriers)";
+}
+
+def KilnGPU_MBarrierWaitOp : Op<KilnGPU_Dialect, "mbarrier_wait",
+    [MemoryEffects<[MemRead<DefaultResource>, MemWrite<DefaultResource>]>]> {
+  let summary = "wait until barrier `slot` has completed the phase of parity `phase`";
+  let description = [{
+    Every thread spins on mbarrier.try_wait.parity: afterwards the copies of that phase are
+    visible to it and to the tensor cores.
+
+    ```mlir
+    kiln_gpu.mbarrier_wait %bars[%slot], %phase : !kiln_gpu.mbarriers<4>
+    ```
+  }];
+  let arguments = (ins KilnGPU_MBarriersType:$barriers, I32:$slot, I32:$phase);
+  let assemblyFormat = "$barriers `[` $slot `]` `,` $phase attr-dict `:` type($barriers)";
+}
+
+def KilnGPU_TmaCopyOp : Op<KilnGPU_Dialect, "tma_copy",
+    [MemoryEffects<[MemRead<DefaultResource>, MemWrite<DefaultResource>]>]> {
+  let summary = "copy a block of a tensor descriptor into a ring slot with the TMA";
+  let description = [{
+    Where `pred` holds, copies the block at `coords` (outermost first) of the tensor `desc`
+    maps into slot `slot` of `buffer`, in the slot's wgmma layout (the boxes of
+    `kiln::rt::getTensorMapBox`, one per lane of the first warp; rows of A go where the
+    accumulator layout wants them), completing on barrier `slot` of `barriers`. Elements
+    outside the tensor are written as zero.
+
+    ```mlir
+    kiln_gpu.tma_copy %desc[%i, %k], %a[%slot], %bars, %pred
+        : !kiln.tensormap, !kiln_gpu.shared<[4, 128, 64], f16>, !kiln_gpu.mbarriers<4>
+    ```
+  }];
+  let arguments = (ins KilnGPU_TensorMap:$desc, Variadic<I32>:$coords,
+                       KilnGPU_SharedBufferType:$buffer, I32:$slot,
+                       KilnGPU_MBarriersType:$barriers, I1:$pred);
+  let assemblyFormat = [{
+    $desc `[` $coords `]` `,` $buffer `[` $slot `]` `,` $barriers `,` $pred attr-dict `:`
+    type($desc) `,` type($buffer) `,` type($barriers)
+  }];
+  let hasVerifier = 1;
+}
+
+def KilnGPU_BarrierOp : Op<KilnGPU_Dialect, "barrier",
+    [MemoryEffects<[MemRead<DefaultResource>, MemWrite<DefaultResource>]>]> {
+  let summary = "synchronize the program's threads (bar.sync)";
+  let description = [{
+    Orders every thread's earlier shared-memory accesses (and the reads of wgmma groups it has
+    waited for) before any thread's later ones: a loop with TMA-filled rings issues its next
+    copies after it, into slots every warp has finished reading.
+
+    ```mlir
+    kiln_gpu.barrier
+    ```
+  }];
   let assemblyFormat = "attr-dict";
 }
 
