@@ -169,6 +169,25 @@ struct AsyncWaitLowering final : ConvertOpToLLVMPattern<kgpu::AsyncWaitOp> {
   const TargetInfo &target;
 };
 
+/// Emits `body` in a block that only thread 0 enters, and only where `cond` holds: a real
+/// branch, so that the other warps skip the code instead of running it predicated off.
+void emitOnThreadZero(ConversionPatternRewriter &b, Location loc, const TargetInfo &target,
+                      Value cond, llvm::function_ref<void()> body) {
+  Value first = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, target.getThreadId(b, loc),
+                                     i32Const(b, loc, 0));
+  if (cond)
+    first = LLVM::AndOp::create(b, loc, first, cond);
+  Block *current = b.getInsertionBlock();
+  Block *after = b.splitBlock(current, b.getInsertionPoint());
+  Block *then = b.createBlock(after);
+  b.setInsertionPointToEnd(current);
+  LLVM::CondBrOp::create(b, loc, first, then, after);
+  b.setInsertionPointToEnd(then);
+  body();
+  LLVM::BrOp::create(b, loc, after);
+  b.setInsertionPointToStart(after);
+}
+
 /// The i32 shared address of barrier `slot` of `barriers` (8 bytes each).
 Value barrierAddress(OpBuilder &b, Location loc, Value barriers, Value slot) {
   Value base = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), barriers);
@@ -217,12 +236,11 @@ struct MBarrierExpectLowering final : ConvertOpToLLVMPattern<kgpu::MBarrierExpec
   LogicalResult matchAndRewrite(kgpu::MBarrierExpectOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
-    Value first = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq,
-                                       target.getThreadId(b, loc), i32Const(b, loc, 0));
-    Value pred = LLVM::AndOp::create(b, loc, first, adaptor.getPred());
-    emitAsm(b, loc, "@$0 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$1], $2;", "b,r,r",
-            {pred, barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot()),
-             i32Const(b, loc, op.getBytes())});
+    Value bar = barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot());
+    emitOnThreadZero(b, loc, target, adaptor.getPred(), [&] {
+      emitAsm(b, loc, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
+              {bar, i32Const(b, loc, op.getBytes())});
+    });
     b.eraseOp(op);
     return success();
   }
@@ -281,16 +299,14 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
     int64_t groups = tile[0] / boxRows, strips = tile[1] / boxInner;
     int64_t stripBytes = tile[0] * layout.swizzle;
 
-    // One thread issues every box, each at constant offsets from the slot and the block.
+    // Thread 0 issues every box, each at constant offsets from the slot and the block.
     auto c = [&](int64_t v) { return i32Const(b, loc, v); };
-    Value first = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq,
-                                       target.getThreadId(b, loc), c(0));
-    Value pred = LLVM::AndOp::create(b, loc, adaptor.getPred(), first);
     Value slotBase = LLVM::AddOp::create(
         b, loc, LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), adaptor.getBuffer()),
         LLVM::MulOp::create(b, loc, adaptor.getSlot(), c(getSharedSlotBytes(type))));
     Value map = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), adaptor.getDesc());
     Value bar = barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot());
+    emitOnThreadZero(b, loc, target, adaptor.getPred(), [&] {
     for (int64_t strip = 0; strip < strips; ++strip)
       for (int64_t g = 0; g < groups; ++g) {
         int64_t row = g * boxRows;
@@ -305,10 +321,11 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
         Value inner = LLVM::AddOp::create(b, loc, adaptor.getCoords()[1], c(strip * boxInner));
         Value outer = LLVM::AddOp::create(b, loc, adaptor.getCoords()[0], c(row));
         emitAsm(b, loc,
-                "@$0 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::"
-                "bytes [$1], [$2, {$3, $4}], [$5];",
-                "b,r,l,r,r,r", {pred, dst, map, inner, outer, bar});
+                "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                "[$0], [$1, {$2, $3}], [$4];",
+                "r,l,r,r,r", {dst, map, inner, outer, bar});
       }
+    });
     b.eraseOp(op);
     return success();
   }
