@@ -89,6 +89,15 @@ def KilnPipelineDotOperands : Pass<"kiln-pipeline-dot-operands", "mlir::ModuleOp
     with a `dot_wait` before the accumulator's first use. Otherwise copies run `num-stages -
     1` ahead. Stages are reduced until the rings fit in shared memory.
 
+    Operands from `kiln.descriptor_load` (2-D, f16/bf16, rows of at least 32 bytes) are
+    copied by the tensor memory accelerator instead (`kiln_gpu.tma_copy`) on the same
+    schedule: a `kiln_gpu.mbarrier_alloc` gives one transaction barrier per slot; each group
+    starts with an `mbarrier_expect` of all its bytes; an iteration waits on its slot's
+    barrier at the phase the slot is at (carried next to the slot, flipped at each wrap), then
+    a `kiln_gpu.barrier` orders every warp's reads before the next copies. Copies past the last
+    iteration are not issued. The rows of each map's boxes go to the module's
+    `kiln_gpu.tma_box_rows`. A loop with both kinds of copies is left alone.
+
     ```mlir
     // before                                  // after (4 stages)
     scf.for %k = %c0 to %K step %c64            %ra = kiln_gpu.local_alloc {operand = 0 : i32}
