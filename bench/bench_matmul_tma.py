@@ -67,6 +67,8 @@ def main():
     ap.add_argument("--stages", type=int, default=4, help="Kiln num_stages")
     ap.add_argument("--triton-stages", type=int, default=3)
     ap.add_argument("--dump", default=None)
+    ap.add_argument("--only", choices=["all", "kiln", "triton"], default="all",
+                    help="time one kernel (for a profiler), else all four")
     ap.add_argument("--shapes", default="4096,4096,4096;8192,8192,8192;4000,4000,4000;"
                                          "8192,11008,4096")
     args = ap.parse_args()
@@ -95,6 +97,16 @@ def main():
             row = {"dtype": name, "shape": f"{M}x{N}x{K}"}
 
             c = torch.full((M, N), float("nan"), device="cuda", dtype=dtype)
+            if args.only == "triton":
+                ct = torch.empty_like(c)
+                td = [TritonDescriptor.from_tensor(a, [BM, BK]),
+                      TritonDescriptor.from_tensor(b, [BK, BN]),
+                      TritonDescriptor.from_tensor(ct, [BM, BN])]
+                for _ in range(args.reps):
+                    triton_kernel[grid](*td, M, N, K, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK,
+                                        GROUP_M=G, num_warps=8, num_stages=args.triton_stages)
+                torch.cuda.synchronize()
+                continue
             kd = [kiln.TensorDescriptor.from_tensor(a, [BM, BK]),
                   kiln.TensorDescriptor.from_tensor(b, [BK, BN]),
                   kiln.TensorDescriptor.from_tensor(c, [BM, BN])]
@@ -111,6 +123,8 @@ def main():
                 dumped = True
             row["kiln_err"] = ((c.float() - ref).norm() / ref.norm()).item()
             row["kiln"] = flop / median_ms(run, args.reps) / 1e9
+            if args.only == "kiln":
+                continue
 
             cp = torch.empty_like(c)
             run_p = lambda: kiln_pointer[grid](  # noqa: E731
@@ -140,6 +154,8 @@ def main():
             del a, b, c, cp, ref
             torch.cuda.empty_cache()
 
+    if args.only != "all":
+        return
     dev = torch.cuda.get_device_name()
     print(f"\n### Matmul through tensor descriptors (TMA; 128x256x64, 8 warps, GROUP_M=8, Kiln "
           f"{args.stages} stages, Triton {args.triton_stages}) — {dev}\n")

@@ -39,6 +39,8 @@
 // Instead of async_wait, an iteration waits on its slot's barrier at the phase parity the slot
 // is at (an iteration argument beside the slot, flipped at each wrap), then a barrier plays
 // the part of the wait's own: every warp is done with the slots the next copies overwrite.
+// With S >= 4 the copies of a loop whose only dot runs on go after that dot, without the
+// second barrier cp.async's late copies need (the slot was read two iterations back).
 // A's rows must land in the order the accumulator layout reads them, so A is copied in boxes
 // of 8 rows; the rows per map go to the module (kTmaBoxRowsAttr) for the host's encoding.
 //
@@ -552,7 +554,12 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     }
     endGroup();
   };
-  if (!lateCopies)
+  // TMA copies of a loop whose only dot runs on (S >= 4, S - 2 ahead) go right after the
+  // dot: the slot they overwrite was read two iterations back, which every warp finished
+  // before this iteration's barrier, so they need no second one, and thread 0's warpgroup
+  // issues its wgmma before the copies instead of after them.
+  bool copiesAfterDot = lateCopies || (tma && overlap);
+  if (!copiesAfterDot)
     issueCopies();
 
   // The dots read the rings.
@@ -566,11 +573,11 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
                                                   : Value();
     auto shared = kgpu::SharedDotOp::create(rewriter, dot.getLoc(), dot.getType(), a, aSlot, bBuf,
                                             slot, dot.getC(), overlap || deferred ? 1 : 0);
-    if (lateCopies) {
+    if (copiesAfterDot) {
       rewriter.setInsertionPointAfter(shared);
-      if (tma)
+      if (lateCopies && tma)
         kgpu::BarrierOp::create(rewriter, loc);
-      else
+      else if (lateCopies)
         kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(distance - 1));
       issueCopies();
     }

@@ -301,14 +301,17 @@ func.func @shared_q(%Q: !kiln.ptr<f16>, %K: !kiln.ptr<f16>, %n: i32, %m: i32) ->
 // CHECK: kiln_gpu.dot_wait
 // CHECK-NEXT: kiln_gpu.barrier
 // CHECK-NOT: kiln_gpu.async_wait
+// With 4 slots the copies (2 ahead) follow the dot, with no second barrier.
 // FOUR-LABEL: func.func @tma_matmul(
 // FOUR: scf.for
 // FOUR-NEXT: kiln_gpu.mbarrier_wait
 // FOUR-NEXT: kiln_gpu.barrier
+// FOUR-NEXT: kiln_gpu.shared_dot %{{.*}} {pending = 1 : i32}
+// FOUR-NOT: kiln_gpu.barrier
 // FOUR: kiln_gpu.mbarrier_expect
 // FOUR: kiln_gpu.tma_copy
 // FOUR: kiln_gpu.tma_copy
-// FOUR: kiln_gpu.shared_dot
+// FOUR: scf.yield
 func.func @tma_matmul(%ad: !kiln.tensormap, %ab: !kiln.ptr<f16>, %bd: !kiln.tensormap,
                       %bb: !kiln.ptr<f16>, %m: i32, %n: i32, %k: i32, %sa: i64, %sb: i64,
                       %om: i32, %on: i32, %kt: i32) -> tensor<128x128xf32> {
