@@ -29,7 +29,8 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
         options.dotStages < 0 ? options.numStages : unsigned(options.dotStages),
         options.numWarps}));
   // tensor descriptor accesses the rings did not take -> masked loads and stores
-  pm.addPass(createKilnLowerDescriptors());
+  // (sm_90a: stores of 2-D blocks through shared memory and the TMA)
+  pm.addPass(createKilnLowerDescriptors(KilnLowerDescriptorsOptions{options.wgmma}));
   pm.addPass(createCSEPass());
   // tiles -> pipelined tiles: loads of the next loop iteration issued early
   pm.addPass(

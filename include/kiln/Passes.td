@@ -136,7 +136,12 @@ def KilnLowerDescriptors : Pass<"kiln-lower-descriptors", "mlir::ModuleOp"> {
     %t = kiln.load %ptrs, %mask, %zero : tensor<64x64x!kiln.ptr<f16>>
     ```
   }];
-  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  let options = [
+    Option<"tmaStores", "tma-stores", "bool", "false",
+           "sm_90a: 2-D f16/bf16 stores at the kernel's top level through shared memory and "
+           "TMA stores (kiln_gpu.tma_store)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::kiln::gpu::KilnGPUDialect"];
 }
 
 def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LoopSlices.h"
+#include "kiln/Conversion/KilnToLLVM.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
@@ -48,4 +49,14 @@ Value kiln::splatMaskLike(OpBuilder &b, Location loc, Value cond, Type like) {
 Value kiln::emitInRange(OpBuilder &b, Location loc, scf::ForOp loop, Value iv) {
   auto pred = loop.getUnsignedCmp() ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt;
   return arith::CmpIOp::create(b, loc, pred, iv, loop.getUpperBound());
+}
+
+void kiln::noteTmaBoxRows(func::FuncOp func, unsigned arg, int32_t rows) {
+  auto module = func->getParentOfType<ModuleOp>();
+  SmallVector<int32_t> all(func.getNumArguments(), 0);
+  if (auto old = module->getAttrOfType<DenseI32ArrayAttr>(kTmaBoxRowsAttr);
+      old && old.size() == int64_t(all.size()))
+    all.assign(old.asArrayRef().begin(), old.asArrayRef().end());
+  all[arg] = all[arg] ? std::min(all[arg], rows) : rows;
+  module->setAttr(kTmaBoxRowsAttr, DenseI32ArrayAttr::get(module.getContext(), all));
 }

@@ -2,7 +2,8 @@
 //
 // Internal to the loop pipelining passes (-kiln-pipeline-loads, -kiln-pipeline-dot-operands):
 // the ops that compute a load's operands from the induction variable, and the masks that keep
-// prefetches of iterations past the end from touching memory.
+// prefetches of iterations past the end from touching memory; and the note of a tensor map's
+// TMA box rows that the pipelining and -kiln-lower-descriptors leave for the host.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,11 @@ mlir::Value splatMaskLike(mlir::OpBuilder &b, mlir::Location loc, mlir::Value co
 /// iv < ub in the loop's signedness.
 mlir::Value emitInRange(mlir::OpBuilder &b, mlir::Location loc, mlir::scf::ForOp loop,
                         mlir::Value iv);
+
+/// Notes on the module (kTmaBoxRowsAttr) that tensor map argument `arg` of `func` is copied
+/// in boxes of `rows` rows; a map noted twice keeps the fewer rows (any block splits into
+/// them).
+void noteTmaBoxRows(mlir::func::FuncOp func, unsigned arg, int32_t rows);
 
 } // namespace kiln
 

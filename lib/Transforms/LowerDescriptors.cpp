@@ -7,12 +7,17 @@
 // and takes part where 0 <= offset_d + i_d < shape_d for every d; a load reads zero elsewhere.
 // On sm_90a -kiln-pipeline-dot-operands runs first and turns the loads that feed dots into
 // tensor-memory-accelerator copies; what remains, and everything on other targets, is lowered
-// here, so the semantics of a descriptor access are the same on every path.
+// here, so the semantics of a descriptor access are the same on every path. With tma-stores
+// (sm_90a), a 2-D f16/bf16 store at the kernel's top level instead becomes kiln_gpu.tma_store
+// through a one-slot shared buffer (its box rows noted for the host, see LoopSlices.h).
 //
 //===----------------------------------------------------------------------===//
 
+#include "LoopSlices.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
+#include "kiln/Dialect/KilnGPU/IR/Dialect.h"
 #include "kiln/Passes.h"
+#include "kiln/Runtime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
@@ -76,8 +81,34 @@ std::pair<Value, Value> emitBlockAddress(OpBuilder &b, Location loc, RankedTenso
   return {ptrs, mask};
 }
 
+/// sm_90a: a store of a 2-D f16/bf16 block at the top level of the kernel through a tensor
+/// map argument goes through a one-slot shared buffer and TMA stores of whole-block boxes.
+LogicalResult storeThroughTma(OpBuilder &b, DescriptorStoreOp store) {
+  auto func = dyn_cast<func::FuncOp>(store->getParentOp());
+  auto arg = dyn_cast<BlockArgument>(store.getDesc());
+  auto type = cast<RankedTensorType>(store.getValue().getType());
+  Type elem = type.getElementType();
+  if (!func || !arg || arg.getOwner() != &func.getBody().front() || type.getRank() != 2 ||
+      (!elem.isF16() && !elem.isBF16()))
+    return failure();
+  int32_t rows = int32_t(std::min<int64_t>(256, type.getDimSize(0)));
+  if (!rt::getTensorMapBox({type.getDimSize(0), type.getDimSize(1)}, 2, unsigned(rows)))
+    return failure();
+  MLIRContext *ctx = b.getContext();
+  // A slot laid out as a ring of B (K x N, contiguous along N): the boxes' layout.
+  auto bufferType =
+      kiln::gpu::SharedBufferType::get(ctx, {1, type.getDimSize(0), type.getDimSize(1)}, elem);
+  Value buffer = kiln::gpu::LocalAllocOp::create(b, store.getLoc(), bufferType, b.getI32IntegerAttr(1),
+                                           b.getBoolAttr(false));
+  kiln::gpu::TmaStoreOp::create(b, store.getLoc(), store.getDesc(), store.getOffsets(),
+                          store.getValue(), buffer);
+  noteTmaBoxRows(func, arg.getArgNumber(), rows);
+  return success();
+}
+
 struct KilnLowerDescriptorsPass
     : public kiln::impl::KilnLowerDescriptorsBase<KilnLowerDescriptorsPass> {
+  using Base::Base;
   void runOnOperation() override {
     SmallVector<Operation *> accesses;
     getOperation()->walk([&](Operation *op) {
@@ -87,6 +118,11 @@ struct KilnLowerDescriptorsPass
     for (Operation *op : accesses) {
       OpBuilder b(op);
       Location loc = op->getLoc();
+      if (auto store = dyn_cast<DescriptorStoreOp>(op); store && tmaStores &&
+                                                         succeeded(storeThroughTma(b, store))) {
+        op->erase();
+        continue;
+      }
       if (auto load = dyn_cast<DescriptorLoadOp>(op)) {
         RankedTensorType type = load.getType();
         auto [ptrs, mask] = emitBlockAddress(b, loc, type, load.getBase(), load.getOffsets(),

@@ -333,19 +333,14 @@ std::optional<unsigned> getDeferredAccumulator(scf::ForOp loop, ArrayRef<DotPlan
   return std::nullopt;
 }
 
-/// Notes on the module (kTmaBoxRowsAttr) the rows of the boxes each tensor map argument is
-/// copied in: 8 for an A operand, whose groups of 8 rows go where the accumulator layout
-/// reads them (emitWgmmaRowPermutation), else the whole block (up to 256 rows). A map used
-/// both ways takes 8. False when a descriptor is not a kernel argument.
+/// Notes for each tensor map a loop's TMA copies read the rows of its boxes (noteTmaBoxRows):
+/// 8 for an A operand, whose groups of 8 rows go where the accumulator layout reads them
+/// (emitWgmmaRowPermutation), else the whole block (up to 256 rows). False when a descriptor
+/// is not a kernel argument.
 bool recordTmaBoxRows(scf::ForOp loop, ArrayRef<DotPlan> plans) {
   auto func = loop->getParentOfType<func::FuncOp>();
-  auto module = loop->getParentOfType<ModuleOp>();
-  if (!func || !module)
+  if (!func)
     return false;
-  SmallVector<int32_t> rows(func.getNumArguments(), 0);
-  if (auto old = module->getAttrOfType<DenseI32ArrayAttr>(kTmaBoxRowsAttr);
-      old && old.size() == int64_t(rows.size()))
-    rows.assign(old.asArrayRef().begin(), old.asArrayRef().end());
   for (const DotPlan &plan : plans)
     for (auto [copy, isA] : {std::pair{plan.a ? &*plan.a : nullptr, true}, {&plan.b, false}}) {
       if (!copy || !copy->desc)
@@ -353,13 +348,17 @@ bool recordTmaBoxRows(scf::ForOp loop, ArrayRef<DotPlan> plans) {
       auto arg = dyn_cast<BlockArgument>(DescriptorLoadOp(copy->desc).getDesc());
       if (!arg || arg.getOwner() != &func.getBody().front())
         return false;
-      int64_t tileRows = DescriptorLoadOp(copy->desc).getType().getDimSize(0);
-      int32_t want = int32_t(isA ? std::min<int64_t>(8, tileRows)
-                                 : std::min<int64_t>(256, tileRows));
-      int32_t &r = rows[arg.getArgNumber()];
-      r = r ? std::min(r, want) : want;
     }
-  module->setAttr(kTmaBoxRowsAttr, DenseI32ArrayAttr::get(module.getContext(), rows));
+  for (const DotPlan &plan : plans)
+    for (auto [copy, isA] : {std::pair{plan.a ? &*plan.a : nullptr, true}, {&plan.b, false}}) {
+      if (!copy || !copy->desc)
+        continue;
+      DescriptorLoadOp desc(copy->desc);
+      int64_t tileRows = desc.getType().getDimSize(0);
+      noteTmaBoxRows(func, cast<BlockArgument>(desc.getDesc()).getArgNumber(),
+                     int32_t(isA ? std::min<int64_t>(8, tileRows)
+                                 : std::min<int64_t>(256, tileRows)));
+    }
   return true;
 }
 

@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s -kiln-lower-descriptors | FileCheck %s
 // RUN: kiln-opt %s | kiln-opt | FileCheck %s --check-prefix=ROUNDTRIP
+// RUN: kiln-opt %s -kiln-lower-descriptors=tma-stores=true | FileCheck %s --check-prefix=TMA
 
 // A descriptor load becomes the masked load of the block's pointers, zero outside the tensor;
 // a descriptor store the masked store. Rows are offset i + arange, scaled by the stride;
@@ -41,3 +42,14 @@ func.func @vector(%d: !kiln.tensormap, %base: !kiln.ptr<f32>, %i: i32, %n: i32) 
   %t = kiln.descriptor_load %d, %base[%i] shape [%n] strides [] : !kiln.ptr<f32> -> tensor<64xf32>
   return %t : tensor<64xf32>
 }
+
+// With tma-stores (sm_90a), a top-level store of a 2-D f16 block through a tensor map argument
+// goes through a one-slot shared buffer laid out as a ring of B and the TMA; the map's box rows
+// (the whole block, up to 256) are noted on the module. Loads stay masked loads.
+// TMA: module attributes {kiln_gpu.tma_box_rows = array<i32: 16, 0, 0, 0, 0, 0, 0>}
+// TMA-LABEL: func.func @copy(
+// TMA: %[[T:.*]] = kiln.load
+// TMA: %[[BUF:.*]] = kiln_gpu.local_alloc {k_major = false, operand = 1 : i32} : <[1, 16, 32], f16>
+// TMA: kiln_gpu.tma_store %{{.*}}[%{{.*}}, %{{.*}}], %[[T]], %[[BUF]] : !kiln.tensormap, tensor<16x32xf16>, <[1, 16, 32], f16>
+// TMA-NOT: kiln.store
+// TMA-LABEL: func.func @vector(

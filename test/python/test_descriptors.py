@@ -191,14 +191,18 @@ def test_dot_operands_are_copied_by_the_tma_on_sm90a():
                      constexprs={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64},
                      target="sm_90a", num_warps=8, num_stages=4)
     ptx = k.asm["ptx"]
-    loop = ptx[ptx.index("mbarrier.try_wait"):]
+    loop = ptx[ptx.index("mbarrier.try_wait"):ptx.index("wgmma.wait_group.sync.aligned 0")]
     # A in 16 boxes of 8 rows (each group of 8 rows where wgmma's A order puts it), B in 2
     # strips of 64 columns; one arrival per group; no cp.async and no proxy fence.
     copies = re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mbarrier::"
                         r"complete_tx::bytes", loop)
     assert len(copies) == 18
     assert loop.count("mbarrier.arrive.expect_tx") == 1
-    assert "cp.async.cg" not in ptx and "fence.proxy.async" not in ptx
+    assert "cp.async.cg" not in ptx and "fence.proxy.async" not in loop
     assert ptx.count("mbarrier.init.shared::cta.b64") == 4
     assert "wgmma.mma_async" in ptx
+    # C: through shared memory (over the dead rings) and 2 TMA stores of 64 columns.
+    epilogue = ptx[ptx.index("wgmma.wait_group.sync.aligned 0"):]
+    assert epilogue.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 2
+    assert "st.global" not in epilogue and "cp.async.bulk.wait_group.read 0" in epilogue
     assert k.metadata.shared == 4 * (128 * 64 + 64 * 128) * 2

@@ -15,6 +15,9 @@
 //     (rt::getTensorMapBox with the rows kiln_gpu.tma_box_rows gives the map), completing on
 //     the slot's barrier; A's boxes are 8 rows, placed where emitWgmmaRowPermutation puts
 //     them, as async_copy does. barrier: bar.sync.
+//   - tma_store: every thread writes its elements into the one-slot buffer, proxy fence and
+//     barrier, thread 0 issues cp.async.bulk.tensor (shared -> global) per box and waits until
+//     the copies have read the buffer, barrier.
 //
 //===----------------------------------------------------------------------===//
 
@@ -332,6 +335,73 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
   const TargetInfo &target;
 };
 
+struct TmaStoreLowering final : ConvertOpToLLVMPattern<kgpu::TmaStoreOp> {
+  TmaStoreLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), target(target) {}
+
+  LogicalResult matchAndRewrite(kgpu::TmaStoreOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    auto alloc = op.getBuffer().getDefiningOp<kgpu::LocalAllocOp>();
+    auto arg = dyn_cast<BlockArgument>(op.getDesc());
+    auto module = op->getParentOfType<ModuleOp>();
+    auto rowsAttr = module->getAttrOfType<DenseI32ArrayAttr>(kTmaBoxRowsAttr);
+    if (!alloc || !arg || !rowsAttr || int64_t(arg.getArgNumber()) >= rowsAttr.size() ||
+        !rowsAttr[arg.getArgNumber()])
+      return op.emitOpError("expected a buffer from kiln_gpu.local_alloc and a tensor map "
+                            "argument with its box rows in ")
+             << kTmaBoxRowsAttr;
+    Location loc = op.getLoc();
+    auto valueType = cast<RankedTensorType>(op.getValue().getType());
+    kgpu::SharedBufferType type = alloc.getResult().getType();
+    ArrayRef<int64_t> tile = type.getTileShape();
+    OperandLayout layout = getRingOperandLayout(alloc); // K x N, contiguous along N
+    unsigned boxRows = unsigned(rowsAttr[arg.getArgNumber()]);
+    auto box = rt::getTensorMapBox({tile[0], tile[1]}, unsigned(layout.elemBytes), boxRows);
+    if (!box || layout.kMajor || box->swizzleBytes != layout.swizzle)
+      return op.emitOpError("expected a buffer in the layout of the TMA boxes of its block");
+    auto c = [&](int64_t v) { return i32Const(b, loc, v); };
+    Value base = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), adaptor.getBuffer());
+
+    // Every thread writes its elements where the boxes read them.
+    SmallVector<Value> elems = unpackStruct(b, loc, adaptor.getValue());
+    auto coords = emitElementCoordinates(b, loc, valueType, target);
+    auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+    for (auto [v, at] : llvm::zip(elems, coords)) {
+      Value offset = layout.emitOffset(b, loc, /*mnPos=*/at[1], /*kPos=*/at[0]);
+      Value addr = LLVM::AddOp::create(b, loc, base, offset);
+      Value p = LLVM::IntToPtrOp::create(b, loc, ptr3, addr);
+      LLVM::StoreOp::create(b, loc, v, p);
+    }
+    // The TMA (async proxy) reads what the threads wrote.
+    emitAsm(b, loc, "fence.proxy.async.shared::cta;");
+    target.barrier(b, loc);
+    int64_t boxInner = box->dims[0];
+    int64_t groups = tile[0] / boxRows, strips = tile[1] / boxInner;
+    int64_t stripBytes = tile[0] * layout.swizzle;
+    Value map = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), adaptor.getDesc());
+    emitOnThreadZero(b, loc, target, Value(), [&] {
+      for (int64_t strip = 0; strip < strips; ++strip)
+        for (int64_t g = 0; g < groups; ++g) {
+          Value src = LLVM::AddOp::create(b, loc, base,
+                                          c(strip * stripBytes + g * boxRows * layout.swizzle));
+          Value inner =
+              LLVM::AddOp::create(b, loc, adaptor.getCoords()[1], c(strip * boxInner));
+          Value outer = LLVM::AddOp::create(b, loc, adaptor.getCoords()[0], c(g * boxRows));
+          emitAsm(b, loc,
+                  "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];",
+                  "l,r,r,r", {map, inner, outer, src});
+        }
+      emitAsm(b, loc, "cp.async.bulk.commit_group;");
+      // The buffer may be reused (or the program end) once the copies have read it.
+      emitAsm(b, loc, "cp.async.bulk.wait_group.read 0;");
+    });
+    target.barrier(b, loc);
+    b.eraseOp(op);
+    return success();
+  }
+  const TargetInfo &target;
+};
+
 struct BarrierLowering final : ConvertOpToLLVMPattern<kgpu::BarrierOp> {
   BarrierLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
       : ConvertOpToLLVMPattern(converter), target(target) {}
@@ -360,6 +430,6 @@ void kiln::populateSharedRingToLLVMPatterns(KilnLLVMTypeConverter &converter,
   patterns.add<LocalAllocLowering, AsyncCommitLowering>(converter);
   patterns.add<AsyncCopyLowering>(converter, axisInfo, target);
   patterns.add<AsyncWaitLowering, MBarrierAllocLowering, MBarrierExpectLowering,
-               TmaCopyLowering, BarrierLowering>(converter, target);
+               TmaCopyLowering, TmaStoreLowering, BarrierLowering>(converter, target);
   patterns.add<MBarrierWaitLowering>(converter);
 }

@@ -261,6 +261,29 @@ def KilnGPU_TmaCopyOp : Op<KilnGPU_Dialect, "tma_copy",
   let hasVerifier = 1;
 }
 
+def KilnGPU_TmaStoreOp : Op<KilnGPU_Dialect, "tma_store",
+    [MemoryEffects<[MemRead<DefaultResource>, MemWrite<DefaultResource>]>]> {
+  let summary = "store a tile through a tensor descriptor via shared memory and the TMA";
+  let description = [{
+    Every thread writes the elements of `value` it owns into `buffer` (one slot, contiguous
+    along the block's last dimension in swizzled strips, as a ring of B), the program
+    synchronizes, and thread 0 copies the block to `coords` of the tensor `desc` maps with
+    cp.async.bulk.tensor (elements outside the tensor are not written), then waits until the
+    copies have read the buffer.
+
+    ```mlir
+    kiln_gpu.tma_store %desc[%i, %j], %c, %buf
+        : !kiln.tensormap, tensor<128x256xf16>, !kiln_gpu.shared<[1, 128, 256], f16>
+    ```
+  }];
+  let arguments = (ins KilnGPU_TensorMap:$desc, Variadic<I32>:$coords, AnyRankedTensor:$value,
+                       KilnGPU_SharedBufferType:$buffer);
+  let assemblyFormat = [{
+    $desc `[` $coords `]` `,` $value `,` $buffer attr-dict `:` type($desc) `,` type($value) `,`
+    type($buffer)
+  }];
+}
+
 def KilnGPU_BarrierOp : Op<KilnGPU_Dialect, "barrier",
     [MemoryEffects<[MemRead<DefaultResource>, MemWrite<DefaultResource>]>]> {
   let summary = "synchronize the program's threads (bar.sync)";
