@@ -191,6 +191,16 @@ void emitOnThreadZero(ConversionPatternRewriter &b, Location loc, const TargetIn
   b.setInsertionPointToStart(after);
 }
 
+/// The rows of the TMA boxes of tensor map argument `desc`, as the host encodes them
+/// (kTmaBoxRowsAttr); 0 when `desc` is not such an argument.
+unsigned getTmaBoxRows(Operation *op, Value desc) {
+  auto arg = dyn_cast<BlockArgument>(desc);
+  auto rows = op->getParentOfType<ModuleOp>()->getAttrOfType<DenseI32ArrayAttr>(kTmaBoxRowsAttr);
+  if (!arg || !rows || int64_t(arg.getArgNumber()) >= rows.size())
+    return 0;
+  return unsigned(rows[arg.getArgNumber()]);
+}
+
 /// The i32 shared address of barrier `slot` of `barriers` (8 bytes each).
 Value barrierAddress(OpBuilder &b, Location loc, Value barriers, Value slot) {
   Value base = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), barriers);
@@ -280,18 +290,14 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
     Location loc = op.getLoc();
     auto module = op->getParentOfType<ModuleOp>();
     auto numWarps = module->getAttrOfType<IntegerAttr>(kgpu::kNumWarpsAttr);
-    // The rows of this map's boxes, as the host encodes them (kTmaBoxRowsAttr).
-    auto arg = dyn_cast<BlockArgument>(op.getDesc());
-    auto rowsAttr = module->getAttrOfType<DenseI32ArrayAttr>(kTmaBoxRowsAttr);
-    if (!arg || !rowsAttr || int64_t(arg.getArgNumber()) >= rowsAttr.size() ||
-        !rowsAttr[arg.getArgNumber()])
+    unsigned boxRows = getTmaBoxRows(op, op.getDesc());
+    if (!boxRows)
       return op.emitOpError("expected a tensor map argument with its box rows in ")
              << kTmaBoxRowsAttr;
     kgpu::SharedBufferType type = alloc.getResult().getType();
     ArrayRef<int64_t> tile = type.getTileShape();
     OperandLayout layout = getRingOperandLayout(alloc);
     bool isA = alloc.getOperand() == 0;
-    unsigned boxRows = unsigned(rowsAttr[arg.getArgNumber()]);
     auto box = rt::getTensorMapBox({tile[0], tile[1]}, unsigned(layout.elemBytes), boxRows);
     // The slot's rows run along the block's last dimension in strips of S bytes; a box is
     // `boxRows` rows of one strip.
@@ -342,11 +348,8 @@ struct TmaStoreLowering final : ConvertOpToLLVMPattern<kgpu::TmaStoreOp> {
   LogicalResult matchAndRewrite(kgpu::TmaStoreOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &b) const override {
     auto alloc = op.getBuffer().getDefiningOp<kgpu::LocalAllocOp>();
-    auto arg = dyn_cast<BlockArgument>(op.getDesc());
-    auto module = op->getParentOfType<ModuleOp>();
-    auto rowsAttr = module->getAttrOfType<DenseI32ArrayAttr>(kTmaBoxRowsAttr);
-    if (!alloc || !arg || !rowsAttr || int64_t(arg.getArgNumber()) >= rowsAttr.size() ||
-        !rowsAttr[arg.getArgNumber()])
+    unsigned boxRows = getTmaBoxRows(op, op.getDesc());
+    if (!alloc || !boxRows)
       return op.emitOpError("expected a buffer from kiln_gpu.local_alloc and a tensor map "
                             "argument with its box rows in ")
              << kTmaBoxRowsAttr;
@@ -355,22 +358,37 @@ struct TmaStoreLowering final : ConvertOpToLLVMPattern<kgpu::TmaStoreOp> {
     kgpu::SharedBufferType type = alloc.getResult().getType();
     ArrayRef<int64_t> tile = type.getTileShape();
     OperandLayout layout = getRingOperandLayout(alloc); // K x N, contiguous along N
-    unsigned boxRows = unsigned(rowsAttr[arg.getArgNumber()]);
     auto box = rt::getTensorMapBox({tile[0], tile[1]}, unsigned(layout.elemBytes), boxRows);
     if (!box || layout.kMajor || box->swizzleBytes != layout.swizzle)
       return op.emitOpError("expected a buffer in the layout of the TMA boxes of its block");
     auto c = [&](int64_t v) { return i32Const(b, loc, v); };
     Value base = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), adaptor.getBuffer());
 
-    // Every thread writes its elements where the boxes read them.
+    // Every thread writes its elements where the boxes read them: runs of a thread's
+    // elements along the columns (consecutive in register order) as one vector store of up
+    // to 16 bytes, which stays inside one 16-byte chunk of the swizzle.
     SmallVector<Value> elems = unpackStruct(b, loc, adaptor.getValue());
     auto coords = emitElementCoordinates(b, loc, valueType, target);
     auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
-    for (auto [v, at] : llvm::zip(elems, coords)) {
-      Value offset = layout.emitOffset(b, loc, /*mnPos=*/at[1], /*kPos=*/at[0]);
+    Attribute encoding = valueType.getEncoding();
+    int64_t vec = 1;
+    if (kgpu::getOrder(encoding)[0] == 1)
+      vec = std::min<int64_t>({int64_t(kgpu::getSizePerThread(encoding)[1]),
+                               16 / layout.elemBytes, tile[1]});
+    Type elemType = elems.front().getType();
+    auto vecType = VectorType::get({vec}, elemType);
+    for (size_t i = 0; i + vec <= elems.size(); i += vec) {
+      Value offset = layout.emitOffset(b, loc, /*mnPos=*/coords[i][1], /*kPos=*/coords[i][0]);
       Value addr = LLVM::AddOp::create(b, loc, base, offset);
       Value p = LLVM::IntToPtrOp::create(b, loc, ptr3, addr);
-      LLVM::StoreOp::create(b, loc, v, p);
+      Value v = elems[i];
+      if (vec > 1) {
+        v = LLVM::UndefOp::create(b, loc, vecType);
+        for (int64_t j = 0; j < vec; ++j)
+          v = LLVM::InsertElementOp::create(b, loc, v, elems[i + j],
+                                            i32Const(b, loc, j));
+      }
+      LLVM::StoreOp::create(b, loc, v, p, /*alignment=*/unsigned(vec * layout.elemBytes));
     }
     // The TMA (async proxy) reads what the threads wrote.
     emitAsm(b, loc, "fence.proxy.async.shared::cta;");
