@@ -505,6 +505,8 @@ py::CompileResult py::compileModule(const std::string &mlir, const std::string &
   out.llvmIR = std::move(compiled->llvmIR);
   out.ptx = std::move(compiled->ptx);
   out.sharedBytes = compiled->sharedBytes;
+  out.tensorMapBoxRows.assign(compiled->tensorMapBoxRows.begin(),
+                              compiled->tensorMapBoxRows.end());
   if (wantCubin) {
     std::vector<char> cubin;
     if (assembleWithNvJitLink(out.ptx, arch, cubin, out.cubinError))

@@ -203,7 +203,9 @@ class _Asm(dict):
 class CompiledKernel:
     """A compiled variant: ``asm`` ("kiln", "llvm", "ptx", "cubin"; "kiln" only for the
     host backend), ``metadata`` (name, num_warps, num_stages, arch: "sm_90" or "cpu",
-    debug; shared: the dynamic shared memory it launches with, filled in by kiln.compile),
+    debug; filled in by kiln.compile: shared, the dynamic shared memory it launches with, and
+    tma_box_rows, per kernel parameter the rows of the TMA boxes its tensor map is to be
+    encoded with, 0 where none),
     the parameter ``signature`` and ``constants``."""
 
     def __init__(self, name, mlir, arch, num_warps, num_stages, signature, constants,
@@ -214,7 +216,8 @@ class CompiledKernel:
         self.asm = asm
         self.metadata = type("Metadata", (), dict(name=name, num_warps=num_warps,
                                                   num_stages=num_stages, arch=arch,
-                                                  target=arch, shared=0, debug=debug))()
+                                                  target=arch, shared=0, tma_box_rows=[],
+                                                  debug=debug))()
         self.signature = signature
         self.constants = constants
         self.handle = handle
@@ -636,4 +639,5 @@ def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages
     kernel = CompiledKernel(r["name"], mlir, target, num_warps, num_stages, sig, constants,
                             asm=asm)
     kernel.metadata.shared = r["shared"]
+    kernel.metadata.tma_box_rows = list(r["tma_box_rows"])
     return kernel

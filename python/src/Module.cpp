@@ -166,6 +166,10 @@ PYBIND11_MODULE(_C, m) {
         out["cubin"] = pyb::bytes(r.cubin);
         out["cubin_error"] = r.cubinError;
         out["shared"] = r.sharedBytes;
+        pyb::list rows;
+        for (unsigned v : r.tensorMapBoxRows)
+          rows.append(v);
+        out["tma_box_rows"] = rows;
         return out;
       },
       pyb::arg("mlir"), pyb::arg("arch") = "sm_90", pyb::arg("num_warps") = 4,

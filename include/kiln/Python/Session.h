@@ -232,6 +232,9 @@ struct CompileResult {
   std::string cubin;      ///< bytes; empty when not asked for or nvJitLink is missing
   std::string cubinError; ///< why there is no cubin, when one was asked for
   unsigned sharedBytes = 0; ///< dynamic shared memory the kernel launches with (its rings)
+  /// Per kernel parameter: the rows of the TMA boxes its tensor map is encoded with (0: none;
+  /// rt::getTensorMapBox).
+  std::vector<unsigned> tensorMapBoxRows;
 };
 
 /// Compiles kiln-dialect MLIR text for `arch` ("sm_90"); throws Error (with the first
