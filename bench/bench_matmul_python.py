@@ -52,16 +52,17 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
 '''
 
 
-def load_kernel(lib):
-    """The kernel text with `lib`'s imports, imported from a file (both JITs read source)."""
+def load_kernel(lib, text=KERNEL, name="matmul_kernel"):
+    """The kernel `name` of `text` with `lib`'s imports, imported from a file (both JITs read
+    source)."""
     imports = f"import {lib} as jit_lib\nimport {lib}.language as tl"
-    path = os.path.join(tempfile.mkdtemp(), f"tutorial_matmul_{lib}.py")
+    path = os.path.join(tempfile.mkdtemp(), f"{name}_{lib}.py")
     with open(path, "w") as f:
-        f.write(KERNEL.format(imports=imports))
-    spec = importlib.util.spec_from_file_location(f"tutorial_matmul_{lib}", path)
+        f.write(text.format(imports=imports))
+    spec = importlib.util.spec_from_file_location(f"{name}_{lib}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.matmul_kernel
+    return getattr(module, name)
 
 
 def median_ms(fn, reps):

@@ -11,10 +11,8 @@ Run on a GPU machine with kiln importable (scripts/gpu-python.sh does):
     python3 bench/bench_matmul_tma.py [--reps 25] [--stages 4] [--triton-stages 3]
 """
 import argparse
-import importlib.util
 import os
 import sys
-import tempfile
 
 import torch
 
@@ -48,17 +46,7 @@ def matmul_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr,
 
 
 def load_kernel(lib):
-    if lib == "kiln":
-        imports = "import kiln as jit_lib\nimport kiln.language as tl"
-    else:
-        imports = "import triton as jit_lib\nimport triton.language as tl"
-    path = os.path.join(tempfile.mkdtemp(), f"matmul_tma_{lib}.py")
-    with open(path, "w") as f:
-        f.write(KERNEL.format(imports=imports))
-    spec = importlib.util.spec_from_file_location(f"matmul_tma_{lib}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.matmul_tma_kernel
+    return load_pointer_kernel(lib, KERNEL, "matmul_tma_kernel")
 
 
 def main():

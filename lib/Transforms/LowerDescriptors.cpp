@@ -38,7 +38,7 @@ std::pair<Value, Value> emitBlockAddress(OpBuilder &b, Location loc, RankedTenso
                                          ValueRange strides) {
   ArrayRef<int64_t> block = blockType.getShape();
   int64_t rank = block.size();
-  Type i32 = b.getI32Type(), i64 = b.getI64Type(), i1 = b.getI1Type();
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
   auto full = [&](Type elem) { return RankedTensorType::get(block, elem); };
   auto splat = [&](Value v, RankedTensorType t) { return SplatOp::create(b, loc, t, v); };
   Value offset, mask;
@@ -74,7 +74,6 @@ std::pair<Value, Value> emitBlockAddress(OpBuilder &b, Location loc, RankedTenso
       term = arith::MulIOp::create(b, loc, term, splat(strides[d], full(i64)));
     offset = offset ? arith::AddIOp::create(b, loc, offset, term).getResult() : term;
   }
-  (void)i1;
   Type ptrTile = RankedTensorType::get(block, base.getType());
   Value ptrs = AddPtrOp::create(b, loc, ptrTile, splat(base, cast<RankedTensorType>(ptrTile)),
                                 offset);

@@ -480,6 +480,8 @@ static void readHostArray(const Launcher::Param &p, PyObject *v, const std::stri
     }
     break; // the capsule's destructor releases the tensor (it was not consumed)
   }
+  case Access::Descriptor:
+    typeError(argText(p, kernel) + ": a tensor descriptor cannot be a descriptor's base");
   case Access::DeviceArray:
   case Access::CudaArrayInterface:
     typeError(argText(p, kernel) + " is in GPU memory (" + typeName(v) +
@@ -639,7 +641,8 @@ static void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uin
     return;
   }
 
-  if (desc && classify(v) == Access::Descriptor) {
+  const Access access = classify(v);
+  if (desc && access == Access::Descriptor) {
     bits = 0;
     return readDescriptor(p, v, key, sawTorch, kernel, hostBuf, *desc);
   }
@@ -649,7 +652,7 @@ static void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uin
     readHostArray(p, v, kernel, ptr, dtype, *hostBuf);
     return pointerArg(p, v, kernel, ptr, dtype, key, bits);
   }
-  switch (classify(v)) {
+  switch (access) {
   case Access::Torch: {
     sawTorch = true;
     PyObject *dt = PyObject_GetAttr(v, names().dtype.ptr());

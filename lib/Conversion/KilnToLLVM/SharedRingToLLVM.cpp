@@ -201,6 +201,23 @@ unsigned getTmaBoxRows(Operation *op, Value desc) {
   return unsigned(rows[arg.getArgNumber()]);
 }
 
+/// How a 2-D block in a one-operand slot splits into TMA boxes: `strips` strips of
+/// `boxInner` elements along the block's last dimension (`stripBytes` apart in the slot),
+/// each `groups` boxes of `boxRows` rows.
+struct BoxGrid {
+  int64_t boxInner, boxRows, groups, strips, stripBytes;
+  BoxGrid(ArrayRef<int64_t> tile, const rt::TensorMapBox &box, const OperandLayout &layout)
+      : boxInner(box.dims[0]), boxRows(box.dims[1]), groups(tile[0] / boxRows),
+        strips(tile[1] / boxInner), stripBytes(tile[0] * layout.swizzle) {}
+  /// The tensor coordinates (innermost, outermost) of the box at `strip`, rows `row` on, of
+  /// the block at `coords` (outermost first).
+  std::pair<Value, Value> coordsOf(OpBuilder &b, Location loc, ValueRange coords, int64_t strip,
+                                   int64_t row) const {
+    return {LLVM::AddOp::create(b, loc, coords[1], i32Const(b, loc, strip * boxInner)),
+            LLVM::AddOp::create(b, loc, coords[0], i32Const(b, loc, row))};
+  }
+};
+
 /// The i32 shared address of barrier `slot` of `barriers` (8 bytes each).
 Value barrierAddress(OpBuilder &b, Location loc, Value barriers, Value slot) {
   Value base = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), barriers);
@@ -304,9 +321,7 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
     if (!box || tile.size() != 2 || box->swizzleBytes != layout.swizzle ||
         layout.kMajor != isA || (isA && boxRows != 8))
       return op.emitOpError("expected a slot in the layout of the TMA boxes of its block");
-    int64_t boxInner = box->dims[0];
-    int64_t groups = tile[0] / boxRows, strips = tile[1] / boxInner;
-    int64_t stripBytes = tile[0] * layout.swizzle;
+    BoxGrid grid(tile, *box, layout);
 
     // Thread 0 issues every box, each at constant offsets from the slot and the block.
     auto c = [&](int64_t v) { return i32Const(b, loc, v); };
@@ -316,19 +331,18 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
     Value map = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), adaptor.getDesc());
     Value bar = barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot());
     emitOnThreadZero(b, loc, target, adaptor.getPred(), [&] {
-    for (int64_t strip = 0; strip < strips; ++strip)
-      for (int64_t g = 0; g < groups; ++g) {
-        int64_t row = g * boxRows;
+    for (int64_t strip = 0; strip < grid.strips; ++strip)
+      for (int64_t g = 0; g < grid.groups; ++g) {
+        int64_t row = g * grid.boxRows;
         // Rows of A go where the accumulator layout reads them (groups of 8 move together).
         Value sharedRow =
             isA ? emitWgmmaRowPermutation(b, loc, c(row), layout.mn, numWarps.getInt())
                 : c(row);
         Value dst = LLVM::AddOp::create(
             b, loc, slotBase,
-            LLVM::AddOp::create(b, loc, c(strip * stripBytes),
+            LLVM::AddOp::create(b, loc, c(strip * grid.stripBytes),
                                 LLVM::MulOp::create(b, loc, sharedRow, c(layout.swizzle))));
-        Value inner = LLVM::AddOp::create(b, loc, adaptor.getCoords()[1], c(strip * boxInner));
-        Value outer = LLVM::AddOp::create(b, loc, adaptor.getCoords()[0], c(row));
+        auto [inner, outer] = grid.coordsOf(b, loc, adaptor.getCoords(), strip, row);
         emitAsm(b, loc,
                 "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
                 "[$0], [$1, {$2, $3}], [$4];",
@@ -393,18 +407,15 @@ struct TmaStoreLowering final : ConvertOpToLLVMPattern<kgpu::TmaStoreOp> {
     // The TMA (async proxy) reads what the threads wrote.
     emitAsm(b, loc, "fence.proxy.async.shared::cta;");
     target.barrier(b, loc);
-    int64_t boxInner = box->dims[0];
-    int64_t groups = tile[0] / boxRows, strips = tile[1] / boxInner;
-    int64_t stripBytes = tile[0] * layout.swizzle;
+    BoxGrid grid(tile, *box, layout);
     Value map = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), adaptor.getDesc());
     emitOnThreadZero(b, loc, target, Value(), [&] {
-      for (int64_t strip = 0; strip < strips; ++strip)
-        for (int64_t g = 0; g < groups; ++g) {
+      for (int64_t strip = 0; strip < grid.strips; ++strip)
+        for (int64_t g = 0; g < grid.groups; ++g) {
+          int64_t row = g * grid.boxRows;
           Value src = LLVM::AddOp::create(b, loc, base,
-                                          c(strip * stripBytes + g * boxRows * layout.swizzle));
-          Value inner =
-              LLVM::AddOp::create(b, loc, adaptor.getCoords()[1], c(strip * boxInner));
-          Value outer = LLVM::AddOp::create(b, loc, adaptor.getCoords()[0], c(g * boxRows));
+                                          c(strip * grid.stripBytes + row * layout.swizzle));
+          auto [inner, outer] = grid.coordsOf(b, loc, adaptor.getCoords(), strip, row);
           emitAsm(b, loc,
                   "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];",
                   "l,r,r,r", {map, inner, outer, src});
