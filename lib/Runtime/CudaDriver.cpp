@@ -262,8 +262,7 @@ std::optional<TensorMapBox> kiln::rt::getTensorMapBox(const std::vector<int64_t>
   int64_t rows = block[0], inner = block[1], innerBytes = inner * elemBytes;
   // Shared memory in wgmma's canonical layout: the block in column strips of S bytes (the
   // swizzle), a strip narrower than 32 bytes is not swizzled. A box is `boxRows` rows of one
-  // strip: 8 (one swizzle atom) lets the compiler place each group of 8 rows on its own, as
-  // the row order of wgmma's A operand needs.
+  // strip (the compiler copies dot operands in whole blocks, up to the TMA's 256 rows).
   box.swizzleBytes = unsigned(std::min<int64_t>(128, innerBytes));
   if (box.swizzleBytes < 32)
     return std::nullopt;

@@ -477,7 +477,7 @@ BlockedEncodingAttr KilnAssignLayoutsPass::chooseBlocked(ArrayRef<int64_t> shape
     warps /= w;
   }
   wpc[order.back()] *= warps;
-  return BlockedEncodingAttr::get(&getContext(), spt, tpw, wpc, order);
+  return BlockedEncodingAttr::get(&getContext(), spt, tpw, wpc, order, /*wgmma=*/false);
 }
 
 } // namespace

@@ -41,8 +41,9 @@
 // the part of the wait's own: every warp is done with the slots the next copies overwrite.
 // With S >= 4 the copies of a loop whose only dot runs on go after that dot, without the
 // second barrier cp.async's late copies need (the slot was read two iterations back).
-// A's rows must land in the order the accumulator layout reads them, so A is copied in boxes
-// of 8 rows; the rows per map go to the module (kTmaBoxRowsAttr) for the host's encoding.
+// Each block is copied in boxes of up to 256 rows (the wgmma accumulator layout reads A's rows
+// in their natural order); the rows per map go to the module (kTmaBoxRowsAttr) for the host's
+// encoding.
 //
 //===----------------------------------------------------------------------===//
 
@@ -334,15 +335,14 @@ std::optional<unsigned> getDeferredAccumulator(scf::ForOp loop, ArrayRef<DotPlan
 }
 
 /// Notes for each tensor map a loop's TMA copies read the rows of its boxes (noteTmaBoxRows):
-/// 8 for an A operand, whose groups of 8 rows go where the accumulator layout reads them
-/// (emitWgmmaRowPermutation), else the whole block (up to 256 rows). False when a descriptor
-/// is not a kernel argument.
+/// the whole block, up to 256 rows (the TMA's limit). False when a descriptor is not a kernel
+/// argument.
 bool recordTmaBoxRows(scf::ForOp loop, ArrayRef<DotPlan> plans) {
   auto func = loop->getParentOfType<func::FuncOp>();
   if (!func)
     return false;
   for (const DotPlan &plan : plans)
-    for (auto [copy, isA] : {std::pair{plan.a ? &*plan.a : nullptr, true}, {&plan.b, false}}) {
+    for (const CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b}) {
       if (!copy || !copy->desc)
         continue;
       auto arg = dyn_cast<BlockArgument>(DescriptorLoadOp(copy->desc).getDesc());
@@ -350,14 +350,12 @@ bool recordTmaBoxRows(scf::ForOp loop, ArrayRef<DotPlan> plans) {
         return false;
     }
   for (const DotPlan &plan : plans)
-    for (auto [copy, isA] : {std::pair{plan.a ? &*plan.a : nullptr, true}, {&plan.b, false}}) {
+    for (const CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b}) {
       if (!copy || !copy->desc)
         continue;
       DescriptorLoadOp desc(copy->desc);
-      int64_t tileRows = desc.getType().getDimSize(0);
       noteTmaBoxRows(func, cast<BlockArgument>(desc.getDesc()).getArgNumber(),
-                     int32_t(isA ? std::min<int64_t>(8, tileRows)
-                                 : std::min<int64_t>(256, tileRows)));
+                     int32_t(std::min<int64_t>(256, desc.getType().getDimSize(0))));
     }
   return true;
 }

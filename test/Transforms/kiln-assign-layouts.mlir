@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s -kiln-assign-layouts -split-input-file | FileCheck %s
 // RUN: kiln-opt %s -kiln-assign-layouts=num-warps=8 -split-input-file | FileCheck %s --check-prefix=W8
+// RUN: kiln-opt %s -kiln-assign-layouts="num-warps=8 wgmma=true" -split-input-file | FileCheck %s --check-prefix=WG
 
 // 1-D, pointers and n divisible by 16: 4 f32 (128 bits) per thread, 32 lanes, 4 warps.
 // CHECK-DAG: #[[B1:.*]] = #kiln_gpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
@@ -113,5 +114,35 @@ func.func @loop_carried(%x: !kiln.ptr<f32> {kiln.divisibility = 16 : i32}, %n: i
     scf.yield %s : tensor<128xf32>
   }
   kiln.store %ps, %acc : tensor<128x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// On warpgroup tensor cores (wgmma) the accumulator takes the wgmma accumulator layout and its
+// row reduction the slice of it; the store's pointers follow the accumulator.
+// WG-DAG: #[[ACC:blocked[0-9]*]] = #kiln_gpu.blocked<{sizePerThread = [1, 2], threadsPerWarp = [8, 4], warpsPerCTA = [8, 1], order = [1, 0], wgmma = true}>
+// WG-DAG: #[[ROW:slice[0-9]*]] = #kiln_gpu.slice<{dim = 1, parent = #[[ACC]]}>
+// WG-LABEL: func.func @wgmma_accumulator
+// WG: kiln.dot {{.*}} -> tensor<128x128xf32, #[[ACC]]>
+// WG: } : (tensor<128x128xf32, #[[ACC]]>) -> tensor<128xf32, #[[ROW]]>
+// WG: kiln.store {{.*}} : tensor<128x128x!kiln.ptr<f32>, #[[ACC]]>
+func.func @wgmma_accumulator(%pa: !kiln.ptr<f16>, %pb: !kiln.ptr<f16>, %pc: !kiln.ptr<f32>,
+                             %pm: !kiln.ptr<f32>) {
+  %ra = kiln.splat %pa : tensor<128x64x!kiln.ptr<f16>>
+  %rb = kiln.splat %pb : tensor<64x128x!kiln.ptr<f16>>
+  %a = kiln.load %ra : tensor<128x64x!kiln.ptr<f16>>
+  %b = kiln.load %rb : tensor<64x128x!kiln.ptr<f16>>
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %d = kiln.dot %a, %b, %zero : tensor<128x64xf16> * tensor<64x128xf16> -> tensor<128x128xf32>
+  %m = kiln.reduce(%d) axis = 1 {
+  ^bb0(%x: f32, %y: f32):
+    %s = arith.maximumf %x, %y : f32
+    kiln.reduce.return %s : f32
+  } : (tensor<128x128xf32>) -> tensor<128xf32>
+  %p = kiln.splat %pc : tensor<128x128x!kiln.ptr<f32>>
+  %q = kiln.splat %pm : tensor<128x!kiln.ptr<f32>>
+  kiln.store %p, %d : tensor<128x128x!kiln.ptr<f32>>
+  kiln.store %q, %m : tensor<128x!kiln.ptr<f32>>
   return
 }

@@ -277,9 +277,9 @@ func.func @shared_q(%Q: !kiln.ptr<f16>, %K: !kiln.ptr<f16>, %n: i32, %m: i32) ->
 // Tensor descriptor loads: the TMA copies them. One arrival per group expects all its bytes
 // (128x64 + 64x128 halves = 32 KiB) on the slot's barrier; every iteration waits on its slot's
 // barrier at the phase the slot is at (flipped at each wrap), then synchronizes; copies past
-// the end are not issued. A's boxes are 8 rows, B's the whole block (kiln_gpu.tma_box_rows,
-// per kernel argument).
-// CHECK-LABEL: module attributes {kiln_gpu.tma_box_rows = array<i32: 8, 0, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0>}
+// the end are not issued. Boxes are whole blocks (kiln_gpu.tma_box_rows, per kernel argument):
+// the wgmma accumulator layout reads A's rows in their natural order.
+// CHECK-LABEL: module attributes {kiln_gpu.tma_box_rows = array<i32: 128, 0, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0>}
 // CHECK: %[[A:.*]] = kiln_gpu.local_alloc {k_major = true, operand = 0 : i32} : <[3, 128, 64], f16>
 // CHECK: %[[B:.*]] = kiln_gpu.local_alloc {k_major = false, operand = 1 : i32} : <[3, 64, 128], f16>
 // CHECK: %[[BARS:.*]] = kiln_gpu.mbarrier_alloc : <3>

@@ -192,11 +192,11 @@ def test_dot_operands_are_copied_by_the_tma_on_sm90a():
                      target="sm_90a", num_warps=8, num_stages=4)
     ptx = k.asm["ptx"]
     loop = ptx[ptx.index("mbarrier.try_wait"):ptx.index("wgmma.wait_group.sync.aligned 0")]
-    # A in 16 boxes of 8 rows (each group of 8 rows where wgmma's A order puts it), B in 2
-    # strips of 64 columns; one arrival per group; no cp.async and no proxy fence.
+    # A in one box (the wgmma accumulator layout reads its rows in their natural order), B in
+    # 2 strips of 64 columns; one arrival per group; no cp.async and no proxy fence.
     copies = re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mbarrier::"
                         r"complete_tx::bytes", loop)
-    assert len(copies) == 18
+    assert len(copies) == 3
     assert loop.count("mbarrier.arrive.expect_tx") == 1
     assert "cp.async.cg" not in ptx and "fence.proxy.async" not in loop
     assert ptx.count("mbarrier.init.shared::cta.b64") == 4
@@ -206,6 +206,6 @@ def test_dot_operands_are_copied_by_the_tma_on_sm90a():
     assert epilogue.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 2
     assert "st.global" not in epilogue and "cp.async.bulk.wait_group.read 0" in epilogue
     assert k.metadata.shared == 4 * (128 * 64 + 64 * 128) * 2
-    # Per kernel parameter (map, base, 2 extents, 1 stride per descriptor; then K): A's map in
-    # boxes of 8 rows, B's and C's in whole blocks.
-    assert k.metadata.tma_box_rows == [8, 0, 0, 0, 0, 64, 0, 0, 0, 0, 128, 0, 0, 0, 0, 0]
+    # Per kernel parameter (map, base, 2 extents, 1 stride per descriptor; then K): every map
+    # in boxes of its whole block.
+    assert k.metadata.tma_box_rows == [128, 0, 0, 0, 0, 64, 0, 0, 0, 0, 128, 0, 0, 0, 0, 0]

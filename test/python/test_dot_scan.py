@@ -287,6 +287,46 @@ def test_tutorial_matmul_warpgroup_tiles_gpu(case, shape):
 
 
 @kiln.jit
+def wgmma_rows_kernel(a_ptr, b_ptr, bias_ptr, c_ptr, max_ptr, cum_ptr, M: tl.constexpr,
+                      N: tl.constexpr, K: tl.constexpr):
+    """Row-wise uses of a wgmma accumulator: its rows are where wgmma computes them, so a row
+    bias, a row maximum and a scan down the columns must each find the right row."""
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rk = tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    acc = tl.dot(a, b)
+    c = acc + tl.load(bias_ptr + rm)[:, None]
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
+    tl.store(max_ptr + rm, tl.max(c, axis=1))
+    tl.store(cum_ptr + rm[:, None] * N + rn[None, :], tl.cumsum(c, axis=0))
+
+
+# (M, N, K, num_warps): one 64-row block per warpgroup, two warpgroups taking blocks in
+# turn (M = 256 on 8 warps), and one warpgroup with two blocks.
+@pytest.mark.parametrize("device", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("shape", [(128, 128, 64, 8), (256, 64, 32, 8), (64, 128, 32, 4),
+                                   (128, 64, 64, 4)], ids=lambda s: "x".join(map(str, s)))
+def test_wgmma_accumulator_rows(shape, device):
+    M, N, K, warps = shape
+    to_dev, to_np = _gpu_arrays() if device == "gpu" else (lambda x: x, lambda x: x)
+    rng = np.random.default_rng(M + N + K)
+    a = rng.integers(-3, 4, (M, K)).astype(np.float16)
+    b = rng.integers(-3, 4, (K, N)).astype(np.float16)
+    bias = (np.arange(M) * 16.0).astype(np.float32)  # integers: every sum below is exact
+    c, mx, cum = (np.zeros((M, N), np.float32), np.zeros(M, np.float32),
+                  np.zeros((M, N), np.float32))
+    da, db, dbias, dc, dmx, dcum = map(to_dev, (a, b, bias, c, mx, cum))
+    launch = {"num_warps": warps} if device == "gpu" else CPU
+    wgmma_rows_kernel[(1,)](da, db, dbias, dc, dmx, dcum, M=M, N=N, K=K, **launch)
+    ref = a.astype(np.float64) @ b.astype(np.float64) + bias[:, None]
+    np.testing.assert_array_equal(to_np(dc), ref)
+    np.testing.assert_array_equal(to_np(dmx), ref.max(axis=1))
+    np.testing.assert_array_equal(to_np(dcum), np.cumsum(ref, axis=0))
+
+
+@kiln.jit
 def invariant_a_kernel(a_ptr, b_ptr, c_ptr, n, M: tl.constexpr, N: tl.constexpr,
                        K: tl.constexpr):
     """acc = sum over i of 0.5^(n-1-i) * a @ b_i: A (column-major) is loaded once before the

@@ -250,7 +250,8 @@ kgpu::BlockedEncodingAttr kiln::getMmaAccumulatorLayout(MLIRContext *ctx,
     if (M % (16 * int64_t(wm)) == 0 && N % (8 * int64_t(wn)) == 0) {
       double skew = std::fabs(std::log2(double(M) / wm) - std::log2(double(N) / wn));
       if (!best || skew < bestSkew) {
-        best = kgpu::BlockedEncodingAttr::get(ctx, {1, 2}, {8, 4}, {wm, wn}, {1, 0});
+        best = kgpu::BlockedEncodingAttr::get(ctx, {1, 2}, {8, 4}, {wm, wn}, {1, 0},
+                                              /*wgmma=*/false);
         bestSkew = skew;
       }
     }

@@ -13,8 +13,8 @@
 //     memory (init by thread 0, arrive.expect_tx by thread 0, try_wait.parity by all).
 //   - tma_copy: thread 0 issues cp.async.bulk.tensor for each box of the block
 //     (rt::getTensorMapBox with the rows kiln_gpu.tma_box_rows gives the map), completing on
-//     the slot's barrier; A's boxes are 8 rows, placed where emitWgmmaRowPermutation puts
-//     them, as async_copy does. barrier: bar.sync.
+//     the slot's barrier (rows in their natural order: the wgmma accumulator layout reads
+//     A's rows where the tensor has them). barrier: bar.sync.
 //   - tma_store: every thread writes its elements into the one-slot buffer, proxy fence and
 //     barrier, thread 0 issues cp.async.bulk.tensor (shared -> global) per box and waits until
 //     the copies have read the buffer, barrier.
@@ -83,8 +83,6 @@ struct AsyncCopyLowering final : ConvertOpToLLVMPattern<kgpu::AsyncCopyOp> {
     if (!alloc)
       return op.emitOpError("expected a ring from kiln_gpu.local_alloc");
     Location loc = op.getLoc();
-    auto module = op->getParentOfType<ModuleOp>();
-    auto numWarps = module->getAttrOfType<IntegerAttr>(kgpu::kNumWarpsAttr);
     OperandLayout layout = getRingOperandLayout(alloc);
     bool isA = alloc.getOperand() == 0;
     RankedTensorType ptrTy = op.getPtr().getType();
@@ -113,8 +111,6 @@ struct AsyncCopyLowering final : ConvertOpToLLVMPattern<kgpu::AsyncCopyOp> {
     Type elem = alloc.getResult().getType().getElementType();
     for (size_t i = 0; i < ptrs.size(); i += vec) {
       Value mn = coords[i][mnDim], k = coords[i][kDim];
-      if (isA)
-        mn = emitWgmmaRowPermutation(b, loc, mn, layout.mn, numWarps.getInt());
       Value dst = LLVM::AddOp::create(b, loc, slotBase, layout.emitOffset(b, loc, mn, k));
       if (bytes >= 4) {
         // .cg (L2 only) takes 16 bytes; smaller copies go through L1 (.ca).
@@ -305,8 +301,6 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
     if (!alloc)
       return op.emitOpError("expected a ring from kiln_gpu.local_alloc");
     Location loc = op.getLoc();
-    auto module = op->getParentOfType<ModuleOp>();
-    auto numWarps = module->getAttrOfType<IntegerAttr>(kgpu::kNumWarpsAttr);
     unsigned boxRows = getTmaBoxRows(op, op.getDesc());
     if (!boxRows)
       return op.emitOpError("expected a tensor map argument with its box rows in ")
@@ -319,7 +313,7 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
     // The slot's rows run along the block's last dimension in strips of S bytes; a box is
     // `boxRows` rows of one strip.
     if (!box || tile.size() != 2 || box->swizzleBytes != layout.swizzle ||
-        layout.kMajor != isA || (isA && boxRows != 8))
+        layout.kMajor != isA)
       return op.emitOpError("expected a slot in the layout of the TMA boxes of its block");
     BoxGrid grid(tile, *box, layout);
 
@@ -334,14 +328,8 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
     for (int64_t strip = 0; strip < grid.strips; ++strip)
       for (int64_t g = 0; g < grid.groups; ++g) {
         int64_t row = g * grid.boxRows;
-        // Rows of A go where the accumulator layout reads them (groups of 8 move together).
-        Value sharedRow =
-            isA ? emitWgmmaRowPermutation(b, loc, c(row), layout.mn, numWarps.getInt())
-                : c(row);
         Value dst = LLVM::AddOp::create(
-            b, loc, slotBase,
-            LLVM::AddOp::create(b, loc, c(strip * grid.stripBytes),
-                                LLVM::MulOp::create(b, loc, sharedRow, c(layout.swizzle))));
+            b, loc, slotBase, c(strip * grid.stripBytes + row * layout.swizzle));
         auto [inner, outer] = grid.coordsOf(b, loc, adaptor.getCoords(), strip, row);
         emitAsm(b, loc,
                 "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "

@@ -2,10 +2,13 @@
 //
 // This file implements the Kiln LLVM type converter, the struct pack/unpack helpers, and the
 // computation of each owned element's coordinates from the thread id under a blocked or slice
-// layout:  coord_d = (rep * T_d + (warp_d * tpw_d + lane_d) * spt_d + e) mod shape_d.
+// layout:  coord_d = (rep * T_d + (warp_d * tpw_d + lane_d) * spt_d + e) mod shape_d, the
+// rows then moved where wgmma puts them under the wgmma accumulator layout
+// (emitWgmmaAccumulatorRow).
 //
 //===----------------------------------------------------------------------===//
 
+#include "WgmmaLayout.h"
 #include "kiln/Conversion/KilnToLLVM.h"
 
 using namespace mlir;
@@ -171,16 +174,25 @@ kiln::emitElementCoordinates(OpBuilder &b, Location loc, RankedTensorType type,
     Value t = LLVM::AddOp::create(b, loc, w, laneIdx[d]);
     base[i] = LLVM::MulOp::create(b, loc, t, i32Const(b, loc, spt));
   }
+  // The wgmma accumulator layout moves the rows of an extent of 16W or more (its own
+  // tiles'; a smaller one keeps the blocked rows).
+  unsigned wgmmaWarps = root.getWarpsPerCTA()[0];
+  bool permuteRows = false;
+  if (root.getWgmma() && !kept.empty() && kept[0] == 0)
+    permuteRows = shape[0] % (16 * int64_t(wgmmaWarps)) == 0;
   SmallVector<SmallVector<Value, 4>> coords;
   for (const kgpu::ElemPos &pos : kgpu::getThreadElements(layout, shape)) {
     SmallVector<Value, 4> c;
     for (unsigned i = 0; i < kept.size(); ++i) {
+      unsigned d = kept[i];
       int64_t offset = int64_t(pos.rep[i]) * tile[i] + pos.elem[i];
       Value v = LLVM::AddOp::create(b, loc, base[i], i32Const(b, loc, offset));
       // A tile narrower than the layout wraps around (replicated ownership); shapes are
       // powers of two so the modulo is a mask.
       if (tile[i] > shape[i])
         v = LLVM::AndOp::create(b, loc, v, i32Const(b, loc, shape[i] - 1));
+      else if (d == 0 && permuteRows)
+        v = emitWgmmaAccumulatorRow(b, loc, v, wgmmaWarps);
       c.push_back(v);
     }
     coords.push_back(std::move(c));

@@ -17,12 +17,11 @@
 // 1024-byte aligned buffer. Descriptors: K-major SBO = 8 * S (8-row groups), LBO unused;
 // MN-major LBO = K * S (the next S bytes of MN), SBO = 8 * S (the next 8 k).
 //
-// Rows of A. Warp w of the accumulator layout owns rows r * 8W + 8w + [0, 8) (W warps, r the
-// repetition), but in wgmma warp w of warpgroup g owns rows 16(w % 4) + [0, 16) of each 64-row
-// block its warpgroup multiplies. A's rows are therefore stored permuted, 8 at a time: logical
-// row L = r * 8W + 8w + i (w = 4g + v) goes to shared row 64 * (g * R + r / 2) + 16v + 8(r % 2)
-// + i, R = M / (16W) blocks per warpgroup, so that accumulator element (r, column) of the
-// thread is exactly the wgmma D fragment register for its row. No data moves for C.
+// Rows. The accumulator layout (getWgmmaAccumulatorLayout) is the blocked layout of wgmma's
+// D fragment registers with the wgmma flag: its rows are where wgmma computes them (warp
+// 4g + v owns rows 16v + [0, 16) of each 64-row block of warpgroup g; the warpgroups take
+// the blocks in turn), so A sits in shared memory in its natural row order and no data moves
+// for C.
 //
 // Sequence: barrier (the previous dot's reads are done), stores, fence.proxy.async (generic
 // writes become visible to the tensor cores), barrier, wgmma.fence, one wgmma per (64-row
@@ -123,9 +122,12 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
   for (auto [i, pos] : llvm::enumerate(kgpu::getThreadElements(layout, shape)))
     slot[{pos.rep[0], pos.rep[1], pos.elem[1]}] = i;
   Value group = LLVM::LShrOp::create(b, loc, warp, i32Const(b, loc, 2));
-  // First shared row of this warpgroup's blocks, in bytes for a K-major A (S per row); an
-  // M-major A moves by whole S-byte-wide column blocks (64 rows each).
-  Value groupRow = LLVM::MulOp::create(b, loc, group, i32Const(b, loc, blocksPerGroup * 64));
+  // The warpgroups take the 64-row blocks in turn (the rows of the wgmma accumulator layout):
+  // block mb of warpgroup g is rows 64 * (mb * G + g). The first shared row of this
+  // warpgroup's blocks, in bytes for a K-major A (S per row); an M-major A moves by whole
+  // S-byte-wide column blocks (64 rows each).
+  int64_t groups = W / 4;
+  Value groupRow = LLVM::MulOp::create(b, loc, group, i32Const(b, loc, 64));
   Value aRowBytes =
       aL.kMajor ? LLVM::MulOp::create(b, loc, groupRow, i32Const(b, loc, aL.swizzle)).getResult()
                 : LLVM::MulOp::create(b, loc,
@@ -189,7 +191,7 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
         if (aFragment)
           llvm::append_range(args, aRegs.at({mb, kk}));
         else
-          args.push_back(aL.descriptorAt(b, loc, aDesc, mb * 64, kk));
+          args.push_back(aL.descriptorAt(b, loc, aDesc, mb * groups * 64, kk));
         args.push_back(bL.descriptorAt(b, loc, bDesc, n0, kk));
         args.push_back(zeroAcc && kk == 0 ? zero : one);
         Value d = emitInlineAsm(b, loc, resTy, args, asmStr, constraints, true);
@@ -291,14 +293,12 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
           getSharedBuffer(b, loc, op, i8, unsigned(bytes), bufName, /*alignment=*/1024);
       // Another pass of an enclosing loop may still be reading the previous A.
       target.barrier(b, loc);
-      storeOperand(b, loc, hoistedBuf, ptr3, adaptor.getA(), aTy, aL, /*isA=*/true,
-                   [&](Value L) { return emitWgmmaRowPermutation(b, loc, L, M, W); });
+      storeOperand(b, loc, hoistedBuf, ptr3, adaptor.getA(), aTy, aL, /*isA=*/true);
     }
     target.barrier(b, loc);
     if (!aInRegisters && !op->hasAttr(kInvariantAAttr))
-      storeOperand(b, loc, buf, ptr3, adaptor.getA(), aTy, aL, /*isA=*/true,
-                   [&](Value L) { return emitWgmmaRowPermutation(b, loc, L, M, W); });
-    storeOperand(b, loc, buf, ptr3, adaptor.getB(), bTy, bL, /*isA=*/false, nullptr);
+      storeOperand(b, loc, buf, ptr3, adaptor.getA(), aTy, aL, /*isA=*/true);
+    storeOperand(b, loc, buf, ptr3, adaptor.getB(), bTy, bL, /*isA=*/false);
     emitInlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {}, "fence.proxy.async.shared::cta;", "",
               true);
     target.barrier(b, loc);
@@ -322,8 +322,7 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
   /// layout's contiguous dimension. Tiles replicated over threads store the same bytes twice,
   /// which is harmless.
   void storeOperand(OpBuilder &b, Location loc, Value buf, Type ptr3, Value value,
-                    RankedTensorType type, const OperandLayout &layout, bool isA,
-                    function_ref<Value(Value)> permuteRow) const {
+                    RankedTensorType type, const OperandLayout &layout, bool isA) const {
     SmallVector<Value> vals = unpackStruct(b, loc, value);
     auto coords = emitElementCoordinates(b, loc, type, target);
     unsigned mnDim = isA ? 0 : 1, kDim = isA ? 1 : 0;
@@ -356,8 +355,6 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
         }
       }
       Value mn = coords[i][mnDim], k = coords[i][kDim];
-      if (isA)
-        mn = permuteRow(mn);
       Value off = layout.emitOffset(b, loc, mn, k);
       Value ptr = LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), buf, ValueRange{off});
       if (len == 1) {
@@ -455,7 +452,8 @@ kgpu::BlockedEncodingAttr kiln::getWgmmaAccumulatorLayout(MLIRContext *ctx,
   if (numWarps % 4 != 0 || shape.size() != 2 || shape[0] % (16 * int64_t(numWarps)) != 0 ||
       shape[1] % 8 != 0)
     return {};
-  return kgpu::BlockedEncodingAttr::get(ctx, {1, 2}, {8, 4}, {numWarps, 1}, {1, 0});
+  return kgpu::BlockedEncodingAttr::get(ctx, {1, 2}, {8, 4}, {numWarps, 1}, {1, 0},
+                                        /*wgmma=*/true);
 }
 
 bool kiln::usesWgmma(DotOp op) {

@@ -121,27 +121,22 @@ inline OperandLayout getRingOperandLayout(gpu::LocalAllocOp alloc) {
   return layout;
 }
 
-/// Shared row of logical row `L` of operand A (M rows) for an accumulator spread over `numWarps`
-/// warps: rows move in groups of 8 so that each warpgroup's 64-row blocks hold the rows its
-/// accumulator registers are (see WgmmaDotToLLVM.cpp).
-inline mlir::Value emitWgmmaRowPermutation(mlir::OpBuilder &b, mlir::Location loc, mlir::Value L,
-                                           int64_t M, unsigned numWarps) {
+/// The row of blocked row `L` under the wgmma accumulator layout of `numWarps` warps
+/// (BlockedEncodingAttr with wgmma = true): blocked row r * 8W + 8w + i (w = 4g + v) is row
+/// 64 * ((r / 2) * W / 4 + g) + 16v + 8 * (r % 2) + i, where wgmma puts it. In bits: the
+/// repetition's lowest bit, log2(8W), moves to bit 3; the warp's bits move up by one.
+inline mlir::Value emitWgmmaAccumulatorRow(mlir::OpBuilder &b, mlir::Location loc, mlir::Value L,
+                                           unsigned numWarps) {
   using namespace mlir;
   auto c = [&](int64_t v) { return i32Const(b, loc, v); };
-  unsigned logW = llvm::Log2_32(numWarps);
-  int64_t blocksPerGroup = M / (16 * int64_t(numWarps));
-  Value rep = LLVM::LShrOp::create(b, loc, L, c(3 + logW));
-  Value w = LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, L, c(3)), c(numWarps - 1));
-  Value i = LLVM::AndOp::create(b, loc, L, c(7));
-  Value g = LLVM::LShrOp::create(b, loc, w, c(2));
-  Value v = LLVM::AndOp::create(b, loc, w, c(3));
-  Value block = LLVM::AddOp::create(b, loc, LLVM::MulOp::create(b, loc, g, c(blocksPerGroup)),
-                                    LLVM::LShrOp::create(b, loc, rep, c(1)));
-  Value r = LLVM::ShlOp::create(b, loc, block, c(6));
-  r = LLVM::OrOp::create(b, loc, r, LLVM::ShlOp::create(b, loc, v, c(4)));
-  r = LLVM::OrOp::create(
-      b, loc, r, LLVM::ShlOp::create(b, loc, LLVM::AndOp::create(b, loc, rep, c(1)), c(3)));
-  return LLVM::OrOp::create(b, loc, r, i);
+  unsigned repBit = 3 + llvm::Log2_32(numWarps);
+  Value lane = LLVM::AndOp::create(b, loc, L, c(7));
+  Value warp = LLVM::AndOp::create(b, loc, L, c((int64_t(1) << repBit) - 8));
+  Value rep0 = LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, L, c(repBit)), c(1));
+  Value high = LLVM::AndOp::create(b, loc, L, c(~((int64_t(1) << (repBit + 1)) - 1)));
+  Value r = LLVM::OrOp::create(b, loc, high, LLVM::ShlOp::create(b, loc, warp, c(1)));
+  r = LLVM::OrOp::create(b, loc, r, LLVM::ShlOp::create(b, loc, rep0, c(3)));
+  return LLVM::OrOp::create(b, loc, r, lane);
 }
 
 } // namespace kiln

@@ -10,6 +10,15 @@ func.func @threads_per_warp_16(%x: tensor<16x16xf32, #b>) {
 
 // -----
 
+// The wgmma accumulator layout is the D fragment's lane pattern with whole warpgroups on M.
+// expected-error @+1 {{expected the wgmma accumulator layout to have rank 2, order [1, 0], sizePerThread [1, _], threadsPerWarp [8, _] and warpsPerCTA [4k, 1]}}
+#b = #kiln_gpu.blocked<{sizePerThread = [1, 2], threadsPerWarp = [8, 4], warpsPerCTA = [2, 1], order = [1, 0], wgmma = true}>
+func.func @wgmma_two_warps(%x: tensor<64x64xf32, #b>) {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{expected threadsPerWarp to multiply to 32, found 64}}
 #b = #kiln_gpu.blocked<{sizePerThread = [1], threadsPerWarp = [64], warpsPerCTA = [1], order = [0]}>
 func.func @threads_per_warp_64(%x: tensor<64xf32, #b>) {

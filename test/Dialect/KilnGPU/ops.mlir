@@ -11,6 +11,8 @@
 // CHECK-DAG: #[[S0:.*]] = #kiln_gpu.slice<{dim = 0, parent = #[[B2]]}>
 // CHECK-DAG: #[[S3:.*]] = #kiln_gpu.slice<{dim = 2, parent = #[[B3]]}>
 // CHECK-DAG: #[[SS:.*]] = #kiln_gpu.slice<{dim = 0, parent = #[[S3]]}>
+// CHECK-DAG: #[[WG:.*]] = #kiln_gpu.blocked<{sizePerThread = [1, 2], threadsPerWarp = [8, 4], warpsPerCTA = [8, 1], order = [1, 0], wgmma = true}>
+// CHECK-DAG: #[[WS:.*]] = #kiln_gpu.slice<{dim = 1, parent = #[[WG]]}>
 #b1 = #kiln_gpu.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
 #b2 = #kiln_gpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]}>
 #b3 = #kiln_gpu.blocked<{sizePerThread = [2, 1, 1], threadsPerWarp = [1, 4, 8], warpsPerCTA = [2, 2, 8], order = [0, 2, 1]}>
@@ -18,6 +20,8 @@
 #s0 = #kiln_gpu.slice<{dim = 0, parent = #b2}>
 #s3 = #kiln_gpu.slice<{dim = 2, parent = #b3}>
 #ss = #kiln_gpu.slice<{dim = 0, parent = #s3}>
+#wg = #kiln_gpu.blocked<{sizePerThread = [1, 2], threadsPerWarp = [8, 4], warpsPerCTA = [8, 1], order = [1, 0], wgmma = true}>
+#ws = #kiln_gpu.slice<{dim = 1, parent = #wg}>
 
 // CHECK-LABEL: func.func @encodings
 // CHECK-SAME: tensor<512xf32, #[[B1]]>
@@ -26,9 +30,12 @@
 // CHECK-SAME: tensor<64xi1, #[[S0]]>
 // CHECK-SAME: tensor<4x16xf16, #[[S3]]>
 // CHECK-SAME: tensor<16xbf16, #[[SS]]>
+// CHECK-SAME: tensor<128x256xf32, #[[WG]]>
+// CHECK-SAME: tensor<128xf32, #[[WS]]>
 func.func @encodings(%a: tensor<512xf32, #b1>, %b: tensor<8x64x!kiln.ptr<f16>, #b2>,
                      %c: tensor<8xi32, #s1>, %d: tensor<64xi1, #s0>,
-                     %e: tensor<4x16xf16, #s3>, %f: tensor<16xbf16, #ss>) {
+                     %e: tensor<4x16xf16, #s3>, %f: tensor<16xbf16, #ss>,
+                     %g: tensor<128x256xf32, #wg>, %h: tensor<128xf32, #ws>) {
   return
 }
 

@@ -67,7 +67,7 @@ LogicalResult BlockedEncodingAttr::verify(function_ref<InFlightDiagnostic()> emi
                                           ArrayRef<unsigned> sizePerThread,
                                           ArrayRef<unsigned> threadsPerWarp,
                                           ArrayRef<unsigned> warpsPerCTA,
-                                          ArrayRef<unsigned> order) {
+                                          ArrayRef<unsigned> order, bool wgmma) {
   size_t rank = order.size();
   if (rank == 0 || sizePerThread.size() != rank || threadsPerWarp.size() != rank ||
       warpsPerCTA.size() != rank)
@@ -91,6 +91,10 @@ LogicalResult BlockedEncodingAttr::verify(function_ref<InFlightDiagnostic()> emi
       return emitError() << "expected order to be a permutation of [0, " << rank << ")";
     seen[d] = true;
   }
+  if (wgmma && (rank != 2 || order[0] != 1 || sizePerThread[0] != 1 || threadsPerWarp[0] != 8 ||
+                warpsPerCTA[1] != 1 || warpsPerCTA[0] % 4 != 0))
+    return emitError() << "expected the wgmma accumulator layout to have rank 2, order [1, 0], "
+                          "sizePerThread [1, _], threadsPerWarp [8, _] and warpsPerCTA [4k, 1]";
   return success();
 }
 

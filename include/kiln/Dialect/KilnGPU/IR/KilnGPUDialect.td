@@ -77,15 +77,32 @@ def KilnGPU_BlockedEncodingAttr : KilnGPU_Attr<"BlockedEncoding", "blocked"> {
     ```mlir
     #kiln_gpu.blocked<{sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]}>
     ```
+
+    With `wgmma = true` the layout is the accumulator of Hopper's warpgroup MMA: the
+    registers are those of the blocked layout above (sizePerThread [1, 2], threadsPerWarp
+    [8, 4], warpsPerCTA [W, 1], W a multiple of 4), but the rows are where wgmma puts them.
+    Blocked row `L = r * 8W + 8w + i` (repetition r, warp w = 4g + v of warpgroup g, lane row
+    i) is row `64 * ((r / 2) * W / 4 + g) + 16v + 8 * (r % 2) + i`: each warp owns 16
+    consecutive rows of each 64-row block its warpgroup multiplies, and the warpgroups take
+    the 64-row blocks in turn. The bits of L move: bit log2(8W) (the repetition's lowest) goes
+    to bit 3 and the warp's bits shift up by one. It applies along dimension 0 when its extent
+    is a multiple of 16W (else the rows are the blocked layout's); dot operand A then sits in
+    shared memory in its natural row order, so the TMA copies it as one box.
+
+    ```mlir
+    #kiln_gpu.blocked<{sizePerThread = [1, 2], threadsPerWarp = [8, 4], warpsPerCTA = [8, 1], order = [1, 0], wgmma = true}>
+    ```
   }];
   let parameters = (ins ArrayRefParameter<"unsigned">:$sizePerThread,
                         ArrayRefParameter<"unsigned">:$threadsPerWarp,
                         ArrayRefParameter<"unsigned">:$warpsPerCTA,
-                        ArrayRefParameter<"unsigned">:$order);
+                        ArrayRefParameter<"unsigned">:$order,
+                        DefaultValuedParameter<"bool", "false">:$wgmma);
   let assemblyFormat = [{
     `<` `{` `sizePerThread` `=` `[` $sizePerThread `]` `,`
             `threadsPerWarp` `=` `[` $threadsPerWarp `]` `,`
-            `warpsPerCTA` `=` `[` $warpsPerCTA `]` `,` `order` `=` `[` $order `]` `}` `>`
+            `warpsPerCTA` `=` `[` $warpsPerCTA `]` `,` `order` `=` `[` $order `]`
+            (`,` `wgmma` `=` $wgmma^)? `}` `>`
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

@@ -1,0 +1,94 @@
+"""Softmax forward variants at the two bf16 shapes where Kiln and the one-row Triton kernel
+(ANCHORS.md's) are closest: warps per program and cache hints (loads `evict_first`, stores
+`.cs`), each beside the one-row Triton kernel in the same rounds. Chooses the defaults of
+kiln_kernels/softmax.py.
+
+Run: PYTHONPATH=<staged kiln package>:kernels/python python3 bench/bench_softmax_variants.py
+"""
+import argparse
+import os
+import sys
+
+import torch
+import triton
+from triton.testing import do_bench
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernels",
+                                "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kiln  # noqa: E402
+import kiln.language as tl  # noqa: E402
+from kiln_kernels import softmax as k_sm  # noqa: E402
+from bench_llm_ops import t_softmax_fwd_kernel  # noqa: E402
+
+
+@kiln.jit
+def softmax_hinted_kernel(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols,
+                          ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK)
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+    x = tl.load(in_ptr + rows[:, None] * in_stride + cols[None, :], mask=mask,
+                other=-float("inf"), eviction_policy="evict_first").to(tl.float32)
+    e = tl.exp(x - tl.max(x, axis=1)[:, None])
+    y = e / tl.sum(e, axis=1)[:, None]
+    tl.store(out_ptr + rows[:, None] * out_stride + cols[None, :],
+             y.to(out_ptr.dtype.element_ty), mask=mask, cache_modifier=".cs")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rep", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    print(f"device={torch.cuda.get_device_name()} triton={triton.__version__}")
+    table = []
+    for M, N in ((32768, 1024), (8192, 8192), (4096, 32768)):
+        dtype = torch.bfloat16
+        x = torch.randn(M, N, device="cuda", dtype=dtype)
+        ref = torch.softmax(x.float(), -1)
+        nb = 2 * x.numel() * x.element_size()
+        block = triton.next_power_of_2(N)
+        if block > 16384:
+            continue
+        one_row_warps = 8 if block >= 2048 else 4
+        yt = torch.empty_like(x)
+        variants = [("triton_one_row", lambda: t_softmax_fwd_kernel[(M,)](
+            yt, x, N, N, N, BLOCK=block, LOG=False, num_warps=one_row_warps), yt)]
+        for rows in (1, 2, 4):
+            if rows * block > 16384 or (block >= 8192 and rows > 1):
+                continue
+            for warps in (4, 8, 16, 32):
+                if rows * block // (32 * warps) < 2:
+                    continue
+                for hinted in (False, True):
+                    y = torch.empty_like(x)
+                    grid = (triton.cdiv(M, rows),)
+                    kern = softmax_hinted_kernel if hinted else k_sm.softmax_fwd_rows_kernel
+                    extra = {} if hinted else {"LOG": False}
+
+                    def fn(y=y, grid=grid, rows=rows, warps=warps, kern=kern, extra=extra):
+                        kern[grid](y, x, N, N, M, N, ROWS=rows, BLOCK=block, num_warps=warps,
+                                   **extra)
+                    variants.append((f"kiln_r{rows}_w{warps}{'_hint' if hinted else ''}", fn, y))
+        for name, fn, y in variants:
+            fn()
+            err = ((y.float() - ref).norm() / ref.norm()).item()
+            assert err < 1e-2, (name, err)
+        times = {name: [] for name, *_ in variants}
+        for _ in range(args.rounds):
+            for name, fn, _ in variants:
+                times[name].append(do_bench(fn, warmup=10, rep=args.rep, return_mode="median"))
+        base = sorted(times["triton_one_row"])[len(times["triton_one_row"]) // 2]
+        for name, *_ in variants:
+            ms = sorted(times[name])[len(times[name]) // 2]
+            print(f"softmax_variant bf16 {M}x{N} {name} ms={ms:.4f} gbps={nb / ms / 1e6:.1f} "
+                  f"vs_triton_one_row={base / ms:.3f}")
+            table.append((f"{M}x{N}", name, ms, nb / ms / 1e6, base / ms))
+    print("\n| shape | kernel | ms | GB/s | vs Triton one-row |\n|---|---|---:|---:|---:|")
+    for shape, name, ms, gbps, r in table:
+        print(f"| {shape} | {name} | {ms:.4f} | {gbps:.0f} | {r:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
