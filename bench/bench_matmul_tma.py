@@ -3,7 +3,8 @@ ordering, its A/B loads and C store written as `desc.load` / `desc.store` on hos
 TensorDescriptors. One kernel text compiled twice (kiln and triton, only the imports differ),
 beside Kiln's pointer version of the same kernel (cp.async rings, bench_matmul_python.py) and
 torch.matmul (cuBLAS): fp16 and bf16 at 4096^3, 8192^3, 4000^3 (edges outside the tensor) and
-M=8192, N=11008, K=4096. Median of CUDA-event timings; TFLOP/s, Kiln's ratio to each peer,
+M=8192, N=11008, K=4096. Median per call of CUDA-event timings over --batch (10) back-to-back
+calls (1: each call alone, launch work included); TFLOP/s, Kiln's ratio to each peer,
 relative error against an fp32 matmul. `--dump DIR` writes the Kiln TMA kernel's PTX there
 (scripts run ptxas and cuobjdump on it). Prints a markdown table last.
 
@@ -54,6 +55,8 @@ def main():
     ap.add_argument("--reps", type=int, default=25)
     ap.add_argument("--stages", type=int, default=4, help="Kiln num_stages")
     ap.add_argument("--triton-stages", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=10,
+                    help="calls per timing (1: per call, launch work included)")
     ap.add_argument("--dump", default=None)
     ap.add_argument("--only", choices=["all", "kiln", "triton"], default="all",
                     help="time one kernel (for a profiler), else all four")
@@ -110,7 +113,7 @@ def main():
                     f.write(compiled.asm["ptx"])
                 dumped = True
             row["kiln_err"] = ((c.float() - ref).norm() / ref.norm()).item()
-            row["kiln"] = flop / median_ms(run, args.reps) / 1e9
+            row["kiln"] = flop / median_ms(run, args.reps, args.batch) / 1e9
             if args.only == "kiln":
                 continue
 
@@ -119,7 +122,7 @@ def main():
                 a, b, cp, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                 cp.stride(0), cp.stride(1), BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=G,
                 num_warps=8, num_stages=args.stages)
-            row["kiln_cp_async"] = flop / median_ms(run_p, args.reps) / 1e9
+            row["kiln_cp_async"] = flop / median_ms(run_p, args.reps, args.batch) / 1e9
 
             if triton_kernel is not None:
                 ct = torch.empty_like(c)
@@ -132,10 +135,10 @@ def main():
                 run_t()
                 torch.cuda.synchronize()
                 row["triton_err"] = ((ct.float() - ref).norm() / ref.norm()).item()
-                row["triton"] = flop / median_ms(run_t, args.reps) / 1e9
+                row["triton"] = flop / median_ms(run_t, args.reps, args.batch) / 1e9
             ctorch = torch.empty_like(c)
             row["torch"] = flop / median_ms(lambda: torch.matmul(a, b, out=ctorch),
-                                            args.reps) / 1e9
+                                            args.reps, args.batch) / 1e9
             for key, value in row.items():
                 print(f"tma_{name}_{M}x{N}x{K}_{key}={value}")
             rows.append(row)
@@ -146,7 +149,7 @@ def main():
         return
     dev = torch.cuda.get_device_name()
     print(f"\n### Matmul through tensor descriptors (TMA; 128x256x64, 8 warps, GROUP_M=8, Kiln "
-          f"{args.stages} stages, Triton {args.triton_stages}) — {dev}\n")
+          f"{args.stages} stages, Triton {args.triton_stages}; batches of {args.batch}) — {dev}\n")
     print("| dtype | M x N x K | Kiln TMA | Kiln cp.async | Triton TMA | cuBLAS | Kiln/Triton "
           "| Kiln/cuBLAS | TMA/cp.async | Kiln rel. error |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
