@@ -12,6 +12,8 @@ ratio to Triton and to SDPA as speed: >1 is faster) and a markdown table last.
 Run: PYTHONPATH=<staged kiln package>:kernels/python python3 bench/bench_attention.py
      [--shapes 4x32x4096,1x32x16384] [--head-dim 128] [--dtype fp16] [--causal both]
      [--rep 100] [--block-m 128 --block-n 64 --warps 8 --stages 3]
+     [--triton-tiles 128x64x8x3,128x64x8x4,128x128x8x3]
+Triton's twin runs at Kiln's tiles and at each of --triton-tiles; the fastest is its figure.
 """
 import argparse
 import math
@@ -173,8 +175,16 @@ def bench_case(B, H, S, D, dtype, causal, args):
         k_fa.attention_forward(q, k, v, o_kiln, None, causal=causal, sm_scale=sm_scale,
                                block_m=bm, block_n=bn, num_warps=nw, num_stages=ns)
 
+    # Triton runs at Kiln's tiles and at each of --triton-tiles; its fastest is the peer.
+    triton_cfgs = [(bm, bn, nw, ns)]
+    for spec in filter(None, args.triton_tiles.split(",")):
+        cfg = tuple(int(x) for x in spec.split("x"))
+        if cfg not in triton_cfgs and S % cfg[0] == 0:
+            triton_cfgs.append(cfg)
+    triton_cfg = triton_cfgs[0]
+
     def triton_fn():
-        triton_attention(q, k, v, o_triton, causal, sm_scale, bm, bn, nw, ns)
+        triton_attention(q, k, v, o_triton, causal, sm_scale, *triton_cfg)
 
     def sdpa_fn():
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm_scale)
@@ -194,6 +204,15 @@ def bench_case(B, H, S, D, dtype, causal, args):
                     if not err[name] < args.tol:
                         report(f"{key}_{name}_CHECK", "FAIL")
                 ms[name] = bench_ms(fn, args.rep)
+                if name == "triton":
+                    best = (ms[name], triton_cfgs[0])
+                    for cfg in triton_cfgs[1:]:
+                        triton_cfg = cfg
+                        t = bench_ms(fn, args.rep)
+                        report(f"{key}_triton_{'x'.join(map(str, cfg))}_ms", t)
+                        best = min(best, (t, cfg))
+                    ms[name], triton_cfg = best
+                    report(f"{key}_triton_tiles", "x".join(map(str, triton_cfg)))
             except Exception as e:  # keep going: one failing impl must not hide the others
                 report(f"{key}_{name}_ERROR", repr(e).replace("\n", " ")[:500])
                 ms[name] = float("nan")
@@ -204,7 +223,8 @@ def bench_case(B, H, S, D, dtype, causal, args):
     report(f"{key}_kiln_vs_triton", r_t)
     report(f"{key}_kiln_vs_sdpa", r_s)
     ROWS.append((key, flops, ms, r_t, r_s, err.get("kiln", float("nan")),
-                 err.get("triton", float("nan"))))
+                 err.get("triton", float("nan")), f"{bm}x{bn}x{nw}x{ns}",
+                 "x".join(map(str, triton_cfg))))
     del q, k, v, o_kiln, o_triton, ref
     torch.cuda.empty_cache()
 
@@ -221,6 +241,8 @@ def main():
     ap.add_argument("--block-n", type=int, default=0)
     ap.add_argument("--warps", type=int, default=0)
     ap.add_argument("--stages", type=int, default=0)
+    ap.add_argument("--triton-tiles", default="128x64x8x3,128x64x8x4,128x128x8x3",
+                    help="BMxBNxWARPSxSTAGES,...: Triton also runs at these; its fastest counts")
     args = ap.parse_args()
     torch.manual_seed(0)
     dtype = torch.float16 if args.dtype == "fp16" else torch.bfloat16
@@ -240,15 +262,17 @@ def main():
             torch.cuda.empty_cache()
     print()
     print("| case | Kiln ms | Triton ms | SDPA ms | Kiln TFLOP/s | Triton TFLOP/s | SDPA TFLOP/s"
-          " | Kiln/Triton | Kiln/SDPA | Kiln max err | Triton max err |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for key, flops, ms, r_t, r_s, e_k, e_t in ROWS:
+          " | Kiln/Triton | Kiln/SDPA | Kiln max err | Triton max err | Kiln tiles"
+          " | Triton tiles |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for key, flops, ms, r_t, r_s, e_k, e_t, tiles_k, tiles_t in ROWS:
         tf = {n: flops / t / 1e9 for n, t in ms.items()}
         print(f"| {key} | {ms['kiln']:.3f} | {ms['triton']:.3f} | {ms['sdpa']:.3f} |"
               f" {tf['kiln']:.1f} | {tf['triton']:.1f} | {tf['sdpa']:.1f} | {r_t:.3f} |"
-              f" {r_s:.3f} | {e_k:.1e} | {e_t:.1e} |")
+              f" {r_s:.3f} | {e_k:.1e} | {e_t:.1e} | {tiles_k} | {tiles_t} |")
     print("\nratios are speed (time of the peer / time of Kiln): >= 1 means Kiln is as fast or"
-          " faster; errors are max |out - SDPA flash|")
+          " faster; errors are max |out - SDPA flash|; tiles BLOCK_MxBLOCK_NxWARPSxSTAGES, Triton"
+          " at the fastest of Kiln's and --triton-tiles")
 
 
 if __name__ == "__main__":

@@ -149,7 +149,8 @@ def main():
         return
     dev = torch.cuda.get_device_name()
     print(f"\n### Matmul through tensor descriptors (TMA; 128x256x64, 8 warps, GROUP_M=8, Kiln "
-          f"{args.stages} stages, Triton {args.triton_stages}; batches of {args.batch}) — {dev}\n")
+          f"{args.stages} stages, Triton {args.triton_stages}; batches of {args.batch}) "
+          f"— {dev}\n")
     print("| dtype | M x N x K | Kiln TMA | Kiln cp.async | Triton TMA | cuBLAS | Kiln/Triton "
           "| Kiln/cuBLAS | TMA/cp.async | Kiln rel. error |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")

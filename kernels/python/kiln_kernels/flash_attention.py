@@ -147,12 +147,15 @@ def _attn_fwd(Q, K, V, Out, LSE, sm_scale,
 
 def tile_config(head_dim, cpu=False):
     """(BLOCK_M, BLOCK_N, num_warps, num_stages) for a head dimension. The CPU backend gets
-    small tiles: compiling a dot for the host takes time that grows fast with its size."""
+    small tiles: compiling a dot for the host takes time that grows fast with its size.
+    D = 128 on the H100 (bench/results/2026-11-22-h100-session7.md): 128x128 tiles on 8 warps
+    with 2 stages (q and two K and V slots: 160 KiB; a third stage does not fit the ring
+    budget) ran 459-501 TFLOP/s, against 389-465 for 128x64 with 3-5 stages."""
     if cpu:
         return 32, 16, 4, 1
     if head_dim <= 64:
         return 128, 64, 4, 4
-    return 128, 64, 8, 4
+    return 128, 128, 8, 2
 
 
 def _strides(a):
