@@ -327,6 +327,40 @@ def test_wgmma_accumulator_rows(shape, device):
 
 
 @kiln.jit
+def rings_and_scratch_kernel(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr,
+                             BK: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        acc = tl.dot(a, b, acc)
+    # The transpose moves the 128 KiB accumulator through the static scratch pool.
+    tl.store(c_ptr + rn[:, None] * BM + rm[None, :], tl.trans(acc))
+
+
+def test_shared_memory_past_the_block_limit_is_an_error():
+    """Rings of 4 stages of 128x64 and 64x256 fp16 (192 KiB) next to a 128 KiB scratch for
+    the transpose pass the 227 KiB a block may use: an error naming the kernel, not a launch
+    the driver refuses. 128x128 tiles on 2 stages fit."""
+    sig = dict(a_ptr="*fp16:16", b_ptr="*fp16:16", c_ptr="*fp32:16", K="i32:16")
+    with pytest.raises(kiln.CompilationError,
+                       match=r"kernel 'rings_and_scratch_kernel' needs \d+ bytes of shared "
+                             r"memory \(196608 for the rings of its dots, \d+ for scratch and "
+                             r"buffers\), more than the 232448 a block may use: lower "
+                             r"num_stages or the tile sizes"):
+        kiln.compile(rings_and_scratch_kernel, signature=sig,
+                     constexprs=dict(BM=128, BN=256, BK=64), target="sm_90a", num_warps=8,
+                     num_stages=4)
+    k = kiln.compile(rings_and_scratch_kernel, signature=sig,
+                     constexprs=dict(BM=128, BN=128, BK=64), target="sm_90a", num_warps=8,
+                     num_stages=2)
+    assert k.metadata.shared == 2 * (128 * 64 + 64 * 128) * 2
+
+
+@kiln.jit
 def invariant_a_kernel(a_ptr, b_ptr, c_ptr, n, M: tl.constexpr, N: tl.constexpr,
                        K: tl.constexpr):
     """acc = sum over i of 0.5^(n-1-i) * a @ b_i: A (column-major) is loaded once before the

@@ -149,13 +149,13 @@ def tile_config(head_dim, cpu=False):
     """(BLOCK_M, BLOCK_N, num_warps, num_stages) for a head dimension. The CPU backend gets
     small tiles: compiling a dot for the host takes time that grows fast with its size.
     D = 128 on the H100 (bench/results/2026-11-22-h100-session7.md): 128x128 tiles on 8 warps
-    with 2 stages (q and two K and V slots: 160 KiB; a third stage does not fit the ring
-    budget) ran 459-501 TFLOP/s, against 389-465 for 128x64 with 3-5 stages."""
+    ran 459-501 TFLOP/s with 2 stages, against 389-465 for 128x64 with 3-5 stages; 3 stages
+    (q and three K and V slots: 224 KiB) were 0-4% faster than 2."""
     if cpu:
         return 32, 16, 4, 1
     if head_dim <= 64:
         return 128, 64, 4, 4
-    return 128, 128, 8, 2
+    return 128, 128, 8, 3
 
 
 def _strides(a):

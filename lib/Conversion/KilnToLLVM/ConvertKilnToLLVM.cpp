@@ -20,6 +20,7 @@
 #include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "llvm/Support/MathExtras.h"
 
 #define DEBUG_TYPE "kiln-convert-to-llvm"
@@ -129,6 +130,32 @@ int64_t assignRingOffsets(ModuleOp module) {
   return total;
 }
 
+/// Shared memory one block may use on the largest GPU Kiln targets (sm_90: 227 KiB).
+constexpr int64_t kMaxSharedBytes = 227 * 1024;
+
+/// Fails, naming the kernel, when the dynamic shared memory (`dynamicShared`: the dot rings)
+/// and the static buffers (scratch pool, barriers, wgmma operand buffers) together pass what
+/// a block may use; the driver would refuse the launch.
+LogicalResult checkSharedMemory(ModuleOp module, int64_t dynamicShared) {
+  int64_t staticShared = 0;
+  for (auto global : module.getOps<LLVM::GlobalOp>())
+    if (global.getAddrSpace() == 3)
+      if (auto array = dyn_cast<LLVM::LLVMArrayType>(global.getGlobalType()))
+        if (array.getNumElements() > 0)
+          staticShared += int64_t(array.getNumElements()) *
+                          int64_t(DataLayout::closest(global).getTypeSize(array.getElementType()));
+  if (dynamicShared + staticShared <= kMaxSharedBytes)
+    return success();
+  for (auto func : module.getOps<LLVM::LLVMFuncOp>())
+    if (!func.isExternal())
+      return func.emitError("kernel '")
+             << func.getName() << "' needs " << dynamicShared + staticShared
+             << " bytes of shared memory (" << dynamicShared << " for the rings of its dots, "
+             << staticShared << " for scratch and buffers), more than the " << kMaxSharedBytes
+             << " a block may use: lower num_stages or the tile sizes";
+  return failure();
+}
+
 struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConvertToLLVMPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -196,6 +223,9 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
                                        cf::ControlFlowDialect>();
     conversionTarget.addLegalOp<ModuleOp>();
     if (failed(applyPartialConversion(module, conversionTarget, std::move(patterns))))
+      return signalPassFailure();
+
+    if (failed(checkSharedMemory(module, dynamicShared)))
       return signalPassFailure();
 
     for (auto func : module.getOps<LLVM::LLVMFuncOp>()) {
