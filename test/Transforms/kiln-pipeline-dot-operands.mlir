@@ -301,16 +301,30 @@ func.func @shared_q(%Q: !kiln.ptr<f16>, %K: !kiln.ptr<f16>, %n: i32, %m: i32) ->
 // CHECK: kiln_gpu.dot_wait
 // CHECK-NEXT: kiln_gpu.barrier
 // CHECK-NOT: kiln_gpu.async_wait
-// With 4 slots the copies (2 ahead) follow the dot, with no second barrier.
+// With 4 slots the copies (2 ahead) follow the dot and no iteration has a CTA barrier: after
+// the dot (which waited for the previous one) every warp arrives on the previous slot's
+// "empty" barrier (one arrival per warp), and thread 0 waits on the empty barrier of the slot
+// it overwrites (iteration i - 2's, from the third iteration on), at the parity of that use.
 // FOUR-LABEL: func.func @tma_matmul(
-// FOUR: scf.for
-// FOUR-NEXT: kiln_gpu.mbarrier_wait
-// FOUR-NEXT: kiln_gpu.barrier
+// FOUR: %[[FULL:.*]] = kiln_gpu.mbarrier_alloc : <4>
+// FOUR: %[[EMPTY:.*]] = kiln_gpu.mbarrier_alloc {arrivals = 4 : i32} : <4>
+// FOUR: scf.for %[[IV:.*]] = %[[LB:.*]] to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[SLOT:.*]] = %{{.*}}, %[[PHASE:.*]] = %{{.*}})
+// FOUR-NEXT: kiln_gpu.mbarrier_wait %[[FULL]][%[[SLOT]]], %[[PHASE]] : <4>
 // FOUR-NEXT: kiln_gpu.shared_dot %{{.*}} {pending = 1 : i32}
 // FOUR-NOT: kiln_gpu.barrier
-// FOUR: kiln_gpu.mbarrier_expect
+// FOUR: %[[PREV:.*]] = arith.remui
+// FOUR: %[[SECOND:.*]] = arith.cmpi sge, %[[IV]]
+// FOUR-NEXT: kiln_gpu.mbarrier_arrive %[[EMPTY]][%[[PREV]]], %[[SECOND]] : <4>
+// FOUR: %[[WRITE:.*]] = arith.remui
+// FOUR: %[[WRAPPED:.*]] = arith.cmpi ult, %[[SLOT]]
+// FOUR: %[[FLIP:.*]] = arith.extui %[[WRAPPED]]
+// FOUR: %[[OLD:.*]] = arith.xori %[[PHASE]], %[[FLIP]]
+// FOUR: %[[THIRD:.*]] = arith.cmpi sge, %[[IV]]
+// FOUR-NEXT: kiln_gpu.mbarrier_wait %[[EMPTY]][%[[WRITE]]], %[[OLD]] if %[[THIRD]] : <4>
+// FOUR-NEXT: kiln_gpu.mbarrier_expect %[[FULL]][%[[WRITE]]]
 // FOUR: kiln_gpu.tma_copy
 // FOUR: kiln_gpu.tma_copy
+// FOUR-NOT: kiln_gpu.barrier
 // FOUR: scf.yield
 func.func @tma_matmul(%ad: !kiln.tensormap, %ab: !kiln.ptr<f16>, %bd: !kiln.tensormap,
                       %bb: !kiln.ptr<f16>, %m: i32, %n: i32, %k: i32, %sa: i64, %sb: i64,

@@ -199,7 +199,13 @@ def test_dot_operands_are_copied_by_the_tma_on_sm90a():
     assert len(copies) == 3
     assert loop.count("mbarrier.arrive.expect_tx") == 1
     assert "cp.async.cg" not in ptx and "fence.proxy.async" not in loop
-    assert ptx.count("mbarrier.init.shared::cta.b64") == 4
+    # 4 transaction barriers (one arrival) and 4 barriers every warp arrives on when done
+    # with a slot: no CTA barrier in the loop; thread 0 waits before it overwrites a slot.
+    assert ptx.count("mbarrier.init.shared::cta.b64") == 8
+    assert len(re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], 8;", ptx)) == 4
+    assert "bar.sync" not in loop
+    assert loop.count("mbarrier.arrive.shared::cta.b64") == 1
+    assert loop.count("mbarrier.try_wait.parity") == 2
     assert "wgmma.mma_async" in ptx
     # C: through shared memory (over the dead rings) and 2 TMA stores of 64 columns.
     epilogue = ptx[ptx.index("wgmma.wait_group.sync.aligned 0"):]

@@ -9,8 +9,9 @@
 //     go through registers with a predicated load and a shared store.
 //   - async_commit / async_wait: cp.async.commit_group / cp.async.wait_group N, then a proxy
 //     fence (the tensor cores read what the copies wrote) and a barrier.
-//   - mbarrier_alloc / mbarrier_expect / mbarrier_wait: transaction barriers in static shared
-//     memory (init by thread 0, arrive.expect_tx by thread 0, try_wait.parity by all).
+//   - mbarrier_alloc / mbarrier_expect / mbarrier_arrive / mbarrier_wait: barriers in static
+//     shared memory (init by thread 0 for 1 or `arrivals` arrivals, arrive.expect_tx by thread
+//     0, arrive by the first lane of each warp, try_wait.parity by all or by thread 0 alone).
 //   - tma_copy: thread 0 issues cp.async.bulk.tensor for each box of the block
 //     (rt::getTensorMapBox with the rows kiln_gpu.tma_box_rows gives the map), completing on
 //     the slot's barrier (rows in their natural order: the wgmma accumulator layout reads
@@ -242,12 +243,14 @@ struct MBarrierAllocLowering final : ConvertOpToLLVMPattern<kgpu::MBarrierAllocO
                                       Attribute(), /*alignment=*/8, /*addrSpace=*/3);
     }
     Value bars = LLVM::AddressOfOp::create(b, loc, global);
-    // Thread 0 initializes each barrier for one arrival (the expect_tx of a group).
+    // Thread 0 initializes each barrier for its arrivals (the expect_tx of a group, or one
+    // per warp).
     Value first = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq,
                                        target.getThreadId(b, loc), i32Const(b, loc, 0));
+    std::string init =
+        "@$0 mbarrier.init.shared::cta.b64 [$1], " + std::to_string(op.getArrivals()) + ";";
     for (int64_t i = 0; i < count; ++i)
-      emitAsm(b, loc, "@$0 mbarrier.init.shared::cta.b64 [$1], 1;", "b,r",
-              {first, barrierAddress(b, loc, bars, i32Const(b, loc, i))});
+      emitAsm(b, loc, init, "b,r", {first, barrierAddress(b, loc, bars, i32Const(b, loc, i))});
     emitAsm(b, loc, "fence.mbarrier_init.release.cluster;");
     target.barrier(b, loc);
     b.replaceOp(op, bars);
@@ -273,22 +276,48 @@ struct MBarrierExpectLowering final : ConvertOpToLLVMPattern<kgpu::MBarrierExpec
   const TargetInfo &target;
 };
 
-struct MBarrierWaitLowering final : ConvertOpToLLVMPattern<kgpu::MBarrierWaitOp> {
-  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
-  LogicalResult matchAndRewrite(kgpu::MBarrierWaitOp op, OpAdaptor adaptor,
+struct MBarrierArriveLowering final : ConvertOpToLLVMPattern<kgpu::MBarrierArriveOp> {
+  MBarrierArriveLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), target(target) {}
+  LogicalResult matchAndRewrite(kgpu::MBarrierArriveOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
-    // try_wait suspends for a while before it fails; spin until the phase completes.
-    emitAsm(b, loc,
-            "{\n.reg .pred done;\nwait${:uid}:\n"
-            "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
-            "@!done bra.uni wait${:uid};\n}",
-            "r,r",
-            {barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot()),
-             adaptor.getPhase()});
+    Value lane = LLVM::AndOp::create(b, loc, target.getThreadId(b, loc),
+                                     i32Const(b, loc, kgpu::kWarpSize - 1));
+    Value first = LLVM::AndOp::create(
+        b, loc, LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, lane, i32Const(b, loc, 0)),
+        adaptor.getPred());
+    emitAsm(b, loc, "@$0 mbarrier.arrive.shared::cta.b64 _, [$1];", "b,r",
+            {first, barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot())});
     b.eraseOp(op);
     return success();
   }
+  const TargetInfo &target;
+};
+
+struct MBarrierWaitLowering final : ConvertOpToLLVMPattern<kgpu::MBarrierWaitOp> {
+  MBarrierWaitLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), target(target) {}
+  LogicalResult matchAndRewrite(kgpu::MBarrierWaitOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value bar = barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot());
+    // try_wait suspends for a while before it fails; spin until the phase completes.
+    auto spin = [&] {
+      emitAsm(b, loc,
+              "{\n.reg .pred done;\nwait${:uid}:\n"
+              "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
+              "@!done bra.uni wait${:uid};\n}",
+              "r,r", {bar, adaptor.getPhase()});
+    };
+    if (adaptor.getPred())
+      emitOnThreadZero(b, loc, target, adaptor.getPred(), spin);
+    else
+      spin();
+    b.eraseOp(op);
+    return success();
+  }
+  const TargetInfo &target;
 };
 
 struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
@@ -447,6 +476,6 @@ void kiln::populateSharedRingToLLVMPatterns(KilnLLVMTypeConverter &converter,
   patterns.add<LocalAllocLowering, AsyncCommitLowering>(converter);
   patterns.add<AsyncCopyLowering>(converter, axisInfo, target);
   patterns.add<AsyncWaitLowering, MBarrierAllocLowering, MBarrierExpectLowering,
-               TmaCopyLowering, TmaStoreLowering, BarrierLowering>(converter, target);
-  patterns.add<MBarrierWaitLowering>(converter);
+               MBarrierArriveLowering, MBarrierWaitLowering, TmaCopyLowering, TmaStoreLowering,
+               BarrierLowering>(converter, target);
 }

@@ -267,3 +267,11 @@ func.func @dot_register_a_shape(%p: tensor<64x16xf16>, %c: tensor<64x64xf32>) {
   %d = kiln_gpu.shared_dot %p, %b[%s], %c : tensor<64x16xf16>, !kiln_gpu.shared<[2, 32, 64], f16>, tensor<64x64xf32>
   return
 }
+
+// -----
+
+func.func @mbarrier_no_arrivals() {
+  // expected-error @+1 {{attribute 'arrivals' failed to satisfy constraint}}
+  %b = kiln_gpu.mbarrier_alloc {arrivals = 0 : i32} : !kiln_gpu.mbarriers<4>
+  return
+}

@@ -96,3 +96,23 @@ func.func @rings(%p: tensor<32x64x!kiln.ptr<f16>>, %m: tensor<32x64xi1>, %r: ten
   %e = kiln_gpu.shared_dot %r, %b[%s], %w : tensor<64x32xf16>, !kiln_gpu.shared<[3, 32, 64], f16>, tensor<64x64xf32>
   return %e : tensor<64x64xf32>
 }
+
+// The barriers of TMA rings: a transaction barrier per slot (one arrival), a barrier every
+// warp arrives on when done with a slot, and the waits on both (all threads, or thread 0
+// where a predicate holds).
+// CHECK-LABEL: func.func @mbarriers
+// CHECK: %[[FULL:.*]] = kiln_gpu.mbarrier_alloc : <4>
+// CHECK: %[[EMPTY:.*]] = kiln_gpu.mbarrier_alloc {arrivals = 8 : i32} : <4>
+// CHECK: kiln_gpu.mbarrier_expect %[[FULL]][%{{.*}}], %{{.*}} {bytes = 32768 : i32} : <4>
+// CHECK: kiln_gpu.mbarrier_wait %[[FULL]][%{{.*}}], %{{.*}} : <4>
+// CHECK: kiln_gpu.mbarrier_arrive %[[EMPTY]][%{{.*}}], %{{.*}} : <4>
+// CHECK: kiln_gpu.mbarrier_wait %[[EMPTY]][%{{.*}}], %{{.*}} if %{{.*}} : <4>
+func.func @mbarriers(%slot: i32, %phase: i32, %p: i1) {
+  %full = kiln_gpu.mbarrier_alloc : !kiln_gpu.mbarriers<4>
+  %empty = kiln_gpu.mbarrier_alloc {arrivals = 8 : i32} : !kiln_gpu.mbarriers<4>
+  kiln_gpu.mbarrier_expect %full[%slot], %p {bytes = 32768 : i32} : !kiln_gpu.mbarriers<4>
+  kiln_gpu.mbarrier_wait %full[%slot], %phase : !kiln_gpu.mbarriers<4>
+  kiln_gpu.mbarrier_arrive %empty[%slot], %p : !kiln_gpu.mbarriers<4>
+  kiln_gpu.mbarrier_wait %empty[%slot], %phase if %p : !kiln_gpu.mbarriers<4>
+  return
+}

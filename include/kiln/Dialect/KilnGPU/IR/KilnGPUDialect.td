@@ -208,17 +208,39 @@ def KilnGPU_TensorMap : Type<CPred<"::llvm::isa<::kiln::TensorMapType>($_self)">
 
 def KilnGPU_MBarrierAllocOp : Op<KilnGPU_Dialect, "mbarrier_alloc",
     [MemoryEffects<[MemAlloc<DefaultResource>, MemWrite<DefaultResource>]>]> {
-  let summary = "initialized transaction barriers for a loop's TMA copies";
+  let summary = "initialized barriers for a loop's TMA copies";
   let description = [{
     Static shared memory for the barriers; one thread initializes each with an arrival count
-    of 1, then the program synchronizes, so every thread may wait on them afterwards.
+    of `arrivals`, then the program synchronizes, so every thread may wait on them
+    afterwards. One arrival (the expect_tx of a copy group) makes a slot's transaction
+    barrier; one per warp (`arrivals` = warps) a barrier that says every warp is done
+    reading a slot.
 
     ```mlir
-    %bars = kiln_gpu.mbarrier_alloc : !kiln_gpu.mbarriers<4>
+    %full = kiln_gpu.mbarrier_alloc : !kiln_gpu.mbarriers<4>
+    %empty = kiln_gpu.mbarrier_alloc {arrivals = 8 : i32} : !kiln_gpu.mbarriers<4>
     ```
   }];
+  let arguments = (ins DefaultValuedAttr<ConfinedAttr<I32Attr, [IntMinValue<1>]>, "1">:$arrivals);
   let results = (outs KilnGPU_MBarriersType:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def KilnGPU_MBarrierArriveOp : Op<KilnGPU_Dialect, "mbarrier_arrive",
+    [MemoryEffects<[MemWrite<DefaultResource>]>]> {
+  let summary = "each warp arrives on barrier `slot`: it is done reading the slot";
+  let description = [{
+    Where `pred` holds, the first lane of every warp arrives on barrier `slot` (release
+    semantics): whatever the warp did before, the wgmma reads it waited for included, happens
+    before what a thread that waits for the phase does next. With a barrier of one arrival
+    per warp, its phase completes when every warp has arrived.
+
+    ```mlir
+    kiln_gpu.mbarrier_arrive %empty[%slot], %pred : !kiln_gpu.mbarriers<4>
+    ```
+  }];
+  let arguments = (ins KilnGPU_MBarriersType:$barriers, I32:$slot, I1:$pred);
+  let assemblyFormat = "$barriers `[` $slot `]` `,` $pred attr-dict `:` type($barriers)";
 }
 
 def KilnGPU_MBarrierExpectOp : Op<KilnGPU_Dialect, "mbarrier_expect",
@@ -243,25 +265,31 @@ def KilnGPU_MBarrierWaitOp : Op<KilnGPU_Dialect, "mbarrier_wait",
   let summary = "wait until barrier `slot` has completed the phase of parity `phase`";
   let description = [{
     Every thread spins on mbarrier.try_wait.parity: afterwards the copies of that phase are
-    visible to it and to the tensor cores.
+    visible to it and to the tensor cores. With `pred`, only thread 0 waits, and only where
+    `pred` holds (the thread that issues the TMA copies waits until every warp is done with
+    the slot they overwrite).
 
     ```mlir
-    kiln_gpu.mbarrier_wait %bars[%slot], %phase : !kiln_gpu.mbarriers<4>
+    kiln_gpu.mbarrier_wait %full[%slot], %phase : !kiln_gpu.mbarriers<4>
+    kiln_gpu.mbarrier_wait %empty[%slot], %phase if %pred : !kiln_gpu.mbarriers<4>
     ```
   }];
-  let arguments = (ins KilnGPU_MBarriersType:$barriers, I32:$slot, I32:$phase);
-  let assemblyFormat = "$barriers `[` $slot `]` `,` $phase attr-dict `:` type($barriers)";
+  let arguments = (ins KilnGPU_MBarriersType:$barriers, I32:$slot, I32:$phase,
+                       Optional<I1>:$pred);
+  let assemblyFormat = [{
+    $barriers `[` $slot `]` `,` $phase (`if` $pred^)? attr-dict `:` type($barriers)
+  }];
 }
 
 def KilnGPU_TmaCopyOp : Op<KilnGPU_Dialect, "tma_copy",
     [MemoryEffects<[MemRead<DefaultResource>, MemWrite<DefaultResource>]>]> {
   let summary = "copy a block of a tensor descriptor into a ring slot with the TMA";
   let description = [{
-    Where `pred` holds, copies the block at `coords` (outermost first) of the tensor `desc`
-    maps into slot `slot` of `buffer`, in the slot's wgmma layout (the boxes of
-    `kiln::rt::getTensorMapBox`, one per lane of the first warp; rows of A go where the
-    accumulator layout wants them), completing on barrier `slot` of `barriers`. Elements
-    outside the tensor are written as zero.
+    Where `pred` holds, thread 0 copies the block at `coords` (outermost first) of the tensor
+    `desc` maps into slot `slot` of `buffer`, in the slot's wgmma layout (the boxes of
+    `kiln::rt::getTensorMapBox`: column strips of the swizzle width, whole blocks of up to
+    256 rows), completing on barrier `slot` of `barriers`. Elements outside the tensor are
+    written as zero.
 
     ```mlir
     kiln_gpu.tma_copy %desc[%i, %k], %a[%slot], %bars, %pred
