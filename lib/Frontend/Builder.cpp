@@ -13,6 +13,7 @@
 #include "kiln/Frontend/Builder.h"
 
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
+#include "kiln/Transforms/DescriptorAccess.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
@@ -1132,7 +1133,8 @@ static SmallVector<Value> descriptorOffsets(kiln::Builder &builder, const Tile &
                                             ArrayRef<Tile> offsets, ArrayRef<Tile> shape,
                                             ArrayRef<Tile> strides, ArrayRef<int64_t> block,
                                             StringRef what) {
-  if (!desc.value || !isa<TensorMapType>(desc.value.getType()))
+  // A descriptor the kernel built (tl.make_tensor_descriptor) has no tensor map.
+  if (desc.value && !isa<TensorMapType>(desc.value.getType()))
     builder.error("expected a tensor descriptor for " + what);
   if (!base.dtype.isPointer() || base.isTile())
     builder.error("expected a scalar pointer as the base of a tensor descriptor, found " +
@@ -1163,6 +1165,24 @@ static SmallVector<Value> tileValues(ArrayRef<Tile> tiles) {
   return llvm::map_to_vector(tiles, [](const Tile &t) { return t.value; });
 }
 
+/// The extents (int32) and strides (int64) of a descriptor the kernel built, from integer
+/// scalars of any width.
+static SmallVector<Value> descriptorScalars(kiln::Builder &builder, ArrayRef<Tile> values,
+                                           DType to, StringRef what) {
+  return llvm::map_to_vector(values, [&](const Tile &t) {
+    if (t.isTile() || !t.dtype.isInt())
+      builder.error("expected integer scalars as the " + what +
+                    " of tl.make_tensor_descriptor, found " + describe(t));
+    return builder.materialize(builder.cast(t, to)).value;
+  });
+}
+static SmallVector<Value> descriptorExtents(kiln::Builder &builder, ArrayRef<Tile> shape) {
+  return descriptorScalars(builder, shape, DType::int32(), "shape");
+}
+static SmallVector<Value> descriptorStrides(kiln::Builder &builder, ArrayRef<Tile> strides) {
+  return descriptorScalars(builder, strides, DType::int64(), "strides");
+}
+
 Tile kiln::Builder::descriptorLoad(const Tile &desc, const Tile &base, ArrayRef<Tile> offsets,
                                    ArrayRef<Tile> shape, ArrayRef<Tile> strides,
                                    ArrayRef<int64_t> block) {
@@ -1171,6 +1191,13 @@ Tile kiln::Builder::descriptorLoad(const Tile &desc, const Tile &base, ArrayRef<
       descriptorOffsets(*this, desc, base, offsets, shape, strides, block, "desc.load");
   DType elem = base.dtype.getPointee();
   auto type = RankedTensorType::get(block, elem.toMLIR(ctx));
+  if (!desc.value) { // built in the kernel: the masked load of the block, now
+    auto [ptrs, mask] = emitDescriptorBlockAddress(b, loc, type, base.value, offs,
+                                                   descriptorExtents(*this, shape),
+                                                   descriptorStrides(*this, strides));
+    Value zero = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
+    return Tile{LoadOp::create(b, loc, ptrs, mask, zero), elem, std::nullopt};
+  }
   Value v = DescriptorLoadOp::create(b, loc, type, desc.value, base.value, offs,
                                      tileValues(shape), tileValues(strides));
   return Tile{v, elem, std::nullopt};
@@ -1186,6 +1213,13 @@ void kiln::Builder::descriptorStore(const Tile &desc, const Tile &base, ArrayRef
     error("expected a value of the descriptor's block shape " + fmtShape(block) +
           " for desc.store, found " + describe(value));
   Tile v = materialize(cast(value, base.dtype.getPointee()));
+  if (!desc.value) { // built in the kernel: the masked store of the block, now
+    auto [ptrs, mask] = emitDescriptorBlockAddress(
+        b, loc, mlir::cast<RankedTensorType>(v.value.getType()), base.value, offs,
+        descriptorExtents(*this, shape), descriptorStrides(*this, strides));
+    StoreOp::create(b, loc, ptrs, v.value, mask, CacheModifierAttr(), EvictionPolicyAttr());
+    return;
+  }
   DescriptorStoreOp::create(b, loc, desc.value, base.value, offs, v.value, tileValues(shape),
                             tileValues(strides));
 }

@@ -283,7 +283,9 @@ Handle py::Session::descriptorLoad(Handle desc, Handle base, const std::vector<H
                                    const std::vector<Handle> &strides,
                                    const std::vector<int64_t> &block) {
   return translate([&] {
-    return impl->add(impl->builder.descriptorLoad(impl->get(desc), impl->get(base),
+    // desc -1: a descriptor the kernel built (tl.make_tensor_descriptor), without a map.
+    return impl->add(impl->builder.descriptorLoad(impl->optional(desc).value_or(Tile()),
+                                                  impl->get(base),
                                                   impl->tiles(offsets), impl->tiles(shape),
                                                   impl->tiles(strides), block));
   });
@@ -294,7 +296,8 @@ void py::Session::descriptorStore(Handle desc, Handle base, const std::vector<Ha
                                   const std::vector<Handle> &strides,
                                   const std::vector<int64_t> &block) {
   translate([&] {
-    impl->builder.descriptorStore(impl->get(desc), impl->get(base), impl->tiles(offsets),
+    impl->builder.descriptorStore(impl->optional(desc).value_or(Tile()), impl->get(base),
+                                  impl->tiles(offsets),
                                   impl->get(value), impl->tiles(shape), impl->tiles(strides),
                                   block);
   });

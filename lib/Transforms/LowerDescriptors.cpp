@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LoopSlices.h"
+#include "kiln/Transforms/DescriptorAccess.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "kiln/Dialect/KilnGPU/IR/Dialect.h"
 #include "kiln/Passes.h"
@@ -30,12 +31,10 @@ namespace kiln {
 using namespace mlir;
 using namespace kiln;
 
-namespace {
-
-/// The pointer tile and the in-bounds mask of the block of `blockType` at `offsets`.
-std::pair<Value, Value> emitBlockAddress(OpBuilder &b, Location loc, RankedTensorType blockType,
-                                         Value base, ValueRange offsets, ValueRange shape,
-                                         ValueRange strides) {
+std::pair<Value, Value> kiln::emitDescriptorBlockAddress(OpBuilder &b, Location loc,
+                                                        RankedTensorType blockType, Value base,
+                                                        ValueRange offsets, ValueRange shape,
+                                                        ValueRange strides) {
   ArrayRef<int64_t> block = blockType.getShape();
   int64_t rank = block.size();
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
@@ -79,6 +78,8 @@ std::pair<Value, Value> emitBlockAddress(OpBuilder &b, Location loc, RankedTenso
                                 offset);
   return {ptrs, mask};
 }
+
+namespace {
 
 /// sm_90a: a store of a 2-D f16/bf16 block at the top level of the kernel through a tensor
 /// map argument goes through a one-slot shared buffer and TMA stores of whole-block boxes.
@@ -124,16 +125,17 @@ struct KilnLowerDescriptorsPass
       }
       if (auto load = dyn_cast<DescriptorLoadOp>(op)) {
         RankedTensorType type = load.getType();
-        auto [ptrs, mask] = emitBlockAddress(b, loc, type, load.getBase(), load.getOffsets(),
-                                             load.getShape(), load.getStrides());
+        auto [ptrs, mask] = emitDescriptorBlockAddress(
+            b, loc, type, load.getBase(), load.getOffsets(), load.getShape(), load.getStrides());
         Value zero = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
         Value v = LoadOp::create(b, loc, ptrs, mask, zero);
         load.replaceAllUsesWith(v);
       } else {
         auto store = cast<DescriptorStoreOp>(op);
         auto type = cast<RankedTensorType>(store.getValue().getType());
-        auto [ptrs, mask] = emitBlockAddress(b, loc, type, store.getBase(), store.getOffsets(),
-                                             store.getShape(), store.getStrides());
+        auto [ptrs, mask] =
+            emitDescriptorBlockAddress(b, loc, type, store.getBase(), store.getOffsets(),
+                                       store.getShape(), store.getStrides());
         StoreOp::create(b, loc, ptrs, store.getValue(), mask, CacheModifierAttr(),
                         EvictionPolicyAttr());
       }

@@ -215,3 +215,113 @@ def test_dot_operands_are_copied_by_the_tma_on_sm90a():
     # Per kernel parameter (map, base, 2 extents, 1 stride per descriptor; then K): every map
     # in boxes of its whole block.
     assert k.metadata.tma_box_rows == [128, 0, 0, 0, 0, 64, 0, 0, 0, 0, 128, 0, 0, 0, 0, 0]
+
+
+# ---------------------------------------------------------------- descriptors built in kernels
+
+@kiln.jit
+def device_scale_kernel(in_ptr, out_ptr, M, N, stride_in, stride_out, BM: tl.constexpr,
+                        BN: tl.constexpr):
+    in_desc = tl.make_tensor_descriptor(in_ptr, shape=[M, N], strides=[stride_in, 1],
+                                        block_shape=[BM, BN])
+    out_desc = tl.make_tensor_descriptor(out_ptr, [M, N], [stride_out, 1], [BM, BN])
+    i = tl.program_id(0) * BM
+    j = tl.program_id(1) * BN
+    out_desc.store([i, j], in_desc.load([i, j]) * 2)
+
+
+@kiln.jit
+def device_window_kernel(in_ptr, out_ptr, M, N, stride, oi, oj, BM: tl.constexpr,
+                         BN: tl.constexpr):
+    desc = tl.make_tensor_descriptor(in_ptr, [M, N], [stride, 1], [BM, BN])
+    r = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    tl.store(out_ptr + r, desc.load([oi, oj]))
+
+
+@kiln.jit
+def device_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr,
+                         BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BLOCK_K, BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BLOCK_M, BLOCK_N])
+    off_m = tl.program_id(0) * BLOCK_M
+    off_n = tl.program_id(1) * BLOCK_N
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = a_desc.load([off_m, k * BLOCK_K])
+        b = b_desc.load([k * BLOCK_K, off_n])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
+
+
+def test_device_descriptors_cover_a_ragged_tensor():
+    rng = np.random.default_rng(5)
+    a = padded(rng, 37, 100, 4)
+    out = np.full((37, 104), 7.0, np.float32)[:, :100]
+    device_scale_kernel[(3, 4)](a, out, 37, 100, a.strides[0] // 4, out.strides[0] // 4, BM=16,
+                                BN=32, **CPU)
+    np.testing.assert_array_equal(out, 2 * a)
+    assert (out.base[:, 100:] == 7.0).all()
+
+
+@pytest.mark.parametrize("oi,oj", [(0, 0), (-3, 5), (30, 90), (-20, -40)])
+def test_device_descriptor_outside_the_tensor_reads_zero(oi, oj):
+    rng = np.random.default_rng(6)
+    a = padded(rng, 37, 100, 4)
+    out = np.empty((16, 32), np.float32)
+    device_window_kernel[(1,)](a, out, 37, 100, a.strides[0] // 4, oi, oj, BM=16, BN=32, **CPU)
+    np.testing.assert_array_equal(out, window_ref(a, oi, oj, 16, 32))
+
+
+@kiln.jit
+def device_bad_stride_kernel(p, n, s):
+    d = tl.make_tensor_descriptor(p, [n, n], [1, s], [16, 16])
+    d.store([0, 0], d.load([0, 0]))
+
+
+@kiln.jit
+def device_bad_rank_kernel(p, n):
+    d = tl.make_tensor_descriptor(p, [n, n], [n, 1], [16])
+    d.store([0, 0], d.load([0, 0]))
+
+
+@pytest.mark.parametrize("kernel,args,message", [
+    (device_bad_stride_kernel, (16, 16), "expected the constant 1 as the last stride of "
+                                         "tl.make_tensor_descriptor"),
+    (device_bad_rank_kernel, (16,), "expected shape, strides and block_shape of one non-zero "
+                                    "rank"),
+])
+def test_device_descriptor_errors_name_the_line(kernel, args, message):
+    with pytest.raises(kiln.CompilationError) as info:
+        kernel[(1,)](np.zeros((16, 16), np.float32), *args, **CPU)
+    text = str(info.value)
+    assert message in text and kernel.__name__ in text
+    assert "tl.make_tensor_descriptor(" in text  # the source line is quoted
+
+
+def test_device_descriptor_matmul_takes_cp_async_rings_on_sm90a():
+    """A descriptor built in the kernel has no tensor map for the TMA: its loads are the masked
+    loads of the blocks, which the pipeline copies with cp.async into the wgmma rings."""
+    sig = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp16:16", "M": "i32:16",
+           "N": "i32:16", "K": "i32:16"}
+    k = kiln.compile(device_matmul_kernel, signature=sig,
+                     constexprs={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64},
+                     target="sm_90a", num_warps=8, num_stages=4)
+    ptx = k.asm["ptx"]
+    assert "cp.async.cg.shared.global" in ptx and "wgmma.mma_async" in ptx
+    assert "cp.async.bulk.tensor" not in ptx
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(256, 256, 128), (200, 136, 72)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_device_descriptor_matmul_gpu(shape):
+    torch = pytest.importorskip("torch")
+    M, N, K = shape
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    c = torch.empty(M, N, device="cuda", dtype=torch.float16)
+    device_matmul_kernel[(-(-M // 128), -(-N // 128))](a, b, c, M, N, K, BLOCK_M=128,
+                                                       BLOCK_N=128, BLOCK_K=64, num_warps=8)
+    ref = a.double() @ b.double()
+    assert ((c.double() - ref).norm() / ref.norm()).item() < 5e-4

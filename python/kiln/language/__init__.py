@@ -214,13 +214,13 @@ class tensor_descriptor:
 
     def load(self, offsets):
         """The block whose first element is at `offsets` (zero outside the tensor)."""
-        return _wrap(_gen().session.descriptor_load(self._desc, self._base,
+        return _wrap(_gen().session.descriptor_load(_map(self._desc), self._base,
                                                     self._offsets(offsets), self._shape,
                                                     self._strides, self._block))
 
     def store(self, offsets, value):
         """Writes `value` (the block's shape) at `offsets`, where it is inside the tensor."""
-        _gen().session.descriptor_store(self._desc, self._base, self._offsets(offsets),
+        _gen().session.descriptor_store(_map(self._desc), self._base, self._offsets(offsets),
                                         _t(value).handle, self._shape, self._strides,
                                         self._block)
         return None
@@ -230,6 +230,41 @@ class tensor_descriptor:
 
     def __repr__(self):
         return f"tensor_descriptor<{self.dtype}, {self._block}>"
+
+
+def _map(desc):
+    """The tensor map handle of a descriptor; -1 for one the kernel built."""
+    return -1 if desc is None else desc
+
+
+@builtin
+def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
+    """A tensor descriptor built in the kernel (Triton's `tl.make_tensor_descriptor`): the
+    row-major tensor of `shape` at `base` with `strides` in elements (the last must be the
+    constant 1), read and written in blocks of `block_shape` (powers of two). Its `load` and
+    `store` are the masked accesses of the block (zero outside the tensor on loads); they do
+    not go through the TMA."""
+    shape, strides = list(_unwrap(shape)), list(_unwrap(strides))
+    block = [_const_int(b, "tl.make_tensor_descriptor block_shape") for b in _unwrap(block_shape)]
+    if not (len(shape) == len(strides) == len(block)) or not block:
+        raise ValueError(f"expected shape, strides and block_shape of one non-zero rank for "
+                         f"tl.make_tensor_descriptor, found {len(shape)}, {len(strides)} and "
+                         f"{len(block)}")
+    last = _unwrap(strides[-1])
+    if isinstance(last, _py.bool) or not isinstance(last, _py.int) or last != 1:
+        raise ValueError(f"expected the constant 1 as the last stride of "
+                         f"tl.make_tensor_descriptor (a contiguous last dimension), found "
+                         f"{_describe(strides[-1])}")
+    if _unwrap(padding_option) != "zero":
+        raise ValueError(f"expected padding_option 'zero' for tl.make_tensor_descriptor "
+                         f"(Kiln zero-fills), found {_unwrap(padding_option)!r}")
+    base = _t(base)
+    if not isinstance(base.dtype, pointer_type):
+        raise TypeError(f"expected a pointer as the base of tl.make_tensor_descriptor, found "
+                        f"{_describe(base)}")
+    return tensor_descriptor(None, base.handle, [_t(x).handle for x in shape],
+                             [_t(x).handle for x in strides[:-1]], base.dtype.element_ty,
+                             block)
 
 
 # ---------------------------------------------------------------------------------------
@@ -712,9 +747,6 @@ sort = _unsupported("sort")
 histogram = _unsupported("histogram")
 debug_barrier = _unsupported("debug_barrier")
 make_block_ptr = _unsupported("make_block_ptr")
-make_tensor_descriptor = _unsupported(
-    "make_tensor_descriptor", "not supported by Kiln yet: pass a kiln.TensorDescriptor "
-    "from the host instead")
 advance = _unsupported("advance")
 join = _unsupported("join")
 split = _unsupported("split")
