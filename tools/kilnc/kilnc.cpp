@@ -22,7 +22,7 @@ using namespace mlir;
 namespace cl = llvm::cl;
 
 namespace {
-enum class Emit { Default, MLIR, LLVM, PTX, Cubin, Asm, Obj };
+enum class Emit { Default, MLIR, LLVM, PTX, Cubin, Asm, Obj, Launch };
 
 cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<input .mlir>"), cl::init("-"));
 cl::opt<std::string> outputFilename("o", cl::desc("output file"), cl::value_desc("file"),
@@ -34,7 +34,11 @@ cl::opt<Emit> emit("emit", cl::desc("what to produce (default: ptx; asm for --ar
                               clEnumValN(Emit::PTX, "ptx", "PTX assembly"),
                               clEnumValN(Emit::Cubin, "cubin", "cubin through nvJitLink"),
                               clEnumValN(Emit::Asm, "asm", "host assembly (--arch=cpu)"),
-                              clEnumValN(Emit::Obj, "obj", "host object file (--arch=cpu)")));
+                              clEnumValN(Emit::Obj, "obj", "host object file (--arch=cpu)"),
+                              clEnumValN(Emit::Launch, "launch",
+                                         "what a launch of the compiled kernel needs: its "
+                                         "name, threads, dynamic shared memory and the TMA "
+                                         "box rows of each tensor map parameter")));
 cl::opt<std::string> arch("arch",
                           cl::desc("target architecture (sm_80, sm_90, sm_90a; cpu: this host)"),
                           cl::init("sm_90"));
@@ -82,8 +86,13 @@ int main(int argc, char **argv) {
   }
   if (emit == Emit::Default)
     emit = host ? Emit::Asm : Emit::PTX;
+  if (host && emit == Emit::Launch) {
+    llvm::errs() << "kilnc: error: --emit=launch does not apply to --arch=" << arch
+                 << " (expected mlir, llvm, asm or obj)\n";
+    return 1;
+  }
   if (host != (emit == Emit::Asm || emit == Emit::Obj) && emit != Emit::MLIR &&
-      emit != Emit::LLVM) {
+      emit != Emit::LLVM && emit != Emit::Launch) {
     llvm::errs() << "kilnc: error: --emit=" << (host ? "ptx/cubin" : "asm/obj")
                  << " does not apply to --arch=" << arch
                  << (host ? " (expected mlir, llvm, asm or obj)\n"
@@ -159,6 +168,16 @@ int main(int argc, char **argv) {
   case Emit::Obj:
     output->os().write(result->hostObject.data(), result->hostObject.size());
     break;
+  case Emit::Launch: {
+    // One "key value" line each; tma_box_rows has one entry per kernel parameter (0: not a
+    // tensor map the kernel copies through), for kiln::rt::getTensorMapBox.
+    output->os() << "kernel " << result->name << "\nthreads " << result->numWarps * 32
+                 << "\nshared_bytes " << result->sharedBytes << "\ntma_box_rows";
+    for (uint16_t rows : result->tensorMapBoxRows)
+      output->os() << " " << rows;
+    output->os() << "\n";
+    break;
+  }
   case Emit::Default:
     break;
   }
