@@ -1127,6 +1127,18 @@ parseAccessModifiers(kiln::Builder &b, const std::string &cacheName,
   return {cache, evict};
 }
 
+/// `values` cast to `to`, each an integer scalar of any width (else an error naming `what`):
+/// the offsets of a descriptor access, the extents and strides of a descriptor the kernel
+/// built.
+static SmallVector<Value> descriptorScalars(kiln::Builder &builder, ArrayRef<Tile> values,
+                                           DType to, const std::string &what) {
+  return llvm::map_to_vector(values, [&](const Tile &t) {
+    if (t.isTile() || !t.dtype.isInt())
+      builder.error("expected integer scalars as " + what + ", found " + describe(t));
+    return builder.materialize(builder.cast(t, to)).value;
+  });
+}
+
 /// The operands descriptorLoad and descriptorStore share, checked: int32 offsets (cast from
 /// any integer), the base pointer's element dtype, a power-of-two block of the tensor's rank.
 static SmallVector<Value> descriptorOffsets(kiln::Builder &builder, const Tile &desc, const Tile &base,
@@ -1151,14 +1163,7 @@ static SmallVector<Value> descriptorOffsets(kiln::Builder &builder, const Tile &
     if (d <= 0 || !llvm::isPowerOf2_64(uint64_t(d)))
       builder.error("expected a block shape of powers of two for " + what + ", found " +
                     fmtShape(block));
-  SmallVector<Value> values;
-  for (const Tile &o : offsets) {
-    if (o.isTile() || !o.dtype.isInt())
-      builder.error("expected integer scalars as the offsets of " + what + ", found " +
-                    describe(o));
-    values.push_back(builder.materialize(builder.cast(o, DType::int32())).value);
-  }
-  return values;
+  return descriptorScalars(builder, offsets, DType::int32(), "the offsets of " + what.str());
 }
 
 static SmallVector<Value> tileValues(ArrayRef<Tile> tiles) {
@@ -1167,20 +1172,13 @@ static SmallVector<Value> tileValues(ArrayRef<Tile> tiles) {
 
 /// The extents (int32) and strides (int64) of a descriptor the kernel built, from integer
 /// scalars of any width.
-static SmallVector<Value> descriptorScalars(kiln::Builder &builder, ArrayRef<Tile> values,
-                                           DType to, StringRef what) {
-  return llvm::map_to_vector(values, [&](const Tile &t) {
-    if (t.isTile() || !t.dtype.isInt())
-      builder.error("expected integer scalars as the " + what +
-                    " of tl.make_tensor_descriptor, found " + describe(t));
-    return builder.materialize(builder.cast(t, to)).value;
-  });
-}
 static SmallVector<Value> descriptorExtents(kiln::Builder &builder, ArrayRef<Tile> shape) {
-  return descriptorScalars(builder, shape, DType::int32(), "shape");
+  return descriptorScalars(builder, shape, DType::int32(),
+                           "the shape of tl.make_tensor_descriptor");
 }
 static SmallVector<Value> descriptorStrides(kiln::Builder &builder, ArrayRef<Tile> strides) {
-  return descriptorScalars(builder, strides, DType::int64(), "strides");
+  return descriptorScalars(builder, strides, DType::int64(),
+                           "the strides of tl.make_tensor_descriptor");
 }
 
 Tile kiln::Builder::descriptorLoad(const Tile &desc, const Tile &base, ArrayRef<Tile> offsets,

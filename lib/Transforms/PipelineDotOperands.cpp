@@ -548,6 +548,12 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   };
   waitForSlot();
   ValueRange args = forOp.getRegionIterArgs();
+  // The slot `n` iterations after this one's, modulo the ring.
+  auto slotAfter = [&](int64_t n) -> Value {
+    return arith::RemUIOp::create(
+        rewriter, loc, arith::AddIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, n)),
+        i32Constant(rewriter, loc, stages));
+  };
   // Whether this is iteration `n` or a later one.
   auto fromIteration = [&](int64_t n) {
     auto pred = forOp.getUnsignedCmp() ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge;
@@ -558,21 +564,20 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   auto issueCopies = [&] {
     Value ahead = ivAfter(rewriter, loc, forOp, iv, distance);
     Value inRange = emitInRange(rewriter, loc, forOp, ahead);
-    Value writeSlot = arith::RemUIOp::create(
-        rewriter, loc,
-        arith::AddIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, distance)),
-        i32Constant(rewriter, loc, stages));
+    Value writeSlot = slotAfter(distance);
     if (emptyBarriers) {
-      // The slot was iteration i - 2's (distance S - 2): thread 0 waits until every warp is
-      // done with it, at the phase parity of that use (this iteration's, flipped where the
-      // slot index wrapped in between).
+      // The slot was iteration i - back's (back = S - distance = 2): thread 0 waits until
+      // every warp is done with it, at the phase parity of that use (this iteration's,
+      // flipped where the slot index wrapped in between).
+      int64_t back = stages - distance;
       Value wrapped = arith::ExtUIOp::create(
           rewriter, loc, rewriter.getI32Type(),
           arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, slot,
-                                i32Constant(rewriter, loc, 2)));
+                                i32Constant(rewriter, loc, back)));
       Value phase = arith::XOrIOp::create(rewriter, loc, forOp.getRegionIterArgs().back(),
                                           wrapped);
-      kgpu::MBarrierWaitOp::create(rewriter, loc, empties, writeSlot, phase, fromIteration(2));
+      kgpu::MBarrierWaitOp::create(rewriter, loc, empties, writeSlot, phase,
+                                   fromIteration(back));
     }
     startGroup(writeSlot, inRange);
     for (auto [plan, aBuf, bBuf] : llvm::zip(plans, aBufs, bBufs)) {
@@ -585,9 +590,9 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     endGroup();
   };
   // TMA copies of a loop whose only dot runs on (S >= 4, S - 2 ahead) go right after the
-  // dot: the slot they overwrite was read two iterations back, which every warp finished
-  // before this iteration's barrier, so they need no second one, and thread 0's warpgroup
-  // issues its wgmma before the copies instead of after them.
+  // dot: the slot they overwrite was read two iterations back, and thread 0 waits on that
+  // slot's barrier of every warp being done with it (no CTA barrier), so its warpgroup issues
+  // its wgmma before the copies instead of after them.
   bool copiesAfterDot = lateCopies || (tma && overlap);
   if (!copiesAfterDot)
     issueCopies();
@@ -607,10 +612,7 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
       rewriter.setInsertionPointAfter(shared);
       if (emptyBarriers) {
         // The dot waited for the previous iteration's: every warp is done with its slot.
-        Value previous = arith::RemUIOp::create(
-            rewriter, loc,
-            arith::AddIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, stages - 1)),
-            i32Constant(rewriter, loc, stages));
+        Value previous = slotAfter(stages - 1);
         kgpu::MBarrierArriveOp::create(rewriter, loc, empties, previous, fromIteration(1));
       }
       if (lateCopies && tma)

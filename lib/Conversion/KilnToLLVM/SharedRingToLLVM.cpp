@@ -199,13 +199,18 @@ unsigned getTmaBoxRows(Operation *op, Value desc) {
 }
 
 /// How a 2-D block in a one-operand slot splits into TMA boxes: `strips` strips of
-/// `boxInner` elements along the block's last dimension (`stripBytes` apart in the slot),
-/// each `groups` boxes of `boxRows` rows.
+/// `boxInner` elements along the block's last dimension (`stripBytes` apart in the slot, rows
+/// of `rowBytes`), each `groups` boxes of `boxRows` rows.
 struct BoxGrid {
-  int64_t boxInner, boxRows, groups, strips, stripBytes;
+  int64_t boxInner, boxRows, groups, strips, rowBytes, stripBytes;
   BoxGrid(ArrayRef<int64_t> tile, const rt::TensorMapBox &box, const OperandLayout &layout)
       : boxInner(box.dims[0]), boxRows(box.dims[1]), groups(tile[0] / boxRows),
-        strips(tile[1] / boxInner), stripBytes(tile[0] * layout.swizzle) {}
+        strips(tile[1] / boxInner), rowBytes(layout.swizzle),
+        stripBytes(tile[0] * layout.swizzle) {}
+  /// The byte offset in the slot of the box at `strip`, rows `row` on.
+  int64_t slotOffset(int64_t strip, int64_t row) const {
+    return strip * stripBytes + row * rowBytes;
+  }
   /// The tensor coordinates (innermost, outermost) of the box at `strip`, rows `row` on, of
   /// the block at `coords` (outermost first).
   std::pair<Value, Value> coordsOf(OpBuilder &b, Location loc, ValueRange coords, int64_t strip,
@@ -357,8 +362,7 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
     for (int64_t strip = 0; strip < grid.strips; ++strip)
       for (int64_t g = 0; g < grid.groups; ++g) {
         int64_t row = g * grid.boxRows;
-        Value dst = LLVM::AddOp::create(
-            b, loc, slotBase, c(strip * grid.stripBytes + row * layout.swizzle));
+        Value dst = LLVM::AddOp::create(b, loc, slotBase, c(grid.slotOffset(strip, row)));
         auto [inner, outer] = grid.coordsOf(b, loc, adaptor.getCoords(), strip, row);
         emitAsm(b, loc,
                 "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
@@ -430,8 +434,7 @@ struct TmaStoreLowering final : ConvertOpToLLVMPattern<kgpu::TmaStoreOp> {
       for (int64_t strip = 0; strip < grid.strips; ++strip)
         for (int64_t g = 0; g < grid.groups; ++g) {
           int64_t row = g * grid.boxRows;
-          Value src = LLVM::AddOp::create(b, loc, base,
-                                          c(strip * grid.stripBytes + row * layout.swizzle));
+          Value src = LLVM::AddOp::create(b, loc, base, c(grid.slotOffset(strip, row)));
           auto [inner, outer] = grid.coordsOf(b, loc, adaptor.getCoords(), strip, row);
           emitAsm(b, loc,
                   "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];",
