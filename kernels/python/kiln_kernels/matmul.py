@@ -131,7 +131,7 @@ def matmul(a, b, bias=None, activation=None, out=None):
     if M == 0 or N == 0:
         return c
     bm, bn, bk, warps, stages = config_for(M, N, K)
-    grid = (_cdiv(M, bm) * _cdiv(N, bn),)
+    grid = (kiln.cdiv(M, bm) * kiln.cdiv(N, bn),)
     has_bias = bias is not None
     bias_arg = bias if has_bias else c  # never read without HAS_BIAS
     meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, HAS_BIAS=has_bias,
@@ -144,7 +144,3 @@ def matmul(a, b, bias=None, activation=None, out=None):
         matmul_kernel[grid](a, b, c, bias_arg, M, N, K, a.stride(0), a.stride(1), b.stride(0),
                             b.stride(1), c.stride(0), c.stride(1), **meta)
     return c
-
-
-def _cdiv(x, y):
-    return (x + y - 1) // y
