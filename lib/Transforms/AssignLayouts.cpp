@@ -104,12 +104,17 @@ bool isCheapToRecompute(Operation *op) {
 /// both `x[:, None]` and `x[None, :]`, one row mask broadcast into tiles of different shapes (a
 /// matmul's operand and output masks), or one pointer or mask tile shared by a load and a
 /// store of different layouts (flash attention's q load and output store) ties no layouts
-/// together.
+/// together. Likewise the accumulator of a dot: one zero tile that CSE made both a dot's C and
+/// a loop's initial accumulator must not give two dots of different layouts one group.
 void rematerializeCheapOperands(func::FuncOp func) {
   SmallVector<std::pair<Operation *, unsigned>> uses;
   func.walk([&](Operation *op) {
     if (isa<ExpandDimsOp, BroadcastOp>(op))
       uses.push_back({op, 0});
+    else if (auto dot = dyn_cast<DotOp>(op))
+      uses.push_back({op, dot.getCMutable().getOperandNumber()});
+    else if (auto dot = dyn_cast<kiln::gpu::SharedDotOp>(op))
+      uses.push_back({op, dot.getCMutable().getOperandNumber()});
     else if (isa<LoadOp, StoreOp, AtomicRMWOp, AtomicCASOp, kiln::gpu::AsyncCopyOp>(op))
       for (unsigned i = 0; i < op->getNumOperands(); ++i)
         uses.push_back({op, i});
@@ -425,8 +430,13 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
   });
 
   // 6. A shared ring is stored contiguous along the dimension its copies are coalesced along,
-  // so that each thread's cp.async moves whole runs.
+  // so that each thread's cp.async moves whole runs; 8-bit rings along K, the only way wgmma
+  // reads them (copies along N then move one element at a time).
   func.walk([&](kiln::gpu::LocalAllocOp alloc) {
+    if (alloc.getResult().getType().getElementType().getIntOrFloatBitWidth() == 8) {
+      alloc.setKMajorAttr(BoolAttr::get(&getContext(), true));
+      return;
+    }
     for (Operation *user : alloc->getUsers())
       if (auto copy = dyn_cast<kiln::gpu::AsyncCopyOp>(user)) {
         unsigned fast = kiln::gpu::getOrder(copy.getPtr().getType().getEncoding())[0];

@@ -137,7 +137,7 @@ FailureOr<CopyPlan> planTmaCopy(DescriptorLoadOp desc, Value operand, scf::ForOp
 }
 
 /// A load the pipeline can turn into async copies: one use (the dot), not volatile, zero
-/// where masked off, 16-bit floats, its operands computable for any iteration.
+/// where masked off, 16-bit floats or int8, its operands computable for any iteration.
 FailureOr<CopyPlan> planCopy(Value operand, scf::ForOp loop) {
   if (auto desc = operand.getDefiningOp<DescriptorLoadOp>())
     return planTmaCopy(desc, operand, loop);
@@ -146,10 +146,10 @@ FailureOr<CopyPlan> planCopy(Value operand, scf::ForOp loop) {
       load.getIsVolatile())
     return failure();
   Type elem = getElementTypeOrSelf(load.getType());
-  if (!elem.isF16() && !elem.isBF16())
+  if (!elem.isF16() && !elem.isBF16() && !elem.isInteger(8))
     return failure();
   if (Value other = load.getOther())
-    if (!matchPattern(other, m_AnyZeroFloat()))
+    if (!matchPattern(other, m_AnyZeroFloat()) && !matchPattern(other, m_Zero()))
       return failure();
   CopyPlan plan;
   plan.load = load;
@@ -256,15 +256,20 @@ struct DotPlan {
   CopyPlan b;
 };
 
-/// Whether `dot` can read rings (f16/bf16 inputs of one type, f32 accumulators, K a multiple
-/// of 16, a warpgroup accumulator layout) and how its operands get there; B must be a copyable
-/// load of the loop.
+/// Whether `dot` can read rings (f16/bf16 inputs of one type with f32 accumulators and K a
+/// multiple of 16, or int8 with int32 and K a multiple of 32; a warpgroup accumulator layout)
+/// and how its operands get there; B must be a copyable load of the loop. int8 operands are
+/// read K-major from rings only (-kiln-assign-layouts makes their rings K-major).
 FailureOr<DotPlan> planDot(DotOp dot, scf::ForOp loop, unsigned numWarps) {
   MLIRContext *ctx = loop.getContext();
   RankedTensorType aTy = dot.getA().getType(), bTy = dot.getB().getType();
   auto cTy = cast<RankedTensorType>(dot.getC().getType());
-  if (aTy.getElementType() != bTy.getElementType() || !cTy.getElementType().isF32() ||
-      aTy.getDimSize(1) % 16 != 0 || !getWgmmaAccumulatorLayout(ctx, cTy.getShape(), numWarps))
+  Type in = aTy.getElementType(), acc = cTy.getElementType();
+  bool int8 = in.isInteger(8);
+  bool types = int8 ? acc.isInteger(32) && aTy.getDimSize(1) % 32 == 0
+                    : (in.isF16() || in.isBF16()) && acc.isF32() && aTy.getDimSize(1) % 16 == 0;
+  if (in != bTy.getElementType() || !types ||
+      !getWgmmaAccumulatorLayout(ctx, cTy.getShape(), numWarps))
     return failure();
   FailureOr<CopyPlan> b = planCopy(dot.getB(), loop);
   if (failed(b))
@@ -277,7 +282,8 @@ FailureOr<DotPlan> planDot(DotOp dot, scf::ForOp loop, unsigned numWarps) {
   }
   if (auto load = a.getDefiningOp<LoadOp>(); load && !loop->isAncestor(load)) {
     Value other = load.getOther();
-    if (load.getIsVolatile() || (other && !matchPattern(other, m_AnyZeroFloat())))
+    if (load.getIsVolatile() ||
+        (other && !matchPattern(other, m_AnyZeroFloat()) && !matchPattern(other, m_Zero())))
       return failure();
     plan.aSource = ASource::Once;
     plan.aOnce = load;
@@ -288,7 +294,7 @@ FailureOr<DotPlan> planDot(DotOp dot, scf::ForOp loop, unsigned numWarps) {
   // A load with other uses stays where it is (its layout is the load's to choose).
   bool inBody = isa<BlockArgument>(a) ? cast<BlockArgument>(a).getOwner() == loop.getBody()
                                       : loop->isAncestor(a.getDefiningOp());
-  if (!inBody || a.getDefiningOp<LoadOp>() ||
+  if (int8 || !inBody || a.getDefiningOp<LoadOp>() ||
       !getWgmmaAccumulatorLayout(ctx, aTy.getShape(), numWarps))
     return failure();
   plan.aSource = ASource::Registers;

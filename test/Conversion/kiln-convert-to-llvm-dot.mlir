@@ -66,6 +66,7 @@ func.func @ieee(%pa: !kiln.ptr<f32>, %pc: !kiln.ptr<f32>) {
 
 // -----
 
+// int8 with K = 16 (below one m16n8k32) stays on the CUDA cores.
 // CHECK-LABEL: llvm.func @int8(
 // CHECK-NOT: mma.sync
 // CHECK: llvm.sext
@@ -77,5 +78,25 @@ func.func @int8(%pa: !kiln.ptr<i8>, %pc: !kiln.ptr<i32>) {
   %z = arith.constant dense<0> : tensor<16x16xi32>
   %d = kiln.dot %x, %x, %z : tensor<16x16xi8> * tensor<16x16xi8> -> tensor<16x16xi32>
   kiln.store %c, %d : tensor<16x16x!kiln.ptr<i32>>
+  return
+}
+
+// -----
+
+// int8 x int8 -> int32 with K a multiple of 32 runs on mma.sync.m16n8k32: the f16 fragment
+// pattern in bytes (A and B 32 x 48 bytes each: a 16-byte pad per row), 4 warps in a 2 x 2
+// grid, one k-step x 1 row pair x 2 column bands per warp (the accumulator in the mma
+// fragment layout, as for f16).
+// CHECK: llvm.mlir.global internal @__kiln_scratch() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<3072 x i8>
+// CHECK-LABEL: llvm.func @int8_mma(
+// CHECK-COUNT-2: mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};", "=r,=r,=r,=r,r,r,r,r,r,r,0,1,2,3"
+// CHECK-NOT: mma.sync
+func.func @int8_mma(%pa: !kiln.ptr<i8>, %pc: !kiln.ptr<i32>) {
+  %a = kiln.splat %pa : tensor<32x32x!kiln.ptr<i8>>
+  %c = kiln.splat %pc : tensor<32x32x!kiln.ptr<i32>>
+  %x = kiln.load %a : tensor<32x32x!kiln.ptr<i8>>
+  %z = arith.constant dense<0> : tensor<32x32xi32>
+  %d = kiln.dot %x, %x, %z : tensor<32x32xi8> * tensor<32x32xi8> -> tensor<32x32xi32>
+  kiln.store %c, %d : tensor<32x32x!kiln.ptr<i32>>
   return
 }

@@ -344,3 +344,44 @@ func.func @tma_matmul(%ad: !kiln.tensormap, %ab: !kiln.ptr<f16>, %bd: !kiln.tens
   }
   return %acc : tensor<128x128xf32>
 }
+
+// -----
+
+// int8 operands with int32 accumulators take rings too (wgmma k32 steps: K a multiple of 32);
+// with K = 16 the dot stays where it is.
+// CHECK-LABEL: func.func @int8_rings(
+// CHECK: kiln_gpu.local_alloc {operand = 0 : i32} : <[3, 64, 32], i8>
+// CHECK: kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 32, 64], i8>
+// CHECK: kiln_gpu.shared_dot {{.*}} : !kiln_gpu.shared<[3, 64, 32], i8>, <[3, 32, 64], i8>, tensor<64x64xi32>
+func.func @int8_rings(%A: !kiln.ptr<i8>, %K: i32) -> tensor<64x64xi32> {
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %acc0 = arith.constant dense<0> : tensor<64x64xi32>
+  %acc = scf.for %k = %c0 to %K step %c32 iter_args(%acc_i = %acc0) -> (tensor<64x64xi32>) : i32 {
+    %pa = kiln.splat %A : tensor<64x32x!kiln.ptr<i8>>
+    %a = kiln.load %pa : tensor<64x32x!kiln.ptr<i8>>
+    %pb = kiln.splat %A : tensor<32x64x!kiln.ptr<i8>>
+    %b = kiln.load %pb : tensor<32x64x!kiln.ptr<i8>>
+    %d = kiln.dot %a, %b, %acc_i : tensor<64x32xi8> * tensor<32x64xi8> -> tensor<64x64xi32>
+    scf.yield %d : tensor<64x64xi32>
+  }
+  return %acc : tensor<64x64xi32>
+}
+
+// CHECK-LABEL: func.func @int8_k16(
+// CHECK-NOT: kiln_gpu.local_alloc
+// CHECK: kiln.dot
+func.func @int8_k16(%A: !kiln.ptr<i8>, %K: i32) -> tensor<64x64xi32> {
+  %c0 = arith.constant 0 : i32
+  %c16 = arith.constant 16 : i32
+  %acc0 = arith.constant dense<0> : tensor<64x64xi32>
+  %acc = scf.for %k = %c0 to %K step %c16 iter_args(%acc_i = %acc0) -> (tensor<64x64xi32>) : i32 {
+    %pa = kiln.splat %A : tensor<64x16x!kiln.ptr<i8>>
+    %a = kiln.load %pa : tensor<64x16x!kiln.ptr<i8>>
+    %pb = kiln.splat %A : tensor<16x64x!kiln.ptr<i8>>
+    %b = kiln.load %pb : tensor<16x64x!kiln.ptr<i8>>
+    %d = kiln.dot %a, %b, %acc_i : tensor<64x16xi8> * tensor<16x64xi8> -> tensor<64x64xi32>
+    scf.yield %d : tensor<64x64xi32>
+  }
+  return %acc : tensor<64x64xi32>
+}

@@ -286,6 +286,49 @@ def test_tutorial_matmul_warpgroup_tiles_gpu(case, shape):
     check(case, to_np(dc), a, b)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", WGMMA_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("b_order", ["row", "col"])
+@pytest.mark.parametrize("stages", [1, 3, 4])
+def test_int8_matmul_warpgroup_tiles_gpu(shape, b_order, stages):
+    """int8 x int8 -> int32 on Hopper's tensor cores, exact: wgmma reads 8-bit operands
+    K-major only, so B is staged transposed (through registers with 1 stage; with more, rings
+    whose copies move 16 bytes when B is column-major and one byte when it is row-major)."""
+    M, N, K, BM, BN, BK, warps = shape
+    to_dev, to_np = _gpu_arrays()
+    a, b = make_inputs("int8", M, N, K, seed=M + N + K)
+    c = np.full((M, N), -7, dtype=np.int32)
+    # A column-major B is the transpose of an N x K row-major array.
+    db = to_dev(b) if b_order == "row" else to_dev(np.ascontiguousarray(b.T))
+    sb = (N, 1) if b_order == "row" else (1, K)
+    dc = to_dev(c)
+    launch_matmul(to_dev(a), db, dc, M, N, K, BM, BN, BK, tl.int32, None,
+                  strides=((K, 1), sb, (N, 1)), device="gpu", num_warps=warps,
+                  num_stages=stages)
+    check("int8", to_np(dc), a, b)
+
+
+def test_int8_dot_runs_on_tensor_cores():
+    """No GPU needed: int8 dots compiled for sm_90a multiply with wgmma (k32 steps, operands
+    K-major: a column-major B is copied 16 bytes at a time into its ring), for sm_80 and sm_90
+    with mma.sync.m16n8k32; K = 16 (below one mma) stays on the CUDA cores."""
+    sig = dict(a_ptr="*i8:16", b_ptr="*i8:16", c_ptr="*i32:16", M="i32:16", N="i32:16",
+               K="i32:16", stride_am="i32:16", stride_bn="i32:16", stride_cm="i32:16")
+    consts = dict(stride_ak=1, stride_bk=1, stride_cn=1, BLOCK_SIZE_M=128, BLOCK_SIZE_N=128,
+                  BLOCK_SIZE_K=64, GROUP_SIZE_M=8, ACC_DTYPE=tl.int32, PRECISION=None)
+    ptx = kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target="sm_90a",
+                       num_warps=8, num_stages=4).asm["ptx"]
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n128k32\.s32\.s8\.s8", ptx)
+    assert "cp.async.cg.shared.global" in ptx and "ld.global.b8" not in ptx
+    for arch in ("sm_80", "sm_90"):
+        ptx = kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target=arch,
+                           num_warps=8).asm["ptx"]
+        assert "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32" in ptx and "wgmma" not in ptx
+    ptx = kiln.compile(matmul_kernel, signature=sig, constexprs=dict(consts, BLOCK_SIZE_K=16),
+                       target="sm_90a", num_warps=8).asm["ptx"]
+    assert "mma" not in ptx
+
+
 @kiln.jit
 def wgmma_rows_kernel(a_ptr, b_ptr, bias_ptr, c_ptr, max_ptr, cum_ptr, M: tl.constexpr,
                       N: tl.constexpr, K: tl.constexpr):

@@ -131,9 +131,14 @@ inline constexpr llvm::StringLiteral kIEEEDivAttr = "kiln.ieee";
 /// f32 division as Triton lowers it (div.full.f32).
 void populateDivOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                  mlir::RewritePatternSet &patterns);
-/// Elements of padding after each row of a dot operand in shared memory (mma.sync path).
-inline constexpr int64_t kDotSharedPad = 8;
-/// Whether a dot lowers to wgmma (f16/bf16 -> f32 in the warpgroup layout on sm_90a).
+/// Elements per row of a dot operand of K elements of `elemBytes` each in shared memory
+/// (mma.sync path): K and a pad of 16 bytes (at least 8 elements) after it, so that the 8
+/// rows of a fragment load start in different banks.
+inline int64_t getDotSharedStride(int64_t K, int64_t elemBytes) {
+  return K + std::max<int64_t>(8, 16 / elemBytes);
+}
+/// Whether a dot lowers to wgmma (f16/bf16 -> f32 or int8 -> int32 in the warpgroup layout
+/// on sm_90a).
 bool wgmmaApplies(DotOp op);
 
 /// Byte sizes of the shared-memory scratch parts `op` uses while it runs, written before and

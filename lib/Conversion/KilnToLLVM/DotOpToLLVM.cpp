@@ -6,16 +6,20 @@
 // over the banks; the buffers are the op's parts of the shared scratch pool, preceded by a
 // barrier where SharedScratch's analysis asks for one), then a barrier.
 //
-// Tensor cores (f16/bf16 -> f32 with mma.sync.m16n8k16; f32 as tf32 with m16n8k8): the
-// accumulator's layout is getMmaAccumulatorLayout, a blocked layout whose lane pattern is the
-// mma C fragment's (lane = 4 * row + column pair). A warp owns rows w_m*8 + [0, 8) of every
-// 8*W_m-row band and columns w_n*8 + [0, 8) of every 8*W_n-column band; two row bands
-// (2p, 2p+1) form the 16 rows of one mma (C rows g and g + 8), each column band its 8
-// columns. The A fragment is loaded for exactly those rows, so no data moves for C.
+// Tensor cores (f16/bf16 -> f32 with mma.sync.m16n8k16; f32 as tf32 with m16n8k8; int8 ->
+// int32 with m16n8k32): the accumulator's layout is getMmaAccumulatorLayout, a blocked layout
+// whose lane pattern is the mma C fragment's (lane = 4 * row + column pair), the same for the
+// three shapes. A warp owns rows w_m*8 + [0, 8) of every 8*W_m-row band and columns
+// w_n*8 + [0, 8) of every 8*W_n-column band; two row bands (2p, 2p+1) form the 16 rows of one
+// mma (C rows g and g + 8), each column band its 8 columns. The A fragment is loaded for
+// exactly those rows, so no data moves for C. A fragment register is 32 bits of one row of A
+// (or one column of B), E = 4 / element bytes consecutive k: k = E * (lane % 4) and, for the
+// second register of each pair, 4E further (PTX ISA 9.7.14.5.8 and .5.10); one mma covers
+// 8E k. In bytes the three shapes load the same words.
 //
-// Anything else (i8, f16 accumulators, fp32 with inputPrecision = ieee or tf32x3, layouts too
-// small for the warps) multiplies on the CUDA cores: every thread accumulates its own elements
-// over K from shared memory.
+// Anything else (f16 accumulators, fp32 with inputPrecision = ieee or tf32x3, int8 with K not
+// a multiple of 32, layouts too small for the warps) multiplies on the CUDA cores: every
+// thread accumulates its own elements over K from shared memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +41,8 @@ namespace {
 bool usesTensorCores(DotOp op) {
   Type ea = op.getA().getType().getElementType();
   Type ec = op.getC().getType().getElementType();
+  if (ea.isInteger(8))
+    return ec.isInteger(32) && op.getA().getType().getDimSize(1) % 32 == 0;
   if (!ec.isF32())
     return false;
   return ea.isF16() || ea.isBF16() ||
@@ -57,7 +63,7 @@ struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
     int64_t K = aTy.getDimSize(1);
     Type inElem = aTy.getElementType();
     // Booleans are not dot inputs; i8 and floats are stored as they are.
-    int64_t stride = K + kDotSharedPad;
+    int64_t stride = getDotSharedStride(K, inElem.getIntOrFloatBitWidth() / 8);
     // A [M][stride] and B [N][stride] elements: parts 0 and 1 of the op's shared scratch.
     Value aBuf = scratch.getPart(rewriter, loc, op, 0);
     Value bBuf = scratch.getPart(rewriter, loc, op, 1);
@@ -102,11 +108,12 @@ struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
     auto cTy = cast<RankedTensorType>(op.getC().getType());
     Type inElem = op.getA().getType().getElementType();
     int64_t K = op.getA().getType().getDimSize(1);
-    bool tf32 = inElem.isF32();
-    int64_t kStep = tf32 ? 8 : 16;
+    bool tf32 = inElem.isF32(), int8 = inElem.isInteger(8);
+    // E elements of one row (A) or column (B) per 32-bit fragment register.
+    int64_t E = 32 / inElem.getIntOrFloatBitWidth(), kStep = 8 * E;
     unsigned wm = layout.getWarpsPerCTA()[0], wn = layout.getWarpsPerCTA()[1];
     int64_t mReps = cTy.getDimSize(0) / (8 * wm), nReps = cTy.getDimSize(1) / (8 * wn);
-    Type i32 = b.getI32Type(), f32 = b.getF32Type();
+    Type i32 = b.getI32Type(), f32 = b.getF32Type(), accElem = int8 ? i32 : f32;
 
     // Where each accumulator element of this thread lives in the struct.
     std::map<std::tuple<unsigned, unsigned, unsigned>, unsigned> slot;
@@ -119,12 +126,12 @@ struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
         b, loc, LLVM::MulOp::create(b, loc, ids.warp[0], i32Const(b, loc, 8)), g);
     Value colInBand = LLVM::AddOp::create(
         b, loc, LLVM::MulOp::create(b, loc, ids.warp[1], i32Const(b, loc, 8)), g);
-    Value tig2 = LLVM::MulOp::create(b, loc, tig, i32Const(b, loc, tf32 ? 1 : 2));
+    Value tigE = LLVM::MulOp::create(b, loc, tig, i32Const(b, loc, E));
     auto add = [&](Value v, int64_t c) -> Value {
       return c == 0 ? v : LLVM::AddOp::create(b, loc, v, i32Const(b, loc, c)).getResult();
     };
-    // One 32-bit fragment register: two 16-bit elements at (row, col), (row, col + 1), or
-    // one f32 rounded to tf32.
+    // One 32-bit fragment register: E elements at (row, col) .. (row, col + E - 1), or one
+    // f32 rounded to tf32.
     auto fragment = [&](Value buf, Value row, Value col) -> Value {
       Value p = at(b, buf, row, col);
       if (!tf32)
@@ -134,24 +141,29 @@ struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
                            /*sideEffects=*/false);
     };
 
-    std::string shape = tf32 ? "m16n8k8" : "m16n8k16";
-    std::string types = inElem.isF16() ? "f16.f16" : inElem.isBF16() ? "bf16.bf16" : "tf32.tf32";
-    std::string asmStr = "mma.sync.aligned." + shape + ".row.col.f32." + types +
-                         ".f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};";
-    std::string constraints = "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3";
-    auto resTy = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+    std::string shape = "m16n8k" + std::to_string(kStep);
+    std::string types = inElem.isF16()    ? "f32.f16.f16.f32"
+                        : inElem.isBF16() ? "f32.bf16.bf16.f32"
+                        : int8            ? "s32.s8.s8.s32"
+                                          : "f32.tf32.tf32.f32";
+    std::string asmStr = "mma.sync.aligned." + shape + ".row.col." + types +
+                         " {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};";
+    std::string constraints = int8 ? "=r,=r,=r,=r,r,r,r,r,r,r,0,1,2,3"
+                                   : "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3";
+    auto resTy = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                  {accElem, accElem, accElem, accElem});
 
     for (int64_t kk = 0; kk < K; kk += kStep) {
-      // B fragments per column band j: k = kk + tig2 (+ 1), and + 8 (k16) or + 4 (k8).
+      // B fragments per column band j: k = kk + E * tig (.. + E - 1), and 4E further.
       SmallVector<std::array<Value, 2>> bFrag;
       for (int64_t j = 0; j < nReps; ++j) {
         Value n = add(colInBand, j * 8 * wn);
-        Value k0 = add(tig2, kk);
-        bFrag.push_back({fragment(bBuf, n, k0), fragment(bBuf, n, add(k0, tf32 ? 4 : 8))});
+        Value k0 = add(tigE, kk);
+        bFrag.push_back({fragment(bBuf, n, k0), fragment(bBuf, n, add(k0, 4 * E))});
       }
       for (int64_t p = 0; p < mReps / 2; ++p) {
         Value r0 = add(rowInBand, 2 * p * 8 * wm), r1 = add(rowInBand, (2 * p + 1) * 8 * wm);
-        Value k0 = add(tig2, kk), k1 = add(k0, tf32 ? 4 : 8);
+        Value k0 = add(tigE, kk), k1 = add(k0, 4 * E);
         std::array<Value, 4> aFrag = {fragment(aBuf, r0, k0), fragment(aBuf, r1, k0),
                                       fragment(aBuf, r0, k1), fragment(aBuf, r1, k1)};
         for (int64_t j = 0; j < nReps; ++j) {

@@ -88,8 +88,8 @@ SmallVector<int64_t> kiln::getScratchParts(Operation *op) {
     if (wgmmaApplies(dot))
       return parts; // operand buffers of its own, live across the asynchronous wgmmas
     RankedTensorType a = dot.getA().getType(), b = dot.getB().getType();
-    int64_t K = a.getDimSize(1), stride = K + kDotSharedPad;
     int64_t elem = storageBytes(a.getElementType());
+    int64_t stride = getDotSharedStride(a.getDimSize(1), elem);
     parts.push_back(a.getDimSize(0) * stride * elem);
     parts.push_back(b.getDimSize(1) * stride * elem);
   }

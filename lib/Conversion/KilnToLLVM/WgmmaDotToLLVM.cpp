@@ -51,27 +51,45 @@ constexpr int64_t kStaticSharedLimit = 48 * 1024;
 
 bool isSixteenBit(Type t) { return t.isF16() || t.isBF16(); }
 
+/// Whether wgmma multiplies A x B of element type `in` (both) into `acc`, K elements deep:
+/// f16/bf16 -> f32 in k16 steps, int8 -> int32 in k32 steps.
+bool wgmmaTypes(Type in, Type acc, int64_t K) {
+  if (isSixteenBit(in))
+    return acc.isF32() && K % 16 == 0;
+  return in.isInteger(8) && acc.isInteger(32) && K % 32 == 0;
+}
+
+/// Whether the element type is 8 bits wide: wgmma reads such operands K-major only and A from
+/// shared memory only (its register fragments are not the accumulator's layout).
+bool isEightBit(Type t) { return t.getIntOrFloatBitWidth() == 8; }
+
+/// Bytes per element of a dot operand.
+int64_t elementBytes(Type t) { return t.getIntOrFloatBitWidth() / 8; }
+
+/// Whether a constant accumulator is zero (float or integer).
+bool isZeroAccumulator(Value c) {
+  return matchPattern(c, m_AnyZeroFloat()) || matchPattern(c, m_Zero());
+}
+
 } // namespace
 
-/// Whether `op` can use wgmma: f16/bf16 inputs with f32 accumulators, the warpgroup layout,
-/// and a module compiled for sm_90a.
+/// Whether `op` can use wgmma: f16/bf16 inputs with f32 accumulators or int8 with int32, the
+/// warpgroup layout, and a module compiled for sm_90a.
 bool kiln::wgmmaApplies(DotOp op) {
   auto module = op->getParentOfType<ModuleOp>();
   if (!module || !module->hasAttr(kgpu::kWgmmaAttr))
     return false;
   RankedTensorType aTy = op.getA().getType(), bTy = op.getB().getType();
   auto cTy = cast<RankedTensorType>(op.getC().getType());
-  if (!isSixteenBit(aTy.getElementType()) || aTy.getElementType() != bTy.getElementType() ||
-      !cTy.getElementType().isF32())
-    return false;
-  if (aTy.getDimSize(1) % 16 != 0)
+  if (aTy.getElementType() != bTy.getElementType() ||
+      !wgmmaTypes(aTy.getElementType(), cTy.getElementType(), aTy.getDimSize(1)))
     return false;
   auto numWarps = module->getAttrOfType<IntegerAttr>(kgpu::kNumWarpsAttr);
   if (!numWarps || cTy.getEncoding() != getWgmmaAccumulatorLayout(op.getContext(),
                                                                    cTy.getShape(),
                                                                    numWarps.getInt()))
     return false;
-  int64_t bytes = (aTy.getNumElements() + bTy.getNumElements()) * 2;
+  int64_t bytes = (aTy.getNumElements() + bTy.getNumElements()) * elementBytes(aTy.getElementType());
   return bytes <= kStaticSharedLimit;
 }
 
@@ -87,13 +105,16 @@ int contiguousDim(RankedTensorType t) {
 /// wgmma.wait_group 0 with every accumulator register in `acc` passing through it, so that no
 /// use of them moves above the wait.
 void emitWgmmaWaitAll(OpBuilder &b, Location loc, SmallVector<Value> &acc) {
+  if (acc.empty())
+    return;
+  Type accElem = acc.front().getType();
   std::string constraints;
   for (unsigned i = 0; i < acc.size(); ++i)
-    constraints += "=f,";
+    constraints += accElem.isF32() ? "=f," : "=r,";
   for (unsigned i = 0; i < acc.size(); ++i)
     constraints += std::to_string(i) + (i + 1 < acc.size() ? "," : "");
   auto resTy = LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                                SmallVector<Type>(acc.size(), b.getF32Type()));
+                                                SmallVector<Type>(acc.size(), accElem));
   Value d = emitInlineAsm(b, loc, resTy, acc, "wgmma.wait_group.sync.aligned 0;", constraints, true);
   for (unsigned i = 0; i < acc.size(); ++i)
     acc[i] = LLVM::ExtractValueOp::create(b, loc, d, i);
@@ -112,8 +133,11 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
                 function_ref<std::array<Value, 4>(int64_t, int64_t)> aFragment = nullptr,
                 bool zeroAcc = false) {
   MLIRContext *ctx = b.getContext();
-  Type f32 = b.getF32Type();
+  bool integer = inElem.isInteger(8);
+  Type accElem = integer ? Type(b.getI32Type()) : Type(b.getF32Type());
   int64_t M = shape[0], N = shape[1], K = aL.k;
+  // One wgmma covers 32 bytes of K: k16 for 16-bit elements, k32 for 8-bit ones.
+  int64_t kStep = 32 / aL.elemBytes;
   unsigned W = layout.getWarpsPerCTA()[0];
   int64_t blocksPerGroup = M / (16 * W);
   // Thread ids of the accumulator layout: warp w, lane = 4 * row + column pair.
@@ -135,18 +159,19 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
                                       i32Const(b, loc, K * aL.swizzle))
                       .getResult();
   int64_t nInstr = std::min<int64_t>(N, 256);
-  std::string types = inElem.isF16() ? "f16.f16" : "bf16.bf16";
+  std::string types = inElem.isF16() ? "f32.f16.f16" : inElem.isBF16() ? "f32.bf16.bf16"
+                                                                      : "s32.s8.s8";
   Value one = i32Const(b, loc, 1); // scale-d: accumulate
   Value zero = i32Const(b, loc, 0); // scale-d: overwrite
   if (zeroAcc)
     for (Value &v : acc)
-      v = LLVM::UndefOp::create(b, loc, f32);
+      v = LLVM::UndefOp::create(b, loc, accElem);
   // A fragments from registers are all packed before the fence: a register written between
   // wgmmas makes ptxas inject a warpgroup.arrive before the next one.
   std::map<std::pair<int64_t, int64_t>, std::array<Value, 4>> aRegs;
   if (aFragment)
     for (int64_t mb = 0; mb < blocksPerGroup; ++mb)
-      for (int64_t kk = 0; kk < K; kk += 16)
+      for (int64_t kk = 0; kk < K; kk += kStep)
         aRegs[{mb, kk}] = aFragment(mb, kk);
   // Descriptors: the operands' first elements once, then a constant add per sub-matrix.
   Value aDesc = aFragment ? Value() : aL.emitBaseDescriptor(b, loc, aBase, aRowBytes);
@@ -170,21 +195,25 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
                 num(2 * n + 3) + "}";
       std::string asmStr = "{\n.reg .pred p;\nsetp.ne.b32 p, " + num(2 * n + aCount + 1) +
                            ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(nInstr) +
-                           "k16.f32." + types + " {";
+                           "k" + std::to_string(kStep) + "." + types + " {";
       std::string constraints;
       for (unsigned i = 0; i < n; ++i) {
         asmStr += (i ? ", " : "") + num(i);
-        constraints += "=f,";
+        constraints += integer ? "=r," : "=f,";
       }
-      // A in registers has no transpose flag, only B.
-      asmStr += "}, " + aText + ", " + num(2 * n + aCount) + ", p, 1, 1, " +
-                (aFragment ? std::string() : std::string(aL.kMajor ? "0" : "1") + ", ") +
-                (bL.kMajor ? "0" : "1") + ";\n}";
+      // Floats: the input scales (1) and the transpose flags (A in registers has none, only
+      // B). Integers have neither: both operands are K-major.
+      asmStr += "}, " + aText + ", " + num(2 * n + aCount) + ", p";
+      if (!integer)
+        asmStr += ", 1, 1, " +
+                  (aFragment ? std::string() : std::string(aL.kMajor ? "0" : "1") + ", ") +
+                  (bL.kMajor ? "0" : "1");
+      asmStr += ";\n}";
       for (unsigned i = 0; i < n; ++i)
         constraints += std::to_string(i) + ",";
       constraints += aFragment ? "r,r,r,r,l,r" : "l,l,r";
-      auto resTy = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(n, f32));
-      for (int64_t kk = 0; kk < K; kk += 16) {
+      auto resTy = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(n, accElem));
+      for (int64_t kk = 0; kk < K; kk += kStep) {
         SmallVector<Value> args;
         for (unsigned r : regs)
           args.push_back(acc[r]);
@@ -260,19 +289,22 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
     auto cTy = cast<RankedTensorType>(op.getC().getType());
     int64_t M = aTy.getDimSize(0), K = aTy.getDimSize(1), N = bTy.getDimSize(1);
     Type inElem = aTy.getElementType();
-    const int64_t eb = 2;
+    const int64_t eb = elementBytes(inElem);
+    bool eightBit = isEightBit(inElem);
     auto layout = cast<kgpu::BlockedEncodingAttr>(cTy.getEncoding());
     unsigned W = layout.getWarpsPerCTA()[0];
 
     // A whose registers already are wgmma's A fragments (the accumulator layout of an M x K
-    // tile: a previous dot's result, as flash attention's p) feeds the wgmmas directly.
-    bool aInRegisters = aTy.getEncoding() == getWgmmaAccumulatorLayout(ctx, {M, K}, W);
+    // 16-bit tile: a previous dot's result, as flash attention's p) feeds the wgmmas directly.
+    bool aInRegisters =
+        !eightBit && aTy.getEncoding() == getWgmmaAccumulatorLayout(ctx, {M, K}, W);
 
-    // Shared layouts: each operand contiguous along the dimension its registers are.
-    OperandLayout aL{M, K, /*kMajor=*/contiguousDim(aTy) != 0, 0, eb, 0};
+    // Shared layouts: each operand contiguous along the dimension its registers are (8-bit
+    // operands K-major whatever their registers: wgmma reads them no other way).
+    OperandLayout aL{M, K, /*kMajor=*/eightBit || contiguousDim(aTy) != 0, 0, eb, 0};
     aL.swizzle = swizzleFor(aL.contiguousExtent(), eb);
     int64_t aBytes = aInRegisters ? 0 : M * K * eb;
-    OperandLayout bL{N, K, /*kMajor=*/contiguousDim(bTy) != 1, 0, eb, aBytes};
+    OperandLayout bL{N, K, /*kMajor=*/eightBit || contiguousDim(bTy) != 1, 0, eb, aBytes};
     bL.swizzle = swizzleFor(bL.contiguousExtent(), eb);
     if (!bL.kMajor && bL.swizzle == 0) // N = 8: too narrow for an N-major swizzle
       bL.kMajor = true, bL.swizzle = swizzleFor(K, eb);
@@ -312,7 +344,7 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
     emitWgmmas(b, loc, target, layout, cTy.getShape(), inElem, aL, base, bL, base, acc,
                /*pending=*/0,
                aRegs ? function_ref<std::array<Value, 4>(int64_t, int64_t)>(aFragment) : nullptr,
-               matchPattern(op.getC(), m_AnyZeroFloat()));
+               isZeroAccumulator(op.getC()));
     b.replaceOp(op, packStruct(b, loc, getTypeConverter()->convertType(cTy), acc));
     return success();
   }
@@ -411,7 +443,7 @@ struct SharedDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
     OperandLayout bL = getRingOperandLayout(bAlloc);
     Type inElem = bAlloc.getResult().getType().getElementType();
     SmallVector<Value> acc = unpackStruct(b, loc, adaptor.getC());
-    bool zeroAcc = matchPattern(op.getC(), m_AnyZeroFloat());
+    bool zeroAcc = isZeroAccumulator(op.getC());
     if (aTile) {
       // Only A's K extent matters to emitWgmmas when A comes from registers.
       OperandLayout aL{aTile.getDimSize(0), aTile.getDimSize(1), true, 128, 2, 0};
@@ -459,8 +491,10 @@ kgpu::BlockedEncodingAttr kiln::getWgmmaAccumulatorLayout(MLIRContext *ctx,
 bool kiln::usesWgmma(DotOp op) {
   Type a = op.getA().getType().getElementType();
   auto c = cast<RankedTensorType>(op.getC().getType()).getElementType();
-  return isSixteenBit(a) && c.isF32() && op.getA().getType().getDimSize(1) % 16 == 0 &&
-         (op.getA().getType().getNumElements() + op.getB().getType().getNumElements()) * 2 <=
+  return a == op.getB().getType().getElementType() &&
+         wgmmaTypes(a, c, op.getA().getType().getDimSize(1)) &&
+         (op.getA().getType().getNumElements() + op.getB().getType().getNumElements()) *
+                 elementBytes(a) <=
              kStaticSharedLimit;
 }
 
