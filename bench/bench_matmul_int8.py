@@ -12,6 +12,7 @@ Run on a GPU machine with kiln importable (scripts/gpu-python.sh does):
 import argparse
 import os
 import sys
+import traceback
 
 import torch
 
@@ -43,7 +44,7 @@ def matmul_int8_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, strid
     for k in range(0, tl.cdiv(K, BLOCK_K)):
         a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0)
-        acc = tl.dot(a, b, acc)
+        acc = tl.dot(a, b, acc, out_dtype=tl.int32)  # Triton asks for it with an int32 acc
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
     cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -71,10 +72,15 @@ def best(kernel, a, b, c, M, N, K, configs, reps, batch):
         try:
             ms = median_ms(run, reps, batch)
         except Exception as e:  # a config one library cannot compile
-            print(f"  {BM}x{BN}x{BK}x{warps}x{stages}: {type(e).__name__}: {e}"[:300],
-                  file=sys.stderr)
+            cause = e.__cause__ or e
+            where = traceback.extract_tb(cause.__traceback__)[-1]
+            print(f"  {BM}x{BN}x{BK}x{warps}x{stages}: {type(cause).__name__} "
+                  f"{str(cause).strip()[-300:]!r} at {where.filename}:{where.lineno}: "
+                  f"{where.line}", file=sys.stderr)
             continue
         results.append((2.0 * M * N * K / ms / 1e9, (BM, BN, BK, warps, stages)))
+    if not results:
+        return float("nan"), ()
     top = max(results)
     BM, BN, BK, warps, stages = top[1]
     grid = ((M + BM - 1) // BM * ((N + BN - 1) // BN),)
@@ -109,15 +115,15 @@ def main():
             b = bt.t() if order == "col" else bt.t().contiguous()
             ref = torch._int_mm(a, b)
             row = {"shape": f"{M}x{N}x{K}", "b": order}
-            c = torch.empty(M, N, device="cuda", dtype=torch.int32)
+            c = torch.zeros(M, N, device="cuda", dtype=torch.int32)
             row["kiln"], row["kiln_cfg"] = best(kiln_kernel, a, b, c, M, N, K, configs,
                                                 args.reps, args.batch)
             row["exact"] = bool(torch.equal(c, ref))
             if triton_kernel is not None:
-                ct = torch.empty_like(c)
+                ct = torch.zeros_like(c)
                 row["triton"], row["triton_cfg"] = best(triton_kernel, a, b, ct, M, N, K,
                                                         configs, args.reps, args.batch)
-                row["triton_exact"] = bool(torch.equal(ct, ref))
+                row["triton_exact"] = bool(row["triton_cfg"]) and bool(torch.equal(ct, ref))
             row["torch"] = 2.0 * M * N * K / median_ms(lambda: torch._int_mm(a, b), args.reps,
                                                        args.batch) / 1e9
             print(row, flush=True)
