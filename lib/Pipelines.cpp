@@ -21,6 +21,8 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
   // tiles -> simplified tiles
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // fp8 conversions -> integer arithmetic; fp8 dots wgmma does not take -> f16 dots
+  pm.addPass(createKilnExpandFp8(KilnExpandFp8Options{options.wgmma, options.numWarps}));
   // sm_90a: a loop's dot operands through shared rings filled by cp.async, several stages ahead
   // (dotStages -1 leaves the ring depth to the pass's own reading of numStages; 0 or 1: no
   // rings)
@@ -49,6 +51,8 @@ void kiln::buildHostPipeline(OpPassManager &pm, const HostPipelineOptions &optio
   // tiles -> simplified tiles
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // fp8 conversions -> integer arithmetic; fp8 dots -> f16 dots
+  pm.addPass(createKilnExpandFp8());
   // tensor descriptor accesses -> masked loads and stores
   pm.addPass(createKilnLowerDescriptors());
   pm.addPass(createCSEPass());

@@ -67,6 +67,35 @@ def KilnConvertToHost : Pass<"kiln-convert-to-host", "mlir::ModuleOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def KilnExpandFp8 : Pass<"kiln-expand-fp8", "mlir::ModuleOp"> {
+  let summary = "fp8 conversions as integer arithmetic; fp8 dots wgmma cannot take as f16";
+  let description = [{
+    Rewrites every `arith.extf` from and `arith.truncf` to `f8E4M3FN` (Triton's fp8e4nv) and
+    `f8E5M2` (fp8e5), on tiles or scalars, into integer arithmetic on the bits: fp8 -> f32 is
+    exact; f32 -> fp8 rounds to nearest even and saturates to the largest finite value (448,
+    57344) as PTX's `cvt.rn.satfinite` does, NaN staying NaN. Runs on every target first, so
+    no later pass meets an fp8 conversion. A `kiln.dot` of fp8 tiles stays fp8 only where
+    wgmma multiplies it (`wgmma`, the warpgroup accumulator layout of `num-warps` warps, K a
+    multiple of 32); otherwise its operands are converted to f16, which holds every fp8 value.
+
+    ```mlir
+    // before
+    %w = arith.extf %x : tensor<64xf8E4M3FN> to tensor<64xf32>
+    // after: %u = zero-extended bits; normal numbers rebias the exponent field,
+    //        subnormals are m * 2^-9, S.1111.111 is NaN
+    %b = arith.bitcast %x : tensor<64xf8E4M3FN> to tensor<64xi8>
+    %u = arith.extui %b : tensor<64xi8> to tensor<64xi32>
+    ...
+    %w = arith.bitcast %bits : tensor<64xi32> to tensor<64xf32>
+    ```
+  }];
+  let options = [
+    Option<"wgmma", "wgmma", "bool", "false", "sm_90a: fp8 dots on the warpgroup layout stay fp8">,
+    Option<"numWarps", "num-warps", "unsigned", "4", "warps per program">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::kiln::gpu::KilnGPUDialect"];
+}
+
 def KilnPipelineDotOperands : Pass<"kiln-pipeline-dot-operands", "mlir::ModuleOp"> {
   let summary = "stage a loop's dot operands through shared rings filled by cp.async (sm_90a)";
   let description = [{

@@ -56,6 +56,8 @@ unsigned DType::getBitWidth() const {
     return 1;
   case ScalarKind::I8:
   case ScalarKind::U8:
+  case ScalarKind::F8E4M3:
+  case ScalarKind::F8E5M2:
     return 8;
   case ScalarKind::I16:
   case ScalarKind::U16:
@@ -81,6 +83,10 @@ unsigned DType::getMantissaWidth() const {
     return 23;
   case ScalarKind::F64:
     return 52;
+  case ScalarKind::F8E4M3:
+    return 3;
+  case ScalarKind::F8E5M2:
+    return 2;
   default:
     return 0;
   }
@@ -89,7 +95,8 @@ unsigned DType::getMantissaWidth() const {
 /// Triton's names, indexed by ScalarKind.
 static constexpr const char *kScalarNames[] = {"int1",  "int8",   "int16",  "int32",  "int64",
                                                "uint8", "uint16", "uint32", "uint64", "fp16",
-                                               "bf16",  "fp32",   "fp64"};
+                                               "bf16",  "fp32",   "fp64",   "fp8e4nv",
+                                               "fp8e5"};
 
 std::string DType::str() const {
   std::string name = kScalarNames[static_cast<int>(kind)];
@@ -111,6 +118,12 @@ Type DType::toMLIR(MLIRContext &ctx) const {
   case ScalarKind::F64:
     elem = Float64Type::get(&ctx);
     break;
+  case ScalarKind::F8E4M3:
+    elem = Float8E4M3FNType::get(&ctx);
+    break;
+  case ScalarKind::F8E5M2:
+    elem = Float8E5M2Type::get(&ctx);
+    break;
   default:
     elem = IntegerType::get(&ctx, DType(kind).getBitWidth());
   }
@@ -130,7 +143,9 @@ std::optional<DType> DType::parse(StringRef name) {
       {"i16", ScalarKind::I16},     {"i32", ScalarKind::I32},     {"i64", ScalarKind::I64},
       {"u8", ScalarKind::U8},       {"u16", ScalarKind::U16},     {"u32", ScalarKind::U32},
       {"u64", ScalarKind::U64},     {"float16", ScalarKind::F16}, {"bfloat16", ScalarKind::BF16},
-      {"float32", ScalarKind::F32}, {"float64", ScalarKind::F64}};
+      {"float32", ScalarKind::F32}, {"float64", ScalarKind::F64},
+      {"float8e4nv", ScalarKind::F8E4M3}, {"float8_e4m3fn", ScalarKind::F8E4M3},
+      {"float8e5", ScalarKind::F8E5M2}, {"float8_e5m2", ScalarKind::F8E5M2}};
   for (auto [i, n] : llvm::enumerate(kScalarNames))
     if (name == n)
       return DType(static_cast<ScalarKind>(i));
@@ -629,6 +644,9 @@ Tile kiln::Builder::trans(const Tile &x, ArrayRef<int32_t> order) {
 
 DType kiln::Builder::computationType(const Tile &a, const Tile &bb, bool divOrMod, StringRef op) {
   DType ta = a.dtype, tb = bb.dtype;
+  // fp8 has no arithmetic of its own: operations compute in fp32 (fp64 with an fp64 operand).
+  if (ta.isFp8() || tb.isFp8())
+    return ta == DType::fp64() || tb == DType::fp64() ? DType::fp64() : DType::fp32();
   // A literal of a kind no higher than the other operand's takes the other operand's dtype.
   if (a.isWeak() != bb.isWeak()) {
     DType lit = a.isWeak() ? ta : tb, other = a.isWeak() ? tb : ta;
@@ -889,6 +907,8 @@ Tile kiln::Builder::neg(const Tile &x) {
       return uintConst(lit.magnitude);
     error("expected a literal representable in 64 bits, found -" + fmtLiteral(lit));
   }
+  if (x.dtype.isFp8())
+    return neg(cast(x, DType::fp32()));
   if (x.dtype.isFloat())
     return Tile{arith::NegFOp::create(b, loc, x.value), x.dtype, std::nullopt};
   Type t = x.value.getType();
@@ -962,6 +982,8 @@ Tile kiln::Builder::where(const Tile &cond, const Tile &a, const Tile &bb) {
 Tile kiln::Builder::unaryFloatMath(const Tile &x, StringRef name,
                                    Value (*create)(OpBuilder &, Location, Value)) {
   requireKernel(name);
+  if (x.dtype.isFp8())
+    return unaryFloatMath(cast(x, DType::fp32()), name, create);
   if (!x.dtype.isFloat())
     error("expected a floating-point argument (fp16, bf16, fp32, fp64) for " + name + ", found " +
           describe(x));
@@ -1015,6 +1037,8 @@ Tile kiln::Builder::ceil(const Tile &x) {
 
 Tile kiln::Builder::abs(const Tile &x) {
   requireKernel("abs");
+  if (x.dtype.isFp8())
+    return abs(cast(x, DType::fp32()));
   Tile in = materialize(x);
   if (x.dtype.isFloat())
     return Tile{math::AbsFOp::create(b, loc, in.value), x.dtype, std::nullopt};
@@ -1040,8 +1064,12 @@ Tile kiln::Builder::cast(const Tile &x, DType dst) {
     return x;
   Type type = getSameShape(x.value.getType(), dst.toMLIR(ctx));
   auto make = [&](Value v) { return Tile{v, dst, std::nullopt}; };
-  bool half = src == DType::fp16() || src == DType::bf16();
+  // fp16, bf16 and fp8 convert to anything but fp32 through fp32 (-kiln-expand-fp8 lowers the
+  // fp8 <-> fp32 conversions).
+  bool half = src == DType::fp16() || src == DType::bf16() || src.isFp8();
   if (half && dst != DType::fp32())
+    return cast(cast(x, DType::fp32()), dst);
+  if (dst.isFp8() && src != DType::fp32())
     return cast(cast(x, DType::fp32()), dst);
   if (src.isFloat() && dst.isFloat())
     return dst.getBitWidth() < src.getBitWidth()

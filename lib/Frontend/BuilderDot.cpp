@@ -60,14 +60,15 @@ Tile kiln::Builder::dot(const Tile &a, const Tile &bb, std::optional<Tile> acc,
     if (outDType != DType::fp32() && outDType != DType::fp16())
       error("expected out_dtype fp32 or fp16 for dot of fp16 tiles, found " + outDType.str());
     result = outDType;
-  } else if (in == DType::bf16() || in == DType::fp32()) {
+  } else if (in == DType::bf16() || in == DType::fp32() || in.isFp8()) {
     if (outDType != DType::fp32())
       error("expected out_dtype fp32 for dot of " + in.str() + " tiles, found " +
             outDType.str() +
             (outDType == DType::bf16() ? " (cast the fp32 result with .to(tl.bfloat16))" : ""));
     result = DType::fp32();
   } else {
-    error("expected dot operands of dtype fp16, bf16, fp32 or int8, found " + in.str());
+    error("expected dot operands of dtype fp16, bf16, fp32, fp8e4nv, fp8e5 or int8, found " +
+          in.str());
   }
 
   // Precision of fp32 inputs (Triton lower-cases the name).

@@ -92,7 +92,7 @@ struct py::Session::Impl {
       return *d;
     throw py::Error(kernel, file, line, col,
                     "expected a dtype name (int1, int8..int64, uint8..uint64, fp16, bf16, fp32, "
-                    "fp64, or a pointer '*fp32'), found '" +
+                    "fp64, fp8e4nv, fp8e5, or a pointer '*fp32'), found '" +
                         name + "'");
   }
 };

@@ -104,13 +104,17 @@ bool isCheapToRecompute(Operation *op) {
 /// both `x[:, None]` and `x[None, :]`, one row mask broadcast into tiles of different shapes (a
 /// matmul's operand and output masks), or one pointer or mask tile shared by a load and a
 /// store of different layouts (flash attention's q load and output store) ties no layouts
-/// together. Likewise the accumulator of a dot: one zero tile that CSE made both a dot's C and
-/// a loop's initial accumulator must not give two dots of different layouts one group.
+/// together. Likewise the offset of a pointer increment (a matmul's A and B pointers advanced by
+/// one CSE'd splat of BLOCK_K when both strides along K are 1 must keep their own layouts) and
+/// the accumulator of a dot: one zero tile that CSE made both a dot's C and a loop's initial
+/// accumulator must not give two dots of different layouts one group.
 void rematerializeCheapOperands(func::FuncOp func) {
   SmallVector<std::pair<Operation *, unsigned>> uses;
   func.walk([&](Operation *op) {
     if (isa<ExpandDimsOp, BroadcastOp>(op))
       uses.push_back({op, 0});
+    else if (isa<AddPtrOp>(op))
+      uses.push_back({op, 1}); // one splat step (BLOCK_K * 1) may advance A's and B's pointers
     else if (auto dot = dyn_cast<DotOp>(op))
       uses.push_back({op, dot.getCMutable().getOperandNumber()});
     else if (auto dot = dyn_cast<kiln::gpu::SharedDotOp>(op))

@@ -136,8 +136,14 @@ FailureOr<CopyPlan> planTmaCopy(DescriptorLoadOp desc, Value operand, scf::ForOp
   return plan;
 }
 
+/// Whether a load's `other` is a float or integer zero.
+bool isZeroOther(Value other) {
+  return matchPattern(other, m_AnyZeroFloat()) || matchPattern(other, m_Zero());
+}
+
 /// A load the pipeline can turn into async copies: one use (the dot), not volatile, zero
-/// where masked off, 16-bit floats or int8, its operands computable for any iteration.
+/// where masked off, 16-bit floats or 8-bit types, its operands computable for any
+/// iteration.
 FailureOr<CopyPlan> planCopy(Value operand, scf::ForOp loop) {
   if (auto desc = operand.getDefiningOp<DescriptorLoadOp>())
     return planTmaCopy(desc, operand, loop);
@@ -146,10 +152,11 @@ FailureOr<CopyPlan> planCopy(Value operand, scf::ForOp loop) {
       load.getIsVolatile())
     return failure();
   Type elem = getElementTypeOrSelf(load.getType());
-  if (!elem.isF16() && !elem.isBF16() && !elem.isInteger(8))
+  if (!elem.isF16() && !elem.isBF16() && !elem.isInteger(8) &&
+      !isa<Float8E4M3FNType, Float8E5M2Type>(elem))
     return failure();
   if (Value other = load.getOther())
-    if (!matchPattern(other, m_AnyZeroFloat()) && !matchPattern(other, m_Zero()))
+    if (!isZeroOther(other))
       return failure();
   CopyPlan plan;
   plan.load = load;
@@ -257,17 +264,20 @@ struct DotPlan {
 };
 
 /// Whether `dot` can read rings (f16/bf16 inputs of one type with f32 accumulators and K a
-/// multiple of 16, or int8 with int32 and K a multiple of 32; a warpgroup accumulator layout)
-/// and how its operands get there; B must be a copyable load of the loop. int8 operands are
-/// read K-major from rings only (-kiln-assign-layouts makes their rings K-major).
+/// multiple of 16, or fp8 with f32 and int8 with int32 and K a multiple of 32; a warpgroup
+/// accumulator layout) and how its operands get there; B must be a copyable load of the loop.
+/// 8-bit operands are read K-major from rings only (-kiln-assign-layouts makes their rings
+/// K-major).
 FailureOr<DotPlan> planDot(DotOp dot, scf::ForOp loop, unsigned numWarps) {
   MLIRContext *ctx = loop.getContext();
   RankedTensorType aTy = dot.getA().getType(), bTy = dot.getB().getType();
   auto cTy = cast<RankedTensorType>(dot.getC().getType());
   Type in = aTy.getElementType(), acc = cTy.getElementType();
+  bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(in);
   bool int8 = in.isInteger(8);
-  bool types = int8 ? acc.isInteger(32) && aTy.getDimSize(1) % 32 == 0
-                    : (in.isF16() || in.isBF16()) && acc.isF32() && aTy.getDimSize(1) % 16 == 0;
+  bool types = int8  ? acc.isInteger(32) && aTy.getDimSize(1) % 32 == 0
+               : fp8 ? acc.isF32() && aTy.getDimSize(1) % 32 == 0
+                     : (in.isF16() || in.isBF16()) && acc.isF32() && aTy.getDimSize(1) % 16 == 0;
   if (in != bTy.getElementType() || !types ||
       !getWgmmaAccumulatorLayout(ctx, cTy.getShape(), numWarps))
     return failure();
@@ -282,8 +292,7 @@ FailureOr<DotPlan> planDot(DotOp dot, scf::ForOp loop, unsigned numWarps) {
   }
   if (auto load = a.getDefiningOp<LoadOp>(); load && !loop->isAncestor(load)) {
     Value other = load.getOther();
-    if (load.getIsVolatile() ||
-        (other && !matchPattern(other, m_AnyZeroFloat()) && !matchPattern(other, m_Zero())))
+    if (load.getIsVolatile() || (other && !isZeroOther(other)))
       return failure();
     plan.aSource = ASource::Once;
     plan.aOnce = load;
@@ -294,7 +303,7 @@ FailureOr<DotPlan> planDot(DotOp dot, scf::ForOp loop, unsigned numWarps) {
   // A load with other uses stays where it is (its layout is the load's to choose).
   bool inBody = isa<BlockArgument>(a) ? cast<BlockArgument>(a).getOwner() == loop.getBody()
                                       : loop->isAncestor(a.getDefiningOp());
-  if (int8 || !inBody || a.getDefiningOp<LoadOp>() ||
+  if (int8 || fp8 || !inBody || a.getDefiningOp<LoadOp>() ||
       !getWgmmaAccumulatorLayout(ctx, aTy.getShape(), numWarps))
     return failure();
   plan.aSource = ASource::Registers;

@@ -63,7 +63,7 @@ struct DTypeCode {
 constexpr DTypeCode kDTypes[] = {{'b', "i1"},  {'c', "i8"},   {'s', "i16"},  {'i', "i32"},
                                  {'l', "i64"}, {'C', "u8"},   {'S', "u16"},  {'I', "u32"},
                                  {'L', "u64"}, {'h', "fp16"}, {'H', "bf16"}, {'f', "fp32"},
-                                 {'d', "fp64"}};
+                                 {'d', "fp64"}, {'e', "fp8e4nv"}, {'E', "fp8e5"}};
 
 const char *dtypeName(char code) {
   for (const DTypeCode &d : kDTypes)
@@ -82,7 +82,7 @@ char dtypeCodeFromName(const std::string &s) {
       {"double", 'd'},   {"long", 'l'},    {"int", 'i'},     {"short", 's'},  {"b1", 'b'},
       {"i1", 'c'},       {"i2", 's'},      {"i4", 'i'},      {"i8", 'l'},     {"u1", 'C'},
       {"u2", 'S'},       {"u4", 'I'},      {"u8", 'L'},      {"f2", 'h'},     {"f4", 'f'},
-      {"f8", 'd'}};
+      {"f8", 'd'},       {"float8_e4m3fn", 'e'}, {"float8_e5m2", 'E'}};
   std::string name = s;
   if (name.rfind("torch.", 0) == 0)
     name = name.substr(6);
@@ -129,6 +129,8 @@ kiln::rt::ArgKind kindOfDType(char code) {
     return kiln::rt::ArgKind::F32;
   case 'c':
   case 'C':
+  case 'e': // fp8: the TMA moves bytes
+  case 'E':
     return kiln::rt::ArgKind::I8;
   case 'i':
   case 'I':
@@ -144,6 +146,8 @@ unsigned itemSizeOf(char code) {
   case 'b':
   case 'c':
   case 'C':
+  case 'e':
+  case 'E':
     return 1;
   case 's':
   case 'S':

@@ -792,10 +792,10 @@ def test_dot_dimensions_below_16(m, n, k, name, value):
 def test_dot_dtype_pairs():
     expect_error(dot_err_kernel, r"expected a and b of one dtype for dot, found fp16 and fp32",
                  F16, dims(16, 16, 16, 16, "mixed"))
-    expect_error(dot_err_kernel, r"expected dot operands of dtype fp16, bf16, fp32 or int8, "
+    expect_error(dot_err_kernel, r"expected dot operands of dtype fp16, bf16, fp32, fp8e4nv, fp8e5 or int8, "
                  r"found int32", {"a_ptr": "*i32", "b_ptr": "*i32", "c_ptr": "*fp32"},
                  dims(16, 16, 16, 16))
-    expect_error(dot_err_kernel, r"expected dot operands of dtype fp16, bf16, fp32 or int8, "
+    expect_error(dot_err_kernel, r"expected dot operands of dtype fp16, bf16, fp32, fp8e4nv, fp8e5 or int8, "
                  r"found uint8", {"a_ptr": "*u8", "b_ptr": "*u8", "c_ptr": "*fp32"},
                  dims(16, 16, 16, 16))
 

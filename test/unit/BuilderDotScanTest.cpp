@@ -103,7 +103,8 @@ TEST_F(BuilderDotScanTest, DotErrors) {
   EXPECT_EQ(errorOf([&] { b.dot(tile(1, 16, 16), tile(2, 16, 16)); }),
             at("expected a and b of one dtype for dot, found fp16 and bf16"));
   EXPECT_EQ(errorOf([&] { b.dot(tile(4, 16, 16), tile(4, 16, 16)); }),
-            at("expected dot operands of dtype fp16, bf16, fp32 or int8, found int32"));
+            at("expected dot operands of dtype fp16, bf16, fp32, fp8e4nv, fp8e5 or int8, found "
+               "int32"));
   EXPECT_EQ(errorOf([&] { b.dot(tile(2, 16, 16), tile(2, 16, 16), std::nullopt, "", DType::bf16()); }),
             at("expected out_dtype fp32 for dot of bf16 tiles, found bf16 (cast the fp32 result "
                "with .to(tl.bfloat16))"));

@@ -35,7 +35,11 @@ namespace kiln {
 
 /// The scalar element kinds of Kiln. MLIR integers are signless, so signedness lives here.
 /// As in Triton, `I1` (int1, the boolean) counts as unsigned.
-enum class ScalarKind : uint8_t { I1, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64 };
+/// The fp8 kinds come last (the earlier values are shared with kiln.h's C++ DSL): F8E4M3 is
+/// Triton's fp8e4nv (e4m3fn: no infinities, max 448), F8E5M2 its fp8e5.
+enum class ScalarKind : uint8_t {
+  I1, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64, F8E4M3, F8E5M2
+};
 
 /// A Kiln-level element type: a scalar kind, or a pointer to a scalar kind (pointers to
 /// pointers are not supported). Printed like Triton: "int32", "uint8", "fp16", "bf16",
@@ -62,6 +66,8 @@ public:
   static constexpr DType bf16() { return ScalarKind::BF16; }
   static constexpr DType fp32() { return ScalarKind::F32; }
   static constexpr DType fp64() { return ScalarKind::F64; }
+  static constexpr DType fp8e4nv() { return ScalarKind::F8E4M3; }
+  static constexpr DType fp8e5() { return ScalarKind::F8E5M2; }
 
   /// The scalar kind; for a pointer, the kind of its pointee.
   ScalarKind getKind() const { return kind; }
@@ -77,11 +83,17 @@ public:
   bool isSigned() const;
   /// int1 and uint8..uint64 (Triton counts int1 as unsigned).
   bool isUnsigned() const { return isInt() && !isSigned(); }
-  /// fp16, bf16, fp32, fp64.
+  /// fp16, bf16, fp32, fp64, fp8e4nv, fp8e5.
   bool isFloat() const;
+  /// fp8e4nv, fp8e5: loaded, stored, cast and multiplied by dot; arithmetic on them computes
+  /// in fp32.
+  bool isFp8() const {
+    return !pointer && (kind == ScalarKind::F8E4M3 || kind == ScalarKind::F8E5M2);
+  }
   /// Bits of the scalar (64 for pointers).
   unsigned getBitWidth() const;
-  /// Explicit mantissa bits of a float (10 for fp16, 7 for bf16, 23 for fp32, 52 for fp64).
+  /// Explicit mantissa bits of a float (10 for fp16, 7 for bf16, 23 for fp32, 52 for fp64, 3
+  /// for fp8e4nv, 2 for fp8e5).
   unsigned getMantissaWidth() const;
   /// The Triton name: "int32", "fp32", "pointer<fp32>".
   std::string str() const;

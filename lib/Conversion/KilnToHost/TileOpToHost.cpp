@@ -29,6 +29,9 @@ HostTypeConverter::HostTypeConverter(MLIRContext *ctx) {
   addConversion([ctx](PointerType) -> Type { return LLVM::LLVMPointerType::get(ctx); });
   // Unused on the host (descriptor accesses were lowered to loads and stores).
   addConversion([ctx](TensorMapType) -> Type { return LLVM::LLVMPointerType::get(ctx); });
+  // fp8 is bits to LLVM (-kiln-expand-fp8 left only loads, stores, constants and bitcasts).
+  addConversion([ctx](Float8E4M3FNType) -> Type { return IntegerType::get(ctx, 8); });
+  addConversion([ctx](Float8E5M2Type) -> Type { return IntegerType::get(ctx, 8); });
   addConversion([this](RankedTensorType type) -> std::optional<Type> {
     Type elem = convertType(type.getElementType());
     if (!elem || !type.hasStaticShape())
@@ -356,6 +359,10 @@ struct ElementwiseConversion : ConversionPattern {
       auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
       if (!dense)
         return failure();
+      // fp8 is held as i8 bits.
+      Type elem = getTileElementType(types[0]);
+      if (isa<FloatType>(dense.getElementType()) && isa<IntegerType>(elem))
+        dense = dense.bitcast(elem);
       int64_t n = dense.getNumElements(), w = getChunkWidth(n);
       auto chunkTy = VectorType::get({w}, dense.getElementType());
       SmallVector<Value> chunks;

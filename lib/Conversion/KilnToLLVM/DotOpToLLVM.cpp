@@ -62,6 +62,9 @@ struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
     auto cTy = cast<RankedTensorType>(op.getC().getType());
     int64_t K = aTy.getDimSize(1);
     Type inElem = aTy.getElementType();
+    if (isa<Float8E4M3FNType, Float8E5M2Type>(inElem))
+      return op.emitOpError("expected an fp8 dot on wgmma (run -kiln-expand-fp8 first: it "
+                            "widens the others to f16)");
     // Booleans are not dot inputs; i8 and floats are stored as they are.
     int64_t stride = getDotSharedStride(K, inElem.getIntOrFloatBitWidth() / 8);
     // A [M][stride] and B [N][stride] elements: parts 0 and 1 of the op's shared scratch.
@@ -273,7 +276,11 @@ kgpu::BlockedEncodingAttr kiln::getMmaAccumulatorLayout(MLIRContext *ctx,
   return best;
 }
 
-bool kiln::usesMmaLayout(DotOp op) { return usesTensorCores(op); }
+bool kiln::usesMmaLayout(DotOp op) {
+  // fp8 dots left by -kiln-expand-fp8 are wgmma's (the others became f16 dots).
+  return usesTensorCores(op) ||
+         isa<Float8E4M3FNType, Float8E5M2Type>(op.getA().getType().getElementType());
+}
 
 void kiln::populateDotOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                        RewritePatternSet &patterns,

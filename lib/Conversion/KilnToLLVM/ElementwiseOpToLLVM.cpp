@@ -122,8 +122,11 @@ struct TileConstantOpLowering final : ConvertOpToLLVMPattern<arith::ConstantOp> 
     if (!splat)
       return rewriter.notifyMatchFailure(op, "only splat tile constants are lowered");
     Type scalarType = getTypeConverter()->convertType(type.getElementType());
-    Value scalar = LLVM::ConstantOp::create(rewriter, op.getLoc(), scalarType,
-                                            splat.getSplatValue<TypedAttr>());
+    auto value = splat.getSplatValue<TypedAttr>();
+    // fp8 is held as i8 bits.
+    if (auto f = dyn_cast<FloatAttr>(value); f && isa<IntegerType>(scalarType))
+      value = rewriter.getIntegerAttr(scalarType, f.getValue().bitcastToAPInt());
+    Value scalar = LLVM::ConstantOp::create(rewriter, op.getLoc(), scalarType, value);
     SmallVector<Value> fields(kgpu::getElemsPerThread(type), scalar);
     rewriter.replaceOp(op, packStruct(rewriter, op.getLoc(),
                                       getTypeConverter()->convertType(type), fields));

@@ -109,7 +109,7 @@ struct AsyncCopyLowering final : ConvertOpToLLVMPattern<kgpu::AsyncCopyOp> {
       masks = unpackStruct(b, loc, adaptor.getMask());
     auto coords = emitElementCoordinates(b, loc, ptrTy, target);
     auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
-    Type elem = alloc.getResult().getType().getElementType();
+    Type elem = getTypeConverter()->convertType(alloc.getResult().getType().getElementType());
     for (size_t i = 0; i < ptrs.size(); i += vec) {
       Value mn = coords[i][mnDim], k = coords[i][kDim];
       Value dst = LLVM::AddOp::create(b, loc, slotBase, layout.emitOffset(b, loc, mn, k));

@@ -25,6 +25,10 @@ KilnLLVMTypeConverter::KilnLLVMTypeConverter(MLIRContext *ctx) : LLVMTypeConvert
   // A tensor map parameter is passed by value (.param .align 64 .b8 [128], see
   // ConvertKilnToLLVM.cpp); the kernel sees the generic address of its bytes.
   addConversion([ctx](TensorMapType) -> Type { return LLVM::LLVMPointerType::get(ctx); });
+  // fp8 is bits to LLVM (-kiln-expand-fp8 left only loads, stores, constants, bitcasts and
+  // wgmma operands).
+  addConversion([ctx](Float8E4M3FNType) -> Type { return IntegerType::get(ctx, 8); });
+  addConversion([ctx](Float8E5M2Type) -> Type { return IntegerType::get(ctx, 8); });
   addConversion([ctx](PointerType) -> Type {
     // Global memory is address space 1 in NVPTX.
     return LLVM::LLVMPointerType::get(ctx, 1);

@@ -51,11 +51,15 @@ constexpr int64_t kStaticSharedLimit = 48 * 1024;
 
 bool isSixteenBit(Type t) { return t.isF16() || t.isBF16(); }
 
+bool isFp8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
+
 /// Whether wgmma multiplies A x B of element type `in` (both) into `acc`, K elements deep:
-/// f16/bf16 -> f32 in k16 steps, int8 -> int32 in k32 steps.
+/// f16/bf16 -> f32 in k16 steps, fp8 (e4m3, e5m2) -> f32 and int8 -> int32 in k32 steps.
 bool wgmmaTypes(Type in, Type acc, int64_t K) {
   if (isSixteenBit(in))
     return acc.isF32() && K % 16 == 0;
+  if (isFp8(in))
+    return acc.isF32() && K % 32 == 0;
   return in.isInteger(8) && acc.isInteger(32) && K % 32 == 0;
 }
 
@@ -159,8 +163,13 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
                                       i32Const(b, loc, K * aL.swizzle))
                       .getResult();
   int64_t nInstr = std::min<int64_t>(N, 256);
-  std::string types = inElem.isF16() ? "f32.f16.f16" : inElem.isBF16() ? "f32.bf16.bf16"
-                                                                      : "s32.s8.s8";
+  std::string types = inElem.isF16()                   ? "f32.f16.f16"
+                      : inElem.isBF16()                ? "f32.bf16.bf16"
+                      : isa<Float8E4M3FNType>(inElem) ? "f32.e4m3.e4m3"
+                      : isa<Float8E5M2Type>(inElem)   ? "f32.e5m2.e5m2"
+                                                       : "s32.s8.s8";
+  // Only 16-bit operands have transpose flags (8-bit ones are K-major).
+  bool transposable = isSixteenBit(inElem);
   Value one = i32Const(b, loc, 1); // scale-d: accumulate
   Value zero = i32Const(b, loc, 0); // scale-d: overwrite
   if (zeroAcc)
@@ -201,11 +210,13 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
         asmStr += (i ? ", " : "") + num(i);
         constraints += integer ? "=r," : "=f,";
       }
-      // Floats: the input scales (1) and the transpose flags (A in registers has none, only
-      // B). Integers have neither: both operands are K-major.
+      // Floats: the input scales (1) and, for 16-bit types, the transpose flags (A in
+      // registers has none, only B). Integers have neither.
       asmStr += "}, " + aText + ", " + num(2 * n + aCount) + ", p";
       if (!integer)
-        asmStr += ", 1, 1, " +
+        asmStr += ", 1, 1";
+      if (transposable)
+        asmStr += ", " +
                   (aFragment ? std::string() : std::string(aL.kMajor ? "0" : "1") + ", ") +
                   (bL.kMajor ? "0" : "1");
       asmStr += ";\n}";
@@ -369,7 +380,7 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
         run = std::min<int64_t>(16 / layout.elemBytes, spt);
     }
     auto positions = kgpu::getThreadElements(type.getEncoding(), type.getShape());
-    Type elem = type.getElementType();
+    Type elem = vals.empty() ? type.getElementType() : vals.front().getType(); // converted (fp8: i8)
     for (size_t i = 0; i < vals.size();) {
       size_t len = 1;
       if (run > 1 && positions[i].elem[majorDim] % run == 0 && i + run <= vals.size()) {

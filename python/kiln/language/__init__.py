@@ -11,7 +11,8 @@ import builtins as _py
 from . import core
 from .core import (block_type, builtin, constexpr, dtype, pointer_type, tensor, str_to_ty,
                    _gen, _unwrap, int1, int8, int16, int32, int64, uint8, uint16, uint32,
-                   uint64, float16, bfloat16, float32, float64, void, pi32_t)
+                   uint64, float16, bfloat16, float32, float64, float8e4nv, float8e5, void,
+                   pi32_t)
 
 __all__ = [
     "program_id", "num_programs", "arange", "full", "zeros", "zeros_like", "load", "store",
@@ -24,7 +25,7 @@ __all__ = [
     "static_assert", "static_print", "device_print", "device_assert", "constexpr", "dtype",
     "pointer_type", "block_type", "tensor", "PropagateNan", "int1", "int8", "int16", "int32",
     "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32",
-    "float64", "void", "pi32_t",
+    "float64", "float8e4nv", "float8e5", "void", "pi32_t",
 ]
 
 

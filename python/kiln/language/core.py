@@ -23,15 +23,17 @@ class dtype:
 
     SINT_TYPES = ("int8", "int16", "int32", "int64")
     UINT_TYPES = ("int1", "uint8", "uint16", "uint32", "uint64")
-    FP_TYPES = ("fp16", "bf16", "fp32", "fp64")
+    FP8_TYPES = ("fp8e4nv", "fp8e5")
+    FP_TYPES = ("fp16", "bf16", "fp32", "fp64") + FP8_TYPES
     _BITS = {"int1": 1, "int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8,
              "uint16": 16, "uint32": 32, "uint64": 64, "fp16": 16, "bf16": 16, "fp32": 32,
-             "fp64": 64, "void": 0}
+             "fp64": 64, "fp8e4nv": 8, "fp8e5": 8, "void": 0}
     # The Python-visible attribute name of each dtype (tl.float32 prints as such).
     _PUBLIC = {"int1": "int1", "int8": "int8", "int16": "int16", "int32": "int32",
                "int64": "int64", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32",
                "uint64": "uint64", "fp16": "float16", "bf16": "bfloat16", "fp32": "float32",
-               "fp64": "float64", "void": "void"}
+               "fp64": "float64", "fp8e4nv": "float8e4nv", "fp8e5": "float8e5",
+               "void": "void"}
 
     def __init__(self, name):
         if name not in self._BITS:
@@ -44,6 +46,9 @@ class dtype:
     def is_bf16(self): return self.name == "bf16"
     def is_fp32(self): return self.name == "fp32"
     def is_fp64(self): return self.name == "fp64"
+    def is_fp8(self): return self.name in self.FP8_TYPES
+    def is_fp8e4nv(self): return self.name == "fp8e4nv"
+    def is_fp8e5(self): return self.name == "fp8e5"
     def is_floating(self): return self.name in self.FP_TYPES
     def is_int1(self): return self.name == "int1"
     def is_bool(self): return self.is_int1()
@@ -61,7 +66,8 @@ class dtype:
 
     @property
     def fp_mantissa_width(self):
-        return {"fp16": 10, "bf16": 7, "fp32": 23, "fp64": 52}.get(self.name, 0)
+        return {"fp16": 10, "bf16": 7, "fp32": 23, "fp64": 52, "fp8e4nv": 3,
+                "fp8e5": 2}.get(self.name, 0)
 
     @property
     def int_bitwidth(self):
@@ -159,16 +165,20 @@ float16 = dtype("fp16")
 bfloat16 = dtype("bf16")
 float32 = dtype("fp32")
 float64 = dtype("fp64")
+float8e4nv = dtype("fp8e4nv")
+float8e5 = dtype("fp8e5")
 void = dtype("void")
 pi32_t = pointer_type(int32)
 
 _SCALARS = {d.name: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-                                float16, bfloat16, float32, float64)}
+                                float16, bfloat16, float32, float64, float8e4nv, float8e5)}
 # Short spellings used in signatures ("*fp32", "i32", "u8").
 _ALIASES = {"i1": "int1", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
             "u1": "int1", "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
             "bool": "int1", "float16": "fp16", "bfloat16": "bf16", "float32": "fp32",
-            "float64": "fp64", "half": "fp16", "float": "fp32", "double": "fp64"}
+            "float64": "fp64", "half": "fp16", "float": "fp32", "double": "fp64",
+            "float8e4nv": "fp8e4nv", "float8_e4m3fn": "fp8e4nv", "float8e5": "fp8e5",
+            "float8_e5m2": "fp8e5"}
 
 
 def str_to_ty(name):

@@ -566,7 +566,7 @@ func.func @dot_mixed_inputs(%a: tensor<16x16xf16>, %b: tensor<16x16xf32>, %c: te
 // -----
 
 func.func @dot_bf16_acc(%a: tensor<16x16xbf16>, %b: tensor<16x16xbf16>, %c: tensor<16x16xbf16>) {
-  // expected-error @+1 {{'kiln.dot' op expected f16->f16|f32, bf16->f32, f32->f32 or i8->i32, found 'bf16' -> 'bf16'}}
+  // expected-error @+1 {{'kiln.dot' op expected f16->f16|f32, bf16->f32, f32->f32, fp8->f32 or i8->i32, found 'bf16' -> 'bf16'}}
   %0 = kiln.dot %a, %b, %c : tensor<16x16xbf16> * tensor<16x16xbf16> -> tensor<16x16xbf16>
   return
 }
@@ -574,7 +574,7 @@ func.func @dot_bf16_acc(%a: tensor<16x16xbf16>, %b: tensor<16x16xbf16>, %c: tens
 // -----
 
 func.func @dot_i8_i8(%a: tensor<16x16xi8>, %b: tensor<16x16xi8>, %c: tensor<16x16xi8>) {
-  // expected-error @+1 {{'kiln.dot' op expected f16->f16|f32, bf16->f32, f32->f32 or i8->i32, found 'i8' -> 'i8'}}
+  // expected-error @+1 {{'kiln.dot' op expected f16->f16|f32, bf16->f32, f32->f32, fp8->f32 or i8->i32, found 'i8' -> 'i8'}}
   %0 = kiln.dot %a, %b, %c : tensor<16x16xi8> * tensor<16x16xi8> -> tensor<16x16xi8>
   return
 }

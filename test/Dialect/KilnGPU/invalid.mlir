@@ -282,7 +282,7 @@ func.func @dot_int8_mixed_accumulator(%c: tensor<64x64xf32>) {
   %a = kiln_gpu.local_alloc {operand = 0 : i32} : !kiln_gpu.shared<[2, 64, 32], i8>
   %b = kiln_gpu.local_alloc {operand = 1 : i32} : !kiln_gpu.shared<[2, 32, 64], i8>
   %s = arith.constant 0 : i32
-  // expected-error @+1 {{expected f16 or bf16 operands of one type and f32 accumulators, or i8 operands and i32 accumulators, found 'i8', 'i8' and 'f32'}}
+  // expected-error @+1 {{expected f16, bf16 or fp8 operands of one type and f32 accumulators, or i8 operands and i32 accumulators, found 'i8', 'i8' and 'f32'}}
   %d = kiln_gpu.shared_dot %a[%s], %b[%s], %c : !kiln_gpu.shared<[2, 64, 32], i8>, !kiln_gpu.shared<[2, 32, 64], i8>, tensor<64x64xf32>
   return
 }
@@ -293,7 +293,7 @@ func.func @dot_int8_n_major(%c: tensor<64x64xi32>) {
   %a = kiln_gpu.local_alloc {operand = 0 : i32} : !kiln_gpu.shared<[2, 64, 32], i8>
   %b = kiln_gpu.local_alloc {k_major = false, operand = 1 : i32} : !kiln_gpu.shared<[2, 32, 64], i8>
   %s = arith.constant 0 : i32
-  // expected-error @+1 {{expected i8 rings contiguous along K (k_major)}}
+  // expected-error @+1 {{expected 8-bit rings contiguous along K (k_major)}}
   %d = kiln_gpu.shared_dot %a[%s], %b[%s], %c : !kiln_gpu.shared<[2, 64, 32], i8>, !kiln_gpu.shared<[2, 32, 64], i8>, tensor<64x64xi32>
   return
 }
@@ -303,7 +303,7 @@ func.func @dot_int8_n_major(%c: tensor<64x64xi32>) {
 func.func @dot_int8_register_a(%p: tensor<64x32xi8>, %c: tensor<64x64xi32>) {
   %b = kiln_gpu.local_alloc {operand = 1 : i32} : !kiln_gpu.shared<[2, 32, 64], i8>
   %s = arith.constant 0 : i32
-  // expected-error @+1 {{expected A of i8 from a ring, found A in registers}}
+  // expected-error @+1 {{expected an 8-bit A from a ring, found A in registers}}
   %d = kiln_gpu.shared_dot %p, %b[%s], %c : tensor<64x32xi8>, !kiln_gpu.shared<[2, 32, 64], i8>, tensor<64x64xi32>
   return
 }

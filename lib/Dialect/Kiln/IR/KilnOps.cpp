@@ -353,10 +353,12 @@ LogicalResult DotOp::verify() {
   Type ea = a.getElementType(), eb = b.getElementType(), ec = c.getElementType();
   if (ea != eb)
     return emitOpError("expected a and b of one element type, found ") << ea << " and " << eb;
+  bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(ea);
   bool ok = (ea.isF16() && (ec.isF32() || ec.isF16())) || (ea.isBF16() && ec.isF32()) ||
-            (ea.isF32() && ec.isF32()) || (ea.isInteger(8) && ec.isInteger(32));
+            (ea.isF32() && ec.isF32()) || (fp8 && ec.isF32()) ||
+            (ea.isInteger(8) && ec.isInteger(32));
   if (!ok)
-    return emitOpError("expected f16->f16|f32, bf16->f32, f32->f32 or i8->i32, found ")
+    return emitOpError("expected f16->f16|f32, bf16->f32, f32->f32, fp8->f32 or i8->i32, found ")
            << ea << " -> " << ec;
   if (!ea.isF32() && getInputPrecision() != InputPrecision::tf32)
     return emitOpError("expected inputPrecision only with f32 inputs, found ")

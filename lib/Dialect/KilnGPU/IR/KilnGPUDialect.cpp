@@ -287,20 +287,21 @@ LogicalResult SharedDotOp::verify() {
     return emitOpError("expected A (M x K), B (K x N) and C (M x N), found ")
            << as[0] << "x" << as[1] << ", " << bs[0] << "x" << bs[1] << " and " << c;
   Type e = aRing ? aRing.getElementType() : aTile.getElementType();
-  bool sixteen = (e.isF16() || e.isBF16()) && c.getElementType().isF32();
+  bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(e);
+  bool floats = (e.isF16() || e.isBF16() || fp8) && c.getElementType().isF32();
   bool int8 = e.isInteger(8) && c.getElementType().isInteger(32);
-  if (e != b.getElementType() || !(sixteen || int8))
-    return emitOpError("expected f16 or bf16 operands of one type and f32 accumulators, or "
-                       "i8 operands and i32 accumulators, found ")
+  if (e != b.getElementType() || !(floats || int8))
+    return emitOpError("expected f16, bf16 or fp8 operands of one type and f32 accumulators, "
+                       "or i8 operands and i32 accumulators, found ")
            << e << ", " << b.getElementType() << " and " << c.getElementType();
-  if (int8) {
+  if (int8 || fp8) {
     // wgmma reads 8-bit operands K-major from shared memory only.
     if (aTile)
-      return emitOpError("expected A of i8 from a ring, found A in registers");
+      return emitOpError("expected an 8-bit A from a ring, found A in registers");
     for (Value ring : {Value(getA()), Value(getB())})
       if (auto alloc = ring.getDefiningOp<LocalAllocOp>();
           alloc && !alloc.getKMajor().value_or(true))
-        return emitOpError("expected i8 rings contiguous along K (k_major), found ")
+        return emitOpError("expected 8-bit rings contiguous along K (k_major), found ")
                << alloc.getResult().getType() << " with k_major = false";
   }
   if (getA().getDefiningOp<LocalAllocOp>() &&

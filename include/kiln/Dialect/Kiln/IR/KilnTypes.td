@@ -11,8 +11,9 @@ include "kiln/Dialect/Kiln/IR/KilnDialect.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/BuiltinTypes.td"
 
-/// Scalars a tile may hold (fp8 arrives with tensor cores).
-def Kiln_Float : AnyTypeOf<[F16, BF16, F32, F64], "floating-point">;
+/// Scalars a tile may hold. fp8 (e4m3fn, e5m2) tiles are loaded, stored, converted and fed to
+/// dots; -kiln-expand-fp8 lowers their conversions to integer arithmetic.
+def Kiln_Float : AnyTypeOf<[F16, BF16, F32, F64, F8E4M3FN, F8E5M2], "floating-point">;
 def Kiln_Int : AnyTypeOf<[I1, I8, I16, I32, I64], "integer">;
 
 def Kiln_PtrType : TypeDef<Kiln_Dialect, "Pointer"> {

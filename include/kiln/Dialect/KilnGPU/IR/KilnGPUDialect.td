@@ -351,9 +351,9 @@ def KilnGPU_SharedDotOp : Op<KilnGPU_Dialect, "shared_dot",
     The dot of `kiln.dot` whose operands were copied to shared memory by `async_copy`: B from
     slot `b_slot` of `b` (K x N), A from slot `a_slot` of `a` (M x K) or, when `a` is a tile,
     from the registers of that tile (as flash attention's probabilities; it takes the
-    accumulator layout of an M x K dot, which is wgmma's A fragment): f16 or bf16 operands
-    with f32 accumulators, or int8 operands with i32 accumulators (then A from a ring and both
-    rings K-major, the only layout wgmma reads 8-bit operands in).
+    accumulator layout of an M x K dot, which is wgmma's A fragment): f16, bf16 or fp8
+    (f8E4M3FN, f8E5M2) operands with f32 accumulators, or int8 operands with i32 accumulators
+    (8-bit: A from a ring and both rings K-major, the only layout wgmma reads them in).
     After issuing its tensor-core work the dot waits until at most `pending` of the program's
     earlier shared_dots are still running: with `pending = 0` its result is ready; with 1 the
     result may only feed the next shared_dot (as its `c`) or a `dot_wait`, and the previous

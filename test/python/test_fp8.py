@@ -1,0 +1,216 @@
+"""fp8 tiles: tl.float8e4nv (e4m3fn) and tl.float8e5 (e5m2), Triton's names.
+
+- Conversions: f32 -> fp8 rounds to nearest even and saturates to the largest finite value
+  (448, 57344) as PTX's cvt.rn.satfinite does, NaN staying NaN; fp8 -> f32 is exact. Checked
+  code by code against ml_dtypes on the CPU (every code, every midpoint between neighbours, random
+  values) and against torch on the GPU.
+- Arithmetic with an fp8 operand computes in fp32.
+- dot: on sm_90a wgmma multiplies fp8 directly (k32 steps, operands K-major); elsewhere
+  (the CPU, sm_80/sm_90, tiles wgmma does not take) the operands become f16, which holds every
+  fp8 value, so the products are exact there and only the fp32 accumulation rounds.
+"""
+import re
+import sys
+import os
+
+import numpy as np
+import pytest
+
+import kiln
+import kiln.language as tl
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_dot_scan import WGMMA_SHAPES, matmul_kernel  # noqa: E402
+
+try:
+    import ml_dtypes
+except ImportError:  # the CPU tests need it; the GPU tests use torch's fp8 types
+    ml_dtypes = None
+CPU = dict(device="cpu")
+FORMATS = {"fp8e4nv": (tl.float8e4nv, "float8_e4m3fn", 448.0),
+           "fp8e5": (tl.float8e5, "float8_e5m2", 57344.0)}
+
+
+@kiln.jit
+def roundtrip_kernel(x_ptr, q_ptr, y_ptr, n, FMT: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    q = x.to(FMT)
+    tl.store(q_ptr + offs, q, mask=m)
+    tl.store(y_ptr + offs, q.to(tl.float32), mask=m)
+
+
+def need_ml_dtypes():
+    if ml_dtypes is None:
+        pytest.skip("ml_dtypes (numpy fp8 arrays) not installed")
+
+
+def conversion_inputs(codes, max_finite, seed=0):
+    """Every finite code (`codes`: the 256 codes as f32), the midpoints of neighbouring codes
+    (ties: round to even), random values of several scales."""
+    finite = np.unique(codes[np.isfinite(codes)])
+    mids = (finite[:-1] + finite[1:]) / 2
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([finite, mids, rng.standard_normal(500).astype(np.float32) * 3,
+                        rng.standard_normal(200).astype(np.float32) * 1e-3]).astype(np.float32)
+    return x[np.abs(x) <= max_finite]
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_conversions_cpu(fmt):
+    need_ml_dtypes()
+    tl_type, np_name, max_finite = FORMATS[fmt]
+    np_type = getattr(ml_dtypes, np_name)
+    x = conversion_inputs(np.arange(256, dtype=np.uint8).view(np_type).astype(np.float32),
+                          max_finite)
+    q = np.zeros(x.size, np_type)
+    y = np.zeros(x.size, np.float32)
+    roundtrip_kernel[(kiln.cdiv(x.size, 256),)](x, q, y, x.size, FMT=tl_type, BLOCK=256, **CPU)
+    ref = x.astype(np_type)
+    np.testing.assert_array_equal(q.view(np.uint8), ref.view(np.uint8))
+    np.testing.assert_array_equal(y, ref.astype(np.float32))
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_saturation_and_nan_cpu(fmt):
+    need_ml_dtypes()
+    tl_type, np_name, max_finite = FORMATS[fmt]
+    x = np.array([1e6, -1e6, np.inf, -np.inf, np.nan, max_finite * 1.01, 1e-30, -0.0],
+                 np.float32)
+    q = np.zeros(x.size, getattr(ml_dtypes, np_name))
+    y = np.zeros(x.size, np.float32)
+    roundtrip_kernel[(1,)](x, q, y, x.size, FMT=tl_type, BLOCK=16, **CPU)
+    m = max_finite
+    np.testing.assert_array_equal(y, np.array([m, -m, m, -m, np.nan, m, 0.0, -0.0], np.float32))
+    assert np.signbit(y[-1])
+
+
+@kiln.jit
+def arith_kernel(x_ptr, out_ptr, FMT: tl.constexpr):
+    offs = tl.arange(0, 16)
+    x = tl.load(x_ptr + offs).to(FMT)
+    y = x * 2.0 + (-x) + tl.abs(x)
+    tl.static_assert(y.dtype == tl.float32)
+    tl.store(out_ptr + offs, y + tl.exp(x.to(tl.float32) * 0.0))
+
+
+def test_arithmetic_computes_in_fp32_cpu():
+    need_ml_dtypes()
+    x = np.linspace(-4, 4, 16).astype(np.float32)
+    out = np.zeros(16, np.float32)
+    arith_kernel[(1,)](x, out, FMT=tl.float8e4nv, **CPU)
+    q = x.astype(ml_dtypes.float8_e4m3fn).astype(np.float32)
+    np.testing.assert_allclose(out, q * 2 - q + np.abs(q) + 1, rtol=1e-6)
+
+
+def fp8_inputs(fmt, M, N, K, seed=0):
+    need_ml_dtypes()
+    np_type = getattr(ml_dtypes, FORMATS[fmt][1])
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal((M, K)) * 2).astype(np_type)
+    b = rng.standard_normal((K, N)).astype(np_type)
+    return a, b
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+@pytest.mark.parametrize("shape", [(48, 40, 96, 16, 16, 32), (64, 64, 64, 32, 32, 32)])
+def test_matmul_cpu(fmt, shape):
+    M, N, K, BM, BN, BK = shape
+    a, b = fp8_inputs(fmt, M, N, K)
+    c = np.zeros((M, N), np.float32)
+    grid = (kiln.cdiv(M, BM) * kiln.cdiv(N, BN),)
+    matmul_kernel[grid](a, b, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN,
+                        BLOCK_SIZE_K=BK, GROUP_SIZE_M=2, ACC_DTYPE=tl.float32, PRECISION=None,
+                        **CPU)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.linalg.norm(c - ref) / np.linalg.norm(ref) < 1e-6
+
+
+def test_dot_of_mixed_fp8_formats_is_an_error():
+    sig = dict(a_ptr="*fp8e4nv", b_ptr="*fp8e5", c_ptr="*fp32", M="i32", N="i32", K="i32",
+               stride_am="i32", stride_ak="i32", stride_bk="i32", stride_bn="i32",
+               stride_cm="i32", stride_cn="i32")
+    consts = dict(BLOCK_SIZE_M=32, BLOCK_SIZE_N=32, BLOCK_SIZE_K=32, GROUP_SIZE_M=2,
+                  ACC_DTYPE=tl.float32, PRECISION=None)
+    with pytest.raises(kiln.CompilationError, match="expected a and b of one dtype for dot, "
+                                                     "found fp8e4nv and fp8e5"):
+        kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target="sm_90a")
+
+
+@pytest.mark.parametrize("fmt,ptx_type", [("fp8e4nv", "e4m3"), ("fp8e5", "e5m2")])
+def test_dot_runs_on_wgmma(fmt, ptx_type):
+    """No GPU needed: on sm_90a the fp8 tutorial matmul with a column-major B copies both
+    operands 16 bytes at a time into K-major rings and multiplies with wgmma k32; compiled for
+    sm_90 the operands are widened to f16 for mma.sync."""
+    sig = dict(a_ptr=f"*{fmt}:16", b_ptr=f"*{fmt}:16", c_ptr="*fp32:16", M="i32:16",
+               N="i32:16", K="i32:16", stride_am="i32:16", stride_bn="i32:16",
+               stride_cm="i32:16")
+    consts = dict(stride_ak=1, stride_bk=1, stride_cn=1, BLOCK_SIZE_M=128, BLOCK_SIZE_N=128,
+                  BLOCK_SIZE_K=128, GROUP_SIZE_M=8, ACC_DTYPE=tl.float32, PRECISION=None)
+    k = kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target="sm_90a",
+                     num_warps=8, num_stages=4)
+    ptx = k.asm["ptx"]
+    assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n128k32\.f32\.{ptx_type}\."
+                     rf"{ptx_type} ", ptx)
+    assert "cp.async.cg.shared.global" in ptx and "ld.global.b8" not in ptx
+    ptx = kiln.compile(matmul_kernel, signature=sig, constexprs=dict(consts, BLOCK_SIZE_K=32),
+                       target="sm_90", num_warps=8).asm["ptx"]
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx and "wgmma" not in ptx
+
+
+# ---------------------------------------------------------------- GPU
+
+def torch_or_skip():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    return torch
+
+
+TORCH_TYPES = {"fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2"}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_conversions_gpu(fmt):
+    torch = torch_or_skip()
+    tl_type, _, max_finite = FORMATS[fmt]
+    tt = getattr(torch, TORCH_TYPES[fmt])
+    codes = torch.arange(256, dtype=torch.uint8).view(tt).float().numpy()
+    x = torch.from_numpy(conversion_inputs(codes, max_finite)).cuda()
+    q = torch.zeros(x.numel(), dtype=tt, device="cuda")
+    y = torch.zeros(x.numel(), device="cuda")
+    roundtrip_kernel[(kiln.cdiv(x.numel(), 256),)](x, q, y, x.numel(), FMT=tl_type, BLOCK=256)
+    ref = x.to(tt)
+    assert torch.equal(q.view(torch.uint8), ref.view(torch.uint8))
+    assert torch.equal(y, ref.float())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fmt", list(FORMATS))
+@pytest.mark.parametrize("shape", WGMMA_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("b_order", ["row", "col"])
+@pytest.mark.parametrize("stages", [1, 4])
+def test_matmul_gpu(fmt, shape, b_order, stages):
+    """The tutorial matmul on fp8 tiles, fp32 out, against the fp64 product of the same fp8
+    values (wgmma on the H100)."""
+    torch = torch_or_skip()
+    M, N, K, BM, BN, BK, warps = shape
+    tt = getattr(torch, TORCH_TYPES[fmt])
+    gen = torch.Generator().manual_seed(M + N + K)
+    da = (torch.randn(M, K, generator=gen) * 2).to(tt).cuda()
+    db = torch.randn(K, N, generator=gen).to(tt).cuda()
+    a, b = da.cpu().float().numpy(), db.cpu().float().numpy()
+    if b_order == "col":
+        db = db.t().contiguous().t()
+    c = torch.full((M, N), float("nan"), device="cuda")
+    grid = (kiln.cdiv(M, BM) * kiln.cdiv(N, BN),)
+    matmul_kernel[grid](da, db, c, M, N, K, da.stride(0), da.stride(1), db.stride(0),
+                        db.stride(1), c.stride(0), c.stride(1), BLOCK_SIZE_M=BM,
+                        BLOCK_SIZE_N=BN, BLOCK_SIZE_K=BK, GROUP_SIZE_M=8,
+                        ACC_DTYPE=tl.float32, PRECISION=None, num_warps=warps,
+                        num_stages=stages)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    out = c.cpu().numpy().astype(np.float64)
+    assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-4
