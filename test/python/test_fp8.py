@@ -194,7 +194,10 @@ def test_conversions_gpu(fmt):
 @pytest.mark.parametrize("stages", [1, 4])
 def test_matmul_gpu(fmt, shape, b_order, stages):
     """The tutorial matmul on fp8 tiles, fp32 out, against the fp64 product of the same fp8
-    values (wgmma on the H100)."""
+    values (wgmma on the H100). Hopper's fp8 wgmma keeps fewer mantissa bits while it
+    accumulates than an fp32 sum: relative errors of 1e-4 to 3e-4 at K = 192..328 on the H100,
+    the same with 1 and 4 stages (and Triton's kernel gives Kiln's errors to the digit in
+    bench_matmul_fp8.py)."""
     torch = torch_or_skip()
     M, N, K, BM, BN, BK, warps = shape
     tt = getattr(torch, TORCH_TYPES[fmt])
@@ -213,4 +216,4 @@ def test_matmul_gpu(fmt, shape, b_order, stages):
                         num_stages=stages)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     out = c.cpu().numpy().astype(np.float64)
-    assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-4
+    assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-3
