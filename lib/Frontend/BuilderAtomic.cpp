@@ -49,6 +49,9 @@ Tile kiln::Builder::atomicRMW(StringRef op, const Tile &ptr, const Tile &val,
   DType elem = ptr.dtype.getPointee();
   if (elem.isBool())
     error("expected a pointer to a numeric dtype for " + name + ", found " + describe(ptr));
+  if (elem.isFp8())
+    error("expected a pointer to a dtype atomics take (integers, fp16, bf16, fp32, fp64) for " +
+          name + ", found " + describe(ptr) + " (no GPU has fp8 atomics)");
   bool isFloat = elem.isFloat();
   std::optional<RMWKind> kind;
   if (op == "add")
@@ -101,6 +104,9 @@ Tile kiln::Builder::atomicCAS(const Tile &ptr, const Tile &cmp, const Tile &val,
   DType elem = ptr.dtype.getPointee();
   if (elem.isBool())
     error("expected a pointer to a numeric dtype for atomic_cas, found " + describe(ptr));
+  if (elem.isFp8())
+    error("expected a pointer to a dtype atomics take (integers, fp16, bf16, fp32, fp64) for "
+          "atomic_cas, found " + describe(ptr) + " (no GPU has fp8 atomics)");
   auto s = parseSem(sem);
   if (!s)
     error("expected sem 'acq_rel', 'acquire', 'release' or 'relaxed' for atomic_cas, found '" +

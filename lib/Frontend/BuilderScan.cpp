@@ -14,8 +14,13 @@
 using namespace mlir;
 using namespace kiln;
 
-std::vector<Tile> kiln::Builder::scan(ArrayRef<Tile> inputs, int axis, const CombineBody &combine,
-                                      bool reverse) {
+std::vector<Tile> kiln::Builder::scan(ArrayRef<Tile> inputsIn, int axis,
+                                      const CombineBody &combine, bool reverse) {
+  // fp8 has no arithmetic of its own: scans of fp8 tiles compute (and return) fp32.
+  std::vector<Tile> widened;
+  for (const Tile &t : inputsIn)
+    widened.push_back(t.dtype.isFp8() ? cast(t, DType::fp32()) : t);
+  ArrayRef<Tile> inputs = widened;
   axis = combineInputs(inputs, axis, "scan", "scan");
   SmallVector<Value> srcs;
   SmallVector<Type> resultTypes;
@@ -39,7 +44,7 @@ static DType scanInputDType(const kiln::Builder &builder, const Tile &x, StringR
     builder.error("expected a tile for " + what + ", found a scalar of " + x.dtype.str());
   if (x.dtype.isPointer())
     builder.error("expected a tile of numbers for " + what + ", found " + x.dtype.str());
-  return x.dtype == DType::bf16() ? DType::fp32() : x.dtype;
+  return x.dtype == DType::bf16() || x.dtype.isFp8() ? DType::fp32() : x.dtype;
 }
 
 Tile kiln::Builder::cumsum(const Tile &x, int axis, bool reverse, std::optional<DType> dtype) {

@@ -477,6 +477,21 @@ BlockedEncodingAttr KilnAssignLayoutsPass::chooseBlocked(ArrayRef<int64_t> shape
   }
   SmallVector<unsigned> spt(rank, 1), tpw(rank, 1), wpc(rank, 1);
   spt[order[0]] = vec;
+  // 8-bit copies into a K-major ring along M or N (a row-major int8/fp8 B): 4 consecutive k
+  // per thread, so the copy transposes 4 x 4 byte blocks in registers and stores 4 bytes at
+  // a time (SharedRingToLLVM.cpp).
+  if (ptr && rank == 2 && vec >= 4)
+    for (Operation *user : ptr.getUsers())
+      if (auto copy = dyn_cast<kiln::gpu::AsyncCopyOp>(user)) {
+        auto alloc = copy.getBuffer().getDefiningOp<kiln::gpu::LocalAllocOp>();
+        unsigned kDim = alloc && alloc.getOperand() == 0 ? 1 : 0;
+        if (alloc && alloc.getResult().getType().getElementType().getIntOrFloatBitWidth() == 8 &&
+            order[0] != kDim && shape[kDim] % 4 == 0 && numel >= int64_t(numThreads) * 4 * 4) {
+          spt[kDim] = 4;
+          spt[order[0]] = std::max<int64_t>(4, std::min<int64_t>(vec, numel / (numThreads * 4)));
+        }
+        break;
+      }
   unsigned lanes = kiln::gpu::kWarpSize;
   for (unsigned d : order) {
     unsigned t = std::min<int64_t>(lanes, std::max<int64_t>(1, shape[d] / spt[d]));

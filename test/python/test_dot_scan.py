@@ -329,6 +329,21 @@ def test_int8_dot_runs_on_tensor_cores():
     assert "mma" not in ptx
 
 
+def test_int8_row_major_b_is_transposed_in_registers():
+    """No GPU needed: wgmma reads 8-bit operands K-major only, so a row-major int8 B is copied
+    into its ring by loads of 4 rows of 16 bytes, byte permutes that make columns of 4 k, and
+    32-bit shared stores (not one byte at a time)."""
+    sig = dict(a_ptr="*i8:16", b_ptr="*i8:16", c_ptr="*i32:16", M="i32:16", N="i32:16",
+               K="i32:16", stride_am="i32:16", stride_bk="i32:16", stride_cm="i32:16")
+    consts = dict(stride_ak=1, stride_bn=1, stride_cn=1, BLOCK_SIZE_M=128, BLOCK_SIZE_N=128,
+                  BLOCK_SIZE_K=128, GROUP_SIZE_M=8, ACC_DTYPE=tl.int32, PRECISION=None)
+    ptx = kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target="sm_90a",
+                       num_warps=8, num_stages=4).asm["ptx"]
+    assert "wgmma.mma_async" in ptx and "prmt.b32" in ptx
+    assert "ld.global.b8" not in ptx and "st.shared.b8" not in ptx
+    assert "ld.global.v4.b32" in ptx
+
+
 @kiln.jit
 def wgmma_rows_kernel(a_ptr, b_ptr, bias_ptr, c_ptr, max_ptr, cum_ptr, M: tl.constexpr,
                       N: tl.constexpr, K: tl.constexpr):

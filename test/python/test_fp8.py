@@ -104,6 +104,42 @@ def test_arithmetic_computes_in_fp32_cpu():
     np.testing.assert_allclose(out, q * 2 - q + np.abs(q) + 1, rtol=1e-6)
 
 
+@kiln.jit
+def reductions_kernel(x_ptr, sum_ptr, max_ptr, cum_ptr):
+    offs = tl.arange(0, 16)
+    x = tl.load(x_ptr + offs[:, None] * 16 + offs[None, :])
+    s = tl.sum(x, axis=1)
+    m = tl.max(x, axis=0)
+    c = tl.cumsum(x, axis=1)
+    tl.static_assert(s.dtype == tl.float32 and m.dtype == tl.float32 and c.dtype == tl.float32)
+    tl.store(sum_ptr + offs, s)
+    tl.store(max_ptr + offs, m)
+    tl.store(cum_ptr + offs[:, None] * 16 + offs[None, :], c)
+
+
+def test_reductions_and_scans_compute_in_fp32_cpu():
+    need_ml_dtypes()
+    x = np.random.default_rng(3).standard_normal((16, 16)).astype(ml_dtypes.float8_e5m2)
+    s, m, c = np.zeros(16, np.float32), np.zeros(16, np.float32), np.zeros((16, 16), np.float32)
+    reductions_kernel[(1,)](x, s, m, c, **CPU)
+    xf = x.astype(np.float32)
+    np.testing.assert_allclose(s, xf.sum(axis=1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(m, xf.max(axis=0))
+    np.testing.assert_allclose(c, np.cumsum(xf, axis=1), rtol=1e-5, atol=1e-5)
+
+
+@kiln.jit
+def atomic_kernel(x_ptr, out_ptr):
+    tl.atomic_add(out_ptr + tl.arange(0, 16), tl.load(x_ptr + tl.arange(0, 16)))
+
+
+def test_atomics_on_fp8_are_errors():
+    with pytest.raises(kiln.CompilationError, match=r"expected a pointer to a dtype atomics take "
+                       r"\(integers, fp16, bf16, fp32, fp64\) for atomic_add, found "):
+        kiln.compile(atomic_kernel, signature=dict(x_ptr="*fp32", out_ptr="*fp8e4nv"),
+                     target="sm_90a")
+
+
 def fp8_inputs(fmt, M, N, K, seed=0):
     need_ml_dtypes()
     np_type = getattr(ml_dtypes, FORMATS[fmt][1])

@@ -6,7 +6,11 @@
 //   - async_copy: every thread copies the elements it owns into the slot with cp.async (4, 8
 //     or 16 bytes by the pointers' proven contiguity; src-size 0 zero-fills masked-off
 //     elements), at the wgmma operand layout of the slot (WgmmaLayout.h); narrower elements
-//     go through registers with a predicated load and a shared store.
+//     go through registers with a predicated load and a shared store. 8-bit elements whose
+//     pointers run along M or N into a K-major slot (a row-major int8/fp8 B: wgmma reads
+//     8-bit operands K-major only) are loaded 4 rows of K at a time when the layout gives each
+//     thread 4 consecutive k (-kiln-assign-layouts does), transposed in registers in 4 x 4
+//     byte blocks, and stored 4 k per 32-bit shared store.
 //   - async_commit / async_wait: cp.async.commit_group / cp.async.wait_group N, then a proxy
 //     fence (the tensor cores read what the copies wrote) and a barrier.
 //   - mbarrier_alloc / mbarrier_expect / mbarrier_arrive / mbarrier_wait: barriers in static
@@ -26,6 +30,8 @@
 #include "kiln/Runtime.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace kiln;
@@ -94,6 +100,12 @@ struct AsyncCopyLowering final : ConvertOpToLLVMPattern<kgpu::AsyncCopyOp> {
     unsigned fast = kgpu::getOrder(ptrTy.getEncoding())[0];
     unsigned mnDim = isA ? 0 : 1, kDim = isA ? 1 : 0;
     unsigned vec = getAccessVectorWidth(op.getPtr(), op.getMask(), axis);
+    if (eb == 1 && layout.kMajor && fast == mnDim && vec >= 4 &&
+        kgpu::getSizePerThread(ptrTy.getEncoding())[kDim] % 4 == 0 && ptrTy.getRank() == 2) {
+      copyTransposed(b, op, adaptor, alloc, layout, std::min(vec, 16u), mnDim, kDim);
+      b.eraseOp(op);
+      return success();
+    }
     if (fast != (layout.kMajor ? kDim : mnDim))
       vec = 1;
     int64_t bytes = vec * eb;
@@ -138,6 +150,78 @@ struct AsyncCopyLowering final : ConvertOpToLLVMPattern<kgpu::AsyncCopyOp> {
     }
     b.eraseOp(op);
     return success();
+  }
+
+  /// The transposing copy of 8-bit elements (see the file comment): for each run of `vec`
+  /// bytes along `mnDim` and 4 consecutive k a thread owns, 4 predicated loads of `vec`
+  /// bytes (zero where masked off), byte shuffles that turn 4 rows of 4 columns into 4
+  /// columns of 4 rows, and one 32-bit shared store per column.
+  void copyTransposed(ConversionPatternRewriter &b, kgpu::AsyncCopyOp op, OpAdaptor adaptor,
+                      kgpu::LocalAllocOp alloc, const OperandLayout &layout, unsigned vec,
+                      unsigned mnDim, unsigned kDim) const {
+    Location loc = op.getLoc();
+    RankedTensorType ptrTy = op.getPtr().getType();
+    Type i32 = b.getI32Type(), i8 = b.getI8Type();
+    auto v4 = VectorType::get({4}, i8);
+    Value slotBase = LLVM::AddOp::create(
+        b, loc, LLVM::PtrToIntOp::create(b, loc, i32, adaptor.getBuffer()),
+        LLVM::MulOp::create(b, loc, adaptor.getSlot(),
+                            i32Const(b, loc, getSharedSlotBytes(alloc.getResult().getType()))));
+    SmallVector<Value> ptrs = unpackStruct(b, loc, adaptor.getPtr());
+    SmallVector<Value> masks;
+    if (adaptor.getMask())
+      masks = unpackStruct(b, loc, adaptor.getMask());
+    auto coords = emitElementCoordinates(b, loc, ptrTy, target);
+    auto positions = kgpu::getThreadElements(ptrTy.getEncoding(), ptrTy.getShape());
+    std::map<std::array<unsigned, 4>, size_t> index;
+    auto key = [](const kgpu::ElemPos &p) {
+      return std::array<unsigned, 4>{p.rep[0], p.rep[1], p.elem[0], p.elem[1]};
+    };
+    for (auto [i, p] : llvm::enumerate(positions))
+      index[key(p)] = i;
+    auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+    Value zero = i32Const(b, loc, 0);
+    auto shuffle = [&](Value x, Value y, ArrayRef<int32_t> mask) -> Value {
+      return LLVM::ShuffleVectorOp::create(b, loc, x, y, mask);
+    };
+    for (auto [i, p] : llvm::enumerate(positions)) {
+      if (p.elem[kDim] % 4 != 0 || p.elem[mnDim] % vec != 0)
+        continue;
+      // Rows k .. k + 3 of this run: vec / 4 words each.
+      SmallVector<SmallVector<Value>> rows;
+      for (unsigned r = 0; r < 4; ++r) {
+        kgpu::ElemPos q = p;
+        q.elem[kDim] += r;
+        size_t j = index.at(key(q));
+        rows.push_back(target.emitLoad(b, loc, ptrs[j], masks.empty() ? Value() : masks[j], 32,
+                                       vec / 4, SmallVector<Value>(vec / 4, zero),
+                                       AccessModifiers()));
+      }
+      for (unsigned w = 0; w < vec / 4; ++w) {
+        SmallVector<Value> r4;
+        for (unsigned r = 0; r < 4; ++r)
+          r4.push_back(LLVM::BitcastOp::create(b, loc, v4, rows[r][w]));
+        // [r0.b0 r1.b0 r0.b1 r1.b1], [r2.b0 r3.b0 r2.b1 r3.b1], then the same for bytes 2, 3.
+        Value lo01 = shuffle(r4[0], r4[1], {0, 4, 1, 5});
+        Value lo23 = shuffle(r4[2], r4[3], {0, 4, 1, 5});
+        Value hi01 = shuffle(r4[0], r4[1], {2, 6, 3, 7});
+        Value hi23 = shuffle(r4[2], r4[3], {2, 6, 3, 7});
+        std::array<Value, 4> cols = {shuffle(lo01, lo23, {0, 1, 4, 5}),
+                                     shuffle(lo01, lo23, {2, 3, 6, 7}),
+                                     shuffle(hi01, hi23, {0, 1, 4, 5}),
+                                     shuffle(hi01, hi23, {2, 3, 6, 7})};
+        for (unsigned c = 0; c < 4; ++c) {
+          kgpu::ElemPos q = p;
+          q.elem[mnDim] += 4 * w + c;
+          size_t j = index.at(key(q));
+          Value off = layout.emitOffset(b, loc, coords[j][mnDim], coords[j][kDim]);
+          Value at = LLVM::AddOp::create(b, loc, slotBase, off);
+          Value dst = LLVM::IntToPtrOp::create(b, loc, ptr3, at);
+          LLVM::StoreOp::create(b, loc, LLVM::BitcastOp::create(b, loc, i32, cols[c]), dst,
+                                /*alignment=*/4);
+        }
+      }
+    }
   }
 
   const AxisInfoAnalysis &axis;
