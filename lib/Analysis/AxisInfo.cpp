@@ -375,6 +375,16 @@ void AxisInfoAnalysis::visit(Operation *op) {
         out = in(0);
       })
       .Default([&](Operation *) {});
+  // The user's hints (tl.multiple_of, tl.max_contiguous, tl.max_constancy) win, as in Triton.
+  auto take = [&](StringRef name, SmallVectorImpl<int64_t> &field) {
+    if (auto hint = op->getAttrOfType<DenseI64ArrayAttr>(name))
+      if (hint.size() == rank)
+        for (unsigned d = 0; d < rank; ++d)
+          field[d] = hint[d];
+  };
+  take(kMultipleOfAttr, out.divisibility);
+  take(kMaxContiguousAttr, out.contiguity);
+  take(kMaxConstancyAttr, out.constancy);
   infos[result] = out;
 }
 

@@ -12,6 +12,8 @@
 
 #include "kiln/Frontend/Builder.h"
 
+#include "kiln/Analysis/AxisInfo.h"
+
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "kiln/Transforms/DescriptorAccess.h"
 
@@ -1097,6 +1099,39 @@ Tile kiln::Builder::cast(const Tile &x, DType dst) {
                           : make(arith::FPToUIOp::create(b, loc, type, x.value));
   return src.isSigned() ? make(arith::SIToFPOp::create(b, loc, type, x.value))
                         : make(arith::UIToFPOp::create(b, loc, type, x.value));
+}
+
+Tile kiln::Builder::hint(const Tile &x, StringRef kind, ArrayRef<int64_t> values) {
+  requireKernel(kind);
+  StringRef attr;
+  if (kind == "multiple_of")
+    attr = kMultipleOfAttr;
+  else if (kind == "max_contiguous")
+    attr = kMaxContiguousAttr;
+  else if (kind == "max_constancy")
+    attr = kMaxConstancyAttr;
+  if (attr.empty())
+    error("unknown hint '" + kind + "' (expected multiple_of, max_contiguous or max_constancy)");
+  if (!x.dtype.isInt() || x.dtype.isBool())
+    error("expected an integer tile or scalar for " + kind + ", found " + describe(x));
+  Tile t = materialize(x);
+  unsigned rank = t.isTile() ? t.getShape().size() : 1;
+  if (values.size() != rank && values.size() != 1)
+    error("expected " + Twine(rank) + " value" + (rank == 1 ? "" : "s") + " for " + kind +
+          " of " + describe(x) + ", found " + Twine(values.size()));
+  SmallVector<int64_t> field;
+  for (unsigned d = 0; d < rank; ++d) {
+    int64_t v = values.size() == 1 ? values[0] : values[d];
+    if (v < 1)
+      error("expected positive values for " + kind + ", found " + Twine(v));
+    // The analysis works in powers of two: the largest one dividing the value is as true.
+    field.push_back(int64_t(1) << llvm::countr_zero(uint64_t(v)));
+  }
+  // Recorded on the op that computes the value (a function argument has its own
+  // specialization); the axis analysis reads it there.
+  if (Operation *def = t.value.getDefiningOp(); def && def->getNumResults() == 1)
+    def->setAttr(attr, DenseI64ArrayAttr::get(&ctx, field));
+  return t;
 }
 
 Tile kiln::Builder::bitcast(const Tile &x, DType dst) {

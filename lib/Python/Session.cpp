@@ -269,6 +269,10 @@ Handle py::Session::cast(Handle x, const std::string &dtype, bool bitcast) {
   });
 }
 
+Handle py::Session::hint(Handle x, const std::string &kind, const std::vector<int64_t> &values) {
+  return translate([&] { return impl->add(impl->builder.hint(impl->get(x), kind, values)); });
+}
+
 Handle py::Session::load(Handle ptr, Handle mask, Handle other, const std::string &cache,
                          const std::string &evict, bool isVolatile) {
   return translate([&] {

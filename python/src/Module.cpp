@@ -120,6 +120,7 @@ PYBIND11_MODULE(_C, m) {
       .def("unary", &Session::unary)
       .def("where", &Session::where)
       .def("cast", &Session::cast, pyb::arg("x"), pyb::arg("dtype"), pyb::arg("bitcast") = false)
+      .def("hint", &Session::hint, pyb::arg("x"), pyb::arg("kind"), pyb::arg("values"))
       .def("load", &Session::load)
       .def("store", &Session::store)
       .def("descriptor_load", &Session::descriptorLoad)

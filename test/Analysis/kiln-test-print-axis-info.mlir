@@ -129,3 +129,28 @@ func.func @pointer_induction(%p: !kiln.ptr<f16> {kiln.divisibility = 16 : i32}, 
   }
   return
 }
+
+// -----
+
+// The user's hints (tl.multiple_of, tl.max_contiguous: attributes on the op computing the
+// value) replace what the analysis derives: Triton's persistent matmul clamps its row indices
+// with `where(offs < M, offs, 0)`, which the analysis cannot see through.
+func.func @hints(%m: i32, %start: i32 {kiln.divisibility = 128 : i32}) {
+  // expected-remark @below {{contiguity = [128], divisibility = [1073741824], constancy = [1]}}
+  %r = kiln.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
+  // expected-remark @below {{contiguity = [1], divisibility = [128], constancy = [128]}}
+  %sv = kiln.splat %start : tensor<128xi32>
+  // expected-remark @below {{contiguity = [128], divisibility = [128], constancy = [1]}}
+  %offs = arith.addi %sv, %r : tensor<128xi32>
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [128]}}
+  %mv = kiln.splat %m : tensor<128xi32>
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [1]}}
+  %in = arith.cmpi slt, %offs, %mv : tensor<128xi32>
+  // expected-remark @below {{contiguity = [1], divisibility = [1073741824], constancy = [128]}}
+  %zero = arith.constant dense<0> : tensor<128xi32>
+  // expected-remark @below {{contiguity = [1], divisibility = [128], constancy = [1]}}
+  %clamped = arith.select %in, %offs, %zero : tensor<128xi1>, tensor<128xi32>
+  // expected-remark @below {{contiguity = [128], divisibility = [128], constancy = [1]}}
+  %hinted = arith.select %in, %offs, %zero {kiln.max_contiguous = array<i64: 128>, kiln.multiple_of = array<i64: 128>} : tensor<128xi1>, tensor<128xi32>
+  return
+}

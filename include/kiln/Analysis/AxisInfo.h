@@ -36,6 +36,13 @@ struct AxisInfo {
   }
 };
 
+/// Attributes the frontend puts on the op computing a value the user gave hints for
+/// (tl.multiple_of, tl.max_contiguous, tl.max_constancy): one integer per dimension, taken by
+/// the analysis instead of what it derives.
+inline constexpr llvm::StringLiteral kMultipleOfAttr = "kiln.multiple_of";
+inline constexpr llvm::StringLiteral kMaxContiguousAttr = "kiln.max_contiguous";
+inline constexpr llvm::StringLiteral kMaxConstancyAttr = "kiln.max_constancy";
+
 /// The largest power of two dividing `v` (capped at 2^30; 0 counts as divisible by the cap).
 int64_t highestPowerOf2Divisor(int64_t v);
 

@@ -318,6 +318,11 @@ public:
   Tile cast(const Tile &x, DType dtype);
   /// x.to(dtype, bitcast=True): reinterpret the bits; widths must match.
   Tile bitcast(const Tile &x, DType dtype);
+  /// tl.multiple_of / tl.max_contiguous / tl.max_constancy (`kind`: "multiple_of",
+  /// "max_contiguous", "max_constancy"): records `values` (one per dimension, or one for all)
+  /// on the op that computes the integer tile or scalar `x` (kAxisHintAttr names), where the
+  /// axis analysis takes them over what it derives, as Triton does. Returns x.
+  Tile hint(const Tile &x, llvm::StringRef kind, llvm::ArrayRef<int64_t> values);
 
   //===--------------------------------------------------------------------===//
   // Memory

@@ -122,6 +122,8 @@ public:
   Handle where(Handle cond, Handle a, Handle b);
   /// x.to(dtype) or, with `bitcast`, x.to(dtype, bitcast=True).
   Handle cast(Handle x, const std::string &dtype, bool bitcast = false);
+  /// tl.multiple_of / tl.max_contiguous / tl.max_constancy (`kind`) with `values`.
+  Handle hint(Handle x, const std::string &kind, const std::vector<int64_t> &values);
 
   //===--------------------------------------------------------------------===//
   // Memory (a negative handle leaves an operand out)

@@ -353,23 +353,32 @@ def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):
     return _wrap(_gen().session.cast(_t(input).handle, d.name, _const_bool(bitcast, "bitcast")))
 
 
-# Hints: Kiln derives divisibility and contiguity itself; these return their input.
+# Hints, as Triton's: facts about an integer tile the axis analysis takes over what it derives
+# (one value per dimension, or one for all). A wrong hint gives wrong vector accesses.
+def _hint(kind, input, values):
+    values = _unwrap(values)
+    values = [int(_unwrap(v)) for v in (values if isinstance(values, (list, tuple))
+                                        else [values])]
+    return _wrap(_gen().session.hint(_t(input).handle, kind, values))
+
+
 @builtin
 def multiple_of(input, values):
-    """Hint that `input` is a multiple of `values` (accepted; Kiln's analysis decides)."""
-    return input
+    """Hint that the first element of each contiguous run of `input` is a multiple of
+    `values` (per dimension)."""
+    return _hint("multiple_of", input, values)
 
 
 @builtin
 def max_contiguous(input, values):
-    """Hint that `input` is contiguous in runs of `values` (accepted, not used yet)."""
-    return input
+    """Hint that `input` runs in contiguous (+1) runs of `values` elements (per dimension)."""
+    return _hint("max_contiguous", input, values)
 
 
 @builtin
 def max_constancy(input, values):
-    """Hint that `input` is constant in runs of `values` (accepted, not used yet)."""
-    return input
+    """Hint that `input` is constant in runs of `values` elements (per dimension)."""
+    return _hint("max_constancy", input, values)
 
 
 # ---------------------------------------------------------------------------------------

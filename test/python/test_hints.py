@@ -1,0 +1,86 @@
+"""tl.multiple_of / tl.max_contiguous / tl.max_constancy: facts the axis analysis takes over
+what it derives (Triton's semantics), so that Triton's persistent matmul — which clamps its
+indices with `tl.where(offs < M, offs, 0)` and restores contiguity with hints — keeps 16-byte
+copies; and errors for hints that cannot apply."""
+import numpy as np
+import pytest
+
+import kiln
+import kiln.language as tl
+
+
+@kiln.jit
+def clamped_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                   stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                   BLOCK_K: tl.constexpr, HINTS: tl.constexpr):
+    """One tile per program of Triton's persistent matmul (tutorial 09): clamped indices."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    offs_am = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_bn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_am = tl.where(offs_am < M, offs_am, 0)
+    offs_bn = tl.where(offs_bn < N, offs_bn, 0)
+    if HINTS:
+        offs_am = tl.max_contiguous(tl.multiple_of(offs_am, BLOCK_M), BLOCK_M)
+        offs_bn = tl.max_contiguous(tl.multiple_of(offs_bn, BLOCK_N), BLOCK_N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for ki in range(tl.cdiv(K, BLOCK_K)):
+        offs_k = ki * BLOCK_K + tl.arange(0, BLOCK_K)
+        a = tl.load(a_ptr + offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak,
+                    mask=offs_k[None, :] < K, other=0.0)
+        b = tl.load(b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn,
+                    mask=offs_k[:, None] < K, other=0.0)
+        acc = tl.dot(a, b, acc)
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    tl.store(c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn,
+             acc.to(tl.float16), mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+SIG = dict(a_ptr="*fp16:16", b_ptr="*fp16:16", c_ptr="*fp16:16", M="i32:16", N="i32:16",
+           K="i32:16", stride_am="i32:16", stride_bk="i32:16", stride_cm="i32:16")
+CONSTS = dict(stride_ak=1, stride_bn=1, stride_cn=1, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64)
+
+
+@pytest.mark.parametrize("hints", [False, True])
+def test_hints_restore_vector_copies(hints):
+    ptx = kiln.compile(clamped_matmul, signature=SIG, constexprs=dict(CONSTS, HINTS=hints),
+                       target="sm_90a", num_warps=8, num_stages=4).asm["ptx"]
+    assert "cp.async.cg.shared.global" in ptx
+    # Without the hints the clamped column indices are not known to be contiguous: B's copies
+    # go one element at a time.
+    assert ("ld.global.b16" in ptx) != hints
+
+
+def test_hinted_kernel_is_correct_cpu():
+    M, N, K = 100, 72, 80
+    rng = np.random.default_rng(0)
+    a = rng.random((M, K)).astype(np.float16)
+    b = rng.random((K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float16)
+    clamped_matmul[(kiln.cdiv(M, 32), kiln.cdiv(N, 32))](
+        a, b, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, HINTS=True,
+        device="cpu")
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=2e-3, atol=2e-2)
+
+
+@kiln.jit
+def float_hint(x_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 16))
+    x = tl.multiple_of(x, 16)
+
+
+@kiln.jit
+def rank_hint(x_ptr):
+    offs = tl.arange(0, 16)[:, None] * 16 + tl.arange(0, 16)[None, :]
+    offs = tl.max_contiguous(offs, [16, 16, 16])
+
+
+def test_hint_errors():
+    with pytest.raises(kiln.CompilationError,
+                       match=r"expected an integer tile or scalar for multiple_of, found"):
+        kiln.compile(float_hint, signature={"x_ptr": "*fp32"}, target="sm_90a")
+    with pytest.raises(kiln.CompilationError,
+                       match=r"expected 2 values for max_contiguous of .*, found 3"):
+        kiln.compile(rank_hint, signature={"x_ptr": "*fp32"}, target="sm_90a")
