@@ -1134,6 +1134,13 @@ Tile kiln::Builder::hint(const Tile &x, StringRef kind, ArrayRef<int64_t> values
   return t;
 }
 
+std::vector<Tile> kiln::Builder::widenFp8(ArrayRef<Tile> inputs) {
+  std::vector<Tile> out;
+  for (const Tile &t : inputs)
+    out.push_back(t.dtype.isFp8() ? cast(t, DType::fp32()) : t);
+  return out;
+}
+
 Tile kiln::Builder::bitcast(const Tile &x, DType dst) {
   requireKernel("a bitcast");
   if (x.dtype.isPointer() || dst.isPointer()) {

@@ -67,10 +67,7 @@ void kiln::Builder::buildCombiner(Region &region, ArrayRef<Tile> inputs,
 
 std::vector<Tile> kiln::Builder::reduce(ArrayRef<Tile> inputsIn, int axis,
                                   const CombineBody &combine, bool keepDims) {
-  // fp8 has no arithmetic of its own: reductions of fp8 tiles compute (and return) fp32.
-  std::vector<Tile> widened;
-  for (const Tile &t : inputsIn)
-    widened.push_back(t.dtype.isFp8() ? cast(t, DType::fp32()) : t);
+  std::vector<Tile> widened = widenFp8(inputsIn);
   ArrayRef<Tile> inputs = widened;
   axis = combineInputs(inputs, axis, "reduction", "reduce");
   SmallVector<Value> srcs;

@@ -16,10 +16,7 @@ using namespace kiln;
 
 std::vector<Tile> kiln::Builder::scan(ArrayRef<Tile> inputsIn, int axis,
                                       const CombineBody &combine, bool reverse) {
-  // fp8 has no arithmetic of its own: scans of fp8 tiles compute (and return) fp32.
-  std::vector<Tile> widened;
-  for (const Tile &t : inputsIn)
-    widened.push_back(t.dtype.isFp8() ? cast(t, DType::fp32()) : t);
+  std::vector<Tile> widened = widenFp8(inputsIn);
   ArrayRef<Tile> inputs = widened;
   axis = combineInputs(inputs, axis, "scan", "scan");
   SmallVector<Value> srcs;

@@ -323,6 +323,9 @@ public:
   /// on the op that computes the integer tile or scalar `x` (kAxisHintAttr names), where the
   /// axis analysis takes them over what it derives, as Triton does. Returns x.
   Tile hint(const Tile &x, llvm::StringRef kind, llvm::ArrayRef<int64_t> values);
+  /// `inputs` with fp8 tiles cast to fp32 (fp8 has no arithmetic of its own: reductions and
+  /// scans of fp8 compute in fp32).
+  std::vector<Tile> widenFp8(llvm::ArrayRef<Tile> inputs);
 
   //===--------------------------------------------------------------------===//
   // Memory

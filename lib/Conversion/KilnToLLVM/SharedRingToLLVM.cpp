@@ -111,15 +111,7 @@ struct AsyncCopyLowering final : ConvertOpToLLVMPattern<kgpu::AsyncCopyOp> {
     int64_t bytes = vec * eb;
 
     Type i32 = b.getI32Type();
-    Value slotBase = LLVM::AddOp::create(
-        b, loc, LLVM::PtrToIntOp::create(b, loc, i32, adaptor.getBuffer()),
-        LLVM::MulOp::create(b, loc, adaptor.getSlot(),
-                            i32Const(b, loc, getSharedSlotBytes(alloc.getResult().getType()))));
-    SmallVector<Value> ptrs = unpackStruct(b, loc, adaptor.getPtr());
-    SmallVector<Value> masks;
-    if (adaptor.getMask())
-      masks = unpackStruct(b, loc, adaptor.getMask());
-    auto coords = emitElementCoordinates(b, loc, ptrTy, target);
+    auto [slotBase, ptrs, masks, coords] = unpackCopy(b, op, adaptor, alloc);
     auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
     Type elem = getTypeConverter()->convertType(alloc.getResult().getType().getElementType());
     for (size_t i = 0; i < ptrs.size(); i += vec) {
@@ -152,6 +144,28 @@ struct AsyncCopyLowering final : ConvertOpToLLVMPattern<kgpu::AsyncCopyOp> {
     return success();
   }
 
+  /// What a copy's threads work from: the slot's shared address (i32), and per owned element
+  /// its pointer, its mask bit (none without a mask) and its coordinates in the block.
+  struct CopyOperands {
+    Value slotBase;
+    SmallVector<Value> ptrs, masks;
+    SmallVector<SmallVector<Value, 4>> coords;
+  };
+  CopyOperands unpackCopy(ConversionPatternRewriter &b, kgpu::AsyncCopyOp op, OpAdaptor adaptor,
+                          kgpu::LocalAllocOp alloc) const {
+    Location loc = op.getLoc();
+    CopyOperands c;
+    c.slotBase = LLVM::AddOp::create(
+        b, loc, LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), adaptor.getBuffer()),
+        LLVM::MulOp::create(b, loc, adaptor.getSlot(),
+                            i32Const(b, loc, getSharedSlotBytes(alloc.getResult().getType()))));
+    c.ptrs = unpackStruct(b, loc, adaptor.getPtr());
+    if (adaptor.getMask())
+      c.masks = unpackStruct(b, loc, adaptor.getMask());
+    c.coords = emitElementCoordinates(b, loc, op.getPtr().getType(), target);
+    return c;
+  }
+
   /// The transposing copy of 8-bit elements (see the file comment): for each run of `vec`
   /// bytes along `mnDim` and 4 consecutive k a thread owns, 4 predicated loads of `vec`
   /// bytes (zero where masked off), byte shuffles that turn 4 rows of 4 columns into 4
@@ -163,15 +177,7 @@ struct AsyncCopyLowering final : ConvertOpToLLVMPattern<kgpu::AsyncCopyOp> {
     RankedTensorType ptrTy = op.getPtr().getType();
     Type i32 = b.getI32Type(), i8 = b.getI8Type();
     auto v4 = VectorType::get({4}, i8);
-    Value slotBase = LLVM::AddOp::create(
-        b, loc, LLVM::PtrToIntOp::create(b, loc, i32, adaptor.getBuffer()),
-        LLVM::MulOp::create(b, loc, adaptor.getSlot(),
-                            i32Const(b, loc, getSharedSlotBytes(alloc.getResult().getType()))));
-    SmallVector<Value> ptrs = unpackStruct(b, loc, adaptor.getPtr());
-    SmallVector<Value> masks;
-    if (adaptor.getMask())
-      masks = unpackStruct(b, loc, adaptor.getMask());
-    auto coords = emitElementCoordinates(b, loc, ptrTy, target);
+    auto [slotBase, ptrs, masks, coords] = unpackCopy(b, op, adaptor, alloc);
     auto positions = kgpu::getThreadElements(ptrTy.getEncoding(), ptrTy.getShape());
     std::map<std::array<unsigned, 4>, size_t> index;
     auto key = [](const kgpu::ElemPos &p) {
