@@ -34,8 +34,6 @@ using namespace kiln;
 
 namespace {
 
-bool isFp8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(getElementTypeOrSelf(t)); }
-
 /// The fields of an fp8 format.
 struct Fp8Format {
   int exponentBits, mantissaBits, bias;
@@ -157,7 +155,7 @@ struct KilnExpandFp8Pass final : kiln::impl::KilnExpandFp8Base<KilnExpandFp8Pass
     OpBuilder b(ctx);
     // 1. Dots wgmma cannot take in fp8: f16 operands (exact).
     module.walk([&](DotOp dot) {
-      if (!isFp8(dot.getA().getType()))
+      if (!isFp8Type(dot.getA().getType()))
         return;
       if (wgmma && usesWgmma(dot) &&
           getWgmmaAccumulatorLayout(ctx, dot.getType().getShape(), numWarps))
@@ -173,8 +171,8 @@ struct KilnExpandFp8Pass final : kiln::impl::KilnExpandFp8Base<KilnExpandFp8Pass
     // 2. Conversions from and to fp8.
     SmallVector<Operation *> casts;
     module.walk([&](Operation *op) {
-      if ((isa<arith::ExtFOp>(op) && isFp8(op->getOperand(0).getType())) ||
-          (isa<arith::TruncFOp>(op) && isFp8(op->getResult(0).getType())))
+      if ((isa<arith::ExtFOp>(op) && isFp8Type(op->getOperand(0).getType())) ||
+          (isa<arith::TruncFOp>(op) && isFp8Type(op->getResult(0).getType())))
         casts.push_back(op);
     });
     for (Operation *op : casts) {

@@ -152,8 +152,7 @@ FailureOr<CopyPlan> planCopy(Value operand, scf::ForOp loop) {
       load.getIsVolatile())
     return failure();
   Type elem = getElementTypeOrSelf(load.getType());
-  if (!elem.isF16() && !elem.isBF16() && !elem.isInteger(8) &&
-      !isa<Float8E4M3FNType, Float8E5M2Type>(elem))
+  if (!elem.isF16() && !elem.isBF16() && !elem.isInteger(8) && !isFp8Type(elem))
     return failure();
   if (Value other = load.getOther())
     if (!isZeroOther(other))
@@ -272,13 +271,10 @@ FailureOr<DotPlan> planDot(DotOp dot, scf::ForOp loop, unsigned numWarps) {
   MLIRContext *ctx = loop.getContext();
   RankedTensorType aTy = dot.getA().getType(), bTy = dot.getB().getType();
   auto cTy = cast<RankedTensorType>(dot.getC().getType());
-  Type in = aTy.getElementType(), acc = cTy.getElementType();
-  bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(in);
-  bool int8 = in.isInteger(8);
-  bool types = int8  ? acc.isInteger(32) && aTy.getDimSize(1) % 32 == 0
-               : fp8 ? acc.isF32() && aTy.getDimSize(1) % 32 == 0
-                     : (in.isF16() || in.isBF16()) && acc.isF32() && aTy.getDimSize(1) % 16 == 0;
-  if (in != bTy.getElementType() || !types ||
+  Type in = aTy.getElementType();
+  bool eightBit = in.getIntOrFloatBitWidth() == 8;
+  if (in != bTy.getElementType() ||
+      !wgmmaTypes(in, cTy.getElementType(), aTy.getDimSize(1)) ||
       !getWgmmaAccumulatorLayout(ctx, cTy.getShape(), numWarps))
     return failure();
   FailureOr<CopyPlan> b = planCopy(dot.getB(), loop);
@@ -303,7 +299,7 @@ FailureOr<DotPlan> planDot(DotOp dot, scf::ForOp loop, unsigned numWarps) {
   // A load with other uses stays where it is (its layout is the load's to choose).
   bool inBody = isa<BlockArgument>(a) ? cast<BlockArgument>(a).getOwner() == loop.getBody()
                                       : loop->isAncestor(a.getDefiningOp());
-  if (int8 || fp8 || !inBody || a.getDefiningOp<LoadOp>() ||
+  if (eightBit || !inBody || a.getDefiningOp<LoadOp>() ||
       !getWgmmaAccumulatorLayout(ctx, aTy.getShape(), numWarps))
     return failure();
   plan.aSource = ASource::Registers;

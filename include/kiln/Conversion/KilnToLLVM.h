@@ -140,6 +140,13 @@ inline int64_t getDotSharedStride(int64_t K, int64_t elemBytes) {
 /// Whether a dot lowers to wgmma (f16/bf16 -> f32 or int8 -> int32 in the warpgroup layout
 /// on sm_90a).
 bool wgmmaApplies(DotOp op);
+/// Whether wgmma multiplies A x B of element type `in` (both) into `acc`, K elements deep:
+/// f16/bf16 -> f32 in k16 steps, fp8 (e4m3, e5m2) -> f32 and int8 -> int32 in k32 steps.
+bool wgmmaTypes(mlir::Type in, mlir::Type acc, int64_t K);
+/// f8E4M3FN or f8E5M2 (Triton's fp8e4nv and fp8e5), as a scalar or a tile's element type.
+inline bool isFp8Type(mlir::Type t) {
+  return mlir::isa<mlir::Float8E4M3FNType, mlir::Float8E5M2Type>(mlir::getElementTypeOrSelf(t));
+}
 
 /// Byte sizes of the shared-memory scratch parts `op` uses while it runs, written before and
 /// read after a barrier of its own (empty when it uses none): a cross-warp reduction's

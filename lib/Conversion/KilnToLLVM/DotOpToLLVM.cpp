@@ -62,7 +62,7 @@ struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
     auto cTy = cast<RankedTensorType>(op.getC().getType());
     int64_t K = aTy.getDimSize(1);
     Type inElem = aTy.getElementType();
-    if (isa<Float8E4M3FNType, Float8E5M2Type>(inElem))
+    if (isFp8Type(inElem))
       return op.emitOpError("expected an fp8 dot on wgmma (run -kiln-expand-fp8 first: it "
                             "widens the others to f16)");
     // Booleans are not dot inputs; i8 and floats are stored as they are.
@@ -279,7 +279,7 @@ kgpu::BlockedEncodingAttr kiln::getMmaAccumulatorLayout(MLIRContext *ctx,
 bool kiln::usesMmaLayout(DotOp op) {
   // fp8 dots left by -kiln-expand-fp8 are wgmma's (the others became f16 dots).
   return usesTensorCores(op) ||
-         isa<Float8E4M3FNType, Float8E5M2Type>(op.getA().getType().getElementType());
+         isFp8Type(op.getA().getType().getElementType());
 }
 
 void kiln::populateDotOpToLLVMPatterns(KilnLLVMTypeConverter &converter,

@@ -51,18 +51,6 @@ constexpr int64_t kStaticSharedLimit = 48 * 1024;
 
 bool isSixteenBit(Type t) { return t.isF16() || t.isBF16(); }
 
-bool isFp8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
-
-/// Whether wgmma multiplies A x B of element type `in` (both) into `acc`, K elements deep:
-/// f16/bf16 -> f32 in k16 steps, fp8 (e4m3, e5m2) -> f32 and int8 -> int32 in k32 steps.
-bool wgmmaTypes(Type in, Type acc, int64_t K) {
-  if (isSixteenBit(in))
-    return acc.isF32() && K % 16 == 0;
-  if (isFp8(in))
-    return acc.isF32() && K % 32 == 0;
-  return in.isInteger(8) && acc.isInteger(32) && K % 32 == 0;
-}
-
 /// Whether the element type is 8 bits wide: wgmma reads such operands K-major only and A from
 /// shared memory only (its register fragments are not the accumulator's layout).
 bool isEightBit(Type t) { return t.getIntOrFloatBitWidth() == 8; }
@@ -76,6 +64,14 @@ bool isZeroAccumulator(Value c) {
 }
 
 } // namespace
+
+bool kiln::wgmmaTypes(Type in, Type acc, int64_t K) {
+  if (isSixteenBit(in))
+    return acc.isF32() && K % 16 == 0;
+  if (isFp8Type(in))
+    return acc.isF32() && K % 32 == 0;
+  return in.isInteger(8) && acc.isInteger(32) && K % 32 == 0;
+}
 
 /// Whether `op` can use wgmma: f16/bf16 inputs with f32 accumulators or int8 with int32, the
 /// warpgroup layout, and a module compiled for sm_90a.
