@@ -12,8 +12,10 @@ ratio to Triton and to SDPA as speed: >1 is faster) and a markdown table last.
 Run: PYTHONPATH=<staged kiln package>:kernels/python python3 bench/bench_attention.py
      [--shapes 4x32x4096,1x32x16384] [--head-dim 128] [--dtype fp16] [--causal both]
      [--rep 100] [--block-m 128 --block-n 64 --warps 8 --stages 3]
-     [--triton-tiles 128x64x8x3,128x64x8x4,128x128x8x3]
+     [--triton-tiles 128x64x8x3,128x64x8x4,128x128x8x3] [--overlap on|off|both]
 Triton's twin runs at Kiln's tiles and at each of --triton-tiles; the fastest is its figure.
+Kiln's row is its rotated loop (overlap=True) with --overlap on or both, the plain loop with
+off; both also times the plain loop (columns "Kiln plain").
 """
 import argparse
 import math
@@ -169,11 +171,17 @@ def bench_case(B, H, S, D, dtype, causal, args):
     report(f"{key}_tiles", f"BLOCK_M={bm},BLOCK_N={bn},num_warps={nw},num_stages={ns}")
     sm_scale = 1.0 / math.sqrt(D)
     q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=dtype) for _ in range(3))
-    o_kiln, o_triton = torch.empty_like(q), torch.empty_like(q)
+    o_kiln, o_triton, o_other = (torch.empty_like(q) for _ in range(3))
 
     def kiln_fn():
         k_fa.attention_forward(q, k, v, o_kiln, None, causal=causal, sm_scale=sm_scale,
-                               block_m=bm, block_n=bn, num_warps=nw, num_stages=ns)
+                               block_m=bm, block_n=bn, num_warps=nw, num_stages=ns,
+                               overlap=args.overlap == "on")
+
+    def kiln_other_fn():  # --overlap both: the loop Kiln's row does not take
+        k_fa.attention_forward(q, k, v, o_other, None, causal=causal, sm_scale=sm_scale,
+                               block_m=bm, block_n=bn, num_warps=nw, num_stages=ns,
+                               overlap=False)
 
     # Triton runs at Kiln's tiles and at each of --triton-tiles; its fastest is the peer.
     triton_cfgs = [(bm, bn, nw, ns)]
@@ -193,8 +201,11 @@ def bench_case(B, H, S, D, dtype, causal, args):
     ms, err = {}, {}
     with sdpa_flash():
         ref = sdpa_fn()
-        for name, fn, out in (("kiln", kiln_fn, o_kiln), ("triton", triton_fn, o_triton),
-                              ("sdpa", sdpa_fn, None)):
+        impls = [("kiln", kiln_fn, o_kiln), ("triton", triton_fn, o_triton),
+                 ("sdpa", sdpa_fn, None)]
+        if args.overlap == "both":
+            impls.insert(1, ("kiln_plain", kiln_other_fn, o_other))
+        for name, fn, out in impls:
             try:
                 fn()
                 torch.cuda.synchronize()
@@ -222,10 +233,13 @@ def bench_case(B, H, S, D, dtype, causal, args):
     r_t, r_s = ms["triton"] / ms["kiln"], ms["sdpa"] / ms["kiln"]
     report(f"{key}_kiln_vs_triton", r_t)
     report(f"{key}_kiln_vs_sdpa", r_s)
+    if "kiln_plain" in ms:
+        report(f"{key}_kiln_plain_vs_triton", ms["triton"] / ms["kiln_plain"])
+        report(f"{key}_overlap_vs_plain", ms["kiln_plain"] / ms["kiln"])
     ROWS.append((key, flops, ms, r_t, r_s, err.get("kiln", float("nan")),
                  err.get("triton", float("nan")), f"{bm}x{bn}x{nw}x{ns}",
                  "x".join(map(str, triton_cfg))))
-    del q, k, v, o_kiln, o_triton, ref
+    del q, k, v, o_kiln, o_triton, o_other, ref
     torch.cuda.empty_cache()
 
 
@@ -241,6 +255,8 @@ def main():
     ap.add_argument("--block-n", type=int, default=0)
     ap.add_argument("--warps", type=int, default=0)
     ap.add_argument("--stages", type=int, default=0)
+    ap.add_argument("--overlap", default="both", choices=["on", "off", "both"],
+                    help="Kiln's rotated loop (overlap=True); both: also times the plain loop")
     ap.add_argument("--triton-tiles", default="128x64x8x3,128x64x8x4,128x128x8x3",
                     help="BMxBNxWARPSxSTAGES,...: Triton also runs at these; its fastest counts")
     args = ap.parse_args()
@@ -263,13 +279,15 @@ def main():
     print()
     print("| case | Kiln ms | Triton ms | SDPA ms | Kiln TFLOP/s | Triton TFLOP/s | SDPA TFLOP/s"
           " | Kiln/Triton | Kiln/SDPA | Kiln max err | Triton max err | Kiln tiles"
-          " | Triton tiles |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          " | Triton tiles | Kiln plain TFLOP/s | plain/Triton |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for key, flops, ms, r_t, r_s, e_k, e_t, tiles_k, tiles_t in ROWS:
         tf = {n: flops / t / 1e9 for n, t in ms.items()}
         print(f"| {key} | {ms['kiln']:.3f} | {ms['triton']:.3f} | {ms['sdpa']:.3f} |"
               f" {tf['kiln']:.1f} | {tf['triton']:.1f} | {tf['sdpa']:.1f} | {r_t:.3f} |"
-              f" {r_s:.3f} | {e_k:.1e} | {e_t:.1e} | {tiles_k} | {tiles_t} |")
+              f" {r_s:.3f} | {e_k:.1e} | {e_t:.1e} | {tiles_k} | {tiles_t} |"
+              + (f" {tf['kiln_plain']:.1f} | {ms['triton'] / ms['kiln_plain']:.3f} |"
+                 if "kiln_plain" in ms else " - | - |"))
     print("\nratios are speed (time of the peer / time of Kiln): >= 1 means Kiln is as fast or"
           " faster; errors are max |out - SDPA flash|; tiles BLOCK_MxBLOCK_NxWARPSxSTAGES, Triton"
           " at the fastest of Kiln's and --triton-tiles")

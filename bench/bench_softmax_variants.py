@@ -3,7 +3,11 @@
 `.cs`), each beside the one-row Triton kernel in the same rounds. Chooses the defaults of
 kiln_kernels/softmax.py.
 
+Also: two rows per program at 8192 columns, and a persistent kernel (a few programs per SM
+walking the rows, the next row prefetched by -kiln-pipeline-loads).
+
 Run: PYTHONPATH=<staged kiln package>:kernels/python python3 bench/bench_softmax_variants.py
+     [--shapes 8192x8192,...] [--rounds 3] [--no-hints]
 """
 import argparse
 import os
@@ -36,14 +40,32 @@ def softmax_hinted_kernel(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols
              y.to(out_ptr.dtype.element_ty), mask=mask, cache_modifier=".cs")
 
 
+@kiln.jit
+def softmax_persistent_kernel(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols,
+                              BLOCK: tl.constexpr):
+    """A grid of a few programs per SM walks the rows; -kiln-pipeline-loads prefetches the
+    next row's load while this row is reduced and stored."""
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    for row in range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        r = row.to(tl.int64)
+        x = tl.load(in_ptr + r * in_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
+        e = tl.exp(x - tl.max(x, axis=0))
+        y = e / tl.sum(e, axis=0)
+        tl.store(out_ptr + r * out_stride + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rep", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--shapes", default="32768x1024,8192x8192,4096x32768")
+    ap.add_argument("--no-hints", action="store_true", help="skip the cache-hint variants")
     args = ap.parse_args()
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     print(f"device={torch.cuda.get_device_name()} triton={triton.__version__}")
     table = []
-    for M, N in ((32768, 1024), (8192, 8192), (4096, 32768)):
+    for M, N in (tuple(int(v) for v in shape.split("x")) for shape in args.shapes.split(",")):
         dtype = torch.bfloat16
         x = torch.randn(M, N, device="cuda", dtype=dtype)
         ref = torch.softmax(x.float(), -1)
@@ -56,12 +78,12 @@ def main():
         variants = [("triton_one_row", lambda: t_softmax_fwd_kernel[(M,)](
             yt, x, N, N, N, BLOCK=block, LOG=False, num_warps=one_row_warps), yt)]
         for rows in (1, 2, 4):
-            if rows * block > 16384 or (block >= 8192 and rows > 1):
+            if rows * block > 16384:
                 continue
             for warps in (4, 8, 16, 32):
                 if rows * block // (32 * warps) < 2:
                     continue
-                for hinted in (False, True):
+                for hinted in (False,) if args.no_hints else (False, True):
                     y = torch.empty_like(x)
                     grid = (triton.cdiv(M, rows),)
                     kern = softmax_hinted_kernel if hinted else k_sm.softmax_fwd_rows_kernel
@@ -71,6 +93,16 @@ def main():
                         kern[grid](y, x, N, N, M, N, ROWS=rows, BLOCK=block, num_warps=warps,
                                    **extra)
                     variants.append((f"kiln_r{rows}_w{warps}{'_hint' if hinted else ''}", fn, y))
+        for warps in (8, 16):
+            if block // (32 * warps) < 2:
+                continue
+            for per_sm in (2, 4):
+                y = torch.empty_like(x)
+
+                def fn(y=y, warps=warps, per_sm=per_sm):
+                    softmax_persistent_kernel[(min(M, per_sm * sms),)](
+                        y, x, N, N, M, N, BLOCK=block, num_warps=warps)
+                variants.append((f"kiln_persistent_{per_sm}persm_w{warps}", fn, y))
         for name, fn, y in variants:
             fn()
             err = ((y.float() - ref).norm() / ref.norm()).item()

@@ -232,6 +232,58 @@ func.func @attention(%Q: !kiln.ptr<f16>, %K: !kiln.ptr<f16>, %V: !kiln.ptr<f16>,
 
 // -----
 
+// Flash attention rotated (FlashAttention-3's intra-warpgroup overlap): q @ k_j and p @ v go
+// out back to back, the softmax reads the first after the second was issued. Both dots are
+// issued without waiting for themselves; q @ k_j is waited for before its first read with
+// one dot (p @ v) left running, p @ v before its own first read, so the exp2 overlaps p @ v.
+// CHECK-LABEL: func.func @attention_rotated(
+// CHECK: scf.for
+// CHECK: %[[S:.*]] = kiln_gpu.shared_dot %{{.*}} {pending = 1 : i32} : !kiln_gpu.shared<[1, 64, 32], f16>
+// CHECK-NEXT: %[[D:.*]] = kiln_gpu.shared_dot %{{.*}} {pending = 1 : i32} : tensor<64x32xf16>
+// CHECK-NEXT: %[[SW:.*]] = kiln_gpu.dot_wait %[[S]] {pending = 1 : i32}
+// CHECK-NEXT: math.exp2 %[[SW]]
+// CHECK: %[[DW:.*]] = kiln_gpu.dot_wait %[[D]] :
+// CHECK-NEXT: arith.mulf %[[DW]], %[[DW]]
+// CHECK: scf.yield
+// FOUR-LABEL: func.func @attention_rotated(
+// FOUR: kiln_gpu.shared_dot %{{.*}} {pending = 1 : i32} : !kiln_gpu.shared<[1, 64, 32], f16>
+// FOUR-NEXT: kiln_gpu.shared_dot %{{.*}} {pending = 1 : i32} : tensor<64x32xf16>
+// FOUR-NEXT: kiln_gpu.dot_wait %{{.*}} {pending = 1 : i32}
+// FOUR: kiln_gpu.dot_wait %{{.*}} :
+func.func @attention_rotated(%Q: !kiln.ptr<f16>, %K: !kiln.ptr<f16>, %V: !kiln.ptr<f16>, %n: i32) -> tensor<64x32xf32> {
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %zero_s = arith.constant dense<0.0> : tensor<64x32xf32>
+  %acc0 = arith.constant dense<0.0> : tensor<64x32xf32>
+  %p0 = arith.constant dense<0.0> : tensor<64x32xf16>
+  %pq = kiln.splat %Q : tensor<64x32x!kiln.ptr<f16>>
+  %q = kiln.load %pq : tensor<64x32x!kiln.ptr<f16>>
+  %r32 = kiln.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  %acc:2 = scf.for %j = %c0 to %n step %c32 iter_args(%o = %acc0, %p = %p0) -> (tensor<64x32xf32>, tensor<64x32xf16>) : i32 {
+    %jv = kiln.splat %j : tensor<32xi32>
+    %cols = arith.addi %r32, %jv : tensor<32xi32>
+    %kc = kiln.expand_dims %cols {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+    %kb = kiln.broadcast %kc : tensor<1x32xi32> -> tensor<32x32xi32>
+    %pk = kiln.splat %K : tensor<32x32x!kiln.ptr<f16>>
+    %pks = kiln.addptr %pk, %kb : tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xi32>
+    %kt = kiln.load %pks : tensor<32x32x!kiln.ptr<f16>>
+    %vr = kiln.expand_dims %cols {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+    %vb = kiln.broadcast %vr : tensor<32x1xi32> -> tensor<32x32xi32>
+    %pv = kiln.splat %V : tensor<32x32x!kiln.ptr<f16>>
+    %pvs = kiln.addptr %pv, %vb : tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xi32>
+    %v = kiln.load %pvs : tensor<32x32x!kiln.ptr<f16>>
+    %s = kiln.dot %q, %kt, %zero_s : tensor<64x32xf16> * tensor<32x32xf16> -> tensor<64x32xf32>
+    %d = kiln.dot %p, %v, %o : tensor<64x32xf16> * tensor<32x32xf16> -> tensor<64x32xf32>
+    %e = math.exp2 %s : tensor<64x32xf32>
+    %pn = arith.truncf %e : tensor<64x32xf32> to tensor<64x32xf16>
+    %o2 = arith.mulf %d, %d : tensor<64x32xf32>
+    scf.yield %o2, %pn : tensor<64x32xf32>, tensor<64x32xf16>
+  }
+  return %acc#0 : tensor<64x32xf32>
+}
+
+// -----
+
 // Two loops reading one q (causal attention's two walks): the second loop reads the one-slot
 // buffer the first filled, without copying q again.
 // CHECK-LABEL: func.func @shared_q(

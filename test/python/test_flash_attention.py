@@ -91,11 +91,20 @@ def test_attention_cpu_bf16_causal():
     run_cpu((1, 2, 128, 64), "bfloat16", True)
 
 
+@pytest.mark.parametrize("overlap", [False, True], ids=["plain", "overlap"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-def test_attention_cpu_tail(causal):
+def test_attention_cpu_tail(causal, overlap):
     # 100 = 6 whole key blocks of 16 and a tail of 4; the last query block is partial too.
     # Debug mode: every unmasked load and store is checked against the arrays' bounds.
-    run_cpu((2, 1, 100, 64), "float16", causal, debug=True)
+    run_cpu((2, 1, 100, 64), "float16", causal, debug=True, overlap=overlap)
+
+
+@pytest.mark.parametrize("S", [16, 128])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_attention_cpu_overlap(S, causal):
+    # The rotated loop (p @ v of the previous block beside q @ k of this one), including a
+    # walk of one block and none at all (causal, first query block).
+    run_cpu((1, 2, S, 64), "float16", causal, overlap=True)
 
 
 def test_attention_cpu_strided_and_scale():
@@ -156,6 +165,25 @@ def test_compiles_to_ptx(D, causal, dtype):
     assert waits == (2 if causal else 1) * (2 if ns == 2 else 1)
 
 
+def test_overlap_compiles_to_ptx():
+    # The rotated loop issues q @ k_j and p @ v_(j-1) back to back and waits for the second
+    # only after the softmax's exp2s: no wgmma.wait_group 0 between the last commit of the
+    # loop and its first ex2.
+    bm, bn, nw, ns = fa.tile_config(128)
+    k = kiln.compile(fa._attn_fwd, signature=gpu_signature("fp16"),
+                     constexprs=dict(HEAD_DIM=128, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=False,
+                                     EVEN_N=True, OVERLAP=True),
+                     target="sm_90a", num_warps=nw, num_stages=ns)
+    ptx = k.asm["ptx"]
+    assert ptx.count("wgmma.commit_group") == 2
+    second = ptx.index("wgmma.commit_group", ptx.index("wgmma.commit_group") + 1)
+    first_exp = ptx.index("ex2.approx", second)
+    between = ptx[second:first_exp]
+    assert "wgmma.wait_group.sync.aligned 1;" in between
+    assert "wgmma.wait_group.sync.aligned 0;" not in between
+    assert "wgmma.wait_group.sync.aligned 0;" in ptx[first_exp:]
+
+
 # ---------------------------------------------------------------- errors
 
 def test_errors():
@@ -185,18 +213,19 @@ def torch_or_skip():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("overlap", [False, True], ids=["plain", "overlap"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("D", [64, 128])
-@pytest.mark.parametrize("S", [1024, 1000])
-def test_attention_gpu(S, D, causal, dtype):
+@pytest.mark.parametrize("S", [1024, 1000, 128])
+def test_attention_gpu(S, D, causal, dtype, overlap):
     torch = torch_or_skip()
     F = torch.nn.functional
     t = getattr(torch, dtype)
     torch.manual_seed(0)
     B, H = 2, 4
     q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=t) for _ in range(3))
-    out, lse = fa.attention(q, k, v, causal=causal, return_lse=True)
+    out, lse = fa.attention(q, k, v, causal=causal, return_lse=True, overlap=overlap)
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     assert out.dtype == t and out.shape == q.shape
     err = (out.double() - ref.double()).abs().max().item()

@@ -84,6 +84,40 @@ def _attn_fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kk, stri
 
 
 @kiln.jit
+def _attn_fwd_inner_overlap(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kk, stride_vn,
+                            stride_vk, qk_scale, lo, hi, HEAD_DIM: tl.constexpr,
+                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """_attn_fwd_inner for whole, unmasked key blocks [lo, hi), rotated so that the two dots
+    of an iteration are independent: iteration j multiplies q by block j's keys and adds
+    block j - 1's p @ v, so the tensor cores work on p @ v while the softmax of block j runs
+    (FlashAttention-3's intra-warpgroup overlap; the compiler waits for each dot just
+    before its result is read). The walk takes one more iteration than there are blocks:
+    the first has no p yet (p = 0, v not read), the last no keys (kT not read, m_i and l_i
+    kept)."""
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    p = tl.zeros([BLOCK_M, BLOCK_N], dtype=q.dtype)
+    for start_n in range(lo, hi + BLOCK_N, BLOCK_N):
+        has_keys = start_n < hi
+        cols = start_n + offs_n
+        kT = tl.load(k_base + offs_d[:, None] * stride_kk + cols[None, :] * stride_kn,
+                     mask=has_keys, other=0.0)
+        v = tl.load(v_base + (cols - BLOCK_N)[:, None] * stride_vn + offs_d[None, :] * stride_vk,
+                    mask=start_n > lo, other=0.0)
+        qk = tl.dot(q, kT)
+        acc = tl.dot(p, v, acc)
+        m_ij = tl.where(has_keys, tl.maximum(m_i, tl.max(qk, axis=1) * qk_scale), m_i)
+        p_f32 = tl.exp2(qk * qk_scale - m_ij[:, None])
+        # (m_i is -inf until the first block: -inf - -inf must not reach exp2)
+        alpha = tl.where(has_keys, tl.exp2(m_i - m_ij), 1.0)
+        l_i = l_i * alpha + tl.where(has_keys, tl.sum(p_f32, axis=1), 0.0)
+        acc = acc * alpha[:, None]
+        p = p_f32.to(q.dtype)
+        m_i = m_ij
+    return acc, l_i, m_i
+
+
+@kiln.jit
 def _attn_fwd(Q, K, V, Out, LSE, sm_scale,
               stride_qz, stride_qh, stride_qm, stride_qk,
               stride_kz, stride_kh, stride_kn, stride_kk,
@@ -91,7 +125,8 @@ def _attn_fwd(Q, K, V, Out, LSE, sm_scale,
               stride_oz, stride_oh, stride_om, stride_ok,
               Z, H, N_CTX,
               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-              CAUSAL: tl.constexpr, EVEN_N: tl.constexpr = False):
+              CAUSAL: tl.constexpr, EVEN_N: tl.constexpr = False,
+              OVERLAP: tl.constexpr = False):
     """Grid (cdiv(N_CTX, BLOCK_M), Z * H). Out has Q's shape; LSE (optional, fp32, contiguous
     (Z, H, N_CTX)) receives each row's natural-log logsumexp of the scaled scores. EVEN_N
     (N_CTX % BLOCK_N == 0, the host's promise) drops the key-bound masks."""
@@ -125,9 +160,14 @@ def _attn_fwd(Q, K, V, Out, LSE, sm_scale,
         # whole key blocks unmasked; a partial last block (only if not EVEN_N) masked
         diag_lo = N_CTX - N_CTX % BLOCK_N
         diag_hi = N_CTX
-    acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kk,
-                                    stride_vn, stride_vk, qk_scale, offs_m, 0, diag_lo, N_CTX,
-                                    HEAD_DIM, BLOCK_N, False, False)
+    if OVERLAP:
+        acc, l_i, m_i = _attn_fwd_inner_overlap(acc, l_i, m_i, q, k_base, v_base, stride_kn,
+                                                stride_kk, stride_vn, stride_vk, qk_scale, 0,
+                                                diag_lo, HEAD_DIM, BLOCK_M, BLOCK_N)
+    else:
+        acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn,
+                                        stride_kk, stride_vn, stride_vk, qk_scale, offs_m, 0,
+                                        diag_lo, N_CTX, HEAD_DIM, BLOCK_N, False, False)
     if CAUSAL or not EVEN_N:
         acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn,
                                         stride_kk, stride_vn, stride_vk, qk_scale, offs_m,
@@ -160,6 +200,10 @@ def tile_config(head_dim, cpu=False):
     return 128, 128, 8, 3
 
 
+# Whether the unmasked key blocks take the rotated loop (_attn_fwd_inner_overlap) by default.
+OVERLAP = False
+
+
 def _strides(a):
     """Element strides of a torch tensor or a numpy array."""
     if callable(getattr(a, "stride", None)):  # torch
@@ -168,7 +212,7 @@ def _strides(a):
 
 
 def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block_m=None,
-                      block_n=None, num_warps=None, num_stages=None, **launch):
+                      block_n=None, num_warps=None, num_stages=None, overlap=None, **launch):
     """Launches _attn_fwd on arrays (torch tensors, CUDA or CPU, or numpy arrays) of shape
     (B, H, S, D); writes `out` (same shape, any strides) and, when given, `lse` (fp32,
     contiguous (B, H, S)). sm_scale (default 1/sqrt(D)) must be positive. Tiles default to
@@ -204,12 +248,13 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
     grid = (kiln.cdiv(S, bm), B * H)
     _attn_fwd[grid](q, k, v, out, lse, float(sm_scale), *_strides(q), *_strides(k),
                     *_strides(v), *_strides(out), B, H, S, HEAD_DIM=D, BLOCK_M=bm,
-                    BLOCK_N=bn, CAUSAL=bool(causal), EVEN_N=S % bn == 0, num_warps=nw,
+                    BLOCK_N=bn, CAUSAL=bool(causal), EVEN_N=S % bn == 0,
+                    OVERLAP=OVERLAP if overlap is None else bool(overlap), num_warps=nw,
                     num_stages=ns, **launch)
     return out
 
 
-def attention(q, k, v, causal=False, sm_scale=None, return_lse=False):
+def attention(q, k, v, causal=False, sm_scale=None, return_lse=False, overlap=None):
     """Flash attention forward on torch tensors (B, H, S, D), fp16 or bf16 (CUDA, or CPU on the
     CPU backend): softmax(q k^T * sm_scale) v, sm_scale defaulting to 1/sqrt(D). Returns the
     output (q's dtype, contiguous) and, with return_lse, the fp32 logsumexp (B, H, S)."""
@@ -223,5 +268,6 @@ def attention(q, k, v, causal=False, sm_scale=None, return_lse=False):
     if return_lse:
         lse = torch.empty(q.shape[:3], device=q.device, dtype=torch.float32)
     launch = {"device": "cpu"} if q.device.type == "cpu" else {}
-    attention_forward(q, k, v, out, lse, causal=causal, sm_scale=sm_scale, **launch)
+    attention_forward(q, k, v, out, lse, causal=causal, sm_scale=sm_scale, overlap=overlap,
+                      **launch)
     return (out, lse) if return_lse else out

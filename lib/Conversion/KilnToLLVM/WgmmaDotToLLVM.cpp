@@ -102,9 +102,9 @@ int contiguousDim(RankedTensorType t) {
   return blocked ? int(blocked.getOrder()[0]) : -1;
 }
 
-/// wgmma.wait_group 0 with every accumulator register in `acc` passing through it, so that no
-/// use of them moves above the wait.
-void emitWgmmaWaitAll(OpBuilder &b, Location loc, SmallVector<Value> &acc) {
+/// wgmma.wait_group `pending` with every accumulator register in `acc` passing through it, so
+/// that no use of them moves above the wait.
+void emitWgmmaWait(OpBuilder &b, Location loc, SmallVector<Value> &acc, unsigned pending = 0) {
   if (acc.empty())
     return;
   Type accElem = acc.front().getType();
@@ -115,7 +115,9 @@ void emitWgmmaWaitAll(OpBuilder &b, Location loc, SmallVector<Value> &acc) {
     constraints += std::to_string(i) + (i + 1 < acc.size() ? "," : "");
   auto resTy = LLVM::LLVMStructType::getLiteral(b.getContext(),
                                                 SmallVector<Type>(acc.size(), accElem));
-  Value d = emitInlineAsm(b, loc, resTy, acc, "wgmma.wait_group.sync.aligned 0;", constraints, true);
+  Value d = emitInlineAsm(b, loc, resTy, acc,
+                         "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";",
+                         constraints, true);
   for (unsigned i = 0; i < acc.size(); ++i)
     acc[i] = LLVM::ExtractValueOp::create(b, loc, d, i);
 }
@@ -244,7 +246,7 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
               "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";", "", true);
     return;
   }
-  emitWgmmaWaitAll(b, loc, acc);
+  emitWgmmaWait(b, loc, acc);
 }
 
 /// wgmma A fragments from the registers of an M x K tile under the accumulator layout of an
@@ -470,13 +472,13 @@ struct SharedDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
   const TargetInfo &target;
 };
 
-/// kiln_gpu.dot_wait: wgmma.wait_group 0 over the accumulator registers.
+/// kiln_gpu.dot_wait: wgmma.wait_group `pending` over the accumulator registers.
 struct DotWaitLowering final : ConvertOpToLLVMPattern<kgpu::DotWaitOp> {
   using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
   LogicalResult matchAndRewrite(kgpu::DotWaitOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &b) const override {
     SmallVector<Value> acc = unpackStruct(b, op.getLoc(), adaptor.getSrc());
-    emitWgmmaWaitAll(b, op.getLoc(), acc);
+    emitWgmmaWait(b, op.getLoc(), acc, op.getPending());
     b.replaceOp(op, packStruct(b, op.getLoc(), getTypeConverter()->convertType(op.getType()), acc));
     return success();
   }

@@ -388,14 +388,20 @@ def KilnGPU_DotWaitOp : Op<KilnGPU_Dialect, "dot_wait",
      AllTypesMatch<["src", "result"]>]> {
   let summary = "the accumulators of shared_dots still running, once they are done";
   let description = [{
-    Waits for every shared_dot of the program (wgmma.wait_group 0); the result is `src` with
-    its registers final.
+    Waits until at most `pending` of the warpgroup's shared_dots are still running
+    (wgmma.wait_group `pending`); they complete in the order they were issued, so with
+    `pending` = n the dot that produced `src` must have been issued before the last n. The
+    result is `src` with its registers final.
 
     ```mlir
     %done = kiln_gpu.dot_wait %acc : tensor<128x128xf32>
+    // %qk's dot was issued before one more that may keep running
+    %s = kiln_gpu.dot_wait %qk {pending = 1 : i32} : tensor<128x128xf32>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$src);
+  let arguments = (ins AnyRankedTensor:$src,
+                       DefaultValuedAttr<ConfinedAttr<I32Attr, [IntMinValue<0>, IntMaxValue<7>]>,
+                                         "0">:$pending);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$src attr-dict `:` type($src)";
 }
