@@ -531,11 +531,20 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   // every warp arrives on once its reads of the slot are done; thread 0 waits on it before
   // overwriting the slot, instead of a CTA barrier every iteration.
   bool emptyBarriers = tma && overlap && !lateCopies;
+  // cp.async rings of a loop whose dots are waited for where they are read (3 or more slots)
+  // complete on barriers too, with no CTA barrier in the loop: each thread arrives on the
+  // slot's barrier once its copies have landed (one arrival per thread) and every thread
+  // waits for it; after the last dot each warp arrives on the slot's empty barrier, then
+  // every thread waits until every warp is done with the slot iteration i - 1 read and
+  // copies iteration i + S - 1 into it. So a warpgroup may run up to an iteration ahead of
+  // the other instead of meeting it at a barrier every iteration.
+  bool copyBarriers = !tma && waitAtUses && stages >= 3;
   Value barriers, empties;
-  if (tma)
-    barriers = kgpu::MBarrierAllocOp::create(rewriter, loc,
-                                             kgpu::MBarriersType::get(ctx, stages));
-  if (emptyBarriers)
+  if (tma || copyBarriers)
+    barriers = kgpu::MBarrierAllocOp::create(
+        rewriter, loc, kgpu::MBarriersType::get(ctx, stages),
+        rewriter.getI32IntegerAttr(copyBarriers ? int32_t(numWarps * kgpu::kWarpSize) : 1));
+  if (emptyBarriers || copyBarriers)
     empties = kgpu::MBarrierAllocOp::create(rewriter, loc, kgpu::MBarriersType::get(ctx, stages),
                                             rewriter.getI32IntegerAttr(int32_t(numWarps)));
   // The start of a copy group for slot `slot`: one arrival expecting all its TMA bytes.
@@ -544,9 +553,11 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
       kgpu::MBarrierExpectOp::create(rewriter, loc, barriers, slot, inRange,
                                      rewriter.getI32IntegerAttr(int32_t(groupBytes)));
   };
-  auto endGroup = [&] {
+  auto endGroup = [&](Value slot) {
     if (!tma)
       kgpu::AsyncCommitOp::create(rewriter, loc);
+    if (copyBarriers)
+      kgpu::AsyncArriveOp::create(rewriter, loc, barriers, slot);
   };
   Value loopIv = loop.getInductionVar();
   ValueRange loopArgs = loop.getRegionIterArgs();
@@ -565,14 +576,14 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
       emitCopy(rewriter, plan.b, loopIv, iv, loopArgs, loop.getInitArgs(), s, inRange, bBuf,
                slot, barriers);
     }
-    endGroup();
+    endGroup(slot);
   }
 
   // The current slot travels in a new iteration argument: 0, 1, ..., S-1, 0, ...; with TMA
   // copies so does the parity of the barrier phase the slot is at (it flips at each wrap).
   Value zero = i32Constant(rewriter, loc, 0);
   SmallVector<Value> inits{zero};
-  if (tma)
+  if (tma || copyBarriers)
     inits.push_back(zero);
   auto newLoop = cast<LoopLikeOpInterface>(loop.getOperation())
                      .replaceWithAdditionalYields(
@@ -584,7 +595,7 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
                                                               next, i32Constant(yb, yloc, stages));
                            SmallVector<Value> yields{arith::SelectOp::create(
                                yb, yloc, wrap, i32Constant(yb, yloc, 0), next)};
-                           if (tma)
+                           if (tma || copyBarriers)
                              yields.push_back(arith::XOrIOp::create(
                                  yb, yloc, args[1],
                                  arith::ExtUIOp::create(yb, yloc, yb.getI32Type(), wrap)));
@@ -600,8 +611,15 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   // the slot's barrier; the barrier of async_wait (no cp.async group is in flight) then
   // orders every warp's reads of earlier slots before the copies issued next.
   rewriter.setInsertionPointToStart(forOp.getBody());
-  // Waits for this iteration's slot, then (TMA) a barrier or (cp.async) the wait's own.
+  // Waits for this iteration's slot, then (TMA) a barrier or (cp.async) the wait's own;
+  // cp.async copies completing on barriers need a proxy fence instead.
   auto waitForSlot = [&] {
+    if (copyBarriers) {
+      kgpu::MBarrierWaitOp::create(rewriter, loc, barriers, slot,
+                                   forOp.getRegionIterArgs().back(), Value());
+      kgpu::ProxyFenceOp::create(rewriter, loc);
+      return;
+    }
     if (!tma)
       return (void)kgpu::AsyncWaitOp::create(rewriter, loc,
                                              rewriter.getI32IntegerAttr(distance - 1));
@@ -629,10 +647,12 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     Value ahead = ivAfter(rewriter, loc, forOp, iv, distance);
     Value inRange = emitInRange(rewriter, loc, forOp, ahead);
     Value writeSlot = slotAfter(distance);
-    if (emptyBarriers) {
-      // The slot was iteration i - back's (back = S - distance = 2): thread 0 waits until
-      // every warp is done with it, at the phase parity of that use (this iteration's,
-      // flipped where the slot index wrapped in between).
+    if (emptyBarriers || copyBarriers) {
+      // The slot was iteration i - back's (back = S - distance: 2 for TMA, 1 for cp.async):
+      // thread 0 (TMA) or every thread (cp.async) waits until every warp is done with it, at
+      // the phase parity of that use (this iteration's, flipped where the slot index wrapped
+      // in between). Before that use (the first iterations) the parity is the one before the
+      // barrier's first phase, which try_wait takes as complete.
       int64_t back = stages - distance;
       Value wrapped = arith::ExtUIOp::create(
           rewriter, loc, rewriter.getI32Type(),
@@ -641,7 +661,7 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
       Value phase = arith::XOrIOp::create(rewriter, loc, forOp.getRegionIterArgs().back(),
                                           wrapped);
       kgpu::MBarrierWaitOp::create(rewriter, loc, empties, writeSlot, phase,
-                                   fromIteration(back));
+                                   copyBarriers ? Value() : fromIteration(back));
     }
     startGroup(writeSlot, inRange);
     for (auto [plan, aBuf, bBuf] : llvm::zip(plans, aBufs, bBufs)) {
@@ -651,14 +671,14 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
       emitCopy(rewriter, plan.b, iv, ahead, args, args, distance, inRange, bBuf, writeSlot,
                barriers);
     }
-    endGroup();
+    endGroup(writeSlot);
   };
   // TMA copies of a loop whose only dot runs on (S >= 4, S - 2 ahead) go right after the
   // dot: the slot they overwrite was read two iterations back, and thread 0 waits on that
   // slot's barrier of every warp being done with it (no CTA barrier), so its warpgroup issues
   // its wgmma before the copies instead of after them.
   bool copiesAfterDot = lateCopies || (tma && overlap);
-  if (!copiesAfterDot)
+  if (!copiesAfterDot && !copyBarriers)
     issueCopies();
 
   // The dots read the rings.
@@ -689,14 +709,23 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
       issueCopies();
     }
     rewriter.replaceOp(dot, shared.getResult());
-    auto eraseLoad = [&](const CopyPlan &copy) {
-      rewriter.eraseOp(copy.desc ? DescriptorLoadOp(copy.desc).getOperation()
-                                 : LoadOp(copy.load).getOperation());
-    };
-    if (plan.aSource == ASource::Ring)
-      eraseLoad(*plan.a);
-    eraseLoad(plan.b);
   }
+  if (waitAtUses)
+    waitAtFirstUses(rewriter, sharedDots);
+  if (copyBarriers) {
+    // Every dot of the iteration is done: each warp says so for this slot, then the copies
+    // go into the slot of the iteration before.
+    rewriter.setInsertionPoint(forOp.getBody()->getTerminator());
+    Value yes = arith::ConstantOp::create(rewriter, loc, rewriter.getBoolAttr(true));
+    kgpu::MBarrierArriveOp::create(rewriter, loc, empties, slot, yes);
+    issueCopies();
+  }
+  // The copies replace the loads (the last ones were issued from them just above).
+  for (DotPlan &plan : plans)
+    for (const CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b})
+      if (copy)
+        rewriter.eraseOp(copy->desc ? DescriptorLoadOp(copy->desc).getOperation()
+                                    : LoadOp(copy->load).getOperation());
   // The original address computations may now be dead (their clones took over); an op in
   // several slices is erased once. A load before the loop goes when nothing else reads it.
   llvm::SmallPtrSet<Operation *, 32> erased;
@@ -718,8 +747,6 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
       }
     }
 
-  if (waitAtUses)
-    waitAtFirstUses(rewriter, sharedDots);
   if (deferredArg) {
     // The deferred dot's accumulator is waited for before its first use in the body.
     BlockArgument acc = forOp.getRegionIterArgs()[*deferredArg];

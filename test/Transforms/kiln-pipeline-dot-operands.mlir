@@ -236,15 +236,37 @@ func.func @attention(%Q: !kiln.ptr<f16>, %K: !kiln.ptr<f16>, %V: !kiln.ptr<f16>,
 // out back to back, the softmax reads the first after the second was issued. Both dots are
 // issued without waiting for themselves; q @ k_j is waited for before its first read with
 // one dot (p @ v) left running, p @ v before its own first read, so the exp2 overlaps p @ v.
+// The copies complete on barriers (one arrival per thread, cp.async.mbarrier.arrive) instead
+// of a wait and a CTA barrier; at the end of the iteration each warp arrives on the slot's
+// empty barrier, and every thread waits on the empty barrier of the slot it copies into
+// (the one iteration i - 1 read) before copying iteration i + 2 there.
 // CHECK-LABEL: func.func @attention_rotated(
-// CHECK: scf.for
+// CHECK: %[[K:.*]] = kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 32, 32], f16>
+// CHECK: %[[V:.*]] = kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 32, 32], f16>
+// CHECK: %[[FULL:.*]] = kiln_gpu.mbarrier_alloc {arrivals = 128 : i32} : <3>
+// CHECK: %[[EMPTY:.*]] = kiln_gpu.mbarrier_alloc {arrivals = 4 : i32} : <3>
+// CHECK: kiln_gpu.async_commit
+// CHECK-NEXT: kiln_gpu.async_arrive %[[FULL]][%{{.*}}] : <3>
+// CHECK: kiln_gpu.async_commit
+// CHECK-NEXT: kiln_gpu.async_arrive %[[FULL]][%{{.*}}] : <3>
+// CHECK: scf.for {{.*}} iter_args({{.*}}, %[[SLOT:[^ ]*]] = %{{.*}}, %[[PHASE:[^ ]*]] = %{{.*}})
+// CHECK-NEXT: kiln_gpu.mbarrier_wait %[[FULL]][%[[SLOT]]], %[[PHASE]] : <3>
+// CHECK-NEXT: kiln_gpu.proxy_fence
 // CHECK: %[[S:.*]] = kiln_gpu.shared_dot %{{.*}} {pending = 1 : i32} : !kiln_gpu.shared<[1, 64, 32], f16>
 // CHECK-NEXT: %[[D:.*]] = kiln_gpu.shared_dot %{{.*}} {pending = 1 : i32} : tensor<64x32xf16>
 // CHECK-NEXT: %[[SW:.*]] = kiln_gpu.dot_wait %[[S]] {pending = 1 : i32}
 // CHECK-NEXT: math.exp2 %[[SW]]
 // CHECK: %[[DW:.*]] = kiln_gpu.dot_wait %[[D]] :
 // CHECK-NEXT: arith.mulf %[[DW]], %[[DW]]
-// CHECK: scf.yield
+// CHECK: kiln_gpu.mbarrier_arrive %[[EMPTY]][%[[SLOT]]], %true
+// CHECK: kiln_gpu.mbarrier_wait %[[EMPTY]][%[[PREV:.*]]], %{{.*}} : <3>
+// CHECK: kiln_gpu.async_copy %[[K]][%[[PREV]]]
+// CHECK: kiln_gpu.async_copy %[[V]][%[[PREV]]]
+// CHECK: kiln_gpu.async_commit
+// CHECK-NEXT: kiln_gpu.async_arrive %[[FULL]][%[[PREV]]]
+// CHECK-NEXT: scf.yield
+// CHECK-NOT: kiln_gpu.barrier
+// CHECK: kiln_gpu.async_wait {pending = 0 : i32}
 // FOUR-LABEL: func.func @attention_rotated(
 // FOUR: kiln_gpu.shared_dot %{{.*}} {pending = 1 : i32} : !kiln_gpu.shared<[1, 64, 32], f16>
 // FOUR-NEXT: kiln_gpu.shared_dot %{{.*}} {pending = 1 : i32} : tensor<64x32xf16>

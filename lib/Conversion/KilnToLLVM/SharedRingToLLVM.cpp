@@ -16,6 +16,9 @@
 //   - mbarrier_alloc / mbarrier_expect / mbarrier_arrive / mbarrier_wait: barriers in static
 //     shared memory (init by thread 0 for 1 or `arrivals` arrivals, arrive.expect_tx by thread
 //     0, arrive by the first lane of each warp, try_wait.parity by all or by thread 0 alone).
+//   - async_arrive / proxy_fence: cp.async.mbarrier.arrive.noinc (each thread's arrival once
+//     its copies have landed) and fence.proxy.async, for cp.async rings that complete on
+//     barriers instead of a wait and a CTA barrier.
 //   - tma_copy: thread 0 issues cp.async.bulk.tensor for each box of the block
 //     (rt::getTensorMapBox with the rows kiln_gpu.tma_box_rows gives the map), completing on
 //     the slot's barrier (rows in their natural order: the wgmma accumulator layout reads
@@ -390,6 +393,28 @@ struct MBarrierArriveLowering final : ConvertOpToLLVMPattern<kgpu::MBarrierArriv
   const TargetInfo &target;
 };
 
+struct AsyncArriveLowering final : ConvertOpToLLVMPattern<kgpu::AsyncArriveOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult matchAndRewrite(kgpu::AsyncArriveOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    emitAsm(b, loc, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r",
+            {barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot())});
+    b.eraseOp(op);
+    return success();
+  }
+};
+
+struct ProxyFenceLowering final : ConvertOpToLLVMPattern<kgpu::ProxyFenceOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult matchAndRewrite(kgpu::ProxyFenceOp op, OpAdaptor,
+                                ConversionPatternRewriter &b) const override {
+    emitAsm(b, op.getLoc(), "fence.proxy.async.shared::cta;");
+    b.eraseOp(op);
+    return success();
+  }
+};
+
 struct MBarrierWaitLowering final : ConvertOpToLLVMPattern<kgpu::MBarrierWaitOp> {
   MBarrierWaitLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
       : ConvertOpToLLVMPattern(converter), target(target) {}
@@ -566,7 +591,8 @@ void kiln::populateSharedRingToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                             RewritePatternSet &patterns,
                                             const AxisInfoAnalysis &axisInfo,
                                             const TargetInfo &target) {
-  patterns.add<LocalAllocLowering, AsyncCommitLowering>(converter);
+  patterns.add<LocalAllocLowering, AsyncCommitLowering, AsyncArriveLowering, ProxyFenceLowering>(
+      converter);
   patterns.add<AsyncCopyLowering>(converter, axisInfo, target);
   patterns.add<AsyncWaitLowering, MBarrierAllocLowering, MBarrierExpectLowering,
                MBarrierArriveLowering, MBarrierWaitLowering, TmaCopyLowering, TmaStoreLowering,

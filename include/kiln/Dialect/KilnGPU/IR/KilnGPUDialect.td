@@ -208,13 +208,14 @@ def KilnGPU_TensorMap : Type<CPred<"::llvm::isa<::kiln::TensorMapType>($_self)">
 
 def KilnGPU_MBarrierAllocOp : Op<KilnGPU_Dialect, "mbarrier_alloc",
     [MemoryEffects<[MemAlloc<DefaultResource>, MemWrite<DefaultResource>]>]> {
-  let summary = "initialized barriers for a loop's TMA copies";
+  let summary = "initialized barriers for a loop's TMA or cp.async copies";
   let description = [{
     Static shared memory for the barriers; one thread initializes each with an arrival count
     of `arrivals`, then the program synchronizes, so every thread may wait on them
     afterwards. One arrival (the expect_tx of a copy group) makes a slot's transaction
-    barrier; one per warp (`arrivals` = warps) a barrier that says every warp is done
-    reading a slot.
+    barrier; one per thread (`arrivals` = threads, each an async_arrive) a barrier that says
+    a group of cp.async copies has landed; one per warp (`arrivals` = warps) a barrier that
+    says every warp is done reading a slot.
 
     ```mlir
     %full = kiln_gpu.mbarrier_alloc : !kiln_gpu.mbarriers<4>
@@ -241,6 +242,38 @@ def KilnGPU_MBarrierArriveOp : Op<KilnGPU_Dialect, "mbarrier_arrive",
   }];
   let arguments = (ins KilnGPU_MBarriersType:$barriers, I32:$slot, I1:$pred);
   let assemblyFormat = "$barriers `[` $slot `]` `,` $pred attr-dict `:` type($barriers)";
+}
+
+def KilnGPU_AsyncArriveOp : Op<KilnGPU_Dialect, "async_arrive",
+    [MemoryEffects<[MemWrite<DefaultResource>]>]> {
+  let summary = "each thread arrives on barrier `slot` once its async copies so far are done";
+  let description = [{
+    cp.async.mbarrier.arrive.noinc: every thread's arrival is triggered when all the async
+    copies it issued before have written shared memory. With a barrier of one arrival per
+    thread, its phase completes when the whole group of copies has landed; a thread that
+    waits for that phase, then fences the proxies (`proxy_fence`), may let the tensor cores
+    read the slot, without a CTA barrier.
+
+    ```mlir
+    kiln_gpu.async_arrive %full[%slot] : !kiln_gpu.mbarriers<3>
+    ```
+  }];
+  let arguments = (ins KilnGPU_MBarriersType:$barriers, I32:$slot);
+  let assemblyFormat = "$barriers `[` $slot `]` attr-dict `:` type($barriers)";
+}
+
+def KilnGPU_ProxyFenceOp : Op<KilnGPU_Dialect, "proxy_fence",
+    [MemoryEffects<[MemRead<DefaultResource>, MemWrite<DefaultResource>]>]> {
+  let summary = "order this thread's view of shared memory before its tensor core reads";
+  let description = [{
+    fence.proxy.async.shared::cta: what this thread sees of shared memory (the async copies a
+    barrier wait made visible to it) is seen by the wgmmas it issues next.
+
+    ```mlir
+    kiln_gpu.proxy_fence
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
 }
 
 def KilnGPU_MBarrierExpectOp : Op<KilnGPU_Dialect, "mbarrier_expect",
