@@ -176,7 +176,7 @@ def bench_case(B, H, S, D, dtype, causal, args):
     def kiln_fn():
         k_fa.attention_forward(q, k, v, o_kiln, None, causal=causal, sm_scale=sm_scale,
                                block_m=bm, block_n=bn, num_warps=nw, num_stages=ns,
-                               overlap=args.overlap == "on")
+                               overlap=args.overlap != "off")
 
     def kiln_other_fn():  # --overlap both: the loop Kiln's row does not take
         k_fa.attention_forward(q, k, v, o_other, None, causal=causal, sm_scale=sm_scale,

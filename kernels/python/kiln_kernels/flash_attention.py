@@ -15,6 +15,12 @@ head once, keeping the softmax online (Milakov & Gimelshein; Dao, FlashAttention
 K is read transposed by pointer arithmetic (a HEAD_DIM x BLOCK_N tile whose rows step through
 the head dimension), so the first product is a plain tl.dot(q, kT).
 
+With OVERLAP (the default at D >= 128 on the GPU) the whole key blocks take a rotated loop,
+_attn_fwd_inner_overlap: iteration j issues q k_j^T and p_{j-1} v_{j-1} together, and the
+compiler waits for each where it is first read, so the softmax of block j runs while the
+tensor cores add p_{j-1} v_{j-1} (FlashAttention-3's intra-warpgroup overlap); its K and V
+copies complete on mbarriers, with no CTA barrier per iteration.
+
 Causal attention (query i sees keys j <= i) splits the walk in two loops whose bounds are
 computed before they start (Kiln has no `break`): the key blocks strictly left of the query
 block's first row need no mask; the blocks that overlap the query block's rows (the diagonal,
@@ -200,8 +206,12 @@ def tile_config(head_dim, cpu=False):
     return 128, 128, 8, 3
 
 
-# Whether the unmasked key blocks take the rotated loop (_attn_fwd_inner_overlap) by default.
-OVERLAP = False
+def overlap_default(head_dim, cpu=False):
+    """Whether the unmasked key blocks take the rotated loop (_attn_fwd_inner_overlap) by
+    default. On the H100 (bench/results/2026-11-23-h100-session9.md) it ran 3-8% faster than
+    the plain loop at D = 128 and -3 to +6% at D = 64; the CPU backend keeps the plain loop
+    (nothing runs asynchronously there)."""
+    return not cpu and head_dim >= 128
 
 
 def _strides(a):
@@ -216,7 +226,8 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
     """Launches _attn_fwd on arrays (torch tensors, CUDA or CPU, or numpy arrays) of shape
     (B, H, S, D); writes `out` (same shape, any strides) and, when given, `lse` (fp32,
     contiguous (B, H, S)). sm_scale (default 1/sqrt(D)) must be positive. Tiles default to
-    tile_config(D) (its CPU tiles with device="cpu"); `launch` goes to the launch
+    tile_config(D) (its CPU tiles with device="cpu"); overlap (default: overlap_default) takes
+    the rotated loop for whole key blocks (_attn_fwd_inner_overlap); `launch` goes to the launch
     (device="cpu", debug=True, ...)."""
     if not (len(q.shape) == 4 and tuple(q.shape) == tuple(k.shape) == tuple(v.shape)
             == tuple(out.shape)):
@@ -230,7 +241,8 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
     if not (q.dtype == k.dtype == v.dtype):
         raise ValueError(f"attention: expected q, k and v of one dtype, found {q.dtype}, "
                          f"{k.dtype} and {v.dtype}")
-    bm, bn, nw, ns = tile_config(D, cpu=launch.get("device") == "cpu")
+    cpu = launch.get("device") == "cpu"
+    bm, bn, nw, ns = tile_config(D, cpu=cpu)
     bm, bn = block_m or bm, block_n or bn
     nw, ns = num_warps or nw, num_stages or ns
     if bm % bn:
@@ -249,7 +261,8 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
     _attn_fwd[grid](q, k, v, out, lse, float(sm_scale), *_strides(q), *_strides(k),
                     *_strides(v), *_strides(out), B, H, S, HEAD_DIM=D, BLOCK_M=bm,
                     BLOCK_N=bn, CAUSAL=bool(causal), EVEN_N=S % bn == 0,
-                    OVERLAP=OVERLAP if overlap is None else bool(overlap), num_warps=nw,
+                    OVERLAP=overlap_default(D, cpu) if overlap is None else bool(overlap),
+                    num_warps=nw,
                     num_stages=ns, **launch)
     return out
 
