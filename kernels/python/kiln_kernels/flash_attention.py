@@ -208,9 +208,9 @@ def tile_config(head_dim, cpu=False):
 
 def overlap_default(head_dim, cpu=False):
     """Whether the unmasked key blocks take the rotated loop (_attn_fwd_inner_overlap) by
-    default. On the H100 (bench/results/2026-11-23-h100-session9.md) it ran 3-8% faster than
-    the plain loop at D = 128 and -3 to +6% at D = 64; the CPU backend keeps the plain loop
-    (nothing runs asynchronously there)."""
+    default. On the H100 (bench/results/2026-11-23-h100-session9.md) it ran 6-10% faster than
+    the plain loop at D = 128 (causal: -2 to +5%) and 1-8% slower at D = 64 but for one
+    case; the CPU backend keeps the plain loop (nothing runs asynchronously there)."""
     return not cpu and head_dim >= 128
 
 
