@@ -237,14 +237,19 @@ struct AsyncCopyLowering final : ConvertOpToLLVMPattern<kgpu::AsyncCopyOp> {
   const TargetInfo &target;
 };
 
-struct AsyncCommitLowering final : ConvertOpToLLVMPattern<kgpu::AsyncCommitOp> {
-  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
-  LogicalResult matchAndRewrite(kgpu::AsyncCommitOp op, OpAdaptor,
+/// An op without operands or results as one fixed PTX instruction (async_commit,
+/// proxy_fence).
+template <typename OpT>
+struct FixedAsmLowering final : ConvertOpToLLVMPattern<OpT> {
+  FixedAsmLowering(const LLVMTypeConverter &converter, StringRef text)
+      : ConvertOpToLLVMPattern<OpT>(converter), text(text) {}
+  LogicalResult matchAndRewrite(OpT op, typename OpT::Adaptor,
                                 ConversionPatternRewriter &b) const override {
-    emitAsm(b, op.getLoc(), "cp.async.commit_group;");
+    emitAsm(b, op.getLoc(), text);
     b.eraseOp(op);
     return success();
   }
+  std::string text;
 };
 
 struct AsyncWaitLowering final : ConvertOpToLLVMPattern<kgpu::AsyncWaitOp> {
@@ -400,16 +405,6 @@ struct AsyncArriveLowering final : ConvertOpToLLVMPattern<kgpu::AsyncArriveOp> {
     Location loc = op.getLoc();
     emitAsm(b, loc, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r",
             {barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot())});
-    b.eraseOp(op);
-    return success();
-  }
-};
-
-struct ProxyFenceLowering final : ConvertOpToLLVMPattern<kgpu::ProxyFenceOp> {
-  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
-  LogicalResult matchAndRewrite(kgpu::ProxyFenceOp op, OpAdaptor,
-                                ConversionPatternRewriter &b) const override {
-    emitAsm(b, op.getLoc(), "fence.proxy.async.shared::cta;");
     b.eraseOp(op);
     return success();
   }
@@ -591,8 +586,10 @@ void kiln::populateSharedRingToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                             RewritePatternSet &patterns,
                                             const AxisInfoAnalysis &axisInfo,
                                             const TargetInfo &target) {
-  patterns.add<LocalAllocLowering, AsyncCommitLowering, AsyncArriveLowering, ProxyFenceLowering>(
-      converter);
+  patterns.add<LocalAllocLowering, AsyncArriveLowering>(converter);
+  patterns.add<FixedAsmLowering<kgpu::AsyncCommitOp>>(converter, "cp.async.commit_group;");
+  patterns.add<FixedAsmLowering<kgpu::ProxyFenceOp>>(converter,
+                                                     "fence.proxy.async.shared::cta;");
   patterns.add<AsyncCopyLowering>(converter, axisInfo, target);
   patterns.add<AsyncWaitLowering, MBarrierAllocLowering, MBarrierExpectLowering,
                MBarrierArriveLowering, MBarrierWaitLowering, TmaCopyLowering, TmaStoreLowering,
