@@ -127,15 +127,54 @@ def test_matmul_transposed_b_and_out_gpu():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(512, 384, 256), (1000, 520, 328), (4096, 4096, 512)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize("order", ["row", "col"])
+@pytest.mark.parametrize("out_dtype", ["float16", "float32"])
+def test_matmul_fp8_gpu(shape, dtype, order, out_dtype):
+    # fp8 operands (B row-major, or column-major: b.t() of a contiguous [N, K]), fp32
+    # accumulation, bias and gelu fused; against the same fp8 values multiplied in fp32.
+    # Hopper's fp8 wgmma accumulates with fewer bits than fp32 (test_fp8.py: 1-3e-4).
+    torch = _torch()
+    M, N, K = shape
+    dt = getattr(torch, dtype)
+    g = torch.Generator(device="cuda").manual_seed(M + 2 * N + K)
+    a = torch.randn(M, K, device="cuda", generator=g).to(dt)
+    b = (torch.randn(K, N, device="cuda", generator=g) if order == "row"
+         else torch.randn(N, K, device="cuda", generator=g).t()).to(dt)
+    bias = torch.randn(N, device="cuda", dtype=torch.float32, generator=g)
+    out = mm.matmul(a, b, bias=bias, activation="gelu", out_dtype=getattr(torch, out_dtype))
+    assert out.dtype == getattr(torch, out_dtype) and tuple(out.shape) == (M, N)
+    ref = reference(a.float().cpu().numpy(), b.float().cpu().numpy(), bias.cpu().numpy(),
+                    "gelu")
+    assert relerr(out.float().cpu().numpy(), ref) < (2e-3 if out_dtype == "float16" else 1e-3)
+
+
+@pytest.mark.gpu
+def test_matmul_fp8_default_out_gpu():
+    torch = _torch()
+    a = torch.randn(256, 128, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(128, 64, device="cuda").to(torch.float8_e4m3fn)
+    out = mm.matmul(a, b)
+    assert out.dtype == torch.float16
+    ref = reference(a.float().cpu().numpy(), b.float().cpu().numpy(), None, None)
+    assert relerr(out.float().cpu().numpy(), ref) < 2e-3
+
+
+@pytest.mark.gpu
 def test_matmul_errors_gpu():
     torch = _torch()
     a = torch.randn(64, 32, device="cuda", dtype=torch.float16)
     with pytest.raises(ValueError, match=r"expected a \[M, K\] and b \[K, N\]"):
         mm.matmul(a, torch.randn(16, 8, device="cuda", dtype=torch.float16))
-    with pytest.raises(TypeError, match="both float16 or both bfloat16"):
+    with pytest.raises(TypeError, match="both float16, both bfloat16, both float8_e4m3fn"):
         mm.matmul(a, torch.randn(32, 8, device="cuda", dtype=torch.bfloat16))
-    with pytest.raises(TypeError, match="both float16 or both bfloat16"):
+    with pytest.raises(TypeError, match="both float16, both bfloat16, both float8_e4m3fn"):
         mm.matmul(a.float(), torch.randn(32, 8, device="cuda"))
+    with pytest.raises(TypeError, match="expected out_dtype float16, bfloat16 or float32"):
+        mm.matmul(a, torch.randn(32, 8, device="cuda", dtype=torch.float16),
+                  out_dtype=torch.int32)
     with pytest.raises(ValueError, match="expected activation in"):
         mm.matmul(a, torch.randn(32, 8, device="cuda", dtype=torch.float16), activation="tanh")
     with pytest.raises(ValueError, match=r"expected a bias of shape \[8\]"):

@@ -1,5 +1,6 @@
-"""Matmul C = act(A @ B + bias) for fp16/bf16, fp32 accumulation, with an optional fused
-epilogue: a bias per output column and an activation ("relu", "gelu" (tanh form), "silu").
+"""Matmul C = act(A @ B + bias) for fp16/bf16 and fp8 (e4m3fn, e5m2), fp32 accumulation, with
+an optional fused epilogue: a bias per output column and an activation ("relu", "gelu" (tanh
+form), "silu").
 
 Two kernels of Triton's tutorial structure (grouped program order, GROUP_M row blocks share
 their B columns in L2):
@@ -10,7 +11,12 @@ their B columns in L2):
     multiple of 16 bytes, 16-byte aligned bases.
   - `matmul_kernel` takes pointers and strides (any layout, K masked), for inputs the
     descriptors do not take (rows not a multiple of 8 elements, transposed views).
-`matmul(a, b, bias=None, activation=None)` picks the kernel and the tiles.
+fp8 operands take `matmul_kernel` (tensor descriptors take 16-bit operands only) with
+BLOCK_K = 128: on sm_90a, wgmma m64nNk32 with both operands K-major in their rings (a
+row-major B is transposed on its way there, a column-major B, `b.t()` of a contiguous [N, K],
+is copied as it is and is the fast case).
+`matmul(a, b, bias=None, activation=None, out=None, out_dtype=None)` picks the kernel and
+the tiles.
 """
 import kiln
 import kiln.language as tl
@@ -88,10 +94,14 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_am, stride_ak, 
              mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
-def config_for(M, N, K):
+def config_for(M, N, K, fp8=False):
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages): 128 x 256 tiles on 8 warps (two
     warpgroups of m64n256 wgmmas) with 4 stages where that still gives every SM of an H100
-    a tile; 128 x 128 on 4 warps below that."""
+    a tile; 128 x 128 on 4 warps below that. fp8: BLOCK_K 128 (128 x 256 x 128 on 8 warps
+    with 3 stages was Kiln's fastest in bench/bench_matmul_fp8.py; 128 x 128 x 128 on 8
+    warps with 4 stages below that)."""
+    if fp8:
+        return (128, 256, 128, 8, 3) if M * N >= 132 * 128 * 256 else (128, 128, 128, 8, 4)
     if M * N >= 132 * 128 * 256:
         return 128, 256, 64, 8, 4
     return 128, 128, 64, 4, 4
@@ -104,10 +114,11 @@ def _takes_descriptor(t):
             and t.size(0) > 0)
 
 
-def matmul(a, b, bias=None, activation=None, out=None):
-    """act(a @ b + bias): `a` [M, K] and `b` [K, N] fp16 or bf16 of one dtype, `bias` [N] (any
-    float dtype), `activation` one of None, "relu", "gelu" (tanh form), "silu". Returns (or
-    writes into `out`) an [M, N] tensor of the inputs' dtype."""
+def matmul(a, b, bias=None, activation=None, out=None, out_dtype=None):
+    """act(a @ b + bias): `a` [M, K] and `b` [K, N] of one dtype, fp16, bf16, float8_e4m3fn or
+    float8_e5m2, `bias` [N] (any float dtype), `activation` one of None, "relu", "gelu" (tanh
+    form), "silu". Returns (or writes into `out`) an [M, N] tensor of `out_dtype` (fp16, bf16
+    or fp32; default: the inputs' dtype, fp16 for fp8 inputs)."""
     if torch is None:
         raise RuntimeError("kiln_kernels.matmul needs torch")
     if a.dim() != 2 or b.dim() != 2:
@@ -115,28 +126,36 @@ def matmul(a, b, bias=None, activation=None, out=None):
     if a.shape[1] != b.shape[0]:
         raise ValueError(f"matmul: expected a [M, K] and b [K, N], found {tuple(a.shape)} and "
                          f"{tuple(b.shape)}")
-    if a.dtype != b.dtype or a.dtype not in (torch.float16, torch.bfloat16):
-        raise TypeError(f"matmul: expected a and b both float16 or both bfloat16, found "
-                        f"{a.dtype} and {b.dtype}")
+    fp8_types = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2")
+                      if hasattr(torch, n))
+    if a.dtype != b.dtype or a.dtype not in (torch.float16, torch.bfloat16) + fp8_types:
+        raise TypeError(f"matmul: expected a and b both float16, both bfloat16, both "
+                        f"float8_e4m3fn or both float8_e5m2, found {a.dtype} and {b.dtype}")
+    fp8 = a.dtype in fp8_types
+    if out_dtype is None:
+        out_dtype = out.dtype if out is not None else torch.float16 if fp8 else a.dtype
+    if out_dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        raise TypeError(f"matmul: expected out_dtype float16, bfloat16 or float32, found "
+                        f"{out_dtype}")
     if activation not in ACTIVATIONS:
         raise ValueError(f"matmul: expected activation in {ACTIVATIONS}, found {activation!r}")
     M, K = a.shape
     N = b.shape[1]
     if bias is not None and (bias.dim() != 1 or bias.shape[0] != N):
         raise ValueError(f"matmul: expected a bias of shape [{N}], found {tuple(bias.shape)}")
-    c = out if out is not None else torch.empty((M, N), dtype=a.dtype, device=a.device)
-    if tuple(c.shape) != (M, N) or c.dtype != a.dtype:
-        raise ValueError(f"matmul: expected out [{M}, {N}] {a.dtype}, found {tuple(c.shape)} "
-                         f"{c.dtype}")
+    c = out if out is not None else torch.empty((M, N), dtype=out_dtype, device=a.device)
+    if tuple(c.shape) != (M, N) or c.dtype != out_dtype:
+        raise ValueError(f"matmul: expected out [{M}, {N}] {out_dtype}, found "
+                         f"{tuple(c.shape)} {c.dtype}")
     if M == 0 or N == 0:
         return c
-    bm, bn, bk, warps, stages = config_for(M, N, K)
+    bm, bn, bk, warps, stages = config_for(M, N, K, fp8)
     grid = (kiln.cdiv(M, bm) * kiln.cdiv(N, bn),)
     has_bias = bias is not None
     bias_arg = bias if has_bias else c  # never read without HAS_BIAS
     meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, HAS_BIAS=has_bias,
                 ACTIVATION=activation or "", num_warps=warps, num_stages=stages)
-    if K > 0 and all(_takes_descriptor(t) for t in (a, b, c)):
+    if K > 0 and not fp8 and all(_takes_descriptor(t) for t in (a, b, c)):
         desc = kiln.TensorDescriptor.from_tensor
         matmul_tma_kernel[grid](desc(a, [bm, bk]), desc(b, [bk, bn]), desc(c, [bm, bn]),
                                 bias_arg, M, N, K, **meta)
