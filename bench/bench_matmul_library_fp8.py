@@ -36,6 +36,7 @@ def main():
         a16 = torch.randn(M, K, device="cuda", dtype=torch.float16)
         b16 = torch.randn(N, K, device="cuda", dtype=torch.float16).t()
         a, b = a16.to(torch.float8_e4m3fn), b16.to(torch.float8_e4m3fn)
+        b16c = b16.contiguous()  # the fp16 matmul's B row-major (tensor descriptors)
         bias = torch.randn(N, device="cuda", dtype=torch.float16)
         ref = a.float() @ b.float()
         flops = 2.0 * M * N * K
@@ -44,7 +45,7 @@ def main():
                 kiln_fn = lambda: mm.matmul(a, b)  # noqa: E731
                 torch_fn = lambda: torch._scaled_mm(a, b, one, one,  # noqa: E731
                                                     out_dtype=torch.float16)
-                k16_fn = lambda: mm.matmul(a16, b16.contiguous())  # noqa: E731
+                k16_fn = lambda: mm.matmul(a16, b16c)  # noqa: E731
                 want = ref
             else:
                 kiln_fn = lambda: mm.matmul(a, b, bias, "gelu")  # noqa: E731
