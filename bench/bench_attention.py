@@ -173,15 +173,13 @@ def bench_case(B, H, S, D, dtype, causal, args):
     q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=dtype) for _ in range(3))
     o_kiln, o_triton, o_other = (torch.empty_like(q) for _ in range(3))
 
-    def kiln_fn():
-        k_fa.attention_forward(q, k, v, o_kiln, None, causal=causal, sm_scale=sm_scale,
-                               block_m=bm, block_n=bn, num_warps=nw, num_stages=ns,
-                               overlap=args.overlap != "off")
+    def kiln_call(out, overlap):
+        return lambda: k_fa.attention_forward(q, k, v, out, None, causal=causal,
+                                              sm_scale=sm_scale, block_m=bm, block_n=bn,
+                                              num_warps=nw, num_stages=ns, overlap=overlap)
 
-    def kiln_other_fn():  # --overlap both: the loop Kiln's row does not take
-        k_fa.attention_forward(q, k, v, o_other, None, causal=causal, sm_scale=sm_scale,
-                               block_m=bm, block_n=bn, num_warps=nw, num_stages=ns,
-                               overlap=False)
+    kiln_fn = kiln_call(o_kiln, args.overlap != "off")
+    kiln_other_fn = kiln_call(o_other, False)  # --overlap both: the plain loop beside
 
     # Triton runs at Kiln's tiles and at each of --triton-tiles; its fastest is the peer.
     triton_cfgs = [(bm, bn, nw, ns)]

@@ -37,7 +37,11 @@
 // follows), every dot is issued without waiting for itself and a dot_wait before each
 // result's first read lets the dots issued in between run on: the softmax overlaps the
 // second dot (FlashAttention-3's intra-warpgroup overlap). Every dot is still done within
-// its iteration, so the copies keep their schedule.
+// its iteration, so the copies still run S - 1 iterations ahead; with cp.async (3 or more
+// slots) they complete on barriers instead of a wait and a CTA barrier (one arrival per
+// thread, cp.async.mbarrier.arrive), and go at the end of the iteration, after each warp has
+// arrived on the slot's empty barrier and every thread has waited on the empty barrier of
+// the slot they overwrite (the one iteration i - 1 read).
 //
 // Tensor descriptor loads (kiln.descriptor_load) are copied by the TMA on the same schedule:
 // the group of iteration j is one mbarrier_expect of all its bytes on barrier j mod S, then the
@@ -614,18 +618,14 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   // Waits for this iteration's slot, then (TMA) a barrier or (cp.async) the wait's own;
   // cp.async copies completing on barriers need a proxy fence instead.
   auto waitForSlot = [&] {
-    if (copyBarriers) {
-      kgpu::MBarrierWaitOp::create(rewriter, loc, barriers, slot,
-                                   forOp.getRegionIterArgs().back(), Value());
-      kgpu::ProxyFenceOp::create(rewriter, loc);
-      return;
-    }
-    if (!tma)
+    if (!barriers)
       return (void)kgpu::AsyncWaitOp::create(rewriter, loc,
                                              rewriter.getI32IntegerAttr(distance - 1));
     kgpu::MBarrierWaitOp::create(rewriter, loc, barriers, slot,
                                  forOp.getRegionIterArgs().back(), Value());
-    if (!emptyBarriers)
+    if (copyBarriers)
+      kgpu::ProxyFenceOp::create(rewriter, loc);
+    else if (!emptyBarriers)
       kgpu::BarrierOp::create(rewriter, loc);
   };
   waitForSlot();

@@ -24,6 +24,9 @@ import kiln.language as tl
 from ._utils import torch
 
 ACTIVATIONS = (None, "relu", "gelu", "silu")
+# The fp8 dtypes this torch has (matmul takes them as operands).
+FP8_DTYPES = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2")
+                   if torch is not None and hasattr(torch, n))
 
 
 @kiln.jit
@@ -126,12 +129,10 @@ def matmul(a, b, bias=None, activation=None, out=None, out_dtype=None):
     if a.shape[1] != b.shape[0]:
         raise ValueError(f"matmul: expected a [M, K] and b [K, N], found {tuple(a.shape)} and "
                          f"{tuple(b.shape)}")
-    fp8_types = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2")
-                      if hasattr(torch, n))
-    if a.dtype != b.dtype or a.dtype not in (torch.float16, torch.bfloat16) + fp8_types:
+    if a.dtype != b.dtype or a.dtype not in (torch.float16, torch.bfloat16) + FP8_DTYPES:
         raise TypeError(f"matmul: expected a and b both float16, both bfloat16, both "
                         f"float8_e4m3fn or both float8_e5m2, found {a.dtype} and {b.dtype}")
-    fp8 = a.dtype in fp8_types
+    fp8 = a.dtype in FP8_DTYPES
     if out_dtype is None:
         out_dtype = out.dtype if out is not None else torch.float16 if fp8 else a.dtype
     if out_dtype not in (torch.float16, torch.bfloat16, torch.float32):
