@@ -267,6 +267,14 @@ std::shared_ptr<HostCode> kiln::rt::loadHostCode(const std::string &object,
   if (!generator)
     throw Error("kernel '" + kernelName + "': " + llvm::toString(generator.takeError()));
   jd->addGenerator(std::move(*generator));
+  // The soft-float helpers LLVM calls for f16 conversions (__truncdfhf2, __extendhfsf2, ...)
+  // are in libgcc_s, which the process's global scope may lack (a Python extension loads it
+  // locally).
+  if (auto gcc = llvm::orc::DynamicLibrarySearchGenerator::Load(
+          "libgcc_s.so.1", l.jit->getDataLayout().getGlobalPrefix()))
+    jd->addGenerator(std::move(*gcc));
+  else
+    llvm::consumeError(gcc.takeError());
   auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object, kernelName + ".o");
   if (auto err = l.jit->addObjectFile(*jd, std::move(buffer)))
     throw Error("kernel '" + kernelName + "': cannot link its host object: " +
