@@ -41,6 +41,17 @@ std::string kiln::formatDiagnostic(Diagnostic &diag) {
   return out;
 }
 
+namespace {
+/// The compute capability of an "sm_<major><minor>[a]" target (90 for sm_90a); 0 otherwise.
+int getSmVersion(llvm::StringRef arch) {
+  int version = 0;
+  if (!arch.consume_front("sm_"))
+    return 0;
+  arch.consume_back("a");
+  return arch.getAsInteger(10, version) ? 0 : version;
+}
+} // namespace
+
 void kiln::initializeContext(MLIRContext &ctx) {
   DialectRegistry registry;
   registerKilnDialects(registry);
@@ -81,6 +92,16 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
     pipeline.numStages = options.numStages;
     // wgmma exists only in the arch-specific sm_90a target.
     pipeline.wgmma = options.arch == "sm_90a";
+    // cp.async, ldmatrix and mma.sync.m16n8k16 need sm_80.
+    int sm = getSmVersion(options.arch);
+    pipeline.cpAsync = sm >= 80;
+    // Shared memory per block (CUDA programming guide, compute capabilities): 163 KiB on
+    // sm_80/87, 99 KiB on sm_86/89 and sm_12x, 227 KiB on sm_90 and sm_100; 3 KiB stay for
+    // barriers and scratch.
+    int64_t sharedKiB = sm == 80 || sm == 87              ? 163
+                        : sm == 86 || sm == 89 || sm >= 120 ? 99
+                                                            : 227;
+    pipeline.ringBudget = (sharedKiB - 3) * 1024;
     // A module may ask for its own software pipelining depth (kiln.num_stages = N).
     if (auto stages = module->getAttrOfType<IntegerAttr>("kiln.num_stages"))
       pipeline.numStages = unsigned(std::max<int64_t>(1, stages.getInt()));

@@ -23,17 +23,26 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
   pm.addPass(createCSEPass());
   // fp8 conversions -> integer arithmetic; fp8 dots wgmma does not take -> f16 dots
   pm.addPass(createKilnExpandFp8(KilnExpandFp8Options{options.wgmma, options.numWarps}));
-  // sm_90a: a loop's dot operands through shared rings filled by cp.async, several stages ahead
-  // (dotStages -1 leaves the ring depth to the pass's own reading of numStages; 0 or 1: no
-  // rings)
-  if (options.wgmma && options.dotStages != 0 && options.dotStages != 1)
-    pm.addPass(createKilnPipelineDotOperands(KilnPipelineDotOperandsOptions{
-        options.dotStages < 0 ? options.numStages : unsigned(options.dotStages),
-        options.numWarps}));
+  // sm_80+: a loop's dot operands through shared rings filled by cp.async (sm_90a: or the
+  // TMA), several stages ahead (dotStages -1 leaves the ring depth to the pass's own reading
+  // of numStages; 0 or 1: no rings). Without wgmma the rings take no descriptor loads, so
+  // those become masked loads first and are copied like any other.
+  bool rings = (options.wgmma || options.cpAsync) && options.dotStages != 0 &&
+               options.dotStages != 1;
+  auto addRings = [&] {
+    if (rings)
+      pm.addPass(createKilnPipelineDotOperands(KilnPipelineDotOperandsOptions{
+          options.dotStages < 0 ? options.numStages : unsigned(options.dotStages),
+          options.numWarps, options.wgmma, options.ringBudget}));
+  };
+  if (options.wgmma)
+    addRings();
   // tensor descriptor accesses the rings did not take -> masked loads and stores
   // (sm_90a: stores of 2-D blocks through shared memory and the TMA)
   pm.addPass(createKilnLowerDescriptors(KilnLowerDescriptorsOptions{options.wgmma}));
   pm.addPass(createCSEPass());
+  if (!options.wgmma)
+    addRings();
   // tiles -> pipelined tiles: loads of the next loop iteration issued early
   pm.addPass(
       createKilnPipelineLoads(KilnPipelineLoadsOptions{options.numStages, options.numWarps}));

@@ -28,10 +28,15 @@ namespace kiln {
 struct GPUPipelineOptions {
   unsigned numWarps = 4;
   unsigned numStages = 1; ///< 1: off, 0: per-loop cost model, >= 2: on (kiln-pipeline-loads)
-  /// Slots of the dot operand rings (kiln-pipeline-dot-operands, sm_90a): -1 takes numStages
+  /// Slots of the dot operand rings (kiln-pipeline-dot-operands, sm_80+): -1 takes numStages
   /// when >= 2, else 4; 0 or 1 leaves dot operands register-staged (no rings).
   int dotStages = -1;
   bool wgmma = false;     ///< sm_90a: dots on warpgroup tensor cores
+  /// sm_80 and later: cp.async, ldmatrix and mma.sync, so dot operand rings without wgmma.
+  bool cpAsync = false;
+  /// Bytes of shared memory one loop's rings may take (the target's per-block limit less
+  /// room for barriers and scratch).
+  int64_t ringBudget = 224 * 1024;
 };
 
 /// kiln (no layouts) -> LLVM dialect + NVVM, ready for translation to LLVM IR.

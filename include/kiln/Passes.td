@@ -97,7 +97,7 @@ def KilnExpandFp8 : Pass<"kiln-expand-fp8", "mlir::ModuleOp"> {
 }
 
 def KilnPipelineDotOperands : Pass<"kiln-pipeline-dot-operands", "mlir::ModuleOp"> {
-  let summary = "stage a loop's dot operands through shared rings filled by cp.async (sm_90a)";
+  let summary = "stage a loop's dot operands through shared rings filled by cp.async (sm_80+)";
   let description = [{
     For an `scf.for` whose body computes `kiln.dot(a, load(pb), acc)` with f16/bf16 operands,
     f32 accumulators and a tile shape wgmma takes (M a multiple of 16 rows per warp, whole
@@ -127,6 +127,14 @@ def KilnPipelineDotOperands : Pass<"kiln-pipeline-dot-operands", "mlir::ModuleOp
     iteration are not issued. The rows of each map's boxes go to the module's
     `kiln_gpu.tma_box_rows`. A loop with both kinds of copies is left alone.
 
+    With `wgmma=false` (sm_80 and later targets without warpgroup MMA) the dots run on
+    mma.sync and read both operands from rings with ldmatrix: A must be a load (in the loop
+    or before it), the accumulator tile at least 16 rows and 8 columns per warp
+    (getMmaAccumulatorLayout), f16/bf16 with f32 accumulators (K a multiple of 16) or int8
+    with i32 (K a multiple of 32); every dot is done within its iteration (pending = 0), the
+    copies run `num-stages - 1` ahead and go at the top of the body, and tensor descriptor
+    loads are not taken (-kiln-lower-descriptors runs first on such targets).
+
     ```mlir
     // before                                  // after (4 stages)
     scf.for %k = %c0 to %K step %c64            %ra = kiln_gpu.local_alloc {operand = 0 : i32}
@@ -143,6 +151,11 @@ def KilnPipelineDotOperands : Pass<"kiln-pipeline-dot-operands", "mlir::ModuleOp
     Option<"numStages", "num-stages", "unsigned", "4",
            "slots per ring (>= 2; 0 or 1 take the default of 4)">,
     Option<"numWarps", "num-warps", "unsigned", "4", "warps per program">,
+    Option<"wgmma", "wgmma", "bool", "true",
+           "the dots run on wgmma (sm_90a); false: on mma.sync, reading the rings with "
+           "ldmatrix (sm_80 and later)">,
+    Option<"ringBudget", "ring-budget", "int64_t", "224 * 1024",
+           "bytes of shared memory the rings of one loop may take (stages are reduced to fit)">,
   ];
   let dependentDialects = ["::kiln::gpu::KilnGPUDialect"];
 }

@@ -341,14 +341,27 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
     if (auto layout = getMmaAccumulatorLayout(&getContext(), dot.getType().getShape(), numWarps))
       mmaLayoutOf.try_emplace(groups.find(dot.getResult()), layout);
   });
-  // Dots reading shared rings run on wgmma (-kiln-pipeline-dot-operands checked the shape).
+  // Dots reading shared rings run on wgmma on sm_90a, else on mma.sync with both operands
+  // from rings (-kiln-pipeline-dot-operands checked the shape).
   bool badSharedDot = false;
   func.walk([&](kiln::gpu::SharedDotOp dot) {
     auto type = cast<RankedTensorType>(dot.getType());
+    if (!wgmma) {
+      auto layout = getMmaAccumulatorLayout(&getContext(), type.getShape(), numWarps);
+      if (!layout || isTile(dot.getA())) {
+        dot.emitOpError("needs A and B from rings and a tile of at least 16 rows and 8 "
+                        "columns per warp on the mma.sync path, found ")
+            << type << " with " << numWarps << " warps";
+        badSharedDot = true;
+        return;
+      }
+      mmaLayoutOf.try_emplace(groups.find(dot.getResult()), layout);
+      return;
+    }
     auto layout = getWgmmaAccumulatorLayout(&getContext(), type.getShape(), numWarps);
-    if (!wgmma || !layout) {
-      dot.emitOpError("needs warpgroup tensor cores (sm_90a) and M a multiple of 16 rows per "
-                      "warp, found ")
+    if (!layout) {
+      dot.emitOpError("needs M a multiple of 16 rows per warp for warpgroup tensor cores, "
+                      "found ")
           << type << " with " << numWarps << " warps";
       badSharedDot = true;
       return;

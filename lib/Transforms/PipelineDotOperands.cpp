@@ -2,7 +2,9 @@
 //
 // This file implements -kiln-pipeline-dot-operands (see Passes.td): the loads feeding a loop's
 // dots become cp.async copies into shared rings issued num-stages - 1 iterations ahead, and the
-// dots read their operands from the rings (kiln_gpu.shared_dot, lowered to wgmma).
+// dots read their operands from the rings (kiln_gpu.shared_dot, lowered to wgmma on sm_90a,
+// else to ldmatrix and mma.sync: then both operands are loads, every dot is done within its
+// iteration and the copies run S - 1 ahead from the top of the body).
 //
 // Each dot of the body is planned on its own: B must be a load of the loop; A is one too (a
 // ring), or a load before the loop (copied once, with the first group, into a one-slot
@@ -88,11 +90,11 @@ namespace kgpu = kiln::gpu;
 
 namespace {
 
-/// Shared memory the rings of one loop may take: the H100 gives a block up to 227 KiB, and
-/// 3 KiB stay for barriers and small scratch (-kiln-convert-to-llvm fails, naming the kernel,
-/// when rings and static buffers together do not fit). Flash attention at D = 128 takes
-/// q and three 128x128 K and V stages (224 KiB): 0-4% faster than two on the H100.
-constexpr int64_t kRingBudget = 224 * 1024;
+/// Shared memory the rings of one loop may take by default (the ring-budget option; the
+/// compiler passes the target's): the H100 gives a block up to 227 KiB, and 3 KiB stay for
+/// barriers and small scratch (-kiln-convert-to-llvm fails, naming the kernel, when rings and
+/// static buffers together do not fit). Flash attention at D = 128 takes q and three 128x128
+/// K and V stages (224 KiB): 0-4% faster than two on the H100.
 
 /// How to compute a copied load's operands for another iteration: the ops of the body that
 /// compute them (cloned, in body order), and the pointer inductions among the iteration
@@ -273,11 +275,11 @@ struct DotPlan {
 };
 
 /// Whether `dot` can read rings (f16/bf16 inputs of one type with f32 accumulators and K a
-/// multiple of 16, or fp8 with f32 and int8 with int32 and K a multiple of 32; a warpgroup
-/// accumulator layout) and how its operands get there; B must be a copyable load of the loop.
-/// 8-bit operands are read K-major from rings only (-kiln-assign-layouts makes their rings
-/// K-major).
-FailureOr<DotPlan> planDot(DotOp dot, scf::ForOp loop, unsigned numWarps) {
+/// multiple of 16, or fp8 (wgmma only) with f32 and int8 with int32 and K a multiple of 32; a
+/// warpgroup accumulator layout, or without wgmma the mma.sync one) and how its operands get
+/// there; B must be a copyable load of the loop. 8-bit operands are read K-major from rings
+/// only (-kiln-assign-layouts makes their rings K-major). mma.sync reads both from rings.
+FailureOr<DotPlan> planDot(DotOp dot, scf::ForOp loop, unsigned numWarps, bool wgmma) {
   MLIRContext *ctx = loop.getContext();
   RankedTensorType aTy = dot.getA().getType(), bTy = dot.getB().getType();
   auto cTy = cast<RankedTensorType>(dot.getC().getType());
@@ -285,14 +287,17 @@ FailureOr<DotPlan> planDot(DotOp dot, scf::ForOp loop, unsigned numWarps) {
   bool eightBit = in.getIntOrFloatBitWidth() == 8;
   if (in != bTy.getElementType() ||
       !wgmmaTypes(in, cTy.getElementType(), aTy.getDimSize(1)) ||
-      !getWgmmaAccumulatorLayout(ctx, cTy.getShape(), numWarps))
+      (wgmma ? !getWgmmaAccumulatorLayout(ctx, cTy.getShape(), numWarps)
+             : isFp8Type(in) || !getMmaAccumulatorLayout(ctx, cTy.getShape(), numWarps)))
     return failure();
   FailureOr<CopyPlan> b = planCopy(dot.getB(), loop);
-  if (failed(b))
+  if (failed(b) || (!wgmma && b->desc))
     return failure();
   DotPlan plan{dot, ASource::Ring, std::nullopt, LoadOp(), *b};
   Value a = dot.getA();
   if (FailureOr<CopyPlan> ring = planCopy(a, loop); succeeded(ring)) {
+    if (!wgmma && ring->desc)
+      return failure();
     plan.a = *ring;
     return plan;
   }
@@ -309,7 +314,7 @@ FailureOr<DotPlan> planDot(DotOp dot, scf::ForOp loop, unsigned numWarps) {
   // A load with other uses stays where it is (its layout is the load's to choose).
   bool inBody = isa<BlockArgument>(a) ? cast<BlockArgument>(a).getOwner() == loop.getBody()
                                       : loop->isAncestor(a.getDefiningOp());
-  if (eightBit || !inBody || a.getDefiningOp<LoadOp>() ||
+  if (!wgmma || eightBit || !inBody || a.getDefiningOp<LoadOp>() ||
       !getWgmmaAccumulatorLayout(ctx, aTy.getShape(), numWarps))
     return failure();
   plan.aSource = ASource::Registers;
@@ -439,9 +444,11 @@ bool recordTmaBoxRows(scf::ForOp loop, ArrayRef<DotPlan> plans) {
 using OnceBuffers = llvm::DenseMap<Operation *, Value>;
 
 /// Pipelines the loads of `loop` that feed `plans` (the loop's dots that can read rings; see
-/// the file comment). `allDots` is true when these are all the dots of the body.
+/// the file comment). `allDots` is true when these are all the dots of the body. Without
+/// `wgmma` (mma.sync) every dot completes in its iteration.
 LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool allDots,
-                           unsigned stages, unsigned numWarps, OnceBuffers &onceBuffers) {
+                           unsigned stages, unsigned numWarps, bool wgmma, int64_t budget,
+                           OnceBuffers &onceBuffers) {
   if (!isa<IntegerType>(loop.getInductionVar().getType()) || plans.empty())
     return failure();
   MLIRContext *ctx = loop.getContext();
@@ -459,9 +466,9 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     else if (plan.aSource == ASource::Once)
       once += getSharedSlotBytes(bufferType(aTy, 1)); // counted even when shared
   }
-  while (stages > 2 && once + stages * perStage > kRingBudget)
+  while (stages > 2 && once + stages * perStage > budget)
     --stages;
-  if (once + stages * perStage > kRingBudget)
+  if (once + stages * perStage > budget)
     return failure();
 
   // Tensor descriptor loads are copied by the TMA, completing on one transaction barrier per
@@ -495,13 +502,13 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   // there are 4 or more slots: copies then run S - 2 ahead, into the slots the dots before
   // the previous iteration's read.
   std::optional<unsigned> accArg, deferredArg;
-  if (allDots && plans.size() == 1 && plans[0].aSource != ASource::Registers)
+  if (wgmma && allDots && plans.size() == 1 && plans[0].aSource != ASource::Registers)
     accArg = getChainedAccumulator(loop, plans[0].dot);
-  else if (allDots && stages >= 4)
+  else if (wgmma && allDots && stages >= 4)
     deferredArg = getDeferredAccumulator(loop, plans);
   bool overlap = stages >= 3 && accArg;
   // Dots read after a later dot was issued are waited for where they are read instead.
-  bool waitAtUses = allDots && !deferredArg && hasDotReadAfterLaterDot(plans);
+  bool waitAtUses = wgmma && allDots && !deferredArg && hasDotReadAfterLaterDot(plans);
   bool lateCopies = overlap && stages == 3;
   unsigned distance = (overlap && !lateCopies) || deferredArg ? stages - 2 : stages - 1;
 
@@ -790,10 +797,10 @@ struct KilnPipelineDotOperandsPass final
       auto loop = cast<scf::ForOp>(op);
       SmallVector<DotPlan, 2> plans;
       for (DotOp dot : list)
-        if (FailureOr<DotPlan> plan = planDot(dot, loop, numWarps); succeeded(plan))
+        if (FailureOr<DotPlan> plan = planDot(dot, loop, numWarps, wgmma); succeeded(plan))
           plans.push_back(*plan);
-      (void)pipelineLoop(loop, plans, plans.size() == list.size(), stages, numWarps,
-                         onceBuffers);
+      (void)pipelineLoop(loop, plans, plans.size() == list.size(), stages, numWarps, wgmma,
+                         ringBudget, onceBuffers);
     }
   }
 };

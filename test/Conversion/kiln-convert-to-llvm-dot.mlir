@@ -100,3 +100,69 @@ func.func @int8_mma(%pa: !kiln.ptr<i8>, %pc: !kiln.ptr<i32>) {
   kiln.store %c, %d : tensor<32x32x!kiln.ptr<i32>>
   return
 }
+
+// -----
+
+// A dot reading rings without wgmma (as -kiln-pipeline-dot-operands="wgmma=false" leaves it):
+// the mma.sync accumulator layout, no proxy fence after the copies' wait (ldmatrix reads
+// through the generic proxy), and per k-step of the 2 x 2 warp grid's 32x32 regions two
+// ldmatrix.x4 of A (K-major: row layout) and two x4.trans of B (N-major slot: col layout)
+// before each warp's 8 mma.sync.
+// LAYOUT: #[[SMMA:.*]] = #kiln_gpu.blocked<{sizePerThread = [1, 2], threadsPerWarp = [8, 4], warpsPerCTA = [2, 2], order = [1, 0]}>
+// LAYOUT-LABEL: func.func @shared_mma(
+// LAYOUT: kiln_gpu.local_alloc {k_major = true, operand = 0 : i32}
+// LAYOUT: kiln_gpu.local_alloc {k_major = false, operand = 1 : i32}
+// LAYOUT: kiln_gpu.shared_dot {{.*}}, tensor<64x64xf32, #[[SMMA]]>
+// CHECK-LABEL: llvm.func @shared_mma(
+// CHECK: cp.async.wait_group 0;
+// CHECK-NOT: fence.proxy.async
+// CHECK: nvvm.barrier0
+// CHECK-COUNT-2: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>, num = 4
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4
+// CHECK-COUNT-4: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4
+// CHECK-COUNT-4: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// CHECK-COUNT-2: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>, num = 4
+// CHECK-NOT: nvvm.ldmatrix {{.*}}num = 2
+func.func @shared_mma(%pa: !kiln.ptr<f16>, %pb: !kiln.ptr<f16>, %pc: !kiln.ptr<f32>) {
+  %ra = kiln_gpu.local_alloc {operand = 0 : i32} : <[2, 64, 32], f16>
+  %rb = kiln_gpu.local_alloc {operand = 1 : i32} : <[2, 32, 64], f16>
+  %c1 = arith.constant 1 : i32
+  %a = kiln.splat %pa : tensor<64x32x!kiln.ptr<f16>>
+  %b = kiln.splat %pb : tensor<32x64x!kiln.ptr<f16>>
+  kiln_gpu.async_copy %ra[%c1], %a : <[2, 64, 32], f16>, tensor<64x32x!kiln.ptr<f16>>
+  kiln_gpu.async_copy %rb[%c1], %b : <[2, 32, 64], f16>, tensor<32x64x!kiln.ptr<f16>>
+  kiln_gpu.async_commit
+  kiln_gpu.async_wait {pending = 0 : i32}
+  %z = arith.constant dense<0.0> : tensor<64x64xf32>
+  %d = kiln_gpu.shared_dot %ra[%c1], %rb[%c1], %z : !kiln_gpu.shared<[2, 64, 32], f16>, <[2, 32, 64], f16>, tensor<64x64xf32>
+  %c = kiln.splat %pc : tensor<64x64x!kiln.ptr<f32>>
+  kiln.store %c, %d : tensor<64x64x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// int8 rings (K-major) on m16n8k32: the 16-byte matrix rows hold 16 k. A 64x8 tile gives each
+// of the 4 warps one column band, read with an ldmatrix.x2 (b0, b1); A with one x4.
+// CHECK-LABEL: llvm.func @shared_mma_i8(
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 2
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4
+// CHECK: mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32
+// CHECK-NOT: mma.sync
+func.func @shared_mma_i8(%pa: !kiln.ptr<i8>, %pb: !kiln.ptr<i8>, %pc: !kiln.ptr<i32>) {
+  %ra = kiln_gpu.local_alloc {operand = 0 : i32} : <[1, 64, 32], i8>
+  %rb = kiln_gpu.local_alloc {operand = 1 : i32} : <[1, 32, 8], i8>
+  %c0 = arith.constant 0 : i32
+  %a = kiln.splat %pa : tensor<64x32x!kiln.ptr<i8>>
+  %b = kiln.splat %pb : tensor<32x8x!kiln.ptr<i8>>
+  kiln_gpu.async_copy %ra[%c0], %a : <[1, 64, 32], i8>, tensor<64x32x!kiln.ptr<i8>>
+  kiln_gpu.async_copy %rb[%c0], %b : <[1, 32, 8], i8>, tensor<32x8x!kiln.ptr<i8>>
+  kiln_gpu.async_commit
+  kiln_gpu.async_wait {pending = 0 : i32}
+  %z = arith.constant dense<0> : tensor<64x8xi32>
+  %d = kiln_gpu.shared_dot %ra[%c0], %rb[%c0], %z : !kiln_gpu.shared<[1, 64, 32], i8>, <[1, 32, 8], i8>, tensor<64x8xi32>
+  %c = kiln.splat %pc : tensor<64x8x!kiln.ptr<i32>>
+  kiln.store %c, %d : tensor<64x8x!kiln.ptr<i32>>
+  return
+}

@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s -kiln-pipeline-dot-operands="num-warps=4 num-stages=3" -split-input-file | FileCheck %s
 // RUN: kiln-opt %s -kiln-pipeline-dot-operands="num-warps=4 num-stages=4" -split-input-file | FileCheck %s --check-prefix=FOUR
+// RUN: kiln-opt %s -kiln-pipeline-dot-operands="num-warps=4 num-stages=3 wgmma=false" -split-input-file | FileCheck %s --check-prefix=MMA
 
 // A matmul K loop: both operand loads become copies into 3-slot rings, run S - 1 = 2
 // iterations ahead: iterations 0 and 1 before the loop (masked by lb + n * step < ub), one
@@ -44,6 +45,21 @@
 // FOUR-NEXT: kiln_gpu.shared_dot {{.*}} {pending = 1 : i32}
 // FOUR-NOT: kiln_gpu.async_wait
 // FOUR: scf.yield
+// Without wgmma (mma.sync reading the rings with ldmatrix) every dot is done within its
+// iteration: the copies of iteration i + 2 go at the top, after the wait, into the slot
+// iteration i - 1 read, and nothing is left running (no dot_wait).
+// MMA-LABEL: func.func @k_loop(
+// MMA: %[[RA:.*]] = kiln_gpu.local_alloc {operand = 0 : i32} : <[3, 64, 32], f16>
+// MMA-COUNT-2: kiln_gpu.async_commit
+// MMA: scf.for %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}, %[[SLOT:.*]] = %{{.*}})
+// MMA-NEXT: kiln_gpu.async_wait {pending = 1 : i32}
+// MMA: kiln_gpu.async_copy %[[RA]]
+// MMA: kiln_gpu.async_commit
+// MMA-NEXT: %[[D:.*]] = kiln_gpu.shared_dot %[[RA]][%[[SLOT]]], %{{.*}}[%[[SLOT]]], %[[ACC]] :
+// MMA-NOT: kiln_gpu.dot_wait
+// MMA: scf.yield %[[D]]
+// MMA-NOT: kiln_gpu.dot_wait
+// MMA: kiln_gpu.async_wait {pending = 0 : i32}
 func.func @k_loop(%A: !kiln.ptr<f16>, %B: !kiln.ptr<f16>, %C: !kiln.ptr<f32>, %K: i32) {
   %c0 = arith.constant 0 : i32
   %c32 = arith.constant 32 : i32
@@ -200,6 +216,17 @@ func.func @acc_read_in_loop(%A: !kiln.ptr<f16>, %K: i32, %out: !kiln.ptr<f32>) -
 // FOUR: scf.yield %[[O]]
 // FOUR: kiln_gpu.dot_wait
 // FOUR-NEXT: kiln_gpu.async_wait {pending = 0 : i32}
+// Without wgmma only q @ k^T reads rings (q copied once, k^T a ring); p @ v, whose A is
+// computed in the body, stays a kiln.dot (mma.sync takes A from rings only).
+// MMA-LABEL: func.func @attention(
+// MMA: %[[Q:.*]] = kiln_gpu.local_alloc {operand = 0 : i32} : <[1, 64, 32], f16>
+// MMA: %[[K:.*]] = kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 32, 32], f16>
+// MMA-NOT: kiln_gpu.local_alloc
+// MMA: scf.for
+// MMA: kiln_gpu.shared_dot %[[Q]][%{{.*}}], %[[K]][%{{.*}}], %{{.*}} :
+// MMA: kiln.load
+// MMA: kiln.dot
+// MMA: scf.yield
 func.func @attention(%Q: !kiln.ptr<f16>, %K: !kiln.ptr<f16>, %V: !kiln.ptr<f16>, %n: i32) -> tensor<64x32xf32> {
   %c0 = arith.constant 0 : i32
   %c32 = arith.constant 32 : i32
@@ -423,6 +450,10 @@ func.func @tma_matmul(%ad: !kiln.tensormap, %ab: !kiln.ptr<f16>, %bd: !kiln.tens
 
 // int8 operands with int32 accumulators take rings too (wgmma k32 steps: K a multiple of 32);
 // with K = 16 the dot stays where it is.
+// MMA-LABEL: func.func @int8_rings(
+// MMA: kiln_gpu.shared_dot {{.*}} : !kiln_gpu.shared<[3, 64, 32], i8>, <[3, 32, 64], i8>, tensor<64x64xi32>
+// MMA-LABEL: func.func @int8_k16(
+// MMA-NOT: kiln_gpu.local_alloc
 // CHECK-LABEL: func.func @int8_rings(
 // CHECK: kiln_gpu.local_alloc {operand = 0 : i32} : <[3, 64, 32], i8>
 // CHECK: kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 32, 64], i8>

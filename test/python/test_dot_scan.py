@@ -17,6 +17,8 @@
 import inspect
 import re
 
+import os
+
 import numpy as np
 import pytest
 
@@ -497,6 +499,42 @@ def test_tutorial_matmul_takes_rings_and_wgmma_on_sm90a():
     ptx90 = kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target="sm_90",
                          num_warps=4).asm["ptx"]
     assert "wgmma" not in ptx90 and "mma.sync.aligned.m16n8k16" in ptx90
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_tutorial_matmul_takes_rings_and_ldmatrix_without_wgmma(arch):
+    """No GPU needed: without wgmma the tutorial kernel's operands still go through cp.async
+    rings (16-byte copies, no global loads in the loop), and each k-step reads them with
+    ldmatrix (B row-major: .trans) into mma.sync; no proxy fence (that is wgmma's)."""
+    sig = dict(a_ptr="*fp16:16", b_ptr="*fp16:16", c_ptr="*fp16:16", M="i32:16", N="i32:16",
+               K="i32:16", stride_am="i32:16", stride_bk="i32:16", stride_cm="i32:16")
+    consts = dict(stride_ak=1, stride_bn=1, stride_cn=1, BLOCK_SIZE_M=128, BLOCK_SIZE_N=128,
+                  BLOCK_SIZE_K=32, GROUP_SIZE_M=8, ACC_DTYPE=tl.float32, PRECISION=None)
+    ptx = kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target=arch,
+                       num_warps=4, num_stages=4).asm["ptx"]
+    loop = ptx.split("$L__BB0")[1]
+    assert "cp.async.cg.shared.global" in ptx and "ld.global" not in loop
+    assert "cp.async.wait_group 2;" in ptx and "fence.proxy.async" not in ptx
+    # 2 x 2 warps of 64 x 64: per k16 step 4 x4 loads of A, 4 x4.trans of B, 32 mma.sync.
+    assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 8
+    assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 8
+    assert ptx.count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == 64
+    assert "wgmma" not in ptx
+
+
+@pytest.mark.gpu
+def test_tutorial_matmul_mma_sync_rings_gpu():
+    """The mma.sync path with cp.async rings and ldmatrix on the GPU: mma_sync_worker.py runs
+    the tutorial kernel compiled for plain sm_90 (no wgmma) over fp16/bf16/int8, seven tile
+    and stage configurations and row- or column-major operands, checking every result."""
+    import subprocess
+    import sys
+    worker = os.path.join(os.path.dirname(__file__), "mma_sync_worker.py")
+    env = dict(os.environ, KILN_ARCH="sm_90")
+    r = subprocess.run([sys.executable, worker], env=env, capture_output=True, text=True,
+                       timeout=1200)
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
+    assert r.stdout.count("ok  ") == 4 * 7 * 3, r.stdout
 
 
 @pytest.mark.parametrize("stages,in_flight", [(1, None), (2, 0), (3, 1), (4, 1), (5, 2)])

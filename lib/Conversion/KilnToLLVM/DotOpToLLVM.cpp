@@ -23,9 +23,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Conversion/KilnToLLVM.h"
+#include "WgmmaLayout.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <atomic>
@@ -47,6 +48,67 @@ bool usesTensorCores(DotOp op) {
     return false;
   return ea.isF16() || ea.isBF16() ||
          (ea.isF32() && op.getInputPrecision() == InputPrecision::tf32);
+}
+
+/// How an accumulator layout of getMmaAccumulatorLayout tiles a dot with mma.sync: warps
+/// (wm x wn), 8-row bands per warp (mReps, even: pairs make one mma's 16 rows), 8-column
+/// bands (nReps), elements per 32-bit fragment register (E) and k per mma (kStep = 8E).
+struct MmaGeometry {
+  MmaGeometry(kgpu::BlockedEncodingAttr layout, RankedTensorType cTy, Type inElem)
+      : wm(layout.getWarpsPerCTA()[0]), wn(layout.getWarpsPerCTA()[1]),
+        mReps(cTy.getDimSize(0) / (8 * wm)), nReps(cTy.getDimSize(1) / (8 * wn)),
+        E(32 / inElem.getIntOrFloatBitWidth()), kStep(8 * E) {}
+  int64_t wm, wn, mReps, nReps, E, kStep;
+};
+
+/// The A fragment registers {a0, a1, a2, a3} of row bands (2p, 2p + 1) at k-step kk, and the
+/// B registers {b0, b1} of every column band at kk.
+using LoadAFn = function_ref<std::array<Value, 4>(int64_t p, int64_t kk)>;
+using LoadBFn = function_ref<SmallVector<std::array<Value, 2>>(int64_t kk)>;
+
+/// acc += A @ B with one mma.sync per (row-band pair, column band, k-step), the accumulator
+/// elements staying in `acc` (the struct order of `layout`).
+void emitMmaSync(OpBuilder &b, Location loc, kgpu::BlockedEncodingAttr layout,
+                 RankedTensorType cTy, Type inElem, int64_t K, SmallVector<Value> &acc,
+                 LoadAFn loadA, LoadBFn loadB) {
+  MmaGeometry geo(layout, cTy, inElem);
+  bool int8 = inElem.isInteger(8);
+  Type accElem = int8 ? Type(b.getI32Type()) : Type(b.getF32Type());
+  // Where each accumulator element of this thread lives in the struct.
+  std::map<std::tuple<unsigned, unsigned, unsigned>, unsigned> slot;
+  for (auto [i, pos] : llvm::enumerate(kgpu::getThreadElements(layout, cTy.getShape())))
+    slot[{pos.rep[0], pos.rep[1], pos.elem[1]}] = i;
+
+  std::string shape = "m16n8k" + std::to_string(geo.kStep);
+  std::string types = inElem.isF16()    ? "f32.f16.f16.f32"
+                      : inElem.isBF16() ? "f32.bf16.bf16.f32"
+                      : int8            ? "s32.s8.s8.s32"
+                                        : "f32.tf32.tf32.f32";
+  std::string asmStr = "mma.sync.aligned." + shape + ".row.col." + types +
+                       " {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};";
+  std::string constraints = int8 ? "=r,=r,=r,=r,r,r,r,r,r,r,0,1,2,3"
+                                 : "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3";
+  auto resTy =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {accElem, accElem, accElem, accElem});
+
+  for (int64_t kk = 0; kk < K; kk += geo.kStep) {
+    SmallVector<std::array<Value, 2>> bFrag = loadB(kk);
+    for (int64_t p = 0; p < geo.mReps / 2; ++p) {
+      std::array<Value, 4> aFrag = loadA(p, kk);
+      for (int64_t j = 0; j < geo.nReps; ++j) {
+        unsigned c0 = slot.at({unsigned(2 * p), unsigned(j), 0u});
+        unsigned c1 = slot.at({unsigned(2 * p), unsigned(j), 1u});
+        unsigned c2 = slot.at({unsigned(2 * p + 1), unsigned(j), 0u});
+        unsigned c3 = slot.at({unsigned(2 * p + 1), unsigned(j), 1u});
+        SmallVector<Value> args{aFrag[0], aFrag[1], aFrag[2], aFrag[3], bFrag[j][0],
+                                bFrag[j][1], acc[c0],  acc[c1],  acc[c2],  acc[c3]};
+        Value d = emitInlineAsm(b, loc, resTy, args, asmStr, constraints,
+                                /*sideEffects=*/false);
+        for (auto [i, c] : llvm::enumerate(std::array<unsigned, 4>{c0, c1, c2, c3}))
+          acc[c] = LLVM::ExtractValueOp::create(b, loc, d, i);
+      }
+    }
+  }
 }
 
 struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
@@ -103,7 +165,8 @@ struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
     return success();
   }
 
-  /// mma.sync over the accumulator layout (see the file comment).
+  /// mma.sync over the accumulator layout with fragments from the padded buffers (see the
+  /// file comment).
   void lowerMma(ConversionPatternRewriter &b, Location loc, DotOp op,
                 kgpu::BlockedEncodingAttr layout, Value aBuf, Value bBuf,
                 function_ref<Value(OpBuilder &, Value, Value, Value)> at,
@@ -111,17 +174,9 @@ struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
     auto cTy = cast<RankedTensorType>(op.getC().getType());
     Type inElem = op.getA().getType().getElementType();
     int64_t K = op.getA().getType().getDimSize(1);
-    bool tf32 = inElem.isF32(), int8 = inElem.isInteger(8);
-    // E elements of one row (A) or column (B) per 32-bit fragment register.
-    int64_t E = 32 / inElem.getIntOrFloatBitWidth(), kStep = 8 * E;
-    unsigned wm = layout.getWarpsPerCTA()[0], wn = layout.getWarpsPerCTA()[1];
-    int64_t mReps = cTy.getDimSize(0) / (8 * wm), nReps = cTy.getDimSize(1) / (8 * wn);
-    Type i32 = b.getI32Type(), f32 = b.getF32Type(), accElem = int8 ? i32 : f32;
-
-    // Where each accumulator element of this thread lives in the struct.
-    std::map<std::tuple<unsigned, unsigned, unsigned>, unsigned> slot;
-    for (auto [i, pos] : llvm::enumerate(kgpu::getThreadElements(layout, cTy.getShape())))
-      slot[{pos.rep[0], pos.rep[1], pos.elem[1]}] = i;
+    bool tf32 = inElem.isF32();
+    MmaGeometry geo(layout, cTy, inElem);
+    Type i32 = b.getI32Type(), f32 = b.getF32Type();
 
     ThreadIds ids = emitThreadIds(b, loc, layout, target);
     Value g = ids.lane[0], tig = ids.lane[1]; // lane = 4 * g + tig
@@ -129,7 +184,7 @@ struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
         b, loc, LLVM::MulOp::create(b, loc, ids.warp[0], i32Const(b, loc, 8)), g);
     Value colInBand = LLVM::AddOp::create(
         b, loc, LLVM::MulOp::create(b, loc, ids.warp[1], i32Const(b, loc, 8)), g);
-    Value tigE = LLVM::MulOp::create(b, loc, tig, i32Const(b, loc, E));
+    Value tigE = LLVM::MulOp::create(b, loc, tig, i32Const(b, loc, geo.E));
     auto add = [&](Value v, int64_t c) -> Value {
       return c == 0 ? v : LLVM::AddOp::create(b, loc, v, i32Const(b, loc, c)).getResult();
     };
@@ -143,46 +198,24 @@ struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
       return emitInlineAsm(b, loc, i32, {x}, "cvt.rna.tf32.f32 $0, $1;", "=r,f",
                            /*sideEffects=*/false);
     };
-
-    std::string shape = "m16n8k" + std::to_string(kStep);
-    std::string types = inElem.isF16()    ? "f32.f16.f16.f32"
-                        : inElem.isBF16() ? "f32.bf16.bf16.f32"
-                        : int8            ? "s32.s8.s8.s32"
-                                          : "f32.tf32.tf32.f32";
-    std::string asmStr = "mma.sync.aligned." + shape + ".row.col." + types +
-                         " {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};";
-    std::string constraints = int8 ? "=r,=r,=r,=r,r,r,r,r,r,r,0,1,2,3"
-                                   : "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3";
-    auto resTy = LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                                  {accElem, accElem, accElem, accElem});
-
-    for (int64_t kk = 0; kk < K; kk += kStep) {
-      // B fragments per column band j: k = kk + E * tig (.. + E - 1), and 4E further.
-      SmallVector<std::array<Value, 2>> bFrag;
-      for (int64_t j = 0; j < nReps; ++j) {
-        Value n = add(colInBand, j * 8 * wn);
+    // B fragments per column band j: k = kk + E * tig (.. + E - 1), and 4E further.
+    auto loadB = [&](int64_t kk) {
+      SmallVector<std::array<Value, 2>> frags;
+      for (int64_t j = 0; j < geo.nReps; ++j) {
+        Value n = add(colInBand, j * 8 * geo.wn);
         Value k0 = add(tigE, kk);
-        bFrag.push_back({fragment(bBuf, n, k0), fragment(bBuf, n, add(k0, 4 * E))});
+        frags.push_back({fragment(bBuf, n, k0), fragment(bBuf, n, add(k0, 4 * geo.E))});
       }
-      for (int64_t p = 0; p < mReps / 2; ++p) {
-        Value r0 = add(rowInBand, 2 * p * 8 * wm), r1 = add(rowInBand, (2 * p + 1) * 8 * wm);
-        Value k0 = add(tigE, kk), k1 = add(k0, 4 * E);
-        std::array<Value, 4> aFrag = {fragment(aBuf, r0, k0), fragment(aBuf, r1, k0),
-                                      fragment(aBuf, r0, k1), fragment(aBuf, r1, k1)};
-        for (int64_t j = 0; j < nReps; ++j) {
-          unsigned c0 = slot.at({unsigned(2 * p), unsigned(j), 0u});
-          unsigned c1 = slot.at({unsigned(2 * p), unsigned(j), 1u});
-          unsigned c2 = slot.at({unsigned(2 * p + 1), unsigned(j), 0u});
-          unsigned c3 = slot.at({unsigned(2 * p + 1), unsigned(j), 1u});
-          SmallVector<Value> args{aFrag[0], aFrag[1], aFrag[2], aFrag[3], bFrag[j][0],
-                                  bFrag[j][1], acc[c0],  acc[c1],  acc[c2],  acc[c3]};
-          Value d = emitInlineAsm(b, loc, resTy, args, asmStr, constraints,
-                                  /*sideEffects=*/false);
-          for (auto [i, c] : llvm::enumerate(std::array<unsigned, 4>{c0, c1, c2, c3}))
-            acc[c] = LLVM::ExtractValueOp::create(b, loc, d, i);
-        }
-      }
-    }
+      return frags;
+    };
+    auto loadA = [&](int64_t p, int64_t kk) -> std::array<Value, 4> {
+      Value r0 = add(rowInBand, 2 * p * 8 * geo.wm),
+            r1 = add(rowInBand, (2 * p + 1) * 8 * geo.wm);
+      Value k0 = add(tigE, kk), k1 = add(k0, 4 * geo.E);
+      return {fragment(aBuf, r0, k0), fragment(aBuf, r1, k0), fragment(aBuf, r0, k1),
+              fragment(aBuf, r1, k1)};
+    };
+    emitMmaSync(b, loc, layout, cTy, inElem, K, acc, loadA, loadB);
   }
 
   /// CUDA cores: acc[i][j] += sum_k a[i][k] * b[k][j], per owned element, from shared memory.
@@ -248,6 +281,164 @@ struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
   const TargetInfo &target;
 };
 
+/// Reads the fragments of one operand of a shared_dot from its ring slot with ldmatrix.
+/// Lane l gives the address of row l % 8 of matrix q = l / 8. K-major slots (A row-major, B
+/// transposed) hold a matrix's rows as 16-byte chunks along K: row mn, k .. k + 16 bytes.
+/// MN-major slots (16-bit only) hold them along M or N, read with .trans: row k, mn .. mn + 8.
+/// Either way thread t receives the 32 bits at (mn = t / 4, k = (t % 4) * 32 bits), an A or B
+/// fragment register of mma.sync. Which matrix a lane addresses: `mnSel` (0 or 1) picks its
+/// row or column band, `kSel` the 16-byte half of the k-step.
+struct LdMatrixReader {
+  LdMatrixReader(OpBuilder &b, Location loc, OperandLayout layout, Value slotBase, Value warpMN,
+                 int64_t bandStride, Value row, Value mnSel, Value kSel)
+      : layout(layout), slotBase(slotBase) {
+    auto mul = [&](Value v, int64_t c) {
+      return LLVM::MulOp::create(b, loc, v, i32Const(b, loc, c)).getResult();
+    };
+    auto add = [&](Value x, Value y) { return LLVM::AddOp::create(b, loc, x, y).getResult(); };
+    int64_t chunk = 16 / layout.elemBytes; // elements per 16-byte row of a matrix
+    mnLane = add(mul(warpMN, 8), mul(mnSel, bandStride));
+    kLane = mul(kSel, chunk);
+    if (layout.kMajor)
+      mnLane = add(mnLane, row);
+    else
+      kLane = add(kLane, row);
+  }
+
+  /// Byte address (shared, i32) of this lane's row of the matrix whose first element is
+  /// (mn0, k0) further along (mn0 a multiple of 8 rows, k0 of the k-step). The swizzle XORs
+  /// a row's 16-byte chunk with the row's bits above 128 bytes, which only the lane's
+  /// position inside an 8 x 128-byte block decides: K-major, 8-row and whole-block steps add
+  /// plain offsets, so only k0 within a block needs its own computation; MN-major, k0 is a
+  /// multiple of 8 rows and mn0 needs its own.
+  Value address(OpBuilder &b, Location loc, int64_t mn0, int64_t k0) {
+    int64_t kb = layout.blockElems(), key, linear;
+    if (layout.kMajor) {
+      key = k0 % kb;
+      linear = mn0 * layout.swizzle + (k0 / kb) * layout.mn * layout.swizzle;
+    } else {
+      key = mn0;
+      linear = k0 * layout.swizzle;
+    }
+    Value &offset = offsets[key];
+    if (!offset) {
+      Value mn = mnLane, k = kLane;
+      Value c = i32Const(b, loc, key);
+      if (layout.kMajor)
+        k = LLVM::AddOp::create(b, loc, k, c);
+      else
+        mn = LLVM::AddOp::create(b, loc, mn, c);
+      offset = LLVM::AddOp::create(b, loc, slotBase, layout.emitOffset(b, loc, mn, k));
+    }
+    return linear ? LLVM::AddOp::create(b, loc, offset, i32Const(b, loc, linear)).getResult()
+                  : offset;
+  }
+
+  /// ldmatrix of `count` (2 or 4) 8x8 matrices at (mn0, k0): `count` 32-bit registers.
+  SmallVector<Value> load(OpBuilder &b, Location loc, int64_t mn0, int64_t k0, unsigned count) {
+    MLIRContext *ctx = b.getContext();
+    Type i32 = b.getI32Type();
+    Value ptr = LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 3),
+                                         address(b, loc, mn0, k0));
+    SmallVector<Type> fields(count, i32);
+    auto resTy = LLVM::LLVMStructType::getLiteral(ctx, fields);
+    Value m = NVVM::LdMatrixOp::create(
+        b, loc, resTy, ptr, count, layout.kMajor ? NVVM::MMALayout::row : NVVM::MMALayout::col,
+        NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8), NVVM::LdStMatrixEltType::B16);
+    SmallVector<Value> regs;
+    for (unsigned i = 0; i < count; ++i)
+      regs.push_back(LLVM::ExtractValueOp::create(b, loc, m, i));
+    return regs;
+  }
+
+  OperandLayout layout;
+  Value slotBase, mnLane, kLane;
+  llvm::DenseMap<int64_t, Value> offsets;
+};
+
+/// kiln_gpu.shared_dot under the mma.sync accumulator layout (targets without wgmma): both
+/// operands are in their rings' slots (async_wait made them visible), in the swizzled layouts
+/// of WgmmaLayout.h, and reach the mma.sync fragments through ldmatrix: per k-step one x4
+/// per pair of row bands of A (a0..a3) and one x4 per two column bands of B (b0, b1 of each;
+/// an x2 for a last odd band).
+struct SharedMmaDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
+  SharedMmaDotLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), target(target) {}
+
+  LogicalResult matchAndRewrite(kgpu::SharedDotOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = b.getContext();
+    auto cTy = cast<RankedTensorType>(op.getC().getType());
+    auto module = op->getParentOfType<ModuleOp>();
+    auto numWarps = module->getAttrOfType<IntegerAttr>(kgpu::kNumWarpsAttr);
+    auto layout = dyn_cast_or_null<kgpu::BlockedEncodingAttr>(cTy.getEncoding());
+    if (!numWarps || !layout || layout.getWgmma() ||
+        layout != getMmaAccumulatorLayout(ctx, cTy.getShape(), numWarps.getInt()))
+      return failure(); // wgmma's (WgmmaDotToLLVM.cpp)
+    auto aAlloc = op.getA().getDefiningOp<kgpu::LocalAllocOp>();
+    auto bAlloc = op.getB().getDefiningOp<kgpu::LocalAllocOp>();
+    if (!aAlloc || !bAlloc)
+      return op.emitOpError("expected A and B from kiln_gpu.local_alloc rings on the mma.sync "
+                            "path (A in registers needs wgmma)");
+    Type inElem = bAlloc.getResult().getType().getElementType();
+    if (!inElem.isF16() && !inElem.isBF16() && !inElem.isInteger(8))
+      return op.emitOpError("expected f16, bf16 or i8 rings on the mma.sync path, found ")
+             << inElem;
+    OperandLayout aL = getRingOperandLayout(aAlloc), bL = getRingOperandLayout(bAlloc);
+    if (inElem.isInteger(8) && (!aL.kMajor || !bL.kMajor))
+      return op.emitOpError("expected 8-bit rings contiguous along K");
+    Type i32 = b.getI32Type();
+    auto slotAddress = [&](Value ring, Value slot, kgpu::LocalAllocOp alloc) -> Value {
+      return LLVM::AddOp::create(
+          b, loc, LLVM::PtrToIntOp::create(b, loc, i32, ring),
+          LLVM::MulOp::create(b, loc, slot,
+                              i32Const(b, loc, getSharedSlotBytes(alloc.getResult().getType()))));
+    };
+    Value aBase = slotAddress(adaptor.getA(), adaptor.getASlot(), aAlloc);
+    Value bBase = slotAddress(adaptor.getB(), adaptor.getBSlot(), bAlloc);
+
+    MmaGeometry geo(layout, cTy, inElem);
+    ThreadIds ids = emitThreadIds(b, loc, layout, target);
+    auto c = [&](int64_t v) { return i32Const(b, loc, v); };
+    Value lane = LLVM::AddOp::create(b, loc, LLVM::MulOp::create(b, loc, ids.lane[0], c(4)),
+                                     ids.lane[1]);
+    Value row = LLVM::AndOp::create(b, loc, lane, c(7));
+    Value q0 = LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, lane, c(3)), c(1));
+    Value q1 = LLVM::LShrOp::create(b, loc, lane, c(4));
+    // A: matrices (band 2p, k), (2p + 1, k), (2p, k + half), (2p + 1, k + half).
+    LdMatrixReader aReader(b, loc, aL, aBase, ids.warp[0], 8 * geo.wm, row, q0, q1);
+    // B: matrices (band j, k), (j, k + half), (j + 1, k), (j + 1, k + half); the x2 of a
+    // last odd band takes the first two.
+    LdMatrixReader bReader(b, loc, bL, bBase, ids.warp[1], 8 * geo.wn, row, q1, q0);
+    LdMatrixReader bSingle(b, loc, bL, bBase, ids.warp[1], 8 * geo.wn, row, c(0), q0);
+
+    auto loadA = [&](int64_t p, int64_t kk) -> std::array<Value, 4> {
+      SmallVector<Value> r = aReader.load(b, loc, 2 * p * 8 * geo.wm, kk, 4);
+      return {r[0], r[1], r[2], r[3]};
+    };
+    auto loadB = [&](int64_t kk) {
+      SmallVector<std::array<Value, 2>> frags;
+      for (int64_t j = 0; j < geo.nReps; j += 2) {
+        bool pair = j + 1 < geo.nReps;
+        SmallVector<Value> r = (pair ? bReader : bSingle).load(b, loc, j * 8 * geo.wn, kk,
+                                                               pair ? 4 : 2);
+        frags.push_back({r[0], r[1]});
+        if (pair)
+          frags.push_back({r[2], r[3]});
+      }
+      return frags;
+    };
+    SmallVector<Value> acc = unpackStruct(b, loc, adaptor.getC());
+    int64_t K = bAlloc.getResult().getType().getTileShape()[0];
+    emitMmaSync(b, loc, layout, cTy, inElem, K, acc, loadA, loadB);
+    b.replaceOp(op, packStruct(b, loc, getTypeConverter()->convertType(cTy), acc));
+    return success();
+  }
+
+  const TargetInfo &target;
+};
+
 } // namespace
 
 kgpu::BlockedEncodingAttr kiln::getMmaAccumulatorLayout(MLIRContext *ctx,
@@ -286,4 +477,5 @@ void kiln::populateDotOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                        RewritePatternSet &patterns,
                                        const SharedScratch &scratch, const TargetInfo &target) {
   patterns.add<DotOpLowering>(converter, scratch, target);
+  patterns.add<SharedMmaDotLowering>(converter, target);
 }

@@ -11,8 +11,8 @@
 //     8-bit operands K-major only) are loaded 4 rows of K at a time when the layout gives each
 //     thread 4 consecutive k (-kiln-assign-layouts does), transposed in registers in 4 x 4
 //     byte blocks, and stored 4 k per 32-bit shared store.
-//   - async_commit / async_wait: cp.async.commit_group / cp.async.wait_group N, then a proxy
-//     fence (the tensor cores read what the copies wrote) and a barrier.
+//   - async_commit / async_wait: cp.async.commit_group / cp.async.wait_group N, then (sm_90a) a
+//     proxy fence (wgmma reads what the copies wrote) and a barrier.
 //   - mbarrier_alloc / mbarrier_expect / mbarrier_arrive / mbarrier_wait: barriers in static
 //     shared memory (init by thread 0 for 1 or `arrivals` arrivals, arrive.expect_tx by thread
 //     0, arrive by the first lane of each warp, try_wait.parity by all or by thread 0 alone).
@@ -259,7 +259,11 @@ struct AsyncWaitLowering final : ConvertOpToLLVMPattern<kgpu::AsyncWaitOp> {
                                 ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
     emitAsm(b, loc, "cp.async.wait_group " + std::to_string(op.getPending()) + ";");
-    emitAsm(b, loc, "fence.proxy.async.shared::cta;");
+    // wgmma reads shared memory through the async proxy; ldmatrix (the mma.sync path of
+    // targets without wgmma, which have no such fence) through the generic one.
+    auto module = op->getParentOfType<ModuleOp>();
+    if (module && module->hasAttr(kgpu::kWgmmaAttr))
+      emitAsm(b, loc, "fence.proxy.async.shared::cta;");
     target.barrier(b, loc);
     b.eraseOp(op);
     return success();

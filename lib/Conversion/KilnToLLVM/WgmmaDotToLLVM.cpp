@@ -432,9 +432,15 @@ struct SharedDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
     auto module = op->getParentOfType<ModuleOp>();
     auto numWarps = module->getAttrOfType<IntegerAttr>(kgpu::kNumWarpsAttr);
     auto layout = dyn_cast_or_null<kgpu::BlockedEncodingAttr>(cTy.getEncoding());
+    // The mma.sync accumulator layout is DotOpToLLVM.cpp's (ldmatrix and mma.sync).
+    if (numWarps && layout &&
+        layout == getMmaAccumulatorLayout(b.getContext(), cTy.getShape(), numWarps.getInt()))
+      return failure();
     if (!numWarps || !layout ||
         layout != getWgmmaAccumulatorLayout(b.getContext(), cTy.getShape(), numWarps.getInt()))
-      return op.emitOpError("expected the warpgroup accumulator layout, found ") << cTy;
+      return op.emitOpError("expected the warpgroup (wgmma) or the mma.sync accumulator "
+                            "layout, found ")
+             << cTy;
     if (aTile && aTile.getEncoding() != getWgmmaAccumulatorLayout(b.getContext(),
                                                                   aTile.getShape(),
                                                                   numWarps.getInt()))
