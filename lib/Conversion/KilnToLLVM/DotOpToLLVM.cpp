@@ -305,12 +305,12 @@ struct LdMatrixReader {
       kLane = add(kLane, row);
   }
 
-  /// Byte address (shared, i32) of this lane's row of the matrix whose first element is
-  /// (mn0, k0) further along (mn0 a multiple of 8 rows, k0 of the k-step). The swizzle XORs
-  /// a row's 16-byte chunk with the row's bits above 128 bytes, which only the lane's
-  /// position inside an 8 x 128-byte block decides: K-major, 8-row and whole-block steps add
-  /// plain offsets, so only k0 within a block needs its own computation; MN-major, k0 is a
-  /// multiple of 8 rows and mn0 needs its own.
+  /// Shared pointer to this lane's row of the matrix whose first element is (mn0, k0)
+  /// further along (mn0 a multiple of 8 rows, k0 of the k-step). The swizzle XORs a row's
+  /// 16-byte chunk with the row's bits above 128 bytes, which only the lane's position inside
+  /// an 8 x 128-byte block decides: K-major, 8-row and whole-block steps add plain offsets, so
+  /// only k0 within a block needs its own computation; MN-major, k0 is a multiple of 8 rows
+  /// and mn0 needs its own. The plain part is a constant GEP offset (ldmatrix's immediate).
   Value address(OpBuilder &b, Location loc, int64_t mn0, int64_t k0) {
     int64_t kb = layout.blockElems(), key, linear;
     if (layout.kMajor) {
@@ -320,26 +320,31 @@ struct LdMatrixReader {
       key = mn0;
       linear = k0 * layout.swizzle;
     }
-    Value &offset = offsets[key];
-    if (!offset) {
+    auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
+    Value &base = bases[key];
+    if (!base) {
       Value mn = mnLane, k = kLane;
       Value c = i32Const(b, loc, key);
       if (layout.kMajor)
         k = LLVM::AddOp::create(b, loc, k, c);
       else
         mn = LLVM::AddOp::create(b, loc, mn, c);
-      offset = LLVM::AddOp::create(b, loc, slotBase, layout.emitOffset(b, loc, mn, k));
+      // The lane's offset does not change from one iteration to the next (LICM hoists it);
+      // the slot's address does.
+      Value at = LLVM::AddOp::create(b, loc, slotBase, layout.emitOffset(b, loc, mn, k));
+      base = LLVM::IntToPtrOp::create(b, loc, ptr3, at);
     }
-    return linear ? LLVM::AddOp::create(b, loc, offset, i32Const(b, loc, linear)).getResult()
-                  : offset;
+    if (!linear)
+      return base;
+    return LLVM::GEPOp::create(b, loc, ptr3, b.getI8Type(), base,
+                               ArrayRef<LLVM::GEPArg>{int32_t(linear)});
   }
 
   /// ldmatrix of `count` (2 or 4) 8x8 matrices at (mn0, k0): `count` 32-bit registers.
   SmallVector<Value> load(OpBuilder &b, Location loc, int64_t mn0, int64_t k0, unsigned count) {
     MLIRContext *ctx = b.getContext();
     Type i32 = b.getI32Type();
-    Value ptr = LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(ctx, 3),
-                                         address(b, loc, mn0, k0));
+    Value ptr = address(b, loc, mn0, k0);
     SmallVector<Type> fields(count, i32);
     auto resTy = LLVM::LLVMStructType::getLiteral(ctx, fields);
     Value m = NVVM::LdMatrixOp::create(
@@ -353,7 +358,7 @@ struct LdMatrixReader {
 
   OperandLayout layout;
   Value slotBase, mnLane, kLane;
-  llvm::DenseMap<int64_t, Value> offsets;
+  llvm::DenseMap<int64_t, Value> bases;
 };
 
 /// kiln_gpu.shared_dot under the mma.sync accumulator layout (targets without wgmma): both
