@@ -2,9 +2,11 @@
 tiles with `tl.range(start, num_tiles, NUM_SMS, flatten=True)`, clamped indices restored with
 tl.multiple_of / tl.max_contiguous hints), one text for Kiln and Triton (only the imports
 differ), beside torch.matmul (cuBLAS), fp16 and bf16 at 4096^3 and 8192^3, 128x256x64 tiles on
-8 warps. Kiln does not flatten the loops: each tile's K loop fills and drains its rings. Median
-per call over batches of --batch calls; TFLOP/s, Kiln's ratio to each peer. Prints a markdown
-table last.
+8 warps. Kiln flattens the two loops (-kiln-flatten-loops: the rings stream the next tile in
+while this one ends); the same text with flatten=False (each tile's K loop fills and drains
+its rings) and Kiln's one-tile-per-program tutorial kernel (bench_matmul_python.py) are timed
+beside. Median per call over batches of --batch calls; TFLOP/s, Kiln's ratio to each peer.
+Prints a markdown table last.
 
 Run on a GPU machine with kiln importable (scripts/gpu-python.sh does):
     python3 bench/bench_matmul_persistent.py [--reps 25]
@@ -16,6 +18,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_matmul_python import KERNEL as TILE_KERNEL  # noqa: E402
 from bench_matmul_python import load_kernel, median_ms  # noqa: E402
 
 KERNEL = '''
@@ -69,6 +72,9 @@ def main():
     ap.add_argument("--triton-stages", type=int, default=3)
     args = ap.parse_args()
     kiln_kernel = load_kernel("kiln", KERNEL, "matmul_persistent")
+    kiln_plain = load_kernel("kiln", KERNEL.replace("flatten=True", "flatten=False"),
+                             "matmul_persistent")
+    kiln_tile = load_kernel("kiln", TILE_KERNEL, "matmul_kernel")
     triton_kernel = load_kernel("triton", KERNEL, "matmul_persistent")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     BM, BN, BK, G = 128, 256, 64, 8
@@ -96,6 +102,15 @@ def main():
             row["err"] = ((c.float() - ref).norm() / ref.norm()).item()
             row["kiln"] = flop / median_ms(run, args.reps, args.batch) / 1e9
             ct = torch.empty_like(c)
+            row["kiln_plain"] = flop / median_ms(launch(kiln_plain, ct, args.stages),
+                                                 args.reps, args.batch) / 1e9
+            tile_grid = (((M + BM - 1) // BM) * ((N + BN - 1) // BN),)
+            row["kiln_tile"] = flop / median_ms(
+                lambda: kiln_tile[tile_grid](a, b, ct, M, N, K, a.stride(0), a.stride(1),
+                                             b.stride(0), b.stride(1), ct.stride(0),
+                                             ct.stride(1), BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK,
+                                             GROUP_M=G, num_warps=8, num_stages=args.stages),
+                args.reps, args.batch) / 1e9
             row["triton"] = flop / median_ms(launch(triton_kernel, ct, args.triton_stages),
                                              args.reps, args.batch) / 1e9
             row["torch"] = flop / median_ms(lambda: torch.matmul(a, b, out=ct), args.reps,
@@ -104,13 +119,15 @@ def main():
             rows.append(row)
     print(f"\n### Persistent matmul (Triton's tutorial 09 pointer kernel, {BM}x{BN}x{BK}, 8 "
           f"warps, {sms} programs; batches of {args.batch}) — {torch.cuda.get_device_name()}\n")
-    print("| dtype | M x N x K | Kiln TFLOP/s | Triton TFLOP/s | torch TFLOP/s | Kiln/Triton | "
-          "Kiln/torch | Kiln rel. error |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    print("| dtype | M x N x K | Kiln flattened TFLOP/s | Kiln flatten=False | Kiln one tile "
+          "per program | Triton TFLOP/s | torch TFLOP/s | Kiln/Triton | Kiln/torch | "
+          "flattened/not | Kiln rel. error |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['dtype']} | {r['shape']} | {r['kiln']:.1f} | {r['triton']:.1f} | "
-              f"{r['torch']:.1f} | {r['kiln'] / r['triton']:.3f} | {r['kiln'] / r['torch']:.3f} "
-              f"| {r['err']:.1e} |")
+        print(f"| {r['dtype']} | {r['shape']} | {r['kiln']:.1f} | {r['kiln_plain']:.1f} | "
+              f"{r['kiln_tile']:.1f} | {r['triton']:.1f} | {r['torch']:.1f} | "
+              f"{r['kiln'] / r['triton']:.3f} | {r['kiln'] / r['torch']:.3f} | "
+              f"{r['kiln'] / r['kiln_plain']:.3f} | {r['err']:.1e} |")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,12 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
           options.dotStages < 0 ? options.numStages : unsigned(options.dotStages),
           options.numWarps, options.wgmma, options.ringBudget}));
   };
+  // tl.range(..., flatten=True): a persistent kernel's tile loop and its K loop become one
+  // loop, so the rings stream the next tile's operands in while this one finishes.
+  if (rings) {
+    pm.addPass(createKilnFlattenLoops());
+    pm.addPass(createCSEPass());
+  }
   if (options.wgmma)
     addRings();
   // tensor descriptor accesses the rings did not take -> masked loads and stores

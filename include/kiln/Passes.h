@@ -18,6 +18,10 @@
 #include "mlir/Pass/PassManager.h"
 
 namespace kiln {
+
+/// Attribute of an scf.for from `tl.range(..., flatten=True)`: -kiln-flatten-loops fuses it
+/// with its inner loop.
+inline constexpr llvm::StringLiteral kFlattenAttr = "kiln.flatten";
 #define GEN_PASS_DECL
 #include "kiln/Passes.h.inc"
 

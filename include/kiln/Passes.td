@@ -186,6 +186,35 @@ def KilnLowerDescriptors : Pass<"kiln-lower-descriptors", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect", "::kiln::gpu::KilnGPUDialect"];
 }
 
+def KilnFlattenLoops : Pass<"kiln-flatten-loops", "mlir::ModuleOp"> {
+  let summary = "fuse an scf.for marked kiln.flatten with its inner loop into one loop";
+  let description = [{
+    `tl.range(..., flatten=True)` marks its loop `kiln.flatten`. When that loop has no
+    iteration arguments and its body is a prologue free of memory effects, one inner
+    `scf.for` whose bounds do not change with the outer loop, and an epilogue, it becomes
+    one loop over every (outer, inner) pair: each iteration recomputes the prologue for its
+    outer index, starts the inner loop's carried values afresh where the inner index is 0
+    (`arith.select`), runs the inner body, and runs the epilogue under `scf.if` where the
+    inner index is the last. The loop pipelining passes then overlap one outer iteration's
+    last inner iterations and epilogue with the next one's first copies (Triton's persistent
+    matmul). Where the inner loop runs no iteration, the outer loop runs as before, with the
+    inner loop's results replaced by its initial values. Other marked loops are left alone.
+
+    ```mlir
+    // before
+    scf.for %t = %lb to %ub step %s {
+      %x0 = ...(%t)
+      %r = scf.for %k = %c0 to %n step %c1 iter_args(%x = %x0) -> (...) { ... }
+      kiln.store ..., %r
+    } {kiln.flatten}
+    // after (inner trips n > 0): scf.for %i = 0 to trips(outer) * n iter_args(%x = ...):
+    //   %t = lb + (i / n) * s, %k = i % n; %x' = select(k == 0, x0(t), x); body;
+    //   scf.if (k == n - 1) { kiln.store ..., result }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
+}
+
 def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {
   let summary = "prefetch the next iteration's loads of scf.for loops (software pipelining)";
   let description = [{

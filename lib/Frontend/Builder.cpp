@@ -15,6 +15,7 @@
 #include "kiln/Analysis/AxisInfo.h"
 
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
+#include "kiln/Passes.h"
 #include "kiln/Transforms/DescriptorAccess.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -1421,7 +1422,7 @@ Tile kiln::Builder::loopCarried(const Tile &value, const Tile &init, StringRef n
 
 std::vector<Tile> kiln::Builder::forLoop(const Tile &lb, const Tile &ub, const Tile &step,
                                          ArrayRef<Tile> inits, const ForBody &body,
-                                         ArrayRef<std::string> names) {
+                                         ArrayRef<std::string> names, bool flatten) {
   requireKernel("a for loop");
   const std::pair<const Tile *, const char *> bounds[] = {
       {&lb, "lower bound"}, {&ub, "upper bound"}, {&step, "step"}};
@@ -1442,6 +1443,8 @@ std::vector<Tile> kiln::Builder::forLoop(const Tile &lb, const Tile &ub, const T
   }
   auto forOp =
       scf::ForOp::create(b, loc, lbv, ubv, stepv, initValues, nullptr, ivType.isUnsigned());
+  if (flatten)
+    forOp->setAttr(kFlattenAttr, b.getUnitAttr());
   std::vector<Tile> results;
   {
     OpBuilder::InsertionGuard guard(b);

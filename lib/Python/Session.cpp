@@ -434,7 +434,7 @@ Handle py::Session::dot(Handle a, Handle b, Handle acc, const std::string &input
 
 std::vector<Handle> py::Session::forLoop(Handle lb, Handle ub, Handle step,
                                          const std::vector<Handle> &inits, const ForBody &body,
-                                         const std::vector<std::string> &names) {
+                                         const std::vector<std::string> &names, bool flatten) {
   return translate([&] {
     std::vector<Tile> results = impl->builder.forLoop(
         impl->get(lb), impl->get(ub), impl->get(step), impl->tiles(inits),
@@ -443,7 +443,7 @@ std::vector<Handle> py::Session::forLoop(Handle lb, Handle ub, Handle step,
           std::vector<Handle> next = body(ivh, impl->handles(iters.vec()));
           return impl->tiles(next);
         },
-        names);
+        names, flatten);
     return impl->handles(results);
   });
 }

@@ -30,7 +30,10 @@ kiln::getAddressSlice(Operation *op, scf::ForOp loop,
     Operation *def = v.getDefiningOp();
     if (!loop->isProperAncestor(def))
       continue; // loop invariant
-    if (def->getBlock() != body || def->getNumRegions() || !isPure(def))
+    // Free of memory effects, not necessarily speculatable: integer division (a flattened
+    // loop's tile index) is cloned too. A clone computes the address of an iteration that
+    // may not exist, whose copy or load is masked off.
+    if (def->getBlock() != body || def->getNumRegions() || !isMemoryEffectFree(def))
       return failure();
     if (slice.insert(def))
       llvm::append_range(worklist, def->getOperands());

@@ -328,13 +328,63 @@ std::optional<unsigned> getYieldedIterArg(scf::ForOp loop, DotOp dot) {
   return dot->getUses().begin()->getOperandNumber();
 }
 
+/// The select that restarts `dot`'s accumulator at zero now and then, C = select(cond, 0, x)
+/// with x read by nothing else (a flattened persistent matmul at each new tile), or null.
+arith::SelectOp getAccumulatorReset(DotOp dot) {
+  auto select = dot.getC().getDefiningOp<arith::SelectOp>();
+  if (!select || !select->hasOneUse() || !select.getCondition().getType().isInteger(1) ||
+      !isZeroOther(select.getTrueValue()) || !select.getFalseValue().hasOneUse())
+    return {};
+  return select;
+}
+
 /// The accumulator iteration argument of a loop's only dot when the accumulator only goes
-/// from one iteration's dot to the next (so the dot may run on into the next iteration).
+/// from one iteration's dot to the next (so the dot may run on into the next iteration),
+/// through a reset to zero (getAccumulatorReset) or not; besides the yield the result may be
+/// read inside scf.if ops of the body (a flattened loop's epilogue, which waits for it).
 std::optional<unsigned> getChainedAccumulator(scf::ForOp loop, DotOp dot) {
-  std::optional<unsigned> idx = getYieldedIterArg(loop, dot);
-  if (!idx || dot.getC() != loop.getRegionIterArgs()[*idx] || !dot.getC().hasOneUse())
+  Block *body = loop.getBody();
+  std::optional<unsigned> idx;
+  for (OpOperand &use : dot->getUses()) {
+    Operation *owner = use.getOwner();
+    if (owner == body->getTerminator()) {
+      if (idx)
+        return std::nullopt;
+      idx = use.getOperandNumber();
+      continue;
+    }
+    Operation *at = body->findAncestorOpInBlock(*owner);
+    if (!at || at == owner || !isa<scf::IfOp>(at))
+      return std::nullopt;
+  }
+  Value c = dot.getC();
+  if (arith::SelectOp reset = getAccumulatorReset(dot))
+    c = reset.getFalseValue();
+  if (!idx || c != loop.getRegionIterArgs()[*idx] || !c.hasOneUse())
     return std::nullopt;
   return idx;
+}
+
+/// Puts a dot_wait at the start of each block of an scf.if that reads `result` (a dot left
+/// running), for the reads in it.
+void waitInsideIfs(IRRewriter &rewriter, Value result) {
+  llvm::MapVector<Block *, SmallVector<OpOperand *>> uses;
+  for (OpOperand &use : result.getUses()) {
+    Operation *owner = use.getOwner();
+    auto ifOp = dyn_cast_or_null<scf::IfOp>(
+        result.getParentBlock()->findAncestorOpInBlock(*owner));
+    if (!ifOp || ifOp == owner)
+      continue;
+    for (Region *region : {&ifOp.getThenRegion(), &ifOp.getElseRegion()})
+      if (Block *block = region->findAncestorBlockInRegion(*owner->getBlock()))
+        uses[block].push_back(&use);
+  }
+  for (auto &[block, list] : uses) {
+    rewriter.setInsertionPointToStart(block);
+    auto wait = kgpu::DotWaitOp::create(rewriter, result.getLoc(), result.getType(), result);
+    for (OpOperand *use : list)
+      use->set(wait.getResult());
+  }
 }
 
 /// In a loop whose dots all read rings, the iteration argument through which the last dot's
@@ -698,8 +748,17 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     Value aSlot = plan.aSource == ASource::Ring   ? slot
                   : plan.aSource == ASource::Once ? i32Constant(rewriter, loc, 0)
                                                   : Value();
+    // An accumulator restarted at zero by a select feeds the dot as it is, the select's
+    // condition saying when not to add it (wgmma's scale-d), so the registers stay chained.
+    Value c = dot.getC(), accumulate;
+    arith::SelectOp reset = accArg ? getAccumulatorReset(dot) : arith::SelectOp();
+    if (reset) {
+      c = reset.getFalseValue();
+      Value yes = arith::ConstantOp::create(rewriter, loc, rewriter.getBoolAttr(true));
+      accumulate = arith::XOrIOp::create(rewriter, loc, reset.getCondition(), yes);
+    }
     auto shared = kgpu::SharedDotOp::create(rewriter, dot.getLoc(), dot.getType(), a, aSlot, bBuf,
-                                            slot, dot.getC(),
+                                            slot, c, accumulate,
                                             overlap || deferred || waitAtUses ? 1 : 0);
     sharedDots.push_back(shared);
     if (copiesAfterDot) {
@@ -716,6 +775,11 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
       issueCopies();
     }
     rewriter.replaceOp(dot, shared.getResult());
+    if (reset)
+      rewriter.eraseOp(reset);
+    // A dot left running is waited for where an scf.if of the body reads it.
+    if (overlap)
+      waitInsideIfs(rewriter, shared.getResult());
   }
   if (waitAtUses)
     waitAtFirstUses(rewriter, sharedDots);

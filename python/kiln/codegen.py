@@ -715,15 +715,17 @@ class CodeGenerator:
                 raise self.error("range() takes no keyword arguments", it)
             if not 1 <= len(args) <= 3:
                 raise self.error(f"range expected 1 to 3 arguments, got {len(args)}", it)
+            flatten = False
             lb, ub, step = (constexpr(0), args[0], constexpr(1)) if len(args) == 1 else \
                 (args[0], args[1], args[2] if len(args) == 3 else constexpr(1))
         elif fn is tl_range:
             r = tl_range(*args, **kwargs)
             lb, ub, step = r.start, r.end, r.step
+            flatten = r.flatten
         else:
             raise self.error(f"expected range(...), tl.range(...) or tl.static_range(...) as "
                              f"the loop iterator, found {_describe(fn)}", it)
-        self._runtime_for(node, lb, ub, step)
+        self._runtime_for(node, lb, ub, step, flatten)
 
     def _run_loop_body(self, frame, body, names, structs):
         """Runs a run-time loop body one region deeper and returns its loop-carried values,
@@ -739,7 +741,7 @@ class CodeGenerator:
                 raise self.error(f"loop-carried '{n}' changes structure in the loop")
         return out
 
-    def _runtime_for(self, node, lb, ub, step):
+    def _runtime_for(self, node, lb, ub, step, flatten=False):
         frame = self.frame
         target = node.target.id
         negative = isinstance(step, constexpr) and isinstance(step.value, int) and step.value < 0
@@ -777,7 +779,7 @@ class CodeGenerator:
 
         try:
             results = self.session.for_loop(lbt.handle, ubt.handle, stept.handle, inits, body,
-                                            _flat_names(names, structs))
+                                            _flat_names(names, structs), flatten)
         finally:
             frame.scope = liveins
             self.node = node

@@ -13,6 +13,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import kiln  # noqa: E402
 from test_dot_scan import CASES, _gpu_arrays, check, launch_matmul, make_inputs  # noqa: E402
+from test_flatten import persistent_matmul  # noqa: E402
 
 # (M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages): aligned; sizes not multiples
 # of the blocks (masked edges, K tail); rows not 16-byte aligned (element copies); 8 warps
@@ -40,6 +41,22 @@ def run(case, shape, b_order, a_order):
     check(case, to_np(dc), a, b)
 
 
+def run_persistent(shape):
+    M, N, K, BM, BN, BK, warps, sms = shape
+    to_dev, to_np = _gpu_arrays()
+    a, b = make_inputs("fp16", M, N, K, seed=M + N + K)
+    c = np.full((M, N), -7, dtype=np.float16)
+    dc = to_dev(c)
+    persistent_matmul[(sms,)](to_dev(a), to_dev(b), dc, M, N, K, K, 1, N, 1, N, 1,
+                              BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=4, NUM_SMS=sms,
+                              FLATTEN=True, device="gpu", num_warps=warps, num_stages=3)
+    out = to_np(dc)
+    if K == 0:
+        assert not out.any()
+    else:
+        check("fp16-out-fp16", out, a, b)
+
+
 def main():
     if os.environ.get("KILN_ARCH") != "sm_90" or not kiln.has_gpu():
         print("needs KILN_ARCH=sm_90 and a GPU")
@@ -56,6 +73,18 @@ def main():
                     failed += 1
                     print("FAIL", name, flush=True)
                     traceback.print_exc()
+    # The persistent kernel with its loops flattened (the dot completes in each iteration on
+    # this path; its accumulator restarts through a select).
+    for shape in [(1000, 520, 328, 128, 128, 64, 4, 7), (300, 200, 0, 128, 128, 64, 4, 5),
+                  (512, 1024, 256, 128, 256, 64, 8, 5)]:
+        name = f"persistent flatten {'x'.join(map(str, shape))}"
+        try:
+            run_persistent(shape)
+            print("ok  ", name, flush=True)
+        except Exception:  # noqa: BLE001
+            failed += 1
+            print("FAIL", name, flush=True)
+            traceback.print_exc()
     print(f"{failed} failed")
     return 1 if failed else 0
 

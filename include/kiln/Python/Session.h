@@ -212,7 +212,8 @@ public:
   using RegionBody = std::function<std::vector<Handle>(const std::vector<Handle> &)>;
 
   std::vector<Handle> forLoop(Handle lb, Handle ub, Handle step, const std::vector<Handle> &inits,
-                              const ForBody &body, const std::vector<std::string> &names = {});
+                              const ForBody &body, const std::vector<std::string> &names = {},
+                              bool flatten = false);
   /// `elseFn` may be empty (no else branch) only when `thenFn` yields nothing.
   std::vector<Handle> ifThenElse(Handle cond, const BranchBody &thenFn, const BranchBody &elseFn,
                                  const std::vector<std::string> &names = {});

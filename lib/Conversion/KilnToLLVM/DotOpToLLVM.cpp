@@ -435,6 +435,11 @@ struct SharedMmaDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
       return frags;
     };
     SmallVector<Value> acc = unpackStruct(b, loc, adaptor.getC());
+    if (Value accumulate = adaptor.getAccumulate())
+      for (Value &v : acc)
+        v = LLVM::SelectOp::create(
+            b, loc, accumulate, v,
+            LLVM::ConstantOp::create(b, loc, v.getType(), b.getZeroAttr(v.getType())));
     int64_t K = bAlloc.getResult().getType().getTileShape()[0];
     emitMmaSync(b, loc, layout, cTy, inElem, K, acc, loadA, loadB);
     b.replaceOp(op, packStruct(b, loc, getTypeConverter()->convertType(cTy), acc));

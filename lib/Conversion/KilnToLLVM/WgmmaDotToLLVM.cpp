@@ -127,13 +127,14 @@ void emitWgmmaWait(OpBuilder &b, Location loc, SmallVector<Value> &acc, unsigned
 /// `layout` (getWgmmaAccumulatorLayout), then waits until at most `pending` wgmma groups are
 /// in flight (with 0 the accumulators pass through the wait; see the file comment). With
 /// `zeroAcc` C is known to be zero: the first wgmma of each accumulator block overwrites it
-/// (scale-d = 0), so no register is zeroed first.
+/// (scale-d = 0), so no register is zeroed first. `accumulate` (i1, when given) is the first
+/// wgmma's scale-d at run time: false overwrites C.
 void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
                 kgpu::BlockedEncodingAttr layout, ArrayRef<int64_t> shape, Type inElem,
                 const OperandLayout &aL, Value aBase, const OperandLayout &bL, Value bBase,
                 SmallVector<Value> &acc, unsigned pending = 0,
                 function_ref<std::array<Value, 4>(int64_t, int64_t)> aFragment = nullptr,
-                bool zeroAcc = false) {
+                bool zeroAcc = false, Value accumulate = nullptr) {
   MLIRContext *ctx = b.getContext();
   bool integer = inElem.isInteger(8);
   Type accElem = integer ? Type(b.getI32Type()) : Type(b.getF32Type());
@@ -173,6 +174,9 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
   if (zeroAcc)
     for (Value &v : acc)
       v = LLVM::UndefOp::create(b, loc, accElem);
+  Value firstScale = zeroAcc ? zero : one;
+  if (accumulate && !zeroAcc)
+    firstScale = LLVM::ZExtOp::create(b, loc, b.getI32Type(), accumulate);
   // A fragments from registers are all packed before the fence: a register written between
   // wgmmas makes ptxas inject a warpgroup.arrive before the next one.
   std::map<std::pair<int64_t, int64_t>, std::array<Value, 4>> aRegs;
@@ -231,7 +235,7 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
         else
           args.push_back(aL.descriptorAt(b, loc, aDesc, mb * groups * 64, kk));
         args.push_back(bL.descriptorAt(b, loc, bDesc, n0, kk));
-        args.push_back(zeroAcc && kk == 0 ? zero : one);
+        args.push_back(kk == 0 ? firstScale : one);
         Value d = emitInlineAsm(b, loc, resTy, args, asmStr, constraints, true);
         for (auto [i, r] : llvm::enumerate(regs))
           acc[r] = LLVM::ExtractValueOp::create(b, loc, d, i);
@@ -465,11 +469,12 @@ struct SharedDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
       RegisterFragments aRegs(b, loc, adaptor.getA(), aTile);
       auto aFragment = [&](int64_t mb, int64_t kk) { return aRegs.get(b, loc, mb, kk); };
       emitWgmmas(b, loc, target, layout, cTy.getShape(), inElem, aL, bBase, bL, bBase, acc,
-                 op.getPending(), aFragment, zeroAcc);
+                 op.getPending(), aFragment, zeroAcc, adaptor.getAccumulate());
     } else {
       Value aBase = slotAddress(adaptor.getA(), adaptor.getASlot(), aAlloc);
       emitWgmmas(b, loc, target, layout, cTy.getShape(), inElem, getRingOperandLayout(aAlloc),
-                 aBase, bL, bBase, acc, op.getPending(), nullptr, zeroAcc);
+                 aBase, bL, bBase, acc, op.getPending(), nullptr, zeroAcc,
+                 adaptor.getAccumulate());
     }
     b.replaceOp(op, packStruct(b, loc, getTypeConverter()->convertType(cTy), acc));
     return success();

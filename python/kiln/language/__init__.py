@@ -460,8 +460,10 @@ class static_range:
 
 
 class range:
-    """for i in tl.range(start, end, step, num_stages=...): a run-time loop like Python's
-    range; the tuning arguments are accepted and not used yet."""
+    """for i in tl.range(start, end, step, num_stages=..., flatten=...): a run-time loop like
+    Python's range. flatten=True fuses the loop with the one loop nested in it (a persistent
+    kernel's tile loop and its K loop) so that copies of the next outer iteration's operands
+    overlap this one's end; the other tuning arguments are accepted and not used yet."""
 
     def __init__(self, arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None,
                  disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False):
@@ -471,6 +473,7 @@ class range:
             self.start, self.end = arg1, arg2
         self.step = constexpr(1) if step is None else step
         self.num_stages = num_stages
+        self.flatten = _const_bool(flatten, "tl.range's flatten")
 
 
 @builtin

@@ -84,8 +84,9 @@ module attributes {kiln_gpu.num_warps = 8 : i32, kiln_gpu.threads_per_warp = 32 
 // CHECK: %[[W:.*]] = kiln_gpu.dot_wait %[[D]] : tensor<64x64xf32>
 // CHECK: kiln_gpu.dot_wait %[[D]] {pending = 1 : i32} : tensor<64x64xf32>
 // CHECK: kiln_gpu.shared_dot %{{.*}}, %[[B]][%{{.*}}], %[[W]] : tensor<64x32xf16>, <[3, 32, 64], f16>, tensor<64x64xf32>
+// CHECK: kiln_gpu.shared_dot %[[A]][%{{.*}}], %[[B]][%{{.*}}], %{{.*}} accumulate %{{.*}} {pending = 1 : i32} : !kiln_gpu.shared<[1, 64, 32], f16>, <[3, 32, 64], f16>, tensor<64x64xf32>
 func.func @rings(%p: tensor<32x64x!kiln.ptr<f16>>, %m: tensor<32x64xi1>, %r: tensor<64x32xf16>,
-                 %c: tensor<64x64xf32>) -> tensor<64x64xf32> {
+                 %c: tensor<64x64xf32>, %first: i1) -> tensor<64x64xf32> {
   %a = kiln_gpu.local_alloc {operand = 0 : i32, k_major = true} : !kiln_gpu.shared<[1, 64, 32], f16>
   %b = kiln_gpu.local_alloc {operand = 1 : i32} : !kiln_gpu.shared<[3, 32, 64], f16>
   %s = arith.constant 0 : i32
@@ -96,7 +97,8 @@ func.func @rings(%p: tensor<32x64x!kiln.ptr<f16>>, %m: tensor<32x64xi1>, %r: ten
   %w = kiln_gpu.dot_wait %d : tensor<64x64xf32>
   %w1 = kiln_gpu.dot_wait %d {pending = 1 : i32} : tensor<64x64xf32>
   %e = kiln_gpu.shared_dot %r, %b[%s], %w : tensor<64x32xf16>, !kiln_gpu.shared<[3, 32, 64], f16>, tensor<64x64xf32>
-  return %e : tensor<64x64xf32>
+  %f = kiln_gpu.shared_dot %a[%s], %b[%s], %e accumulate %first {pending = 1 : i32} : !kiln_gpu.shared<[1, 64, 32], f16>, !kiln_gpu.shared<[3, 32, 64], f16>, tensor<64x64xf32>
+  return %f : tensor<64x64xf32>
 }
 
 // The barriers of TMA rings: a transaction barrier per slot (one arrival), a barrier every

@@ -378,7 +378,8 @@ def KilnGPU_BarrierOp : Op<KilnGPU_Dialect, "barrier",
 }
 
 def KilnGPU_SharedDotOp : Op<KilnGPU_Dialect, "shared_dot",
-    [MemoryEffects<[MemRead<DefaultResource>]>, AllTypesMatch<["c", "result"]>]> {
+    [MemoryEffects<[MemRead<DefaultResource>]>, AllTypesMatch<["c", "result"]>,
+     AttrSizedOperandSegments]> {
   let summary = "c + a @ b with B (and A, or A in registers) read from slots of shared rings";
   let description = [{
     The dot of `kiln.dot` whose operands were copied to shared memory by `async_copy`: B from
@@ -394,6 +395,9 @@ def KilnGPU_SharedDotOp : Op<KilnGPU_Dialect, "shared_dot",
     with A in registers needs those registers unchanged until a later wait retires it (the
     pipelining pass only defers such a dot when its A is computed from an earlier dot's
     result, whose wait comes first).
+    With `accumulate` false the product is not added to C (the result is a @ b; wgmma's
+    scale-d): a loop that restarts its accumulator at zero now and then (a flattened
+    persistent matmul, at each new tile) keeps C's registers chained from dot to dot.
 
     ```mlir
     %d = kiln_gpu.shared_dot %a[%i], %b[%i], %c
@@ -401,17 +405,20 @@ def KilnGPU_SharedDotOp : Op<KilnGPU_Dialect, "shared_dot",
           tensor<128x128xf32>
     %o = kiln_gpu.shared_dot %p, %v[%i], %acc
         : tensor<128x64xf16>, !kiln_gpu.shared<[3, 64, 128], f16>, tensor<128x128xf32>
+    %e = kiln_gpu.shared_dot %a[%i], %b[%i], %acc accumulate %notFirst
+        : !kiln_gpu.shared<[3, 128, 64], f16>, !kiln_gpu.shared<[3, 64, 128], f16>,
+          tensor<128x128xf32>
     ```
   }];
   let arguments = (ins AnyTypeOf<[KilnGPU_SharedBufferType, AnyRankedTensor]>:$a,
                        Optional<I32>:$a_slot, KilnGPU_SharedBufferType:$b, I32:$b_slot,
-                       AnyRankedTensor:$c,
+                       AnyRankedTensor:$c, Optional<I1>:$accumulate,
                        DefaultValuedAttr<ConfinedAttr<I32Attr, [IntMinValue<0>, IntMaxValue<1>]>,
                                          "0">:$pending);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $a (`[` $a_slot^ `]`)? `,` $b `[` $b_slot `]` `,` $c attr-dict `:` type($a) `,` type($b) `,`
-    type($c)
+    $a (`[` $a_slot^ `]`)? `,` $b `[` $b_slot `]` `,` $c (`accumulate` $accumulate^)? attr-dict
+    `:` type($a) `,` type($b) `,` type($c)
   }];
   let hasVerifier = 1;
 }
