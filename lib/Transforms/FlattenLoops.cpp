@@ -8,18 +8,22 @@
 // tile is finished and stored).
 //
 //   for t in outer:                        if inner trips n > 0:
-//     P(t)                                   for i in [0, outer trips * n):
+//     P(t)                                   for i in [0, outer trips * n), iter (c = 0, ..):
 //     r = for k in inner, iter (x = x0(t)):    t = lb + (i / n) * step, k = klb + (i % n) * kstep
 //       x = B(k, x)                            P(t)
-//     E(t, r)                                  x = B(k, select(i % n == 0, x0(t), x))
-//                                              if i % n == n - 1: E(t, x)
+//     E(t, r)                                  x = B(k, select(c == 0, x0(t), x))
+//                                              if c == n - 1: E(t, x)
+//                                              c = c == n - 1 ? 0 : c + 1
 //                                          else:
 //                                            for t in outer: P(t); E(t, x0(t))
 //
 // P is recomputed every iteration, so it must be free of memory effects; the inner bounds
 // must not change with the outer loop, whose iteration arguments must be none. Loops that do
 // not fit stay as they are (flatten is a hint). The carried values start as the prologue's
-// values for the first outer iteration (cloned before the loop).
+// values for the first outer iteration (cloned before the loop). The counter c (= i % n)
+// gives the restart and epilogue conditions without a division: the pipeliner computes the
+// copies' addresses from the closed forms, and nothing else needs i / n or i % n every
+// iteration.
 //
 //===----------------------------------------------------------------------===//
 
@@ -143,14 +147,20 @@ void flatten(scf::ForOp outer, scf::ForOp inner) {
     for (Value init : inner.getInitArgs())
       carriedInits.push_back(map.lookupOrDefault(init));
   }
+  // The inner index also travels as a counter (0, 1, .., n - 1, 0, ..), which says without a
+  // division where the carried values restart and where the epilogue runs.
+  carriedInits.push_back(c(0));
   auto flat = scf::ForOp::create(
       b, loc, c(0), total, c(1), carriedInits,
-      [&](OpBuilder &bb, Location l, Value i, ValueRange carried) {
+      [&](OpBuilder &bb, Location l, Value i, ValueRange carriedAndCounter) {
+        ValueRange carried = carriedAndCounter.drop_back();
+        Value counter = carriedAndCounter.back();
         auto cc = [&](int64_t v) {
           return arith::ConstantOp::create(bb, l, t, bb.getIntegerAttr(t, v));
         };
-        Value o = arith::DivSIOp::create(bb, l, i, innerTrips);
-        Value j = arith::RemSIOp::create(bb, l, i, innerTrips);
+        // i >= 0 and n > 0: unsigned division is the shorter sequence.
+        Value o = arith::DivUIOp::create(bb, l, i, innerTrips);
+        Value j = arith::RemUIOp::create(bb, l, i, innerTrips);
         Value tileIv = arith::AddIOp::create(bb, l, outer.getLowerBound(),
                                              arith::MulIOp::create(bb, l, o, outer.getStep()));
         Value innerIv = arith::AddIOp::create(bb, l, inner.getLowerBound(),
@@ -158,7 +168,7 @@ void flatten(scf::ForOp outer, scf::ForOp inner) {
         IRMapping map;
         map.map(outer.getInductionVar(), tileIv);
         clonePrologue(bb, outer, inner, map);
-        Value first = arith::CmpIOp::create(bb, l, arith::CmpIPredicate::eq, j, cc(0));
+        Value first = arith::CmpIOp::create(bb, l, arith::CmpIPredicate::eq, counter, cc(0));
         for (auto [arg, init, cur] :
              llvm::zip(inner.getRegionIterArgs(), inner.getInitArgs(), carried))
           map.map(arg, arith::SelectOp::create(bb, l, first, map.lookupOrDefault(init), cur));
@@ -169,7 +179,7 @@ void flatten(scf::ForOp outer, scf::ForOp inner) {
             inner.getBody()->getTerminator()->getOperands(),
             [&](Value v) { return map.lookupOrDefault(v); });
         Value last = arith::CmpIOp::create(
-            bb, l, arith::CmpIPredicate::eq, j,
+            bb, l, arith::CmpIPredicate::eq, counter,
             arith::SubIOp::create(bb, l, innerTrips, cc(1)));
         auto epilogue = scf::IfOp::create(bb, l, TypeRange{}, last, /*withElseRegion=*/false);
         {
@@ -178,6 +188,8 @@ void flatten(scf::ForOp outer, scf::ForOp inner) {
             map.map(result, value);
           cloneEpilogue(eb, outer, inner, map);
         }
+        next.push_back(arith::SelectOp::create(
+            bb, l, last, cc(0), arith::AddIOp::create(bb, l, counter, cc(1))));
         scf::YieldOp::create(bb, l, next);
       });
   (void)flat;

@@ -207,11 +207,15 @@ Value scaleBy(OpBuilder &b, Location loc, Value x, int64_t n) {
 
 /// Issues `plan`'s copy for the iteration `ahead` iterations after the one whose induction
 /// value is `iv` and whose iteration arguments are `args`, into `slot` of `ring`, masked by
-/// `inRange` too. `loopIv` is the induction variable the slice reads.
+/// `inRange` too. `loopIv` is the induction variable the slice reads. Values `seed` maps are
+/// taken as they are, and the slice's ops in `skip` (which computed them) are not cloned.
 void emitCopy(OpBuilder &b, const CopyPlan &plan, Value loopIv, Value iv, ValueRange loopArgs,
               ValueRange args, int64_t ahead, Value inRange, Value ring, Value slot,
-              Value barriers) {
+              Value barriers, const IRMapping *seed = nullptr,
+              const llvm::SmallPtrSetImpl<Operation *> *skip = nullptr) {
   IRMapping map;
+  if (seed)
+    map = *seed;
   map.map(loopIv, iv);
   if (DescriptorLoadOp desc = plan.desc) {
     for (Operation *op : plan.slice)
@@ -237,7 +241,7 @@ void emitCopy(OpBuilder &b, const CopyPlan &plan, Value loopIv, Value iv, ValueR
     map.map(loopArgs[idx], at);
   }
   for (Operation *op : plan.slice)
-    if (!plan.incrementOps.contains(op))
+    if (!plan.incrementOps.contains(op) && !(skip && skip->contains(op)))
       b.clone(*op, map);
   Value ptr = map.lookupOrDefault(load.getPtr());
   Value mask = splatMaskLike(b, loc, inRange, ptr.getType());
@@ -608,6 +612,127 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   if (emptyBarriers || copyBarriers)
     empties = kgpu::MBarrierAllocOp::create(rewriter, loc, kgpu::MBarriersType::get(ctx, stages),
                                             rewriter.getI32IntegerAttr(int32_t(numWarps)));
+  // Integer divisions in the copies' scalar address work (a flattened persistent loop's tile
+  // index from the induction variable) are done a stage early: their results (the frontier)
+  // are computed for iteration i + D + 1 at the end of iteration i and carried, so the copies
+  // at the top of the body start without a chain of divisions ahead of them (on the H100 that
+  // chain delayed the copies enough to cost 20%). The cheap scalar ops after them are still
+  // recomputed at the top, so the axis analysis keeps seeing `k * 64` as a multiple of 64.
+  llvm::SmallPtrSet<Operation *, 16> scalarSet, divisions;
+  SmallVector<Operation *> scalarOps; // body order
+  SmallVector<Value> frontier;
+  if (!tma && !copyBarriers) {
+    for (DotPlan &plan : plans)
+      for (const CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b}) {
+        if (!copy)
+          continue;
+        for (Operation *op : copy->slice) {
+          if (copy->incrementOps.contains(op) ||
+              llvm::any_of(op->getResultTypes(), [](Type t) { return isa<ShapedType>(t); }))
+            continue;
+          if (scalarSet.insert(op).second)
+            scalarOps.push_back(op);
+          if (isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
+                  arith::FloorDivSIOp, arith::CeilDivSIOp, arith::CeilDivUIOp>(op))
+            divisions.insert(op);
+        }
+      }
+    llvm::sort(scalarOps, [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+    for (Operation *op : scalarOps)
+      if (divisions.contains(op))
+        frontier.push_back(op->getResult(0));
+  }
+  // The frontier's values for iteration `at` (the scalar ops cloned there).
+  auto emitFrontier = [&](Value sliceIv, Value at) {
+    IRMapping map;
+    map.map(sliceIv, at);
+    for (Operation *op : scalarOps)
+      rewriter.clone(*op, map);
+    return llvm::map_to_vector(frontier, [&](Value v) { return map.lookup(v); });
+  };
+  // The frontier for iteration `at` = i + D + 1 at the end of iteration i, `current` being
+  // iteration i + D's. A flattened loop's indices o = iv / n and j = iv % n (a unit step, n
+  // invariant) step by one without dividing: j + 1, wrapping to 0 and moving o on; the other
+  // divisions, when they read o but neither iv nor j (a persistent kernel's tile math), are
+  // redone only where o moved, once per tile. Anything else is recomputed from `at`.
+  auto emitNextFrontier = [&](scf::ForOp forOp, ArrayRef<Value> current, Value at) {
+    Value iv = forOp.getInductionVar();
+    int outerIdx = -1, innerIdx = -1;
+    Value n;
+    if (matchPattern(forOp.getStep(), m_One()))
+      for (auto [k, v] : llvm::enumerate(frontier)) {
+        Operation *op = v.getDefiningOp();
+        if (op->getOperand(0) != iv || !forOp.isDefinedOutsideOfLoop(op->getOperand(1)) ||
+            (n && n != op->getOperand(1)))
+          continue;
+        if (isa<arith::DivUIOp>(op) && outerIdx < 0)
+          outerIdx = int(k), n = op->getOperand(1);
+        else if (isa<arith::RemUIOp>(op) && innerIdx < 0)
+          innerIdx = int(k), n = op->getOperand(1);
+      }
+    // Whether each scalar op reads iv or j (directly or through the slice).
+    llvm::SmallPtrSet<Operation *, 16> readsInner;
+    bool outerOnly = outerIdx >= 0 && innerIdx >= 0;
+    for (Operation *op : scalarOps) {
+      if (op == frontier[outerIdx >= 0 ? outerIdx : 0].getDefiningOp() && outerIdx >= 0)
+        continue;
+      bool inner = op == frontier[innerIdx >= 0 ? innerIdx : 0].getDefiningOp() ||
+                   llvm::any_of(op->getOperands(), [&](Value x) {
+                     return x == iv || (x.getDefiningOp() && readsInner.contains(x.getDefiningOp()));
+                   });
+      if (inner)
+        readsInner.insert(op);
+    }
+    for (auto [k, v] : llvm::enumerate(frontier))
+      if (int(k) != outerIdx && int(k) != innerIdx && readsInner.contains(v.getDefiningOp()))
+        outerOnly = false;
+    if (!outerOnly)
+      return emitFrontier(iv, at);
+    Location l = forOp.getLoc();
+    Type t = n.getType();
+    Value one = arith::ConstantOp::create(rewriter, l, t, rewriter.getIntegerAttr(t, 1));
+    Value zero = arith::ConstantOp::create(rewriter, l, t, rewriter.getIntegerAttr(t, 0));
+    Value j1 = arith::AddIOp::create(rewriter, l, current[innerIdx], one);
+    Value wrap = arith::CmpIOp::create(rewriter, l, arith::CmpIPredicate::eq, j1, n);
+    Value newJ = arith::SelectOp::create(rewriter, l, wrap, zero, j1);
+    Value newO = arith::AddIOp::create(rewriter, l, current[outerIdx],
+                                       arith::ExtUIOp::create(rewriter, l, t, wrap));
+    SmallVector<Value> next(current.begin(), current.end());
+    next[outerIdx] = newO;
+    next[innerIdx] = newJ;
+    SmallVector<unsigned> others;
+    for (unsigned k = 0; k < frontier.size(); ++k)
+      if (int(k) != outerIdx && int(k) != innerIdx)
+        others.push_back(k);
+    if (others.empty())
+      return next;
+    SmallVector<Type> types = llvm::map_to_vector(others, [&](unsigned k) {
+      return current[k].getType();
+    });
+    auto moved = scf::IfOp::create(rewriter, l, types, wrap, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(moved.thenBlock());
+      IRMapping map;
+      map.map(iv, at);
+      map.map(frontier[outerIdx], newO);
+      map.map(frontier[innerIdx], newJ);
+      for (Operation *op : scalarOps)
+        if (op != frontier[outerIdx].getDefiningOp() && op != frontier[innerIdx].getDefiningOp() &&
+            !readsInner.contains(op))
+          rewriter.clone(*op, map);
+      scf::YieldOp::create(rewriter, l, llvm::map_to_vector(others, [&](unsigned k) {
+        return map.lookup(frontier[k]);
+      }));
+      rewriter.setInsertionPointToStart(moved.elseBlock());
+      scf::YieldOp::create(rewriter, l, llvm::map_to_vector(others, [&](unsigned k) {
+        return current[k];
+      }));
+    }
+    for (auto [k, r] : llvm::zip(others, moved.getResults()))
+      next[k] = r;
+    return next;
+  };
   // The start of a copy group for slot `slot`: one arrival expecting all its TMA bytes.
   auto startGroup = [&](Value slot, Value inRange) {
     if (tma)
@@ -643,30 +768,42 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   // The current slot travels in a new iteration argument: 0, 1, ..., S-1, 0, ...; with TMA
   // copies so does the parity of the barrier phase the slot is at (it flips at each wrap).
   Value zero = i32Constant(rewriter, loc, 0);
-  SmallVector<Value> inits{zero};
+  // The carried frontier (iteration `distance`'s first), then the slot.
+  SmallVector<Value> inits;
+  if (!frontier.empty())
+    inits = emitFrontier(loopIv, ivAfter(rewriter, loc, loop, loop.getLowerBound(), distance));
+  size_t carried = inits.size();
+  inits.push_back(zero);
   if (tma || copyBarriers)
     inits.push_back(zero);
   auto newLoop = cast<LoopLikeOpInterface>(loop.getOperation())
                      .replaceWithAdditionalYields(
                          rewriter, inits, /*replaceInitOperandUsesInLoop=*/false,
                          [&](OpBuilder &yb, Location yloc, ArrayRef<BlockArgument> args) {
-                           Value next = arith::AddIOp::create(yb, yloc, args[0],
+                           // The frontier's next values are set at the end of the body.
+                           SmallVector<Value> yields(args.take_front(carried));
+                           ArrayRef<BlockArgument> own = args.drop_front(carried);
+                           Value next = arith::AddIOp::create(yb, yloc, own[0],
                                                               i32Constant(yb, yloc, 1));
                            Value wrap = arith::CmpIOp::create(yb, yloc, arith::CmpIPredicate::eq,
                                                               next, i32Constant(yb, yloc, stages));
-                           SmallVector<Value> yields{arith::SelectOp::create(
-                               yb, yloc, wrap, i32Constant(yb, yloc, 0), next)};
+                           yields.push_back(arith::SelectOp::create(
+                               yb, yloc, wrap, i32Constant(yb, yloc, 0), next));
                            if (tma || copyBarriers)
                              yields.push_back(arith::XOrIOp::create(
-                                 yb, yloc, args[1],
+                                 yb, yloc, own[1],
                                  arith::ExtUIOp::create(yb, yloc, yb.getI32Type(), wrap)));
                            return yields;
                          });
   if (failed(newLoop))
     return failure();
   auto forOp = cast<scf::ForOp>(newLoop->getOperation());
-  Value slot = forOp.getRegionIterArgs()[forOp.getNumRegionIterArgs() - inits.size()];
+  unsigned firstNew = forOp.getNumRegionIterArgs() - inits.size();
+  Value slot = forOp.getRegionIterArgs()[firstNew + carried];
   Value iv = forOp.getInductionVar();
+  IRMapping frontierArgs;
+  for (auto [k, v] : llvm::enumerate(frontier))
+    frontierArgs.map(v, forOp.getRegionIterArgs()[firstNew + k]);
 
   // Top of the body: this iteration's slots are ready. With TMA copies every thread waits on
   // the slot's barrier; the barrier of async_wait (no cp.async group is in flight) then
@@ -724,9 +861,9 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     for (auto [plan, aBuf, bBuf] : llvm::zip(plans, aBufs, bBufs)) {
       if (plan.aSource == ASource::Ring)
         emitCopy(rewriter, *plan.a, iv, ahead, args, args, distance, inRange, aBuf, writeSlot,
-                 barriers);
+                 barriers, &frontierArgs, &divisions);
       emitCopy(rewriter, plan.b, iv, ahead, args, args, distance, inRange, bBuf, writeSlot,
-               barriers);
+               barriers, &frontierArgs, &divisions);
     }
     endGroup(writeSlot);
   };
@@ -793,6 +930,27 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     Value yes = arith::ConstantOp::create(rewriter, loc, rewriter.getBoolAttr(true));
     kgpu::MBarrierArriveOp::create(rewriter, loc, empties, slot, yes);
     issueCopies();
+  }
+  // The frontier for the copies of the next iteration, i + D + 1, off the copies' path, in a
+  // branch of its own (taken while that iteration exists): in the same block as the dots,
+  // ptxas spread the divisions between the wgmmas of the iteration, and the tensor cores
+  // waited for them.
+  if (!frontier.empty()) {
+    Operation *yield = forOp.getBody()->getTerminator();
+    rewriter.setInsertionPoint(yield);
+    Value nextIv = ivAfter(rewriter, loc, forOp, iv, distance + 1);
+    SmallVector<Value> current = llvm::map_to_vector(
+        llvm::seq<unsigned>(0, frontier.size()),
+        [&](unsigned k) -> Value { return forOp.getRegionIterArgs()[firstNew + k]; });
+    auto ifOp = scf::IfOp::create(rewriter, loc, TypeRange(ValueRange(current)),
+                                  emitInRange(rewriter, loc, forOp, nextIv),
+                                  /*withElseRegion=*/true);
+    rewriter.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(rewriter, loc, emitNextFrontier(forOp, current, nextIv));
+    rewriter.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(rewriter, loc, current);
+    for (auto [k, v] : llvm::enumerate(ifOp.getResults()))
+      yield->setOperand(firstNew + k, v);
   }
   // The copies replace the loads (the last ones were issued from them just above).
   for (DotPlan &plan : plans)

@@ -3,25 +3,27 @@
 
 // A persistent kernel's tile loop (marked by tl.range(..., flatten=True)) and its K loop
 // become one loop over trips(tiles) * trips(K) when the K loop runs at all: the tile index is
-// lb + (i / kt) * step, the K index i % kt; the prologue (the tile's row) is recomputed, the
-// accumulator restarts at the prologue's zero where the K index is 0, and the store runs where
-// it is the last. Without K iterations the tile loop runs alone, storing the initial zero.
+// lb + (i / kt) * step, the K index i % kt; the prologue (the tile's row) is recomputed, and a
+// counter c (i % kt without a division) says where the accumulator restarts at the
+// prologue's zero (c = 0) and where the store runs (c = kt - 1). Without K iterations the
+// tile loop runs alone, storing the initial zero.
 // CHECK-LABEL: func.func @tiles(
 // CHECK: arith.maxsi
 // CHECK: %[[KT:.*]] = arith.maxsi
 // CHECK: %[[HAS:.*]] = arith.cmpi sgt, %[[KT]]
 // CHECK: scf.if %[[HAS]] {
 // CHECK: %[[TOTAL:.*]] = arith.muli %{{.*}}, %[[KT]] : i32
-// CHECK: scf.for %[[I:.*]] = %{{.*}} to %[[TOTAL]] step %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (tensor<64x64xf32>)
-// CHECK: %[[O:.*]] = arith.divsi %[[I]], %[[KT]]
-// CHECK: %[[J:.*]] = arith.remsi %[[I]], %[[KT]]
-// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[J]], %{{.*}}
-// CHECK: %[[C:.*]] = arith.select %[[FIRST]], %{{.*}}, %[[ACC]] : tensor<64x64xf32>
-// CHECK: %[[D:.*]] = kiln.dot %{{.*}}, %{{.*}}, %[[C]]
-// CHECK: %[[LAST:.*]] = arith.cmpi eq, %[[J]]
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %[[TOTAL]] step %{{.*}} iter_args(%[[ACC:[^ ]+]] = %{{[^,]+}}, %[[C:[^ ]+]] = %{{[^)]+}}) -> (tensor<64x64xf32>, i32)
+// CHECK: %[[O:.*]] = arith.divui %[[I]], %[[KT]]
+// CHECK: %[[J:.*]] = arith.remui %[[I]], %[[KT]]
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[C]], %{{.*}}
+// CHECK: %[[X:.*]] = arith.select %[[FIRST]], %{{.*}}, %[[ACC]] : tensor<64x64xf32>
+// CHECK: %[[D:.*]] = kiln.dot %{{.*}}, %{{.*}}, %[[X]]
+// CHECK: %[[LAST:.*]] = arith.cmpi eq, %[[C]]
 // CHECK: scf.if %[[LAST]] {
 // CHECK: kiln.store %{{.*}}, %[[D]]
-// CHECK: scf.yield %[[D]]
+// CHECK: %[[NEXTC:.*]] = arith.select %[[LAST]], %{{.*}}, %{{.*}} : i32
+// CHECK: scf.yield %[[D]], %[[NEXTC]]
 // CHECK: } else {
 // CHECK: scf.for
 // CHECK-NOT: kiln.dot
@@ -29,9 +31,19 @@
 // CHECK-NOT: kiln.flatten
 // The rings then see one loop: the dot's accumulator is the loop's, restarted through
 // wgmma's accumulate flag (not the first K step), the dot runs on into the next iteration,
-// and the store in the epilogue branch waits for it first.
+// and the store in the epilogue branch waits for it first. The copies' tile and K indices,
+// divisions of the induction variable, are computed an iteration early and carried: the
+// copies at the top compute their offset from them, and the end of the body steps them on
+// for i + 3 without dividing (the K index by one, wrapping into the tile index).
 // PIPE-LABEL: func.func @tiles(
-// PIPE: scf.for %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}, %[[SLOT:.*]] = %{{.*}})
+// PIPE: scf.for %[[I:[^ ]+]] = {{.*}} iter_args(%[[ACC:[^ ]+]] = %{{[^,]+}}, %{{[^ ]+}} = %{{[^,]+}}, %[[O:[^ ]+]] = %{{[^,]+}}, %[[J:[^ ]+]] = %{{[^,]+}}, %[[SLOT:[^ ]+]] = %{{[^)]+}})
+// PIPE-NEXT: kiln_gpu.async_wait {pending = 1 : i32}
+// PIPE-NOT: arith.divui
+// PIPE: arith.muli %[[O]]
+// PIPE: arith.muli %[[J]]
+// PIPE: kiln_gpu.async_copy
+// PIPE: kiln_gpu.async_copy
+// PIPE: kiln_gpu.async_commit
 // PIPE: %[[FIRST:.*]] = arith.cmpi eq
 // PIPE-NOT: arith.select %[[FIRST]]
 // PIPE: %[[NOT:.*]] = arith.xori %[[FIRST]], %{{.*}} : i1
@@ -39,7 +51,19 @@
 // PIPE: scf.if
 // PIPE-NEXT: %[[W:.*]] = kiln_gpu.dot_wait %[[D]] : tensor<64x64xf32>
 // PIPE: kiln.store %{{.*}}, %[[W]]
-// PIPE: scf.yield %[[D]]
+// PIPE: %[[NEXT:.*]] = arith.addi %[[I]], %{{.*}} : i32
+// PIPE: %[[EXISTS:.*]] = arith.cmpi slt, %[[NEXT]]
+// PIPE: %[[F:.*]]:2 = scf.if %[[EXISTS]] -> (i32, i32) {
+// PIPE-NOT: arith.divui
+// PIPE: %[[J1:.*]] = arith.addi %[[J]], %{{.*}} : i32
+// PIPE: %[[WRAP:.*]] = arith.cmpi eq, %[[J1]]
+// PIPE: %[[NJ:.*]] = arith.select %[[WRAP]], %{{.*}}, %[[J1]] : i32
+// PIPE: %[[STEP:.*]] = arith.extui %[[WRAP]] : i1 to i32
+// PIPE: %[[NO:.*]] = arith.addi %[[O]], %[[STEP]] : i32
+// PIPE: scf.yield %[[NO]], %[[NJ]] : i32, i32
+// PIPE: } else {
+// PIPE-NEXT: scf.yield %[[O]], %[[J]] : i32, i32
+// PIPE: scf.yield %[[D]], %{{.*}}, %[[F]]#0, %[[F]]#1, %{{.*}} : tensor<64x64xf32>, i32, i32, i32, i32
 // PIPE: kiln_gpu.dot_wait
 // PIPE-NEXT: kiln_gpu.async_wait {pending = 0 : i32}
 func.func @tiles(%A: !kiln.ptr<f16>, %C: !kiln.ptr<f32>, %start: i32, %tiles: i32, %K: i32) {
