@@ -200,6 +200,9 @@ inline constexpr llvm::StringLiteral kTmaBoxRowsAttr = "kiln_gpu.tma_box_rows";
 inline constexpr llvm::StringLiteral kSharedOffsetAttr = "kiln_gpu.offset";
 /// Byte size of one slot of a shared ring (slots are 1024-byte aligned for the swizzle).
 int64_t getSharedSlotBytes(gpu::SharedBufferType type);
+/// The shared address (i32) of slot `slot` of a ring whose converted value is `ring`.
+mlir::Value emitSlotAddress(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ring,
+                            mlir::Value slot, gpu::SharedBufferType type);
 /// local_alloc, async_copy, async_commit, async_wait: shared rings filled by cp.async.
 void populateSharedRingToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                       mlir::RewritePatternSet &patterns,

@@ -393,12 +393,8 @@ struct SharedMmaDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
     OperandLayout aL = getRingOperandLayout(aAlloc), bL = getRingOperandLayout(bAlloc);
     if (inElem.isInteger(8) && (!aL.kMajor || !bL.kMajor))
       return op.emitOpError("expected 8-bit rings contiguous along K");
-    Type i32 = b.getI32Type();
-    auto slotAddress = [&](Value ring, Value slot, kgpu::LocalAllocOp alloc) -> Value {
-      return LLVM::AddOp::create(
-          b, loc, LLVM::PtrToIntOp::create(b, loc, i32, ring),
-          LLVM::MulOp::create(b, loc, slot,
-                              i32Const(b, loc, getSharedSlotBytes(alloc.getResult().getType()))));
+    auto slotAddress = [&](Value ring, Value slot, kgpu::LocalAllocOp alloc) {
+      return emitSlotAddress(b, loc, ring, slot, alloc.getResult().getType());
     };
     Value aBase = slotAddress(adaptor.getA(), adaptor.getASlot(), aAlloc);
     Value bBase = slotAddress(adaptor.getB(), adaptor.getBSlot(), bAlloc);

@@ -113,7 +113,6 @@ struct AsyncCopyLowering final : ConvertOpToLLVMPattern<kgpu::AsyncCopyOp> {
       vec = 1;
     int64_t bytes = vec * eb;
 
-    Type i32 = b.getI32Type();
     auto [slotBase, ptrs, masks, coords] = unpackCopy(b, op, adaptor, alloc);
     auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
     Type elem = getTypeConverter()->convertType(alloc.getResult().getType().getElementType());
@@ -158,10 +157,8 @@ struct AsyncCopyLowering final : ConvertOpToLLVMPattern<kgpu::AsyncCopyOp> {
                           kgpu::LocalAllocOp alloc) const {
     Location loc = op.getLoc();
     CopyOperands c;
-    c.slotBase = LLVM::AddOp::create(
-        b, loc, LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), adaptor.getBuffer()),
-        LLVM::MulOp::create(b, loc, adaptor.getSlot(),
-                            i32Const(b, loc, getSharedSlotBytes(alloc.getResult().getType()))));
+    c.slotBase = emitSlotAddress(b, loc, adaptor.getBuffer(), adaptor.getSlot(),
+                                 alloc.getResult().getType());
     c.ptrs = unpackStruct(b, loc, adaptor.getPtr());
     if (adaptor.getMask())
       c.masks = unpackStruct(b, loc, adaptor.getMask());
@@ -467,9 +464,7 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
 
     // Thread 0 issues every box, each at constant offsets from the slot and the block.
     auto c = [&](int64_t v) { return i32Const(b, loc, v); };
-    Value slotBase = LLVM::AddOp::create(
-        b, loc, LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), adaptor.getBuffer()),
-        LLVM::MulOp::create(b, loc, adaptor.getSlot(), c(getSharedSlotBytes(type))));
+    Value slotBase = emitSlotAddress(b, loc, adaptor.getBuffer(), adaptor.getSlot(), type);
     Value map = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), adaptor.getDesc());
     Value bar = barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot());
     emitOnThreadZero(b, loc, target, adaptor.getPred(), [&] {
@@ -584,6 +579,13 @@ int64_t kiln::getSharedSlotBytes(kgpu::SharedBufferType type) {
   for (int64_t d : type.getTileShape())
     bytes *= d;
   return llvm::alignTo(bytes, 1024);
+}
+
+Value kiln::emitSlotAddress(OpBuilder &b, Location loc, Value ring, Value slot,
+                            kgpu::SharedBufferType type) {
+  return LLVM::AddOp::create(
+      b, loc, LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), ring),
+      LLVM::MulOp::create(b, loc, slot, i32Const(b, loc, getSharedSlotBytes(type))));
 }
 
 void kiln::populateSharedRingToLLVMPatterns(KilnLLVMTypeConverter &converter,

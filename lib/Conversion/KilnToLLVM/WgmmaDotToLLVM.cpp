@@ -451,12 +451,8 @@ struct SharedDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
       return op.emitOpError("expected A in registers under the warpgroup accumulator layout "
                             "(run -kiln-assign-layouts), found ")
              << aTile;
-    Type i32 = b.getI32Type();
-    auto slotAddress = [&](Value ring, Value slot, kgpu::LocalAllocOp alloc) -> Value {
-      return LLVM::AddOp::create(
-          b, loc, LLVM::PtrToIntOp::create(b, loc, i32, ring),
-          LLVM::MulOp::create(b, loc, slot,
-                              i32Const(b, loc, getSharedSlotBytes(alloc.getResult().getType()))));
+    auto slotAddress = [&](Value ring, Value slot, kgpu::LocalAllocOp alloc) {
+      return emitSlotAddress(b, loc, ring, slot, alloc.getResult().getType());
     };
     Value bBase = slotAddress(adaptor.getB(), adaptor.getBSlot(), bAlloc);
     OperandLayout bL = getRingOperandLayout(bAlloc);
