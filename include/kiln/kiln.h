@@ -540,7 +540,8 @@ private:
 using Yield = std::vector<Operand>;
 Values forRange(const Operand &lo, const Operand &hi, const Operand &step,
                 const std::vector<Operand> &inits,
-                FunctionRef<Yield(const Value &, const Values &)> body, const Loc &loc);
+                FunctionRef<Yield(const Value &, const Values &)> body, const Loc &loc,
+                bool flatten = false);
 Values ifThenElse(const Operand &cond, FunctionRef<Yield()> thenFn,
                   const FunctionRef<Yield()> *elseFn, const Loc &loc);
 Values whileLoop(const std::vector<Operand> &inits, FunctionRef<Operand(const Values &)> cond,
@@ -580,6 +581,17 @@ void for_range(const Operand &lo, const Operand &hi, const Operand &step, Body &
 template <class Body, std::enable_if_t<std::is_invocable_v<Body &, Value>, int> = 0>
 void for_range(const Operand &lo, const Operand &hi, Body &&body, Loc loc = {}) {
   for_range(lo, hi, 1, std::forward<Body>(body), loc);
+}
+/// `for i in tl.range(lo, hi, step, flatten=True): body(i)`: on the GPU the loop is fused with
+/// the one for_range in its body (a persistent kernel's tile loop and K loop), so the
+/// operand copies of the next outer iteration overlap this one's end (see docs/language.md).
+template <class Body, std::enable_if_t<std::is_invocable_v<Body &, Value>, int> = 0>
+void for_range_flat(const Operand &lo, const Operand &hi, const Operand &step, Body &&body,
+                    Loc loc = {}) {
+  detail::forRange(
+      lo, hi, step, {},
+      [&](const Value &iv, const Values &) { return detail::invokeToYield(body, iv); }, loc,
+      /*flatten=*/true);
 }
 /// One loop-carried value: `acc = init; for i in range(lo, hi, step): acc = body(i, acc)`;
 /// returns the final acc. The body must keep acc's dtype and shape.

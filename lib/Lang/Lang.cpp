@@ -436,7 +436,8 @@ static std::vector<Tile> tilesOf(Trace &t, const std::vector<Operand> &operands)
 
 Values detail::forRange(const Operand &lo, const Operand &hi, const Operand &step,
                         const std::vector<Operand> &inits,
-                        FunctionRef<Yield(const Value &, const Values &)> body, const Loc &loc) {
+                        FunctionRef<Yield(const Value &, const Values &)> body, const Loc &loc,
+                        bool flatten) {
   Trace &t = enter(loc, "for_range");
   Tile l = Access::tile(t, lo), h = Access::tile(t, hi), s = Access::tile(t, step);
   std::vector<Tile> initTiles = tilesOf(t, inits);
@@ -445,7 +446,8 @@ Values detail::forRange(const Operand &lo, const Operand &hi, const Operand &ste
       t.builder.forLoop(l, h, s, initTiles, [&](const Tile &iv, llvm::ArrayRef<Tile> iters) {
         Yield next = body(Access::wrap(t, iv), wrapAll(t, iters));
         return tilesOf(t, next);
-      });
+      },
+      {}, flatten);
   return wrapAll(t, results);
 }
 

@@ -241,6 +241,24 @@ TEST(LangTrace, ControlFlow) {
   EXPECT_TRUE(contains(m, locOf(loopLine))) << m;
   // The carried literal 0 takes the induction variable's int32.
   EXPECT_TRUE(contains(m, "iter_args")) << m;
+  EXPECT_FALSE(contains(m, "kiln.flatten")) << m;
+}
+
+TEST(LangTrace, FlattenedLoop) {
+  // for_range_flat marks its loop as tl.range(..., flatten=True) does; compiled for sm_90a the
+  // tile loop and its inner loop become one (its rings then run across tiles).
+  auto k = kiln::kernel("flat", [&](Ptr<f32> x, I32 tiles, I32 n) {
+    auto offs = arange(0, 64);
+    for_range_flat(program_id(0), tiles, 4, [&](Value t) {
+      Value acc = for_range(0, n, 1, zeros({64}, float32), [&](Value i, Value acc) {
+        return acc + load(x + (t * n + i) * 64 + offs);
+      });
+      store(x + t * 64 + offs, acc);
+    });
+  });
+  std::string m = k.mlir(kAligned, 100, 100);
+  EXPECT_EQ(count(m, "kiln.flatten"), 1u) << m;
+  EXPECT_EQ(count(m, "scf.for"), 2u) << m;
 }
 
 TEST(LangTrace, LoopCompilesToPTX) {
