@@ -522,6 +522,23 @@ def test_tutorial_matmul_takes_rings_and_ldmatrix_without_wgmma(arch):
     assert "wgmma" not in ptx
 
 
+@pytest.mark.parametrize("arch,limit_kib", [("sm_90", 227), ("sm_80", 163), ("sm_86", 99)])
+def test_ring_stages_fit_the_targets_shared_memory(arch, limit_kib):
+    """No GPU needed: four 48 KiB stages of a 128x256x64 tile fit an sm_90 block; on sm_80
+    (163 KiB a block) the rings drop to three stages and on sm_86 (99 KiB) to two, so the
+    launch does not ask for more shared memory than the GPU has."""
+    sig = dict(a_ptr="*fp16:16", b_ptr="*fp16:16", c_ptr="*fp16:16", M="i32:16", N="i32:16",
+               K="i32:16", stride_am="i32:16", stride_bk="i32:16", stride_cm="i32:16")
+    consts = dict(stride_ak=1, stride_bn=1, stride_cn=1, BLOCK_SIZE_M=128, BLOCK_SIZE_N=256,
+                  BLOCK_SIZE_K=64, GROUP_SIZE_M=8, ACC_DTYPE=tl.float32, PRECISION=None)
+    k = kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target=arch,
+                     num_warps=8, num_stages=4)
+    stages = {"sm_90": 4, "sm_80": 3, "sm_86": 2}[arch]
+    assert k.metadata.shared == stages * 48 * 1024, k.metadata.shared
+    assert k.metadata.shared <= limit_kib * 1024
+    assert f"cp.async.wait_group {stages - 2};" in k.asm["ptx"]
+
+
 @pytest.mark.gpu
 def test_tutorial_matmul_mma_sync_rings_gpu():
     """The mma.sync path with cp.async rings and ldmatrix on the GPU: mma_sync_worker.py runs
