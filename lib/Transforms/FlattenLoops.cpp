@@ -54,13 +54,6 @@ Value emitTripCount(OpBuilder &b, Location loc, Value lb, Value ub, Value step) 
   return arith::MaxSIOp::create(b, loc, trips, zero);
 }
 
-/// Whether `v` is defined outside `op` (so it does not change while `op` runs).
-bool definedOutside(Value v, Operation *op) {
-  if (auto arg = dyn_cast<BlockArgument>(v))
-    return !op->isAncestor(arg.getOwner()->getParentOp());
-  return !op->isAncestor(v.getDefiningOp());
-}
-
 /// The inner loop of a flattenable `outer`, or null (see the file comment).
 scf::ForOp getFlattenableInner(scf::ForOp outer) {
   if (outer.getNumRegionIterArgs() != 0 || outer.getUnsignedCmp() ||
@@ -89,7 +82,7 @@ scf::ForOp getFlattenableInner(scf::ForOp outer) {
       inner.getInductionVar().getType() != outer.getInductionVar().getType())
     return {};
   for (Value bound : {inner.getLowerBound(), inner.getUpperBound(), inner.getStep()})
-    if (!definedOutside(bound, outer))
+    if (!outer.isDefinedOutsideOfLoop(bound))
       return {};
   return inner;
 }
@@ -150,7 +143,7 @@ void flatten(scf::ForOp outer, scf::ForOp inner) {
   // The inner index also travels as a counter (0, 1, .., n - 1, 0, ..), which says without a
   // division where the carried values restart and where the epilogue runs.
   carriedInits.push_back(c(0));
-  auto flat = scf::ForOp::create(
+  scf::ForOp::create(
       b, loc, c(0), total, c(1), carriedInits,
       [&](OpBuilder &bb, Location l, Value i, ValueRange carriedAndCounter) {
         ValueRange carried = carriedAndCounter.drop_back();
@@ -192,7 +185,6 @@ void flatten(scf::ForOp outer, scf::ForOp inner) {
             bb, l, last, cc(0), arith::AddIOp::create(bb, l, counter, cc(1))));
         scf::YieldOp::create(bb, l, next);
       });
-  (void)flat;
   outer.erase();
 }
 

@@ -90,12 +90,6 @@ namespace kgpu = kiln::gpu;
 
 namespace {
 
-/// Shared memory the rings of one loop may take by default (the ring-budget option; the
-/// compiler passes the target's): the H100 gives a block up to 227 KiB, and 3 KiB stay for
-/// barriers and small scratch (-kiln-convert-to-llvm fails, naming the kernel, when rings and
-/// static buffers together do not fit). Flash attention at D = 128 takes q and three 128x128
-/// K and V stages (224 KiB): 0-4% faster than two on the H100.
-
 /// How to compute a copied load's operands for another iteration: the ops of the body that
 /// compute them (cloned, in body order), and the pointer inductions among the iteration
 /// arguments they read (`p` yielded as `addptr(p, inc)` with a loop-invariant `inc`, as in
@@ -520,6 +514,10 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     else if (plan.aSource == ASource::Once)
       once += getSharedSlotBytes(bufferType(aTy, 1)); // counted even when shared
   }
+  // `budget` (the ring-budget option) is the target's shared memory per block less 3 KiB for
+  // barriers and small scratch: 224 KiB on the H100 (-kiln-convert-to-llvm fails, naming the
+  // kernel, when rings and static buffers together do not fit). Flash attention at D = 128
+  // takes q and three 128x128 K and V stages (224 KiB): 0-4% faster than two on the H100.
   while (stages > 2 && once + stages * perStage > budget)
     --stages;
   if (once + stages * perStage > budget)
@@ -618,7 +616,8 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   // at the top of the body start without a chain of divisions ahead of them (on the H100 that
   // chain delayed the copies enough to cost 20%). The cheap scalar ops after them are still
   // recomputed at the top, so the axis analysis keeps seeing `k * 64` as a multiple of 64.
-  llvm::SmallPtrSet<Operation *, 16> scalarSet, divisions;
+  llvm::SetVector<Operation *> scalarSlice;
+  llvm::SmallPtrSet<Operation *, 16> divisions;
   SmallVector<Operation *> scalarOps; // body order
   SmallVector<Value> frontier;
   if (!tma && !copyBarriers) {
@@ -630,13 +629,13 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
           if (copy->incrementOps.contains(op) ||
               llvm::any_of(op->getResultTypes(), [](Type t) { return isa<ShapedType>(t); }))
             continue;
-          if (scalarSet.insert(op).second)
-            scalarOps.push_back(op);
+          scalarSlice.insert(op);
           if (isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
                   arith::FloorDivSIOp, arith::CeilDivSIOp, arith::CeilDivUIOp>(op))
             divisions.insert(op);
         }
       }
+    scalarOps = scalarSlice.takeVector();
     llvm::sort(scalarOps, [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
     for (Operation *op : scalarOps)
       if (divisions.contains(op))
@@ -670,24 +669,23 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
         else if (isa<arith::RemUIOp>(op) && innerIdx < 0)
           innerIdx = int(k), n = op->getOperand(1);
       }
-    // Whether each scalar op reads iv or j (directly or through the slice).
+    if (outerIdx < 0 || innerIdx < 0)
+      return emitFrontier(iv, at);
+    Operation *outerOp = frontier[outerIdx].getDefiningOp();
+    Operation *innerOp = frontier[innerIdx].getDefiningOp();
+    // The scalar ops that read iv or j, directly or through the slice (o reads iv, but it
+    // steps on by itself).
     llvm::SmallPtrSet<Operation *, 16> readsInner;
-    bool outerOnly = outerIdx >= 0 && innerIdx >= 0;
-    for (Operation *op : scalarOps) {
-      if (op == frontier[outerIdx >= 0 ? outerIdx : 0].getDefiningOp() && outerIdx >= 0)
-        continue;
-      bool inner = op == frontier[innerIdx >= 0 ? innerIdx : 0].getDefiningOp() ||
-                   llvm::any_of(op->getOperands(), [&](Value x) {
-                     return x == iv || (x.getDefiningOp() && readsInner.contains(x.getDefiningOp()));
-                   });
-      if (inner)
+    for (Operation *op : scalarOps)
+      if (op == innerOp ||
+          (op != outerOp && llvm::any_of(op->getOperands(), [&](Value x) {
+             Operation *def = x.getDefiningOp();
+             return x == iv || (def && readsInner.contains(def));
+           })))
         readsInner.insert(op);
-    }
     for (auto [k, v] : llvm::enumerate(frontier))
       if (int(k) != outerIdx && int(k) != innerIdx && readsInner.contains(v.getDefiningOp()))
-        outerOnly = false;
-    if (!outerOnly)
-      return emitFrontier(iv, at);
+        return emitFrontier(iv, at);
     Location l = forOp.getLoc();
     Type t = n.getType();
     Value one = arith::ConstantOp::create(rewriter, l, t, rewriter.getIntegerAttr(t, 1));
@@ -718,8 +716,7 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
       map.map(frontier[outerIdx], newO);
       map.map(frontier[innerIdx], newJ);
       for (Operation *op : scalarOps)
-        if (op != frontier[outerIdx].getDefiningOp() && op != frontier[innerIdx].getDefiningOp() &&
-            !readsInner.contains(op))
+        if (op != outerOp && !readsInner.contains(op))
           rewriter.clone(*op, map);
       scf::YieldOp::create(rewriter, l, llvm::map_to_vector(others, [&](unsigned k) {
         return map.lookup(frontier[k]);
@@ -801,9 +798,9 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   unsigned firstNew = forOp.getNumRegionIterArgs() - inits.size();
   Value slot = forOp.getRegionIterArgs()[firstNew + carried];
   Value iv = forOp.getInductionVar();
+  ValueRange carriedArgs = forOp.getRegionIterArgs().slice(firstNew, carried);
   IRMapping frontierArgs;
-  for (auto [k, v] : llvm::enumerate(frontier))
-    frontierArgs.map(v, forOp.getRegionIterArgs()[firstNew + k]);
+  frontierArgs.map(frontier, carriedArgs);
 
   // Top of the body: this iteration's slots are ready. With TMA copies every thread waits on
   // the slot's barrier; the barrier of async_wait (no cp.async group is in flight) then
@@ -939,9 +936,7 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     Operation *yield = forOp.getBody()->getTerminator();
     rewriter.setInsertionPoint(yield);
     Value nextIv = ivAfter(rewriter, loc, forOp, iv, distance + 1);
-    SmallVector<Value> current = llvm::map_to_vector(
-        llvm::seq<unsigned>(0, frontier.size()),
-        [&](unsigned k) -> Value { return forOp.getRegionIterArgs()[firstNew + k]; });
+    SmallVector<Value> current(carriedArgs);
     auto ifOp = scf::IfOp::create(rewriter, loc, TypeRange(ValueRange(current)),
                                   emitInRange(rewriter, loc, forOp, nextIv),
                                   /*withElseRegion=*/true);

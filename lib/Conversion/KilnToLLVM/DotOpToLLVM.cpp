@@ -378,7 +378,7 @@ struct SharedMmaDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
     auto module = op->getParentOfType<ModuleOp>();
     auto numWarps = module->getAttrOfType<IntegerAttr>(kgpu::kNumWarpsAttr);
     auto layout = dyn_cast_or_null<kgpu::BlockedEncodingAttr>(cTy.getEncoding());
-    if (!numWarps || !layout || layout.getWgmma() ||
+    if (!numWarps || !layout ||
         layout != getMmaAccumulatorLayout(ctx, cTy.getShape(), numWarps.getInt()))
       return failure(); // wgmma's (WgmmaDotToLLVM.cpp)
     auto aAlloc = op.getA().getDefiningOp<kgpu::LocalAllocOp>();
