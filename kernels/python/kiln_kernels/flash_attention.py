@@ -1,4 +1,5 @@
 """Flash attention, forward pass (FlashAttention-2 style): O = softmax(Q K^T * sm_scale) V.
+(The backward: flash_attention_bwd.py; `attention` is differentiable through it.)
 
 One program owns BLOCK_M query rows of one (batch, head) and walks the key/value blocks of that
 head once, keeping the softmax online (Milakov & Gimelshein; Dao, FlashAttention-2):
@@ -267,20 +268,61 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
     return out
 
 
+def _forward_with_lse(q, k, v, causal, sm_scale, overlap):
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    lse = torch.empty(q.shape[:3], device=q.device, dtype=torch.float32)
+    launch = {"device": "cpu"} if q.device.type == "cpu" else {}
+    attention_forward(q, k, v, out, lse, causal=causal, sm_scale=sm_scale, overlap=overlap,
+                      **launch)
+    return out, lse
+
+
+if torch is not None:
+    class KilnAttention(torch.autograd.Function):
+        """Flash attention with its backward (flash_attention_bwd): saves q, k, v, the output
+        and the logsumexp; no gradient flows through the returned logsumexp."""
+
+        @staticmethod
+        def forward(ctx, q, k, v, causal, sm_scale, overlap):
+            out, lse = _forward_with_lse(q, k, v, causal, sm_scale, overlap)
+            ctx.save_for_backward(q, k, v, out, lse)
+            ctx.causal, ctx.sm_scale = causal, sm_scale
+            ctx.set_materialize_grads(False)
+            ctx.mark_non_differentiable(lse)
+            return out, lse
+
+        @staticmethod
+        def backward(ctx, dout, _dlse):
+            from .flash_attention_bwd import attention_backward
+            q, k, v, out, lse = ctx.saved_tensors
+            if dout is None:
+                return None, None, None, None, None, None
+            dq, dk, dv = (torch.empty_like(x, memory_format=torch.contiguous_format)
+                          for x in (q, k, v))
+            launch = {"device": "cpu"} if q.device.type == "cpu" else {}
+            attention_backward(q, k, v, out, dout, lse, dq, dk, dv, causal=ctx.causal,
+                               sm_scale=ctx.sm_scale, **launch)
+            return dq, dk, dv, None, None, None
+
+
 def attention(q, k, v, causal=False, sm_scale=None, return_lse=False, overlap=None):
-    """Flash attention forward on torch tensors (B, H, S, D), fp16 or bf16 (CUDA, or CPU on the
-    CPU backend): softmax(q k^T * sm_scale) v, sm_scale defaulting to 1/sqrt(D). Returns the
-    output (q's dtype, contiguous) and, with return_lse, the fp32 logsumexp (B, H, S)."""
+    """Flash attention on torch tensors (B, H, S, D), fp16 or bf16 (CUDA, or CPU on the CPU
+    backend): softmax(q k^T * sm_scale) v, sm_scale defaulting to 1/sqrt(D). Returns the
+    output (q's dtype, contiguous) and, with return_lse, the fp32 logsumexp (B, H, S).
+    Differentiable: when q, k or v requires grad (and grad mode is on), the output's backward
+    runs flash_attention_bwd's kernels (the logsumexp takes no gradient)."""
     if torch is None:
         raise RuntimeError("kiln_kernels.flash_attention.attention needs torch; "
                            "attention_forward takes numpy arrays")
     if q.dtype not in (torch.float16, torch.bfloat16):
         raise ValueError(f"attention: expected fp16 or bf16 inputs, found {q.dtype}")
-    out = torch.empty_like(q, memory_format=torch.contiguous_format)
-    lse = None
+    if torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v)):
+        out, lse = KilnAttention.apply(q, k, v, bool(causal), sm_scale, overlap)
+        return (out, lse) if return_lse else out
     if return_lse:
-        lse = torch.empty(q.shape[:3], device=q.device, dtype=torch.float32)
+        return _forward_with_lse(q, k, v, causal, sm_scale, overlap)
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
     launch = {"device": "cpu"} if q.device.type == "cpu" else {}
-    attention_forward(q, k, v, out, lse, causal=causal, sm_scale=sm_scale, overlap=overlap,
+    attention_forward(q, k, v, out, None, causal=causal, sm_scale=sm_scale, overlap=overlap,
                       **launch)
-    return (out, lse) if return_lse else out
+    return out
