@@ -35,6 +35,7 @@ import kiln
 import kiln.language as tl
 
 from ._utils import torch
+from .flash_attention import _strides
 
 
 @kiln.jit
@@ -251,12 +252,6 @@ def bwd_tile_config(head_dim, cpu=False):
     if head_dim <= 64:
         return (64, 128), (128, 64), 8, 3
     return (64, 128), (128, 64), 8, 2
-
-
-def _strides(a):
-    if callable(getattr(a, "stride", None)):  # torch
-        return tuple(int(x) for x in a.stride())
-    return tuple(int(x) // a.itemsize for x in a.strides)
 
 
 def attention_backward(q, k, v, out, do, lse, dq, dk, dv, causal=False, sm_scale=None,
