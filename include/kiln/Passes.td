@@ -35,7 +35,8 @@ def KilnConvertToLLVM : Pass<"kiln-convert-to-llvm", "mlir::ModuleOp"> {
     Elementwise ops apply per element; loads and stores are grouped into vector accesses as
     wide as the axis analysis proves safe (up to 128 bits), predicated by the mask; math
     functions call libdevice, `exp`/`exp2` use `ex2.approx` as Triton does. Kernels become
-    `llvm.func`s marked `nvvm.kernel` with `maxntid = 32 * num_warps`. scf ops keep their
+    `llvm.func`s marked `nvvm.kernel` with `maxntid = 32 * num_warps` (and `nvvm.maxnreg = N`
+    where the module carries `kiln.maxnreg = N : i32`, 16..255). scf ops keep their
     structure with converted types (`convert-scf-to-cf` runs after).
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];

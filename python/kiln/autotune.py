@@ -19,7 +19,6 @@ import shutil
 import statistics
 import sys
 import time
-import warnings
 
 from . import _C
 from .errors import CompilationError, KilnError
@@ -58,7 +57,7 @@ class Config:
     ``num_warps``, ``num_stages``: the launch options; ``pre_hook``: called with the dict of
     the launch's arguments (``all_kwargs()`` included) before every launch with this config,
     in benchmarks and after. ``num_ctas`` must be 1 (Kiln has no thread-block clusters);
-    ``maxnreg`` is accepted and not applied (Kiln sets no register cap), with a warning.
+    ``maxnreg`` caps the registers per thread (a launch option, as Triton's).
     """
 
     def __init__(self, kwargs, num_warps=4, num_stages=3, num_ctas=1, maxnreg=None,
@@ -69,9 +68,6 @@ class Config:
         if num_ctas not in (None, 1):
             raise ValueError(f"kiln.Config: num_ctas={num_ctas!r}: Kiln launches one CTA per "
                              f"program (no thread-block clusters); expected 1")
-        if maxnreg is not None:
-            warnings.warn(f"kiln.Config: maxnreg={maxnreg!r} is not applied (Kiln sets no "
-                          f"register cap)", stacklevel=2)
         self.kwargs = dict(kwargs)
         self.num_warps = num_warps
         self.num_stages = num_stages
@@ -81,8 +77,9 @@ class Config:
 
     def all_kwargs(self):
         """The meta-parameters and the launch options a launch with this config passes
-        (Triton's, less num_ctas and maxnreg, which Kiln's launches do not take)."""
-        opts = (("num_warps", self.num_warps), ("num_stages", self.num_stages))
+        (Triton's, less num_ctas, which Kiln's launches do not take)."""
+        opts = (("num_warps", self.num_warps), ("num_stages", self.num_stages),
+                ("maxnreg", self.maxnreg))
         return {**self.kwargs, **{k: v for k, v in opts if v is not None}}
 
     def _ident(self):

@@ -209,7 +209,7 @@ class CompiledKernel:
     the parameter ``signature`` and ``constants``."""
 
     def __init__(self, name, mlir, arch, num_warps, num_stages, signature, constants,
-                 handle=None, asm=None, debug=False):
+                 handle=None, asm=None, debug=False, maxnreg=None):
         self.name = name
         if asm is None:
             asm = {"kiln": mlir} if arch == _HOST_ARCH else _Asm(mlir, arch, num_warps, name)
@@ -217,7 +217,7 @@ class CompiledKernel:
         self.metadata = type("Metadata", (), dict(name=name, num_warps=num_warps,
                                                   num_stages=num_stages, arch=arch,
                                                   target=arch, shared=0, tma_box_rows=[],
-                                                  debug=debug))()
+                                                  debug=debug, maxnreg=maxnreg))()
         self.signature = signature
         self.constants = constants
         self.handle = handle
@@ -242,10 +242,26 @@ class CompiledKernel:
 _MODULE_RE = re.compile(r"^module( attributes \{)?", re.MULTILINE)
 
 
-def _with_dot_stages(mlir, num_stages):
+def _check_maxnreg(kernel, maxnreg):
+    """maxnreg as an int or None; a TypeError or ValueError naming the kernel otherwise."""
+    if maxnreg is None:
+        return None
+    if isinstance(maxnreg, bool) or not isinstance(maxnreg, int):
+        raise TypeError(f"kernel '{kernel}': maxnreg must be an int (registers per thread), "
+                        f"found {type(maxnreg).__name__}")
+    if not 16 <= maxnreg <= 255:
+        raise ValueError(f"kernel '{kernel}': maxnreg={maxnreg}: expected a register count "
+                         f"per thread from 16 to 255")
+    return maxnreg
+
+
+def _with_dot_stages(mlir, num_stages, maxnreg=None):
     """The module with Triton's num_stages as `kiln.dot_stages`: the slots of the rings that
-    feed a loop's dot on sm_90a (1 or 0: no rings, operands staged through registers)."""
+    feed a loop's dot on sm_90a (1 or 0: no rings, operands staged through registers); and
+    with maxnreg, `kiln.maxnreg`: the cap on registers per thread (ptxas's .maxnreg)."""
     attr = f"kiln.dot_stages = {int(num_stages)} : i32"
+    if maxnreg is not None:
+        attr += f", kiln.maxnreg = {int(maxnreg)} : i32"
 
     def add(m):
         return f"module attributes {{{attr}, " if m.group(1) else f"module attributes {{{attr}}}"
@@ -350,8 +366,9 @@ def _device_arch():
 
 class JITFunction(_C.Launcher):
     """A @kiln.jit kernel. Launch it with ``kernel[grid](*args, **meta, num_warps=4,
-    num_stages=3, stream=None, device=None, debug=None)``; grid is a tuple or a callable of
-    the meta-parameters."""
+    num_stages=3, maxnreg=None, stream=None, device=None, debug=None)``; grid is a tuple or a
+    callable of the meta-parameters; maxnreg (16..255) caps the registers per thread on the
+    GPU (the host backend ignores it)."""
 
     def __init__(self, fn, do_not_specialize=None, do_not_specialize_on_alignment=None,
                  debug=None, noinline=None, repr=None, launch_metadata=None, device=None):
@@ -446,13 +463,16 @@ class JITFunction(_C.Launcher):
 
     # --- compile on a miss ------------------------------------------------------------
 
-    def _compile_variant(self, specs, values, num_warps, num_stages, host=False, debug=False):
+    def _compile_variant(self, specs, values, num_warps, num_stages, host=False, debug=False,
+                         maxnreg=None):
         t0 = time.perf_counter()
+        maxnreg = _check_maxnreg(self.info.name, maxnreg)
         names = self.info.arg_names
         parts = [(n, s if s != "constexpr" else _constexpr_key(v))
                  for n, s, v in zip(names, specs, values)]
         parts += [("num_warps", str(num_warps)), ("num_stages", str(num_stages)),
-                  ("device", _HOST_ARCH if host else "gpu"), ("debug", str(bool(debug)))]
+                  ("maxnreg", str(maxnreg)), ("device", _HOST_ARCH if host else "gpu"),
+                  ("debug", str(bool(debug)))]
         arch = _HOST_ARCH if host else _device_arch()
         key = hashlib.sha256(repr((_frontend_version(), self.cache_key, self._locations(), arch,
                                    parts)).encode()).hexdigest()
@@ -468,8 +488,8 @@ class JITFunction(_C.Launcher):
             globals_used = gen.globals_used
             _ir_cache_store(key, mlir, arg_params)
             origin = "built"
-        if not host:
-            mlir = _with_dot_stages(mlir, num_stages)
+        if not host:  # the host backend has no register cap: maxnreg is GPU-only
+            mlir = _with_dot_stages(mlir, num_stages, maxnreg)
         try:
             handle = _C.jit_load(mlir, num_warps, debug, host)
         except KilnError as e:
@@ -481,7 +501,7 @@ class JITFunction(_C.Launcher):
         checks.update(globals_used)
         constants, signature = _split_specs(names, specs, values)
         compiled = CompiledKernel(self.info.name, mlir, arch, num_warps, num_stages, signature,
-                                  constants, handle, debug=debug)
+                                  constants, handle, debug=debug, maxnreg=maxnreg)
         self._log(parts, origin, time.perf_counter() - t0)
         return handle, list(arg_params), list(checks.values()), compiled
 
@@ -495,7 +515,7 @@ class JITFunction(_C.Launcher):
             changes = min((diff(old) for old in self._keys), key=len)
             what = []
             for k, a, b in changes:
-                kind = "launch option" if k in ("num_warps", "num_stages", "device",
+                kind = "launch option" if k in ("num_warps", "num_stages", "maxnreg", "device",
                                                 "debug") else \
                     "constexpr" if self.info.arg_names.count(k) and \
                     k in self.info.constexpr_params else "specialization"
@@ -588,14 +608,17 @@ def _spec_from_signature(name, s):
     return spelled + (":" + div if div else "")
 
 
-def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages=3):
+def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages=3,
+            maxnreg=None):
     """Compiles `fn` ahead of time for `target` ("sm_90"; the GPU's when None) and returns a
     CompiledKernel whose ``asm`` holds "kiln", "llvm", "ptx" and, where nvJitLink is
     available, "cubin". `signature` maps parameters to types ("*fp32", "i32", "fp16";
     ":16" declares 16-divisibility like Triton's specialization); `constexprs` maps
-    tl.constexpr parameters to values."""
+    tl.constexpr parameters to values; `maxnreg` (16..255) caps the registers per thread
+    on the GPU."""
     if not isinstance(fn, JITFunction):
         raise TypeError("kiln.compile expects a @kiln.jit function")
+    maxnreg = _check_maxnreg(fn.info.name, maxnreg)
     constexprs = dict(constexprs or {})
     signature = dict(signature or {})
     specs, values = [], []
@@ -627,7 +650,7 @@ def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages
     gen = CodeGenerator(fn.info)
     mlir, _ = gen.generate(specs, values)
     if target != _HOST_ARCH:
-        mlir = _with_dot_stages(mlir, num_stages)
+        mlir = _with_dot_stages(mlir, num_stages, maxnreg)
     try:
         r = _C.compile_module(mlir, target, num_warps, True)
     except _C.BuildError as e:
@@ -637,7 +660,7 @@ def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages
         asm["cubin"] = r["cubin"]
     constants, sig = _split_specs(fn.info.arg_names, specs, values)
     kernel = CompiledKernel(r["name"], mlir, target, num_warps, num_stages, sig, constants,
-                            asm=asm)
+                            asm=asm, maxnreg=maxnreg)
     kernel.metadata.shared = r["shared"]
     kernel.metadata.tma_box_rows = list(r["tma_box_rows"])
     return kernel

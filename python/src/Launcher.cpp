@@ -194,7 +194,8 @@ struct Names {
   pyb::object dtype = pyb::str("dtype"), dataPtr = pyb::str("data_ptr"),
               isCuda = pyb::str("is_cuda"), cai = pyb::str("__cuda_array_interface__"),
               dlpack = pyb::str("__dlpack__"), numWarps = pyb::str("num_warps"),
-              numStages = pyb::str("num_stages"), stream = pyb::str("stream"),
+              numStages = pyb::str("num_stages"), maxnreg = pyb::str("maxnreg"),
+              stream = pyb::str("stream"),
               device = pyb::str("device"), debug = pyb::str("debug"),
               ai = pyb::str("__array_interface__");
 };
@@ -788,7 +789,7 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
   PyObject *bound[kMaxParams];
   for (size_t i = 0; i < n; ++i)
     bound[i] = i < nargs ? args[i] : nullptr;
-  long numWarps = 4, numStages = 3;
+  long numWarps = 4, numStages = 3, maxnreg = -1; // maxnreg -1: None, no register cap
   PyObject *streamObj = nullptr;
   Backend launchBackend = Backend::Unresolved;
   int launchDebug = -1;
@@ -807,6 +808,12 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
       numWarps = PyLong_AsLong(v);
     else if (PyUnicode_Compare(k, names().numStages.ptr()) == 0)
       numStages = PyLong_AsLong(v);
+    else if (PyUnicode_Compare(k, names().maxnreg.ptr()) == 0) {
+      if (v != Py_None && (!PyLong_Check(v) || PyBool_Check(v)))
+        typeError("kernel '" + name + "': maxnreg must be an int (registers per thread), found " +
+                  Py_TYPE(v)->tp_name);
+      maxnreg = v == Py_None ? -1 : PyLong_AsLong(v); // the range is checked on a compile
+    }
     else if (PyUnicode_Compare(k, names().stream.ptr()) == 0)
       streamObj = v;
     else if (PyUnicode_Compare(k, names().device.ptr()) == 0)
@@ -858,6 +865,7 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
   key += 'W';
   key.append(reinterpret_cast<const char *>(&numWarps), sizeof(numWarps));
   key.append(reinterpret_cast<const char *>(&numStages), sizeof(numStages));
+  key.append(reinterpret_cast<const char *>(&maxnreg), sizeof(maxnreg));
   key += host ? 'h' : 'g';
   key += debug ? 'd' : '-';
 
@@ -866,7 +874,7 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
   if (it != cache.end()) {
     variant = it->second.get();
   } else {
-    variant = compileVariant(key, bound, numWarps, numStages, host, debug);
+    variant = compileVariant(key, bound, numWarps, numStages, maxnreg, host, debug);
   }
 
   // Captured globals must still hold the values the kernel was compiled with.
@@ -1006,7 +1014,8 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
 }
 
 Launcher::Variant *Launcher::compileVariant(const std::string &keyRef, PyObject **bound,
-                                            long numWarps, long numStages, bool host, bool debug) {
+                                            long numWarps, long numStages, long maxnreg,
+                                            bool host, bool debug) {
   // Our own copy: the compile callback releases the GIL, and another launch of this kernel
   // may then reuse keyBuffer.
   const std::string key = keyRef;
@@ -1025,7 +1034,8 @@ Launcher::Variant *Launcher::compileVariant(const std::string &keyRef, PyObject 
       specs.append(specOf(key, pos));
     }
   }
-  pyb::tuple result = compileFn(specs, values, numWarps, numStages, host, debug);
+  pyb::tuple result = compileFn(specs, values, numWarps, numStages, host, debug,
+                                maxnreg >= 0 ? pyb::object(pyb::int_(maxnreg)) : pyb::none());
   auto v = std::make_shared<Variant>();
   v->kernel = result[0].cast<KernelHandle &>().kernel;
   for (pyb::handle h : pyb::list(result[1]))

@@ -93,7 +93,7 @@ public:
 
 private:
   Variant *compileVariant(const std::string &key, PyObject **bound, long numWarps, long numStages,
-                          bool host, bool debug);
+                          long maxnreg, bool host, bool debug);
 
   std::string name;
   std::vector<Param> params;

@@ -58,8 +58,9 @@ def test_config_attributes():
     assert c == kiln.Config({"BLOCK": 128}, num_warps=8, num_stages=2)
     with pytest.raises(ValueError, match="num_ctas"):
         kiln.Config({}, num_ctas=2)
-    with pytest.warns(UserWarning, match="maxnreg"):
-        kiln.Config({}, maxnreg=128)
+    # maxnreg is a launch option like num_warps (applied on the GPU)
+    assert kiln.Config({}, maxnreg=128).all_kwargs() == {"num_warps": 4, "num_stages": 3,
+                                                         "maxnreg": 128}
 
 
 # ---------------------------------------------------------------- choosing and caching

@@ -50,6 +50,35 @@ def test_asm_keys_and_metadata():
     assert k.signature["x_ptr"] == "*fp32:16"
 
 
+def test_maxnreg():
+    # Triton's maxnreg: the kernel's .maxnreg in the PTX, 16..255, errors naming the kernel.
+    k = kiln.compile(add_kernel, signature=ALIGNED, constexprs={"BLOCK": 1024}, maxnreg=40)
+    assert re.search(r"\.maxnreg 40\b", k.asm["ptx"]) and k.metadata.maxnreg == 40
+    k = kiln.compile(add_kernel, signature=ALIGNED, constexprs={"BLOCK": 1024})
+    assert ".maxnreg" not in k.asm["ptx"] and k.metadata.maxnreg is None
+    for bad in (8, 256):
+        with pytest.raises(ValueError, match=r"kernel 'add_kernel': maxnreg=\d+: expected a "
+                                             r"register count per thread from 16 to 255"):
+            kiln.compile(add_kernel, signature=ALIGNED, constexprs={"BLOCK": 1024},
+                         maxnreg=bad)
+    with pytest.raises(TypeError, match="kernel 'add_kernel': maxnreg must be an int"):
+        kiln.compile(add_kernel, signature=ALIGNED, constexprs={"BLOCK": 1024}, maxnreg="64")
+
+
+def test_maxnreg_launch_option_on_the_host():
+    # The CPU backend takes maxnreg and has no register cap to apply; a bad one is still an
+    # error at the launch, naming the kernel.
+    np = pytest.importorskip("numpy")
+    x = np.arange(100, dtype=np.float32)
+    out = np.zeros_like(x)
+    add_kernel[(1,)](x, x, out, 100, BLOCK=128, maxnreg=64, device="cpu")
+    np.testing.assert_array_equal(out, 2 * x)
+    with pytest.raises(ValueError, match="kernel 'add_kernel': maxnreg=300"):
+        add_kernel[(1,)](x, x, out, 100, BLOCK=128, maxnreg=300, device="cpu")
+    with pytest.raises(TypeError, match="kernel 'add_kernel': maxnreg must be an int"):
+        add_kernel[(1,)](x, x, out, 100, BLOCK=128, maxnreg=64.0, device="cpu")
+
+
 def test_sm80_target():
     k = kiln.compile(add_kernel, signature=ALIGNED, constexprs={"BLOCK": 128}, target="sm_80")
     assert ".target sm_80" in k.asm["ptx"]

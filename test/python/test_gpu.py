@@ -65,6 +65,34 @@ def test_compiled_kernel_reports_registers():
     assert c.n_spills == 0
 
 
+@kiln.jit
+def row_softmax_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    x = tl.load(x_ptr + row * BLOCK + tl.arange(0, BLOCK))
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(out_ptr + row * BLOCK + tl.arange(0, BLOCK), e / tl.sum(e, axis=0))
+
+
+def test_maxnreg_caps_registers():
+    # A 4096-wide row on one warp keeps 128 values per thread across the reductions; maxnreg
+    # caps what the driver's assembler may use (the rest spills) and the answer is the same.
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 4096)).astype(np.float32)
+    ref = np.exp(x - x.max(axis=1, keepdims=True))
+    ref /= ref.sum(axis=1, keepdims=True)
+    dx = kiln.from_numpy(x)
+    got = {}
+    for cap in (None, 64):
+        out = kiln.empty(x.size, kiln.language.float32)
+        c = row_softmax_kernel[(4,)](dx, out, BLOCK=4096, num_warps=1, maxnreg=cap)
+        kiln.synchronize()
+        np.testing.assert_allclose(out.numpy().reshape(x.shape), ref, rtol=1e-5, atol=1e-7)
+        got[cap] = c
+    assert got[64].metadata.maxnreg == 64 and got[None].metadata.maxnreg is None
+    assert got[64].n_regs <= 64 < got[None].n_regs, (got[64].n_regs, got[None].n_regs)
+    assert got[64].n_spills > got[None].n_spills
+
+
 def test_vector_add_torch():
     torch = torch_or_skip()
     n = 98432

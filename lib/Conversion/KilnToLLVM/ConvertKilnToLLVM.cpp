@@ -3,7 +3,8 @@
 // This file implements -kiln-convert-to-llvm: it checks that every op can be lowered (naming
 // the ones the GPU path does not support yet), runs the axis analysis, and applies the Kiln,
 // arith, math (libdevice), cf and func patterns in one conversion. Kernels become llvm.funcs
-// marked nvvm.kernel with maxntid = 32 * num_warps.
+// marked nvvm.kernel with maxntid = 32 * num_warps, and nvvm.maxnreg = N where the module
+// caps the registers per thread (kiln.maxnreg = N : i32, Triton's maxnreg).
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +34,9 @@ namespace kiln {
 using namespace mlir;
 using namespace kiln;
 namespace kgpu = kiln::gpu;
+
+/// The module attribute that caps the registers per thread of its kernels.
+static constexpr llvm::StringLiteral kMaxnregAttrName = "kiln.maxnreg";
 
 LogicalResult kiln::checkGPUSupport(ModuleOp module) {
   bool ok = succeeded(checkKernels(module));
@@ -228,12 +232,23 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
     if (failed(checkSharedMemory(module, dynamicShared)))
       return signalPassFailure();
 
+    // A register cap per thread (Triton's maxnreg launch option), as the module's
+    // kiln.maxnreg: ptxas takes 16..255.
+    IntegerAttr maxnreg = module->getAttrOfType<IntegerAttr>(kMaxnregAttrName);
+    if (maxnreg && (maxnreg.getInt() < 16 || maxnreg.getInt() > 255)) {
+      module.emitError() << kMaxnregAttrName << " = " << maxnreg.getInt()
+                         << ": expected a register count per thread from 16 to 255";
+      return signalPassFailure();
+    }
     for (auto func : module.getOps<LLVM::LLVMFuncOp>()) {
       if (func.isExternal())
         continue;
       func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
       func->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
                     DenseI32ArrayAttr::get(ctx, {int32_t(numWarps * kgpu::kWarpSize), 1, 1}));
+      if (maxnreg)
+        func->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
+                      IntegerAttr::get(IntegerType::get(ctx, 32), maxnreg.getInt()));
     }
   }
 };
