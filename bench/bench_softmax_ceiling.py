@@ -11,6 +11,8 @@ triton.testing.do_bench(..., return_mode="median"):
   - kiln_softmax: kiln_kernels.softmax.softmax_fwd_kernel at the same warps;
   - triton_rows / kiln_rows (rows of at most 4 KiB): several rows per program, one
     [ROWS, BLOCK] tile (bench_llm_ops.t_softmax_fwd_rows_kernel and Kiln's);
+  - kiln_softmax_w<W>_maxnreg<R> (rows of 16384 columns and more): registers capped so that
+    two programs fit an SM;
   - kiln_library: kiln_kernels.softmax.softmax_forward, the configuration a user gets.
 With --ops rmsnorm (bf16 at --rms-shapes, ANCHORS.md's): bench_llm_ops.t_rmsnorm_fwd_kernel
 and kiln_kernels.rmsnorm.rmsnorm_fwd_kernel at each warp count, the Triton reference at
@@ -137,6 +139,11 @@ def variants_for(op, M, N, dtype):
         for w in warps:
             add(f"kiln_softmax_w{w}", lambda y, w=w: k_sm.softmax_fwd_kernel[(M,)](
                 y, x, N, N, N, BLOCK=block, LOG=False, num_warps=w), "op")
+        if block >= 16384:  # long rows: capped registers, two programs per SM
+            for w, cap in ((16, 64), (16, 56), (32, 32)):
+                add(f"kiln_softmax_w{w}_maxnreg{cap}", lambda y, w=w, cap=cap:
+                    k_sm.softmax_fwd_kernel[(M,)](y, x, N, N, N, BLOCK=block, LOG=False,
+                                                  num_warps=w, maxnreg=cap), "op")
         if block * x.element_size() <= 4096:  # several short rows per program
             for rows, w in ((2, 4), (2, 8), (4, 4), (4, 8), (8, 4), (8, 8)):
                 add(f"triton_rows_r{rows}_w{w}", lambda y, r=rows, w=w: t_softmax_fwd_rows_kernel[(
