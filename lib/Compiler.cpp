@@ -102,6 +102,11 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
                         : sm == 86 || sm == 89 || sm >= 120 ? 99
                                                             : 227;
     pipeline.ringBudget = (sharedKiB - 3) * 1024;
+    // The register cap travels as a module attribute (-kiln-convert-to-llvm checks its range
+    // and marks the kernels).
+    if (options.maxnreg)
+      module->setAttr("kiln.maxnreg", IntegerAttr::get(IntegerType::get(module.getContext(), 32),
+                                                       options.maxnreg));
     // A module may ask for its own software pipelining depth (kiln.num_stages = N).
     if (auto stages = module->getAttrOfType<IntegerAttr>("kiln.num_stages"))
       pipeline.numStages = unsigned(std::max<int64_t>(1, stages.getInt()));

@@ -27,6 +27,9 @@ struct CompileOptions {
   std::string arch = "sm_90"; ///< sm_80, sm_86, sm_89, sm_90, sm_90a; "cpu": the host
   unsigned numWarps = 4;
   unsigned numStages = 1; ///< 1: off; 0: prefetch loop loads where cheap; >= 2: always
+  /// GPU: a cap on registers per thread, 16..255 (Triton's maxnreg; ptxas's .maxnreg), set
+  /// as the module's kiln.maxnreg; 0: none (or the module's own kiln.maxnreg).
+  unsigned maxnreg = 0;
   /// f32 mul + add may contract to fma (Triton's enable_fp_fusion, on by default there too);
   /// a module's `kiln.enable_fp_fusion = false` turns it off.
   bool fpFusion = true;

@@ -665,13 +665,21 @@ Values while_(const Values &inits, Cond &&cond, Body &&body, Loc loc = {}) {
 // Kernels
 //===----------------------------------------------------------------------===//
 
-/// How to launch: the grid (programs along x, y, z) and the warps per program.
+/// How to launch: the grid (programs along x, y, z), the warps per program and an optional
+/// cap on registers per thread.
 struct Launch {
   rt::Grid grid;
   unsigned warps = 4;
+  unsigned regs = 0; ///< 0: no cap
   /// Triton's `num_warps=`: 1, 2, 4, 8, 16 or 32.
   Launch &num_warps(unsigned n) {
     warps = n;
+    return *this;
+  }
+  /// Triton's `maxnreg=`: at most n registers per thread (16..255; ptxas's .maxnreg), on the
+  /// GPU; the host backend ignores it.
+  Launch &maxnreg(unsigned n) {
+    regs = n;
     return *this;
   }
 };
@@ -683,6 +691,7 @@ Launch grid(int64_t x, int64_t y = 1, int64_t z = 1);
 struct Target {
   std::string arch = "sm_90";
   unsigned num_warps = 4;
+  unsigned maxnreg = 0; ///< a cap on registers per thread (16..255), 0: none
 };
 /// One specialization compiled ahead of time: the traced MLIR (with the C++ locations) and PTX.
 struct Compiled {
@@ -709,7 +718,7 @@ const std::string &kernelName(const KernelState &state);
 /// The loaded kernel of the variant `key` for `numWarps`; on the first sight of `key`,
 /// `traceVariant` returns its MLIR. The hot path: a lock, a key compare, a pointer read.
 const rt::Kernel &getKernel(KernelState &state, const uint64_t *key, size_t keySize,
-                            unsigned numWarps, size_t numRuntimeArgs,
+                            unsigned numWarps, unsigned maxnreg, size_t numRuntimeArgs,
                             FunctionRef<std::string()> traceVariant);
 /// The MLIR of the variant `key`, traced on first sight.
 const std::string &getMLIR(KernelState &state, const uint64_t *key, size_t keySize,
@@ -877,8 +886,8 @@ public:
   void operator()(const Launch &launch, rt::CUstream stream, const A &...args) const {
     static_assert(sizeof...(A) == N, "a kernel launch takes one argument per parameter");
     Packed p = pack(std::index_sequence_for<P...>{}, args...);
-    const rt::Kernel &k = detail::getKernel(*state, p.key.data(), p.key.size(), launch.warps, NR,
-                                            [&] { return trace(p); });
+    const rt::Kernel &k = detail::getKernel(*state, p.key.data(), p.key.size(), launch.warps,
+                                            launch.regs, NR, [&] { return trace(p); });
     if (launch.grid.x == 0 || launch.grid.y == 0 || launch.grid.z == 0)
       return;
     std::array<void *, NR + 1> params;

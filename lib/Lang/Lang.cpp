@@ -24,6 +24,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <tuple>
 
 using namespace kiln::lang;
 using kiln::Builder;
@@ -500,12 +501,28 @@ kiln::rt::JIT &kiln::lang::jit() {
 static constexpr unsigned kMaxWarpsLog2 = 5;
 
 namespace {
-/// One specialization of a kernel: its key, its MLIR, and its loaded kernel per num_warps.
+/// One specialization of a kernel: its key, its MLIR, and its loaded kernel per num_warps
+/// (and per register cap, where a launch sets one: rare, searched).
 struct Variant {
   std::vector<uint64_t> key;
   std::string mlir;
   std::array<const kiln::rt::Kernel *, kMaxWarpsLog2 + 1> kernels{};
+  std::vector<std::tuple<unsigned, unsigned, const kiln::rt::Kernel *>> capped;
 };
+
+/// `mlir` (a module's text) with the attribute kiln.maxnreg = maxnreg.
+std::string withMaxnreg(const std::string &mlir, unsigned maxnreg) {
+  std::string attr = "kiln.maxnreg = " + std::to_string(maxnreg) + " : i32";
+  // The module op starts a line (alias definitions may come before it).
+  size_t at = mlir.compare(0, 6, "module") == 0 ? 0 : mlir.find("\nmodule");
+  if (at == std::string::npos)
+    return mlir;
+  at += mlir[at] == '\n';
+  size_t end = at + std::strlen("module");
+  if (mlir.compare(end, 13, " attributes {") == 0)
+    return mlir.substr(0, end + 13) + attr + ", " + mlir.substr(end + 13);
+  return mlir.substr(0, end) + " attributes {" + attr + "}" + mlir.substr(end);
+}
 } // namespace
 
 class detail::KernelState {
@@ -552,7 +569,8 @@ void detail::badArgument(const KernelState &state, size_t index, const std::stri
 }
 
 const kiln::rt::Kernel &detail::getKernel(KernelState &state, const uint64_t *key, size_t keySize,
-                                          unsigned numWarps, size_t numRuntimeArgs,
+                                          unsigned numWarps, unsigned maxnreg,
+                                          size_t numRuntimeArgs,
                                           FunctionRef<std::string()> traceVariant) {
   unsigned slot = 0;
   while (slot <= kMaxWarpsLog2 && (1u << slot) != numWarps)
@@ -561,16 +579,30 @@ const kiln::rt::Kernel &detail::getKernel(KernelState &state, const uint64_t *ke
     throw kiln::rt::Error("kernel '" + state.name +
                           "': expected num_warps 1, 2, 4, 8, 16 or 32, found " +
                           std::to_string(numWarps));
+  if (maxnreg && (maxnreg < 16 || maxnreg > 255))
+    throw kiln::rt::Error("kernel '" + state.name +
+                          "': expected maxnreg from 16 to 255 registers per thread, found " +
+                          std::to_string(maxnreg));
   std::lock_guard<std::mutex> lock(state.mutex);
   Variant &v = state.variant(key, keySize, traceVariant);
-  if (const kiln::rt::Kernel *k = v.kernels[slot])
-    return *k;
-  const kiln::rt::Kernel &k = jit().get(v.mlir, numWarps);
+  if (!maxnreg) {
+    if (const kiln::rt::Kernel *k = v.kernels[slot])
+      return *k;
+  } else {
+    for (auto &[warps, regs, k] : v.capped)
+      if (warps == numWarps && regs == maxnreg)
+        return *k;
+  }
+  const kiln::rt::Kernel &k =
+      jit().get(maxnreg ? withMaxnreg(v.mlir, maxnreg) : v.mlir, numWarps);
   if (k.getSignature().size() != numRuntimeArgs)
     throw kiln::rt::Error("kernel '" + state.name + "': compiled with " +
                           std::to_string(k.getSignature().size()) + " parameters, expected " +
                           std::to_string(numRuntimeArgs));
-  v.kernels[slot] = &k;
+  if (maxnreg)
+    v.capped.emplace_back(numWarps, maxnreg, &k);
+  else
+    v.kernels[slot] = &k;
   return k;
 }
 
@@ -633,6 +665,7 @@ std::string detail::compilePTX(const KernelState &state, const std::string &text
   kiln::CompileOptions options;
   options.arch = target.arch;
   options.numWarps = target.num_warps;
+  options.maxnreg = target.maxnreg;
   mlir::FailureOr<kiln::CompiledKernel> compiled =
       module ? kiln::compile(*module, options) : mlir::FailureOr<kiln::CompiledKernel>();
   if (mlir::failed(compiled)) {

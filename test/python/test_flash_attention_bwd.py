@@ -9,8 +9,8 @@ autograd wrapper (flash_attention.attention with inputs that require grad).
 - compile-only: the GPU tiles compile to PTX for sm_90a.
 - argument errors.
 - GPU (marker `gpu`): against torch autograd through scaled_dot_product_attention, fp16 and
-  bf16, D = 64 / 128, causal and not, S = 1024 / 1000 / 128; and a training step through
-  `attention` (torch.autograd).
+  bf16, D = 64 / 128, causal and not, S = 1024 / 1000 / 128; D = 16, 32 and 256 at S = 320;
+  and a training step through `attention` (torch.autograd).
 """
 import math
 import os
@@ -191,6 +191,23 @@ def test_attention_bwd_gpu(S, D, causal, dtype):
     ref.backward(do.float())
     assert (out.double() - ref.double()).abs().max().item() < 3e-2
     check_grads((q.grad, k.grad, v.grad), (qr.grad, kr.grad, vr.grad), RTOL[dtype])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("D", [16, 32, 256])
+def test_attention_bwd_gpu_head_dims(D, causal):
+    # The other head dimensions (D = 256 on its own, smaller tiles).
+    torch = torch_or_skip()
+    F = torch.nn.functional
+    torch.manual_seed(4)
+    q, k, v = (torch.randn(1, 2, 320, D, device="cuda", dtype=torch.float16,
+                           requires_grad=True) for _ in range(3))
+    do = torch.randn(1, 2, 320, D, device="cuda", dtype=torch.float16)
+    fa.attention(q, k, v, causal=causal).backward(do)
+    qr, kr, vr = (x.detach().float().requires_grad_() for x in (q, k, v))
+    F.scaled_dot_product_attention(qr, kr, vr, is_causal=causal).backward(do.float())
+    check_grads((q.grad, k.grad, v.grad), (qr.grad, kr.grad, vr.grad), RTOL["float16"])
 
 
 @pytest.mark.gpu

@@ -297,6 +297,27 @@ TEST(LangCompile, AlignedAddUsesVectorLoads) {
   EXPECT_TRUE(contains(c80.ptx, "ld.global.v4")) << c80.ptx;
 }
 
+// Triton's maxnreg: Target::maxnreg and Launch::maxnreg cap the registers per thread.
+TEST(LangCompile, MaxnregCapsRegisters) {
+  const auto &add = kiln::kernels::vectorAddKernel();
+  Target capped;
+  capped.maxnreg = 40;
+  Compiled c = add.compile(capped, kAligned, kAligned, kAligned, 1 << 20, 1024);
+  EXPECT_TRUE(contains(c.ptx, ".maxnreg 40")) << c.ptx;
+  Compiled plain = add.compile(kAligned, kAligned, kAligned, 1 << 20, 1024);
+  EXPECT_FALSE(contains(plain.ptx, ".maxnreg")) << plain.ptx;
+  Target tooMany;
+  tooMany.maxnreg = 300;
+  try {
+    add.compile(tooMany, kAligned, kAligned, kAligned, 1 << 20, 1024);
+    ADD_FAILURE() << "expected an error";
+  } catch (const kiln::lang::CompileError &e) {
+    EXPECT_TRUE(contains(e.what(), "expected a register count per thread from 16 to 255"))
+        << e.what();
+  }
+  EXPECT_EQ(grid(4).maxnreg(64).regs, 64u);
+}
+
 TEST(LangCompile, LibraryKernelsCompile) {
   Compiled kl = kiln::kernels::klDivKernel().compile(kAligned, kAligned, kAligned, 4096, 1024);
   EXPECT_TRUE(contains(kl.ptx, "ld.global.v4")) << kl.ptx;
@@ -437,6 +458,37 @@ TEST(LangErrors, BadHostArguments) {
   EXPECT_THROW(grid(-1), kiln::rt::Error);
   EXPECT_EQ(cdiv(1000, 16), 63);
   EXPECT_EQ(cdiv(Const<int>(1024), 256), 4);
+}
+
+// A launch's maxnreg: checked (16..255, naming the kernel), then ignored by the host backend
+// or applied by the GPU's (ptxas's .maxnreg); the answer is the same.
+TEST(LangHost, MaxnregLaunchOption) {
+  auto add = kiln::kernel("capped_add", [](Ptr<f32> x, Ptr<f32> out, I32 n) {
+    auto offs = program_id(0) * 128 + arange(0, 128);
+    auto m = offs < n;
+    store(out + offs, load(x + offs, m) * 2.0f, m);
+  });
+  const int n = 300;
+  const bool host = kiln::lang::jit().isHost();
+  kiln::rt::Buffer x(n * sizeof(float), host), out(n * sizeof(float), host);
+  std::vector<float> hx(n), hout(n);
+  for (int i = 0; i < n; ++i)
+    hx[i] = float(i);
+  x.copyFromHost(hx.data(), n * sizeof(float));
+  auto ptr = [](const kiln::rt::Buffer &b) { return kiln::rt::CUdeviceptr(b.get()); };
+  add(grid(cdiv(n, 128)).maxnreg(32), nullptr, ptr(x), ptr(out), n);
+  if (!host)
+    kiln::rt::synchronize();
+  out.copyToHost(hout.data(), n * sizeof(float));
+  for (int i = 0; i < n; ++i)
+    ASSERT_EQ(hout[i], 2.0f * float(i)) << i;
+  try {
+    add(grid(1).maxnreg(8), nullptr, ptr(x), ptr(out), n);
+    ADD_FAILURE() << "expected an error";
+  } catch (const kiln::rt::Error &e) {
+    EXPECT_TRUE(contains(e.what(), "kernel 'capped_add': expected maxnreg from 16 to 255"))
+        << e.what();
+  }
 }
 
 // Without a GPU, DSL kernels run on the host backend with host pointers.

@@ -48,6 +48,9 @@ cl::opt<unsigned> numStages("num-stages",
                                      "the prefetched tiles cost <= 32 registers per thread; "
                                      ">= 2: prefetch one iteration early everywhere)"),
                             cl::init(1));
+cl::opt<unsigned> maxnreg("maxnreg",
+                          cl::desc("cap on registers per thread, 16..255 (GPU; 0: none)"),
+                          cl::init(0));
 cl::opt<bool> printIRAfterAll("print-ir-after-all", cl::desc("print the IR after every pass"),
                               cl::init(false));
 cl::opt<bool> debug("debug",
@@ -129,6 +132,7 @@ int main(int argc, char **argv) {
   options.arch = arch;
   options.numWarps = numWarps;
   options.numStages = numStages;
+  options.maxnreg = maxnreg;
   options.emitCubin = emit == Emit::Cubin;
   options.debug = debug;
   options.emitHostAssembly = emit == Emit::Asm;
