@@ -5,12 +5,14 @@ autograd wrapper (flash_attention.attention with inputs that require grad).
   numpy gradients of the same rounded inputs, from the kernel's own forward output and
   logsumexp; head dims 64 and 128, causal and not, sequence lengths that are multiples of the
   tiles and not (debug mode: every load and store bounds-checked), (B, S, H, D)-strided
-  arrays, a non-default scale. Small tiles (16/32): the host compile of a dot grows fast.
+  arrays, a non-default scale, grouped-query attention (4 query heads over 2 and over 1).
+  Small tiles (16/32): the host compile of a dot grows fast.
 - compile-only: the GPU tiles compile to PTX for sm_90a.
 - argument errors.
 - GPU (marker `gpu`): against torch autograd through scaled_dot_product_attention, fp16 and
   bf16, D = 64 / 128, causal and not, S = 1024 / 1000 / 128; D = 16, 32 and 256 at S = 320;
-  and a training step through `attention` (torch.autograd).
+  grouped-query attention (8 query heads over 2); and a training step through `attention`
+  (torch.autograd).
 """
 import math
 import os
@@ -108,6 +110,31 @@ def test_attention_bwd_cpu_tail(causal):
     run_cpu((2, 1, 50, 64), "float16", causal, debug=True)
 
 
+@pytest.mark.parametrize("h_kv", [2, 1])
+def test_attention_bwd_cpu_gqa(h_kv):
+    # Grouped-query attention: 4 query heads over 2 (or 1) key/value heads. The reference
+    # repeats each key/value head for its query heads and sums their gradients back.
+    rng = np.random.default_rng(1)
+    B, H, S, D = 1, 4, 48, 64
+    q, do = arrays((B, H, S, D), "float16", "bhsd", rng, 2)
+    k, v = arrays((B, h_kv, S, D), "float16", "bhsd", rng, 2)
+    out = np.full(q.shape, np.nan, dtype=q.dtype)
+    lse = np.full((B, H, S), np.nan, dtype=np.float32)
+    fa.attention_forward(q, k, v, out, lse, causal=True, **CPU)
+    dq = np.full(q.shape, np.nan, dtype=q.dtype)
+    dk, dv = (np.full(k.shape, np.nan, dtype=k.dtype) for _ in range(2))
+    fab.attention_backward(q, k, v, out, do, lse, dq, dk, dv, causal=True,
+                           delta=np.zeros((B, H, S), np.float32), debug=True, **CPU)
+    rep = H // h_kv
+    kr, vr = (np.repeat(x, rep, axis=1) for x in (k, v))
+    ref_q, ref_k, ref_v = reference_grads(q, kr, vr, do, True, 1.0 / math.sqrt(D))
+    ref_k = ref_k.reshape(B, h_kv, rep, S, D).sum(axis=2)
+    ref_v = ref_v.reshape(B, h_kv, rep, S, D).sum(axis=2)
+    for name, got, ref in (("dq", dq, ref_q), ("dk", dk, ref_k), ("dv", dv, ref_v)):
+        err = np.abs(got.astype(np.float64) - ref).max() / np.abs(ref).max()
+        assert err < RTOL["float16"], f"{name}: {err:.3g}"
+
+
 def test_attention_bwd_cpu_strided_and_scale():
     run_cpu((1, 2, 64, 64), "float16", True, sm_scale=0.3, layout="bshd")
 
@@ -115,8 +142,12 @@ def test_attention_bwd_cpu_strided_and_scale():
 def test_attention_bwd_errors():
     q = np.zeros((1, 1, 16, 64), dtype=np.float16)
     lse = np.zeros((1, 1, 16), dtype=np.float32)
-    with pytest.raises(ValueError, match="one shape"):
+    with pytest.raises(ValueError, match="dk and dv of k's shape"):
         fab.attention_backward(q, q, q, q, q, lse, q, q, np.zeros((1, 1, 8, 64), np.float16),
+                               **CPU)
+    q3, k2 = (np.zeros((1, h, 16, 64), dtype=np.float16) for h in (3, 2))
+    with pytest.raises(ValueError, match="H a multiple of H_KV"):
+        fab.attention_backward(q3, k2, k2, q3, q3, np.zeros((1, 3, 16), np.float32), q3, k2, k2,
                                **CPU)
     with pytest.raises(ValueError, match="lse of shape"):
         fab.attention_backward(q, q, q, q, q, lse[:, :, :8], q, q, q, **CPU)
@@ -208,6 +239,34 @@ def test_attention_bwd_gpu_head_dims(D, causal):
     qr, kr, vr = (x.detach().float().requires_grad_() for x in (q, k, v))
     F.scaled_dot_product_attention(qr, kr, vr, is_causal=causal).backward(do.float())
     check_grads((q.grad, k.grad, v.grad), (qr.grad, kr.grad, vr.grad), RTOL["float16"])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("D,S", [(128, 1024), (64, 1000)])
+def test_attention_gqa_gpu(D, S, causal, dtype):
+    # Grouped-query attention (8 query heads over 2 key/value heads, as Llama's 4:1), forward
+    # and backward, against fp32 SDPA on the key/value heads repeated for their query heads.
+    torch = torch_or_skip()
+    F = torch.nn.functional
+    t = getattr(torch, dtype)
+    torch.manual_seed(5)
+    B, H, H_KV = 2, 8, 2
+    q = torch.randn(B, H, S, D, device="cuda", dtype=t, requires_grad=True)
+    k, v = (torch.randn(B, H_KV, S, D, device="cuda", dtype=t, requires_grad=True)
+            for _ in range(2))
+    do = torch.randn(B, H, S, D, device="cuda", dtype=t)
+    out = fa.attention(q, k, v, causal=causal)
+    out.backward(do)
+    qr, kr, vr = (x.detach().float().requires_grad_() for x in (q, k, v))
+    ref = F.scaled_dot_product_attention(qr, kr.repeat_interleave(H // H_KV, dim=1),
+                                         vr.repeat_interleave(H // H_KV, dim=1),
+                                         is_causal=causal)
+    ref.backward(do.float())
+    assert k.grad.shape == k.shape
+    assert (out.double() - ref.double()).abs().max().item() < 3e-2
+    check_grads((q.grad, k.grad, v.grad), (qr.grad, kr.grad, vr.grad), RTOL[dtype])
 
 
 @pytest.mark.gpu

@@ -31,7 +31,9 @@ through it.
 
 Inputs are (B, H, S, D) with any strides (the kernel takes them in elements; offsets inside
 one (batch, head) are 32-bit, the batch and head offsets 64-bit); fp16 or bf16, head dims
-16..256 that are powers of two (the host wrapper picks tiles for 64 and 128).
+16..256 that are powers of two (the host wrapper picks tiles for 64 and 128). K and V may
+have fewer heads than Q (grouped-query attention, H a multiple of H_KV: query head h reads
+key/value head h // (H / H_KV)).
 """
 import math
 
@@ -133,18 +135,19 @@ def _attn_fwd(Q, K, V, Out, LSE, sm_scale,
               Z, H, N_CTX,
               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
               CAUSAL: tl.constexpr, EVEN_N: tl.constexpr = False,
-              OVERLAP: tl.constexpr = False):
+              OVERLAP: tl.constexpr = False, GROUP: tl.constexpr = 1):
     """Grid (cdiv(N_CTX, BLOCK_M), Z * H). Out has Q's shape; LSE (optional, fp32, contiguous
     (Z, H, N_CTX)) receives each row's natural-log logsumexp of the scaled scores. EVEN_N
-    (N_CTX % BLOCK_N == 0, the host's promise) drops the key-bound masks."""
+    (N_CTX % BLOCK_N == 0, the host's promise) drops the key-bound masks. GROUP: query heads
+    per key/value head (grouped-query attention; K and V have H / GROUP heads)."""
     tl.static_assert(BLOCK_M % BLOCK_N == 0, "BLOCK_M must be a multiple of BLOCK_N")
     start_m = tl.program_id(0)
     off_hz = tl.program_id(1)
     off_z = (off_hz // H).to(tl.int64)
     off_h = (off_hz % H).to(tl.int64)
     q_base = Q + off_z * stride_qz + off_h * stride_qh
-    k_base = K + off_z * stride_kz + off_h * stride_kh
-    v_base = V + off_z * stride_vz + off_h * stride_vh
+    k_base = K + off_z * stride_kz + (off_h // GROUP) * stride_kh
+    v_base = V + off_z * stride_vz + (off_h // GROUP) * stride_vh
     o_base = Out + off_z * stride_oz + off_h * stride_oh
 
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -215,6 +218,21 @@ def overlap_default(head_dim, cpu=False):
     return not cpu and head_dim >= 128
 
 
+def check_shapes(who, q, k, v, *like_q):
+    """(B, H, S, D) of q; k and v (B, H_KV, S, D) with H a multiple of H_KV (grouped-query
+    attention; H_KV = H is the usual case); each of like_q q's shape. A ValueError else."""
+    if not (len(q.shape) == 4 and tuple(k.shape) == tuple(v.shape) and len(k.shape) == 4
+            and all(tuple(x.shape) == tuple(q.shape) for x in like_q)
+            and (q.shape[0], q.shape[2], q.shape[3]) == (k.shape[0], k.shape[2], k.shape[3])
+            and k.shape[1] > 0 and q.shape[1] % k.shape[1] == 0):
+        raise ValueError(f"{who}: expected q of shape (B, H, S, D), k and v of one shape "
+                         f"(B, H_KV, S, D) with H a multiple of H_KV, and "
+                         f"{'the outputs' if len(like_q) > 1 else 'out'} of q's shape, found "
+                         f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}" +
+                         "".join(f", {tuple(x.shape)}" for x in like_q))
+    return tuple(int(x) for x in q.shape)
+
+
 def _strides(a):
     """Element strides of a torch tensor or a numpy array."""
     if callable(getattr(a, "stride", None)):  # torch
@@ -230,12 +248,7 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
     tile_config(D) (its CPU tiles with device="cpu"); overlap (default: overlap_default) takes
     the rotated loop for whole key blocks (_attn_fwd_inner_overlap); `launch` goes to the launch
     (device="cpu", debug=True, ...)."""
-    if not (len(q.shape) == 4 and tuple(q.shape) == tuple(k.shape) == tuple(v.shape)
-            == tuple(out.shape)):
-        raise ValueError(f"attention: expected q, k, v and out of one shape (B, H, S, D), "
-                         f"found {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)} and "
-                         f"{tuple(out.shape)}")
-    B, H, S, D = (int(x) for x in q.shape)
+    B, H, S, D = check_shapes("attention", q, k, v, out)
     if D not in (16, 32, 64, 128, 256):
         raise ValueError(f"attention: expected a head dimension of 16, 32, 64, 128 or 256, "
                          f"found {D}")
@@ -263,8 +276,7 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
                     *_strides(v), *_strides(out), B, H, S, HEAD_DIM=D, BLOCK_M=bm,
                     BLOCK_N=bn, CAUSAL=bool(causal), EVEN_N=S % bn == 0,
                     OVERLAP=overlap_default(D, cpu) if overlap is None else bool(overlap),
-                    num_warps=nw,
-                    num_stages=ns, **launch)
+                    GROUP=H // int(k.shape[1]), num_warps=nw, num_stages=ns, **launch)
     return out
 
 

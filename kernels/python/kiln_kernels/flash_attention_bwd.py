@@ -27,7 +27,9 @@ masked with i >= j; _attn_bwd_dq walks the key blocks up to its own query block,
 BLOCK_M / BLOCK_N masked. Rows and keys past N_CTX are loaded as zeros, which adds nothing
 to any gradient (a zero key or query row multiplies every term it is in), and are not stored.
 
-Inputs are (B, H, S, D) with any strides; fp16 or bf16; D in 16..256, a power of two.
+Inputs are (B, H, S, D) with any strides; fp16 or bf16; D in 16..256, a power of two. K and
+V (and dK, dV) may have fewer heads than Q (grouped-query attention): a dK/dV program then
+sums over the query heads of its key/value head, one after the other (no atomics still).
 """
 import math
 
@@ -35,7 +37,7 @@ import kiln
 import kiln.language as tl
 
 from ._utils import torch
-from .flash_attention import _strides
+from .flash_attention import _strides, check_shapes
 
 
 @kiln.jit
@@ -101,39 +103,17 @@ def _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_
 
 
 @kiln.jit
-def _attn_bwd_dkdv(Q, K, V, DO, DK, DV, LSE, Delta, sm_scale,
+def _bwd_dkdv_head(dk, dv, k, v, Q, DO, LSE, Delta, off_z, off_hq, H,
                    stride_qz, stride_qh, stride_qm, stride_qk,
-                   stride_kz, stride_kh, stride_kn, stride_kk,
-                   stride_vz, stride_vh, stride_vn, stride_vk,
-                   stride_dz, stride_dh, stride_dm, stride_dk,
-                   stride_gz, stride_gh, stride_gn, stride_gk,
-                   stride_uz, stride_uh, stride_un, stride_uk,
-                   H, N_CTX,
+                   stride_dz, stride_dh, stride_dm, stride_dk, qk_scale, offs_n, start_n, N_CTX,
                    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                    CAUSAL: tl.constexpr, BOUNDS: tl.constexpr):
-    """Grid (cdiv(N_CTX, BLOCK_N), Z * H). DK (strides stride_g*) and DV (stride_u*) have
-    K's shape; LSE and Delta are fp32, contiguous (Z, H, N_CTX). BOUNDS: N_CTX is not a
-    multiple of the tiles (the host's choice)."""
-    tl.static_assert(BLOCK_N % BLOCK_M == 0, "BLOCK_N must be a multiple of BLOCK_M")
-    start_n = tl.program_id(0)
-    off_hz = tl.program_id(1)
-    off_z = (off_hz // H).to(tl.int64)
-    off_h = (off_hz % H).to(tl.int64)
-    q_base = Q + off_z * stride_qz + off_h * stride_qh
-    do_base = DO + off_z * stride_dz + off_h * stride_dh
-    lse_base = LSE + off_hz.to(tl.int64) * N_CTX
-    delta_base = Delta + off_hz.to(tl.int64) * N_CTX
-
-    offs_n = start_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, HEAD_DIM)
-    key_ok = offs_n < N_CTX
-    k = tl.load(K + off_z * stride_kz + off_h * stride_kh + offs_n[:, None] * stride_kn
-                + offs_d[None, :] * stride_kk, mask=key_ok[:, None], other=0.0)
-    v = tl.load(V + off_z * stride_vz + off_h * stride_vh + offs_n[:, None] * stride_vn
-                + offs_d[None, :] * stride_vk, mask=key_ok[:, None], other=0.0)
-    dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
-    dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
-    qk_scale = sm_scale * 1.4426950408889634
+    """Folds the query blocks of query head off_hq that see keys offs_n into (dk, dv)."""
+    q_base = Q + off_z * stride_qz + off_hq * stride_qh
+    do_base = DO + off_z * stride_dz + off_hq * stride_dh
+    row = (off_z * H + off_hq) * N_CTX
+    lse_base = LSE + row
+    delta_base = Delta + row
     end = tl.cdiv(N_CTX, BLOCK_M) * BLOCK_M
     if CAUSAL:
         # queries [n0, n0 + BLOCK_N) hold the diagonal; earlier ones see none of these keys
@@ -147,6 +127,53 @@ def _attn_bwd_dkdv(Q, K, V, DO, DK, DV, LSE, Delta, sm_scale,
     dk, dv = _bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_qm,
                              stride_qk, stride_dm, stride_dk, qk_scale, offs_n, mid, end, N_CTX,
                              HEAD_DIM, BLOCK_M, BOUNDS, False)
+    return dk, dv
+
+
+@kiln.jit
+def _attn_bwd_dkdv(Q, K, V, DO, DK, DV, LSE, Delta, sm_scale,
+                   stride_qz, stride_qh, stride_qm, stride_qk,
+                   stride_kz, stride_kh, stride_kn, stride_kk,
+                   stride_vz, stride_vh, stride_vn, stride_vk,
+                   stride_dz, stride_dh, stride_dm, stride_dk,
+                   stride_gz, stride_gh, stride_gn, stride_gk,
+                   stride_uz, stride_uh, stride_un, stride_uk,
+                   H, N_CTX,
+                   HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                   CAUSAL: tl.constexpr, BOUNDS: tl.constexpr, GROUP: tl.constexpr = 1):
+    """Grid (cdiv(N_CTX, BLOCK_N), Z * H / GROUP): a program per key block of one key/value
+    head, summing over the GROUP query heads that read it (grouped-query attention; 1: one).
+    DK (strides stride_g*) and DV (stride_u*) have K's shape; LSE and Delta are fp32,
+    contiguous (Z, H, N_CTX). BOUNDS: N_CTX is not a multiple of the tiles (the host's
+    choice)."""
+    tl.static_assert(BLOCK_N % BLOCK_M == 0, "BLOCK_N must be a multiple of BLOCK_M")
+    start_n = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    H_KV = H // GROUP
+    off_z = (off_hz // H_KV).to(tl.int64)
+    off_h = (off_hz % H_KV).to(tl.int64)
+
+    offs_n = start_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    key_ok = offs_n < N_CTX
+    k = tl.load(K + off_z * stride_kz + off_h * stride_kh + offs_n[:, None] * stride_kn
+                + offs_d[None, :] * stride_kk, mask=key_ok[:, None], other=0.0)
+    v = tl.load(V + off_z * stride_vz + off_h * stride_vh + offs_n[:, None] * stride_vn
+                + offs_d[None, :] * stride_vk, mask=key_ok[:, None], other=0.0)
+    dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.4426950408889634
+    if GROUP == 1:
+        dk, dv = _bwd_dkdv_head(dk, dv, k, v, Q, DO, LSE, Delta, off_z, off_h, H, stride_qz,
+                                stride_qh, stride_qm, stride_qk, stride_dz, stride_dh,
+                                stride_dm, stride_dk, qk_scale, offs_n, start_n, N_CTX,
+                                HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, BOUNDS)
+    else:
+        for g in range(GROUP):
+            dk, dv = _bwd_dkdv_head(dk, dv, k, v, Q, DO, LSE, Delta, off_z, off_h * GROUP + g,
+                                    H, stride_qz, stride_qh, stride_qm, stride_qk, stride_dz,
+                                    stride_dh, stride_dm, stride_dk, qk_scale, offs_n, start_n,
+                                    N_CTX, HEAD_DIM, BLOCK_M, BLOCK_N, CAUSAL, BOUNDS)
     tl.store(DV + off_z * stride_uz + off_h * stride_uh + offs_n[:, None] * stride_un
              + offs_d[None, :] * stride_uk, dv.to(DV.dtype.element_ty), mask=key_ok[:, None])
     tl.store(DK + off_z * stride_gz + off_h * stride_gh + offs_n[:, None] * stride_gn
@@ -196,15 +223,16 @@ def _attn_bwd_dq(Q, K, V, DO, DQ, LSE, Delta, sm_scale,
                  stride_gz, stride_gh, stride_gm, stride_gk,
                  H, N_CTX,
                  HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                 CAUSAL: tl.constexpr, BOUNDS: tl.constexpr):
-    """Grid (cdiv(N_CTX, BLOCK_M), Z * H). DQ has Q's shape, strides stride_g*."""
+                 CAUSAL: tl.constexpr, BOUNDS: tl.constexpr, GROUP: tl.constexpr = 1):
+    """Grid (cdiv(N_CTX, BLOCK_M), Z * H). DQ has Q's shape, strides stride_g*; K and V have
+    H / GROUP heads."""
     tl.static_assert(BLOCK_M % BLOCK_N == 0, "BLOCK_M must be a multiple of BLOCK_N")
     start_m = tl.program_id(0)
     off_hz = tl.program_id(1)
     off_z = (off_hz // H).to(tl.int64)
     off_h = (off_hz % H).to(tl.int64)
-    k_base = K + off_z * stride_kz + off_h * stride_kh
-    v_base = V + off_z * stride_vz + off_h * stride_vh
+    k_base = K + off_z * stride_kz + (off_h // GROUP) * stride_kh
+    v_base = V + off_z * stride_vz + (off_h // GROUP) * stride_vh
 
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
@@ -260,16 +288,16 @@ def bwd_tile_config(head_dim, cpu=False):
 
 def attention_backward(q, k, v, out, do, lse, dq, dk, dv, causal=False, sm_scale=None,
                        delta=None, tiles=None, num_warps=None, num_stages=None, **launch):
-    """Gradients of flash attention: writes dq, dk, dv (q's shape, any strides) from the
-    forward's inputs, output `out`, its logsumexp `lse` (fp32, contiguous (B, H, S), as
-    attention_forward writes it) and the output's gradient `do`. Arrays are torch tensors
+    """Gradients of flash attention: writes dq (q's shape), dk and dv (k's shape; any
+    strides) from the forward's inputs, output `out`, its logsumexp `lse` (fp32, contiguous
+    (B, H, S), as attention_forward writes it) and the output's gradient `do`. Arrays are torch tensors
     (CUDA or CPU) or numpy arrays; `delta` is an fp32 (B, H, S) scratch array (allocated
     when None, torch only); `launch` goes to each launch (device="cpu", debug=True, ...)."""
-    shapes = [tuple(x.shape) for x in (q, k, v, out, do, dq, dk, dv)]
-    if len(shapes[0]) != 4 or any(s != shapes[0] for s in shapes):
-        raise ValueError(f"attention_backward: expected q, k, v, out, do, dq, dk and dv of one "
-                         f"shape (B, H, S, D), found {shapes}")
-    B, H, S, D = shapes[0]
+    B, H, S, D = check_shapes("attention_backward", q, k, v, out, do, dq)
+    if not tuple(dk.shape) == tuple(dv.shape) == tuple(k.shape):
+        raise ValueError(f"attention_backward: expected dk and dv of k's shape {tuple(k.shape)}"
+                         f", found {tuple(dk.shape)} and {tuple(dv.shape)}")
+    group = H // int(k.shape[1])
     if D not in (16, 32, 64, 128, 256):
         raise ValueError(f"attention_backward: expected a head dimension of 16, 32, 64, 128 "
                          f"or 256, found {D}")
@@ -302,13 +330,13 @@ def attention_backward(q, k, v, out, do, lse, dq, dk, dv, causal=False, sm_scale
                                                H, S, HEAD_DIM=D, BLOCK_M=m2, num_warps=nw,
                                                **launch)
     common = (*_strides(q), *_strides(k), *_strides(v), *_strides(do))
-    _attn_bwd_dkdv[(kiln.cdiv(S, n1), B * H)](
+    _attn_bwd_dkdv[(kiln.cdiv(S, n1), B * H // group)](
         q, k, v, do, dk, dv, lse, delta, float(sm_scale), *common, *_strides(dk),
         *_strides(dv), H, S,
-        HEAD_DIM=D, BLOCK_M=m1, BLOCK_N=n1, CAUSAL=bool(causal), BOUNDS=bounds,
+        HEAD_DIM=D, BLOCK_M=m1, BLOCK_N=n1, CAUSAL=bool(causal), BOUNDS=bounds, GROUP=group,
         num_warps=nw, num_stages=ns, **launch)
     _attn_bwd_dq[(kiln.cdiv(S, m2), B * H)](
         q, k, v, do, dq, lse, delta, float(sm_scale), *common, *_strides(dq), H, S,
-        HEAD_DIM=D, BLOCK_M=m2, BLOCK_N=n2, CAUSAL=bool(causal), BOUNDS=bounds,
+        HEAD_DIM=D, BLOCK_M=m2, BLOCK_N=n2, CAUSAL=bool(causal), BOUNDS=bounds, GROUP=group,
         num_warps=nw, num_stages=ns, **launch)
     return dq, dk, dv
