@@ -121,7 +121,9 @@ private:
 //===----------------------------------------------------------------------===//
 
 /// Scalar element kinds, in the order of kiln::ScalarKind. I1 (the boolean) is unsigned.
-enum class ScalarKind : uint8_t { I1, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64 };
+enum class ScalarKind : uint8_t {
+  I1, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64, F8E4M3, F8E5M2
+};
 
 /// A Kiln dtype: a scalar, or a pointer to one. Printed like Triton ("fp32", "pointer<fp16>").
 class DType {
@@ -152,7 +154,10 @@ private:
 inline constexpr DType int1{ScalarKind::I1}, int8{ScalarKind::I8}, int16{ScalarKind::I16},
     int32{ScalarKind::I32}, int64{ScalarKind::I64}, uint8{ScalarKind::U8}, uint16{ScalarKind::U16},
     uint32{ScalarKind::U32}, uint64{ScalarKind::U64}, float16{ScalarKind::F16},
-    bfloat16{ScalarKind::BF16}, float32{ScalarKind::F32}, float64{ScalarKind::F64};
+    bfloat16{ScalarKind::BF16}, float32{ScalarKind::F32}, float64{ScalarKind::F64},
+    /// fp8: e4m3fn (max 448, no infinities) and e5m2, as triton.language's float8e4nv and
+    /// float8e5 (torch's float8_e4m3fn and float8_e5m2).
+    float8e4nv{ScalarKind::F8E4M3}, float8e5{ScalarKind::F8E5M2};
 
 /// An element type for kernel parameters (`Ptr<f32>`, `Scalar<i64>`): its dtype, and `Host`,
 /// the C++ type of one element (void where C++ has none), which a typed device pointer passed
@@ -174,6 +179,8 @@ using f16 = Element<ScalarKind::F16, void>;
 using bf16 = Element<ScalarKind::BF16, void>;
 using f32 = Element<ScalarKind::F32, float>;
 using f64 = Element<ScalarKind::F64, double>;
+using f8e4nv = Element<ScalarKind::F8E4M3, void>;
+using f8e5 = Element<ScalarKind::F8E5M2, void>;
 
 //===----------------------------------------------------------------------===//
 // Values

@@ -32,7 +32,8 @@ using kiln::Tile;
 
 static_assert(unsigned(ScalarKind::I1) == unsigned(kiln::ScalarKind::I1) &&
                   unsigned(ScalarKind::U64) == unsigned(kiln::ScalarKind::U64) &&
-                  unsigned(ScalarKind::F64) == unsigned(kiln::ScalarKind::F64),
+                  unsigned(ScalarKind::F64) == unsigned(kiln::ScalarKind::F64) &&
+                  unsigned(ScalarKind::F8E5M2) == unsigned(kiln::ScalarKind::F8E5M2),
               "kiln::lang::ScalarKind must list kiln::ScalarKind's kinds in order");
 
 //===----------------------------------------------------------------------===//
