@@ -522,6 +522,46 @@ std::pair<Value, Value> broadcast(const Operand &a, const Operand &b, Loc loc = 
 Value reshape(const Operand &x, const Shape &shape, bool can_reorder = false, Loc loc = {});
 Value trans(const Operand &x, const std::vector<int32_t> &order = {}, Loc loc = {});
 
+/// Reductions along `axis` (negative counts from the end), as tl.sum / tl.max / tl.min /
+/// tl.argmax / tl.argmin / tl.xor_sum: the axis dropped (a scalar from a 1-D tile), or kept
+/// as size 1 with keep_dims. sum accumulates integers narrower than 32 bits in (u)int32;
+/// argmax/argmin give the int32 index of the first extreme value.
+Value sum(const Operand &x, int axis, bool keep_dims = false, Loc loc = {});
+Value max(const Operand &x, int axis, bool keep_dims = false, Loc loc = {});
+Value min(const Operand &x, int axis, bool keep_dims = false, Loc loc = {});
+Value argmax(const Operand &x, int axis, bool keep_dims = false, Loc loc = {});
+Value argmin(const Operand &x, int axis, bool keep_dims = false, Loc loc = {});
+Value xor_sum(const Operand &x, int axis, bool keep_dims = false, Loc loc = {});
+/// Inclusive scans along `axis`, as tl.cumsum / tl.cumprod (from the end with reverse).
+Value cumsum(const Operand &x, int axis, bool reverse = false, Loc loc = {});
+Value cumprod(const Operand &x, int axis, bool reverse = false, Loc loc = {});
+
+/// Atomics, as tl.atomic_<op>(ptr, val, mask, sem, scope) for op in add, max, min, and, or,
+/// xor, xchg: returns the old values. `sem` "acq_rel" (or ""), "acquire", "release",
+/// "relaxed"; `scope` "gpu" (or ""), "cta", "sys".
+Value atomic_rmw(const std::string &op, const Operand &ptr, const Operand &val,
+                 const Operand &mask = None_, const std::string &sem = "",
+                 const std::string &scope = "", Loc loc = {});
+Value atomic_add(const Operand &ptr, const Operand &val, const Operand &mask = None_,
+                 Loc loc = {});
+Value atomic_max(const Operand &ptr, const Operand &val, const Operand &mask = None_,
+                 Loc loc = {});
+Value atomic_min(const Operand &ptr, const Operand &val, const Operand &mask = None_,
+                 Loc loc = {});
+/// tl.atomic_cas(ptr, cmp, val): where *ptr == cmp stores val; returns the old values.
+Value atomic_cas(const Operand &ptr, const Operand &cmp, const Operand &val,
+                 const std::string &sem = "", const std::string &scope = "", Loc loc = {});
+
+/// dot(a, b) as triton.language.dot: an M x K by K x N product of tiles of one dtype (M, N,
+/// K powers of two >= 16), on tensor cores where the target has them: fp16/bf16/fp8 -> fp32,
+/// fp32 (tf32 by default) -> fp32, int8 -> int32.
+Value dot(const Operand &a, const Operand &b, Loc loc = {});
+/// dot(a, b, acc, input_precision, out_dtype): the product added to `acc` (M x N, the
+/// result's dtype); `input_precision` "tf32" (or ""), "tf32x3" or "ieee" for fp32 inputs;
+/// `out_dtype` float32, or float16 for fp16 inputs, int32 for int8.
+Value dot(const Operand &a, const Operand &b, const Operand &acc,
+          const std::string &input_precision = "", DType out_dtype = float32, Loc loc = {});
+
 //===----------------------------------------------------------------------===//
 // Control flow
 //===----------------------------------------------------------------------===//

@@ -418,6 +418,70 @@ Value kiln::lang::trans(const Operand &x, const std::vector<int32_t> &order, Loc
   return Access::wrap(t, t.builder.trans(Access::tile(t, x), order));
 }
 
+#define KILN_LANG_REDUCTION(NAME, METHOD)                                                     \
+  Value kiln::lang::NAME(const Operand &x, int axis, bool keep_dims, Loc loc) {                \
+    Trace &t = enter(loc, #NAME);                                                              \
+    return Access::wrap(t, t.builder.METHOD(Access::tile(t, x), axis, keep_dims));             \
+  }
+KILN_LANG_REDUCTION(sum, sum)
+KILN_LANG_REDUCTION(max, max)
+KILN_LANG_REDUCTION(min, min)
+KILN_LANG_REDUCTION(argmax, argmax)
+KILN_LANG_REDUCTION(argmin, argmin)
+KILN_LANG_REDUCTION(xor_sum, xorSum)
+#undef KILN_LANG_REDUCTION
+
+Value kiln::lang::cumsum(const Operand &x, int axis, bool reverse, Loc loc) {
+  Trace &t = enter(loc, "cumsum");
+  return Access::wrap(t, t.builder.cumsum(Access::tile(t, x), axis, reverse));
+}
+
+Value kiln::lang::cumprod(const Operand &x, int axis, bool reverse, Loc loc) {
+  Trace &t = enter(loc, "cumprod");
+  return Access::wrap(t, t.builder.cumprod(Access::tile(t, x), axis, reverse));
+}
+
+Value kiln::lang::atomic_rmw(const std::string &op, const Operand &ptr, const Operand &val,
+                             const Operand &mask, const std::string &sem,
+                             const std::string &scope, Loc loc) {
+  Trace &t = enter(loc, "atomic_rmw");
+  return Access::wrap(t, t.builder.atomicRMW(op, Access::tile(t, ptr), Access::tile(t, val),
+                                             Access::optional(t, mask), sem, scope));
+}
+
+Value kiln::lang::atomic_add(const Operand &ptr, const Operand &val, const Operand &mask,
+                             Loc loc) {
+  return atomic_rmw("add", ptr, val, mask, "", "", loc);
+}
+Value kiln::lang::atomic_max(const Operand &ptr, const Operand &val, const Operand &mask,
+                             Loc loc) {
+  return atomic_rmw("max", ptr, val, mask, "", "", loc);
+}
+Value kiln::lang::atomic_min(const Operand &ptr, const Operand &val, const Operand &mask,
+                             Loc loc) {
+  return atomic_rmw("min", ptr, val, mask, "", "", loc);
+}
+
+Value kiln::lang::atomic_cas(const Operand &ptr, const Operand &cmp, const Operand &val,
+                             const std::string &sem, const std::string &scope, Loc loc) {
+  Trace &t = enter(loc, "atomic_cas");
+  return Access::wrap(t, t.builder.atomicCAS(Access::tile(t, ptr), Access::tile(t, cmp),
+                                             Access::tile(t, val), sem, scope));
+}
+
+Value kiln::lang::dot(const Operand &a, const Operand &b, Loc loc) {
+  Trace &t = enter(loc, "dot");
+  return Access::wrap(t, t.builder.dot(Access::tile(t, a), Access::tile(t, b)));
+}
+
+Value kiln::lang::dot(const Operand &a, const Operand &b, const Operand &acc,
+                      const std::string &input_precision, DType out_dtype, Loc loc) {
+  Trace &t = enter(loc, "dot");
+  return Access::wrap(t, t.builder.dot(Access::tile(t, a), Access::tile(t, b),
+                                       Access::tile(t, acc), input_precision,
+                                       toKiln(out_dtype)));
+}
+
 //===----------------------------------------------------------------------===//
 // Control flow
 //===----------------------------------------------------------------------===//

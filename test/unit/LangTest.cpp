@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -339,6 +340,40 @@ TEST(LangCompile, Fp8TilesCompile) {
   EXPECT_EQ(DType::pointer_to(float8e5).str(), "pointer<fp8e5>");
 }
 
+// dot, as tl.dot: a matmul loop on wgmma (sm_90a) and mma.sync (sm_80); errors at the line.
+TEST(LangCompile, DotCompiles) {
+  auto mm = kiln::kernel("dsl_matmul", [](Ptr<f16> a, Ptr<f16> b, Ptr<f32> c, I32 K) {
+    auto rm = arange(0, 64)[{Slice_, None_}];
+    auto rn = arange(0, 64)[{None_, Slice_}];
+    Value acc = for_range(0, K, 32, zeros({64, 64}, float32), [&](Value k, Value acc) {
+      auto x = load(a + rm * K + (k + arange(0, 32))[{None_, Slice_}]);
+      auto y = load(b + (k + arange(0, 32))[{Slice_, None_}] * 64 + rn);
+      return dot(x, y, acc);
+    });
+    store(c + rm * 64 + rn, acc);
+  });
+  Target h100;
+  h100.arch = "sm_90a";
+  Compiled c = mm.compile(h100, kAligned, kAligned, kAligned, 256);
+  EXPECT_TRUE(contains(c.ptx, "wgmma.mma_async")) << c.ptx;
+  Target a100;
+  a100.arch = "sm_80";
+  Compiled c80 = mm.compile(a100, kAligned, kAligned, kAligned, 256);
+  EXPECT_TRUE(contains(c80.ptx, "mma.sync.aligned.m16n8k16")) << c80.ptx;
+
+  const unsigned line = __LINE__ + 2;
+  auto bad = kiln::kernel("bad_dot", [](Ptr<f16> a) {
+    store(a + arange(0, 16), dot(load(a + arange(0, 16)), load(a + arange(0, 16))).to(float16));
+  });
+  try {
+    bad.mlir(kAligned);
+    ADD_FAILURE() << "expected an error";
+  } catch (const kiln::lang::CompileError &e) {
+    EXPECT_EQ(e.getKernel(), "bad_dot") << e.what();
+    EXPECT_EQ(e.getLine(), line) << e.what();
+  }
+}
+
 TEST(LangCompile, LibraryKernelsCompile) {
   Compiled kl = kiln::kernels::klDivKernel().compile(kAligned, kAligned, kAligned, 4096, 1024);
   EXPECT_TRUE(contains(kl.ptx, "ld.global.v4")) << kl.ptx;
@@ -533,6 +568,83 @@ TEST(LangHost, Fp8RoundTrip) {
   EXPECT_EQ(wide, (std::vector<float>{2.0f, 4.0f, -2.0f, 3.0f, 896.0f, 0.0f}));
   // 896 saturates to 448 (as cvt.rn.satfinite); the rest are exact.
   EXPECT_EQ(out, (std::vector<uint8_t>{0x40, 0x48, 0xC0, 0x44, 0x7E, 0x00}));
+}
+
+// dot on the host backend: a 16 x 16 x 16 fp32 product (ieee) plus an accumulator.
+TEST(LangHost, DotOnTheHost) {
+  if (kiln::rt::hasGPU())
+    GTEST_SKIP() << "a GPU is present";
+  auto k = kiln::kernel("dot16", [](Ptr<f32> a, Ptr<f32> b, Ptr<f32> c) {
+    auto r = arange(0, 16)[{Slice_, None_}];
+    auto col = arange(0, 16)[{None_, Slice_}];
+    auto acc = full({16, 16}, 1.0f, float32);
+    store(c + r * 16 + col, dot(load(a + r * 16 + col), load(b + r * 16 + col), acc, "ieee"));
+  });
+  std::vector<float> a(256), b(256), c(256, -1.0f);
+  for (int i = 0; i < 256; ++i) {
+    a[i] = float(i % 7) - 3.0f;
+    b[i] = float(i % 5) * 0.5f;
+  }
+  auto addr = [](auto &v) { return kiln::rt::CUdeviceptr(uintptr_t(v.data())); };
+  k(grid(1), nullptr, addr(a), addr(b), addr(c));
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 16; ++j) {
+      float want = 1.0f;
+      for (int l = 0; l < 16; ++l)
+        want += a[i * 16 + l] * b[l * 16 + j];
+      ASSERT_EQ(c[i * 16 + j], want) << i << "," << j;
+    }
+}
+
+// Reductions, scans and atomics (tl.max / tl.sum / tl.argmax / tl.cumsum / tl.atomic_add):
+// a row softmax of a 4 x 32 tile, each row's argmax and running sum, and the total through
+// an atomic; on the host backend against C++, and to PTX for sm_90.
+static kiln::lang::Kernel<void(Ptr<f32>, Ptr<f32>, Ptr<i32>, Ptr<f32>, Ptr<f32>)> &
+reductionsKernel() {
+  static auto k = kiln::kernel(
+      "reductions", [](Ptr<f32> x, Ptr<f32> y, Ptr<i32> arg, Ptr<f32> cum, Ptr<f32> total) {
+        auto rows = arange(0, 4)[{Slice_, None_}];
+        auto cols = arange(0, 32)[{None_, Slice_}];
+        auto v = load(x + rows * 32 + cols);
+        auto e = exp(v - max(v, 1, /*keep_dims=*/true));
+        store(y + rows * 32 + cols, e / sum(e, 1, true));
+        store(arg + arange(0, 4), argmax(v, 1));
+        store(cum + rows * 32 + cols, cumsum(v, 1));
+        atomic_add(total, sum(sum(v, 1), 0));
+      });
+  return k;
+}
+
+TEST(LangHost, ReductionsScansAtomics) {
+  if (kiln::rt::hasGPU())
+    GTEST_SKIP() << "a GPU is present";
+  std::vector<float> x(128), y(128), cum(128), total(1, 0.5f);
+  std::vector<int32_t> arg(4, -1);
+  for (int i = 0; i < 128; ++i)
+    x[i] = float((i * 37) % 23) * 0.25f - 2.0f;
+  auto addr = [](auto &v) { return kiln::rt::CUdeviceptr(uintptr_t(v.data())); };
+  reductionsKernel()(grid(1), nullptr, addr(x), addr(y), addr(arg), addr(cum), addr(total));
+  float all = 0.5f;
+  for (int r = 0; r < 4; ++r) {
+    const float *row = &x[r * 32];
+    float m = *std::max_element(row, row + 32), s = 0.0f, run = 0.0f;
+    for (int c = 0; c < 32; ++c)
+      s += std::exp(row[c] - m);
+    for (int c = 0; c < 32; ++c) {
+      EXPECT_NEAR(y[r * 32 + c], std::exp(row[c] - m) / s, 1e-6f) << r << "," << c;
+      run += row[c];
+      EXPECT_NEAR(cum[r * 32 + c], run, 1e-5f) << r << "," << c;
+    }
+    EXPECT_EQ(arg[r], int(std::max_element(row, row + 32) - row)) << r;
+    all += run;
+  }
+  EXPECT_NEAR(total[0], all, 1e-4f);
+}
+
+TEST(LangCompile, ReductionsScansAtomicsCompile) {
+  Compiled c = reductionsKernel().compile(kAligned, kAligned, kAligned, kAligned, kAligned);
+  EXPECT_TRUE(contains(c.ptx, "shfl.sync")) << c.ptx;
+  EXPECT_TRUE(contains(c.ptx, "global.add.f32")) << c.ptx; // atom.acq_rel.gpu.global.add.f32
 }
 
 // Without a GPU, DSL kernels run on the host backend with host pointers.
