@@ -21,6 +21,10 @@ echo "== device: $device"
 
 echo "== runtime tests (GPU included)"
 "$BIN/test/runtime/kiln-runtime-tests" 2>&1 | tee "$OUT/runtime-tests.log" | tail -4
+if [ -x "$BIN/test/unit/kiln-lang-tests" ]; then
+  echo "== C++ DSL tests (GPU included)"
+  "$BIN/test/unit/kiln-lang-tests" 2>&1 | tee "$OUT/lang-tests.log" | tail -4
+fi
 echo "== kiln-bench"
 "$BIN/bench/kiln-bench" --kernels=kernels 2>&1 | tee "$OUT/kiln-bench.txt"
 echo "== peers (Triton, torch)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Packs the prebuilt GPU-side binaries (stripped libkiln.so, kiln-bench, runtime tests) and the
-# headers the Python extension builds against into .carry/kiln-gpu.tar.xz so that they fit the
-# device tool's transfer limit.
+# Packs the prebuilt GPU-side binaries (stripped libkiln.so, kiln-bench, runtime and C++ DSL
+# tests) and the headers the Python extension builds against into .carry/kiln-gpu.tar.xz so
+# that they fit the device tool's transfer limit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage=$(mktemp -d)
@@ -9,6 +9,10 @@ mkdir -p "$stage/lib" "$stage/bench" "$stage/test/runtime" .carry
 strip --strip-unneeded -o "$stage/lib/libkiln.so" build/lib/libkiln.so
 cp build/bench/kiln-bench "$stage/bench/"
 cp build/test/runtime/kiln-runtime-tests build/test/runtime/kiln-cache-worker "$stage/test/runtime/"
+# The C++ DSL's tests linked against libkiln.so (not built by default; about 1 MB).
+ninja -C build kiln-lang-tests-shared >/dev/null
+mkdir -p "$stage/test/unit"
+strip --strip-unneeded -o "$stage/test/unit/kiln-lang-tests" build/test/unit/kiln-lang-tests-shared
 # What building only the Python extension there needs (scripts/gpu-python.sh): the facade and
 # runtime headers; the extension links lib/libkiln.so above.
 mkdir -p "$stage/include/kiln/Python"

@@ -341,8 +341,9 @@ TEST(LangCompile, Fp8TilesCompile) {
 }
 
 // dot, as tl.dot: a matmul loop on wgmma (sm_90a) and mma.sync (sm_80); errors at the line.
-TEST(LangCompile, DotCompiles) {
-  auto mm = kiln::kernel("dsl_matmul", [](Ptr<f16> a, Ptr<f16> b, Ptr<f32> c, I32 K) {
+/// c (64 x 64, fp32) = a (64 x K, fp16) @ b (K x 64, fp16), K a multiple of 32.
+static kiln::lang::Kernel<void(Ptr<f16>, Ptr<f16>, Ptr<f32>, I32)> &matmulKernel() {
+  static auto mm = kiln::kernel("dsl_matmul", [](Ptr<f16> a, Ptr<f16> b, Ptr<f32> c, I32 K) {
     auto rm = arange(0, 64)[{Slice_, None_}];
     auto rn = arange(0, 64)[{None_, Slice_}];
     Value acc = for_range(0, K, 32, zeros({64, 64}, float32), [&](Value k, Value acc) {
@@ -352,6 +353,11 @@ TEST(LangCompile, DotCompiles) {
     });
     store(c + rm * 64 + rn, acc);
   });
+  return mm;
+}
+
+TEST(LangCompile, DotCompiles) {
+  auto &mm = matmulKernel();
   Target h100;
   h100.arch = "sm_90a";
   Compiled c = mm.compile(h100, kAligned, kAligned, kAligned, 256);
@@ -548,26 +554,32 @@ TEST(LangHost, MaxnregLaunchOption) {
 }
 
 // fp8 on the host backend: e4m3 bytes in, doubled, rounded to e4m3 and saturated out.
+static kiln::lang::Kernel<void(Ptr<f8e4nv>, Ptr<f8e4nv>, Ptr<f32>, I32)> &fp8DoubleKernel() {
+  static auto k =
+      kiln::kernel("fp8_double", [](Ptr<f8e4nv> x, Ptr<f8e4nv> out, Ptr<f32> wide, I32 n) {
+        auto offs = arange(0, 8);
+        auto m = offs < n;
+        auto v = load(x + offs, m).to(float32) * 2.0f;
+        store(wide + offs, v, m);
+        store(out + offs, v.to(float8e4nv), m);
+      });
+  return k;
+}
+// e4m3fn: 0x38 = 1.0, 0x40 = 2.0, 0xB8 = -1.0, 0x3C = 1.5, 0x7E = 448 (the largest), 0x00 = 0;
+// doubled: 896 saturates to 448 (as cvt.rn.satfinite), the rest are exact.
+static const std::vector<uint8_t> kFp8In = {0x38, 0x40, 0xB8, 0x3C, 0x7E, 0x00};
+static const std::vector<uint8_t> kFp8Out = {0x40, 0x48, 0xC0, 0x44, 0x7E, 0x00};
+static const std::vector<float> kFp8Wide = {2.0f, 4.0f, -2.0f, 3.0f, 896.0f, 0.0f};
+
 TEST(LangHost, Fp8RoundTrip) {
   if (kiln::rt::hasGPU())
     GTEST_SKIP() << "a GPU is present";
-  auto k = kiln::kernel("fp8_double", [](Ptr<f8e4nv> x, Ptr<f8e4nv> out, Ptr<f32> wide, I32 n) {
-    auto offs = arange(0, 8);
-    auto m = offs < n;
-    auto v = load(x + offs, m).to(float32) * 2.0f;
-    store(wide + offs, v, m);
-    store(out + offs, v.to(float8e4nv), m);
-  });
-  // e4m3fn: 0x38 = 1.0, 0x40 = 2.0, 0xB8 = -1.0, 0x3C = 1.5, 0x7E = 448 (the largest),
-  // 0x00 = 0
-  std::vector<uint8_t> x = {0x38, 0x40, 0xB8, 0x3C, 0x7E, 0x00};
-  std::vector<uint8_t> out(x.size(), 0xFF);
+  std::vector<uint8_t> x = kFp8In, out(x.size(), 0xFF);
   std::vector<float> wide(x.size(), -1.0f);
   auto addr = [](auto &v) { return kiln::rt::CUdeviceptr(uintptr_t(v.data())); };
-  k(grid(1), nullptr, addr(x), addr(out), addr(wide), int(x.size()));
-  EXPECT_EQ(wide, (std::vector<float>{2.0f, 4.0f, -2.0f, 3.0f, 896.0f, 0.0f}));
-  // 896 saturates to 448 (as cvt.rn.satfinite); the rest are exact.
-  EXPECT_EQ(out, (std::vector<uint8_t>{0x40, 0x48, 0xC0, 0x44, 0x7E, 0x00}));
+  fp8DoubleKernel()(grid(1), nullptr, addr(x), addr(out), addr(wide), int(x.size()));
+  EXPECT_EQ(wide, kFp8Wide);
+  EXPECT_EQ(out, kFp8Out);
 }
 
 // dot on the host backend: a 16 x 16 x 16 fp32 product (ieee) plus an accumulator.
@@ -615,15 +627,17 @@ reductionsKernel() {
   return k;
 }
 
-TEST(LangHost, ReductionsScansAtomics) {
-  if (kiln::rt::hasGPU())
-    GTEST_SKIP() << "a GPU is present";
-  std::vector<float> x(128), y(128), cum(128), total(1, 0.5f);
-  std::vector<int32_t> arg(4, -1);
+static std::vector<float> reductionsInput() {
+  std::vector<float> x(128);
   for (int i = 0; i < 128; ++i)
     x[i] = float((i * 37) % 23) * 0.25f - 2.0f;
-  auto addr = [](auto &v) { return kiln::rt::CUdeviceptr(uintptr_t(v.data())); };
-  reductionsKernel()(grid(1), nullptr, addr(x), addr(y), addr(arg), addr(cum), addr(total));
+  return x;
+}
+
+/// Checks reductionsKernel's outputs for reductionsInput() (total started at 0.5).
+static void checkReductions(const std::vector<float> &x, const std::vector<float> &y,
+                            const std::vector<int32_t> &arg, const std::vector<float> &cum,
+                            float total) {
   float all = 0.5f;
   for (int r = 0; r < 4; ++r) {
     const float *row = &x[r * 32];
@@ -638,7 +652,17 @@ TEST(LangHost, ReductionsScansAtomics) {
     EXPECT_EQ(arg[r], int(std::max_element(row, row + 32) - row)) << r;
     all += run;
   }
-  EXPECT_NEAR(total[0], all, 1e-4f);
+  EXPECT_NEAR(total, all, 1e-4f);
+}
+
+TEST(LangHost, ReductionsScansAtomics) {
+  if (kiln::rt::hasGPU())
+    GTEST_SKIP() << "a GPU is present";
+  std::vector<float> x = reductionsInput(), y(128), cum(128), total(1, 0.5f);
+  std::vector<int32_t> arg(4, -1);
+  auto addr = [](auto &v) { return kiln::rt::CUdeviceptr(uintptr_t(v.data())); };
+  reductionsKernel()(grid(1), nullptr, addr(x), addr(y), addr(arg), addr(cum), addr(total));
+  checkReductions(x, y, arg, cum, total[0]);
 }
 
 TEST(LangCompile, ReductionsScansAtomicsCompile) {
@@ -679,6 +703,72 @@ std::vector<float> randomFloats(size_t n, float lo, float hi, unsigned seed) {
   for (float &x : v)
     x = dist(rng);
   return v;
+}
+
+/// fp16 bits of a float that fp16 holds exactly (normal numbers and 0).
+static uint16_t halfBits(float f) {
+  if (f == 0.0f)
+    return 0;
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  uint32_t sign = (u >> 16) & 0x8000u, exp = ((u >> 23) & 0xFFu) - 127 + 15;
+  return uint16_t(sign | (exp << 10) | ((u >> 13) & 0x3FFu));
+}
+
+// The DSL's dot (wgmma on the H100), reductions/scans/atomics, fp8 and a launch with
+// maxnreg, on the GPU, against the same references as the host tests.
+TEST(LangGPU, GPU_DotReductionsFp8Maxnreg) {
+  REQUIRE_GPU();
+  {
+    const int K = 128;
+    std::vector<float> a(64 * K), b(K * 64), c(64 * 64);
+    std::vector<uint16_t> ha(a.size()), hb(b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      a[i] = float(int(i * 7 % 9) - 4) * 0.5f;
+      b[i] = float(int(i * 5 % 7) - 3) * 0.25f;
+      ha[i] = halfBits(a[i]);
+      hb[i] = halfBits(b[i]);
+    }
+    DeviceBuffer da(ha.size() * 2), db(hb.size() * 2), dc(c.size() * 4);
+    da.copyFromHost(ha.data(), ha.size() * 2);
+    db.copyFromHost(hb.data(), hb.size() * 2);
+    matmulKernel()(grid(1), nullptr, da, db, dc, K);
+    kiln::rt::synchronize();
+    dc.copyToHost(c.data(), c.size() * 4);
+    for (int i = 0; i < 64; ++i)
+      for (int j = 0; j < 64; ++j) {
+        float want = 0.0f; // products of halves and quarters: exact in fp32
+        for (int l = 0; l < K; ++l)
+          want += a[i * K + l] * b[l * 64 + j];
+        ASSERT_EQ(c[i * 64 + j], want) << i << "," << j;
+      }
+  }
+  {
+    std::vector<float> x = reductionsInput(), y(128), cum(128), total(1, 0.5f);
+    std::vector<int32_t> arg(4, -1);
+    DeviceBuffer dx(512), dy(512), darg(16), dcum(512), dtotal(4);
+    dx.copyFromHost(x.data(), 512);
+    dtotal.copyFromHost(total.data(), 4);
+    reductionsKernel()(grid(1).maxnreg(32), nullptr, dx, dy, darg, dcum, dtotal);
+    kiln::rt::synchronize();
+    dy.copyToHost(y.data(), 512);
+    darg.copyToHost(arg.data(), 16);
+    dcum.copyToHost(cum.data(), 512);
+    dtotal.copyToHost(total.data(), 4);
+    checkReductions(x, y, arg, cum, total[0]);
+  }
+  {
+    std::vector<uint8_t> out(kFp8In.size());
+    std::vector<float> wide(kFp8In.size());
+    DeviceBuffer dx(kFp8In.size()), dout(out.size()), dwide(wide.size() * 4);
+    dx.copyFromHost(kFp8In.data(), kFp8In.size());
+    fp8DoubleKernel()(grid(1), nullptr, dx, dout, dwide, int(kFp8In.size()));
+    kiln::rt::synchronize();
+    dout.copyToHost(out.data(), out.size());
+    dwide.copyToHost(wide.data(), wide.size() * 4);
+    EXPECT_EQ(wide, kFp8Wide);
+    EXPECT_EQ(out, kFp8Out);
+  }
 }
 
 TEST(LangGPU, GPU_VectorAdd) {
