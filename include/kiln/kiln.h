@@ -532,6 +532,22 @@ Value min(const Operand &x, int axis, bool keep_dims = false, Loc loc = {});
 Value argmax(const Operand &x, int axis, bool keep_dims = false, Loc loc = {});
 Value argmin(const Operand &x, int axis, bool keep_dims = false, Loc loc = {});
 Value xor_sum(const Operand &x, int axis, bool keep_dims = false, Loc loc = {});
+/// A combine function of tl.reduce / tl.associative_scan: the values of one side (one per
+/// input) and of the other; returns the combined values, one per input, of their dtypes.
+using Combine = std::function<Values(const Values &, const Values &)>;
+/// tl.reduce(inputs, axis, combine, keep_dims): same-shape tiles reduced together along
+/// `axis` by an associative `combine` (e.g. a value and its index).
+Values reduce(const Values &inputs, int axis, const Combine &combine, bool keep_dims = false,
+              Loc loc = {});
+/// reduce of one tile: `combine(a, b)` returns one value.
+Value reduce(const Operand &input, int axis, const std::function<Value(Value, Value)> &combine,
+             bool keep_dims = false, Loc loc = {});
+/// tl.associative_scan(inputs, axis, combine, reverse): inclusive scans of same-shape tiles.
+Values associative_scan(const Values &inputs, int axis, const Combine &combine,
+                        bool reverse = false, Loc loc = {});
+Value associative_scan(const Operand &input, int axis,
+                       const std::function<Value(Value, Value)> &combine, bool reverse = false,
+                       Loc loc = {});
 /// Inclusive scans along `axis`, as tl.cumsum / tl.cumprod (from the end with reverse).
 Value cumsum(const Operand &x, int axis, bool reverse = false, Loc loc = {});
 Value cumprod(const Operand &x, int axis, bool reverse = false, Loc loc = {});

@@ -431,6 +431,73 @@ KILN_LANG_REDUCTION(argmin, argmin)
 KILN_LANG_REDUCTION(xor_sum, xorSum)
 #undef KILN_LANG_REDUCTION
 
+/// Builder's combine body for a DSL combine function: the region's block arguments as Values
+/// in, the yielded tiles out.
+static Builder::CombineBody combineBody(Trace &t, const Combine &combine) {
+  return [&t, &combine](llvm::ArrayRef<Tile> lhs, llvm::ArrayRef<Tile> rhs) {
+    Values a, b;
+    for (const Tile &x : lhs)
+      a.push_back(Access::wrap(t, x));
+    for (const Tile &x : rhs)
+      b.push_back(Access::wrap(t, x));
+    std::vector<Tile> out;
+    for (const Value &v : combine(a, b))
+      out.push_back(Access::tile(t, v));
+    return out;
+  };
+}
+
+static std::vector<Tile> tilesOf(Trace &t, const Values &values) {
+  std::vector<Tile> tiles;
+  for (const Value &v : values)
+    tiles.push_back(Access::tile(t, v));
+  return tiles;
+}
+
+static Values valuesOf(Trace &t, const std::vector<Tile> &tiles) {
+  Values values;
+  for (const Tile &x : tiles)
+    values.push_back(Access::wrap(t, x));
+  return values;
+}
+
+/// A one-value combine function as a Combine.
+static Combine combineOne(const std::function<Value(Value, Value)> &combine) {
+  return [&combine](const Values &a, const Values &b) { return Values{combine(a[0], b[0])}; };
+}
+
+Values kiln::lang::reduce(const Values &inputs, int axis, const Combine &combine, bool keep_dims,
+                          Loc loc) {
+  Trace &t = enter(loc, "reduce");
+  return valuesOf(t, t.builder.reduce(tilesOf(t, inputs), axis, combineBody(t, combine),
+                                      keep_dims));
+}
+
+Value kiln::lang::reduce(const Operand &input, int axis,
+                         const std::function<Value(Value, Value)> &combine, bool keep_dims,
+                         Loc loc) {
+  Trace &t = enter(loc, "reduce");
+  Combine one = combineOne(combine);
+  return valuesOf(t, t.builder.reduce({Access::tile(t, input)}, axis, combineBody(t, one),
+                                      keep_dims))[0];
+}
+
+Values kiln::lang::associative_scan(const Values &inputs, int axis, const Combine &combine,
+                                    bool reverse, Loc loc) {
+  Trace &t = enter(loc, "associative_scan");
+  return valuesOf(t, t.builder.scan(tilesOf(t, inputs), axis, combineBody(t, combine),
+                                    reverse));
+}
+
+Value kiln::lang::associative_scan(const Operand &input, int axis,
+                                   const std::function<Value(Value, Value)> &combine,
+                                   bool reverse, Loc loc) {
+  Trace &t = enter(loc, "associative_scan");
+  Combine one = combineOne(combine);
+  return valuesOf(t, t.builder.scan({Access::tile(t, input)}, axis, combineBody(t, one),
+                                    reverse))[0];
+}
+
 Value kiln::lang::cumsum(const Operand &x, int axis, bool reverse, Loc loc) {
   Trace &t = enter(loc, "cumsum");
   return Access::wrap(t, t.builder.cumsum(Access::tile(t, x), axis, reverse));

@@ -655,6 +655,53 @@ static void checkReductions(const std::vector<float> &x, const std::vector<float
   EXPECT_NEAR(total, all, 1e-4f);
 }
 
+// User combine functions (tl.reduce / tl.associative_scan): a max with its first index from
+// two tiles reduced together, a one-tile product, and a running maximum.
+static kiln::lang::Kernel<void(Ptr<f32>, Ptr<f32>, Ptr<i32>, Ptr<f32>, Ptr<f32>)> &
+combineKernel() {
+  static auto k = kiln::kernel(
+      "combine", [](Ptr<f32> x, Ptr<f32> best, Ptr<i32> at, Ptr<f32> prod, Ptr<f32> runmax) {
+        auto offs = arange(0, 64);
+        auto v = load(x + offs);
+        Values r = reduce({v, offs}, 0, [](const Values &a, const Values &b) {
+          auto take = (a[0] > b[0]) | ((a[0] == b[0]) & (a[1] < b[1]));
+          return Values{where(take, a[0], b[0]), where(take, a[1], b[1])};
+        });
+        store(best, r[0]);
+        store(at, r[1]);
+        store(prod, reduce(v * 0.0625f + 1.0f, 0, [](Value a, Value b) { return a * b; }));
+        store(runmax + offs,
+              associative_scan(v, 0, [](Value a, Value b) { return maximum(a, b); }));
+      });
+  return k;
+}
+
+TEST(LangHost, UserCombineFunctions) {
+  if (kiln::rt::hasGPU())
+    GTEST_SKIP() << "a GPU is present";
+  std::vector<float> x(64), best(1), prod(1), runmax(64);
+  std::vector<int32_t> at(1, -1);
+  for (int i = 0; i < 64; ++i)
+    x[i] = float((i * 29) % 31) - 10.0f; // the largest, 20, at i = 16 and 47: the first wins
+  auto addr = [](auto &v) { return kiln::rt::CUdeviceptr(uintptr_t(v.data())); };
+  combineKernel()(grid(1), nullptr, addr(x), addr(best), addr(at), addr(prod), addr(runmax));
+  EXPECT_EQ(best[0], 20.0f);
+  EXPECT_EQ(at[0], int(std::max_element(x.begin(), x.end()) - x.begin()));
+  double p = 1.0;
+  float m = x[0];
+  for (int i = 0; i < 64; ++i) {
+    p *= double(x[i] * 0.0625f + 1.0f);
+    m = std::max(m, x[i]);
+    EXPECT_EQ(runmax[i], m) << i;
+  }
+  EXPECT_NEAR(prod[0], float(p), std::abs(float(p)) * 1e-5f);
+}
+
+TEST(LangCompile, UserCombineFunctionsCompile) {
+  Compiled c = combineKernel().compile(kAligned, kAligned, kAligned, kAligned, kAligned);
+  EXPECT_TRUE(contains(c.ptx, "shfl.sync")) << c.ptx;
+}
+
 TEST(LangHost, ReductionsScansAtomics) {
   if (kiln::rt::hasGPU())
     GTEST_SKIP() << "a GPU is present";
