@@ -532,6 +532,11 @@ Value min(const Operand &x, int axis, bool keep_dims = false, Loc loc = {});
 Value argmax(const Operand &x, int axis, bool keep_dims = false, Loc loc = {});
 Value argmin(const Operand &x, int axis, bool keep_dims = false, Loc loc = {});
 Value xor_sum(const Operand &x, int axis, bool keep_dims = false, Loc loc = {});
+/// tl.device_print(prefix, *args, hex): prints at run time from every program, each element
+/// of a tile on its line (the host backend to stdout, the GPU through vprintf).
+void device_print(const std::string &prefix, const Values &args = {}, bool hex = false,
+                  Loc loc = {});
+
 /// A combine function of tl.reduce / tl.associative_scan: the values of one side (one per
 /// input) and of the other; returns the combined values, one per input, of their dtypes.
 using Combine = std::function<Values(const Values &, const Values &)>;

@@ -1386,7 +1386,17 @@ void kiln::Builder::print(StringRef prefix, ArrayRef<Tile> args, bool hex) {
   SmallVector<Value> values;
   for (const Tile &a : args)
     values.push_back(materialize(a).value);
-  PrintOp::create(b, loc, prefix, hex, values);
+  // Triton's semantic.device_print: a prefix followed by values reads " prefix: ".
+  std::string p = prefix.str();
+  if (!args.empty()) {
+    if (!StringRef(p).ends_with(" "))
+      p += " ";
+    if (!StringRef(p).ends_with(": "))
+      p = p.substr(0, p.size() - 1) + ": ";
+  }
+  if (p.size() > 2 && !StringRef(p).starts_with(" "))
+    p = " " + p;
+  PrintOp::create(b, loc, p, hex, values);
 }
 
 void kiln::Builder::deviceAssert(const Tile &cond, StringRef message) {

@@ -431,6 +431,19 @@ KILN_LANG_REDUCTION(argmin, argmin)
 KILN_LANG_REDUCTION(xor_sum, xorSum)
 #undef KILN_LANG_REDUCTION
 
+static std::vector<Tile> tilesOf(Trace &t, const Values &values) {
+  std::vector<Tile> tiles;
+  for (const Value &v : values)
+    tiles.push_back(Access::tile(t, v));
+  return tiles;
+}
+
+void kiln::lang::device_print(const std::string &prefix, const Values &args, bool hex,
+                              Loc loc) {
+  Trace &t = enter(loc, "device_print");
+  t.builder.print(prefix, tilesOf(t, args), hex);
+}
+
 /// Builder's combine body for a DSL combine function: the region's block arguments as Values
 /// in, the yielded tiles out.
 static Builder::CombineBody combineBody(Trace &t, const Combine &combine) {
@@ -445,13 +458,6 @@ static Builder::CombineBody combineBody(Trace &t, const Combine &combine) {
       out.push_back(Access::tile(t, v));
     return out;
   };
-}
-
-static std::vector<Tile> tilesOf(Trace &t, const Values &values) {
-  std::vector<Tile> tiles;
-  for (const Value &v : values)
-    tiles.push_back(Access::tile(t, v));
-  return tiles;
 }
 
 static Values valuesOf(Trace &t, const std::vector<Tile> &tiles) {

@@ -676,6 +676,23 @@ combineKernel() {
   return k;
 }
 
+// device_print on the host backend: the prefix, then each element on its line.
+TEST(LangHost, DevicePrint) {
+  if (kiln::rt::hasGPU())
+    GTEST_SKIP() << "a GPU is present";
+  auto k = kiln::kernel("printer", [](Ptr<i32> x) {
+    device_print("x", {load(x + arange(0, 2))});
+  });
+  std::vector<int32_t> x = {7, 42};
+  testing::internal::CaptureStdout();
+  k(grid(1), nullptr, kiln::rt::CUdeviceptr(uintptr_t(x.data())));
+  std::fflush(stdout);
+  std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_TRUE(contains(out, "7")) << out;
+  EXPECT_TRUE(contains(out, "42")) << out;
+  EXPECT_TRUE(contains(out, " x: ")) << out;
+}
+
 TEST(LangHost, UserCombineFunctions) {
   if (kiln::rt::hasGPU())
     GTEST_SKIP() << "a GPU is present";

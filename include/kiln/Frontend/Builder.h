@@ -358,7 +358,8 @@ public:
   //===--------------------------------------------------------------------===//
 
   /// tl.device_print(prefix, *args, hex): kiln.print of `args` (weak literals materialized)
-  /// after `prefix`, integers in hexadecimal when `hex`.
+  /// after `prefix` (as Triton's: made to read " prefix: " before values), integers in
+  /// hexadecimal when `hex`.
   void print(llvm::StringRef prefix, llvm::ArrayRef<Tile> args, bool hex = false);
   /// tl.device_assert(cond, msg): kiln.assert of `cond` as int1 (numbers compared with 0);
   /// the kernel fails with `message` where it is false.

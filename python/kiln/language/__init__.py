@@ -539,13 +539,7 @@ def device_print(prefix, *args, hex=False):
     if any(ch not in string.printable for ch in p):
         raise TypeError(f"the device_print prefix {p!r} is not a printable ASCII string")
     handles = [_t(a).handle for a in args]
-    if handles:  # Triton's semantic.device_print
-        if not p.endswith(" "):
-            p += " "
-        if not p.endswith(": "):
-            p = p[:-1] + ": "
-    if len(p) > 2 and not p.startswith(" "):
-        p = " " + p
+    # (the prefix becomes " prefix: " before values in kiln::Builder::print, as Triton's)
     _gen().session.device_print(p, handles, _const_bool(hex, "device_print hex"))
     return None
 
