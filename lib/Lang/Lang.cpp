@@ -431,11 +431,19 @@ KILN_LANG_REDUCTION(argmin, argmin)
 KILN_LANG_REDUCTION(xor_sum, xorSum)
 #undef KILN_LANG_REDUCTION
 
-static std::vector<Tile> tilesOf(Trace &t, const Values &values) {
+/// The Builder tiles of values or operands (numbers become weak literals).
+template <class Range> static std::vector<Tile> tilesOf(Trace &t, const Range &operands) {
   std::vector<Tile> tiles;
-  for (const Value &v : values)
-    tiles.push_back(Access::tile(t, v));
+  for (const auto &o : operands)
+    tiles.push_back(Access::tile(t, o));
   return tiles;
+}
+
+static Values wrapAll(Trace &t, llvm::ArrayRef<Tile> tiles) {
+  Values values;
+  for (const Tile &tile : tiles)
+    values.push_back(Access::wrap(t, tile));
+  return values;
 }
 
 void kiln::lang::device_print(const std::string &prefix, const Values &args, bool hex,
@@ -448,23 +456,8 @@ void kiln::lang::device_print(const std::string &prefix, const Values &args, boo
 /// in, the yielded tiles out.
 static Builder::CombineBody combineBody(Trace &t, const Combine &combine) {
   return [&t, &combine](llvm::ArrayRef<Tile> lhs, llvm::ArrayRef<Tile> rhs) {
-    Values a, b;
-    for (const Tile &x : lhs)
-      a.push_back(Access::wrap(t, x));
-    for (const Tile &x : rhs)
-      b.push_back(Access::wrap(t, x));
-    std::vector<Tile> out;
-    for (const Value &v : combine(a, b))
-      out.push_back(Access::tile(t, v));
-    return out;
+    return tilesOf(t, combine(wrapAll(t, lhs), wrapAll(t, rhs)));
   };
-}
-
-static Values valuesOf(Trace &t, const std::vector<Tile> &tiles) {
-  Values values;
-  for (const Tile &x : tiles)
-    values.push_back(Access::wrap(t, x));
-  return values;
 }
 
 /// A one-value combine function as a Combine.
@@ -475,7 +468,7 @@ static Combine combineOne(const std::function<Value(Value, Value)> &combine) {
 Values kiln::lang::reduce(const Values &inputs, int axis, const Combine &combine, bool keep_dims,
                           Loc loc) {
   Trace &t = enter(loc, "reduce");
-  return valuesOf(t, t.builder.reduce(tilesOf(t, inputs), axis, combineBody(t, combine),
+  return wrapAll(t, t.builder.reduce(tilesOf(t, inputs), axis, combineBody(t, combine),
                                       keep_dims));
 }
 
@@ -484,14 +477,14 @@ Value kiln::lang::reduce(const Operand &input, int axis,
                          Loc loc) {
   Trace &t = enter(loc, "reduce");
   Combine one = combineOne(combine);
-  return valuesOf(t, t.builder.reduce({Access::tile(t, input)}, axis, combineBody(t, one),
+  return wrapAll(t, t.builder.reduce({Access::tile(t, input)}, axis, combineBody(t, one),
                                       keep_dims))[0];
 }
 
 Values kiln::lang::associative_scan(const Values &inputs, int axis, const Combine &combine,
                                     bool reverse, Loc loc) {
   Trace &t = enter(loc, "associative_scan");
-  return valuesOf(t, t.builder.scan(tilesOf(t, inputs), axis, combineBody(t, combine),
+  return wrapAll(t, t.builder.scan(tilesOf(t, inputs), axis, combineBody(t, combine),
                                     reverse));
 }
 
@@ -500,7 +493,7 @@ Value kiln::lang::associative_scan(const Operand &input, int axis,
                                    bool reverse, Loc loc) {
   Trace &t = enter(loc, "associative_scan");
   Combine one = combineOne(combine);
-  return valuesOf(t, t.builder.scan({Access::tile(t, input)}, axis, combineBody(t, one),
+  return wrapAll(t, t.builder.scan({Access::tile(t, input)}, axis, combineBody(t, one),
                                     reverse))[0];
 }
 
@@ -558,20 +551,6 @@ Value kiln::lang::dot(const Operand &a, const Operand &b, const Operand &acc,
 //===----------------------------------------------------------------------===//
 // Control flow
 //===----------------------------------------------------------------------===//
-
-static Values wrapAll(Trace &t, llvm::ArrayRef<Tile> tiles) {
-  Values values;
-  for (const Tile &tile : tiles)
-    values.push_back(Access::wrap(t, tile));
-  return values;
-}
-
-static std::vector<Tile> tilesOf(Trace &t, const std::vector<Operand> &operands) {
-  std::vector<Tile> tiles;
-  for (const Operand &o : operands)
-    tiles.push_back(Access::tile(t, o));
-  return tiles;
-}
 
 Values detail::forRange(const Operand &lo, const Operand &hi, const Operand &step,
                         const std::vector<Operand> &inits,
