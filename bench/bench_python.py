@@ -12,8 +12,11 @@
   on the GPU), and the same in a process whose first CUDA call is Kiln's (CUDA start-up
   included, reported separately).
 
-Run: PYTHONPATH=<staged kiln package> python3 bench/bench_python.py
+Run: PYTHONPATH=<staged kiln package> python3 bench/bench_python.py [--only launch ...]
+(with two GPUs, the launch part also times a launch on cuda:1 tensors while device 0 is
+current).
 """
+import argparse
 import os
 import statistics
 import subprocess
@@ -93,19 +96,19 @@ def bandwidth():
     torch.cuda.empty_cache()
 
 
-def host_time(launch, batches=40, per_batch=500):
+def host_time(launch, batches=40, per_batch=500, sync=torch.cuda.synchronize):
     """Median host microseconds per launch over batches of back-to-back launches, with the
     device drained between batches (so the launch queue never fills)."""
     for _ in range(1000):
         launch()
-    torch.cuda.synchronize()
+    sync()
     samples = []
     for _ in range(batches):
         t0 = time.perf_counter()
         for _ in range(per_batch):
             launch()
         samples.append((time.perf_counter() - t0) / per_batch)
-        torch.cuda.synchronize()
+        sync()
     return statistics.median(samples) * 1e6
 
 
@@ -118,6 +121,12 @@ def launch_cost():
     ka, kb, kc = (kiln.empty(1024, "float32") for _ in range(3))
     report("kiln_py_launch_host_us_kiln_arrays",
            host_time(lambda: kiln_add[(1,)](ka, kb, kc, 1024, BLOCK_SIZE=1024)))
+    if torch.cuda.device_count() > 1 and hasattr(kiln, "device_count"):
+        # Tensors on cuda:1 while device 0 is current: the launch switches context and back.
+        d, e, f = (torch.empty(1024, device="cuda:1") for _ in range(3))
+        report("kiln_py_launch_host_us_other_device",
+               host_time(lambda: kiln_add[(1,)](d, e, f, 1024, BLOCK_SIZE=1024),
+                         sync=lambda: torch.cuda.synchronize(1)))
 
 
 CHILD = textwrap.dedent('''
@@ -205,10 +214,14 @@ def processes():
 
 
 def main():
+    parts = {"bandwidth": bandwidth, "launch": launch_cost, "processes": processes}
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", choices=sorted(parts), action="append",
+                    help="run only these parts (repeatable; default: all)")
+    args = ap.parse_args()
     report("device", torch.cuda.get_device_name().replace(" ", "_"), "{}")
-    bandwidth()
-    launch_cost()
-    processes()
+    for name in args.only or parts:
+        parts[name]()
     return 0
 
 

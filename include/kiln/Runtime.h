@@ -34,22 +34,50 @@ public:
 
 /// True when libcuda loads and reports at least one device. Never throws.
 KILN_EXPORT bool hasGPU();
+/// The number of CUDA devices; 0 without a driver or a GPU. Never throws.
+KILN_EXPORT int deviceCount();
 /// The compile target of device `ordinal` ("sm_80", "sm_90a" for compute capability 9.0: the
 /// arch-specific target with wgmma); throws Error without a GPU.
 KILN_EXPORT std::string getArch(int ordinal = 0);
-/// Makes device `ordinal`'s primary context current on this thread (done lazily by every call).
+/// The device launches default to: the one whose context is current on this thread (set by
+/// setDevice, torch.cuda.set_device, cupy.cuda.Device, ...), else 0. Throws without a GPU.
+KILN_EXPORT int currentDevice();
+/// Makes device `ordinal`'s primary context current on this thread (the context torch and the
+/// CUDA runtime use for that device). Throws Error naming the devices that exist.
 KILN_EXPORT void setDevice(int ordinal);
+/// The device holding the device memory at `ptr` (any address inside an allocation), or -1
+/// when the driver does not know it as device memory (host memory, managed or freed).
+KILN_EXPORT int pointerDevice(CUdeviceptr ptr);
+/// Waits for all work of the current device (of `ordinal` when given).
 KILN_EXPORT void synchronize();
+KILN_EXPORT void synchronize(int ordinal);
 
-/// Device memory owned by the object.
+/// Makes device `ordinal`'s primary context current for the guard's lifetime, then restores the
+/// context that was current before (none: the new one stays, as the CUDA runtime would leave it).
+class KILN_EXPORT DeviceGuard {
+public:
+  explicit DeviceGuard(int ordinal);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard &) = delete;
+  DeviceGuard &operator=(const DeviceGuard &) = delete;
+
+private:
+  void *previous = nullptr;
+  bool restore = false;
+};
+
+/// Device memory owned by the object, on the current device or on device `ordinal`.
 class KILN_EXPORT DeviceBuffer {
 public:
   explicit DeviceBuffer(size_t bytes);
+  DeviceBuffer(size_t bytes, int ordinal);
   ~DeviceBuffer();
   DeviceBuffer(const DeviceBuffer &) = delete;
   DeviceBuffer &operator=(const DeviceBuffer &) = delete;
   CUdeviceptr get() const { return ptr; }
   size_t size() const { return bytes; }
+  /// The device the memory is on.
+  int getDevice() const { return device; }
   void copyFromHost(const void *src, size_t n);
   void copyToHost(void *dst, size_t n) const;
   void copyFromDevice(const DeviceBuffer &src, size_t n, CUstream stream = nullptr);
@@ -59,6 +87,7 @@ public:
 private:
   CUdeviceptr ptr = 0;
   size_t bytes = 0;
+  int device = 0;
 };
 
 /// True when kernels run on the host backend by default: $KILN_BACKEND is "cpu", or it is
@@ -185,13 +214,18 @@ public:
   const std::vector<uint16_t> &getTensorMapBoxRows() const { return tensorMapBoxRows; }
   /// Checks `args` against the signature (count and kinds), then launches.
   void launch(Grid grid, CUstream stream, const std::vector<Arg> &args) const;
-  /// Launches with already-packed parameter pointers (one per parameter); no checks.
-  /// A host kernel runs the whole grid on the host before returning (`stream` unused).
+  /// Launches with already-packed parameter pointers (one per parameter); no checks. The
+  /// launch runs on the kernel's device and leaves the current context as it found it;
+  /// `stream` must belong to that device. A host kernel runs the whole grid on the host
+  /// before returning (`stream` unused).
   void launchRaw(Grid grid, CUstream stream, void **params) const;
   /// True for a kernel of the host backend (compiled by JIT("cpu")).
   bool isHost() const { return host != nullptr; }
   /// True when the kernel was compiled in debug mode (host: bounds-checked accesses).
   bool isDebug() const { return debug; }
+  /// The device the kernel is loaded on (its launches run there, whatever device is current);
+  /// -1 for host kernels and kernels compiled but not loaded.
+  int getDevice() const { return device; }
   /// Runs a host kernel over `grid`: programs in parallel on a thread pool of
   /// $KILN_CPU_THREADS threads (default: all cores; 1 runs them in order on this thread).
   /// A debug-mode kernel checks every unmasked access against `buffers` (empty: unchecked)
@@ -208,6 +242,8 @@ private:
   unsigned sharedBytes = 0;
   unsigned numRegs = 0, localBytes = 0;
   bool debug = false;
+  int device = -1;
+  void *context = nullptr; ///< the primary context of `device`
   CUfunction function = nullptr;
   /// The host backend's loaded code (null for GPU kernels).
   std::shared_ptr<HostCode> host;
@@ -243,15 +279,19 @@ struct JITStats {
 /// or truncated entry is recompiled and replaced.
 class KILN_EXPORT JIT {
 public:
-  /// `arch` empty: the current device's architecture; kHostArch ("cpu"): the host backend,
-  /// which works without a GPU and caches host object code the same way.
+  /// `arch` empty: each device's own architecture (a machine with an sm_80 and an sm_90 GPU
+  /// gets a binary for each); kHostArch ("cpu"): the host backend, which works without a GPU
+  /// and caches host object code the same way; else that architecture for every device.
   explicit JIT(std::string arch = "", std::string cacheDir = "");
   ~JIT();
-  /// The kernel in `mlirSource`, compiled with `numWarps` and loaded on the device. Throws
-  /// Error (with the compiler's diagnostics) when it does not compile, and without a GPU.
+  /// The kernel in `mlirSource`, compiled with `numWarps` and loaded on the current device.
+  /// Throws Error (with the compiler's diagnostics) when it does not compile, and without a GPU.
   const Kernel &get(const std::string &mlirSource, unsigned numWarps = 4);
-  /// The same, in debug mode when `debug` (host backend: bounds checks and device_assert).
-  const Kernel &get(const std::string &mlirSource, unsigned numWarps, bool debug);
+  /// The same, in debug mode when `debug` (host backend: bounds checks and device_assert), on
+  /// device `device` (-1: the current one). A kernel is compiled once per architecture and
+  /// loaded once per device.
+  const Kernel &get(const std::string &mlirSource, unsigned numWarps, bool debug,
+                    int device = -1);
   bool isHost() const { return arch == kHostArch; }
   /// The same kernel compiled to PTX (or found in the caches) but not loaded: its signature and
   /// name are known, launching it throws. Works without a GPU, and fills the cache get() reads.
@@ -261,13 +301,16 @@ public:
   /// program). Works without a GPU; throws when nvJitLink is missing.
   std::vector<char> compileToCubin(const std::string &mlirSource, unsigned numWarps = 4);
   const JITStats &getStats() const { return stats; }
+  /// The architecture compile() targets (per-device JITs: that of the device current when
+  /// the JIT was made).
   const std::string &getArch() const { return arch; }
 
 private:
   struct Entry;
   std::shared_ptr<Entry> lookupOrCompile(const std::string &source, unsigned numWarps,
-                                         bool debug, bool cubin);
+                                         bool debug, bool cubin, const std::string &target);
   std::string arch, cacheDir;
+  bool perDevice = false; ///< compile for each device's architecture
   JITStats stats;
   struct Impl;
   std::unique_ptr<Impl> impl;

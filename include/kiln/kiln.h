@@ -733,12 +733,13 @@ Values while_(const Values &inits, Cond &&cond, Body &&body, Loc loc = {}) {
 // Kernels
 //===----------------------------------------------------------------------===//
 
-/// How to launch: the grid (programs along x, y, z), the warps per program and an optional
-/// cap on registers per thread.
+/// How to launch: the grid (programs along x, y, z), the warps per program, an optional cap
+/// on registers per thread and the device.
 struct Launch {
   rt::Grid grid;
   unsigned warps = 4;
   unsigned regs = 0; ///< 0: no cap
+  int dev = -1;      ///< -1: the device of the DeviceBuffer arguments, else the current one
   /// Triton's `num_warps=`: 1, 2, 4, 8, 16 or 32.
   Launch &num_warps(unsigned n) {
     warps = n;
@@ -748,6 +749,13 @@ struct Launch {
   /// GPU; the host backend ignores it.
   Launch &maxnreg(unsigned n) {
     regs = n;
+    return *this;
+  }
+  /// The GPU to run on (its ordinal). Without it, a launch runs on the device of its
+  /// rt::DeviceBuffer arguments, else on rt::currentDevice(); the stream must belong to that
+  /// device. The kernel is loaded once per device; the current device is left as it was.
+  Launch &device(int ordinal) {
+    dev = ordinal;
     return *this;
   }
 };
@@ -769,7 +777,8 @@ struct Compiled {
 };
 
 /// The process-wide JIT that launches use, created on first use: the host backend when
-/// rt::useHostBackend() ($KILN_BACKEND=cpu, or no GPU), else device 0. Pointer arguments are
+/// rt::useHostBackend() ($KILN_BACKEND=cpu, or no GPU), else every GPU, each kernel compiled
+/// for each device's architecture and loaded per device. Pointer arguments are
 /// then host addresses (rt::Buffer gives memory for either). Its caches are the runtime's:
 /// memory, then $KILN_CACHE_DIR.
 rt::JIT &jit();
@@ -783,11 +792,12 @@ struct ArgSpec {
 };
 std::shared_ptr<KernelState> newKernelState(std::string name, const Loc &loc);
 const std::string &kernelName(const KernelState &state);
-/// The loaded kernel of the variant `key` for `numWarps`; on the first sight of `key`,
-/// `traceVariant` returns its MLIR. The hot path: a lock, a key compare, a pointer read.
+/// The loaded kernel of the variant `key` for `numWarps` on `device` (-1: the current one);
+/// on the first sight of `key`, `traceVariant` returns its MLIR. The hot path: a lock, a key
+/// compare, a pointer read.
 const rt::Kernel &getKernel(KernelState &state, const uint64_t *key, size_t keySize,
-                            unsigned numWarps, unsigned maxnreg, size_t numRuntimeArgs,
-                            FunctionRef<std::string()> traceVariant);
+                            unsigned numWarps, unsigned maxnreg, int device,
+                            size_t numRuntimeArgs, FunctionRef<std::string()> traceVariant);
 /// The MLIR of the variant `key`, traced on first sight.
 const std::string &getMLIR(KernelState &state, const uint64_t *key, size_t keySize,
                            FunctionRef<std::string()> traceVariant);
@@ -798,6 +808,8 @@ std::string traceKernel(const KernelState &state, const std::vector<ArgSpec> &ar
 std::string compilePTX(const KernelState &state, const std::string &mlir, const Target &target);
 /// Throws rt::Error: "kernel 'k' argument 3: <message>".
 [[noreturn]] void badArgument(const KernelState &state, size_t index, const std::string &message);
+/// Throws rt::Error: the launch's .device() differs from its buffers' device.
+[[noreturn]] void badDevice(const KernelState &state, int launchDevice, int bufferDevice);
 
 /// True when the host integer `v` is representable as `To`.
 template <class To, class From> constexpr bool fits(From v) {
@@ -939,9 +951,11 @@ template <class... P> class Kernel<void(P...)> {
   template <size_t I> using Param = std::tuple_element_t<I, std::tuple<P...>>;
 
   /// key[0]: divisibility bits of the runtime arguments; key[1 + k]: Const value k.
+  /// device: of the rt::DeviceBuffer arguments (-1: none).
   struct Packed {
     std::array<uint64_t, N - NR + 1> key{};
     std::array<uint64_t, NR + 1> bits{};
+    int device = -1;
   };
 
 public:
@@ -954,8 +968,11 @@ public:
   void operator()(const Launch &launch, rt::CUstream stream, const A &...args) const {
     static_assert(sizeof...(A) == N, "a kernel launch takes one argument per parameter");
     Packed p = pack(std::index_sequence_for<P...>{}, args...);
-    const rt::Kernel &k = detail::getKernel(*state, p.key.data(), p.key.size(), launch.warps,
-                                            launch.regs, NR, [&] { return trace(p); });
+    if (launch.dev >= 0 && p.device >= 0 && launch.dev != p.device)
+      detail::badDevice(*state, launch.dev, p.device);
+    const rt::Kernel &k =
+        detail::getKernel(*state, p.key.data(), p.key.size(), launch.warps, launch.regs,
+                          launch.dev >= 0 ? launch.dev : p.device, NR, [&] { return trace(p); });
     if (launch.grid.x == 0 || launch.grid.y == 0 || launch.grid.z == 0)
       return;
     std::array<void *, NR + 1> params;
@@ -997,6 +1014,15 @@ private:
       p.bits[slot(I)] = T::toBits(a, divisible, *state, I);
       if (divisible)
         p.key[0] |= uint64_t(1) << slot(I);
+      if constexpr (std::is_same_v<A, rt::DeviceBuffer>) {
+        if (p.device >= 0 && a.getDevice() != p.device)
+          detail::badArgument(*state, I,
+                              "is on cuda:" + std::to_string(a.getDevice()) +
+                                  " but an earlier argument is on cuda:" +
+                                  std::to_string(p.device) +
+                                  "; the buffers of a launch must be on one device");
+        p.device = a.getDevice();
+      }
     } else {
       p.key[1 + slot(I)] = T::toWord(a, *state, I);
     }

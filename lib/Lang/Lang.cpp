@@ -618,13 +618,13 @@ kiln::rt::JIT &kiln::lang::jit() {
 static constexpr unsigned kMaxWarpsLog2 = 5;
 
 namespace {
-/// One specialization of a kernel: its key, its MLIR, and its loaded kernel per num_warps
-/// (and per register cap, where a launch sets one: rare, searched).
+/// One specialization of a kernel: its key, its MLIR, and its loaded kernel per device and
+/// num_warps (and per register cap, where a launch sets one: rare, searched).
 struct Variant {
   std::vector<uint64_t> key;
   std::string mlir;
-  std::array<const kiln::rt::Kernel *, kMaxWarpsLog2 + 1> kernels{};
-  std::vector<std::tuple<unsigned, unsigned, const kiln::rt::Kernel *>> capped;
+  std::vector<std::array<const kiln::rt::Kernel *, kMaxWarpsLog2 + 1>> kernels;
+  std::vector<std::tuple<int, unsigned, unsigned, const kiln::rt::Kernel *>> capped;
 };
 
 /// `mlir` (a module's text) with the attribute kiln.maxnreg = maxnreg.
@@ -685,8 +685,14 @@ void detail::badArgument(const KernelState &state, size_t index, const std::stri
                         message);
 }
 
+void detail::badDevice(const KernelState &state, int launchDevice, int bufferDevice) {
+  throw kiln::rt::Error("kernel '" + state.name + "': launched with .device(" +
+                        std::to_string(launchDevice) + ") but its buffers are on cuda:" +
+                        std::to_string(bufferDevice));
+}
+
 const kiln::rt::Kernel &detail::getKernel(KernelState &state, const uint64_t *key, size_t keySize,
-                                          unsigned numWarps, unsigned maxnreg,
+                                          unsigned numWarps, unsigned maxnreg, int device,
                                           size_t numRuntimeArgs,
                                           FunctionRef<std::string()> traceVariant) {
   unsigned slot = 0;
@@ -700,26 +706,33 @@ const kiln::rt::Kernel &detail::getKernel(KernelState &state, const uint64_t *ke
     throw kiln::rt::Error("kernel '" + state.name +
                           "': expected maxnreg from 16 to 255 registers per thread, found " +
                           std::to_string(maxnreg));
+  // Host kernels have no device; GPU launches without one run on the current device.
+  if (jit().isHost())
+    device = 0;
+  else if (device < 0)
+    device = kiln::rt::currentDevice();
   std::lock_guard<std::mutex> lock(state.mutex);
   Variant &v = state.variant(key, keySize, traceVariant);
+  if (size_t(device) >= v.kernels.size())
+    v.kernels.resize(device + 1);
   if (!maxnreg) {
-    if (const kiln::rt::Kernel *k = v.kernels[slot])
+    if (const kiln::rt::Kernel *k = v.kernels[device][slot])
       return *k;
   } else {
-    for (auto &[warps, regs, k] : v.capped)
-      if (warps == numWarps && regs == maxnreg)
+    for (auto &[dev, warps, regs, k] : v.capped)
+      if (dev == device && warps == numWarps && regs == maxnreg)
         return *k;
   }
-  const kiln::rt::Kernel &k =
-      jit().get(maxnreg ? withMaxnreg(v.mlir, maxnreg) : v.mlir, numWarps);
+  const kiln::rt::Kernel &k = jit().get(maxnreg ? withMaxnreg(v.mlir, maxnreg) : v.mlir, numWarps,
+                                        /*debug=*/false, jit().isHost() ? -1 : device);
   if (k.getSignature().size() != numRuntimeArgs)
     throw kiln::rt::Error("kernel '" + state.name + "': compiled with " +
                           std::to_string(k.getSignature().size()) + " parameters, expected " +
                           std::to_string(numRuntimeArgs));
   if (maxnreg)
-    v.capped.emplace_back(numWarps, maxnreg, &k);
+    v.capped.emplace_back(device, numWarps, maxnreg, &k);
   else
-    v.kernels[slot] = &k;
+    v.kernels[device][slot] = &k;
   return k;
 }
 

@@ -12,12 +12,34 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <mutex>
+#include <vector>
 
 using namespace kiln::rt;
 
 namespace {
 /// CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR / _MINOR (cuda.h).
 constexpr int kAttrCCMajor = 75, kAttrCCMinor = 76;
+/// CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL (cuda.h).
+constexpr int kPointerAttrDeviceOrdinal = 9;
+/// CUDA_ERROR_INVALID_CONTEXT and CUDA_ERROR_INVALID_HANDLE (cuda.h): what a launch on a
+/// stream of another device's context fails with.
+constexpr int kErrorInvalidContext = 201, kErrorInvalidHandle = 400;
+
+/// Every device's CUdevice handle and primary context (retained on first use, never released:
+/// modules loaded in it live as long as the process).
+struct Devices {
+  std::mutex mutex;
+  std::vector<int> handles;
+  std::vector<void *> contexts;
+};
+Devices &devices() {
+  static Devices *d = new Devices(); // never destroyed: kernels may launch at exit
+  return *d;
+}
+
+std::string deviceName(int ordinal) {
+  return ordinal < 0 ? std::string("an unknown device") : "cuda:" + std::to_string(ordinal);
+}
 } // namespace
 
 const Driver &kiln::rt::driver() {
@@ -43,6 +65,10 @@ const Driver &kiln::rt::driver() {
     load(d.cuDeviceGetAttribute, "cuDeviceGetAttribute");
     load(d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
     load(d.cuCtxSetCurrent, "cuCtxSetCurrent");
+    load(d.cuCtxGetCurrent, "cuCtxGetCurrent");
+    load(d.cuCtxGetDevice, "cuCtxGetDevice");
+    load(d.cuStreamGetCtx, "cuStreamGetCtx");
+    load(d.cuPointerGetAttribute, "cuPointerGetAttribute");
     load(d.cuCtxSynchronize, "cuCtxSynchronize");
     load(d.cuModuleLoadDataEx, "cuModuleLoadDataEx");
     load(d.cuModuleGetFunction, "cuModuleGetFunction");
@@ -92,25 +118,101 @@ const Driver &kiln::rt::requireDriver() {
   const Driver &d = driver();
   if (!d.available)
     throw Error(d.loadError);
-  thread_local bool current = false;
-  if (!current) {
-    setDevice(0);
-    current = true;
-  }
+  // Respect the context the caller (torch, CuPy, the CUDA runtime) made current; with none,
+  // device 0's primary context, as the CUDA runtime's first call does.
+  void *ctx = nullptr;
+  if (d.cuCtxGetCurrent(&ctx) != 0 || !ctx)
+    check(d.cuCtxSetCurrent(primaryContext(0)), "cuCtxSetCurrent");
   return d;
 }
 
 bool kiln::rt::hasGPU() { return driver().available; }
 
-void kiln::rt::setDevice(int ordinal) {
+int kiln::rt::deviceCount() {
+  const Driver &d = driver();
+  int count = 0;
+  if (!d.available || d.cuDeviceGetCount(&count) != 0)
+    return 0;
+  return count;
+}
+
+void *kiln::rt::primaryContext(int ordinal) {
   const Driver &d = driver();
   if (!d.available)
     throw Error(d.loadError);
-  int device = 0;
+  Devices &devs = devices();
+  std::lock_guard<std::mutex> lock(devs.mutex);
+  if (devs.handles.empty()) {
+    int count = deviceCount();
+    devs.handles.assign(count, -1);
+    devs.contexts.assign(count, nullptr);
+    for (int i = 0; i < count; ++i)
+      check(d.cuDeviceGet(&devs.handles[i], i), "cuDeviceGet");
+  }
+  if (ordinal < 0 || size_t(ordinal) >= devs.handles.size())
+    throw Error("device " + std::to_string(ordinal) + " does not exist: this machine has " +
+                std::to_string(devs.handles.size()) + " CUDA device" +
+                (devs.handles.size() == 1 ? "" : "s") + " (0.." +
+                std::to_string(int(devs.handles.size()) - 1) + ")");
+  if (!devs.contexts[ordinal])
+    check(d.cuDevicePrimaryCtxRetain(&devs.contexts[ordinal], devs.handles[ordinal]),
+          "cuDevicePrimaryCtxRetain");
+  return devs.contexts[ordinal];
+}
+
+int kiln::rt::currentContextDevice() {
+  const Driver &d = driver();
   void *ctx = nullptr;
-  check(d.cuDeviceGet(&device, ordinal), "cuDeviceGet");
-  check(d.cuDevicePrimaryCtxRetain(&ctx, device), "cuDevicePrimaryCtxRetain");
+  if (!d.available || d.cuCtxGetCurrent(&ctx) != 0 || !ctx)
+    return -1;
+  int handle = 0;
+  check(d.cuCtxGetDevice(&handle), "cuCtxGetDevice");
+  primaryContext(0); // fills the handle table
+  Devices &devs = devices();
+  std::lock_guard<std::mutex> lock(devs.mutex);
+  for (size_t i = 0; i < devs.handles.size(); ++i)
+    if (devs.handles[i] == handle)
+      return int(i);
+  return -1;
+}
+
+int kiln::rt::currentDevice() {
+  const Driver &d = driver();
+  if (!d.available)
+    throw Error(d.loadError);
+  int ordinal = currentContextDevice();
+  return ordinal < 0 ? 0 : ordinal;
+}
+
+void kiln::rt::setDevice(int ordinal) {
+  check(driver().cuCtxSetCurrent(primaryContext(ordinal)), "cuCtxSetCurrent");
+}
+
+int kiln::rt::pointerDevice(CUdeviceptr ptr) {
+  const Driver &d = driver();
+  int ordinal = -1;
+  if (!d.available || !ptr ||
+      d.cuPointerGetAttribute(&ordinal, kPointerAttrDeviceOrdinal, ptr) != 0)
+    return -1;
+  return ordinal;
+}
+
+DeviceGuard::DeviceGuard(int ordinal) {
+  const Driver &d = driver();
+  if (!d.available)
+    throw Error(d.loadError);
+  void *ctx = primaryContext(ordinal), *current = nullptr;
+  check(d.cuCtxGetCurrent(&current), "cuCtxGetCurrent");
+  if (current == ctx)
+    return;
   check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  previous = current;
+  restore = current != nullptr;
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (restore)
+    driver().cuCtxSetCurrent(previous);
 }
 
 std::string kiln::rt::getArch(int ordinal) {
@@ -129,24 +231,40 @@ std::string kiln::rt::getArch(int ordinal) {
 
 void kiln::rt::synchronize() { check(requireDriver().cuCtxSynchronize(), "cuCtxSynchronize"); }
 
+void kiln::rt::synchronize(int ordinal) {
+  DeviceGuard guard(ordinal);
+  check(driver().cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
 DeviceBuffer::DeviceBuffer(size_t n) : bytes(n) {
   check(requireDriver().cuMemAlloc(&ptr, n), "cuMemAlloc");
+  device = currentDevice();
+}
+
+DeviceBuffer::DeviceBuffer(size_t n, int ordinal) : bytes(n), device(ordinal) {
+  DeviceGuard guard(ordinal);
+  check(driver().cuMemAlloc(&ptr, n), "cuMemAlloc");
 }
 DeviceBuffer::~DeviceBuffer() {
   if (ptr)
     driver().cuMemFree(ptr);
 }
+// Copies and fills run in the buffer's device context (the copy engines of its device).
 void DeviceBuffer::copyFromHost(const void *src, size_t n) {
-  check(requireDriver().cuMemcpyHtoD(ptr, src, n), "cuMemcpyHtoD");
+  DeviceGuard guard(device);
+  check(driver().cuMemcpyHtoD(ptr, src, n), "cuMemcpyHtoD");
 }
 void DeviceBuffer::copyToHost(void *dst, size_t n) const {
-  check(requireDriver().cuMemcpyDtoH(dst, ptr, n), "cuMemcpyDtoH");
+  DeviceGuard guard(device);
+  check(driver().cuMemcpyDtoH(dst, ptr, n), "cuMemcpyDtoH");
 }
 void DeviceBuffer::copyFromDevice(const DeviceBuffer &src, size_t n, CUstream stream) {
-  check(requireDriver().cuMemcpyDtoDAsync(ptr, src.ptr, n, stream), "cuMemcpyDtoDAsync");
+  DeviceGuard guard(device);
+  check(driver().cuMemcpyDtoDAsync(ptr, src.ptr, n, stream), "cuMemcpyDtoDAsync");
 }
 void DeviceBuffer::fill32(uint32_t value) {
-  check(requireDriver().cuMemsetD32(ptr, value, bytes / 4), "cuMemsetD32");
+  DeviceGuard guard(device);
+  check(driver().cuMemsetD32(ptr, value, bytes / 4), "cuMemsetD32");
 }
 
 EventTimer::EventTimer() {
@@ -216,12 +334,39 @@ void Kernel::launch(Grid grid, CUstream stream, const std::vector<Arg> &args) co
 void Kernel::launchRaw(Grid grid, CUstream stream, void **params) const {
   if (host)
     return launchHost(grid, params);
-  const Driver &d = requireDriver();
+  const Driver &d = driver();
+  if (!d.available)
+    throw Error(d.loadError);
   if (!function)
     throw Error("kernel '" + name + "' is not loaded on a device (get it with JIT::get)");
-  check(d.cuLaunchKernel(function, grid.x, grid.y, grid.z, numWarps * 32, 1, 1, sharedBytes,
-                         stream, params, nullptr),
-        "cuLaunchKernel");
+  // The kernel's device, whatever context is current: a cheap thread-local read when it is
+  // already this one (the common case); otherwise switch for the launch and switch back, so
+  // the caller's current device (torch's, CuPy's) is left as it was.
+  void *current = nullptr;
+  d.cuCtxGetCurrent(&current);
+  if (current != context)
+    check(d.cuCtxSetCurrent(context), "cuCtxSetCurrent");
+  int result = d.cuLaunchKernel(function, grid.x, grid.y, grid.z, numWarps * 32, 1, 1,
+                                sharedBytes, stream, params, nullptr);
+  if (current != context && current)
+    d.cuCtxSetCurrent(current);
+  if (result == 0)
+    return;
+  std::string what = describeError(result, "cuLaunchKernel");
+  void *streamCtx = nullptr;
+  if ((result == kErrorInvalidHandle || result == kErrorInvalidContext) && stream &&
+      d.cuStreamGetCtx(stream, &streamCtx) == 0 && streamCtx != context) {
+    int other = -1;
+    for (int i = 0, n = deviceCount(); i < n && other < 0; ++i)
+      if (primaryContext(i) == streamCtx)
+        other = i;
+    what += ": kernel '" + name + "' runs on " + deviceName(device) +
+            " (the device of its arguments) but the stream belongs to " + deviceName(other) +
+            "; pass a stream of " + deviceName(device);
+  } else {
+    what += " (kernel '" + name + "' on " + deviceName(device) + ")";
+  }
+  throw Error(what);
 }
 
 PreparedLaunch::PreparedLaunch(const Kernel &kernel, const std::vector<Arg> &args)

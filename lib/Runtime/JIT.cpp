@@ -38,6 +38,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <unistd.h>
 #include <unordered_map>
@@ -113,12 +114,14 @@ template <typename T> bool readField(const char *&p, const char *end, T &v) {
 }
 } // namespace
 
-/// A compiled kernel: what is cached in memory and on disk, plus its loaded function.
+/// A compiled kernel: what is cached in memory and on disk, plus its loaded code: the host
+/// backend's in `kernel`, a GPU kernel's per device (a copy of `kernel` with its function).
 struct JIT::Entry {
   std::string payload;
   uint32_t payloadKind = kCubin;
   Kernel kernel;
   bool loaded = false;
+  std::map<int, Kernel> onDevice;
 };
 
 struct JIT::Impl {
@@ -143,8 +146,10 @@ std::string kiln::rt::getCacheDir() {
 
 JIT::JIT(std::string arch_, std::string cacheDir_)
     : arch(std::move(arch_)), cacheDir(std::move(cacheDir_)), impl(std::make_unique<Impl>()) {
-  if (arch.empty())
-    arch = kiln::rt::getArch(); // the device's, not the member accessor
+  if (arch.empty()) {
+    perDevice = true;
+    arch = kiln::rt::getArch(currentDevice()); // the device's, not the member accessor
+  }
   if (cacheDir.empty())
     cacheDir = getCacheDir();
 }
@@ -170,10 +175,11 @@ static std::string serialize(const JIT &jit, const std::string &payload, uint32_
 }
 
 std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const std::string &source, unsigned numWarps,
-                                                 bool debug, bool cubin) {
+                                                 bool debug, bool cubin,
+                                                 const std::string &targetArch) {
   // Host code is specific to this machine's CPU; debug code differs from plain code; a cubin
   // (relocatable, from nvJitLink) is not the PTX the loader assembles as a whole program.
-  std::string target = isHost() ? arch + "/" + kiln::getHostTargetId() : arch;
+  std::string target = isHost() ? arch + "/" + kiln::getHostTargetId() : targetArch;
   if (debug)
     target += "/debug";
   if (cubin && !isHost())
@@ -254,7 +260,7 @@ std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const std::string &source, unsi
     for (Type t : func.getArgumentTypes())
       entry->kernel.signature.push_back(kindOf(t));
   kiln::CompileOptions options;
-  options.arch = arch;
+  options.arch = targetArch;
   options.numWarps = numWarps;
   options.debug = debug;
   FailureOr<kiln::CompiledKernel> compiled = kiln::compile(*module, options);
@@ -273,7 +279,7 @@ std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const std::string &source, unsi
     entry->payload.assign(compiled->hostObject.begin(), compiled->hostObject.end());
     entry->payloadKind = kHostObject;
   } else if (cubin) {
-    if (!kiln::assembleWithNvJitLink(compiled->ptx, arch, binary, error))
+    if (!kiln::assembleWithNvJitLink(compiled->ptx, targetArch, binary, error))
       throw Error("kernel '" + compiled->name + "': no cubin: " + error);
     entry->payload.assign(binary.begin(), binary.end());
     entry->payloadKind = kCubin;
@@ -303,57 +309,69 @@ const Kernel &JIT::get(const std::string &source, unsigned numWarps) {
   return get(source, numWarps, /*debug=*/false);
 }
 
-const Kernel &JIT::get(const std::string &source, unsigned numWarps, bool debug) {
+const Kernel &JIT::get(const std::string &source, unsigned numWarps, bool debug, int device) {
   std::lock_guard<std::mutex> lock(impl->mutex);
-  std::shared_ptr<Entry> entry = lookupOrCompile(source, numWarps, debug, /*cubin=*/false);
-  if (!entry->loaded && entry->payloadKind == kHostObject) {
-    entry->kernel.host = loadHostCode(entry->payload, entry->kernel.name,
-                                      kiln::host::getEntryName(entry->kernel.name));
-    entry->loaded = true;
-  }
-  if (!entry->loaded) {
-    if (isHost())
+  if (isHost()) {
+    std::shared_ptr<Entry> entry = lookupOrCompile(source, numWarps, debug, /*cubin=*/false, arch);
+    if (entry->payloadKind != kHostObject)
       throw Error("kernel '" + entry->kernel.name + "': cached entry is not host code");
-    const Driver &d = requireDriver();
-    void *module = nullptr;
-    // PTX (what get() caches) is assembled by the driver's JIT as a whole program; a cubin
-    // loads as it is. The error log names what failed.
-    std::string log(4096, '\0');
-    int options[] = {kJitErrorLogBuffer, kJitErrorLogBufferSize};
-    void *values[] = {log.data(), reinterpret_cast<void *>(uintptr_t(log.size()))};
-    if (int result = d.cuModuleLoadDataEx(&module, entry->payload.data(), 2, options, values)) {
-      log.resize(std::strlen(log.c_str()));
-      throw Error("kernel '" + entry->kernel.name + "': the driver could not load it: " +
-                  describeError(result, "cuModuleLoadDataEx") + (log.empty() ? "" : "\n" + log));
+    if (!entry->loaded) {
+      entry->kernel.host = loadHostCode(entry->payload, entry->kernel.name,
+                                        kiln::host::getEntryName(entry->kernel.name));
+      entry->loaded = true;
     }
-    check(d.cuModuleGetFunction(&entry->kernel.function, module, entry->kernel.name.c_str()),
-          "cuModuleGetFunction");
-    // Dynamic shared memory past the default needs the kernel's opt-in.
-    if (entry->kernel.sharedBytes > 0)
-      check(d.cuFuncSetAttribute(entry->kernel.function, kFuncAttrMaxDynamicShared,
-                                 entry->kernel.sharedBytes),
-            "cuFuncSetAttribute");
-    int regs = 0, local = 0;
-    check(d.cuFuncGetAttribute(&regs, kFuncAttrNumRegs, entry->kernel.function),
-          "cuFuncGetAttribute");
-    check(d.cuFuncGetAttribute(&local, kFuncAttrLocalBytes, entry->kernel.function),
-          "cuFuncGetAttribute");
-    entry->kernel.numRegs = unsigned(regs);
-    entry->kernel.localBytes = unsigned(local);
-    entry->loaded = true;
+    return entry->kernel;
   }
-  return entry->kernel;
+  if (device < 0)
+    device = currentDevice();
+  std::shared_ptr<Entry> entry = lookupOrCompile(
+      source, numWarps, debug, /*cubin=*/false, perDevice ? kiln::rt::getArch(device) : arch);
+  if (auto it = entry->onDevice.find(device); it != entry->onDevice.end())
+    return it->second;
+  if (entry->payloadKind == kHostObject)
+    throw Error("kernel '" + entry->kernel.name + "': cached entry is host code");
+  // Load into the device's primary context (where torch and the CUDA runtime work too).
+  DeviceGuard guard(device);
+  const Driver &d = driver();
+  Kernel kernel = entry->kernel;
+  void *module = nullptr;
+  // PTX (what get() caches) is assembled by the driver's JIT as a whole program; a cubin
+  // loads as it is. The error log names what failed.
+  std::string log(4096, '\0');
+  int options[] = {kJitErrorLogBuffer, kJitErrorLogBufferSize};
+  void *values[] = {log.data(), reinterpret_cast<void *>(uintptr_t(log.size()))};
+  if (int result = d.cuModuleLoadDataEx(&module, entry->payload.data(), 2, options, values)) {
+    log.resize(std::strlen(log.c_str()));
+    throw Error("kernel '" + kernel.name + "': the driver could not load it on cuda:" +
+                std::to_string(device) + ": " + describeError(result, "cuModuleLoadDataEx") +
+                (log.empty() ? "" : "\n" + log));
+  }
+  check(d.cuModuleGetFunction(&kernel.function, module, kernel.name.c_str()),
+        "cuModuleGetFunction");
+  // Dynamic shared memory past the default needs the kernel's opt-in.
+  if (kernel.sharedBytes > 0)
+    check(d.cuFuncSetAttribute(kernel.function, kFuncAttrMaxDynamicShared, kernel.sharedBytes),
+          "cuFuncSetAttribute");
+  int regs = 0, local = 0;
+  check(d.cuFuncGetAttribute(&regs, kFuncAttrNumRegs, kernel.function), "cuFuncGetAttribute");
+  check(d.cuFuncGetAttribute(&local, kFuncAttrLocalBytes, kernel.function),
+        "cuFuncGetAttribute");
+  kernel.numRegs = unsigned(regs);
+  kernel.localBytes = unsigned(local);
+  kernel.device = device;
+  kernel.context = primaryContext(device);
+  return entry->onDevice.emplace(device, std::move(kernel)).first->second;
 }
 
 const Kernel &JIT::compile(const std::string &source, unsigned numWarps) {
   std::lock_guard<std::mutex> lock(impl->mutex);
-  return lookupOrCompile(source, numWarps, /*debug=*/false, /*cubin=*/false)->kernel;
+  return lookupOrCompile(source, numWarps, /*debug=*/false, /*cubin=*/false, arch)->kernel;
 }
 
 std::vector<char> JIT::compileToCubin(const std::string &source, unsigned numWarps) {
   std::lock_guard<std::mutex> lock(impl->mutex);
   std::shared_ptr<Entry> entry = lookupOrCompile(source, numWarps, /*debug=*/false,
-                                                 /*cubin=*/!isHost());
+                                                 /*cubin=*/!isHost(), arch);
   if (entry->payloadKind != kCubin)
     throw Error("kernel '" + entry->kernel.name + "' has no cubin (host code)");
   return std::vector<char>(entry->payload.begin(), entry->payload.end());

@@ -23,6 +23,10 @@ struct Driver {
   int (*cuDeviceGetAttribute)(int *, int, int) = nullptr;
   int (*cuDevicePrimaryCtxRetain)(void **, int) = nullptr;
   int (*cuCtxSetCurrent)(void *) = nullptr;
+  int (*cuCtxGetCurrent)(void **) = nullptr;
+  int (*cuCtxGetDevice)(int *) = nullptr;
+  int (*cuStreamGetCtx)(CUstream, void **) = nullptr;
+  int (*cuPointerGetAttribute)(void *, int, CUdeviceptr) = nullptr;
   int (*cuCtxSynchronize)() = nullptr;
   int (*cuModuleLoadDataEx)(void **, const void *, unsigned, int *, void **) = nullptr;
   int (*cuModuleGetFunction)(CUfunction *, void *, const char *) = nullptr;
@@ -49,8 +53,14 @@ struct Driver {
 
 /// The driver table (loaded once); `available` false without libcuda or a device.
 const Driver &driver();
-/// The driver with device 0's primary context current on this thread; throws without a GPU.
+/// The driver with a context current on this thread: the one Kiln, torch or CuPy made
+/// current, else device 0's primary context (as the CUDA runtime does); throws without a GPU.
 const Driver &requireDriver();
+/// The primary context of device `ordinal`, retained on first use and kept for the process
+/// (Kiln's modules on that device live in it). Throws Error for a device that does not exist.
+void *primaryContext(int ordinal);
+/// The ordinal of the device whose context is current on this thread; -1 when none is.
+int currentContextDevice();
 /// "CUDA error in <call>: <name> (<code>)" for a failed driver call.
 std::string describeError(int result, const char *call);
 /// Throws Error(describeError(result, call)) unless `result` is CUDA_SUCCESS.

@@ -16,8 +16,8 @@
 from . import _C
 from .errors import CompilationError, KilnError
 from .jit import CompiledKernel, JITFunction, compile, jit
-from .runtime import (DeviceArray, cdiv, empty, from_numpy, has_gpu, next_power_of_2,
-                      synchronize, zeros)
+from .runtime import (DeviceArray, cdiv, current_device, device_count, empty, from_numpy,
+                      has_gpu, next_power_of_2, synchronize, zeros)
 from .autotune import AutotuneError, Autotuner, Config, autotune
 from .tensor_descriptor import TensorDescriptor
 from . import language, testing
@@ -25,6 +25,7 @@ from . import language, testing
 __version__ = _C.version()
 
 __all__ = ["jit", "JITFunction", "compile", "CompiledKernel", "CompilationError", "KilnError",
-           "DeviceArray", "empty", "zeros", "from_numpy", "has_gpu", "synchronize", "cdiv",
+           "DeviceArray", "empty", "zeros", "from_numpy", "has_gpu", "device_count",
+           "current_device", "synchronize", "cdiv",
            "next_power_of_2", "language", "testing", "autotune", "Config", "Autotuner",
            "AutotuneError", "TensorDescriptor"]

@@ -22,6 +22,7 @@ import time
 
 from . import _C
 from .errors import CompilationError, KilnError
+from .runtime import _OnDevice, _device_of
 from .jit import (JITFunction, _constexpr_key, _device_arch, _frontend_version,
                   _parse_device)
 
@@ -390,10 +391,11 @@ class Autotuner:
                 parts.append(f"{name}={_key_value(kwargs[name])}")
         return ", ".join(parts)
 
-    def _target(self, kwargs):
+    def _target(self, kwargs, device=None):
         """"cpu" or the GPU architecture the launch will compile for, resolved as the
         launcher does: the launch's device=, the decorator's, $KILN_BACKEND, $KILN_ARCH, the
-        presence of a GPU."""
+        presence of a GPU; on the GPU, the architecture of `device` (None: the current
+        one)."""
         where = f"kernel '{self.__name__}'"
         d = kwargs.get("device")
         d = _parse_device(d, where) if d is not None else getattr(self.base_fn, "device",
@@ -408,7 +410,7 @@ class Autotuner:
                 d = "gpu" if _C.has_gpu() else "cpu"
         if d == "cpu":
             return "cpu:threads=" + os.environ.get("KILN_CPU_THREADS", str(os.cpu_count()))
-        return _device_arch()
+        return _device_arch(device)
 
     # --- disk cache ---------------------------------------------------------------------
 
@@ -526,7 +528,9 @@ class Autotuner:
         fastest of a new tuning."""
         if len(self.configs) == 1:
             return self.configs[0]
-        target = self._target(kwargs)
+        # Tuned where it will run: on the device of the tensor arguments.
+        device = _device_of(list(args) + list(kwargs.values()))
+        target = self._target(kwargs, device)
         digest = self._disk_key(key, target)
 
         def candidates():
@@ -540,7 +544,8 @@ class Autotuner:
         if len(pruned) == 1:
             return pruned[0]
         key_text = self._key_text(args, kwargs)
-        best, timings = self._tune(pruned, args, kwargs, grid, target, key_text)
+        with _OnDevice(None if target.startswith("cpu") else device):
+            best, timings = self._tune(pruned, args, kwargs, grid, target, key_text)
         self._disk_store(digest, key_text, best, timings)
         return best
 

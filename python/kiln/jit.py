@@ -354,10 +354,11 @@ def _parse_device(device, what):
 
 
 @functools.lru_cache(maxsize=None)
-def _device_arch():
+def _device_arch(device=None):
     """The target of JIT compiles: $KILN_ARCH (compile without a GPU: kernel.warmup(...)
-    then builds and caches variants), else the device's."""
-    return os.environ.get("KILN_ARCH") or _C.get_arch()
+    then builds and caches variants), else that of `device` (None: the current one)."""
+    return os.environ.get("KILN_ARCH") or _C.get_arch(
+        _C.current_device() if device is None else device)
 
 
 # ---------------------------------------------------------------------------------------
@@ -464,7 +465,7 @@ class JITFunction(_C.Launcher):
     # --- compile on a miss ------------------------------------------------------------
 
     def _compile_variant(self, specs, values, num_warps, num_stages, host=False, debug=False,
-                         maxnreg=None):
+                         maxnreg=None, device=0):
         t0 = time.perf_counter()
         maxnreg = _check_maxnreg(self.info.name, maxnreg)
         names = self.info.arg_names
@@ -473,7 +474,7 @@ class JITFunction(_C.Launcher):
         parts += [("num_warps", str(num_warps)), ("num_stages", str(num_stages)),
                   ("maxnreg", str(maxnreg)), ("device", _HOST_ARCH if host else "gpu"),
                   ("debug", str(bool(debug)))]
-        arch = _HOST_ARCH if host else _device_arch()
+        arch = _HOST_ARCH if host else _device_arch(device)
         key = hashlib.sha256(repr((_frontend_version(), self.cache_key, self._locations(), arch,
                                    parts)).encode()).hexdigest()
         cached = _ir_cache_load(key)
@@ -491,7 +492,7 @@ class JITFunction(_C.Launcher):
         if not host:  # the host backend has no register cap: maxnreg is GPU-only
             mlir = _with_dot_stages(mlir, num_stages, maxnreg)
         try:
-            handle = _C.jit_load(mlir, num_warps, debug, host)
+            handle = _C.jit_load(mlir, num_warps, debug, host, device)
         except KilnError as e:
             err = _runtime_compile_error(self.info.name, e)
             if err is not None:

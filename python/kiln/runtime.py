@@ -7,8 +7,8 @@ numpy is imported only when an array crosses to the host.
 
 from . import _C
 
-__all__ = ["DeviceArray", "empty", "zeros", "from_numpy", "has_gpu", "synchronize", "cdiv",
-           "next_power_of_2"]
+__all__ = ["DeviceArray", "empty", "zeros", "from_numpy", "has_gpu", "device_count",
+           "current_device", "synchronize", "cdiv", "next_power_of_2"]
 
 DeviceArray = _C.DeviceArray
 
@@ -42,14 +42,31 @@ def _shape(shape):
     return [int(s) for s in shape]
 
 
-def empty(shape, dtype="float32"):
-    """An uninitialized device array."""
-    return DeviceArray.empty(_shape(shape), _dtype_name(dtype))
+def _device_index(device):
+    """The ordinal a device= argument names: None (the current device: -1 for the C++ side),
+    an int, "cuda", "cuda:N", or a torch.device / object with .type and .index."""
+    if device is None:
+        return -1
+    if isinstance(device, int) and not isinstance(device, bool):
+        return device
+    kind, index = getattr(device, "type", None), getattr(device, "index", None)
+    if kind is None and isinstance(device, str):
+        kind, _, rest = device.partition(":")
+        index = int(rest) if rest.isdigit() else None
+    if kind not in ("cuda", "gpu"):
+        raise ValueError(f"kiln: device={device!r}: expected a GPU index, 'cuda' or 'cuda:N'")
+    return -1 if index is None else int(index)
 
 
-def zeros(shape, dtype="float32"):
+def empty(shape, dtype="float32", device=None):
+    """An uninitialized device array on `device` (an index or "cuda:N"; None: the current
+    device)."""
+    return DeviceArray.empty(_shape(shape), _dtype_name(dtype), _device_index(device))
+
+
+def zeros(shape, dtype="float32", device=None):
     """A device array of zeros."""
-    a = empty(shape, dtype)
+    a = empty(shape, dtype, device)
     if a.nbytes % 4 == 0:
         a.fill32(0)
     else:
@@ -66,11 +83,12 @@ def _np_dtype(name):
     return np.dtype(name)
 
 
-def from_numpy(array):
-    """A device copy of a numpy array (made C-contiguous)."""
+def from_numpy(array, device=None):
+    """A device copy of a numpy array (made C-contiguous) on `device` (None: the current
+    device)."""
     import numpy as np
     a = np.ascontiguousarray(array)
-    return DeviceArray.from_host(a, _dtype_name(a.dtype.name))
+    return DeviceArray.from_host(a, _dtype_name(a.dtype.name), _device_index(device))
 
 
 def _numpy(self):
@@ -89,7 +107,8 @@ def _cai(self):
 
 
 def _repr(self):
-    return f"kiln.DeviceArray(shape={self.shape}, dtype={self.dtype_name})"
+    return (f"kiln.DeviceArray(shape={self.shape}, dtype={self.dtype_name}, "
+            f"device='cuda:{self.device}')")
 
 
 DeviceArray.numpy = _numpy
@@ -108,9 +127,63 @@ def has_gpu():
     return _C.has_gpu()
 
 
-def synchronize():
-    """Waits for all work on the device."""
-    _C.synchronize()
+def _device_of(values):
+    """The CUDA device of the first tensor among `values` that names one (torch tensors,
+    kiln arrays, __cuda_array_interface__, DLPack, tensor descriptors), else None. The
+    launcher finds a launch's device in C++; this serves the autotuner's timing."""
+    for v in values:
+        v = getattr(v, "base", v) if hasattr(v, "block_shape") else v
+        get_device = getattr(v, "get_device", None)
+        if get_device is not None and type(v).__module__.startswith("torch"):
+            d = get_device()
+            if d >= 0:
+                return d
+        elif isinstance(v, DeviceArray):
+            return v.device
+        elif hasattr(v, "__cuda_array_interface__"):
+            d = _C.pointer_device(v.__cuda_array_interface__["data"][0])
+            if d >= 0:
+                return d
+        elif hasattr(v, "__dlpack_device__"):
+            kind, index = v.__dlpack_device__()
+            if kind == 2:  # kDLCUDA
+                return int(index)
+    return None
+
+
+class _OnDevice:
+    """with _OnDevice(d): device d is current inside (None: unchanged); restored after."""
+
+    def __init__(self, device):
+        self.device, self.previous = device, None
+
+    def __enter__(self):
+        if self.device is not None and _C.has_gpu():
+            self.previous = _C.current_device()
+            if self.previous != self.device:
+                _C.set_device(self.device)
+        return self
+
+    def __exit__(self, *exc):
+        if self.previous is not None and self.previous != self.device:
+            _C.set_device(self.previous)
+        return False
+
+
+def device_count():
+    """The number of CUDA devices (0 without a driver or a GPU; never raises)."""
+    return _C.device_count()
+
+
+def current_device():
+    """The device a launch without tensor arguments runs on: the one current on this thread
+    (torch.cuda.set_device, cupy.cuda.Device, ... set it), else 0."""
+    return _C.current_device()
+
+
+def synchronize(device=None):
+    """Waits for all work on `device` (None: the current device)."""
+    _C.synchronize(_device_index(device))
 
 
 def cdiv(x, y):

@@ -6,22 +6,22 @@ from . import _C
 
 __all__ = ["do_bench"]
 
-_cache = None
+_cache = {}
 
 
 def _flush_buffer():
-    """256 MB of device memory cleared before each timed run, so every run starts with a
-    cold L2 (as Triton does)."""
-    global _cache
-    if _cache is None:
-        _cache = _C.DeviceArray.empty([256 * 1024 * 1024 // 4], "int32")
-    return _cache
+    """256 MB of the current device's memory, cleared before each timed run, so every run
+    starts with a cold L2 (as Triton does)."""
+    device = _C.current_device()
+    if device not in _cache:
+        _cache[device] = _C.DeviceArray.empty([256 * 1024 * 1024 // 4], "int32", device)
+    return _cache[device]
 
 
 def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean"):
-    """Times `fn` on the GPU like triton.testing.do_bench: estimates its run time, warms up
-    for about `warmup` ms, then times runs for about `rep` ms with CUDA events, clearing L2
-    before each. Returns the `return_mode` ("min", "max", "mean", "median", "all") in
+    """Times `fn` on the current GPU like triton.testing.do_bench: estimates its run time,
+    warms up for about `warmup` ms, then times runs for about `rep` ms with CUDA events,
+    clearing L2 before each. Returns the `return_mode` ("min", "max", "mean", "median", "all") in
     milliseconds, or the `quantiles` when given."""
     assert return_mode in ("min", "max", "mean", "median", "all")
     cache = _flush_buffer()

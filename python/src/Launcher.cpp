@@ -195,7 +195,7 @@ struct Names {
               isCuda = pyb::str("is_cuda"), cai = pyb::str("__cuda_array_interface__"),
               dlpack = pyb::str("__dlpack__"), numWarps = pyb::str("num_warps"),
               numStages = pyb::str("num_stages"), maxnreg = pyb::str("maxnreg"),
-              stream = pyb::str("stream"),
+              stream = pyb::str("stream"), getDevice = pyb::str("get_device"),
               device = pyb::str("device"), debug = pyb::str("debug"),
               ai = pyb::str("__array_interface__");
 };
@@ -514,18 +514,46 @@ static void pointerArg(const Launcher::Param &p, PyObject *v, const std::string 
   key += (!p.noSpecialize && ptr % kSpecializeAlign == 0) ? 'D' : '-';
 }
 
-/// Reads one runtime argument: appends its tag to `key`, sets its parameter bits, and
-/// notes whether it came from torch (for the default stream). `hostBuf` is null for GPU
-/// launches; for host launches it receives the memory an array argument spans.
+/// What the arguments of one GPU launch say about where it runs.
+struct LaunchPlace {
+  bool sawTorch = false; ///< a torch tensor was passed: torch's current stream is the default
+  int device = -1;       ///< the device of the tensor arguments; -1: none seen yet
+  PyObject *deviceParam = nullptr; ///< the name of the first argument on `device`
+};
+
+/// "cuda:N" for a device ordinal.
+static std::string cudaName(int device) { return "cuda:" + std::to_string(device); }
+
+/// Notes that argument `p` lives on `device` (-1: memory any device reaches, unchecked);
+/// arguments on two devices are an error naming both.
+static void noteDevice(LaunchPlace &place, const Launcher::Param &p, int device,
+                       const std::string &kernel) {
+  if (device < 0)
+    return;
+  if (place.device < 0) {
+    place.device = device;
+    place.deviceParam = p.name.ptr();
+  } else if (device != place.device) {
+    throw pyb::value_error("kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) +
+                           "' is on " + cudaName(device) + " but argument '" +
+                           std::string(pyb::str(place.deviceParam)) + "' is on " +
+                           cudaName(place.device) +
+                           "; the tensor arguments of a launch must be on one device");
+  }
+}
+
+/// Reads one runtime argument: appends its tag to `key`, sets its parameter bits, and notes
+/// in `place` its device and whether it came from torch (for the default stream). `hostBuf` is
+/// null for GPU launches; for host launches it receives the memory an array argument spans.
 static void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uint64_t &bits,
-                    bool &sawTorch, const std::string &kernel, kiln::rt::HostBuffer *hostBuf,
+                    LaunchPlace &place, const std::string &kernel, kiln::rt::HostBuffer *hostBuf,
                     DescriptorArg *desc = nullptr);
 
 /// Reads a tensor descriptor: its base tensor as a pointer argument, its extents, strides and
 /// block shape (checked as TMA requires them, on every backend alike), and appends to `key` the
 /// element dtype, the block shape and which extents are multiples of 16.
 static void readDescriptor(const Launcher::Param &p, PyObject *v, std::string &key,
-                           bool &sawTorch, const std::string &kernel,
+                           LaunchPlace &place, const std::string &kernel,
                            kiln::rt::HostBuffer *hostBuf, DescriptorArg &d) {
   pyb::handle h(v);
   auto fail = [&](const std::string &what) {
@@ -566,7 +594,7 @@ static void readDescriptor(const Launcher::Param &p, PyObject *v, std::string &k
   std::string sub;
   uint64_t ptr = 0;
   pyb::object base = h.attr("base");
-  readArg(p, base.ptr(), sub, ptr, sawTorch, kernel, hostBuf);
+  readArg(p, base.ptr(), sub, ptr, place, kernel, hostBuf);
   if (sub.size() < 2 || sub[0] != 'P')
     fail("expected a tensor as its base, found " + typeName(base.ptr()));
   d.base = ptr;
@@ -591,7 +619,7 @@ static void readDescriptor(const Launcher::Param &p, PyObject *v, std::string &k
 }
 
 static void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uint64_t &bits,
-                    bool &sawTorch, const std::string &kernel, kiln::rt::HostBuffer *hostBuf,
+                    LaunchPlace &place, const std::string &kernel, kiln::rt::HostBuffer *hostBuf,
                     DescriptorArg *desc) {
   if (v == Py_None) {
     key += 'N';
@@ -649,7 +677,7 @@ static void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uin
   const Access access = classify(v);
   if (desc && access == Access::Descriptor) {
     bits = 0;
-    return readDescriptor(p, v, key, sawTorch, kernel, hostBuf, *desc);
+    return readDescriptor(p, v, key, place, kernel, hostBuf, *desc);
   }
   char dtype = 0;
   uint64_t ptr = 0;
@@ -659,7 +687,7 @@ static void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uin
   }
   switch (access) {
   case Access::Torch: {
-    sawTorch = true;
+    place.sawTorch = true;
     PyObject *dt = PyObject_GetAttr(v, names().dtype.ptr());
     if (!dt)
       throw pyb::error_already_set();
@@ -672,15 +700,23 @@ static void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uin
     }
     dtype = it->second;
     Py_DECREF(dt);
-    PyObject *isCuda = PyObject_GetAttr(v, names().isCuda.ptr());
-    if (!isCuda)
+    // get_device(): the CUDA device index, -1 for CPU tensors (one call, as is_cuda was).
+    PyObject *devObj = PyObject_CallMethodNoArgs(v, names().getDevice.ptr());
+    if (!devObj)
       throw pyb::error_already_set();
-    bool onDevice = isCuda == Py_True;
-    Py_DECREF(isCuda);
-    if (!onDevice)
+    long dev = PyLong_AsLong(devObj);
+    Py_DECREF(devObj);
+    if (dev < 0) {
+      PyErr_Clear();
+      std::string where = pyb::str(pyb::handle(v).attr(names().device));
       typeError("kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) +
-                "' is a CPU tensor; expected a CUDA tensor (launch with device='cpu' to run "
-                "the kernel on the host)");
+                "' is on " + where + "; expected a CUDA tensor" +
+                (place.device >= 0 ? " on " + cudaName(place.device) + " (where argument '" +
+                                         std::string(pyb::str(place.deviceParam)) + "' is)"
+                                   : std::string()) +
+                " (launch with device='cpu' to run the kernel on the host)");
+    }
+    noteDevice(place, p, int(dev), kernel);
     PyObject *dp = PyObject_CallMethodNoArgs(v, names().dataPtr.ptr());
     if (!dp)
       throw pyb::error_already_set();
@@ -692,12 +728,16 @@ static void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uin
     auto &a = pyb::handle(v).cast<DeviceArray &>();
     ptr = a.dataPtr();
     dtype = dtypeCodeFromName(a.dtype);
+    if (a.buffer)
+      noteDevice(place, p, a.buffer->getDevice(), kernel);
     break;
   }
   case Access::CudaArrayInterface: {
     pyb::dict cai = pyb::handle(v).attr(names().cai);
     ptr = pyb::cast<uint64_t>(pyb::tuple(cai["data"])[0]);
     dtype = dtypeCodeFromName(pyb::str(cai["typestr"]));
+    // The interface names no device: the driver knows where the memory is.
+    noteDevice(place, p, kiln::rt::pointerDevice(ptr), kernel);
     break;
   }
   case Access::DLPack: {
@@ -712,6 +752,9 @@ static void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uin
                 (dev == kDLCPU ? "; launch with device='cpu' to run the kernel on the host" : ""));
     ptr = uint64_t(m->tensor.data) + m->tensor.byteOffset;
     dtype = dtypeCodeFromDLPack(m->tensor.dtype);
+    // Pinned host and managed memory are reachable from any device.
+    if (dev == kDLCUDA)
+      noteDevice(place, p, m->tensor.device.deviceId, kernel);
     break; // the capsule's destructor releases the tensor (it was not consumed)
   }
   case Access::ArrayInterface:
@@ -851,30 +894,36 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
   static thread_local std::vector<DescriptorArg> descs;
   if (descs.size() < n)
     descs.resize(n);
-  bool sawTorch = false;
+  LaunchPlace place;
   for (size_t i = 0; i < n; ++i) {
     if (params[i].isConstexpr) {
       key += 'K';
       appendConstexpr(key, bound[i]);
       bits[i] = 0;
     } else {
-      readArg(params[i], bound[i], key, bits[i], sawTorch, name, host ? &hostBuffers[i] : nullptr,
+      readArg(params[i], bound[i], key, bits[i], place, name, host ? &hostBuffers[i] : nullptr,
               &descs[i]);
     }
   }
+  // The device: that of the tensor arguments, else the current one (loaded per device).
+  int device = 0;
+  if (!host)
+    device = place.device >= 0 ? place.device
+                               : (kiln::rt::hasGPU() ? kiln::rt::currentDevice() : 0);
   key += 'W';
   key.append(reinterpret_cast<const char *>(&numWarps), sizeof(numWarps));
   key.append(reinterpret_cast<const char *>(&numStages), sizeof(numStages));
   key.append(reinterpret_cast<const char *>(&maxnreg), sizeof(maxnreg));
   key += host ? 'h' : 'g';
   key += debug ? 'd' : '-';
+  key.append(reinterpret_cast<const char *>(&device), sizeof(device));
 
   Variant *variant;
   auto it = cache.find(key);
   if (it != cache.end()) {
     variant = it->second.get();
   } else {
-    variant = compileVariant(key, bound, numWarps, numStages, maxnreg, host, debug);
+    variant = compileVariant(key, bound, numWarps, numStages, maxnreg, host, debug, device);
   }
 
   // Captured globals must still hold the values the kernel was compiled with.
@@ -1000,9 +1049,10 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
     stream = reinterpret_cast<kiln::rt::CUstream>(PyLong_AsUnsignedLongLong(streamObj));
     if (PyErr_Occurred())
       throw pyb::error_already_set();
-  } else if (sawTorch && types().torchStream) {
-    static PyObject *device0 = PyLong_FromLong(0);
-    PyObject *s = PyObject_CallOneArg(types().torchStream.ptr(), device0);
+  } else if (place.sawTorch && types().torchStream) {
+    PyObject *index = PyLong_FromLong(device); // a cached small int
+    PyObject *s = PyObject_CallOneArg(types().torchStream.ptr(), index);
+    Py_DECREF(index);
     if (!s)
       throw pyb::error_already_set();
     stream = reinterpret_cast<kiln::rt::CUstream>(PyLong_AsUnsignedLongLong(s));
@@ -1015,7 +1065,7 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
 
 Launcher::Variant *Launcher::compileVariant(const std::string &keyRef, PyObject **bound,
                                             long numWarps, long numStages, long maxnreg,
-                                            bool host, bool debug) {
+                                            bool host, bool debug, int device) {
   // Our own copy: the compile callback releases the GIL, and another launch of this kernel
   // may then reuse keyBuffer.
   const std::string key = keyRef;
@@ -1035,7 +1085,8 @@ Launcher::Variant *Launcher::compileVariant(const std::string &keyRef, PyObject 
     }
   }
   pyb::tuple result = compileFn(specs, values, numWarps, numStages, host, debug,
-                                maxnreg >= 0 ? pyb::object(pyb::int_(maxnreg)) : pyb::none());
+                                maxnreg >= 0 ? pyb::object(pyb::int_(maxnreg)) : pyb::none(),
+                                device);
   auto v = std::make_shared<Variant>();
   v->kernel = result[0].cast<KernelHandle &>().kernel;
   for (pyb::handle h : pyb::list(result[1]))

@@ -74,7 +74,8 @@ public:
   enum class Backend : uint8_t { Unresolved, GPU, Host };
 
   /// Declares the parameters and the Python function that compiles a missing variant:
-  /// compile(specs: list[str], values: list, num_warps, num_stages, host, debug) ->
+  /// compile(specs: list[str], values: list, num_warps, num_stages, host, debug, maxnreg,
+  ///         device) ->
   ///   (KernelHandle, arg_params: list[int], globals: list[tuple], compiled).
   /// `device` ("cpu", "gpu" or None) and `debug` (bool or None) are @kiln.jit's; None defers
   /// to $KILN_BACKEND / $KILN_DEBUG, read at the first launch.
@@ -93,7 +94,7 @@ public:
 
 private:
   Variant *compileVariant(const std::string &key, PyObject **bound, long numWarps, long numStages,
-                          long maxnreg, bool host, bool debug);
+                          long maxnreg, bool host, bool debug, int device);
 
   std::string name;
   std::vector<Param> params;

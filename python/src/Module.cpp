@@ -60,6 +60,13 @@ size_t itemSizeOf(const std::string &dtype) {
   return 0;
 }
 
+/// Device memory on `device` (-1: the current device).
+std::shared_ptr<kiln::rt::DeviceBuffer> newBuffer(size_t bytes, int device) {
+  if (device < 0)
+    return std::make_shared<kiln::rt::DeviceBuffer>(bytes);
+  return std::make_shared<kiln::rt::DeviceBuffer>(bytes, device);
+}
+
 /// kiln._C.BuildError: a kiln::py::Error (user error with a location).
 PyObject *buildErrorType = nullptr;
 
@@ -220,20 +227,20 @@ PYBIND11_MODULE(_C, m) {
       });
   m.def(
       "jit_load",
-      [](const std::string &mlir, unsigned numWarps, bool debug, bool host) {
-        // Compiles (or finds in the memory/disk cache) and loads on the current device;
-        // without a GPU (KILN_ARCH set) it compiles only, and launching it throws. `host`:
-        // the host backend's JIT, whose kernels run on the CPU.
+      [](const std::string &mlir, unsigned numWarps, bool debug, bool host, int device) {
+        // Compiles (or finds in the memory/disk cache) and loads on `device` (-1: the current
+        // one); without a GPU (KILN_ARCH set) it compiles only, and launching it throws.
+        // `host`: the host backend's JIT, whose kernels run on the CPU.
         pyb::gil_scoped_release release;
         if (host)
           return KernelHandle{&hostJIT().get(mlir, numWarps, debug)};
         kiln::rt::JIT &jit = processJIT();
         if (!kiln::rt::hasGPU())
           return KernelHandle{&jit.compile(mlir, numWarps)};
-        return KernelHandle{debug ? &jit.get(mlir, numWarps, true) : &jit.get(mlir, numWarps)};
+        return KernelHandle{&jit.get(mlir, numWarps, debug, device)};
       },
       pyb::arg("mlir"), pyb::arg("num_warps") = 4, pyb::arg("debug") = false,
-      pyb::arg("host") = false);
+      pyb::arg("host") = false, pyb::arg("device") = -1);
   m.def(
       "jit_stats",
       [](bool host) {
@@ -253,8 +260,21 @@ PYBIND11_MODULE(_C, m) {
   //===--------------------------------------------------------------------===//
 
   m.def("has_gpu", &kiln::rt::hasGPU);
+  m.def("device_count", &kiln::rt::deviceCount);
+  m.def("current_device", &kiln::rt::currentDevice);
+  m.def("set_device", &kiln::rt::setDevice, pyb::arg("ordinal"));
+  m.def("pointer_device", &kiln::rt::pointerDevice, pyb::arg("ptr"));
   m.def("get_arch", &kiln::rt::getArch, pyb::arg("ordinal") = 0);
-  m.def("synchronize", &kiln::rt::synchronize);
+  m.def(
+      "synchronize",
+      [](int device) {
+        pyb::gil_scoped_release release;
+        if (device < 0)
+          kiln::rt::synchronize();
+        else
+          kiln::rt::synchronize(device);
+      },
+      pyb::arg("device") = -1);
 
   pyb::class_<kiln::rt::EventTimer>(m, "EventTimer")
       .def(pyb::init<>())
@@ -274,21 +294,20 @@ PYBIND11_MODULE(_C, m) {
   pyb::class_<DeviceArray>(m, "DeviceArray")
       .def_static(
           "empty",
-          [](std::vector<int64_t> shape, std::string dtype) {
+          [](std::vector<int64_t> shape, std::string dtype, int device) {
             DeviceArray a;
             a.itemSize = itemSizeOf(dtype);
             if (!a.itemSize)
               throw pyb::type_error("kiln.empty: unsupported dtype '" + dtype + "'");
             a.shape = std::move(shape);
             a.dtype = std::move(dtype);
-            a.buffer = std::make_shared<kiln::rt::DeviceBuffer>(
-                std::max<size_t>(a.numel() * a.itemSize, 1));
+            a.buffer = newBuffer(std::max<size_t>(a.numel() * a.itemSize, 1), device);
             return a;
           },
-          pyb::arg("shape"), pyb::arg("dtype"))
+          pyb::arg("shape"), pyb::arg("dtype"), pyb::arg("device") = -1)
       .def_static(
           "from_host",
-          [](pyb::buffer b, std::string dtype) {
+          [](pyb::buffer b, std::string dtype, int device) {
             pyb::buffer_info info = b.request();
             DeviceArray a;
             a.itemSize = itemSizeOf(dtype);
@@ -303,12 +322,12 @@ PYBIND11_MODULE(_C, m) {
             a.shape.assign(info.shape.begin(), info.shape.end());
             a.dtype = std::move(dtype);
             size_t bytes = a.numel() * a.itemSize;
-            a.buffer = std::make_shared<kiln::rt::DeviceBuffer>(std::max<size_t>(bytes, 1));
+            a.buffer = newBuffer(std::max<size_t>(bytes, 1), device);
             if (bytes)
               a.buffer->copyFromHost(info.ptr, bytes);
             return a;
           },
-          pyb::arg("array"), pyb::arg("dtype"))
+          pyb::arg("array"), pyb::arg("dtype"), pyb::arg("device") = -1)
       .def("copy_to_host",
            [](const DeviceArray &a, pyb::buffer b) {
              pyb::buffer_info info = b.request(true);
@@ -329,6 +348,8 @@ PYBIND11_MODULE(_C, m) {
            })
       .def("fill32", [](DeviceArray &a, uint32_t v) { a.buffer->fill32(v); })
       .def("data_ptr", &DeviceArray::dataPtr)
+      .def_property_readonly("device",
+                             [](const DeviceArray &a) { return a.buffer->getDevice(); })
       .def_property_readonly("shape",
                              [](const DeviceArray &a) {
                                pyb::tuple t(a.shape.size());

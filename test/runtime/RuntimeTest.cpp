@@ -548,6 +548,56 @@ TEST(GPU, Scans) {
 }
 
 // The same kernels and checks on the host backend: they run everywhere, CI included.
+/// A kernel loaded on devices 1 and 0 runs on each with device 0 current; each device's
+/// memory, copies and guards are its own, and the current device is left as it was.
+TEST(GPU2, KernelsRunOnEveryDevice) {
+  if (deviceCount() < 2)
+    GTEST_SKIP() << "fewer than two GPUs";
+  TempCache cache;
+  setDevice(0);
+  JIT jit("", cache.path);
+  std::string src = readKernel("vector_add.mlir");
+  const Kernel &on1 = jit.get(src, 4, false, 1);
+  const Kernel &on0 = jit.get(src, 4, false, 0);
+  EXPECT_EQ(on1.getDevice(), 1);
+  EXPECT_EQ(on0.getDevice(), 0);
+  EXPECT_EQ(jit.getStats().compiles, 1u) << "one architecture: compiled once, loaded twice";
+  const int n = 1 << 16;
+  std::vector<float> x(n), y(n), out(n);
+  for (int i = 0; i < n; ++i) {
+    x[i] = float(i % 977) * 0.25f;
+    y[i] = float(i % 13) - 6.5f;
+  }
+  for (int dev : {1, 0, 1}) {
+    SCOPED_TRACE(dev);
+    DeviceBuffer dx(n * 4, dev), dy(n * 4, dev), dout(n * 4, dev);
+    EXPECT_EQ(dout.getDevice(), dev);
+    EXPECT_EQ(pointerDevice(dout.get()), dev);
+    dx.copyFromHost(x.data(), n * 4);
+    dy.copyFromHost(y.data(), n * 4);
+    dout.fill32(0xFFFFFFFFu);
+    (dev ? on1 : on0)
+        .launch({n / 1024, 1, 1}, nullptr,
+                {Arg::ptr(dx.get()), Arg::ptr(dy.get()), Arg::ptr(dout.get()), Arg::i32(n)});
+    EXPECT_EQ(currentDevice(), 0) << "a launch must not change the current device";
+    synchronize(dev);
+    dout.copyToHost(out.data(), n * 4);
+    for (int i = 0; i < n; ++i)
+      ASSERT_EQ(out[i], x[i] + y[i]) << i;
+  }
+  {
+    DeviceGuard guard(1);
+    EXPECT_EQ(currentDevice(), 1);
+  }
+  EXPECT_EQ(currentDevice(), 0);
+  try {
+    setDevice(deviceCount());
+    FAIL() << "expected an error";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Host, Scans) { scans(/*host=*/true); }
 TEST(Host, MatmulF16) { matmulF16(/*host=*/true); }
 TEST(Host, TransposeAndOuterAdd) { transposeAndOuterAdd(/*host=*/true); }
