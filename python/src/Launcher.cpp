@@ -709,8 +709,9 @@ static void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uin
     if (dev < 0) {
       PyErr_Clear();
       std::string where = pyb::str(pyb::handle(v).attr(names().device));
-      typeError("kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) +
-                "' is on " + where + "; expected a CUDA tensor" +
+      typeError("kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) + "' is " +
+                (where == "cpu" ? "a CPU tensor (on cpu)" : "on " + where) +
+                "; expected a CUDA tensor" +
                 (place.device >= 0 ? " on " + cudaName(place.device) + " (where argument '" +
                                          std::string(pyb::str(place.deviceParam)) + "' is)"
                                    : std::string()) +
