@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/kiln.h"
 #include "Kernels.h"
+#include "kiln/kiln.h"
 
 #include "gtest/gtest.h"
 #include <cstring>
