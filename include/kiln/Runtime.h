@@ -184,11 +184,13 @@ struct Grid {
 /// CPU, and its kernels run on the host with host pointers as their pointer arguments.
 constexpr const char *kHostArch = "cpu";
 
-/// Host memory a pointer argument may reach: [begin, begin + bytes). Debug-mode host kernels
-/// check every unmasked load and store against the buffers of their launch.
+/// Host memory a pointer argument may reach: [begin, begin + bytes), and the argument's name
+/// (may be empty) for messages. Debug-mode host kernels check every unmasked load and store
+/// against the buffers of their launch; a memory fault names the nearest one.
 struct HostBuffer {
   uint64_t begin = 0;
   uint64_t bytes = 0;
+  std::string name;
 };
 
 /// The host backend's loaded code of one kernel (lib/Runtime/HostRuntime.cpp).
@@ -230,7 +232,9 @@ public:
   /// $KILN_CPU_THREADS threads (default: all cores; 1 runs them in order on this thread).
   /// A debug-mode kernel checks every unmasked access against `buffers` (empty: unchecked)
   /// and throws Error naming the kernel, the source line and the program id of the first
-  /// access outside them; `tl.device_assert` failures throw likewise.
+  /// access outside them; `tl.device_assert` failures throw likewise. In any mode, a memory
+  /// fault of the kernel's code (SIGSEGV, SIGBUS) throws Error naming the kernel, the program,
+  /// the address and the nearest buffer (or pointer argument) instead of killing the process.
   void launchHost(Grid grid, void **params, const std::vector<HostBuffer> &buffers = {}) const;
 
 private:

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cinttypes>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,9 +31,6 @@
 using namespace kiln::rt;
 
 namespace kiln::rt {
-
-/// void entry(void **params, const int32_t *grid, int64_t begin, int64_t end, void *ctx)
-using HostEntry = void (*)(void **, const int32_t *, int64_t, int64_t, void *);
 
 struct HostCode {
   HostEntry entry = nullptr;
@@ -65,6 +63,7 @@ std::string programId(int32_t x, int32_t y, int32_t z) {
 extern "C" void kilnHostCheckAccess(void *ctxPtr, int32_t px, int32_t py, int32_t pz,
                                     const char *site, const uint64_t *ptrs, uint8_t *mask,
                                     int64_t n, int64_t elemBytes, int32_t isStore) {
+  HostFaultPause pause; // a fault in here is Kiln's, not the kernel's
   auto *ctx = static_cast<LaunchContext *>(ctxPtr);
   if (!ctx->buffers || ctx->buffers->empty())
     return;
@@ -96,13 +95,15 @@ extern "C" void kilnHostCheckAccess(void *ctxPtr, int32_t px, int32_t py, int32_
     }
     if (nearest) {
       char buf[160];
+      std::string arg = nearest->name.empty() ? std::string("buffer argument")
+                                              : "buffer argument '" + nearest->name + "'";
       if (a >= nearest->begin)
         std::snprintf(buf, sizeof(buf), "%" PRIu64 " bytes past the end of a %" PRIu64
-                      "-byte buffer argument", a - (nearest->begin + nearest->bytes),
-                      nearest->bytes);
+                      "-byte %s", a - (nearest->begin + nearest->bytes),
+                      nearest->bytes, arg.c_str());
       else
         std::snprintf(buf, sizeof(buf), "%" PRIu64 " bytes before the start of a %" PRIu64
-                      "-byte buffer argument", nearest->begin - a, nearest->bytes);
+                      "-byte %s", nearest->begin - a, nearest->bytes, arg.c_str());
       where = buf;
     }
     char addr[32];
@@ -119,6 +120,7 @@ extern "C" void kilnHostCheckAccess(void *ctxPtr, int32_t px, int32_t py, int32_
 extern "C" void kilnHostPrint(void *ctxPtr, int32_t px, int32_t py, int32_t pz,
                               const char *prefix, const void *data, int32_t kind, int64_t n,
                               int32_t hex) {
+  HostFaultPause pause;
   auto *ctx = static_cast<LaunchContext *>(ctxPtr);
   std::lock_guard<std::mutex> lock(ctx->mutex);
   if (n == 0) {
@@ -207,6 +209,7 @@ extern "C" void kilnHostPrint(void *ctxPtr, int32_t px, int32_t py, int32_t pz,
 
 extern "C" void kilnHostAssertFail(void *ctxPtr, int32_t px, int32_t py, int32_t pz,
                                    const char *message, const char *site) {
+  HostFaultPause pause;
   auto *ctx = static_cast<LaunchContext *>(ctxPtr);
   ctx->fail(std::string(site) + ": error: in kernel '" + ctx->kernel->getName() +
             "': device_assert failed in program " + programId(px, py, pz) +
@@ -288,6 +291,57 @@ std::shared_ptr<HostCode> kiln::rt::loadHostCode(const std::string &object,
   return code;
 }
 
+/// "0x..." for an address.
+static std::string hexAddress(uint64_t a) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "0x%" PRIx64, a);
+  return buf;
+}
+
+/// Where `address` lies relative to the nearest of `buffers` (by name when it has one), or,
+/// without buffers, to the nearest pointer argument below it.
+static std::string nearestArgument(uint64_t address, const std::vector<HostBuffer> &buffers,
+                                   const std::vector<ArgKind> &signature, void **params) {
+  const HostBuffer *nearest = nullptr;
+  uint64_t best = UINT64_MAX;
+  for (const HostBuffer &b : buffers) {
+    uint64_t d = address < b.begin ? b.begin - address
+                 : address >= b.begin + b.bytes ? address - (b.begin + b.bytes) + 1
+                                                 : 0;
+    if (b.bytes && d < best) {
+      best = d;
+      nearest = &b;
+    }
+  }
+  if (nearest) {
+    std::string what = nearest->name.empty() ? "a buffer argument"
+                                             : "argument '" + nearest->name + "'";
+    what += " (" + std::to_string(nearest->bytes) + " bytes at " + hexAddress(nearest->begin) +
+            ")";
+    if (best == 0)
+      return "inside " + what + ": memory the kernel may not write (read-only?)";
+    if (address < nearest->begin)
+      return std::to_string(nearest->begin - address) + " bytes before the start of " + what;
+    return std::to_string(address - (nearest->begin + nearest->bytes)) +
+           " bytes past the end of " + what;
+  }
+  int bestIndex = -1;
+  uint64_t bestBase = 0;
+  for (size_t i = 0; i < signature.size(); ++i) {
+    if (signature[i] != ArgKind::Pointer)
+      continue;
+    uint64_t base = *static_cast<uint64_t *>(params[i]);
+    if (base <= address && (bestIndex < 0 || base > bestBase)) {
+      bestIndex = int(i);
+      bestBase = base;
+    }
+  }
+  if (bestIndex < 0)
+    return "below every pointer argument";
+  return std::to_string(address - bestBase) + " bytes past pointer argument " +
+         std::to_string(bestIndex) + " (" + hexAddress(bestBase) + ")";
+}
+
 void Kernel::launchHost(Grid grid, void **params, const std::vector<HostBuffer> &buffers) const {
   if (!host)
     throw Error("kernel '" + name + "' is not a host kernel (compile it with JIT(\"cpu\"))");
@@ -303,19 +357,51 @@ void Kernel::launchHost(Grid grid, void **params, const std::vector<HostBuffer> 
   int32_t dims[3] = {int32_t(grid.x), int32_t(grid.y), int32_t(grid.z)};
   HostEntry entry = host->entry;
 
+  // Programs [begin, end) on this thread under the fault guard. On a fault, the chunk's
+  // programs are run again one at a time to name the one that faults (the launch has failed:
+  // its outputs are void; a deterministic kernel repeats the same accesses).
+  auto runChunk = [&](HostFaultScope &guard, int64_t begin, int64_t end) {
+    HostFault fault;
+    if (guard.run(entry, params, dims, begin, end, &ctx, fault))
+      return true;
+    int64_t culprit = -1;
+    HostFault exact;
+    for (int64_t id = begin; end - begin > 1 && id < end && culprit < 0; ++id)
+      if (!guard.run(entry, params, dims, id, id + 1, &ctx, exact))
+        culprit = id, fault = exact;
+    std::string where;
+    if (culprit >= 0 || end - begin == 1) {
+      int64_t id = culprit >= 0 ? culprit : begin;
+      where = "in program " + programId(int32_t(id % grid.x), int32_t(id / grid.x % grid.y),
+                                        int32_t(id / grid.x / grid.y));
+    } else {
+      where = "in one of the programs " + std::to_string(begin) + " to " +
+              std::to_string(end - 1) + " (linear ids)";
+    }
+    ctx.fail("kernel '" + name + "': memory fault (" +
+             (fault.signal == SIGBUS ? "SIGBUS" : "SIGSEGV") + ") " + where + " at address " +
+             hexAddress(fault.address) + ", " +
+             nearestArgument(fault.address, buffers, signature, params) +
+             "; the kernel accessed memory outside its arguments (an offset or a mask that "
+             "lets it through). Rerun with KILN_DEBUG=1 (or debug=True) for the source line "
+             "of the access");
+    return false;
+  };
+
   unsigned threads = std::min<int64_t>(threadCount(), total);
   if (threads <= 1) {
-    entry(params, dims, 0, total, &ctx);
+    HostFaultScope guard;
+    runChunk(guard, 0, total);
   } else {
     // Chunks small enough to balance, large enough that the counter is not contended.
     int64_t chunk = std::max<int64_t>(1, total / (int64_t(threads) * 8));
     std::atomic<int64_t> next{0};
     auto work = [&] {
-      for (;;) {
+      HostFaultScope guard;
+      while (!ctx.failed.load(std::memory_order_relaxed)) {
         int64_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
-        if (begin >= total)
+        if (begin >= total || !runChunk(guard, begin, std::min(total, begin + chunk)))
           return;
-        entry(params, dims, begin, std::min(total, begin + chunk), &ctx);
       }
     };
     std::vector<std::thread> pool;

@@ -1030,13 +1030,15 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
   }
 
   // The host backend runs the grid here, without the GIL; a debug-mode kernel checks its
-  // accesses against the memory of every array argument.
+  // accesses against the memory of every array argument, and a memory fault in any mode names
+  // the nearest one.
   if (variant->host) {
     std::vector<kiln::rt::HostBuffer> buffers;
-    if (variant->debug)
-      for (const kiln::rt::HostBuffer &b : hostBuffers)
-        if (b.begin || b.bytes)
-          buffers.push_back(b);
+    for (size_t i = 0; i < n; ++i)
+      if (hostBuffers[i].begin || hostBuffers[i].bytes) {
+        buffers.push_back(hostBuffers[i]);
+        buffers.back().name = pyb::str(params[i].name);
+      }
     {
       pyb::gil_scoped_release release;
       variant->kernel->launchHost(g, ptrs, buffers); // kiln::rt::Error: kiln.KilnError

@@ -1,0 +1,164 @@
+"""A kernel that touches memory it does not own, on the CPU backend, raises kiln.KilnError
+naming the kernel, the program, the address and the nearest argument; the process goes on and
+runs the next kernel correctly. The three mutants of issue 25 (offsets shifted below a
+buffer, int32 offsets that wrap negative, a store before a buffer) run on arrays fenced by
+unmapped address space (so that every stray access faults, where heap memory would take it
+silently), in normal mode, on one thread and on several. A fault outside kernel code is still
+fatal, as before."""
+import ctypes
+import mmap
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import kiln
+import kiln.language as tl
+
+# Every int32 element offset of a 4-byte element lies within 8 GiB of its base.
+FENCE = 8 << 30
+PAGE = mmap.PAGESIZE
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_long]
+_libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+_PROT_NONE, _MAP_NORESERVE = 0, 0x4000  # <sys/mman.h> (Linux)
+_kept = []  # fenced regions live as long as the test process
+
+
+def fenced(n, dtype=np.float32):
+    """A numpy array of n elements with FENCE bytes of inaccessible address space on each
+    side, its data ending at a page boundary (so one element past the end faults too)."""
+    dtype = np.dtype(dtype)
+    data = (n * dtype.itemsize + PAGE - 1) // PAGE * PAGE
+    total = FENCE + data + FENCE
+    base = _libc.mmap(None, total, _PROT_NONE,
+                      mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE, -1, 0)
+    if base in (None, ctypes.c_void_p(-1).value):
+        pytest.skip("cannot reserve fenced address space")
+    start = base + FENCE
+    assert _libc.mprotect(start, data, mmap.PROT_READ | mmap.PROT_WRITE) == 0
+    _kept.append((base, total))
+    end = start + data
+    raw = (ctypes.c_char * (n * dtype.itemsize)).from_address(end - n * dtype.itemsize)
+    return np.frombuffer(raw, dtype=dtype)
+
+
+@kiln.jit
+def shifted_load(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # Mutant 1: offsets start one block early; the mask lets the negative ones through.
+    pid = tl.program_id(0)
+    offs = pid * BLOCK - BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + pid * BLOCK + tl.arange(0, BLOCK), x, mask=pid * BLOCK + tl.arange(0, BLOCK) < n)
+
+
+@kiln.jit
+def wrapped_offsets(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # Mutant 2: `<<` where `+` was meant: pid * BLOCK << k wraps to negative int32 offsets.
+    pid = tl.program_id(0)
+    offs = pid * BLOCK << tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    good = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + good, x, mask=good < n)
+
+
+@kiln.jit
+def shifted_store(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # Mutant 3: the store's offsets start one block early (on the heap this corrupts memory
+    # silently and the process dies later, far from the kernel).
+    pid = tl.program_id(0)
+    good = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + good, mask=good < n)
+    offs = good - BLOCK
+    tl.store(out_ptr + offs, x, mask=offs < n)
+
+
+@kiln.jit
+def copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+
+
+def copy_still_works():
+    """The process goes on: a correct kernel right after the fault gives the right answer."""
+    n = 10_000
+    x = np.random.default_rng(1).random(n, dtype=np.float32)
+    out = np.full(n, np.nan, np.float32)
+    copy[(kiln.cdiv(n, 256),)](x, out, n, BLOCK=256, device="cpu")
+    np.testing.assert_array_equal(out, x * 2)
+
+
+CASES = [(shifted_load, "x_ptr", "before the start"), (wrapped_offsets, "x_ptr", None),
+         (shifted_store, "out_ptr", "before the start")]
+
+
+@pytest.mark.parametrize("kernel,arg,where", CASES, ids=["shifted_load", "wrapped_offsets",
+                                                         "shifted_store"])
+@pytest.mark.parametrize("grid", [2, 64])
+def test_memory_fault_is_an_error_and_the_process_goes_on(kernel, arg, where, grid):
+    n = 64 * 1024
+    x = fenced(n)
+    x[:] = np.arange(n, dtype=np.float32)
+    out = fenced(n)
+    with pytest.raises(kiln.KilnError) as e:
+        kernel[(grid,)](x, out, n, BLOCK=1024, device="cpu")
+    msg = str(e.value)
+    name = kernel.fn.__name__
+    assert f"kernel '{name}'" in msg and "memory fault (SIGSEGV)" in msg, msg
+    assert "in program (" in msg and "KILN_DEBUG=1" in msg, msg
+    if where:
+        assert f"{where} of argument '{arg}'" in msg, msg
+    copy_still_works()
+
+
+def test_fault_on_every_worker_thread_of_a_large_grid():
+    """Every program faults, on all threads at once: one error, the first fault's."""
+    n = 1 << 20
+    x, out = fenced(n), fenced(n)
+    with pytest.raises(kiln.KilnError, match="memory fault"):
+        shifted_store[(n // 64,)](x, out, n, BLOCK=64, device="cpu")
+    copy_still_works()
+
+
+def test_debug_mode_names_the_line_on_ordinary_heap_arrays():
+    """Debug mode catches the stray store before it lands, with the source line, on arrays
+    where normal mode could not see it (the hard case: heap memory of another allocation)."""
+    n = 4096
+    x = np.ones(n, np.float32)
+    out = np.zeros(n, np.float32)
+    with pytest.raises(kiln.KilnError) as e:
+        shifted_store[(4,)](x, out, n, BLOCK=1024, device="cpu", debug=True)
+    msg = str(e.value)
+    assert "test_cpu_faults.py" in msg and "out-of-bounds store" in msg and "'out_ptr'" in msg, \
+        msg
+    copy_still_works()
+
+
+CHILD = r"""
+import ctypes, sys
+import numpy as np
+import kiln, kiln.language as tl
+sys.path.insert(0, sys.argv[1])
+from test_cpu_faults import copy
+x = np.ones(1000, np.float32); out = np.zeros(1000, np.float32)
+copy[(4,)](x, out, 1000, BLOCK=256, device="cpu")   # Kiln's handler is installed now
+assert (out == 2).all()
+print("launched", flush=True)
+ctypes.string_at(8)  # a fault in Python's own code: not a kernel's
+print("survived", flush=True)
+"""
+
+
+def test_a_fault_outside_kernel_code_is_not_swallowed():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    r = subprocess.run([sys.executable, "-c", CHILD, os.path.dirname(__file__)], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert "launched" in r.stdout and "survived" not in r.stdout, r.stdout + r.stderr
+    assert r.returncode == -11, (r.returncode, r.stderr[-2000:])
