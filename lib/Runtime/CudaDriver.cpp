@@ -9,6 +9,8 @@
 
 #include "RuntimeInternal.h"
 
+#include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <dlfcn.h>
 #include <mutex>
@@ -70,6 +72,8 @@ const Driver &kiln::rt::driver() {
     load(d.cuStreamGetCtx, "cuStreamGetCtx");
     load(d.cuPointerGetAttribute, "cuPointerGetAttribute");
     load(d.cuCtxSynchronize, "cuCtxSynchronize");
+    load(d.cuStreamSynchronize, "cuStreamSynchronize");
+    load(d.cuStreamIsCapturing, "cuStreamIsCapturing");
     load(d.cuModuleLoadDataEx, "cuModuleLoadDataEx");
     load(d.cuModuleGetFunction, "cuModuleGetFunction");
     load(d.cuFuncSetAttribute, "cuFuncSetAttribute");
@@ -100,13 +104,57 @@ const Driver &kiln::rt::driver() {
   return d;
 }
 
+namespace {
+/// The errors a faulting kernel leaves in its context (cuda.h): CUDA_ERROR_ILLEGAL_ADDRESS
+/// (700) and 710..719 (assert, hardware stack error, illegal instruction, misaligned address,
+/// invalid address space, invalid PC, launch failed, ...). They are sticky: every later call
+/// in that context fails with them.
+bool isKernelFault(int result) { return result == 700 || (result >= 710 && result <= 719); }
+
+/// The last Kiln kernel launched on each device (its name lives as long as the process, as
+/// the JIT's kernels do), for the message of a sticky fault seen by a later call.
+constexpr int kMaxTrackedDevices = 64;
+struct LastLaunch {
+  std::atomic<const char *> kernel{nullptr};
+  std::atomic<CUstream> stream{nullptr};
+};
+LastLaunch lastLaunch[kMaxTrackedDevices];
+
+/// The device of the current context, without throwing (error paths call it); -1 if unknown.
+int faultDevice(const Driver &d) {
+  void *ctx = nullptr;
+  int handle = -1;
+  if (!d.cuCtxGetCurrent || d.cuCtxGetCurrent(&ctx) != 0 || !ctx ||
+      d.cuCtxGetDevice(&handle) != 0)
+    return -1;
+  return handle; // CUdevice handles are the ordinals (cuDeviceGet(&h, i) gives h == i)
+}
+} // namespace
+
 std::string kiln::rt::describeError(int result, const char *call) {
   const char *name = nullptr;
   const Driver &d = driver();
   if (d.cuGetErrorName)
     d.cuGetErrorName(result, &name);
-  return std::string("CUDA error in ") + call + ": " + (name ? name : "unknown") + " (" +
-         std::to_string(result) + ")";
+  std::string what = std::string("CUDA error in ") + call + ": " + (name ? name : "unknown") +
+                     " (" + std::to_string(result) + ")";
+  if (!isKernelFault(result))
+    return what;
+  // A kernel faulted earlier; this call only observed it. Name the likely culprit.
+  int device = faultDevice(d);
+  what += ": a kernel faulted on " + deviceName(device) +
+          ", and the device's context is unusable from now on";
+  if (device >= 0 && device < kMaxTrackedDevices) {
+    if (const char *kernel = lastLaunch[device].kernel.load(std::memory_order_relaxed)) {
+      char stream[32];
+      std::snprintf(stream, sizeof(stream), "%p",
+                    static_cast<void *>(lastLaunch[device].stream.load(std::memory_order_relaxed)));
+      what += std::string("; the last Kiln kernel launched there was '") + kernel +
+              "' (stream " + stream + ")";
+    }
+  }
+  return what + ". Rerun with KILN_DEBUG=1 (each launch then waits for its kernel and names "
+                "the one that faults) or under compute-sanitizer";
 }
 
 void kiln::rt::check(int result, const char *call) {
@@ -348,10 +396,27 @@ void Kernel::launchRaw(Grid grid, CUstream stream, void **params) const {
     check(d.cuCtxSetCurrent(context), "cuCtxSetCurrent");
   int result = d.cuLaunchKernel(function, grid.x, grid.y, grid.z, numWarps * 32, 1, 1,
                                 sharedBytes, stream, params, nullptr);
+  if (result == 0 && device < kMaxTrackedDevices) {
+    lastLaunch[device].kernel.store(name.c_str(), std::memory_order_relaxed);
+    lastLaunch[device].stream.store(stream, std::memory_order_relaxed);
+  }
+  // Debug mode: wait for the kernel (unless the stream is being captured into a graph), so
+  // that a fault is reported here, naming it.
+  int capturing = 0;
+  if (result == 0 && debug && d.cuStreamIsCapturing(stream, &capturing) == 0 && !capturing)
+    result = d.cuStreamSynchronize(stream);
   if (current != context && current)
     d.cuCtxSetCurrent(current);
   if (result == 0)
     return;
+  if (debug && isKernelFault(result)) {
+    const char *error = nullptr;
+    d.cuGetErrorName(result, &error);
+    throw Error("kernel '" + name + "' faulted on " + deviceName(device) + ": " +
+                (error ? error : "error") + " (" + std::to_string(result) +
+                "), seen when debug mode waited for the launch; the device's context is "
+                "unusable from now on. compute-sanitizer shows the faulting access");
+  }
   std::string what = describeError(result, "cuLaunchKernel");
   void *streamCtx = nullptr;
   if ((result == kErrorInvalidHandle || result == kErrorInvalidContext) && stream &&

@@ -28,6 +28,8 @@ struct Driver {
   int (*cuStreamGetCtx)(CUstream, void **) = nullptr;
   int (*cuPointerGetAttribute)(void *, int, CUdeviceptr) = nullptr;
   int (*cuCtxSynchronize)() = nullptr;
+  int (*cuStreamSynchronize)(CUstream) = nullptr;
+  int (*cuStreamIsCapturing)(CUstream, int *) = nullptr;
   int (*cuModuleLoadDataEx)(void **, const void *, unsigned, int *, void **) = nullptr;
   int (*cuModuleGetFunction)(CUfunction *, void *, const char *) = nullptr;
   int (*cuFuncSetAttribute)(CUfunction, int, int) = nullptr;
