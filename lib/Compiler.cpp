@@ -90,6 +90,7 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
     GPUPipelineOptions pipeline;
     pipeline.numWarps = options.numWarps;
     pipeline.numStages = options.numStages;
+    pipeline.debug = options.debug;
     // wgmma exists only in the arch-specific sm_90a target.
     pipeline.wgmma = options.arch == "sm_90a";
     // cp.async, ldmatrix and mma.sync.m16n8k16 need sm_80.

@@ -21,6 +21,9 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
   // tiles -> simplified tiles
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // debug mode: int32 address arithmetic that wraps fails the launch at its line
+  if (options.debug)
+    pm.addPass(createKilnCheckOffsetOverflow());
   // fp8 conversions -> integer arithmetic; fp8 dots wgmma does not take -> f16 dots
   pm.addPass(createKilnExpandFp8(KilnExpandFp8Options{options.wgmma, options.numWarps}));
   // sm_80+: a loop's dot operands through shared rings filled by cp.async (sm_90a: or the
@@ -66,6 +69,9 @@ void kiln::buildHostPipeline(OpPassManager &pm, const HostPipelineOptions &optio
   // tiles -> simplified tiles
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // debug mode: int32 address arithmetic that wraps fails the launch at its line
+  if (options.debug)
+    pm.addPass(createKilnCheckOffsetOverflow());
   // fp8 conversions -> integer arithmetic; fp8 dots -> f16 dots
   pm.addPass(createKilnExpandFp8());
   // tensor descriptor accesses -> masked loads and stores

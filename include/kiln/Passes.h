@@ -36,6 +36,7 @@ struct GPUPipelineOptions {
   /// when >= 2, else 4; 0 or 1 leaves dot operands register-staged (no rings).
   int dotStages = -1;
   bool wgmma = false;     ///< sm_90a: dots on warpgroup tensor cores
+  bool debug = false;     ///< check int32 address arithmetic for wraps (-kiln-check-offset-overflow)
   /// sm_80 and later: cp.async, ldmatrix and mma.sync, so dot operand rings without wgmma.
   bool cpAsync = false;
   /// Bytes of shared memory one loop's rings may take (the target's per-block limit less
@@ -48,7 +49,8 @@ void buildGPUPipeline(mlir::OpPassManager &pm, const GPUPipelineOptions &options
 
 /// Options of the host (CPU) pipeline.
 struct HostPipelineOptions {
-  bool debug = false; ///< bounds-check every access through the runtime
+  bool debug = false; ///< bounds-check every access through the runtime, check int32 address
+                      ///< arithmetic for wraps
 };
 
 /// kiln (no layouts) -> LLVM dialect for the host CPU (see -kiln-convert-to-host).

@@ -28,6 +28,34 @@ def KilnAssignLayouts : Pass<"kiln-assign-layouts", "mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::gpu::KilnGPUDialect"];
 }
 
+def KilnCheckOffsetOverflow : Pass<"kiln-check-offset-overflow", "mlir::ModuleOp"> {
+  let summary = "debug mode: fail where int32 address arithmetic wraps";
+  let description = [{
+    Triton's offsets are int32, and `pid * BLOCK` or `x << k` that leaves the int32 range
+    wraps to a negative or small offset that masks let through: the kernel then reads or
+    writes far from its buffers. In debug mode this pass finds every `arith.addi`, `subi`,
+    `muli` and `shli` on i32 that feeds the offset of a `kiln.addptr` (through splats,
+    broadcasts, reshapes, sign or zero extensions and selects) and checks after it, in 64-bit
+    arithmetic, that the result did not wrap: `kiln.assert` at the op's location, which fails
+    the launch naming the source line on both backends. Arithmetic that does not reach an
+    address is left alone (hashes may wrap on purpose).
+
+    ```mlir
+    // before
+    %o = arith.muli %pid, %c : i32
+    // after
+    %o = arith.muli %pid, %c : i32
+    %a = arith.extsi %pid : i32 to i64
+    %b = arith.extsi %c : i32 to i64
+    %w = arith.muli %a, %b : i64
+    %r = arith.extsi %o : i32 to i64
+    %ok = arith.cmpi eq, %w, %r : i64
+    kiln.assert %ok, "int32 overflow in address arithmetic: ..." : i1
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def KilnConvertToLLVM : Pass<"kiln-convert-to-llvm", "mlir::ModuleOp"> {
   let summary = "lower laid-out kiln tiles, arith, math and func to LLVM and NVVM";
   let description = [{

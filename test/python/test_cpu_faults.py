@@ -162,3 +162,29 @@ def test_a_fault_outside_kernel_code_is_not_swallowed():
                        capture_output=True, text=True, timeout=120)
     assert "launched" in r.stdout and "survived" not in r.stdout, r.stdout + r.stderr
     assert r.returncode == -11, (r.returncode, r.stderr[-2000:])
+
+
+def test_debug_mode_names_the_line_of_an_int32_wrap():
+    """The wrap that produced mutant 2's negative offsets fails the launch in debug mode at
+    the line of the shift, before any access; arithmetic that wraps outside addresses (a hash)
+    and int32 offsets that stay in range are not flagged."""
+    n = 1 << 16
+    x, out = np.ones(n, np.float32), np.zeros(n, np.float32)
+    with pytest.raises(kiln.KilnError) as e:
+        wrapped_offsets[(64,)](x, out, n, BLOCK=1024, device="cpu", debug=True)
+    msg = str(e.value)
+    assert "test_cpu_faults.py:64:" in msg and "int32 overflow in address arithmetic" in msg, msg
+    assert "kernel 'wrapped_offsets'" in msg, msg
+    hashed = np.zeros(4096, np.int32)
+    hash_store[(4,)](hashed, BLOCK=1024, device="cpu", debug=True)
+    i = np.arange(4096, dtype=np.int64)
+    np.testing.assert_array_equal(hashed, ((i * -1640531535) & 0xFFFFFFFF).astype(np.uint32)
+                                  .view(np.int32))
+    copy_still_works()
+
+
+@kiln.jit
+def hash_store(out_ptr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    h = offs * -1640531535  # wraps on purpose: not an address
+    tl.store(out_ptr + offs, h)

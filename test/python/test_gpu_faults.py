@@ -13,12 +13,12 @@ pytestmark = pytest.mark.gpu
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_fault_child.py")
 
 
-def run(mode):
+def run(mode, stderr=False):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     r = subprocess.run([sys.executable, CHILD, mode], env=env, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
-    return r.stdout
+    return (r.stdout, r.stderr) if stderr else r.stdout
 
 
 def test_debug_mode_names_the_kernel_at_its_launch():
@@ -34,3 +34,11 @@ def test_normal_mode_names_the_last_kernel_at_the_next_kiln_call():
     assert "CUDA_ERROR_ILLEGAL_ADDRESS" in out and "a kernel faulted on cuda:0" in out, out
     assert "the last Kiln kernel launched there was 'far_load'" in out, out
     assert "KILN_DEBUG=1" in out, out
+
+
+def test_debug_mode_catches_an_int32_wrap_in_address_arithmetic():
+    out, err = run("overflow", stderr=True)
+    assert "KilnError: kernel 'wrapped_offsets' faulted on cuda:0: CUDA_ERROR_ASSERT" in out, \
+        out + err
+    # The device's assert message names the line of the shift.
+    assert "int32 overflow in address arithmetic" in err and "gpu_fault_child.py" in err, err
