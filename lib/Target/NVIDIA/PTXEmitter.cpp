@@ -10,6 +10,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -136,9 +137,18 @@ LogicalResult kiln::emitPTX(ModuleOp module, StringRef arch, std::string &llvmIR
     return emitError(loc) << "NVPTX target unavailable: " << err;
   if (!arch.starts_with("sm_"))
     return emitError(loc) << "expected an architecture like sm_90, found '" << arch << "'";
-  // PTX ISA 7.8 at least: L2 cache hints need 7.4, and sm_90a needs 8.0 (PTX ISA 1.3,
-  // "Target ISA notes"). CUDA 12+ ptxas and drivers read both.
-  std::string features = arch.ends_with("a") ? "+ptx80" : "+ptx78";
+  // The PTX ISA version: 7.8 at least (L2 cache hints need 7.4), else the first version that
+  // knows the target (PTX ISA, "Release notes" / "Target ISA notes"): sm_90a 8.0, sm_100 and
+  // sm_101 8.6, sm_120 8.7, sm_103 and sm_121 8.8, sm_110 9.0. LLVM aborts the process on a
+  // target its PTX version does not know, so every target gets one that knows it.
+  int sm = 0;
+  arch.drop_front(3).take_while(llvm::isDigit).getAsInteger(10, sm);
+  std::string features = sm == 110                ? "+ptx90"
+                         : sm == 103 || sm == 121 ? "+ptx88"
+                         : sm >= 120              ? "+ptx87"
+                         : sm >= 100              ? "+ptx86"
+                         : arch.ends_with("a")    ? "+ptx80"
+                                                  : "+ptx78";
   // Contraction of mul + add into fma, as Triton allows by default (enable_fp_fusion): without
   // it NVPTX emits add.rn / mul.rn, which ptxas may not fuse.
   llvm::TargetOptions options;
