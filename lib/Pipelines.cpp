@@ -21,9 +21,12 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
   // tiles -> simplified tiles
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  // debug mode: int32 address arithmetic that wraps fails the launch at its line
-  if (options.debug)
+  // debug mode: int32 address arithmetic that wraps, and integer division by zero, fail the
+  // launch at their line
+  if (options.debug) {
     pm.addPass(createKilnCheckOffsetOverflow());
+    pm.addPass(createKilnGuardIntegerDivision(KilnGuardIntegerDivisionOptions{false, true}));
+  }
   // fp8 conversions -> integer arithmetic; fp8 dots wgmma does not take -> f16 dots
   pm.addPass(createKilnExpandFp8(KilnExpandFp8Options{options.wgmma, options.numWarps}));
   // sm_80+: a loop's dot operands through shared rings filled by cp.async (sm_90a: or the
@@ -72,6 +75,8 @@ void kiln::buildHostPipeline(OpPassManager &pm, const HostPipelineOptions &optio
   // debug mode: int32 address arithmetic that wraps fails the launch at its line
   if (options.debug)
     pm.addPass(createKilnCheckOffsetOverflow());
+  // integer division by zero -> a defined value (debug mode: an error at its line), not a trap
+  pm.addPass(createKilnGuardIntegerDivision(KilnGuardIntegerDivisionOptions{true, options.debug}));
   // fp8 conversions -> integer arithmetic; fp8 dots -> f16 dots
   pm.addPass(createKilnExpandFp8());
   // tensor descriptor accesses -> masked loads and stores

@@ -53,7 +53,7 @@ def KilnCheckOffsetOverflow : Pass<"kiln-check-offset-overflow", "mlir::ModuleOp
     kiln.assert %ok, "int32 overflow in address arithmetic: ..." : i1
     ```
   }];
-  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::kiln::KilnDialect"];
 }
 
 def KilnConvertToLLVM : Pass<"kiln-convert-to-llvm", "mlir::ModuleOp"> {
@@ -187,6 +187,34 @@ def KilnPipelineDotOperands : Pass<"kiln-pipeline-dot-operands", "mlir::ModuleOp
            "bytes of shared memory the rings of one loop may take (stages are reduced to fit)">,
   ];
   let dependentDialects = ["::kiln::gpu::KilnGPUDialect"];
+}
+
+def KilnGuardIntegerDivision : Pass<"kiln-guard-integer-division", "mlir::ModuleOp"> {
+  let summary = "integer division by zero: defined on the host, an error in debug mode";
+  let description = [{
+    In LLVM IR an integer division or remainder by zero (or of the smallest signed value by
+    -1) is undefined behaviour: on the host it raises SIGFPE, or the optimizer turns the loop
+    around it into anything (an endless loop was seen). Triton leaves the result undefined.
+    With `guard`, every `arith.divsi`, `divui`, `remsi`, `remui`, `floordivsi` and `ceildivsi`
+    divides by 1 where the divisor is 0 (or where the signed division would overflow), so the
+    result is some value and the kernel goes on, as on a GPU. With `check` (debug mode) a
+    `kiln.assert` at the op's location fails the launch where a divisor is zero.
+
+    ```mlir
+    // before
+    %q = arith.divsi %a, %b : tensor<64xi32>
+    // after (guard)
+    %z = arith.cmpi eq, %b, %c0 : tensor<64xi32>
+    ...
+    %d = arith.select %bad, %c1, %b : tensor<64xi1>, tensor<64xi32>
+    %q = arith.divsi %a, %d : tensor<64xi32>
+    ```
+  }];
+  let options = [
+    Option<"guard", "guard", "bool", "true", "divide by 1 where the divisor is 0">,
+    Option<"check", "check", "bool", "false", "assert that no divisor is 0 (debug mode)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::kiln::KilnDialect"];
 }
 
 def KilnLowerDescriptors : Pass<"kiln-lower-descriptors", "mlir::ModuleOp"> {

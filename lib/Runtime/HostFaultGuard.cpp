@@ -1,8 +1,8 @@
 //===- HostFaultGuard.cpp - Memory faults of host kernels become errors ---===//
 //
 // This file implements how the host backend survives a kernel that touches memory it does not
-// own: while a thread runs a kernel's programs it is registered in a fixed table; a SIGSEGV or
-// SIGBUS handler that finds the faulting thread there, running kernel code, jumps back to the
+// own: while a thread runs a kernel's programs it is registered in a fixed table; a SIGSEGV,
+// SIGBUS or SIGFPE handler that finds the faulting thread there, running kernel code, jumps back to the
 // launch (siglongjmp), which reports the fault as kiln::rt::Error. Any other fault (Kiln's own
 // callbacks, Python, another library, a thread that is not running a kernel) goes to the
 // handler installed before Kiln's, or to the default action: it is never swallowed.
@@ -43,9 +43,12 @@ struct Slot {
 };
 Slot slots[kSlots];
 
-/// The handlers that were installed before Kiln's (SIGSEGV, SIGBUS): faults that are not a
-/// kernel's go to them.
-struct sigaction previous[2];
+/// The signals a kernel's code may raise: memory faults and arithmetic traps (an integer
+/// division the compiler did not guard), and the handlers installed before Kiln's, which get
+/// the faults that are not a kernel's.
+constexpr int kSignals[3] = {SIGSEGV, SIGBUS, SIGFPE};
+struct sigaction previous[3];
+int signalIndex(int sig) { return sig == SIGBUS ? 1 : sig == SIGFPE ? 2 : 0; }
 std::mutex installMutex;
 
 /// The scope of the calling thread, for the runtime's callbacks (ordinary code, not the
@@ -69,7 +72,7 @@ void faultHandler(int sig, siginfo_t *info, void *uctx) {
   }
   // Not a kernel's fault: whoever handled it before Kiln (Python's faulthandler, a debugger's
   // runtime, ...), else the default action when the faulting instruction runs again.
-  const struct sigaction &prev = previous[sig == SIGBUS];
+  const struct sigaction &prev = previous[signalIndex(sig)];
   if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
     prev.sa_sigaction(sig, info, uctx);
     return;
@@ -82,14 +85,13 @@ void faultHandler(int sig, siginfo_t *info, void *uctx) {
   signal(sig, SIG_DFL);
 }
 
-/// Installs Kiln's handler for SIGSEGV and SIGBUS unless it is the one installed now (someone
+/// Installs Kiln's handler for SIGSEGV, SIGBUS and SIGFPE unless it is the one installed now (someone
 /// may have installed theirs since: it becomes the one faults are passed on to).
 void installHandlers() {
   std::lock_guard<std::mutex> lock(installMutex);
-  const int signals[2] = {SIGSEGV, SIGBUS};
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 3; ++i) {
     struct sigaction now;
-    if (sigaction(signals[i], nullptr, &now) != 0)
+    if (sigaction(kSignals[i], nullptr, &now) != 0)
       continue;
     if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == faultHandler)
       continue;
@@ -98,7 +100,7 @@ void installHandlers() {
     ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&ours.sa_mask);
     struct sigaction old;
-    if (sigaction(signals[i], &ours, &old) == 0)
+    if (sigaction(kSignals[i], &ours, &old) == 0)
       previous[i] = old;
   }
 }

@@ -378,13 +378,18 @@ void Kernel::launchHost(Grid grid, void **params, const std::vector<HostBuffer> 
       where = "in one of the programs " + std::to_string(begin) + " to " +
               std::to_string(end - 1) + " (linear ids)";
     }
-    ctx.fail("kernel '" + name + "': memory fault (" +
-             (fault.signal == SIGBUS ? "SIGBUS" : "SIGSEGV") + ") " + where + " at address " +
-             hexAddress(fault.address) + ", " +
-             nearestArgument(fault.address, buffers, signature, params) +
-             "; the kernel accessed memory outside its arguments (an offset or a mask that "
-             "lets it through). Rerun with KILN_DEBUG=1 (or debug=True) for the source line "
-             "of the access");
+    if (fault.signal == SIGFPE)
+      ctx.fail("kernel '" + name + "': arithmetic fault (SIGFPE) " + where +
+               ": an integer division by zero or overflow. Rerun with KILN_DEBUG=1 (or "
+               "debug=True) for the source line");
+    else
+      ctx.fail("kernel '" + name + "': memory fault (" +
+               (fault.signal == SIGBUS ? "SIGBUS" : "SIGSEGV") + ") " + where + " at address " +
+               hexAddress(fault.address) + ", " +
+               nearestArgument(fault.address, buffers, signature, params) +
+               "; the kernel accessed memory outside its arguments (an offset or a mask that "
+               "lets it through). Rerun with KILN_DEBUG=1 (or debug=True) for the source line "
+               "of the access");
     return false;
   };
 

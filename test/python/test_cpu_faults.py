@@ -188,3 +188,38 @@ def hash_store(out_ptr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     h = offs * -1640531535  # wraps on purpose: not an address
     tl.store(out_ptr + offs, h)
+
+
+@kiln.jit
+def divide_by_lane(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) // (offs % 4), mask=mask)
+
+
+@kiln.jit
+def divide_offsets(out_ptr, BLOCK: tl.constexpr):
+    # An offset divided by a lane index that starts at 0: the fuzzer's mutant 1:457, which
+    # looped forever on the CPU backend before divisions were guarded.
+    offs = tl.program_id(0) * BLOCK // tl.arange(0, BLOCK)
+    tl.atomic_add(out_ptr + offs % 16, 1)
+
+
+def test_integer_division_by_zero_is_no_trap_and_an_error_in_debug_mode():
+    """x // 0 is undefined (Triton's rule): on the CPU backend it gives some value instead of
+    SIGFPE or an endless loop; debug mode fails at the line of the division."""
+    n = 64
+    x = np.arange(n, dtype=np.int32)
+    out = np.full(n, -1, np.int32)
+    divide_by_lane[(1,)](x, out, n, BLOCK=64, device="cpu")
+    nonzero = np.arange(n) % 4 != 0
+    np.testing.assert_array_equal(out[nonzero], x[nonzero] // (np.arange(n) % 4)[nonzero])
+    counts = np.zeros(16, np.int32)
+    divide_offsets[(4,)](counts, BLOCK=64, device="cpu")
+    assert counts.sum() == 256
+    with pytest.raises(kiln.KilnError) as e:
+        divide_by_lane[(1,)](x, out, n, BLOCK=64, device="cpu", debug=True)
+    msg = str(e.value)
+    assert "test_cpu_faults.py" in msg and "integer division by zero" in msg, msg
+    assert "kernel 'divide_by_lane'" in msg, msg
+    copy_still_works()
