@@ -92,6 +92,52 @@ void buildEntry(OpBuilder &b, func::FuncOp kernel, ArrayRef<Type> paramTypes) {
   func::ReturnOp::create(b, loc);
 }
 
+/// Rewrites f64 -> bf16 truncations (tiles or scalars) as f64 -> f32 -> bf16: LLVM calls
+/// __truncdfbf2 for the direct one, which neither libgcc nor the process may have. Exact: the
+/// f32 step rounds to odd (round to nearest, then step toward zero if that overshot, then set
+/// the lowest bit if inexact), and an f32 carries enough extra bits that rounding it to
+/// nearest-even bf16 then equals rounding the f64 directly.
+void splitTruncF64ToBF16(ModuleOp module) {
+  SmallVector<arith::TruncFOp> truncs;
+  module.walk([&](arith::TruncFOp op) {
+    if (getElementTypeOrSelf(op.getIn().getType()).isF64() &&
+        getElementTypeOrSelf(op.getType()).isBF16())
+      truncs.push_back(op);
+  });
+  for (arith::TruncFOp op : truncs) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    Type type = op.getIn().getType();
+    auto like = [&](Type element) {
+      if (auto tensor = dyn_cast<RankedTensorType>(type))
+        return Type(tensor.clone(element));
+      return element;
+    };
+    auto constant = [&](TypedAttr attr) -> Value {
+      if (auto tensor = dyn_cast<RankedTensorType>(type))
+        return arith::ConstantOp::create(b, loc,
+                                         DenseElementsAttr::get(tensor.clone(attr.getType()),
+                                                                attr));
+      return arith::ConstantOp::create(b, loc, attr);
+    };
+    Value x = op.getIn();
+    Value near = arith::TruncFOp::create(b, loc, like(b.getF32Type()), x);
+    Value back = arith::ExtFOp::create(b, loc, type, near);
+    Value bits = arith::BitcastOp::create(b, loc, like(b.getI32Type()), near);
+    Value inexact = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, back, x);
+    Value overshot = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                           math::AbsFOp::create(b, loc, back),
+                                           math::AbsFOp::create(b, loc, x));
+    Value one = constant(b.getI32IntegerAttr(1));
+    Value down = arith::SubIOp::create(b, loc, bits, one);
+    Value towardZero = arith::SelectOp::create(b, loc, overshot, down, bits);
+    Value odd = arith::OrIOp::create(b, loc, towardZero, one);
+    Value rounded = arith::SelectOp::create(b, loc, inexact, odd, bits);
+    Value f32 = arith::BitcastOp::create(b, loc, like(b.getF32Type()), rounded);
+    op.getInMutable().assign(f32);
+  }
+}
+
 struct KilnConvertToHostPass final : kiln::impl::KilnConvertToHostBase<KilnConvertToHostPass> {
   using Base::Base;
 
@@ -100,6 +146,7 @@ struct KilnConvertToHostPass final : kiln::impl::KilnConvertToHostBase<KilnConve
     MLIRContext *ctx = &getContext();
     if (failed(checkKernels(module)))
       return signalPassFailure();
+    splitTruncF64ToBF16(module);
 
     SmallVector<func::FuncOp> kernels(module.getOps<func::FuncOp>());
     for (func::FuncOp func : kernels) {
