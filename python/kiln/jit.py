@@ -568,37 +568,37 @@ def jit(fn=None, *, do_not_specialize=None, do_not_specialize_on_alignment=None,
 # kiln.compile: ahead of time, no GPU needed
 # ---------------------------------------------------------------------------------------
 
-def _descriptor_spec(name, s):
+def _descriptor_spec(where, s):
     """Triton's signature spelling of a tensor descriptor, "tensordesc<fp16[64, 64]>", as the
     launcher's spec "tensordesc:fp16:64x64:--" (extents not known to be multiples of 16)."""
     import re
     m = re.fullmatch(r"tensordesc<\s*(\w+)\s*\[([\d,\s]+)\]\s*>", s)
     if not m:
-        raise TypeError(f"kiln.compile: parameter '{name}': expected a tensor descriptor "
+        raise TypeError(f"kiln.compile: {where}: expected a tensor descriptor "
                         f"spelled 'tensordesc<fp16[64, 64]>', found '{s}'")
     block = [int(b) for b in m.group(2).split(",") if b.strip()]
     try:
         d = lc.str_to_ty(m.group(1))
     except ValueError:
-        raise TypeError(f"kiln.compile: parameter '{name}': unknown element type "
+        raise TypeError(f"kiln.compile: {where}: unknown element type "
                         f"'{m.group(1)}' in '{s}'") from None
     return f"tensordesc:{d.name}:{'x'.join(map(str, block))}:{'-' * len(block)}"
 
 
-def _spec_from_signature(name, s):
+def _spec_from_signature(where, s):
     if not isinstance(s, str):
         s = str(s)
     s = s.strip()
     if s.startswith("tensordesc"):
-        return _descriptor_spec(name, s)
+        return _descriptor_spec(where, s)
     ty, _, div = s.partition(":")
     try:
         d = lc.str_to_ty(ty)
     except ValueError:
-        raise TypeError(f"kiln.compile: parameter '{name}': unknown type '{s}' (expected "
+        raise TypeError(f"kiln.compile: {where}: unknown type '{s}' (expected "
                         f"'*fp32', 'i32', 'fp16', ... with an optional ':16')") from None
     if div and div not in ("16", "1"):
-        raise TypeError(f"kiln.compile: parameter '{name}': expected ':16' (divisibility) or "
+        raise TypeError(f"kiln.compile: {where}: expected ':16' (divisibility) or "
                         f"':1', found ':{div}'")
     short = {"int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
              "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64"}
@@ -629,10 +629,11 @@ def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages
             values.append(constexprs.pop(name))
         elif name in signature:
             s = signature.pop(name)
-            if s == "constexpr":
-                raise TypeError(f"kiln.compile: parameter '{name}' is 'constexpr' but has no "
-                                f"value in constexprs")
-            specs.append(_spec_from_signature(name, s))
+            where = f"kernel '{fn.info.name}', parameter '{name}'"
+            if s == "constexpr" or name in fn.info.constexpr_params:
+                raise TypeError(f"kiln.compile: {where} is a tl.constexpr: give its value in "
+                                f"constexprs, not a type in signature")
+            specs.append(_spec_from_signature(where, s))
             values.append(None)
         else:
             p = fn.info.signature.parameters[name]

@@ -962,7 +962,19 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
     pyb::dict meta;
     for (size_t i = 0; i < n; ++i)
       meta[params[i].name] = pyb::handle(bound[i]);
-    gridTuple = pyb::handle(grid)(meta);
+    try {
+      gridTuple = pyb::handle(grid)(meta);
+    } catch (pyb::error_already_set &e) {
+      // The user's callable failed: same exception type, chained, naming the kernel.
+      std::string what = pyb::str(e.value());
+      pyb::raise_from(e, e.type().ptr(),
+                      ("kernel '" + name + "': the grid callable raised " +
+                       std::string(pyb::str(e.type().attr("__name__"))) + ": " + what +
+                       " (it is called with one argument, the dict of the launch's arguments "
+                       "and meta-parameters)")
+                          .c_str());
+      throw pyb::error_already_set();
+    }
   }
   kiln::rt::Grid g;
   {
