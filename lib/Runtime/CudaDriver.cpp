@@ -9,6 +9,7 @@
 
 #include "RuntimeInternal.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -27,12 +28,17 @@ constexpr int kPointerAttrDeviceOrdinal = 9;
 /// stream of another device's context fails with.
 constexpr int kErrorInvalidContext = 201, kErrorInvalidHandle = 400;
 
-/// Every device's CUdevice handle and primary context (retained on first use, never released:
-/// modules loaded in it live as long as the process).
+/// At most this many devices per process (the launch path reads these tables without locks).
+constexpr int kMaxDevices = 64;
+
+/// Every device's CUdevice handle (filled once) and primary context (retained on first use,
+/// never released: modules loaded in it live as long as the process).
 struct Devices {
-  std::mutex mutex;
-  std::vector<int> handles;
-  std::vector<void *> contexts;
+  std::once_flag once;
+  int count = 0;
+  int handles[kMaxDevices] = {};
+  std::atomic<void *> contexts[kMaxDevices] = {};
+  std::mutex retainMutex;
 };
 Devices &devices() {
   static Devices *d = new Devices(); // never destroyed: kernels may launch at exit
@@ -113,12 +119,11 @@ bool isKernelFault(int result) { return result == 700 || (result >= 710 && resul
 
 /// The last Kiln kernel launched on each device (its name lives as long as the process, as
 /// the JIT's kernels do), for the message of a sticky fault seen by a later call.
-constexpr int kMaxTrackedDevices = 64;
 struct LastLaunch {
   std::atomic<const char *> kernel{nullptr};
   std::atomic<CUstream> stream{nullptr};
 };
-LastLaunch lastLaunch[kMaxTrackedDevices];
+LastLaunch lastLaunch[kMaxDevices];
 
 /// The device of the current context, without throwing (error paths call it); -1 if unknown.
 int faultDevice(const Driver &d) {
@@ -144,7 +149,7 @@ std::string kiln::rt::describeError(int result, const char *call) {
   int device = faultDevice(d);
   what += ": a kernel faulted on " + deviceName(device) +
           ", and the device's context is unusable from now on";
-  if (device >= 0 && device < kMaxTrackedDevices) {
+  if (device >= 0 && device < kMaxDevices) {
     if (const char *kernel = lastLaunch[device].kernel.load(std::memory_order_relaxed)) {
       char stream[32];
       std::snprintf(stream, sizeof(stream), "%p",
@@ -184,28 +189,39 @@ int kiln::rt::deviceCount() {
   return count;
 }
 
+/// The device table, its handles filled on first use.
+static Devices &deviceTable(const Driver &d) {
+  Devices &devs = devices();
+  std::call_once(devs.once, [&] {
+    int count = 0;
+    if (d.cuDeviceGetCount(&count) != 0)
+      count = 0;
+    devs.count = std::min(count, kMaxDevices);
+    for (int i = 0; i < devs.count; ++i)
+      if (d.cuDeviceGet(&devs.handles[i], i) != 0)
+        devs.handles[i] = -1;
+  });
+  return devs;
+}
+
 void *kiln::rt::primaryContext(int ordinal) {
   const Driver &d = driver();
   if (!d.available)
     throw Error(d.loadError);
-  Devices &devs = devices();
-  std::lock_guard<std::mutex> lock(devs.mutex);
-  if (devs.handles.empty()) {
-    int count = deviceCount();
-    devs.handles.assign(count, -1);
-    devs.contexts.assign(count, nullptr);
-    for (int i = 0; i < count; ++i)
-      check(d.cuDeviceGet(&devs.handles[i], i), "cuDeviceGet");
-  }
-  if (ordinal < 0 || size_t(ordinal) >= devs.handles.size())
+  Devices &devs = deviceTable(d);
+  if (ordinal < 0 || ordinal >= devs.count)
     throw Error("device " + std::to_string(ordinal) + " does not exist: this machine has " +
-                std::to_string(devs.handles.size()) + " CUDA device" +
-                (devs.handles.size() == 1 ? "" : "s") + " (0.." +
-                std::to_string(int(devs.handles.size()) - 1) + ")");
-  if (!devs.contexts[ordinal])
-    check(d.cuDevicePrimaryCtxRetain(&devs.contexts[ordinal], devs.handles[ordinal]),
-          "cuDevicePrimaryCtxRetain");
-  return devs.contexts[ordinal];
+                std::to_string(devs.count) + " CUDA device" + (devs.count == 1 ? "" : "s") +
+                " (0.." + std::to_string(devs.count - 1) + ")");
+  if (void *ctx = devs.contexts[ordinal].load(std::memory_order_acquire))
+    return ctx;
+  std::lock_guard<std::mutex> lock(devs.retainMutex);
+  if (void *ctx = devs.contexts[ordinal].load(std::memory_order_acquire))
+    return ctx;
+  void *ctx = nullptr;
+  check(d.cuDevicePrimaryCtxRetain(&ctx, devs.handles[ordinal]), "cuDevicePrimaryCtxRetain");
+  devs.contexts[ordinal].store(ctx, std::memory_order_release);
+  return ctx;
 }
 
 int kiln::rt::currentContextDevice() {
@@ -213,14 +229,16 @@ int kiln::rt::currentContextDevice() {
   void *ctx = nullptr;
   if (!d.available || d.cuCtxGetCurrent(&ctx) != 0 || !ctx)
     return -1;
+  // A primary context Kiln retained: found without another driver call.
+  Devices &devs = deviceTable(d);
+  for (int i = 0; i < devs.count; ++i)
+    if (devs.contexts[i].load(std::memory_order_acquire) == ctx)
+      return i;
   int handle = 0;
   check(d.cuCtxGetDevice(&handle), "cuCtxGetDevice");
-  primaryContext(0); // fills the handle table
-  Devices &devs = devices();
-  std::lock_guard<std::mutex> lock(devs.mutex);
-  for (size_t i = 0; i < devs.handles.size(); ++i)
+  for (int i = 0; i < devs.count; ++i)
     if (devs.handles[i] == handle)
-      return int(i);
+      return i;
   return -1;
 }
 
@@ -396,7 +414,7 @@ void Kernel::launchRaw(Grid grid, CUstream stream, void **params) const {
     check(d.cuCtxSetCurrent(context), "cuCtxSetCurrent");
   int result = d.cuLaunchKernel(function, grid.x, grid.y, grid.z, numWarps * 32, 1, 1,
                                 sharedBytes, stream, params, nullptr);
-  if (result == 0 && device < kMaxTrackedDevices) {
+  if (result == 0 && device < kMaxDevices) {
     lastLaunch[device].kernel.store(name.c_str(), std::memory_order_relaxed);
     lastLaunch[device].stream.store(stream, std::memory_order_relaxed);
   }

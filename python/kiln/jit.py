@@ -353,12 +353,16 @@ def _parse_device(device, what):
     raise ValueError(f"{what}: device={device!r}: expected 'cpu' (the host backend) or 'gpu'")
 
 
-@functools.lru_cache(maxsize=None)
 def _device_arch(device=None):
     """The target of JIT compiles: $KILN_ARCH (compile without a GPU: kernel.warmup(...)
     then builds and caches variants), else that of `device` (None: the current one)."""
-    return os.environ.get("KILN_ARCH") or _C.get_arch(
+    return os.environ.get("KILN_ARCH") or _arch_of(
         _C.current_device() if device is None else device)
+
+
+@functools.lru_cache(maxsize=None)
+def _arch_of(device):
+    return _C.get_arch(device)
 
 
 # ---------------------------------------------------------------------------------------
