@@ -25,7 +25,7 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
   // launch at their line
   if (options.debug) {
     pm.addPass(createKilnCheckOffsetOverflow());
-    pm.addPass(createKilnGuardIntegerDivision(KilnGuardIntegerDivisionOptions{false, true}));
+    pm.addPass(createKilnGuardIntegerOps(KilnGuardIntegerOpsOptions{false, true}));
   }
   // fp8 conversions -> integer arithmetic; fp8 dots wgmma does not take -> f16 dots
   pm.addPass(createKilnExpandFp8(KilnExpandFp8Options{options.wgmma, options.numWarps}));
@@ -76,7 +76,7 @@ void kiln::buildHostPipeline(OpPassManager &pm, const HostPipelineOptions &optio
   if (options.debug)
     pm.addPass(createKilnCheckOffsetOverflow());
   // integer division by zero -> a defined value (debug mode: an error at its line), not a trap
-  pm.addPass(createKilnGuardIntegerDivision(KilnGuardIntegerDivisionOptions{true, options.debug}));
+  pm.addPass(createKilnGuardIntegerOps(KilnGuardIntegerOpsOptions{true, options.debug}));
   // fp8 conversions -> integer arithmetic; fp8 dots -> f16 dots
   pm.addPass(createKilnExpandFp8());
   // tensor descriptor accesses -> masked loads and stores

@@ -189,16 +189,19 @@ def KilnPipelineDotOperands : Pass<"kiln-pipeline-dot-operands", "mlir::ModuleOp
   let dependentDialects = ["::kiln::gpu::KilnGPUDialect"];
 }
 
-def KilnGuardIntegerDivision : Pass<"kiln-guard-integer-division", "mlir::ModuleOp"> {
-  let summary = "integer division by zero: defined on the host, an error in debug mode";
+def KilnGuardIntegerOps : Pass<"kiln-guard-integer-ops", "mlir::ModuleOp"> {
+  let summary = "integer division by zero and oversized shifts: defined on the host, division "
+                "by zero an error in debug mode";
   let description = [{
-    In LLVM IR an integer division or remainder by zero (or of the smallest signed value by
-    -1) is undefined behaviour: on the host it raises SIGFPE, or the optimizer turns the loop
-    around it into anything (an endless loop was seen). Triton leaves the result undefined.
-    With `guard`, every `arith.divsi`, `divui`, `remsi`, `remui`, `floordivsi` and `ceildivsi`
-    divides by 1 where the divisor is 0 (or where the signed division would overflow), so the
-    result is some value and the kernel goes on, as on a GPU. With `check` (debug mode) a
-    `kiln.assert` at the op's location fails the launch where a divisor is zero.
+    LLVM IR leaves two integer edge cases undefined. A division or remainder by zero (or of
+    the smallest signed value by -1): on the host it raises SIGFPE, or the optimizer turns the
+    loop around it into anything (an endless loop was seen); Triton leaves the result
+    undefined. A shift by the bit width or more is poison. With `guard`, every `arith.divsi`,
+    `divui`, `remsi`, `remui`, `floordivsi`, `ceildivsi` and `ceildivui` divides by 1 where the
+    divisor is 0 (or where the signed division would overflow), and shifts follow PTX (amounts
+    clamped to the width: `shli`/`shrui` give 0, `shrsi` the sign), so every result is some
+    value and the kernel goes on, as on a GPU. With `check` (debug mode) a `kiln.assert` at the
+    op's location fails the launch where a divisor is zero.
 
     ```mlir
     // before
@@ -211,7 +214,8 @@ def KilnGuardIntegerDivision : Pass<"kiln-guard-integer-division", "mlir::Module
     ```
   }];
   let options = [
-    Option<"guard", "guard", "bool", "true", "divide by 1 where the divisor is 0">,
+    Option<"guard", "guard", "bool", "true",
+           "divide by 1 where the divisor is 0; shifts past the width as PTX does">,
     Option<"check", "check", "bool", "false", "assert that no divisor is 0 (debug mode)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::kiln::KilnDialect"];

@@ -42,7 +42,7 @@ namespace {
 
 /// The context every program of one launch receives. Starts with the function table.
 struct LaunchContext {
-  void *table[3];
+  void *table[4];
   const Kernel *kernel = nullptr;
   const std::vector<HostBuffer> *buffers = nullptr;
   std::mutex mutex;
@@ -115,6 +115,16 @@ extern "C" void kilnHostCheckAccess(void *ctxPtr, int32_t px, int32_t py, int32_
               (where.empty() ? "" : " (" + where + ")") +
               "; expected the mask to cover it");
   }
+}
+
+extern "C" int32_t kilnHostCheckRange(void *ctxPtr, uint64_t begin, uint64_t end) {
+  auto *ctx = static_cast<LaunchContext *>(ctxPtr);
+  if (begin >= end || !ctx->buffers || ctx->buffers->empty())
+    return 1;
+  for (const HostBuffer &b : *ctx->buffers)
+    if (begin >= b.begin && end <= b.begin + b.bytes)
+      return 1;
+  return 0;
 }
 
 extern "C" void kilnHostPrint(void *ctxPtr, int32_t px, int32_t py, int32_t pz,
@@ -352,6 +362,7 @@ void Kernel::launchHost(Grid grid, void **params, const std::vector<HostBuffer> 
   ctx.table[0] = reinterpret_cast<void *>(&kilnHostCheckAccess);
   ctx.table[1] = reinterpret_cast<void *>(&kilnHostPrint);
   ctx.table[2] = reinterpret_cast<void *>(&kilnHostAssertFail);
+  ctx.table[3] = reinterpret_cast<void *>(&kilnHostCheckRange);
   ctx.kernel = this;
   ctx.buffers = &buffers;
   int32_t dims[3] = {int32_t(grid.x), int32_t(grid.y), int32_t(grid.z)};

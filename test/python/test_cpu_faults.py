@@ -1,11 +1,15 @@
-"""A kernel that touches memory it does not own, on the CPU backend, raises kiln.KilnError
-naming the kernel, the program, the address and the nearest argument; the process goes on and
-runs the next kernel correctly. The three mutants of issue 25 (offsets shifted below a
-buffer, int32 offsets that wrap negative, a store before a buffer) run on arrays fenced by
-unmapped address space (so that every stray access faults, where heap memory would take it
-silently), in normal mode, on one thread and on several. A fault outside kernel code is still
-fatal, as before."""
+"""A kernel that touches memory it does not own, on the CPU backend, raises kiln.KilnError and
+the process goes on to run the next kernel correctly. The three mutants of issue 25 (offsets
+shifted below a buffer, int32 offsets that wrap negative, a store before a buffer):
+- launched from Python (which passes every array's memory), in normal mode, each access's span
+  is checked against the arrays and the stray one stops at its line before it happens, on
+  ordinary heap arrays and on arrays fenced by unmapped address space alike;
+- launched with raw addresses and no buffer list (as the C++ API can), nothing is checked, the
+  stray access faults on the fenced arrays, and the fault guard names the kernel, the program,
+  the address.
+A fault outside kernel code is still fatal, as before."""
 import ctypes
+import inspect
 import mmap
 import os
 import subprocess
@@ -95,35 +99,62 @@ def copy_still_works():
     np.testing.assert_array_equal(out, x * 2)
 
 
-CASES = [(shifted_load, "x_ptr", "before the start"), (wrapped_offsets, "x_ptr", None),
-         (shifted_store, "out_ptr", "before the start")]
+def line_of(kernel, text):
+    """The file line of the first line of `kernel`'s source containing `text`."""
+    lines, first = inspect.getsourcelines(kernel.fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)
 
 
-@pytest.mark.parametrize("kernel,arg,where", CASES, ids=["shifted_load", "wrapped_offsets",
-                                                         "shifted_store"])
+CASES = [(shifted_load, "x_ptr", "load", "tl.load"), (wrapped_offsets, "x_ptr", "load", "tl.load"),
+         (shifted_store, "out_ptr", "store", "tl.store")]
+IDS = ["shifted_load", "wrapped_offsets", "shifted_store"]
+
+
+@pytest.mark.parametrize("kernel,arg,kind,line", CASES, ids=IDS)
 @pytest.mark.parametrize("grid", [2, 64])
-def test_memory_fault_is_an_error_and_the_process_goes_on(kernel, arg, where, grid):
+def test_stray_access_is_an_error_at_its_line_and_the_process_goes_on(kernel, arg, kind, line,
+                                                                      grid):
+    """Normal mode: every access checks the span of its lanes against the launch's arrays, so
+    the stray access is stopped before it happens, on ordinary heap arrays too."""
     n = 64 * 1024
-    x = fenced(n)
-    x[:] = np.arange(n, dtype=np.float32)
-    out = fenced(n)
+    for x, out in ((fenced(n), fenced(n)), (np.ones(n, np.float32), np.zeros(n, np.float32))):
+        with pytest.raises(kiln.KilnError) as e:
+            kernel[(grid,)](x, out, n, BLOCK=1024, device="cpu")
+        msg = str(e.value)
+        name = kernel.fn.__name__
+        where = f"test_cpu_faults.py:{line_of(kernel, line)}:"
+        assert where in msg and f"in kernel '{name}'" in msg, msg
+        # The nearest array is named: `arg` on fenced memory, maybe its heap neighbour else.
+        nearest = f"argument '{arg}'" if isinstance(x.base, ctypes.Array) else "argument '"
+        assert f"out-of-bounds {kind}" in msg and nearest in msg, msg
+        copy_still_works()
+
+
+@pytest.mark.parametrize("kernel,arg,kind,line", CASES, ids=IDS)
+def test_memory_fault_without_buffer_information_is_an_error(kernel, arg, kind, line):
+    """Launched with raw addresses and no buffer list (the C++ API can), the stray access is
+    not checked and faults: the fault guard turns it into an error naming the kernel, the
+    program and the address; the process goes on."""
+    n = 64 * 1024
+    x, out = fenced(n), fenced(n)
+    # Compile (a harmless launch), then launch the same variant with raw addresses.
+    compiled = kernel[(0,)](x, out, n, BLOCK=1024, device="cpu")
+    args = [x.ctypes.data, out.ctypes.data, n]
     with pytest.raises(kiln.KilnError) as e:
-        kernel[(grid,)](x, out, n, BLOCK=1024, device="cpu")
+        compiled.handle.launch_host([64, 1, 1], args)
     msg = str(e.value)
-    name = kernel.fn.__name__
-    assert f"kernel '{name}'" in msg and "memory fault (SIGSEGV)" in msg, msg
+    assert f"kernel '{kernel.fn.__name__}'" in msg and "memory fault (SIGSEGV)" in msg, msg
     assert "in program (" in msg and "KILN_DEBUG=1" in msg, msg
-    if where:
-        assert f"{where} of argument '{arg}'" in msg, msg
     copy_still_works()
 
 
 def test_fault_on_every_worker_thread_of_a_large_grid():
-    """Every program faults, on all threads at once: one error, the first fault's."""
+    """Every program faults, on all threads at once (raw launch, no buffer list): one error."""
     n = 1 << 20
     x, out = fenced(n), fenced(n)
+    compiled = shifted_store[(0,)](x, out, n, BLOCK=64, device="cpu")
     with pytest.raises(kiln.KilnError, match="memory fault"):
-        shifted_store[(n // 64,)](x, out, n, BLOCK=64, device="cpu")
+        compiled.handle.launch_host([n // 64, 1, 1], [x.ctypes.data, out.ctypes.data, n])
     copy_still_works()
 
 
@@ -173,7 +204,8 @@ def test_debug_mode_names_the_line_of_an_int32_wrap():
     with pytest.raises(kiln.KilnError) as e:
         wrapped_offsets[(64,)](x, out, n, BLOCK=1024, device="cpu", debug=True)
     msg = str(e.value)
-    assert "test_cpu_faults.py:64:" in msg and "int32 overflow in address arithmetic" in msg, msg
+    where = f"test_cpu_faults.py:{line_of(wrapped_offsets, 'offs = pid * BLOCK <<')}:"
+    assert where in msg and "int32 overflow in address arithmetic" in msg, msg
     assert "kernel 'wrapped_offsets'" in msg, msg
     hashed = np.zeros(4096, np.int32)
     hash_store[(4,)](hashed, BLOCK=1024, device="cpu", debug=True)

@@ -38,6 +38,12 @@ enum ContextSlot : unsigned {
   kPrint,
   /// void assertFail(ctx, i32 px, i32 py, i32 pz, const char *message, const char *site)
   kAssertFail,
+  /// i32 inside(ctx, u64 begin, u64 end)
+  /// 1 when [begin, end) lies inside one of the launch's buffers, is empty (begin >= end), or
+  /// the launch has no buffers to check against; 0 otherwise. Every access in normal mode asks
+  /// this once for the span of its unmasked lanes, and only where the answer is 0 hands its
+  /// lanes to `check`, which masks off and reports the stray ones (kernel, line, program).
+  kCheckRange,
 };
 
 /// Element kinds in print calls.
@@ -122,9 +128,10 @@ llvm::SmallVector<mlir::Value> permute(mlir::OpBuilder &b, mlir::Location loc,
 llvm::SmallVector<int64_t> getStrides(llvm::ArrayRef<int64_t> shape);
 /// The enclosing kernel's extra argument `which` (see ExtraArg).
 mlir::Value getExtraArg(mlir::Operation *op, ExtraArg which);
-/// Loads slot `slot` of the context's function table and calls it with `args`.
-void callRuntime(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *at, ContextSlot slot,
-                 mlir::ValueRange args);
+/// Loads slot `slot` of the context's function table and calls it with `args`; returns its
+/// result of type `result` (none: a void function, null returned).
+mlir::Value callRuntime(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *at,
+                        ContextSlot slot, mlir::ValueRange args, mlir::Type result = {});
 /// A pointer to a NUL-terminated global string constant `text` (created once per module).
 mlir::Value getStringPtr(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *at,
                          llvm::StringRef text);

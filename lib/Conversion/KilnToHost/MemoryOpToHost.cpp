@@ -7,8 +7,10 @@
 //   there (zero without it). Scalars branch on their mask.
 // - Atomics run lane by lane in an scf.for, each unmasked lane one llvm.atomicrmw/cmpxchg,
 //   sequentially consistent with the requested ordering.
-// - In debug mode every access first hands its addresses and mask to the runtime's check,
-//   which masks off (and reports) lanes outside the launch's buffers.
+// - Every access is checked against the launch's buffers: in debug mode each lane, through the
+//   runtime's check, which masks off (and reports) lanes outside them; otherwise the span of
+//   its unmasked lanes, with one call, and the lanes only where that span leaves every single
+//   buffer (stray stores then never land on the heap).
 // - kiln.print and kiln.assert call the runtime through the context's function table.
 // Booleans live in memory as bytes, as in Triton.
 //
@@ -122,6 +124,66 @@ Value checkAccess(OpBuilder &b, Location loc, Operation *op, Value ptrs, Value m
   return trunc(b, loc, checked, b.getI1Type());
 }
 
+/// The span [begin, end) of the bytes the unmasked lanes of `ptrs` touch (`mask` may be null
+/// for a scalar): begin >= end when no lane is unmasked.
+std::pair<Value, Value> activeSpan(OpBuilder &b, Location loc, Value ptrs, Value mask,
+                                   unsigned elemBytes) {
+  Type i64 = b.getI64Type();
+  auto constant = [&](Type type, uint64_t v) -> Value {
+    if (auto vec = dyn_cast<VectorType>(type))
+      return arith::ConstantOp::create(
+          b, loc, vec, DenseElementsAttr::get(vec, b.getIntegerAttr(i64, APInt(64, v))));
+    return LLVM::ConstantOp::create(b, loc, i64, b.getIntegerAttr(i64, APInt(64, v)));
+  };
+  Value lo, hi;
+  if (!isTile(ptrs.getType())) {
+    Value p = LLVM::PtrToIntOp::create(b, loc, i64, ptrs);
+    lo = mask ? LLVM::SelectOp::create(b, loc, mask, p, constant(i64, UINT64_MAX)) : p;
+    hi = mask ? LLVM::SelectOp::create(b, loc, mask, p, constant(i64, 0)) : p;
+  } else {
+    SmallVector<Value> maskChunks = unpack(b, loc, mask);
+    for (auto [c, chunk] : llvm::enumerate(unpack(b, loc, ptrs))) {
+      auto vecTy = VectorType::get({cast<VectorType>(chunk.getType()).getNumElements()}, i64);
+      Value ints = LLVM::PtrToIntOp::create(b, loc, vecTy, chunk);
+      Value l = LLVM::vector_reduce_umin::create(
+          b, loc, i64,
+          LLVM::SelectOp::create(b, loc, maskChunks[c], ints, constant(vecTy, UINT64_MAX)));
+      Value h = LLVM::vector_reduce_umax::create(
+          b, loc, i64, LLVM::SelectOp::create(b, loc, maskChunks[c], ints, constant(vecTy, 0)));
+      lo = lo ? LLVM::UMinOp::create(b, loc, lo, l).getResult() : l;
+      hi = hi ? LLVM::UMaxOp::create(b, loc, hi, h).getResult() : h;
+    }
+  }
+  Value end = LLVM::AddOp::create(b, loc, hi, constant(i64, elemBytes));
+  return {lo, end};
+}
+
+/// Every access checks its addresses against the launch's buffers: in debug mode each lane
+/// (checkAccess); otherwise the span of its unmasked lanes, with one call, and the lanes only
+/// where the span leaves every single buffer: a stray store then never lands in memory that
+/// is not the kernel's (on the heap it would corrupt a neighbouring allocation silently).
+/// Returns the mask with the stray lanes cleared (the launch then fails naming the line).
+Value boundsCheck(OpBuilder &b, Location loc, Operation *op, Value ptrs, Value mask,
+                  unsigned elemBytes, bool isStore, bool debug) {
+  if (debug)
+    return checkAccess(b, loc, op, ptrs, mask, elemBytes, isStore);
+  auto [begin, end] = activeSpan(b, loc, ptrs, mask, elemBytes);
+  Value inside = callRuntime(b, loc, op, kCheckRange, {begin, end}, b.getI32Type());
+  Value ok = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, inside, i32Val(b, loc, 0));
+  auto ifOp = scf::IfOp::create(
+      b, loc, ok,
+      [&](OpBuilder &tb, Location l) {
+        Value m = mask ? mask
+                       : LLVM::ConstantOp::create(tb, l, tb.getI1Type(), tb.getBoolAttr(true))
+                             .getResult();
+        scf::YieldOp::create(tb, l, m);
+      },
+      [&](OpBuilder &eb, Location l) {
+        scf::YieldOp::create(eb, l, checkAccess(eb, l, op, ptrs, mask, elemBytes, isStore));
+      });
+  return ifOp.getResult(0);
+}
+
 /// Lanes [start, start + n) of `v`.
 Value slice(OpBuilder &b, Location loc, Value v, int64_t start, int64_t n) {
   SmallVector<int32_t> idx;
@@ -217,8 +279,7 @@ struct LoadConversion : OpConversionPattern<LoadOp> {
                            : zeroOf(rewriter, loc, memTy);
 
     if (!isTile(resTy)) {
-      if (options.debug)
-        mask = checkAccess(rewriter, loc, op, ptrs, mask, align, /*isStore=*/false);
+      mask = boundsCheck(rewriter, loc, op, ptrs, mask, align, /*isStore=*/false, options.debug);
       if (!mask) {
         rewriter.replaceOp(op, fromMemory(LLVM::LoadOp::create(rewriter, loc, memElem, ptrs,
                                                                align, op.getIsVolatile())));
@@ -238,8 +299,7 @@ struct LoadConversion : OpConversionPattern<LoadOp> {
     int64_t n = getNumElements(resTy);
     if (!mask)
       mask = allTrue(rewriter, loc, n);
-    if (options.debug)
-      mask = checkAccess(rewriter, loc, op, ptrs, mask, align, /*isStore=*/false);
+    mask = boundsCheck(rewriter, loc, op, ptrs, mask, align, /*isStore=*/false, options.debug);
     int64_t run = contiguousRun(axis, op.getPtr());
     SmallVector<Value> ptrChunks = unpack(rewriter, loc, ptrs);
     SmallVector<Value> maskChunks = unpack(rewriter, loc, mask);
@@ -273,8 +333,7 @@ struct StoreConversion : OpConversionPattern<StoreOp> {
     unsigned align = byteSize(memElem);
 
     if (!isTile(value.getType())) {
-      if (options.debug)
-        mask = checkAccess(rewriter, loc, op, ptrs, mask, align, /*isStore=*/true);
+      mask = boundsCheck(rewriter, loc, op, ptrs, mask, align, /*isStore=*/true, options.debug);
       if (!mask) {
         LLVM::StoreOp::create(rewriter, loc, value, ptrs, align);
       } else {
@@ -290,8 +349,7 @@ struct StoreConversion : OpConversionPattern<StoreOp> {
     int64_t n = getNumElements(value.getType());
     if (!mask)
       mask = allTrue(rewriter, loc, n);
-    if (options.debug)
-      mask = checkAccess(rewriter, loc, op, ptrs, mask, align, /*isStore=*/true);
+    mask = boundsCheck(rewriter, loc, op, ptrs, mask, align, /*isStore=*/true, options.debug);
     int64_t run = contiguousRun(axis, op.getPtr());
     SmallVector<Value> ptrChunks = unpack(rewriter, loc, ptrs);
     SmallVector<Value> maskChunks = unpack(rewriter, loc, mask);
@@ -415,11 +473,10 @@ struct AtomicRMWConversion : OpConversionPattern<AtomicRMWOp> {
     Type resTy = getTypeConverter()->convertType(op.getType());
     Type elem = getTileElementType(resTy);
     Value mask = adaptor.getMask();
-    if (options.debug) {
-      if (!mask && isTile(resTy))
-        mask = allTrue(rewriter, loc, getNumElements(resTy));
-      mask = checkAccess(rewriter, loc, op, adaptor.getPtr(), mask, byteSize(elem), true);
-    }
+    if (!mask && isTile(resTy))
+      mask = allTrue(rewriter, loc, getNumElements(resTy));
+    mask = boundsCheck(rewriter, loc, op, adaptor.getPtr(), mask, byteSize(elem), true,
+                       options.debug);
     LLVM::AtomicBinOp bin = toBinOp(op.getKind(), elem);
     LLVM::AtomicOrdering ordering = toOrdering(op.getSem());
     Value r = forEachLane(rewriter, loc, resTy, adaptor.getPtr(), mask, {adaptor.getVal()},
@@ -441,12 +498,10 @@ struct AtomicCASConversion : OpConversionPattern<AtomicCASOp> {
     Location loc = op.getLoc();
     Type resTy = getTypeConverter()->convertType(op.getType());
     Type elem = getTileElementType(resTy);
-    Value mask;
-    if (options.debug)
-      mask = checkAccess(rewriter, loc, op, adaptor.getPtr(),
-                         isTile(resTy) ? allTrue(rewriter, loc, getNumElements(resTy))
-                                                : Value(),
-                         byteSize(elem), true);
+    Value mask = boundsCheck(rewriter, loc, op, adaptor.getPtr(),
+                             isTile(resTy) ? allTrue(rewriter, loc, getNumElements(resTy))
+                                           : Value(),
+                             byteSize(elem), true, options.debug);
     // cmpxchg takes integers: floats go through their bits.
     Type intElem = isa<FloatType>(elem) ? Type(rewriter.getIntegerType(elem.getIntOrFloatBitWidth()))
                                         : elem;

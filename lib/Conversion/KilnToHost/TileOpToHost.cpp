@@ -175,8 +175,8 @@ Value kiln::host::getExtraArg(Operation *op, ExtraArg which) {
   return entry.getArgument(entry.getNumArguments() - kNumExtraArgs + which);
 }
 
-void kiln::host::callRuntime(OpBuilder &b, Location loc, Operation *at, ContextSlot slot,
-                             ValueRange args) {
+Value kiln::host::callRuntime(OpBuilder &b, Location loc, Operation *at, ContextSlot slot,
+                              ValueRange args, Type result) {
   MLIRContext *ctx = b.getContext();
   auto ptrTy = LLVM::LLVMPointerType::get(ctx);
   Value context = getExtraArg(at, kContext);
@@ -189,8 +189,10 @@ void kiln::host::callRuntime(OpBuilder &b, Location loc, Operation *at, ContextS
     argTypes.push_back(a.getType());
     operands.push_back(a);
   }
-  auto fnTy = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), argTypes);
-  LLVM::CallOp::create(b, loc, fnTy, operands);
+  auto fnTy = LLVM::LLVMFunctionType::get(result ? result : LLVM::LLVMVoidType::get(ctx),
+                                          argTypes);
+  auto call = LLVM::CallOp::create(b, loc, fnTy, operands);
+  return result ? call.getResult() : Value();
 }
 
 Value kiln::host::getStringPtr(OpBuilder &b, Location loc, Operation *at, StringRef text) {

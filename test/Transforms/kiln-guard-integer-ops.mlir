@@ -1,5 +1,5 @@
-// RUN: kiln-opt %s -split-input-file -kiln-guard-integer-division | FileCheck %s
-// RUN: kiln-opt %s -split-input-file -kiln-guard-integer-division="guard=0 check=1" | FileCheck %s --check-prefix=CHECKONLY
+// RUN: kiln-opt %s -split-input-file -kiln-guard-integer-ops | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-guard-integer-ops="guard=0 check=1" | FileCheck %s --check-prefix=CHECKONLY
 
 // A signed division divides by 1 where the divisor is 0 or where INT_MIN / -1 would overflow.
 // CHECK-LABEL: func.func @signed(
@@ -34,4 +34,28 @@ func.func @signed(%a: tensor<64xi32>, %b: tensor<64xi32>) -> tensor<64xi32> {
 func.func @unsigned(%a: i64, %b: i64) -> i64 {
   %r = arith.remui %a, %b : i64
   return %r : i64
+}
+
+// -----
+
+// Shifts by the width or more follow PTX: shl gives 0, shrsi the sign (amount clamped).
+// CHECK-LABEL: func.func @shifts(
+// CHECK: %[[W:.*]] = arith.constant dense<32> : tensor<64xi32>
+// CHECK: %[[FAR:.*]] = arith.cmpi uge, %[[K:.*]], %[[W]]
+// CHECK: %[[Z:.*]] = arith.constant dense<0> : tensor<64xi32>
+// CHECK: %[[K0:.*]] = arith.select %[[FAR]], %[[Z]], %[[K]]
+// CHECK: %[[S:.*]] = arith.shli %{{.*}}, %[[K0]]
+// CHECK: %[[R:.*]] = arith.select %[[FAR]], %[[Z]], %[[S]]
+// CHECK: %[[W2:.*]] = arith.constant dense<32> : tensor<64xi32>
+// CHECK: %[[FAR2:.*]] = arith.cmpi uge, %[[K]], %[[W2]]
+// CHECK: %[[LAST:.*]] = arith.constant dense<31> : tensor<64xi32>
+// CHECK: %[[K31:.*]] = arith.select %[[FAR2]], %[[LAST]], %[[K]]
+// CHECK: %[[A:.*]] = arith.shrsi %[[R]], %[[K31]]
+// CHECK: return %[[A]]
+// CHECKONLY-LABEL: func.func @shifts(
+// CHECKONLY-NOT: arith.select
+func.func @shifts(%x: tensor<64xi32>, %k: tensor<64xi32>) -> tensor<64xi32> {
+  %s = arith.shli %x, %k : tensor<64xi32>
+  %a = arith.shrsi %s, %k : tensor<64xi32>
+  return %a : tensor<64xi32>
 }
