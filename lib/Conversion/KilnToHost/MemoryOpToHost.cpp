@@ -125,9 +125,12 @@ Value checkAccess(OpBuilder &b, Location loc, Operation *op, Value ptrs, Value m
 }
 
 /// The span [begin, end) of the bytes the unmasked lanes of `ptrs` touch (`mask` may be null
-/// for a scalar): begin >= end when no lane is unmasked.
+/// for a scalar): begin >= end when no lane is unmasked. With `contiguous` (the axis analysis
+/// proved every lane one element past the one before), the span of all lanes instead: its
+/// first and last address, two extracts where the masked reductions cost a few instructions
+/// per lane; a masked-off lane past an array then only sends the access to the per-lane check.
 std::pair<Value, Value> activeSpan(OpBuilder &b, Location loc, Value ptrs, Value mask,
-                                   unsigned elemBytes) {
+                                   unsigned elemBytes, bool contiguous) {
   Type i64 = b.getI64Type();
   auto constant = [&](Type type, uint64_t v) -> Value {
     if (auto vec = dyn_cast<VectorType>(type))
@@ -136,7 +139,15 @@ std::pair<Value, Value> activeSpan(OpBuilder &b, Location loc, Value ptrs, Value
     return LLVM::ConstantOp::create(b, loc, i64, b.getIntegerAttr(i64, APInt(64, v)));
   };
   Value lo, hi;
-  if (!isTile(ptrs.getType())) {
+  if (contiguous && isTile(ptrs.getType())) {
+    SmallVector<Value> chunks = unpack(b, loc, ptrs);
+    int64_t width = cast<VectorType>(chunks.back().getType()).getNumElements();
+    lo = LLVM::PtrToIntOp::create(
+        b, loc, i64, LLVM::ExtractElementOp::create(b, loc, chunks.front(), i32Val(b, loc, 0)));
+    hi = LLVM::PtrToIntOp::create(
+        b, loc, i64,
+        LLVM::ExtractElementOp::create(b, loc, chunks.back(), i32Val(b, loc, width - 1)));
+  } else if (!isTile(ptrs.getType())) {
     Value p = LLVM::PtrToIntOp::create(b, loc, i64, ptrs);
     lo = mask ? LLVM::SelectOp::create(b, loc, mask, p, constant(i64, UINT64_MAX)) : p;
     hi = mask ? LLVM::SelectOp::create(b, loc, mask, p, constant(i64, 0)) : p;
@@ -164,10 +175,10 @@ std::pair<Value, Value> activeSpan(OpBuilder &b, Location loc, Value ptrs, Value
 /// is not the kernel's (on the heap it would corrupt a neighbouring allocation silently).
 /// Returns the mask with the stray lanes cleared (the launch then fails naming the line).
 Value boundsCheck(OpBuilder &b, Location loc, Operation *op, Value ptrs, Value mask,
-                  unsigned elemBytes, bool isStore, bool debug) {
+                  unsigned elemBytes, bool isStore, bool debug, bool contiguous = false) {
   if (debug)
     return checkAccess(b, loc, op, ptrs, mask, elemBytes, isStore);
-  auto [begin, end] = activeSpan(b, loc, ptrs, mask, elemBytes);
+  auto [begin, end] = activeSpan(b, loc, ptrs, mask, elemBytes, contiguous);
   Value inside = callRuntime(b, loc, op, kCheckRange, {begin, end}, b.getI32Type());
   Value ok = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, inside, i32Val(b, loc, 0));
   auto ifOp = scf::IfOp::create(
@@ -219,6 +230,13 @@ int64_t contiguousRun(const AxisInfoAnalysis &axis, Value ptr) {
     return 1;
   int64_t run = std::min<int64_t>(info.contiguity[last], type.getDimSize(last));
   return run >= 2 && type.getDimSize(last) % run == 0 ? run : 1;
+}
+
+/// True when the tile of pointers `ptr` is one contiguous run: rank 1 and a run (the axis
+/// analysis's contiguity) as long as the tile.
+bool wholeTileContiguous(Value ptr, int64_t run) {
+  auto type = dyn_cast<RankedTensorType>(ptr.getType());
+  return type && type.getRank() == 1 && run == type.getDimSize(0);
 }
 
 /// Chunk `c` of a masked access of a tile whose pointers are `ptrs` (one chunk): whole
@@ -299,8 +317,9 @@ struct LoadConversion : OpConversionPattern<LoadOp> {
     int64_t n = getNumElements(resTy);
     if (!mask)
       mask = allTrue(rewriter, loc, n);
-    mask = boundsCheck(rewriter, loc, op, ptrs, mask, align, /*isStore=*/false, options.debug);
     int64_t run = contiguousRun(axis, op.getPtr());
+    mask = boundsCheck(rewriter, loc, op, ptrs, mask, align, /*isStore=*/false, options.debug,
+                       wholeTileContiguous(op.getPtr(), run));
     SmallVector<Value> ptrChunks = unpack(rewriter, loc, ptrs);
     SmallVector<Value> maskChunks = unpack(rewriter, loc, mask);
     SmallVector<Value> otherChunks = unpack(rewriter, loc, otherMem);
@@ -349,8 +368,9 @@ struct StoreConversion : OpConversionPattern<StoreOp> {
     int64_t n = getNumElements(value.getType());
     if (!mask)
       mask = allTrue(rewriter, loc, n);
-    mask = boundsCheck(rewriter, loc, op, ptrs, mask, align, /*isStore=*/true, options.debug);
     int64_t run = contiguousRun(axis, op.getPtr());
+    mask = boundsCheck(rewriter, loc, op, ptrs, mask, align, /*isStore=*/true, options.debug,
+                       wholeTileContiguous(op.getPtr(), run));
     SmallVector<Value> ptrChunks = unpack(rewriter, loc, ptrs);
     SmallVector<Value> maskChunks = unpack(rewriter, loc, mask);
     SmallVector<Value> valueChunks = unpack(rewriter, loc, value);
