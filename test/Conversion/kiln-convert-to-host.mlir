@@ -10,11 +10,13 @@
 // CHECK: arith.muli %[[PX]]
 // CHECK: %[[M:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : vector<8xi32>
 // CHECK: %[[P:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (vector<8x!llvm.ptr>, vector<8xi32>) -> vector<8x!llvm.ptr>, f32
-// The span of the unmasked lanes' bytes goes to the runtime's range check (slot 3) once; only
-// a span outside every buffer takes the per-lane check, which clears the stray lanes.
-// CHECK: %[[I:.*]] = llvm.ptrtoint %[[P]] : vector<8x!llvm.ptr> to vector<8xi64>
-// CHECK: "llvm.intr.vector.reduce.umin"
-// CHECK: "llvm.intr.vector.reduce.umax"
+// The span of the access's bytes goes to the runtime's range check (slot 3) once: here a
+// contiguous tile, so its first and last address; only a span outside every buffer takes the
+// per-lane check, which clears the stray lanes.
+// CHECK: %[[F:.*]] = llvm.extractelement %[[P]][%{{.*}} : i32]
+// CHECK: llvm.ptrtoint %[[F]] : !llvm.ptr to i64
+// CHECK: %[[L:.*]] = llvm.extractelement %[[P]][%{{.*}} : i32]
+// CHECK: llvm.ptrtoint %[[L]] : !llvm.ptr to i64
 // CHECK: %[[SLOT:.*]] = llvm.getelementptr %[[CTX]][3]
 // CHECK: %[[FN:.*]] = llvm.load %[[SLOT]]
 // CHECK: %[[IN:.*]] = llvm.call %[[FN]](%[[CTX]], %{{.*}}, %{{.*}}) : !llvm.ptr, (!llvm.ptr, i64, i64) -> i32
@@ -105,5 +107,30 @@ func.func @shapes(%p: !kiln.ptr<f32>) {
     kiln.reduce.return %v : f32
   } : (tensor<2x4xf32>) -> tensor<2xf32>
   kiln.store %q, %s : tensor<2x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// A gather (every other element): the span of the unmasked lanes, by masked reductions.
+// CHECK-LABEL: func.func private @strided(
+// CHECK: %[[I:.*]] = llvm.ptrtoint %{{.*}} : vector<8x!llvm.ptr> to vector<8xi64>
+// CHECK: %[[LO:.*]] = llvm.select %{{.*}}, %[[I]], %{{.*}} : vector<8xi1>, vector<8xi64>
+// CHECK: "llvm.intr.vector.reduce.umin"(%[[LO]])
+// CHECK: "llvm.intr.vector.reduce.umax"
+// CHECK: llvm.call %{{.*}}(%{{.*}}, %{{.*}}, %{{.*}}) : !llvm.ptr, (!llvm.ptr, i64, i64) -> i32
+// CHECK: llvm.intr.masked.gather
+func.func @strided(%src: !kiln.ptr<f32>, %dst: !kiln.ptr<f32>, %n: i32) {
+  %r = kiln.make_range {end = 8 : i32, start = 0 : i32} : tensor<8xi32>
+  %c2 = arith.constant dense<2> : tensor<8xi32>
+  %offs = arith.muli %r, %c2 : tensor<8xi32>
+  %ns = kiln.splat %n : tensor<8xi32>
+  %m = arith.cmpi slt, %offs, %ns : tensor<8xi32>
+  %ps = kiln.splat %src : tensor<8x!kiln.ptr<f32>>
+  %p = kiln.addptr %ps, %offs : tensor<8x!kiln.ptr<f32>>, tensor<8xi32>
+  %x = kiln.load %p, %m : tensor<8x!kiln.ptr<f32>>
+  %qs = kiln.splat %dst : tensor<8x!kiln.ptr<f32>>
+  %q = kiln.addptr %qs, %r : tensor<8x!kiln.ptr<f32>>, tensor<8xi32>
+  kiln.store %q, %x : tensor<8x!kiln.ptr<f32>>
   return
 }
