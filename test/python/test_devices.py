@@ -176,14 +176,10 @@ def test_cupy_on_device1():
         np.testing.assert_array_equal(cupy.asnumpy(out), 2 * np.arange(n, dtype=np.float32) + 1)
 
 
-@kiln.autotune(configs=[kiln.Config({"BLOCK": 256}), kiln.Config({"BLOCK": 1024}, num_warps=8)],
-               key=["n"])
-@kiln.jit
-def tuned_scale_add(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, alpha * tl.load(x_ptr + offs, mask=mask) +
-             tl.load(y_ptr + offs, mask=mask), mask=mask)
+# scale_add under the autotuner (BLOCK and num_warps from the configs).
+tuned_scale_add = kiln.autotune(
+    configs=[kiln.Config({"BLOCK": 256}), kiln.Config({"BLOCK": 1024}, num_warps=8)],
+    key=["n"])(scale_add)
 
 
 def test_autotune_times_on_the_device_of_the_arguments(torch2):
