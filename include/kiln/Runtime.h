@@ -66,7 +66,8 @@ private:
   bool restore = false;
 };
 
-/// Device memory owned by the object, on the current device or on device `ordinal`.
+/// Device memory owned by the object, on the current device or on device `ordinal` (-1: the
+/// current one).
 class KILN_EXPORT DeviceBuffer {
 public:
   explicit DeviceBuffer(size_t bytes);

@@ -724,7 +724,7 @@ const kiln::rt::Kernel &detail::getKernel(KernelState &state, const uint64_t *ke
         return *k;
   }
   const kiln::rt::Kernel &k = jit().get(maxnreg ? withMaxnreg(v.mlir, maxnreg) : v.mlir, numWarps,
-                                        /*debug=*/false, jit().isHost() ? -1 : device);
+                                        /*debug=*/false, device); // the host JIT ignores it
   if (k.getSignature().size() != numRuntimeArgs)
     throw kiln::rt::Error("kernel '" + state.name + "': compiled with " +
                           std::to_string(k.getSignature().size()) + " parameters, expected " +

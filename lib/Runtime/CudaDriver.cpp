@@ -125,15 +125,6 @@ struct LastLaunch {
 };
 LastLaunch lastLaunch[kMaxDevices];
 
-/// The device of the current context, without throwing (error paths call it); -1 if unknown.
-int faultDevice(const Driver &d) {
-  void *ctx = nullptr;
-  int handle = -1;
-  if (!d.cuCtxGetCurrent || d.cuCtxGetCurrent(&ctx) != 0 || !ctx ||
-      d.cuCtxGetDevice(&handle) != 0)
-    return -1;
-  return handle; // CUdevice handles are the ordinals (cuDeviceGet(&h, i) gives h == i)
-}
 } // namespace
 
 std::string kiln::rt::describeError(int result, const char *call) {
@@ -146,7 +137,11 @@ std::string kiln::rt::describeError(int result, const char *call) {
   if (!isKernelFault(result))
     return what;
   // A kernel faulted earlier; this call only observed it. Name the likely culprit.
-  int device = faultDevice(d);
+  int device = -1;
+  try {
+    device = currentContextDevice();
+  } catch (const Error &) { // the context may be too broken to say
+  }
   what += ": a kernel faulted on " + deviceName(device) +
           ", and the device's context is unusable from now on";
   if (device >= 0 && device < kMaxDevices) {
@@ -180,14 +175,6 @@ const Driver &kiln::rt::requireDriver() {
 }
 
 bool kiln::rt::hasGPU() { return driver().available; }
-
-int kiln::rt::deviceCount() {
-  const Driver &d = driver();
-  int count = 0;
-  if (!d.available || d.cuDeviceGetCount(&count) != 0)
-    return 0;
-  return count;
-}
 
 /// The device table, its handles filled on first use.
 static Devices &deviceTable(const Driver &d) {
@@ -224,22 +211,42 @@ void *kiln::rt::primaryContext(int ordinal) {
   return ctx;
 }
 
+int kiln::rt::deviceCount() {
+  const Driver &d = driver();
+  return d.available ? deviceTable(d).count : 0;
+}
+
+/// The ordinal of the device of context `ctx` (current on this thread when `current`); -1
+/// when it is none of the machine's devices.
+static int ordinalOfContext(const Driver &d, void *ctx, bool current) {
+  // A primary context Kiln retained: found without a driver call.
+  Devices &devs = deviceTable(d);
+  for (int i = 0; i < devs.count; ++i)
+    if (devs.contexts[i].load(std::memory_order_acquire) == ctx)
+      return i;
+  // Else ask the driver, with `ctx` current for the question.
+  void *previous = nullptr;
+  if (!current) {
+    check(d.cuCtxGetCurrent(&previous), "cuCtxGetCurrent");
+    check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  }
+  int handle = 0;
+  int result = d.cuCtxGetDevice(&handle);
+  if (!current)
+    d.cuCtxSetCurrent(previous);
+  check(result, "cuCtxGetDevice");
+  for (int i = 0; i < devs.count; ++i)
+    if (devs.handles[i] == handle)
+      return i;
+  return -1;
+}
+
 int kiln::rt::currentContextDevice() {
   const Driver &d = driver();
   void *ctx = nullptr;
   if (!d.available || d.cuCtxGetCurrent(&ctx) != 0 || !ctx)
     return -1;
-  // A primary context Kiln retained: found without another driver call.
-  Devices &devs = deviceTable(d);
-  for (int i = 0; i < devs.count; ++i)
-    if (devs.contexts[i].load(std::memory_order_acquire) == ctx)
-      return i;
-  int handle = 0;
-  check(d.cuCtxGetDevice(&handle), "cuCtxGetDevice");
-  for (int i = 0; i < devs.count; ++i)
-    if (devs.handles[i] == handle)
-      return i;
-  return -1;
+  return ordinalOfContext(d, ctx, /*current=*/true);
 }
 
 int kiln::rt::currentDevice() {
@@ -302,12 +309,14 @@ void kiln::rt::synchronize(int ordinal) {
   check(driver().cuCtxSynchronize(), "cuCtxSynchronize");
 }
 
-DeviceBuffer::DeviceBuffer(size_t n) : bytes(n) {
-  check(requireDriver().cuMemAlloc(&ptr, n), "cuMemAlloc");
-  device = currentDevice();
-}
+DeviceBuffer::DeviceBuffer(size_t n) : DeviceBuffer(n, -1) {}
 
 DeviceBuffer::DeviceBuffer(size_t n, int ordinal) : bytes(n), device(ordinal) {
+  if (ordinal < 0) { // in the current context, whichever it is
+    check(requireDriver().cuMemAlloc(&ptr, n), "cuMemAlloc");
+    device = currentDevice();
+    return;
+  }
   DeviceGuard guard(ordinal);
   check(driver().cuMemAlloc(&ptr, n), "cuMemAlloc");
 }
@@ -440,9 +449,10 @@ void Kernel::launchRaw(Grid grid, CUstream stream, void **params) const {
   if ((result == kErrorInvalidHandle || result == kErrorInvalidContext) && stream &&
       d.cuStreamGetCtx(stream, &streamCtx) == 0 && streamCtx != context) {
     int other = -1;
-    for (int i = 0, n = deviceCount(); i < n && other < 0; ++i)
-      if (primaryContext(i) == streamCtx)
-        other = i;
+    try {
+      other = ordinalOfContext(d, streamCtx, /*current=*/false);
+    } catch (const Error &) {
+    }
     what += ": kernel '" + name + "' runs on " + deviceName(device) +
             " (the device of its arguments) but the stream belongs to " + deviceName(other) +
             "; pass a stream of " + deviceName(device);

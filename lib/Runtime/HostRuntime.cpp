@@ -60,6 +60,21 @@ std::string programId(int32_t x, int32_t y, int32_t z) {
   return "(" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + ")";
 }
 
+/// The buffer nearest to `address` (one containing it is at distance 0), or null.
+const HostBuffer *nearestBuffer(uint64_t address, const std::vector<HostBuffer> &buffers) {
+  const HostBuffer *nearest = nullptr;
+  uint64_t best = UINT64_MAX;
+  for (const HostBuffer &b : buffers) {
+    uint64_t end = b.begin + b.bytes;
+    uint64_t d = address < b.begin ? b.begin - address : address >= end ? address - end : 0;
+    if (d < best) {
+      best = d;
+      nearest = &b;
+    }
+  }
+  return nearest;
+}
+
 extern "C" void kilnHostCheckAccess(void *ctxPtr, int32_t px, int32_t py, int32_t pz,
                                     const char *site, const uint64_t *ptrs, uint8_t *mask,
                                     int64_t n, int64_t elemBytes, int32_t isStore) {
@@ -84,16 +99,7 @@ extern "C" void kilnHostCheckAccess(void *ctxPtr, int32_t px, int32_t py, int32_
       continue;
     // Name the nearest buffer to make the mistake easy to see.
     std::string where;
-    const HostBuffer *nearest = nullptr;
-    uint64_t best = UINT64_MAX;
-    for (const HostBuffer &b : *ctx->buffers) {
-      uint64_t d = a < b.begin ? b.begin - a : a - (b.begin + b.bytes);
-      if (d < best) {
-        best = d;
-        nearest = &b;
-      }
-    }
-    if (nearest) {
+    if (const HostBuffer *nearest = nearestBuffer(a, *ctx->buffers)) {
       char buf[160];
       std::string arg = nearest->name.empty() ? std::string("buffer argument")
                                               : "buffer argument '" + nearest->name + "'";
@@ -312,23 +318,12 @@ static std::string hexAddress(uint64_t a) {
 /// without buffers, to the nearest pointer argument below it.
 static std::string nearestArgument(uint64_t address, const std::vector<HostBuffer> &buffers,
                                    const std::vector<ArgKind> &signature, void **params) {
-  const HostBuffer *nearest = nullptr;
-  uint64_t best = UINT64_MAX;
-  for (const HostBuffer &b : buffers) {
-    uint64_t d = address < b.begin ? b.begin - address
-                 : address >= b.begin + b.bytes ? address - (b.begin + b.bytes) + 1
-                                                 : 0;
-    if (b.bytes && d < best) {
-      best = d;
-      nearest = &b;
-    }
-  }
-  if (nearest) {
+  if (const HostBuffer *nearest = nearestBuffer(address, buffers)) {
     std::string what = nearest->name.empty() ? "a buffer argument"
                                              : "argument '" + nearest->name + "'";
     what += " (" + std::to_string(nearest->bytes) + " bytes at " + hexAddress(nearest->begin) +
             ")";
-    if (best == 0)
+    if (address >= nearest->begin && address < nearest->begin + nearest->bytes)
       return "inside " + what + ": memory the kernel may not write (read-only?)";
     if (address < nearest->begin)
       return std::to_string(nearest->begin - address) + " bytes before the start of " + what;

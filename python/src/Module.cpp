@@ -60,13 +60,6 @@ size_t itemSizeOf(const std::string &dtype) {
   return 0;
 }
 
-/// Device memory on `device` (-1: the current device).
-std::shared_ptr<kiln::rt::DeviceBuffer> newBuffer(size_t bytes, int device) {
-  if (device < 0)
-    return std::make_shared<kiln::rt::DeviceBuffer>(bytes);
-  return std::make_shared<kiln::rt::DeviceBuffer>(bytes, device);
-}
-
 /// kiln._C.BuildError: a kiln::py::Error (user error with a location).
 PyObject *buildErrorType = nullptr;
 
@@ -301,7 +294,7 @@ PYBIND11_MODULE(_C, m) {
               throw pyb::type_error("kiln.empty: unsupported dtype '" + dtype + "'");
             a.shape = std::move(shape);
             a.dtype = std::move(dtype);
-            a.buffer = newBuffer(std::max<size_t>(a.numel() * a.itemSize, 1), device);
+            a.buffer = std::make_shared<kiln::rt::DeviceBuffer>(std::max<size_t>(a.numel() * a.itemSize, 1), device);
             return a;
           },
           pyb::arg("shape"), pyb::arg("dtype"), pyb::arg("device") = -1)
@@ -322,7 +315,7 @@ PYBIND11_MODULE(_C, m) {
             a.shape.assign(info.shape.begin(), info.shape.end());
             a.dtype = std::move(dtype);
             size_t bytes = a.numel() * a.itemSize;
-            a.buffer = newBuffer(std::max<size_t>(bytes, 1), device);
+            a.buffer = std::make_shared<kiln::rt::DeviceBuffer>(std::max<size_t>(bytes, 1), device);
             if (bytes)
               a.buffer->copyFromHost(info.ptr, bytes);
             return a;
