@@ -1,8 +1,11 @@
 """Kiln from Python beside Triton, in the same run, on the GPU machine. Prints key=value lines:
 
-- Triton's tutorial vector add written with `import kiln.language as tl`, and Triton's own,
-  fp32, n = 2^28: GB/s of each (medians of do_bench, rounds interleaved), the ratio, and the
-  error of Kiln's result against a float64 reference (output poisoned before the run);
+- Triton's tutorial vector add written with `import kiln.language as tl`
+  (bench/kernel_sources.py's add_kernel) and its Triton twin (the same text under Triton:
+  bench/common.py), fp32, n = 2^28: GB/s of each (medians of common.do_bench, rounds
+  interleaved), the ratio, and the error of each result against a float64 reference (output
+  poisoned before the run); kiln.testing.do_bench beside triton.testing.do_bench on the same
+  Kiln kernel;
 - host time per launch from Python of that kernel as a tiny 4-argument launch (n = 1024, one
   program), batches of back-to-back launches between synchronizations, Kiln and Triton;
 - cold compile in a fresh process (empty caches): time from the end of `import` to the first
@@ -23,43 +26,14 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 
-import torch
-import triton
-import triton.language as ttl
-from triton.testing import do_bench
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+from common import report  # noqa: E402
 
-import kiln
-import kiln.language as tl
-
-
-@kiln.jit
-def kiln_add(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    block_start = pid * BLOCK_SIZE
-    offsets = block_start + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    output = x + y
-    tl.store(output_ptr + offsets, output, mask=mask)
-
-
-@triton.jit
-def triton_add(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: ttl.constexpr):
-    pid = ttl.program_id(axis=0)
-    block_start = pid * BLOCK_SIZE
-    offsets = block_start + ttl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
-    x = ttl.load(x_ptr + offsets, mask=mask)
-    y = ttl.load(y_ptr + offsets, mask=mask)
-    output = x + y
-    ttl.store(output_ptr + offsets, output, mask=mask)
-
-
-def report(key, value, fmt="{:.4f}"):
-    print(f"{key}={fmt.format(value) if isinstance(value, float) else value}", flush=True)
+# Set by main(): torch, kiln, the vector add under Kiln (kernel_sources.add_kernel) and its
+# Triton twin (the same text under Triton: common.twin), Triton's testing module.
+torch = kiln = kiln_add = triton_add = triton_testing = None
 
 
 def bandwidth():
@@ -67,7 +41,7 @@ def bandwidth():
     x = torch.rand(n, device="cuda")
     y = torch.rand(n, device="cuda")
     out = torch.full_like(x, float("nan"))
-    grid = lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)  # noqa: E731
+    grid = lambda meta: (kiln.cdiv(n, meta["BLOCK_SIZE"]),)  # noqa: E731
     kiln_add[grid](x, y, out, n, BLOCK_SIZE=1024)
     torch.cuda.synchronize()
     ref = x.double() + y.double()
@@ -79,53 +53,38 @@ def bandwidth():
     nbytes = 3 * 4 * n
     k, t = [], []
     for _ in range(3):  # interleaved rounds: both see the same clocks and neighbours
-        k.append(do_bench(lambda: kiln_add[grid](x, y, out, n, BLOCK_SIZE=1024),
-                          warmup=50, rep=300, return_mode="median"))
-        t.append(do_bench(lambda: triton_add[grid](x, y, out, n, BLOCK_SIZE=1024),
-                          warmup=50, rep=300, return_mode="median"))
-    kg, tg = nbytes / statistics.median(k) / 1e6, nbytes / statistics.median(t) / 1e6
+        k.append(common.do_bench(lambda: kiln_add[grid](x, y, out, n, BLOCK_SIZE=1024),
+                                 warmup=50, rep=300))
+        t.append(common.do_bench(lambda: triton_add[grid](x, y, out, n, BLOCK_SIZE=1024),
+                                 warmup=50, rep=300))
+    kg, tg = common.gbps(nbytes, statistics.median(k)), common.gbps(nbytes, statistics.median(t))
     report("kiln_py_add_gbps", kg)
     report("triton_add_gbps", tg)
     report("kiln_py_add_vs_triton", kg / tg)
-    kb = do_bench(lambda: kiln_add[grid](x, y, out, n, BLOCK_SIZE=1024), warmup=50, rep=300,
-                  return_mode="median")
+    # kiln.testing.do_bench beside triton.testing.do_bench, timing the same Kiln kernel
     report("kiln_testing_do_bench_ms", kiln.testing.do_bench(
         lambda: kiln_add[grid](x, y, out, n, BLOCK_SIZE=1024), return_mode="median"))
-    report("triton_testing_do_bench_ms_kiln_kernel", kb)
+    report("triton_testing_do_bench_ms_kiln_kernel", triton_testing.do_bench(
+        lambda: kiln_add[grid](x, y, out, n, BLOCK_SIZE=1024), warmup=50, rep=300,
+        return_mode="median"))
     del x, y, out, ref
     torch.cuda.empty_cache()
 
 
-def host_time(launch, batches=40, per_batch=500, sync=torch.cuda.synchronize):
-    """Median host microseconds per launch over batches of back-to-back launches, with the
-    device drained between batches (so the launch queue never fills)."""
-    for _ in range(1000):
-        launch()
-    sync()
-    samples = []
-    for _ in range(batches):
-        t0 = time.perf_counter()
-        for _ in range(per_batch):
-            launch()
-        samples.append((time.perf_counter() - t0) / per_batch)
-        sync()
-    return statistics.median(samples) * 1e6
-
-
 def launch_cost():
     a, b, c = (torch.empty(1024, device="cuda") for _ in range(3))
-    report("kiln_py_launch_host_us", host_time(lambda: kiln_add[(1,)](a, b, c, 1024,
+    report("kiln_py_launch_host_us", common.host_us(lambda: kiln_add[(1,)](a, b, c, 1024,
                                                                      BLOCK_SIZE=1024)))
-    report("triton_launch_host_us", host_time(lambda: triton_add[(1,)](a, b, c, 1024,
+    report("triton_launch_host_us", common.host_us(lambda: triton_add[(1,)](a, b, c, 1024,
                                                                       BLOCK_SIZE=1024)))
     ka, kb, kc = (kiln.empty(1024, "float32") for _ in range(3))
     report("kiln_py_launch_host_us_kiln_arrays",
-           host_time(lambda: kiln_add[(1,)](ka, kb, kc, 1024, BLOCK_SIZE=1024)))
+           common.host_us(lambda: kiln_add[(1,)](ka, kb, kc, 1024, BLOCK_SIZE=1024)))
     if torch.cuda.device_count() > 1 and hasattr(kiln, "device_count"):
         # Tensors on cuda:1 while device 0 is current: the launch switches context and back.
         d, e, f = (torch.empty(1024, device="cuda:1") for _ in range(3))
         report("kiln_py_launch_host_us_other_device",
-               host_time(lambda: kiln_add[(1,)](d, e, f, 1024, BLOCK_SIZE=1024),
+               common.host_us(lambda: kiln_add[(1,)](d, e, f, 1024, BLOCK_SIZE=1024),
                          sync=lambda: torch.cuda.synchronize(1)))
 
 
@@ -214,12 +173,19 @@ def processes():
 
 
 def main():
+    global torch, kiln, kiln_add, triton_add, triton_testing
     parts = {"bandwidth": bandwidth, "launch": launch_cost, "processes": processes}
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", choices=sorted(parts), action="append",
                     help="run only these parts (repeatable; default: all)")
     args = ap.parse_args()
-    report("device", torch.cuda.get_device_name().replace(" ", "_"), "{}")
+    import torch
+    import kiln
+    import kernel_sources
+    import triton.testing as triton_testing
+    kiln_add = kernel_sources.add_kernel
+    triton_add = common.twin_kernel(kiln_add)
+    print(common.device_line(), flush=True)
     for name in args.only or parts:
         parts[name]()
     return 0
