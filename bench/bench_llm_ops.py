@@ -1,9 +1,11 @@
-"""LLM ops on the GPU: Kiln (kernels/python/kiln_kernels) beside a Triton kernel of the same
-algorithm (written below with `import triton.language as tl`, launched with the same grid,
-tile sizes and num_warps by the same host code) and torch eager, in one run.
+"""LLM ops on the GPU: Kiln (kernels/python/kiln_kernels) beside Triton on the same source
+(each kiln_kernels module's twin: its text run under Triton's imports, bench/common.py;
+launched with the same grid, tile sizes and num_warps by the same host code below) and torch
+eager, in one run.
 
 Each case: correctness of Kiln and Triton against a torch fp64 (or fp32 for the biggest
-shapes) reference, then triton.testing.do_bench(..., return_mode="median") of each.
+shapes) reference, then common.do_bench of each (triton.testing.do_bench's method: the L2
+zeroed before each timed call, the median).
 Prints key=value lines (ms, GB/s counting each tensor read or written once, and Kiln's ratio
 to Triton, to torch and to the better of the two, as speed: >1 is faster) and a markdown
 table last.
@@ -15,359 +17,47 @@ import argparse
 import os
 import sys
 
-import torch
-import triton
-import triton.language as tl
-from triton.testing import do_bench
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+from common import relerr, report  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernels",
-                                "python"))
-import kiln  # noqa: E402
-from kiln_kernels import (cross_entropy as k_ce, kl_div as k_kl, layernorm as k_ln,  # noqa
-                          rmsnorm as k_rms, rope as k_rope, softmax as k_sm, swiglu as k_sw)
-from kiln_kernels._utils import next_power_of_2, num_warps_for, row_block  # noqa: E402
-
-# ====================================================================== Triton twins
-
-
-@triton.jit
-def t_softmax_fwd_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols,
-                         BLOCK: tl.constexpr, LOG: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    x = tl.load(in_ptr + row * in_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
-    z = x - tl.max(x, axis=0)
-    e = tl.exp(z)
-    s = tl.sum(e, axis=0)
-    if LOG:
-        y = z - tl.log(s)
-    else:
-        y = e / s
-    tl.store(out_ptr + row * out_stride + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+# Set by setup() (torch, Kiln and the kernels are imported once the arguments are read):
+# torch, the kiln_kernels modules, and the kernels each library runs by role, KILN (the
+# kiln_kernels kernels) and TRITON (their twins: the same modules under Triton, common.twin).
+torch = k_ce = k_kl = k_ln = k_rms = k_rope = k_sm = k_sw = None
+next_power_of_2 = num_warps_for = row_block = None
+KILN = TRITON = None
+ROLES = dict(sm_fwd=("softmax", "softmax_fwd_kernel"),
+             sm_fwd_loop=("softmax", "softmax_fwd_loop_kernel"),
+             sm_fwd_rows=("softmax", "softmax_fwd_rows_kernel"),
+             sm_bwd=("softmax", "softmax_bwd_kernel"),
+             sm_bwd_loop=("softmax", "softmax_bwd_loop_kernel"),
+             rms_fwd=("rmsnorm", "rmsnorm_fwd_kernel"), rms_bwd=("rmsnorm", "rmsnorm_bwd_kernel"),
+             ln_fwd=("layernorm", "layernorm_fwd_kernel"),
+             ln_bwd=("layernorm", "layernorm_bwd_kernel"),
+             ce=("cross_entropy", "cross_entropy_kernel"),
+             kl_fwd=("kl_div", "kl_div_fwd_kernel"), kl_bwd=("kl_div", "kl_div_bwd_kernel"),
+             sw_fwd=("swiglu", "swiglu_fwd_kernel"), sw_bwd=("swiglu", "swiglu_bwd_kernel"),
+             rope=("rope", "rope_kernel"))
 
 
-@triton.jit
-def t_softmax_fwd_rows_kernel(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols,
-                              ROWS: tl.constexpr, BLOCK: tl.constexpr, LOG: tl.constexpr):
-    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
-    cols = tl.arange(0, BLOCK)
-    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
-    x = tl.load(in_ptr + rows[:, None] * in_stride + cols[None, :], mask=mask,
-                other=-float("inf")).to(tl.float32)
-    z = x - tl.max(x, axis=1)[:, None]
-    e = tl.exp(z)
-    s = tl.sum(e, axis=1)
-    if LOG:
-        y = z - tl.log(s)[:, None]
-    else:
-        y = e / s[:, None]
-    tl.store(out_ptr + rows[:, None] * out_stride + cols[None, :],
-             y.to(out_ptr.dtype.element_ty), mask=mask)
+def setup():
+    global torch, k_ce, k_kl, k_ln, k_rms, k_rope, k_sm, k_sw
+    global next_power_of_2, num_warps_for, row_block, KILN, TRITON
+    import torch
+    common.setup_paths()
+    import kiln_kernels
+    from kiln_kernels import (cross_entropy as k_ce, kl_div as k_kl, layernorm as k_ln,
+                              rmsnorm as k_rms, rope as k_rope, softmax as k_sm, swiglu as k_sw)
+    from kiln_kernels._utils import next_power_of_2, num_warps_for, row_block
+    KILN = {role: getattr(getattr(kiln_kernels, m), k) for role, (m, k) in ROLES.items()}
+    TRITON = {role: getattr(common.twin(getattr(kiln_kernels, m)), k)
+              for role, (m, k) in ROLES.items()}
 
 
-@triton.jit
-def t_softmax_fwd_loop_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols,
-                              BLOCK: tl.constexpr, LOG: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    in_row = in_ptr + row * in_stride
-    out_row = out_ptr + row * out_stride
-    m = -float("inf")
-    s = 0.0
-    for off in range(0, n_cols, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        x = tl.load(in_row + cols, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
-        m_new = tl.maximum(m, tl.max(x, axis=0))
-        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
-        m = m_new
-    lse = m + tl.log(s)
-    inv = 1.0 / s
-    for off in range(0, n_cols, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        mask = cols < n_cols
-        x = tl.load(in_row + cols, mask=mask, other=0.0).to(tl.float32)
-        if LOG:
-            y = x - lse
-        else:
-            y = tl.exp(x - m) * inv
-        tl.store(out_row + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+def cdiv(a, b):
+    return (a + b - 1) // b
 
-
-@triton.jit
-def t_softmax_bwd_kernel(dx_ptr, dy_ptr, y_ptr, dx_stride, dy_stride, y_stride, n_cols,
-                         BLOCK: tl.constexpr, LOG: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    dy = tl.load(dy_ptr + row * dy_stride + cols, mask=mask, other=0.0).to(tl.float32)
-    y = tl.load(y_ptr + row * y_stride + cols, mask=mask, other=0.0).to(tl.float32)
-    if LOG:
-        dx = dy - tl.exp(y) * tl.sum(dy, axis=0)
-    else:
-        dx = y * (dy - tl.sum(dy * y, axis=0))
-    tl.store(dx_ptr + row * dx_stride + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def t_softmax_bwd_loop_kernel(dx_ptr, dy_ptr, y_ptr, dx_stride, dy_stride, y_stride, n_cols,
-                              BLOCK: tl.constexpr, LOG: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    dy_row = dy_ptr + row * dy_stride
-    y_row = y_ptr + row * y_stride
-    dx_row = dx_ptr + row * dx_stride
-    acc = 0.0
-    for off in range(0, n_cols, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        mask = cols < n_cols
-        dy = tl.load(dy_row + cols, mask=mask, other=0.0).to(tl.float32)
-        if LOG:
-            acc += tl.sum(dy, axis=0)
-        else:
-            y = tl.load(y_row + cols, mask=mask, other=0.0).to(tl.float32)
-            acc += tl.sum(dy * y, axis=0)
-    for off in range(0, n_cols, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        mask = cols < n_cols
-        dy = tl.load(dy_row + cols, mask=mask, other=0.0).to(tl.float32)
-        y = tl.load(y_row + cols, mask=mask, other=0.0).to(tl.float32)
-        if LOG:
-            dx = dy - tl.exp(y) * acc
-        else:
-            dx = y * (dy - acc)
-        tl.store(dx_row + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def t_rmsnorm_fwd_kernel(y_ptr, x_ptr, w_ptr, rstd_ptr, y_stride, x_stride, n_cols, eps,
-                         BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(tl.float32)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
-    tl.store(rstd_ptr + row, rstd)
-    tl.store(y_ptr + row * y_stride + cols, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def t_rmsnorm_bwd_kernel(dx_ptr, dy_ptr, x_ptr, w_ptr, rstd_ptr, dw_partial_ptr,
-                         dx_stride, dy_stride, x_stride, n_rows, n_cols, rows_per_program,
-                         BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    dw = tl.zeros([BLOCK], dtype=tl.float32)
-    row_start = pid * rows_per_program
-    row_end = tl.minimum(row_start + rows_per_program, n_rows)
-    for r in range(row_start, row_end):
-        row = r.to(tl.int64)
-        x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(tl.float32)
-        dy = tl.load(dy_ptr + row * dy_stride + cols, mask=mask, other=0.0).to(tl.float32)
-        rstd = tl.load(rstd_ptr + row)
-        xhat = x * rstd
-        g = dy * w
-        c = tl.sum(g * xhat, axis=0) / n_cols
-        dx = rstd * (g - xhat * c)
-        tl.store(dx_ptr + row * dx_stride + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-        dw += dy * xhat
-    tl.store(dw_partial_ptr + pid.to(tl.int64) * n_cols + cols, dw, mask=mask)
-
-
-@triton.jit
-def t_layernorm_fwd_kernel(y_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, y_stride, x_stride,
-                           n_cols, eps, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(tl.float32)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    mean = tl.sum(x, axis=0) / n_cols
-    xc = tl.where(mask, x - mean, 0.0)
-    var = tl.sum(xc * xc, axis=0) / n_cols
-    rstd = tl.rsqrt(var + eps)
-    tl.store(mean_ptr + row, mean)
-    tl.store(rstd_ptr + row, rstd)
-    tl.store(y_ptr + row * y_stride + cols, (xc * rstd * w + b).to(y_ptr.dtype.element_ty),
-             mask=mask)
-
-
-@triton.jit
-def t_layernorm_bwd_kernel(dx_ptr, dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dw_partial_ptr,
-                           db_partial_ptr, dx_stride, dy_stride, x_stride, n_rows, n_cols,
-                           rows_per_program, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    dw = tl.zeros([BLOCK], dtype=tl.float32)
-    db = tl.zeros([BLOCK], dtype=tl.float32)
-    row_start = pid * rows_per_program
-    row_end = tl.minimum(row_start + rows_per_program, n_rows)
-    for r in range(row_start, row_end):
-        row = r.to(tl.int64)
-        x = tl.load(x_ptr + row * x_stride + cols, mask=mask, other=0.0).to(tl.float32)
-        dy = tl.load(dy_ptr + row * dy_stride + cols, mask=mask, other=0.0).to(tl.float32)
-        mean = tl.load(mean_ptr + row)
-        rstd = tl.load(rstd_ptr + row)
-        xhat = tl.where(mask, (x - mean) * rstd, 0.0)
-        g = dy * w
-        c1 = tl.sum(g * xhat, axis=0) / n_cols
-        c2 = tl.sum(g, axis=0) / n_cols
-        dx = rstd * (g - xhat * c1 - c2)
-        tl.store(dx_ptr + row * dx_stride + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
-        dw += dy * xhat
-        db += dy
-    off = pid.to(tl.int64) * n_cols + cols
-    tl.store(dw_partial_ptr + off, dw, mask=mask)
-    tl.store(db_partial_ptr + off, db, mask=mask)
-
-
-@triton.jit
-def t_cross_entropy_kernel(x_ptr, target_ptr, loss_ptr, x_stride, n_cols, ignore_index, scale,
-                           BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    x_row = x_ptr + row * x_stride
-    y = tl.load(target_ptr + row).to(tl.int32)
-    valid = y != ignore_index
-    m = -float("inf")
-    s = 0.0
-    for off in range(0, n_cols, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        x = tl.load(x_row + cols, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
-        m_new = tl.maximum(m, tl.max(x, axis=0))
-        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
-        m = m_new
-    lse = m + tl.log(s)
-    x_y = tl.load(x_row + tl.where(valid, y, 0)).to(tl.float32)
-    loss = tl.where(valid, (lse - x_y) * scale, 0.0)
-    tl.store(loss_ptr + row, loss)
-    g_scale = tl.where(valid, scale, 0.0)
-    for off in range(0, n_cols, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        mask = cols < n_cols
-        x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
-        p = tl.exp(x - lse)
-        g = tl.where(cols == y, p - 1.0, p) * g_scale
-        tl.store(x_row + cols, g.to(x_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def t_kl_div_fwd_kernel(input_ptr, target_ptr, loss_ptr, in_stride, t_stride, loss_stride,
-                        n_cols, BLOCK: tl.constexpr, LOG_TARGET: tl.constexpr,
-                        ELEMENTWISE: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    in_row = input_ptr + row * in_stride
-    t_row = target_ptr + row * t_stride
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for off in range(0, n_cols, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        mask = cols < n_cols
-        q = tl.load(in_row + cols, mask=mask, other=0.0).to(tl.float32)
-        t = tl.load(t_row + cols, mask=mask, other=0.0).to(tl.float32)
-        if LOG_TARGET:
-            loss = tl.exp(t) * (t - q)
-        else:
-            loss = tl.where(t > 0.0, t * (tl.log(t) - q), 0.0)
-        if ELEMENTWISE:
-            tl.store(loss_ptr + row * loss_stride + cols,
-                     loss.to(loss_ptr.dtype.element_ty), mask=mask)
-        else:
-            acc += loss
-    if not ELEMENTWISE:
-        tl.store(loss_ptr + row, tl.sum(acc, axis=0))
-
-
-@triton.jit
-def t_kl_div_bwd_kernel(grad_ptr, target_ptr, go_ptr, g_stride, t_stride, go_stride, n_cols,
-                        scale, BLOCK: tl.constexpr, LOG_TARGET: tl.constexpr,
-                        ELEMENTWISE: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    t = tl.load(target_ptr + row * t_stride + cols, mask=mask, other=0.0).to(tl.float32)
-    if LOG_TARGET:
-        p = tl.exp(t)
-    else:
-        p = t
-    if ELEMENTWISE:
-        go = tl.load(go_ptr + row * go_stride + cols, mask=mask, other=0.0).to(tl.float32)
-    else:
-        go = tl.load(go_ptr).to(tl.float32)
-    g = -p * go * scale
-    tl.store(grad_ptr + row * g_stride + cols, g.to(grad_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def t_swiglu_fwd_kernel(c_ptr, a_ptr, b_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    a = tl.load(a_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    b = tl.load(b_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    c = a * tl.sigmoid(a) * b
-    tl.store(c_ptr + offs, c.to(c_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def t_swiglu_bwd_kernel(da_ptr, db_ptr, dc_ptr, a_ptr, b_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    dc = tl.load(dc_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    a = tl.load(a_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    b = tl.load(b_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    sig = tl.sigmoid(a)
-    silu = a * sig
-    db = dc * silu
-    da = dc * b * (sig * (1.0 + a * (1.0 - sig)))
-    tl.store(da_ptr + offs, da.to(da_ptr.dtype.element_ty), mask=mask)
-    tl.store(db_ptr + offs, db.to(db_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def t_rope_kernel(out_ptr, x_ptr, cos_ptr, sin_ptr, seq_len, n_heads,
-                  x_sb, x_ss, x_sh, o_sb, o_ss, o_sh, c_sb, c_ss,
-                  HALF: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
-                  BACKWARD: tl.constexpr):
-    pid = tl.program_id(0)
-    b = (pid // seq_len).to(tl.int64)
-    s = (pid % seq_len).to(tl.int64)
-    d = tl.arange(0, BLOCK_D)
-    h = tl.arange(0, BLOCK_H)
-    dmask = d < HALF
-    cs_off = b * c_sb + s * c_ss + d
-    cos = tl.load(cos_ptr + cs_off, mask=dmask, other=0.0).to(tl.float32)
-    sin = tl.load(sin_ptr + cs_off, mask=dmask, other=0.0).to(tl.float32)
-    if BACKWARD:
-        sin = -sin
-    mask = (h[:, None] < n_heads) & dmask[None, :]
-    x_off = b * x_sb + s * x_ss + h[:, None].to(tl.int64) * x_sh + d[None, :]
-    o_off = b * o_sb + s * o_ss + h[:, None].to(tl.int64) * o_sh + d[None, :]
-    x1 = tl.load(x_ptr + x_off, mask=mask, other=0.0).to(tl.float32)
-    x2 = tl.load(x_ptr + x_off + HALF, mask=mask, other=0.0).to(tl.float32)
-    y1 = x1 * cos[None, :] - x2 * sin[None, :]
-    y2 = x2 * cos[None, :] + x1 * sin[None, :]
-    tl.store(out_ptr + o_off, y1.to(out_ptr.dtype.element_ty), mask=mask)
-    tl.store(out_ptr + o_off + HALF, y2.to(out_ptr.dtype.element_ty), mask=mask)
-
-
-KILN = dict(sm_fwd=k_sm.softmax_fwd_kernel, sm_fwd_loop=k_sm.softmax_fwd_loop_kernel,
-            sm_fwd_rows=k_sm.softmax_fwd_rows_kernel,
-            sm_bwd=k_sm.softmax_bwd_kernel, sm_bwd_loop=k_sm.softmax_bwd_loop_kernel,
-            rms_fwd=k_rms.rmsnorm_fwd_kernel, rms_bwd=k_rms.rmsnorm_bwd_kernel,
-            ln_fwd=k_ln.layernorm_fwd_kernel, ln_bwd=k_ln.layernorm_bwd_kernel,
-            ce=k_ce.cross_entropy_kernel, kl_fwd=k_kl.kl_div_fwd_kernel,
-            kl_bwd=k_kl.kl_div_bwd_kernel, sw_fwd=k_sw.swiglu_fwd_kernel,
-            sw_bwd=k_sw.swiglu_bwd_kernel, rope=k_rope.rope_kernel)
-TRITON = dict(sm_fwd=t_softmax_fwd_kernel, sm_fwd_loop=t_softmax_fwd_loop_kernel,
-              sm_fwd_rows=t_softmax_fwd_rows_kernel,
-              sm_bwd=t_softmax_bwd_kernel, sm_bwd_loop=t_softmax_bwd_loop_kernel,
-              rms_fwd=t_rmsnorm_fwd_kernel, rms_bwd=t_rmsnorm_bwd_kernel,
-              ln_fwd=t_layernorm_fwd_kernel, ln_bwd=t_layernorm_bwd_kernel,
-              ce=t_cross_entropy_kernel, kl_fwd=t_kl_div_fwd_kernel,
-              kl_bwd=t_kl_div_bwd_kernel, sw_fwd=t_swiglu_fwd_kernel,
-              sw_bwd=t_swiglu_bwd_kernel, rope=t_rope_kernel)
 
 # ====================================================================== shared host code
 # The same launches for both: K is KILN or TRITON.
@@ -379,7 +69,7 @@ def softmax_fwd(K, x, out, log=False, max_fused=32768, one_row=False):
     block, single = row_block(n_cols, max_fused)
     rows = 1 if one_row or not single else k_sm.rows_per_program(block, x.element_size())
     if rows > 1:
-        K["sm_fwd_rows"][(triton.cdiv(n_rows, rows),)](
+        K["sm_fwd_rows"][(cdiv(n_rows, rows),)](
             out, x, x.stride(0), out.stride(0), n_rows, n_cols, ROWS=rows, BLOCK=block,
             LOG=log, num_warps=num_warps_for(rows * block))
         return out
@@ -401,8 +91,8 @@ def softmax_bwd(K, dy, y, dx, log=False, max_fused=32768):
 def rows_split(n_rows):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     programs = max(1, min(n_rows, sms * 2))
-    rpp = triton.cdiv(n_rows, programs)
-    return triton.cdiv(n_rows, rpp), rpp
+    rpp = cdiv(n_rows, programs)
+    return cdiv(n_rows, rpp), rpp
 
 
 def rms_fwd(K, x, w, y, rstd, eps=1e-6):
@@ -463,7 +153,7 @@ def kl_fwd(K, q, t, loss_rows):
 def kl_bwd(K, go, t, grad):
     n_rows, n_cols = t.shape
     block = min(next_power_of_2(n_cols), k_kl.KL_BLOCK)
-    K["kl_bwd"][(n_rows, triton.cdiv(n_cols, block))](
+    K["kl_bwd"][(n_rows, cdiv(n_cols, block))](
         grad, t, go, grad.stride(0), t.stride(0), 0, n_cols, 1.0 / n_rows, BLOCK=block,
         LOG_TARGET=False, ELEMENTWISE=False, num_warps=num_warps_for(block))
     return grad
@@ -471,14 +161,14 @@ def kl_bwd(K, go, t, grad):
 
 def sw_fwd(K, a, b, c):
     n = a.numel()
-    K["sw_fwd"][(triton.cdiv(n, k_sw.SWIGLU_BLOCK),)](c, a, b, n, BLOCK=k_sw.SWIGLU_BLOCK,
+    K["sw_fwd"][(cdiv(n, k_sw.SWIGLU_BLOCK),)](c, a, b, n, BLOCK=k_sw.SWIGLU_BLOCK,
                                                       num_warps=8)
     return c
 
 
 def sw_bwd(K, dc, a, b, da, db):
     n = a.numel()
-    K["sw_bwd"][(triton.cdiv(n, k_sw.SWIGLU_BLOCK),)](da, db, dc, a, b, n,
+    K["sw_bwd"][(cdiv(n, k_sw.SWIGLU_BLOCK),)](da, db, dc, a, b, n,
                                                       BLOCK=k_sw.SWIGLU_BLOCK, num_warps=8)
     return da, db
 
@@ -503,15 +193,6 @@ REP = 100
 ROUNDS = 1
 
 
-def report(key, value, fmt="{:.4f}"):
-    print(f"{key}={fmt.format(value) if isinstance(value, float) else value}", flush=True)
-
-
-def relerr(out, ref):
-    out, ref = out.double(), ref.double()
-    return ((out - ref).norm() / ref.norm().clamp_min(1e-300)).item()
-
-
 def check(key, impl, outs, refs, tol):
     outs = outs if isinstance(outs, (tuple, list)) else (outs,)
     refs = refs if isinstance(refs, (tuple, list)) else (refs,)
@@ -529,7 +210,7 @@ def time3(key, nbytes, kiln_fn, triton_fn, torch_fn):
     runs = {"kiln": [], "triton": [], "torch": []}
     for _ in range(ROUNDS):
         for name, fn in (("kiln", kiln_fn), ("triton", triton_fn), ("torch", torch_fn)):
-            runs[name].append(do_bench(fn, warmup=10, rep=REP, return_mode="median"))
+            runs[name].append(common.do_bench(fn, warmup=10, rep=REP))
     ms = {name: sorted(t)[len(t) // 2] for name, t in runs.items()}
     if ROUNDS > 1:
         ratios = [t / k for t, k in zip(runs["triton"], runs["kiln"])]
@@ -809,10 +490,9 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated subset of " + ",".join(CASES))
     args = ap.parse_args()
     REP, ROUNDS = args.rep, args.rounds
+    setup()
     torch.manual_seed(0)
-    report("device", torch.cuda.get_device_name().replace(" ", "_"))
-    report("triton_version", triton.__version__)
-    report("torch_version", torch.__version__)
+    print(common.device_line(), flush=True)
     for name, fn in CASES.items():
         if args.only and name not in args.only.split(","):
             continue

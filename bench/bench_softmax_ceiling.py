@@ -1,22 +1,24 @@
 """How close the one-row softmax and RMSNorm forward kernels come to a copy of the same bytes
 (#5, must-shows 1 and 2).
 
-At each shape (bf16 by default), in the same interleaved rounds of
-triton.testing.do_bench(..., return_mode="median"):
+At each shape (bf16 by default), in the same interleaved rounds of common.do_bench
+(bench/common.py: triton.testing.do_bench's method, the median). Every Triton kernel is the
+twin of the Kiln kernel beside it (the same source under Triton: common.twin):
   - torch_copy: `y.copy_(x)`, torch's own copy kernel;
   - triton_copy / kiln_copy: the one-row softmax kernel with the math taken out (load a row,
-    store it), same grid, BLOCK and warps as the softmax beside it;
-  - triton_softmax: ANCHORS.md's one-row Triton kernel (bench_llm_ops.t_softmax_fwd_kernel),
-    at 4, 8 and 16 warps (and 32 at 32768 columns);
+    store it: kernel_sources.copy_row_kernel), same grid, BLOCK and warps as the softmax
+    beside it;
+  - triton_softmax: ANCHORS.md's one-row Triton kernel, the twin of
+    kiln_kernels.softmax.softmax_fwd_kernel, at 4, 8 and 16 warps (and 32 at 32768 columns);
   - kiln_softmax: kiln_kernels.softmax.softmax_fwd_kernel at the same warps;
   - triton_rows / kiln_rows (rows of at most 4 KiB): several rows per program, one
-    [ROWS, BLOCK] tile (bench_llm_ops.t_softmax_fwd_rows_kernel and Kiln's);
+    [ROWS, BLOCK] tile (kiln_kernels.softmax.softmax_fwd_rows_kernel and its twin);
   - kiln_softmax_w<W>_maxnreg<R> (rows of 16384 columns and more): registers capped so that
     two programs fit an SM;
   - kiln_library: kiln_kernels.softmax.softmax_forward, the configuration a user gets.
-With --ops rmsnorm (bf16 at --rms-shapes, ANCHORS.md's): bench_llm_ops.t_rmsnorm_fwd_kernel
-and kiln_kernels.rmsnorm.rmsnorm_fwd_kernel at each warp count, the Triton reference at
-bench_llm_ops.py's warps, and kiln_kernels.rmsnorm.rmsnorm_forward as kiln_library.
+With --ops rmsnorm (bf16 at --rms-shapes, ANCHORS.md's): kiln_kernels.rmsnorm.rmsnorm_fwd_kernel
+and its twin at each warp count, the Triton reference at bench_llm_ops.py's warps, and
+kiln_kernels.rmsnorm.rmsnorm_forward as kiln_library.
 The timed calls of every kernel write the same output tensor, one placement for all;
 "<reference>_own_out" is the reference kernel writing a tensor of its own, to show what
 placement alone does. GB/s counts the tensor read once and
@@ -26,7 +28,7 @@ fastest copy, "vs Triton" its speed over the Triton one-row kernel at ANCHORS.md
 smallest and largest of the per-round ratios (each round times both in turn).
 
 Two ways to empty the L2 before each timed call (--flush):
-  zero: triton.testing.do_bench's own (it writes zeros over a 256 MiB buffer, so the call
+  zero: triton.testing.do_bench's way (zeros written over a 256 MiB buffer, so the call
         starts with the L2 full of dirty lines that it must write back: ANCHORS.md's method);
   read: the same loop with the buffer read instead (the call starts with a clean L2).
 
@@ -38,43 +40,40 @@ import argparse
 import os
 import sys
 
-import torch
-import triton
-import triton.language as ttl
-from triton.testing import do_bench
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernels",
-                                "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import kiln  # noqa: E402
-import kiln.language as tl  # noqa: E402
-from kiln_kernels import softmax as k_sm  # noqa: E402
-from kiln_kernels import rmsnorm as k_rms  # noqa: E402
-from kiln_kernels._utils import num_warps_for  # noqa: E402
-from bench_llm_ops import (t_rmsnorm_fwd_kernel, t_softmax_fwd_kernel,  # noqa: E402
-                           t_softmax_fwd_rows_kernel)
+import common  # noqa: E402
+
+# Set by setup(): torch, the Kiln modules, and the Triton twins (common.twin: the same
+# source under Triton) of the kernels timed here.
+torch = k_sm = k_rms = num_warps_for = kernel_sources = None
+t_softmax_fwd_kernel = t_softmax_fwd_rows_kernel = t_rmsnorm_fwd_kernel = None
+t_copy_row_kernel = None
 
 
-@kiln.jit
-def kiln_copy_row_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    x = tl.load(in_ptr + row * in_stride + cols, mask=mask, other=0.0)
-    tl.store(out_ptr + row * out_stride + cols, x, mask=mask)
+def setup():
+    global torch, k_sm, k_rms, num_warps_for, kernel_sources
+    global t_softmax_fwd_kernel, t_softmax_fwd_rows_kernel, t_rmsnorm_fwd_kernel
+    global t_copy_row_kernel
+    import torch
+    common.setup_paths()
+    import kernel_sources
+    from kiln_kernels import rmsnorm as k_rms, softmax as k_sm
+    from kiln_kernels._utils import num_warps_for
+    t_softmax_fwd_kernel = common.twin_kernel(k_sm.softmax_fwd_kernel)
+    t_softmax_fwd_rows_kernel = common.twin_kernel(k_sm.softmax_fwd_rows_kernel)
+    t_rmsnorm_fwd_kernel = common.twin_kernel(k_rms.rmsnorm_fwd_kernel)
+    t_copy_row_kernel = common.twin_kernel(kernel_sources.copy_row_kernel)
 
 
-@triton.jit
-def triton_copy_row_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols,
-                           BLOCK: ttl.constexpr):
-    row = ttl.program_id(0).to(ttl.int64)
-    cols = ttl.arange(0, BLOCK)
-    mask = cols < n_cols
-    x = ttl.load(in_ptr + row * in_stride + cols, mask=mask, other=0.0)
-    ttl.store(out_ptr + row * out_stride + cols, x, mask=mask)
+def next_power_of_2(n):
+    return 1 << max(0, int(n) - 1).bit_length()
 
 
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+def cdiv(a, b):
+    return (a + b - 1) // b
+
+
+DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
 def triton_warps(block):
@@ -83,43 +82,16 @@ def triton_warps(block):
 
 
 def bench_ms(fn, flush, rep):
-    """Median ms of fn, the L2 emptied before each call: do_bench itself for "zero", the same
-    loop with the 256 MiB buffer read instead of written for "read"."""
-    if flush == "zero":
-        return do_bench(fn, warmup=10, rep=rep, return_mode="median")
-    cache = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-
-    def clear():
-        torch.sum(cache.view(torch.int64), dtype=torch.int64)
-    fn()
-    torch.cuda.synchronize()
-    t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    t0.record()
-    for _ in range(5):
-        clear()
-        fn()
-    t1.record()
-    torch.cuda.synchronize()
-    n = max(1, int(rep / (t0.elapsed_time(t1) / 5)))
-    for _ in range(n // 10 + 1):
-        fn()
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-          for _ in range(n)]
-    for a, b in ev:
-        clear()
-        a.record()
-        fn()
-        b.record()
-    torch.cuda.synchronize()
-    times = sorted(a.elapsed_time(b) for a, b in ev)
-    return times[len(times) // 2]
+    """Median ms of fn, the L2 emptied before each call (common.do_bench: "zero" writes
+    zeros over a 256 MiB buffer, as triton.testing.do_bench does; "read" reads it)."""
+    return common.do_bench(fn, warmup=10, rep=rep, flush=flush)
 
 
 def variants_for(op, M, N, dtype):
     """{name: (fn, output or None, check)}, the reference kernel's name and a torch reference
     of the op's output."""
     x = torch.randn(M, N, device="cuda", dtype=dtype)
-    block = triton.next_power_of_2(N)
+    block = next_power_of_2(N)
     warps = [w for w in (4, 8, 16, 32) if block // (32 * w) >= 2 and (w < 32 or block >= 32768)]
     out = {}
 
@@ -128,9 +100,9 @@ def variants_for(op, M, N, dtype):
 
     add("torch_copy", lambda y: y.copy_(x), "copy")
     for w in (8, 16):
-        add(f"triton_copy_w{w}", lambda y, w=w: triton_copy_row_kernel[(M,)](
+        add(f"triton_copy_w{w}", lambda y, w=w: t_copy_row_kernel[(M,)](
             y, x, N, N, N, BLOCK=block, num_warps=w), "copy")
-        add(f"kiln_copy_w{w}", lambda y, w=w: kiln_copy_row_kernel[(M,)](
+        add(f"kiln_copy_w{w}", lambda y, w=w: kernel_sources.copy_row_kernel[(M,)](
             y, x, N, N, N, BLOCK=block, num_warps=w), "copy")
     if op == "softmax":
         for w in warps:
@@ -146,12 +118,11 @@ def variants_for(op, M, N, dtype):
                                                   num_warps=w, maxnreg=cap), "op")
         if block * x.element_size() <= 4096:  # several short rows per program
             for rows, w in ((2, 4), (2, 8), (4, 4), (4, 8), (8, 4), (8, 8)):
-                add(f"triton_rows_r{rows}_w{w}", lambda y, r=rows, w=w: t_softmax_fwd_rows_kernel[(
-                    triton.cdiv(M, r),)](y, x, N, N, M, N, ROWS=r, BLOCK=block, LOG=False,
-                                         num_warps=w), "op")
-                add(f"kiln_rows_r{rows}_w{w}", lambda y, r=rows, w=w: k_sm.softmax_fwd_rows_kernel[(
-                    triton.cdiv(M, r),)](y, x, N, N, M, N, ROWS=r, BLOCK=block, LOG=False,
-                                         num_warps=w), "op")
+                for who, kern in (("triton", t_softmax_fwd_rows_kernel),
+                                  ("kiln", k_sm.softmax_fwd_rows_kernel)):
+                    add(f"{who}_rows_r{rows}_w{w}", lambda y, r=rows, w=w, kern=kern: kern[(
+                        cdiv(M, r),)](y, x, N, N, M, N, ROWS=r, BLOCK=block, LOG=False,
+                                      num_warps=w), "op")
         out["kiln_library"] = (lambda y: k_sm.softmax_forward(x), "library")
         return x, out, f"triton_softmax_w{triton_warps(block)}", \
             lambda: torch.softmax(x.float(), -1)
@@ -165,7 +136,7 @@ def variants_for(op, M, N, dtype):
         add(f"kiln_rmsnorm_w{w}", lambda y, w=w: k_rms.rmsnorm_fwd_kernel[(M,)](
             y, x, w_, rstd, N, N, N, 1e-6, BLOCK=block, num_warps=w), "op")
     out["kiln_library"] = (lambda y: k_rms.rmsnorm_forward(x, w_)[0], "library")
-    # the Triton twin of bench_llm_ops.py runs at Kiln's warps (Liger's heuristic)
+    # the Triton reference runs at Kiln's warps, as in bench_llm_ops.py (Liger's heuristic)
     return x, out, f"triton_rmsnorm_w{num_warps_for(block)}", \
         lambda: torch.nn.functional.rms_norm(x.float(), (N,), w_.float(), 1e-6)
 
@@ -183,15 +154,15 @@ def main():
                     "Triton reference)")
     ap.add_argument("--once", action="store_true")
     args = ap.parse_args()
-    print(f"device={torch.cuda.get_device_name()} triton={triton.__version__} "
-          f"torch={torch.__version__}")
+    setup()
+    print(common.device_line(), flush=True)
     table = []
     cases = [(op, d, shape) for op in args.ops.split(",") for d in args.dtypes.split(",")
              for shape in (args.shapes if op == "softmax" else args.rms_shapes).split(",")]
     for op, dname, shape in cases:
-        dtype = DTYPES[dname]
+        dtype = getattr(torch, DTYPES[dname])
         M, N = (int(v) for v in shape.split("x"))
-        if triton.next_power_of_2(N) > 32768:
+        if next_power_of_2(N) > 32768:
             continue
         x, variants, ref_name, reference = variants_for(op, M, N, dtype)
         if args.only:

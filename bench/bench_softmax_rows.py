@@ -1,6 +1,8 @@
-"""Softmax forward on short rows: rows per program and warps swept, Kiln beside a Triton twin of
-the same [ROWS, BLOCK] kernel and beside the one-row Triton kernel of bench_llm_ops (the kernel
-ANCHORS.md measured), in one run. Chooses `rows_per_program` in kiln_kernels/softmax.py.
+"""Softmax forward on short rows: rows per program and warps swept, Kiln beside the Triton twin
+of the same [ROWS, BLOCK] kernel and beside the one-row Triton kernel (the twin of
+kiln_kernels.softmax.softmax_fwd_kernel, the kernel ANCHORS.md measured), in one run; the twins
+are the Kiln source under Triton (bench/common.py), timed by common.do_bench. Chooses
+`rows_per_program` in kiln_kernels/softmax.py.
 
 Run: PYTHONPATH=<staged kiln package>:kernels/python python3 bench/bench_softmax_rows.py [--rep MS]
 """
@@ -8,15 +10,12 @@ import argparse
 import os
 import sys
 
-import torch
-import triton
-from triton.testing import do_bench
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernels",
-                                "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kiln_kernels import softmax as k_sm  # noqa: E402
-from bench_llm_ops import t_softmax_fwd_kernel, t_softmax_fwd_rows_kernel  # noqa: E402,E501
+import common  # noqa: E402
+
+
+def cdiv(a, b):
+    return (a + b - 1) // b
 
 
 def main():
@@ -24,15 +23,20 @@ def main():
     ap.add_argument("--rep", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    print(f"device={torch.cuda.get_device_name()} triton={triton.__version__} "
-          f"torch={torch.__version__}")
+    import torch
+    common.setup_paths()
+    from kiln_kernels import softmax as k_sm
+    # the Triton kernels: the twins of Kiln's (the same source under Triton, common.twin)
+    t_softmax_fwd_kernel = common.twin_kernel(k_sm.softmax_fwd_kernel)
+    t_softmax_fwd_rows_kernel = common.twin_kernel(k_sm.softmax_fwd_rows_kernel)
+    print(common.device_line(), flush=True)
     table = []
     for dtype in (torch.bfloat16, torch.float32):
         for (M, N) in ((32768, 1024), (65536, 512), (16384, 2048)):
             x = torch.randn(M, N, device="cuda", dtype=dtype)
             ref = torch.softmax(x.float(), -1)
             nb = 2 * x.numel() * x.element_size()
-            block = triton.next_power_of_2(N)
+            block = 1 << (N - 1).bit_length()
             one_row_warps = 8 if block >= 2048 else 4
             yt1 = torch.empty_like(x)
 
@@ -44,7 +48,7 @@ def main():
                 for warps in (4, 8):
                     if rows * block > 16384:
                         continue
-                    grid = (triton.cdiv(M, rows),)
+                    grid = (cdiv(M, rows),)
                     yk, yt = torch.empty_like(x), torch.empty_like(x)
 
                     def kf(yk=yk, grid=grid, rows=rows, warps=warps):
@@ -67,8 +71,7 @@ def main():
             times = {name: [] for name, *_ in variants}
             for _ in range(args.rounds):
                 for name, _, _, fn in variants:
-                    times[name].append(do_bench(fn, warmup=10, rep=args.rep,
-                                                return_mode="median"))
+                    times[name].append(common.do_bench(fn, warmup=10, rep=args.rep))
             base = sorted(times["triton_one_row"])[1 if args.rounds >= 3 else 0]
             dn = str(dtype).replace("torch.", "")
             for name, *_ in variants:

@@ -1,7 +1,9 @@
 """Softmax forward variants at the two bf16 shapes where Kiln and the one-row Triton kernel
 (ANCHORS.md's) are closest: warps per program and cache hints (loads `evict_first`, stores
-`.cs`), each beside the one-row Triton kernel in the same rounds. Chooses the defaults of
-kiln_kernels/softmax.py.
+`.cs`), each beside the one-row Triton kernel (the twin of
+kiln_kernels.softmax.softmax_fwd_kernel: its source under Triton, bench/common.py) in the same
+rounds of common.do_bench. Chooses the defaults of kiln_kernels/softmax.py. The kernels
+below are Kiln-only variants (no Triton peer is timed for them).
 
 Also: two rows per program at 8192 columns, and a persistent kernel (a few programs per SM
 walking the rows, the next row prefetched by -kiln-pipeline-loads).
@@ -13,17 +15,16 @@ import argparse
 import os
 import sys
 
-import torch
-import triton
-from triton.testing import do_bench
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernels",
-                                "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+common.setup_paths()
 import kiln  # noqa: E402
 import kiln.language as tl  # noqa: E402
-from kiln_kernels import softmax as k_sm  # noqa: E402
-from bench_llm_ops import t_softmax_fwd_kernel  # noqa: E402
+
+
+def cdiv(a, b):
+    return (a + b - 1) // b
 
 
 @kiln.jit
@@ -62,15 +63,19 @@ def main():
     ap.add_argument("--shapes", default="32768x1024,8192x8192,4096x32768")
     ap.add_argument("--no-hints", action="store_true", help="skip the cache-hint variants")
     args = ap.parse_args()
+    import torch
+    from kiln_kernels import softmax as k_sm
+    # the one-row Triton kernel: the twin of Kiln's (the same source under Triton)
+    t_softmax_fwd_kernel = common.twin_kernel(k_sm.softmax_fwd_kernel)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    print(f"device={torch.cuda.get_device_name()} triton={triton.__version__}")
+    print(common.device_line(), flush=True)
     table = []
     for M, N in (tuple(int(v) for v in shape.split("x")) for shape in args.shapes.split(",")):
         dtype = torch.bfloat16
         x = torch.randn(M, N, device="cuda", dtype=dtype)
         ref = torch.softmax(x.float(), -1)
         nb = 2 * x.numel() * x.element_size()
-        block = triton.next_power_of_2(N)
+        block = kiln.next_power_of_2(N)
         if block > 16384:
             continue
         one_row_warps = 8 if block >= 2048 else 4
@@ -85,7 +90,7 @@ def main():
                     continue
                 for hinted in (False,) if args.no_hints else (False, True):
                     y = torch.empty_like(x)
-                    grid = (triton.cdiv(M, rows),)
+                    grid = (cdiv(M, rows),)
                     kern = softmax_hinted_kernel if hinted else k_sm.softmax_fwd_rows_kernel
                     extra = {} if hinted else {"LOG": False}
 
@@ -110,7 +115,7 @@ def main():
         times = {name: [] for name, *_ in variants}
         for _ in range(args.rounds):
             for name, fn, _ in variants:
-                times[name].append(do_bench(fn, warmup=10, rep=args.rep, return_mode="median"))
+                times[name].append(common.do_bench(fn, warmup=10, rep=args.rep))
         base = sorted(times["triton_one_row"])[len(times["triton_one_row"]) // 2]
         for name, *_ in variants:
             ms = sorted(times[name])[len(times[name]) // 2]
