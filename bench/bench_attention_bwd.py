@@ -1,7 +1,9 @@
 """Flash attention backward on the GPU: Kiln (kernels/python/kiln_kernels/flash_attention_bwd.py)
-beside a Triton kernel of the same algorithm (the same three kernels, written below with
-`import triton.language as tl`, launched with the same grids, tiles, num_warps and
-num_stages) and torch SDPA's backward on its flash backend, in one run.
+beside Triton on the same source (the module's twin: its three kernels and its host code
+attention_backward under Triton's imports, bench/common.py, with the same grids, tiles,
+num_warps and num_stages) and torch SDPA's backward on its flash backend, in one run. (Until
+bench/common.py the Triton column was a hand copy of an earlier version of the three kernels,
+without the key-bound masks and grouped-query heads of the current source.)
 
 Each case: q, k, v, dO (B, H, S, D) from randn; the forward (Kiln's) gives O and the
 logsumexp; Kiln's and Triton's dq, dk, dv are checked against SDPA's (max |g - ref| / max
@@ -18,193 +20,15 @@ Run: PYTHONPATH=<staged kiln package>:kernels/python python3 bench/bench_attenti
 import argparse
 import math
 import os
-import statistics
 import sys
 
-import torch
-import torch.nn.functional as F
-import triton
-import triton.language as tl
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernels",
-                                "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import kiln  # noqa: E402,F401
-from kiln_kernels import flash_attention as k_fa  # noqa: E402
-from kiln_kernels import flash_attention_bwd as k_fab  # noqa: E402
-from bench_attention import bench_ms, sdpa_flash  # noqa: E402
-
-# ====================================================================== Triton twin
-
-
-@triton.jit
-def t_bwd_delta(O, DO, Delta, stride_oz, stride_oh, stride_om, stride_ok,
-                stride_dz, stride_dh, stride_dm, stride_dk, H, N_CTX,
-                HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
-    start_m = tl.program_id(0)
-    off_hz = tl.program_id(1)
-    off_z = (off_hz // H).to(tl.int64)
-    off_h = (off_hz % H).to(tl.int64)
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, HEAD_DIM)
-    row_ok = offs_m < N_CTX
-    o = tl.load(O + off_z * stride_oz + off_h * stride_oh + offs_m[:, None] * stride_om
-                + offs_d[None, :] * stride_ok, mask=row_ok[:, None], other=0.0)
-    do = tl.load(DO + off_z * stride_dz + off_h * stride_dh + offs_m[:, None] * stride_dm
-                 + offs_d[None, :] * stride_dk, mask=row_ok[:, None], other=0.0)
-    delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), axis=1)
-    tl.store(Delta + off_hz.to(tl.int64) * N_CTX + offs_m, delta, mask=row_ok)
-
-
-@triton.jit
-def t_bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_qm, stride_qk,
-                     stride_dm, stride_dk, qk_scale, offs_n, lo, hi,
-                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, DIAGONAL: tl.constexpr):
-    offs_d = tl.arange(0, HEAD_DIM)
-    offs_r = tl.arange(0, BLOCK_M)
-    for start_m in range(lo, hi, BLOCK_M):
-        rows = start_m + offs_r
-        qT = tl.load(q_base + offs_d[:, None] * stride_qk + rows[None, :] * stride_qm)
-        q = tl.load(q_base + rows[:, None] * stride_qm + offs_d[None, :] * stride_qk)
-        do = tl.load(do_base + rows[:, None] * stride_dm + offs_d[None, :] * stride_dk)
-        doT = tl.load(do_base + offs_d[:, None] * stride_dk + rows[None, :] * stride_dm)
-        lse = tl.load(lse_base + rows)
-        delta = tl.load(delta_base + rows)
-        pT = tl.exp2(tl.dot(k, qT) * qk_scale - (lse * 1.4426950408889634)[None, :])
-        if DIAGONAL:
-            pT = tl.where(rows[None, :] >= offs_n[:, None], pT, 0.0)
-        dv = tl.dot(pT.to(do.dtype), do, dv)
-        dpT = tl.dot(v, doT)
-        dsT = pT * (dpT - delta[None, :])
-        dk = tl.dot(dsT.to(q.dtype), q, dk)
-    return dk, dv
-
-
-@triton.jit
-def t_bwd_dkdv(Q, K, V, DO, DK, DV, LSE, Delta, sm_scale,
-               stride_qz, stride_qh, stride_qm, stride_qk,
-               stride_kz, stride_kh, stride_kn, stride_kk,
-               stride_vz, stride_vh, stride_vn, stride_vk,
-               stride_dz, stride_dh, stride_dm, stride_dk,
-               H, N_CTX,
-               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-               CAUSAL: tl.constexpr):
-    start_n = tl.program_id(0)
-    off_hz = tl.program_id(1)
-    off_z = (off_hz // H).to(tl.int64)
-    off_h = (off_hz % H).to(tl.int64)
-    q_base = Q + off_z * stride_qz + off_h * stride_qh
-    do_base = DO + off_z * stride_dz + off_h * stride_dh
-    lse_base = LSE + off_hz.to(tl.int64) * N_CTX
-    delta_base = Delta + off_hz.to(tl.int64) * N_CTX
-    offs_n = start_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, HEAD_DIM)
-    kv_off = offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kk
-    k = tl.load(K + off_z * stride_kz + off_h * stride_kh + kv_off)
-    v = tl.load(V + off_z * stride_vz + off_h * stride_vh + offs_n[:, None] * stride_vn
-                + offs_d[None, :] * stride_vk)
-    dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
-    dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
-    qk_scale = sm_scale * 1.4426950408889634
-    if CAUSAL:
-        lo = start_n * BLOCK_N
-        mid = lo + BLOCK_N
-        dk, dv = t_bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base,
-                                  stride_qm, stride_qk, stride_dm, stride_dk, qk_scale, offs_n,
-                                  lo, mid, HEAD_DIM, BLOCK_M, True)
-    else:
-        mid = 0
-    dk, dv = t_bwd_dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base, stride_qm,
-                              stride_qk, stride_dm, stride_dk, qk_scale, offs_n, mid, N_CTX,
-                              HEAD_DIM, BLOCK_M, False)
-    tl.store(DV + off_z * stride_kz + off_h * stride_kh + kv_off, dv.to(DV.dtype.element_ty))
-    tl.store(DK + off_z * stride_kz + off_h * stride_kh + kv_off,
-             (dk * sm_scale).to(DK.dtype.element_ty))
-
-
-@triton.jit
-def t_bwd_dq_inner(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_kk, stride_vn,
-                   stride_vk, qk_scale, offs_m, lo, hi,
-                   HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, DIAGONAL: tl.constexpr):
-    offs_d = tl.arange(0, HEAD_DIM)
-    offs_c = tl.arange(0, BLOCK_N)
-    for start_n in range(lo, hi, BLOCK_N):
-        cols = start_n + offs_c
-        kT = tl.load(k_base + offs_d[:, None] * stride_kk + cols[None, :] * stride_kn)
-        k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kk)
-        vT = tl.load(v_base + offs_d[:, None] * stride_vk + cols[None, :] * stride_vn)
-        p = tl.exp2(tl.dot(q, kT) * qk_scale - lse2[:, None])
-        if DIAGONAL:
-            p = tl.where(offs_m[:, None] >= cols[None, :], p, 0.0)
-        dp = tl.dot(do, vT)
-        ds = p * (dp - delta[:, None])
-        dq = tl.dot(ds.to(k.dtype), k, dq)
-    return dq
-
-
-@triton.jit
-def t_bwd_dq(Q, K, V, DO, DQ, LSE, Delta, sm_scale,
-             stride_qz, stride_qh, stride_qm, stride_qk,
-             stride_kz, stride_kh, stride_kn, stride_kk,
-             stride_vz, stride_vh, stride_vn, stride_vk,
-             stride_dz, stride_dh, stride_dm, stride_dk,
-             H, N_CTX,
-             HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-             CAUSAL: tl.constexpr):
-    start_m = tl.program_id(0)
-    off_hz = tl.program_id(1)
-    off_z = (off_hz // H).to(tl.int64)
-    off_h = (off_hz % H).to(tl.int64)
-    k_base = K + off_z * stride_kz + off_h * stride_kh
-    v_base = V + off_z * stride_vz + off_h * stride_vh
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, HEAD_DIM)
-    q_off = offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qk
-    q = tl.load(Q + off_z * stride_qz + off_h * stride_qh + q_off)
-    do = tl.load(DO + off_z * stride_dz + off_h * stride_dh + offs_m[:, None] * stride_dm
-                 + offs_d[None, :] * stride_dk)
-    lse2 = tl.load(LSE + off_hz.to(tl.int64) * N_CTX + offs_m) * 1.4426950408889634
-    delta = tl.load(Delta + off_hz.to(tl.int64) * N_CTX + offs_m)
-    dq = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-    qk_scale = sm_scale * 1.4426950408889634
-    if CAUSAL:
-        mid = start_m * BLOCK_M
-        dq = t_bwd_dq_inner(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_kk,
-                            stride_vn, stride_vk, qk_scale, offs_m, 0, mid, HEAD_DIM, BLOCK_N,
-                            False)
-        dq = t_bwd_dq_inner(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_kk,
-                            stride_vn, stride_vk, qk_scale, offs_m, mid, mid + BLOCK_M,
-                            HEAD_DIM, BLOCK_N, True)
-    else:
-        dq = t_bwd_dq_inner(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_kk,
-                            stride_vn, stride_vk, qk_scale, offs_m, 0, N_CTX, HEAD_DIM, BLOCK_N,
-                            False)
-    tl.store(DQ + off_z * stride_qz + off_h * stride_qh + q_off,
-             (dq * sm_scale).to(DQ.dtype.element_ty))
-
-
-def triton_backward(q, k, v, out, do, lse, dq, dk, dv, delta, causal, sm_scale, tiles):
-    """The twin's host side: contiguous tensors of one layout, S a multiple of the tiles."""
-    (m1, n1), (m2, n2), nw, ns = tiles
-    B, H, S, D = q.shape
-    t_bwd_delta[(triton.cdiv(S, m2), B * H)](out, do, delta, *out.stride(), *do.stride(), H, S,
-                                             HEAD_DIM=D, BLOCK_M=m2, num_warps=nw)
-    common = (*q.stride(), *k.stride(), *v.stride(), *do.stride(), H, S)
-    t_bwd_dkdv[(triton.cdiv(S, n1), B * H)](q, k, v, do, dk, dv, lse, delta, sm_scale, *common,
-                                            HEAD_DIM=D, BLOCK_M=m1, BLOCK_N=n1, CAUSAL=causal,
-                                            num_warps=nw, num_stages=ns)
-    t_bwd_dq[(triton.cdiv(S, m2), B * H)](q, k, v, do, dq, lse, delta, sm_scale, *common,
-                                          HEAD_DIM=D, BLOCK_M=m2, BLOCK_N=n2, CAUSAL=causal,
-                                          num_warps=nw, num_stages=ns)
-
-
-# ====================================================================== timing and checks
+import common  # noqa: E402
+from common import report  # noqa: E402
 
 ROWS = []
-
-
-def report(key, value, fmt="{:.4f}"):
-    print(f"{key}={fmt.format(value) if isinstance(value, float) else value}", flush=True)
+torch = F = k_fa = k_fab = t_fab = None  # set by main()
+bench_ms = sdpa_flash = None
 
 
 def parse_tiles(spec):
@@ -239,9 +63,12 @@ def bench_case(B, H, S, D, dtype, causal, args):
                                                 tiles=tiles[:2], num_warps=tiles[2],
                                                 num_stages=tiles[3])
 
-    def triton_fn(tiles):
-        return lambda: triton_backward(q, k, v, out, do, lse, *grads["triton"], delta, causal,
-                                       sm_scale, tiles)
+    def triton_fn(tiles):  # the twin: the same source and host code under Triton
+        g = grads["triton"]
+        return lambda: t_fab.attention_backward(q, k, v, out, do, lse, *g, causal=causal,
+                                                sm_scale=sm_scale, delta=delta,
+                                                tiles=tiles[:2], num_warps=tiles[2],
+                                                num_stages=tiles[3])
 
     def sdpa_fn():
         with sdpa_flash():
@@ -249,7 +76,7 @@ def bench_case(B, H, S, D, dtype, causal, args):
 
     flops = 10.0 * B * H * S * S * D * (0.5 if causal else 1.0)
     best, err = {}, {}
-    for name, make in (("kiln", kiln_fn), ("triton", triton_fn)):
+    for name, make in (("kiln", kiln_fn), ("triton", triton_fn))[:2 if t_fab else 1]:
         for spec in args.tiles.split(","):
             tiles = parse_tiles(spec)
             try:
@@ -289,9 +116,20 @@ def main():
     ap.add_argument("--tiles", default="64x128:128x64:8:2,64x128:128x64:8:3,"
                                        "32x128:128x32:8:3,64x64:64x64:4:3")
     args = ap.parse_args()
+    global torch, F, k_fa, k_fab, t_fab, bench_ms, sdpa_flash
+    import torch
+    import torch.nn.functional as F
+    common.setup_paths()
+    from kiln_kernels import flash_attention as k_fa
+    from kiln_kernels import flash_attention_bwd as k_fab
+    from bench_attention import bench_ms, sdpa_flash
+    triton, why = common.triton_or_none()
+    if triton is None:
+        print(f"triton unavailable ({why}): Kiln and SDPA only", file=sys.stderr)
+    else:
+        t_fab = common.twin(k_fab)
     dtype = torch.float16 if args.dtype == "fp16" else torch.bfloat16
-    print(f"device={torch.cuda.get_device_name()} triton={triton.__version__} "
-          f"torch={torch.__version__}")
+    print(common.device_line(), flush=True)
     causals = {"false": [False], "true": [True], "both": [False, True]}[args.causal]
     for shape in args.shapes.split(","):
         B, H, S = (int(x) for x in shape.split("x"))
