@@ -4,7 +4,7 @@ beside, in one run:
     under Triton's imports, bench/common.py), launched by the same host code
     (attention_forward) with the same tiles, num_warps, num_stages and loop (overlap);
   - Triton's own formulation ("triton_tutorial"): a kernel of the same algorithm in the
-    structure of Triton's fused-attention tutorial (bench/attention_tutorial_peer.py; S a
+    structure of Triton's fused-attention tutorial (bench/triton_peers.py; S a
     multiple of BLOCK_M), with the same grid, tiles, num_warps and num_stages. Before
     bench/common.py this was the bench's only Triton column: "triton" in the results files
     written until then is this kernel;
@@ -190,8 +190,8 @@ def main():
             if "twin" in wanted:
                 peers["twin"] = common.twin(k_fa)
             if "tutorial" in wanted:
-                import attention_tutorial_peer
-                peers["tutorial"] = attention_tutorial_peer
+                import triton_peers
+                peers["tutorial"] = triton_peers
     torch.manual_seed(0)
     dtype = torch.float16 if args.dtype == "fp16" else torch.bfloat16
     print(common.device_line(), flush=True)

@@ -1,5 +1,6 @@
-"""Kiln's CPU (host) backend beside numpy, in one process: vector add (fp32) and row softmax
-(fp32), each checked against numpy before it is timed.
+"""Kiln's CPU (host) backend beside numpy, in one process: vector add (fp32, bench/kernel_sources.py's
+add_kernel) and row softmax (fp32, kiln_kernels.softmax), each checked against numpy before it
+is timed (host timers through bench/common.py).
 
     PYTHONPATH=build/python:kernels/python .venv/bin/python bench/bench_cpu.py [--markdown]
 
@@ -10,41 +11,22 @@ interleaved; "numpy / kiln" above 1 means Kiln is faster. The issue's target is 
 import argparse
 import os
 import platform
-import statistics
 import sys
-import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "kernels", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
 
+common.setup_paths()
 import kiln  # noqa: E402
-import kiln.language as tl  # noqa: E402
+from kernel_sources import add_kernel  # noqa: E402
 from kiln_kernels.softmax import softmax_fwd_kernel  # noqa: E402
 
 
-@kiln.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, x + y, mask=mask)
-
-
 def median_ms(fns, reps, warmup=2):
-    """Median milliseconds of each function; the runs are interleaved (one of each per round)
-    so that a noisy neighbour slows all of them alike."""
-    for fn in fns:
-        for _ in range(warmup):
-            fn()
-    times = [[] for _ in fns]
-    for _ in range(reps):
-        for fn, t in zip(fns, times):
-            t0 = time.perf_counter()
-            fn()
-            t.append((time.perf_counter() - t0) * 1e3)
-    return [statistics.median(t) for t in times]
+    """Median milliseconds of each function, runs interleaved (common.host_ms)."""
+    return [float(t) for t in common.host_ms(fns, reps, warmup)]
 
 
 def np_softmax(x):
@@ -98,7 +80,7 @@ def main():
     grid = (kiln.cdiv(n, block),)
 
     def kiln_add():
-        add_kernel[grid](x, y, out, n, BLOCK=block, device="cpu")
+        add_kernel[grid](x, y, out, n, BLOCK_SIZE=block, device="cpu")
 
     kiln_add()
     np.testing.assert_array_equal(out, x + y)
@@ -132,12 +114,12 @@ def main():
     print(f"# Kiln CPU backend vs numpy {np.__version__} — {machine()}; "
           f"KILN_CPU_THREADS={threads}; median of {args.reps} runs")
     if args.markdown:
-        print("| op | config | Kiln ms | Kiln GB/s | numpy ms | numpy (out=) ms | "
-              "numpy / Kiln | numpy (out=) / Kiln |")
-        print("|---|---|---:|---:|---:|---:|---:|---:|")
-        for name, cfg, tk, tn, tno, nbytes in results:
-            print(f"| {name} | {cfg} | {tk:.3f} | {nbytes / tk / 1e6:.1f} | {tn:.3f} | "
-                  f"{tno:.3f} | {tn / tk:.2f}x | {tno / tk:.2f}x |")
+        common.markdown_table(
+            ["op", "config", "Kiln ms", "Kiln GB/s", "numpy ms", "numpy (out=) ms",
+             "numpy / Kiln", "numpy (out=) / Kiln"],
+            [[name, cfg, f"{tk:.3f}", f"{common.gbps(nbytes, tk):.1f}", f"{tn:.3f}",
+              f"{tno:.3f}", f"{tn / tk:.2f}x", f"{tno / tk:.2f}x"]
+             for name, cfg, tk, tn, tno, nbytes in results], align="ll" + "r" * 6)
     else:
         print(f"{'op':32} {'config':12} {'kiln ms':>9} {'GB/s':>6} {'numpy ms':>9} "
               f"{'np out= ms':>10} {'np/kiln':>8} {'np out=/kiln':>12}")

@@ -1,15 +1,50 @@
-"""A Triton peer of Kiln's flash attention forward written differently on purpose: the
-FlashAttention-2 forward in the structure of Triton's fused-attention tutorial (the causal walk
-split by a STAGE argument into the blocks left of the diagonal and the diagonal block, K and V
-pointers advanced each iteration, an additive -1e6 causal mask, no key-bound masks: S must be a
-multiple of BLOCK_M). It is Triton's own formulation of the algorithm, kept beside the twin of
-kiln_kernels.flash_attention (the Kiln source under Triton, bench/common.py), which times the
-same text in both compilers; bench_attention.py reports it as `triton_tutorial`.
+"""Triton kernels written differently from Kiln's on purpose: peers in Triton's own
+formulation, kept beside the twins that bench/common.py builds from the Kiln source (the
+same text under Triton). Everything else the benchmarks time under Triton is a twin.
 
-Imported by bench_attention.py once Triton is known to be there.
+  Flash attention forward (bench_attention.py, `triton_tutorial`): the FlashAttention-2
+  forward in the structure of Triton's fused-attention tutorial: the causal walk split by a
+  STAGE argument into the blocks left of the diagonal and the diagonal block, K and V
+  pointers advanced each iteration, an additive -1e6 causal mask, no key-bound masks (S must
+  be a multiple of BLOCK_M). Kiln's kernel (kiln_kernels.flash_attention) has key-bound
+  masks, grouped-query heads and a rotated loop; its twin is timed beside this.
+
+  KL divergence and one-row softmax (bench_peers.py): the Triton side of kiln-bench's
+  kernels, which are MLIR (kernels/*.mlir), not Python, so there is no Kiln Python source to
+  take a twin of; the softmax is the one-row formulation of ANCHORS.md's runs (fp32, no
+  int64 row offset, no log variant).
+
+Imported once Triton is known to be there.
 """
 import triton
 import triton.language as tl
+
+
+# ====================================================================== KL divergence, softmax
+
+
+@triton.jit
+def kl_kernel(p_ptr, q_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    p = tl.load(p_ptr + offs, mask=mask, other=1.0)
+    q = tl.load(q_ptr + offs, mask=mask, other=1.0)
+    tl.store(out_ptr + offs, p * (tl.log(p) - tl.log(q)), mask=mask)
+
+
+@triton.jit
+def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(in_ptr + row * in_stride + offs, mask=mask, other=-float("inf"))
+    z = x - tl.max(x, axis=0)
+    num = tl.exp(z)
+    tl.store(out_ptr + row * out_stride + offs, num / tl.sum(num, axis=0), mask=mask)
+
+
+# ====================================================================== flash attention forward
+
 
 
 @triton.jit
