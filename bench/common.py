@@ -427,11 +427,12 @@ def ratio_range(base, other):
     return (min(r), max(r)) if r else (math.nan, math.nan)
 
 
-def best_of(make, configs, timer, label=""):
+def best_of(make, configs, timer, label="", on_result=None):
     """(Timing, config, fn) of the fastest of `configs`: make(cfg) gives a call, run once,
     then timed; a configuration that fails (one library cannot compile it, it needs more
     shared memory than there is) is reported on stderr and skipped. (nan, None, None) if
-    none runs. The best call is run again last, so its output is in place."""
+    none runs. The best call is run again last, so its output is in place. on_result(cfg,
+    Timing or exception) sees each configuration's outcome."""
     torch = _torch()
     best = (Timing([]), None, None)
     for cfg in configs:
@@ -446,7 +447,11 @@ def best_of(make, configs, timer, label=""):
             where = f" at {tb[-1].filename}:{tb[-1].lineno}" if tb else ""
             print(f"  {label} {fmt_config(cfg)}: {type(cause).__name__} "
                   f"{str(cause).strip()[-300:]!r}{where}", file=sys.stderr, flush=True)
+            if on_result is not None:
+                on_result(cfg, cause)
             continue
+        if on_result is not None:
+            on_result(cfg, t)
         if best[1] is None or t < best[0]:
             best = (t, cfg, fn)
     if best[2] is not None:
