@@ -134,7 +134,12 @@ def main():
     for shape in args.shapes.split(","):
         B, H, S = (int(x) for x in shape.split("x"))
         for causal in causals:
-            bench_case(B, H, S, args.head_dim, dtype, causal, args)
+            try:
+                bench_case(B, H, S, args.head_dim, dtype, causal, args)
+            except Exception as e:  # keep going: one failing case must not hide the others
+                report(f"attn_bwd_b{B}_h{H}_s{S}_causal{int(causal)}_ERROR",
+                       repr(e).replace("\n", " ")[:500])
+            torch.cuda.empty_cache()
     print("\n| case | Kiln ms | Triton ms | SDPA ms | Kiln TFLOP/s | Triton TFLOP/s | SDPA TFLOP/s "
           "| Kiln/Triton | Kiln/SDPA | Kiln rel. err | Triton rel. err | Kiln tiles | Triton tiles |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")

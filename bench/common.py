@@ -465,7 +465,9 @@ def fmt_config(cfg):
         return "-"
     if isinstance(cfg, dict):
         return ",".join(f"{k}={v}" for k, v in cfg.items())
-    if isinstance(cfg, (tuple, list)):
+    if isinstance(cfg, list):  # a list of configurations
+        return ",".join(fmt_config(c) for c in cfg)
+    if isinstance(cfg, tuple):
         return "x".join(fmt_config(c) if isinstance(c, (tuple, list)) else str(c) for c in cfg)
     return str(cfg)
 
@@ -584,13 +586,12 @@ def fmt(x, spec=".1f"):
 
 
 def markdown_table(headers, rows, align=None, title=None, file=None):
-    """Prints a markdown table; align: a string of 'l'/'r' per column (default: the first
-    column left, numbers right)."""
+    """Prints a markdown table; align: a string of 'l'/'r' per column (columns it does not
+    cover are right-aligned; default: the first column left, the rest right)."""
     out = file or sys.stdout
     if title:
         print(f"\n### {title}\n", file=out)
-    if align is None:
-        align = "l" + "r" * (len(headers) - 1)
+    align = ((align or "l") + "r" * len(headers))[:len(headers)]
     print("| " + " | ".join(headers) + " |", file=out)
     print("|" + "|".join("---:" if a == "r" else "---" for a in align) + "|", file=out)
     for r in rows:
