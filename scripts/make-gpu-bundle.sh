@@ -13,7 +13,7 @@ cp build/test/runtime/kiln-runtime-tests build/test/runtime/kiln-cache-worker "$
 ninja -C build kiln-lang-tests-shared >/dev/null
 mkdir -p "$stage/test/unit"
 strip --strip-unneeded -o "$stage/test/unit/kiln-lang-tests" build/test/unit/kiln-lang-tests-shared
-# What building only the Python extension there needs (scripts/gpu-python.sh): the facade and
+# What building only the Python extension there needs (scripts/gpu.sh python): the facade and
 # runtime headers; the extension links lib/libkiln.so above.
 mkdir -p "$stage/include/kiln/Python"
 cp include/kiln/Python/Session.h "$stage/include/kiln/Python/"
