@@ -1,6 +1,6 @@
-"""Kiln's CPU (host) backend beside numpy, in one process: vector add (fp32, bench/kernel_sources.py's
-add_kernel) and row softmax (fp32, kiln_kernels.softmax), each checked against numpy before it
-is timed (host timers through bench/common.py).
+"""Kiln's CPU (host) backend beside numpy, in one process: vector add (fp32,
+bench/kernel_sources.py's add_kernel) and row softmax (fp32, kiln_kernels.softmax), each checked
+against numpy before it is timed (host timers through bench/common.py).
 
     PYTHONPATH=build/python:kernels/python .venv/bin/python bench/bench_cpu.py [--markdown]
 
@@ -13,15 +13,10 @@ import os
 import platform
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
-common.setup_paths()
-import kiln  # noqa: E402
-from kernel_sources import add_kernel  # noqa: E402
-from kiln_kernels.softmax import softmax_fwd_kernel  # noqa: E402
+np = None  # numpy, imported by main()
 
 
 def median_ms(fns, reps, warmup=2):
@@ -68,6 +63,12 @@ def main():
     ap.add_argument("--rows", type=int, default=4096)
     ap.add_argument("--cols", type=int, default=1024)
     args = ap.parse_args()
+    global np
+    import numpy as np
+    import kiln
+    common.setup_paths()
+    from kernel_sources import add_kernel
+    from kiln_kernels.softmax import softmax_fwd_kernel
     rng = np.random.default_rng(0)
     results = []
 

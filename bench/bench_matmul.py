@@ -167,14 +167,14 @@ class Bench:
                f"{common.device_name()}"
 
 
-def ptr_launch(kernel, a, b, c, cfg, extra=None):
+def ptr_launch(kernel, a, b, c, cfg):
     """A call of a pointer matmul kernel (kernel_sources' signature) at cfg."""
     BM, BN, BK, warps, stages = cfg
     M, K = a.shape
     N = b.shape[1]
     grid = (((M + BM - 1) // BM) * ((N + BN - 1) // BN),)
     meta = dict(BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=8, num_warps=warps,
-                num_stages=stages, **(extra or {}))
+                num_stages=stages)
     return lambda: kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
                                 b.stride(1), c.stride(0), c.stride(1), **meta)
 

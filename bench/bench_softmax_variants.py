@@ -2,8 +2,9 @@
 (ANCHORS.md's) are closest: warps per program and cache hints (loads `evict_first`, stores
 `.cs`), each beside the one-row Triton kernel (the twin of
 kiln_kernels.softmax.softmax_fwd_kernel: its source under Triton, bench/common.py) in the same
-rounds of common.do_bench. Chooses the defaults of kiln_kernels/softmax.py. The kernels
-below are Kiln-only variants (no Triton peer is timed for them).
+rounds of common.do_bench. Chooses the defaults of kiln_kernels/softmax.py. The variants'
+kernels (bench/kernel_sources.py's softmax_hinted_kernel and softmax_persistent_kernel) are
+timed for Kiln only.
 
 Also: two rows per program at 8192 columns, and a persistent kernel (a few programs per SM
 walking the rows, the next row prefetched by -kiln-pipeline-loads).
@@ -18,42 +19,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
-common.setup_paths()
-import kiln  # noqa: E402
-import kiln.language as tl  # noqa: E402
-
 
 def cdiv(a, b):
     return (a + b - 1) // b
-
-
-@kiln.jit
-def softmax_hinted_kernel(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols,
-                          ROWS: tl.constexpr, BLOCK: tl.constexpr):
-    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
-    cols = tl.arange(0, BLOCK)
-    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
-    x = tl.load(in_ptr + rows[:, None] * in_stride + cols[None, :], mask=mask,
-                other=-float("inf"), eviction_policy="evict_first").to(tl.float32)
-    e = tl.exp(x - tl.max(x, axis=1)[:, None])
-    y = e / tl.sum(e, axis=1)[:, None]
-    tl.store(out_ptr + rows[:, None] * out_stride + cols[None, :],
-             y.to(out_ptr.dtype.element_ty), mask=mask, cache_modifier=".cs")
-
-
-@kiln.jit
-def softmax_persistent_kernel(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols,
-                              BLOCK: tl.constexpr):
-    """A grid of a few programs per SM walks the rows; -kiln-pipeline-loads prefetches the
-    next row's load while this row is reduced and stored."""
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    for row in range(tl.program_id(0), n_rows, tl.num_programs(0)):
-        r = row.to(tl.int64)
-        x = tl.load(in_ptr + r * in_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
-        e = tl.exp(x - tl.max(x, axis=0))
-        y = e / tl.sum(e, axis=0)
-        tl.store(out_ptr + r * out_stride + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 def main():
@@ -64,6 +32,9 @@ def main():
     ap.add_argument("--no-hints", action="store_true", help="skip the cache-hint variants")
     args = ap.parse_args()
     import torch
+    import kiln
+    common.setup_paths()
+    from kernel_sources import softmax_hinted_kernel, softmax_persistent_kernel
     from kiln_kernels import softmax as k_sm
     # the one-row Triton kernel: the twin of Kiln's (the same source under Triton)
     t_softmax_fwd_kernel = common.twin_kernel(k_sm.softmax_fwd_kernel)

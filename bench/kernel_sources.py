@@ -17,6 +17,10 @@ Each is written once, for Kiln; its Triton peer is the same text run under Trito
     matmul_int8_kernel    matmul_kernel with an int32 accumulator (bench_matmul.py int8)
     add_desc_kernel,      one 64x64 fp16 block added through three tensor descriptors, and
     add_ptr_kernel        through pointers (bench_launch_descriptors.py)
+    softmax_hinted_kernel, softmax_persistent_kernel
+                          softmax forward variants: cache hints on a [ROWS, BLOCK] tile, and a
+                          grid of a few programs per SM walking the rows
+                          (bench_softmax_variants.py, timed for Kiln only)
 """
 import kiln
 import kiln.language as tl
@@ -178,3 +182,32 @@ def add_desc_kernel(a_desc, b_desc, c_desc, B: tl.constexpr):
 def add_ptr_kernel(a_ptr, b_ptr, c_ptr, B: tl.constexpr):
     offs = tl.arange(0, B)[:, None] * B + tl.arange(0, B)[None, :]
     tl.store(c_ptr + offs, tl.load(a_ptr + offs) + tl.load(b_ptr + offs))
+
+
+@kiln.jit
+def softmax_hinted_kernel(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols,
+                          ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK)
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+    x = tl.load(in_ptr + rows[:, None] * in_stride + cols[None, :], mask=mask,
+                other=-float("inf"), eviction_policy="evict_first").to(tl.float32)
+    e = tl.exp(x - tl.max(x, axis=1)[:, None])
+    y = e / tl.sum(e, axis=1)[:, None]
+    tl.store(out_ptr + rows[:, None] * out_stride + cols[None, :],
+             y.to(out_ptr.dtype.element_ty), mask=mask, cache_modifier=".cs")
+
+
+@kiln.jit
+def softmax_persistent_kernel(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols,
+                              BLOCK: tl.constexpr):
+    """A grid of a few programs per SM walks the rows; -kiln-pipeline-loads prefetches the
+    next row's load while this row is reduced and stored."""
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    for row in range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        r = row.to(tl.int64)
+        x = tl.load(in_ptr + r * in_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
+        e = tl.exp(x - tl.max(x, axis=0))
+        y = e / tl.sum(e, axis=0)
+        tl.store(out_ptr + r * out_stride + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
