@@ -753,6 +753,10 @@ def main(argv=None):
     elif variants == ["mma-sync"]:
         os.environ.setdefault("KILN_ARCH", "sm_90")
     import torch
+    try:
+        import kiln  # noqa: F401  (its version in the device line)
+    except ImportError:
+        pass
     print(common.device_line(triton=not args.no_triton), flush=True)
     status = 0
     for v in variants:
