@@ -31,6 +31,12 @@ using namespace kiln::rt;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+/// Compile options with `n` warps (the rest Kiln's defaults).
+kiln::CompileOptions withWarps(unsigned n) {
+  kiln::CompileOptions options;
+  options.numWarps = n;
+  return options;
+}
 
 /// Host time at process start, for the disk-cache probe.
 const Clock::time_point kStart = Clock::now();
@@ -96,7 +102,7 @@ int runBandwidth(JIT &jit, const std::string &dir, size_t n) {
        [](float p, float q) { return double(p) * (std::log(double(p)) - std::log(double(q))); }},
   };
   for (const Case &c : cases) {
-    const Kernel &k = jit.get(readFile(dir + "/" + c.file), 4);
+    const Kernel &k = jit.get(readFile(dir + "/" + c.file), withWarps(4));
     std::vector<Arg> args = {Arg::ptr(x.get()), Arg::ptr(y.get()), Arg::ptr(out.get()),
                              Arg::i32(int32_t(n))};
     PreparedLaunch launch(k, args);
@@ -137,7 +143,7 @@ int runSoftmax(JIT &jit, const std::string &dir, int m, int n, unsigned numWarps
   std::string src = readFile(dir + "/softmax.mlir");
   for (size_t p = src.find("1024"); p != std::string::npos; p = src.find("1024", p + 1))
     src.replace(p, 4, std::to_string(n));
-  const Kernel &k = jit.get(src, numWarps);
+  const Kernel &k = jit.get(src, withWarps(numWarps));
   size_t count = size_t(m) * n, bytes = count * 4;
   std::vector<float> hx(count), hy(count);
   std::mt19937 rng(std::random_device{}());
@@ -180,7 +186,7 @@ int runSoftmax(JIT &jit, const std::string &dir, int m, int n, unsigned numWarps
 /// Host cost per launch through a prepared handle: a tiny 4-argument kernel, 20k launches.
 void runLaunchOverhead(JIT &jit, const std::string &dir) {
   DeviceBuffer x(4096), y(4096), out(4096);
-  const Kernel &k = jit.get(readFile(dir + "/vector_add.mlir"), 4);
+  const Kernel &k = jit.get(readFile(dir + "/vector_add.mlir"), withWarps(4));
   PreparedLaunch launch(k, {Arg::ptr(x.get()), Arg::ptr(y.get()), Arg::ptr(out.get()),
                             Arg::i32(1024)});
   for (int i = 0; i < 1000; ++i)
@@ -197,7 +203,7 @@ void runLaunchOverhead(JIT &jit, const std::string &dir) {
   report("launch_host_us", issueMs * 1000.0 / count);
   report("launch_with_sync_us", msSince(t0) * 1000.0 / count);
   // The driver's floor: the same loop on an empty kernel without arguments.
-  const Kernel &empty = jit.get(readFile(dir + "/empty.mlir"), 4);
+  const Kernel &empty = jit.get(readFile(dir + "/empty.mlir"), withWarps(4));
   PreparedLaunch emptyLaunch(empty, {});
   for (int i = 0; i < 1000; ++i)
     emptyLaunch({1, 1, 1});
@@ -216,7 +222,7 @@ void runCompileTimes(const std::string &dir, const char *self) {
   std::string src = readFile(dir + "/vector_add.mlir");
   auto t0 = Clock::now();
   JIT cold("", cacheDir);
-  cold.get(src, 4);
+  cold.get(src, withWarps(4));
   report("cold_compile_ms", msSince(t0));
   // Second process: time from its main() to a loaded kernel.
   std::string probe = "--probe-cache=" + cacheDir;
@@ -241,10 +247,10 @@ int probeCache(const std::string &cacheDir, const std::string &dir) {
   double initMs = msSince(tInit);
   auto t0 = Clock::now();
   JIT jit(arch, cacheDir);
-  jit.compile(src, 4);
+  jit.compile(src, withWarps(4));
   double lookupMs = msSince(t0);
   auto t1 = Clock::now();
-  const Kernel &k = jit.get(src, 4);
+  const Kernel &k = jit.get(src, withWarps(4));
   double loadMs = msSince(t1);
   std::printf("disk_hits=%u compiles=%u\n", jit.getStats().diskHits, jit.getStats().compiles);
   report("cuda_init_ms", initMs);
@@ -289,7 +295,6 @@ std::string matmulSource(const std::string &tmpl, const MatmulConfig &c) {
     for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
       s.replace(pos, from.size(), to);
   };
-  replaceAll("STAGES", std::to_string(c.stages));
   replaceAll("BM", std::to_string(c.bm));
   replaceAll("BN", std::to_string(c.bn));
   replaceAll("BK", std::to_string(c.bk));
@@ -301,7 +306,10 @@ std::string matmulSource(const std::string &tmpl, const MatmulConfig &c) {
 /// double-precision dot product of the same fp16 inputs.
 int runMatmul(JIT &jit, const std::string &tmpl, const MatmulConfig &cfg, int size,
               const char *path) {
-  const Kernel &k = jit.get(matmulSource(tmpl, cfg), cfg.warps);
+  kiln::CompileOptions options = withWarps(cfg.warps);
+  options.numStages = cfg.stages;
+  options.loadPrefetch = kiln::LoadPrefetch::All;
+  const Kernel &k = jit.get(matmulSource(tmpl, cfg), options);
   size_t n = size_t(size) * size;
   std::vector<uint16_t> a(n), b(n);
   std::mt19937 rng(size);

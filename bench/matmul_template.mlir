@@ -1,6 +1,7 @@
 // Template of kernels/matmul.mlir for kiln-bench --only=matmul: BM x BN tiles of C per program,
-// BK-wide K steps, STAGES-deep software pipelining of the operand loads (kiln.num_stages).
-module attributes {kiln.num_stages = STAGES : i32} {
+// BK-wide K steps; kiln-bench compiles it with num_stages = the configuration's stages (ring
+// slots of the dot operands) and every loop load prefetched.
+module {
   func.func @matmul(%A: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
                     %B: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
                     %C: !kiln.ptr<f32> {kiln.divisibility = 16 : i32},

@@ -7,6 +7,7 @@
 
 #include "kiln/Compiler.h"
 #include "kiln/Conversion/KilnToLLVM.h"
+#include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "kiln/Passes.h"
 
 #include "mlir/IR/Verifier.h"
@@ -59,6 +60,30 @@ void kiln::initializeContext(MLIRContext &ctx) {
   ctx.loadAllAvailableDialects();
 }
 
+kiln::ArgKind kiln::getArgKind(Type t) {
+  if (isa<PointerType>(t))
+    return ArgKind::Pointer;
+  if (isa<TensorMapType>(t))
+    return ArgKind::TensorMap;
+  if (t.isInteger(1))
+    return ArgKind::I1;
+  if (t.isInteger(8) || (isa<FloatType>(t) && t.getIntOrFloatBitWidth() == 8))
+    return ArgKind::I8;
+  if (t.isInteger(16))
+    return ArgKind::I16;
+  if (t.isInteger(32))
+    return ArgKind::I32;
+  if (t.isInteger(64))
+    return ArgKind::I64;
+  if (t.isF16())
+    return ArgKind::F16;
+  if (t.isBF16())
+    return ArgKind::BF16;
+  if (t.isF32())
+    return ArgKind::F32;
+  return ArgKind::F64;
+}
+
 FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOptions &options) {
   CompiledKernel out;
   out.numWarps = options.numWarps;
@@ -89,8 +114,11 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
   } else {
     GPUPipelineOptions pipeline;
     pipeline.numWarps = options.numWarps;
-    pipeline.numStages = options.numStages;
+    pipeline.loadPrefetch = options.loadPrefetch;
+    // num_stages: slots of the dot operand rings (0 or 1: none; more than 16 are 16).
+    pipeline.ringSlots = std::min(options.numStages, 16u);
     pipeline.debug = options.debug;
+    pipeline.maxnreg = options.maxnreg;
     // wgmma exists only in the arch-specific sm_90a target.
     pipeline.wgmma = options.arch == "sm_90a";
     // cp.async, ldmatrix and mma.sync.m16n8k16 need sm_80.
@@ -103,24 +131,8 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
                         : sm == 86 || sm == 89 || sm >= 120 ? 99
                                                             : 227;
     pipeline.ringBudget = (sharedKiB - 3) * 1024;
-    // The register cap travels as a module attribute (-kiln-convert-to-llvm checks its range
-    // and marks the kernels).
-    if (options.maxnreg)
-      module->setAttr("kiln.maxnreg", IntegerAttr::get(IntegerType::get(module.getContext(), 32),
-                                                       options.maxnreg));
-    // A module may ask for its own software pipelining depth (kiln.num_stages = N).
-    if (auto stages = module->getAttrOfType<IntegerAttr>("kiln.num_stages"))
-      pipeline.numStages = unsigned(std::max<int64_t>(1, stages.getInt()));
-    // The Python front end's num_stages (Triton's): slots of the dot operand rings; 1 or 0
-    // leaves dot operands register-staged.
-    if (auto stages = module->getAttrOfType<IntegerAttr>("kiln.dot_stages"))
-      pipeline.dotStages = int(std::clamp<int64_t>(stages.getInt(), 0, 16));
     buildGPUPipeline(pm, pipeline);
   }
-  // A module may turn off fma contraction (kiln.enable_fp_fusion = false).
-  bool fpFusion = options.fpFusion;
-  if (auto fusion = module->getAttrOfType<BoolAttr>("kiln.enable_fp_fusion"))
-    fpFusion = fusion.getValue();
   if (failed(pm.run(module)))
     return failure();
   if (auto shared = module->getAttrOfType<IntegerAttr>(kDynamicSharedAttr))
@@ -137,12 +149,10 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
                                  options.emitHostAssembly))
                ? FailureOr<CompiledKernel>(failure())
                : FailureOr<CompiledKernel>(std::move(out));
-  if (failed(emitPTX(module, options.arch, out.llvmIR, out.ptx, fpFusion)))
+  if (failed(emitPTX(module, options.arch, out.llvmIR, out.ptx, options.fpFusion)))
     return failure();
-  if (options.emitCubin) {
-    std::string error;
-    if (!assembleWithNvJitLink(out.ptx, options.arch, out.cubin, error))
-      return emitError(module.getLoc()) << error;
-  }
+  if (options.emitCubin && !assembleWithNvJitLink(out.ptx, options.arch, out.cubin,
+                                                  out.cubinError))
+    out.cubin.clear();
   return out;
 }

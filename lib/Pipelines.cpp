@@ -30,16 +30,14 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
   // fp8 conversions -> integer arithmetic; fp8 dots wgmma does not take -> f16 dots
   pm.addPass(createKilnExpandFp8(KilnExpandFp8Options{options.wgmma, options.numWarps}));
   // sm_80+: a loop's dot operands through shared rings filled by cp.async (sm_90a: or the
-  // TMA), several stages ahead (dotStages -1 leaves the ring depth to the pass's own reading
-  // of numStages; 0 or 1: no rings). Without wgmma the rings take no descriptor loads, so
-  // those become masked loads first and are copied like any other.
-  bool rings = (options.wgmma || options.cpAsync) && options.dotStages != 0 &&
-               options.dotStages != 1;
+  // TMA), ringSlots - 1 stages ahead (num_stages 0 or 1: no rings). Without wgmma the rings
+  // take no descriptor loads, so those become masked loads first and are copied like any
+  // other.
+  bool rings = (options.wgmma || options.cpAsync) && options.ringSlots >= 2;
   auto addRings = [&] {
     if (rings)
       pm.addPass(createKilnPipelineDotOperands(KilnPipelineDotOperandsOptions{
-          options.dotStages < 0 ? options.numStages : unsigned(options.dotStages),
-          options.numWarps, options.wgmma, options.ringBudget}));
+          options.ringSlots, options.numWarps, options.wgmma, options.ringBudget}));
   };
   // tl.range(..., flatten=True): a persistent kernel's tile loop and its K loop become one
   // loop, so the rings stream the next tile's operands in while this one finishes.
@@ -56,13 +54,16 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
   if (!options.wgmma)
     addRings();
   // tiles -> pipelined tiles: loads of the next loop iteration issued early
-  pm.addPass(
-      createKilnPipelineLoads(KilnPipelineLoadsOptions{options.numStages, options.numWarps}));
+  // (the pass's num-stages: 1 dot operands only, 0 a per-loop cost model, 2 every load)
+  unsigned prefetch = options.loadPrefetch == LoadPrefetch::DotOperands ? 1
+                      : options.loadPrefetch == LoadPrefetch::Auto      ? 0
+                                                                        : 2;
+  pm.addPass(createKilnPipelineLoads(KilnPipelineLoadsOptions{prefetch, options.numWarps}));
   // tiles -> layouts
   pm.addPass(createKilnAssignLayouts(KilnAssignLayoutsOptions{options.numWarps, options.wgmma}));
   pm.addPass(createSCFToControlFlowPass());
   // layouts -> LLVM + NVVM
-  pm.addPass(createKilnConvertToLLVM());
+  pm.addPass(createKilnConvertToLLVM(KilnConvertToLLVMOptions{options.maxnreg}));
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

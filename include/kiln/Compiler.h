@@ -1,17 +1,22 @@
 //===- Compiler.h - Compile kiln kernels to PTX and cubin -------*- C++ -*-===//
 //
-// This file declares Kiln's compiler entry points: a kiln-dialect module in, LLVM IR, PTX and
-// (where nvJitLink is available) a cubin out. kilnc, the JIT runtime and the Python package
-// all compile through here.
+// This file declares the MLIR-level side of Kiln's compiler: compile(module, options) (a
+// kiln-dialect module in, LLVM IR, PTX and optionally a cubin out), the emitters behind it,
+// and makeKernelSource, which hands a front end's module to the one door, kiln/Compile.h's
+// compileKernel, without printing it.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_COMPILER_H
 #define KILN_COMPILER_H
 
+#include "kiln/Compile.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LLVM.h"
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,52 +27,27 @@ class TargetMachine;
 
 namespace kiln {
 
-/// What to compile for and how.
-struct CompileOptions {
-  std::string arch = "sm_90"; ///< sm_80, sm_86, sm_89, sm_90, sm_90a; "cpu": the host
-  unsigned numWarps = 4;
-  unsigned numStages = 1; ///< 1: off; 0: prefetch loop loads where cheap; >= 2: always
-  /// GPU: a cap on registers per thread, 16..255 (Triton's maxnreg; ptxas's .maxnreg), set
-  /// as the module's kiln.maxnreg; 0: none (or the module's own kiln.maxnreg).
-  unsigned maxnreg = 0;
-  /// f32 mul + add may contract to fma (Triton's enable_fp_fusion, on by default there too);
-  /// a module's `kiln.enable_fp_fusion = false` turns it off.
-  bool fpFusion = true;
-  bool emitCubin = false;       ///< also assemble PTX to a cubin through nvJitLink
-  bool debug = false;           ///< host: check every access and device_assert at run time
-  bool emitHostAssembly = false; ///< host: also produce the assembly text
-  bool printIRAfterAll = false; ///< print the IR after every pass to stderr
-  std::string reproducerPath;   ///< where a failing pipeline writes its reproducer ("" = none)
-};
-
-/// Every stage of one compilation.
-struct CompiledKernel {
-  std::string name;      ///< the kernel's symbol
-  std::string llvmDialect; ///< after the MLIR pipeline
-  std::string llvmIR;    ///< optimized LLVM IR
-  std::string ptx;
-  std::vector<char> cubin; ///< empty unless requested and nvJitLink was found
-  std::string hostAssembly; ///< host: assembly, when asked for
-  std::vector<char> hostObject; ///< host: the relocatable object the runtime links
-  unsigned numWarps = 4;
-  unsigned sharedBytes = 0; ///< dynamic shared memory to launch with (shared rings)
-  /// Per kernel parameter: rows of the TMA boxes copied through it (0: none), from the
-  /// module's kiln.tma_box_rows (see rt::Kernel::getTensorMapBoxRows).
-  std::vector<uint16_t> tensorMapBoxRows;
-};
-
 /// "file:line:col: error: message" (notes and remarks likewise), as compilers print them.
 std::string formatDiagnostic(mlir::Diagnostic &diag);
 
 /// True when the NVPTX backend knows `arch` (sm_70 ... sm_120a).
 bool isKnownArch(llvm::StringRef arch);
 
-/// Registers everything a kiln module needs in `ctx`.
+/// How a kernel parameter of type `t` is passed at launch.
+ArgKind getArgKind(mlir::Type t);
+
+/// Registers everything a kiln module needs in `ctx` and loads the dialects.
 void initializeContext(mlir::MLIRContext &ctx);
+
+/// A kernel source holding `module`, built in `ctx` (which it keeps alive; it must have been
+/// initialized with initializeContext). Compiling it clones the module in that context: the
+/// caller must not use `ctx` from another thread meanwhile.
+KernelSource makeKernelSource(std::shared_ptr<mlir::MLIRContext> ctx,
+                              mlir::OwningOpRef<mlir::ModuleOp> module);
 
 /// Runs the GPU pipeline on `module` (in place) and emits LLVM IR and PTX, or for arch "cpu"
 /// the host pipeline and an object file. Errors are reported through the context's
-/// diagnostic handler.
+/// diagnostic handler. Front ends call compileKernel (kiln/Compile.h), which calls this.
 mlir::FailureOr<CompiledKernel> compile(mlir::ModuleOp module, const CompileOptions &options);
 
 /// LLVM dialect module -> optimized LLVM IR and PTX for `arch` (in process, NVPTX backend).
@@ -84,9 +64,6 @@ void optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &tm);
 /// library is missing or rejects the PTX.
 bool assembleWithNvJitLink(llvm::StringRef ptx, llvm::StringRef arch, std::vector<char> &cubin,
                            std::string &error);
-
-/// The architecture name of the host (CPU) backend.
-inline constexpr const char *kHostArch = "cpu";
 
 /// Identifies the code the host backend generates on this machine: triple, CPU and features
 /// (part of the host backend's cache keys).

@@ -8,6 +8,7 @@
 #ifndef KILN_PASSES_H
 #define KILN_PASSES_H
 
+#include "kiln/Compile.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "kiln/Dialect/KilnGPU/IR/Dialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -28,13 +29,14 @@ inline constexpr llvm::StringLiteral kFlattenAttr = "kiln.flatten";
 #define GEN_PASS_REGISTRATION
 #include "kiln/Passes.h.inc"
 
-/// Options of the GPU pipeline.
+/// Options of the GPU pipeline (what kiln::compile makes of CompileOptions).
 struct GPUPipelineOptions {
   unsigned numWarps = 4;
-  unsigned numStages = 1; ///< 1: off, 0: per-loop cost model, >= 2: on (kiln-pipeline-loads)
-  /// Slots of the dot operand rings (kiln-pipeline-dot-operands, sm_80+): -1 takes numStages
-  /// when >= 2, else 4; 0 or 1 leaves dot operands register-staged (no rings).
-  int dotStages = -1;
+  /// Loop loads issued an iteration early besides dot operands (kiln-pipeline-loads).
+  LoadPrefetch loadPrefetch = LoadPrefetch::DotOperands;
+  /// Slots of the dot operand rings (kiln-pipeline-dot-operands, sm_80+): Triton's
+  /// num_stages; 0 or 1 leaves dot operands register-staged (no rings).
+  unsigned ringSlots = 3;
   bool wgmma = false;     ///< sm_90a: dots on warpgroup tensor cores
   bool debug = false;     ///< check int32 address arithmetic for wraps (-kiln-check-offset-overflow)
   /// sm_80 and later: cp.async, ldmatrix and mma.sync, so dot operand rings without wgmma.
@@ -42,6 +44,8 @@ struct GPUPipelineOptions {
   /// Bytes of shared memory one loop's rings may take (the target's per-block limit less
   /// room for barriers and scratch).
   int64_t ringBudget = 224 * 1024;
+  /// Registers per thread the kernels may use, 16..255 (.maxnreg); 0: no cap.
+  unsigned maxnreg = 0;
 };
 
 /// kiln (no layouts) -> LLVM dialect + NVVM, ready for translation to LLVM IR.

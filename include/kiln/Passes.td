@@ -64,9 +64,13 @@ def KilnConvertToLLVM : Pass<"kiln-convert-to-llvm", "mlir::ModuleOp"> {
     wide as the axis analysis proves safe (up to 128 bits), predicated by the mask; math
     functions call libdevice, `exp`/`exp2` use `ex2.approx` as Triton does. Kernels become
     `llvm.func`s marked `nvvm.kernel` with `maxntid = 32 * num_warps` (and `nvvm.maxnreg = N`
-    where the module carries `kiln.maxnreg = N : i32`, 16..255). scf ops keep their
-    structure with converted types (`convert-scf-to-cf` runs after).
+    with the option `maxnreg=N`, 16..255). scf ops keep their structure with converted types
+    (`convert-scf-to-cf` runs after).
   }];
+  let options = [
+    Option<"maxnreg", "maxnreg", "unsigned", "0",
+           "cap on registers per thread, 16..255 (Triton's maxnreg); 0: none">,
+  ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
 }
 

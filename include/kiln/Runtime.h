@@ -9,6 +9,8 @@
 #ifndef KILN_RUNTIME_H
 #define KILN_RUNTIME_H
 
+#include "kiln/Compile.h"
+#include "kiln/DType.h"
 #include "kiln/kiln_c.h"
 
 #include <cstdint>
@@ -132,8 +134,9 @@ private:
 /// The kind of a kernel parameter, as the launch checks it.
 /// TensorMap: the 128-byte CUtensorMap of a tensor descriptor, passed by value; its Arg holds
 /// the host address of the map (kTensorMapAlign-aligned), which must outlive the launch.
-enum class ArgKind { Pointer, I1, I8, I16, I32, I64, F16, BF16, F32, F64, TensorMap };
-KILN_EXPORT const char *toString(ArgKind kind);
+/// (kiln/DType.h: the kinds every door shares.)
+using kiln::ArgKind;
+using kiln::toString;
 
 /// One launch argument: a device pointer or a scalar, tagged with its kind.
 struct KILN_EXPORT Arg {
@@ -183,7 +186,7 @@ struct Grid {
 
 /// The architecture name of the host backend: JIT("cpu") compiles kernels for this machine's
 /// CPU, and its kernels run on the host with host pointers as their pointer arguments.
-constexpr const char *kHostArch = "cpu";
+using kiln::kHostArch;
 
 /// Host memory a pointer argument may reach: [begin, begin + bytes), and the argument's name
 /// (may be empty) for messages. Debug-mode host kernels check every unmasked load and store
@@ -278,8 +281,9 @@ struct JITStats {
   unsigned memoryHits = 0, diskHits = 0, compiles = 0, corruptEntries = 0;
 };
 
-/// Compiles kiln-dialect kernels and loads them, through the memory and disk caches. The cache
-/// key hashes the IR, the options, the target architecture and the compiler version. Disk
+/// Compiles kiln-dialect kernels (kiln/Compile.h's compileKernel) and loads them, through the
+/// memory and disk caches. The cache key hashes the module's text, the options, the target
+/// architecture and the compiler version. Disk
 /// entries are written atomically (temporary file + rename) and verified when read; a corrupt
 /// or truncated entry is recompiled and replaced.
 class KILN_EXPORT JIT {
@@ -289,22 +293,23 @@ public:
   /// and caches host object code the same way; else that architecture for every device.
   explicit JIT(std::string arch = "", std::string cacheDir = "");
   ~JIT();
-  /// The kernel in `mlirSource`, compiled with `numWarps` and loaded on the current device.
-  /// Throws Error (with the compiler's diagnostics) when it does not compile, and without a GPU.
-  const Kernel &get(const std::string &mlirSource, unsigned numWarps = 4);
-  /// The same, in debug mode when `debug` (host backend: bounds checks and device_assert), on
-  /// device `device` (-1: the current one). A kernel is compiled once per architecture and
-  /// loaded once per device.
-  const Kernel &get(const std::string &mlirSource, unsigned numWarps, bool debug,
+  /// The kernel of `source` compiled with `options` (options.arch is ignored: the JIT's
+  /// target, or with a per-device JIT that of `device`) and loaded on device `device` (-1: the
+  /// current one). A kernel is compiled once per architecture and options and loaded once
+  /// per device. Throws CompileError (located at the first error) when it does not compile,
+  /// Error when it does not load, and Error without a GPU (except for the host backend).
+  const Kernel &get(const kiln::KernelSource &source, const kiln::CompileOptions &options = {},
                     int device = -1);
   bool isHost() const { return arch == kHostArch; }
-  /// The same kernel compiled to PTX (or found in the caches) but not loaded: its signature and
-  /// name are known, launching it throws. Works without a GPU, and fills the cache get() reads.
-  const Kernel &compile(const std::string &mlirSource, unsigned numWarps = 4);
+  /// The same kernel compiled (or found in the caches) but not loaded: its signature and name
+  /// are known, launching it throws. Works without a GPU, and fills the cache get() reads.
+  const Kernel &compile(const kiln::KernelSource &source,
+                        const kiln::CompileOptions &options = {});
   /// Compiles (or finds in the caches) without loading: a cubin assembled by nvJitLink (as
   /// relocatable code, cached apart from the PTX that get() has the driver assemble as a whole
   /// program). Works without a GPU; throws when nvJitLink is missing.
-  std::vector<char> compileToCubin(const std::string &mlirSource, unsigned numWarps = 4);
+  std::vector<char> compileToCubin(const kiln::KernelSource &source,
+                                   const kiln::CompileOptions &options = {});
   const JITStats &getStats() const { return stats; }
   /// The architecture compile() targets (per-device JITs: that of the device current when
   /// the JIT was made).
@@ -312,8 +317,9 @@ public:
 
 private:
   struct Entry;
-  std::shared_ptr<Entry> lookupOrCompile(const std::string &source, unsigned numWarps,
-                                         bool debug, bool cubin, const std::string &target);
+  std::shared_ptr<Entry> lookupOrCompile(const kiln::KernelSource &source,
+                                         kiln::CompileOptions options, bool cubin,
+                                         const std::string &target);
   std::string arch, cacheDir;
   bool perDevice = false; ///< compile for each device's architecture
   JITStats stats;

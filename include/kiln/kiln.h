@@ -23,7 +23,10 @@
 #ifndef KILN_KILN_H
 #define KILN_KILN_H
 
+#include "kiln/CompileError.h"
+#include "kiln/DType.h"
 #include "kiln/Runtime.h"
+#include "kiln/Specialization.h"
 
 #include <array>
 #include <cstdint>
@@ -96,59 +99,18 @@ struct Loc {
   unsigned column;
 };
 
-/// A user error in a C++ kernel: `what()` reads
+/// A user error in a C++ kernel (kiln::CompileError, shared by every door): `what()` reads
 /// `file.cpp:12:5: error: in kernel 'add': expected ..., found ...` (":5" only when the
 /// column is known).
-class CompileError : public std::runtime_error {
-public:
-  CompileError(std::string kernel, std::string file, unsigned line, unsigned column,
-               std::string message);
-  const std::string &getKernel() const { return kernel; }
-  const std::string &getFile() const { return file; }
-  unsigned getLine() const { return line; }
-  unsigned getColumn() const { return column; }
-  /// The message without the location prefix.
-  const std::string &getMessage() const { return message; }
-
-private:
-  std::string kernel, file;
-  unsigned line, column;
-  std::string message;
-};
+using kiln::CompileError;
 
 //===----------------------------------------------------------------------===//
 // Dtypes
 //===----------------------------------------------------------------------===//
 
-/// Scalar element kinds, in the order of kiln::ScalarKind. I1 (the boolean) is unsigned.
-enum class ScalarKind : uint8_t {
-  I1, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64, F8E4M3, F8E5M2
-};
-
-/// A Kiln dtype: a scalar, or a pointer to one. Printed like Triton ("fp32", "pointer<fp16>").
-class DType {
-public:
-  constexpr DType(ScalarKind scalar = ScalarKind::I32) : kind(scalar) {}
-  static constexpr DType pointer_to(DType pointee) {
-    DType d(pointee.kind);
-    d.pointer = true;
-    return d;
-  }
-  constexpr ScalarKind scalar() const { return kind; }
-  constexpr bool is_pointer() const { return pointer; }
-  /// The pointee of a pointer (the dtype itself for scalars).
-  constexpr DType element() const { return DType(kind); }
-  constexpr bool is_int() const { return !pointer && kind <= ScalarKind::U64; }
-  constexpr bool is_floating() const { return !pointer && kind >= ScalarKind::F16; }
-  /// "int32", "fp16", "pointer<fp32>".
-  std::string str() const;
-  constexpr bool operator==(const DType &o) const { return kind == o.kind && pointer == o.pointer; }
-  constexpr bool operator!=(const DType &o) const { return !(*this == o); }
-
-private:
-  ScalarKind kind;
-  bool pointer = false;
-};
+/// Scalar element kinds and dtypes: kiln/DType.h, the one spelling every door shares.
+using kiln::DType;
+using kiln::ScalarKind;
 
 /// Dtype values, with triton.language's names: `x.to(float16)`, `zeros({64}, float32)`.
 inline constexpr DType int1{ScalarKind::I1}, int8{ScalarKind::I8}, int16{ScalarKind::I16},
@@ -334,8 +296,10 @@ template <class E> class Ptr : public Value {
   explicit Ptr(const Value &v) : Value(v) {}
 };
 
-/// A scalar runtime parameter. An integer whose value is a multiple of 16 specializes the
-/// kernel with `kiln.divisibility = 16`. fp16/bf16 scalars are not supported as parameters.
+/// A scalar runtime parameter. An integer equal to 1 specializes the kernel on that value
+/// (the constant 1 in the body, as Triton's `== 1` rule), one whose value is a multiple of 16
+/// with `kiln.divisibility = 16` (kiln/Specialization.h, the rule both launchers share).
+/// fp16/bf16 scalars are not supported as parameters.
 template <class E> class Scalar : public Value {
   static_assert(!std::is_void_v<typename E::host> && !std::is_same_v<E, i1>,
                 "kernel scalar parameters are integers, F32 or F64");
@@ -733,16 +697,23 @@ Values while_(const Values &inits, Cond &&cond, Body &&body, Loc loc = {}) {
 // Kernels
 //===----------------------------------------------------------------------===//
 
-/// How to launch: the grid (programs along x, y, z), the warps per program, an optional cap
-/// on registers per thread and the device.
+/// How to launch: the grid (programs along x, y, z), the warps per program, the software
+/// pipeline depth, an optional cap on registers per thread and the device.
 struct Launch {
   rt::Grid grid;
   unsigned warps = 4;
-  unsigned regs = 0; ///< 0: no cap
-  int dev = -1;      ///< -1: the device of the DeviceBuffer arguments, else the current one
+  unsigned stages = 3; ///< Triton's num_stages (kiln::CompileOptions::numStages)
+  unsigned regs = 0;   ///< 0: no cap
+  int dev = -1;        ///< -1: the device of the DeviceBuffer arguments, else the current one
   /// Triton's `num_warps=`: 1, 2, 4, 8, 16 or 32.
   Launch &num_warps(unsigned n) {
     warps = n;
+    return *this;
+  }
+  /// Triton's `num_stages=`: slots of the shared rings that feed a loop's dots (2..16; 0 or
+  /// 1: none), as CompileOptions::numStages; default 3, as Triton's.
+  Launch &num_stages(unsigned n) {
+    stages = n;
     return *this;
   }
   /// Triton's `maxnreg=`: at most n registers per thread (16..255; ptxas's .maxnreg), on the
@@ -767,7 +738,8 @@ Launch grid(int64_t x, int64_t y = 1, int64_t z = 1);
 struct Target {
   std::string arch = "sm_90";
   unsigned num_warps = 4;
-  unsigned maxnreg = 0; ///< a cap on registers per thread (16..255), 0: none
+  unsigned num_stages = 3; ///< Triton's num_stages (CompileOptions::numStages)
+  unsigned maxnreg = 0;    ///< a cap on registers per thread (16..255), 0: none
 };
 /// One specialization compiled ahead of time: the traced MLIR (with the C++ locations) and PTX.
 struct Compiled {
@@ -785,27 +757,28 @@ rt::JIT &jit();
 
 namespace detail {
 class KernelState;
-/// A runtime argument of one specialization: its dtype and whether it is divisible by 16.
+/// A runtime argument of one specialization: its dtype and what its value specializes.
 struct ArgSpec {
   DType dtype;
-  bool divisible;
+  Specialization spec;
 };
 std::shared_ptr<KernelState> newKernelState(std::string name, const Loc &loc);
 const std::string &kernelName(const KernelState &state);
-/// The loaded kernel of the variant `key` for `numWarps` on `device` (-1: the current one);
-/// on the first sight of `key`, `traceVariant` returns its MLIR. The hot path: a lock, a key
-/// compare, a pointer read.
+/// The loaded kernel of the variant `key` launched as `launch` (its device -1: the current
+/// one); on the first sight of `key`, `traceVariant` returns its module. The hot path: a
+/// lock, a key compare, a pointer read.
 const rt::Kernel &getKernel(KernelState &state, const uint64_t *key, size_t keySize,
-                            unsigned numWarps, unsigned maxnreg, int device,
-                            size_t numRuntimeArgs, FunctionRef<std::string()> traceVariant);
-/// The MLIR of the variant `key`, traced on first sight.
+                            const Launch &launch, int device, size_t numRuntimeArgs,
+                            FunctionRef<KernelSource()> traceVariant);
+/// The MLIR text of the variant `key`, traced on first sight.
 const std::string &getMLIR(KernelState &state, const uint64_t *key, size_t keySize,
-                           FunctionRef<std::string()> traceVariant);
-/// Traces `body` (called with the runtime arguments' values) into a kernel's MLIR text.
-std::string traceKernel(const KernelState &state, const std::vector<ArgSpec> &args,
-                        FunctionRef<void(const Values &)> body);
-/// PTX of a traced kernel, compiled in process.
-std::string compilePTX(const KernelState &state, const std::string &mlir, const Target &target);
+                           FunctionRef<KernelSource()> traceVariant);
+/// Traces `body` (called with the runtime arguments' values) into a kernel module.
+KernelSource traceKernel(const KernelState &state, const std::vector<ArgSpec> &args,
+                         FunctionRef<void(const Values &)> body);
+/// PTX of the variant `key` for `target`, compiled in process.
+std::string compilePTX(KernelState &state, const uint64_t *key, size_t keySize,
+                       const Target &target, FunctionRef<KernelSource()> traceVariant);
 /// Throws rt::Error: "kernel 'k' argument 3: <message>".
 [[noreturn]] void badArgument(const KernelState &state, size_t index, const std::string &message);
 /// Throws rt::Error: the launch's .device() differs from its buffers' device.
@@ -830,9 +803,9 @@ template <class T> struct ParamTraits {
 };
 template <class E> struct ParamTraits<Ptr<E>> {
   static constexpr bool runtime = true;
-  static constexpr DType dtype() { return DType::pointer_to(E::dtype); }
+  static constexpr DType dtype() { return DType::pointerTo(E::dtype); }
   template <class A>
-  static uint64_t toBits(const A &a, bool &divisible, const KernelState &, size_t) {
+  static uint64_t toBits(const A &a, Specialization &spec, const KernelState &, size_t) {
     uint64_t bits;
     if constexpr (std::is_same_v<A, rt::DeviceBuffer>) {
       bits = a.get();
@@ -847,7 +820,7 @@ template <class E> struct ParamTraits<Ptr<E>> {
       static_assert(alwaysFalse<A>, "a Ptr<E> parameter takes a rt::DeviceBuffer, a "
                                     "rt::CUdeviceptr or a device pointer");
     }
-    divisible = bits % 16 == 0;
+    spec = specializePointer(bits);
     return bits;
   }
   static Ptr<E> make(const Value &v) { return Ptr<E>(v); }
@@ -857,19 +830,23 @@ template <class E> struct ParamTraits<Scalar<E>> {
   static constexpr bool runtime = true;
   static constexpr DType dtype() { return E::dtype; }
   template <class A>
-  static uint64_t toBits(const A &a, bool &divisible, const KernelState &state, size_t index) {
+  static uint64_t toBits(const A &a, Specialization &spec, const KernelState &state,
+                         size_t index) {
     if constexpr (std::is_integral_v<Host>) {
       static_assert(std::is_integral_v<A> && !std::is_same_v<A, bool>,
                     "an integer kernel parameter takes a C++ integer");
       if (!fits<Host>(a))
         badArgument(state, index, std::to_string(a) + " does not fit " + E::dtype.str());
       Host v = Host(a);
-      divisible = v % 16 == 0;
+      if constexpr (std::is_signed_v<Host>)
+        spec = specializeInt(int64_t(v));
+      else
+        spec = specializeUInt(uint64_t(v), /*wide=*/uint64_t(v) > uint64_t(INT64_MAX));
       return uint64_t(std::make_unsigned_t<Host>(v));
     } else {
       static_assert(std::is_arithmetic_v<A>, "a float kernel parameter takes a C++ number");
       Host v = Host(a);
-      divisible = false;
+      spec = Specialization::None;
       uint64_t bits = 0;
       std::memcpy(&bits, &v, sizeof(v));
       return bits;
@@ -883,7 +860,7 @@ template <class T> struct ParamTraits<Const<T>> {
     static_assert(std::is_convertible_v<A, T>, "a Const<T> parameter takes a value of type T");
     T v = T(a);
     if constexpr (std::is_same_v<T, DType>) {
-      return uint64_t(v.scalar()) | uint64_t(v.is_pointer()) << 8;
+      return uint64_t(v.getKind()) | uint64_t(v.isPointer()) << 8;
     } else if constexpr (std::is_floating_point_v<T>) {
       double d = double(v);
       uint64_t bits;
@@ -900,7 +877,7 @@ template <class T> struct ParamTraits<Const<T>> {
   static Const<T> fromWord(uint64_t w) {
     if constexpr (std::is_same_v<T, DType>) {
       DType d(ScalarKind(w & 0xff));
-      return (w >> 8) ? DType::pointer_to(d) : d;
+      return (w >> 8) ? DType::pointerTo(d) : d;
     } else if constexpr (std::is_floating_point_v<T>) {
       double d;
       std::memcpy(&d, &w, sizeof(d));
@@ -950,10 +927,11 @@ template <class... P> class Kernel<void(P...)> {
   static_assert(NR <= 64, "a kernel takes at most 64 runtime parameters");
   template <size_t I> using Param = std::tuple_element_t<I, std::tuple<P...>>;
 
-  /// key[0]: divisibility bits of the runtime arguments; key[1 + k]: Const value k.
+  /// key[0]: divisibility bits of the runtime arguments, key[1]: their `== 1` bits;
+  /// key[2 + k]: Const value k.
   /// device: of the rt::DeviceBuffer arguments (-1: none).
   struct Packed {
-    std::array<uint64_t, N - NR + 1> key{};
+    std::array<uint64_t, N - NR + 2> key{};
     std::array<uint64_t, NR + 1> bits{};
     int device = -1;
   };
@@ -971,7 +949,7 @@ public:
     if (launch.dev >= 0 && p.device >= 0 && launch.dev != p.device)
       detail::badDevice(*state, launch.dev, p.device);
     const rt::Kernel &k =
-        detail::getKernel(*state, p.key.data(), p.key.size(), launch.warps, launch.regs,
+        detail::getKernel(*state, p.key.data(), p.key.size(), launch,
                           launch.dev >= 0 ? launch.dev : p.device, NR, [&] { return trace(p); });
     if (launch.grid.x == 0 || launch.grid.y == 0 || launch.grid.z == 0)
       return;
@@ -990,8 +968,10 @@ public:
   }
   /// MLIR and PTX of that specialization for `target`, compiled in process (no GPU needed).
   template <class... A> Compiled compile(const Target &target, const A &...args) const {
+    Packed p = pack(std::index_sequence_for<P...>{}, args...);
     std::string text = mlir(args...);
-    std::string ptx = detail::compilePTX(*state, text, target);
+    std::string ptx = detail::compilePTX(*state, p.key.data(), p.key.size(), target,
+                                         [&] { return trace(p); });
     return Compiled{name(), std::move(text), std::move(ptx)};
   }
   template <class... A> Compiled compile(const A &...args) const {
@@ -1010,10 +990,12 @@ private:
   template <size_t I, class A> void packOne(Packed &p, const A &a) const {
     using T = detail::ParamTraits<Param<I>>;
     if constexpr (T::runtime) {
-      bool divisible = false;
-      p.bits[slot(I)] = T::toBits(a, divisible, *state, I);
-      if (divisible)
+      Specialization spec = Specialization::None;
+      p.bits[slot(I)] = T::toBits(a, spec, *state, I);
+      if (spec == Specialization::DivisibleBy16)
         p.key[0] |= uint64_t(1) << slot(I);
+      else if (spec == Specialization::EqualsOne)
+        p.key[1] |= uint64_t(1) << slot(I);
       if constexpr (std::is_same_v<A, rt::DeviceBuffer>) {
         if (p.device >= 0 && a.getDevice() != p.device)
           detail::badArgument(*state, I,
@@ -1024,7 +1006,7 @@ private:
         p.device = a.getDevice();
       }
     } else {
-      p.key[1 + slot(I)] = T::toWord(a, *state, I);
+      p.key[2 + slot(I)] = T::toWord(a, *state, I);
     }
   }
   template <size_t I> static Param<I> makeParam(const Values &args, const Packed &p) {
@@ -1032,20 +1014,26 @@ private:
     if constexpr (T::runtime)
       return T::make(args[slot(I)]);
     else
-      return T::fromWord(p.key[1 + slot(I)]);
+      return T::fromWord(p.key[2 + slot(I)]);
   }
   template <size_t... I>
   void invoke(std::index_sequence<I...>, const Values &args, const Packed &p) const {
     std::tuple<P...> params{makeParam<I>(args, p)...};
     std::apply(body, params);
   }
-  template <class T> static void addSpec(std::vector<detail::ArgSpec> &specs, uint64_t bits) {
-    if constexpr (detail::ParamTraits<T>::runtime)
-      specs.push_back({detail::ParamTraits<T>::dtype(), bool(bits >> specs.size() & 1)});
+  template <class T>
+  static void addSpec(std::vector<detail::ArgSpec> &specs, uint64_t divisible, uint64_t one) {
+    if constexpr (detail::ParamTraits<T>::runtime) {
+      size_t i = specs.size();
+      specs.push_back({detail::ParamTraits<T>::dtype(),
+                       (one >> i & 1)         ? Specialization::EqualsOne
+                       : (divisible >> i & 1) ? Specialization::DivisibleBy16
+                                              : Specialization::None});
+    }
   }
-  std::string trace(const Packed &p) const {
+  KernelSource trace(const Packed &p) const {
     std::vector<detail::ArgSpec> specs;
-    (addSpec<P>(specs, p.key[0]), ...);
+    (addSpec<P>(specs, p.key[0], p.key[1]), ...);
     return detail::traceKernel(*state, specs, [&](const Values &args) {
       invoke(std::index_sequence_for<P...>{}, args, p);
     });

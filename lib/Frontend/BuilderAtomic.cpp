@@ -89,7 +89,7 @@ Tile kiln::Builder::atomicRMW(StringRef op, const Tile &ptr, const Tile &val,
     if (v.getShape() != p.getShape())
       v = stretchTo(v, p.getShape());
   }
-  Type result = getSameShape(p.value.getType(), elem.toMLIR(ctx));
+  Type result = getSameShape(p.value.getType(), toMLIR(elem, ctx));
   auto rmw = AtomicRMWOp::create(b, loc, result, RMWKindAttr::get(&ctx, *kind),
                                  MemSemanticAttr::get(&ctx, *s), MemScopeAttr::get(&ctx, *sc),
                                  p.value, v.value, m ? m->value : Value());
@@ -120,7 +120,7 @@ Tile kiln::Builder::atomicCAS(const Tile &ptr, const Tile &cmp, const Tile &val,
   std::tie(p, v) = broadcast(p, v);
   if (c.getShape() != p.getShape())
     c = stretchTo(c, p.getShape());
-  Type result = getSameShape(p.value.getType(), elem.toMLIR(ctx));
+  Type result = getSameShape(p.value.getType(), toMLIR(elem, ctx));
   auto cas = AtomicCASOp::create(b, loc, result, MemSemanticAttr::get(&ctx, *s),
                                  MemScopeAttr::get(&ctx, *sc), p.value, c.value, v.value);
   return Tile{cas.getResult(), elem, std::nullopt};

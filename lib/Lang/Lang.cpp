@@ -30,46 +30,6 @@ using namespace kiln::lang;
 using kiln::Builder;
 using kiln::Tile;
 
-static_assert(unsigned(ScalarKind::I1) == unsigned(kiln::ScalarKind::I1) &&
-                  unsigned(ScalarKind::U64) == unsigned(kiln::ScalarKind::U64) &&
-                  unsigned(ScalarKind::F64) == unsigned(kiln::ScalarKind::F64) &&
-                  unsigned(ScalarKind::F8E5M2) == unsigned(kiln::ScalarKind::F8E5M2),
-              "kiln::lang::ScalarKind must list kiln::ScalarKind's kinds in order");
-
-//===----------------------------------------------------------------------===//
-// Errors and dtypes
-//===----------------------------------------------------------------------===//
-
-/// `file:line[:col]: error: [in kernel 'k': ]message`; column 0 means unknown.
-static std::string formatError(const std::string &kernel, const std::string &file, unsigned line,
-                               unsigned column, const std::string &message) {
-  std::string s = file + ":" + std::to_string(line);
-  if (column)
-    s += ":" + std::to_string(column);
-  s += ": error: ";
-  if (!kernel.empty())
-    s += "in kernel '" + kernel + "': ";
-  return s + message;
-}
-
-CompileError::CompileError(std::string kernel, std::string file, unsigned line, unsigned column,
-                           std::string message)
-    : std::runtime_error(formatError(kernel, file, line, column, message)),
-      kernel(std::move(kernel)), file(std::move(file)), line(line), column(column),
-      message(std::move(message)) {}
-
-static kiln::DType toKiln(DType d) {
-  kiln::DType scalar(static_cast<kiln::ScalarKind>(d.scalar()));
-  return d.is_pointer() ? kiln::DType::pointerTo(scalar) : scalar;
-}
-
-static DType fromKiln(kiln::DType d) {
-  DType scalar(static_cast<ScalarKind>(d.getKind()));
-  return d.isPointer() ? DType::pointer_to(scalar) : scalar;
-}
-
-std::string DType::str() const { return toKiln(*this).str(); }
-
 //===----------------------------------------------------------------------===//
 // Traces
 //===----------------------------------------------------------------------===//
@@ -79,8 +39,10 @@ namespace {
 /// Never destroyed, so kernels in static objects may be traced or compiled at any time.
 struct Shared {
   std::recursive_mutex mutex;
-  mlir::MLIRContext ctx{mlir::MLIRContext::Threading::DISABLED};
-  Shared() { kiln::initializeContext(ctx); }
+  /// Traced modules live in it (their KernelSources share it); used only under `mutex`.
+  std::shared_ptr<mlir::MLIRContext> ctx =
+      std::make_shared<mlir::MLIRContext>(mlir::MLIRContext::Threading::DISABLED);
+  Shared() { kiln::initializeContext(*ctx); }
 };
 Shared &shared() {
   static Shared *s = new Shared();
@@ -90,7 +52,7 @@ Shared &shared() {
 /// One kernel being traced: its Builder and the tiles its Values point to.
 struct Trace {
   Trace(uint64_t id, std::string kernel, Trace *outer)
-      : id(id), kernel(std::move(kernel)), builder(shared().ctx), outer(outer) {}
+      : id(id), kernel(std::move(kernel)), builder(*shared().ctx), outer(outer) {}
   uint64_t id;
   std::string kernel;
   Builder builder;
@@ -196,7 +158,7 @@ Value detail::literalValue(const Operand &literal) {
 // Values
 //===----------------------------------------------------------------------===//
 
-DType Value::dtype() const { return fromKiln(Access::self(*this, "dtype").dtype); }
+DType Value::dtype() const { return Access::self(*this, "dtype").dtype; }
 
 Shape Value::shape() const {
   llvm::ArrayRef<int64_t> s = Access::self(*this, "shape").getShape();
@@ -310,12 +272,12 @@ Value kiln::lang::arange(int64_t start, int64_t end, Loc loc) {
 
 Value kiln::lang::zeros(const Shape &shape, DType dtype, Loc loc) {
   Trace &t = enter(loc, "zeros");
-  return Access::wrap(t, t.builder.zeros(shape, toKiln(dtype)));
+  return Access::wrap(t, t.builder.zeros(shape, dtype));
 }
 
 Value kiln::lang::full(const Shape &shape, const Operand &value, DType dtype, Loc loc) {
   Trace &t = enter(loc, "full");
-  return Access::wrap(t, t.builder.full(shape, Access::tile(t, value), toKiln(dtype)));
+  return Access::wrap(t, t.builder.full(shape, Access::tile(t, value), dtype));
 }
 
 Value kiln::lang::load(const Operand &ptr, const Operand &mask, const Operand &other,
@@ -387,8 +349,8 @@ Value kiln::lang::cdiv(const Operand &a, const Operand &b, Loc loc) {
 Value kiln::lang::cast(const Operand &x, DType dtype, bool bitcast, Loc loc) {
   Trace &t = enter(loc, "cast");
   Tile v = Access::tile(t, x);
-  return Access::wrap(t, bitcast ? t.builder.bitcast(v, toKiln(dtype))
-                                 : t.builder.cast(v, toKiln(dtype)));
+  return Access::wrap(t, bitcast ? t.builder.bitcast(v, dtype)
+                                 : t.builder.cast(v, dtype));
 }
 
 Value kiln::lang::expand_dims(const Operand &x, int axis, Loc loc) {
@@ -545,7 +507,7 @@ Value kiln::lang::dot(const Operand &a, const Operand &b, const Operand &acc,
   Trace &t = enter(loc, "dot");
   return Access::wrap(t, t.builder.dot(Access::tile(t, a), Access::tile(t, b),
                                        Access::tile(t, acc), input_precision,
-                                       toKiln(out_dtype)));
+                                       out_dtype));
 }
 
 //===----------------------------------------------------------------------===//
@@ -618,28 +580,14 @@ kiln::rt::JIT &kiln::lang::jit() {
 static constexpr unsigned kMaxWarpsLog2 = 5;
 
 namespace {
-/// One specialization of a kernel: its key, its MLIR, and its loaded kernel per device and
-/// num_warps (and per register cap, where a launch sets one: rare, searched).
+/// One specialization of a kernel: its key, its module, and its loaded kernel per device and
+/// num_warps with the default num_stages and no register cap (the others, rare, searched).
 struct Variant {
   std::vector<uint64_t> key;
-  std::string mlir;
+  std::optional<kiln::KernelSource> source;
   std::vector<std::array<const kiln::rt::Kernel *, kMaxWarpsLog2 + 1>> kernels;
-  std::vector<std::tuple<int, unsigned, unsigned, const kiln::rt::Kernel *>> capped;
+  std::vector<std::tuple<int, unsigned, unsigned, unsigned, const kiln::rt::Kernel *>> others;
 };
-
-/// `mlir` (a module's text) with the attribute kiln.maxnreg = maxnreg.
-std::string withMaxnreg(const std::string &mlir, unsigned maxnreg) {
-  std::string attr = "kiln.maxnreg = " + std::to_string(maxnreg) + " : i32";
-  // The module op starts a line (alias definitions may come before it).
-  size_t at = mlir.compare(0, 6, "module") == 0 ? 0 : mlir.find("\nmodule");
-  if (at == std::string::npos)
-    return mlir;
-  at += mlir[at] == '\n';
-  size_t end = at + std::strlen("module");
-  if (mlir.compare(end, 13, " attributes {") == 0)
-    return mlir.substr(0, end + 13) + attr + ", " + mlir.substr(end + 13);
-  return mlir.substr(0, end) + " attributes {" + attr + "}" + mlir.substr(end);
-}
 } // namespace
 
 class detail::KernelState {
@@ -647,7 +595,7 @@ public:
   KernelState(std::string name, const Loc &loc) : name(std::move(name)), loc(loc) {}
 
   /// The variant of `key`, traced by `traceVariant` when new. Call with `mutex` held.
-  Variant &variant(const uint64_t *key, size_t size, FunctionRef<std::string()> traceVariant) {
+  Variant &variant(const uint64_t *key, size_t size, FunctionRef<KernelSource()> traceVariant) {
     auto matches = [&](const Variant &v) {
       return v.key.size() == size && std::memcmp(v.key.data(), key, size * sizeof(uint64_t)) == 0;
     };
@@ -658,7 +606,7 @@ public:
         return *(last = v.get());
     auto v = std::make_unique<Variant>();
     v->key.assign(key, key + size);
-    v->mlir = traceVariant();
+    v->source = traceVariant();
     variants.push_back(std::move(v));
     return *(last = variants.back().get());
   }
@@ -692,9 +640,10 @@ void detail::badDevice(const KernelState &state, int launchDevice, int bufferDev
 }
 
 const kiln::rt::Kernel &detail::getKernel(KernelState &state, const uint64_t *key, size_t keySize,
-                                          unsigned numWarps, unsigned maxnreg, int device,
+                                          const Launch &launch, int device,
                                           size_t numRuntimeArgs,
-                                          FunctionRef<std::string()> traceVariant) {
+                                          FunctionRef<KernelSource()> traceVariant) {
+  unsigned numWarps = launch.warps, maxnreg = launch.regs, stages = launch.stages;
   unsigned slot = 0;
   while (slot <= kMaxWarpsLog2 && (1u << slot) != numWarps)
     ++slot;
@@ -711,39 +660,51 @@ const kiln::rt::Kernel &detail::getKernel(KernelState &state, const uint64_t *ke
     device = 0;
   else if (device < 0)
     device = kiln::rt::currentDevice();
+  bool plain = !maxnreg && stages == Launch().stages;
   std::lock_guard<std::mutex> lock(state.mutex);
   Variant &v = state.variant(key, keySize, traceVariant);
   if (size_t(device) >= v.kernels.size())
     v.kernels.resize(device + 1);
-  if (!maxnreg) {
+  if (plain) {
     if (const kiln::rt::Kernel *k = v.kernels[device][slot])
       return *k;
   } else {
-    for (auto &[dev, warps, regs, k] : v.capped)
-      if (dev == device && warps == numWarps && regs == maxnreg)
+    for (auto &[dev, warps, nstages, regs, k] : v.others)
+      if (dev == device && warps == numWarps && nstages == stages && regs == maxnreg)
         return *k;
   }
-  const kiln::rt::Kernel &k = jit().get(maxnreg ? withMaxnreg(v.mlir, maxnreg) : v.mlir, numWarps,
-                                        /*debug=*/false, device); // the host JIT ignores it
-  if (k.getSignature().size() != numRuntimeArgs)
+  kiln::CompileOptions options;
+  options.numWarps = numWarps;
+  options.numStages = stages;
+  options.maxnreg = maxnreg;
+  const kiln::rt::Kernel *k;
+  {
+    // The traced module lives in the shared context.
+    std::lock_guard<std::recursive_mutex> ctxLock(shared().mutex);
+    k = &jit().get(*v.source, options, device);
+  }
+  if (k->getSignature().size() != numRuntimeArgs)
     throw kiln::rt::Error("kernel '" + state.name + "': compiled with " +
-                          std::to_string(k.getSignature().size()) + " parameters, expected " +
+                          std::to_string(k->getSignature().size()) + " parameters, expected " +
                           std::to_string(numRuntimeArgs));
-  if (maxnreg)
-    v.capped.emplace_back(device, numWarps, maxnreg, &k);
+  if (plain)
+    v.kernels[device][slot] = k;
   else
-    v.kernels[device][slot] = &k;
-  return k;
+    v.others.emplace_back(device, numWarps, stages, maxnreg, k);
+  return *k;
 }
 
 const std::string &detail::getMLIR(KernelState &state, const uint64_t *key, size_t keySize,
-                                   FunctionRef<std::string()> traceVariant) {
+                                   FunctionRef<KernelSource()> traceVariant) {
   std::lock_guard<std::mutex> lock(state.mutex);
-  return state.variant(key, keySize, traceVariant).mlir;
+  const KernelSource &source = *state.variant(key, keySize, traceVariant).source;
+  std::lock_guard<std::recursive_mutex> ctxLock(shared().mutex);
+  return source.getText();
 }
 
-std::string detail::traceKernel(const KernelState &state, const std::vector<ArgSpec> &args,
-                                FunctionRef<void(const Values &)> body) {
+kiln::KernelSource detail::traceKernel(const KernelState &state,
+                                       const std::vector<ArgSpec> &args,
+                                       FunctionRef<void(const Values &)> body) {
   std::lock_guard<std::recursive_mutex> lock(shared().mutex);
   Trace trace(nextTraceId++, state.name, currentTrace);
   currentTrace = &trace;
@@ -756,55 +717,47 @@ std::string detail::traceKernel(const KernelState &state, const std::vector<ArgS
     b.setLocation(state.loc.file, state.loc.line, state.loc.column);
     std::vector<kiln::KernelArg> kernelArgs;
     for (auto [i, a] : llvm::enumerate(args))
-      kernelArgs.push_back({"arg" + std::to_string(i), toKiln(a.dtype),
-                            a.divisible ? std::optional<int32_t>(16) : std::nullopt});
+      kernelArgs.push_back({"arg" + std::to_string(i), a.dtype,
+                            a.spec == kiln::Specialization::DivisibleBy16
+                                ? std::optional<int32_t>(kiln::kSpecializationDivisor)
+                                : std::nullopt});
     b.beginKernel(state.name, kernelArgs);
     Values values;
-    for (size_t i = 0; i < args.size(); ++i)
-      values.push_back(Access::wrap(trace, b.arg(i)));
+    for (size_t i = 0; i < args.size(); ++i) {
+      // `== 1`: the body sees the constant (the parameter stays, unread, so that every
+      // variant of a kernel packs the same arguments).
+      Tile arg = args[i].spec == kiln::Specialization::EqualsOne
+                     ? b.full({}, b.intConst(1), args[i].dtype)
+                     : b.arg(i);
+      values.push_back(Access::wrap(trace, arg));
+    }
     body(values);
-    mlir::OwningOpRef<mlir::ModuleOp> module = b.finishKernel();
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    module->print(os, mlir::OpPrintingFlags().enableDebugInfo(/*enable=*/true,
-                                                              /*prettyForm=*/false));
-    return text;
+    return kiln::makeKernelSource(shared().ctx, b.finishKernel());
   } catch (const kiln::CompileError &e) {
     throw CompileError(e.getKernel().empty() ? state.name : e.getKernel(), e.getFile(), e.getLine(),
                        e.getColumn(), e.getMessage());
   }
 }
 
-std::string detail::compilePTX(const KernelState &state, const std::string &text,
-                               const Target &target) {
-  std::lock_guard<std::recursive_mutex> lock(shared().mutex);
-  mlir::MLIRContext &ctx = shared().ctx;
-  // The first diagnostic names the user's C++ line: the traced ops carry it.
-  std::string message;
-  std::optional<mlir::FileLineColLoc> where;
-  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
-    if (d.getSeverity() == mlir::DiagnosticSeverity::Error && message.empty()) {
-      message = d.str();
-      if (auto flc = d.getLocation()->findInstanceOf<mlir::FileLineColLoc>())
-        where = flc;
-    }
-    return mlir::success();
-  });
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(text, &ctx, state.name + ".mlir");
+std::string detail::compilePTX(KernelState &state, const uint64_t *key, size_t keySize,
+                               const Target &target, FunctionRef<KernelSource()> traceVariant) {
+  std::lock_guard<std::mutex> lock(state.mutex);
+  const KernelSource &source = *state.variant(key, keySize, traceVariant).source;
+  std::lock_guard<std::recursive_mutex> ctxLock(shared().mutex);
   kiln::CompileOptions options;
   options.arch = target.arch;
   options.numWarps = target.num_warps;
+  options.numStages = target.num_stages;
   options.maxnreg = target.maxnreg;
-  mlir::FailureOr<kiln::CompiledKernel> compiled =
-      module ? kiln::compile(*module, options) : mlir::FailureOr<kiln::CompiledKernel>();
-  if (mlir::failed(compiled)) {
-    std::string what = "does not compile for " + target.arch + ": " +
-                       (message.empty() ? std::string("unknown error") : message);
-    if (where)
-      throw CompileError(state.name, where->getFilename().str(), where->getLine(),
-                         where->getColumn(), what);
-    throw CompileError(state.name, state.loc.file, state.loc.line, state.loc.column, what);
+  try {
+    return kiln::compileKernel(source, options).ptx;
+  } catch (const CompileError &e) {
+    // The first diagnostic names the user's C++ line: the traced ops carry it.
+    std::string what = "does not compile for " + target.arch + ": " + e.getMessage();
+    if (e.getLine())
+      throw CompileError(state.name, e.getFile(), e.getLine(), e.getColumn(), what,
+                         e.getDiagnostics());
+    throw CompileError(state.name, state.loc.file, state.loc.line, state.loc.column, what,
+                       e.getDiagnostics());
   }
-  return compiled->ptx;
 }

@@ -2,9 +2,8 @@
 //
 // This file implements kiln::py::Session: a value table of kiln::Tile behind integer
 // handles, dtype names parsed with DType::parse, and each method forwarding to one
-// kiln::Builder call. kiln::CompileError is rethrown as kiln::py::Error so that code which
-// cannot include Builder.h (the Python extension) can catch it. It also implements
-// compileModule, the no-GPU compile of MLIR text to LLVM IR, PTX and a cubin.
+// kiln::Builder call (user errors are the Builder's kiln::CompileError). finishKernel hands
+// the module to the compiler as a KernelSource, in memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,52 +12,30 @@
 #include "kiln/Compiler.h"
 #include "kiln/Frontend/Builder.h"
 
-#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/OperationSupport.h"
-#include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringSwitch.h"
-#include "llvm/Config/llvm-config.h"
-#include "llvm/Support/raw_ostream.h"
-
-#ifndef KILN_BUILD_ID
-#define KILN_BUILD_ID "dev"
-#endif
 
 using namespace kiln;
 using kiln::py::Handle;
-
-//===----------------------------------------------------------------------===//
-// Error
-//===----------------------------------------------------------------------===//
-
-py::Error::Error(std::string kernel, std::string file, unsigned line, unsigned column,
-                 std::string message)
-    : kernel(std::move(kernel)), file(std::move(file)), line(line), column(column),
-      message(std::move(message)) {
-  if (!this->file.empty())
-    full = this->file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": ";
-  full += "error: ";
-  if (!this->kernel.empty())
-    full += "in kernel '" + this->kernel + "': ";
-  full += this->message;
-}
-
-py::Error::~Error() = default;
-
-const char *py::Error::what() const noexcept { return full.c_str(); }
 
 //===----------------------------------------------------------------------===//
 // Session
 //===----------------------------------------------------------------------===//
 
 struct py::Session::Impl {
-  mlir::MLIRContext ctx{mlir::MLIRContext::Threading::DISABLED};
-  Builder builder{ctx};
+  /// Shared with the sources finishKernel returns (their modules live in it).
+  std::shared_ptr<mlir::MLIRContext> ctx = newContext();
+  Builder builder{*ctx};
   /// Every value handed out since beginKernel; a handle is an index.
   std::vector<Tile> values;
   std::string kernel, file;
   unsigned line = 0, col = 0;
+
+  static std::shared_ptr<mlir::MLIRContext> newContext() {
+    auto ctx = std::make_shared<mlir::MLIRContext>(mlir::MLIRContext::Threading::DISABLED);
+    initializeContext(*ctx);
+    return ctx;
+  }
 
   Handle add(Tile t) {
     values.push_back(std::move(t));
@@ -66,7 +43,7 @@ struct py::Session::Impl {
   }
   const Tile &get(Handle h) const {
     if (h < 0 || size_t(h) >= values.size())
-      throw py::Error(kernel, file, line, col,
+      throw CompileError(kernel, file, line, col,
                       "internal error: invalid value handle " + std::to_string(h));
     return values[h];
   }
@@ -90,21 +67,12 @@ struct py::Session::Impl {
   DType parseDType(const std::string &name) {
     if (std::optional<DType> d = DType::parse(name))
       return *d;
-    throw py::Error(kernel, file, line, col,
+    throw CompileError(kernel, file, line, col,
                     "expected a dtype name (int1, int8..int64, uint8..uint64, fp16, bf16, fp32, "
                     "fp64, fp8e4nv, fp8e5, or a pointer '*fp32'), found '" +
                         name + "'");
   }
 };
-
-/// Runs `fn`, turning kiln::CompileError into kiln::py::Error.
-template <typename Fn> static auto translate(Fn &&fn) -> decltype(fn()) {
-  try {
-    return fn();
-  } catch (const CompileError &e) {
-    throw py::Error(e.getKernel(), e.getFile(), e.getLine(), e.getColumn(), e.getMessage());
-  }
-}
 
 py::Session::Session() : impl(std::make_unique<Impl>()) {}
 py::Session::~Session() = default;
@@ -127,27 +95,22 @@ void py::Session::beginKernel(const std::string &name, const std::vector<ArgSpec
       k.divisibility = a.divisibility;
     kargs.push_back(std::move(k));
   }
-  translate([&] { impl->builder.beginKernel(name, kargs); });
+  impl->builder.beginKernel(name, kargs);
 }
 
 Handle py::Session::arg(unsigned index) {
-  return translate([&] { return impl->add(impl->builder.arg(index)); });
+  return impl->add(impl->builder.arg(index));
 }
 
-std::string py::Session::finishKernel() {
-  return translate([&] {
-    mlir::OwningOpRef<mlir::ModuleOp> module = impl->builder.finishKernel();
-    impl->values.clear();
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    module->print(os, mlir::OpPrintingFlags().enableDebugInfo());
-    return text;
-  });
+KernelSource py::Session::finishKernel() {
+  mlir::OwningOpRef<mlir::ModuleOp> module = impl->builder.finishKernel();
+  impl->values.clear();
+  return makeKernelSource(impl->ctx, std::move(module));
 }
 
 void py::Session::error(const std::string &message) {
-  translate([&] { impl->builder.error(message); });
-  throw Error(impl->kernel, impl->file, impl->line, impl->col, message); // not reached
+  impl->builder.error(message);
+  throw CompileError(impl->kernel, impl->file, impl->line, impl->col, message); // not reached
 }
 
 std::string py::Session::dtype(Handle h) const { return impl->get(h).dtype.str(); }
@@ -161,37 +124,35 @@ bool py::Session::isTile(Handle h) const { return impl->get(h).isTile(); }
 bool py::Session::isWeak(Handle h) const { return impl->get(h).isWeak(); }
 
 Handle py::Session::intConst(int64_t v) {
-  return translate([&] { return impl->add(impl->builder.intConst(v)); });
+  return impl->add(impl->builder.intConst(v));
 }
 Handle py::Session::uintConst(uint64_t v) {
-  return translate([&] { return impl->add(impl->builder.uintConst(v)); });
+  return impl->add(impl->builder.uintConst(v));
 }
 Handle py::Session::floatConst(double v) {
-  return translate([&] { return impl->add(impl->builder.floatConst(v)); });
+  return impl->add(impl->builder.floatConst(v));
 }
 Handle py::Session::boolConst(bool v) {
-  return translate([&] { return impl->add(impl->builder.boolConst(v)); });
+  return impl->add(impl->builder.boolConst(v));
 }
 Handle py::Session::materialize(Handle h) {
-  return translate([&] { return impl->add(impl->builder.materialize(impl->get(h))); });
+  return impl->add(impl->builder.materialize(impl->get(h)));
 }
 Handle py::Session::programId(int axis) {
-  return translate([&] { return impl->add(impl->builder.programId(axis)); });
+  return impl->add(impl->builder.programId(axis));
 }
 Handle py::Session::numPrograms(int axis) {
-  return translate([&] { return impl->add(impl->builder.numPrograms(axis)); });
+  return impl->add(impl->builder.numPrograms(axis));
 }
 Handle py::Session::arange(int64_t start, int64_t end) {
-  return translate([&] { return impl->add(impl->builder.arange(start, end)); });
+  return impl->add(impl->builder.arange(start, end));
 }
 Handle py::Session::full(const std::vector<int64_t> &shape, Handle value,
                          const std::string &dtype) {
-  return translate([&] {
-    return impl->add(impl->builder.full(shape, impl->get(value), impl->parseDType(dtype)));
-  });
+  return impl->add(impl->builder.full(shape, impl->get(value), impl->parseDType(dtype)));
 }
 Handle py::Session::zeros(const std::vector<int64_t> &shape, const std::string &dtype) {
-  return translate([&] { return impl->add(impl->builder.zeros(shape, impl->parseDType(dtype))); });
+  return impl->add(impl->builder.zeros(shape, impl->parseDType(dtype)));
 }
 
 Handle py::Session::binary(const std::string &op, Handle a, Handle b) {
@@ -218,16 +179,14 @@ Handle py::Session::binary(const std::string &op, Handle a, Handle b) {
               .Case("logical_and", &Builder::logicalAnd)
               .Case("logical_or", &Builder::logicalOr)
               .Default(nullptr);
-  return translate([&] {
-    const Tile &x = impl->get(a), &y = impl->get(b);
-    if (fn)
-      return impl->add((impl->builder.*fn)(x, y));
-    if (op == "minimum" || op == "minimum_nan")
-      return impl->add(impl->builder.minimum(x, y, op == "minimum_nan"));
-    if (op == "maximum" || op == "maximum_nan")
-      return impl->add(impl->builder.maximum(x, y, op == "maximum_nan"));
-    impl->builder.error("internal error: unknown binary operator '" + op + "'");
-  });
+  const Tile &x = impl->get(a), &y = impl->get(b);
+  if (fn)
+    return impl->add((impl->builder.*fn)(x, y));
+  if (op == "minimum" || op == "minimum_nan")
+    return impl->add(impl->builder.minimum(x, y, op == "minimum_nan"));
+  if (op == "maximum" || op == "maximum_nan")
+    return impl->add(impl->builder.maximum(x, y, op == "maximum_nan"));
+  impl->builder.error("internal error: unknown binary operator '" + op + "'");
 }
 
 Handle py::Session::unary(const std::string &op, Handle x) {
@@ -249,120 +208,98 @@ Handle py::Session::unary(const std::string &op, Handle x) {
               .Case("ceil", &Builder::ceil)
               .Case("abs", &Builder::abs)
               .Default(nullptr);
-  return translate([&] {
-    if (!fn)
-      impl->builder.error("internal error: unknown unary operator '" + op + "'");
-    return impl->add((impl->builder.*fn)(impl->get(x)));
-  });
+  if (!fn)
+    impl->builder.error("internal error: unknown unary operator '" + op + "'");
+  return impl->add((impl->builder.*fn)(impl->get(x)));
 }
 
 Handle py::Session::where(Handle cond, Handle a, Handle b) {
-  return translate(
-      [&] { return impl->add(impl->builder.where(impl->get(cond), impl->get(a), impl->get(b))); });
+  return impl->add(impl->builder.where(impl->get(cond), impl->get(a), impl->get(b)));
 }
 
 Handle py::Session::cast(Handle x, const std::string &dtype, bool bitcast) {
-  return translate([&] {
-    DType d = impl->parseDType(dtype);
-    return impl->add(bitcast ? impl->builder.bitcast(impl->get(x), d)
-                             : impl->builder.cast(impl->get(x), d));
-  });
+  DType d = impl->parseDType(dtype);
+  return impl->add(bitcast ? impl->builder.bitcast(impl->get(x), d)
+                           : impl->builder.cast(impl->get(x), d));
 }
 
 Handle py::Session::hint(Handle x, const std::string &kind, const std::vector<int64_t> &values) {
-  return translate([&] { return impl->add(impl->builder.hint(impl->get(x), kind, values)); });
+  return impl->add(impl->builder.hint(impl->get(x), kind, values));
 }
 
 Handle py::Session::load(Handle ptr, Handle mask, Handle other, const std::string &cache,
                          const std::string &evict, bool isVolatile) {
-  return translate([&] {
-    LoadOptions options{cache, evict, isVolatile};
-    return impl->add(
-        impl->builder.load(impl->get(ptr), impl->optional(mask), impl->optional(other), options));
-  });
+  LoadOptions options{cache, evict, isVolatile};
+  return impl->add(
+      impl->builder.load(impl->get(ptr), impl->optional(mask), impl->optional(other), options));
 }
 
 Handle py::Session::descriptorLoad(Handle desc, Handle base, const std::vector<Handle> &offsets,
                                    const std::vector<Handle> &shape,
                                    const std::vector<Handle> &strides,
                                    const std::vector<int64_t> &block) {
-  return translate([&] {
-    // desc -1: a descriptor the kernel built (tl.make_tensor_descriptor), without a map.
-    return impl->add(impl->builder.descriptorLoad(impl->optional(desc).value_or(Tile()),
-                                                  impl->get(base),
-                                                  impl->tiles(offsets), impl->tiles(shape),
-                                                  impl->tiles(strides), block));
-  });
+  // desc -1: a descriptor the kernel built (tl.make_tensor_descriptor), without a map.
+  return impl->add(impl->builder.descriptorLoad(impl->optional(desc).value_or(Tile()),
+                                                impl->get(base),
+                                                impl->tiles(offsets), impl->tiles(shape),
+                                                impl->tiles(strides), block));
 }
 
 void py::Session::descriptorStore(Handle desc, Handle base, const std::vector<Handle> &offsets,
                                   Handle value, const std::vector<Handle> &shape,
                                   const std::vector<Handle> &strides,
                                   const std::vector<int64_t> &block) {
-  translate([&] {
-    impl->builder.descriptorStore(impl->optional(desc).value_or(Tile()), impl->get(base),
-                                  impl->tiles(offsets),
-                                  impl->get(value), impl->tiles(shape), impl->tiles(strides),
-                                  block);
-  });
+  impl->builder.descriptorStore(impl->optional(desc).value_or(Tile()), impl->get(base),
+                                impl->tiles(offsets),
+                                impl->get(value), impl->tiles(shape), impl->tiles(strides),
+                                block);
 }
 
 void py::Session::store(Handle ptr, Handle value, Handle mask, const std::string &cache,
                         const std::string &evict) {
-  translate([&] {
-    StoreOptions options{cache, evict};
-    impl->builder.store(impl->get(ptr), impl->get(value), impl->optional(mask), options);
-  });
+  StoreOptions options{cache, evict};
+  impl->builder.store(impl->get(ptr), impl->get(value), impl->optional(mask), options);
 }
 
 Handle py::Session::atomicRMW(const std::string &op, Handle ptr, Handle val, Handle mask,
                               const std::string &sem, const std::string &scope) {
-  return translate([&] {
-    return impl->add(impl->builder.atomicRMW(op, impl->get(ptr), impl->get(val),
-                                             impl->optional(mask), sem, scope));
-  });
+  return impl->add(impl->builder.atomicRMW(op, impl->get(ptr), impl->get(val),
+                                           impl->optional(mask), sem, scope));
 }
 
 Handle py::Session::atomicCAS(Handle ptr, Handle cmp, Handle val, const std::string &sem,
                               const std::string &scope) {
-  return translate([&] {
-    return impl->add(
-        impl->builder.atomicCAS(impl->get(ptr), impl->get(cmp), impl->get(val), sem, scope));
-  });
+  return impl->add(
+      impl->builder.atomicCAS(impl->get(ptr), impl->get(cmp), impl->get(val), sem, scope));
 }
 
 void py::Session::devicePrint(const std::string &prefix, const std::vector<Handle> &args,
                               bool hex) {
-  translate([&] {
-    std::vector<Tile> tiles;
-    for (Handle h : args)
-      tiles.push_back(impl->get(h));
-    impl->builder.print(prefix, tiles, hex);
-  });
+  std::vector<Tile> tiles;
+  for (Handle h : args)
+    tiles.push_back(impl->get(h));
+  impl->builder.print(prefix, tiles, hex);
 }
 
 void py::Session::deviceAssert(Handle cond, const std::string &message) {
-  translate([&] { impl->builder.deviceAssert(impl->get(cond), message); });
+  impl->builder.deviceAssert(impl->get(cond), message);
 }
 
 Handle py::Session::expandDims(Handle x, int axis) {
-  return translate([&] { return impl->add(impl->builder.expandDims(impl->get(x), axis)); });
+  return impl->add(impl->builder.expandDims(impl->get(x), axis));
 }
 Handle py::Session::broadcastTo(Handle x, const std::vector<int64_t> &shape) {
-  return translate([&] { return impl->add(impl->builder.broadcastTo(impl->get(x), shape)); });
+  return impl->add(impl->builder.broadcastTo(impl->get(x), shape));
 }
 std::vector<Handle> py::Session::broadcast(Handle a, Handle b) {
-  return translate([&] {
-    auto [x, y] = impl->builder.broadcast(impl->get(a), impl->get(b));
-    return std::vector<Handle>{impl->add(x), impl->add(y)};
-  });
+  auto [x, y] = impl->builder.broadcast(impl->get(a), impl->get(b));
+  return std::vector<Handle>{impl->add(x), impl->add(y)};
 }
 Handle py::Session::reshape(Handle x, const std::vector<int64_t> &shape, bool canReorder) {
-  return translate(
-      [&] { return impl->add(impl->builder.reshape(impl->get(x), shape, canReorder)); });
+  return impl->add(impl->builder.reshape(impl->get(x), shape, canReorder));
 }
 Handle py::Session::trans(Handle x, const std::vector<int32_t> &order) {
-  return translate([&] { return impl->add(impl->builder.trans(impl->get(x), order)); });
+  return impl->add(impl->builder.trans(impl->get(x), order));
 }
 
 Handle py::Session::reduceOp(const std::string &op, Handle x, int axis, bool keepDims) {
@@ -375,151 +312,85 @@ Handle py::Session::reduceOp(const std::string &op, Handle x, int axis, bool kee
               .Case("argmin", &Builder::argmin)
               .Case("xor_sum", &Builder::xorSum)
               .Default(nullptr);
-  return translate([&] {
-    if (!fn)
-      impl->builder.error("internal error: unknown reduction '" + op + "'");
-    return impl->add((impl->builder.*fn)(impl->get(x), axis, keepDims));
-  });
+  if (!fn)
+    impl->builder.error("internal error: unknown reduction '" + op + "'");
+  return impl->add((impl->builder.*fn)(impl->get(x), axis, keepDims));
 }
 
 std::vector<Handle> py::Session::reduce(const std::vector<Handle> &inputs, int axis,
                                         const CombineBody &combine, bool keepDims) {
-  return translate([&] {
-    std::vector<Tile> results = impl->builder.reduce(
-        impl->tiles(inputs), axis,
-        [&](llvm::ArrayRef<Tile> acc, llvm::ArrayRef<Tile> next) {
-          return impl->tiles(combine(impl->handles(acc.vec()), impl->handles(next.vec())));
-        },
-        keepDims);
-    return impl->handles(results);
-  });
+  std::vector<Tile> results = impl->builder.reduce(
+      impl->tiles(inputs), axis,
+      [&](llvm::ArrayRef<Tile> acc, llvm::ArrayRef<Tile> next) {
+        return impl->tiles(combine(impl->handles(acc.vec()), impl->handles(next.vec())));
+      },
+      keepDims);
+  return impl->handles(results);
 }
 
 std::vector<Handle> py::Session::scan(const std::vector<Handle> &inputs, int axis,
                                       const CombineBody &combine, bool reverse) {
-  return translate([&] {
-    std::vector<Tile> results = impl->builder.scan(
-        impl->tiles(inputs), axis,
-        [&](llvm::ArrayRef<Tile> acc, llvm::ArrayRef<Tile> next) {
-          return impl->tiles(combine(impl->handles(acc.vec()), impl->handles(next.vec())));
-        },
-        reverse);
-    return impl->handles(results);
-  });
+  std::vector<Tile> results = impl->builder.scan(
+      impl->tiles(inputs), axis,
+      [&](llvm::ArrayRef<Tile> acc, llvm::ArrayRef<Tile> next) {
+        return impl->tiles(combine(impl->handles(acc.vec()), impl->handles(next.vec())));
+      },
+      reverse);
+  return impl->handles(results);
 }
 
 Handle py::Session::scanOp(const std::string &op, Handle x, int axis, bool reverse,
                            const std::string &dtype) {
-  return translate([&] {
-    std::optional<DType> d;
-    if (!dtype.empty())
-      d = impl->parseDType(dtype);
-    if (op == "cumsum")
-      return impl->add(impl->builder.cumsum(impl->get(x), axis, reverse, d));
-    if (op == "cumprod" && !d)
-      return impl->add(impl->builder.cumprod(impl->get(x), axis, reverse));
-    impl->builder.error("internal error: unknown scan '" + op + "'" +
-                        (d ? " with a dtype" : ""));
-  });
+  std::optional<DType> d;
+  if (!dtype.empty())
+    d = impl->parseDType(dtype);
+  if (op == "cumsum")
+    return impl->add(impl->builder.cumsum(impl->get(x), axis, reverse, d));
+  if (op == "cumprod" && !d)
+    return impl->add(impl->builder.cumprod(impl->get(x), axis, reverse));
+  impl->builder.error("internal error: unknown scan '" + op + "'" +
+                      (d ? " with a dtype" : ""));
 }
 
 Handle py::Session::dot(Handle a, Handle b, Handle acc, const std::string &inputPrecision,
                         const std::string &outDtype, int32_t maxNumImpreciseAcc) {
-  return translate([&] {
-    DType out = impl->parseDType(outDtype);
-    return impl->add(impl->builder.dot(impl->get(a), impl->get(b), impl->optional(acc),
-                                       inputPrecision, out, maxNumImpreciseAcc));
-  });
+  DType out = impl->parseDType(outDtype);
+  return impl->add(impl->builder.dot(impl->get(a), impl->get(b), impl->optional(acc),
+                                     inputPrecision, out, maxNumImpreciseAcc));
 }
 
 std::vector<Handle> py::Session::forLoop(Handle lb, Handle ub, Handle step,
                                          const std::vector<Handle> &inits, const ForBody &body,
                                          const std::vector<std::string> &names, bool flatten) {
-  return translate([&] {
-    std::vector<Tile> results = impl->builder.forLoop(
-        impl->get(lb), impl->get(ub), impl->get(step), impl->tiles(inits),
-        [&](const Tile &iv, llvm::ArrayRef<Tile> iters) {
-          Handle ivh = impl->add(iv);
-          std::vector<Handle> next = body(ivh, impl->handles(iters.vec()));
-          return impl->tiles(next);
-        },
-        names, flatten);
-    return impl->handles(results);
-  });
+  std::vector<Tile> results = impl->builder.forLoop(
+      impl->get(lb), impl->get(ub), impl->get(step), impl->tiles(inits),
+      [&](const Tile &iv, llvm::ArrayRef<Tile> iters) {
+        Handle ivh = impl->add(iv);
+        std::vector<Handle> next = body(ivh, impl->handles(iters.vec()));
+        return impl->tiles(next);
+      },
+      names, flatten);
+  return impl->handles(results);
 }
 
 std::vector<Handle> py::Session::ifThenElse(Handle cond, const BranchBody &thenFn,
                                             const BranchBody &elseFn,
                                             const std::vector<std::string> &names) {
-  return translate([&] {
-    Builder::BranchBody elseBody;
-    if (elseFn)
-      elseBody = [&] { return impl->tiles(elseFn()); };
-    std::vector<Tile> results = impl->builder.ifThenElse(
-        impl->get(cond), [&] { return impl->tiles(thenFn()); }, elseBody, names);
-    return impl->handles(results);
-  });
+  Builder::BranchBody elseBody;
+  if (elseFn)
+    elseBody = [&] { return impl->tiles(elseFn()); };
+  std::vector<Tile> results = impl->builder.ifThenElse(
+      impl->get(cond), [&] { return impl->tiles(thenFn()); }, elseBody, names);
+  return impl->handles(results);
 }
 
 std::vector<Handle> py::Session::whileLoop(const std::vector<Handle> &inits, const CondBody &condFn,
                                            const RegionBody &bodyFn,
                                            const std::vector<std::string> &names) {
-  return translate([&] {
-    std::vector<Tile> results = impl->builder.whileLoop(
-        impl->tiles(inits),
-        [&](llvm::ArrayRef<Tile> args) { return impl->get(condFn(impl->handles(args.vec()))); },
-        [&](llvm::ArrayRef<Tile> args) { return impl->tiles(bodyFn(impl->handles(args.vec()))); },
-        names);
-    return impl->handles(results);
-  });
+  std::vector<Tile> results = impl->builder.whileLoop(
+      impl->tiles(inits),
+      [&](llvm::ArrayRef<Tile> args) { return impl->get(condFn(impl->handles(args.vec()))); },
+      [&](llvm::ArrayRef<Tile> args) { return impl->tiles(bodyFn(impl->handles(args.vec()))); },
+      names);
+  return impl->handles(results);
 }
-
-//===----------------------------------------------------------------------===//
-// Compilation
-//===----------------------------------------------------------------------===//
-
-/// The first error diagnostic of a failed compile, with its location when it has one.
-static py::Error toError(mlir::Diagnostic *first, const std::string &all) {
-  if (first)
-    if (auto loc = first->getLocation()->findInstanceOf<mlir::FileLineColLoc>())
-      return py::Error("", loc.getFilename().str(), loc.getLine(), loc.getColumn(), first->str());
-  return py::Error("", "", 0, 0, all.empty() ? "compilation failed" : all);
-}
-
-py::CompileResult py::compileModule(const std::string &mlir, const std::string &arch,
-                                    unsigned numWarps, bool wantCubin) {
-  mlir::MLIRContext ctx(mlir::MLIRContext::Threading::DISABLED);
-  initializeContext(ctx);
-  std::string all;
-  std::optional<Error> first;
-  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &diag) {
-    if (diag.getSeverity() == mlir::DiagnosticSeverity::Error && !first)
-      first = toError(&diag, "");
-    all += formatDiagnostic(diag) + "\n";
-    return mlir::success();
-  });
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(mlir, &ctx, "kernel.mlir");
-  CompileOptions options;
-  options.arch = arch;
-  options.numWarps = numWarps ? numWarps : 4;
-  mlir::FailureOr<CompiledKernel> compiled =
-      module ? kiln::compile(*module, options) : mlir::FailureOr<CompiledKernel>(mlir::failure());
-  if (mlir::failed(compiled))
-    throw first ? *first : toError(nullptr, all);
-  CompileResult out;
-  out.name = compiled->name;
-  out.llvmIR = std::move(compiled->llvmIR);
-  out.ptx = std::move(compiled->ptx);
-  out.sharedBytes = compiled->sharedBytes;
-  out.tensorMapBoxRows.assign(compiled->tensorMapBoxRows.begin(),
-                              compiled->tensorMapBoxRows.end());
-  if (wantCubin) {
-    std::vector<char> cubin;
-    if (assembleWithNvJitLink(out.ptx, arch, cubin, out.cubinError))
-      out.cubin.assign(cubin.begin(), cubin.end());
-  }
-  return out;
-}
-
-std::string py::buildId() { return "kiln-0.1.0/llvm-" LLVM_VERSION_STRING "/" KILN_BUILD_ID; }

@@ -363,34 +363,6 @@ float EventTimer::stop(CUstream stream) {
   return ms;
 }
 
-const char *kiln::rt::toString(ArgKind kind) {
-  switch (kind) {
-  case ArgKind::Pointer:
-    return "pointer";
-  case ArgKind::I1:
-    return "i1";
-  case ArgKind::I8:
-    return "i8";
-  case ArgKind::I16:
-    return "i16";
-  case ArgKind::I32:
-    return "i32";
-  case ArgKind::I64:
-    return "i64";
-  case ArgKind::F16:
-    return "f16";
-  case ArgKind::BF16:
-    return "bf16";
-  case ArgKind::F32:
-    return "f32";
-  case ArgKind::F64:
-    return "f64";
-  case ArgKind::TensorMap:
-    return "tensormap";
-  }
-  return "?";
-}
-
 Arg Arg::f32(float v) {
   uint32_t b;
   std::memcpy(&b, &v, 4);

@@ -22,12 +22,7 @@
 #include "RuntimeInternal.h"
 #include "kiln/Compiler.h"
 #include "kiln/Conversion/KilnToHost.h"
-#include "kiln/Dialect/Kiln/IR/Dialect.h"
 
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -44,18 +39,11 @@
 #include <unordered_map>
 
 using namespace kiln::rt;
-using namespace mlir;
-
-#ifndef KILN_BUILD_ID
-#define KILN_BUILD_ID "dev"
-#endif
 
 namespace {
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'I', 'N', '3'};
 /// What the payload holds: a cubin from nvJitLink, PTX for the driver's JIT, or a host object.
 enum PayloadKind : uint32_t { kCubin = 1, kPTX = 2, kHostObject = 3 };
-/// The compiler version in every key: Kiln, LLVM, and the build.
-constexpr const char *kCompilerVersion = "kiln-0.1.0/llvm-" LLVM_VERSION_STRING "/" KILN_BUILD_ID;
 /// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (cuda.h): needed above 48 KB.
 constexpr int kFuncAttrMaxDynamicShared = 8;
 /// CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES and CU_FUNC_ATTRIBUTE_NUM_REGS (cuda.h).
@@ -63,11 +51,11 @@ constexpr int kFuncAttrLocalBytes = 3, kFuncAttrNumRegs = 4;
 /// CU_JIT_ERROR_LOG_BUFFER and CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES (cuda.h).
 constexpr int kJitErrorLogBuffer = 5, kJitErrorLogBufferSize = 6;
 
-std::string hexKey(const std::string &source, const std::string &arch, unsigned numWarps) {
+std::string hexKey(const std::string &source, const std::string &target) {
   llvm::SHA256 sha;
   sha.update(source);
   sha.update(llvm::StringRef("\0", 1));
-  sha.update(arch + "/" + std::to_string(numWarps) + "/" + kCompilerVersion);
+  sha.update(target + "/" + kiln::buildId());
   auto digest = sha.final();
   static const char *hex = "0123456789abcdef";
   std::string out;
@@ -76,30 +64,6 @@ std::string hexKey(const std::string &source, const std::string &arch, unsigned 
     out += hex[b & 15];
   }
   return out;
-}
-
-ArgKind kindOf(Type t) {
-  if (isa<kiln::PointerType>(t))
-    return ArgKind::Pointer;
-  if (isa<kiln::TensorMapType>(t))
-    return ArgKind::TensorMap;
-  if (t.isInteger(1))
-    return ArgKind::I1;
-  if (t.isInteger(8))
-    return ArgKind::I8;
-  if (t.isInteger(16))
-    return ArgKind::I16;
-  if (t.isInteger(32))
-    return ArgKind::I32;
-  if (t.isInteger(64))
-    return ArgKind::I64;
-  if (t.isF16())
-    return ArgKind::F16;
-  if (t.isBF16())
-    return ArgKind::BF16;
-  if (t.isF32())
-    return ArgKind::F32;
-  return ArgKind::F64;
 }
 
 template <typename T> void put(std::string &out, T v) {
@@ -127,7 +91,6 @@ struct JIT::Entry {
 struct JIT::Impl {
   std::mutex mutex;
   std::unordered_map<std::string, std::shared_ptr<Entry>> memory;
-  std::unique_ptr<MLIRContext> ctx;
 };
 
 std::string kiln::rt::getCacheDir() {
@@ -174,17 +137,20 @@ static std::string serialize(const JIT &jit, const std::string &payload, uint32_
   return out;
 }
 
-std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const std::string &source, unsigned numWarps,
-                                                 bool debug, bool cubin,
+std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const kiln::KernelSource &source,
+                                                 kiln::CompileOptions options, bool cubin,
                                                  const std::string &targetArch) {
-  // Host code is specific to this machine's CPU; debug code differs from plain code; a cubin
-  // (relocatable, from nvJitLink) is not the PTX the loader assembles as a whole program.
-  std::string target = isHost() ? arch + "/" + kiln::getHostTargetId() : targetArch;
-  if (debug)
-    target += "/debug";
+  options.arch = targetArch;
+  options.emitCubin = false;
+  // Host code is specific to this machine's CPU; a cubin (relocatable, from nvJitLink) is
+  // not the PTX the loader assembles as a whole program.
+  std::string target = options.key();
+  if (isHost())
+    target += "/" + kiln::getHostTargetId();
   if (cubin && !isHost())
     target += "/cubin";
-  std::string key = hexKey(source, target, numWarps);
+  std::string key = hexKey(source.getText(), target);
+  bool debug = options.debug;
   if (auto it = impl->memory.find(key); it != impl->memory.end()) {
     ++stats.memoryHits;
     return it->second;
@@ -242,49 +208,28 @@ std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const std::string &source, unsi
     entry = std::make_shared<Entry>();
   }
 
-  // Compile in process.
-  if (!impl->ctx) {
-    impl->ctx = std::make_unique<MLIRContext>(MLIRContext::Threading::DISABLED);
-    kiln::initializeContext(*impl->ctx);
-  }
-  std::string diagnostics;
-  llvm::raw_string_ostream os(diagnostics);
-  ScopedDiagnosticHandler handler(impl->ctx.get(), [&](Diagnostic &diag) {
-    os << kiln::formatDiagnostic(diag) << "\n";
-    return success();
-  });
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, impl->ctx.get(), "kernel");
-  if (!module)
-    throw Error("kernel does not parse:\n" + diagnostics);
-  for (auto func : module->getOps<func::FuncOp>())
-    for (Type t : func.getArgumentTypes())
-      entry->kernel.signature.push_back(kindOf(t));
-  kiln::CompileOptions options;
-  options.arch = targetArch;
-  options.numWarps = numWarps;
-  options.debug = debug;
-  FailureOr<kiln::CompiledKernel> compiled = kiln::compile(*module, options);
-  if (failed(compiled))
-    throw Error("kernel does not compile:\n" + diagnostics);
+  // Compile in process (a CompileError, located at the user's line, goes to the caller).
+  kiln::CompiledKernel compiled = kiln::compileKernel(source, options);
   ++stats.compiles;
-  entry->kernel.name = compiled->name;
-  entry->kernel.numWarps = numWarps;
-  entry->kernel.sharedBytes = compiled->sharedBytes;
-  entry->kernel.tensorMapBoxRows = compiled->tensorMapBoxRows;
+  entry->kernel.name = compiled.name;
+  entry->kernel.signature = compiled.signature;
+  entry->kernel.numWarps = options.numWarps;
+  entry->kernel.sharedBytes = compiled.sharedBytes;
+  entry->kernel.tensorMapBoxRows = compiled.tensorMapBoxRows;
   entry->kernel.tensorMapBoxRows.resize(entry->kernel.signature.size(), 0);
   entry->kernel.debug = debug;
   std::vector<char> binary;
   std::string error;
   if (isHost()) {
-    entry->payload.assign(compiled->hostObject.begin(), compiled->hostObject.end());
+    entry->payload.assign(compiled.hostObject.begin(), compiled.hostObject.end());
     entry->payloadKind = kHostObject;
   } else if (cubin) {
-    if (!kiln::assembleWithNvJitLink(compiled->ptx, targetArch, binary, error))
-      throw Error("kernel '" + compiled->name + "': no cubin: " + error);
+    if (!kiln::assembleWithNvJitLink(compiled.ptx, targetArch, binary, error))
+      throw Error("kernel '" + compiled.name + "': no cubin: " + error);
     entry->payload.assign(binary.begin(), binary.end());
     entry->payloadKind = kCubin;
   } else {
-    entry->payload = compiled->ptx + '\0'; // the driver JIT takes a NUL-terminated image
+    entry->payload = compiled.ptx + '\0'; // the driver JIT takes a NUL-terminated image
     entry->payloadKind = kPTX;
   }
 
@@ -305,14 +250,11 @@ std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const std::string &source, unsi
   return entry;
 }
 
-const Kernel &JIT::get(const std::string &source, unsigned numWarps) {
-  return get(source, numWarps, /*debug=*/false);
-}
-
-const Kernel &JIT::get(const std::string &source, unsigned numWarps, bool debug, int device) {
+const Kernel &JIT::get(const kiln::KernelSource &source, const kiln::CompileOptions &options,
+                       int device) {
   std::lock_guard<std::mutex> lock(impl->mutex);
   if (isHost()) {
-    std::shared_ptr<Entry> entry = lookupOrCompile(source, numWarps, debug, /*cubin=*/false, arch);
+    std::shared_ptr<Entry> entry = lookupOrCompile(source, options, /*cubin=*/false, arch);
     if (entry->payloadKind != kHostObject)
       throw Error("kernel '" + entry->kernel.name + "': cached entry is not host code");
     if (!entry->loaded) {
@@ -325,7 +267,7 @@ const Kernel &JIT::get(const std::string &source, unsigned numWarps, bool debug,
   if (device < 0)
     device = currentDevice();
   std::shared_ptr<Entry> entry = lookupOrCompile(
-      source, numWarps, debug, /*cubin=*/false, perDevice ? kiln::rt::getArch(device) : arch);
+      source, options, /*cubin=*/false, perDevice ? kiln::rt::getArch(device) : arch);
   if (auto it = entry->onDevice.find(device); it != entry->onDevice.end())
     return it->second;
   if (entry->payloadKind == kHostObject)
@@ -338,9 +280,9 @@ const Kernel &JIT::get(const std::string &source, unsigned numWarps, bool debug,
   // PTX (what get() caches) is assembled by the driver's JIT as a whole program; a cubin
   // loads as it is. The error log names what failed.
   std::string log(4096, '\0');
-  int options[] = {kJitErrorLogBuffer, kJitErrorLogBufferSize};
+  int jitOptions[] = {kJitErrorLogBuffer, kJitErrorLogBufferSize};
   void *values[] = {log.data(), reinterpret_cast<void *>(uintptr_t(log.size()))};
-  if (int result = d.cuModuleLoadDataEx(&module, entry->payload.data(), 2, options, values)) {
+  if (int result = d.cuModuleLoadDataEx(&module, entry->payload.data(), 2, jitOptions, values)) {
     log.resize(std::strlen(log.c_str()));
     throw Error("kernel '" + kernel.name + "': the driver could not load it on cuda:" +
                 std::to_string(device) + ": " + describeError(result, "cuModuleLoadDataEx") +
@@ -363,15 +305,15 @@ const Kernel &JIT::get(const std::string &source, unsigned numWarps, bool debug,
   return entry->onDevice.emplace(device, std::move(kernel)).first->second;
 }
 
-const Kernel &JIT::compile(const std::string &source, unsigned numWarps) {
+const Kernel &JIT::compile(const kiln::KernelSource &source, const kiln::CompileOptions &options) {
   std::lock_guard<std::mutex> lock(impl->mutex);
-  return lookupOrCompile(source, numWarps, /*debug=*/false, /*cubin=*/false, arch)->kernel;
+  return lookupOrCompile(source, options, /*cubin=*/false, arch)->kernel;
 }
 
-std::vector<char> JIT::compileToCubin(const std::string &source, unsigned numWarps) {
+std::vector<char> JIT::compileToCubin(const kiln::KernelSource &source,
+                                      const kiln::CompileOptions &options) {
   std::lock_guard<std::mutex> lock(impl->mutex);
-  std::shared_ptr<Entry> entry = lookupOrCompile(source, numWarps, /*debug=*/false,
-                                                 /*cubin=*/!isHost(), arch);
+  std::shared_ptr<Entry> entry = lookupOrCompile(source, options, /*cubin=*/!isHost(), arch);
   if (entry->payloadKind != kCubin)
     throw Error("kernel '" + entry->kernel.name + "' has no cubin (host code)");
   return std::vector<char>(entry->payload.begin(), entry->payload.end());

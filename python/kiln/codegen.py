@@ -186,7 +186,8 @@ class CodeGenerator:
 
     def generate(self, specs, values):
         """Builds the kernel for the parameter specs ("*fp32:16", "i32", "constexpr", ...)
-        and values; returns (MLIR text, indices of the parameters the kernel takes)."""
+        and values; returns (the kernel module, a kiln._C.KernelSource held in memory,
+        indices of the parameters the kernel takes)."""
         prev = getattr(lc._state, "gen", None)
         lc._state.gen = self
         try:
@@ -231,12 +232,12 @@ class CodeGenerator:
                                                 block)
             self.exec_block(tree.body)
             self._set_loc(tree, info)
-            mlir = self.session.finish_kernel()
+            source = self.session.finish_kernel()
         except _C.BuildError as e:
             raise self._from_build_error(e) from None
         finally:
             self.frames.pop()
-        return mlir, arg_params
+        return source, arg_params
 
     # -----------------------------------------------------------------------------------
     # Locations and errors
@@ -285,7 +286,7 @@ class CodeGenerator:
                           node)
 
     def _from_build_error(self, e):
-        kernel, file, line, col, message, _ = e.args
+        kernel, file, line, col, message = e.args[:5]
         return CompilationError(self.info.name, file, line, col, message,
                                 self._source_line(file, line) if file else None)
 

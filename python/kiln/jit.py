@@ -153,16 +153,18 @@ class _Dependencies(ast.NodeVisitor):
 # ---------------------------------------------------------------------------------------
 
 class _Asm(dict):
-    """CompiledKernel.asm: "kiln" (the kernel's MLIR) at once; "llvm", "ptx", "cubin"
-    compiled on first access (the launch path never needs them)."""
+    """CompiledKernel.asm: "kiln" (the kernel's MLIR text), "llvm", "ptx", "cubin" made on
+    first access (the launch path never needs them): the kernel's module compiled again with
+    its variant's options."""
 
-    def __init__(self, mlir, arch, num_warps, kernel_name):
-        super().__init__(kiln=mlir)
-        self._arch, self._num_warps, self._name = arch, num_warps, kernel_name
+    def __init__(self, source, arch, options, kernel_name):
+        super().__init__()
+        self._source, self._arch, self._options, self._name = source, arch, options, \
+            kernel_name
 
     def _fill(self):
         try:
-            r = _C.compile_module(self["kiln"], self._arch, self._num_warps, True)
+            r = _C.compile_module(self._source, self._arch, cubin=True, **self._options)
         except _C.BuildError as e:
             raise _build_error(self._name, e) from None
         self["llvm"], self["ptx"] = r["llvm"], r["ptx"]
@@ -171,6 +173,9 @@ class _Asm(dict):
         self.cubin_error = r["cubin_error"]
 
     def __missing__(self, key):
+        if key == "kiln":
+            self["kiln"] = self._source.text
+            return self["kiln"]
         if key in ("llvm", "ptx", "cubin") and not dict.__contains__(self, "ptx"):
             self._fill()
             if dict.__contains__(self, key):
@@ -180,6 +185,7 @@ class _Asm(dict):
         raise KeyError(key)
 
     def _ensure(self):
+        self["kiln"]  # noqa: B018 (made on first access)
         if not dict.__contains__(self, "ptx"):
             self._fill()
 
@@ -192,8 +198,40 @@ class _Asm(dict):
         return super().__iter__()
 
     def __contains__(self, key):
-        if key in ("llvm", "ptx", "cubin"):
+        if key in ("kiln", "llvm", "ptx", "cubin"):
             self._ensure()
+        return super().__contains__(key)
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+
+class _HostAsm(dict):
+    """CompiledKernel.asm of the host backend: "kiln" (the kernel's MLIR text) only."""
+
+    def __init__(self, source):
+        super().__init__()
+        self._source = source
+
+    def __missing__(self, key):
+        if key != "kiln":
+            raise KeyError(key)
+        self["kiln"] = self._source.text
+        return self["kiln"]
+
+    def _ensure(self):
+        self["kiln"]  # noqa: B018 (made on first access)
+
+    def keys(self):
+        self._ensure()
+        return super().keys()
+
+    def __iter__(self):
+        self._ensure()
+        return super().__iter__()
+
+    def __contains__(self, key):
+        self._ensure()
         return super().__contains__(key)
 
     def get(self, key, default=None):
@@ -208,11 +246,13 @@ class CompiledKernel:
     encoded with, 0 where none),
     the parameter ``signature`` and ``constants``."""
 
-    def __init__(self, name, mlir, arch, num_warps, num_stages, signature, constants,
+    def __init__(self, name, source, arch, num_warps, num_stages, signature, constants,
                  handle=None, asm=None, debug=False, maxnreg=None):
         self.name = name
         if asm is None:
-            asm = {"kiln": mlir} if arch == _HOST_ARCH else _Asm(mlir, arch, num_warps, name)
+            asm = _HostAsm(source) if arch == _HOST_ARCH else _Asm(
+                source, arch, dict(num_warps=num_warps, num_stages=num_stages,
+                                   maxnreg=maxnreg or 0), name)
         self.asm = asm
         self.metadata = type("Metadata", (), dict(name=name, num_warps=num_warps,
                                                   num_stages=num_stages, arch=arch,
@@ -239,9 +279,6 @@ class CompiledKernel:
                f"{self.metadata.num_warps})"
 
 
-_MODULE_RE = re.compile(r"^module( attributes \{)?", re.MULTILINE)
-
-
 def _check_maxnreg(kernel, maxnreg):
     """maxnreg as an int or None; a TypeError or ValueError naming the kernel otherwise."""
     if maxnreg is None:
@@ -253,19 +290,6 @@ def _check_maxnreg(kernel, maxnreg):
         raise ValueError(f"kernel '{kernel}': maxnreg={maxnreg}: expected a register count "
                          f"per thread from 16 to 255")
     return maxnreg
-
-
-def _with_dot_stages(mlir, num_stages, maxnreg=None):
-    """The module with Triton's num_stages as `kiln.dot_stages`: the slots of the rings that
-    feed a loop's dot on sm_90a (1 or 0: no rings, operands staged through registers); and
-    with maxnreg, `kiln.maxnreg`: the cap on registers per thread (ptxas's .maxnreg)."""
-    attr = f"kiln.dot_stages = {int(num_stages)} : i32"
-    if maxnreg is not None:
-        attr += f", kiln.maxnreg = {int(maxnreg)} : i32"
-
-    def add(m):
-        return f"module attributes {{{attr}, " if m.group(1) else f"module attributes {{{attr}}}"
-    return _MODULE_RE.sub(add, mlir, count=1)
 
 
 def _split_specs(names, specs, values):
@@ -285,26 +309,12 @@ def _split_specs(names, specs, values):
 
 
 def _build_error(kernel, e):
-    _, file, line, col, message, _ = e.args
+    _, file, line, col, message = e.args[:5]
     src = None
     if file and line:
         import linecache
         src = linecache.getline(file, line) or None
     return CompilationError(kernel, file, line, col, message, src)
-
-
-_DIAG = re.compile(r"^(.+?):(\d+):(\d+): error: (.*)$", re.M)
-
-
-def _runtime_compile_error(kernel, e):
-    """A KilnError from the JIT whose diagnostics point at the user's source."""
-    m = _DIAG.search(str(e))
-    if not m:
-        return None
-    file, line, col, message = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
-    import linecache
-    return CompilationError(kernel, file, line, col, message,
-                            linecache.getline(file, line) or None)
 
 
 # ---------------------------------------------------------------------------------------
@@ -484,28 +494,28 @@ class JITFunction(_C.Launcher):
         cached = _ir_cache_load(key)
         globals_used = {}
         if cached is not None:
-            mlir, arg_params = cached
+            text, arg_params = cached
+            source = _C.KernelSource(text)
             origin = "IR from the disk cache"
         else:
             from .codegen import CodeGenerator
             gen = CodeGenerator(self.info, debug=debug)
-            mlir, arg_params = gen.generate(specs, values)
+            source, arg_params = gen.generate(specs, values)
             globals_used = gen.globals_used
-            _ir_cache_store(key, mlir, arg_params)
+            _ir_cache_store(key, source.text, arg_params)
             origin = "built"
-        if not host:  # the host backend has no register cap: maxnreg is GPU-only
-            mlir = _with_dot_stages(mlir, num_stages, maxnreg)
         try:
-            handle = _C.jit_load(mlir, num_warps, debug, host, device)
-        except KilnError as e:
-            err = _runtime_compile_error(self.info.name, e)
-            if err is not None:
-                raise err from None
-            raise
+            # The module and the options travel apart (the host backend has no register
+            # cap and no rings: maxnreg and num_stages are GPU-only).
+            handle = _C.jit_load(source, num_warps=num_warps, num_stages=num_stages,
+                                 maxnreg=0 if host else (maxnreg or 0), debug=debug, host=host,
+                                 device=device)
+        except _C.BuildError as e:
+            raise _build_error(self.info.name, e) from None
         checks = {(id(g), n): (g, n, v) for g, n, v in self._dep_globals or []}
         checks.update(globals_used)
         constants, signature = _split_specs(names, specs, values)
-        compiled = CompiledKernel(self.info.name, mlir, arch, num_warps, num_stages, signature,
+        compiled = CompiledKernel(self.info.name, source, arch, num_warps, num_stages, signature,
                                   constants, handle, debug=debug, maxnreg=maxnreg)
         self._log(parts, origin, time.perf_counter() - t0)
         return handle, list(arg_params), list(checks.values()), compiled
@@ -654,18 +664,17 @@ def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages
         target = _device_arch() if _C.has_gpu() else "sm_90"
     from .codegen import CodeGenerator
     gen = CodeGenerator(fn.info)
-    mlir, _ = gen.generate(specs, values)
-    if target != _HOST_ARCH:
-        mlir = _with_dot_stages(mlir, num_stages, maxnreg)
+    source, _ = gen.generate(specs, values)
     try:
-        r = _C.compile_module(mlir, target, num_warps, True)
+        r = _C.compile_module(source, target, num_warps=num_warps, num_stages=num_stages,
+                              maxnreg=maxnreg or 0, cubin=True)
     except _C.BuildError as e:
         raise _build_error(fn.info.name, e) from None
-    asm = {"kiln": mlir, "llvm": r["llvm"], "ptx": r["ptx"]}
+    asm = {"kiln": source.text, "llvm": r["llvm"], "ptx": r["ptx"]}
     if r["cubin"]:
         asm["cubin"] = r["cubin"]
     constants, sig = _split_specs(fn.info.arg_names, specs, values)
-    kernel = CompiledKernel(r["name"], mlir, target, num_warps, num_stages, sig, constants,
+    kernel = CompiledKernel(r["name"], source, target, num_warps, num_stages, sig, constants,
                             asm=asm, maxnreg=maxnreg)
     kernel.metadata.shared = r["shared"]
     kernel.metadata.tma_box_rows = list(r["tma_box_rows"])

@@ -60,7 +60,8 @@ size_t itemSizeOf(const std::string &dtype) {
   return 0;
 }
 
-/// kiln._C.BuildError: a kiln::py::Error (user error with a location).
+/// kiln._C.BuildError: a kiln::CompileError (a kernel that does not build or compile, with
+/// its location).
 PyObject *buildErrorType = nullptr;
 
 } // namespace
@@ -76,9 +77,10 @@ PYBIND11_MODULE(_C, m) {
     try {
       if (p)
         std::rethrow_exception(p);
-    } catch (const kiln::py::Error &e) {
+    } catch (const kiln::CompileError &e) {
       pyb::tuple args = pyb::make_tuple(e.getKernel(), e.getFile(), e.getLine(), e.getColumn(),
-                                        e.getMessage(), std::string(e.what()));
+                                        e.getMessage(), std::string(e.what()),
+                                        e.getDiagnostics());
       PyErr_SetObject(buildErrorType, args.ptr());
     } catch (const kiln::rt::Error &e) {
       PyErr_SetString(kilnErrorType, e.what());
@@ -152,19 +154,33 @@ PYBIND11_MODULE(_C, m) {
   // Compiler and JIT
   //===--------------------------------------------------------------------===//
 
+  pyb::class_<kiln::KernelSource>(m, "KernelSource")
+      .def(pyb::init([](std::string text) { return kiln::KernelSource(std::move(text)); }),
+           pyb::arg("text"))
+      .def_property_readonly("text", &kiln::KernelSource::getText,
+                             "the module as MLIR text with locations (printed once)")
+      .def_property_readonly("is_built", &kiln::KernelSource::isBuilt);
+
   m.def(
       "compile_module",
-      [](const std::string &mlir, const std::string &arch, unsigned numWarps, bool cubin) {
-        kiln::py::CompileResult r;
+      [](const kiln::KernelSource &source, const std::string &arch, unsigned numWarps,
+         unsigned numStages, unsigned maxnreg, bool cubin) {
+        kiln::CompileOptions options;
+        options.arch = arch;
+        options.numWarps = numWarps ? numWarps : 4;
+        options.numStages = numStages;
+        options.maxnreg = maxnreg;
+        options.emitCubin = cubin;
+        kiln::CompiledKernel r;
         {
           pyb::gil_scoped_release release;
-          r = kiln::py::compileModule(mlir, arch, numWarps, cubin);
+          r = kiln::compileKernel(source, options);
         }
         pyb::dict out;
         out["name"] = r.name;
         out["llvm"] = r.llvmIR;
         out["ptx"] = r.ptx;
-        out["cubin"] = pyb::bytes(r.cubin);
+        out["cubin"] = pyb::bytes(r.cubin.data(), r.cubin.size());
         out["cubin_error"] = r.cubinError;
         out["shared"] = r.sharedBytes;
         pyb::list rows;
@@ -173,9 +189,9 @@ PYBIND11_MODULE(_C, m) {
         out["tma_box_rows"] = rows;
         return out;
       },
-      pyb::arg("mlir"), pyb::arg("arch") = "sm_90", pyb::arg("num_warps") = 4,
-      pyb::arg("cubin") = false);
-  m.def("build_id", &kiln::py::buildId);
+      pyb::arg("source"), pyb::arg("arch") = "sm_90", pyb::arg("num_warps") = 4,
+      pyb::arg("num_stages") = 3, pyb::arg("maxnreg") = 0, pyb::arg("cubin") = false);
+  m.def("build_id", &kiln::buildId);
   m.def("version", [] { return std::string(kiln_version()); });
 
   pyb::class_<KernelHandle>(m, "KernelHandle")
@@ -220,20 +236,27 @@ PYBIND11_MODULE(_C, m) {
       });
   m.def(
       "jit_load",
-      [](const std::string &mlir, unsigned numWarps, bool debug, bool host, int device) {
+      [](const kiln::KernelSource &source, unsigned numWarps, unsigned numStages,
+         unsigned maxnreg, bool debug, bool host, int device) {
         // Compiles (or finds in the memory/disk cache) and loads on `device` (-1: the current
         // one); without a GPU (KILN_ARCH set) it compiles only, and launching it throws.
         // `host`: the host backend's JIT, whose kernels run on the CPU.
+        kiln::CompileOptions options;
+        options.numWarps = numWarps;
+        options.numStages = numStages;
+        options.maxnreg = maxnreg;
+        options.debug = debug;
         pyb::gil_scoped_release release;
         if (host)
-          return KernelHandle{&hostJIT().get(mlir, numWarps, debug)};
+          return KernelHandle{&hostJIT().get(source, options)};
         kiln::rt::JIT &jit = processJIT();
         if (!kiln::rt::hasGPU())
-          return KernelHandle{&jit.compile(mlir, numWarps)};
-        return KernelHandle{&jit.get(mlir, numWarps, debug, device)};
+          return KernelHandle{&jit.compile(source, options)};
+        return KernelHandle{&jit.get(source, options, device)};
       },
-      pyb::arg("mlir"), pyb::arg("num_warps") = 4, pyb::arg("debug") = false,
-      pyb::arg("host") = false, pyb::arg("device") = -1);
+      pyb::arg("source"), pyb::arg("num_warps") = 4, pyb::arg("num_stages") = 3,
+      pyb::arg("maxnreg") = 0, pyb::arg("debug") = false, pyb::arg("host") = false,
+      pyb::arg("device") = -1);
   m.def(
       "jit_stats",
       [](bool host) {

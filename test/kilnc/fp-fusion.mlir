@@ -1,8 +1,8 @@
 // Floating-point multiply-adds contract to fma by default, as in Triton (enable_fp_fusion);
-// a module's kiln.enable_fp_fusion = false keeps them apart (add.rn / mul.rn, which ptxas
+// --fp-fusion=false (CompileOptions::fpFusion) keeps them apart (add.rn / mul.rn, which ptxas
 // does not fuse either).
 // RUN: kilnc %s --arch=sm_90 | FileCheck %s --check-prefix=FUSED
-// RUN: sed 's/module {/module attributes {kiln.enable_fp_fusion = false} {/' %s | kilnc - --arch=sm_90 | FileCheck %s --check-prefix=APART
+// RUN: kilnc %s --arch=sm_90 --fp-fusion=false | FileCheck %s --check-prefix=APART
 // FUSED: fma.rn.f32
 // FUSED-NOT: mul.rn.f32
 // APART: mul.rn.f32

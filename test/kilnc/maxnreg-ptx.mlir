@@ -7,4 +7,4 @@
 // CHECK-LABEL: .visible .entry vector_add(
 // CHECK: .maxnreg 40
 // NONE-NOT: .maxnreg
-// BAD: error: kiln.maxnreg = 300: expected a register count per thread from 16 to 255
+// BAD: error: maxnreg = 300: expected a register count per thread from 16 to 255

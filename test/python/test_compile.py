@@ -342,7 +342,7 @@ def kiln_ir(fn, signature, constexprs):
     names = fn.arg_names
     specs = ["constexpr" if n in constexprs else signature[n] for n in names]
     values = [constexprs.get(n) for n in names]
-    return CodeGenerator(fn.info).generate(specs, values)[0]
+    return CodeGenerator(fn.info).generate(specs, values)[0].text
 
 
 def test_reductions_and_user_combine():

@@ -404,7 +404,8 @@ def test_rope(dtype, B, S, Hq, Hk, D, transposed):
 
 def mlir_kernel(name, debug=False):
     with open(os.path.join(KERNELS_DIR, name + ".mlir")) as f:
-        return kiln._C.jit_load(f.read(), 4, debug, True)
+        return kiln._C.jit_load(kiln._C.KernelSource(f.read()), num_warps=4, debug=debug,
+                                host=True)
 
 
 def addr(a):
@@ -689,7 +690,7 @@ def test_assert_statement_is_device_assert():
 def kiln_ir(fn, specs, values, debug):
     """The kernel's kiln-dialect MLIR for parameter specs (no compile, no launch)."""
     from kiln.codegen import CodeGenerator
-    return CodeGenerator(fn.info, debug=debug).generate(specs, values)[0]
+    return CodeGenerator(fn.info, debug=debug).generate(specs, values)[0].text
 
 
 @kiln.jit

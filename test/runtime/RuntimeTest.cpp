@@ -86,12 +86,18 @@ TEST(JITCache, KeyCoversOptionsAndArch) {
   TempCache cache;
   std::string src = readKernel("vector_add.mlir");
   JIT jit("sm_90", cache.path);
-  jit.compileToCubin(src, 4);
-  jit.compileToCubin(src, 8);
+  kiln::CompileOptions options;
+  jit.compileToCubin(src, options);
+  options.numWarps = 8;
+  jit.compileToCubin(src, options);
+  options.numStages = 2; // options travel beside the module: each is part of the key
+  jit.compileToCubin(src, options);
+  options.maxnreg = 64;
+  jit.compileToCubin(src, options);
   JIT other("sm_80", cache.path);
-  other.compileToCubin(src, 4);
-  EXPECT_EQ(cache.entries().size(), 3u);
-  EXPECT_EQ(jit.getStats().compiles + other.getStats().compiles, 3u);
+  other.compileToCubin(src);
+  EXPECT_EQ(cache.entries().size(), 5u);
+  EXPECT_EQ(jit.getStats().compiles + other.getStats().compiles, 5u);
 }
 
 /// Damages the single cache entry with `damage`, then checks a new JIT recompiles, returns
@@ -167,9 +173,14 @@ TEST(JITCache, CompileErrorCarriesDiagnostics) {
     jit.compile("func.func @k(%x: !kiln.ptr<f32>) {\n  %r = kiln.make_range {end = 100 : i32, "
                 "start = 0 : i32} : tensor<100xi32>\n  return\n}\n");
     FAIL() << "expected an error";
-  } catch (const Error &e) {
-    EXPECT_NE(std::string(e.what()).find("kernel:2:8: error: "), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("power of two"), std::string::npos) << e.what();
+  } catch (const kiln::CompileError &e) {
+    // The text does not parse (ops verify as they parse): no kernel name yet.
+    EXPECT_EQ(std::string(e.what()).rfind("kernel.mlir:2:8: error: ", 0), 0u) << e.what();
+    EXPECT_EQ(e.getLine(), 2u);
+    EXPECT_EQ(e.getColumn(), 8u);
+    EXPECT_NE(e.getMessage().find("power of two"), std::string::npos) << e.getMessage();
+    EXPECT_NE(e.getDiagnostics().find("kernel.mlir:2:8: error: "), std::string::npos)
+        << e.getDiagnostics();
   }
 }
 
@@ -557,8 +568,8 @@ TEST(GPU2, KernelsRunOnEveryDevice) {
   setDevice(0);
   JIT jit("", cache.path);
   std::string src = readKernel("vector_add.mlir");
-  const Kernel &on1 = jit.get(src, 4, false, 1);
-  const Kernel &on0 = jit.get(src, 4, false, 0);
+  const Kernel &on1 = jit.get(src, {}, 1);
+  const Kernel &on0 = jit.get(src, {}, 0);
   EXPECT_EQ(on1.getDevice(), 1);
   EXPECT_EQ(on0.getDevice(), 0);
   EXPECT_EQ(jit.getStats().compiles, 1u) << "one architecture: compiled once, loaded twice";
@@ -625,7 +636,9 @@ TEST(Host, DebugModeReportsOutOfBoundsAccess) {
   std::vector<float> p(8, 1.0f), q(16, 0.0f);
   uint64_t pp = uint64_t(uintptr_t(p.data())), pq = uint64_t(uintptr_t(q.data()));
   void *params[] = {&pp, &pq};
-  const Kernel &k = jit.get(src, 4, /*debug=*/true);
+  kiln::CompileOptions debug;
+  debug.debug = true;
+  const Kernel &k = jit.get(src, debug);
   ASSERT_TRUE(k.isHost() && k.isDebug());
   try {
     k.launchHost({1, 1, 1}, params, {{pp, 8 * 4}, {pq, 16 * 4}});
@@ -663,7 +676,9 @@ TEST(Host, DeviceAssertFailsTheLaunch) {
     })";
   int32_t n = 3;
   void *params[] = {&n};
-  const Kernel &k = jit.get(src, 4, /*debug=*/true);
+  kiln::CompileOptions debug;
+  debug.debug = true;
+  const Kernel &k = jit.get(src, debug);
   EXPECT_NO_THROW(k.launchHost({3, 1, 1}, params));
   try {
     k.launchHost({4, 1, 1}, params);

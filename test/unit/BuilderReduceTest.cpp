@@ -126,6 +126,7 @@ TEST_F(BuilderReduceTest, ReductionKernelCompilesToShuffles) {
   b.store(b.arg(0), b.max(x, 0));
   auto module = b.finishKernel();
   kiln::CompileOptions options;
+  options.arch = "sm_90";
   mlir::FailureOr<kiln::CompiledKernel> out = kiln::compile(*module, options);
   ASSERT_TRUE(mlir::succeeded(out));
   EXPECT_NE(out->ptx.find("shfl.sync.bfly"), std::string::npos);

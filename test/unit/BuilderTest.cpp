@@ -126,9 +126,9 @@ TEST(DTypeTest, NamesAndParsing) {
 TEST(DTypeTest, MapsToMLIRTypes) {
   mlir::MLIRContext ctx;
   kiln::Builder b(ctx);
-  EXPECT_TRUE(DType::uint16().toMLIR(ctx).isInteger(16));
-  EXPECT_TRUE(DType::bf16().toMLIR(ctx).isBF16());
-  auto p = llvm::dyn_cast<kiln::PointerType>(DType::pointerTo(DType::fp16()).toMLIR(ctx));
+  EXPECT_TRUE(toMLIR(DType::uint16(), ctx).isInteger(16));
+  EXPECT_TRUE(toMLIR(DType::bf16(), ctx).isBF16());
+  auto p = llvm::dyn_cast<kiln::PointerType>(toMLIR(DType::pointerTo(DType::fp16()), ctx));
   ASSERT_TRUE(p);
   EXPECT_TRUE(p.getPointeeType().isF16());
 }

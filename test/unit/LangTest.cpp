@@ -206,7 +206,7 @@ TEST(LangTrace, ShapesAndIndexing) {
     auto [p, q] = broadcast(col, row);
     EXPECT_EQ(p.shape(), q.shape());
     store(x + offs, z + b.to(float32) + (p - q).to(float32));
-    EXPECT_EQ((x + offs).dtype(), DType::pointer_to(float32));
+    EXPECT_EQ((x + offs).dtype(), DType::pointerTo(float32));
     EXPECT_EQ((x + offs).dtype().str(), "pointer<fp32>");
   });
   std::string m = k.mlir(kAligned);
@@ -337,7 +337,7 @@ TEST(LangCompile, Fp8TilesCompile) {
   EXPECT_TRUE(contains(c.ptx, "ld.global.b8")) << c.ptx;
   EXPECT_TRUE(contains(c.ptx, "st.global.b8")) << c.ptx;
   EXPECT_EQ(float8e4nv.str(), "fp8e4nv");
-  EXPECT_EQ(DType::pointer_to(float8e5).str(), "pointer<fp8e5>");
+  EXPECT_EQ(DType::pointerTo(float8e5).str(), "pointer<fp8e5>");
 }
 
 // dot, as tl.dot: a matmul loop on wgmma (sm_90a) and mma.sync (sm_80); errors at the line.

@@ -8,15 +8,15 @@
 
 #include "kiln/Compiler.h"
 
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
+
+#include <optional>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -44,13 +44,24 @@ cl::opt<std::string> arch("arch",
                           cl::init("sm_90"));
 cl::opt<unsigned> numWarps("num-warps", cl::desc("warps per program"), cl::init(4));
 cl::opt<unsigned> numStages("num-stages",
-                            cl::desc("software pipelining of loop loads (1: off; 0: where "
-                                     "the prefetched tiles cost <= 32 registers per thread; "
-                                     ">= 2: prefetch one iteration early everywhere)"),
-                            cl::init(1));
+                            cl::desc("Triton's num_stages: slots of the shared rings that feed "
+                                     "a loop's dots (sm_80+), 2..16; 0 or 1: no rings"),
+                            cl::init(3));
+cl::opt<kiln::LoadPrefetch> prefetchLoads(
+    "prefetch-loads", cl::desc("which other loop loads are issued an iteration early"),
+    cl::init(kiln::LoadPrefetch::DotOperands),
+    cl::values(clEnumValN(kiln::LoadPrefetch::DotOperands, "dots",
+                          "only the operands of dots (default)"),
+               clEnumValN(kiln::LoadPrefetch::Auto, "auto",
+                          "also loads whose prefetched tiles cost <= 32 registers per thread"),
+               clEnumValN(kiln::LoadPrefetch::All, "all", "every loop load")));
 cl::opt<unsigned> maxnreg("maxnreg",
                           cl::desc("cap on registers per thread, 16..255 (GPU; 0: none)"),
                           cl::init(0));
+cl::opt<bool> fpFusion("fp-fusion",
+                       cl::desc("floating-point mul + add may contract to fma (Triton's "
+                                "enable_fp_fusion)"),
+                       cl::init(true));
 cl::opt<bool> printIRAfterAll("print-ir-after-all", cl::desc("print the IR after every pass"),
                               cl::init(false));
 cl::opt<bool> debug("debug",
@@ -103,50 +114,46 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  MLIRContext ctx;
-  kiln::initializeContext(ctx);
   std::string errorMessage;
   auto file = openInputFile(inputFilename, &errorMessage);
   if (!file) {
     llvm::errs() << "kilnc: error: " << errorMessage << "\n";
     return 1;
   }
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-  SourceMgrDiagnosticHandler handler(sourceMgr, &ctx);
-  // The pipeline runs under crash recovery: a crashing pass becomes a failure with a
-  // reproducer. Tell that apart from a rejected input: exit 2, "internal compiler error".
-  bool crashed = false;
-  ScopedDiagnosticHandler crashWatch(&ctx, [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Error &&
-        (StringRef(diag.str()).contains("signal was caught") ||
-         StringRef(diag.str()).contains("crash has been detected")))
-      crashed = true;
-    return failure(); // pass it on to the SourceMgr handler
-  });
-
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
-  if (!module)
-    return 1;
   kiln::CompileOptions options;
   options.arch = arch;
   options.numWarps = numWarps;
   options.numStages = numStages;
+  options.loadPrefetch = prefetchLoads;
   options.maxnreg = maxnreg;
+  options.fpFusion = fpFusion;
   options.emitCubin = emit == Emit::Cubin;
   options.debug = debug;
   options.emitHostAssembly = emit == Emit::Asm;
   options.printIRAfterAll = printIRAfterAll;
   options.reproducerPath = reproducer.empty() ? defaultReproducerPath() : reproducer.getValue();
-  FailureOr<kiln::CompiledKernel> result = kiln::compile(*module, options);
-  if (crashed) {
-    llvm::errs() << "kilnc: internal compiler error: a pass crashed on this input; please "
-                    "report it with the reproducer at "
-                 << options.reproducerPath << "\n";
-    return 2;
-  }
-  if (failed(result))
+  std::optional<kiln::CompiledKernel> result;
+  try {
+    result = kiln::compileKernel(
+        kiln::KernelSource(file->getBuffer().str(), file->getBufferIdentifier().str()), options);
+  } catch (const kiln::CompileError &e) {
+    const std::string &all = e.getDiagnostics();
+    llvm::errs() << (all.empty() ? std::string(e.what()) + "\n" : all);
+    // The pipeline runs under crash recovery: a crashing pass becomes a failure with a
+    // reproducer. Tell that apart from a rejected input: exit 2, "internal compiler error".
+    if (StringRef(all).contains("signal was caught") ||
+        StringRef(all).contains("crash has been detected")) {
+      llvm::errs() << "kilnc: internal compiler error: a pass crashed on this input; please "
+                      "report it with the reproducer at "
+                   << options.reproducerPath << "\n";
+      return 2;
+    }
     return 1;
+  }
+  if (emit == Emit::Cubin && result->cubin.empty()) {
+    llvm::errs() << "kilnc: error: no cubin: " << result->cubinError << "\n";
+    return 1;
+  }
 
   auto output = openOutputFile(outputFilename, &errorMessage);
   if (!output) {

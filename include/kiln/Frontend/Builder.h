@@ -12,6 +12,9 @@
 #ifndef KILN_FRONTEND_BUILDER_H
 #define KILN_FRONTEND_BUILDER_H
 
+#include "kiln/CompileError.h"
+#include "kiln/DType.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -33,85 +36,8 @@
 
 namespace kiln {
 
-/// The scalar element kinds of Kiln. MLIR integers are signless, so signedness lives here.
-/// As in Triton, `I1` (int1, the boolean) counts as unsigned.
-/// The fp8 kinds come last (the earlier values are shared with kiln.h's C++ DSL): F8E4M3 is
-/// Triton's fp8e4nv (e4m3fn: no infinities, max 448), F8E5M2 its fp8e5.
-enum class ScalarKind : uint8_t {
-  I1, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64, F8E4M3, F8E5M2
-};
-
-/// A Kiln-level element type: a scalar kind, or a pointer to a scalar kind (pointers to
-/// pointers are not supported). Printed like Triton: "int32", "uint8", "fp16", "bf16",
-/// "pointer<fp32>".
-class [[gnu::visibility("default")]] DType {
-public:
-  /// int32, the type of a plain integer literal.
-  constexpr DType() = default;
-  /// A scalar dtype.
-  constexpr DType(ScalarKind kind) : kind(kind) {}
-  /// The pointer dtype `pointer<pointee>`; `pointee` must not itself be a pointer.
-  static DType pointerTo(DType pointee);
-
-  static constexpr DType int1() { return ScalarKind::I1; }
-  static constexpr DType int8() { return ScalarKind::I8; }
-  static constexpr DType int16() { return ScalarKind::I16; }
-  static constexpr DType int32() { return ScalarKind::I32; }
-  static constexpr DType int64() { return ScalarKind::I64; }
-  static constexpr DType uint8() { return ScalarKind::U8; }
-  static constexpr DType uint16() { return ScalarKind::U16; }
-  static constexpr DType uint32() { return ScalarKind::U32; }
-  static constexpr DType uint64() { return ScalarKind::U64; }
-  static constexpr DType fp16() { return ScalarKind::F16; }
-  static constexpr DType bf16() { return ScalarKind::BF16; }
-  static constexpr DType fp32() { return ScalarKind::F32; }
-  static constexpr DType fp64() { return ScalarKind::F64; }
-  static constexpr DType fp8e4nv() { return ScalarKind::F8E4M3; }
-  static constexpr DType fp8e5() { return ScalarKind::F8E5M2; }
-
-  /// The scalar kind; for a pointer, the kind of its pointee.
-  ScalarKind getKind() const { return kind; }
-  /// True for `pointer<T>`.
-  bool isPointer() const { return pointer; }
-  /// The pointee of a pointer dtype (the dtype itself for scalars).
-  DType getPointee() const { return DType(kind); }
-  /// int1.
-  bool isBool() const { return !pointer && kind == ScalarKind::I1; }
-  /// Any integer, int1 included.
-  bool isInt() const;
-  /// int8..int64.
-  bool isSigned() const;
-  /// int1 and uint8..uint64 (Triton counts int1 as unsigned).
-  bool isUnsigned() const { return isInt() && !isSigned(); }
-  /// fp16, bf16, fp32, fp64, fp8e4nv, fp8e5.
-  bool isFloat() const;
-  /// fp8e4nv, fp8e5: loaded, stored, cast and multiplied by dot; arithmetic on them computes
-  /// in fp32.
-  bool isFp8() const {
-    return !pointer && (kind == ScalarKind::F8E4M3 || kind == ScalarKind::F8E5M2);
-  }
-  /// Bits of the scalar (64 for pointers).
-  unsigned getBitWidth() const;
-  /// Explicit mantissa bits of a float (10 for fp16, 7 for bf16, 23 for fp32, 52 for fp64, 3
-  /// for fp8e4nv, 2 for fp8e5).
-  unsigned getMantissaWidth() const;
-  /// The Triton name: "int32", "fp32", "pointer<fp32>".
-  std::string str() const;
-  /// The MLIR element type: signless integers, floats, or !kiln.ptr<T>.
-  mlir::Type toMLIR(mlir::MLIRContext &ctx) const;
-  /// Parses Triton names ("int32", "uint8", "fp16", "float32", "bfloat16", "pointer<fp32>",
-  /// "*fp32"); std::nullopt for anything else.
-  static std::optional<DType> parse(llvm::StringRef name);
-
-  bool operator==(const DType &other) const {
-    return kind == other.kind && pointer == other.pointer;
-  }
-  bool operator!=(const DType &other) const { return !(*this == other); }
-
-private:
-  ScalarKind kind = ScalarKind::I32;
-  bool pointer = false;
-};
+/// The MLIR element type of `dtype`: signless integers, floats, or !kiln.ptr<T>.
+mlir::Type toMLIR(DType dtype, mlir::MLIRContext &ctx);
 
 /// The value of a source literal (a Python or C++ number) kept so that it can take the dtype
 /// its context gives it, as in Triton: `x + 1` keeps x's int8, `h * 0.5` keeps h's fp16.
@@ -146,26 +72,6 @@ std::string fmtShape(llvm::ArrayRef<int64_t> shape);
 /// Triton's way of printing a value's type: "fp32" for scalars, "fp32[16, 32]" for tiles
 /// (what error messages say).
 std::string describe(const Tile &t);
-
-/// A user error in a kernel: what was expected, what was found, and where.
-class [[gnu::visibility("default")]] CompileError : public std::exception {
-public:
-  CompileError(std::string kernel, std::string file, unsigned line, unsigned column,
-               std::string message);
-  /// Reads `file.py:12:5: error: in kernel 'add': expected ..., found ...`.
-  const char *what() const noexcept override { return full.c_str(); }
-  const std::string &getKernel() const { return kernel; }
-  const std::string &getFile() const { return file; }
-  unsigned getLine() const { return line; }
-  unsigned getColumn() const { return column; }
-  /// The message without the location prefix.
-  const std::string &getMessage() const { return message; }
-
-private:
-  std::string kernel, file;
-  unsigned line, column;
-  std::string message, full;
-};
 
 /// One kernel argument: a scalar or a pointer, with an optional divisibility hint (Triton's
 /// specialization on multiples of 16) that becomes the `kiln.divisibility` arg attribute.

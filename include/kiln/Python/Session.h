@@ -4,7 +4,7 @@
 // cannot see LLVM or MLIR headers (the Python extension is compiled on machines without
 // them, against the prebuilt libkiln.so). Values are integer handles into the session's
 // value table, dtypes are Triton's names ("fp32", "int32", "pointer<fp16>", also "*fp16"),
-// and every user error is a kiln::py::Error carrying the kernel, file, line, column and
+// and every user error is a kiln::CompileError carrying the kernel, file, line, column and
 // message. The facade adds no semantics: each call is one Builder call (or a fixed
 // composition of Builder calls, documented at the method).
 //
@@ -13,6 +13,7 @@
 #ifndef KILN_PYTHON_SESSION_H
 #define KILN_PYTHON_SESSION_H
 
+#include "kiln/Compile.h"
 #include "kiln/kiln_c.h"
 
 #include <cstdint>
@@ -23,27 +24,6 @@
 #include <vector>
 
 namespace kiln::py {
-
-/// A user error in a kernel (a kiln::CompileError seen through the facade), or a compiler
-/// diagnostic with a source location. `line` and `column` are 0 when unknown.
-class KILN_EXPORT Error : public std::exception {
-public:
-  Error(std::string kernel, std::string file, unsigned line, unsigned column, std::string message);
-  ~Error() override;
-  /// `file:line:col: error: in kernel 'k': message`.
-  const char *what() const noexcept override;
-  const std::string &getKernel() const { return kernel; }
-  const std::string &getFile() const { return file; }
-  unsigned getLine() const { return line; }
-  unsigned getColumn() const { return column; }
-  /// The message without the location prefix.
-  const std::string &getMessage() const { return message; }
-
-private:
-  std::string kernel, file;
-  unsigned line, column;
-  std::string message, full;
-};
 
 /// A value of the kernel being built: an index into the session's value table.
 using Handle = int32_t;
@@ -56,7 +36,7 @@ struct ArgSpec {
 };
 
 /// Builds one kernel at a time through kiln::Builder (its own MLIRContext inside). Methods
-/// throw Error for user errors; after an error the kernel is abandoned (call beginKernel).
+/// throw CompileError for user errors; after an error the kernel is abandoned (call beginKernel).
 class KILN_EXPORT Session {
 public:
   Session();
@@ -74,9 +54,9 @@ public:
   void beginKernel(const std::string &name, const std::vector<ArgSpec> &args);
   /// Parameter `index` of the kernel.
   Handle arg(unsigned index);
-  /// Ends and verifies the kernel; returns its module as MLIR text with locations.
-  std::string finishKernel();
-  /// Throws Error with `message` at the current location.
+  /// Ends and verifies the kernel; returns its module, in memory, for the compiler.
+  KernelSource finishKernel();
+  /// Throws CompileError with `message` at the current location.
   [[noreturn]] void error(const std::string &message);
 
   //===--------------------------------------------------------------------===//
@@ -226,27 +206,6 @@ public:
 private:
   std::unique_ptr<Impl> impl;
 };
-
-/// Every stage of compiling one kernel module.
-struct CompileResult {
-  std::string name;   ///< the kernel's symbol
-  std::string llvmIR; ///< optimized LLVM IR
-  std::string ptx;
-  std::string cubin;      ///< bytes; empty when not asked for or nvJitLink is missing
-  std::string cubinError; ///< why there is no cubin, when one was asked for
-  unsigned sharedBytes = 0; ///< dynamic shared memory the kernel launches with (its rings)
-  /// Per kernel parameter: the rows of the TMA boxes its tensor map is encoded with (0: none;
-  /// rt::getTensorMapBox).
-  std::vector<unsigned> tensorMapBoxRows;
-};
-
-/// Compiles kiln-dialect MLIR text for `arch` ("sm_90"); throws Error (with the first
-/// diagnostic's location) when it does not parse or compile. Needs no GPU.
-KILN_EXPORT CompileResult compileModule(const std::string &mlir, const std::string &arch,
-                                        unsigned numWarps, bool wantCubin);
-
-/// Identifies this build of libkiln (part of the front end's cache keys).
-KILN_EXPORT std::string buildId();
 
 } // namespace kiln::py
 

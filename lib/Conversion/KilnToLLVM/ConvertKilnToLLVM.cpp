@@ -3,8 +3,8 @@
 // This file implements -kiln-convert-to-llvm: it checks that every op can be lowered (naming
 // the ones the GPU path does not support yet), runs the axis analysis, and applies the Kiln,
 // arith, math (libdevice), cf and func patterns in one conversion. Kernels become llvm.funcs
-// marked nvvm.kernel with maxntid = 32 * num_warps, and nvvm.maxnreg = N where the module
-// caps the registers per thread (kiln.maxnreg = N : i32, Triton's maxnreg).
+// marked nvvm.kernel with maxntid = 32 * num_warps, and nvvm.maxnreg = N where the pass's
+// maxnreg option caps the registers per thread (Triton's maxnreg).
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,7 +36,6 @@ using namespace kiln;
 namespace kgpu = kiln::gpu;
 
 /// The module attribute that caps the registers per thread of its kernels.
-static constexpr llvm::StringLiteral kMaxnregAttrName = "kiln.maxnreg";
 
 LogicalResult kiln::checkGPUSupport(ModuleOp module) {
   bool ok = succeeded(checkKernels(module));
@@ -161,6 +160,7 @@ LogicalResult checkSharedMemory(ModuleOp module, int64_t dynamicShared) {
 }
 
 struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConvertToLLVMPass> {
+  using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
@@ -232,11 +232,9 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
     if (failed(checkSharedMemory(module, dynamicShared)))
       return signalPassFailure();
 
-    // A register cap per thread (Triton's maxnreg launch option), as the module's
-    // kiln.maxnreg: ptxas takes 16..255.
-    IntegerAttr maxnreg = module->getAttrOfType<IntegerAttr>(kMaxnregAttrName);
-    if (maxnreg && (maxnreg.getInt() < 16 || maxnreg.getInt() > 255)) {
-      module.emitError() << kMaxnregAttrName << " = " << maxnreg.getInt()
+    // A register cap per thread (Triton's maxnreg, a compile option): ptxas takes 16..255.
+    if (maxnreg && (maxnreg < 16 || maxnreg > 255)) {
+      module.emitError() << "maxnreg = " << unsigned(maxnreg)
                          << ": expected a register count per thread from 16 to 255";
       return signalPassFailure();
     }
@@ -248,7 +246,7 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
                     DenseI32ArrayAttr::get(ctx, {int32_t(numWarps * kgpu::kWarpSize), 1, 1}));
       if (maxnreg)
         func->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
-                      IntegerAttr::get(IntegerType::get(ctx, 32), maxnreg.getInt()));
+                      IntegerAttr::get(IntegerType::get(ctx, 32), int64_t(maxnreg)));
     }
   }
 };

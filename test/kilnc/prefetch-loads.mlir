@@ -1,9 +1,13 @@
-// --num-stages=2 prefetches the next iteration's load: two loads, before the loop and in it,
-// predicated by the iteration being in range; the default (1) leaves the loop's one plain
-// load; 0 prefetches here (the 128-element f32 tile costs 1 register per thread).
+// --prefetch-loads=all prefetches the next iteration's load: two loads, before the loop and in
+// it, predicated by the iteration being in range; the default (dots: dot operands only) leaves
+// the loop's one plain load; auto prefetches here (the 128-element f32 tile costs 1 register
+// per thread). --num-stages (the dot rings) does not touch a loop without dots.
 // RUN: kilnc %s --emit=mlir | FileCheck %s --check-prefix=OFF
-// RUN: kilnc %s --emit=mlir --num-stages=2 | FileCheck %s --check-prefix=ON
-// RUN: kilnc %s --emit=mlir --num-stages=0 | FileCheck %s --check-prefix=ON
+// RUN: kilnc %s --emit=mlir --num-stages=2 | FileCheck %s --check-prefix=OFF
+// RUN: kilnc %s --emit=mlir --prefetch-loads=all | FileCheck %s --check-prefix=ON
+// RUN: kilnc %s --emit=mlir --prefetch-loads=auto | FileCheck %s --check-prefix=ON
+// RUN: not kilnc %s --emit=mlir --prefetch-loads=some 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: Cannot find option named 'some'!
 // OFF: llvm.load %{{.*}} : !llvm.ptr<1> -> f32
 // OFF-NOT: ld.global
 // ON-COUNT-2: llvm.inline_asm has_side_effects "@$1 ld.global.b32 $0, [ $2 + 0 ];"

@@ -1,0 +1,277 @@
+//===- BuilderMemory.cpp - Loads, stores, descriptors and debugging ----===//
+//
+// This file implements kiln::Builder's memory ops (masked loads and stores, cache and eviction
+// modifiers, tensor descriptor accesses) and its debugging ops (device_print, device_assert).
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Frontend/Builder.h"
+
+#include "BuilderSupport.h"
+#include "kiln/Analysis/AxisInfo.h"
+#include "kiln/Dialect/Kiln/IR/Dialect.h"
+#include "kiln/Passes.h"
+#include "kiln/Transforms/DescriptorAccess.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/APSInt.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+#include <cstdio>
+
+using namespace mlir;
+using namespace kiln;
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+/// Parses a Triton cache modifier, with or without its leading dot.
+static std::optional<CacheModifier> parseCache(StringRef s) {
+  s.consume_front(".");
+  return symbolizeCacheModifier(s);
+}
+
+/// Parses Triton's eviction policy spelling into `out` ("" is the default policy); false
+/// for an unknown spelling.
+static bool parseEvict(StringRef s, EvictionPolicyAttr &out, MLIRContext &ctx) {
+  out = {};
+  if (s == "evict_first")
+    out = EvictionPolicyAttr::get(&ctx, EvictionPolicy::evict_first);
+  else if (s == "evict_last")
+    out = EvictionPolicyAttr::get(&ctx, EvictionPolicy::evict_last);
+  return out || s.empty();
+}
+
+/// The cache modifier (one of `allowed`, Triton's ".cg" spelling) and eviction policy of a
+/// `what` ("load" or "store"); an unknown or disallowed one is a user error.
+static std::pair<std::optional<CacheModifier>, EvictionPolicyAttr>
+parseAccessModifiers(kiln::Builder &b, const std::string &cacheName,
+                     const std::string &evictName, std::initializer_list<CacheModifier> allowed,
+                     StringRef what) {
+  std::optional<CacheModifier> cache;
+  if (!cacheName.empty()) {
+    cache = parseCache(cacheName);
+    if (!cache || !llvm::is_contained(allowed, *cache)) {
+      std::string names;
+      for (CacheModifier c : allowed)
+        names += (names.empty() ? "'." : ", '.") + stringifyCacheModifier(c).str() + "'";
+      b.error("expected a " + what + " cache modifier (" + names + "), found '" + cacheName + "'");
+    }
+  }
+  EvictionPolicyAttr evict;
+  if (!parseEvict(evictName, evict, b.getContext()))
+    b.error("expected an eviction policy ('evict_first', 'evict_last'), found '" + evictName +
+            "'");
+  return {cache, evict};
+}
+
+/// `values` cast to `to`, each an integer scalar of any width (else an error naming `what`):
+/// the offsets of a descriptor access, the extents and strides of a descriptor the kernel
+/// built.
+static SmallVector<Value> descriptorScalars(kiln::Builder &builder, ArrayRef<Tile> values,
+                                           DType to, const std::string &what) {
+  return llvm::map_to_vector(values, [&](const Tile &t) {
+    if (t.isTile() || !t.dtype.isInt())
+      builder.error("expected integer scalars as " + what + ", found " + describe(t));
+    return builder.materialize(builder.cast(t, to)).value;
+  });
+}
+
+/// The operands descriptorLoad and descriptorStore share, checked: int32 offsets (cast from
+/// any integer), the base pointer's element dtype, a power-of-two block of the tensor's rank.
+static SmallVector<Value> descriptorOffsets(kiln::Builder &builder, const Tile &desc, const Tile &base,
+                                            ArrayRef<Tile> offsets, ArrayRef<Tile> shape,
+                                            ArrayRef<Tile> strides, ArrayRef<int64_t> block,
+                                            StringRef what) {
+  // A descriptor the kernel built (tl.make_tensor_descriptor) has no tensor map.
+  if (desc.value && !isa<TensorMapType>(desc.value.getType()))
+    builder.error("expected a tensor descriptor for " + what);
+  if (!base.dtype.isPointer() || base.isTile())
+    builder.error("expected a scalar pointer as the base of a tensor descriptor, found " +
+                  describe(base));
+  if (shape.size() != block.size() || strides.size() + 1 != block.size())
+    builder.error("expected a tensor descriptor of rank " + Twine(block.size()) + ", found " +
+                  Twine(shape.size()) + " extents and " + Twine(strides.size() + 1) +
+                  " strides");
+  if (offsets.size() != block.size())
+    builder.error("expected " + Twine(block.size()) + " offsets for " + what +
+                  " of a rank-" + Twine(block.size()) + " tensor descriptor, found " +
+                  Twine(offsets.size()));
+  for (int64_t d : block)
+    if (d <= 0 || !llvm::isPowerOf2_64(uint64_t(d)))
+      builder.error("expected a block shape of powers of two for " + what + ", found " +
+                    fmtShape(block));
+  return descriptorScalars(builder, offsets, DType::int32(), "the offsets of " + what.str());
+}
+
+static SmallVector<Value> tileValues(ArrayRef<Tile> tiles) {
+  return llvm::map_to_vector(tiles, [](const Tile &t) { return t.value; });
+}
+
+/// The extents (int32) and strides (int64) of a descriptor the kernel built, from integer
+/// scalars of any width.
+static SmallVector<Value> descriptorExtents(kiln::Builder &builder, ArrayRef<Tile> shape) {
+  return descriptorScalars(builder, shape, DType::int32(),
+                           "the shape of tl.make_tensor_descriptor");
+}
+static SmallVector<Value> descriptorStrides(kiln::Builder &builder, ArrayRef<Tile> strides) {
+  return descriptorScalars(builder, strides, DType::int64(),
+                           "the strides of tl.make_tensor_descriptor");
+}
+
+Tile kiln::Builder::descriptorLoad(const Tile &desc, const Tile &base, ArrayRef<Tile> offsets,
+                                   ArrayRef<Tile> shape, ArrayRef<Tile> strides,
+                                   ArrayRef<int64_t> block) {
+  requireKernel("desc.load");
+  SmallVector<Value> offs =
+      descriptorOffsets(*this, desc, base, offsets, shape, strides, block, "desc.load");
+  DType elem = base.dtype.getPointee();
+  auto type = RankedTensorType::get(block, toMLIR(elem, ctx));
+  if (!desc.value) { // built in the kernel: the masked load of the block, now
+    auto [ptrs, mask] = emitDescriptorBlockAddress(b, loc, type, base.value, offs,
+                                                   descriptorExtents(*this, shape),
+                                                   descriptorStrides(*this, strides));
+    Value zero = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
+    return Tile{LoadOp::create(b, loc, ptrs, mask, zero), elem, std::nullopt};
+  }
+  Value v = DescriptorLoadOp::create(b, loc, type, desc.value, base.value, offs,
+                                     tileValues(shape), tileValues(strides));
+  return Tile{v, elem, std::nullopt};
+}
+
+void kiln::Builder::descriptorStore(const Tile &desc, const Tile &base, ArrayRef<Tile> offsets,
+                                    const Tile &value, ArrayRef<Tile> shape,
+                                    ArrayRef<Tile> strides, ArrayRef<int64_t> block) {
+  requireKernel("desc.store");
+  SmallVector<Value> offs =
+      descriptorOffsets(*this, desc, base, offsets, shape, strides, block, "desc.store");
+  if (!value.isTile() || value.getShape() != block)
+    error("expected a value of the descriptor's block shape " + fmtShape(block) +
+          " for desc.store, found " + describe(value));
+  Tile v = materialize(cast(value, base.dtype.getPointee()));
+  if (!desc.value) { // built in the kernel: the masked store of the block, now
+    auto [ptrs, mask] = emitDescriptorBlockAddress(
+        b, loc, mlir::cast<RankedTensorType>(v.value.getType()), base.value, offs,
+        descriptorExtents(*this, shape), descriptorStrides(*this, strides));
+    StoreOp::create(b, loc, ptrs, v.value, mask, CacheModifierAttr(), EvictionPolicyAttr());
+    return;
+  }
+  DescriptorStoreOp::create(b, loc, desc.value, base.value, offs, v.value, tileValues(shape),
+                            tileValues(strides));
+}
+
+Tile kiln::Builder::load(const Tile &ptr, std::optional<Tile> mask, std::optional<Tile> other,
+                         const LoadOptions &options) {
+  requireKernel("load");
+  if (mask && !mask->value)
+    mask.reset();
+  if (other && !other->value)
+    other.reset();
+  if (!ptr.dtype.isPointer())
+    error("expected a pointer or a tile of pointers for load, found " + describe(ptr));
+  if (other && !mask)
+    error("expected a mask for load when `other` is given, found none");
+  if (!ptr.isTile()) {
+    if (mask && mask->isTile())
+      error("expected a scalar mask for a load through a scalar pointer, found " + describe(*mask));
+    if (other && other->isTile())
+      error("expected a scalar `other` for a load through a scalar pointer, found " +
+            describe(*other));
+  }
+  if (mask && !mask->dtype.isBool())
+    error("expected a mask of dtype int1 for load, found " + describe(*mask));
+  auto [cache, evict] = parseAccessModifiers(
+      *this, options.cache, options.evict,
+      {CacheModifier::ca, CacheModifier::cg, CacheModifier::cv}, "load");
+  // ld.volatile takes no cache operator and no cache hint (PTX ISA 9.7.9.8).
+  if (options.isVolatile && (cache || evict))
+    error("expected no cache modifier or eviction policy on a volatile load, found '" +
+          options.cache + "' and '" + options.evict + "'");
+
+  // Triton broadcasts ptr, mask and other together; other takes the pointee dtype.
+  Tile p = materialize(ptr);
+  DType elem = ptr.dtype.getPointee();
+  std::optional<Tile> m, o;
+  if (mask)
+    std::tie(p, m) = broadcast(p, cast(*mask, DType::int1()));
+  if (other)
+    std::tie(p, o) = broadcast(p, cast(*other, elem));
+  if (m && m->getShape() != p.getShape())
+    m = stretchTo(*m, p.getShape());
+  Type result = getSameShape(p.value.getType(), toMLIR(elem, ctx));
+  auto op = LoadOp::create(b, loc, result, p.value, m ? m->value : Value(), o ? o->value : Value(),
+                           cache ? CacheModifierAttr::get(&ctx, *cache) : CacheModifierAttr(),
+                           evict, options.isVolatile);
+  return Tile{op.getResult(), elem, std::nullopt};
+}
+
+void kiln::Builder::store(const Tile &ptr, const Tile &value, std::optional<Tile> mask,
+                          const StoreOptions &options) {
+  requireKernel("store");
+  if (mask && !mask->value)
+    mask.reset();
+  if (!ptr.dtype.isPointer())
+    error("expected a pointer or a tile of pointers for store, found " + describe(ptr));
+  if (!ptr.isTile()) {
+    if (value.isTile())
+      error("expected a scalar value for a store through a scalar pointer, found " +
+            describe(value));
+    if (mask && mask->isTile())
+      error("expected a scalar mask for a store through a scalar pointer, found " +
+            describe(*mask));
+  }
+  if (mask && !mask->dtype.isBool())
+    error("expected a mask of dtype int1 for store, found " + describe(*mask));
+  auto [cache, evict] = parseAccessModifiers(
+      *this, options.cache, options.evict,
+      {CacheModifier::wb, CacheModifier::cs, CacheModifier::wt}, "store");
+
+  // value and mask broadcast to the pointer's shape, never the other way round.
+  ArrayRef<int64_t> shape = ptr.getShape();
+  auto fit = [&](const Tile &t, StringRef what) {
+    int64_t bad = 0;
+    auto common = broadcastShapes(shape, t.getShape(), bad);
+    if (!common || ArrayRef<int64_t>(*common) != shape)
+      error("expected a " + what + " that broadcasts to the pointer shape " + fmtShape(shape) +
+            " for store, found " + describe(t));
+    return ptr.isTile() ? stretchTo(t, shape) : t;
+  };
+  Tile v = fit(cast(value, ptr.dtype.getPointee()), "value");
+  std::optional<Tile> m;
+  if (mask)
+    m = fit(materialize(*mask), "mask");
+  StoreOp::create(b, loc, ptr.value, v.value, m ? m->value : Value(),
+                  cache ? CacheModifierAttr::get(&ctx, *cache) : CacheModifierAttr(), evict);
+}
+
+//===----------------------------------------------------------------------===//
+// Debugging
+//===----------------------------------------------------------------------===//
+
+void kiln::Builder::print(StringRef prefix, ArrayRef<Tile> args, bool hex) {
+  requireKernel("device_print");
+  SmallVector<Value> values;
+  for (const Tile &a : args)
+    values.push_back(materialize(a).value);
+  // Triton's semantic.device_print: a prefix followed by values reads " prefix: ".
+  std::string p = prefix.str();
+  if (!args.empty()) {
+    if (!StringRef(p).ends_with(" "))
+      p += " ";
+    if (!StringRef(p).ends_with(": "))
+      p = p.substr(0, p.size() - 1) + ": ";
+  }
+  if (p.size() > 2 && !StringRef(p).starts_with(" "))
+    p = " " + p;
+  PrintOp::create(b, loc, p, hex, values);
+}
+
+void kiln::Builder::deviceAssert(const Tile &cond, StringRef message) {
+  requireKernel("device_assert");
+  Tile c = materialize(truthValue(cond, "device_assert"));
+  AssertOp::create(b, loc, c.value, message);
+}

@@ -1,0 +1,86 @@
+//===- BuilderSupport.h - Helpers the Builder's files share -----*- C++ -*-===//
+//
+// This file holds the small helpers that several of kiln::Builder's implementation files use
+// (lib/Frontend/Builder*.cpp): literal printing, Triton's promotion order, constants of a
+// type, and numpy's broadcast of two shapes. Internal to lib/Frontend.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_FRONTEND_BUILDERSUPPORT_H
+#define KILN_LIB_FRONTEND_BUILDERSUPPORT_H
+
+#include "kiln/Frontend/Builder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+namespace kiln {
+
+/// Prints a literal's value.
+inline std::string fmtLiteral(const Literal &lit) {
+  if (lit.kind == Literal::Kind::Float) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g", lit.floatValue);
+    return buf;
+  }
+  return (lit.negative ? "-" : "") + std::to_string(lit.magnitude);
+}
+
+/// Type-promotion kinds, ordered as Triton orders them: bool < integer < float.
+inline int kindRank(DType d) { return d.isBool() ? 0 : d.isInt() ? 1 : 2; }
+
+/// Triton's integer_promote_impl, the C "usual arithmetic conversions": with one signedness
+/// the wider wins; otherwise the unsigned type wins unless the signed one is strictly wider.
+inline DType integerPromote(DType a, DType b) {
+  unsigned wa = a.getBitWidth(), wb = b.getBitWidth();
+  if (a.isSigned() == b.isSigned())
+    return wa > wb ? a : b;
+  if (a.isUnsigned())
+    return wa >= wb ? a : b;
+  return wb >= wa ? b : a;
+}
+
+/// The mlir constant `scalar` of `type` (splatted when `type` is a tile).
+inline mlir::Value constantOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
+                              mlir::TypedAttr scalar) {
+  if (auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(type))
+    return mlir::arith::ConstantOp::create(b, loc, mlir::SplatElementsAttr::get(tensor, scalar));
+  return mlir::arith::ConstantOp::create(b, loc, scalar);
+}
+
+/// Zero of `type`'s element type, as a scalar attribute.
+inline mlir::TypedAttr zeroAttr(mlir::OpBuilder &b, mlir::Type type) {
+  mlir::Type elem = mlir::getElementTypeOrSelf(type);
+  if (mlir::isa<mlir::FloatType>(elem))
+    return b.getFloatAttr(elem, 0.0);
+  return b.getIntegerAttr(elem, 0);
+}
+
+/// The numpy broadcast of two shapes, or std::nullopt with the offending dimension.
+inline std::optional<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b, int64_t &bad) {
+  size_t rank = std::max(a.size(), b.size());
+  llvm::SmallVector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) {
+      bad = i;
+      return std::nullopt;
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+} // namespace kiln
+
+#endif // KILN_LIB_FRONTEND_BUILDERSUPPORT_H
