@@ -13,11 +13,14 @@ cp build/test/runtime/kiln-runtime-tests build/test/runtime/kiln-cache-worker "$
 ninja -C build kiln-lang-tests-shared >/dev/null
 mkdir -p "$stage/test/unit"
 strip --strip-unneeded -o "$stage/test/unit/kiln-lang-tests" build/test/unit/kiln-lang-tests-shared
-# What building only the Python extension there needs (scripts/gpu.sh python): the facade and
-# runtime headers; the extension links lib/libkiln.so above.
-mkdir -p "$stage/include/kiln/Python"
+# What building only the Python extension there needs (scripts/gpu.sh python): the MLIR-free
+# headers (facade, runtime, the compile door, dtypes, specialization, the C++ DSL); the
+# extension links lib/libkiln.so above.
+mkdir -p "$stage/include/kiln/Python" "$stage/include/kiln/lang"
 cp include/kiln/Python/Session.h "$stage/include/kiln/Python/"
-cp include/kiln/Runtime.h include/kiln/kiln_c.h "$stage/include/kiln/"
+cp include/kiln/lang/*.h "$stage/include/kiln/lang/"
+cp include/kiln/Runtime.h include/kiln/kiln_c.h include/kiln/Compile.h include/kiln/CompileError.h \
+  include/kiln/DType.h include/kiln/Specialization.h include/kiln/kiln.h "$stage/include/kiln/"
 tar -cJf .carry/kiln-gpu.tar.xz -C "$stage" .
 rm -rf "$stage"
 ls -la .carry/kiln-gpu.tar.xz
