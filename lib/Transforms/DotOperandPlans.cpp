@@ -1,0 +1,400 @@
+//===- DotOperandPlans.cpp - Planning a loop's dot operand rings ----------===//
+//
+// This file implements the planning half of -kiln-pipeline-dot-operands (DotOperandPlans.h):
+// copy plans for the loads feeding a loop's dots, dot plans, and the accumulator and wait
+// analyses the rewrite in PipelineDotOperands.cpp follows.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DotOperandPlans.h"
+#include "LoopSlices.h"
+#include "kiln/Conversion/KilnToLLVM.h"
+#include "kiln/Runtime.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#define DEBUG_TYPE "kiln-pipeline-dot-operands"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace kiln::pipeline {
+
+
+/// Collects into `ops` the body ops computing `v` from loop invariants only; false if `v`
+/// depends on the induction variable, an iteration argument or an impure op.
+bool collectInvariantChain(Value v, scf::ForOp loop, llvm::SetVector<Operation *> &ops) {
+  if (isa<BlockArgument>(v))
+    return cast<BlockArgument>(v).getOwner() != loop.getBody();
+  Operation *def = v.getDefiningOp();
+  if (!loop->isProperAncestor(def))
+    return true;
+  if (def->getBlock() != loop.getBody() || def->getNumRegions() || !isPure(def))
+    return false;
+  if (!ops.insert(def))
+    return true;
+  return llvm::all_of(def->getOperands(),
+                      [&](Value o) { return collectInvariantChain(o, loop, ops); });
+}
+
+/// A descriptor load the TMA can copy into a ring: one use (the dot), 16-bit floats, a 2-D
+/// block TMA boxes cover (rt::getTensorMapBox), offsets computable for any iteration from the
+/// induction variable and loop invariants.
+FailureOr<CopyPlan> planTmaCopy(DescriptorLoadOp desc, Value operand, scf::ForOp loop) {
+  RankedTensorType type = desc.getType();
+  Type elem = type.getElementType();
+  if (desc->getBlock() != loop.getBody() || !operand.hasOneUse() || type.getRank() != 2 ||
+      (!elem.isF16() && !elem.isBF16()) ||
+      !rt::getTensorMapBox(std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+                           elem.getIntOrFloatBitWidth() / 8))
+    return failure();
+  FailureOr<SmallVector<Operation *>> slice = getAddressSlice(desc, loop);
+  if (failed(slice))
+    return failure();
+  CopyPlan plan;
+  plan.desc = desc;
+  plan.slice = *slice;
+  return plan;
+}
+
+/// Whether a load's `other` is a float or integer zero.
+bool isZeroOther(Value other) {
+  return matchPattern(other, m_AnyZeroFloat()) || matchPattern(other, m_Zero());
+}
+
+/// A load the pipeline can turn into async copies: one use (the dot), not volatile, zero
+/// where masked off, 16-bit floats or 8-bit types, its operands computable for any
+/// iteration.
+FailureOr<CopyPlan> planCopy(Value operand, scf::ForOp loop) {
+  if (auto desc = operand.getDefiningOp<DescriptorLoadOp>())
+    return planTmaCopy(desc, operand, loop);
+  auto load = operand.getDefiningOp<LoadOp>();
+  if (!load || load->getBlock() != loop.getBody() || !operand.hasOneUse() ||
+      load.getIsVolatile())
+    return failure();
+  Type elem = getElementTypeOrSelf(load.getType());
+  if (!elem.isF16() && !elem.isBF16() && !elem.isInteger(8) && !isFp8Type(elem))
+    return failure();
+  if (Value other = load.getOther())
+    if (!isZeroOther(other))
+      return failure();
+  CopyPlan plan;
+  plan.load = load;
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  llvm::SetVector<Operation *> increments;
+  auto acceptInduction = [&](BlockArgument arg) {
+    unsigned idx = arg.getArgNumber() - 1;
+    auto add = yield.getOperand(idx).getDefiningOp<AddPtrOp>();
+    if (!add || add.getPtr() != arg || !collectInvariantChain(add.getOffset(), loop, increments))
+      return false; // not a pointer induction: the next value is not known yet
+    if (!llvm::is_contained(llvm::make_first_range(plan.inductions), idx))
+      plan.inductions.push_back({idx, add.getOffset()});
+    return true;
+  };
+  FailureOr<SmallVector<Operation *>> slice = getAddressSlice(load, loop, acceptInduction);
+  if (failed(slice))
+    return failure();
+  llvm::SetVector<Operation *> all(slice->begin(), slice->end());
+  for (Operation *op : increments) {
+    all.insert(op);
+    plan.incrementOps.insert(op);
+  }
+  plan.slice.assign(all.begin(), all.end());
+  llvm::sort(plan.slice, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return plan;
+}
+
+/// `x * n` for an integer or integer tile `x` and a constant `n`.
+Value scaleBy(OpBuilder &b, Location loc, Value x, int64_t n) {
+  Type t = x.getType();
+  Type elem = getElementTypeOrSelf(t);
+  TypedAttr attr = b.getIntegerAttr(elem, n);
+  if (auto tile = dyn_cast<RankedTensorType>(t))
+    attr = DenseElementsAttr::get(tile, attr);
+  return arith::MulIOp::create(b, loc, x, arith::ConstantOp::create(b, loc, attr));
+}
+
+/// Issues `plan`'s copy for the iteration `ahead` iterations after the one whose induction
+/// value is `iv` and whose iteration arguments are `args`, into `slot` of `ring`, masked by
+/// `inRange` too. `loopIv` is the induction variable the slice reads. Values `seed` maps are
+/// taken as they are, and the slice's ops in `skip` (which computed them) are not cloned.
+void emitCopy(OpBuilder &b, const CopyPlan &plan, Value loopIv, Value iv, ValueRange loopArgs,
+              ValueRange args, int64_t ahead, Value inRange, Value ring, Value slot,
+              Value barriers, const IRMapping *seed,
+              const llvm::SmallPtrSetImpl<Operation *> *skip) {
+  IRMapping map;
+  if (seed)
+    map = *seed;
+  map.map(loopIv, iv);
+  if (DescriptorLoadOp desc = plan.desc) {
+    for (Operation *op : plan.slice)
+      b.clone(*op, map);
+    SmallVector<Value> coords =
+        llvm::map_to_vector(desc.getOffsets(), [&](Value v) { return map.lookupOrDefault(v); });
+    kgpu::TmaCopyOp::create(b, desc.getLoc(), desc.getDesc(), coords, ring, slot, barriers,
+                            inRange);
+    return;
+  }
+  LoadOp load = plan.load;
+  Location loc = load.getLoc();
+  // Increments first (they read invariants only), then the inductions' values, then the rest.
+  for (Operation *op : plan.slice)
+    if (plan.incrementOps.contains(op))
+      b.clone(*op, map);
+  for (auto [idx, inc] : plan.inductions) {
+    Value base = args[idx];
+    Value at = ahead == 0 ? base
+                          : AddPtrOp::create(b, loc, base.getType(), base,
+                                             scaleBy(b, loc, map.lookupOrDefault(inc), ahead))
+                                .getResult();
+    map.map(loopArgs[idx], at);
+  }
+  for (Operation *op : plan.slice)
+    if (!plan.incrementOps.contains(op) && !(skip && skip->contains(op)))
+      b.clone(*op, map);
+  Value ptr = map.lookupOrDefault(load.getPtr());
+  Value mask = splatMaskLike(b, loc, inRange, ptr.getType());
+  if (load.getMask())
+    mask = arith::AndIOp::create(b, loc, map.lookupOrDefault(load.getMask()), mask);
+  kgpu::AsyncCopyOp::create(b, loc, ring, slot, ptr, mask);
+}
+
+/// lb + n * step in the induction variable's type.
+Value ivAfter(OpBuilder &b, Location loc, scf::ForOp loop, Value from, int64_t n) {
+  Type t = loop.getInductionVar().getType();
+  Value count = arith::ConstantOp::create(b, loc, t, b.getIntegerAttr(t, n));
+  return arith::AddIOp::create(b, loc, from,
+                               arith::MulIOp::create(b, loc, count, loop.getStep()));
+}
+
+/// The i32 constant `v`.
+Value i32Constant(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantOp::create(b, loc, b.getI32Type(), b.getI32IntegerAttr(v));
+}
+
+
+
+/// Whether `dot` can read rings (f16/bf16 inputs of one type with f32 accumulators and K a
+/// multiple of 16, or fp8 (wgmma only) with f32 and int8 with int32 and K a multiple of 32; a
+/// warpgroup accumulator layout, or without wgmma the mma.sync one) and how its operands get
+/// there; B must be a copyable load of the loop. 8-bit operands are read K-major from rings
+/// only (-kiln-assign-layouts makes their rings K-major). mma.sync reads both from rings.
+FailureOr<DotPlan> planDot(DotOp dot, scf::ForOp loop, unsigned numWarps, bool wgmma) {
+  MLIRContext *ctx = loop.getContext();
+  RankedTensorType aTy = dot.getA().getType(), bTy = dot.getB().getType();
+  auto cTy = cast<RankedTensorType>(dot.getC().getType());
+  Type in = aTy.getElementType();
+  bool eightBit = in.getIntOrFloatBitWidth() == 8;
+  if (in != bTy.getElementType() ||
+      !wgmmaTypes(in, cTy.getElementType(), aTy.getDimSize(1)) ||
+      (wgmma ? !getWgmmaAccumulatorLayout(ctx, cTy.getShape(), numWarps)
+             : isFp8Type(in) || !getMmaAccumulatorLayout(ctx, cTy.getShape(), numWarps)))
+    return failure();
+  FailureOr<CopyPlan> b = planCopy(dot.getB(), loop);
+  if (failed(b) || (!wgmma && b->desc))
+    return failure();
+  DotPlan plan{dot, ASource::Ring, std::nullopt, LoadOp(), *b};
+  Value a = dot.getA();
+  if (FailureOr<CopyPlan> ring = planCopy(a, loop); succeeded(ring)) {
+    if (!wgmma && ring->desc)
+      return failure();
+    plan.a = *ring;
+    return plan;
+  }
+  if (auto load = a.getDefiningOp<LoadOp>(); load && !loop->isAncestor(load)) {
+    Value other = load.getOther();
+    if (load.getIsVolatile() || (other && !isZeroOther(other)))
+      return failure();
+    plan.aSource = ASource::Once;
+    plan.aOnce = load;
+    return plan;
+  }
+  // Computed in the body: the registers must be wgmma's A fragments, which the accumulator
+  // layout of an M x K dot is (-kiln-assign-layouts gives A that layout).
+  // A load with other uses stays where it is (its layout is the load's to choose).
+  bool inBody = isa<BlockArgument>(a) ? cast<BlockArgument>(a).getOwner() == loop.getBody()
+                                      : loop->isAncestor(a.getDefiningOp());
+  if (!wgmma || eightBit || !inBody || a.getDefiningOp<LoadOp>() ||
+      !getWgmmaAccumulatorLayout(ctx, aTy.getShape(), numWarps))
+    return failure();
+  plan.aSource = ASource::Registers;
+  return plan;
+}
+
+/// The iteration argument `dot`'s result becomes when its only use is `loop`'s yield.
+std::optional<unsigned> getYieldedIterArg(scf::ForOp loop, DotOp dot) {
+  if (!dot->hasOneUse() || dot->getUses().begin()->getOwner() != loop.getBody()->getTerminator())
+    return std::nullopt;
+  return dot->getUses().begin()->getOperandNumber();
+}
+
+/// The select that restarts `dot`'s accumulator at zero now and then, C = select(cond, 0, x)
+/// with x read by nothing else (a flattened persistent matmul at each new tile), or null.
+arith::SelectOp getAccumulatorReset(DotOp dot) {
+  auto select = dot.getC().getDefiningOp<arith::SelectOp>();
+  if (!select || !select->hasOneUse() || !select.getCondition().getType().isInteger(1) ||
+      !isZeroOther(select.getTrueValue()) || !select.getFalseValue().hasOneUse())
+    return {};
+  return select;
+}
+
+/// The accumulator iteration argument of a loop's only dot when the accumulator only goes
+/// from one iteration's dot to the next (so the dot may run on into the next iteration),
+/// through a reset to zero (getAccumulatorReset) or not; besides the yield the result may be
+/// read inside scf.if ops of the body (a flattened loop's epilogue, which waits for it).
+std::optional<unsigned> getChainedAccumulator(scf::ForOp loop, DotOp dot) {
+  Block *body = loop.getBody();
+  std::optional<unsigned> idx;
+  for (OpOperand &use : dot->getUses()) {
+    Operation *owner = use.getOwner();
+    if (owner == body->getTerminator()) {
+      if (idx)
+        return std::nullopt;
+      idx = use.getOperandNumber();
+      continue;
+    }
+    Operation *at = body->findAncestorOpInBlock(*owner);
+    if (!at || at == owner || !isa<scf::IfOp>(at))
+      return std::nullopt;
+  }
+  Value c = dot.getC();
+  if (arith::SelectOp reset = getAccumulatorReset(dot))
+    c = reset.getFalseValue();
+  if (!idx || c != loop.getRegionIterArgs()[*idx] || !c.hasOneUse())
+    return std::nullopt;
+  return idx;
+}
+
+/// Puts a dot_wait at the start of each block of an scf.if that reads `result` (a dot left
+/// running), for the reads in it.
+void waitInsideIfs(IRRewriter &rewriter, Value result) {
+  llvm::MapVector<Block *, SmallVector<OpOperand *>> uses;
+  for (OpOperand &use : result.getUses()) {
+    Operation *owner = use.getOwner();
+    auto ifOp = dyn_cast_or_null<scf::IfOp>(
+        result.getParentBlock()->findAncestorOpInBlock(*owner));
+    if (!ifOp || ifOp == owner)
+      continue;
+    for (Region *region : {&ifOp.getThenRegion(), &ifOp.getElseRegion()})
+      if (Block *block = region->findAncestorBlockInRegion(*owner->getBlock()))
+        uses[block].push_back(&use);
+  }
+  for (auto &[block, list] : uses) {
+    rewriter.setInsertionPointToStart(block);
+    auto wait = kgpu::DotWaitOp::create(rewriter, result.getLoc(), result.getType(), result);
+    for (OpOperand *use : list)
+      use->set(wait.getResult());
+  }
+}
+
+/// In a loop whose dots all read rings, the iteration argument through which the last dot's
+/// result reaches the next iteration when that dot may be left running across the back edge:
+/// its result only goes to the yield, and an A it reads from registers is computed from an
+/// earlier dot of the body. The next iteration's first dot then waits for it (wgmma groups
+/// complete in order) before A's registers are written again; the accumulator itself is read
+/// after a dot_wait placed before its first use.
+std::optional<unsigned> getDeferredAccumulator(scf::ForOp loop, ArrayRef<DotPlan> plans) {
+  if (plans.size() < 2)
+    return std::nullopt;
+  DotOp last = plans.back().dot;
+  std::optional<unsigned> idx = getYieldedIterArg(loop, last);
+  if (!idx || plans.back().aSource != ASource::Registers)
+    return idx;
+  // Does A depend on an earlier dot of the body?
+  llvm::SmallPtrSet<Operation *, 4> earlier;
+  for (const DotPlan &plan : plans.drop_back())
+    earlier.insert(plan.dot);
+  llvm::SmallPtrSet<Operation *, 32> seen;
+  SmallVector<Value> worklist{last.getA()};
+  while (!worklist.empty()) {
+    Operation *def = worklist.pop_back_val().getDefiningOp();
+    if (!def || def->getBlock() != loop.getBody() || !seen.insert(def).second)
+      continue;
+    if (earlier.contains(def))
+      return idx;
+    llvm::append_range(worklist, def->getOperands());
+  }
+  return std::nullopt;
+}
+
+/// The op of `body` at or around the first use of `v` in it (its terminator when `v` has
+/// none before).
+Operation *firstUseIn(Block *body, Value v) {
+  Operation *first = body->getTerminator();
+  for (Operation *user : v.getUsers())
+    if (Operation *at = body->findAncestorOpInBlock(*user); at && at->isBeforeInBlock(first))
+      first = at;
+  return first;
+}
+
+/// Whether some dot of the body is first read after a later dot was issued: flash attention
+/// rotated so that iteration j multiplies q by block j's keys and then adds block j - 1's
+/// p @ v, with the softmax of block j after both. Each dot is then waited for only where its
+/// result is first read (see waitAtFirstUses), and the dots issued between run on.
+bool hasDotReadAfterLaterDot(ArrayRef<DotPlan> plans) {
+  if (plans.size() < 2)
+    return false;
+  Block *body = plans.front().dot->getBlock();
+  for (size_t i = 0; i + 1 < plans.size(); ++i) {
+    DotOp dot = plans[i].dot, next = plans[i + 1].dot;
+    if (next->isBeforeInBlock(firstUseIn(body, dot.getResult())))
+      return true;
+  }
+  return false;
+}
+
+/// Puts a dot_wait before the first read of each of `dots` (shared_dots of one block, in
+/// block order, issued without waiting for themselves) that lets the dots issued in between
+/// keep running; a dot read by nothing but the yield is waited for before it, so that every
+/// dot of an iteration is done when the next begins.
+void waitAtFirstUses(IRRewriter &rewriter, ArrayRef<kgpu::SharedDotOp> dots) {
+  for (size_t i = 0; i < dots.size(); ++i) {
+    kgpu::SharedDotOp dot = dots[i];
+    Value result = dot.getResult();
+    Operation *first = firstUseIn(dot->getBlock(), result);
+    auto later = llvm::count_if(dots.drop_front(i + 1), [&](kgpu::SharedDotOp d) {
+      return d.getOperation()->isBeforeInBlock(first);
+    });
+    rewriter.setInsertionPoint(first);
+    auto wait = kgpu::DotWaitOp::create(rewriter, dot.getLoc(), result.getType(), result,
+                                        rewriter.getI32IntegerAttr(int32_t(later)));
+    result.replaceAllUsesExcept(wait.getResult(), wait);
+  }
+}
+
+/// Notes for each tensor map a loop's TMA copies read the rows of its boxes (noteTmaBoxRows):
+/// the whole block, up to 256 rows (the TMA's limit). False when a descriptor is not a kernel
+/// argument.
+bool recordTmaBoxRows(scf::ForOp loop, ArrayRef<DotPlan> plans) {
+  auto func = loop->getParentOfType<func::FuncOp>();
+  if (!func)
+    return false;
+  for (const DotPlan &plan : plans)
+    for (const CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b}) {
+      if (!copy || !copy->desc)
+        continue;
+      auto arg = dyn_cast<BlockArgument>(DescriptorLoadOp(copy->desc).getDesc());
+      if (!arg || arg.getOwner() != &func.getBody().front())
+        return false;
+    }
+  for (const DotPlan &plan : plans)
+    for (const CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b}) {
+      if (!copy || !copy->desc)
+        continue;
+      DescriptorLoadOp desc(copy->desc);
+      noteTmaBoxRows(func, cast<BlockArgument>(desc.getDesc()).getArgNumber(),
+                     int32_t(std::min<int64_t>(256, desc.getType().getDimSize(0))));
+    }
+  return true;
+}
+
+/// One-slot buffers already filled from a load before a loop, by load: a later loop that
+/// the buffer's allocation dominates reads it as it is (the two loops of causal attention
+/// share q).
+
+} // namespace kiln::pipeline
