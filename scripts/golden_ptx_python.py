@@ -89,9 +89,9 @@ def launch_spec(value):
 def _install_descriptor_extents():
     """kiln.compile's descriptor spec with the launcher's extent marks: the public spelling
     takes none, so "tensordesc<...>@DD" is split here and the marks replace its "--". Without
-    this hook (kiln.jit._descriptor_spec renamed) the "@DD" suffix makes kiln.compile fail
-    loudly rather than compile another variant."""
-    jit_mod = sys.modules["kiln.jit"]
+    this hook (kiln.runtime.jit._descriptor_spec renamed) the "@DD" suffix makes kiln.compile
+    fail loudly rather than compile another variant."""
+    jit_mod = sys.modules["kiln.runtime.jit"]
     plain = jit_mod._descriptor_spec
 
     def with_extents(where, s):
@@ -102,7 +102,8 @@ def _install_descriptor_extents():
         head, _, old = spec.rpartition(":")
         if len(old) != len(flags) or set(old) != {"-"}:
             raise SystemExit(f"golden_ptx_python: unexpected descriptor spec '{spec}' from "
-                             f"kiln.jit._descriptor_spec; update _install_descriptor_extents")
+                             f"kiln.runtime.jit._descriptor_spec; update "
+                             f"_install_descriptor_extents")
         return f"{head}:{flags}"
     jit_mod._descriptor_spec = with_extents
 

@@ -15,10 +15,10 @@
 
 from . import _C
 from .errors import CompilationError, KilnError
-from .jit import CompiledKernel, JITFunction, compile, jit
-from .runtime import (DeviceArray, cdiv, current_device, device_count, empty, from_numpy,
-                      has_gpu, next_power_of_2, synchronize, zeros)
-from .autotune import AutotuneError, Autotuner, Config, autotune
+from .runtime.jit import CompiledKernel, JITFunction, compile, jit
+from .runtime.driver import (DeviceArray, cdiv, current_device, device_count, empty, from_numpy,
+                             has_gpu, next_power_of_2, synchronize, zeros)
+from .runtime.autotuner import AutotuneError, Autotuner, Config, autotune
 from .tensor_descriptor import TensorDescriptor
 from . import language, testing
 

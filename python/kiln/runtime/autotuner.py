@@ -20,11 +20,11 @@ import statistics
 import sys
 import time
 
-from . import _C
-from .errors import CompilationError, KilnError
-from .runtime import _OnDevice, _device_of
-from .jit import (JITFunction, _constexpr_key, _device_arch, _frontend_version,
-                  _parse_device)
+from .. import _C
+from ..errors import CompilationError, KilnError
+from .cache import frontend_version
+from .driver import _OnDevice, _device_of
+from .jit import JITFunction, _constexpr_key, _device_arch, _parse_device
 
 __all__ = ["Config", "Autotuner", "AutotuneError", "autotune"]
 
@@ -421,7 +421,7 @@ class Autotuner:
                 source = inspect.getsource(getattr(self.base_fn, "fn", self.base_fn))
             except (OSError, TypeError):
                 source = repr(self.fn)
-        text = repr((_frontend_version(), source, self.__name__, target,
+        text = repr((frontend_version(), source, self.__name__, target,
                      [_constexpr_key(k) for k in key],
                      [c._ident() for c in self.configs]))
         return hashlib.sha256(text.encode()).hexdigest()
@@ -622,7 +622,7 @@ class Autotuner:
         elif host:
             r = _bench_host(call, self.warmup_ms, self.rep_ms)
         else:
-            from .testing import do_bench
+            from ..testing import do_bench
             r = do_bench(call, warmup=self.warmup_ms, rep=self.rep_ms, quantiles=_QUANTILES)
         return float(r[0] if isinstance(r, (list, tuple)) else r)
 

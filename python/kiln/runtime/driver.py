@@ -1,11 +1,14 @@
-"""Kiln's small device array (kiln.empty, kiln.from_numpy, .numpy()) and device helpers.
+"""kiln.runtime.driver: the device side of the runtime as Python sees it: Kiln's small device
+array (kiln.DeviceArray, kiln.empty, kiln.zeros, kiln.from_numpy, .numpy()), the devices
+(kiln.has_gpu, device_count, current_device, synchronize) and host helpers (kiln.cdiv,
+next_power_of_2).
 
 The array type is kiln._C.DeviceArray (device memory owned through kiln::rt::DeviceBuffer);
 kernels read its pointer and dtype in C++. This module adds the numpy-facing methods.
 numpy is imported only when an array crosses to the host.
 """
 
-from . import _C
+from .. import _C
 
 __all__ = ["DeviceArray", "empty", "zeros", "from_numpy", "has_gpu", "device_count",
            "current_device", "synchronize", "cdiv", "next_power_of_2"]

@@ -1,27 +1,27 @@
-"""@kiln.jit, kiln.compile and compiled kernels.
+"""kiln.runtime.jit: @kiln.jit, kiln.compile and compiled kernels.
 
 A JITFunction derives from the C++ launcher (kiln._C.Launcher): ``kernel[grid](...)`` binds
 the arguments, computes the specialization key, finds the compiled variant and calls
 cuLaunchKernel in C++. Only a new variant comes back here (``_compile_variant``), which
-builds the kernel through the code generator (or reads its IR from the front end's disk
-cache), compiles and loads it through the runtime's JIT (memory and disk cache), and says why
-the variant was new when KILN_LOG_COMPILES=1.
+builds the kernel through the code generator (kiln.codegen; or reads its IR from the front
+end's disk cache, kiln.runtime.cache), compiles and loads it through the runtime's JIT
+(memory and disk cache), and says why the variant was new when KILN_LOG_COMPILES=1.
 """
 
 import ast
 import functools
 import hashlib
 import inspect
-import json
 import os
 import re
 import sys
 import textwrap
 import time
 
-from . import _C
-from .errors import CompilationError, KilnError
-from .language import core as lc
+from .. import _C
+from ..errors import CompilationError, KilnError
+from ..language import core as lc
+from .cache import frontend_version, load_ir, store_ir
 
 __all__ = ["jit", "JITFunction", "compile", "CompiledKernel"]
 
@@ -76,24 +76,6 @@ class FunctionInfo:
 # ---------------------------------------------------------------------------------------
 # Keys
 # ---------------------------------------------------------------------------------------
-
-@functools.lru_cache(maxsize=None)
-def _frontend_version():
-    """Identifies this front end: the library build, the extension and the package sources."""
-    h = hashlib.sha256(_C.build_id().encode())
-    here = os.path.dirname(os.path.abspath(__file__))
-    for root, _, files in sorted(os.walk(here)):
-        for f in sorted(files):
-            if f.endswith(".py"):
-                with open(os.path.join(root, f), "rb") as fh:
-                    h.update(f.encode() + b"\0" + fh.read())
-    try:
-        st = os.stat(_C.__file__)
-        h.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
-    except OSError:
-        pass
-    return h.hexdigest()
-
 
 def _constexpr_key(v):
     if isinstance(v, JITFunction):
@@ -317,37 +299,6 @@ def _build_error(kernel, e):
     return CompilationError(kernel, file, line, col, message, src)
 
 
-# ---------------------------------------------------------------------------------------
-# Front-end disk cache: key (source, callees, specialization, options) -> kernel IR
-# ---------------------------------------------------------------------------------------
-
-def _ir_cache_dir():
-    return os.path.join(_C.cache_dir(), "ir")
-
-
-def _ir_cache_load(key):
-    try:
-        with open(os.path.join(_ir_cache_dir(), key + ".json"), encoding="utf-8") as f:
-            d = json.load(f)
-        if d.get("key") != key:
-            return None
-        return d["mlir"], d["arg_params"]
-    except (OSError, ValueError, KeyError):
-        return None
-
-
-def _ir_cache_store(key, mlir, arg_params):
-    d = _ir_cache_dir()
-    try:
-        os.makedirs(d, exist_ok=True)
-        tmp = os.path.join(d, f"{key}.{os.getpid()}.tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({"key": key, "mlir": mlir, "arg_params": arg_params}, f)
-        os.replace(tmp, os.path.join(d, key + ".json"))
-    except OSError:
-        pass  # a cache that cannot be written only costs a rebuild
-
-
 _HOST_ARCH = "cpu"  # kiln::rt::kHostArch: the host (CPU) backend
 
 
@@ -489,20 +440,20 @@ class JITFunction(_C.Launcher):
                   ("maxnreg", str(maxnreg)), ("device", _HOST_ARCH if host else "gpu"),
                   ("debug", str(bool(debug)))]
         arch = _HOST_ARCH if host else _device_arch(device)
-        key = hashlib.sha256(repr((_frontend_version(), self.cache_key, self._locations(), arch,
+        key = hashlib.sha256(repr((frontend_version(), self.cache_key, self._locations(), arch,
                                    parts)).encode()).hexdigest()
-        cached = _ir_cache_load(key)
+        cached = load_ir(key)
         globals_used = {}
         if cached is not None:
             text, arg_params = cached
             source = _C.KernelSource(text)
             origin = "IR from the disk cache"
         else:
-            from .codegen import CodeGenerator
+            from ..codegen import CodeGenerator
             gen = CodeGenerator(self.info, debug=debug)
             source, arg_params = gen.generate(specs, values)
             globals_used = gen.globals_used
-            _ir_cache_store(key, source.text, arg_params)
+            store_ir(key, source.text, arg_params)
             origin = "built"
         try:
             # The module and the options travel apart (the host backend has no register
@@ -662,7 +613,7 @@ def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages
         raise TypeError(f"kiln.compile: '{fn.info.name}' has no parameters {sorted(extra)}")
     if target is None:
         target = _device_arch() if _C.has_gpu() else "sm_90"
-    from .codegen import CodeGenerator
+    from ..codegen import CodeGenerator
     gen = CodeGenerator(fn.info)
     source, _ = gen.generate(specs, values)
     try:
