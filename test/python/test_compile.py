@@ -338,7 +338,7 @@ def reductions(x_ptr, out_ptr, idx_ptr, M: tl.constexpr, N: tl.constexpr):
 
 def kiln_ir(fn, signature, constexprs):
     """The kernel's IR from the front end alone (no GPU pipeline)."""
-    from kiln.codegen import CodeGenerator
+    from kiln.compiler import CodeGenerator
     names = fn.arg_names
     specs = ["constexpr" if n in constexprs else signature[n] for n in names]
     values = [constexprs.get(n) for n in names]

@@ -689,7 +689,7 @@ def test_assert_statement_is_device_assert():
 
 def kiln_ir(fn, specs, values, debug):
     """The kernel's kiln-dialect MLIR for parameter specs (no compile, no launch)."""
-    from kiln.codegen import CodeGenerator
+    from kiln.compiler import CodeGenerator
     return CodeGenerator(fn.info, debug=debug).generate(specs, values)[0].text
 
 

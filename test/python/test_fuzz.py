@@ -112,7 +112,7 @@ def test_classify_located_compilation_error():
     exc = (f"kiln.errors.CompilationError: {SCRIPT}:24:9: error: in kernel 'vec_add': "
            "expected a mask for load when `other` is given, found none\n"
            "        x = tl.load(x_ptr + offs, other=0)\n        ^")
-    r = classify(traceback((SCRIPT, 36), ("/b/python/kiln/jit.py", 499), exc=exc))
+    r = classify(traceback((SCRIPT, 36), ("/b/python/kiln/runtime/jit.py", 499), exc=exc))
     assert (r.outcome, r.exc_type, r.phase, r.source) == ("error", "CompilationError",
                                                          "launch", "kiln")
     assert r.located and not r.bad and not fk.is_bad(r)
@@ -124,7 +124,7 @@ def test_classify_argument_errors():
     r = classify(traceback((SCRIPT, 36), exc=exc))
     assert (r.outcome, r.located, r.bad) == ("error", True, False)
     exc = "TypeError: kiln.compile: parameter 'out_ptr': expected ':16' or ':1', found ':8'"
-    r = classify(traceback((SCRIPT, 37), ("/b/python/kiln/jit.py", 601), exc=exc))
+    r = classify(traceback((SCRIPT, 37), ("/b/python/kiln/runtime/jit.py", 601), exc=exc))
     assert (r.outcome, r.phase, r.located, r.bad) == ("error", "compile", False, True)
     # a CompilationError must name a line even at the launch
     exc = "kiln.errors.CompilationError: error: in kernel 'vec_add': bad 'n'"
@@ -136,7 +136,7 @@ def test_classify_internal_errors():
     assert (r.outcome, r.bad) == ("internal", True)
     r = classify(traceback((SCRIPT, 36), exc="kiln._C.KilnError: cannot load the module"))
     assert (r.outcome, r.exc_type) == ("internal", "KilnError")
-    r = classify(traceback((SCRIPT, 36), ("/b/python/kiln/codegen.py", 10),
+    r = classify(traceback((SCRIPT, 36), ("/b/python/kiln/compiler/code_generator.py", 10),
                            exc="KeyError: 'fp32'"))
     assert (r.outcome, r.source) == ("internal", "kiln")
     r = classify("JIT session error: Symbols not found: [ __truncdfbf2 ]\n" + traceback(
@@ -149,7 +149,7 @@ def test_classify_internal_errors():
 def test_classify_errors_of_the_host_code():
     # raised by the mutant's own host code (a grid lambda at a setup line): not Kiln's message
     exc = "ZeroDivisionError: integer division or modulo by zero"
-    r = classify(traceback((SCRIPT, 36), (SCRIPT, 34), ("/b/python/kiln/runtime.py", 9),
+    r = classify(traceback((SCRIPT, 36), (SCRIPT, 34), ("/b/python/kiln/runtime/driver.py", 9),
                            exc=exc))
     assert (r.outcome, r.source, r.bad) == ("error", "script", False)
 

@@ -3,7 +3,7 @@
 A JITFunction derives from the C++ launcher (kiln._C.Launcher): ``kernel[grid](...)`` binds
 the arguments, computes the specialization key, finds the compiled variant and calls
 cuLaunchKernel in C++. Only a new variant comes back here (``_compile_variant``), which
-builds the kernel through the code generator (kiln.codegen; or reads its IR from the front
+builds the kernel through the code generator (kiln.compiler; or reads its IR from the front
 end's disk cache, kiln.runtime.cache), compiles and loads it through the runtime's JIT
 (memory and disk cache), and says why the variant was new when KILN_LOG_COMPILES=1.
 """
@@ -449,7 +449,7 @@ class JITFunction(_C.Launcher):
             source = _C.KernelSource(text)
             origin = "IR from the disk cache"
         else:
-            from ..codegen import CodeGenerator
+            from ..compiler import CodeGenerator
             gen = CodeGenerator(self.info, debug=debug)
             source, arg_params = gen.generate(specs, values)
             globals_used = gen.globals_used
@@ -613,7 +613,7 @@ def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages
         raise TypeError(f"kiln.compile: '{fn.info.name}' has no parameters {sorted(extra)}")
     if target is None:
         target = _device_arch() if _C.has_gpu() else "sm_90"
-    from ..codegen import CodeGenerator
+    from ..compiler import CodeGenerator
     gen = CodeGenerator(fn.info)
     source, _ = gen.generate(specs, values)
     try:

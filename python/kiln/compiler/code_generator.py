@@ -1,0 +1,363 @@
+"""The @kiln.jit code generator: walks a kernel's Python AST and builds it through the C++
+front-end session (kiln._C.Session, a facade over kiln::Builder).
+
+Python semantics stay Python: constexpr values (numbers, dtypes, None, tuples) are computed
+here, `if` on a constexpr picks a branch, tl.static_range unrolls, and @kiln.jit callees are
+inlined. Everything on run-time values is one Builder call; type rules live in C++.
+
+Control flow follows Triton: a run-time `if`/`for`/`while` carries the variables that exist
+before it and are assigned inside it (found from the AST); variables first assigned inside it
+are not visible after it. Assigning a Python number to a variable makes it a run-time scalar
+(Triton's to_tensor); annotate it `x: tl.constexpr = ...` to keep it a constexpr.
+
+The class is split along its seams: this module holds the entry point, locations and errors,
+the visitor's dispatch and the values it builds (literals, arithmetic on constexprs and
+tensors); kiln.compiler.statements the statements and run-time control flow,
+kiln.compiler.expressions the expressions, kiln.compiler.calls the calls (builtins, inlined
+@kiln.jit functions, the Python builtins kernels may use).
+"""
+
+import ast
+import builtins
+import numbers
+import os
+
+from .. import _C
+from ..errors import CompilationError
+from ..language import core as lc
+from ..language.core import constexpr, dtype, str_to_ty, tensor
+from .calls import _BUILTINS, CallsMixin
+from .common import _BINOP_TEXT, _PY_BINOP, _Frame, _Unavailable, _describe, _unwrap
+from .expressions import ExpressionsMixin
+from .statements import StatementsMixin
+
+_UNSUPPORTED_STMT = {
+    "With": "'with' statements", "AsyncWith": "'async with'", "Try": "'try' statements",
+    "TryStar": "'try' statements", "Raise": "'raise' statements", "Delete": "'del'",
+    "Global": "'global' declarations", "Nonlocal": "'nonlocal' declarations",
+    "FunctionDef": "nested function definitions", "AsyncFunctionDef": "nested functions",
+    "ClassDef": "class definitions", "Import": "'import' inside kernels",
+    "ImportFrom": "'import' inside kernels", "Match": "'match' statements",
+    "AsyncFor": "'async for'",
+}
+_UNSUPPORTED_EXPR = {
+    "Lambda": "lambda expressions", "ListComp": "list comprehensions",
+    "SetComp": "set comprehensions", "DictComp": "dict comprehensions",
+    "GeneratorExp": "generator expressions", "Dict": "dict literals", "Set": "set literals",
+    "Await": "'await'", "Yield": "'yield'", "YieldFrom": "'yield from'",
+    "NamedExpr": "assignment expressions (:=)",
+}
+
+
+def _descriptor_params(name, spec, index, arg_specs, arg_params):
+    """The kernel parameters of a tensor descriptor argument with spec
+    "tensordesc:<dtype>:<block, 'x'-separated>:<per extent 'D' (a multiple of 16) or '-'>":
+    its tensor map, base pointer, int32 extents and int64 strides (all but the last, which is
+    1). Each gets an arg_params entry `index | field << 16` (kDescriptorField, read by the
+    launcher in python/src/Launcher.cpp): field 1 the map, 2 the base, 3 + d extent d,
+    3 + rank + d stride d. Returns (element dtype, block shape)."""
+    _, dt, block, flags = spec.split(":")
+    block = [int(b) for b in block.split("x")]
+    rank = len(block)
+    itemsize = str_to_ty(dt).primitive_bitwidth // 8
+    arg_specs.append(_C.ArgSpec(f"{name}.map", "tensormap", 0))
+    arg_specs.append(_C.ArgSpec(f"{name}.base", "*" + dt, 16))
+    for d in range(rank):
+        arg_specs.append(_C.ArgSpec(f"{name}.shape{d}", "i32", 16 if flags[d] == "D" else 0))
+    for d in range(rank - 1):  # strides are multiples of 16 bytes (checked at launch)
+        arg_specs.append(_C.ArgSpec(f"{name}.stride{d}", "i64", max(1, 16 // itemsize)))
+    arg_params += [index | f << 16 for f in range(1, 3 + 2 * rank - 1)]
+    return str_to_ty(dt), block
+
+
+class CodeGenerator(StatementsMixin, ExpressionsMixin, CallsMixin):
+    """Builds one kernel variant. `info` is the kernel's FunctionInfo (kiln.runtime.jit)."""
+
+    def __init__(self, info, debug=False):
+        self.info = info
+        self.debug = debug  # tl.device_assert acts only in debug mode (as in Triton)
+        self.session = _C.Session()
+        self.frames = []
+        self.node = None
+        self.globals_used = {}
+        self.allow_globals = os.environ.get("KILN_ALLOW_NON_CONSTEXPR_GLOBALS") == "1"
+
+    @property
+    def frame(self):
+        return self.frames[-1]
+
+    # -----------------------------------------------------------------------------------
+    # Entry point
+    # -----------------------------------------------------------------------------------
+
+    def generate(self, specs, values):
+        """Builds the kernel for the parameter specs ("*fp32:16", "i32", "constexpr", ...)
+        and values; returns (the kernel module, a kiln._C.KernelSource held in memory,
+        indices of the parameters the kernel takes)."""
+        prev = getattr(lc._state, "gen", None)
+        lc._state.gen = self
+        try:
+            return self._generate(specs, values)
+        except CompilationError as e:
+            raise e.with_traceback(None) from None  # the user's location is in the message
+        finally:
+            lc._state.gen = prev
+
+    def _generate(self, specs, values):
+        info = self.info
+        tree = info.tree
+        scope, arg_specs, arg_params = {}, [], []
+        runtime, descs = [], []
+        from ..language import tensor_descriptor
+        for i, (name, spec, value) in enumerate(zip(info.arg_names, specs, values)):
+            if spec == "constexpr":
+                scope[name] = value if isinstance(value, (dtype, tuple)) else constexpr(value)
+            elif spec == "none":
+                scope[name] = constexpr(None)
+            elif spec.startswith("tensordesc:"):
+                descs.append((name, len(arg_specs), _descriptor_params(name, spec, i, arg_specs,
+                                                                       arg_params)))
+            elif spec.endswith(":1"):
+                scope[name] = constexpr(1)
+            else:
+                ty, _, div = spec.partition(":")
+                runtime.append((name, len(arg_specs)))
+                arg_specs.append(_C.ArgSpec(name, ty, int(div) if div else 0))
+                arg_params.append(i)
+        self._set_loc(tree, info)
+        self.node = tree
+        self.frames.append(_Frame(info, scope))
+        try:
+            self.session.begin_kernel(info.name, arg_specs)
+            for name, j in runtime:
+                scope[name] = tensor(self.session.arg(j))
+            for name, j, (dt, block) in descs:
+                rank = len(block)
+                h = [self.session.arg(j + k) for k in range(2 + 2 * rank - 1)]
+                scope[name] = tensor_descriptor(h[0], h[1], h[2:2 + rank], h[2 + rank:], dt,
+                                                block)
+            self.exec_block(tree.body)
+            self._set_loc(tree, info)
+            source = self.session.finish_kernel()
+        except _C.BuildError as e:
+            raise self._from_build_error(e) from None
+        finally:
+            self.frames.pop()
+        return source, arg_params
+
+    # -----------------------------------------------------------------------------------
+    # Locations and errors
+    # -----------------------------------------------------------------------------------
+
+    def _position(self, node, info):
+        """(line, 1-based column) of `node` in its file; binary operators point at the
+        operator."""
+        line = info.begin_line + node.lineno - 1
+        col = node.col_offset
+        left = getattr(node, "left", None)
+        if isinstance(node, (ast.BinOp, ast.Compare)) and left is not None and \
+                left.end_lineno == node.lineno:
+            text = info.src_lines[node.lineno - 1] if node.lineno - 1 < len(info.src_lines) else ""
+            i = left.end_col_offset
+            while i < len(text) and text[i] in " \t()":
+                i += 1
+            if i < len(text):
+                col = i
+        return line, col + 1 + info.col_shift
+
+    def _set_loc(self, node, info=None):
+        info = info or self.frame.info
+        line, col = self._position(node, info)
+        self.session.set_location(info.file, line, col)
+
+    def _source_line(self, file, line):
+        for f in reversed(self.frames) if self.frames else [_Frame(self.info, {})]:
+            info = f.info
+            if info.file == file and info.begin_line <= line < info.begin_line + len(info.src_lines):
+                return info.raw_lines[line - info.begin_line]
+        import linecache
+        text = linecache.getline(file, line)
+        return text or None
+
+    def error(self, message, node=None):
+        """A CompilationError at `node` (default: the node being visited)."""
+        node = node or self.node
+        info = self.frame.info if self.frames else self.info
+        line, col = self._position(node, info)
+        return CompilationError(self.info.name, info.file, line, col, message,
+                                self._source_line(info.file, line))
+
+    def unsupported(self, what, node=None):
+        return self.error(f"unsupported construct: {what} are not supported in kiln kernels",
+                          node)
+
+    def _from_build_error(self, e):
+        kernel, file, line, col, message = e.args[:5]
+        return CompilationError(self.info.name, file, line, col, message,
+                                self._source_line(file, line) if file else None)
+
+    # -----------------------------------------------------------------------------------
+    # Visiting
+    # -----------------------------------------------------------------------------------
+
+    def visit(self, node):
+        prev = self.node
+        located = hasattr(node, "lineno")
+        if located:
+            self.node = node
+            self._set_loc(node)
+        try:
+            method = getattr(self, "visit_" + type(node).__name__, None)
+            if method is None:
+                name = type(node).__name__
+                what = _UNSUPPORTED_STMT.get(name) or _UNSUPPORTED_EXPR.get(name) or \
+                    f"'{name}' syntax"
+                raise self.unsupported(what, node)
+            return method(node)
+        except CompilationError:
+            raise
+        except _C.BuildError as e:
+            raise self._from_build_error(e) from None
+        except RecursionError:
+            raise
+        except Exception as e:
+            raise self.error(str(e) or type(e).__name__) from None
+        finally:
+            self.node = prev
+            if located and prev is not None and hasattr(prev, "lineno"):
+                self._set_loc(prev)
+
+    def exec_block(self, stmts):
+        for s in stmts:
+            if self.frame.returned:
+                break
+            self.visit(s)
+
+    # -----------------------------------------------------------------------------------
+    # Names and values
+    # -----------------------------------------------------------------------------------
+
+    def lookup(self, name):
+        scope = self.frame.scope
+        if name in scope:
+            v = scope[name]
+            if isinstance(v, _Unavailable):
+                raise self.error(v.reason)
+            return v
+        g = self.frame.info.globals
+        if name in g:
+            return self._global(g, name, g[name])
+        if name in _BUILTINS:
+            return _BUILTINS[name]
+        if hasattr(builtins, name):
+            raise self.error(f"Python builtin '{name}' is not supported in kernels (kernels use "
+                             f"{', '.join(sorted(_BUILTINS))} on compile-time values)")
+        raise self.error(f"name '{name}' is not defined")
+
+    def _global(self, g, name, v):
+        from ..runtime.jit import JITFunction
+        import types
+        if isinstance(v, (constexpr, dtype)):
+            self.globals_used[(id(g), name)] = (g, name, v)
+            return v
+        if v is None or isinstance(v, (types.ModuleType, JITFunction, type)) or \
+                getattr(v, "__kiln_builtin__", False) or \
+                getattr(v, "__module__", "") .startswith("kiln.language"):
+            return v
+        if self.allow_globals and isinstance(v, (bool, int, float, str, tuple)):
+            self.globals_used[(id(g), name)] = (g, name, v)
+            return constexpr(v)
+        raise self.error(
+            f"cannot access global variable '{name}' ({type(v).__name__}) from a @kiln.jit "
+            f"function: kernels read only globals that are constexpr "
+            f"(`{name} = tl.constexpr(...)`), dtypes, modules and @kiln.jit functions "
+            f"(KILN_ALLOW_NON_CONSTEXPR_GLOBALS=1 lifts this)")
+
+    def to_tensor(self, x, weak=True):
+        """x as a tensor; Python numbers become (weak) literals."""
+        if isinstance(x, tensor):
+            return x
+        v = _unwrap(x)
+        s = self.session
+        if isinstance(v, bool):
+            h = s.bool_const(v)
+        elif isinstance(v, numbers.Integral):
+            v = int(v)
+            if -(1 << 63) <= v < (1 << 63):
+                h = s.int_const(v)
+            elif (1 << 63) <= v < (1 << 64):
+                h = s.uint_const(v)
+            else:
+                raise TypeError(f"expected an integer that fits 64 bits, found {v}")
+        elif isinstance(v, numbers.Real):
+            h = s.float_const(float(v))
+        else:
+            raise TypeError(f"expected a tensor or a number, found {_describe(x)}")
+        if not weak:
+            h = s.materialize(h)
+        return tensor(h)
+
+    def sanitize(self, v):
+        """What assigning `v` to a variable stores (Triton's rule: numbers become run-time
+        scalars; dtypes, None, strings and tuples stay what they are)."""
+        if isinstance(v, tensor):
+            return v
+        if isinstance(v, tuple):
+            return tuple(self.sanitize(e) for e in v)
+        if isinstance(v, constexpr):
+            inner = v.value
+            if isinstance(inner, (bool, numbers.Real)) and not isinstance(inner, dtype):
+                return self.to_tensor(inner, weak=False)
+            if isinstance(inner, tuple):
+                return tuple(self.sanitize(constexpr(e)) for e in inner)
+            return v
+        if v is None:
+            return constexpr(None)
+        if isinstance(v, (bool, numbers.Real)):
+            return self.to_tensor(v, weak=False)
+        return v
+
+    def binary(self, op, a, b):
+        """a <op> b: Python arithmetic on constexprs, kiln::Builder on tensors."""
+        if not isinstance(a, tensor) and not isinstance(b, tensor):
+            x, y = _unwrap(a), _unwrap(b)
+            if isinstance(x, tuple) or isinstance(y, tuple):
+                if op in ("eq", "ne", "add", "mul"):
+                    return constexpr(_PY_BINOP[op](x, y)) if not (
+                        isinstance(x, tuple) and any(isinstance(e, tensor) for e in x)) else \
+                        _PY_BINOP[op](x, y)
+            if op in ("minimum", "maximum", "minimum_nan", "maximum_nan", "cdiv"):
+                if op == "cdiv":
+                    return constexpr((x + y - 1) // y)
+                return constexpr(builtins.min(x, y) if op.startswith("min") else builtins.max(x, y))
+            try:
+                return constexpr(_PY_BINOP[op](x, y))
+            except ZeroDivisionError:
+                raise ValueError(f"division by zero in constexpr '{_BINOP_TEXT.get(op, op)}'")
+        if op == "pow":
+            raise TypeError("'**' is not supported on tensors (use multiplication, or "
+                            "tl.exp2(y * tl.log2(x)))")
+        if op == "matmul":
+            # Triton's tensor.__matmul__: tl.dot(a, b) with its defaults.
+            from ..language import dot
+            return dot(a, b)
+        for x in (a, b):
+            if isinstance(x, tuple):
+                raise TypeError(f"expected a tensor or a number for "
+                                f"'{_BINOP_TEXT.get(op, op)}', found a tuple")
+        ta, tb = self.to_tensor(a), self.to_tensor(b)
+        return tensor(self.session.binary(op, ta.handle, tb.handle))
+
+    def unary(self, op, x):
+        if not isinstance(x, tensor):
+            v = _unwrap(x)
+            if op == "neg":
+                return constexpr(-v)
+            if op == "not":
+                return constexpr(not v)
+            if op == "invert":
+                return constexpr(~v)
+            if op == "abs":
+                return constexpr(builtins.abs(v))
+            x = self.to_tensor(x)
+        return tensor(self.session.unary(op, x.handle))

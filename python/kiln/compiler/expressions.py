@@ -1,0 +1,157 @@
+"""The expressions of a kernel for the code generator (kiln.compiler.code_generator):
+constants and names, tuples, f-strings, attributes, subscripts and slices, operators,
+comparisons and boolean operators."""
+
+import ast
+import numbers
+
+from ..language.core import constexpr, dtype, tensor
+from .common import _BINOPS, _CMPOPS, _describe, _unwrap
+
+
+class ExpressionsMixin:
+    """CodeGenerator's expression visitors."""
+
+    def visit_Constant(self, node):
+        return constexpr(node.value)
+
+    def visit_Name(self, node):
+        return self.lookup(node.id)
+
+    def visit_Tuple(self, node):
+        out = []
+        for e in node.elts:
+            if isinstance(e, ast.Starred):
+                out.extend(_unwrap(self.visit(e.value)))
+            else:
+                out.append(self.visit(e))
+        return tuple(out)
+
+    visit_List = visit_Tuple
+
+    def visit_JoinedStr(self, node):
+        parts = []
+        for v in node.values:
+            if isinstance(v, ast.Constant):
+                parts.append(str(v.value))
+            else:
+                x = self.visit(v.value)
+                if isinstance(x, tensor):
+                    raise self.error("f-strings may only format compile-time values, found "
+                                     f"{x!r}", v)
+                spec = ""
+                if v.format_spec is not None:
+                    spec = _unwrap(self.visit(v.format_spec))
+                conv = {115: str, 114: repr, 97: ascii}.get(v.conversion, lambda y: y)
+                parts.append(format(conv(_unwrap(x)), spec))
+        return constexpr("".join(parts))
+
+    def visit_Attribute(self, node):
+        obj = self.visit(node.value)
+        if isinstance(obj, tensor):
+            if node.attr == "T":
+                from .. import language as tl
+                return tl.trans(obj)
+            if not hasattr(tensor, node.attr):
+                raise self.error(f"a tensor has no attribute '{node.attr}'")
+            return getattr(obj, node.attr)
+        target = _unwrap(obj)
+        try:
+            v = getattr(target, node.attr)
+        except AttributeError:
+            raise self.error(f"{_describe(obj)} has no attribute '{node.attr}'") from None
+        if isinstance(v, (bool, numbers.Real, str, tuple)) and not isinstance(v, dtype):
+            return constexpr(v)
+        return v
+
+    def visit_Subscript(self, node):
+        base = self.visit(node.value)
+        index = self.visit(node.slice)
+        if isinstance(base, tensor):
+            return self._index_tensor(base, index)
+        b = _unwrap(base)
+        i = _unwrap(index)
+        if isinstance(i, tensor):
+            raise self.error("expected a constexpr index, found a run-time tensor")
+        if isinstance(b, (tuple, list)):
+            r = b[i]
+            if isinstance(base, constexpr) and not isinstance(r, (tensor, dtype)):
+                return constexpr(r)
+            return tuple(r) if isinstance(r, list) else r
+        raise self.error(f"{_describe(base)} cannot be indexed")
+
+    def _index_tensor(self, x, index):
+        items = index if isinstance(index, tuple) else (index,)
+        rank = len(x.shape)
+        axis, kept = 0, 0
+        for it in items:
+            v = _unwrap(it)
+            if v is None:
+                x = tensor(self.session.expand_dims(x.handle, axis))
+                axis += 1
+            elif isinstance(v, slice) and v == slice(None, None, None):
+                axis += 1
+                kept += 1
+            else:
+                raise self.error(f"unsupported tensor index {_describe(it)}: kiln tensors take "
+                                 f"None and ':' (x[:, None], x[None, :])")
+        if kept > rank:
+            raise self.error(f"too many ':' indices ({kept}) for a tensor of rank {rank}")
+        return x
+
+    def visit_Slice(self, node):
+        parts = []
+        for p in (node.lower, node.upper, node.step):
+            v = self.visit(p) if p is not None else None
+            if isinstance(v, tensor):
+                raise self.error("expected constexpr slice bounds, found a run-time tensor")
+            parts.append(_unwrap(v))
+        return constexpr(slice(*parts))
+
+    def visit_BinOp(self, node):
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise self.unsupported(f"operator '{type(node.op).__name__}'")
+        return self.binary(op, self.visit(node.left), self.visit(node.right))
+
+    def visit_UnaryOp(self, node):
+        x = self.visit(node.operand)
+        if isinstance(node.op, ast.UAdd):
+            return x if isinstance(x, tensor) else constexpr(+_unwrap(x))
+        op = {ast.USub: "neg", ast.Not: "not", ast.Invert: "invert"}[type(node.op)]
+        return self.unary(op, x)
+
+    def visit_Compare(self, node):
+        if len(node.ops) != 1:
+            raise self.unsupported("chained comparisons (a < b < c); split them with "
+                                   "'&'")
+        a, b = self.visit(node.left), self.visit(node.comparators[0])
+        op = node.ops[0]
+        if isinstance(op, (ast.Is, ast.IsNot)):
+            same = _unwrap(a) is _unwrap(b)
+            return constexpr(same if isinstance(op, ast.Is) else not same)
+        if isinstance(op, (ast.In, ast.NotIn)):
+            if isinstance(a, tensor) or isinstance(b, tensor):
+                raise self.error("'in' needs compile-time values")
+            r = _unwrap(a) in _unwrap(b)
+            return constexpr(r if isinstance(op, ast.In) else not r)
+        return self.binary(_CMPOPS[type(op)], a, b)
+
+    def visit_BoolOp(self, node):
+        is_and = isinstance(node.op, ast.And)
+        cur = self.visit(node.values[0])
+        for expr in node.values[1:]:
+            if not isinstance(cur, tensor):
+                v = _unwrap(cur)
+                if (is_and and not v) or (not is_and and v):
+                    return cur  # Python short-circuit on a constexpr
+                cur = self.visit(expr)
+                continue
+            rhs = self.visit(expr)
+            cur = tensor(self.session.binary("logical_and" if is_and else "logical_or",
+                                             cur.handle, self.to_tensor(rhs).handle))
+        return cur
+
+    def visit_Starred(self, node):
+        raise self.unsupported("starred expressions outside calls and tuples")
+

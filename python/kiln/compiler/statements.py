@@ -1,0 +1,465 @@
+"""The statements of a kernel for the code generator (kiln.compiler.code_generator):
+assignments, assert, return, and run-time control flow (if, for, while) with the variables
+they carry."""
+
+import ast
+import builtins
+import numbers
+
+from ..language.core import constexpr, dtype, tensor
+from .common import _BINOPS, _Unavailable, _describe, _unwrap
+
+def assigned_names(stmts):
+    """Names a list of statements assigns (not looking into nested scopes)."""
+    out = set()
+
+    def targets(t):
+        if isinstance(t, ast.Name):
+            out.add(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for e in t.elts:
+                targets(e)
+        elif isinstance(t, ast.Starred):
+            targets(t.value)
+
+    class V(ast.NodeVisitor):
+        def visit_Assign(self, n):
+            for t in n.targets:
+                targets(t)
+
+        def visit_AugAssign(self, n):
+            targets(n.target)
+
+        def visit_AnnAssign(self, n):
+            targets(n.target)
+
+        def visit_For(self, n):
+            targets(n.target)
+            for s in n.body + n.orelse:
+                self.visit(s)
+
+        def visit_FunctionDef(self, n):
+            pass
+
+        visit_Lambda = visit_ClassDef = visit_AsyncFunctionDef = visit_FunctionDef
+
+    v = V()
+    for s in stmts:
+        v.visit(s)
+    return out
+
+
+def _contains(stmts, kinds):
+    for s in stmts:
+        for n in ast.walk(s):
+            if isinstance(n, kinds):
+                return n
+    return None
+
+
+class StatementsMixin:
+    """CodeGenerator's statement visitors."""
+
+    def visit_Expr(self, node):
+        self.visit(node.value)
+
+    def visit_Pass(self, node):
+        pass
+
+    def visit_Assert(self, node):
+        # Triton: `assert cond, msg` in a kernel is tl.device_assert(cond, msg).
+        from .. import language as tl
+        cond = self.visit(node.test)
+        msg = self.visit(node.msg) if node.msg is not None else ""
+        tl.device_assert(cond, msg)
+
+    def visit_Assign(self, node):
+        value = self.visit(node.value)
+        for t in node.targets:
+            self.assign(t, value)
+
+    def assign(self, target, value):
+        if isinstance(target, ast.Name):
+            self.frame.scope[target.id] = self.sanitize(value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            v = _unwrap(value)
+            if not isinstance(v, (tuple, list)):
+                raise self.error(f"cannot unpack {_describe(value)} into "
+                                 f"{len(target.elts)} names: expected a tuple", target)
+            if len(v) != len(target.elts):
+                raise self.error(f"cannot unpack a tuple of {len(v)} into "
+                                 f"{len(target.elts)} names", target)
+            for t, e in zip(target.elts, v):
+                self.assign(t, e if isinstance(value, tuple) else constexpr(e))
+        elif isinstance(target, ast.Subscript):
+            raise self.unsupported("assignments to subscripts (tensors are immutable values)",
+                                   target)
+        elif isinstance(target, ast.Attribute):
+            raise self.unsupported("assignments to attributes", target)
+        else:
+            raise self.unsupported(f"assignments to '{type(target).__name__}'", target)
+
+    def visit_AnnAssign(self, node):
+        annotation = self.visit(node.annotation)
+        if node.value is None:
+            raise self.unsupported("annotations without a value")
+        if annotation is constexpr or annotation == "constexpr" or \
+                annotation == "tl.constexpr":
+            if not isinstance(node.target, ast.Name):
+                raise self.unsupported("constexpr annotations on non-names")
+            name = node.target.id
+            value = self.visit(node.value)
+            if isinstance(value, tensor):
+                raise self.error(f"expected a compile-time value for '{name}: tl.constexpr', "
+                                 f"found a run-time {value!r}")
+            if name in self.frame.scope:
+                raise self.error(f"'{name}' is already defined; a constexpr cannot be "
+                                 f"reassigned")
+            self.frame.scope[name] = value if isinstance(value, (dtype, tuple)) else \
+                constexpr(value)
+            return
+        self.assign(node.target, self.visit(node.value))
+
+    def visit_AugAssign(self, node):
+        if not isinstance(node.target, ast.Name):
+            raise self.unsupported("augmented assignments to subscripts or attributes")
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise self.unsupported(f"operator '{type(node.op).__name__}'")
+        cur = self.lookup(node.target.id)
+        value = self.visit(node.value)
+        self.frame.scope[node.target.id] = self.sanitize(self.binary(op, cur, value))
+
+    def visit_Return(self, node):
+        if self.frame.region_depth:
+            raise self.error("'return' inside a run-time if/for/while is not supported "
+                             "(return at the end of the function, or in an `if` on a "
+                             "constexpr)")
+        value = self.visit(node.value) if node.value is not None else None
+        if len(self.frames) == 1 and _unwrap(value) is not None:
+            raise self.error(f"a kernel cannot return a value, found {_describe(value)}")
+        self.frame.returned = True
+        self.frame.return_value = value
+
+    def visit_Break(self, node):
+        raise self.unsupported("'break' statements (loops run to their bound; use a while "
+                               "loop with a condition)")
+
+    def visit_Continue(self, node):
+        raise self.unsupported("'continue' statements (use an if around the rest of the body)")
+
+    # --- if ----------------------------------------------------------------------------
+
+    def visit_If(self, node):
+        cond = self.visit(node.test)
+        if isinstance(cond, tensor):
+            self._runtime_if(node, cond)
+            return
+        v = _unwrap(cond)
+        if type(v) not in (bool, int, type(None)):
+            raise self.error(f"expected a run-time scalar or a constexpr bool/int/None as the "
+                             f"if condition, found {_describe(cond)}", node.test)
+        self.exec_block(node.body if v else node.orelse)
+
+    def _carried(self, names, liveins, what):
+        """The names among `names` that flow through a run-time region: tensors (or
+        tuples of tensors) defined before it. Constexprs may not be reassigned there."""
+        out = []
+        for n in sorted(names):
+            if n not in liveins or isinstance(liveins[n], _Unavailable):
+                continue
+            v = liveins[n]
+            if isinstance(v, tensor) or (isinstance(v, tuple) and _all_tensors(v)):
+                out.append(n)
+            elif not callable(v) or isinstance(v, constexpr):
+                raise self.error(f"cannot reassign '{n}' ({_describe(v)}) inside {what}: "
+                                 f"constexprs are fixed at compile time")
+        return out
+
+    def _flatten(self, value, name, out):
+        if isinstance(value, tensor):
+            out.append(value.handle)
+            return "t"
+        if isinstance(value, tuple):
+            return tuple(self._flatten(v, name, out) for v in value)
+        if isinstance(value, constexpr) and isinstance(value.value, (bool, numbers.Real)):
+            out.append(self.to_tensor(value.value, weak=False).handle)
+            return "t"
+        raise self.error(f"'{name}' holds {_describe(value)} here; only tensors (and tuples "
+                         f"of tensors) can flow through run-time control flow")
+
+    @staticmethod
+    def _unflatten(struct, handles, pos=0):
+        if struct == "t":
+            return tensor(handles[pos]), pos + 1
+        vals = []
+        for s in struct:
+            v, pos = StatementsMixin._unflatten(s, handles, pos)
+            vals.append(v)
+        return tuple(vals), pos
+
+    def _yield(self, scope, names, structs, what):
+        handles = []
+        for i, n in enumerate(names):
+            if n not in scope or isinstance(scope[n], _Unavailable):
+                raise self.error(f"'{n}' is assigned in only one branch of this if at run "
+                                 f"time; define it before the if or in both branches")
+            s = self._flatten(scope[n], n, handles)
+            if structs[i] is None:
+                structs[i] = s
+            elif structs[i] != s:
+                raise self.error(f"'{n}' changes structure {what}: {structs[i]} vs {s}")
+        return handles
+
+    def _runtime_if(self, node, cond):
+        ret = _contains(node.body + node.orelse, ast.Return)
+        if ret is not None:
+            raise self.error("'return' inside an if on a run-time condition is not supported",
+                             ret)
+        frame = self.frame
+        liveins = dict(frame.scope)
+        then_names, else_names = assigned_names(node.body), assigned_names(node.orelse)
+        carried = self._carried(then_names | else_names, liveins, "an if on a run-time value")
+        new = sorted(n for n in then_names & else_names
+                     if n not in liveins or isinstance(liveins[n], _Unavailable))
+        names = carried + new
+        structs = [None] * len(names)
+        flat_names = []
+
+        def then_fn():
+            frame.scope = dict(liveins)
+            frame.region_depth += 1
+            try:
+                self.exec_block(node.body)
+            finally:
+                frame.region_depth -= 1
+            hs = self._yield(frame.scope, names, structs, "between the branches of the if")
+            return hs
+
+        def else_fn():
+            frame.scope = dict(liveins)
+            frame.region_depth += 1
+            try:
+                self.exec_block(node.orelse)
+            finally:
+                frame.region_depth -= 1
+            return self._yield(frame.scope, names, structs, "between the branches of the if")
+
+        # Non-tensor values assigned in both branches must agree (Python values are static).
+        for n in names:
+            flat_names.append(n)
+        use_else = bool(node.orelse) or bool(names)
+        try:
+            results = self.session.if_then_else(cond.handle, then_fn,
+                                                else_fn if use_else else None, flat_names)
+        finally:
+            frame.scope = liveins
+            self.node = node
+            self._set_loc(node)
+        pos = 0
+        for i, n in enumerate(names):
+            frame.scope[n], pos = self._unflatten(structs[i], results, pos)
+        for n in (then_names | else_names) - set(names):
+            if n not in liveins:
+                frame.scope[n] = _Unavailable(
+                    f"'{n}' is defined in only one branch of the if at line "
+                    f"{frame.info.begin_line + node.lineno - 1}; define it before the if or "
+                    f"in both branches")
+
+    def visit_IfExp(self, node):
+        cond = self.visit(node.test)
+        if not isinstance(cond, tensor):
+            v = _unwrap(cond)
+            if type(v) not in (bool, int, type(None)):
+                raise self.error(f"expected a run-time scalar or a constexpr bool/int/None as "
+                                 f"the condition, found {_describe(cond)}", node.test)
+            return self.visit(node.body if v else node.orelse)
+        frame = self.frame
+
+        def branch(expr):
+            def fn():
+                frame.region_depth += 1
+                try:
+                    return [self.to_tensor(self.visit(expr)).handle]
+                finally:
+                    frame.region_depth -= 1
+            return fn
+        (h,) = self.session.if_then_else(cond.handle, branch(node.body), branch(node.orelse),
+                                         ["<conditional expression>"])
+        return tensor(h)
+
+    # --- loops -------------------------------------------------------------------------
+
+    def visit_For(self, node):
+        if node.orelse:
+            raise self.unsupported("'else' clauses on loops")
+        if not isinstance(node.target, ast.Name):
+            raise self.unsupported("for-loop targets other than a single name", node.target)
+        it = node.iter
+        if not isinstance(it, ast.Call):
+            raise self.error("expected range(...), tl.range(...) or tl.static_range(...) as "
+                             "the loop iterator", it)
+        fn = self.visit(it.func)
+        args = [self.visit(a) for a in it.args]
+        kwargs = {k.arg: self.visit(k.value) for k in it.keywords}
+        from ..language import static_range, range as tl_range
+        if fn is static_range:
+            r = static_range(*args, **kwargs)
+            for i in builtins.range(r.start.value, r.end.value, r.step.value):
+                self.frame.scope[node.target.id] = constexpr(i)
+                self.exec_block(node.body)
+                if self.frame.returned:
+                    break
+            return
+        if fn is builtins.range:
+            if kwargs:
+                raise self.error("range() takes no keyword arguments", it)
+            if not 1 <= len(args) <= 3:
+                raise self.error(f"range expected 1 to 3 arguments, got {len(args)}", it)
+            flatten = False
+            lb, ub, step = (constexpr(0), args[0], constexpr(1)) if len(args) == 1 else \
+                (args[0], args[1], args[2] if len(args) == 3 else constexpr(1))
+        elif fn is tl_range:
+            r = tl_range(*args, **kwargs)
+            lb, ub, step = r.start, r.end, r.step
+            flatten = r.flatten
+        else:
+            raise self.error(f"expected range(...), tl.range(...) or tl.static_range(...) as "
+                             f"the loop iterator, found {_describe(fn)}", it)
+        self._runtime_for(node, lb, ub, step, flatten)
+
+    def _run_loop_body(self, frame, body, names, structs):
+        """Runs a run-time loop body one region deeper and returns its loop-carried values,
+        flattened in the order of `names`; a value whose structure changed is an error."""
+        frame.region_depth += 1
+        try:
+            self.exec_block(body)
+        finally:
+            frame.region_depth -= 1
+        out = []
+        for i, n in enumerate(names):
+            if self._flatten(frame.scope[n], n, out) != structs[i]:
+                raise self.error(f"loop-carried '{n}' changes structure in the loop")
+        return out
+
+    def _runtime_for(self, node, lb, ub, step, flatten=False):
+        frame = self.frame
+        target = node.target.id
+        negative = isinstance(step, constexpr) and isinstance(step.value, int) and step.value < 0
+        if isinstance(step, constexpr) and step.value == 0:
+            raise self.error("expected a non-zero loop step, found 0", node.iter)
+        if negative:
+            # for i in range(lb, ub, -s): t in [0, cdiv(lb - ub, s)), i = lb - t * s.
+            mag = constexpr(-step.value)
+            start = self.to_tensor(lb, weak=False)
+            trips = self.binary("cdiv", self.binary("sub", lb, ub), mag)
+            lbt, ubt, stept = self.to_tensor(0, False), self.to_tensor(trips, False), \
+                self.to_tensor(1, False)
+        else:
+            lbt, ubt, stept = (self.to_tensor(x, weak=False) for x in (lb, ub, step))
+        ret = _contains(node.body, ast.Return)
+        if ret is not None:
+            raise self.error("'return' inside a run-time for loop is not supported", ret)
+        liveins = dict(frame.scope)
+        assigned = assigned_names(node.body) - {target}
+        names = self._carried(assigned, liveins, "a run-time loop")
+        structs, inits = [], []
+        for n in names:
+            structs.append(self._flatten(liveins[n], n, inits))
+
+        def body(iv, iters):
+            frame.scope = dict(liveins)
+            pos = 0
+            for i, n in enumerate(names):
+                frame.scope[n], pos = self._unflatten(structs[i], iters, pos)
+            ivt = tensor(iv)
+            if negative:
+                ivt = self.binary("sub", start, self.binary("mul", ivt, mag))
+            frame.scope[target] = ivt
+            return self._run_loop_body(frame, node.body, names, structs)
+
+        try:
+            results = self.session.for_loop(lbt.handle, ubt.handle, stept.handle, inits, body,
+                                            _flat_names(names, structs), flatten)
+        finally:
+            frame.scope = liveins
+            self.node = node
+            self._set_loc(node)
+        self._rebind(names, structs, results, assigned, liveins, node, "loop")
+        frame.scope[target] = _Unavailable(
+            f"loop variable '{target}' is not available after its run-time loop (line "
+            f"{frame.info.begin_line + node.lineno - 1})")
+
+    def _rebind(self, names, structs, results, assigned, liveins, node, what):
+        frame = self.frame
+        pos = 0
+        for i, n in enumerate(names):
+            frame.scope[n], pos = self._unflatten(structs[i], results, pos)
+        for n in assigned - set(names):
+            if n not in liveins or isinstance(liveins[n], _Unavailable):
+                frame.scope[n] = _Unavailable(
+                    f"'{n}' is defined inside the {what} at line "
+                    f"{frame.info.begin_line + node.lineno - 1} and is not available after "
+                    f"it; define it before the {what} to carry it")
+
+    def visit_While(self, node):
+        if node.orelse:
+            raise self.unsupported("'else' clauses on loops")
+        ret = _contains(node.body, ast.Return)
+        if ret is not None:
+            raise self.error("'return' inside a run-time while loop is not supported", ret)
+        frame = self.frame
+        liveins = dict(frame.scope)
+        assigned = assigned_names(node.body)
+        names = self._carried(assigned, liveins, "a run-time loop")
+        structs, inits = [], []
+        for n in names:
+            structs.append(self._flatten(liveins[n], n, inits))
+
+        def bind(args):
+            frame.scope = dict(liveins)
+            pos = 0
+            for i, n in enumerate(names):
+                frame.scope[n], pos = self._unflatten(structs[i], args, pos)
+
+        def cond_fn(args):
+            bind(args)
+            c = self.visit(node.test)
+            if not isinstance(c, tensor):
+                v = _unwrap(c)
+                if type(v) not in (bool, int):
+                    raise self.error(f"expected a run-time scalar condition for while, found "
+                                     f"{_describe(c)}", node.test)
+                c = self.to_tensor(bool(v), weak=False)
+            return c.handle
+
+        def body_fn(args):
+            bind(args)
+            return self._run_loop_body(frame, node.body, names, structs)
+
+        try:
+            results = self.session.while_loop(inits, cond_fn, body_fn,
+                                              _flat_names(names, structs))
+        finally:
+            frame.scope = liveins
+            self.node = node
+            self._set_loc(node)
+        self._rebind(names, structs, results, assigned, liveins, node, "loop")
+
+
+def _all_tensors(t):
+    return all(isinstance(e, tensor) or (isinstance(e, tuple) and _all_tensors(e)) for e in t)
+
+
+def _flat_names(names, structs):
+    out = []
+
+    def walk(prefix, s):
+        if s == "t":
+            out.append(prefix)
+        else:
+            for i, x in enumerate(s):
+                walk(f"{prefix}[{i}]", x)
+    for n, s in zip(names, structs):
+        walk(n, s)
+    return out
