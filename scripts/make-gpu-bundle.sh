@@ -21,6 +21,8 @@ cp include/kiln/Python/Session.h "$stage/include/kiln/Python/"
 cp include/kiln/lang/*.h "$stage/include/kiln/lang/"
 cp include/kiln/Runtime.h include/kiln/kiln_c.h include/kiln/Compile.h include/kiln/CompileError.h \
   include/kiln/DType.h include/kiln/Specialization.h include/kiln/kiln.h "$stage/include/kiln/"
+mkdir -p "$stage/include/kiln/Target/NVIDIA"
+cp include/kiln/Target/NVIDIA/TensorMap.h "$stage/include/kiln/Target/NVIDIA/"
 tar -cJf .carry/kiln-gpu.tar.xz -C "$stage" .
 rm -rf "$stage"
 ls -la .carry/kiln-gpu.tar.xz

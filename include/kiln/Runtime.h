@@ -10,6 +10,7 @@
 #define KILN_RUNTIME_H
 
 #include "kiln/Compile.h"
+#include "kiln/Target/NVIDIA/TensorMap.h"
 #include "kiln/DType.h"
 #include "kiln/kiln_c.h"
 
@@ -150,27 +151,13 @@ struct KILN_EXPORT Arg {
   static Arg f64(double v);
 };
 
-/// Size and alignment of a CUtensorMap.
-constexpr unsigned kTensorMapBytes = 128, kTensorMapAlign = 64;
+/// The tensor-map geometry the compiler and the host encoding share (TMA boxes, map size):
+/// kiln/Target/NVIDIA/TensorMap.h.
+using nvidia::getTensorMapBox;
+using nvidia::kTensorMapAlign;
+using nvidia::kTensorMapBytes;
+using nvidia::TensorMapBox;
 
-/// How the tensor memory accelerator copies one 2-D block of a tensor descriptor into shared
-/// memory in the layout wgmma reads (the compiler and the host encoding agree through this):
-/// `copies` boxes of `dims` (innermost first: a strip of `swizzleBytes` = 32, 64 or 128 bytes
-/// per row, by `dims[1]` rows), swizzled in that mode.
-struct TensorMapBox {
-  unsigned rank = 0;
-  uint32_t dims[5] = {};
-  unsigned swizzleBytes = 0;
-  unsigned copies = 0;
-};
-/// The box of a block (outermost dimension first) of `elemBytes` elements, or nullopt when
-/// TMA does not copy it: not 2-D, a row narrower than 32 bytes, or `boxRows` not a power of
-/// two dividing the block's rows.
-/// `boxRows` (0: as many as the block has, at most 256) is the outer extent of a box, which
-/// the compiler chooses per kernel parameter (Kernel::getTensorMapBoxRows).
-KILN_EXPORT std::optional<TensorMapBox> getTensorMapBox(const std::vector<int64_t> &block,
-                                                        unsigned elemBytes,
-                                                        unsigned boxRows = 0);
 /// Encodes into `out` (kTensorMapBytes, kTensorMapAlign-aligned) the tensor map of a row-major
 /// tensor of `shape` at device address `base`, `strides` in elements for every dimension but
 /// the last, copied in `box` (elements out of bounds read as zero). Throws Error when the

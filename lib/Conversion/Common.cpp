@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Conversion/Common.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -108,4 +110,17 @@ SmallVector<Value> kiln::applyCombineRegion(OpBuilder &b, Region &region, ArrayR
   for (Value v : block.getTerminator()->getOperands())
     out.push_back(map.lookupOrDefault(v));
   return out;
+}
+
+LogicalResult kiln::checkGPUSupport(ModuleOp module) {
+  bool ok = succeeded(checkKernels(module));
+  module.walk([&](Operation *op) {
+    if (auto cst = dyn_cast<arith::ConstantOp>(op))
+      if (isa<DenseElementsAttr>(cst.getValue()) && !isa<SplatElementsAttr>(cst.getValue())) {
+        op->emitError() << "non-splat tile constants are not supported on the GPU path yet";
+        ok = false;
+        return;
+      }
+  });
+  return success(ok);
 }

@@ -462,29 +462,6 @@ void PreparedLaunch::set(unsigned index, Arg arg) {
                                                  : static_cast<void *>(&storage[index]);
 }
 
-std::optional<TensorMapBox> kiln::rt::getTensorMapBox(const std::vector<int64_t> &block,
-                                                      unsigned elemBytes, unsigned boxRows) {
-  // 2-D blocks (the operands of dots) only.
-  if (block.size() != 2 || !elemBytes)
-    return std::nullopt;
-  TensorMapBox box;
-  box.rank = 2;
-  int64_t rows = block[0], inner = block[1], innerBytes = inner * elemBytes;
-  // Shared memory in wgmma's canonical layout: the block in column strips of S bytes (the
-  // swizzle), a strip narrower than 32 bytes is not swizzled. A box is `boxRows` rows of one
-  // strip (the compiler copies dot operands in whole blocks, up to the TMA's 256 rows).
-  box.swizzleBytes = unsigned(std::min<int64_t>(128, innerBytes));
-  if (box.swizzleBytes < 32)
-    return std::nullopt;
-  int64_t r = boxRows ? int64_t(boxRows) : std::min<int64_t>(256, rows);
-  if (r > 256 || r > rows || rows % r || (r & (r - 1)))
-    return std::nullopt;
-  box.dims[0] = uint32_t(box.swizzleBytes / elemBytes);
-  box.dims[1] = uint32_t(r);
-  box.copies = unsigned((inner / box.dims[0]) * (rows / box.dims[1]));
-  return box;
-}
-
 void kiln::rt::encodeTensorMap(void *out, const TensorMapBox &box, ArgKind elemKind,
                                uint64_t base, const std::vector<int64_t> &shape,
                                const std::vector<int64_t> &strides) {

@@ -9,7 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Analysis/AxisInfo.h"
-#include "kiln/Conversion/KilnToLLVM.h"
+#include "kiln/Conversion/Common.h"
+#include "kiln/Dialect/KilnGPU/IR/DotLayouts.h"
 #include "kiln/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -330,9 +331,9 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
   // Accumulators of dots on tensor cores take the mma fragment layout.
   DenseMap<Value, Attribute> mmaLayoutOf; // group root -> layout
   func.walk([&](DotOp dot) {
-    if (!usesMmaLayout(dot))
+    if (!takesMmaAccumulatorLayout(dot))
       return;
-    if (wgmma && usesWgmma(dot))
+    if (wgmma && fitsWgmma(dot))
       if (auto layout =
               getWgmmaAccumulatorLayout(&getContext(), dot.getType().getShape(), numWarps)) {
         mmaLayoutOf.try_emplace(groups.find(dot.getResult()), layout);

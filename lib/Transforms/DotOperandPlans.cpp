@@ -8,8 +8,8 @@
 
 #include "DotOperandPlans.h"
 #include "LoopSlices.h"
-#include "kiln/Conversion/KilnToLLVM.h"
-#include "kiln/Runtime.h"
+#include "kiln/Dialect/KilnGPU/IR/DotLayouts.h"
+#include "kiln/Target/NVIDIA/TensorMap.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
@@ -43,14 +43,14 @@ bool collectInvariantChain(Value v, scf::ForOp loop, llvm::SetVector<Operation *
 }
 
 /// A descriptor load the TMA can copy into a ring: one use (the dot), 16-bit floats, a 2-D
-/// block TMA boxes cover (rt::getTensorMapBox), offsets computable for any iteration from the
+/// block TMA boxes cover (nvidia::getTensorMapBox), offsets computable for any iteration from the
 /// induction variable and loop invariants.
 FailureOr<CopyPlan> planTmaCopy(DescriptorLoadOp desc, Value operand, scf::ForOp loop) {
   RankedTensorType type = desc.getType();
   Type elem = type.getElementType();
   if (desc->getBlock() != loop.getBody() || !operand.hasOneUse() || type.getRank() != 2 ||
       (!elem.isF16() && !elem.isBF16()) ||
-      !rt::getTensorMapBox(std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+      !nvidia::getTensorMapBox(std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
                            elem.getIntOrFloatBitWidth() / 8))
     return failure();
   FailureOr<SmallVector<Operation *>> slice = getAddressSlice(desc, loop);
@@ -191,7 +191,7 @@ FailureOr<DotPlan> planDot(DotOp dot, scf::ForOp loop, unsigned numWarps, bool w
   Type in = aTy.getElementType();
   bool eightBit = in.getIntOrFloatBitWidth() == 8;
   if (in != bTy.getElementType() ||
-      !wgmmaTypes(in, cTy.getElementType(), aTy.getDimSize(1)) ||
+      !wgmmaSupports(in, cTy.getElementType(), aTy.getDimSize(1)) ||
       (wgmma ? !getWgmmaAccumulatorLayout(ctx, cTy.getShape(), numWarps)
              : isFp8Type(in) || !getMmaAccumulatorLayout(ctx, cTy.getShape(), numWarps)))
     return failure();

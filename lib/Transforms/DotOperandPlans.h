@@ -65,7 +65,7 @@ struct DotPlan {
 bool collectInvariantChain(Value v, scf::ForOp loop, llvm::SetVector<Operation *> &ops);
 
 /// A descriptor load the TMA can copy into a ring: one use (the dot), 16-bit floats, a 2-D
-/// block TMA boxes cover (rt::getTensorMapBox), offsets computable for any iteration from the
+/// block TMA boxes cover (nvidia::getTensorMapBox), offsets computable for any iteration from the
 /// induction variable and loop invariants.
 FailureOr<CopyPlan> planTmaCopy(DescriptorLoadOp desc, Value operand, scf::ForOp loop);
 

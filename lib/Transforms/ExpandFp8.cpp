@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Conversion/KilnToLLVM.h"
+#include "kiln/Dialect/KilnGPU/IR/DotLayouts.h"
 #include "kiln/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -157,7 +157,7 @@ struct KilnExpandFp8Pass final : kiln::impl::KilnExpandFp8Base<KilnExpandFp8Pass
     module.walk([&](DotOp dot) {
       if (!isFp8Type(dot.getA().getType()))
         return;
-      if (wgmma && usesWgmma(dot) &&
+      if (wgmma && fitsWgmma(dot) &&
           getWgmmaAccumulatorLayout(ctx, dot.getType().getShape(), numWarps))
         return;
       b.setInsertionPoint(dot);

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LoopSlices.h"
-#include "kiln/Conversion/KilnToLLVM.h"
+#include "kiln/Dialect/KilnGPU/IR/DotLayouts.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"

@@ -18,7 +18,7 @@
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "kiln/Dialect/KilnGPU/IR/Dialect.h"
 #include "kiln/Passes.h"
-#include "kiln/Runtime.h"
+#include "kiln/Target/NVIDIA/TensorMap.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
@@ -92,7 +92,7 @@ LogicalResult storeThroughTma(OpBuilder &b, DescriptorStoreOp store) {
       (!elem.isF16() && !elem.isBF16()))
     return failure();
   int32_t rows = int32_t(std::min<int64_t>(256, type.getDimSize(0)));
-  if (!rt::getTensorMapBox({type.getDimSize(0), type.getDimSize(1)}, 2, unsigned(rows)))
+  if (!nvidia::getTensorMapBox({type.getDimSize(0), type.getDimSize(1)}, 2, unsigned(rows)))
     return failure();
   MLIRContext *ctx = b.getContext();
   // A slot laid out as a ring of B (K x N, contiguous along N): the boxes' layout.

@@ -66,9 +66,9 @@
 
 #include "DotOperandPlans.h"
 #include "LoopSlices.h"
-#include "kiln/Conversion/KilnToLLVM.h"
+#include "kiln/Dialect/KilnGPU/IR/DotLayouts.h"
 #include "kiln/Passes.h"
-#include "kiln/Runtime.h"
+#include "kiln/Target/NVIDIA/TensorMap.h"
 
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"

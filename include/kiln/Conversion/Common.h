@@ -19,6 +19,9 @@ namespace kiln {
 /// returning values, tile arguments, invalid kiln.divisibility hints, tiles whose shape is not
 /// static powers of two, and calls. Fails if there is any.
 mlir::LogicalResult checkKernels(mlir::ModuleOp module);
+/// Reports, at their source locations, the ops the GPU path cannot lower yet and kernel
+/// arguments that are tiles; fails if there is any.
+mlir::LogicalResult checkGPUSupport(mlir::ModuleOp module);
 
 /// Row-major strides of `shape`.
 llvm::SmallVector<int64_t> getRowMajorStrides(llvm::ArrayRef<int64_t> shape);

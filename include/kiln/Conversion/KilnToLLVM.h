@@ -11,6 +11,7 @@
 #include "kiln/Analysis/AxisInfo.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "kiln/Dialect/KilnGPU/IR/Dialect.h"
+#include "kiln/Dialect/KilnGPU/IR/DotLayouts.h"
 #include "kiln/Target/TargetInfo.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -72,9 +73,6 @@ llvm::SmallVector<llvm::SmallVector<mlir::Value, 4>>
 emitElementCoordinates(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
                        const TargetInfo &target);
 
-/// Reports, at their source locations, the ops the GPU path cannot lower yet and kernel
-/// arguments that are tiles; fails if there is any.
-mlir::LogicalResult checkGPUSupport(mlir::ModuleOp module);
 
 /// Per-element lowering of arith and math on tiles (one computation per run the axis analysis
 /// proves constant), and tile constants.
@@ -85,27 +83,6 @@ void populateElementwiseOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
 /// program_id, num_programs, make_range, splat, broadcast, expand_dims.
 void populateTileOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                   mlir::RewritePatternSet &patterns, const TargetInfo &target);
-/// The accumulator layout of a dot on tensor cores for a tile of `shape` and `numWarps`: the
-/// mma.sync C fragment pattern (sizePerThread [1, 2], threadsPerWarp [8, 4]), warps along M
-/// first; null when the tile is too small for the warps (the dot then runs on CUDA cores).
-gpu::BlockedEncodingAttr getMmaAccumulatorLayout(mlir::MLIRContext *ctx,
-                                                 llvm::ArrayRef<int64_t> shape,
-                                                 unsigned numWarps);
-/// True when `op` runs on tensor cores given the accumulator layout (f16/bf16 -> f32, and
-/// f32 -> f32 as tf32).
-bool usesMmaLayout(DotOp op);
-/// The accumulator layout of a dot on Hopper's warpgroup tensor cores (wgmma): the mma
-/// C-fragment lane pattern with all `numWarps` warps along M; null unless the warps form whole
-/// warpgroups and M is a multiple of 16 rows per warp.
-gpu::BlockedEncodingAttr getWgmmaAccumulatorLayout(mlir::MLIRContext *ctx,
-                                                   llvm::ArrayRef<int64_t> shape,
-                                                   unsigned numWarps);
-/// True when `op`'s types and sizes suit wgmma (f16/bf16 -> f32, K a multiple of 16, operands
-/// within static shared memory); the layout and the target decide the rest.
-bool usesWgmma(DotOp op);
-/// Attribute of a kiln.dot (set by -kiln-assign-layouts): its A operand is defined outside the
-/// loop the dot is in, so the wgmma lowering stores A to shared memory once, not per iteration.
-inline constexpr llvm::StringLiteral kInvariantAAttr = "kiln_gpu.invariant_a";
 /// dot with wgmma.mma_async on sm_90a (operands staged in swizzled shared memory).
 void populateWgmmaDotToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                     mlir::RewritePatternSet &patterns, const TargetInfo &target);
@@ -136,16 +113,6 @@ void populateDivOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
 /// rows of a fragment load start in different banks.
 inline int64_t getDotSharedStride(int64_t K, int64_t elemBytes) {
   return K + std::max<int64_t>(8, 16 / elemBytes);
-}
-/// Whether a dot lowers to wgmma (f16/bf16 -> f32 or int8 -> int32 in the warpgroup layout
-/// on sm_90a).
-bool wgmmaApplies(DotOp op);
-/// Whether wgmma multiplies A x B of element type `in` (both) into `acc`, K elements deep:
-/// f16/bf16 -> f32 in k16 steps, fp8 (e4m3, e5m2) -> f32 and int8 -> int32 in k32 steps.
-bool wgmmaTypes(mlir::Type in, mlir::Type acc, int64_t K);
-/// f8E4M3FN or f8E5M2 (Triton's fp8e4nv and fp8e5), as a scalar or a tile's element type.
-inline bool isFp8Type(mlir::Type t) {
-  return mlir::isa<mlir::Float8E4M3FNType, mlir::Float8E5M2Type>(mlir::getElementTypeOrSelf(t));
 }
 
 /// Byte sizes of the shared-memory scratch parts `op` uses while it runs, written before and
@@ -190,16 +157,6 @@ void populateAtomicOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
 /// (may be null): the per-thread block, the pointers' contiguity and alignment (at most 128
 /// bits) and the mask's constancy along the layout's fastest dimension.
 unsigned getAccessVectorWidth(mlir::Value ptr, mlir::Value mask, const AxisInfoAnalysis &axis);
-/// Module attribute: bytes of dynamic shared memory the kernel needs at launch (set by
-/// -kiln-convert-to-llvm when shared rings exist).
-inline constexpr llvm::StringLiteral kDynamicSharedAttr = "kiln_gpu.dynamic_shared";
-/// Module attribute (i32 array, one per kernel argument): the rows of the TMA boxes copied
-/// through a tensor map argument, 0 for the others (-kiln-pipeline-dot-operands).
-inline constexpr llvm::StringLiteral kTmaBoxRowsAttr = "kiln_gpu.tma_box_rows";
-/// Attribute of a kiln_gpu.local_alloc: its byte offset in the dynamic shared memory.
-inline constexpr llvm::StringLiteral kSharedOffsetAttr = "kiln_gpu.offset";
-/// Byte size of one slot of a shared ring (slots are 1024-byte aligned for the swizzle).
-int64_t getSharedSlotBytes(gpu::SharedBufferType type);
 /// The shared address (i32) of slot `slot` of a ring whose converted value is `ring`.
 mlir::Value emitSlotAddress(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ring,
                             mlir::Value slot, gpu::SharedBufferType type);

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Runtime.h"
+#include "kiln/Target/NVIDIA/TensorMap.h"
 #include "kiln/Conversion/Common.h"
 #include "kiln/Conversion/KilnToLLVM.h"
 #include "kiln/Passes.h"
@@ -36,19 +36,6 @@ using namespace kiln;
 namespace kgpu = kiln::gpu;
 
 /// The module attribute that caps the registers per thread of its kernels.
-
-LogicalResult kiln::checkGPUSupport(ModuleOp module) {
-  bool ok = succeeded(checkKernels(module));
-  module.walk([&](Operation *op) {
-    if (auto cst = dyn_cast<arith::ConstantOp>(op))
-      if (isa<DenseElementsAttr>(cst.getValue()) && !isa<SplatElementsAttr>(cst.getValue())) {
-        op->emitError() << "non-splat tile constants are not supported on the GPU path yet";
-        ok = false;
-        return;
-      }
-  });
-  return success(ok);
-}
 
 namespace {
 
@@ -179,9 +166,9 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
         if (isa<TensorMapType>(func.getArgument(i).getType())) {
           func.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
                           TypeAttr::get(LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8),
-                                                                 rt::kTensorMapBytes)));
+                                                                 nvidia::kTensorMapBytes)));
           func.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
-                          IntegerAttr::get(IntegerType::get(ctx, 64), rt::kTensorMapAlign));
+                          IntegerAttr::get(IntegerType::get(ctx, 64), nvidia::kTensorMapAlign));
           func.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(), UnitAttr::get(ctx));
         } else if (auto div = func.getArgAttrOfType<IntegerAttr>(i, kDivisibilityAttr)) {
           func.removeArgAttr(i, kDivisibilityAttr);

@@ -39,16 +39,6 @@ namespace kgpu = kiln::gpu;
 
 namespace {
 
-bool usesTensorCores(DotOp op) {
-  Type ea = op.getA().getType().getElementType();
-  Type ec = op.getC().getType().getElementType();
-  if (ea.isInteger(8))
-    return ec.isInteger(32) && op.getA().getType().getDimSize(1) % 32 == 0;
-  if (!ec.isF32())
-    return false;
-  return ea.isF16() || ea.isBF16() ||
-         (ea.isF32() && op.getInputPrecision() == InputPrecision::tf32);
-}
 
 /// How an accumulator layout of getMmaAccumulatorLayout tiles a dot with mma.sync: warps
 /// (wm x wn), 8-row bands per warp (mReps, even: pairs make one mma's 16 rows), 8-column
@@ -155,7 +145,7 @@ struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
     unsigned numWarps = 1;
     for (unsigned w : layout.getWarpsPerCTA())
       numWarps *= w;
-    bool mma = usesTensorCores(op) &&
+    bool mma = hasMmaSyncTypes(op) &&
                layout == getMmaAccumulatorLayout(ctx, cTy.getShape(), numWarps);
     if (mma)
       lowerMma(rewriter, loc, op, layout, aBuf, bBuf, at, acc);
@@ -447,37 +437,7 @@ struct SharedMmaDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
 
 } // namespace
 
-kgpu::BlockedEncodingAttr kiln::getMmaAccumulatorLayout(MLIRContext *ctx,
-                                                        ArrayRef<int64_t> shape,
-                                                        unsigned numWarps) {
-  int64_t M = shape[0], N = shape[1];
-  // Each warp computes an (M / W_m) x (N / W_n) region; per k-step it loads (rows + columns) / 4
-  // fragment registers from shared memory, least for square regions. Among the warp grids
-  // the tile allows (16-row and 8-column blocks per warp), take the squarest, then more warps
-  // along M.
-  kgpu::BlockedEncodingAttr best;
-  double bestSkew = 0;
-  for (unsigned wm = numWarps; wm >= 1; wm /= 2) {
-    unsigned wn = numWarps / wm;
-    if (M % (16 * int64_t(wm)) == 0 && N % (8 * int64_t(wn)) == 0) {
-      double skew = std::fabs(std::log2(double(M) / wm) - std::log2(double(N) / wn));
-      if (!best || skew < bestSkew) {
-        best = kgpu::BlockedEncodingAttr::get(ctx, {1, 2}, {8, 4}, {wm, wn}, {1, 0},
-                                              /*wgmma=*/false);
-        bestSkew = skew;
-      }
-    }
-    if (wm == 1)
-      break;
-  }
-  return best;
-}
 
-bool kiln::usesMmaLayout(DotOp op) {
-  // fp8 dots left by -kiln-expand-fp8 are wgmma's (the others became f16 dots).
-  return usesTensorCores(op) ||
-         isFp8Type(op.getA().getType().getElementType());
-}
 
 void kiln::populateDotOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                        RewritePatternSet &patterns,

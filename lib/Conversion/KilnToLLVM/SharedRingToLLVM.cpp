@@ -20,7 +20,7 @@
 //     its copies have landed) and fence.proxy.async, for cp.async rings that complete on
 //     barriers instead of a wait and a CTA barrier.
 //   - tma_copy: thread 0 issues cp.async.bulk.tensor for each box of the block
-//     (rt::getTensorMapBox with the rows kiln_gpu.tma_box_rows gives the map), completing on
+//     (nvidia::getTensorMapBox with the rows kiln_gpu.tma_box_rows gives the map), completing on
 //     the slot's barrier (rows in their natural order: the wgmma accumulator layout reads
 //     A's rows where the tensor has them). barrier: bar.sync.
 //   - tma_store: every thread writes its elements into the one-slot buffer, proxy fence and
@@ -30,7 +30,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "WgmmaLayout.h"
-#include "kiln/Runtime.h"
+#include "kiln/Target/NVIDIA/TensorMap.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 
@@ -302,7 +302,7 @@ unsigned getTmaBoxRows(Operation *op, Value desc) {
 /// of `rowBytes`), each `groups` boxes of `boxRows` rows.
 struct BoxGrid {
   int64_t boxInner, boxRows, groups, strips, rowBytes, stripBytes;
-  BoxGrid(ArrayRef<int64_t> tile, const rt::TensorMapBox &box, const OperandLayout &layout)
+  BoxGrid(ArrayRef<int64_t> tile, const nvidia::TensorMapBox &box, const OperandLayout &layout)
       : boxInner(box.dims[0]), boxRows(box.dims[1]), groups(tile[0] / boxRows),
         strips(tile[1] / boxInner), rowBytes(layout.swizzle),
         stripBytes(tile[0] * layout.swizzle) {}
@@ -454,7 +454,7 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
     ArrayRef<int64_t> tile = type.getTileShape();
     OperandLayout layout = getRingOperandLayout(alloc);
     bool isA = alloc.getOperand() == 0;
-    auto box = rt::getTensorMapBox({tile[0], tile[1]}, unsigned(layout.elemBytes), boxRows);
+    auto box = nvidia::getTensorMapBox({tile[0], tile[1]}, unsigned(layout.elemBytes), boxRows);
     // The slot's rows run along the block's last dimension in strips of S bytes; a box is
     // `boxRows` rows of one strip.
     if (!box || tile.size() != 2 || box->swizzleBytes != layout.swizzle ||
@@ -502,7 +502,7 @@ struct TmaStoreLowering final : ConvertOpToLLVMPattern<kgpu::TmaStoreOp> {
     kgpu::SharedBufferType type = alloc.getResult().getType();
     ArrayRef<int64_t> tile = type.getTileShape();
     OperandLayout layout = getRingOperandLayout(alloc); // K x N, contiguous along N
-    auto box = rt::getTensorMapBox({tile[0], tile[1]}, unsigned(layout.elemBytes), boxRows);
+    auto box = nvidia::getTensorMapBox({tile[0], tile[1]}, unsigned(layout.elemBytes), boxRows);
     if (!box || layout.kMajor || box->swizzleBytes != layout.swizzle)
       return op.emitOpError("expected a buffer in the layout of the TMA boxes of its block");
     auto c = [&](int64_t v) { return i32Const(b, loc, v); };
@@ -574,12 +574,6 @@ struct BarrierLowering final : ConvertOpToLLVMPattern<kgpu::BarrierOp> {
 
 } // namespace
 
-int64_t kiln::getSharedSlotBytes(kgpu::SharedBufferType type) {
-  int64_t bytes = type.getElementType().getIntOrFloatBitWidth() / 8;
-  for (int64_t d : type.getTileShape())
-    bytes *= d;
-  return llvm::alignTo(bytes, 1024);
-}
 
 Value kiln::emitSlotAddress(OpBuilder &b, Location loc, Value ring, Value slot,
                             kgpu::SharedBufferType type) {

@@ -85,7 +85,7 @@ SmallVector<int64_t> kiln::getScratchParts(Operation *op) {
     if (!isa<RankedTensorType>(result)) // a scalar: thread 0 shares the old value
       parts.push_back(storageBytes(result));
   } else if (auto dot = dyn_cast<DotOp>(op)) {
-    if (wgmmaApplies(dot))
+    if (lowersToWgmma(dot))
       return parts; // operand buffers of its own, live across the asynchronous wgmmas
     RankedTensorType a = dot.getA().getType(), b = dot.getB().getType();
     int64_t elem = storageBytes(a.getElementType());

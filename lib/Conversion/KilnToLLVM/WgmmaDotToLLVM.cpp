@@ -46,9 +46,6 @@ namespace kgpu = kiln::gpu;
 
 namespace {
 
-/// Static shared memory a kernel may use without opting in to more (48 KiB).
-constexpr int64_t kStaticSharedLimit = 48 * 1024;
-
 bool isSixteenBit(Type t) { return t.isF16() || t.isBF16(); }
 
 /// Whether the element type is 8 bits wide: wgmma reads such operands K-major only and A from
@@ -65,33 +62,7 @@ bool isZeroAccumulator(Value c) {
 
 } // namespace
 
-bool kiln::wgmmaTypes(Type in, Type acc, int64_t K) {
-  if (isSixteenBit(in))
-    return acc.isF32() && K % 16 == 0;
-  if (isFp8Type(in))
-    return acc.isF32() && K % 32 == 0;
-  return in.isInteger(8) && acc.isInteger(32) && K % 32 == 0;
-}
 
-/// Whether `op` can use wgmma: f16/bf16 inputs with f32 accumulators or int8 with int32, the
-/// warpgroup layout, and a module compiled for sm_90a.
-bool kiln::wgmmaApplies(DotOp op) {
-  auto module = op->getParentOfType<ModuleOp>();
-  if (!module || !module->hasAttr(kgpu::kWgmmaAttr))
-    return false;
-  RankedTensorType aTy = op.getA().getType(), bTy = op.getB().getType();
-  auto cTy = cast<RankedTensorType>(op.getC().getType());
-  if (aTy.getElementType() != bTy.getElementType() ||
-      !wgmmaTypes(aTy.getElementType(), cTy.getElementType(), aTy.getDimSize(1)))
-    return false;
-  auto numWarps = module->getAttrOfType<IntegerAttr>(kgpu::kNumWarpsAttr);
-  if (!numWarps || cTy.getEncoding() != getWgmmaAccumulatorLayout(op.getContext(),
-                                                                   cTy.getShape(),
-                                                                   numWarps.getInt()))
-    return false;
-  int64_t bytes = (aTy.getNumElements() + bTy.getNumElements()) * elementBytes(aTy.getElementType());
-  return bytes <= kStaticSharedLimit;
-}
 
 namespace {
 
@@ -292,7 +263,7 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
 
   LogicalResult matchAndRewrite(DotOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    if (!wgmmaApplies(op))
+    if (!lowersToWgmma(op))
       return failure();
     static std::atomic<unsigned> counter{0};
     Location loc = op.getLoc();
@@ -493,26 +464,7 @@ struct DotWaitLowering final : ConvertOpToLLVMPattern<kgpu::DotWaitOp> {
 
 } // namespace
 
-kgpu::BlockedEncodingAttr kiln::getWgmmaAccumulatorLayout(MLIRContext *ctx,
-                                                          ArrayRef<int64_t> shape,
-                                                          unsigned numWarps) {
-  // Every warpgroup multiplies whole 64-row blocks: M a multiple of 16 rows per warp.
-  if (numWarps % 4 != 0 || shape.size() != 2 || shape[0] % (16 * int64_t(numWarps)) != 0 ||
-      shape[1] % 8 != 0)
-    return {};
-  return kgpu::BlockedEncodingAttr::get(ctx, {1, 2}, {8, 4}, {numWarps, 1}, {1, 0},
-                                        /*wgmma=*/true);
-}
 
-bool kiln::usesWgmma(DotOp op) {
-  Type a = op.getA().getType().getElementType();
-  auto c = cast<RankedTensorType>(op.getC().getType()).getElementType();
-  return a == op.getB().getType().getElementType() &&
-         wgmmaTypes(a, c, op.getA().getType().getDimSize(1)) &&
-         (op.getA().getType().getNumElements() + op.getB().getType().getNumElements()) *
-                 elementBytes(a) <=
-             kStaticSharedLimit;
-}
 
 void kiln::populateWgmmaDotToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                           RewritePatternSet &patterns, const TargetInfo &target) {

@@ -1,0 +1,77 @@
+//===- DotLayouts.h - Which engine runs a dot, and its layouts --*- C++ -*-===//
+//
+// This file declares the decisions about a kiln.dot that both the layout passes and the
+// lowering read, so that no pass needs an LLVM-lowering header: which tensor-core engine can
+// run it (mma.sync, Hopper's wgmma), the accumulator layouts each engine takes, and the
+// kiln_gpu attributes the passes leave for the lowering (TMA box rows, dynamic shared memory,
+// A operands invariant in a loop, shared ring slot sizes). One name each, saying what it
+// decides.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_KILNGPU_IR_DOTLAYOUTS_H
+#define KILN_DIALECT_KILNGPU_IR_DOTLAYOUTS_H
+
+#include "kiln/Dialect/Kiln/IR/Dialect.h"
+#include "kiln/Dialect/KilnGPU/IR/Dialect.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/ArrayRef.h"
+
+namespace kiln {
+
+/// Static shared memory a kernel may use without opting in to more (48 KiB): what the
+/// operands of a dot outside the rings may take.
+inline constexpr int64_t kStaticSharedBytes = 48 * 1024;
+
+/// f8E4M3FN or f8E5M2 (Triton's fp8e4nv and fp8e5), as a scalar or a tile's element type.
+inline bool isFp8Type(mlir::Type t) {
+  return mlir::isa<mlir::Float8E4M3FNType, mlir::Float8E5M2Type>(mlir::getElementTypeOrSelf(t));
+}
+
+/// Whether mma.sync multiplies `op`'s types: f16/bf16 -> f32, f32 -> f32 as tf32
+/// (input_precision tf32), int8 -> int32 with K a multiple of 32.
+bool hasMmaSyncTypes(DotOp op);
+/// Whether `op`'s accumulator takes a tensor-core layout (the mma.sync or the wgmma one):
+/// mma.sync types, or fp8 (left by -kiln-expand-fp8 only for wgmma).
+bool takesMmaAccumulatorLayout(DotOp op);
+/// The accumulator layout of a dot on tensor cores for a tile of `shape` and `numWarps`: the
+/// mma.sync C fragment pattern (sizePerThread [1, 2], threadsPerWarp [8, 4]), warps along M
+/// first; null when the tile is too small for the warps (the dot then runs on CUDA cores).
+gpu::BlockedEncodingAttr getMmaAccumulatorLayout(mlir::MLIRContext *ctx,
+                                                 llvm::ArrayRef<int64_t> shape,
+                                                 unsigned numWarps);
+/// The accumulator layout of a dot on Hopper's warpgroup tensor cores (wgmma): the mma
+/// C-fragment lane pattern with all `numWarps` warps along M; null unless the warps form whole
+/// warpgroups and M is a multiple of 16 rows per warp.
+gpu::BlockedEncodingAttr getWgmmaAccumulatorLayout(mlir::MLIRContext *ctx,
+                                                   llvm::ArrayRef<int64_t> shape,
+                                                   unsigned numWarps);
+/// Whether wgmma multiplies A x B of element type `in` (both) into `acc`, K elements deep:
+/// f16/bf16 -> f32 in k16 steps, fp8 (e4m3, e5m2) -> f32 and int8 -> int32 in k32 steps.
+bool wgmmaSupports(mlir::Type in, mlir::Type acc, int64_t K);
+/// Whether `op`'s types and sizes fit wgmma (wgmmaSupports, one input type, operands within
+/// static shared memory); the layout and the target decide the rest (lowersToWgmma).
+bool fitsWgmma(DotOp op);
+/// Whether `op` lowers to wgmma: it fits, its accumulator has the warpgroup layout, and the
+/// module is compiled for sm_90a.
+bool lowersToWgmma(DotOp op);
+
+/// Attribute of a kiln.dot (set by -kiln-assign-layouts): its A operand is defined outside the
+/// loop the dot is in, so the wgmma lowering stores A to shared memory once, not per iteration.
+inline constexpr llvm::StringLiteral kInvariantAAttr = "kiln_gpu.invariant_a";
+/// Module attribute: bytes of dynamic shared memory the kernel needs at launch (set by
+/// -kiln-convert-to-llvm when shared rings exist).
+inline constexpr llvm::StringLiteral kDynamicSharedAttr = "kiln_gpu.dynamic_shared";
+/// Module attribute (i32 array, one per kernel argument): the rows of the TMA boxes copied
+/// through a tensor map argument, 0 for the others (-kiln-pipeline-dot-operands).
+inline constexpr llvm::StringLiteral kTmaBoxRowsAttr = "kiln_gpu.tma_box_rows";
+/// Attribute of a kiln_gpu.local_alloc: its byte offset in the dynamic shared memory.
+inline constexpr llvm::StringLiteral kSharedOffsetAttr = "kiln_gpu.offset";
+/// Byte size of one slot of a shared ring (slots are 1024-byte aligned for the swizzle).
+int64_t getSharedSlotBytes(gpu::SharedBufferType type);
+
+} // namespace kiln
+
+#endif // KILN_DIALECT_KILNGPU_IR_DOTLAYOUTS_H
