@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Compiler.h"
-#include "kiln/Conversion/KilnToLLVM.h"
+#include "kiln/Target/NVIDIA/KilnToLLVM.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "kiln/Passes.h"
 

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Conversion/KilnToLLVM.h"
+#include "kiln/Target/NVIDIA/KilnToLLVM.h"
 #include "kiln/Target/TargetInfo.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"

@@ -312,3 +312,13 @@ LogicalResult SharedDotOp::verify() {
     return emitOpError("expected B from a ring allocated for operand 1");
   return success();
 }
+
+unsigned kiln::gpu::getDistinctWarpsAlongAxis(RankedTensorType type, unsigned axis) {
+  Attribute layout = type.getEncoding();
+  BlockedEncodingAttr root = getRootBlocked(layout);
+  unsigned rootAxis = getKeptDims(layout)[axis];
+  int64_t extent = type.getDimSize(axis);
+  int64_t perThread = std::min<int64_t>(root.getSizePerThread()[rootAxis], extent);
+  int64_t perWarp = perThread * root.getThreadsPerWarp()[rootAxis];
+  return std::min<int64_t>(root.getWarpsPerCTA()[rootAxis], std::max<int64_t>(1, extent / perWarp));
+}

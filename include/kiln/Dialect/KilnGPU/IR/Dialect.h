@@ -58,6 +58,9 @@ llvm::SmallVector<unsigned> getKeptDims(mlir::Attribute layout);
 llvm::SmallVector<unsigned> getOrder(mlir::Attribute layout);
 /// Elements per thread along each dimension in one contiguous run.
 llvm::SmallVector<unsigned> getSizePerThread(mlir::Attribute layout);
+/// Warps that hold distinct elements along `axis` of a laid-out tile: a reduction with more
+/// than one goes through shared memory (and a barrier).
+unsigned getDistinctWarpsAlongAxis(mlir::RankedTensorType type, unsigned axis);
 } // namespace kiln::gpu
 
 #endif // KILN_DIALECT_KILNGPU_IR_DIALECT_H

@@ -19,6 +19,8 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/ArrayRef.h"
 
+#include <algorithm>
+
 namespace kiln {
 
 /// Static shared memory a kernel may use without opting in to more (48 KiB): what the
@@ -57,6 +59,13 @@ bool fitsWgmma(DotOp op);
 /// Whether `op` lowers to wgmma: it fits, its accumulator has the warpgroup layout, and the
 /// module is compiled for sm_90a.
 bool lowersToWgmma(DotOp op);
+
+/// Elements per row of a dot operand of K elements of `elemBytes` each in shared memory
+/// (mma.sync path): K and a pad of 16 bytes (at least 8 elements) after it, so that the 8
+/// rows of a fragment load start in different banks.
+inline int64_t getDotSharedStride(int64_t K, int64_t elemBytes) {
+  return K + std::max<int64_t>(8, 16 / elemBytes);
+}
 
 /// Attribute of a kiln.dot (set by -kiln-assign-layouts): its A operand is defined outside the
 /// loop the dot is in, so the wgmma lowering stores A to shared memory once, not per iteration.

@@ -10,7 +10,7 @@
 
 #include "kiln/Target/NVIDIA/TensorMap.h"
 #include "kiln/Conversion/Common.h"
-#include "kiln/Conversion/KilnToLLVM.h"
+#include "kiln/Target/NVIDIA/KilnToLLVM.h"
 #include "kiln/Passes.h"
 
 #include "mlir/Analysis/Liveness.h"

@@ -15,7 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Conversion/Common.h"
-#include "kiln/Conversion/KilnToLLVM.h"
+#include "kiln/Target/NVIDIA/KilnToLLVM.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/IR/IRMapping.h"
@@ -90,7 +90,7 @@ struct ReduceOpLowering final : ConvertOpToLLVMPattern<ReduceOp> {
       }
 
     // 3. Across warps.
-    unsigned distinctWarps = getDistinctWarpsAlongAxis(srcType, axis);
+    unsigned distinctWarps = kgpu::getDistinctWarpsAlongAxis(srcType, axis);
     if (distinctWarps > 1) {
       auto coords = emitElementCoordinates(rewriter, loc, srcType, target);
       kiln::ThreadIds ids = emitThreadIds(rewriter, loc, root, target);
@@ -167,16 +167,6 @@ struct ReduceOpLowering final : ConvertOpToLLVMPattern<ReduceOp> {
 };
 
 } // namespace
-
-unsigned kiln::getDistinctWarpsAlongAxis(RankedTensorType type, unsigned axis) {
-  Attribute layout = type.getEncoding();
-  kgpu::BlockedEncodingAttr root = kgpu::getRootBlocked(layout);
-  unsigned rootAxis = kgpu::getKeptDims(layout)[axis];
-  int64_t extent = type.getDimSize(axis);
-  int64_t perThread = std::min<int64_t>(root.getSizePerThread()[rootAxis], extent);
-  int64_t perWarp = perThread * root.getThreadsPerWarp()[rootAxis];
-  return std::min<int64_t>(root.getWarpsPerCTA()[rootAxis], std::max<int64_t>(1, extent / perWarp));
-}
 
 void kiln::populateReduceOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                           RewritePatternSet &patterns,

@@ -21,7 +21,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Conversion/KilnToLLVM.h"
+#include "kiln/Analysis/SharedScratch.h"
+#include "kiln/Dialect/KilnGPU/IR/DotLayouts.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -60,7 +63,7 @@ SmallVector<int64_t> kiln::getScratchParts(Operation *op) {
   if (auto reduce = dyn_cast<ReduceOp>(op)) {
     auto type = cast<RankedTensorType>(reduce.getSrcs()[0].getType());
     unsigned axis = reduce.getAxis();
-    unsigned warps = getDistinctWarpsAlongAxis(type, axis);
+    unsigned warps = kgpu::getDistinctWarpsAlongAxis(type, axis);
     if (warps <= 1)
       return parts; // shuffles only
     int64_t positions = type.getNumElements() / type.getDimSize(axis);

@@ -14,7 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Conversion/Common.h"
-#include "kiln/Conversion/KilnToLLVM.h"
+#include "kiln/Target/NVIDIA/KilnToLLVM.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"

@@ -9,7 +9,7 @@
 #ifndef KILN_LIB_CONVERSION_KILNTOLLVM_WGMMALAYOUT_H
 #define KILN_LIB_CONVERSION_KILNTOLLVM_WGMMALAYOUT_H
 
-#include "kiln/Conversion/KilnToLLVM.h"
+#include "kiln/Target/NVIDIA/KilnToLLVM.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "llvm/Support/MathExtras.h"

@@ -9,6 +9,7 @@
 #define KILN_CONVERSION_KILNTOLLVM_H
 
 #include "kiln/Analysis/AxisInfo.h"
+#include "kiln/Analysis/SharedScratch.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "kiln/Dialect/KilnGPU/IR/Dialect.h"
 #include "kiln/Dialect/KilnGPU/IR/DotLayouts.h"
@@ -19,7 +20,6 @@
 
 namespace kiln {
 
-class SharedScratch;
 
 /// LLVM type converter for Kiln: `!kiln.ptr<T>` becomes `!llvm.ptr<1>` and a laid-out tile a
 /// literal struct of the elements one thread owns, in the order of getThreadElements.
@@ -108,43 +108,7 @@ inline constexpr llvm::StringLiteral kIEEEDivAttr = "kiln.ieee";
 /// f32 division as Triton lowers it (div.full.f32).
 void populateDivOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                  mlir::RewritePatternSet &patterns);
-/// Elements per row of a dot operand of K elements of `elemBytes` each in shared memory
-/// (mma.sync path): K and a pad of 16 bytes (at least 8 elements) after it, so that the 8
-/// rows of a fragment load start in different banks.
-inline int64_t getDotSharedStride(int64_t K, int64_t elemBytes) {
-  return K + std::max<int64_t>(8, 16 / elemBytes);
-}
 
-/// Byte sizes of the shared-memory scratch parts `op` uses while it runs, written before and
-/// read after a barrier of its own (empty when it uses none): a cross-warp reduction's
-/// partials (one part per operand), a scan's and a layout conversion's tile, a scalar atomic's
-/// old value, an mma.sync dot's A and B.
-llvm::SmallVector<int64_t> getScratchParts(mlir::Operation *op);
-
-/// The static shared memory of ops' scratch: one pool (`__kiln_scratch`) reused by every op,
-/// since none is live after its op, and the barriers that reuse needs, from a data-flow
-/// analysis (SharedScratch.cpp). Built before the conversion, on the module in CFG form.
-class SharedScratch {
-public:
-  explicit SharedScratch(mlir::ModuleOp module);
-  /// Whether `op` must start with a barrier: threads may still read its bytes for an earlier
-  /// op (or its own previous run, in a loop).
-  bool needsBarrierBefore(mlir::Operation *op) const;
-  /// The address (address space 3) of part `part` of `op`'s scratch.
-  mlir::Value getPart(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
-                      unsigned part) const;
-
-private:
-  struct Plan {
-    llvm::SmallVector<int64_t> partOffsets;
-    unsigned slot = 0;
-    bool barrier = false;
-  };
-  llvm::DenseMap<mlir::Operation *, Plan> plans;
-};
-/// Warps that hold distinct elements along `axis` of a laid-out tile: a reduction with more
-/// than one goes through shared memory (and a barrier).
-unsigned getDistinctWarpsAlongAxis(mlir::RankedTensorType type, unsigned axis);
 /// reduce: in thread, then warp shuffles, then across warps through shared memory.
 void populateReduceOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                     mlir::RewritePatternSet &patterns,

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Conversion/KilnToLLVM.h"
+#include "kiln/Target/NVIDIA/KilnToLLVM.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "llvm/ADT/DenseMap.h"

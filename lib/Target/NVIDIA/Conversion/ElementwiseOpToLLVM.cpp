@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Analysis/AxisInfo.h"
-#include "kiln/Conversion/KilnToLLVM.h"
+#include "kiln/Target/NVIDIA/KilnToLLVM.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"

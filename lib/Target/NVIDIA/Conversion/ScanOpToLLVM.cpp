@@ -15,7 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Conversion/Common.h"
-#include "kiln/Conversion/KilnToLLVM.h"
+#include "kiln/Target/NVIDIA/KilnToLLVM.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 

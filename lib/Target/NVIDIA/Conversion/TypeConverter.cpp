@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "WgmmaLayout.h"
-#include "kiln/Conversion/KilnToLLVM.h"
+#include "kiln/Target/NVIDIA/KilnToLLVM.h"
 
 using namespace mlir;
 using namespace kiln;
