@@ -16,8 +16,8 @@ strip --strip-unneeded -o "$stage/test/unit/kiln-lang-tests" build/test/unit/kil
 # What building only the Python extension there needs (scripts/gpu.sh python): the MLIR-free
 # headers (facade, runtime, the compile door, dtypes, specialization, the C++ DSL); the
 # extension links lib/libkiln.so above.
-mkdir -p "$stage/include/kiln/Python" "$stage/include/kiln/lang"
-cp include/kiln/Python/Session.h "$stage/include/kiln/Python/"
+mkdir -p "$stage/include/kiln/Facade" "$stage/include/kiln/lang"
+cp include/kiln/Facade/Session.h "$stage/include/kiln/Facade/"
 cp include/kiln/lang/*.h "$stage/include/kiln/lang/"
 cp include/kiln/Runtime.h include/kiln/kiln_c.h include/kiln/Compile.h include/kiln/CompileError.h \
   include/kiln/DType.h include/kiln/Specialization.h include/kiln/kiln.h "$stage/include/kiln/"

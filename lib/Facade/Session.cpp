@@ -1,13 +1,13 @@
 //===- Session.cpp - Kiln's front-end facade without MLIR types -----------===//
 //
-// This file implements kiln::py::Session: a value table of kiln::Tile behind integer
+// This file implements kiln::facade::Session: a value table of kiln::Tile behind integer
 // handles, dtype names parsed with DType::parse, and each method forwarding to one
 // kiln::Builder call (user errors are the Builder's kiln::CompileError). finishKernel hands
 // the module to the compiler as a KernelSource, in memory.
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Python/Session.h"
+#include "kiln/Facade/Session.h"
 
 #include "kiln/Compiler.h"
 #include "kiln/Frontend/Builder.h"
@@ -16,13 +16,13 @@
 #include "llvm/ADT/StringSwitch.h"
 
 using namespace kiln;
-using kiln::py::Handle;
+using kiln::facade::Handle;
 
 //===----------------------------------------------------------------------===//
 // Session
 //===----------------------------------------------------------------------===//
 
-struct py::Session::Impl {
+struct facade::Session::Impl {
   /// Shared with the sources finishKernel returns (their modules live in it).
   std::shared_ptr<mlir::MLIRContext> ctx = newContext();
   Builder builder{*ctx};
@@ -74,17 +74,17 @@ struct py::Session::Impl {
   }
 };
 
-py::Session::Session() : impl(std::make_unique<Impl>()) {}
-py::Session::~Session() = default;
+facade::Session::Session() : impl(std::make_unique<Impl>()) {}
+facade::Session::~Session() = default;
 
-void py::Session::setLocation(const std::string &file, unsigned line, unsigned col) {
+void facade::Session::setLocation(const std::string &file, unsigned line, unsigned col) {
   impl->file = file;
   impl->line = line;
   impl->col = col;
   impl->builder.setLocation(file, line, col);
 }
 
-void py::Session::beginKernel(const std::string &name, const std::vector<ArgSpec> &args) {
+void facade::Session::beginKernel(const std::string &name, const std::vector<ArgSpec> &args) {
   impl->values.clear();
   impl->kernel = name;
   std::vector<KernelArg> kargs;
@@ -98,64 +98,64 @@ void py::Session::beginKernel(const std::string &name, const std::vector<ArgSpec
   impl->builder.beginKernel(name, kargs);
 }
 
-Handle py::Session::arg(unsigned index) {
+Handle facade::Session::arg(unsigned index) {
   return impl->add(impl->builder.arg(index));
 }
 
-KernelSource py::Session::finishKernel() {
+KernelSource facade::Session::finishKernel() {
   mlir::OwningOpRef<mlir::ModuleOp> module = impl->builder.finishKernel();
   impl->values.clear();
   return makeKernelSource(impl->ctx, std::move(module));
 }
 
-void py::Session::error(const std::string &message) {
+void facade::Session::error(const std::string &message) {
   impl->builder.error(message);
   throw CompileError(impl->kernel, impl->file, impl->line, impl->col, message); // not reached
 }
 
-std::string py::Session::dtype(Handle h) const { return impl->get(h).dtype.str(); }
+std::string facade::Session::dtype(Handle h) const { return impl->get(h).dtype.str(); }
 
-std::vector<int64_t> py::Session::shape(Handle h) const {
+std::vector<int64_t> facade::Session::shape(Handle h) const {
   llvm::ArrayRef<int64_t> s = impl->get(h).getShape();
   return std::vector<int64_t>(s.begin(), s.end());
 }
 
-bool py::Session::isTile(Handle h) const { return impl->get(h).isTile(); }
-bool py::Session::isWeak(Handle h) const { return impl->get(h).isWeak(); }
+bool facade::Session::isTile(Handle h) const { return impl->get(h).isTile(); }
+bool facade::Session::isWeak(Handle h) const { return impl->get(h).isWeak(); }
 
-Handle py::Session::intConst(int64_t v) {
+Handle facade::Session::intConst(int64_t v) {
   return impl->add(impl->builder.intConst(v));
 }
-Handle py::Session::uintConst(uint64_t v) {
+Handle facade::Session::uintConst(uint64_t v) {
   return impl->add(impl->builder.uintConst(v));
 }
-Handle py::Session::floatConst(double v) {
+Handle facade::Session::floatConst(double v) {
   return impl->add(impl->builder.floatConst(v));
 }
-Handle py::Session::boolConst(bool v) {
+Handle facade::Session::boolConst(bool v) {
   return impl->add(impl->builder.boolConst(v));
 }
-Handle py::Session::materialize(Handle h) {
+Handle facade::Session::materialize(Handle h) {
   return impl->add(impl->builder.materialize(impl->get(h)));
 }
-Handle py::Session::programId(int axis) {
+Handle facade::Session::programId(int axis) {
   return impl->add(impl->builder.programId(axis));
 }
-Handle py::Session::numPrograms(int axis) {
+Handle facade::Session::numPrograms(int axis) {
   return impl->add(impl->builder.numPrograms(axis));
 }
-Handle py::Session::arange(int64_t start, int64_t end) {
+Handle facade::Session::arange(int64_t start, int64_t end) {
   return impl->add(impl->builder.arange(start, end));
 }
-Handle py::Session::full(const std::vector<int64_t> &shape, Handle value,
+Handle facade::Session::full(const std::vector<int64_t> &shape, Handle value,
                          const std::string &dtype) {
   return impl->add(impl->builder.full(shape, impl->get(value), impl->parseDType(dtype)));
 }
-Handle py::Session::zeros(const std::vector<int64_t> &shape, const std::string &dtype) {
+Handle facade::Session::zeros(const std::vector<int64_t> &shape, const std::string &dtype) {
   return impl->add(impl->builder.zeros(shape, impl->parseDType(dtype)));
 }
 
-Handle py::Session::binary(const std::string &op, Handle a, Handle b) {
+Handle facade::Session::binary(const std::string &op, Handle a, Handle b) {
   using Fn = Tile (Builder::*)(const Tile &, const Tile &);
   Fn fn = llvm::StringSwitch<Fn>(op)
               .Case("add", &Builder::add)
@@ -189,7 +189,7 @@ Handle py::Session::binary(const std::string &op, Handle a, Handle b) {
   impl->builder.error("internal error: unknown binary operator '" + op + "'");
 }
 
-Handle py::Session::unary(const std::string &op, Handle x) {
+Handle facade::Session::unary(const std::string &op, Handle x) {
   using Fn = Tile (Builder::*)(const Tile &);
   Fn fn = llvm::StringSwitch<Fn>(op)
               .Case("neg", &Builder::neg)
@@ -213,28 +213,28 @@ Handle py::Session::unary(const std::string &op, Handle x) {
   return impl->add((impl->builder.*fn)(impl->get(x)));
 }
 
-Handle py::Session::where(Handle cond, Handle a, Handle b) {
+Handle facade::Session::where(Handle cond, Handle a, Handle b) {
   return impl->add(impl->builder.where(impl->get(cond), impl->get(a), impl->get(b)));
 }
 
-Handle py::Session::cast(Handle x, const std::string &dtype, bool bitcast) {
+Handle facade::Session::cast(Handle x, const std::string &dtype, bool bitcast) {
   DType d = impl->parseDType(dtype);
   return impl->add(bitcast ? impl->builder.bitcast(impl->get(x), d)
                            : impl->builder.cast(impl->get(x), d));
 }
 
-Handle py::Session::hint(Handle x, const std::string &kind, const std::vector<int64_t> &values) {
+Handle facade::Session::hint(Handle x, const std::string &kind, const std::vector<int64_t> &values) {
   return impl->add(impl->builder.hint(impl->get(x), kind, values));
 }
 
-Handle py::Session::load(Handle ptr, Handle mask, Handle other, const std::string &cache,
+Handle facade::Session::load(Handle ptr, Handle mask, Handle other, const std::string &cache,
                          const std::string &evict, bool isVolatile) {
   LoadOptions options{cache, evict, isVolatile};
   return impl->add(
       impl->builder.load(impl->get(ptr), impl->optional(mask), impl->optional(other), options));
 }
 
-Handle py::Session::descriptorLoad(Handle desc, Handle base, const std::vector<Handle> &offsets,
+Handle facade::Session::descriptorLoad(Handle desc, Handle base, const std::vector<Handle> &offsets,
                                    const std::vector<Handle> &shape,
                                    const std::vector<Handle> &strides,
                                    const std::vector<int64_t> &block) {
@@ -245,7 +245,7 @@ Handle py::Session::descriptorLoad(Handle desc, Handle base, const std::vector<H
                                                 impl->tiles(strides), block));
 }
 
-void py::Session::descriptorStore(Handle desc, Handle base, const std::vector<Handle> &offsets,
+void facade::Session::descriptorStore(Handle desc, Handle base, const std::vector<Handle> &offsets,
                                   Handle value, const std::vector<Handle> &shape,
                                   const std::vector<Handle> &strides,
                                   const std::vector<int64_t> &block) {
@@ -255,25 +255,25 @@ void py::Session::descriptorStore(Handle desc, Handle base, const std::vector<Ha
                                 block);
 }
 
-void py::Session::store(Handle ptr, Handle value, Handle mask, const std::string &cache,
+void facade::Session::store(Handle ptr, Handle value, Handle mask, const std::string &cache,
                         const std::string &evict) {
   StoreOptions options{cache, evict};
   impl->builder.store(impl->get(ptr), impl->get(value), impl->optional(mask), options);
 }
 
-Handle py::Session::atomicRMW(const std::string &op, Handle ptr, Handle val, Handle mask,
+Handle facade::Session::atomicRMW(const std::string &op, Handle ptr, Handle val, Handle mask,
                               const std::string &sem, const std::string &scope) {
   return impl->add(impl->builder.atomicRMW(op, impl->get(ptr), impl->get(val),
                                            impl->optional(mask), sem, scope));
 }
 
-Handle py::Session::atomicCAS(Handle ptr, Handle cmp, Handle val, const std::string &sem,
+Handle facade::Session::atomicCAS(Handle ptr, Handle cmp, Handle val, const std::string &sem,
                               const std::string &scope) {
   return impl->add(
       impl->builder.atomicCAS(impl->get(ptr), impl->get(cmp), impl->get(val), sem, scope));
 }
 
-void py::Session::devicePrint(const std::string &prefix, const std::vector<Handle> &args,
+void facade::Session::devicePrint(const std::string &prefix, const std::vector<Handle> &args,
                               bool hex) {
   std::vector<Tile> tiles;
   for (Handle h : args)
@@ -281,28 +281,28 @@ void py::Session::devicePrint(const std::string &prefix, const std::vector<Handl
   impl->builder.print(prefix, tiles, hex);
 }
 
-void py::Session::deviceAssert(Handle cond, const std::string &message) {
+void facade::Session::deviceAssert(Handle cond, const std::string &message) {
   impl->builder.deviceAssert(impl->get(cond), message);
 }
 
-Handle py::Session::expandDims(Handle x, int axis) {
+Handle facade::Session::expandDims(Handle x, int axis) {
   return impl->add(impl->builder.expandDims(impl->get(x), axis));
 }
-Handle py::Session::broadcastTo(Handle x, const std::vector<int64_t> &shape) {
+Handle facade::Session::broadcastTo(Handle x, const std::vector<int64_t> &shape) {
   return impl->add(impl->builder.broadcastTo(impl->get(x), shape));
 }
-std::vector<Handle> py::Session::broadcast(Handle a, Handle b) {
+std::vector<Handle> facade::Session::broadcast(Handle a, Handle b) {
   auto [x, y] = impl->builder.broadcast(impl->get(a), impl->get(b));
   return std::vector<Handle>{impl->add(x), impl->add(y)};
 }
-Handle py::Session::reshape(Handle x, const std::vector<int64_t> &shape, bool canReorder) {
+Handle facade::Session::reshape(Handle x, const std::vector<int64_t> &shape, bool canReorder) {
   return impl->add(impl->builder.reshape(impl->get(x), shape, canReorder));
 }
-Handle py::Session::trans(Handle x, const std::vector<int32_t> &order) {
+Handle facade::Session::trans(Handle x, const std::vector<int32_t> &order) {
   return impl->add(impl->builder.trans(impl->get(x), order));
 }
 
-Handle py::Session::reduceOp(const std::string &op, Handle x, int axis, bool keepDims) {
+Handle facade::Session::reduceOp(const std::string &op, Handle x, int axis, bool keepDims) {
   using Fn = Tile (Builder::*)(const Tile &, int, bool);
   Fn fn = llvm::StringSwitch<Fn>(op)
               .Case("sum", &Builder::sum)
@@ -317,7 +317,7 @@ Handle py::Session::reduceOp(const std::string &op, Handle x, int axis, bool kee
   return impl->add((impl->builder.*fn)(impl->get(x), axis, keepDims));
 }
 
-std::vector<Handle> py::Session::reduce(const std::vector<Handle> &inputs, int axis,
+std::vector<Handle> facade::Session::reduce(const std::vector<Handle> &inputs, int axis,
                                         const CombineBody &combine, bool keepDims) {
   std::vector<Tile> results = impl->builder.reduce(
       impl->tiles(inputs), axis,
@@ -328,7 +328,7 @@ std::vector<Handle> py::Session::reduce(const std::vector<Handle> &inputs, int a
   return impl->handles(results);
 }
 
-std::vector<Handle> py::Session::scan(const std::vector<Handle> &inputs, int axis,
+std::vector<Handle> facade::Session::scan(const std::vector<Handle> &inputs, int axis,
                                       const CombineBody &combine, bool reverse) {
   std::vector<Tile> results = impl->builder.scan(
       impl->tiles(inputs), axis,
@@ -339,7 +339,7 @@ std::vector<Handle> py::Session::scan(const std::vector<Handle> &inputs, int axi
   return impl->handles(results);
 }
 
-Handle py::Session::scanOp(const std::string &op, Handle x, int axis, bool reverse,
+Handle facade::Session::scanOp(const std::string &op, Handle x, int axis, bool reverse,
                            const std::string &dtype) {
   std::optional<DType> d;
   if (!dtype.empty())
@@ -352,14 +352,14 @@ Handle py::Session::scanOp(const std::string &op, Handle x, int axis, bool rever
                       (d ? " with a dtype" : ""));
 }
 
-Handle py::Session::dot(Handle a, Handle b, Handle acc, const std::string &inputPrecision,
+Handle facade::Session::dot(Handle a, Handle b, Handle acc, const std::string &inputPrecision,
                         const std::string &outDtype, int32_t maxNumImpreciseAcc) {
   DType out = impl->parseDType(outDtype);
   return impl->add(impl->builder.dot(impl->get(a), impl->get(b), impl->optional(acc),
                                      inputPrecision, out, maxNumImpreciseAcc));
 }
 
-std::vector<Handle> py::Session::forLoop(Handle lb, Handle ub, Handle step,
+std::vector<Handle> facade::Session::forLoop(Handle lb, Handle ub, Handle step,
                                          const std::vector<Handle> &inits, const ForBody &body,
                                          const std::vector<std::string> &names, bool flatten) {
   std::vector<Tile> results = impl->builder.forLoop(
@@ -373,7 +373,7 @@ std::vector<Handle> py::Session::forLoop(Handle lb, Handle ub, Handle step,
   return impl->handles(results);
 }
 
-std::vector<Handle> py::Session::ifThenElse(Handle cond, const BranchBody &thenFn,
+std::vector<Handle> facade::Session::ifThenElse(Handle cond, const BranchBody &thenFn,
                                             const BranchBody &elseFn,
                                             const std::vector<std::string> &names) {
   Builder::BranchBody elseBody;
@@ -384,7 +384,7 @@ std::vector<Handle> py::Session::ifThenElse(Handle cond, const BranchBody &thenF
   return impl->handles(results);
 }
 
-std::vector<Handle> py::Session::whileLoop(const std::vector<Handle> &inits, const CondBody &condFn,
+std::vector<Handle> facade::Session::whileLoop(const std::vector<Handle> &inits, const CondBody &condFn,
                                            const RegionBody &bodyFn,
                                            const std::vector<std::string> &names) {
   std::vector<Tile> results = impl->builder.whileLoop(

@@ -1,6 +1,6 @@
 //===- Module.cpp - kiln._C, the Python extension of Kiln -----------------===//
 //
-// This file implements the pybind11 module kiln._C: the front-end facade (kiln::py::Session)
+// This file implements the pybind11 module kiln._C: the front-end facade (kiln::facade::Session)
 // that @kiln.jit drives while walking a kernel's AST, the no-GPU compiler entry point, the
 // process-wide JIT (memory and disk cache), a small device array, event timing for
 // kiln.testing.do_bench, and the C++ launcher behind kernel[grid](...). It includes only the
@@ -11,7 +11,7 @@
 
 #include "Launcher.h"
 
-#include "kiln/Python/Session.h"
+#include "kiln/Facade/Session.h"
 #include "kiln/Runtime.h"
 
 #include <pybind11/functional.h>
@@ -23,8 +23,8 @@
 
 namespace pyb = pybind11;
 using namespace kiln::python;
-using kiln::py::Handle;
-using kiln::py::Session;
+using kiln::facade::Handle;
+using kiln::facade::Session;
 
 namespace {
 
@@ -91,9 +91,9 @@ PYBIND11_MODULE(_C, m) {
   // Front end
   //===--------------------------------------------------------------------===//
 
-  pyb::class_<kiln::py::ArgSpec>(m, "ArgSpec")
+  pyb::class_<kiln::facade::ArgSpec>(m, "ArgSpec")
       .def(pyb::init([](std::string name, std::string dtype, int32_t divisibility) {
-             return kiln::py::ArgSpec{std::move(name), std::move(dtype), divisibility};
+             return kiln::facade::ArgSpec{std::move(name), std::move(dtype), divisibility};
            }),
            pyb::arg("name"), pyb::arg("dtype"), pyb::arg("divisibility") = 0);
 

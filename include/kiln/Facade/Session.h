@@ -1,8 +1,8 @@
 //===- Session.h - Kiln's front-end facade without MLIR types ---*- C++ -*-===//
 //
-// This file declares kiln::py::Session, a thin facade over kiln::Builder for front ends that
-// cannot see LLVM or MLIR headers (the Python extension is compiled on machines without
-// them, against the prebuilt libkiln.so). Values are integer handles into the session's
+// This file declares kiln::facade::Session, a language-neutral facade over kiln::Builder for
+// front ends that cannot see LLVM or MLIR headers (the Python extension is one: it is compiled
+// on machines without them, against the prebuilt libkiln.so). Values are integer handles into the session's
 // value table, dtypes are Triton's names ("fp32", "int32", "pointer<fp16>", also "*fp16"),
 // and every user error is a kiln::CompileError carrying the kernel, file, line, column and
 // message. The facade adds no semantics: each call is one Builder call (or a fixed
@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_PYTHON_SESSION_H
-#define KILN_PYTHON_SESSION_H
+#ifndef KILN_FACADE_SESSION_H
+#define KILN_FACADE_SESSION_H
 
 #include "kiln/Compile.h"
 #include "kiln/kiln_c.h"
@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-namespace kiln::py {
+namespace kiln::facade {
 
 /// A value of the kernel being built: an index into the session's value table.
 using Handle = int32_t;
@@ -207,6 +207,6 @@ private:
   std::unique_ptr<Impl> impl;
 };
 
-} // namespace kiln::py
+} // namespace kiln::facade
 
-#endif // KILN_PYTHON_SESSION_H
+#endif // KILN_FACADE_SESSION_H
