@@ -154,6 +154,61 @@ void rematerializeCheapOperands(func::FuncOp func) {
   }
 }
 
+/// Step 4b: an A read from registers whose group took another layout (a layout from a slice
+/// or a conflict) is converted to the wgmma fragment layout.
+void convertRegisterOperands(func::FuncOp func, unsigned numWarps) {
+  func.walk([&](kiln::gpu::SharedDotOp dot) {
+    auto aTy = dyn_cast<RankedTensorType>(dot.getA().getType());
+    if (!aTy)
+      return;
+    auto want = getWgmmaAccumulatorLayout(func.getContext(), aTy.getShape(), numWarps);
+    if (aTy.getEncoding() == want)
+      return;
+    OpBuilder b(dot);
+    auto cvt = kiln::gpu::ConvertLayoutOp::create(
+        b, dot.getLoc(), RankedTensorType::get(aTy.getShape(), aTy.getElementType(), want),
+        dot.getA());
+    dot.getAMutable().assign(cvt.getResult());
+  });
+}
+
+/// Step 5: a dot operand A computed outside the dot's loop need not be restaged every
+/// iteration (kInvariantAAttr).
+void markLoopInvariantOperands(func::FuncOp func) {
+  func.walk([&](DotOp dot) {
+    Operation *loop = dot->getParentOp();
+    while (loop && !isa<scf::ForOp, scf::WhileOp>(loop) && !isa<func::FuncOp>(loop))
+      loop = loop->getParentOp();
+    if (!loop || isa<func::FuncOp>(loop))
+      return;
+    Value a = dot.getA();
+    Region *defRegion = a.getParentRegion();
+    if (!loop->isAncestor(defRegion->getParentOp()))
+      dot->setAttr(kInvariantAAttr, UnitAttr::get(func.getContext()));
+  });
+}
+
+/// Step 6: a shared ring is stored contiguous along the dimension its copies are coalesced
+/// along, so that each thread's cp.async moves whole runs; 8-bit rings along K, the only way
+/// wgmma reads them (copies along N then move one element at a time).
+void orderSharedRings(func::FuncOp func) {
+  MLIRContext *ctx = func.getContext();
+  func.walk([&](kiln::gpu::LocalAllocOp alloc) {
+    if (alloc.getResult().getType().getElementType().getIntOrFloatBitWidth() == 8) {
+      alloc.setKMajorAttr(BoolAttr::get(ctx, true));
+      return;
+    }
+    for (Operation *user : alloc->getUsers())
+      if (auto copy = dyn_cast<kiln::gpu::AsyncCopyOp>(user)) {
+        unsigned fast = kiln::gpu::getOrder(copy.getPtr().getType().getEncoding())[0];
+        // A slot of A is M x K (K is dim 1); one of B is K x N (K is dim 0).
+        unsigned kDim = alloc.getOperand() == 0 ? 1 : 0;
+        alloc.setKMajorAttr(BoolAttr::get(ctx, fast == kDim));
+        break;
+      }
+  });
+}
+
 struct KilnAssignLayoutsPass final : kiln::impl::KilnAssignLayoutsBase<KilnAssignLayoutsPass> {
   using Base::Base;
 
@@ -418,52 +473,9 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
         cst.setValueAttr(dense.reshape(newType));
   }
 
-  // 4b. An A in registers whose group took another layout (a layout from a slice or a
-  // conflict) is converted to the fragment layout.
-  func.walk([&](kiln::gpu::SharedDotOp dot) {
-    auto aTy = dyn_cast<RankedTensorType>(dot.getA().getType());
-    if (!aTy)
-      return;
-    auto want = getWgmmaAccumulatorLayout(&getContext(), aTy.getShape(), numWarps);
-    if (aTy.getEncoding() == want)
-      return;
-    OpBuilder b(dot);
-    auto cvt = kiln::gpu::ConvertLayoutOp::create(
-        b, dot.getLoc(), RankedTensorType::get(aTy.getShape(), aTy.getElementType(), want),
-        dot.getA());
-    dot.getAMutable().assign(cvt.getResult());
-  });
-
-  // 5. A dot operand A computed outside the dot's loop need not be restaged every iteration.
-  func.walk([&](DotOp dot) {
-    Operation *loop = dot->getParentOp();
-    while (loop && !isa<scf::ForOp, scf::WhileOp>(loop) && !isa<func::FuncOp>(loop))
-      loop = loop->getParentOp();
-    if (!loop || isa<func::FuncOp>(loop))
-      return;
-    Value a = dot.getA();
-    Region *defRegion = a.getParentRegion();
-    if (!loop->isAncestor(defRegion->getParentOp()))
-      dot->setAttr(kInvariantAAttr, UnitAttr::get(&getContext()));
-  });
-
-  // 6. A shared ring is stored contiguous along the dimension its copies are coalesced along,
-  // so that each thread's cp.async moves whole runs; 8-bit rings along K, the only way wgmma
-  // reads them (copies along N then move one element at a time).
-  func.walk([&](kiln::gpu::LocalAllocOp alloc) {
-    if (alloc.getResult().getType().getElementType().getIntOrFloatBitWidth() == 8) {
-      alloc.setKMajorAttr(BoolAttr::get(&getContext(), true));
-      return;
-    }
-    for (Operation *user : alloc->getUsers())
-      if (auto copy = dyn_cast<kiln::gpu::AsyncCopyOp>(user)) {
-        unsigned fast = kiln::gpu::getOrder(copy.getPtr().getType().getEncoding())[0];
-        // A slot of A is M x K (K is dim 1); one of B is K x N (K is dim 0).
-        unsigned kDim = alloc.getOperand() == 0 ? 1 : 0;
-        alloc.setKMajorAttr(BoolAttr::get(&getContext(), fast == kDim));
-        break;
-      }
-  });
+  convertRegisterOperands(func, numWarps);
+  markLoopInvariantOperands(func);
+  orderSharedRings(func);
   return success();
 }
 
