@@ -153,8 +153,8 @@ int runSoftmax(JIT &jit, const std::string &dir, int m, int n, unsigned numWarps
   DeviceBuffer x(bytes), y(bytes);
   x.copyFromHost(hx.data(), bytes);
   y.fill32(0xFFFFFFFFu);
-  PreparedLaunch launch(k, {Arg::ptr(y.get()), Arg::ptr(x.get()), Arg::i32(n), Arg::i32(n),
-                            Arg::i32(n)});
+  PreparedLaunch launch(
+      k, {Arg::ptr(y.get()), Arg::ptr(x.get()), Arg::i32(n), Arg::i32(n), Arg::i32(n)});
   Grid grid{unsigned(m), 1, 1};
   launch(grid);
   synchronize();
@@ -187,8 +187,8 @@ int runSoftmax(JIT &jit, const std::string &dir, int m, int n, unsigned numWarps
 void runLaunchOverhead(JIT &jit, const std::string &dir) {
   DeviceBuffer x(4096), y(4096), out(4096);
   const Kernel &k = jit.get(readFile(dir + "/vector_add.mlir"), withWarps(4));
-  PreparedLaunch launch(k, {Arg::ptr(x.get()), Arg::ptr(y.get()), Arg::ptr(out.get()),
-                            Arg::i32(1024)});
+  PreparedLaunch launch(
+      k, {Arg::ptr(x.get()), Arg::ptr(y.get()), Arg::ptr(out.get()), Arg::i32(1024)});
   for (int i = 0; i < 1000; ++i)
     launch({1, 1, 1});
   synchronize();
@@ -259,7 +259,6 @@ int probeCache(const std::string &cacheDir, const std::string &dir) {
   report("disk_cache_from_main_ms", msSince(kStart));
   return k.getName().empty();
 }
-
 
 /// fp16 bits of `f` (round to nearest even; normal range).
 uint16_t halfBits(float f) {
@@ -380,10 +379,9 @@ int main(int argc, char **argv) {
       JIT jit, mmaSync("sm_90");
       int failures = 0;
       std::string tmpl = readFile(dir + "/../bench/matmul_template.mlir");
-      const MatmulConfig configs[] = {{128, 128, 64, 4, 4}, {128, 128, 64, 8, 4},
-                                      {128, 256, 64, 8, 3}, {128, 256, 64, 8, 4},
-                                      {256, 128, 64, 8, 4}, {128, 128, 64, 4, 5},
-                                      {128, 128, 32, 4, 6}};
+      const MatmulConfig configs[] = {
+          {128, 128, 64, 4, 4}, {128, 128, 64, 8, 4}, {128, 256, 64, 8, 3}, {128, 256, 64, 8, 4},
+          {256, 128, 64, 8, 4}, {128, 128, 64, 4, 5}, {128, 128, 32, 4, 6}};
       for (int size : {4096, 8192}) {
         failures += runMatmul(mmaSync, tmpl, {128, 64, 32, 4, 2}, size, "mma_");
         for (const MatmulConfig &c : configs)
@@ -394,7 +392,8 @@ int main(int argc, char **argv) {
     runCompileTimes(dir, "/proc/self/exe");
     JIT jit;
     int failures = runBandwidth(jit, dir, n);
-    // Shapes of ../shared/ANCHORS.md; warps as Triton's tutorial picks them (4, 8 >= 2048, 16 >= 4096).
+    // Shapes of ../shared/ANCHORS.md; warps as Triton's tutorial picks them (4, 8 >= 2048, 16 >=
+    // 4096).
     failures += runSoftmax(jit, dir, 32768, 1024, 4);
     failures += runSoftmax(jit, dir, 8192, 8192, 16);
     failures += runSoftmax(jit, dir, 4096, 32768, 16);

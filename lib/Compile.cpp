@@ -91,9 +91,7 @@ std::string kiln::CompileOptions::key() const {
          std::to_string(int(fpFusion)) + "/d" + std::to_string(int(debug));
 }
 
-bool kiln::isKnownTarget(const std::string &arch) {
-  return arch == kHostArch || isKnownArch(arch);
-}
+bool kiln::isKnownTarget(const std::string &arch) { return arch == kHostArch || isKnownArch(arch); }
 
 std::string kiln::buildId() { return "kiln-0.1.0/llvm-" LLVM_VERSION_STRING "/" KILN_BUILD_ID; }
 
@@ -148,9 +146,9 @@ kiln::CompiledKernel kiln::compileKernel(const KernelSource &source,
   MLIRContext &ctx = src.module ? *src.ctx : textContext();
   Diagnostics diagnostics(ctx);
   // The source stays as it is: the pipeline runs on a copy.
-  OwningOpRef<ModuleOp> module =
-      src.module ? OwningOpRef<ModuleOp>(src.module->clone())
-                 : parseSourceString<ModuleOp>(src.text, &ctx, src.bufferName);
+  OwningOpRef<ModuleOp> module = src.module
+                                     ? OwningOpRef<ModuleOp>(src.module->clone())
+                                     : parseSourceString<ModuleOp>(src.text, &ctx, src.bufferName);
   if (!module)
     diagnostics.fail("", "the kernel does not parse");
   std::string name;

@@ -6,9 +6,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Compiler.h"
-#include "kiln/Target/NVIDIA/KilnToLLVM.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "kiln/Passes.h"
+#include "kiln/Target/NVIDIA/KilnToLLVM.h"
 
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
@@ -97,8 +97,8 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
     return failure();
   auto kernels = llvm::to_vector(module.getOps<func::FuncOp>());
   if (kernels.size() != 1)
-    return emitError(module.getLoc()) << "expected exactly one kernel function, found "
-                                      << kernels.size();
+    return emitError(module.getLoc())
+           << "expected exactly one kernel function, found " << kernels.size();
   out.name = kernels.front().getSymName().str();
 
   PassManager pm(module.getContext());
@@ -127,9 +127,7 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
     // Shared memory per block (CUDA programming guide, compute capabilities): 163 KiB on
     // sm_80/87, 99 KiB on sm_86/89 and sm_12x, 227 KiB on sm_90 and sm_100; 3 KiB stay for
     // barriers and scratch.
-    int64_t sharedKiB = sm == 80 || sm == 87              ? 163
-                        : sm == 86 || sm == 89 || sm >= 120 ? 99
-                                                            : 227;
+    int64_t sharedKiB = sm == 80 || sm == 87 ? 163 : sm == 86 || sm == 89 || sm >= 120 ? 99 : 227;
     pipeline.ringBudget = (sharedKiB - 3) * 1024;
     buildGPUPipeline(pm, pipeline);
   }
@@ -151,8 +149,7 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
                : FailureOr<CompiledKernel>(std::move(out));
   if (failed(emitPTX(module, options.arch, out.llvmIR, out.ptx, options.fpFusion)))
     return failure();
-  if (options.emitCubin && !assembleWithNvJitLink(out.ptx, options.arch, out.cubin,
-                                                  out.cubinError))
+  if (options.emitCubin && !assembleWithNvJitLink(out.ptx, options.arch, out.cubin, out.cubinError))
     out.cubin.clear();
   return out;
 }

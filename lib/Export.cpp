@@ -19,8 +19,8 @@ static char *dupString(const std::string &s) {
 
 extern "C" KILN_EXPORT const char *kiln_version(void) { return "0.1.0"; }
 
-extern "C" KILN_EXPORT int kiln_compile_mlir(const char *source, const char *arch,
-                                             int num_warps, char **ptx, char **error) {
+extern "C" KILN_EXPORT int kiln_compile_mlir(const char *source, const char *arch, int num_warps,
+                                             char **ptx, char **error) {
   kiln::CompileOptions options;
   options.arch = arch ? arch : "sm_90";
   options.numWarps = num_warps > 0 ? num_warps : 4;

@@ -100,8 +100,8 @@ void kiln::buildHostPipeline(OpPassManager &pm, const HostPipelineOptions &optio
 
 void kiln::registerKilnDialects(DialectRegistry &registry) {
   registry.insert<KilnDialect, gpu::KilnGPUDialect, arith::ArithDialect, math::MathDialect,
-                  scf::SCFDialect, func::FuncDialect, cf::ControlFlowDialect,
-                  LLVM::LLVMDialect, NVVM::NVVMDialect, vector::VectorDialect>();
+                  scf::SCFDialect, func::FuncDialect, cf::ControlFlowDialect, LLVM::LLVMDialect,
+                  NVVM::NVVMDialect, vector::VectorDialect>();
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);

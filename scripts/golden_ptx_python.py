@@ -361,9 +361,9 @@ def attention_cases():
 
 
 def matmul_cases():
-    """kiln_kernels.matmul.matmul as bench/bench_matmul_epilogue.py calls it (fp16 and bf16,
+    """kiln_kernels.matmul.matmul as bench/bench_matmul.py epilogue calls it (fp16 and bf16,
     descriptors: matmul_tma_kernel at config_for's tiles, 128x256x64 on 8 warps with 4
-    stages) and bench/bench_matmul_library_fp8.py (e4m3 operands, B column-major, fp16 out:
+    stages) and bench/bench_matmul.py library-fp8 (e4m3 operands, B column-major, fp16 out:
     matmul_kernel, 128x256x128 on 8 warps with 3 stages)."""
     cases = []
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what Kiln builds with (Debian 12: LLVM/MLIR 22, lld, ninja, gtest, ccache), then
+# Installs what Kiln builds with (Debian 12: LLVM/MLIR 22, lld, ninja, gtest, ccache, and the
+# pinned clang-format 14 of the format check), then
 # configures and builds the release (static LLVM) preset into build/. Idempotent: a second run
 # only rebuilds what changed.
 set -euo pipefail
@@ -9,7 +10,7 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 PKGS=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools lld-22 libzstd-dev libedit-dev
       libcurl4-openssl-dev zlib1g-dev libffi-dev libxml2-dev ninja-build cmake libgtest-dev
-      ccache python3)
+      ccache python3 clang-format-14)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

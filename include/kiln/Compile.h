@@ -101,14 +101,14 @@ private:
 
 /// Every stage of one compilation.
 struct CompiledKernel {
-  std::string name;          ///< the kernel's symbol
+  std::string name;               ///< the kernel's symbol
   std::vector<ArgKind> signature; ///< how each parameter is passed
-  std::string llvmDialect;   ///< after the MLIR pipeline
-  std::string llvmIR;        ///< optimized LLVM IR
+  std::string llvmDialect;        ///< after the MLIR pipeline
+  std::string llvmIR;             ///< optimized LLVM IR
   std::string ptx;
-  std::vector<char> cubin;   ///< empty unless requested and nvJitLink was found
-  std::string cubinError;    ///< why there is no cubin, when one was asked for
-  std::string hostAssembly;  ///< host: assembly, when asked for
+  std::vector<char> cubin;      ///< empty unless requested and nvJitLink was found
+  std::string cubinError;       ///< why there is no cubin, when one was asked for
+  std::string hostAssembly;     ///< host: assembly, when asked for
   std::vector<char> hostObject; ///< host: the relocatable object the runtime links
   unsigned numWarps = 4;
   unsigned sharedBytes = 0; ///< dynamic shared memory to launch with (shared rings)

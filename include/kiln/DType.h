@@ -24,7 +24,21 @@ namespace kiln {
 /// As in Triton, `I1` (int1, the boolean) counts as unsigned. F8E4M3 is Triton's fp8e4nv
 /// (e4m3fn: no infinities, max 448), F8E5M2 its fp8e5.
 enum class ScalarKind : uint8_t {
-  I1, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64, F8E4M3, F8E5M2
+  I1,
+  I8,
+  I16,
+  I32,
+  I64,
+  U8,
+  U16,
+  U32,
+  U64,
+  F16,
+  BF16,
+  F32,
+  F64,
+  F8E4M3,
+  F8E5M2
 };
 
 /// A Kiln-level element type: a scalar kind, or a pointer to a scalar kind (pointers to

@@ -37,8 +37,8 @@ struct GPUPipelineOptions {
   /// Slots of the dot operand rings (kiln-pipeline-dot-operands, sm_80+): Triton's
   /// num_stages; 0 or 1 leaves dot operands register-staged (no rings).
   unsigned ringSlots = 3;
-  bool wgmma = false;     ///< sm_90a: dots on warpgroup tensor cores
-  bool debug = false;     ///< check int32 address arithmetic for wraps (-kiln-check-offset-overflow)
+  bool wgmma = false; ///< sm_90a: dots on warpgroup tensor cores
+  bool debug = false; ///< check int32 address arithmetic for wraps (-kiln-check-offset-overflow)
   /// sm_80 and later: cp.async, ldmatrix and mma.sync, so dot operand rings without wgmma.
   bool cpAsync = false;
   /// Bytes of shared memory one loop's rings may take (the target's per-block limit less

@@ -10,8 +10,8 @@
 #define KILN_RUNTIME_H
 
 #include "kiln/Compile.h"
-#include "kiln/Target/NVIDIA/TensorMap.h"
 #include "kiln/DType.h"
+#include "kiln/Target/NVIDIA/TensorMap.h"
 #include "kiln/kiln_c.h"
 
 #include <cstdint>
@@ -290,8 +290,7 @@ public:
   bool isHost() const { return arch == kHostArch; }
   /// The same kernel compiled (or found in the caches) but not loaded: its signature and name
   /// are known, launching it throws. Works without a GPU, and fills the cache get() reads.
-  const Kernel &compile(const kiln::KernelSource &source,
-                        const kiln::CompileOptions &options = {});
+  const Kernel &compile(const kiln::KernelSource &source, const kiln::CompileOptions &options = {});
   /// Compiles (or finds in the caches) without loading: a cubin assembled by nvJitLink (as
   /// relocatable code, cached apart from the PTX that get() has the driver assemble as a whole
   /// program). Works without a GPU; throws when nvJitLink is missing.

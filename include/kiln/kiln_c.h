@@ -17,8 +17,8 @@ extern "C" {
 KILN_EXPORT const char *kiln_version(void);
 /** Compiles `source` (kiln dialect) for `arch` ("sm_90") with `num_warps`; on success returns
  *  0 and sets *ptx, else returns 1 and sets *error. Free both with kiln_free. */
-KILN_EXPORT int kiln_compile_mlir(const char *source, const char *arch, int num_warps,
-                                  char **ptx, char **error);
+KILN_EXPORT int kiln_compile_mlir(const char *source, const char *arch, int num_warps, char **ptx,
+                                  char **error);
 /** Frees a string returned by Kiln. */
 KILN_EXPORT void kiln_free(char *p);
 

@@ -8,9 +8,9 @@
 
 #include "kiln/Analysis/AxisInfo.h"
 
+#include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
-#include "kiln/Dialect/Kiln/IR/Dialect.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
@@ -220,8 +220,8 @@ void AxisInfoAnalysis::visit(Operation *op) {
   // what divides both (Triton's rule). Loop-carried values stay unknown.
   if (auto forOp = dyn_cast<scf::ForOp>(op)) {
     AxisInfo iv = AxisInfo::unknown(1);
-    iv.divisibility[0] = std::min(get(forOp.getLowerBound()).divisibility[0],
-                                  get(forOp.getStep()).divisibility[0]);
+    iv.divisibility[0] =
+        std::min(get(forOp.getLowerBound()).divisibility[0], get(forOp.getStep()).divisibility[0]);
     infos[forOp.getInductionVar()] = iv;
     auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
     for (auto [i, arg] : llvm::enumerate(forOp.getRegionIterArgs()))
@@ -291,8 +291,8 @@ void AxisInfoAnalysis::visit(Operation *op) {
         const AxisInfo &a = in(0), &b = in(1);
         int64_t scale = pointeeBytes(op->getOperand(0).getType());
         for (unsigned d = 0; d < rank; ++d) {
-          out.contiguity[d] = std::max(gcd(a.contiguity[d], b.constancy[d]),
-                                       gcd(a.constancy[d], b.contiguity[d]));
+          out.contiguity[d] =
+              std::max(gcd(a.contiguity[d], b.constancy[d]), gcd(a.constancy[d], b.contiguity[d]));
           out.divisibility[d] = gcd(a.divisibility[d], b.divisibility[d] * scale);
           out.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
         }
@@ -327,8 +327,7 @@ void AxisInfoAnalysis::visit(Operation *op) {
         for (unsigned d = 0; d < rank; ++d) {
           out.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
           if (b.constancy[d] == shape[d])
-            out.contiguity[d] =
-                gcd(gcd(a.contiguity[d], a.divisibility[d]), b.divisibility[d]);
+            out.contiguity[d] = gcd(gcd(a.contiguity[d], a.divisibility[d]), b.divisibility[d]);
           out.divisibility[d] = gcd(a.divisibility[d], b.divisibility[d]);
         }
       })
@@ -371,9 +370,7 @@ void AxisInfoAnalysis::visit(Operation *op) {
           out.divisibility[d] = gcd(a.divisibility[d], b.divisibility[d]);
         }
       })
-      .Case<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp>([&](Operation *) {
-        out = in(0);
-      })
+      .Case<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp>([&](Operation *) { out = in(0); })
       .Default([&](Operation *) {});
   // The user's hints (tl.multiple_of, tl.max_contiguous, tl.max_constancy) win, as in Triton.
   auto take = [&](StringRef name, SmallVectorImpl<int64_t> &field) {

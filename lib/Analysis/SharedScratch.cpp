@@ -187,8 +187,8 @@ SharedScratch::SharedScratch(ModuleOp module) {
     OpBuilder b(module.getBodyRegion());
     auto type = LLVM::LLVMArrayType::get(IntegerType::get(module.getContext(), 8), poolBytes);
     // Shared memory is address space 3 in NVPTX; no initializer (PTX .shared has none).
-    LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/false,
-                           LLVM::Linkage::Internal, kPoolName, Attribute(), kAlign,
+    LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/false, LLVM::Linkage::Internal,
+                           kPoolName, Attribute(), kAlign,
                            /*addrSpace=*/3);
   }
 }

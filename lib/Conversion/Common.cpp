@@ -7,8 +7,8 @@
 
 #include "kiln/Conversion/Common.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

@@ -44,7 +44,7 @@ struct facade::Session::Impl {
   const Tile &get(Handle h) const {
     if (h < 0 || size_t(h) >= values.size())
       throw CompileError(kernel, file, line, col,
-                      "internal error: invalid value handle " + std::to_string(h));
+                         "internal error: invalid value handle " + std::to_string(h));
     return values[h];
   }
   std::optional<Tile> optional(Handle h) const {
@@ -68,9 +68,9 @@ struct facade::Session::Impl {
     if (std::optional<DType> d = DType::parse(name))
       return *d;
     throw CompileError(kernel, file, line, col,
-                    "expected a dtype name (int1, int8..int64, uint8..uint64, fp16, bf16, fp32, "
-                    "fp64, fp8e4nv, fp8e5, or a pointer '*fp32'), found '" +
-                        name + "'");
+                       "expected a dtype name (int1, int8..int64, uint8..uint64, fp16, bf16, fp32, "
+                       "fp64, fp8e4nv, fp8e5, or a pointer '*fp32'), found '" +
+                           name + "'");
   }
 };
 
@@ -98,9 +98,7 @@ void facade::Session::beginKernel(const std::string &name, const std::vector<Arg
   impl->builder.beginKernel(name, kargs);
 }
 
-Handle facade::Session::arg(unsigned index) {
-  return impl->add(impl->builder.arg(index));
-}
+Handle facade::Session::arg(unsigned index) { return impl->add(impl->builder.arg(index)); }
 
 KernelSource facade::Session::finishKernel() {
   mlir::OwningOpRef<mlir::ModuleOp> module = impl->builder.finishKernel();
@@ -123,32 +121,20 @@ std::vector<int64_t> facade::Session::shape(Handle h) const {
 bool facade::Session::isTile(Handle h) const { return impl->get(h).isTile(); }
 bool facade::Session::isWeak(Handle h) const { return impl->get(h).isWeak(); }
 
-Handle facade::Session::intConst(int64_t v) {
-  return impl->add(impl->builder.intConst(v));
-}
-Handle facade::Session::uintConst(uint64_t v) {
-  return impl->add(impl->builder.uintConst(v));
-}
-Handle facade::Session::floatConst(double v) {
-  return impl->add(impl->builder.floatConst(v));
-}
-Handle facade::Session::boolConst(bool v) {
-  return impl->add(impl->builder.boolConst(v));
-}
+Handle facade::Session::intConst(int64_t v) { return impl->add(impl->builder.intConst(v)); }
+Handle facade::Session::uintConst(uint64_t v) { return impl->add(impl->builder.uintConst(v)); }
+Handle facade::Session::floatConst(double v) { return impl->add(impl->builder.floatConst(v)); }
+Handle facade::Session::boolConst(bool v) { return impl->add(impl->builder.boolConst(v)); }
 Handle facade::Session::materialize(Handle h) {
   return impl->add(impl->builder.materialize(impl->get(h)));
 }
-Handle facade::Session::programId(int axis) {
-  return impl->add(impl->builder.programId(axis));
-}
-Handle facade::Session::numPrograms(int axis) {
-  return impl->add(impl->builder.numPrograms(axis));
-}
+Handle facade::Session::programId(int axis) { return impl->add(impl->builder.programId(axis)); }
+Handle facade::Session::numPrograms(int axis) { return impl->add(impl->builder.numPrograms(axis)); }
 Handle facade::Session::arange(int64_t start, int64_t end) {
   return impl->add(impl->builder.arange(start, end));
 }
 Handle facade::Session::full(const std::vector<int64_t> &shape, Handle value,
-                         const std::string &dtype) {
+                             const std::string &dtype) {
   return impl->add(impl->builder.full(shape, impl->get(value), impl->parseDType(dtype)));
 }
 Handle facade::Session::zeros(const std::vector<int64_t> &shape, const std::string &dtype) {
@@ -223,58 +209,57 @@ Handle facade::Session::cast(Handle x, const std::string &dtype, bool bitcast) {
                            : impl->builder.cast(impl->get(x), d));
 }
 
-Handle facade::Session::hint(Handle x, const std::string &kind, const std::vector<int64_t> &values) {
+Handle facade::Session::hint(Handle x, const std::string &kind,
+                             const std::vector<int64_t> &values) {
   return impl->add(impl->builder.hint(impl->get(x), kind, values));
 }
 
 Handle facade::Session::load(Handle ptr, Handle mask, Handle other, const std::string &cache,
-                         const std::string &evict, bool isVolatile) {
+                             const std::string &evict, bool isVolatile) {
   LoadOptions options{cache, evict, isVolatile};
   return impl->add(
       impl->builder.load(impl->get(ptr), impl->optional(mask), impl->optional(other), options));
 }
 
 Handle facade::Session::descriptorLoad(Handle desc, Handle base, const std::vector<Handle> &offsets,
-                                   const std::vector<Handle> &shape,
-                                   const std::vector<Handle> &strides,
-                                   const std::vector<int64_t> &block) {
+                                       const std::vector<Handle> &shape,
+                                       const std::vector<Handle> &strides,
+                                       const std::vector<int64_t> &block) {
   // desc -1: a descriptor the kernel built (tl.make_tensor_descriptor), without a map.
   return impl->add(impl->builder.descriptorLoad(impl->optional(desc).value_or(Tile()),
-                                                impl->get(base),
-                                                impl->tiles(offsets), impl->tiles(shape),
-                                                impl->tiles(strides), block));
+                                                impl->get(base), impl->tiles(offsets),
+                                                impl->tiles(shape), impl->tiles(strides), block));
 }
 
 void facade::Session::descriptorStore(Handle desc, Handle base, const std::vector<Handle> &offsets,
-                                  Handle value, const std::vector<Handle> &shape,
-                                  const std::vector<Handle> &strides,
-                                  const std::vector<int64_t> &block) {
+                                      Handle value, const std::vector<Handle> &shape,
+                                      const std::vector<Handle> &strides,
+                                      const std::vector<int64_t> &block) {
   impl->builder.descriptorStore(impl->optional(desc).value_or(Tile()), impl->get(base),
-                                impl->tiles(offsets),
-                                impl->get(value), impl->tiles(shape), impl->tiles(strides),
-                                block);
+                                impl->tiles(offsets), impl->get(value), impl->tiles(shape),
+                                impl->tiles(strides), block);
 }
 
 void facade::Session::store(Handle ptr, Handle value, Handle mask, const std::string &cache,
-                        const std::string &evict) {
+                            const std::string &evict) {
   StoreOptions options{cache, evict};
   impl->builder.store(impl->get(ptr), impl->get(value), impl->optional(mask), options);
 }
 
 Handle facade::Session::atomicRMW(const std::string &op, Handle ptr, Handle val, Handle mask,
-                              const std::string &sem, const std::string &scope) {
-  return impl->add(impl->builder.atomicRMW(op, impl->get(ptr), impl->get(val),
-                                           impl->optional(mask), sem, scope));
+                                  const std::string &sem, const std::string &scope) {
+  return impl->add(impl->builder.atomicRMW(op, impl->get(ptr), impl->get(val), impl->optional(mask),
+                                           sem, scope));
 }
 
 Handle facade::Session::atomicCAS(Handle ptr, Handle cmp, Handle val, const std::string &sem,
-                              const std::string &scope) {
+                                  const std::string &scope) {
   return impl->add(
       impl->builder.atomicCAS(impl->get(ptr), impl->get(cmp), impl->get(val), sem, scope));
 }
 
 void facade::Session::devicePrint(const std::string &prefix, const std::vector<Handle> &args,
-                              bool hex) {
+                                  bool hex) {
   std::vector<Tile> tiles;
   for (Handle h : args)
     tiles.push_back(impl->get(h));
@@ -318,7 +303,7 @@ Handle facade::Session::reduceOp(const std::string &op, Handle x, int axis, bool
 }
 
 std::vector<Handle> facade::Session::reduce(const std::vector<Handle> &inputs, int axis,
-                                        const CombineBody &combine, bool keepDims) {
+                                            const CombineBody &combine, bool keepDims) {
   std::vector<Tile> results = impl->builder.reduce(
       impl->tiles(inputs), axis,
       [&](llvm::ArrayRef<Tile> acc, llvm::ArrayRef<Tile> next) {
@@ -329,7 +314,7 @@ std::vector<Handle> facade::Session::reduce(const std::vector<Handle> &inputs, i
 }
 
 std::vector<Handle> facade::Session::scan(const std::vector<Handle> &inputs, int axis,
-                                      const CombineBody &combine, bool reverse) {
+                                          const CombineBody &combine, bool reverse) {
   std::vector<Tile> results = impl->builder.scan(
       impl->tiles(inputs), axis,
       [&](llvm::ArrayRef<Tile> acc, llvm::ArrayRef<Tile> next) {
@@ -340,7 +325,7 @@ std::vector<Handle> facade::Session::scan(const std::vector<Handle> &inputs, int
 }
 
 Handle facade::Session::scanOp(const std::string &op, Handle x, int axis, bool reverse,
-                           const std::string &dtype) {
+                               const std::string &dtype) {
   std::optional<DType> d;
   if (!dtype.empty())
     d = impl->parseDType(dtype);
@@ -348,20 +333,19 @@ Handle facade::Session::scanOp(const std::string &op, Handle x, int axis, bool r
     return impl->add(impl->builder.cumsum(impl->get(x), axis, reverse, d));
   if (op == "cumprod" && !d)
     return impl->add(impl->builder.cumprod(impl->get(x), axis, reverse));
-  impl->builder.error("internal error: unknown scan '" + op + "'" +
-                      (d ? " with a dtype" : ""));
+  impl->builder.error("internal error: unknown scan '" + op + "'" + (d ? " with a dtype" : ""));
 }
 
 Handle facade::Session::dot(Handle a, Handle b, Handle acc, const std::string &inputPrecision,
-                        const std::string &outDtype, int32_t maxNumImpreciseAcc) {
+                            const std::string &outDtype, int32_t maxNumImpreciseAcc) {
   DType out = impl->parseDType(outDtype);
   return impl->add(impl->builder.dot(impl->get(a), impl->get(b), impl->optional(acc),
                                      inputPrecision, out, maxNumImpreciseAcc));
 }
 
 std::vector<Handle> facade::Session::forLoop(Handle lb, Handle ub, Handle step,
-                                         const std::vector<Handle> &inits, const ForBody &body,
-                                         const std::vector<std::string> &names, bool flatten) {
+                                             const std::vector<Handle> &inits, const ForBody &body,
+                                             const std::vector<std::string> &names, bool flatten) {
   std::vector<Tile> results = impl->builder.forLoop(
       impl->get(lb), impl->get(ub), impl->get(step), impl->tiles(inits),
       [&](const Tile &iv, llvm::ArrayRef<Tile> iters) {
@@ -374,8 +358,8 @@ std::vector<Handle> facade::Session::forLoop(Handle lb, Handle ub, Handle step,
 }
 
 std::vector<Handle> facade::Session::ifThenElse(Handle cond, const BranchBody &thenFn,
-                                            const BranchBody &elseFn,
-                                            const std::vector<std::string> &names) {
+                                                const BranchBody &elseFn,
+                                                const std::vector<std::string> &names) {
   Builder::BranchBody elseBody;
   if (elseFn)
     elseBody = [&] { return impl->tiles(elseFn()); };
@@ -384,9 +368,9 @@ std::vector<Handle> facade::Session::ifThenElse(Handle cond, const BranchBody &t
   return impl->handles(results);
 }
 
-std::vector<Handle> facade::Session::whileLoop(const std::vector<Handle> &inits, const CondBody &condFn,
-                                           const RegionBody &bodyFn,
-                                           const std::vector<std::string> &names) {
+std::vector<Handle> facade::Session::whileLoop(const std::vector<Handle> &inits,
+                                               const CondBody &condFn, const RegionBody &bodyFn,
+                                               const std::vector<std::string> &names) {
   std::vector<Tile> results = impl->builder.whileLoop(
       impl->tiles(inits),
       [&](llvm::ArrayRef<Tile> args) { return impl->get(condFn(impl->handles(args.vec()))); },

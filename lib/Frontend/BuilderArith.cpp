@@ -502,8 +502,8 @@ Tile kiln::Builder::hint(const Tile &x, StringRef kind, ArrayRef<int64_t> values
   Tile t = materialize(x);
   unsigned rank = t.isTile() ? t.getShape().size() : 1;
   if (values.size() != rank && values.size() != 1)
-    error("expected " + Twine(rank) + " value" + (rank == 1 ? "" : "s") + " for " + kind +
-          " of " + describe(x) + ", found " + Twine(values.size()));
+    error("expected " + Twine(rank) + " value" + (rank == 1 ? "" : "s") + " for " + kind + " of " +
+          describe(x) + ", found " + Twine(values.size()));
   SmallVector<int64_t> field;
   for (unsigned d = 0; d < rank; ++d) {
     int64_t v = values.size() == 1 ? values[0] : values[d];

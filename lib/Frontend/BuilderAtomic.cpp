@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Frontend/Builder.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
+#include "kiln/Frontend/Builder.h"
 
 using namespace mlir;
 using namespace kiln;
@@ -39,7 +39,7 @@ std::optional<MemScope> parseScope(StringRef s) {
 } // namespace
 
 Tile kiln::Builder::atomicRMW(StringRef op, const Tile &ptr, const Tile &val,
-                             std::optional<Tile> mask, StringRef sem, StringRef scope) {
+                              std::optional<Tile> mask, StringRef sem, StringRef scope) {
   std::string name = ("atomic_" + op).str();
   requireKernel(name);
   if (mask && !mask->value)
@@ -97,7 +97,7 @@ Tile kiln::Builder::atomicRMW(StringRef op, const Tile &ptr, const Tile &val,
 }
 
 Tile kiln::Builder::atomicCAS(const Tile &ptr, const Tile &cmp, const Tile &val, StringRef sem,
-                             StringRef scope) {
+                              StringRef scope) {
   requireKernel("atomic_cas");
   if (!ptr.dtype.isPointer())
     error("expected a pointer or a tile of pointers for atomic_cas, found " + describe(ptr));
@@ -106,7 +106,8 @@ Tile kiln::Builder::atomicCAS(const Tile &ptr, const Tile &cmp, const Tile &val,
     error("expected a pointer to a numeric dtype for atomic_cas, found " + describe(ptr));
   if (elem.isFp8())
     error("expected a pointer to a dtype atomics take (integers, fp16, bf16, fp32, fp64) for "
-          "atomic_cas, found " + describe(ptr) + " (no GPU has fp8 atomics)");
+          "atomic_cas, found " +
+          describe(ptr) + " (no GPU has fp8 atomics)");
   auto s = parseSem(sem);
   if (!s)
     error("expected sem 'acq_rel', 'acquire', 'release' or 'relaxed' for atomic_cas, found '" +

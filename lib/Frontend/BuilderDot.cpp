@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Frontend/Builder.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
+#include "kiln/Frontend/Builder.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
@@ -28,14 +28,13 @@ Tile kiln::Builder::dot(const Tile &a, const Tile &bb, std::optional<Tile> acc,
   requireKernel("dot");
   // Shapes: 2-D tiles with matching K.
   if (!a.isTile() || !bb.isTile() || a.getShape().size() != 2 || bb.getShape().size() != 2) {
-    bool batched = a.isTile() && bb.isTile() && a.getShape().size() == 3 &&
-                   bb.getShape().size() == 3;
+    bool batched =
+        a.isTile() && bb.isTile() && a.getShape().size() == 3 && bb.getShape().size() == 3;
     error("expected two 2-D tiles for dot" +
           Twine(batched ? " (batched 3-D dot is not supported by Kiln yet)" : "") + ", found " +
           describe(a) + " and " + describe(bb));
   }
-  int64_t m = a.getShape()[0], k = a.getShape()[1], kb = bb.getShape()[0],
-          n = bb.getShape()[1];
+  int64_t m = a.getShape()[0], k = a.getShape()[1], kb = bb.getShape()[0], n = bb.getShape()[1];
   if (k != kb)
     error("expected the K dimensions of dot to match (a is M x K, b is K x N), found a " +
           describe(a) + " (K = " + Twine(k) + ") and b " + describe(bb) + " (K = " + Twine(kb) +
@@ -62,8 +61,7 @@ Tile kiln::Builder::dot(const Tile &a, const Tile &bb, std::optional<Tile> acc,
     result = outDType;
   } else if (in == DType::bf16() || in == DType::fp32() || in.isFp8()) {
     if (outDType != DType::fp32())
-      error("expected out_dtype fp32 for dot of " + in.str() + " tiles, found " +
-            outDType.str() +
+      error("expected out_dtype fp32 for dot of " + in.str() + " tiles, found " + outDType.str() +
             (outDType == DType::bf16() ? " (cast the fp32 result with .to(tl.bfloat16))" : ""));
     result = DType::fp32();
   } else {
@@ -77,8 +75,8 @@ Tile kiln::Builder::dot(const Tile &a, const Tile &bb, std::optional<Tile> acc,
       prec.empty() ? std::optional<InputPrecision>(InputPrecision::tf32)
                    : symbolizeInputPrecision(prec);
   if (!precision)
-    error("expected input_precision 'tf32', 'tf32x3' or 'ieee' for dot, found '" +
-          inputPrecision + "'");
+    error("expected input_precision 'tf32', 'tf32x3' or 'ieee' for dot, found '" + inputPrecision +
+          "'");
   // Only fp32 inputs have a precision to choose; Triton ignores it for the others.
   if (in != DType::fp32())
     precision = InputPrecision::tf32;
@@ -96,7 +94,7 @@ Tile kiln::Builder::dot(const Tile &a, const Tile &bb, std::optional<Tile> acc,
   } else {
     c = zeros(shape, result);
   }
-  auto op = DotOp::create(b, loc, a.value, bb.value, c.value, *precision,
-                          uint32_t(maxNumImpreciseAcc));
+  auto op =
+      DotOp::create(b, loc, a.value, bb.value, c.value, *precision, uint32_t(maxNumImpreciseAcc));
   return Tile{op.getResult(), result, std::nullopt};
 }

@@ -49,9 +49,8 @@ static bool parseEvict(StringRef s, EvictionPolicyAttr &out, MLIRContext &ctx) {
 /// The cache modifier (one of `allowed`, Triton's ".cg" spelling) and eviction policy of a
 /// `what` ("load" or "store"); an unknown or disallowed one is a user error.
 static std::pair<std::optional<CacheModifier>, EvictionPolicyAttr>
-parseAccessModifiers(kiln::Builder &b, const std::string &cacheName,
-                     const std::string &evictName, std::initializer_list<CacheModifier> allowed,
-                     StringRef what) {
+parseAccessModifiers(kiln::Builder &b, const std::string &cacheName, const std::string &evictName,
+                     std::initializer_list<CacheModifier> allowed, StringRef what) {
   std::optional<CacheModifier> cache;
   if (!cacheName.empty()) {
     cache = parseCache(cacheName);
@@ -64,16 +63,15 @@ parseAccessModifiers(kiln::Builder &b, const std::string &cacheName,
   }
   EvictionPolicyAttr evict;
   if (!parseEvict(evictName, evict, b.getContext()))
-    b.error("expected an eviction policy ('evict_first', 'evict_last'), found '" + evictName +
-            "'");
+    b.error("expected an eviction policy ('evict_first', 'evict_last'), found '" + evictName + "'");
   return {cache, evict};
 }
 
 /// `values` cast to `to`, each an integer scalar of any width (else an error naming `what`):
 /// the offsets of a descriptor access, the extents and strides of a descriptor the kernel
 /// built.
-static SmallVector<Value> descriptorScalars(kiln::Builder &builder, ArrayRef<Tile> values,
-                                           DType to, const std::string &what) {
+static SmallVector<Value> descriptorScalars(kiln::Builder &builder, ArrayRef<Tile> values, DType to,
+                                            const std::string &what) {
   return llvm::map_to_vector(values, [&](const Tile &t) {
     if (t.isTile() || !t.dtype.isInt())
       builder.error("expected integer scalars as " + what + ", found " + describe(t));
@@ -83,10 +81,10 @@ static SmallVector<Value> descriptorScalars(kiln::Builder &builder, ArrayRef<Til
 
 /// The operands descriptorLoad and descriptorStore share, checked: int32 offsets (cast from
 /// any integer), the base pointer's element dtype, a power-of-two block of the tensor's rank.
-static SmallVector<Value> descriptorOffsets(kiln::Builder &builder, const Tile &desc, const Tile &base,
-                                            ArrayRef<Tile> offsets, ArrayRef<Tile> shape,
-                                            ArrayRef<Tile> strides, ArrayRef<int64_t> block,
-                                            StringRef what) {
+static SmallVector<Value> descriptorOffsets(kiln::Builder &builder, const Tile &desc,
+                                            const Tile &base, ArrayRef<Tile> offsets,
+                                            ArrayRef<Tile> shape, ArrayRef<Tile> strides,
+                                            ArrayRef<int64_t> block, StringRef what) {
   // A descriptor the kernel built (tl.make_tensor_descriptor) has no tensor map.
   if (desc.value && !isa<TensorMapType>(desc.value.getType()))
     builder.error("expected a tensor descriptor for " + what);
@@ -95,12 +93,10 @@ static SmallVector<Value> descriptorOffsets(kiln::Builder &builder, const Tile &
                   describe(base));
   if (shape.size() != block.size() || strides.size() + 1 != block.size())
     builder.error("expected a tensor descriptor of rank " + Twine(block.size()) + ", found " +
-                  Twine(shape.size()) + " extents and " + Twine(strides.size() + 1) +
-                  " strides");
+                  Twine(shape.size()) + " extents and " + Twine(strides.size() + 1) + " strides");
   if (offsets.size() != block.size())
-    builder.error("expected " + Twine(block.size()) + " offsets for " + what +
-                  " of a rank-" + Twine(block.size()) + " tensor descriptor, found " +
-                  Twine(offsets.size()));
+    builder.error("expected " + Twine(block.size()) + " offsets for " + what + " of a rank-" +
+                  Twine(block.size()) + " tensor descriptor, found " + Twine(offsets.size()));
   for (int64_t d : block)
     if (d <= 0 || !llvm::isPowerOf2_64(uint64_t(d)))
       builder.error("expected a block shape of powers of two for " + what + ", found " +
@@ -132,20 +128,20 @@ Tile kiln::Builder::descriptorLoad(const Tile &desc, const Tile &base, ArrayRef<
   DType elem = base.dtype.getPointee();
   auto type = RankedTensorType::get(block, toMLIR(elem, ctx));
   if (!desc.value) { // built in the kernel: the masked load of the block, now
-    auto [ptrs, mask] = emitDescriptorBlockAddress(b, loc, type, base.value, offs,
-                                                   descriptorExtents(*this, shape),
-                                                   descriptorStrides(*this, strides));
+    auto [ptrs, mask] =
+        emitDescriptorBlockAddress(b, loc, type, base.value, offs, descriptorExtents(*this, shape),
+                                   descriptorStrides(*this, strides));
     Value zero = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
     return Tile{LoadOp::create(b, loc, ptrs, mask, zero), elem, std::nullopt};
   }
-  Value v = DescriptorLoadOp::create(b, loc, type, desc.value, base.value, offs,
-                                     tileValues(shape), tileValues(strides));
+  Value v = DescriptorLoadOp::create(b, loc, type, desc.value, base.value, offs, tileValues(shape),
+                                     tileValues(strides));
   return Tile{v, elem, std::nullopt};
 }
 
 void kiln::Builder::descriptorStore(const Tile &desc, const Tile &base, ArrayRef<Tile> offsets,
-                                    const Tile &value, ArrayRef<Tile> shape,
-                                    ArrayRef<Tile> strides, ArrayRef<int64_t> block) {
+                                    const Tile &value, ArrayRef<Tile> shape, ArrayRef<Tile> strides,
+                                    ArrayRef<int64_t> block) {
   requireKernel("desc.store");
   SmallVector<Value> offs =
       descriptorOffsets(*this, desc, base, offsets, shape, strides, block, "desc.store");
@@ -184,9 +180,9 @@ Tile kiln::Builder::load(const Tile &ptr, std::optional<Tile> mask, std::optiona
   }
   if (mask && !mask->dtype.isBool())
     error("expected a mask of dtype int1 for load, found " + describe(*mask));
-  auto [cache, evict] = parseAccessModifiers(
-      *this, options.cache, options.evict,
-      {CacheModifier::ca, CacheModifier::cg, CacheModifier::cv}, "load");
+  auto [cache, evict] =
+      parseAccessModifiers(*this, options.cache, options.evict,
+                           {CacheModifier::ca, CacheModifier::cg, CacheModifier::cv}, "load");
   // ld.volatile takes no cache operator and no cache hint (PTX ISA 9.7.9.8).
   if (options.isVolatile && (cache || evict))
     error("expected no cache modifier or eviction policy on a volatile load, found '" +
@@ -226,9 +222,9 @@ void kiln::Builder::store(const Tile &ptr, const Tile &value, std::optional<Tile
   }
   if (mask && !mask->dtype.isBool())
     error("expected a mask of dtype int1 for store, found " + describe(*mask));
-  auto [cache, evict] = parseAccessModifiers(
-      *this, options.cache, options.evict,
-      {CacheModifier::wb, CacheModifier::cs, CacheModifier::wt}, "store");
+  auto [cache, evict] =
+      parseAccessModifiers(*this, options.cache, options.evict,
+                           {CacheModifier::wb, CacheModifier::cs, CacheModifier::wt}, "store");
 
   // value and mask broadcast to the pointer's shape, never the other way round.
   ArrayRef<int64_t> shape = ptr.getShape();

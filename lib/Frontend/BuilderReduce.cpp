@@ -6,14 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Frontend/Builder.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
+#include "kiln/Frontend/Builder.h"
 
 using namespace mlir;
 using namespace kiln;
 
-int kiln::Builder::combineInputs(ArrayRef<Tile> inputs, int axis, StringRef noun,
-                                 StringRef verb) {
+int kiln::Builder::combineInputs(ArrayRef<Tile> inputs, int axis, StringRef noun, StringRef verb) {
   requireKernel(noun == "scan" ? "a scan" : "a reduction");
   if (inputs.empty())
     error("expected at least one tile to " + verb);
@@ -36,8 +35,7 @@ int kiln::Builder::combineInputs(ArrayRef<Tile> inputs, int axis, StringRef noun
   return axis < 0 ? axis + rank : axis;
 }
 
-void kiln::Builder::buildCombiner(Region &region, ArrayRef<Tile> inputs,
-                                  const CombineBody &combine,
+void kiln::Builder::buildCombiner(Region &region, ArrayRef<Tile> inputs, const CombineBody &combine,
                                   llvm::function_ref<void(ValueRange)> terminate) {
   OpBuilder::InsertionGuard guard(b);
   Block *block = b.createBlock(&region);
@@ -50,8 +48,8 @@ void kiln::Builder::buildCombiner(Region &region, ArrayRef<Tile> inputs,
     }
   std::vector<Tile> out = combine(acc, next);
   if (out.size() != inputs.size())
-    error("expected the combine function to return " + Twine(inputs.size()) +
-          " values, found " + Twine(out.size()));
+    error("expected the combine function to return " + Twine(inputs.size()) + " values, found " +
+          Twine(out.size()));
   SmallVector<Value> yielded;
   for (auto [i, t] : llvm::enumerate(out)) {
     if (t.isTile())
@@ -66,7 +64,7 @@ void kiln::Builder::buildCombiner(Region &region, ArrayRef<Tile> inputs,
 }
 
 std::vector<Tile> kiln::Builder::reduce(ArrayRef<Tile> inputsIn, int axis,
-                                  const CombineBody &combine, bool keepDims) {
+                                        const CombineBody &combine, bool keepDims) {
   std::vector<Tile> widened = widenFp8(inputsIn);
   ArrayRef<Tile> inputs = widened;
   axis = combineInputs(inputs, axis, "reduction", "reduce");
@@ -99,35 +97,33 @@ Tile kiln::Builder::sum(const Tile &x, int axis, bool keepDims) {
     in = cast(x, DType::int32());
   if (in.dtype.isPointer())
     error("expected a tile of numbers to sum, found " + in.dtype.str());
-  return reduce({in}, axis,
-                [&](ArrayRef<Tile> a, ArrayRef<Tile> n) { return std::vector<Tile>{add(a[0], n[0])}; },
-                keepDims)[0];
+  return reduce(
+      {in}, axis,
+      [&](ArrayRef<Tile> a, ArrayRef<Tile> n) { return std::vector<Tile>{add(a[0], n[0])}; },
+      keepDims)[0];
 }
 
 Tile kiln::Builder::max(const Tile &x, int axis, bool keepDims) {
-  return reduce({x}, axis,
-                [&](ArrayRef<Tile> a, ArrayRef<Tile> n) {
-                  return std::vector<Tile>{maximum(a[0], n[0])};
-                },
-                keepDims)[0];
+  return reduce(
+      {x}, axis,
+      [&](ArrayRef<Tile> a, ArrayRef<Tile> n) { return std::vector<Tile>{maximum(a[0], n[0])}; },
+      keepDims)[0];
 }
 
 Tile kiln::Builder::min(const Tile &x, int axis, bool keepDims) {
-  return reduce({x}, axis,
-                [&](ArrayRef<Tile> a, ArrayRef<Tile> n) {
-                  return std::vector<Tile>{minimum(a[0], n[0])};
-                },
-                keepDims)[0];
+  return reduce(
+      {x}, axis,
+      [&](ArrayRef<Tile> a, ArrayRef<Tile> n) { return std::vector<Tile>{minimum(a[0], n[0])}; },
+      keepDims)[0];
 }
 
 Tile kiln::Builder::xorSum(const Tile &x, int axis, bool keepDims) {
   if (!x.dtype.isInt())
     error("expected an integer tile for xor_sum, found " + x.dtype.str());
-  return reduce({x}, axis,
-                [&](ArrayRef<Tile> a, ArrayRef<Tile> n) {
-                  return std::vector<Tile>{bitXor(a[0], n[0])};
-                },
-                keepDims)[0];
+  return reduce(
+      {x}, axis,
+      [&](ArrayRef<Tile> a, ArrayRef<Tile> n) { return std::vector<Tile>{bitXor(a[0], n[0])}; },
+      keepDims)[0];
 }
 
 Tile kiln::Builder::argExtreme(const Tile &x, int axis, bool keepDims, bool greater) {
@@ -144,16 +140,17 @@ Tile kiln::Builder::argExtreme(const Tile &x, int axis, bool keepDims, bool grea
     if (d != ax)
       idx = expandDims(idx, d);
   idx = broadcastTo(idx, x.getShape());
-  return reduce({x, idx}, ax,
-                [&](ArrayRef<Tile> a, ArrayRef<Tile> n) {
-                  // Keep the accumulator when it is strictly better, or equal with a lower
-                  // index (the first occurrence wins, as in Triton).
-                  Tile better = greater ? gt(a[0], n[0]) : lt(a[0], n[0]);
-                  Tile tie = logicalAnd(eq(a[0], n[0]), lt(a[1], n[1]));
-                  Tile keep = logicalOr(better, tie);
-                  return std::vector<Tile>{where(keep, a[0], n[0]), where(keep, a[1], n[1])};
-                },
-                keepDims)[1];
+  return reduce(
+      {x, idx}, ax,
+      [&](ArrayRef<Tile> a, ArrayRef<Tile> n) {
+        // Keep the accumulator when it is strictly better, or equal with a lower
+        // index (the first occurrence wins, as in Triton).
+        Tile better = greater ? gt(a[0], n[0]) : lt(a[0], n[0]);
+        Tile tie = logicalAnd(eq(a[0], n[0]), lt(a[1], n[1]));
+        Tile keep = logicalOr(better, tie);
+        return std::vector<Tile>{where(keep, a[0], n[0]), where(keep, a[1], n[1])};
+      },
+      keepDims)[1];
 }
 
 Tile kiln::Builder::argmax(const Tile &x, int axis, bool keepDims) {

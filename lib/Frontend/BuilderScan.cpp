@@ -8,14 +8,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Frontend/Builder.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
+#include "kiln/Frontend/Builder.h"
 
 using namespace mlir;
 using namespace kiln;
 
-std::vector<Tile> kiln::Builder::scan(ArrayRef<Tile> inputsIn, int axis,
-                                      const CombineBody &combine, bool reverse) {
+std::vector<Tile> kiln::Builder::scan(ArrayRef<Tile> inputsIn, int axis, const CombineBody &combine,
+                                      bool reverse) {
   std::vector<Tile> widened = widenFp8(inputsIn);
   ArrayRef<Tile> inputs = widened;
   axis = combineInputs(inputs, axis, "scan", "scan");
@@ -56,15 +56,17 @@ Tile kiln::Builder::cumsum(const Tile &x, int axis, bool reverse, std::optional<
   if (acc.isPointer())
     error("expected a number dtype for cumsum, found " + acc.str());
   Tile t = cast(x, acc);
-  return scan({t}, axis,
-              [&](ArrayRef<Tile> a, ArrayRef<Tile> n) { return std::vector<Tile>{add(a[0], n[0])}; },
-              reverse)[0];
+  return scan(
+      {t}, axis,
+      [&](ArrayRef<Tile> a, ArrayRef<Tile> n) { return std::vector<Tile>{add(a[0], n[0])}; },
+      reverse)[0];
 }
 
 Tile kiln::Builder::cumprod(const Tile &x, int axis, bool reverse) {
   requireKernel("cumprod");
   Tile t = cast(x, scanInputDType(*this, x, "cumprod"));
-  return scan({t}, axis,
-              [&](ArrayRef<Tile> a, ArrayRef<Tile> n) { return std::vector<Tile>{mul(a[0], n[0])}; },
-              reverse)[0];
+  return scan(
+      {t}, axis,
+      [&](ArrayRef<Tile> a, ArrayRef<Tile> n) { return std::vector<Tile>{mul(a[0], n[0])}; },
+      reverse)[0];
 }

@@ -349,8 +349,7 @@ Value kiln::lang::cdiv(const Operand &a, const Operand &b, Loc loc) {
 Value kiln::lang::cast(const Operand &x, DType dtype, bool bitcast, Loc loc) {
   Trace &t = enter(loc, "cast");
   Tile v = Access::tile(t, x);
-  return Access::wrap(t, bitcast ? t.builder.bitcast(v, dtype)
-                                 : t.builder.cast(v, dtype));
+  return Access::wrap(t, bitcast ? t.builder.bitcast(v, dtype) : t.builder.cast(v, dtype));
 }
 
 Value kiln::lang::expand_dims(const Operand &x, int axis, Loc loc) {
@@ -380,10 +379,10 @@ Value kiln::lang::trans(const Operand &x, const std::vector<int32_t> &order, Loc
   return Access::wrap(t, t.builder.trans(Access::tile(t, x), order));
 }
 
-#define KILN_LANG_REDUCTION(NAME, METHOD)                                                     \
-  Value kiln::lang::NAME(const Operand &x, int axis, bool keep_dims, Loc loc) {                \
-    Trace &t = enter(loc, #NAME);                                                              \
-    return Access::wrap(t, t.builder.METHOD(Access::tile(t, x), axis, keep_dims));             \
+#define KILN_LANG_REDUCTION(NAME, METHOD)                                                          \
+  Value kiln::lang::NAME(const Operand &x, int axis, bool keep_dims, Loc loc) {                    \
+    Trace &t = enter(loc, #NAME);                                                                  \
+    return Access::wrap(t, t.builder.METHOD(Access::tile(t, x), axis, keep_dims));                 \
   }
 KILN_LANG_REDUCTION(sum, sum)
 KILN_LANG_REDUCTION(max, max)
@@ -408,8 +407,7 @@ static Values wrapAll(Trace &t, llvm::ArrayRef<Tile> tiles) {
   return values;
 }
 
-void kiln::lang::device_print(const std::string &prefix, const Values &args, bool hex,
-                              Loc loc) {
+void kiln::lang::device_print(const std::string &prefix, const Values &args, bool hex, Loc loc) {
   Trace &t = enter(loc, "device_print");
   t.builder.print(prefix, tilesOf(t, args), hex);
 }
@@ -430,8 +428,7 @@ static Combine combineOne(const std::function<Value(Value, Value)> &combine) {
 Values kiln::lang::reduce(const Values &inputs, int axis, const Combine &combine, bool keep_dims,
                           Loc loc) {
   Trace &t = enter(loc, "reduce");
-  return wrapAll(t, t.builder.reduce(tilesOf(t, inputs), axis, combineBody(t, combine),
-                                      keep_dims));
+  return wrapAll(t, t.builder.reduce(tilesOf(t, inputs), axis, combineBody(t, combine), keep_dims));
 }
 
 Value kiln::lang::reduce(const Operand &input, int axis,
@@ -439,24 +436,23 @@ Value kiln::lang::reduce(const Operand &input, int axis,
                          Loc loc) {
   Trace &t = enter(loc, "reduce");
   Combine one = combineOne(combine);
-  return wrapAll(t, t.builder.reduce({Access::tile(t, input)}, axis, combineBody(t, one),
-                                      keep_dims))[0];
+  return wrapAll(
+      t, t.builder.reduce({Access::tile(t, input)}, axis, combineBody(t, one), keep_dims))[0];
 }
 
 Values kiln::lang::associative_scan(const Values &inputs, int axis, const Combine &combine,
                                     bool reverse, Loc loc) {
   Trace &t = enter(loc, "associative_scan");
-  return wrapAll(t, t.builder.scan(tilesOf(t, inputs), axis, combineBody(t, combine),
-                                    reverse));
+  return wrapAll(t, t.builder.scan(tilesOf(t, inputs), axis, combineBody(t, combine), reverse));
 }
 
 Value kiln::lang::associative_scan(const Operand &input, int axis,
-                                   const std::function<Value(Value, Value)> &combine,
-                                   bool reverse, Loc loc) {
+                                   const std::function<Value(Value, Value)> &combine, bool reverse,
+                                   Loc loc) {
   Trace &t = enter(loc, "associative_scan");
   Combine one = combineOne(combine);
-  return wrapAll(t, t.builder.scan({Access::tile(t, input)}, axis, combineBody(t, one),
-                                    reverse))[0];
+  return wrapAll(t,
+                 t.builder.scan({Access::tile(t, input)}, axis, combineBody(t, one), reverse))[0];
 }
 
 Value kiln::lang::cumsum(const Operand &x, int axis, bool reverse, Loc loc) {
@@ -470,23 +466,20 @@ Value kiln::lang::cumprod(const Operand &x, int axis, bool reverse, Loc loc) {
 }
 
 Value kiln::lang::atomic_rmw(const std::string &op, const Operand &ptr, const Operand &val,
-                             const Operand &mask, const std::string &sem,
-                             const std::string &scope, Loc loc) {
+                             const Operand &mask, const std::string &sem, const std::string &scope,
+                             Loc loc) {
   Trace &t = enter(loc, "atomic_rmw");
   return Access::wrap(t, t.builder.atomicRMW(op, Access::tile(t, ptr), Access::tile(t, val),
                                              Access::optional(t, mask), sem, scope));
 }
 
-Value kiln::lang::atomic_add(const Operand &ptr, const Operand &val, const Operand &mask,
-                             Loc loc) {
+Value kiln::lang::atomic_add(const Operand &ptr, const Operand &val, const Operand &mask, Loc loc) {
   return atomic_rmw("add", ptr, val, mask, "", "", loc);
 }
-Value kiln::lang::atomic_max(const Operand &ptr, const Operand &val, const Operand &mask,
-                             Loc loc) {
+Value kiln::lang::atomic_max(const Operand &ptr, const Operand &val, const Operand &mask, Loc loc) {
   return atomic_rmw("max", ptr, val, mask, "", "", loc);
 }
-Value kiln::lang::atomic_min(const Operand &ptr, const Operand &val, const Operand &mask,
-                             Loc loc) {
+Value kiln::lang::atomic_min(const Operand &ptr, const Operand &val, const Operand &mask, Loc loc) {
   return atomic_rmw("min", ptr, val, mask, "", "", loc);
 }
 
@@ -505,9 +498,8 @@ Value kiln::lang::dot(const Operand &a, const Operand &b, Loc loc) {
 Value kiln::lang::dot(const Operand &a, const Operand &b, const Operand &acc,
                       const std::string &input_precision, DType out_dtype, Loc loc) {
   Trace &t = enter(loc, "dot");
-  return Access::wrap(t, t.builder.dot(Access::tile(t, a), Access::tile(t, b),
-                                       Access::tile(t, acc), input_precision,
-                                       out_dtype));
+  return Access::wrap(t, t.builder.dot(Access::tile(t, a), Access::tile(t, b), Access::tile(t, acc),
+                                       input_precision, out_dtype));
 }
 
 //===----------------------------------------------------------------------===//
@@ -522,8 +514,9 @@ Values detail::forRange(const Operand &lo, const Operand &hi, const Operand &ste
   Tile l = Access::tile(t, lo), h = Access::tile(t, hi), s = Access::tile(t, step);
   std::vector<Tile> initTiles = tilesOf(t, inits);
   t.builder.setLocation(loc.file, loc.line, loc.column);
-  std::vector<Tile> results =
-      t.builder.forLoop(l, h, s, initTiles, [&](const Tile &iv, llvm::ArrayRef<Tile> iters) {
+  std::vector<Tile> results = t.builder.forLoop(
+      l, h, s, initTiles,
+      [&](const Tile &iv, llvm::ArrayRef<Tile> iters) {
         Yield next = body(Access::wrap(t, iv), wrapAll(t, iters));
         return tilesOf(t, next);
       },
@@ -635,13 +628,12 @@ void detail::badArgument(const KernelState &state, size_t index, const std::stri
 
 void detail::badDevice(const KernelState &state, int launchDevice, int bufferDevice) {
   throw kiln::rt::Error("kernel '" + state.name + "': launched with .device(" +
-                        std::to_string(launchDevice) + ") but its buffers are on cuda:" +
-                        std::to_string(bufferDevice));
+                        std::to_string(launchDevice) +
+                        ") but its buffers are on cuda:" + std::to_string(bufferDevice));
 }
 
 const kiln::rt::Kernel &detail::getKernel(KernelState &state, const uint64_t *key, size_t keySize,
-                                          const Launch &launch, int device,
-                                          size_t numRuntimeArgs,
+                                          const Launch &launch, int device, size_t numRuntimeArgs,
                                           FunctionRef<KernelSource()> traceVariant) {
   unsigned numWarps = launch.warps, maxnreg = launch.regs, stages = launch.stages;
   unsigned slot = 0;
@@ -702,8 +694,7 @@ const std::string &detail::getMLIR(KernelState &state, const uint64_t *key, size
   return source.getText();
 }
 
-kiln::KernelSource detail::traceKernel(const KernelState &state,
-                                       const std::vector<ArgSpec> &args,
+kiln::KernelSource detail::traceKernel(const KernelState &state, const std::vector<ArgSpec> &args,
                                        FunctionRef<void(const Values &)> body) {
   std::lock_guard<std::recursive_mutex> lock(shared().mutex);
   Trace trace(nextTraceId++, state.name, currentTrace);

@@ -149,8 +149,8 @@ std::string kiln::rt::describeError(int result, const char *call) {
       char stream[32];
       std::snprintf(stream, sizeof(stream), "%p",
                     static_cast<void *>(lastLaunch[device].stream.load(std::memory_order_relaxed)));
-      what += std::string("; the last Kiln kernel launched there was '") + kernel +
-              "' (stream " + stream + ")";
+      what += std::string("; the last Kiln kernel launched there was '") + kernel + "' (stream " +
+              stream + ")";
     }
   }
   return what + ". Rerun with KILN_DEBUG=1 (each launch then waits for its kernel and names "
@@ -393,8 +393,8 @@ void Kernel::launchRaw(Grid grid, CUstream stream, void **params) const {
   d.cuCtxGetCurrent(&current);
   if (current != context)
     check(d.cuCtxSetCurrent(context), "cuCtxSetCurrent");
-  int result = d.cuLaunchKernel(function, grid.x, grid.y, grid.z, numWarps * 32, 1, 1,
-                                sharedBytes, stream, params, nullptr);
+  int result = d.cuLaunchKernel(function, grid.x, grid.y, grid.z, numWarps * 32, 1, 1, sharedBytes,
+                                stream, params, nullptr);
   if (result == 0 && device < kMaxDevices) {
     lastLaunch[device].kernel.store(name.c_str(), std::memory_order_relaxed);
     lastLaunch[device].stream.store(stream, std::memory_order_relaxed);
@@ -435,8 +435,7 @@ void Kernel::launchRaw(Grid grid, CUstream stream, void **params) const {
 }
 
 PreparedLaunch::PreparedLaunch(const Kernel &kernel, const std::vector<Arg> &args)
-    : kernel(&kernel), storage(kernel.getSignature().size()),
-      params(kernel.getSignature().size()) {
+    : kernel(&kernel), storage(kernel.getSignature().size()), params(kernel.getSignature().size()) {
   const std::vector<ArgKind> &sig = kernel.getSignature();
   auto describe = [&] {
     std::string s;
@@ -462,8 +461,8 @@ void PreparedLaunch::set(unsigned index, Arg arg) {
                                                  : static_cast<void *>(&storage[index]);
 }
 
-void kiln::rt::encodeTensorMap(void *out, const TensorMapBox &box, ArgKind elemKind,
-                               uint64_t base, const std::vector<int64_t> &shape,
+void kiln::rt::encodeTensorMap(void *out, const TensorMapBox &box, ArgKind elemKind, uint64_t base,
+                               const std::vector<int64_t> &shape,
                                const std::vector<int64_t> &strides) {
   const Driver &d = requireDriver();
   int dataType;
@@ -485,7 +484,8 @@ void kiln::rt::encodeTensorMap(void *out, const TensorMapBox &box, ArgKind elemK
     dataType = 3, elemBytes = 4;
     break;
   default:
-    throw Error(std::string("a tensor map of ") + toString(elemKind) + " elements is not supported");
+    throw Error(std::string("a tensor map of ") + toString(elemKind) +
+                " elements is not supported");
   }
   if (shape.size() != box.rank || strides.size() + 1 != box.rank)
     throw Error("tensor map: expected " + std::to_string(box.rank) + " extents and " +

@@ -2,8 +2,8 @@
 //
 // This file implements how the host backend survives a kernel that touches memory it does not
 // own: while a thread runs a kernel's programs it is registered in a fixed table; a SIGSEGV,
-// SIGBUS or SIGFPE handler that finds the faulting thread there, running kernel code, jumps back to the
-// launch (siglongjmp), which reports the fault as kiln::rt::Error. Any other fault (Kiln's own
+// SIGBUS or SIGFPE handler that finds the faulting thread there, running kernel code, jumps back to
+// the launch (siglongjmp), which reports the fault as kiln::rt::Error. Any other fault (Kiln's own
 // callbacks, Python, another library, a thread that is not running a kernel) goes to the
 // handler installed before Kiln's, or to the default action: it is never swallowed.
 //
@@ -77,16 +77,15 @@ void faultHandler(int sig, siginfo_t *info, void *uctx) {
     prev.sa_sigaction(sig, info, uctx);
     return;
   }
-  if (!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler != SIG_DFL &&
-      prev.sa_handler != SIG_IGN) {
+  if (!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
     prev.sa_handler(sig);
     return;
   }
   signal(sig, SIG_DFL);
 }
 
-/// Installs Kiln's handler for SIGSEGV, SIGBUS and SIGFPE unless it is the one installed now (someone
-/// may have installed theirs since: it becomes the one faults are passed on to).
+/// Installs Kiln's handler for SIGSEGV, SIGBUS and SIGFPE unless it is the one installed now
+/// (someone may have installed theirs since: it becomes the one faults are passed on to).
 void installHandlers() {
   std::lock_guard<std::mutex> lock(installMutex);
   for (int i = 0; i < 3; ++i) {

@@ -17,6 +17,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cinttypes>
 #include <cmath>
@@ -26,7 +27,6 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
-#include <algorithm>
 
 using namespace kiln::rt;
 
@@ -104,21 +104,20 @@ extern "C" void kilnHostCheckAccess(void *ctxPtr, int32_t px, int32_t py, int32_
       std::string arg = nearest->name.empty() ? std::string("buffer argument")
                                               : "buffer argument '" + nearest->name + "'";
       if (a >= nearest->begin)
-        std::snprintf(buf, sizeof(buf), "%" PRIu64 " bytes past the end of a %" PRIu64
-                      "-byte %s", a - (nearest->begin + nearest->bytes),
-                      nearest->bytes, arg.c_str());
+        std::snprintf(buf, sizeof(buf), "%" PRIu64 " bytes past the end of a %" PRIu64 "-byte %s",
+                      a - (nearest->begin + nearest->bytes), nearest->bytes, arg.c_str());
       else
-        std::snprintf(buf, sizeof(buf), "%" PRIu64 " bytes before the start of a %" PRIu64
-                      "-byte %s", nearest->begin - a, nearest->bytes, arg.c_str());
+        std::snprintf(buf, sizeof(buf),
+                      "%" PRIu64 " bytes before the start of a %" PRIu64 "-byte %s",
+                      nearest->begin - a, nearest->bytes, arg.c_str());
       where = buf;
     }
     char addr[32];
     std::snprintf(addr, sizeof(addr), "0x%" PRIx64, a);
     ctx->fail(std::string(site) + ": error: in kernel '" + ctx->kernel->getName() +
               "': out-of-bounds " + (isStore ? "store" : "load") + " in program " +
-              programId(px, py, pz) + ": element " + std::to_string(i) + " at address " +
-              addr + " is outside every buffer argument" +
-              (where.empty() ? "" : " (" + where + ")") +
+              programId(px, py, pz) + ": element " + std::to_string(i) + " at address " + addr +
+              " is outside every buffer argument" + (where.empty() ? "" : " (" + where + ")") +
               "; expected the mask to cover it");
   }
 }
@@ -133,9 +132,8 @@ extern "C" int32_t kilnHostCheckRange(void *ctxPtr, uint64_t begin, uint64_t end
   return 0;
 }
 
-extern "C" void kilnHostPrint(void *ctxPtr, int32_t px, int32_t py, int32_t pz,
-                              const char *prefix, const void *data, int32_t kind, int64_t n,
-                              int32_t hex) {
+extern "C" void kilnHostPrint(void *ctxPtr, int32_t px, int32_t py, int32_t pz, const char *prefix,
+                              const void *data, int32_t kind, int64_t n, int32_t hex) {
   HostFaultPause pause;
   auto *ctx = static_cast<LaunchContext *>(ctxPtr);
   std::lock_guard<std::mutex> lock(ctx->mutex);
@@ -152,7 +150,7 @@ extern "C" void kilnHostPrint(void *ctxPtr, int32_t px, int32_t py, int32_t pz,
       return f;
     }
     int exp = (h >> 10) & 31, man = h & 1023;
-    double v = exp == 0 ? std::ldexp(double(man), -24)
+    double v = exp == 0    ? std::ldexp(double(man), -24)
                : exp == 31 ? (man ? NAN : INFINITY)
                            : std::ldexp(double(man | 1024), exp - 25);
     return (h & 0x8000) ? -v : v;
@@ -217,8 +215,7 @@ extern "C" void kilnHostPrint(void *ctxPtr, int32_t px, int32_t py, int32_t pz,
       break;
     }
     }
-    std::printf("pid %s idx (%" PRId64 ") %s%s\n", programId(px, py, pz).c_str(), i, prefix,
-                buf);
+    std::printf("pid %s idx (%" PRId64 ") %s%s\n", programId(px, py, pz).c_str(), i, prefix, buf);
   }
   std::fflush(stdout);
 }
@@ -272,8 +269,8 @@ unsigned threadCount() {
 } // namespace
 
 std::shared_ptr<HostCode> kiln::rt::loadHostCode(const std::string &object,
-                                                  const std::string &kernelName,
-                                                  const std::string &entryName) {
+                                                 const std::string &kernelName,
+                                                 const std::string &entryName) {
   HostLinker &l = linker();
   std::lock_guard<std::mutex> lock(l.mutex);
   if (!l.jit)
@@ -296,12 +293,12 @@ std::shared_ptr<HostCode> kiln::rt::loadHostCode(const std::string &object,
     llvm::consumeError(gcc.takeError());
   auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object, kernelName + ".o");
   if (auto err = l.jit->addObjectFile(*jd, std::move(buffer)))
-    throw Error("kernel '" + kernelName + "': cannot link its host object: " +
-                llvm::toString(std::move(err)));
+    throw Error("kernel '" + kernelName +
+                "': cannot link its host object: " + llvm::toString(std::move(err)));
   auto addr = l.jit->lookup(*jd, entryName);
   if (!addr)
-    throw Error("kernel '" + kernelName + "': cannot find its host entry: " +
-                llvm::toString(addr.takeError()));
+    throw Error("kernel '" + kernelName +
+                "': cannot find its host entry: " + llvm::toString(addr.takeError()));
   auto code = std::make_shared<HostCode>();
   code->entry = addr->toPtr<HostEntry>();
   return code;
@@ -319,16 +316,15 @@ static std::string hexAddress(uint64_t a) {
 static std::string nearestArgument(uint64_t address, const std::vector<HostBuffer> &buffers,
                                    const std::vector<ArgKind> &signature, void **params) {
   if (const HostBuffer *nearest = nearestBuffer(address, buffers)) {
-    std::string what = nearest->name.empty() ? "a buffer argument"
-                                             : "argument '" + nearest->name + "'";
-    what += " (" + std::to_string(nearest->bytes) + " bytes at " + hexAddress(nearest->begin) +
-            ")";
+    std::string what =
+        nearest->name.empty() ? "a buffer argument" : "argument '" + nearest->name + "'";
+    what += " (" + std::to_string(nearest->bytes) + " bytes at " + hexAddress(nearest->begin) + ")";
     if (address >= nearest->begin && address < nearest->begin + nearest->bytes)
       return "inside " + what + ": memory the kernel may not write (read-only?)";
     if (address < nearest->begin)
       return std::to_string(nearest->begin - address) + " bytes before the start of " + what;
-    return std::to_string(address - (nearest->begin + nearest->bytes)) +
-           " bytes past the end of " + what;
+    return std::to_string(address - (nearest->begin + nearest->bytes)) + " bytes past the end of " +
+           what;
   }
   int bestIndex = -1;
   uint64_t bestBase = 0;
@@ -381,8 +377,8 @@ void Kernel::launchHost(Grid grid, void **params, const std::vector<HostBuffer> 
       where = "in program " + programId(int32_t(id % grid.x), int32_t(id / grid.x % grid.y),
                                         int32_t(id / grid.x / grid.y));
     } else {
-      where = "in one of the programs " + std::to_string(begin) + " to " +
-              std::to_string(end - 1) + " (linear ids)";
+      where = "in one of the programs " + std::to_string(begin) + " to " + std::to_string(end - 1) +
+              " (linear ids)";
     }
     if (fault.signal == SIGFPE)
       ctx.fail("kernel '" + name + "': arithmetic fault (SIGFPE) " + where +

@@ -27,8 +27,8 @@ struct HostFault {
 };
 
 /// While alive, the calling thread runs kernel code under a fault guard (HostFaultGuard.cpp):
-/// a SIGSEGV, SIGBUS or SIGFPE raised by the kernel's own code ends run() with `fault` set instead of
-/// killing the process; faults anywhere else still go to the handler installed before Kiln's.
+/// a SIGSEGV, SIGBUS or SIGFPE raised by the kernel's own code ends run() with `fault` set instead
+/// of killing the process; faults anywhere else still go to the handler installed before Kiln's.
 /// The thread also gets an alternate signal stack if it has none (a stack overflow is a fault
 /// too). One per thread at a time.
 class HostFaultScope {

@@ -164,8 +164,7 @@ std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const kiln::KernelSource &sourc
                                                 /*RequiresNullTerminator=*/false)) {
     llvm::StringRef data = (*buffer)->getBuffer();
     const char *p = data.data(), *end = data.end();
-    bool ok = data.size() > sizeof(kMagic) + 8 &&
-              std::memcmp(p, kMagic, sizeof(kMagic)) == 0;
+    bool ok = data.size() > sizeof(kMagic) + 8 && std::memcmp(p, kMagic, sizeof(kMagic)) == 0;
     uint64_t stored = 0;
     if (ok) {
       std::memcpy(&stored, end - 8, 8);
@@ -176,8 +175,7 @@ std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const kiln::KernelSource &sourc
     p += sizeof(kMagic);
     end -= 8;
     ok = ok && readField(p, end, warps) && readField(p, end, shared) && readField(p, end, kind) &&
-         readField(p, end, nameLen) &&
-         size_t(end - p) >= nameLen;
+         readField(p, end, nameLen) && size_t(end - p) >= nameLen;
     if (ok) {
       entry->kernel.name.assign(p, nameLen);
       p += nameLen;
@@ -266,8 +264,8 @@ const Kernel &JIT::get(const kiln::KernelSource &source, const kiln::CompileOpti
   }
   if (device < 0)
     device = currentDevice();
-  std::shared_ptr<Entry> entry = lookupOrCompile(
-      source, options, /*cubin=*/false, perDevice ? kiln::rt::getArch(device) : arch);
+  std::shared_ptr<Entry> entry = lookupOrCompile(source, options, /*cubin=*/false,
+                                                 perDevice ? kiln::rt::getArch(device) : arch);
   if (auto it = entry->onDevice.find(device); it != entry->onDevice.end())
     return it->second;
   if (entry->payloadKind == kHostObject)
@@ -284,9 +282,9 @@ const Kernel &JIT::get(const kiln::KernelSource &source, const kiln::CompileOpti
   void *values[] = {log.data(), reinterpret_cast<void *>(uintptr_t(log.size()))};
   if (int result = d.cuModuleLoadDataEx(&module, entry->payload.data(), 2, jitOptions, values)) {
     log.resize(std::strlen(log.c_str()));
-    throw Error("kernel '" + kernel.name + "': the driver could not load it on cuda:" +
-                std::to_string(device) + ": " + describeError(result, "cuModuleLoadDataEx") +
-                (log.empty() ? "" : "\n" + log));
+    throw Error("kernel '" + kernel.name +
+                "': the driver could not load it on cuda:" + std::to_string(device) + ": " +
+                describeError(result, "cuModuleLoadDataEx") + (log.empty() ? "" : "\n" + log));
   }
   check(d.cuModuleGetFunction(&kernel.function, module, kernel.name.c_str()),
         "cuModuleGetFunction");
@@ -296,8 +294,7 @@ const Kernel &JIT::get(const kiln::KernelSource &source, const kiln::CompileOpti
           "cuFuncSetAttribute");
   int regs = 0, local = 0;
   check(d.cuFuncGetAttribute(&regs, kFuncAttrNumRegs, kernel.function), "cuFuncGetAttribute");
-  check(d.cuFuncGetAttribute(&local, kFuncAttrLocalBytes, kernel.function),
-        "cuFuncGetAttribute");
+  check(d.cuFuncGetAttribute(&local, kFuncAttrLocalBytes, kernel.function), "cuFuncGetAttribute");
   kernel.numRegs = unsigned(regs);
   kernel.localBytes = unsigned(local);
   kernel.device = device;

@@ -49,8 +49,7 @@ struct Driver {
   int (*cuEventDestroy)(void *) = nullptr;
   int (*cuGetErrorName)(int, const char **) = nullptr;
   int (*cuTensorMapEncodeTiled)(void *, int, uint32_t, void *, const uint64_t *, const uint64_t *,
-                                const uint32_t *, const uint32_t *, int, int, int,
-                                int) = nullptr;
+                                const uint32_t *, const uint32_t *, int, int, int, int) = nullptr;
 };
 
 /// The driver table (loaded once); `available` false without libcuda or a device.

@@ -1,6 +1,7 @@
 //===- CompileError.cpp - The one error of a kernel that does not compile -===//
 //
-// This file implements kiln::CompileError's message: "file:line[:col]: error: [in kernel 'k': ]message".
+// This file implements kiln::CompileError's message: "file:line[:col]: error: [in kernel 'k':
+// ]message".
 //
 //===----------------------------------------------------------------------===//
 

@@ -56,10 +56,9 @@ unsigned DType::getMantissaWidth() const {
 }
 
 /// Triton's names, indexed by ScalarKind.
-static constexpr const char *kScalarNames[] = {"int1",  "int8",   "int16",  "int32",  "int64",
-                                               "uint8", "uint16", "uint32", "uint64", "fp16",
-                                               "bf16",  "fp32",   "fp64",   "fp8e4nv",
-                                               "fp8e5"};
+static constexpr const char *kScalarNames[] = {"int1",  "int8",   "int16",  "int32",   "int64",
+                                               "uint8", "uint16", "uint32", "uint64",  "fp16",
+                                               "bf16",  "fp32",   "fp64",   "fp8e4nv", "fp8e5"};
 
 std::string DType::str() const {
   std::string name = kScalarNames[static_cast<int>(kind)];
@@ -88,13 +87,24 @@ std::optional<DType> DType::parse(std::string_view name) {
     return pointerTo(*p);
   }
   static const std::pair<const char *, ScalarKind> aliases[] = {
-      {"i1", ScalarKind::I1},       {"bool", ScalarKind::I1},     {"i8", ScalarKind::I8},
-      {"i16", ScalarKind::I16},     {"i32", ScalarKind::I32},     {"i64", ScalarKind::I64},
-      {"u8", ScalarKind::U8},       {"u16", ScalarKind::U16},     {"u32", ScalarKind::U32},
-      {"u64", ScalarKind::U64},     {"float16", ScalarKind::F16}, {"bfloat16", ScalarKind::BF16},
-      {"float32", ScalarKind::F32}, {"float64", ScalarKind::F64},
-      {"float8e4nv", ScalarKind::F8E4M3}, {"float8_e4m3fn", ScalarKind::F8E4M3},
-      {"float8e5", ScalarKind::F8E5M2}, {"float8_e5m2", ScalarKind::F8E5M2}};
+      {"i1", ScalarKind::I1},
+      {"bool", ScalarKind::I1},
+      {"i8", ScalarKind::I8},
+      {"i16", ScalarKind::I16},
+      {"i32", ScalarKind::I32},
+      {"i64", ScalarKind::I64},
+      {"u8", ScalarKind::U8},
+      {"u16", ScalarKind::U16},
+      {"u32", ScalarKind::U32},
+      {"u64", ScalarKind::U64},
+      {"float16", ScalarKind::F16},
+      {"bfloat16", ScalarKind::BF16},
+      {"float32", ScalarKind::F32},
+      {"float64", ScalarKind::F64},
+      {"float8e4nv", ScalarKind::F8E4M3},
+      {"float8_e4m3fn", ScalarKind::F8E4M3},
+      {"float8e5", ScalarKind::F8E5M2},
+      {"float8_e5m2", ScalarKind::F8E5M2}};
   for (size_t i = 0; i < std::size(kScalarNames); ++i)
     if (name == kScalarNames[i])
       return DType(static_cast<ScalarKind>(i));

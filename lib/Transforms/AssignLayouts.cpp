@@ -95,9 +95,8 @@ bool isCheapToRecompute(Operation *op) {
   if (!isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) &&
       !isa<ExpandDimsOp, BroadcastOp, AddPtrOp>(op))
     return false;
-  return llvm::all_of(op->getOperands(), [](Value v) {
-    return !isTile(v) || isCheapToRecompute(v.getDefiningOp());
-  });
+  return llvm::all_of(op->getOperands(),
+                      [](Value v) { return !isTile(v) || isCheapToRecompute(v.getDefiningOp()); });
 }
 
 /// Gives every expand_dims and broadcast a private copy of a cheap source computation, and
@@ -259,105 +258,105 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
   // A tile sliced from two different layouts gets a conversion and the grouping starts over
   // (each round removes one conflict).
   for (unsigned round = 0;; ++round) {
-  groups = ValueGroups();
-  edges.clear();
-  sliceOf.clear();
+    groups = ValueGroups();
+    edges.clear();
+    sliceOf.clear();
 
-  // 1. Group values that must share a layout.
-  WalkResult walk = func.walk([&](Operation *op) -> WalkResult {
-    for (Value r : op->getResults())
-      if (isTile(r))
-        groups.find(r);
-    if (auto ed = dyn_cast<ExpandDimsOp>(op)) {
-      edges.push_back({ed.getSrc(), ed.getResult(), ed.getAxis(), op});
-      return WalkResult::advance();
-    }
-    if (auto red = dyn_cast<ReduceOp>(op)) {
-      uniteAll(groups, red.getSrcs());
-      for (Value r : red.getResults())
-        if (isTile(r))
-          edges.push_back({r, red.getSrcs()[0], red.getAxis(), op});
-      return WalkResult::advance();
-    }
-    if (auto forOp = dyn_cast<scf::ForOp>(op)) {
-      auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
-      for (unsigned i = 0; i < forOp.getNumResults(); ++i)
-        uniteAll(groups, {forOp.getInitArgs()[i], forOp.getRegionIterArgs()[i],
-                          yield.getOperand(i), forOp.getResult(i)});
-      return WalkResult::advance();
-    }
-    if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
-      for (unsigned i = 0; i < ifOp.getNumResults(); ++i) {
-        SmallVector<Value> vals{ifOp.getResult(i), ifOp.thenYield().getOperand(i)};
-        if (!ifOp.getElseRegion().empty())
-          vals.push_back(ifOp.elseYield().getOperand(i));
-        uniteAll(groups, vals);
-      }
-      return WalkResult::advance();
-    }
-    if (auto whileOp = dyn_cast<scf::WhileOp>(op)) {
-      auto cond = whileOp.getConditionOp();
-      auto yield = whileOp.getYieldOp();
-      for (unsigned i = 0; i < whileOp.getInits().size(); ++i)
-        uniteAll(groups, {whileOp.getInits()[i], whileOp.getBeforeArguments()[i],
-                          yield.getOperand(i)});
-      for (unsigned i = 0; i < whileOp.getNumResults(); ++i)
-        uniteAll(groups, {cond.getArgs()[i], whileOp.getAfterArguments()[i],
-                          whileOp.getResult(i)});
-      return WalkResult::advance();
-    }
-    if (isa<scf::YieldOp, scf::ConditionOp, func::ReturnOp>(op))
-      return WalkResult::advance();
-    if (auto dot = dyn_cast<DotOp>(op)) {
-      // The accumulator carries its layout through the dot (and loops); a and b keep theirs
-      // and go through shared memory.
-      uniteAll(groups, {dot.getC(), dot.getResult()});
-      return WalkResult::advance();
-    }
-    if (auto dot = dyn_cast<kiln::gpu::SharedDotOp>(op)) {
-      // Likewise; an A read from registers gets a layout of its own (see below).
-      uniteAll(groups, {dot.getC(), dot.getResult()});
-      if (isTile(dot.getA()))
-        groups.find(dot.getA());
-      return WalkResult::advance();
-    }
-    if (isa<ReshapeOp, TransOp, kiln::gpu::ConvertLayoutOp>(op)) {
-      // Their results get layouts of their own: they move elements between threads through
-      // shared memory.
+    // 1. Group values that must share a layout.
+    WalkResult walk = func.walk([&](Operation *op) -> WalkResult {
       for (Value r : op->getResults())
         if (isTile(r))
           groups.find(r);
+      if (auto ed = dyn_cast<ExpandDimsOp>(op)) {
+        edges.push_back({ed.getSrc(), ed.getResult(), ed.getAxis(), op});
+        return WalkResult::advance();
+      }
+      if (auto red = dyn_cast<ReduceOp>(op)) {
+        uniteAll(groups, red.getSrcs());
+        for (Value r : red.getResults())
+          if (isTile(r))
+            edges.push_back({r, red.getSrcs()[0], red.getAxis(), op});
+        return WalkResult::advance();
+      }
+      if (auto forOp = dyn_cast<scf::ForOp>(op)) {
+        auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
+        for (unsigned i = 0; i < forOp.getNumResults(); ++i)
+          uniteAll(groups, {forOp.getInitArgs()[i], forOp.getRegionIterArgs()[i],
+                            yield.getOperand(i), forOp.getResult(i)});
+        return WalkResult::advance();
+      }
+      if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
+        for (unsigned i = 0; i < ifOp.getNumResults(); ++i) {
+          SmallVector<Value> vals{ifOp.getResult(i), ifOp.thenYield().getOperand(i)};
+          if (!ifOp.getElseRegion().empty())
+            vals.push_back(ifOp.elseYield().getOperand(i));
+          uniteAll(groups, vals);
+        }
+        return WalkResult::advance();
+      }
+      if (auto whileOp = dyn_cast<scf::WhileOp>(op)) {
+        auto cond = whileOp.getConditionOp();
+        auto yield = whileOp.getYieldOp();
+        for (unsigned i = 0; i < whileOp.getInits().size(); ++i)
+          uniteAll(groups,
+                   {whileOp.getInits()[i], whileOp.getBeforeArguments()[i], yield.getOperand(i)});
+        for (unsigned i = 0; i < whileOp.getNumResults(); ++i)
+          uniteAll(groups,
+                   {cond.getArgs()[i], whileOp.getAfterArguments()[i], whileOp.getResult(i)});
+        return WalkResult::advance();
+      }
+      if (isa<scf::YieldOp, scf::ConditionOp, func::ReturnOp>(op))
+        return WalkResult::advance();
+      if (auto dot = dyn_cast<DotOp>(op)) {
+        // The accumulator carries its layout through the dot (and loops); a and b keep theirs
+        // and go through shared memory.
+        uniteAll(groups, {dot.getC(), dot.getResult()});
+        return WalkResult::advance();
+      }
+      if (auto dot = dyn_cast<kiln::gpu::SharedDotOp>(op)) {
+        // Likewise; an A read from registers gets a layout of its own (see below).
+        uniteAll(groups, {dot.getC(), dot.getResult()});
+        if (isTile(dot.getA()))
+          groups.find(dot.getA());
+        return WalkResult::advance();
+      }
+      if (isa<ReshapeOp, TransOp, kiln::gpu::ConvertLayoutOp>(op)) {
+        // Their results get layouts of their own: they move elements between threads through
+        // shared memory.
+        for (Value r : op->getResults())
+          if (isTile(r))
+            groups.find(r);
+        return WalkResult::advance();
+      }
+      // Elementwise, memory, scan, broadcast, splat, make_range and everything else: operands
+      // and results share one layout. A broadcast keeps its source's layout: the stretched
+      // dimension of the source has size 1, so every thread holds its one element there.
+      SmallVector<Value> vals(op->getOperands());
+      llvm::append_range(vals, op->getResults());
+      uniteAll(groups, vals);
       return WalkResult::advance();
-    }
-    // Elementwise, memory, scan, broadcast, splat, make_range and everything else: operands
-    // and results share one layout. A broadcast keeps its source's layout: the stretched
-    // dimension of the source has size 1, so every thread holds its one element there.
-    SmallVector<Value> vals(op->getOperands());
-    llvm::append_range(vals, op->getResults());
-    uniteAll(groups, vals);
-    return WalkResult::advance();
-  });
-  if (walk.wasInterrupted())
-    return failure();
+    });
+    if (walk.wasInterrupted())
+      return failure();
 
-  // 2. A tile may be the slice of one layout only: resolve conflicts with conversions.
-  const SliceEdge *conflict = nullptr;
-  for (SliceEdge &edge : edges) {
-    Value root = groups.find(edge.sliced);
-    auto [it, inserted] = sliceOf.try_emplace(root, &edge);
-    if (inserted)
-      continue;
-    SliceEdge *other = it->second;
-    if (other->axis != edge.axis || groups.find(other->full) != groups.find(edge.full)) {
-      conflict = &edge;
-      break;
+    // 2. A tile may be the slice of one layout only: resolve conflicts with conversions.
+    const SliceEdge *conflict = nullptr;
+    for (SliceEdge &edge : edges) {
+      Value root = groups.find(edge.sliced);
+      auto [it, inserted] = sliceOf.try_emplace(root, &edge);
+      if (inserted)
+        continue;
+      SliceEdge *other = it->second;
+      if (other->axis != edge.axis || groups.find(other->full) != groups.find(edge.full)) {
+        conflict = &edge;
+        break;
+      }
     }
-  }
-  if (!conflict)
-    break;
-  if (round > 4096)
-    return conflict->op->emitError("layout assignment does not converge");
-  insertConversion(*conflict);
+    if (!conflict)
+      break;
+    if (round > 4096)
+      return conflict->op->emitError("layout assignment does not converge");
+    insertConversion(*conflict);
   } // rounds
 
   // 3. The largest memory access of each group anchors its layout; slice groups resolve
@@ -465,8 +464,8 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
   // 4. Rewrite the types.
   for (Value v : groups.values()) {
     auto type = cast<RankedTensorType>(v.getType());
-    auto newType = RankedTensorType::get(type.getShape(), type.getElementType(),
-                                         resolve(groups.find(v)));
+    auto newType =
+        RankedTensorType::get(type.getShape(), type.getElementType(), resolve(groups.find(v)));
     v.setType(newType);
     if (auto cst = v.getDefiningOp<arith::ConstantOp>())
       if (auto dense = dyn_cast<DenseElementsAttr>(cst.getValue()))
@@ -493,9 +492,8 @@ BlockedEncodingAttr KilnAssignLayoutsPass::chooseBlocked(ArrayRef<int64_t> shape
   unsigned numThreads = numWarps * kiln::gpu::kWarpSize;
   if (ptr) {
     const AxisInfo &info = axis.get(ptr);
-    llvm::stable_sort(order, [&](unsigned a, unsigned b) {
-      return info.contiguity[a] > info.contiguity[b];
-    });
+    llvm::stable_sort(
+        order, [&](unsigned a, unsigned b) { return info.contiguity[a] > info.contiguity[b]; });
     vec = axis.getPtrVectorWidth(ptr, order[0], kMaxAccessBits);
     // Leave every thread some work before widening the per-thread block.
     vec = std::min<int64_t>(vec, std::max<int64_t>(1, numel / numThreads));

@@ -25,7 +25,6 @@ using namespace kiln;
 
 namespace kiln::pipeline {
 
-
 /// Collects into `ops` the body ops computing `v` from loop invariants only; false if `v`
 /// depends on the induction variable, an iteration argument or an impure op.
 bool collectInvariantChain(Value v, scf::ForOp loop, llvm::SetVector<Operation *> &ops) {
@@ -51,7 +50,7 @@ FailureOr<CopyPlan> planTmaCopy(DescriptorLoadOp desc, Value operand, scf::ForOp
   if (desc->getBlock() != loop.getBody() || !operand.hasOneUse() || type.getRank() != 2 ||
       (!elem.isF16() && !elem.isBF16()) ||
       !nvidia::getTensorMapBox(std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
-                           elem.getIntOrFloatBitWidth() / 8))
+                               elem.getIntOrFloatBitWidth() / 8))
     return failure();
   FailureOr<SmallVector<Operation *>> slice = getAddressSlice(desc, loop);
   if (failed(slice))
@@ -74,8 +73,7 @@ FailureOr<CopyPlan> planCopy(Value operand, scf::ForOp loop) {
   if (auto desc = operand.getDefiningOp<DescriptorLoadOp>())
     return planTmaCopy(desc, operand, loop);
   auto load = operand.getDefiningOp<LoadOp>();
-  if (!load || load->getBlock() != loop.getBody() || !operand.hasOneUse() ||
-      load.getIsVolatile())
+  if (!load || load->getBlock() != loop.getBody() || !operand.hasOneUse() || load.getIsVolatile())
     return failure();
   Type elem = getElementTypeOrSelf(load.getType());
   if (!elem.isF16() && !elem.isBF16() && !elem.isInteger(8) && !isFp8Type(elem))
@@ -124,9 +122,8 @@ Value scaleBy(OpBuilder &b, Location loc, Value x, int64_t n) {
 /// `inRange` too. `loopIv` is the induction variable the slice reads. Values `seed` maps are
 /// taken as they are, and the slice's ops in `skip` (which computed them) are not cloned.
 void emitCopy(OpBuilder &b, const CopyPlan &plan, Value loopIv, Value iv, ValueRange loopArgs,
-              ValueRange args, int64_t ahead, Value inRange, Value ring, Value slot,
-              Value barriers, const IRMapping *seed,
-              const llvm::SmallPtrSetImpl<Operation *> *skip) {
+              ValueRange args, int64_t ahead, Value inRange, Value ring, Value slot, Value barriers,
+              const IRMapping *seed, const llvm::SmallPtrSetImpl<Operation *> *skip) {
   IRMapping map;
   if (seed)
     map = *seed;
@@ -168,16 +165,13 @@ void emitCopy(OpBuilder &b, const CopyPlan &plan, Value loopIv, Value iv, ValueR
 Value ivAfter(OpBuilder &b, Location loc, scf::ForOp loop, Value from, int64_t n) {
   Type t = loop.getInductionVar().getType();
   Value count = arith::ConstantOp::create(b, loc, t, b.getIntegerAttr(t, n));
-  return arith::AddIOp::create(b, loc, from,
-                               arith::MulIOp::create(b, loc, count, loop.getStep()));
+  return arith::AddIOp::create(b, loc, from, arith::MulIOp::create(b, loc, count, loop.getStep()));
 }
 
 /// The i32 constant `v`.
 Value i32Constant(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantOp::create(b, loc, b.getI32Type(), b.getI32IntegerAttr(v));
 }
-
-
 
 /// Whether `dot` can read rings (f16/bf16 inputs of one type with f32 accumulators and K a
 /// multiple of 16, or fp8 (wgmma only) with f32 and int8 with int32 and K a multiple of 32; a
@@ -190,8 +184,7 @@ FailureOr<DotPlan> planDot(DotOp dot, scf::ForOp loop, unsigned numWarps, bool w
   auto cTy = cast<RankedTensorType>(dot.getC().getType());
   Type in = aTy.getElementType();
   bool eightBit = in.getIntOrFloatBitWidth() == 8;
-  if (in != bTy.getElementType() ||
-      !wgmmaSupports(in, cTy.getElementType(), aTy.getDimSize(1)) ||
+  if (in != bTy.getElementType() || !wgmmaSupports(in, cTy.getElementType(), aTy.getDimSize(1)) ||
       (wgmma ? !getWgmmaAccumulatorLayout(ctx, cTy.getShape(), numWarps)
              : isFp8Type(in) || !getMmaAccumulatorLayout(ctx, cTy.getShape(), numWarps)))
     return failure();
@@ -276,8 +269,7 @@ void waitInsideIfs(IRRewriter &rewriter, Value result) {
   llvm::MapVector<Block *, SmallVector<OpOperand *>> uses;
   for (OpOperand &use : result.getUses()) {
     Operation *owner = use.getOwner();
-    auto ifOp = dyn_cast_or_null<scf::IfOp>(
-        result.getParentBlock()->findAncestorOpInBlock(*owner));
+    auto ifOp = dyn_cast_or_null<scf::IfOp>(result.getParentBlock()->findAncestorOpInBlock(*owner));
     if (!ifOp || ifOp == owner)
       continue;
     for (Region *region : {&ifOp.getThenRegion(), &ifOp.getElseRegion()})

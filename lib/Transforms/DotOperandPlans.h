@@ -85,8 +85,8 @@ Value scaleBy(OpBuilder &b, Location loc, Value x, int64_t n);
 /// `inRange` too. `loopIv` is the induction variable the slice reads. Values `seed` maps are
 /// taken as they are, and the slice's ops in `skip` (which computed them) are not cloned.
 void emitCopy(OpBuilder &b, const CopyPlan &plan, Value loopIv, Value iv, ValueRange loopArgs,
-              ValueRange args, int64_t ahead, Value inRange, Value ring, Value slot,
-              Value barriers, const IRMapping *seed = nullptr,
+              ValueRange args, int64_t ahead, Value inRange, Value ring, Value slot, Value barriers,
+              const IRMapping *seed = nullptr,
               const llvm::SmallPtrSetImpl<Operation *> *skip = nullptr);
 
 /// lb + n * step in the induction variable's type.

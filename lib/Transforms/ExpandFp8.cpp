@@ -64,9 +64,7 @@ struct Elementwise {
       return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(tensor, scalar));
     return arith::ConstantOp::create(b, loc, scalar);
   }
-  Value i32(int64_t v) const {
-    return constant(b.getI32Type(), b.getI32IntegerAttr(int32_t(v)));
-  }
+  Value i32(int64_t v) const { return constant(b.getI32Type(), b.getI32IntegerAttr(int32_t(v))); }
   Value f32(double v) const { return constant(b.getF32Type(), b.getF32FloatAttr(float(v))); }
   Value shl(Value x, int64_t n) const { return arith::ShLIOp::create(b, loc, x, i32(n)); }
   Value shr(Value x, int64_t n) const { return arith::ShRUIOp::create(b, loc, x, i32(n)); }
@@ -90,8 +88,7 @@ Value expandExtend(OpBuilder &b, Location loc, Value x) {
   Value exp = e.band(e.shr(u, f.mantissaBits), (1 << f.exponentBits) - 1);
   Value man = e.band(u, (1 << f.mantissaBits) - 1);
   // Normal: the exponent rebiased, the mantissa at the top of f32's.
-  Value normal = e.bor(e.shl(e.add(exp, e.i32(127 - f.bias)), 23),
-                       e.shl(man, 23 - f.mantissaBits));
+  Value normal = e.bor(e.shl(e.add(exp, e.i32(127 - f.bias)), 23), e.shl(man, 23 - f.mantissaBits));
   // Subnormal (exponent 0, zero included): m * 2^(1 - bias - M), exact in f32.
   Value sub = arith::MulFOp::create(b, loc, arith::UIToFPOp::create(b, loc, e.of(f32), man),
                                     e.f32(std::ldexp(1.0, 1 - f.bias - f.mantissaBits)));
@@ -126,9 +123,8 @@ Value expandTruncate(OpBuilder &b, Location loc, Value x, Type dstType) {
   Value code = e.bor(e.shl(exp, f.mantissaBits), e.shr(man, shift));
   Value rem = e.band(man, (1 << shift) - 1), half = e.i32(1 << (shift - 1));
   Value odd = e.cmp(P::ne, e.band(code, 1), e.i32(0));
-  Value up = arith::OrIOp::create(
-      b, loc, e.cmp(P::ugt, rem, half),
-      arith::AndIOp::create(b, loc, e.cmp(P::eq, rem, half), odd));
+  Value up = arith::OrIOp::create(b, loc, e.cmp(P::ugt, rem, half),
+                                  arith::AndIOp::create(b, loc, e.cmp(P::eq, rem, half), odd));
   Value normal = e.add(code, arith::ExtUIOp::create(b, loc, e.of(i32), up));
   // Below the normal range: round |x| * 2^(bias - 1 + M) to an integer by adding 2^23 (the
   // low mantissa bits of the sum are the rounded value; the scaling is exact).

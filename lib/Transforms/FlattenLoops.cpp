@@ -168,12 +168,11 @@ void flatten(scf::ForOp outer, scf::ForOp inner) {
         map.map(inner.getInductionVar(), innerIv);
         for (Operation &op : inner.getBody()->without_terminator())
           bb.clone(op, map);
-        SmallVector<Value> next = llvm::map_to_vector(
-            inner.getBody()->getTerminator()->getOperands(),
-            [&](Value v) { return map.lookupOrDefault(v); });
-        Value last = arith::CmpIOp::create(
-            bb, l, arith::CmpIPredicate::eq, counter,
-            arith::SubIOp::create(bb, l, innerTrips, cc(1)));
+        SmallVector<Value> next =
+            llvm::map_to_vector(inner.getBody()->getTerminator()->getOperands(),
+                                [&](Value v) { return map.lookupOrDefault(v); });
+        Value last = arith::CmpIOp::create(bb, l, arith::CmpIPredicate::eq, counter,
+                                           arith::SubIOp::create(bb, l, innerTrips, cc(1)));
         auto epilogue = scf::IfOp::create(bb, l, TypeRange{}, last, /*withElseRegion=*/false);
         {
           OpBuilder eb = OpBuilder::atBlockBegin(epilogue.thenBlock());
@@ -181,8 +180,8 @@ void flatten(scf::ForOp outer, scf::ForOp inner) {
             map.map(result, value);
           cloneEpilogue(eb, outer, inner, map);
         }
-        next.push_back(arith::SelectOp::create(
-            bb, l, last, cc(0), arith::AddIOp::create(bb, l, counter, cc(1))));
+        next.push_back(arith::SelectOp::create(bb, l, last, cc(0),
+                                               arith::AddIOp::create(bb, l, counter, cc(1))));
         scf::YieldOp::create(bb, l, next);
       });
   outer.erase();

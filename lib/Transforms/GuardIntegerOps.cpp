@@ -98,8 +98,8 @@ struct KilnGuardIntegerOpsPass final
   void runOnOperation() override {
     SmallVector<Operation *> divisions;
     getOperation().walk([&](Operation *op) {
-      if (isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
-              arith::FloorDivSIOp, arith::CeilDivSIOp, arith::CeilDivUIOp>(op))
+      if (isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp, arith::FloorDivSIOp,
+              arith::CeilDivSIOp, arith::CeilDivUIOp>(op))
         divisions.push_back(op);
     });
     for (Operation *op : divisions)

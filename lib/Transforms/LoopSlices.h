@@ -18,8 +18,8 @@ namespace kiln {
 
 /// The ops of `loop`'s body that compute `op`'s operands from the induction variable and loop
 /// invariants, in body order; failure if an operand depends on another load, on an op with
-/// memory effects or regions, or on an iteration argument that `acceptIterArg` (when given) does not
-/// accept (it may record what it needs to compute the argument for another iteration).
+/// memory effects or regions, or on an iteration argument that `acceptIterArg` (when given) does
+/// not accept (it may record what it needs to compute the argument for another iteration).
 mlir::FailureOr<llvm::SmallVector<mlir::Operation *>>
 getAddressSlice(mlir::Operation *op, mlir::scf::ForOp loop,
                 llvm::function_ref<bool(mlir::BlockArgument)> acceptIterArg = nullptr);

@@ -14,11 +14,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "LoopSlices.h"
-#include "kiln/Transforms/DescriptorAccess.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "kiln/Dialect/KilnGPU/IR/Dialect.h"
 #include "kiln/Passes.h"
 #include "kiln/Target/NVIDIA/TensorMap.h"
+#include "kiln/Transforms/DescriptorAccess.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
@@ -32,9 +32,9 @@ using namespace mlir;
 using namespace kiln;
 
 std::pair<Value, Value> kiln::emitDescriptorBlockAddress(OpBuilder &b, Location loc,
-                                                        RankedTensorType blockType, Value base,
-                                                        ValueRange offsets, ValueRange shape,
-                                                        ValueRange strides) {
+                                                         RankedTensorType blockType, Value base,
+                                                         ValueRange offsets, ValueRange shape,
+                                                         ValueRange strides) {
   ArrayRef<int64_t> block = blockType.getShape();
   int64_t rank = block.size();
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
@@ -44,9 +44,9 @@ std::pair<Value, Value> kiln::emitDescriptorBlockAddress(OpBuilder &b, Location 
   for (int64_t d = 0; d < rank; ++d) {
     // offset_d + arange(0, block_d), laid along dimension d and broadcast to the block.
     auto lineType = RankedTensorType::get({block[d]}, i32);
-    Value pos = arith::AddIOp::create(b, loc, MakeRangeOp::create(b, loc, lineType, 0,
-                                                                  uint32_t(block[d])),
-                                      splat(offsets[d], lineType));
+    Value pos =
+        arith::AddIOp::create(b, loc, MakeRangeOp::create(b, loc, lineType, 0, uint32_t(block[d])),
+                              splat(offsets[d], lineType));
     SmallVector<int64_t> shapeNow{block[d]};
     for (int64_t e = d - 1; e >= 0; --e) { // dimensions before d
       shapeNow.insert(shapeNow.begin(), 1);
@@ -64,8 +64,7 @@ std::pair<Value, Value> kiln::emitDescriptorBlockAddress(OpBuilder &b, Location 
         b, loc,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, pos,
                               splat(arith::ConstantIntOp::create(b, loc, i32, 0), full(i32))),
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, pos,
-                              splat(shape[d], full(i32))));
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, pos, splat(shape[d], full(i32))));
     mask = mask ? arith::AndIOp::create(b, loc, mask, inside).getResult() : inside;
     // pos * stride_d in elements, 64-bit (the last dimension is contiguous).
     Value term = arith::ExtSIOp::create(b, loc, full(i64), pos);
@@ -74,8 +73,8 @@ std::pair<Value, Value> kiln::emitDescriptorBlockAddress(OpBuilder &b, Location 
     offset = offset ? arith::AddIOp::create(b, loc, offset, term).getResult() : term;
   }
   Type ptrTile = RankedTensorType::get(block, base.getType());
-  Value ptrs = AddPtrOp::create(b, loc, ptrTile, splat(base, cast<RankedTensorType>(ptrTile)),
-                                offset);
+  Value ptrs =
+      AddPtrOp::create(b, loc, ptrTile, splat(base, cast<RankedTensorType>(ptrTile)), offset);
   return {ptrs, mask};
 }
 
@@ -98,10 +97,10 @@ LogicalResult storeThroughTma(OpBuilder &b, DescriptorStoreOp store) {
   // A slot laid out as a ring of B (K x N, contiguous along N): the boxes' layout.
   auto bufferType =
       kiln::gpu::SharedBufferType::get(ctx, {1, type.getDimSize(0), type.getDimSize(1)}, elem);
-  Value buffer = kiln::gpu::LocalAllocOp::create(b, store.getLoc(), bufferType, b.getI32IntegerAttr(1),
-                                           b.getBoolAttr(false));
+  Value buffer = kiln::gpu::LocalAllocOp::create(b, store.getLoc(), bufferType,
+                                                 b.getI32IntegerAttr(1), b.getBoolAttr(false));
   kiln::gpu::TmaStoreOp::create(b, store.getLoc(), store.getDesc(), store.getOffsets(),
-                          store.getValue(), buffer);
+                                store.getValue(), buffer);
   noteTmaBoxRows(func, arg.getArgNumber(), rows);
   return success();
 }
@@ -118,8 +117,8 @@ struct KilnLowerDescriptorsPass
     for (Operation *op : accesses) {
       OpBuilder b(op);
       Location loc = op->getLoc();
-      if (auto store = dyn_cast<DescriptorStoreOp>(op); store && tmaStores &&
-                                                         succeeded(storeThroughTma(b, store))) {
+      if (auto store = dyn_cast<DescriptorStoreOp>(op);
+          store && tmaStores && succeeded(storeThroughTma(b, store))) {
         op->erase();
         continue;
       }

@@ -281,11 +281,10 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     // steps on by itself).
     llvm::SmallPtrSet<Operation *, 16> readsInner;
     for (Operation *op : scalarOps)
-      if (op == innerOp ||
-          (op != outerOp && llvm::any_of(op->getOperands(), [&](Value x) {
-             Operation *def = x.getDefiningOp();
-             return x == iv || (def && readsInner.contains(def));
-           })))
+      if (op == innerOp || (op != outerOp && llvm::any_of(op->getOperands(), [&](Value x) {
+                              Operation *def = x.getDefiningOp();
+                              return x == iv || (def && readsInner.contains(def));
+                            })))
         readsInner.insert(op);
     for (auto [k, v] : llvm::enumerate(frontier))
       if (int(k) != outerIdx && int(k) != innerIdx && readsInner.contains(v.getDefiningOp()))
@@ -308,9 +307,8 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
         others.push_back(k);
     if (others.empty())
       return next;
-    SmallVector<Type> types = llvm::map_to_vector(others, [&](unsigned k) {
-      return current[k].getType();
-    });
+    SmallVector<Type> types =
+        llvm::map_to_vector(others, [&](unsigned k) { return current[k].getType(); });
     auto moved = scf::IfOp::create(rewriter, l, types, wrap, /*withElseRegion=*/true);
     {
       OpBuilder::InsertionGuard guard(rewriter);
@@ -323,12 +321,11 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
         if (op != outerOp && !readsInner.contains(op))
           rewriter.clone(*op, map);
       scf::YieldOp::create(rewriter, l, llvm::map_to_vector(others, [&](unsigned k) {
-        return map.lookup(frontier[k]);
-      }));
+                             return map.lookup(frontier[k]);
+                           }));
       rewriter.setInsertionPointToStart(moved.elseBlock());
-      scf::YieldOp::create(rewriter, l, llvm::map_to_vector(others, [&](unsigned k) {
-        return current[k];
-      }));
+      scf::YieldOp::create(rewriter, l,
+                           llvm::map_to_vector(others, [&](unsigned k) { return current[k]; }));
     }
     for (auto [k, r] : llvm::zip(others, moved.getResults()))
       next[k] = r;
@@ -349,19 +346,20 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   Value loopIv = loop.getInductionVar();
   ValueRange loopArgs = loop.getRegionIterArgs();
   for (unsigned s = 0; s < distance; ++s) {
-    Value iv = s == 0 ? loop.getLowerBound() : ivAfter(rewriter, loc, loop, loop.getLowerBound(), s);
+    Value iv =
+        s == 0 ? loop.getLowerBound() : ivAfter(rewriter, loc, loop, loop.getLowerBound(), s);
     Value inRange = emitInRange(rewriter, loc, loop, iv);
     Value slot = i32Constant(rewriter, loc, s);
     startGroup(slot, inRange);
     for (auto [plan, aBuf, bBuf, filled] : llvm::zip(plans, aBufs, bBufs, aFilled)) {
       if (s == 0 && plan.aSource == ASource::Once && !filled)
-        kgpu::AsyncCopyOp::create(rewriter, plan.aOnce.getLoc(), aBuf, slot,
-                                  plan.aOnce.getPtr(), plan.aOnce.getMask());
+        kgpu::AsyncCopyOp::create(rewriter, plan.aOnce.getLoc(), aBuf, slot, plan.aOnce.getPtr(),
+                                  plan.aOnce.getMask());
       if (plan.aSource == ASource::Ring)
         emitCopy(rewriter, *plan.a, loopIv, iv, loopArgs, loop.getInitArgs(), s, inRange, aBuf,
                  slot, barriers);
-      emitCopy(rewriter, plan.b, loopIv, iv, loopArgs, loop.getInitArgs(), s, inRange, bBuf,
-               slot, barriers);
+      emitCopy(rewriter, plan.b, loopIv, iv, loopArgs, loop.getInitArgs(), s, inRange, bBuf, slot,
+               barriers);
     }
     endGroup(slot);
   }
@@ -377,25 +375,24 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   inits.push_back(zero);
   if (tma || copyBarriers)
     inits.push_back(zero);
-  auto newLoop = cast<LoopLikeOpInterface>(loop.getOperation())
-                     .replaceWithAdditionalYields(
-                         rewriter, inits, /*replaceInitOperandUsesInLoop=*/false,
-                         [&](OpBuilder &yb, Location yloc, ArrayRef<BlockArgument> args) {
-                           // The frontier's next values are set at the end of the body.
-                           SmallVector<Value> yields(args.take_front(carried));
-                           ArrayRef<BlockArgument> own = args.drop_front(carried);
-                           Value next = arith::AddIOp::create(yb, yloc, own[0],
-                                                              i32Constant(yb, yloc, 1));
-                           Value wrap = arith::CmpIOp::create(yb, yloc, arith::CmpIPredicate::eq,
-                                                              next, i32Constant(yb, yloc, stages));
-                           yields.push_back(arith::SelectOp::create(
-                               yb, yloc, wrap, i32Constant(yb, yloc, 0), next));
-                           if (tma || copyBarriers)
-                             yields.push_back(arith::XOrIOp::create(
-                                 yb, yloc, own[1],
-                                 arith::ExtUIOp::create(yb, yloc, yb.getI32Type(), wrap)));
-                           return yields;
-                         });
+  auto newLoop =
+      cast<LoopLikeOpInterface>(loop.getOperation())
+          .replaceWithAdditionalYields(
+              rewriter, inits, /*replaceInitOperandUsesInLoop=*/false,
+              [&](OpBuilder &yb, Location yloc, ArrayRef<BlockArgument> args) {
+                // The frontier's next values are set at the end of the body.
+                SmallVector<Value> yields(args.take_front(carried));
+                ArrayRef<BlockArgument> own = args.drop_front(carried);
+                Value next = arith::AddIOp::create(yb, yloc, own[0], i32Constant(yb, yloc, 1));
+                Value wrap = arith::CmpIOp::create(yb, yloc, arith::CmpIPredicate::eq, next,
+                                                   i32Constant(yb, yloc, stages));
+                yields.push_back(
+                    arith::SelectOp::create(yb, yloc, wrap, i32Constant(yb, yloc, 0), next));
+                if (tma || copyBarriers)
+                  yields.push_back(arith::XOrIOp::create(
+                      yb, yloc, own[1], arith::ExtUIOp::create(yb, yloc, yb.getI32Type(), wrap)));
+                return yields;
+              });
   if (failed(newLoop))
     return failure();
   auto forOp = cast<scf::ForOp>(newLoop->getOperation());
@@ -416,8 +413,8 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     if (!barriers)
       return (void)kgpu::AsyncWaitOp::create(rewriter, loc,
                                              rewriter.getI32IntegerAttr(distance - 1));
-    kgpu::MBarrierWaitOp::create(rewriter, loc, barriers, slot,
-                                 forOp.getRegionIterArgs().back(), Value());
+    kgpu::MBarrierWaitOp::create(rewriter, loc, barriers, slot, forOp.getRegionIterArgs().back(),
+                                 Value());
     if (copyBarriers)
       kgpu::ProxyFenceOp::create(rewriter, loc);
     else if (!emptyBarriers)
@@ -449,12 +446,11 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
       // in between). Before that use (the first iterations) the parity is the one before the
       // barrier's first phase, which try_wait takes as complete.
       int64_t back = stages - distance;
-      Value wrapped = arith::ExtUIOp::create(
-          rewriter, loc, rewriter.getI32Type(),
-          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, slot,
-                                i32Constant(rewriter, loc, back)));
-      Value phase = arith::XOrIOp::create(rewriter, loc, forOp.getRegionIterArgs().back(),
-                                          wrapped);
+      Value wrapped =
+          arith::ExtUIOp::create(rewriter, loc, rewriter.getI32Type(),
+                                 arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                                       slot, i32Constant(rewriter, loc, back)));
+      Value phase = arith::XOrIOp::create(rewriter, loc, forOp.getRegionIterArgs().back(), wrapped);
       kgpu::MBarrierWaitOp::create(rewriter, loc, empties, writeSlot, phase,
                                    copyBarriers ? Value() : fromIteration(back));
     }
@@ -495,9 +491,9 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
       Value yes = arith::ConstantOp::create(rewriter, loc, rewriter.getBoolAttr(true));
       accumulate = arith::XOrIOp::create(rewriter, loc, reset.getCondition(), yes);
     }
-    auto shared = kgpu::SharedDotOp::create(rewriter, dot.getLoc(), dot.getType(), a, aSlot, bBuf,
-                                            slot, c, accumulate,
-                                            overlap || deferred || waitAtUses ? 1 : 0);
+    auto shared =
+        kgpu::SharedDotOp::create(rewriter, dot.getLoc(), dot.getType(), a, aSlot, bBuf, slot, c,
+                                  accumulate, overlap || deferred || waitAtUses ? 1 : 0);
     sharedDots.push_back(shared);
     if (copiesAfterDot) {
       rewriter.setInsertionPointAfter(shared);

@@ -30,8 +30,8 @@ namespace {
 
 /// Clones `load` and its address slice with the induction variable mapped to `iv`, the load
 /// masked by `inRange`.
-Value cloneLoadFor(OpBuilder &b, LoadOp load, ArrayRef<Operation *> slice, Value loopIv,
-                   Value iv, Value inRange) {
+Value cloneLoadFor(OpBuilder &b, LoadOp load, ArrayRef<Operation *> slice, Value loopIv, Value iv,
+                   Value inRange) {
   IRMapping map;
   map.map(loopIv, iv);
   for (Operation *op : slice)
@@ -95,28 +95,28 @@ LogicalResult pipeline(scf::ForOp loop, bool automatic, bool dotOperandsOnly, un
   Value first = emitInRange(rewriter, loc, loop, loop.getLowerBound());
   SmallVector<Value> inits;
   for (auto &[load, slice] : candidates)
-    inits.push_back(cloneLoadFor(rewriter, load, slice, loop.getInductionVar(),
-                                 loop.getLowerBound(), first));
+    inits.push_back(
+        cloneLoadFor(rewriter, load, slice, loop.getInductionVar(), loop.getLowerBound(), first));
 
   // The next iteration's loads, at the top of the body; their values feed the next iteration.
-  auto newLoop = cast<LoopLikeOpInterface>(loop.getOperation())
-                     .replaceWithAdditionalYields(
-                         rewriter, inits, /*replaceInitOperandUsesInLoop=*/false,
-                         [&](OpBuilder &b, Location yieldLoc, ArrayRef<BlockArgument>) {
-                           OpBuilder::InsertionGuard guard(b);
-                           b.setInsertionPointToStart(&b.getInsertionBlock()->getParent()->front());
-                           Block *body = b.getInsertionBlock();
-                           Value iv = body->getArgument(0);
-                           Value next = arith::AddIOp::create(
-                               b, yieldLoc, iv,
-                               cast<scf::ForOp>(body->getParentOp()).getStep());
-                           Value nextInRange =
-                               emitInRange(b, yieldLoc, cast<scf::ForOp>(body->getParentOp()), next);
-                           SmallVector<Value> out;
-                           for (auto &[load, slice] : candidates)
-                             out.push_back(cloneLoadFor(b, load, slice, iv, next, nextInRange));
-                           return out;
-                         });
+  auto newLoop =
+      cast<LoopLikeOpInterface>(loop.getOperation())
+          .replaceWithAdditionalYields(
+              rewriter, inits, /*replaceInitOperandUsesInLoop=*/false,
+              [&](OpBuilder &b, Location yieldLoc, ArrayRef<BlockArgument>) {
+                OpBuilder::InsertionGuard guard(b);
+                b.setInsertionPointToStart(&b.getInsertionBlock()->getParent()->front());
+                Block *body = b.getInsertionBlock();
+                Value iv = body->getArgument(0);
+                Value next = arith::AddIOp::create(b, yieldLoc, iv,
+                                                   cast<scf::ForOp>(body->getParentOp()).getStep());
+                Value nextInRange =
+                    emitInRange(b, yieldLoc, cast<scf::ForOp>(body->getParentOp()), next);
+                SmallVector<Value> out;
+                for (auto &[load, slice] : candidates)
+                  out.push_back(cloneLoadFor(b, load, slice, iv, next, nextInRange));
+                return out;
+              });
   if (failed(newLoop))
     return failure();
   auto forOp = cast<scf::ForOp>(newLoop->getOperation());

@@ -130,8 +130,7 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
         typeError("kernel '" + name + "': maxnreg must be an int (registers per thread), found " +
                   Py_TYPE(v)->tp_name);
       maxnreg = v == Py_None ? -1 : PyLong_AsLong(v); // the range is checked on a compile
-    }
-    else if (PyUnicode_Compare(k, names().stream.ptr()) == 0)
+    } else if (PyUnicode_Compare(k, names().stream.ptr()) == 0)
       streamObj = v;
     else if (PyUnicode_Compare(k, names().device.ptr()) == 0)
       launchBackend = parseBackend(v, name);
@@ -182,8 +181,8 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
   // The device: that of the tensor arguments, else the current one (loaded per device).
   int device = 0;
   if (!host)
-    device = place.device >= 0 ? place.device
-                               : (kiln::rt::hasGPU() ? kiln::rt::currentDevice() : 0);
+    device =
+        place.device >= 0 ? place.device : (kiln::rt::hasGPU() ? kiln::rt::currentDevice() : 0);
   key += 'W';
   key.append(reinterpret_cast<const char *>(&numWarps), sizeof(numWarps));
   key.append(reinterpret_cast<const char *>(&numStages), sizeof(numStages));
@@ -299,8 +298,7 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
       if (!variant->host && boxRows) {
         auto box = kiln::rt::getTensorMapBox(d.block, itemSizeOf(d.dtype), boxRows);
         if (box)
-          kiln::rt::encodeTensorMap(d.map, *box, kindOfDType(d.dtype), d.base, d.shape,
-                                    d.strides);
+          kiln::rt::encodeTensorMap(d.map, *box, kindOfDType(d.dtype), d.base, d.shape, d.strides);
         else
           std::memset(d.map, 0, sizeof(d.map));
       }
@@ -352,8 +350,8 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
 }
 
 Launcher::Variant *Launcher::compileVariant(const std::string &keyRef, PyObject **bound,
-                                            long numWarps, long numStages, long maxnreg,
-                                            bool host, bool debug, int device) {
+                                            long numWarps, long numStages, long maxnreg, bool host,
+                                            bool debug, int device) {
   // Our own copy: the compile callback releases the GIL, and another launch of this kernel
   // may then reuse keyBuffer.
   const std::string key = keyRef;
@@ -372,9 +370,9 @@ Launcher::Variant *Launcher::compileVariant(const std::string &keyRef, PyObject 
       specs.append(specOf(key, pos));
     }
   }
-  pyb::tuple result = compileFn(specs, values, numWarps, numStages, host, debug,
-                                maxnreg >= 0 ? pyb::object(pyb::int_(maxnreg)) : pyb::none(),
-                                device);
+  pyb::tuple result =
+      compileFn(specs, values, numWarps, numStages, host, debug,
+                maxnreg >= 0 ? pyb::object(pyb::int_(maxnreg)) : pyb::none(), device);
   auto v = std::make_shared<Variant>();
   v->kernel = result[0].cast<KernelHandle &>().kernel;
   for (pyb::handle h : pyb::list(result[1]))

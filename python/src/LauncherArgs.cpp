@@ -53,9 +53,9 @@ struct DTypeCode {
   char code;
   const char *name;
 };
-constexpr DTypeCode kDTypes[] = {{'b', "i1"},  {'c', "i8"},   {'s', "i16"},  {'i', "i32"},
-                                 {'l', "i64"}, {'C', "u8"},   {'S', "u16"},  {'I', "u32"},
-                                 {'L', "u64"}, {'h', "fp16"}, {'H', "bf16"}, {'f', "fp32"},
+constexpr DTypeCode kDTypes[] = {{'b', "i1"},   {'c', "i8"},      {'s', "i16"},  {'i', "i32"},
+                                 {'l', "i64"},  {'C', "u8"},      {'S', "u16"},  {'I', "u32"},
+                                 {'L', "u64"},  {'h', "fp16"},    {'H', "bf16"}, {'f', "fp32"},
                                  {'d', "fp64"}, {'e', "fp8e4nv"}, {'E', "fp8e5"}};
 
 const char *dtypeName(char code) {
@@ -69,13 +69,15 @@ const char *dtypeName(char code) {
 /// ("<f4") to its code; 0 when unknown.
 char dtypeCodeFromName(const std::string &s) {
   static const std::pair<const char *, char> names[] = {
-      {"bool", 'b'},     {"int8", 'c'},    {"int16", 's'},   {"int32", 'i'},  {"int64", 'l'},
-      {"uint8", 'C'},    {"uint16", 'S'},  {"uint32", 'I'},  {"uint64", 'L'}, {"float16", 'h'},
-      {"bfloat16", 'H'}, {"float32", 'f'}, {"float64", 'd'}, {"half", 'h'},   {"float", 'f'},
-      {"double", 'd'},   {"long", 'l'},    {"int", 'i'},     {"short", 's'},  {"b1", 'b'},
-      {"i1", 'c'},       {"i2", 's'},      {"i4", 'i'},      {"i8", 'l'},     {"u1", 'C'},
-      {"u2", 'S'},       {"u4", 'I'},      {"u8", 'L'},      {"f2", 'h'},     {"f4", 'f'},
-      {"f8", 'd'},       {"float8_e4m3fn", 'e'}, {"float8_e5m2", 'E'}};
+      {"bool", 'b'},       {"int8", 'c'},    {"int16", 's'},    {"int32", 'i'},
+      {"int64", 'l'},      {"uint8", 'C'},   {"uint16", 'S'},   {"uint32", 'I'},
+      {"uint64", 'L'},     {"float16", 'h'}, {"bfloat16", 'H'}, {"float32", 'f'},
+      {"float64", 'd'},    {"half", 'h'},    {"float", 'f'},    {"double", 'd'},
+      {"long", 'l'},       {"int", 'i'},     {"short", 's'},    {"b1", 'b'},
+      {"i1", 'c'},         {"i2", 's'},      {"i4", 'i'},       {"i8", 'l'},
+      {"u1", 'C'},         {"u2", 'S'},      {"u4", 'I'},       {"u8", 'L'},
+      {"f2", 'h'},         {"f4", 'f'},      {"f8", 'd'},       {"float8_e4m3fn", 'e'},
+      {"float8_e5m2", 'E'}};
   std::string name = s;
   if (name.rfind("torch.", 0) == 0)
     name = name.substr(6);
@@ -170,7 +172,6 @@ kiln::rt::HostBuffer spanOf(uint64_t ptr, size_t ndim, const int64_t *shape, con
   return {uint64_t(int64_t(ptr) + lo), uint64_t(hi - lo) + itemSize};
 }
 
-
 Names &names() {
   static Names *n = new Names(); // leaked: outlives interpreter shutdown ordering issues
   return *n;
@@ -222,9 +223,6 @@ Access classify(PyObject *obj) {
 
 std::string typeName(PyObject *obj) { return Py_TYPE(obj)->tp_name; }
 
-
-
-
 /// Serializes a constexpr value into the key.
 void appendConstexpr(std::string &key, PyObject *v) {
   if (v == Py_None) {
@@ -264,9 +262,6 @@ void appendConstexpr(std::string &key, PyObject *v) {
     key += ';';
   }
 }
-
-
-
 
 /// "kernel 'k': argument 'x'" for messages.
 static std::string argText(const Launcher::Param &p, const std::string &kernel) {
@@ -397,7 +392,6 @@ static void pointerArg(const Launcher::Param &p, PyObject *v, const std::string 
              : '-';
 }
 
-
 /// "cuda:N" for a device ordinal.
 static std::string cudaName(int device) { return "cuda:" + std::to_string(device); }
 
@@ -423,8 +417,8 @@ static void noteDevice(LaunchPlace &place, const Launcher::Param &p, int device,
 /// in `place` its device and whether it came from torch (for the default stream). `hostBuf` is
 /// null for GPU launches; for host launches it receives the memory an array argument spans.
 void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uint64_t &bits,
-                    LaunchPlace &place, const std::string &kernel, kiln::rt::HostBuffer *hostBuf,
-                    DescriptorArg *desc = nullptr);
+             LaunchPlace &place, const std::string &kernel, kiln::rt::HostBuffer *hostBuf,
+             DescriptorArg *desc = nullptr);
 
 /// Reads a tensor descriptor: its base tensor as a pointer argument, its extents, strides and
 /// block shape (checked as TMA requires them, on every backend alike), and appends to `key` the
@@ -483,8 +477,7 @@ static void readDescriptor(const Launcher::Param &p, PyObject *v, std::string &k
   for (size_t i = 0; i + 1 < rank; ++i)
     if ((d.strides[i] * int64_t(itemSize)) % 16)
       fail("expected strides of multiples of 16 bytes (but the last), found " +
-           std::to_string(d.strides[i]) + " elements of " + std::to_string(itemSize) +
-           " bytes");
+           std::to_string(d.strides[i]) + " elements of " + std::to_string(itemSize) + " bytes");
   d.strides.pop_back();
   key += 'T';
   key += d.dtype;
@@ -496,8 +489,8 @@ static void readDescriptor(const Launcher::Param &p, PyObject *v, std::string &k
 }
 
 void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uint64_t &bits,
-                    LaunchPlace &place, const std::string &kernel, kiln::rt::HostBuffer *hostBuf,
-                    DescriptorArg *desc) {
+             LaunchPlace &place, const std::string &kernel, kiln::rt::HostBuffer *hostBuf,
+             DescriptorArg *desc) {
   if (v == Py_None) {
     key += 'N';
     bits = 0;

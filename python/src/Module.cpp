@@ -79,8 +79,7 @@ PYBIND11_MODULE(_C, m) {
         std::rethrow_exception(p);
     } catch (const kiln::CompileError &e) {
       pyb::tuple args = pyb::make_tuple(e.getKernel(), e.getFile(), e.getLine(), e.getColumn(),
-                                        e.getMessage(), std::string(e.what()),
-                                        e.getDiagnostics());
+                                        e.getMessage(), std::string(e.what()), e.getDiagnostics());
       PyErr_SetObject(buildErrorType, args.ptr());
     } catch (const kiln::rt::Error &e) {
       PyErr_SetString(kilnErrorType, e.what());
@@ -236,8 +235,8 @@ PYBIND11_MODULE(_C, m) {
       });
   m.def(
       "jit_load",
-      [](const kiln::KernelSource &source, unsigned numWarps, unsigned numStages,
-         unsigned maxnreg, bool debug, bool host, int device) {
+      [](const kiln::KernelSource &source, unsigned numWarps, unsigned numStages, unsigned maxnreg,
+         bool debug, bool host, int device) {
         // Compiles (or finds in the memory/disk cache) and loads on `device` (-1: the current
         // one); without a GPU (KILN_ARCH set) it compiles only, and launching it throws.
         // `host`: the host backend's JIT, whose kernels run on the CPU.
@@ -317,7 +316,8 @@ PYBIND11_MODULE(_C, m) {
               throw pyb::type_error("kiln.empty: unsupported dtype '" + dtype + "'");
             a.shape = std::move(shape);
             a.dtype = std::move(dtype);
-            a.buffer = std::make_shared<kiln::rt::DeviceBuffer>(std::max<size_t>(a.numel() * a.itemSize, 1), device);
+            a.buffer = std::make_shared<kiln::rt::DeviceBuffer>(
+                std::max<size_t>(a.numel() * a.itemSize, 1), device);
             return a;
           },
           pyb::arg("shape"), pyb::arg("dtype"), pyb::arg("device") = -1)
@@ -364,8 +364,7 @@ PYBIND11_MODULE(_C, m) {
            })
       .def("fill32", [](DeviceArray &a, uint32_t v) { a.buffer->fill32(v); })
       .def("data_ptr", &DeviceArray::dataPtr)
-      .def_property_readonly("device",
-                             [](const DeviceArray &a) { return a.buffer->getDevice(); })
+      .def_property_readonly("device", [](const DeviceArray &a) { return a.buffer->getDevice(); })
       .def_property_readonly("shape",
                              [](const DeviceArray &a) {
                                pyb::tuple t(a.shape.size());

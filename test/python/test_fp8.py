@@ -233,7 +233,7 @@ def test_matmul_gpu(fmt, shape, b_order, stages):
     values (wgmma on the H100). Hopper's fp8 wgmma keeps fewer mantissa bits while it
     accumulates than an fp32 sum: relative errors of 1e-4 to 3e-4 at K = 192..328 on the H100,
     the same with 1 and 4 stages (and Triton's kernel gives Kiln's errors to the digit in
-    bench_matmul_fp8.py)."""
+    bench_matmul.py fp8)."""
     torch = torch_or_skip()
     M, N, K, BM, BN, BK, warps = shape
     tt = getattr(torch, TORCH_TYPES[fmt])

@@ -13,13 +13,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <tuple>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace kiln::rt;
@@ -217,8 +217,7 @@ TEST(NoGPU, DeviceOperationsRaiseClearErrors) {
       f();
       FAIL() << "expected an error from " << what;
     } catch (const Error &e) {
-      EXPECT_NE(std::string(e.what()).find("no CUDA driver/GPU"), std::string::npos)
-          << e.what();
+      EXPECT_NE(std::string(e.what()).find("no CUDA driver/GPU"), std::string::npos) << e.what();
     }
   };
   expectNoDriver("DeviceBuffer", [] { DeviceBuffer b(16); });
@@ -275,9 +274,9 @@ void vectorAddAndCopy2D(bool host) {
   TestBuffer ds(host, M * S * 4), dd(host, M * D * 4);
   ds.copyFromHost(src.data(), M * S * 4);
   dd.copyFromHost(dst.data(), M * D * 4);
-  copy.launch({(M + 31) / 32, (N + 63) / 64, 1}, nullptr,
-              {Arg::ptr(ds.ptr()), Arg::ptr(dd.ptr()), Arg::i32(M), Arg::i32(N), Arg::i32(S),
-               Arg::i32(D)});
+  copy.launch(
+      {(M + 31) / 32, (N + 63) / 64, 1}, nullptr,
+      {Arg::ptr(ds.ptr()), Arg::ptr(dd.ptr()), Arg::i32(M), Arg::i32(N), Arg::i32(S), Arg::i32(D)});
   sync(host);
   dd.copyToHost(dst.data(), M * D * 4);
   for (int r = 0; r < M; ++r)
@@ -291,43 +290,42 @@ void softmaxAndTwoDimensionalSums(bool host) {
   // divisibility-16 specialization (vector accesses), and 1000 columns (a masked tail inside a
   // vector) with the specialization removed.
   for (int cols : {1008, 1000}) {
-  SCOPED_TRACE(cols);
-  std::string src = readKernel("softmax.mlir");
-  if (cols % 16) {
-    std::string attr = "%n_cols: i32 {kiln.divisibility = 16 : i32}";
-    src.replace(src.find(attr), attr.size(), "%n_cols: i32");
-  }
-  const int rows = 300, stride = 1024;
-  std::vector<float> x(rows * stride), y(rows * stride);
-  uint32_t state = 12345;
-  for (float &v : x) {
-    state = state * 1664525u + 1013904223u;
-    v = float(state >> 8) / float(1 << 24) * 20.0f - 10.0f;
-  }
-  TestBuffer dx(host, x.size() * 4), dy(host, y.size() * 4);
-  dx.copyFromHost(x.data(), x.size() * 4);
-  dy.fill32(0xFFFFFFFFu);
-  jit.get(src)
-      .launch({rows, 1, 1}, nullptr,
-              {Arg::ptr(dy.ptr()), Arg::ptr(dx.ptr()), Arg::i32(stride), Arg::i32(stride),
-               Arg::i32(cols)});
-  sync(host);
-  dy.copyToHost(y.data(), y.size() * 4);
-  double num = 0, den = 0;
-  for (int r = 0; r < rows; ++r) {
-    double m = -1e30, s = 0;
-    for (int c = 0; c < cols; ++c)
-      m = std::max(m, double(x[r * stride + c]));
-    for (int c = 0; c < cols; ++c)
-      s += std::exp(double(x[r * stride + c]) - m);
-    for (int c = 0; c < cols; ++c) {
-      double ref = std::exp(double(x[r * stride + c]) - m) / s;
-      double d = y[r * stride + c] - ref;
-      num += d * d;
-      den += ref * ref;
+    SCOPED_TRACE(cols);
+    std::string src = readKernel("softmax.mlir");
+    if (cols % 16) {
+      std::string attr = "%n_cols: i32 {kiln.divisibility = 16 : i32}";
+      src.replace(src.find(attr), attr.size(), "%n_cols: i32");
     }
-  }
-  EXPECT_LT(std::sqrt(num / den), 1e-5);
+    const int rows = 300, stride = 1024;
+    std::vector<float> x(rows * stride), y(rows * stride);
+    uint32_t state = 12345;
+    for (float &v : x) {
+      state = state * 1664525u + 1013904223u;
+      v = float(state >> 8) / float(1 << 24) * 20.0f - 10.0f;
+    }
+    TestBuffer dx(host, x.size() * 4), dy(host, y.size() * 4);
+    dx.copyFromHost(x.data(), x.size() * 4);
+    dy.fill32(0xFFFFFFFFu);
+    jit.get(src).launch({rows, 1, 1}, nullptr,
+                        {Arg::ptr(dy.ptr()), Arg::ptr(dx.ptr()), Arg::i32(stride), Arg::i32(stride),
+                         Arg::i32(cols)});
+    sync(host);
+    dy.copyToHost(y.data(), y.size() * 4);
+    double num = 0, den = 0;
+    for (int r = 0; r < rows; ++r) {
+      double m = -1e30, s = 0;
+      for (int c = 0; c < cols; ++c)
+        m = std::max(m, double(x[r * stride + c]));
+      for (int c = 0; c < cols; ++c)
+        s += std::exp(double(x[r * stride + c]) - m);
+      for (int c = 0; c < cols; ++c) {
+        double ref = std::exp(double(x[r * stride + c]) - m) / s;
+        double d = y[r * stride + c] - ref;
+        num += d * d;
+        den += ref * ref;
+      }
+    }
+    EXPECT_LT(std::sqrt(num / den), 1e-5);
   }
 
   // Row and column sums of a 64 x 128 tile.
@@ -384,7 +382,6 @@ void histogramWithTileAndScalarAtomics(bool host) {
   EXPECT_EQ(bins, ref);
   EXPECT_EQ(count, int32_t(programs)) << "one scalar atomic per program";
 }
-
 
 /// Kernels whose tiles move between threads: a masked transpose (trans through shared memory)
 /// and an outer sum whose loaded vector is used as a column and as a row (a layout conversion).
@@ -462,8 +459,8 @@ void matmulF16(bool host) {
         double ref = 0;
         for (int k = 0; k < K; ++k)
           ref += double(af[i * K + k]) * bf[k * N + j];
-        ASSERT_NEAR(c[i * N + j], ref, 1e-3) << M << "x" << N << "x" << K << " at " << i << ","
-                                             << j;
+        ASSERT_NEAR(c[i * N + j], ref, 1e-3)
+            << M << "x" << N << "x" << K << " at " << i << "," << j;
       }
   }
 }
@@ -615,7 +612,6 @@ TEST(Host, TransposeAndOuterAdd) { transposeAndOuterAdd(/*host=*/true); }
 TEST(Host, VectorAddAndCopy2D) { vectorAddAndCopy2D(/*host=*/true); }
 TEST(Host, SoftmaxAndTwoDimensionalSums) { softmaxAndTwoDimensionalSums(/*host=*/true); }
 TEST(Host, HistogramWithTileAndScalarAtomics) { histogramWithTileAndScalarAtomics(/*host=*/true); }
-
 
 // Debug mode on the host: an unmasked read past the end of its buffer is reported with the
 // kernel, the load's source location and the program id, and never performed.

@@ -76,8 +76,7 @@ TEST_F(BuilderDotScanTest, DotResultDtypesFollowTriton) {
   EXPECT_NE(ir.find("tensor<32x16xf16> * tensor<16x64xf16> -> tensor<32x64xf16>"),
             std::string::npos)
       << ir;
-  EXPECT_NE(ir.find("tensor<16x32xi8> * tensor<32x16xi8> -> tensor<16x16xi32>"),
-            std::string::npos)
+  EXPECT_NE(ir.find("tensor<16x32xi8> * tensor<32x16xi8> -> tensor<16x16xi32>"), std::string::npos)
       << ir;
 }
 
@@ -105,9 +104,10 @@ TEST_F(BuilderDotScanTest, DotErrors) {
   EXPECT_EQ(errorOf([&] { b.dot(tile(4, 16, 16), tile(4, 16, 16)); }),
             at("expected dot operands of dtype fp16, bf16, fp32, fp8e4nv, fp8e5 or int8, found "
                "int32"));
-  EXPECT_EQ(errorOf([&] { b.dot(tile(2, 16, 16), tile(2, 16, 16), std::nullopt, "", DType::bf16()); }),
-            at("expected out_dtype fp32 for dot of bf16 tiles, found bf16 (cast the fp32 result "
-               "with .to(tl.bfloat16))"));
+  EXPECT_EQ(
+      errorOf([&] { b.dot(tile(2, 16, 16), tile(2, 16, 16), std::nullopt, "", DType::bf16()); }),
+      at("expected out_dtype fp32 for dot of bf16 tiles, found bf16 (cast the fp32 result "
+         "with .to(tl.bfloat16))"));
   EXPECT_EQ(errorOf([&] { b.dot(tile(0, 16, 16), tile(0, 16, 16), tile(0, 16, 32)); }),
             at("expected the dot accumulator to be fp32[16, 16], found fp32[16, 32]"));
   EXPECT_EQ(errorOf([&] { b.dot(tile(1, 16, 16), tile(1, 16, 16), tile(1, 16, 16)); }),
@@ -137,11 +137,10 @@ TEST_F(BuilderDotScanTest, CumsumDtypesAndAxes) {
 
 TEST_F(BuilderDotScanTest, AssociativeScanWithTwoOperands) {
   Tile x = tile(0, 16, 32), idx = tile(4, 16, 32);
-  std::vector<Tile> out =
-      b.scan({x, idx}, 1, [&](llvm::ArrayRef<Tile> a, llvm::ArrayRef<Tile> n) {
-        Tile keep = b.ge(a[0], n[0]);
-        return std::vector<Tile>{b.where(keep, a[0], n[0]), b.where(keep, a[1], n[1])};
-      });
+  std::vector<Tile> out = b.scan({x, idx}, 1, [&](llvm::ArrayRef<Tile> a, llvm::ArrayRef<Tile> n) {
+    Tile keep = b.ge(a[0], n[0]);
+    return std::vector<Tile>{b.where(keep, a[0], n[0]), b.where(keep, a[1], n[1])};
+  });
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].dtype, DType::fp32());
   EXPECT_EQ(out[1].dtype, DType::int32());

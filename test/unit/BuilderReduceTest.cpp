@@ -95,18 +95,18 @@ TEST_F(BuilderReduceTest, ArgmaxIsInt32WithTwoOperandReduce) {
 
 TEST_F(BuilderReduceTest, UserCombineWithSeveralInputs) {
   Tile x = tile2d();
-  std::vector<Tile> out =
-      b.reduce({x, x}, 1, [&](llvm::ArrayRef<Tile> a, llvm::ArrayRef<Tile> n) {
-        return std::vector<Tile>{b.add(a[0], n[0]), b.maximum(a[1], n[1])};
-      });
+  std::vector<Tile> out = b.reduce({x, x}, 1, [&](llvm::ArrayRef<Tile> a, llvm::ArrayRef<Tile> n) {
+    return std::vector<Tile>{b.add(a[0], n[0]), b.maximum(a[1], n[1])};
+  });
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[1].getShape(), llvm::ArrayRef<int64_t>({16}));
   b.finishKernel();
 }
 
 TEST_F(BuilderReduceTest, ErrorsNameTheProblemAndTheLine) {
-  EXPECT_EQ(errorOf([&] { b.sum(b.intConst(3), 0); }),
-            "red.py:3:5: error: in kernel 'red': expected a tile to reduce, found a scalar of int32");
+  EXPECT_EQ(
+      errorOf([&] { b.sum(b.intConst(3), 0); }),
+      "red.py:3:5: error: in kernel 'red': expected a tile to reduce, found a scalar of int32");
   EXPECT_EQ(errorOf([&] { b.sum(tile2d(), 2); }),
             "red.py:3:5: error: in kernel 'red': expected a reduction axis in [-2, 2), found 2");
   EXPECT_EQ(errorOf([&] { b.xorSum(tile2d(), 0); }),

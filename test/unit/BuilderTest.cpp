@@ -526,9 +526,11 @@ TEST_F(BuilderTest, LoadOptions) {
 
 TEST_F(BuilderTest, VolatileLoadTakesNoCacheModifiers) {
   Tile p = b.add(x(), b.arange(0, 16));
-  expectError(17, 3,
-              "expected no cache modifier or eviction policy on a volatile load, found '.cg' and ''",
-              [&] { b.load(p, std::nullopt, std::nullopt, {".cg", "", true}); });
+  expectError(
+      17, 3, "expected no cache modifier or eviction policy on a volatile load, found '.cg' and ''",
+      [&] {
+        b.load(p, std::nullopt, std::nullopt, {".cg", "", true});
+      });
 }
 
 TEST_F(BuilderTest, LoadRejectsStoreCacheModifiers) {

@@ -657,22 +657,20 @@ static void checkReductions(const std::vector<float> &x, const std::vector<float
 
 // User combine functions (tl.reduce / tl.associative_scan): a max with its first index from
 // two tiles reduced together, a one-tile product, and a running maximum.
-static kiln::lang::Kernel<void(Ptr<f32>, Ptr<f32>, Ptr<i32>, Ptr<f32>, Ptr<f32>)> &
-combineKernel() {
-  static auto k = kiln::kernel(
-      "combine", [](Ptr<f32> x, Ptr<f32> best, Ptr<i32> at, Ptr<f32> prod, Ptr<f32> runmax) {
-        auto offs = arange(0, 64);
-        auto v = load(x + offs);
-        Values r = reduce({v, offs}, 0, [](const Values &a, const Values &b) {
-          auto take = (a[0] > b[0]) | ((a[0] == b[0]) & (a[1] < b[1]));
-          return Values{where(take, a[0], b[0]), where(take, a[1], b[1])};
-        });
-        store(best, r[0]);
-        store(at, r[1]);
-        store(prod, reduce(v * 0.0625f + 1.0f, 0, [](Value a, Value b) { return a * b; }));
-        store(runmax + offs,
-              associative_scan(v, 0, [](Value a, Value b) { return maximum(a, b); }));
-      });
+static kiln::lang::Kernel<void(Ptr<f32>, Ptr<f32>, Ptr<i32>, Ptr<f32>, Ptr<f32>)> &combineKernel() {
+  static auto k = kiln::kernel("combine", [](Ptr<f32> x, Ptr<f32> best, Ptr<i32> at, Ptr<f32> prod,
+                                             Ptr<f32> runmax) {
+    auto offs = arange(0, 64);
+    auto v = load(x + offs);
+    Values r = reduce({v, offs}, 0, [](const Values &a, const Values &b) {
+      auto take = (a[0] > b[0]) | ((a[0] == b[0]) & (a[1] < b[1]));
+      return Values{where(take, a[0], b[0]), where(take, a[1], b[1])};
+    });
+    store(best, r[0]);
+    store(at, r[1]);
+    store(prod, reduce(v * 0.0625f + 1.0f, 0, [](Value a, Value b) { return a * b; }));
+    store(runmax + offs, associative_scan(v, 0, [](Value a, Value b) { return maximum(a, b); }));
+  });
   return k;
 }
 
@@ -680,9 +678,7 @@ combineKernel() {
 TEST(LangHost, DevicePrint) {
   if (kiln::rt::hasGPU())
     GTEST_SKIP() << "a GPU is present";
-  auto k = kiln::kernel("printer", [](Ptr<i32> x) {
-    device_print("x", {load(x + arange(0, 2))});
-  });
+  auto k = kiln::kernel("printer", [](Ptr<i32> x) { device_print("x", {load(x + arange(0, 2))}); });
   std::vector<int32_t> x = {7, 42};
   testing::internal::CaptureStdout();
   k(grid(1), nullptr, kiln::rt::CUdeviceptr(uintptr_t(x.data())));

@@ -27,18 +27,19 @@ enum class Emit { Default, MLIR, LLVM, PTX, Cubin, Asm, Obj, Launch };
 cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<input .mlir>"), cl::init("-"));
 cl::opt<std::string> outputFilename("o", cl::desc("output file"), cl::value_desc("file"),
                                     cl::init("-"));
-cl::opt<Emit> emit("emit", cl::desc("what to produce (default: ptx; asm for --arch=cpu)"),
-                   cl::init(Emit::Default),
-                   cl::values(clEnumValN(Emit::MLIR, "mlir", "LLVM-dialect MLIR after the pipeline"),
-                              clEnumValN(Emit::LLVM, "llvm", "optimized LLVM IR"),
-                              clEnumValN(Emit::PTX, "ptx", "PTX assembly"),
-                              clEnumValN(Emit::Cubin, "cubin", "cubin through nvJitLink"),
-                              clEnumValN(Emit::Asm, "asm", "host assembly (--arch=cpu)"),
-                              clEnumValN(Emit::Obj, "obj", "host object file (--arch=cpu)"),
-                              clEnumValN(Emit::Launch, "launch",
-                                         "what a launch of the compiled kernel needs: its "
-                                         "name, threads, dynamic shared memory and the TMA "
-                                         "box rows of each tensor map parameter")));
+cl::opt<Emit>
+    emit("emit", cl::desc("what to produce (default: ptx; asm for --arch=cpu)"),
+         cl::init(Emit::Default),
+         cl::values(clEnumValN(Emit::MLIR, "mlir", "LLVM-dialect MLIR after the pipeline"),
+                    clEnumValN(Emit::LLVM, "llvm", "optimized LLVM IR"),
+                    clEnumValN(Emit::PTX, "ptx", "PTX assembly"),
+                    clEnumValN(Emit::Cubin, "cubin", "cubin through nvJitLink"),
+                    clEnumValN(Emit::Asm, "asm", "host assembly (--arch=cpu)"),
+                    clEnumValN(Emit::Obj, "obj", "host object file (--arch=cpu)"),
+                    clEnumValN(Emit::Launch, "launch",
+                               "what a launch of the compiled kernel needs: its "
+                               "name, threads, dynamic shared memory and the TMA "
+                               "box rows of each tensor map parameter")));
 cl::opt<std::string> arch("arch",
                           cl::desc("target architecture (sm_80, sm_90, sm_90a; cpu: this host)"),
                           cl::init("sm_90"));

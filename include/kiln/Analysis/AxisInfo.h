@@ -31,8 +31,7 @@ struct AxisInfo {
   static AxisInfo constant(llvm::ArrayRef<int64_t> shape, int64_t divisibility);
   unsigned getRank() const { return contiguity.size(); }
   bool operator==(const AxisInfo &o) const {
-    return contiguity == o.contiguity && divisibility == o.divisibility &&
-           constancy == o.constancy;
+    return contiguity == o.contiguity && divisibility == o.divisibility && constancy == o.constancy;
   }
 };
 

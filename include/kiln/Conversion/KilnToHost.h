@@ -47,8 +47,18 @@ enum ContextSlot : unsigned {
 };
 
 /// Element kinds in print calls.
-enum PrintKind : int32_t { kPrintI1, kPrintI8, kPrintI16, kPrintI32, kPrintI64, kPrintF16,
-                           kPrintBF16, kPrintF32, kPrintF64, kPrintPtr };
+enum PrintKind : int32_t {
+  kPrintI1,
+  kPrintI8,
+  kPrintI16,
+  kPrintI32,
+  kPrintI64,
+  kPrintF16,
+  kPrintBF16,
+  kPrintF32,
+  kPrintF64,
+  kPrintPtr
+};
 
 /// The name of the entry function generated for kernel `name`:
 /// void entry(void **params, const i32 *grid, i64 begin, i64 end, void *ctx)
@@ -83,8 +93,7 @@ void populateTileOpToHostPatterns(mlir::TypeConverter &converter,
                                   mlir::RewritePatternSet &patterns);
 /// load, store, atomic_rmw, atomic_cas, print, assert.
 void populateMemoryOpToHostPatterns(mlir::TypeConverter &converter,
-                                    mlir::RewritePatternSet &patterns,
-                                    const AxisInfoAnalysis &axis,
+                                    mlir::RewritePatternSet &patterns, const AxisInfoAnalysis &axis,
                                     const HostLoweringOptions &options);
 /// reduce, scan, dot.
 void populateReduceOpToHostPatterns(mlir::TypeConverter &converter,
@@ -107,14 +116,12 @@ bool isTile(mlir::Type type);
 /// The chunks of a converted tile (the value itself when it is one vector).
 llvm::SmallVector<mlir::Value> unpack(mlir::OpBuilder &b, mlir::Location loc, mlir::Value tile);
 /// A converted tile of type `type` from its chunks.
-mlir::Value pack(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
-                 mlir::ValueRange chunks);
+mlir::Value pack(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type, mlir::ValueRange chunks);
 /// `scalar` in every lane of a vector of type `type`.
 mlir::Value splat(mlir::OpBuilder &b, mlir::Location loc, mlir::Value scalar,
                   mlir::VectorType type);
 /// `scalar` in every lane of the converted tile type `type`.
-mlir::Value splatTile(mlir::OpBuilder &b, mlir::Location loc, mlir::Value scalar,
-                      mlir::Type type);
+mlir::Value splatTile(mlir::OpBuilder &b, mlir::Location loc, mlir::Value scalar, mlir::Type type);
 /// A vector of `indices.size()` lanes, lane i taken from lane indices[i] of `v`.
 mlir::Value shuffle(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                     llvm::ArrayRef<int32_t> indices);

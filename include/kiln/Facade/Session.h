@@ -2,11 +2,11 @@
 //
 // This file declares kiln::facade::Session, a language-neutral facade over kiln::Builder for
 // front ends that cannot see LLVM or MLIR headers (the Python extension is one: it is compiled
-// on machines without them, against the prebuilt libkiln.so). Values are integer handles into the session's
-// value table, dtypes are Triton's names ("fp32", "int32", "pointer<fp16>", also "*fp16"),
-// and every user error is a kiln::CompileError carrying the kernel, file, line, column and
-// message. The facade adds no semantics: each call is one Builder call (or a fixed
-// composition of Builder calls, documented at the method).
+// on machines without them, against the prebuilt libkiln.so). Values are integer handles into the
+// session's value table, dtypes are Triton's names ("fp32", "int32", "pointer<fp16>", also
+// "*fp16"), and every user error is a kiln::CompileError carrying the kernel, file, line, column
+// and message. The facade adds no semantics: each call is one Builder call (or a fixed composition
+// of Builder calls, documented at the method).
 //
 //===----------------------------------------------------------------------===//
 
@@ -167,8 +167,8 @@ public:
   //===--------------------------------------------------------------------===//
 
   /// tl.associative_scan(inputs, axis, combine_fn, reverse) over same-shape tiles.
-  std::vector<Handle> scan(const std::vector<Handle> &inputs, int axis,
-                           const CombineBody &combine, bool reverse = false);
+  std::vector<Handle> scan(const std::vector<Handle> &inputs, int axis, const CombineBody &combine,
+                           bool reverse = false);
   /// A scan by name along `axis`: cumsum (with `dtype`, a dtype name or "" for Triton's
   /// default) or cumprod (`dtype` must be "").
   Handle scanOp(const std::string &op, Handle x, int axis, bool reverse = false,

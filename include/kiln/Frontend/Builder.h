@@ -104,7 +104,7 @@ struct StoreOptions {
 class [[gnu::visibility("default")]] Builder {
 public:
   /// Loads the kiln, arith, math, scf and func dialects into `ctx`.
-  explicit Builder(mlir::MLIRContext &ctx);
+  explicit Builder(mlir::MLIRContext & ctx);
   ~Builder();
 
   mlir::MLIRContext &getContext() { return ctx; }
@@ -252,8 +252,8 @@ public:
   /// desc.store(offsets, value): `value` (of the block's shape, cast to the element dtype)
   /// written where it falls inside the tensor.
   void descriptorStore(const Tile &desc, const Tile &base, llvm::ArrayRef<Tile> offsets,
-                       const Tile &value, llvm::ArrayRef<Tile> shape,
-                       llvm::ArrayRef<Tile> strides, llvm::ArrayRef<int64_t> block);
+                       const Tile &value, llvm::ArrayRef<Tile> shape, llvm::ArrayRef<Tile> strides,
+                       llvm::ArrayRef<int64_t> block);
   /// store(ptr, value, mask): value and mask broadcast to ptr's shape, value cast to the
   /// pointee dtype.
   void store(const Tile &ptr, const Tile &value, std::optional<Tile> mask = std::nullopt,
@@ -321,8 +321,7 @@ public:
 
   /// Combine function of a reduction: (accumulators, new values) -> combined values, one
   /// scalar per input, of the inputs' dtypes.
-  using CombineBody =
-      std::function<std::vector<Tile>(llvm::ArrayRef<Tile>, llvm::ArrayRef<Tile>)>;
+  using CombineBody = std::function<std::vector<Tile>(llvm::ArrayRef<Tile>, llvm::ArrayRef<Tile>)>;
   /// tl.reduce(inputs, axis, combine_fn, keep_dims): kiln.reduce of same-shape tiles along
   /// `axis` (negative counts from the end). Results drop `axis` (a scalar from a 1-D tile),
   /// or keep it as size 1 with `keepDims`.
@@ -393,8 +392,7 @@ private:
                     llvm::StringRef verb);
   /// Fills `region` with the combine function of `inputs` (2N scalar block arguments) and
   /// ends it with `terminate(yielded values)` after checking what `combine` returns.
-  void buildCombiner(mlir::Region &region, llvm::ArrayRef<Tile> inputs,
-                     const CombineBody &combine,
+  void buildCombiner(mlir::Region & region, llvm::ArrayRef<Tile> inputs, const CombineBody &combine,
                      llvm::function_ref<void(mlir::ValueRange)> terminate);
   /// argmax (`greater`) or argmin.
   Tile argExtreme(const Tile &x, int axis, bool keepDims, bool greater);

@@ -32,13 +32,14 @@ public:
   virtual mlir::Value getThreadId(mlir::OpBuilder &b, mlir::Location loc) const = 0;
   /// Loads `numWords` words of `wordBits` from `ptr` where `pred` (may be null) holds; lanes
   /// where it does not keep `other` (words, may be empty: undefined). Returns the words.
-  virtual llvm::SmallVector<mlir::Value>
-  emitLoad(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr, mlir::Value pred,
-           unsigned wordBits, unsigned numWords, mlir::ValueRange other,
-           const AccessModifiers &mods) const = 0;
+  virtual llvm::SmallVector<mlir::Value> emitLoad(mlir::OpBuilder &b, mlir::Location loc,
+                                                  mlir::Value ptr, mlir::Value pred,
+                                                  unsigned wordBits, unsigned numWords,
+                                                  mlir::ValueRange other,
+                                                  const AccessModifiers &mods) const = 0;
   /// Stores `words` (each of `wordBits`) to `ptr` where `pred` (may be null) holds.
-  virtual void emitStore(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr,
-                         mlir::Value pred, unsigned wordBits, mlir::ValueRange words,
+  virtual void emitStore(mlir::OpBuilder &b, mlir::Location loc, mlir::Value ptr, mlir::Value pred,
+                         unsigned wordBits, mlir::ValueRange words,
                          const AccessModifiers &mods) const = 0;
   /// The value `v` (32 bits or fewer, or 64 bits in two halves) of the lane whose id is this
   /// lane's xor `laneMask`, within the warp (all lanes take part).

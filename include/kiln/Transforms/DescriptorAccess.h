@@ -20,9 +20,8 @@ namespace kiln {
 /// `offsets` (i32) of the row-major tensor of `shape` (i32) at `base` (a scalar pointer) with
 /// `strides` (i64, every dimension but the last).
 std::pair<mlir::Value, mlir::Value>
-emitDescriptorBlockAddress(mlir::OpBuilder &b, mlir::Location loc,
-                           mlir::RankedTensorType blockType, mlir::Value base,
-                           mlir::ValueRange offsets, mlir::ValueRange shape,
+emitDescriptorBlockAddress(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType blockType,
+                           mlir::Value base, mlir::ValueRange offsets, mlir::ValueRange shape,
                            mlir::ValueRange strides);
 
 } // namespace kiln

@@ -142,12 +142,9 @@ Value cumprod(const Operand &x, int axis, bool reverse = false, Loc loc = {});
 Value atomic_rmw(const std::string &op, const Operand &ptr, const Operand &val,
                  const Operand &mask = None_, const std::string &sem = "",
                  const std::string &scope = "", Loc loc = {});
-Value atomic_add(const Operand &ptr, const Operand &val, const Operand &mask = None_,
-                 Loc loc = {});
-Value atomic_max(const Operand &ptr, const Operand &val, const Operand &mask = None_,
-                 Loc loc = {});
-Value atomic_min(const Operand &ptr, const Operand &val, const Operand &mask = None_,
-                 Loc loc = {});
+Value atomic_add(const Operand &ptr, const Operand &val, const Operand &mask = None_, Loc loc = {});
+Value atomic_max(const Operand &ptr, const Operand &val, const Operand &mask = None_, Loc loc = {});
+Value atomic_min(const Operand &ptr, const Operand &val, const Operand &mask = None_, Loc loc = {});
 /// tl.atomic_cas(ptr, cmp, val): where *ptr == cmp stores val; returns the old values.
 Value atomic_cas(const Operand &ptr, const Operand &cmp, const Operand &val,
                  const std::string &sem = "", const std::string &scope = "", Loc loc = {});

@@ -151,8 +151,7 @@ template <class E> struct ParamTraits<Scalar<E>> {
   static constexpr bool runtime = true;
   static constexpr DType dtype() { return E::dtype; }
   template <class A>
-  static uint64_t toBits(const A &a, Specialization &spec, const KernelState &state,
-                         size_t index) {
+  static uint64_t toBits(const A &a, Specialization &spec, const KernelState &state, size_t index) {
     if constexpr (std::is_integral_v<Host>) {
       static_assert(std::is_integral_v<A> && !std::is_same_v<A, bool>,
                     "an integer kernel parameter takes a C++ integer");
@@ -291,8 +290,8 @@ public:
   template <class... A> Compiled compile(const Target &target, const A &...args) const {
     Packed p = pack(std::index_sequence_for<P...>{}, args...);
     std::string text = mlir(args...);
-    std::string ptx = detail::compilePTX(*state, p.key.data(), p.key.size(), target,
-                                         [&] { return trace(p); });
+    std::string ptx =
+        detail::compilePTX(*state, p.key.data(), p.key.size(), target, [&] { return trace(p); });
     return Compiled{name(), std::move(text), std::move(ptx)};
   }
   template <class... A> Compiled compile(const A &...args) const {
@@ -319,11 +318,11 @@ private:
         p.key[1] |= uint64_t(1) << slot(I);
       if constexpr (std::is_same_v<A, rt::DeviceBuffer>) {
         if (p.device >= 0 && a.getDevice() != p.device)
-          detail::badArgument(*state, I,
-                              "is on cuda:" + std::to_string(a.getDevice()) +
-                                  " but an earlier argument is on cuda:" +
-                                  std::to_string(p.device) +
-                                  "; the buffers of a launch must be on one device");
+          detail::badArgument(
+              *state, I,
+              "is on cuda:" + std::to_string(a.getDevice()) +
+                  " but an earlier argument is on cuda:" + std::to_string(p.device) +
+                  "; the buffers of a launch must be on one device");
         p.device = a.getDevice();
       }
     } else {
@@ -346,10 +345,10 @@ private:
   static void addSpec(std::vector<detail::ArgSpec> &specs, uint64_t divisible, uint64_t one) {
     if constexpr (detail::ParamTraits<T>::runtime) {
       size_t i = specs.size();
-      specs.push_back({detail::ParamTraits<T>::dtype(),
-                       (one >> i & 1)         ? Specialization::EqualsOne
-                       : (divisible >> i & 1) ? Specialization::DivisibleBy16
-                                              : Specialization::None});
+      specs.push_back({detail::ParamTraits<T>::dtype(), (one >> i & 1) ? Specialization::EqualsOne
+                                                        : (divisible >> i & 1)
+                                                            ? Specialization::DivisibleBy16
+                                                            : Specialization::None});
     }
   }
   KernelSource trace(const Packed &p) const {

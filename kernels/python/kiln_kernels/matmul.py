@@ -101,7 +101,7 @@ def config_for(M, N, K, fp8=False):
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages): 128 x 256 tiles on 8 warps (two
     warpgroups of m64n256 wgmmas) with 4 stages where that still gives every SM of an H100
     a tile; 128 x 128 on 4 warps below that. fp8: BLOCK_K 128 (128 x 256 x 128 on 8 warps
-    with 3 stages was Kiln's fastest in bench/bench_matmul_fp8.py; 128 x 128 x 128 on 8
+    with 3 stages was Kiln's fastest in bench/bench_matmul.py fp8; 128 x 128 x 128 on 8
     warps with 4 stages below that)."""
     if fp8:
         return (128, 256, 128, 8, 3) if M * N >= 132 * 128 * 256 else (128, 128, 128, 8, 4)

@@ -61,8 +61,8 @@ void buildEntry(OpBuilder &b, func::FuncOp kernel, ArrayRef<Type> paramTypes) {
   Value params = body->getArgument(0), grid = body->getArgument(1);
   SmallVector<Value> args;
   for (auto [i, t] : llvm::enumerate(paramTypes)) {
-    Value slot = LLVM::GEPOp::create(b, loc, ptrTy, ptrTy, params,
-                                     ArrayRef<LLVM::GEPArg>{int32_t(i)});
+    Value slot =
+        LLVM::GEPOp::create(b, loc, ptrTy, ptrTy, params, ArrayRef<LLVM::GEPArg>{int32_t(i)});
     Value p = LLVM::LoadOp::create(b, loc, ptrTy, slot);
     args.push_back(LLVM::LoadOp::create(b, loc, t, p));
   }
@@ -74,21 +74,20 @@ void buildEntry(OpBuilder &b, func::FuncOp kernel, ArrayRef<Type> paramTypes) {
   Value gx = arith::ExtUIOp::create(b, loc, i64, dims[0]);
   Value gy = arith::ExtUIOp::create(b, loc, i64, dims[1]);
   Value one = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(1));
-  scf::ForOp::create(
-      b, loc, body->getArgument(2), body->getArgument(3), one, ValueRange{},
-      [&](OpBuilder &lb, Location l, Value id, ValueRange) {
-        Value x = arith::RemUIOp::create(lb, l, id, gx);
-        Value rest = arith::DivUIOp::create(lb, l, id, gx);
-        Value y = arith::RemUIOp::create(lb, l, rest, gy);
-        Value z = arith::DivUIOp::create(lb, l, rest, gy);
-        SmallVector<Value> callArgs(args);
-        for (Value v : {x, y, z})
-          callArgs.push_back(arith::TruncIOp::create(lb, l, i32, v));
-        callArgs.append(dims.begin(), dims.end());
-        callArgs.push_back(body->getArgument(4));
-        func::CallOp::create(lb, l, kernel, callArgs);
-        scf::YieldOp::create(lb, l);
-      });
+  scf::ForOp::create(b, loc, body->getArgument(2), body->getArgument(3), one, ValueRange{},
+                     [&](OpBuilder &lb, Location l, Value id, ValueRange) {
+                       Value x = arith::RemUIOp::create(lb, l, id, gx);
+                       Value rest = arith::DivUIOp::create(lb, l, id, gx);
+                       Value y = arith::RemUIOp::create(lb, l, rest, gy);
+                       Value z = arith::DivUIOp::create(lb, l, rest, gy);
+                       SmallVector<Value> callArgs(args);
+                       for (Value v : {x, y, z})
+                         callArgs.push_back(arith::TruncIOp::create(lb, l, i32, v));
+                       callArgs.append(dims.begin(), dims.end());
+                       callArgs.push_back(body->getArgument(4));
+                       func::CallOp::create(lb, l, kernel, callArgs);
+                       scf::YieldOp::create(lb, l);
+                     });
   func::ReturnOp::create(b, loc);
 }
 
@@ -115,9 +114,8 @@ void splitTruncF64ToBF16(ModuleOp module) {
     };
     auto constant = [&](TypedAttr attr) -> Value {
       if (auto tensor = dyn_cast<RankedTensorType>(type))
-        return arith::ConstantOp::create(b, loc,
-                                         DenseElementsAttr::get(tensor.clone(attr.getType()),
-                                                                attr));
+        return arith::ConstantOp::create(
+            b, loc, DenseElementsAttr::get(tensor.clone(attr.getType()), attr));
       return arith::ConstantOp::create(b, loc, attr);
     };
     Value x = op.getIn();
@@ -125,9 +123,9 @@ void splitTruncF64ToBF16(ModuleOp module) {
     Value back = arith::ExtFOp::create(b, loc, type, near);
     Value bits = arith::BitcastOp::create(b, loc, like(b.getI32Type()), near);
     Value inexact = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, back, x);
-    Value overshot = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                           math::AbsFOp::create(b, loc, back),
-                                           math::AbsFOp::create(b, loc, x));
+    Value overshot =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, math::AbsFOp::create(b, loc, back),
+                              math::AbsFOp::create(b, loc, x));
     Value one = constant(b.getI32IntegerAttr(1));
     Value down = arith::SubIOp::create(b, loc, bits, one);
     Value towardZero = arith::SelectOp::create(b, loc, overshot, down, bits);
@@ -172,8 +170,7 @@ struct KilnConvertToHostPass final : kiln::impl::KilnConvertToHostBase<KilnConve
     target.addDynamicallyLegalDialect<arith::ArithDialect, math::MathDialect>(
         [&](Operation *op) { return converter.isLegal(op); });
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {
-      return converter.isSignatureLegal(op.getFunctionType()) &&
-             converter.isLegal(&op.getBody());
+      return converter.isSignatureLegal(op.getFunctionType()) && converter.isLegal(&op.getBody());
     });
     target.addDynamicallyLegalOp<func::ReturnOp>(
         [&](func::ReturnOp op) { return converter.isLegal(op); });

@@ -56,14 +56,12 @@ Value mapChunks(OpBuilder &b, Location loc, Value tile, Type type,
 }
 
 Value zext(OpBuilder &b, Location loc, Value v, Type elem) {
-  return mapChunks(b, loc, v, withElement(v.getType(), elem), [&](Value c, Type t) -> Value {
-    return LLVM::ZExtOp::create(b, loc, t, c);
-  });
+  return mapChunks(b, loc, v, withElement(v.getType(), elem),
+                   [&](Value c, Type t) -> Value { return LLVM::ZExtOp::create(b, loc, t, c); });
 }
 Value trunc(OpBuilder &b, Location loc, Value v, Type elem) {
-  return mapChunks(b, loc, v, withElement(v.getType(), elem), [&](Value c, Type t) -> Value {
-    return LLVM::TruncOp::create(b, loc, t, c);
-  });
+  return mapChunks(b, loc, v, withElement(v.getType(), elem),
+                   [&](Value c, Type t) -> Value { return LLVM::TruncOp::create(b, loc, t, c); });
 }
 
 unsigned byteSize(Type t) {
@@ -72,9 +70,7 @@ unsigned byteSize(Type t) {
   return std::max(1u, t.getIntOrFloatBitWidth() / 8);
 }
 
-Value zeroOf(OpBuilder &b, Location loc, Type type) {
-  return LLVM::ZeroOp::create(b, loc, type);
-}
+Value zeroOf(OpBuilder &b, Location loc, Type type) { return LLVM::ZeroOp::create(b, loc, type); }
 
 /// An all-true mask tile of `n` elements.
 Value allTrue(OpBuilder &b, Location loc, int64_t n) {
@@ -184,9 +180,10 @@ Value boundsCheck(OpBuilder &b, Location loc, Operation *op, Value ptrs, Value m
   auto ifOp = scf::IfOp::create(
       b, loc, ok,
       [&](OpBuilder &tb, Location l) {
-        Value m = mask ? mask
-                       : LLVM::ConstantOp::create(tb, l, tb.getI1Type(), tb.getBoolAttr(true))
-                             .getResult();
+        Value m =
+            mask
+                ? mask
+                : LLVM::ConstantOp::create(tb, l, tb.getI1Type(), tb.getBoolAttr(true)).getResult();
         scf::YieldOp::create(tb, l, m);
       },
       [&](OpBuilder &eb, Location l) {
@@ -299,8 +296,8 @@ struct LoadConversion : OpConversionPattern<LoadOp> {
     if (!isTile(resTy)) {
       mask = boundsCheck(rewriter, loc, op, ptrs, mask, align, /*isStore=*/false, options.debug);
       if (!mask) {
-        rewriter.replaceOp(op, fromMemory(LLVM::LoadOp::create(rewriter, loc, memElem, ptrs,
-                                                               align, op.getIsVolatile())));
+        rewriter.replaceOp(op, fromMemory(LLVM::LoadOp::create(rewriter, loc, memElem, ptrs, align,
+                                                               op.getIsVolatile())));
         return success();
       }
       auto ifOp = scf::IfOp::create(
@@ -448,7 +445,9 @@ Value forEachLane(OpBuilder &b, Location loc, Type resTy, Value ptrs, Value mask
       return perLane(ob, l, ptr, ops);
     auto ifOp = scf::IfOp::create(
         ob, l, m,
-        [&](OpBuilder &ib, Location il) { scf::YieldOp::create(ib, il, perLane(ib, il, ptr, ops)); },
+        [&](OpBuilder &ib, Location il) {
+          scf::YieldOp::create(ib, il, perLane(ib, il, ptr, ops));
+        },
         [&](OpBuilder &ib, Location il) { scf::YieldOp::create(ib, il, zeroOf(ib, il, elem)); });
     return ifOp.getResult(0);
   };
@@ -469,8 +468,8 @@ Value forEachLane(OpBuilder &b, Location loc, Type resTy, Value ptrs, Value mask
     auto loop = scf::ForOp::create(
         b, loc, lb, ub, step, ValueRange{zeroOf(b, loc, chunkTy)},
         [&](OpBuilder &lb_, Location l, Value i, ValueRange iters) {
-          Value m = mask ? LLVM::ExtractElementOp::create(lb_, l, maskChunks[c], i).getResult()
-                         : Value();
+          Value m =
+              mask ? LLVM::ExtractElementOp::create(lb_, l, maskChunks[c], i).getResult() : Value();
           Value ptr = LLVM::ExtractElementOp::create(lb_, l, ptrChunks[c], i);
           SmallVector<Value> ops;
           for (auto &chunks : operandChunks)
@@ -495,15 +494,15 @@ struct AtomicRMWConversion : OpConversionPattern<AtomicRMWOp> {
     Value mask = adaptor.getMask();
     if (!mask && isTile(resTy))
       mask = allTrue(rewriter, loc, getNumElements(resTy));
-    mask = boundsCheck(rewriter, loc, op, adaptor.getPtr(), mask, byteSize(elem), true,
-                       options.debug);
+    mask =
+        boundsCheck(rewriter, loc, op, adaptor.getPtr(), mask, byteSize(elem), true, options.debug);
     LLVM::AtomicBinOp bin = toBinOp(op.getKind(), elem);
     LLVM::AtomicOrdering ordering = toOrdering(op.getSem());
-    Value r = forEachLane(rewriter, loc, resTy, adaptor.getPtr(), mask, {adaptor.getVal()},
-                          [&](OpBuilder &b, Location l, Value ptr, ArrayRef<Value> ops) {
-                            return LLVM::AtomicRMWOp::create(b, l, bin, ptr, ops[0], ordering)
-                                .getResult();
-                          });
+    Value r = forEachLane(
+        rewriter, loc, resTy, adaptor.getPtr(), mask, {adaptor.getVal()},
+        [&](OpBuilder &b, Location l, Value ptr, ArrayRef<Value> ops) {
+          return LLVM::AtomicRMWOp::create(b, l, bin, ptr, ops[0], ordering).getResult();
+        });
     rewriter.replaceOp(op, r);
     return success();
   }
@@ -518,14 +517,15 @@ struct AtomicCASConversion : OpConversionPattern<AtomicCASOp> {
     Location loc = op.getLoc();
     Type resTy = getTypeConverter()->convertType(op.getType());
     Type elem = getTileElementType(resTy);
-    Value mask = boundsCheck(rewriter, loc, op, adaptor.getPtr(),
-                             isTile(resTy) ? allTrue(rewriter, loc, getNumElements(resTy))
-                                           : Value(),
-                             byteSize(elem), true, options.debug);
+    Value mask =
+        boundsCheck(rewriter, loc, op, adaptor.getPtr(),
+                    isTile(resTy) ? allTrue(rewriter, loc, getNumElements(resTy)) : Value(),
+                    byteSize(elem), true, options.debug);
     // cmpxchg takes integers: floats go through their bits.
-    Type intElem = isa<FloatType>(elem) ? Type(rewriter.getIntegerType(elem.getIntOrFloatBitWidth()))
-                                        : elem;
-    LLVM::AtomicOrdering onSuccess = toOrdering(op.getSem()), onFailure = failureOrdering(op.getSem());
+    Type intElem =
+        isa<FloatType>(elem) ? Type(rewriter.getIntegerType(elem.getIntOrFloatBitWidth())) : elem;
+    LLVM::AtomicOrdering onSuccess = toOrdering(op.getSem()),
+                         onFailure = failureOrdering(op.getSem());
     Value r = forEachLane(
         rewriter, loc, resTy, adaptor.getPtr(), mask, {adaptor.getCmp(), adaptor.getVal()},
         [&](OpBuilder &b, Location l, Value ptr, ArrayRef<Value> ops) -> Value {
@@ -581,8 +581,7 @@ struct PrintConversion : OpConversionPattern<PrintOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value prefix = getStringPtr(rewriter, loc, op, op.getPrefix());
-    SmallVector<Value> pid{getExtraArg(op, kPidX), getExtraArg(op, kPidY),
-                           getExtraArg(op, kPidZ)};
+    SmallVector<Value> pid{getExtraArg(op, kPidX), getExtraArg(op, kPidY), getExtraArg(op, kPidZ)};
     auto ptrTy = LLVM::LLVMPointerType::get(getContext());
     auto emit = [&](Value data, int32_t kind, int64_t n) {
       callRuntime(rewriter, loc, op, kPrint,

@@ -35,17 +35,15 @@ FailureOr<SmallVector<Value>> applyCombine(ConversionPatternRewriter &rewriter, 
   for (auto [arg, v] : llvm::zip(block.getArguments(), args))
     map.map(arg, v);
   Location loc = op->getLoc();
-  auto vecOf = [&](Type scalar) {
-    return VectorType::get({width}, converter.convertType(scalar));
-  };
+  auto vecOf = [&](Type scalar) { return VectorType::get({width}, converter.convertType(scalar)); };
   for (Operation &inner : block.without_terminator()) {
     if (auto cst = dyn_cast<arith::ConstantOp>(inner)) {
       auto type = vecOf(cst.getType());
       auto typed = dyn_cast<TypedAttr>(cst.getValue());
       if (!typed || isa<ShapedType>(typed.getType()))
         return inner.emitError("unsupported constant in a combine region on the host path");
-      map.map(cst.getResult(), arith::ConstantOp::create(
-                                   rewriter, loc, type, DenseElementsAttr::get(type, typed)));
+      map.map(cst.getResult(),
+              arith::ConstantOp::create(rewriter, loc, type, DenseElementsAttr::get(type, typed)));
       continue;
     }
     if (!isa<arith::ArithDialect, math::MathDialect>(inner.getDialect()) ||
@@ -141,8 +139,8 @@ struct ReduceConversion : OpConversionPattern<ReduceOp> {
     SmallVector<Value> results;
     for (auto [chunks, res] : llvm::zip(cur, op.getResults())) {
       if (isa<RankedTensorType>(res.getType())) {
-        results.push_back(pack(rewriter, loc, getTypeConverter()->convertType(res.getType()),
-                               chunks));
+        results.push_back(
+            pack(rewriter, loc, getTypeConverter()->convertType(res.getType()), chunks));
       } else {
         Value zero = LLVM::ConstantOp::create(rewriter, loc, rewriter.getI32Type(),
                                               rewriter.getI32IntegerAttr(0));
@@ -190,12 +188,14 @@ struct ScanConversion : OpConversionPattern<ScanOp> {
             rewriter, loc, maskTy,
             DenseElementsAttr::get(maskTy, ArrayRef<bool>(keep).slice(c * w, w)));
         for (size_t i = 0; i < cur.size(); ++i)
-          cur[i][c] = arith::SelectOp::create(rewriter, loc, keepMask, cur[i][c], (*combined)[i][c]);
+          cur[i][c] =
+              arith::SelectOp::create(rewriter, loc, keepMask, cur[i][c], (*combined)[i][c]);
       }
     }
     SmallVector<Value> results;
     for (auto [chunks, res] : llvm::zip(cur, op.getResults()))
-      results.push_back(pack(rewriter, loc, getTypeConverter()->convertType(res.getType()), chunks));
+      results.push_back(
+          pack(rewriter, loc, getTypeConverter()->convertType(res.getType()), chunks));
     rewriter.replaceOp(op, results);
     return success();
   }
@@ -288,15 +288,16 @@ struct DotConversion : OpConversionPattern<DotOp> {
           SmallVector<Value> row;
           for (int64_t c = 0; c < n; c += w)
             row.push_back(LLVM::LoadOp::create(
-                b, l, rowTy, at(b, l, accBuf, accElem, arith::AddIOp::create(b, l, rowStart, cst(b, l, c))),
+                b, l, rowTy,
+                at(b, l, accBuf, accElem, arith::AddIOp::create(b, l, rowStart, cst(b, l, c))),
                 accAlign));
           Value aRow = arith::MulIOp::create(b, l, i, cst(b, l, k));
           auto kLoop = scf::ForOp::create(
               b, l, cst(b, l, 0), cst(b, l, k), cst(b, l, 1), row,
               [&](OpBuilder &kb, Location kl, Value kk, ValueRange iters) {
                 Value aScalar = LLVM::LoadOp::create(
-                    kb, kl, inElem, at(kb, kl, aBuf, inElem, arith::AddIOp::create(kb, kl, aRow, kk)),
-                    inAlign);
+                    kb, kl, inElem,
+                    at(kb, kl, aBuf, inElem, arith::AddIOp::create(kb, kl, aRow, kk)), inAlign);
                 Value aVec = splat(kb, kl, aScalar, inRowTy);
                 if (tf32)
                   aVec = roundToTF32(kb, kl, aVec);
@@ -312,10 +313,10 @@ struct DotConversion : OpConversionPattern<DotOp> {
                   if (tf32)
                     bv = roundToTF32(kb, kl, bv);
                   bv = extend(kb, kl, bv, rowTy);
-                  next.push_back(isFloat ? Value(math::FmaOp::create(kb, kl, aVec, bv, acc))
-                                         : Value(arith::AddIOp::create(
-                                               kb, kl, arith::MulIOp::create(kb, kl, aVec, bv),
-                                               acc)));
+                  next.push_back(isFloat
+                                     ? Value(math::FmaOp::create(kb, kl, aVec, bv, acc))
+                                     : Value(arith::AddIOp::create(
+                                           kb, kl, arith::MulIOp::create(kb, kl, aVec, bv), acc)));
                 }
                 scf::YieldOp::create(kb, kl, next);
               });
@@ -336,6 +337,5 @@ struct DotConversion : OpConversionPattern<DotOp> {
 
 void kiln::host::populateReduceOpToHostPatterns(TypeConverter &converter,
                                                 RewritePatternSet &patterns) {
-  patterns.add<ReduceConversion, ScanConversion, DotConversion>(converter,
-                                                                patterns.getContext());
+  patterns.add<ReduceConversion, ScanConversion, DotConversion>(converter, patterns.getContext());
 }

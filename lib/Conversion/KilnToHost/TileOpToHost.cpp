@@ -180,8 +180,8 @@ Value kiln::host::callRuntime(OpBuilder &b, Location loc, Operation *at, Context
   MLIRContext *ctx = b.getContext();
   auto ptrTy = LLVM::LLVMPointerType::get(ctx);
   Value context = getExtraArg(at, kContext);
-  Value slotPtr = LLVM::GEPOp::create(b, loc, ptrTy, ptrTy, context,
-                                      ArrayRef<LLVM::GEPArg>{int32_t(slot)});
+  Value slotPtr =
+      LLVM::GEPOp::create(b, loc, ptrTy, ptrTy, context, ArrayRef<LLVM::GEPArg>{int32_t(slot)});
   Value fn = LLVM::LoadOp::create(b, loc, ptrTy, slotPtr);
   SmallVector<Type> argTypes{ptrTy};
   SmallVector<Value> operands{fn, context};
@@ -189,8 +189,7 @@ Value kiln::host::callRuntime(OpBuilder &b, Location loc, Operation *at, Context
     argTypes.push_back(a.getType());
     operands.push_back(a);
   }
-  auto fnTy = LLVM::LLVMFunctionType::get(result ? result : LLVM::LLVMVoidType::get(ctx),
-                                          argTypes);
+  auto fnTy = LLVM::LLVMFunctionType::get(result ? result : LLVM::LLVMVoidType::get(ctx), argTypes);
   auto call = LLVM::CallOp::create(b, loc, fnTy, operands);
   return result ? call.getResult() : Value();
 }
@@ -219,8 +218,7 @@ namespace {
 // Grid
 //===----------------------------------------------------------------------===//
 
-template <typename OpT, ExtraArg First>
-struct GridOpConversion : OpConversionPattern<OpT> {
+template <typename OpT, ExtraArg First> struct GridOpConversion : OpConversionPattern<OpT> {
   using OpConversionPattern<OpT>::OpConversionPattern;
   LogicalResult matchAndRewrite(OpT op, typename OpT::Adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
@@ -325,8 +323,8 @@ struct AddPtrConversion : OpConversionPattern<AddPtrOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(AddPtrOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    Type pointee = getTypeConverter()->convertType(getPointeeType(getElementTypeOrSelf(
-        op.getPtr().getType())));
+    Type pointee = getTypeConverter()->convertType(
+        getPointeeType(getElementTypeOrSelf(op.getPtr().getType())));
     Type resTy = getTypeConverter()->convertType(op.getType());
     Location loc = op.getLoc();
     SmallVector<Value> ptrs = unpack(rewriter, loc, adaptor.getPtr());
@@ -349,8 +347,7 @@ struct ElementwiseConversion : ConversionPattern {
       : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
   LogicalResult matchAndRewrite(Operation *op, ArrayRef<Value> operands,
                                 ConversionPatternRewriter &rewriter) const override {
-    if (!isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) ||
-        op->getNumRegions() != 0)
+    if (!isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) || op->getNumRegions() != 0)
       return failure();
     SmallVector<Type> types;
     if (failed(getTypeConverter()->convertTypes(op->getResultTypes(), types)))
@@ -370,7 +367,8 @@ struct ElementwiseConversion : ConversionPattern {
       SmallVector<Value> chunks;
       if (dense.isSplat()) {
         Value c = arith::ConstantOp::create(
-            rewriter, loc, chunkTy, DenseElementsAttr::get(chunkTy, dense.getSplatValue<Attribute>()));
+            rewriter, loc, chunkTy,
+            DenseElementsAttr::get(chunkTy, dense.getSplatValue<Attribute>()));
         chunks.assign(n / w, c);
       } else {
         SmallVector<Attribute> values(dense.getValues<Attribute>());
@@ -398,9 +396,8 @@ struct ElementwiseConversion : ConversionPattern {
         chunkOperands.push_back(chunks[c]);
       SmallVector<Type> chunkTypes;
       for (Type t : types)
-        chunkTypes.push_back(isa<LLVM::LLVMArrayType>(t)
-                                 ? cast<LLVM::LLVMArrayType>(t).getElementType()
-                                 : t);
+        chunkTypes.push_back(
+            isa<LLVM::LLVMArrayType>(t) ? cast<LLVM::LLVMArrayType>(t).getElementType() : t);
       OperationState state(loc, op->getName(), chunkOperands, chunkTypes, attrs);
       Operation *created = rewriter.create(state);
       for (auto [i, r] : llvm::enumerate(created->getResults()))

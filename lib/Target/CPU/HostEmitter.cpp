@@ -51,8 +51,8 @@ std::unique_ptr<llvm::TargetMachine> createHostTargetMachine(std::string &error)
     return nullptr;
   llvm::TargetOptions options;
   return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), hostFeatures(), options, llvm::Reloc::PIC_,
-      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+      triple, llvm::sys::getHostCPUName(), hostFeatures(), options, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
 }
 } // namespace
 

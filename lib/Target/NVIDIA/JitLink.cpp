@@ -37,9 +37,9 @@ const NvJitLink &getNvJitLink() {
   static std::once_flag once;
   std::call_once(once, [] {
     void *lib = nullptr;
-    for (const char *name : {"libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so",
-                             "/usr/local/cuda/lib64/libnvJitLink.so.13",
-                             "/usr/local/cuda/lib64/libnvJitLink.so"})
+    for (const char *name :
+         {"libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so",
+          "/usr/local/cuda/lib64/libnvJitLink.so.13", "/usr/local/cuda/lib64/libnvJitLink.so"})
       if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)))
         break;
     if (!lib)

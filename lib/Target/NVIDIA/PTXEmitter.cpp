@@ -121,8 +121,8 @@ bool kiln::isKnownArch(StringRef arch) {
   return sti && sti->isCPUStringValid(arch);
 }
 
-LogicalResult kiln::emitPTX(ModuleOp module, StringRef arch, std::string &llvmIR,
-                            std::string &ptx, bool fpFusion) {
+LogicalResult kiln::emitPTX(ModuleOp module, StringRef arch, std::string &llvmIR, std::string &ptx,
+                            bool fpFusion) {
   initNVPTX();
   Location loc = module.getLoc();
   llvm::LLVMContext llvmCtx;
@@ -153,9 +153,9 @@ LogicalResult kiln::emitPTX(ModuleOp module, StringRef arch, std::string &llvmIR
   // it NVPTX emits add.rn / mul.rn, which ptxas may not fuse.
   llvm::TargetOptions options;
   options.AllowFPOpFusion = fpFusion ? llvm::FPOpFusion::Fast : llvm::FPOpFusion::Standard;
-  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, arch, features, options, std::nullopt, std::nullopt,
-      llvm::CodeGenOptLevel::Aggressive));
+  std::unique_ptr<llvm::TargetMachine> tm(
+      target->createTargetMachine(triple, arch, features, options, std::nullopt, std::nullopt,
+                                  llvm::CodeGenOptLevel::Aggressive));
   if (!tm)
     return emitError(loc) << "cannot create an NVPTX target machine for '" << arch << "'";
   llvmModule->setTargetTriple(triple);

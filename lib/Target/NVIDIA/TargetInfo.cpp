@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Target/NVIDIA/KilnToLLVM.h"
 #include "kiln/Target/TargetInfo.h"
+#include "kiln/Target/NVIDIA/KilnToLLVM.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
@@ -67,8 +67,8 @@ Value shfl32(OpBuilder &b, Location loc, Value v, unsigned laneMask) {
   Value full = i32Const(b, loc, -1);
   Value offset = i32Const(b, loc, laneMask);
   Value clamp = i32Const(b, loc, 0x1f);
-  return NVVM::ShflOp::create(b, loc, b.getI32Type(), full, v, offset, clamp,
-                              NVVM::ShflKind::bfly, UnitAttr());
+  return NVVM::ShflOp::create(b, loc, b.getI32Type(), full, v, offset, clamp, NVVM::ShflKind::bfly,
+                              UnitAttr());
 }
 
 class NVIDIATargetInfo final : public TargetInfo {
@@ -101,8 +101,8 @@ public:
     return NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
   }
 
-  SmallVector<Value> emitLoad(OpBuilder &b, Location loc, Value ptr, Value pred,
-                              unsigned wordBits, unsigned numWords, ValueRange other,
+  SmallVector<Value> emitLoad(OpBuilder &b, Location loc, Value ptr, Value pred, unsigned wordBits,
+                              unsigned numWords, ValueRange other,
                               const AccessModifiers &mods) const override {
     auto [reg, regBits] = regFor(wordBits);
     Type regTy = b.getIntegerType(regBits);
@@ -177,9 +177,8 @@ public:
       constraints += "," + reg.str();
       ins += (k ? ", $" : "$") + std::to_string(idx++);
     }
-    asmStr += accessOpcode("st", words.size(), wordBits, mods) + " [ $" +
-              std::to_string(addrIdx) + " + 0 ], " + (words.size() > 1 ? "{ " + ins + " }" : ins) +
-              ";";
+    asmStr += accessOpcode("st", words.size(), wordBits, mods) + " [ $" + std::to_string(addrIdx) +
+              " + 0 ], " + (words.size() > 1 ? "{ " + ins + " }" : ins) + ";";
     asmStr = withPolicy(asmStr, mods);
     LLVM::InlineAsmOp::create(b, loc, TypeRange(), operands, asmStr, constraints,
                               /*has_side_effects=*/true, /*is_align_stack=*/false,
@@ -197,8 +196,8 @@ public:
       Value w = isa<LLVM::LLVMPointerType>(type) ? Value(LLVM::PtrToIntOp::create(b, loc, i64, v))
                                                  : Value(LLVM::BitcastOp::create(b, loc, i64, v));
       Value lo = LLVM::TruncOp::create(b, loc, i32, w);
-      Value hi = LLVM::TruncOp::create(
-          b, loc, i32, LLVM::LShrOp::create(b, loc, w, i64Const(b, loc, 32)));
+      Value hi =
+          LLVM::TruncOp::create(b, loc, i32, LLVM::LShrOp::create(b, loc, w, i64Const(b, loc, 32)));
       lo = shfl32(b, loc, lo, laneMask);
       hi = shfl32(b, loc, hi, laneMask);
       Value r = LLVM::OrOp::create(

@@ -20,7 +20,6 @@
 
 namespace kiln {
 
-
 /// LLVM type converter for Kiln: `!kiln.ptr<T>` becomes `!llvm.ptr<1>` and a laid-out tile a
 /// literal struct of the elements one thread owns, in the order of getThreadElements.
 class KilnLLVMTypeConverter : public mlir::LLVMTypeConverter {
@@ -59,8 +58,8 @@ mlir::Value getSharedBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Operat
 /// An i1 that is true in exactly one of the threads holding each element of `type` (layouts
 /// replicate elements when the tile is smaller than the layout, and along sliced dimensions);
 /// null when nothing is replicated.
-mlir::Value emitOwnerPredicate(mlir::OpBuilder &b, mlir::Location loc,
-                               mlir::RankedTensorType type, const TargetInfo &target);
+mlir::Value emitOwnerPredicate(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
+                               const TargetInfo &target);
 
 /// Key of an owned element by its static position (repetition, element) per dimension, with
 /// dimension `skipDim` left out when given: equal keys name the same element (or, with a
@@ -72,7 +71,6 @@ std::string getElemPosKey(const gpu::ElemPos &pos, int skipDim = -1);
 llvm::SmallVector<llvm::SmallVector<mlir::Value, 4>>
 emitElementCoordinates(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
                        const TargetInfo &target);
-
 
 /// Per-element lowering of arith and math on tiles (one computation per run the axis analysis
 /// proves constant), and tile constants.
@@ -88,20 +86,19 @@ void populateWgmmaDotToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                     mlir::RewritePatternSet &patterns, const TargetInfo &target);
 /// dot: operands through shared memory, then mma.sync or CUDA-core FMAs.
 void populateDotOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
-                                 mlir::RewritePatternSet &patterns,
-                                 const SharedScratch &scratch, const TargetInfo &target);
+                                 mlir::RewritePatternSet &patterns, const SharedScratch &scratch,
+                                 const TargetInfo &target);
 /// print and assert: vprintf and __assertfail of the CUDA device runtime.
 void populateDebugOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                    mlir::RewritePatternSet &patterns, const TargetInfo &target);
 /// scan: Hillis-Steele rounds through shared memory.
 void populateScanOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
-                                  mlir::RewritePatternSet &patterns,
-                                  const SharedScratch &scratch, const TargetInfo &target);
+                                  mlir::RewritePatternSet &patterns, const SharedScratch &scratch,
+                                  const TargetInfo &target);
 /// convert_layout, trans and reshape: through shared memory.
 void populateLayoutConversionToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                             mlir::RewritePatternSet &patterns,
-                                            const SharedScratch &scratch,
-                                            const TargetInfo &target);
+                                            const SharedScratch &scratch, const TargetInfo &target);
 /// Attribute on arith.divf asking for the IEEE-rounded quotient (div.rn) instead of
 /// Triton's default div.full.f32.
 inline constexpr llvm::StringLiteral kIEEEDivAttr = "kiln.ieee";
@@ -111,12 +108,12 @@ void populateDivOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
 
 /// reduce: in thread, then warp shuffles, then across warps through shared memory.
 void populateReduceOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
-                                    mlir::RewritePatternSet &patterns,
-                                    const SharedScratch &scratch, const TargetInfo &target);
+                                    mlir::RewritePatternSet &patterns, const SharedScratch &scratch,
+                                    const TargetInfo &target);
 /// atomic_rmw and atomic_cas, on tiles (per owned element) and scalars (thread 0).
 void populateAtomicOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
-                                    mlir::RewritePatternSet &patterns,
-                                    const SharedScratch &scratch, const TargetInfo &target);
+                                    mlir::RewritePatternSet &patterns, const SharedScratch &scratch,
+                                    const TargetInfo &target);
 /// Elements per vector access of a memory op on the laid-out pointer tile `ptr` with `mask`
 /// (may be null): the per-thread block, the pointers' contiguity and alignment (at most 128
 /// bits) and the mask's constancy along the layout's fastest dimension.

@@ -40,8 +40,7 @@ struct TensorMapBox {
 /// `boxRows` (0: as many as the block has, at most 256) is the outer extent of a box, which
 /// the compiler chooses per kernel parameter (rt::Kernel::getTensorMapBoxRows).
 KILN_EXPORT std::optional<TensorMapBox> getTensorMapBox(const std::vector<int64_t> &block,
-                                                        unsigned elemBytes,
-                                                        unsigned boxRows = 0);
+                                                        unsigned elemBytes, unsigned boxRows = 0);
 
 } // namespace kiln::nvidia
 

@@ -37,10 +37,8 @@ Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,
   return arith::ConstantOp::materialize(builder, value, type, loc);
 }
 
-LogicalResult PointerType::verify(function_ref<InFlightDiagnostic()> emitError,
-                                  Type pointeeType) {
-  if (isa<FloatType>(pointeeType) || isa<IntegerType>(pointeeType) ||
-      isa<PointerType>(pointeeType))
+LogicalResult PointerType::verify(function_ref<InFlightDiagnostic()> emitError, Type pointeeType) {
+  if (isa<FloatType>(pointeeType) || isa<IntegerType>(pointeeType) || isa<PointerType>(pointeeType))
     return success();
   return emitError() << "expected a scalar pointee type (integer, float or !kiln.ptr), found "
                      << pointeeType;

@@ -51,8 +51,8 @@ LogicalResult MakeRangeOp::verify() {
   if (!llvm::isPowerOf2_64(n))
     return emitOpError("expected end - start to be a power of two, found ") << n;
   if (type.getDimSize(0) != n)
-    return emitOpError("expected result length ") << n << " (end - start), found "
-                                                  << type.getDimSize(0);
+    return emitOpError("expected result length ")
+           << n << " (end - start), found " << type.getDimSize(0);
   return success();
 }
 
@@ -75,8 +75,8 @@ OpFoldResult SplatOp::fold(FoldAdaptor adaptor) {
 LogicalResult BroadcastOp::verify() {
   auto src = getSrc().getType(), dst = getType();
   if (src.getRank() != dst.getRank())
-    return emitOpError("expected source rank ") << dst.getRank() << " to match result rank, found "
-                                                << src.getRank();
+    return emitOpError("expected source rank ")
+           << dst.getRank() << " to match result rank, found " << src.getRank();
   for (auto [s, d] : llvm::zip(src.getShape(), dst.getShape()))
     if (s != d && s != 1)
       return emitOpError("expected each source dimension to be 1 or equal to the result's, found "
@@ -147,13 +147,12 @@ LogicalResult ExpandDimsOp::verify() {
   SmallVector<int64_t> expected(src.getShape());
   expected.insert(expected.begin() + axis, 1);
   if (ArrayRef<int64_t>(expected) != dst.getShape())
-    return emitOpError("expected result shape ") << fmtShape(expected) << ", found "
-                                                 << fmtShape(dst.getShape());
+    return emitOpError("expected result shape ")
+           << fmtShape(expected) << ", found " << fmtShape(dst.getShape());
   return success();
 }
 
-void ExpandDimsOp::getCanonicalizationPatterns(RewritePatternSet &results,
-                                               MLIRContext *context) {
+void ExpandDimsOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
   results.add<ExpandDimsOfSplat>(context);
 }
 
@@ -182,8 +181,8 @@ LogicalResult TransOp::verify() {
   auto src = getSrc().getType(), dst = getType();
   ArrayRef<int32_t> order = getOrder();
   if ((int64_t)order.size() != src.getRank())
-    return emitOpError("expected an order of ") << src.getRank() << " dimensions, found "
-                                                << order.size();
+    return emitOpError("expected an order of ")
+           << src.getRank() << " dimensions, found " << order.size();
   SmallVector<bool> seen(order.size(), false);
   for (int32_t d : order) {
     if (d < 0 || d >= (int32_t)order.size() || seen[d])
@@ -195,8 +194,8 @@ LogicalResult TransOp::verify() {
   for (int32_t d : order)
     expected.push_back(src.getDimSize(d));
   if (ArrayRef<int64_t>(expected) != dst.getShape())
-    return emitOpError("expected result shape ") << fmtShape(expected) << ", found "
-                                                 << fmtShape(dst.getShape());
+    return emitOpError("expected result shape ")
+           << fmtShape(expected) << ", found " << fmtShape(dst.getShape());
   return success();
 }
 
@@ -207,9 +206,9 @@ LogicalResult TransOp::verify() {
 LogicalResult AddPtrOp::verify() {
   if (shapeOf(getPtr().getType()) != shapeOf(getOffset().getType()) ||
       isa<RankedTensorType>(getPtr().getType()) != isa<RankedTensorType>(getOffset().getType()))
-    return emitOpError("expected offset shape ") << fmtShape(shapeOf(getPtr().getType()))
-                                                 << " to match pointer shape, found "
-                                                 << fmtShape(shapeOf(getOffset().getType()));
+    return emitOpError("expected offset shape ")
+           << fmtShape(shapeOf(getPtr().getType())) << " to match pointer shape, found "
+           << fmtShape(shapeOf(getOffset().getType()));
   return success();
 }
 
@@ -236,8 +235,7 @@ static LogicalResult verifyModifiers(Operation *op, std::optional<CacheModifier>
   return success();
 }
 
-void LoadOp::build(OpBuilder &builder, OperationState &state, Value ptr, Value mask,
-                   Value other) {
+void LoadOp::build(OpBuilder &builder, OperationState &state, Value ptr, Value mask, Value other) {
   build(builder, state, getPointeeType(ptr.getType()), ptr, mask, other, CacheModifierAttr(),
         EvictionPolicyAttr(), UnitAttr());
 }
@@ -292,8 +290,8 @@ LogicalResult DescriptorLoadOp::verify() {
 
 LogicalResult DescriptorStoreOp::verify() {
   return verifyDescriptorAccess(*this, getBase().getType(),
-                                cast<RankedTensorType>(getValue().getType()),
-                                getOffsets().size(), getShape().size(), getStrides().size());
+                                cast<RankedTensorType>(getValue().getType()), getOffsets().size(),
+                                getShape().size(), getStrides().size());
 }
 
 LogicalResult AtomicRMWOp::verify() {
@@ -339,13 +337,11 @@ LogicalResult DotOp::verify() {
     return emitOpError("expected 2-D operands, found ranks ")
            << a.getRank() << ", " << b.getRank() << " and " << c.getRank();
   if (a.getDimSize(1) != b.getDimSize(0))
-    return emitOpError("expected a's K dimension ") << a.getDimSize(1)
-                                                    << " to match b's, found "
-                                                    << b.getDimSize(0);
+    return emitOpError("expected a's K dimension ")
+           << a.getDimSize(1) << " to match b's, found " << b.getDimSize(0);
   if (c.getDimSize(0) != a.getDimSize(0) || c.getDimSize(1) != b.getDimSize(1))
     return emitOpError("expected accumulator shape ")
-           << fmtShape({a.getDimSize(0), b.getDimSize(1)}) << ", found "
-           << fmtShape(c.getShape());
+           << fmtShape({a.getDimSize(0), b.getDimSize(1)}) << ", found " << fmtShape(c.getShape());
   for (int64_t d : {a.getDimSize(0), a.getDimSize(1), b.getDimSize(1)})
     if (d < 16 || !llvm::isPowerOf2_64(d))
       return emitOpError("expected every dot dimension to be a power of two >= 16, found ")

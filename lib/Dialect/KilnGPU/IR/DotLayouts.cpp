@@ -36,12 +36,10 @@ bool kiln::hasMmaSyncTypes(DotOp op) {
 
 bool kiln::takesMmaAccumulatorLayout(DotOp op) {
   // fp8 dots left by -kiln-expand-fp8 are wgmma's (the others became f16 dots).
-  return hasMmaSyncTypes(op) ||
-         isFp8Type(op.getA().getType().getElementType());
+  return hasMmaSyncTypes(op) || isFp8Type(op.getA().getType().getElementType());
 }
 
-kgpu::BlockedEncodingAttr kiln::getMmaAccumulatorLayout(MLIRContext *ctx,
-                                                        ArrayRef<int64_t> shape,
+kgpu::BlockedEncodingAttr kiln::getMmaAccumulatorLayout(MLIRContext *ctx, ArrayRef<int64_t> shape,
                                                         unsigned numWarps) {
   int64_t M = shape[0], N = shape[1];
   // Each warp computes an (M / W_m) x (N / W_n) region; per k-step it loads (rows + columns) / 4
@@ -66,8 +64,7 @@ kgpu::BlockedEncodingAttr kiln::getMmaAccumulatorLayout(MLIRContext *ctx,
   return best;
 }
 
-kgpu::BlockedEncodingAttr kiln::getWgmmaAccumulatorLayout(MLIRContext *ctx,
-                                                          ArrayRef<int64_t> shape,
+kgpu::BlockedEncodingAttr kiln::getWgmmaAccumulatorLayout(MLIRContext *ctx, ArrayRef<int64_t> shape,
                                                           unsigned numWarps) {
   // Every warpgroup multiplies whole 64-row blocks: M a multiple of 16 rows per warp.
   if (numWarps % 4 != 0 || shape.size() != 2 || shape[0] % (16 * int64_t(numWarps)) != 0 ||
@@ -105,11 +102,11 @@ bool kiln::lowersToWgmma(DotOp op) {
       !wgmmaSupports(aTy.getElementType(), cTy.getElementType(), aTy.getDimSize(1)))
     return false;
   auto numWarps = module->getAttrOfType<IntegerAttr>(kgpu::kNumWarpsAttr);
-  if (!numWarps || cTy.getEncoding() != getWgmmaAccumulatorLayout(op.getContext(),
-                                                                   cTy.getShape(),
-                                                                   numWarps.getInt()))
+  if (!numWarps || cTy.getEncoding() != getWgmmaAccumulatorLayout(op.getContext(), cTy.getShape(),
+                                                                  numWarps.getInt()))
     return false;
-  int64_t bytes = (aTy.getNumElements() + bTy.getNumElements()) * elementBytes(aTy.getElementType());
+  int64_t bytes =
+      (aTy.getNumElements() + bTy.getNumElements()) * elementBytes(aTy.getElementType());
   return bytes <= kStaticSharedBytes;
 }
 

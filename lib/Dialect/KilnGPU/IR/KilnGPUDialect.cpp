@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Dialect/KilnGPU/IR/Dialect.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
+#include "kiln/Dialect/KilnGPU/IR/Dialect.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -66,8 +66,8 @@ void KilnGPUDialect::initialize() {
 LogicalResult BlockedEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                           ArrayRef<unsigned> sizePerThread,
                                           ArrayRef<unsigned> threadsPerWarp,
-                                          ArrayRef<unsigned> warpsPerCTA,
-                                          ArrayRef<unsigned> order, bool wgmma) {
+                                          ArrayRef<unsigned> warpsPerCTA, ArrayRef<unsigned> order,
+                                          bool wgmma) {
   size_t rank = order.size();
   if (rank == 0 || sizePerThread.size() != rank || threadsPerWarp.size() != rank ||
       warpsPerCTA.size() != rank)
@@ -98,8 +98,8 @@ LogicalResult BlockedEncodingAttr::verify(function_ref<InFlightDiagnostic()> emi
   return success();
 }
 
-LogicalResult SliceEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                        unsigned dim, Attribute parent) {
+LogicalResult SliceEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError, unsigned dim,
+                                        Attribute parent) {
   unsigned rank;
   if (auto blocked = dyn_cast<BlockedEncodingAttr>(parent))
     rank = blocked.getRank();
@@ -244,12 +244,11 @@ LogicalResult AsyncCopyOp::verify() {
   auto ptr = getPtr().getType();
   if (ptr.getShape() != buffer.getTileShape())
     return emitOpError("expected a pointer tile of the slot's shape [")
-           << buffer.getTileShape()[0] << ", " << buffer.getTileShape()[1] << "], found "
-           << ptr;
+           << buffer.getTileShape()[0] << ", " << buffer.getTileShape()[1] << "], found " << ptr;
   auto pointer = dyn_cast<kiln::PointerType>(ptr.getElementType());
   if (!pointer || pointer.getPointeeType() != buffer.getElementType())
-    return emitOpError("expected pointers to ") << buffer.getElementType() << ", found "
-                                                << ptr.getElementType();
+    return emitOpError("expected pointers to ")
+           << buffer.getElementType() << ", found " << ptr.getElementType();
   if (getMask()) {
     auto mask = cast<RankedTensorType>(getMask().getType());
     if (mask.getShape() != ptr.getShape() || !mask.getElementType().isInteger(1))
@@ -261,10 +260,9 @@ LogicalResult AsyncCopyOp::verify() {
 LogicalResult TmaCopyOp::verify() {
   auto buffer = getBuffer().getType();
   if (getCoords().size() != buffer.getTileShape().size())
-    return emitOpError("expected ") << buffer.getTileShape().size()
-                                    << " coordinates for a slot of rank "
-                                    << buffer.getTileShape().size() << ", found "
-                                    << getCoords().size();
+    return emitOpError("expected ")
+           << buffer.getTileShape().size() << " coordinates for a slot of rank "
+           << buffer.getTileShape().size() << ", found " << getCoords().size();
   if (getBarriers().getType().getCount() != buffer.getNumSlots())
     return emitOpError("expected one barrier per slot (")
            << buffer.getNumSlots() << "), found " << getBarriers().getType().getCount();

@@ -57,8 +57,8 @@ std::string semScope(MemSemantic sem, MemScope scope) {
 }
 
 /// One predicated atomic; `operands` follow the address. Returns the old value.
-Value emitAtom(OpBuilder &b, Location loc, Type resultType, StringRef opcode, Value pred,
-               Value ptr, ArrayRef<Value> operands, StringRef reg) {
+Value emitAtom(OpBuilder &b, Location loc, Type resultType, StringRef opcode, Value pred, Value ptr,
+               ArrayRef<Value> operands, StringRef reg) {
   std::string asmStr, constraints = "=" + reg.str();
   SmallVector<Value> args;
   unsigned idx = 1;
@@ -98,16 +98,16 @@ LogicalResult lowerAtomic(OpTy op, Value ptrs, Value mask, const TypeConverter *
     for (unsigned i = 0; i < ptrFields.size(); ++i) {
       Value pred = owner;
       if (mask)
-        pred = pred ? Value(LLVM::AndOp::create(rewriter, loc, pred, maskFields[i]))
-                    : maskFields[i];
+        pred =
+            pred ? Value(LLVM::AndOp::create(rewriter, loc, pred, maskFields[i])) : maskFields[i];
       out.push_back(emit(i, pred, ptrFields[i]));
     }
     rewriter.replaceOp(op, packStruct(rewriter, loc, converter->convertType(type), out));
     return success();
   }
   Value tid = target.getThreadId(rewriter, loc);
-  Value pred = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq, tid,
-                                    i32Const(rewriter, loc, 0));
+  Value pred =
+      LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq, tid, i32Const(rewriter, loc, 0));
   if (mask)
     pred = LLVM::AndOp::create(rewriter, loc, pred, mask);
   Value old = emit(0, pred, ptrs);
@@ -119,8 +119,8 @@ LogicalResult lowerAtomic(OpTy op, Value ptrs, Value mask, const TypeConverter *
   Block *after = rewriter.splitBlock(current, rewriter.getInsertionPoint());
   Block *store = rewriter.createBlock(after);
   rewriter.setInsertionPointToEnd(current);
-  Value isZero = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq, tid,
-                                      i32Const(rewriter, loc, 0));
+  Value isZero =
+      LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq, tid, i32Const(rewriter, loc, 0));
   LLVM::CondBrOp::create(rewriter, loc, isZero, store, after);
   rewriter.setInsertionPointToEnd(store);
   LLVM::StoreOp::create(rewriter, loc, old, buffer);
@@ -141,17 +141,18 @@ struct AtomicRMWOpLowering final : ConvertOpToLLVMPattern<AtomicRMWOp> {
     Type elem = getTypeConverter()->convertType(getElementTypeOrSelf(op.getType()));
     unsigned bits = elem.getIntOrFloatBitWidth();
     if (bits != 32 && bits != 64)
-      return op.emitError("atomic_rmw on ") << bits << "-bit elements is not supported on the "
-                                                       "GPU path yet (32 and 64 bits are)";
+      return op.emitError("atomic_rmw on ") << bits
+                                            << "-bit elements is not supported on the "
+                                               "GPU path yet (32 and 64 bits are)";
     auto [opName, kind] = ptxOp(op.getKind(), elem);
     auto [typeSuffix, reg] = ptxType(elem, kind);
-    std::string opcode = "atom" + semScope(op.getSem(), op.getScope()) + ".global." +
-                         opName.str() + typeSuffix;
+    std::string opcode =
+        "atom" + semScope(op.getSem(), op.getScope()) + ".global." + opName.str() + typeSuffix;
     SmallVector<Value> vals = unpackStruct(rewriter, op.getLoc(), adaptor.getVal());
     return lowerAtomic(op, adaptor.getPtr(), adaptor.getMask(), getTypeConverter(), scratch, target,
                        rewriter, [&](unsigned i, Value pred, Value ptr) {
-                         return emitAtom(rewriter, op.getLoc(), elem, opcode, pred, ptr,
-                                         {vals[i]}, reg);
+                         return emitAtom(rewriter, op.getLoc(), elem, opcode, pred, ptr, {vals[i]},
+                                         reg);
                        });
   }
   const SharedScratch &scratch;
@@ -167,18 +168,20 @@ struct AtomicCASOpLowering final : ConvertOpToLLVMPattern<AtomicCASOp> {
     Type elem = getTypeConverter()->convertType(getElementTypeOrSelf(op.getType()));
     unsigned bits = isa<LLVM::LLVMPointerType>(elem) ? 64 : elem.getIntOrFloatBitWidth();
     if (bits != 32 && bits != 64)
-      return op.emitError("atomic_cas on ") << bits << "-bit elements is not supported on the "
-                                                       "GPU path yet (32 and 64 bits are)";
+      return op.emitError("atomic_cas on ") << bits
+                                            << "-bit elements is not supported on the "
+                                               "GPU path yet (32 and 64 bits are)";
     // cas compares bits: move floats through integer registers.
     Type bitsType = rewriter.getIntegerType(bits);
     auto [typeSuffix, reg] = ptxType(bitsType, 'b');
-    std::string opcode =
-        "atom" + semScope(op.getSem(), op.getScope()) + ".global.cas" + typeSuffix;
+    std::string opcode = "atom" + semScope(op.getSem(), op.getScope()) + ".global.cas" + typeSuffix;
     Location loc = op.getLoc();
     auto toBits = [&](Value v) -> Value {
       if (isa<LLVM::LLVMPointerType>(v.getType()))
         return LLVM::PtrToIntOp::create(rewriter, loc, bitsType, v);
-      return isa<IntegerType>(v.getType()) ? v : Value(LLVM::BitcastOp::create(rewriter, loc, bitsType, v));
+      return isa<IntegerType>(v.getType())
+                 ? v
+                 : Value(LLVM::BitcastOp::create(rewriter, loc, bitsType, v));
     };
     SmallVector<Value> cmps = unpackStruct(rewriter, loc, adaptor.getCmp());
     SmallVector<Value> vals = unpackStruct(rewriter, loc, adaptor.getVal());
@@ -200,8 +203,7 @@ struct AtomicCASOpLowering final : ConvertOpToLLVMPattern<AtomicCASOp> {
 } // namespace
 
 void kiln::populateAtomicOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
-                                          RewritePatternSet &patterns,
-                                          const SharedScratch &scratch,
+                                          RewritePatternSet &patterns, const SharedScratch &scratch,
                                           const TargetInfo &target) {
   patterns.add<AtomicRMWOpLowering, AtomicCASOpLowering>(converter, scratch, target);
 }

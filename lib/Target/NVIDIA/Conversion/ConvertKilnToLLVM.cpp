@@ -8,10 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Target/NVIDIA/TensorMap.h"
 #include "kiln/Conversion/Common.h"
-#include "kiln/Target/NVIDIA/KilnToLLVM.h"
 #include "kiln/Passes.h"
+#include "kiln/Target/NVIDIA/KilnToLLVM.h"
+#include "kiln/Target/NVIDIA/TensorMap.h"
 
 #include "mlir/Analysis/Liveness.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -72,8 +72,8 @@ bool isLiveBefore(const Liveness &liveness, Value v, Operation *op) {
   if (!info)
     return false;
   Operation *def = v.getDefiningOp();
-  bool defined = info->isLiveIn(v) ||
-                 (def && def->getBlock() == op->getBlock() && def->isBeforeInBlock(op));
+  bool defined =
+      info->isLiveIn(v) || (def && def->getBlock() == op->getBlock() && def->isBeforeInBlock(op));
   if (!defined)
     return false;
   if (info->isLiveOut(v))
@@ -99,8 +99,8 @@ int64_t assignRingOffsets(ModuleOp module) {
     Liveness liveness(func);
     SmallVector<std::pair<int64_t, int64_t>> placed; // [begin, end) of allocs[i]
     for (auto [i, op] : llvm::enumerate(allocs)) {
-      int64_t bytes = getSharedSlotBytes(op.getResult().getType()) *
-                      op.getResult().getType().getNumSlots();
+      int64_t bytes =
+          getSharedSlotBytes(op.getResult().getType()) * op.getResult().getType().getNumSlots();
       // Byte ranges of the earlier rings live together with this one, lowest first.
       SmallVector<std::pair<int64_t, int64_t>> taken;
       for (size_t j = 0; j < i; ++j)
@@ -182,8 +182,8 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
 
     int64_t dynamicShared = assignRingOffsets(module);
     if (dynamicShared)
-      module->setAttr(kDynamicSharedAttr, IntegerAttr::get(IntegerType::get(ctx, 32),
-                                                           dynamicShared));
+      module->setAttr(kDynamicSharedAttr,
+                      IntegerAttr::get(IntegerType::get(ctx, 32), dynamicShared));
 
     const TargetInfo &target = getNVIDIATargetInfo();
     KilnLLVMTypeConverter converter(ctx);
@@ -209,9 +209,9 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
 
     LLVMConversionTarget conversionTarget(*ctx);
     conversionTarget.addLegalDialect<NVVM::NVVMDialect>();
-    conversionTarget.addIllegalDialect<KilnDialect, kgpu::KilnGPUDialect, arith::ArithDialect,
-                                       math::MathDialect, func::FuncDialect,
-                                       cf::ControlFlowDialect>();
+    conversionTarget
+        .addIllegalDialect<KilnDialect, kgpu::KilnGPUDialect, arith::ArithDialect,
+                           math::MathDialect, func::FuncDialect, cf::ControlFlowDialect>();
     conversionTarget.addLegalOp<ModuleOp>();
     if (failed(applyPartialConversion(module, conversionTarget, std::move(patterns))))
       return signalPassFailure();

@@ -67,8 +67,7 @@ struct PrintOpLowering final : ConvertOpToLLVMPattern<PrintOp> {
       : ConvertOpToLLVMPattern(converter), target(target) {}
 
   /// The printf conversion and the value to pass for one element.
-  std::pair<std::string, Value> formatValue(OpBuilder &b, Location loc, Value v,
-                                            bool hex) const {
+  std::pair<std::string, Value> formatValue(OpBuilder &b, Location loc, Value v, bool hex) const {
     Type t = v.getType();
     MLIRContext *ctx = b.getContext();
     if (isa<LLVM::LLVMPointerType>(t))
@@ -97,9 +96,9 @@ struct PrintOpLowering final : ConvertOpToLLVMPattern<PrintOp> {
                   StringRef format, ArrayRef<Value> args) const {
     MLIRContext *ctx = rewriter.getContext();
     auto ptrTy = LLVM::LLVMPointerType::get(ctx);
-    auto vprintf = getOrInsertFunction(
-        rewriter, op, "vprintf",
-        LLVM::LLVMFunctionType::get(rewriter.getI32Type(), {ptrTy, ptrTy}));
+    auto vprintf =
+        getOrInsertFunction(rewriter, op, "vprintf",
+                            LLVM::LLVMFunctionType::get(rewriter.getI32Type(), {ptrTy, ptrTy}));
     SmallVector<Type> fields;
     for (Value a : args)
       fields.push_back(a.getType());
@@ -138,9 +137,8 @@ struct PrintOpLowering final : ConvertOpToLLVMPattern<PrintOp> {
     }
     bool hex = op.getHex();
     if (adaptor.getArgs().empty()) {
-      emitIf(rewriter, loc, isThreadZero(rewriter, loc, target), [&] {
-        emitPrintf(rewriter, loc, op, "pid (%d, %d, %d) " + escaped + "\n", pid);
-      });
+      emitIf(rewriter, loc, isThreadZero(rewriter, loc, target),
+             [&] { emitPrintf(rewriter, loc, op, "pid (%d, %d, %d) " + escaped + "\n", pid); });
       rewriter.eraseOp(op);
       return success();
     }
@@ -200,19 +198,19 @@ struct AssertOpLowering final : ConvertOpToLLVMPattern<AssertOp> {
     if (auto func = op->getParentOfType<FunctionOpInterface>())
       function = func.getName().str();
     auto ptrTy = LLVM::LLVMPointerType::get(ctx);
-    auto assertfail = getOrInsertFunction(
-        rewriter, op, "__assertfail",
-        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
-                                    {ptrTy, ptrTy, rewriter.getI32Type(), ptrTy,
-                                     rewriter.getI64Type()}));
+    auto assertfail =
+        getOrInsertFunction(rewriter, op, "__assertfail",
+                            LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                                        {ptrTy, ptrTy, rewriter.getI32Type(), ptrTy,
+                                                         rewriter.getI64Type()}));
     emitIf(rewriter, loc, failed, [&] {
-      LLVM::CallOp::create(
-          rewriter, loc, assertfail,
-          ValueRange{stringPtr(rewriter, loc, op, op.getMessage()),
-                     stringPtr(rewriter, loc, op, file), i32Const(rewriter, loc, line),
-                     stringPtr(rewriter, loc, op, function),
-                     LLVM::ConstantOp::create(rewriter, loc, rewriter.getI64Type(),
-                                              rewriter.getI64IntegerAttr(1))});
+      LLVM::CallOp::create(rewriter, loc, assertfail,
+                           ValueRange{stringPtr(rewriter, loc, op, op.getMessage()),
+                                      stringPtr(rewriter, loc, op, file),
+                                      i32Const(rewriter, loc, line),
+                                      stringPtr(rewriter, loc, op, function),
+                                      LLVM::ConstantOp::create(rewriter, loc, rewriter.getI64Type(),
+                                                               rewriter.getI64IntegerAttr(1))});
     });
     rewriter.eraseOp(op);
     return success();

@@ -39,7 +39,6 @@ namespace kgpu = kiln::gpu;
 
 namespace {
 
-
 /// How an accumulator layout of getMmaAccumulatorLayout tiles a dot with mma.sync: warps
 /// (wm x wn), 8-row bands per warp (mReps, even: pairs make one mma's 16 rows), 8-column
 /// bands (nReps), elements per 32-bit fragment register (E) and k per mma (kStep = 8E).
@@ -58,9 +57,8 @@ using LoadBFn = function_ref<SmallVector<std::array<Value, 2>>(int64_t kk)>;
 
 /// acc += A @ B with one mma.sync per (row-band pair, column band, k-step), the accumulator
 /// elements staying in `acc` (the struct order of `layout`).
-void emitMmaSync(OpBuilder &b, Location loc, kgpu::BlockedEncodingAttr layout,
-                 RankedTensorType cTy, Type inElem, int64_t K, SmallVector<Value> &acc,
-                 LoadAFn loadA, LoadBFn loadB) {
+void emitMmaSync(OpBuilder &b, Location loc, kgpu::BlockedEncodingAttr layout, RankedTensorType cTy,
+                 Type inElem, int64_t K, SmallVector<Value> &acc, LoadAFn loadA, LoadBFn loadB) {
   MmaGeometry geo(layout, cTy, inElem);
   bool int8 = inElem.isInteger(8);
   Type accElem = int8 ? Type(b.getI32Type()) : Type(b.getF32Type());
@@ -76,8 +74,8 @@ void emitMmaSync(OpBuilder &b, Location loc, kgpu::BlockedEncodingAttr layout,
                                         : "f32.tf32.tf32.f32";
   std::string asmStr = "mma.sync.aligned." + shape + ".row.col." + types +
                        " {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};";
-  std::string constraints = int8 ? "=r,=r,=r,=r,r,r,r,r,r,r,0,1,2,3"
-                                 : "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3";
+  std::string constraints =
+      int8 ? "=r,=r,=r,=r,r,r,r,r,r,r,0,1,2,3" : "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3";
   auto resTy =
       LLVM::LLVMStructType::getLiteral(b.getContext(), {accElem, accElem, accElem, accElem});
 
@@ -90,7 +88,7 @@ void emitMmaSync(OpBuilder &b, Location loc, kgpu::BlockedEncodingAttr layout,
         unsigned c1 = slot.at({unsigned(2 * p), unsigned(j), 1u});
         unsigned c2 = slot.at({unsigned(2 * p + 1), unsigned(j), 0u});
         unsigned c3 = slot.at({unsigned(2 * p + 1), unsigned(j), 1u});
-        SmallVector<Value> args{aFrag[0], aFrag[1], aFrag[2], aFrag[3], bFrag[j][0],
+        SmallVector<Value> args{aFrag[0],    aFrag[1], aFrag[2], aFrag[3], bFrag[j][0],
                                 bFrag[j][1], acc[c0],  acc[c1],  acc[c2],  acc[c3]};
         Value d = emitInlineAsm(b, loc, resTy, args, asmStr, constraints,
                                 /*sideEffects=*/false);
@@ -145,8 +143,8 @@ struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
     unsigned numWarps = 1;
     for (unsigned w : layout.getWarpsPerCTA())
       numWarps *= w;
-    bool mma = hasMmaSyncTypes(op) &&
-               layout == getMmaAccumulatorLayout(ctx, cTy.getShape(), numWarps);
+    bool mma =
+        hasMmaSyncTypes(op) && layout == getMmaAccumulatorLayout(ctx, cTy.getShape(), numWarps);
     if (mma)
       lowerMma(rewriter, loc, op, layout, aBuf, bBuf, at, acc);
     else
@@ -199,8 +197,7 @@ struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
       return frags;
     };
     auto loadA = [&](int64_t p, int64_t kk) -> std::array<Value, 4> {
-      Value r0 = add(rowInBand, 2 * p * 8 * geo.wm),
-            r1 = add(rowInBand, (2 * p + 1) * 8 * geo.wm);
+      Value r0 = add(rowInBand, 2 * p * 8 * geo.wm), r1 = add(rowInBand, (2 * p + 1) * 8 * geo.wm);
       Value k0 = add(tigE, kk), k1 = add(k0, 4 * geo.E);
       return {fragment(aBuf, r0, k0), fragment(aBuf, r1, k0), fragment(aBuf, r0, k1),
               fragment(aBuf, r1, k1)};
@@ -254,9 +251,9 @@ struct DotOpLowering final : ConvertOpToLLVMPattern<DotOp> {
       Value x = extend(LLVM::LoadOp::create(b, loc, inElem, at(b, aBuf, c[0], k)));
       Value y = extend(LLVM::LoadOp::create(b, loc, inElem, at(b, bBuf, c[1], k)));
       Value a = header->getArgument(i + 1);
-      next.push_back(isFloat ? Value(LLVM::FMAOp::create(b, loc, x, y, a))
-                             : Value(LLVM::AddOp::create(
-                                   b, loc, LLVM::MulOp::create(b, loc, x, y), a)));
+      next.push_back(
+          isFloat ? Value(LLVM::FMAOp::create(b, loc, x, y, a))
+                  : Value(LLVM::AddOp::create(b, loc, LLVM::MulOp::create(b, loc, x, y), a)));
     }
     LLVM::BrOp::create(b, loc, next, header);
 
@@ -392,8 +389,8 @@ struct SharedMmaDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
     MmaGeometry geo(layout, cTy, inElem);
     ThreadIds ids = emitThreadIds(b, loc, layout, target);
     auto c = [&](int64_t v) { return i32Const(b, loc, v); };
-    Value lane = LLVM::AddOp::create(b, loc, LLVM::MulOp::create(b, loc, ids.lane[0], c(4)),
-                                     ids.lane[1]);
+    Value lane =
+        LLVM::AddOp::create(b, loc, LLVM::MulOp::create(b, loc, ids.lane[0], c(4)), ids.lane[1]);
     Value row = LLVM::AndOp::create(b, loc, lane, c(7));
     Value q0 = LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, lane, c(3)), c(1));
     Value q1 = LLVM::LShrOp::create(b, loc, lane, c(4));
@@ -412,8 +409,8 @@ struct SharedMmaDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
       SmallVector<std::array<Value, 2>> frags;
       for (int64_t j = 0; j < geo.nReps; j += 2) {
         bool pair = j + 1 < geo.nReps;
-        SmallVector<Value> r = (pair ? bReader : bSingle).load(b, loc, j * 8 * geo.wn, kk,
-                                                               pair ? 4 : 2);
+        SmallVector<Value> r =
+            (pair ? bReader : bSingle).load(b, loc, j * 8 * geo.wn, kk, pair ? 4 : 2);
         frags.push_back({r[0], r[1]});
         if (pair)
           frags.push_back({r[2], r[3]});
@@ -437,11 +434,9 @@ struct SharedMmaDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
 
 } // namespace
 
-
-
 void kiln::populateDotOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
-                                       RewritePatternSet &patterns,
-                                       const SharedScratch &scratch, const TargetInfo &target) {
+                                       RewritePatternSet &patterns, const SharedScratch &scratch,
+                                       const TargetInfo &target) {
   patterns.add<DotOpLowering>(converter, scratch, target);
   patterns.add<SharedMmaDotLowering>(converter, target);
 }

@@ -54,8 +54,7 @@ struct ElementwiseOpLowering final : ConversionPattern {
     }
     if (!any)
       return reps;
-    SmallVector<kgpu::ElemPos> elems = kgpu::getThreadElements(type.getEncoding(),
-                                                               type.getShape());
+    SmallVector<kgpu::ElemPos> elems = kgpu::getThreadElements(type.getEncoding(), type.getShape());
     llvm::StringMap<unsigned> index;
     for (auto [i, pos] : llvm::enumerate(elems))
       index.try_emplace(getElemPosKey(pos), i);
@@ -128,15 +127,14 @@ struct TileConstantOpLowering final : ConvertOpToLLVMPattern<arith::ConstantOp> 
       value = rewriter.getIntegerAttr(scalarType, f.getValue().bitcastToAPInt());
     Value scalar = LLVM::ConstantOp::create(rewriter, op.getLoc(), scalarType, value);
     SmallVector<Value> fields(kgpu::getElemsPerThread(type), scalar);
-    rewriter.replaceOp(op, packStruct(rewriter, op.getLoc(),
-                                      getTypeConverter()->convertType(type), fields));
+    rewriter.replaceOp(
+        op, packStruct(rewriter, op.getLoc(), getTypeConverter()->convertType(type), fields));
     return success();
   }
 };
 
 /// exp / exp2 on f32 scalars through the target's approximate 2^x.
-template <typename OpTy>
-struct ExpOpLowering final : ConvertOpToLLVMPattern<OpTy> {
+template <typename OpTy> struct ExpOpLowering final : ConvertOpToLLVMPattern<OpTy> {
   ExpOpLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
       : ConvertOpToLLVMPattern<OpTy>(converter, /*benefit=*/10), target(target) {}
   LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,

@@ -26,8 +26,7 @@ namespace {
 Value linearIndex(OpBuilder &b, Location loc, ArrayRef<Value> coords, ArrayRef<int64_t> strides) {
   Value index = i32Const(b, loc, 0);
   for (auto [c, s] : llvm::zip(coords, strides))
-    index = LLVM::AddOp::create(b, loc, index,
-                                LLVM::MulOp::create(b, loc, c, i32Const(b, loc, s)));
+    index = LLVM::AddOp::create(b, loc, index, LLVM::MulOp::create(b, loc, c, i32Const(b, loc, s)));
   return index;
 }
 
@@ -85,12 +84,11 @@ struct ConvertLayoutOpLowering final : ConvertOpToLLVMPattern<kgpu::ConvertLayou
       return success();
     }
     SmallVector<int64_t> strides = getRowMajorStrides(dstType.getShape());
-    rewriter.replaceOp(op, convertThroughShared(
-                               rewriter, op.getLoc(), op, adaptor.getSrc(), srcType, dstType,
-                               *getTypeConverter(), scratch, target,
-                               [&](OpBuilder &b, ArrayRef<Value> c) {
-                                 return linearIndex(b, op.getLoc(), c, strides);
-                               }));
+    rewriter.replaceOp(op, convertThroughShared(rewriter, op.getLoc(), op, adaptor.getSrc(),
+                                                srcType, dstType, *getTypeConverter(), scratch,
+                                                target, [&](OpBuilder &b, ArrayRef<Value> c) {
+                                                  return linearIndex(b, op.getLoc(), c, strides);
+                                                }));
     return success();
   }
   const SharedScratch &scratch;
@@ -108,15 +106,15 @@ struct TransOpLowering final : ConvertOpToLLVMPattern<TransOp> {
     ArrayRef<int32_t> order = op.getOrder();
     SmallVector<int64_t> strides = getRowMajorStrides(dstType.getShape());
     // Result dimension i is source dimension order[i].
-    rewriter.replaceOp(op, convertThroughShared(
-                               rewriter, op.getLoc(), op, adaptor.getSrc(), srcType, dstType,
-                               *getTypeConverter(), scratch, target,
-                               [&](OpBuilder &b, ArrayRef<Value> c) {
-                                 SmallVector<Value> permuted;
-                                 for (int32_t d : order)
-                                   permuted.push_back(c[d]);
-                                 return linearIndex(b, op.getLoc(), permuted, strides);
-                               }));
+    rewriter.replaceOp(op, convertThroughShared(rewriter, op.getLoc(), op, adaptor.getSrc(),
+                                                srcType, dstType, *getTypeConverter(), scratch,
+                                                target, [&](OpBuilder &b, ArrayRef<Value> c) {
+                                                  SmallVector<Value> permuted;
+                                                  for (int32_t d : order)
+                                                    permuted.push_back(c[d]);
+                                                  return linearIndex(b, op.getLoc(), permuted,
+                                                                     strides);
+                                                }));
     return success();
   }
   const SharedScratch &scratch;
@@ -133,12 +131,11 @@ struct ReshapeOpLowering final : ConvertOpToLLVMPattern<ReshapeOp> {
     auto dstType = cast<RankedTensorType>(op.getType());
     // Row-major order is kept: the source's row-major index is the result's.
     SmallVector<int64_t> strides = getRowMajorStrides(srcType.getShape());
-    rewriter.replaceOp(op, convertThroughShared(
-                               rewriter, op.getLoc(), op, adaptor.getSrc(), srcType, dstType,
-                               *getTypeConverter(), scratch, target,
-                               [&](OpBuilder &b, ArrayRef<Value> c) {
-                                 return linearIndex(b, op.getLoc(), c, strides);
-                               }));
+    rewriter.replaceOp(op, convertThroughShared(rewriter, op.getLoc(), op, adaptor.getSrc(),
+                                                srcType, dstType, *getTypeConverter(), scratch,
+                                                target, [&](OpBuilder &b, ArrayRef<Value> c) {
+                                                  return linearIndex(b, op.getLoc(), c, strides);
+                                                }));
     return success();
   }
   const SharedScratch &scratch;

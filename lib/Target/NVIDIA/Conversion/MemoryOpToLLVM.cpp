@@ -35,8 +35,8 @@ struct AddPtrOpLowering final : ConvertOpToLLVMPattern<AddPtrOp> {
     SmallVector<Value> out;
     for (auto [p, o] : llvm::zip(ptrs, offs))
       out.push_back(LLVM::GEPOp::create(rewriter, loc, llvmPtr, elemType, p, ValueRange{o}));
-    rewriter.replaceOp(op, packStruct(rewriter, loc, getTypeConverter()->convertType(op.getType()),
-                                      out));
+    rewriter.replaceOp(
+        op, packStruct(rewriter, loc, getTypeConverter()->convertType(op.getType()), out));
     return success();
   }
 };
@@ -55,8 +55,8 @@ AccessPlan planAccess(Value ptr, Value mask, const AxisInfoAnalysis &axis) {
   plan.elemBits = isa<PointerType>(pointee) ? 64 : std::max(8u, pointee.getIntOrFloatBitWidth());
   if (auto type = dyn_cast<RankedTensorType>(ptr.getType())) {
     unsigned fast = kgpu::getOrder(type.getEncoding())[0];
-    unsigned spt = std::min<int64_t>(kgpu::getSizePerThread(type.getEncoding())[fast],
-                                     type.getDimSize(fast));
+    unsigned spt =
+        std::min<int64_t>(kgpu::getSizePerThread(type.getEncoding())[fast], type.getDimSize(fast));
     plan.vec = std::min(spt, axis.getPtrVectorWidth(ptr, fast, kMaxAccessBits));
     if (mask)
       plan.vec = std::min<int64_t>(plan.vec, axis.getMaskConstancy(mask, fast));
@@ -68,8 +68,8 @@ AccessPlan planAccess(Value ptr, Value mask, const AxisInfoAnalysis &axis) {
   return plan;
 }
 
-AccessModifiers modifiersOf(std::optional<CacheModifier> cache,
-                            std::optional<EvictionPolicy> evict, bool isVolatile) {
+AccessModifiers modifiersOf(std::optional<CacheModifier> cache, std::optional<EvictionPolicy> evict,
+                            bool isVolatile) {
   AccessModifiers mods;
   if (cache && *cache != CacheModifier::none)
     mods.cache = stringifyCacheModifier(*cache);
@@ -132,9 +132,9 @@ SmallVector<Value> fromWords(OpBuilder &b, Location loc, ArrayRef<Value> words, 
       if (isa<LLVM::LLVMPointerType>(elemType))
         e = LLVM::IntToPtrOp::create(b, loc, elemType, e);
       else if (elemType.isInteger(1))
-        e = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, e,
-                                 LLVM::ConstantOp::create(b, loc, e.getType(),
-                                                          b.getIntegerAttr(e.getType(), 0)));
+        e = LLVM::ICmpOp::create(
+            b, loc, LLVM::ICmpPredicate::ne, e,
+            LLVM::ConstantOp::create(b, loc, e.getType(), b.getIntegerAttr(e.getType(), 0)));
       else if (!isa<IntegerType>(elemType))
         e = LLVM::BitcastOp::create(b, loc, elemType, e);
       out.push_back(e);
@@ -177,7 +177,8 @@ struct LoadOpLowering final : ConvertOpToLLVMPattern<LoadOp> {
         auto vecTy = VectorType::get({(int64_t)plan.vec}, elemType);
         Value v = LLVM::LoadOp::create(rewriter, loc, vecTy, ptrs[i], align);
         for (unsigned k = 0; k < plan.vec; ++k)
-          out.push_back(LLVM::ExtractElementOp::create(rewriter, loc, v, i32Const(rewriter, loc, k)));
+          out.push_back(
+              LLVM::ExtractElementOp::create(rewriter, loc, v, i32Const(rewriter, loc, k)));
         continue;
       }
       SmallVector<Value> otherWords;
@@ -187,11 +188,11 @@ struct LoadOpLowering final : ConvertOpToLLVMPattern<LoadOp> {
       Value pred = masks.empty() ? Value() : masks[i];
       SmallVector<Value> words = target.emitLoad(rewriter, loc, ptrs[i], pred, plan.wordBits,
                                                  plan.numWords, otherWords, mods);
-      llvm::append_range(out, fromWords(rewriter, loc, words, elemType, plan.elemBits,
-                                        plan.wordBits));
+      llvm::append_range(out,
+                         fromWords(rewriter, loc, words, elemType, plan.elemBits, plan.wordBits));
     }
-    rewriter.replaceOp(op, packStruct(rewriter, loc, getTypeConverter()->convertType(op.getType()),
-                                      out));
+    rewriter.replaceOp(
+        op, packStruct(rewriter, loc, getTypeConverter()->convertType(op.getType()), out));
     return success();
   }
   const AxisInfoAnalysis &axis;

@@ -103,10 +103,11 @@ struct ReduceOpLowering final : ConvertOpToLLVMPattern<ReduceOp> {
         for (unsigned d = 0; d < shape.size(); ++d)
           if (d != axis)
             lin = LLVM::AddOp::create(
-                rewriter, loc, LLVM::MulOp::create(rewriter, loc, lin, i32Const(rewriter, loc, shape[d])),
+                rewriter, loc,
+                LLVM::MulOp::create(rewriter, loc, lin, i32Const(rewriter, loc, shape[d])),
                 coords[firstElem[g]][d]);
-        linear.push_back(LLVM::MulOp::create(rewriter, loc, lin,
-                                             i32Const(rewriter, loc, distinctWarps)));
+        linear.push_back(
+            LLVM::MulOp::create(rewriter, loc, lin, i32Const(rewriter, loc, distinctWarps)));
       }
       Type ptrTy = LLVM::LLVMPointerType::get(getContext(), 3);
       SmallVector<Value> buffers; // [positions][distinctWarps] partials per operand
@@ -129,7 +130,8 @@ struct ReduceOpLowering final : ConvertOpToLLVMPattern<ReduceOp> {
           for (unsigned k = 0; k < numOperands; ++k) {
             Type elemTy = acc[g][k].getType();
             Value idx = LLVM::AddOp::create(rewriter, loc, linear[g], i32Const(rewriter, loc, w));
-            Value p = LLVM::GEPOp::create(rewriter, loc, ptrTy, elemTy, buffers[k], ValueRange{idx});
+            Value p =
+                LLVM::GEPOp::create(rewriter, loc, ptrTy, elemTy, buffers[k], ValueRange{idx});
             part.push_back(LLVM::LoadOp::create(rewriter, loc, elemTy, p));
           }
           total = w == 0 ? part : combine(rewriter, op, total, part);
@@ -147,8 +149,8 @@ struct ReduceOpLowering final : ConvertOpToLLVMPattern<ReduceOp> {
         continue;
       }
       SmallVector<Value> out;
-      for (const kgpu::ElemPos &p : kgpu::getThreadElements(resType.getEncoding(),
-                                                            resType.getShape())) {
+      for (const kgpu::ElemPos &p :
+           kgpu::getThreadElements(resType.getEncoding(), resType.getShape())) {
         kgpu::ElemPos full = p;
         full.rep.insert(full.rep.begin() + axis, 0);
         full.elem.insert(full.elem.begin() + axis, 0);
@@ -169,8 +171,7 @@ struct ReduceOpLowering final : ConvertOpToLLVMPattern<ReduceOp> {
 } // namespace
 
 void kiln::populateReduceOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
-                                          RewritePatternSet &patterns,
-                                          const SharedScratch &scratch,
+                                          RewritePatternSet &patterns, const SharedScratch &scratch,
                                           const TargetInfo &target) {
   patterns.add<ReduceOpLowering>(converter, scratch, target);
 }

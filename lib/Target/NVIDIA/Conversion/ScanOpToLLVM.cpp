@@ -61,8 +61,8 @@ struct ScanOpLowering final : ConvertOpToLLVMPattern<ScanOp> {
     for (auto &c : coords) {
       Value idx = i32Const(rewriter, loc, 0);
       for (auto [v, s] : llvm::zip(c, strides))
-        idx = LLVM::AddOp::create(rewriter, loc, idx,
-                                  LLVM::MulOp::create(rewriter, loc, v, i32Const(rewriter, loc, s)));
+        idx = LLVM::AddOp::create(
+            rewriter, loc, idx, LLVM::MulOp::create(rewriter, loc, v, i32Const(rewriter, loc, s)));
       index.push_back(idx);
     }
     auto ptr3 = LLVM::LLVMPointerType::get(rewriter.getContext(), 3);
@@ -77,7 +77,8 @@ struct ScanOpLowering final : ConvertOpToLLVMPattern<ScanOp> {
         target.barrier(rewriter, loc);
       for (unsigned k = 0; k < numOperands; ++k)
         for (auto [v, idx] : llvm::zip(vals[k], index)) {
-          Value m = memElems[k] == elems[k] ? v : LLVM::ZExtOp::create(rewriter, loc, memElems[k], v);
+          Value m =
+              memElems[k] == elems[k] ? v : LLVM::ZExtOp::create(rewriter, loc, memElems[k], v);
           LLVM::StoreOp::create(rewriter, loc, m, address(k, idx));
         }
       target.barrier(rewriter, loc);
@@ -107,9 +108,8 @@ struct ScanOpLowering final : ConvertOpToLLVMPattern<ScanOp> {
     }
     SmallVector<Value> results;
     for (unsigned k = 0; k < numOperands; ++k)
-      results.push_back(packStruct(rewriter, loc,
-                                   getTypeConverter()->convertType(op->getResult(k).getType()),
-                                   vals[k]));
+      results.push_back(packStruct(
+          rewriter, loc, getTypeConverter()->convertType(op->getResult(k).getType()), vals[k]));
     rewriter.replaceOp(op, results);
     return success();
   }
@@ -120,7 +120,7 @@ struct ScanOpLowering final : ConvertOpToLLVMPattern<ScanOp> {
 } // namespace
 
 void kiln::populateScanOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
-                                        RewritePatternSet &patterns,
-                                        const SharedScratch &scratch, const TargetInfo &target) {
+                                        RewritePatternSet &patterns, const SharedScratch &scratch,
+                                        const TargetInfo &target) {
   patterns.add<ScanOpLowering>(converter, scratch, target);
 }

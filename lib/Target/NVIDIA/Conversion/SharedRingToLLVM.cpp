@@ -136,8 +136,8 @@ struct AsyncCopyLowering final : ConvertOpToLLVMPattern<kgpu::AsyncCopyOp> {
                                               b.getIntegerAttr(b.getIntegerType(bits), 0));
         Value word = target.emitLoad(b, loc, ptrs[i + j], masks.empty() ? Value() : masks[i + j],
                                      bits, 1, {zero}, AccessModifiers())[0];
-        Value at = j == 0 ? dst
-                          : LLVM::AddOp::create(b, loc, dst, i32Const(b, loc, j * eb)).getResult();
+        Value at =
+            j == 0 ? dst : LLVM::AddOp::create(b, loc, dst, i32Const(b, loc, j * eb)).getResult();
         Value p = LLVM::IntToPtrOp::create(b, loc, ptr3, at);
         LLVM::StoreOp::create(b, loc, LLVM::BitcastOp::create(b, loc, elem, word), p);
       }
@@ -212,10 +212,9 @@ struct AsyncCopyLowering final : ConvertOpToLLVMPattern<kgpu::AsyncCopyOp> {
         Value lo23 = shuffle(r4[2], r4[3], {0, 4, 1, 5});
         Value hi01 = shuffle(r4[0], r4[1], {2, 6, 3, 7});
         Value hi23 = shuffle(r4[2], r4[3], {2, 6, 3, 7});
-        std::array<Value, 4> cols = {shuffle(lo01, lo23, {0, 1, 4, 5}),
-                                     shuffle(lo01, lo23, {2, 3, 6, 7}),
-                                     shuffle(hi01, hi23, {0, 1, 4, 5}),
-                                     shuffle(hi01, hi23, {2, 3, 6, 7})};
+        std::array<Value, 4> cols = {
+            shuffle(lo01, lo23, {0, 1, 4, 5}), shuffle(lo01, lo23, {2, 3, 6, 7}),
+            shuffle(hi01, hi23, {0, 1, 4, 5}), shuffle(hi01, hi23, {2, 3, 6, 7})};
         for (unsigned c = 0; c < 4; ++c) {
           kgpu::ElemPos q = p;
           q.elem[mnDim] += 4 * w + c;
@@ -236,8 +235,7 @@ struct AsyncCopyLowering final : ConvertOpToLLVMPattern<kgpu::AsyncCopyOp> {
 
 /// An op without operands or results as one fixed PTX instruction (async_commit,
 /// proxy_fence).
-template <typename OpT>
-struct FixedAsmLowering final : ConvertOpToLLVMPattern<OpT> {
+template <typename OpT> struct FixedAsmLowering final : ConvertOpToLLVMPattern<OpT> {
   FixedAsmLowering(const LLVMTypeConverter &converter, StringRef text)
       : ConvertOpToLLVMPattern<OpT>(converter), text(text) {}
   LogicalResult matchAndRewrite(OpT op, typename OpT::Adaptor,
@@ -304,8 +302,8 @@ struct BoxGrid {
   int64_t boxInner, boxRows, groups, strips, rowBytes, stripBytes;
   BoxGrid(ArrayRef<int64_t> tile, const nvidia::TensorMapBox &box, const OperandLayout &layout)
       : boxInner(box.dims[0]), boxRows(box.dims[1]), groups(tile[0] / boxRows),
-        strips(tile[1] / boxInner), rowBytes(layout.swizzle),
-        stripBytes(tile[0] * layout.swizzle) {}
+        strips(tile[1] / boxInner), rowBytes(layout.swizzle), stripBytes(tile[0] * layout.swizzle) {
+  }
   /// The byte offset in the slot of the box at `strip`, rows `row` on.
   int64_t slotOffset(int64_t strip, int64_t row) const {
     return strip * stripBytes + row * rowBytes;
@@ -349,8 +347,8 @@ struct MBarrierAllocLowering final : ConvertOpToLLVMPattern<kgpu::MBarrierAllocO
     Value bars = LLVM::AddressOfOp::create(b, loc, global);
     // Thread 0 initializes each barrier for its arrivals (the expect_tx of a group, or one
     // per warp).
-    Value first = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq,
-                                       target.getThreadId(b, loc), i32Const(b, loc, 0));
+    Value first = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, target.getThreadId(b, loc),
+                                       i32Const(b, loc, 0));
     std::string init =
         "@$0 mbarrier.init.shared::cta.b64 [$1], " + std::to_string(op.getArrivals()) + ";";
     for (int64_t i = 0; i < count; ++i)
@@ -457,8 +455,7 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
     auto box = nvidia::getTensorMapBox({tile[0], tile[1]}, unsigned(layout.elemBytes), boxRows);
     // The slot's rows run along the block's last dimension in strips of S bytes; a box is
     // `boxRows` rows of one strip.
-    if (!box || tile.size() != 2 || box->swizzleBytes != layout.swizzle ||
-        layout.kMajor != isA)
+    if (!box || tile.size() != 2 || box->swizzleBytes != layout.swizzle || layout.kMajor != isA)
       return op.emitOpError("expected a slot in the layout of the TMA boxes of its block");
     BoxGrid grid(tile, *box, layout);
 
@@ -468,16 +465,16 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
     Value map = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), adaptor.getDesc());
     Value bar = barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot());
     emitOnThreadZero(b, loc, target, adaptor.getPred(), [&] {
-    for (int64_t strip = 0; strip < grid.strips; ++strip)
-      for (int64_t g = 0; g < grid.groups; ++g) {
-        int64_t row = g * grid.boxRows;
-        Value dst = LLVM::AddOp::create(b, loc, slotBase, c(grid.slotOffset(strip, row)));
-        auto [inner, outer] = grid.coordsOf(b, loc, adaptor.getCoords(), strip, row);
-        emitAsm(b, loc,
-                "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                "[$0], [$1, {$2, $3}], [$4];",
-                "r,l,r,r,r", {dst, map, inner, outer, bar});
-      }
+      for (int64_t strip = 0; strip < grid.strips; ++strip)
+        for (int64_t g = 0; g < grid.groups; ++g) {
+          int64_t row = g * grid.boxRows;
+          Value dst = LLVM::AddOp::create(b, loc, slotBase, c(grid.slotOffset(strip, row)));
+          auto [inner, outer] = grid.coordsOf(b, loc, adaptor.getCoords(), strip, row);
+          emitAsm(b, loc,
+                  "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                  "[$0], [$1, {$2, $3}], [$4];",
+                  "r,l,r,r,r", {dst, map, inner, outer, bar});
+        }
     });
     b.eraseOp(op);
     return success();
@@ -517,8 +514,8 @@ struct TmaStoreLowering final : ConvertOpToLLVMPattern<kgpu::TmaStoreOp> {
     Attribute encoding = valueType.getEncoding();
     int64_t vec = 1;
     if (kgpu::getOrder(encoding)[0] == 1)
-      vec = std::min<int64_t>({int64_t(kgpu::getSizePerThread(encoding)[1]),
-                               16 / layout.elemBytes, tile[1]});
+      vec = std::min<int64_t>(
+          {int64_t(kgpu::getSizePerThread(encoding)[1]), 16 / layout.elemBytes, tile[1]});
     Type elemType = elems.front().getType();
     auto vecType = VectorType::get({vec}, elemType);
     for (size_t i = 0; i + vec <= elems.size(); i += vec) {
@@ -529,8 +526,7 @@ struct TmaStoreLowering final : ConvertOpToLLVMPattern<kgpu::TmaStoreOp> {
       if (vec > 1) {
         v = LLVM::UndefOp::create(b, loc, vecType);
         for (int64_t j = 0; j < vec; ++j)
-          v = LLVM::InsertElementOp::create(b, loc, v, elems[i + j],
-                                            i32Const(b, loc, j));
+          v = LLVM::InsertElementOp::create(b, loc, v, elems[i + j], i32Const(b, loc, j));
       }
       LLVM::StoreOp::create(b, loc, v, p, /*alignment=*/unsigned(vec * layout.elemBytes));
     }
@@ -574,7 +570,6 @@ struct BarrierLowering final : ConvertOpToLLVMPattern<kgpu::BarrierOp> {
 
 } // namespace
 
-
 Value kiln::emitSlotAddress(OpBuilder &b, Location loc, Value ring, Value slot,
                             kgpu::SharedBufferType type) {
   return LLVM::AddOp::create(
@@ -588,10 +583,10 @@ void kiln::populateSharedRingToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                             const TargetInfo &target) {
   patterns.add<LocalAllocLowering, AsyncArriveLowering>(converter);
   patterns.add<FixedAsmLowering<kgpu::AsyncCommitOp>>(converter, "cp.async.commit_group;");
-  patterns.add<FixedAsmLowering<kgpu::ProxyFenceOp>>(converter,
-                                                     "fence.proxy.async.shared::cta;");
+  patterns.add<FixedAsmLowering<kgpu::ProxyFenceOp>>(converter, "fence.proxy.async.shared::cta;");
   patterns.add<AsyncCopyLowering>(converter, axisInfo, target);
-  patterns.add<AsyncWaitLowering, MBarrierAllocLowering, MBarrierExpectLowering,
-               MBarrierArriveLowering, MBarrierWaitLowering, TmaCopyLowering, TmaStoreLowering,
-               BarrierLowering>(converter, target);
+  patterns
+      .add<AsyncWaitLowering, MBarrierAllocLowering, MBarrierExpectLowering, MBarrierArriveLowering,
+           MBarrierWaitLowering, TmaCopyLowering, TmaStoreLowering, BarrierLowering>(converter,
+                                                                                     target);
 }

@@ -37,8 +37,7 @@ mapElements(RankedTensorType src, RankedTensorType dst,
   return map;
 }
 
-template <typename OpTy>
-struct GridOpLowering final : ConvertOpToLLVMPattern<OpTy> {
+template <typename OpTy> struct GridOpLowering final : ConvertOpToLLVMPattern<OpTy> {
   GridOpLowering(const LLVMTypeConverter &converter, const TargetInfo &target, bool isId)
       : ConvertOpToLLVMPattern<OpTy>(converter), target(target), isId(isId) {}
   LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
@@ -64,8 +63,8 @@ struct MakeRangeOpLowering final : ConvertOpToLLVMPattern<MakeRangeOp> {
     Value start = i32Const(rewriter, loc, op.getStart());
     for (auto &c : coords)
       fields.push_back(LLVM::AddOp::create(rewriter, loc, c[0], start));
-    rewriter.replaceOp(op, packStruct(rewriter, loc, getTypeConverter()->convertType(op.getType()),
-                                      fields));
+    rewriter.replaceOp(
+        op, packStruct(rewriter, loc, getTypeConverter()->convertType(op.getType()), fields));
     return success();
   }
   const TargetInfo &target;
@@ -88,8 +87,7 @@ struct SplatOpLowering final : ConvertOpToLLVMPattern<SplatOp> {
 /// Shared by broadcast and expand_dims: gather source fields into the result's order.
 LogicalResult rewriteAsGather(Operation *op, Value srcStruct, RankedTensorType src,
                               RankedTensorType dst, ArrayRef<unsigned> map,
-                              const TypeConverter *converter,
-                              ConversionPatternRewriter &rewriter) {
+                              const TypeConverter *converter, ConversionPatternRewriter &rewriter) {
   SmallVector<Value> srcFields = unpackStruct(rewriter, op->getLoc(), srcStruct);
   SmallVector<Value> fields;
   for (unsigned i : map)

@@ -17,9 +17,8 @@ namespace kgpu = kiln::gpu;
 
 KilnLLVMTypeConverter::KilnLLVMTypeConverter(MLIRContext *ctx) : LLVMTypeConverter(ctx) {
   // A shared ring is the shared-memory address of its first slot.
-  addConversion([ctx](kgpu::SharedBufferType) -> Type {
-    return LLVM::LLVMPointerType::get(ctx, 3);
-  });
+  addConversion(
+      [ctx](kgpu::SharedBufferType) -> Type { return LLVM::LLVMPointerType::get(ctx, 3); });
   // Transaction barriers: the shared-memory address of the first.
   addConversion([ctx](kgpu::MBarriersType) -> Type { return LLVM::LLVMPointerType::get(ctx, 3); });
   // A tensor map parameter is passed by value (.param .align 64 .b8 [128], see
@@ -90,10 +89,10 @@ ThreadIds kiln::emitThreadIds(OpBuilder &b, Location loc, kgpu::BlockedEncodingA
 
 Value kiln::emitInlineAsm(OpBuilder &b, Location loc, Type resultType, ValueRange args,
                           StringRef asmStr, StringRef constraints, bool sideEffects) {
-  auto op = LLVM::InlineAsmOp::create(b, loc, resultType, args, asmStr, constraints, sideEffects,
-                                      /*is_align_stack=*/false,
-                                      LLVM::tailcallkind::TailCallKind::None,
-                                      LLVM::AsmDialectAttr(), ArrayAttr());
+  auto op =
+      LLVM::InlineAsmOp::create(b, loc, resultType, args, asmStr, constraints, sideEffects,
+                                /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+                                LLVM::AsmDialectAttr(), ArrayAttr());
   return op.getNumResults() ? op.getResult(0) : Value();
 }
 
@@ -106,9 +105,9 @@ Value kiln::getSharedBuffer(OpBuilder &b, Location loc, Operation *op, Type elem
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(module.getBody());
     // Shared memory is address space 3 in NVPTX; no initializer (PTX .shared has none).
-    global = LLVM::GlobalOp::create(b, loc, arrayType, /*isConstant=*/false,
-                                    LLVM::Linkage::Internal, name, Attribute(),
-                                    alignment, /*addrSpace=*/3);
+    global =
+        LLVM::GlobalOp::create(b, loc, arrayType, /*isConstant=*/false, LLVM::Linkage::Internal,
+                               name, Attribute(), alignment, /*addrSpace=*/3);
   }
   return LLVM::AddressOfOp::create(b, loc, global);
 }
@@ -149,7 +148,8 @@ Value kiln::emitOwnerPredicate(OpBuilder &b, Location loc, RankedTensorType type
     bool sliced = llvm::find(kept, d) == kept.end();
     unsigned spt = sliced ? 1 : root.getSizePerThread()[d];
     Value t = LLVM::AddOp::create(
-        b, loc, LLVM::MulOp::create(b, loc, ids.warp[d], i32Const(b, loc, root.getThreadsPerWarp()[d])),
+        b, loc,
+        LLVM::MulOp::create(b, loc, ids.warp[d], i32Const(b, loc, root.getThreadsPerWarp()[d])),
         ids.lane[d]);
     Value base = LLVM::MulOp::create(b, loc, t, i32Const(b, loc, spt));
     Value c = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, base, i32Const(b, loc, bound));
@@ -158,9 +158,9 @@ Value kiln::emitOwnerPredicate(OpBuilder &b, Location loc, RankedTensorType type
   return pred;
 }
 
-SmallVector<SmallVector<Value, 4>>
-kiln::emitElementCoordinates(OpBuilder &b, Location loc, RankedTensorType type,
-                             const TargetInfo &target) {
+SmallVector<SmallVector<Value, 4>> kiln::emitElementCoordinates(OpBuilder &b, Location loc,
+                                                                RankedTensorType type,
+                                                                const TargetInfo &target) {
   Attribute layout = type.getEncoding();
   kgpu::BlockedEncodingAttr root = kgpu::getRootBlocked(layout);
   SmallVector<unsigned> kept = kgpu::getKeptDims(layout);

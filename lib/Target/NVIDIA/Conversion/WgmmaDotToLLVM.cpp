@@ -62,8 +62,6 @@ bool isZeroAccumulator(Value c) {
 
 } // namespace
 
-
-
 namespace {
 
 /// The dimension a laid-out operand's registers are contiguous along (its order's first),
@@ -84,11 +82,11 @@ void emitWgmmaWait(OpBuilder &b, Location loc, SmallVector<Value> &acc, unsigned
     constraints += accElem.isF32() ? "=f," : "=r,";
   for (unsigned i = 0; i < acc.size(); ++i)
     constraints += std::to_string(i) + (i + 1 < acc.size() ? "," : "");
-  auto resTy = LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                                SmallVector<Type>(acc.size(), accElem));
+  auto resTy =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), SmallVector<Type>(acc.size(), accElem));
   Value d = emitInlineAsm(b, loc, resTy, acc,
-                         "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";",
-                         constraints, true);
+                          "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";",
+                          constraints, true);
   for (unsigned i = 0; i < acc.size(); ++i)
     acc[i] = LLVM::ExtractValueOp::create(b, loc, d, i);
 }
@@ -127,20 +125,20 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
   int64_t groups = W / 4;
   Value groupRow = LLVM::MulOp::create(b, loc, group, i32Const(b, loc, 64));
   Value aRowBytes =
-      aL.kMajor ? LLVM::MulOp::create(b, loc, groupRow, i32Const(b, loc, aL.swizzle)).getResult()
-                : LLVM::MulOp::create(b, loc,
-                                      LLVM::LShrOp::create(b, loc, groupRow, i32Const(b, loc, 6)),
-                                      i32Const(b, loc, K * aL.swizzle))
-                      .getResult();
+      aL.kMajor
+          ? LLVM::MulOp::create(b, loc, groupRow, i32Const(b, loc, aL.swizzle)).getResult()
+          : LLVM::MulOp::create(b, loc, LLVM::LShrOp::create(b, loc, groupRow, i32Const(b, loc, 6)),
+                                i32Const(b, loc, K * aL.swizzle))
+                .getResult();
   int64_t nInstr = std::min<int64_t>(N, 256);
-  std::string types = inElem.isF16()                   ? "f32.f16.f16"
-                      : inElem.isBF16()                ? "f32.bf16.bf16"
+  std::string types = inElem.isF16()                  ? "f32.f16.f16"
+                      : inElem.isBF16()               ? "f32.bf16.bf16"
                       : isa<Float8E4M3FNType>(inElem) ? "f32.e4m3.e4m3"
                       : isa<Float8E5M2Type>(inElem)   ? "f32.e5m2.e5m2"
-                                                       : "s32.s8.s8";
+                                                      : "s32.s8.s8";
   // Only 16-bit operands have transpose flags (8-bit ones are K-major).
   bool transposable = isSixteenBit(inElem);
-  Value one = i32Const(b, loc, 1); // scale-d: accumulate
+  Value one = i32Const(b, loc, 1);  // scale-d: accumulate
   Value zero = i32Const(b, loc, 0); // scale-d: overwrite
   if (zeroAcc)
     for (Value &v : acc)
@@ -164,8 +162,8 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
       // This instruction's accumulator registers, in D-fragment order.
       SmallVector<unsigned> regs;
       for (int64_t i = 0; i < nInstr / 2; ++i)
-        regs.push_back(slot.at({unsigned(2 * mb + ((i >> 1) & 1)),
-                                unsigned(n0 / 8 + (i >> 2)), unsigned(i & 1)}));
+        regs.push_back(slot.at(
+            {unsigned(2 * mb + ((i >> 1) & 1)), unsigned(n0 / 8 + (i >> 2)), unsigned(i & 1)}));
       unsigned n = regs.size();
       // Operands: n outputs, n tied accumulator inputs, then A (a descriptor, or four
       // registers of two 16-bit elements each), B's descriptor and scale-d.
@@ -189,8 +187,7 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
       if (!integer)
         asmStr += ", 1, 1";
       if (transposable)
-        asmStr += ", " +
-                  (aFragment ? std::string() : std::string(aL.kMajor ? "0" : "1") + ", ") +
+        asmStr += ", " + (aFragment ? std::string() : std::string(aL.kMajor ? "0" : "1") + ", ") +
                   (bL.kMajor ? "0" : "1");
       asmStr += ";\n}";
       for (unsigned i = 0; i < n; ++i)
@@ -214,11 +211,11 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
     }
   }
   emitInlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {}, "wgmma.commit_group.sync.aligned;", "",
-            true);
+                true);
   // 3. Wait, with every accumulator passing through so no use moves above it.
   if (pending > 0) {
     emitInlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {},
-              "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";", "", true);
+                  "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";", "", true);
     return;
   }
   emitWgmmaWait(b, loc, acc);
@@ -232,8 +229,8 @@ class RegisterFragments {
 public:
   RegisterFragments(OpBuilder &b, Location loc, Value packed, RankedTensorType type)
       : vals(unpackStruct(b, loc, packed)), elem(type.getElementType()) {
-    for (auto [i, pos] : llvm::enumerate(kgpu::getThreadElements(type.getEncoding(),
-                                                                   type.getShape())))
+    for (auto [i, pos] :
+         llvm::enumerate(kgpu::getThreadElements(type.getEncoding(), type.getShape())))
       slot[{pos.rep[0], pos.rep[1], pos.elem[1]}] = i;
   }
 
@@ -280,8 +277,7 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
 
     // A whose registers already are wgmma's A fragments (the accumulator layout of an M x K
     // 16-bit tile: a previous dot's result, as flash attention's p) feeds the wgmmas directly.
-    bool aInRegisters =
-        !eightBit && aTy.getEncoding() == getWgmmaAccumulatorLayout(ctx, {M, K}, W);
+    bool aInRegisters = !eightBit && aTy.getEncoding() == getWgmmaAccumulatorLayout(ctx, {M, K}, W);
 
     // Shared layouts: each operand contiguous along the dimension its registers are (8-bit
     // operands K-major whatever their registers: wgmma reads them no other way).
@@ -316,7 +312,7 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
       storeOperand(b, loc, buf, ptr3, adaptor.getA(), aTy, aL, /*isA=*/true);
     storeOperand(b, loc, buf, ptr3, adaptor.getB(), bTy, bL, /*isA=*/false);
     emitInlineAsm(b, loc, LLVM::LLVMVoidType::get(ctx), {}, "fence.proxy.async.shared::cta;", "",
-              true);
+                  true);
     target.barrier(b, loc);
 
     // 2. The wgmmas of this warpgroup.
@@ -347,13 +343,14 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
     int64_t run = 1;
     if (auto blocked = dyn_cast_or_null<kgpu::BlockedEncodingAttr>(type.getEncoding())) {
       int64_t spt = blocked.getSizePerThread()[majorDim];
-      int64_t tile = spt * blocked.getThreadsPerWarp()[majorDim] *
-                     blocked.getWarpsPerCTA()[majorDim];
+      int64_t tile =
+          spt * blocked.getThreadsPerWarp()[majorDim] * blocked.getWarpsPerCTA()[majorDim];
       if (blocked.getOrder()[0] == majorDim && tile <= type.getDimSize(majorDim))
         run = std::min<int64_t>(16 / layout.elemBytes, spt);
     }
     auto positions = kgpu::getThreadElements(type.getEncoding(), type.getShape());
-    Type elem = vals.empty() ? type.getElementType() : vals.front().getType(); // converted (fp8: i8)
+    Type elem =
+        vals.empty() ? type.getElementType() : vals.front().getType(); // converted (fp8: i8)
     for (size_t i = 0; i < vals.size();) {
       size_t len = 1;
       if (run > 1 && positions[i].elem[majorDim] % run == 0 && i + run <= vals.size()) {
@@ -416,9 +413,8 @@ struct SharedDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
       return op.emitOpError("expected the warpgroup (wgmma) or the mma.sync accumulator "
                             "layout, found ")
              << cTy;
-    if (aTile && aTile.getEncoding() != getWgmmaAccumulatorLayout(b.getContext(),
-                                                                  aTile.getShape(),
-                                                                  numWarps.getInt()))
+    if (aTile && aTile.getEncoding() !=
+                     getWgmmaAccumulatorLayout(b.getContext(), aTile.getShape(), numWarps.getInt()))
       return op.emitOpError("expected A in registers under the warpgroup accumulator layout "
                             "(run -kiln-assign-layouts), found ")
              << aTile;
@@ -440,8 +436,7 @@ struct SharedDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
     } else {
       Value aBase = slotAddress(adaptor.getA(), adaptor.getASlot(), aAlloc);
       emitWgmmas(b, loc, target, layout, cTy.getShape(), inElem, getRingOperandLayout(aAlloc),
-                 aBase, bL, bBase, acc, op.getPending(), nullptr, zeroAcc,
-                 adaptor.getAccumulate());
+                 aBase, bL, bBase, acc, op.getPending(), nullptr, zeroAcc, adaptor.getAccumulate());
     }
     b.replaceOp(op, packStruct(b, loc, getTypeConverter()->convertType(cTy), acc));
     return success();
@@ -463,8 +458,6 @@ struct DotWaitLowering final : ConvertOpToLLVMPattern<kgpu::DotWaitOp> {
 };
 
 } // namespace
-
-
 
 void kiln::populateWgmmaDotToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                           RewritePatternSet &patterns, const TargetInfo &target) {

@@ -18,11 +18,11 @@ namespace kiln {
 
 /// Where an operand lives in shared memory (see the file comment).
 struct OperandLayout {
-  int64_t mn, k;      ///< extents
-  bool kMajor;        ///< contiguous along K (else along M or N)
-  int64_t swizzle;    ///< S: 32, 64 or 128 bytes
+  int64_t mn, k;   ///< extents
+  bool kMajor;     ///< contiguous along K (else along M or N)
+  int64_t swizzle; ///< S: 32, 64 or 128 bytes
   int64_t elemBytes;
-  int64_t offset;     ///< of the operand inside the dot's buffer
+  int64_t offset; ///< of the operand inside the dot's buffer
 
   int64_t contiguousExtent() const { return kMajor ? k : mn; }
   int64_t blockElems() const { return swizzle / elemBytes; }
@@ -45,8 +45,7 @@ struct OperandLayout {
     int64_t mask = swizzle / 16 - 1;
     Value row = LLVM::AndOp::create(b, loc, LLVM::LShrOp::create(b, loc, o, i32Const(b, loc, 7)),
                                     i32Const(b, loc, mask));
-    o = LLVM::XOrOp::create(b, loc, o,
-                            LLVM::ShlOp::create(b, loc, row, i32Const(b, loc, 4)));
+    o = LLVM::XOrOp::create(b, loc, o, LLVM::ShlOp::create(b, loc, row, i32Const(b, loc, 4)));
     return LLVM::AddOp::create(b, loc, o, i32Const(b, loc, offset));
   }
 
@@ -68,8 +67,8 @@ struct OperandLayout {
     int64_t lbo = kMajor ? 1 : k * swizzle, sbo = 8 * swizzle;
     // Layout type (bits 62-63): 1 = 128B swizzle, 2 = 64B, 3 = 32B.
     uint64_t mode = swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3;
-    uint64_t fixed = (uint64_t(lbo >> 4) & 0x3FFF) << 16 | (uint64_t(sbo >> 4) & 0x3FFF) << 32 |
-                     mode << 62;
+    uint64_t fixed =
+        (uint64_t(lbo >> 4) & 0x3FFF) << 16 | (uint64_t(sbo >> 4) & 0x3FFF) << 32 | mode << 62;
     Type i64 = b.getI64Type();
     Value addr = base;
     if (mnRowOffset)
@@ -78,8 +77,7 @@ struct OperandLayout {
         b, loc, LLVM::LShrOp::create(b, loc, addr, i32Const(b, loc, 4)), i32Const(b, loc, 0x3FFF));
     Value wide = LLVM::ZExtOp::create(b, loc, i64, field);
     return LLVM::OrOp::create(
-        b, loc, wide,
-        LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(int64_t(fixed))));
+        b, loc, wide, LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(int64_t(fixed))));
   }
 
   /// The descriptor of the sub-matrix at (mn0, k0) from the base descriptor: one 64-bit add
@@ -111,8 +109,8 @@ inline OperandLayout getRingOperandLayout(gpu::LocalAllocOp alloc) {
   llvm::ArrayRef<int64_t> tile = type.getTileShape();
   bool isA = alloc.getOperand() == 0;
   int64_t eb = type.getElementType().getIntOrFloatBitWidth() / 8;
-  OperandLayout layout{isA ? tile[0] : tile[1], isA ? tile[1] : tile[0],
-                       alloc.getKMajor().value_or(true), 0, eb, 0};
+  OperandLayout layout{
+      isA ? tile[0] : tile[1], isA ? tile[1] : tile[0], alloc.getKMajor().value_or(true), 0, eb, 0};
   layout.swizzle = swizzleFor(layout.contiguousExtent(), eb);
   if (!layout.kMajor && layout.swizzle == 0) {
     layout.kMajor = true;

@@ -8,13 +8,13 @@
 #ifndef KILN_DIALECT_KILNGPU_IR_DIALECT_H
 #define KILN_DIALECT_KILNGPU_IR_DIALECT_H
 
+#include "kiln/Dialect/Kiln/IR/Dialect.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
-#include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "kiln/Dialect/Kiln/IR/Dialect.h"
 
 #include "kiln/Dialect/KilnGPU/IR/KilnGPUDialect.h.inc"
 
@@ -46,8 +46,7 @@ struct ElemPos {
 /// The elements one thread owns of a tile of `shape` under `layout` (blocked or slice), in
 /// register order: the fastest dimension of `order` varies fastest, sizePerThread blocks
 /// innermost. Every thread owns the same number.
-llvm::SmallVector<ElemPos> getThreadElements(mlir::Attribute layout,
-                                             llvm::ArrayRef<int64_t> shape);
+llvm::SmallVector<ElemPos> getThreadElements(mlir::Attribute layout, llvm::ArrayRef<int64_t> shape);
 /// Number of elements one thread holds.
 unsigned getElemsPerThread(mlir::RankedTensorType type);
 /// The blocked layout at the root of a (possibly nested) slice layout.

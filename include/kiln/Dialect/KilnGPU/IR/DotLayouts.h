@@ -42,14 +42,12 @@ bool takesMmaAccumulatorLayout(DotOp op);
 /// mma.sync C fragment pattern (sizePerThread [1, 2], threadsPerWarp [8, 4]), warps along M
 /// first; null when the tile is too small for the warps (the dot then runs on CUDA cores).
 gpu::BlockedEncodingAttr getMmaAccumulatorLayout(mlir::MLIRContext *ctx,
-                                                 llvm::ArrayRef<int64_t> shape,
-                                                 unsigned numWarps);
+                                                 llvm::ArrayRef<int64_t> shape, unsigned numWarps);
 /// The accumulator layout of a dot on Hopper's warpgroup tensor cores (wgmma): the mma
 /// C-fragment lane pattern with all `numWarps` warps along M; null unless the warps form whole
 /// warpgroups and M is a multiple of 16 rows per warp.
-gpu::BlockedEncodingAttr getWgmmaAccumulatorLayout(mlir::MLIRContext *ctx,
-                                                   llvm::ArrayRef<int64_t> shape,
-                                                   unsigned numWarps);
+gpu::BlockedEncodingAttr
+getWgmmaAccumulatorLayout(mlir::MLIRContext *ctx, llvm::ArrayRef<int64_t> shape, unsigned numWarps);
 /// Whether wgmma multiplies A x B of element type `in` (both) into `acc`, K elements deep:
 /// f16/bf16 -> f32 in k16 steps, fp8 (e4m3, e5m2) -> f32 and int8 -> int32 in k32 steps.
 bool wgmmaSupports(mlir::Type in, mlir::Type acc, int64_t K);
