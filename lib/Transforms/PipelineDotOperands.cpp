@@ -95,18 +95,34 @@ namespace {
 
 using OnceBuffers = llvm::DenseMap<Operation *, Value>;
 
-/// Pipelines the loads of `loop` that feed `plans` (the loop's dots that can read rings; see
-/// the file comment). `allDots` is true when these are all the dots of the body. Without
-/// `wgmma` (mma.sync) every dot completes in its iteration.
-LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool allDots,
-                           unsigned stages, unsigned numWarps, bool wgmma, int64_t budget,
-                           OnceBuffers &onceBuffers) {
-  if (!isa<IntegerType>(loop.getInductionVar().getType()) || plans.empty())
-    return failure();
+/// The slots-deep shared buffer type of a ring for `tile`.
+kgpu::SharedBufferType ringBufferType(MLIRContext *ctx, RankedTensorType tile, unsigned slots) {
+  return kgpu::SharedBufferType::get(ctx, {slots, tile.getDimSize(0), tile.getDimSize(1)},
+                                     tile.getElementType());
+}
+
+/// How a loop is pipelined: decided before anything is rewritten.
+struct LoopSchedule {
+  unsigned stages;                ///< ring slots: as many as asked for that fit the budget
+  bool tma;                       ///< descriptor loads copied by the TMA (else cp.async groups)
+  int64_t groupBytes;             ///< TMA bytes one slot's copies bring
+  std::optional<unsigned> accArg; ///< the only dot's accumulator runs on (chained)
+  std::optional<unsigned> deferredArg; ///< the last of several dots runs on (deferred)
+  bool overlap;                        ///< the only dot runs on into the next iteration (3+ slots)
+  bool waitAtUses;                     ///< dots are waited for where their results are read
+  bool lateCopies;                     ///< copies issued after the running dot (3 slots)
+  unsigned distance;                   ///< how many iterations ahead copies run
+};
+
+/// Step 1 of pipelineLoop: the schedule of `loop` with `plans` for `stages` slots asked for
+/// within `budget` bytes of shared memory; failure when the loop cannot be pipelined (mixed
+/// TMA and cp.async copies, rings that do not fit, boxes TMA cannot copy). Records the TMA
+/// box rows of the loop's tensor maps (kTmaBoxRowsAttr) when it uses the TMA.
+FailureOr<LoopSchedule> scheduleLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool allDots,
+                                     unsigned stages, bool wgmma, int64_t budget) {
   MLIRContext *ctx = loop.getContext();
   auto bufferType = [&](RankedTensorType tile, unsigned slots) {
-    return kgpu::SharedBufferType::get(ctx, {slots, tile.getDimSize(0), tile.getDimSize(1)},
-                                       tile.getElementType());
+    return ringBufferType(ctx, tile, slots);
   };
   // As many stages as asked for that fit, next to the one-slot buffers.
   int64_t perStage = 0, once = 0;
@@ -167,8 +183,84 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   bool waitAtUses = wgmma && allDots && !deferredArg && hasDotReadAfterLaterDot(plans);
   bool lateCopies = overlap && stages == 3;
   unsigned distance = (overlap && !lateCopies) || deferredArg ? stages - 2 : stages - 1;
+  return LoopSchedule{stages,  tma,        groupBytes, accArg,  deferredArg,
+                      overlap, waitAtUses, lateCopies, distance};
+}
 
-  // Rings and the prologue: iterations 0 .. distance - 1, one group each; the one-slot
+/// Step 4 of pipelineLoop: the copies replace the loads of `plans` (the last ones were issued
+/// from them); the original address computations may now be dead (their clones took over), an
+/// op in several slices erased once; a load before the loop goes when nothing else reads it,
+/// else its one-slot buffer is noted in `onceBuffers` for later loops.
+void eraseReplacedLoads(IRRewriter &rewriter, MutableArrayRef<DotPlan> plans, ArrayRef<Value> aBufs,
+                        OnceBuffers &onceBuffers) {
+  for (DotPlan &plan : plans)
+    for (const CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b})
+      if (copy)
+        rewriter.eraseOp(copy->desc ? DescriptorLoadOp(copy->desc).getOperation()
+                                    : LoadOp(copy->load).getOperation());
+  llvm::SmallPtrSet<Operation *, 32> erased;
+  for (DotPlan &plan : plans) {
+    for (const CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b})
+      if (copy)
+        for (Operation *op : llvm::reverse(copy->slice))
+          if (!erased.contains(op) && op->use_empty()) {
+            erased.insert(op);
+            rewriter.eraseOp(op);
+          }
+  }
+  for (auto [plan, aBuf] : llvm::zip(plans, aBufs))
+    if (plan.aSource == ASource::Once) {
+      onceBuffers[plan.aOnce] = aBuf;
+      if (plan.aOnce->use_empty() && erased.insert(plan.aOnce).second) {
+        onceBuffers.erase(plan.aOnce); // no dot reads it any more
+        rewriter.eraseOp(plan.aOnce);
+      }
+    }
+}
+
+/// Step 5 of pipelineLoop: nothing may still be multiplying, or copying, when the kernel goes on
+/// after `forOp` (or ends); the wait's barrier also orders every warp's last reads before
+/// whatever reuses the rings' shared memory next.
+void drainAfterLoop(IRRewriter &rewriter, scf::ForOp forOp, const LoopSchedule &schedule) {
+  Location loc = forOp.getLoc();
+  rewriter.setInsertionPointAfter(forOp);
+  if (schedule.overlap || schedule.deferredArg) {
+    Value result = forOp.getResult(schedule.overlap ? *schedule.accArg : *schedule.deferredArg);
+    auto done = kgpu::DotWaitOp::create(rewriter, loc, result.getType(), result);
+    result.replaceAllUsesExcept(done.getResult(), done);
+  }
+  // (TMA copies past the last iteration were never issued: their predicate was false.)
+  if (schedule.tma)
+    kgpu::BarrierOp::create(rewriter, loc);
+  else
+    kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(0));
+}
+
+/// Pipelines the loads of `loop` that feed `plans` (the loop's dots that can read rings; see
+/// the file comment). `allDots` is true when these are all the dots of the body. Without
+/// `wgmma` (mma.sync) every dot completes in its iteration. Steps: 1 scheduleLoop (slots,
+/// copy engine, which dot runs on, how far ahead), 2 the rings and the prologue's copies,
+/// 3 the loop rewritten (slot waits, copies ahead, dots on the rings, carried frontier),
+/// 4 eraseReplacedLoads, 5 drainAfterLoop.
+LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool allDots,
+                           unsigned askedStages, unsigned numWarps, bool wgmma, int64_t budget,
+                           OnceBuffers &onceBuffers) {
+  if (!isa<IntegerType>(loop.getInductionVar().getType()) || plans.empty())
+    return failure();
+  MLIRContext *ctx = loop.getContext();
+  auto bufferType = [&](RankedTensorType tile, unsigned slots) {
+    return ringBufferType(ctx, tile, slots);
+  };
+  FailureOr<LoopSchedule> schedule = scheduleLoop(loop, plans, allDots, askedStages, wgmma, budget);
+  if (failed(schedule))
+    return failure();
+  const unsigned stages = schedule->stages, distance = schedule->distance;
+  const bool tma = schedule->tma, overlap = schedule->overlap;
+  const bool waitAtUses = schedule->waitAtUses, lateCopies = schedule->lateCopies;
+  const int64_t groupBytes = schedule->groupBytes;
+  const std::optional<unsigned> accArg = schedule->accArg, deferredArg = schedule->deferredArg;
+
+  // Step 2: rings and the prologue: iterations 0 .. distance - 1, one group each; the one-slot
   // buffers join the first.
   IRRewriter rewriter(ctx);
   rewriter.setInsertionPoint(loop);
@@ -364,8 +456,9 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     endGroup(slot);
   }
 
-  // The current slot travels in a new iteration argument: 0, 1, ..., S-1, 0, ...; with TMA
-  // copies so does the parity of the barrier phase the slot is at (it flips at each wrap).
+  // Step 3: the loop, rewritten. The current slot travels in a new iteration argument: 0, 1, ...,
+  // S-1, 0, ...; with TMA copies so does the parity of the barrier phase the slot is at (it flips
+  // at each wrap).
   Value zero = i32Constant(rewriter, loc, 0);
   // The carried frontier (iteration `distance`'s first), then the slot.
   SmallVector<Value> inits;
@@ -547,32 +640,7 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     for (auto [k, v] : llvm::enumerate(ifOp.getResults()))
       yield->setOperand(firstNew + k, v);
   }
-  // The copies replace the loads (the last ones were issued from them just above).
-  for (DotPlan &plan : plans)
-    for (const CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b})
-      if (copy)
-        rewriter.eraseOp(copy->desc ? DescriptorLoadOp(copy->desc).getOperation()
-                                    : LoadOp(copy->load).getOperation());
-  // The original address computations may now be dead (their clones took over); an op in
-  // several slices is erased once. A load before the loop goes when nothing else reads it.
-  llvm::SmallPtrSet<Operation *, 32> erased;
-  for (DotPlan &plan : plans) {
-    for (const CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b})
-      if (copy)
-        for (Operation *op : llvm::reverse(copy->slice))
-          if (!erased.contains(op) && op->use_empty()) {
-            erased.insert(op);
-            rewriter.eraseOp(op);
-          }
-  }
-  for (auto [plan, aBuf] : llvm::zip(plans, aBufs))
-    if (plan.aSource == ASource::Once) {
-      onceBuffers[plan.aOnce] = aBuf;
-      if (plan.aOnce->use_empty() && erased.insert(plan.aOnce).second) {
-        onceBuffers.erase(plan.aOnce); // no dot reads it any more
-        rewriter.eraseOp(plan.aOnce);
-      }
-    }
+  eraseReplacedLoads(rewriter, plans, aBufs, onceBuffers);
 
   if (deferredArg) {
     // The deferred dot's accumulator is waited for before its first use in the body.
@@ -581,20 +649,7 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     auto done = kgpu::DotWaitOp::create(rewriter, loc, acc.getType(), acc);
     acc.replaceAllUsesExcept(done.getResult(), done);
   }
-  // Nothing may still be multiplying, or copying, when the kernel goes on (or ends); the
-  // wait's barrier also orders every warp's last reads before whatever reuses the rings'
-  // shared memory next.
-  rewriter.setInsertionPointAfter(forOp);
-  if (overlap || deferredArg) {
-    Value result = forOp.getResult(overlap ? *accArg : *deferredArg);
-    auto done = kgpu::DotWaitOp::create(rewriter, loc, result.getType(), result);
-    result.replaceAllUsesExcept(done.getResult(), done);
-  }
-  // (TMA copies past the last iteration were never issued: their predicate was false.)
-  if (tma)
-    kgpu::BarrierOp::create(rewriter, loc);
-  else
-    kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(0));
+  drainAfterLoop(rewriter, forOp, *schedule);
   return success();
 }
 
