@@ -153,6 +153,102 @@ void rematerializeCheapOperands(func::FuncOp func) {
   }
 }
 
+/// Step 1 of assign: groups the tiles of `func` that must share a layout (operands and
+/// results of elementwise and memory ops, loop-carried values, accumulators through dots) and
+/// records in `edges` each tile that is the slice of another (expand_dims sources, reduction
+/// results).
+void groupValues(func::FuncOp func, ValueGroups &groups, SmallVector<SliceEdge> &edges) {
+  func.walk([&](Operation *op) -> WalkResult {
+    for (Value r : op->getResults())
+      if (isTile(r))
+        groups.find(r);
+    if (auto ed = dyn_cast<ExpandDimsOp>(op)) {
+      edges.push_back({ed.getSrc(), ed.getResult(), ed.getAxis(), op});
+      return WalkResult::advance();
+    }
+    if (auto red = dyn_cast<ReduceOp>(op)) {
+      uniteAll(groups, red.getSrcs());
+      for (Value r : red.getResults())
+        if (isTile(r))
+          edges.push_back({r, red.getSrcs()[0], red.getAxis(), op});
+      return WalkResult::advance();
+    }
+    if (auto forOp = dyn_cast<scf::ForOp>(op)) {
+      auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
+      for (unsigned i = 0; i < forOp.getNumResults(); ++i)
+        uniteAll(groups, {forOp.getInitArgs()[i], forOp.getRegionIterArgs()[i], yield.getOperand(i),
+                          forOp.getResult(i)});
+      return WalkResult::advance();
+    }
+    if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
+      for (unsigned i = 0; i < ifOp.getNumResults(); ++i) {
+        SmallVector<Value> vals{ifOp.getResult(i), ifOp.thenYield().getOperand(i)};
+        if (!ifOp.getElseRegion().empty())
+          vals.push_back(ifOp.elseYield().getOperand(i));
+        uniteAll(groups, vals);
+      }
+      return WalkResult::advance();
+    }
+    if (auto whileOp = dyn_cast<scf::WhileOp>(op)) {
+      auto cond = whileOp.getConditionOp();
+      auto yield = whileOp.getYieldOp();
+      for (unsigned i = 0; i < whileOp.getInits().size(); ++i)
+        uniteAll(groups,
+                 {whileOp.getInits()[i], whileOp.getBeforeArguments()[i], yield.getOperand(i)});
+      for (unsigned i = 0; i < whileOp.getNumResults(); ++i)
+        uniteAll(groups, {cond.getArgs()[i], whileOp.getAfterArguments()[i], whileOp.getResult(i)});
+      return WalkResult::advance();
+    }
+    if (isa<scf::YieldOp, scf::ConditionOp, func::ReturnOp>(op))
+      return WalkResult::advance();
+    if (auto dot = dyn_cast<DotOp>(op)) {
+      // The accumulator carries its layout through the dot (and loops); a and b keep theirs
+      // and go through shared memory.
+      uniteAll(groups, {dot.getC(), dot.getResult()});
+      return WalkResult::advance();
+    }
+    if (auto dot = dyn_cast<kiln::gpu::SharedDotOp>(op)) {
+      // Likewise; an A read from registers gets a layout of its own (see below).
+      uniteAll(groups, {dot.getC(), dot.getResult()});
+      if (isTile(dot.getA()))
+        groups.find(dot.getA());
+      return WalkResult::advance();
+    }
+    if (isa<ReshapeOp, TransOp, kiln::gpu::ConvertLayoutOp>(op)) {
+      // Their results get layouts of their own: they move elements between threads through
+      // shared memory.
+      for (Value r : op->getResults())
+        if (isTile(r))
+          groups.find(r);
+      return WalkResult::advance();
+    }
+    // Elementwise, memory, scan, broadcast, splat, make_range and everything else: operands
+    // and results share one layout. A broadcast keeps its source's layout: the stretched
+    // dimension of the source has size 1, so every thread holds its one element there.
+    SmallVector<Value> vals(op->getOperands());
+    llvm::append_range(vals, op->getResults());
+    uniteAll(groups, vals);
+    return WalkResult::advance();
+  });
+}
+
+/// Step 2 of assign: a tile may be the slice of one layout only; the first edge that slices
+/// a group from a second layout (or along a second axis), or null. `sliceOf` maps each sliced
+/// group's root to its edge.
+const SliceEdge *findSliceConflict(ValueGroups &groups, MutableArrayRef<SliceEdge> edges,
+                                   DenseMap<Value, SliceEdge *> &sliceOf) {
+  for (SliceEdge &edge : edges) {
+    Value root = groups.find(edge.sliced);
+    auto [it, inserted] = sliceOf.try_emplace(root, &edge);
+    if (inserted)
+      continue;
+    SliceEdge *other = it->second;
+    if (other->axis != edge.axis || groups.find(other->full) != groups.find(edge.full))
+      return &edge;
+  }
+  return nullptr;
+}
+
 /// Step 4b: an A read from registers whose group took another layout (a layout from a slice
 /// or a conflict) is converted to the wgmma fragment layout.
 void convertRegisterOperands(func::FuncOp func, unsigned numWarps) {
@@ -262,96 +358,8 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
     edges.clear();
     sliceOf.clear();
 
-    // 1. Group values that must share a layout.
-    WalkResult walk = func.walk([&](Operation *op) -> WalkResult {
-      for (Value r : op->getResults())
-        if (isTile(r))
-          groups.find(r);
-      if (auto ed = dyn_cast<ExpandDimsOp>(op)) {
-        edges.push_back({ed.getSrc(), ed.getResult(), ed.getAxis(), op});
-        return WalkResult::advance();
-      }
-      if (auto red = dyn_cast<ReduceOp>(op)) {
-        uniteAll(groups, red.getSrcs());
-        for (Value r : red.getResults())
-          if (isTile(r))
-            edges.push_back({r, red.getSrcs()[0], red.getAxis(), op});
-        return WalkResult::advance();
-      }
-      if (auto forOp = dyn_cast<scf::ForOp>(op)) {
-        auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
-        for (unsigned i = 0; i < forOp.getNumResults(); ++i)
-          uniteAll(groups, {forOp.getInitArgs()[i], forOp.getRegionIterArgs()[i],
-                            yield.getOperand(i), forOp.getResult(i)});
-        return WalkResult::advance();
-      }
-      if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
-        for (unsigned i = 0; i < ifOp.getNumResults(); ++i) {
-          SmallVector<Value> vals{ifOp.getResult(i), ifOp.thenYield().getOperand(i)};
-          if (!ifOp.getElseRegion().empty())
-            vals.push_back(ifOp.elseYield().getOperand(i));
-          uniteAll(groups, vals);
-        }
-        return WalkResult::advance();
-      }
-      if (auto whileOp = dyn_cast<scf::WhileOp>(op)) {
-        auto cond = whileOp.getConditionOp();
-        auto yield = whileOp.getYieldOp();
-        for (unsigned i = 0; i < whileOp.getInits().size(); ++i)
-          uniteAll(groups,
-                   {whileOp.getInits()[i], whileOp.getBeforeArguments()[i], yield.getOperand(i)});
-        for (unsigned i = 0; i < whileOp.getNumResults(); ++i)
-          uniteAll(groups,
-                   {cond.getArgs()[i], whileOp.getAfterArguments()[i], whileOp.getResult(i)});
-        return WalkResult::advance();
-      }
-      if (isa<scf::YieldOp, scf::ConditionOp, func::ReturnOp>(op))
-        return WalkResult::advance();
-      if (auto dot = dyn_cast<DotOp>(op)) {
-        // The accumulator carries its layout through the dot (and loops); a and b keep theirs
-        // and go through shared memory.
-        uniteAll(groups, {dot.getC(), dot.getResult()});
-        return WalkResult::advance();
-      }
-      if (auto dot = dyn_cast<kiln::gpu::SharedDotOp>(op)) {
-        // Likewise; an A read from registers gets a layout of its own (see below).
-        uniteAll(groups, {dot.getC(), dot.getResult()});
-        if (isTile(dot.getA()))
-          groups.find(dot.getA());
-        return WalkResult::advance();
-      }
-      if (isa<ReshapeOp, TransOp, kiln::gpu::ConvertLayoutOp>(op)) {
-        // Their results get layouts of their own: they move elements between threads through
-        // shared memory.
-        for (Value r : op->getResults())
-          if (isTile(r))
-            groups.find(r);
-        return WalkResult::advance();
-      }
-      // Elementwise, memory, scan, broadcast, splat, make_range and everything else: operands
-      // and results share one layout. A broadcast keeps its source's layout: the stretched
-      // dimension of the source has size 1, so every thread holds its one element there.
-      SmallVector<Value> vals(op->getOperands());
-      llvm::append_range(vals, op->getResults());
-      uniteAll(groups, vals);
-      return WalkResult::advance();
-    });
-    if (walk.wasInterrupted())
-      return failure();
-
-    // 2. A tile may be the slice of one layout only: resolve conflicts with conversions.
-    const SliceEdge *conflict = nullptr;
-    for (SliceEdge &edge : edges) {
-      Value root = groups.find(edge.sliced);
-      auto [it, inserted] = sliceOf.try_emplace(root, &edge);
-      if (inserted)
-        continue;
-      SliceEdge *other = it->second;
-      if (other->axis != edge.axis || groups.find(other->full) != groups.find(edge.full)) {
-        conflict = &edge;
-        break;
-      }
-    }
+    groupValues(func, groups, edges);
+    const SliceEdge *conflict = findSliceConflict(groups, edges, sliceOf);
     if (!conflict)
       break;
     if (round > 4096)
