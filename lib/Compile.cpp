@@ -22,9 +22,7 @@
 #include <mutex>
 #include <optional>
 
-#ifndef KILN_BUILD_ID
-#define KILN_BUILD_ID "dev"
-#endif
+#include "BuildId.inc" // KILN_BUILD_ID: a hash of the compiler's sources (lib/build_id.cmake)
 
 using namespace mlir;
 
