@@ -9,11 +9,13 @@ changed no generated code (and a change that means to shows exactly what it chan
 ctest runs the check (test `golden-ptx`). KILNC=path selects the compiler (default
 build/tools/kilnc)."""
 import argparse
-import difflib
 import os
 import pathlib
 import subprocess
 import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from golden_files import GoldenSet  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "test" / "golden"
@@ -38,45 +40,13 @@ def main():
     ap.add_argument("--kilnc", default=os.environ.get("KILNC", str(ROOT / "build/tools/kilnc")))
     args = ap.parse_args()
     kernels = sorted((ROOT / "kernels").glob("*.mlir"))
-    expected = set()
-    changed = []
+    files = GoldenSet(GOLDEN, "golden")
     for kernel in kernels:
         for arch, warps in TARGETS:
-            golden = GOLDEN / f"{kernel.stem}.{arch}.ptx"
-            expected.add(golden.name)
-            ptx = compile_ptx(args.kilnc, kernel, arch, warps)
-            if args.update:
-                if not golden.exists() or golden.read_text() != ptx:
-                    golden.write_text(ptx)
-                    changed.append(golden.name)
-                continue
-            if not golden.exists():
-                changed.append(f"{golden.name}: no golden file (run with --update)")
-                continue
-            old = golden.read_text()
-            if old != ptx:
-                diff = list(difflib.unified_diff(old.splitlines(), ptx.splitlines(),
-                                                 f"golden/{golden.name}", "now", lineterm="",
-                                                 n=2))
-                changed.append(f"{golden.name}: {len(diff)} diff lines\n" +
-                               "\n".join(diff[:60]))
-    stale = sorted(p.name for p in GOLDEN.glob("*.ptx") if p.name not in expected)
-    if args.update:
-        for name in stale:
-            (GOLDEN / name).unlink()
-        print(f"golden PTX: {len(expected)} files, {len(changed)} rewritten, "
-              f"{len(stale)} removed")
-        return 0
-    if stale:
-        changed.append(f"golden files without a kernel: {stale} (run with --update)")
-    if changed:
-        print("\n\n".join(changed))
-        print(f"\ngolden PTX: {len(changed)} of {len(expected)} differ; if the change is "
-              f"meant, run scripts/golden_ptx.py --update and commit the files")
-        return 1
-    print(f"golden PTX: {len(expected)} files identical")
-    return 0
-
+            files.record(f"{kernel.stem}.{arch}.ptx", compile_ptx(args.kilnc, kernel, arch, warps),
+                         args.update)
+    return files.finish(args.update, "golden PTX", "scripts/golden_ptx.py",
+                        f"{len(files.expected)} files")
 
 if __name__ == "__main__":
     sys.exit(main())

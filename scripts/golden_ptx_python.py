@@ -17,7 +17,6 @@ device function in HELPERS (compiled inside the kernels named there), or a reaso
 NOT_COMPILED; a function in none of them fails the check. A case that cannot be compiled for a
 target is listed in UNSUPPORTED with the reason, printed on every run."""
 import argparse
-import difflib
 import importlib
 import os
 import pathlib
@@ -37,12 +36,14 @@ TARGETS = ("sm_90a", "sm_80")
 _CACHE = tempfile.mkdtemp(prefix="kiln-golden-ptx-python-")
 os.environ["KILN_CACHE_DIR"] = _CACHE
 sys.path.insert(0, str(ROOT / "kernels" / "python"))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 import kiln  # noqa: E402
 import kiln_kernels  # noqa: E402
 from kiln_kernels import (cross_entropy, flash_attention, flash_attention_bwd,  # noqa: E402
                           kl_div, layernorm, matmul, rmsnorm, rope, softmax, swiglu)
 from kiln_kernels._utils import next_power_of_2, num_warps_for, row_block  # noqa: E402
+from golden_files import GoldenSet  # noqa: E402
 
 # ------------------------------------------------------------------ launch arguments
 # A case gives the kernel's arguments as its host wrapper passes them for one benchmark shape;
@@ -475,62 +476,32 @@ def main():
     for name, why in NOT_COMPILED.items():
         print(f"not compiled: {name}: {why}")
     GOLDEN.mkdir(parents=True, exist_ok=True)
-    expected, changed, failed = set(), [], []
+    files, failed = GoldenSet(GOLDEN, "golden/python"), []
     for case in CASES:
         for arch in TARGETS:
-            golden = GOLDEN / f"{case.name}.{case.config}.{arch}.ptx"
+            name = f"{case.name}.{case.config}.{arch}.ptx"
             why = UNSUPPORTED.get((case.name, case.config, arch))
             if why:
-                print(f"not compiled: {golden.name}: {why}")
+                print(f"not compiled: {name}: {why}")
                 continue
-            expected.add(golden.name)
             t0 = time.monotonic()
             try:
                 ptx = normalize(case.compile(arch).asm["ptx"])
             except Exception as e:  # noqa: BLE001 - reported, and the run fails
-                failed.append(f"{golden.name}: kiln.compile failed: {type(e).__name__}: {e}")
+                files.expected.add(name)
+                failed.append(f"{name}: kiln.compile failed: {type(e).__name__}: {e}")
                 continue
             if args.verbose:
-                print(f"  {golden.name}: {time.monotonic() - t0:.2f} s")
-            if args.update:
-                if not golden.exists() or golden.read_text() != ptx:
-                    golden.write_text(ptx)
-                    changed.append(golden.name)
-                continue
-            if not golden.exists():
-                changed.append(f"{golden.name}: no golden file (run with --update)")
-                continue
-            old = golden.read_text()
-            if old != ptx:
-                diff = list(difflib.unified_diff(old.splitlines(), ptx.splitlines(),
-                                                 f"golden/python/{golden.name}", "now",
-                                                 lineterm="", n=2))
-                changed.append(f"{golden.name}: {len(diff)} diff lines\n" +
-                               "\n".join(diff[:60]))
+                print(f"  {name}: {time.monotonic() - t0:.2f} s")
+            files.record(name, ptx, args.update)
     took = time.monotonic() - start
     if failed:
         print("\n".join(failed))
         print(f"golden PTX (python): {len(failed)} cases failed to compile; a case that cannot "
               f"be compiled for a target goes in UNSUPPORTED with the reason")
         return 1
-    stale = sorted(p.name for p in GOLDEN.glob("*.ptx") if p.name not in expected)
-    if args.update:
-        for name in stale:
-            (GOLDEN / name).unlink()
-        print(f"golden PTX (python): {len(CASES)} cases, {len(expected)} files, "
-              f"{len(changed)} rewritten, {len(stale)} removed ({took:.1f} s)")
-        return 0
-    if stale:
-        changed.append(f"golden files without a case: {stale} (run with --update)")
-    if changed:
-        print("\n\n".join(changed))
-        print(f"\ngolden PTX (python): {len(changed)} of {len(expected)} differ; if the change "
-              f"is meant, run scripts/golden_ptx_python.py --update and commit the files")
-        return 1
-    print(f"golden PTX (python): {len(CASES)} cases, {len(expected)} files identical "
-          f"({took:.1f} s)")
-    return 0
-
+    return files.finish(args.update, "golden PTX (python)", "scripts/golden_ptx_python.py",
+                        f"{len(CASES)} cases, {len(files.expected)} files ({took:.1f} s)")
 
 if __name__ == "__main__":
     try:
