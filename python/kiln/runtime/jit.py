@@ -466,8 +466,12 @@ class JITFunction(_C.Launcher):
         checks = {(id(g), n): (g, n, v) for g, n, v in self._dep_globals or []}
         checks.update(globals_used)
         constants, signature = _split_specs(names, specs, values)
-        compiled = CompiledKernel(self.info.name, source, arch, num_warps, num_stages, signature,
-                                  constants, handle, debug=debug, maxnreg=maxnreg)
+        # The variant keeps the module's text (printed for the JIT's key), not the module:
+        # a built module holds its front-end session's MLIRContext (~0.8 MiB a variant, which
+        # autotuning multiplies). `asm` recompiles from the text when asked.
+        compiled = CompiledKernel(self.info.name, _C.KernelSource(source.text), arch, num_warps,
+                                  num_stages, signature, constants, handle, debug=debug,
+                                  maxnreg=maxnreg)
         self._log(parts, origin, time.perf_counter() - t0)
         return handle, list(arg_params), list(checks.values()), compiled
 
