@@ -151,6 +151,8 @@ Handle facade::Session::binary(const std::string &op, Handle a, Handle b) {
               .Case("floordiv", &Builder::floordiv)
               .Case("mod", &Builder::mod)
               .Case("cdiv", &Builder::cdiv)
+              .Case("umulhi", &Builder::umulhi)
+              .Case("div_rn", &Builder::divRn)
               .Case("lt", &Builder::lt)
               .Case("le", &Builder::le)
               .Case("gt", &Builder::gt)
@@ -175,6 +177,10 @@ Handle facade::Session::binary(const std::string &op, Handle a, Handle b) {
   impl->builder.error("internal error: unknown binary operator '" + op + "'");
 }
 
+Handle facade::Session::fma(Handle x, Handle y, Handle z) {
+  return impl->add(impl->builder.fma(impl->get(x), impl->get(y), impl->get(z)));
+}
+
 Handle facade::Session::unary(const std::string &op, Handle x) {
   using Fn = Tile (Builder::*)(const Tile &);
   Fn fn = llvm::StringSwitch<Fn>(op)
@@ -193,6 +199,7 @@ Handle facade::Session::unary(const std::string &op, Handle x) {
               .Case("floor", &Builder::floor)
               .Case("ceil", &Builder::ceil)
               .Case("abs", &Builder::abs)
+              .Case("sqrt_rn", &Builder::sqrtRn)
               .Default(nullptr);
   if (!fn)
     impl->builder.error("internal error: unknown unary operator '" + op + "'");
@@ -269,6 +276,10 @@ void facade::Session::devicePrint(const std::string &prefix, const std::vector<H
 void facade::Session::deviceAssert(Handle cond, const std::string &message) {
   impl->builder.deviceAssert(impl->get(cond), message);
 }
+
+void facade::Session::debugBarrier() { impl->builder.debugBarrier(); }
+
+void facade::Session::assume(Handle cond) { impl->builder.assume(impl->get(cond)); }
 
 Handle facade::Session::expandDims(Handle x, int axis) {
   return impl->add(impl->builder.expandDims(impl->get(x), axis));

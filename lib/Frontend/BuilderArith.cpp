@@ -362,6 +362,68 @@ Tile kiln::Builder::where(const Tile &cond, const Tile &a, const Tile &bb) {
   return Tile{arith::SelectOp::create(b, loc, c.value, x.value, y.value), x.dtype, std::nullopt};
 }
 
+/// The attribute that asks the targets for IEEE round-to-nearest (the NVIDIA lowering's
+/// kIEEEDivAttr): arith.divf keeps llvm.fdiv (div.rn.f32) instead of div.full.f32.
+static constexpr llvm::StringLiteral kIEEEAttr = "kiln.ieee";
+
+Tile kiln::Builder::fma(const Tile &x0, const Tile &y0, const Tile &z0) {
+  requireKernel("fma");
+  auto [x1, y1] = binaryOperands(x0, y0, "fma", false, false, true, false);
+  auto [z1, x] = binaryOperands(z0, x1, "fma", false, false, true, false);
+  auto [z, y] = binaryOperands(z1, y1, "fma", false, false, true, false);
+  if (!x.dtype.isFloat() || x.dtype.isFp8())
+    error("expected floating-point operands (fp16, bf16, fp32, fp64) for fma, found " +
+          x0.dtype.str() + ", " + y0.dtype.str() + " and " + z0.dtype.str());
+  x = materialize(x);
+  y = materialize(y);
+  z = materialize(z);
+  return Tile{math::FmaOp::create(b, loc, x.value, y.value, z.value), x.dtype, std::nullopt};
+}
+
+Tile kiln::Builder::umulhi(const Tile &a, const Tile &bb) {
+  requireKernel("umulhi");
+  auto [x, y] = binaryOperands(a, bb, "umulhi", false, false, true, false);
+  unsigned w = x.dtype.isInt() ? x.dtype.getBitWidth() : 0;
+  if (w != 32 && w != 64)
+    error("expected 32- or 64-bit integer operands (int32, uint32, int64, uint64) for umulhi, "
+          "found " +
+          a.dtype.str() + " and " + bb.dtype.str());
+  x = materialize(x);
+  y = materialize(y);
+  // The double-width product of the zero-extended operands, shifted down by w.
+  Type type = x.value.getType();
+  Type wide = getSameShape(type, b.getIntegerType(2 * w));
+  Value xw = arith::ExtUIOp::create(b, loc, wide, x.value);
+  Value yw = arith::ExtUIOp::create(b, loc, wide, y.value);
+  Value prod = arith::MulIOp::create(b, loc, xw, yw);
+  Value shift = constantOf(b, loc, wide, b.getIntegerAttr(b.getIntegerType(2 * w), w));
+  Value high = arith::ShRUIOp::create(b, loc, prod, shift);
+  return Tile{arith::TruncIOp::create(b, loc, type, high), x.dtype, std::nullopt};
+}
+
+Tile kiln::Builder::divRn(const Tile &a, const Tile &bb) {
+  requireKernel("div_rn");
+  auto [x, y] = binaryOperands(a, bb, "div_rn", false, false, true, false);
+  auto fp32 = [](const Tile &t) { return t.dtype == DType::fp32() || t.isWeak(); };
+  if (x.dtype != DType::fp32() || !fp32(a) || !fp32(bb))
+    error("expected fp32 operands for div_rn, found " + a.dtype.str() + " and " + bb.dtype.str());
+  x = materialize(x);
+  y = materialize(y);
+  auto op = arith::DivFOp::create(b, loc, x.value, y.value);
+  op->setAttr(kIEEEAttr, b.getUnitAttr());
+  return Tile{op, x.dtype, std::nullopt};
+}
+
+Tile kiln::Builder::sqrtRn(const Tile &x) {
+  requireKernel("sqrt_rn");
+  if (x.dtype != DType::fp32())
+    error("expected an fp32 argument for sqrt_rn, found " + describe(x));
+  Tile in = materialize(x);
+  auto op = math::SqrtOp::create(b, loc, in.value);
+  op->setAttr(kIEEEAttr, b.getUnitAttr());
+  return Tile{op, x.dtype, std::nullopt};
+}
+
 //===----------------------------------------------------------------------===//
 // Math and casts
 //===----------------------------------------------------------------------===//

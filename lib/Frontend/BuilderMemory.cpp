@@ -271,3 +271,13 @@ void kiln::Builder::deviceAssert(const Tile &cond, StringRef message) {
   Tile c = materialize(truthValue(cond, "device_assert"));
   AssertOp::create(b, loc, c.value, message);
 }
+
+void kiln::Builder::debugBarrier() {
+  requireKernel("debug_barrier");
+  BarrierOp::create(b, loc);
+}
+
+void kiln::Builder::assume(const Tile &cond) {
+  requireKernel("assume");
+  (void)truthValue(cond, "assume");
+}

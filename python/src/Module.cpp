@@ -120,6 +120,7 @@ PYBIND11_MODULE(_C, m) {
       .def("binary", &Session::binary)
       .def("unary", &Session::unary)
       .def("where", &Session::where)
+      .def("fma", &Session::fma)
       .def("cast", &Session::cast, pyb::arg("x"), pyb::arg("dtype"), pyb::arg("bitcast") = false)
       .def("hint", &Session::hint, pyb::arg("x"), pyb::arg("kind"), pyb::arg("values"))
       .def("load", &Session::load)
@@ -131,6 +132,8 @@ PYBIND11_MODULE(_C, m) {
       .def("device_print", &Session::devicePrint, pyb::arg("prefix"), pyb::arg("args"),
            pyb::arg("hex") = false)
       .def("device_assert", &Session::deviceAssert)
+      .def("debug_barrier", &Session::debugBarrier)
+      .def("assume", &Session::assume)
       .def("expand_dims", &Session::expandDims)
       .def("broadcast_to", &Session::broadcastTo)
       .def("broadcast", &Session::broadcast)

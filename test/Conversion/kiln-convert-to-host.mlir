@@ -134,3 +134,17 @@ func.func @strided(%src: !kiln.ptr<f32>, %dst: !kiln.ptr<f32>, %n: i32) {
   kiln.store %q, %x : tensor<8x!kiln.ptr<f32>>
   return
 }
+
+// -----
+
+// debug_barrier: one thread runs a program on the host, so kiln.barrier goes away.
+// CHECK-LABEL: func.func private @debug_barrier(
+// CHECK-NOT: kiln.barrier
+// CHECK: return
+func.func @debug_barrier(%p: !kiln.ptr<f32>) {
+  %c = arith.constant 1.0 : f32
+  kiln.store %p, %c : !kiln.ptr<f32>
+  kiln.barrier
+  kiln.store %p, %c : !kiln.ptr<f32>
+  return
+}

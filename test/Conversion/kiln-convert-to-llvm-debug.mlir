@@ -32,3 +32,23 @@ func.func @check(%n: i32) {
   kiln.assert %ok, "pid out of range" : i1
   return
 }
+
+// -----
+
+// debug_barrier: kiln.barrier is the CTA barrier, where it stands between the store and the
+// load.
+// CHECK-LABEL: llvm.func @debug_barrier(
+// CHECK: llvm.store
+// CHECK: nvvm.barrier0
+// CHECK: llvm.load
+func.func @debug_barrier(%p: !kiln.ptr<f32>) {
+  %r = kiln.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
+  %ps = kiln.splat %p : tensor<128x!kiln.ptr<f32>>
+  %q = kiln.addptr %ps, %r : tensor<128x!kiln.ptr<f32>>, tensor<128xi32>
+  %c = arith.constant dense<1.0> : tensor<128xf32>
+  kiln.store %q, %c : tensor<128x!kiln.ptr<f32>>
+  kiln.barrier
+  %x = kiln.load %q : tensor<128x!kiln.ptr<f32>>
+  kiln.store %q, %x : tensor<128x!kiln.ptr<f32>>
+  return
+}

@@ -56,13 +56,16 @@ func.func @unaligned(%x: !kiln.ptr<f32>, %y: !kiln.ptr<f32>, %n: i32) {
 // -----
 
 // exp uses ex2.approx on x * log2(e); log calls libdevice; f32 division is div.full.f32 as in
-// Triton unless kiln.ieee asks for the rounded quotient.
+// Triton unless kiln.ieee asks for the rounded quotient; kiln.ieee sqrt is sqrt.rn.f32; fma is
+// libdevice's __nv_fmaf (fma.rn.f32).
 // CHECK-LABEL: llvm.func @math(
 // CHECK: llvm.fmul %{{.*}}, %{{.*}} : f32
 // CHECK: llvm.inline_asm "ex2.approx.ftz.f32 $0, $1;", "=f,f"
 // CHECK: llvm.call @__nv_logf
 // CHECK: llvm.inline_asm "div.full.f32 $0, $1, $2;", "=f,f,f"
 // CHECK: llvm.fdiv %{{.*}}, %{{.*}} : f32
+// CHECK: llvm.inline_asm "sqrt.rn.f32 $0, $1;", "=f,f"
+// CHECK: llvm.call @__nv_fmaf(
 func.func @math(%x: !kiln.ptr<f32> {kiln.divisibility = 16 : i32}) {
   %r = kiln.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
   %p = kiln.splat %x : tensor<128x!kiln.ptr<f32>>
@@ -72,7 +75,9 @@ func.func @math(%x: !kiln.ptr<f32> {kiln.divisibility = 16 : i32}) {
   %l = math.log %e : tensor<128xf32>
   %q = arith.divf %l, %v : tensor<128xf32>
   %r2 = arith.divf %q, %v {kiln.ieee} : tensor<128xf32>
-  kiln.store %ps, %r2 : tensor<128x!kiln.ptr<f32>>
+  %s = math.sqrt %r2 {kiln.ieee} : tensor<128xf32>
+  %f = math.fma %s, %v, %q : tensor<128xf32>
+  kiln.store %ps, %f : tensor<128x!kiln.ptr<f32>>
   return
 }
 

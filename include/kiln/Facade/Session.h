@@ -93,13 +93,15 @@ public:
   //===--------------------------------------------------------------------===//
 
   /// A binary operator by name: add sub mul truediv floordiv mod lt le gt ge eq ne and or
-  /// xor lshift rshift logical_and logical_or minimum maximum cdiv; "minimum_nan" and
-  /// "maximum_nan" propagate NaNs (PropagateNan.ALL).
+  /// xor lshift rshift logical_and logical_or minimum maximum cdiv umulhi div_rn;
+  /// "minimum_nan" and "maximum_nan" propagate NaNs (PropagateNan.ALL).
   Handle binary(const std::string &op, Handle a, Handle b);
   /// A unary operator or function by name: neg not invert exp exp2 log log2 sqrt rsqrt sin
-  /// cos erf floor ceil abs.
+  /// cos erf floor ceil abs sqrt_rn.
   Handle unary(const std::string &op, Handle x);
   Handle where(Handle cond, Handle a, Handle b);
+  /// tl.fma(x, y, z): Builder::fma.
+  Handle fma(Handle x, Handle y, Handle z);
   /// x.to(dtype) or, with `bitcast`, x.to(dtype, bitcast=True).
   Handle cast(Handle x, const std::string &dtype, bool bitcast = false);
   /// tl.multiple_of / tl.max_contiguous / tl.max_constancy (`kind`) with `values`.
@@ -129,6 +131,10 @@ public:
   void devicePrint(const std::string &prefix, const std::vector<Handle> &args, bool hex = false);
   /// tl.device_assert(cond, msg): Builder::deviceAssert.
   void deviceAssert(Handle cond, const std::string &message);
+  /// tl.debug_barrier(): Builder::debugBarrier.
+  void debugBarrier();
+  /// tl.assume(cond): Builder::assume.
+  void assume(Handle cond);
 
   /// tl.atomic_<op> (add max min and or xor xchg) and tl.atomic_cas; "" takes the defaults
   /// (acq_rel, gpu).

@@ -200,6 +200,16 @@ public:
   Tile maximum(const Tile &a, const Tile &b, bool propagateNan = false);
   /// where(cond, a, b): cond cast to int1; a and b promoted; all three broadcast.
   Tile where(const Tile &cond, const Tile &a, const Tile &b);
+  /// fma(x, y, z) = x * y + z with one rounding (math.fma): the three operands promoted and
+  /// broadcast as binary operators do; fp16, bf16, fp32 or fp64 only.
+  Tile fma(const Tile &x, const Tile &y, const Tile &z);
+  /// umulhi(a, b): the high half of the double-width unsigned product of two 32- or 64-bit
+  /// integers (as Triton: int32, uint32, int64, uint64; signed operands read as unsigned).
+  Tile umulhi(const Tile &a, const Tile &b);
+  /// div_rn(a, b): fp32 a / b rounded to nearest (IEEE), not the GPU's fast division.
+  Tile divRn(const Tile &a, const Tile &b);
+  /// sqrt_rn(x): fp32 square root rounded to nearest (IEEE).
+  Tile sqrtRn(const Tile &x);
 
   //===--------------------------------------------------------------------===//
   // Math and casts
@@ -270,6 +280,12 @@ public:
   /// tl.device_assert(cond, msg): kiln.assert of `cond` as int1 (numbers compared with 0);
   /// the kernel fails with `message` where it is false.
   void deviceAssert(const Tile &cond, llvm::StringRef message);
+  /// tl.debug_barrier(): kiln.barrier, a barrier of all threads of the program (bar.sync on
+  /// the GPU; nothing on the CPU backend, where one thread runs a program).
+  void debugBarrier();
+  /// tl.assume(cond): a hint; `cond` must be a truth value (a number or a tile of numbers).
+  /// Nothing is emitted.
+  void assume(const Tile &cond);
 
   //===--------------------------------------------------------------------===//
   // Shapes

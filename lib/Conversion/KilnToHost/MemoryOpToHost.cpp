@@ -12,6 +12,7 @@
 //   its unmasked lanes, with one call, and the lanes only where that span leaves every single
 //   buffer (stray stores then never land on the heap).
 // - kiln.print and kiln.assert call the runtime through the context's function table.
+// - kiln.barrier (tl.debug_barrier) is nothing: one thread runs a program.
 // Booleans live in memory as bytes, as in Triton.
 //
 //===----------------------------------------------------------------------===//
@@ -633,6 +634,16 @@ struct AssertConversion : OpConversionPattern<AssertOp> {
   }
 };
 
+/// tl.debug_barrier: one thread runs a program on the host, so there is nothing to wait for.
+struct BarrierConversion : OpConversionPattern<BarrierOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(BarrierOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void kiln::host::populateMemoryOpToHostPatterns(TypeConverter &converter,
@@ -642,5 +653,5 @@ void kiln::host::populateMemoryOpToHostPatterns(TypeConverter &converter,
   MLIRContext *ctx = patterns.getContext();
   patterns.add<LoadConversion, StoreConversion>(converter, ctx, axis, options);
   patterns.add<AtomicRMWConversion, AtomicCASConversion>(converter, ctx, options);
-  patterns.add<PrintConversion, AssertConversion>(converter, ctx);
+  patterns.add<PrintConversion, AssertConversion, BarrierConversion>(converter, ctx);
 }

@@ -1,4 +1,4 @@
-//===- DebugOpToLLVM.cpp - device_print and device_assert on the GPU ------===//
+//===- DebugOpToLLVM.cpp - device_print, device_assert, debug_barrier -----===//
 //
 // This file lowers kiln.print and kiln.assert for the GPU, as Triton does, through the CUDA
 // device runtime's `vprintf(format, args)` and `__assertfail(message, file, line, function,
@@ -10,6 +10,7 @@
 // - assert: a thread whose owned elements are not all true calls __assertfail with the
 //   message and the op's file and line; the kernel then traps, and the launch's next
 //   synchronization reports "device-side assert triggered".
+// - barrier (tl.debug_barrier): the target's CTA barrier (bar.sync 0).
 //
 //===----------------------------------------------------------------------===//
 
@@ -218,9 +219,21 @@ struct AssertOpLowering final : ConvertOpToLLVMPattern<AssertOp> {
   const TargetInfo &target;
 };
 
+struct BarrierOpLowering final : ConvertOpToLLVMPattern<BarrierOp> {
+  BarrierOpLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), target(target) {}
+  LogicalResult matchAndRewrite(BarrierOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    target.barrier(rewriter, op.getLoc());
+    rewriter.eraseOp(op);
+    return success();
+  }
+  const TargetInfo &target;
+};
+
 } // namespace
 
 void kiln::populateDebugOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                          RewritePatternSet &patterns, const TargetInfo &target) {
-  patterns.add<PrintOpLowering, AssertOpLowering>(converter, target);
+  patterns.add<PrintOpLowering, AssertOpLowering, BarrierOpLowering>(converter, target);
 }

@@ -450,4 +450,19 @@ def Kiln_AssertOp : Kiln_Op<"assert", [MemoryEffects<[MemWrite<DefaultResource>]
   let assemblyFormat = "$condition `,` $message attr-dict `:` type($condition)";
 }
 
+def Kiln_BarrierOp : Kiln_Op<"barrier", [MemoryEffects<[MemRead<DefaultResource>,
+                                                   MemWrite<DefaultResource>]>]> {
+  let summary = "a barrier of all threads of a program (tl.debug_barrier)";
+  let description = [{
+    Every thread of the program waits here until all have arrived, and memory written before
+    it is visible after it (bar.sync 0 on the GPU). The CPU backend runs a program in one
+    thread: there it is nothing.
+
+    ```mlir
+    kiln.barrier
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 #endif // KILN_OPS
