@@ -498,8 +498,8 @@ def uses_sort(x_ptr, n):
 
 
 @kiln.jit
-def uses_debug_barrier(x_ptr, n):
-    tl.debug_barrier()  # ERR
+def uses_join(x_ptr, n):
+    tl.join(n, n)  # ERR
 
 
 @kiln.jit
@@ -523,7 +523,7 @@ def uses_subscript_store(x_ptr, n):
     (uses_try, r"unsupported construct: 'try' statements"),
     (uses_chained_compare, r"unsupported construct: chained comparisons"),
     (uses_sort, r"tl\.sort is not supported by Kiln yet"),
-    (uses_debug_barrier, r"tl\.debug_barrier is not supported by Kiln yet"),
+    (uses_join, r"tl\.join is not supported by Kiln yet"),
     (uses_sorted, r"Python builtin 'sorted' is not supported in kernels"),
     (uses_subscript_store, r"unsupported construct: assignments to subscripts"),
 ], ids=lambda v: getattr(v, "__name__", None))

@@ -73,14 +73,21 @@ class CallsMixin:
                          f"isinstance, getattr on compile-time values")
 
     def _static_assert(self, node):
-        if not 1 <= len(node.args) <= 2 or node.keywords:
+        # static_assert(cond, msg=""), as Triton's.
+        args = list(node.args) + [k.value for k in node.keywords if k.arg == "msg"]
+        if (not 1 <= len(args) <= 2
+                or any(k.arg not in ("msg", "cond") for k in node.keywords)):
             raise self.error("tl.static_assert takes a condition and an optional message")
-        cond = self.visit(node.args[0])
+        if any(k.arg == "cond" for k in node.keywords):
+            args = [k.value for k in node.keywords if k.arg == "cond"] + args
+        if len(args) > 2:
+            raise self.error("tl.static_assert takes a condition and an optional message")
+        cond = self.visit(args[0])
         if isinstance(cond, tensor):
             raise self.error("tl.static_assert needs a compile-time condition, found a "
                              "run-time tensor")
         if not _unwrap(cond):
-            msg = _unwrap(self.visit(node.args[1])) if len(node.args) == 2 else ""
+            msg = _unwrap(self.visit(args[1])) if len(args) == 2 else ""
             raise self.error(f"static assertion failed{': ' + str(msg) if msg else ''}")
         return constexpr(None)
 

@@ -12,7 +12,7 @@ As in Triton, the names live in ``core`` (dtypes, constexpr, tensor and the buil
 
 from . import core  # noqa: F401
 from .core import (  # noqa: F401
-    PropagateNan, advance, arange, associative_scan, atomic_add, atomic_and, atomic_cas,
+    PropagateNan, advance, arange, assume, associative_scan, atomic_add, atomic_and, atomic_cas,
     atomic_max, atomic_min, atomic_or, atomic_xchg, atomic_xor, bfloat16, block_type,
     broadcast, broadcast_to, builtin, cast, clamp, constexpr, debug_barrier, device_assert,
     device_print, dot, dot_scaled, dtype, expand_dims, float16, float32, float64, float8e4nv,
@@ -23,7 +23,8 @@ from .core import (  # noqa: F401
     tensor, tensor_descriptor, trans, uint8, uint16, uint32, uint64, view, void, where)
 from . import math  # noqa: F401
 from .math import (  # noqa: F401
-    abs, ceil, cos, erf, exp, exp2, fdiv, floor, fma, log, log2, rsqrt, sin, sqrt, umulhi)
+    abs, ceil, cos, div_rn, erf, exp, exp2, fdiv, floor, fma, log, log2, rsqrt, sin, sqrt,
+    sqrt_rn, umulhi)
 from . import standard  # noqa: F401
 from .standard import (  # noqa: F401
     argmax, argmin, cdiv, cumprod, cumsum, interleave, max, min, ravel, sigmoid, softmax,
@@ -36,7 +37,8 @@ __all__ = [
     "broadcast_to", "broadcast", "reshape", "view", "trans", "permute", "cast",
     "multiple_of", "max_contiguous", "max_constancy", "static_range", "range", "sum", "max",
     "min", "argmax", "argmin", "xor_sum", "reduce", "softmax", "associative_scan", "cumsum",
-    "cumprod", "dot", "tensor_descriptor",
+    "cumprod", "dot", "tensor_descriptor", "fma", "umulhi", "div_rn", "sqrt_rn", "assume",
+    "debug_barrier",
     "static_assert", "static_print", "device_print", "device_assert", "constexpr", "dtype",
     "pointer_type", "block_type", "tensor", "PropagateNan", "int1", "int8", "int16", "int32",
     "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32",

@@ -21,7 +21,8 @@ __all__ = [
     "store", "tensor_descriptor", "make_tensor_descriptor", "where", "minimum", "maximum",
     "clamp", "cast", "multiple_of", "max_contiguous", "max_constancy", "expand_dims",
     "broadcast_to", "broadcast", "reshape", "view", "trans", "permute", "static_range", "range",
-    "static_assert", "static_print", "atomic_add", "atomic_max", "atomic_min", "atomic_and",
+    "static_assert", "static_print", "assume", "atomic_add", "atomic_max", "atomic_min",
+    "atomic_and",
     "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas", "device_print", "device_assert",
     "reduce", "associative_scan", "dot", "dot_scaled", "histogram", "debug_barrier",
     "make_block_ptr", "advance", "join", "split", "inline_asm_elementwise",
@@ -761,6 +762,19 @@ def static_print(*values, sep=" ", end="\n", file=None, flush=False):
     _py.print(*values, sep=sep, end=end, file=file, flush=flush)
 
 
+@builtin
+def assume(cond):
+    """Lets the compiler assume `cond` (a truth value) holds; a hint: nothing is checked."""
+    _gen().session.assume(_t(cond).handle)
+
+
+@builtin
+def debug_barrier():
+    """A barrier of all threads of the program (bar.sync on the GPU; nothing on the CPU
+    backend, where one thread runs a program)."""
+    _gen().session.debug_barrier()
+
+
 # ---------------------------------------------------------------------------------------
 # Atomics
 # ---------------------------------------------------------------------------------------
@@ -921,7 +935,6 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
 
 dot_scaled = _unsupported("dot_scaled")
 histogram = _unsupported("histogram")
-debug_barrier = _unsupported("debug_barrier")
 make_block_ptr = _unsupported("make_block_ptr")
 advance = _unsupported("advance")
 join = _unsupported("join")

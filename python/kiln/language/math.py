@@ -1,13 +1,14 @@
 """kiln.language.math: the math functions of kiln.language (as triton.language.math):
-elementwise exp, exp2, log, log2, sqrt, rsqrt, sin, cos, erf, floor, ceil, abs, fdiv, and the
-names Triton's math module has that Kiln does not implement yet (umulhi, fma).
+elementwise exp, exp2, log, log2, sqrt, rsqrt, sin, cos, erf, floor, ceil, abs, fdiv, fma,
+umulhi, div_rn and sqrt_rn.
 ``cdiv``, ``sigmoid`` (kiln.language.standard), ``maximum`` and ``minimum``
 (kiln.language.core) are here too, as before."""
 
-from .core import _gen, _tensor_member_fn, _unsupported, builtin, maximum, minimum
+from .core import _gen, _t, _tensor_member_fn, _wrap, builtin, maximum, minimum
 
-__all__ = ["abs", "ceil", "cdiv", "cos", "erf", "exp", "exp2", "fdiv", "floor", "log", "log2",
-           "maximum", "minimum", "rsqrt", "sigmoid", "sin", "sqrt"]
+__all__ = ["abs", "ceil", "cdiv", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "floor", "fma",
+           "log", "log2", "maximum", "minimum", "rsqrt", "sigmoid", "sin", "sqrt", "sqrt_rn",
+           "umulhi"]
 
 
 def _math(name, doc):
@@ -39,10 +40,32 @@ def fdiv(x, y, ieee_rounding=False):
     return _gen().binary("truediv", x, y)
 
 
-umulhi = _unsupported("umulhi")
-fma = _unsupported("fma")
+@builtin
+def fma(x, y, z):
+    """x * y + z rounded once (fused multiply-add), on floats; the operands are promoted and
+    broadcast as for binary operators."""
+    return _wrap(_gen().session.fma(_t(x).handle, _t(y).handle, _t(z).handle))
 
 
-_tensor_member_fn(exp, exp2, log, log2, sqrt, rsqrt, sin, cos, erf, floor, ceil, abs)
+@builtin
+def umulhi(x, y):
+    """The most significant N bits of the 2N-bit product of x and y (N = 32 or 64: int32,
+    uint32, int64, uint64), the operands read as unsigned."""
+    return _wrap(_gen().session.binary("umulhi", _t(x).handle, _t(y).handle))
+
+
+@builtin
+def div_rn(x, y):
+    """x / y on fp32, rounded to nearest as IEEE 754 requires (not the GPU's fast division)."""
+    return _wrap(_gen().session.binary("div_rn", _t(x).handle, _t(y).handle))
+
+
+@builtin
+def sqrt_rn(x):
+    """Square root of fp32 x, rounded to nearest as IEEE 754 requires."""
+    return _gen().unary("sqrt_rn", x)
+
+
+_tensor_member_fn(exp, exp2, log, log2, sqrt, rsqrt, sin, cos, erf, floor, ceil, abs, fma, umulhi)
 
 from .standard import cdiv, sigmoid  # noqa: E402  (standard's sigmoid uses exp)
