@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The pinned format check CI runs (ctest `clang-format`): every tracked C++ file formatted by
+# The pinned format check CI runs (ctest `clang-format`): every C++ file git tracks or would
+# add (untracked, not ignored) formatted by
 # clang-format 14 (Debian 12's, what the setup installs) with the repository's .clang-format.
 #   scripts/check_format.sh          check (exit 1 and the first diffs when a file differs)
 #   scripts/check_format.sh --fix    reformat in place
@@ -12,7 +13,7 @@ if [ "$have" != "$want" ]; then
   echo "check_format: expected clang-format $want (pinned), found '${have:-none}' ($FORMAT)" >&2
   exit 1
 fi
-mapfile -t files < <(git ls-files '*.cpp' '*.h' | grep -v '^test/golden/')
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' '*.h' | grep -v '^test/golden/')
 if [ "${1:-}" = "--fix" ]; then
   "$FORMAT" -i "${files[@]}"
   exit 0

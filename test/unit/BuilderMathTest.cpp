@@ -102,11 +102,13 @@ TEST_F(BuilderMathTest, DivRnAndSqrtRnAreMarkedIEEE) {
 }
 
 TEST_F(BuilderMathTest, DivRnAndSqrtRnAreFp32Only) {
-  EXPECT_NE(errorOf([&] { b.divRn(load(1), load(1)); })
-                .find("expected fp32 operands for div_rn, found fp16 and fp16"),
+  EXPECT_NE(errorOf([&] {
+              b.divRn(load(1), load(1));
+            }).find("expected fp32 operands for div_rn, found fp16 and fp16"),
             std::string::npos);
-  EXPECT_NE(errorOf([&] { b.divRn(load(0), load(1)); })
-                .find("expected fp32 operands for div_rn, found fp32 and fp16"),
+  EXPECT_NE(errorOf([&] {
+              b.divRn(load(0), load(1));
+            }).find("expected fp32 operands for div_rn, found fp32 and fp16"),
             std::string::npos);
   EXPECT_NE(errorOf([&] { b.sqrtRn(load(2)); }).find("expected an fp32 argument for sqrt_rn"),
             std::string::npos);
