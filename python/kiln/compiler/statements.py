@@ -4,6 +4,7 @@ they carry."""
 
 import ast
 import builtins
+import inspect
 import numbers
 
 from ..language.core import constexpr, dtype, tensor
@@ -320,13 +321,22 @@ class StatementsMixin:
             lb, ub, step = (constexpr(0), args[0], constexpr(1)) if len(args) == 1 else \
                 (args[0], args[1], args[2] if len(args) == 3 else constexpr(1))
         elif fn is tl_range:
-            r = tl_range(*args, **kwargs)
+            r = tl_range(*args, **self._range_kwargs(tl_range, kwargs, it))
             lb, ub, step = r.start, r.end, r.step
             flatten = r.flatten
         else:
             raise self.error(f"expected range(...), tl.range(...) or tl.static_range(...) as "
                              f"the loop iterator, found {_describe(fn)}", it)
         self._runtime_for(node, lb, ub, step, flatten)
+
+    def _range_kwargs(self, tl_range, kwargs, node):
+        """tl.range's keywords; one Triton 3.6 does not have is an error naming those it has."""
+        known = list(inspect.signature(tl_range.__init__).parameters)[1:]
+        for k in kwargs:
+            if k not in known:
+                raise self.error(f"tl.range() got an unexpected keyword argument '{k}'; it "
+                                 f"takes {', '.join(known)} (as Triton 3.6)", node)
+        return kwargs
 
     def _run_loop_body(self, frame, body, names, structs):
         """Runs a run-time loop body one region deeper and returns its loop-carried values,

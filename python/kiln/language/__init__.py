@@ -19,7 +19,7 @@ from .core import (  # noqa: F401
     float8e5, full, histogram, inline_asm_elementwise, int1, int8, int16, int32, int64, join,
     load, make_block_ptr, make_tensor_descriptor, max_constancy, max_contiguous, maximum,
     minimum, multiple_of, num_programs, permute, pi32_t, pointer_type, program_id, range,
-    reduce, reshape, split, static_assert, static_print, static_range, store, str_to_ty,
+    reshape, split, static_assert, static_print, static_range, store, str_to_ty,
     tensor, tensor_descriptor, trans, uint8, uint16, uint32, uint64, view, void, where)
 from . import math  # noqa: F401
 from .math import (  # noqa: F401
@@ -27,8 +27,8 @@ from .math import (  # noqa: F401
     sqrt_rn, umulhi)
 from . import standard  # noqa: F401
 from .standard import (  # noqa: F401
-    argmax, argmin, cdiv, cumprod, cumsum, interleave, max, min, ravel, sigmoid, softmax,
-    sort, sum, xor_sum, zeros, zeros_like)
+    argmax, argmin, cdiv, cumprod, cumsum, interleave, max, min, ravel, reduce, reduce_or,
+    sigmoid, softmax, sort, sum, swizzle2d, xor_sum, zeros, zeros_like)
 
 __all__ = [
     "program_id", "num_programs", "arange", "full", "zeros", "zeros_like", "load", "store",
@@ -36,9 +36,9 @@ __all__ = [
     "sin", "cos", "erf", "floor", "ceil", "abs", "fdiv", "cdiv", "sigmoid", "expand_dims",
     "broadcast_to", "broadcast", "reshape", "view", "trans", "permute", "cast",
     "multiple_of", "max_contiguous", "max_constancy", "static_range", "range", "sum", "max",
-    "min", "argmax", "argmin", "xor_sum", "reduce", "softmax", "associative_scan", "cumsum",
-    "cumprod", "dot", "tensor_descriptor", "fma", "umulhi", "div_rn", "sqrt_rn", "assume",
-    "debug_barrier",
+    "min", "argmax", "argmin", "xor_sum", "reduce_or", "reduce", "softmax", "associative_scan",
+    "cumsum", "cumprod", "dot", "tensor_descriptor", "fma", "umulhi", "div_rn", "sqrt_rn",
+    "assume", "debug_barrier", "swizzle2d", "ravel",
     "static_assert", "static_print", "device_print", "device_assert", "constexpr", "dtype",
     "pointer_type", "block_type", "tensor", "PropagateNan", "int1", "int8", "int16", "int32",
     "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32",

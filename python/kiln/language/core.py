@@ -1,7 +1,7 @@
 """kiln.language.core: the language's objects and builtins, as triton.language.core holds
 them: dtypes, constexpr, the compile-time tensor; program ids, tile creation, loads and stores,
 tensor descriptors, elementwise selection, casts and hints, shapes, iterators and
-compile-time helpers, atomics, debugging, reduce/associative_scan, dot, and the Triton names
+compile-time helpers, atomics, debugging, associative_scan, dot, and the Triton names
 not implemented yet. The math functions are in kiln.language.math, the functions written
 over these (sum, max, softmax, cdiv, zeros, ...) in kiln.language.standard.
 
@@ -24,7 +24,7 @@ __all__ = [
     "static_assert", "static_print", "assume", "atomic_add", "atomic_max", "atomic_min",
     "atomic_and",
     "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas", "device_print", "device_assert",
-    "reduce", "associative_scan", "dot", "dot_scaled", "histogram", "debug_barrier",
+    "associative_scan", "dot", "dot_scaled", "histogram", "debug_barrier",
     "make_block_ptr", "advance", "join", "split", "inline_asm_elementwise",
 ]
 
@@ -734,20 +734,30 @@ class static_range:
 
 
 class range:
-    """for i in tl.range(start, end, step, num_stages=..., flatten=...): a run-time loop like
-    Python's range. flatten=True fuses the loop with the one loop nested in it (a persistent
-    kernel's tile loop and its K loop) so that copies of the next outer iteration's operands
-    overlap this one's end; the other tuning arguments are accepted and not used yet."""
+    """for i in tl.range(start, end, step, ...): a run-time loop like Python's range, with
+    Triton 3.6's keywords (constexprs). flatten=True fuses the loop with the one loop nested in
+    it (a persistent kernel's tile loop and its K loop) so that copies of the next outer
+    iteration's operands overlap this one's end; num_stages, loop_unroll_factor,
+    disallow_acc_multi_buffer, warp_specialize and disable_licm are checked and kept as hints
+    that Kiln's compiler does not read (docs/language.md)."""
 
     def __init__(self, arg1, arg2=None, step=None, num_stages=None, loop_unroll_factor=None,
-                 disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False):
+                 disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False,
+                 disable_licm=False):
         if arg2 is None:
             self.start, self.end = constexpr(0), arg1
         else:
             self.start, self.end = arg1, arg2
         self.step = constexpr(1) if step is None else step
-        self.num_stages = num_stages
+        def opt(v, n):
+            return None if _unwrap(v) is None else _const_int(v, f"tl.range's {n}")
+        self.num_stages = opt(num_stages, "num_stages")
+        self.loop_unroll_factor = opt(loop_unroll_factor, "loop_unroll_factor")
+        self.disallow_acc_multi_buffer = _const_bool(disallow_acc_multi_buffer,
+                                                     "tl.range's disallow_acc_multi_buffer")
         self.flatten = _const_bool(flatten, "tl.range's flatten")
+        self.warp_specialize = _const_bool(warp_specialize, "tl.range's warp_specialize")
+        self.disable_licm = _const_bool(disable_licm, "tl.range's disable_licm")
 
 
 @builtin
@@ -850,32 +860,8 @@ def device_assert(cond, msg="", mask=None):
 
 
 # ---------------------------------------------------------------------------------------
-# Reduction and scan over a combine function (the standard ones are in kiln.language.standard)
+# Scan over a combine function (reduce and the standard scans are in kiln.language.standard)
 # ---------------------------------------------------------------------------------------
-
-@builtin
-def reduce(input, axis, combine_fn, keep_dims=False):
-    """Reduces `input` (a tile or a tuple of same-shape tiles) along `axis` with
-    `combine_fn`, a @kiln.jit function of (accumulators..., values...) returning the
-    combined values."""
-    g = _gen()
-    single = not isinstance(input, tuple)
-    inputs = [_t(x) for x in ((input,) if single else input)]
-    if _unwrap(axis) is None:
-        if len(inputs[0].shape) != 1:
-            raise NotImplementedError("tl.reduce with axis=None on a tile of rank > 1 is not "
-                                      "supported by Kiln yet; reduce one axis at a time")
-        axis = 0
-
-    def combine(acc, new):
-        r = g.call_function(combine_fn, [_wrap(h) for h in list(acc) + list(new)])
-        r = r if isinstance(r, tuple) else (r,)
-        return [g.to_tensor(v).handle for v in r]
-    out = g.session.reduce([x.handle for x in inputs], _const_int(axis, "reduce axis"), combine,
-                           _const_bool(keep_dims, "keep_dims"))
-    vals = tuple(_wrap(h) for h in out)
-    return vals[0] if single else vals
-
 
 def _scan_axis(x, axis, what):
     if _unwrap(axis) is None:
@@ -967,7 +953,7 @@ def _to(input, dtype, fp_downcast_rounding=None, bitcast=False):
 
 
 _to.__name__ = "to"
-_tensor_member_fn(_to, broadcast_to, expand_dims, reshape, view, trans, permute, reduce,
+_tensor_member_fn(_to, broadcast_to, expand_dims, reshape, view, trans, permute,
                   associative_scan, multiple_of, max_contiguous, max_constancy, cast)
 tensor.T = property(lambda self: trans(self))
 

@@ -1,7 +1,8 @@
 """kiln.language.standard: the functions of kiln.language written over its builtins, as
-triton.language.standard holds them: zeros and zeros_like, cdiv, sigmoid, softmax, the
-reductions (sum, max, min, argmax, argmin, xor_sum) and scans (cumsum, cumprod), and the names
-Triton's standard module has that Kiln does not implement yet (sort, interleave, ravel)."""
+triton.language.standard holds them: zeros and zeros_like, cdiv, sigmoid, softmax, swizzle2d,
+ravel, the reductions (reduce, sum, max, min, argmax, argmin, xor_sum, reduce_or) and scans
+(cumsum, cumprod), and the names Triton's standard module has that Kiln does not implement yet
+(sort, interleave)."""
 
 import builtins as _py
 
@@ -10,8 +11,9 @@ from .core import (_const_bool, _const_int, _describe, _dtype, _gen, _scan_axis,
                    reshape, tensor)
 from .math import exp, fdiv
 
-__all__ = ["zeros", "zeros_like", "cdiv", "sigmoid", "sum", "max", "min", "argmax", "argmin",
-           "xor_sum", "softmax", "cumsum", "cumprod", "sort", "interleave", "ravel"]
+__all__ = ["zeros", "zeros_like", "cdiv", "sigmoid", "swizzle2d", "ravel", "reduce", "sum",
+           "max", "min", "argmax", "argmin", "xor_sum", "reduce_or", "softmax", "cumsum",
+           "cumprod", "sort", "interleave"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -52,9 +54,69 @@ def sigmoid(x):
                     g.binary("add", constexpr(1.0), exp(g.unary("neg", x))))
 
 
+@builtin
+def swizzle2d(i, j, size_i, size_j, size_g):
+    """The indices (i, j) of a row-major size_i x size_j grid mapped to the grid walked
+    column-major within each group of size_g rows (the last group may have fewer rows), as
+    Triton's: the k-th element of a group (row-major order) gets row k % rows of the group and
+    column k // rows. For 4 x 4 and size_g = 2, (0, 1) -> (1, 0) and (0, 2) -> (0, 1)."""
+    g = _gen()
+    ij = g.binary("add", g.binary("mul", i, size_j), j)
+    group_len = g.binary("mul", size_g, size_j)
+    first = g.binary("mul", g.binary("floordiv", ij, group_len), size_g)
+    rows = g.binary("minimum", g.binary("sub", size_i, first), size_g)
+    k = g.binary("mod", ij, group_len)
+    return g.binary("add", first, g.binary("mod", k, rows)), g.binary("floordiv", k, rows)
+
+
+# ---------------------------------------------------------------------------------------
+# Shapes
+# ---------------------------------------------------------------------------------------
+
+@builtin
+def ravel(x, can_reorder=False):
+    """x as a 1-D tile of x.numel elements in row-major order (reshape(x, [x.numel]));
+    with can_reorder the order of the elements may change, as in Triton."""
+    x = _t(x)
+    return reshape(x, [x.numel.value], can_reorder=can_reorder)
+
+
 # ---------------------------------------------------------------------------------------
 # Reductions
 # ---------------------------------------------------------------------------------------
+
+@builtin
+def reduce(input, axis, combine_fn, keep_dims=False):
+    """Reduces `input` (a tile or a tuple of same-shape tiles) along `axis` (every axis when
+    None) with `combine_fn`, a @kiln.jit function of (accumulators..., values...) returning
+    the combined values."""
+    g = _gen()
+
+    def combine(acc, new):
+        r = g.call_function(combine_fn, [_wrap(h) for h in list(acc) + list(new)])
+        r = r if isinstance(r, tuple) else (r,)
+        return [g.to_tensor(v).handle for v in r]
+    return _reduce_with(input, axis, combine, keep_dims, "reduce")
+
+
+def _reduce_with(input, axis, combine, keep_dims, what):
+    """reduce over a Python `combine(acc_handles, new_handles) -> handles`. axis=None: as
+    Triton, the tiles flattened (any order: the combination is associative and commutative)
+    and reduced along 0; keep_dims then gives shape [1] * rank."""
+    g = _gen()
+    single = not isinstance(input, tuple)
+    inputs = [_t(x) for x in ((input,) if single else input)]
+    keep, rank = _const_bool(keep_dims, "keep_dims"), len(inputs[0].shape)
+    flat = _unwrap(axis) is None and rank != 1
+    if flat:
+        inputs = [reshape(x, [x.numel.value], can_reorder=True) for x in inputs]
+    out = g.session.reduce([x.handle for x in inputs],
+                           0 if _unwrap(axis) is None else _const_int(axis, f"{what} axis"),
+                           combine, keep and not flat)
+    vals = tuple(reshape(_wrap(h), [1] * rank) if flat and keep else _wrap(h) for h in out)
+    return vals[0] if single else vals
+
+
 
 def _reduction(op, input, axis, keep_dims):
     """`op` along `axis`; axis=None reduces every axis (Triton flattens first)."""
@@ -126,6 +188,19 @@ def xor_sum(input, axis=None, keep_dims=False):
 
 
 @builtin
+def reduce_or(input, axis, keep_dims=False):
+    """Bitwise or along `axis` (every axis when None) of an integer (or int1) tile."""
+    x = _t(input)
+    if not x.dtype.is_int():
+        raise TypeError(f"expected an integer tile for tl.reduce_or, found {_describe(x)}")
+    g = _gen()
+
+    def combine(acc, new):
+        return [g.binary("or", _wrap(a), _wrap(b)).handle for a, b in zip(acc, new)]
+    return _reduce_with(x, axis, combine, keep_dims, "reduce_or")
+
+
+@builtin
 def softmax(x, dim=None, keep_dims=False, ieee_rounding=False):
     """exp(x - max) / sum(exp(x - max)) along `dim` (0 when None), as Triton's."""
     d = 0 if _unwrap(dim) is None else dim
@@ -165,8 +240,7 @@ def cumprod(input, axis=0, reverse=False):
 
 sort = _unsupported("sort")
 interleave = _unsupported("interleave")
-ravel = _unsupported("ravel")
 
 
-_tensor_member_fn(cdiv, sigmoid, sum, max, min, argmax, argmin, xor_sum, softmax, cumsum,
-                  cumprod, sort)
+_tensor_member_fn(cdiv, sigmoid, ravel, reduce, sum, max, min, argmax, argmin, xor_sum,
+                  reduce_or, softmax, cumsum, cumprod, sort)
