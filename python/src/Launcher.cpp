@@ -107,6 +107,7 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
   for (size_t i = 0; i < n; ++i)
     bound[i] = i < nargs ? args[i] : nullptr;
   long numWarps = 4, numStages = 3, maxnreg = -1; // maxnreg -1: None, no register cap
+  bool fpFusion = true;                           // Triton's enable_fp_fusion
   PyObject *streamObj = nullptr;
   Backend launchBackend = Backend::Unresolved;
   int launchDebug = -1;
@@ -136,7 +137,12 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
       launchBackend = parseBackend(v, name);
     else if (PyUnicode_Compare(k, names().debug.ptr()) == 0)
       launchDebug = v == Py_None ? -1 : PyObject_IsTrue(v);
-    else
+    else if (PyUnicode_Compare(k, names().enableFpFusion.ptr()) == 0) {
+      if (!PyBool_Check(v))
+        typeError("kernel '" + name + "': enable_fp_fusion must be a bool, found " +
+                  Py_TYPE(v)->tp_name);
+      fpFusion = v == Py_True;
+    } else
       typeError("kernel '" + name + "' got an unexpected keyword argument '" +
                 std::string(pyb::str(k)) + "'");
     if (PyErr_Occurred())
@@ -187,6 +193,7 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
   key.append(reinterpret_cast<const char *>(&numWarps), sizeof(numWarps));
   key.append(reinterpret_cast<const char *>(&numStages), sizeof(numStages));
   key.append(reinterpret_cast<const char *>(&maxnreg), sizeof(maxnreg));
+  key += fpFusion ? 'F' : '-';
   key += host ? 'h' : 'g';
   key += debug ? 'd' : '-';
   key.append(reinterpret_cast<const char *>(&device), sizeof(device));
@@ -196,7 +203,8 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
   if (it != cache.end()) {
     variant = it->second.get();
   } else {
-    variant = compileVariant(key, bound, numWarps, numStages, maxnreg, host, debug, device);
+    variant =
+        compileVariant(key, bound, numWarps, numStages, maxnreg, fpFusion, host, debug, device);
   }
 
   // Captured globals must still hold the values the kernel was compiled with.
@@ -350,8 +358,8 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
 }
 
 Launcher::Variant *Launcher::compileVariant(const std::string &keyRef, PyObject **bound,
-                                            long numWarps, long numStages, long maxnreg, bool host,
-                                            bool debug, int device) {
+                                            long numWarps, long numStages, long maxnreg,
+                                            bool fpFusion, bool host, bool debug, int device) {
   // Our own copy: the compile callback releases the GIL, and another launch of this kernel
   // may then reuse keyBuffer.
   const std::string key = keyRef;
@@ -372,7 +380,7 @@ Launcher::Variant *Launcher::compileVariant(const std::string &keyRef, PyObject 
   }
   pyb::tuple result =
       compileFn(specs, values, numWarps, numStages, host, debug,
-                maxnreg >= 0 ? pyb::object(pyb::int_(maxnreg)) : pyb::none(), device);
+                maxnreg >= 0 ? pyb::object(pyb::int_(maxnreg)) : pyb::none(), device, fpFusion);
   auto v = std::make_shared<Variant>();
   v->kernel = result[0].cast<KernelHandle &>().kernel;
   for (pyb::handle h : pyb::list(result[1]))

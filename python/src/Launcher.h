@@ -75,7 +75,7 @@ public:
 
   /// Declares the parameters and the Python function that compiles a missing variant:
   /// compile(specs: list[str], values: list, num_warps, num_stages, host, debug, maxnreg,
-  ///         device) ->
+  ///         device, fp_fusion) ->
   ///   (KernelHandle, arg_params: list[int], globals: list[tuple], compiled).
   /// `device` ("cpu", "gpu" or None) and `debug` (bool or None) are @kiln.jit's; None defers
   /// to $KILN_BACKEND / $KILN_DEBUG, read at the first launch.
@@ -94,7 +94,7 @@ public:
 
 private:
   Variant *compileVariant(const std::string &key, PyObject **bound, long numWarps, long numStages,
-                          long maxnreg, bool host, bool debug, int device);
+                          long maxnreg, bool fpFusion, bool host, bool debug, int device);
 
   std::string name;
   std::vector<Param> params;

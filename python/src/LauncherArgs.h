@@ -38,9 +38,9 @@ struct Names {
               isCuda = pyb::str("is_cuda"), cai = pyb::str("__cuda_array_interface__"),
               dlpack = pyb::str("__dlpack__"), numWarps = pyb::str("num_warps"),
               numStages = pyb::str("num_stages"), maxnreg = pyb::str("maxnreg"),
-              stream = pyb::str("stream"), getDevice = pyb::str("get_device"),
-              device = pyb::str("device"), debug = pyb::str("debug"),
-              ai = pyb::str("__array_interface__");
+              enableFpFusion = pyb::str("enable_fp_fusion"), stream = pyb::str("stream"),
+              getDevice = pyb::str("get_device"), device = pyb::str("device"),
+              debug = pyb::str("debug"), ai = pyb::str("__array_interface__");
 };
 
 /// What launch-time code knows about Python types and torch.

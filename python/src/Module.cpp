@@ -166,12 +166,13 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "compile_module",
       [](const kiln::KernelSource &source, const std::string &arch, unsigned numWarps,
-         unsigned numStages, unsigned maxnreg, bool cubin) {
+         unsigned numStages, unsigned maxnreg, bool fpFusion, bool cubin) {
         kiln::CompileOptions options;
         options.arch = arch;
         options.numWarps = numWarps ? numWarps : 4;
         options.numStages = numStages;
         options.maxnreg = maxnreg;
+        options.fpFusion = fpFusion;
         options.emitCubin = cubin;
         kiln::CompiledKernel r;
         {
@@ -192,7 +193,8 @@ PYBIND11_MODULE(_C, m) {
         return out;
       },
       pyb::arg("source"), pyb::arg("arch") = "sm_90", pyb::arg("num_warps") = 4,
-      pyb::arg("num_stages") = 3, pyb::arg("maxnreg") = 0, pyb::arg("cubin") = false);
+      pyb::arg("num_stages") = 3, pyb::arg("maxnreg") = 0, pyb::arg("fp_fusion") = true,
+      pyb::arg("cubin") = false);
   m.def("build_id", &kiln::buildId);
   m.def("version", [] { return std::string(kiln_version()); });
 
@@ -239,7 +241,7 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "jit_load",
       [](const kiln::KernelSource &source, unsigned numWarps, unsigned numStages, unsigned maxnreg,
-         bool debug, bool host, int device) {
+         bool fpFusion, bool debug, bool host, int device) {
         // Compiles (or finds in the memory/disk cache) and loads on `device` (-1: the current
         // one); without a GPU (KILN_ARCH set) it compiles only, and launching it throws.
         // `host`: the host backend's JIT, whose kernels run on the CPU.
@@ -247,6 +249,7 @@ PYBIND11_MODULE(_C, m) {
         options.numWarps = numWarps;
         options.numStages = numStages;
         options.maxnreg = maxnreg;
+        options.fpFusion = fpFusion;
         options.debug = debug;
         pyb::gil_scoped_release release;
         if (host)
@@ -257,8 +260,8 @@ PYBIND11_MODULE(_C, m) {
         return KernelHandle{&jit.get(source, options, device)};
       },
       pyb::arg("source"), pyb::arg("num_warps") = 4, pyb::arg("num_stages") = 3,
-      pyb::arg("maxnreg") = 0, pyb::arg("debug") = false, pyb::arg("host") = false,
-      pyb::arg("device") = -1);
+      pyb::arg("maxnreg") = 0, pyb::arg("fp_fusion") = true, pyb::arg("debug") = false,
+      pyb::arg("host") = false, pyb::arg("device") = -1);
   m.def(
       "jit_stats",
       [](bool host) {

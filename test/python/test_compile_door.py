@@ -69,3 +69,38 @@ def test_a_kernel_that_does_not_compile_points_at_the_users_line():
         bad[(1,)](np.zeros(128, np.float32))
     assert e.value.kernel == "bad" and e.value.line == line, str(e.value)
     assert e.value.file.endswith("test_compile_door.py") and "power of two" in e.value.message
+
+
+@kiln.jit
+def _axpy(x_ptr, y_ptr, a, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, a * tl.load(x_ptr + offs) + tl.load(y_ptr + offs))
+
+
+def test_enable_fp_fusion_is_a_compile_option():
+    sig = {"x_ptr": "*fp32:16", "y_ptr": "*fp32:16", "a": "fp32"}
+    fused = kiln.compile(_axpy, signature=sig, constexprs={"BLOCK": 128}, target="sm_90")
+    apart = kiln.compile(_axpy, signature=sig, constexprs={"BLOCK": 128}, target="sm_90",
+                         enable_fp_fusion=False)
+    assert "fma.rn.f32" in fused.asm["ptx"] and "mul.rn.f32" not in fused.asm["ptx"]
+    assert "mul.rn.f32" in apart.asm["ptx"] and "fma.rn.f32" not in apart.asm["ptx"]
+    assert apart.asm["kiln"] == fused.asm["kiln"]
+    assert fused.metadata.enable_fp_fusion and not apart.metadata.enable_fp_fusion
+
+
+def test_enable_fp_fusion_launch_option():
+    x = np.arange(128, dtype=np.float32)
+    y = np.ones(128, dtype=np.float32)
+
+    @kiln.jit(device="cpu")
+    def axpy(x_ptr, y_ptr, a, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(y_ptr + offs, a * tl.load(x_ptr + offs) + tl.load(y_ptr + offs))
+
+    k1 = axpy[(1,)](x, y, 2.0, BLOCK=128)
+    k2 = axpy[(1,)](x, y, 2.0, BLOCK=128, enable_fp_fusion=False)
+    np.testing.assert_array_equal(y, 1 + 2 * (2 * x))
+    assert axpy.num_variants == 2  # an option of the variant, like num_warps
+    assert k1.metadata.enable_fp_fusion and not k2.metadata.enable_fp_fusion
+    with pytest.raises(TypeError, match="enable_fp_fusion must be a bool"):
+        axpy[(1,)](x, y, 2.0, BLOCK=128, enable_fp_fusion=1)

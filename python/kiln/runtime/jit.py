@@ -229,17 +229,18 @@ class CompiledKernel:
     the parameter ``signature`` and ``constants``."""
 
     def __init__(self, name, source, arch, num_warps, num_stages, signature, constants,
-                 handle=None, asm=None, debug=False, maxnreg=None):
+                 handle=None, asm=None, debug=False, maxnreg=None, enable_fp_fusion=True):
         self.name = name
         if asm is None:
             asm = _HostAsm(source) if arch == _HOST_ARCH else _Asm(
                 source, arch, dict(num_warps=num_warps, num_stages=num_stages,
-                                   maxnreg=maxnreg or 0), name)
+                                   maxnreg=maxnreg or 0, fp_fusion=enable_fp_fusion), name)
         self.asm = asm
         self.metadata = type("Metadata", (), dict(name=name, num_warps=num_warps,
                                                   num_stages=num_stages, arch=arch,
                                                   target=arch, shared=0, tma_box_rows=[],
-                                                  debug=debug, maxnreg=maxnreg))()
+                                                  debug=debug, maxnreg=maxnreg,
+                                                  enable_fp_fusion=enable_fp_fusion))()
         self.signature = signature
         self.constants = constants
         self.handle = handle
@@ -332,9 +333,11 @@ def _arch_of(device):
 
 class JITFunction(_C.Launcher):
     """A @kiln.jit kernel. Launch it with ``kernel[grid](*args, **meta, num_warps=4,
-    num_stages=3, maxnreg=None, stream=None, device=None, debug=None)``; grid is a tuple or a
-    callable of the meta-parameters; maxnreg (16..255) caps the registers per thread on the
-    GPU (the host backend ignores it)."""
+    num_stages=3, maxnreg=None, enable_fp_fusion=True, stream=None, device=None,
+    debug=None)``; grid is a tuple or a callable of the meta-parameters; maxnreg (16..255)
+    caps the registers per thread on the GPU (the host backend ignores it);
+    enable_fp_fusion=False keeps floating-point mul and add apart on the GPU, as Triton's
+    option."""
 
     def __init__(self, fn, do_not_specialize=None, do_not_specialize_on_alignment=None,
                  debug=None, noinline=None, repr=None, launch_metadata=None, device=None):
@@ -430,15 +433,15 @@ class JITFunction(_C.Launcher):
     # --- compile on a miss ------------------------------------------------------------
 
     def _compile_variant(self, specs, values, num_warps, num_stages, host=False, debug=False,
-                         maxnreg=None, device=0):
+                         maxnreg=None, device=0, fp_fusion=True):
         t0 = time.perf_counter()
         maxnreg = _check_maxnreg(self.info.name, maxnreg)
         names = self.info.arg_names
         parts = [(n, s if s != "constexpr" else _constexpr_key(v))
                  for n, s, v in zip(names, specs, values)]
         parts += [("num_warps", str(num_warps)), ("num_stages", str(num_stages)),
-                  ("maxnreg", str(maxnreg)), ("device", _HOST_ARCH if host else "gpu"),
-                  ("debug", str(bool(debug)))]
+                  ("maxnreg", str(maxnreg)), ("enable_fp_fusion", str(bool(fp_fusion))),
+                  ("device", _HOST_ARCH if host else "gpu"), ("debug", str(bool(debug)))]
         arch = _HOST_ARCH if host else _device_arch(device)
         key = hashlib.sha256(repr((frontend_version(), self.cache_key, self._locations(), arch,
                                    parts)).encode()).hexdigest()
@@ -459,7 +462,8 @@ class JITFunction(_C.Launcher):
             # The module and the options travel apart (the host backend has no register
             # cap and no rings: maxnreg and num_stages are GPU-only).
             handle = _C.jit_load(source, num_warps=num_warps, num_stages=num_stages,
-                                 maxnreg=0 if host else (maxnreg or 0), debug=debug, host=host,
+                                 maxnreg=0 if host else (maxnreg or 0), fp_fusion=fp_fusion,
+                                 debug=debug, host=host,
                                  device=device)
         except _C.BuildError as e:
             raise _build_error(self.info.name, e) from None
@@ -471,7 +475,7 @@ class JITFunction(_C.Launcher):
         # autotuning multiplies). `asm` recompiles from the text when asked.
         compiled = CompiledKernel(self.info.name, _C.KernelSource(source.text), arch, num_warps,
                                   num_stages, signature, constants, handle, debug=debug,
-                                  maxnreg=maxnreg)
+                                  maxnreg=maxnreg, enable_fp_fusion=fp_fusion)
         self._log(parts, origin, time.perf_counter() - t0)
         return handle, list(arg_params), list(checks.values()), compiled
 
@@ -486,7 +490,7 @@ class JITFunction(_C.Launcher):
             what = []
             for k, a, b in changes:
                 kind = "launch option" if k in ("num_warps", "num_stages", "maxnreg", "device",
-                                                "debug") else \
+                                                "debug", "enable_fp_fusion") else \
                     "constexpr" if self.info.arg_names.count(k) and \
                     k in self.info.constexpr_params else "specialization"
                 what.append(f"{k} {a} -> {b} ({kind})")
@@ -579,13 +583,14 @@ def _spec_from_signature(where, s):
 
 
 def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages=3,
-            maxnreg=None):
+            maxnreg=None, enable_fp_fusion=True):
     """Compiles `fn` ahead of time for `target` ("sm_90"; the GPU's when None) and returns a
     CompiledKernel whose ``asm`` holds "kiln", "llvm", "ptx" and, where nvJitLink is
     available, "cubin". `signature` maps parameters to types ("*fp32", "i32", "fp16";
     ":16" declares 16-divisibility like Triton's specialization); `constexprs` maps
     tl.constexpr parameters to values; `maxnreg` (16..255) caps the registers per thread
-    on the GPU."""
+    on the GPU; `enable_fp_fusion=False` keeps floating-point mul and add apart (Triton's
+    option; on by default, as there)."""
     if not isinstance(fn, JITFunction):
         raise TypeError("kiln.compile expects a @kiln.jit function")
     maxnreg = _check_maxnreg(fn.info.name, maxnreg)
@@ -622,7 +627,8 @@ def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages
     source, _ = gen.generate(specs, values)
     try:
         r = _C.compile_module(source, target, num_warps=num_warps, num_stages=num_stages,
-                              maxnreg=maxnreg or 0, cubin=True)
+                              maxnreg=maxnreg or 0, fp_fusion=bool(enable_fp_fusion),
+                              cubin=True)
     except _C.BuildError as e:
         raise _build_error(fn.info.name, e) from None
     asm = {"kiln": source.text, "llvm": r["llvm"], "ptx": r["ptx"]}
@@ -630,7 +636,7 @@ def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages
         asm["cubin"] = r["cubin"]
     constants, sig = _split_specs(fn.info.arg_names, specs, values)
     kernel = CompiledKernel(r["name"], source, target, num_warps, num_stages, sig, constants,
-                            asm=asm, maxnreg=maxnreg)
+                            asm=asm, maxnreg=maxnreg, enable_fp_fusion=bool(enable_fp_fusion))
     kernel.metadata.shared = r["shared"]
     kernel.metadata.tma_box_rows = list(r["tma_box_rows"])
     return kernel
