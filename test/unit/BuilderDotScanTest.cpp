@@ -7,53 +7,30 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Compiler.h"
-#include "kiln/Frontend/Builder.h"
-
-#include "llvm/Support/raw_ostream.h"
-
-#include <gtest/gtest.h>
+#include "BuilderFixture.h"
 
 using kiln::CompileError;
 using kiln::DType;
 using kiln::Tile;
+using kiln::test::print;
 
 namespace {
 
-std::string print(mlir::Operation *op) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  op->print(os);
-  return s;
-}
-
-class BuilderDotScanTest : public ::testing::Test {
+class BuilderDotScanTest : public kiln::test::BuilderFixture {
 protected:
-  mlir::MLIRContext ctx;
-  kiln::Builder b{ctx};
-
   void SetUp() override {
-    kiln::initializeContext(ctx);
-    b.setLocation("mm.py", 7, 9);
-    b.beginKernel("mm", {{"f32", DType::pointerTo(DType::fp32()), 16},
-                         {"f16", DType::pointerTo(DType::fp16()), 16},
-                         {"bf16", DType::pointerTo(DType::bf16()), 16},
-                         {"i8", DType::pointerTo(DType::int8()), 16},
-                         {"i32", DType::pointerTo(DType::int32()), 16}});
+    begin("mm.py", 7, 9, "mm",
+          {{"f32", DType::pointerTo(DType::fp32()), 16},
+           {"f16", DType::pointerTo(DType::fp16()), 16},
+           {"bf16", DType::pointerTo(DType::bf16()), 16},
+           {"i8", DType::pointerTo(DType::int8()), 16},
+           {"i32", DType::pointerTo(DType::int32()), 16}});
   }
   /// A rows x cols tile loaded from kernel argument `arg`.
   Tile tile(unsigned arg, int64_t rows, int64_t cols) {
     Tile r = b.expandDims(b.arange(0, rows), 1), c = b.expandDims(b.arange(0, cols), 0);
     Tile off = b.add(b.mul(r, b.intConst(cols)), c);
     return b.load(b.add(b.arg(arg), off));
-  }
-  std::string errorOf(const std::function<void()> &fn) {
-    try {
-      fn();
-    } catch (const CompileError &e) {
-      return e.what();
-    }
-    return "no error";
   }
   static std::string at(const std::string &message) {
     return "mm.py:7:9: error: in kernel 'mm': " + message;

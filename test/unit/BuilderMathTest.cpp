@@ -6,49 +6,26 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Compiler.h"
-#include "kiln/Frontend/Builder.h"
-
-#include "llvm/Support/raw_ostream.h"
-
-#include <gtest/gtest.h>
+#include "BuilderFixture.h"
 
 using kiln::CompileError;
 using kiln::DType;
 using kiln::Tile;
+using kiln::test::print;
 
 namespace {
 
-std::string print(mlir::Operation *op) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  op->print(os);
-  return s;
-}
-
-class BuilderMathTest : public ::testing::Test {
+class BuilderMathTest : public kiln::test::BuilderFixture {
 protected:
-  mlir::MLIRContext ctx;
-  kiln::Builder b{ctx};
-
   void SetUp() override {
-    kiln::initializeContext(ctx);
-    b.setLocation("math.py", 7, 3);
-    b.beginKernel("math", {{"f", DType::pointerTo(DType::fp32()), 16},
-                           {"h", DType::pointerTo(DType::fp16()), 16},
-                           {"i", DType::pointerTo(DType::int32()), 16},
-                           {"u", DType::pointerTo(DType::uint64()), 16},
-                           {"s", DType::pointerTo(DType::int16()), 16}});
+    begin("math.py", 7, 3, "math",
+          {{"f", DType::pointerTo(DType::fp32()), 16},
+           {"h", DType::pointerTo(DType::fp16()), 16},
+           {"i", DType::pointerTo(DType::int32()), 16},
+           {"u", DType::pointerTo(DType::uint64()), 16},
+           {"s", DType::pointerTo(DType::int16()), 16}});
   }
   Tile load(int arg) { return b.load(b.add(b.arg(arg), b.arange(0, 64))); }
-  std::string errorOf(const std::function<void()> &fn) {
-    try {
-      fn();
-    } catch (const CompileError &e) {
-      return e.what();
-    }
-    return "no error";
-  }
 };
 
 TEST_F(BuilderMathTest, FmaPromotesAndBuildsMathFma) {

@@ -6,50 +6,26 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Compiler.h"
-#include "kiln/Frontend/Builder.h"
-
-#include "llvm/Support/raw_ostream.h"
-
-#include <gtest/gtest.h>
+#include "BuilderFixture.h"
 
 using kiln::CompileError;
 using kiln::DType;
 using kiln::Tile;
+using kiln::test::print;
 
 namespace {
 
-std::string print(mlir::Operation *op) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  op->print(os);
-  return s;
-}
-
-class BuilderReduceTest : public ::testing::Test {
+class BuilderReduceTest : public kiln::test::BuilderFixture {
 protected:
-  mlir::MLIRContext ctx;
-  kiln::Builder b{ctx};
-
   void SetUp() override {
-    kiln::initializeContext(ctx);
-    b.setLocation("red.py", 3, 5);
-    b.beginKernel("red", {{"x", DType::pointerTo(DType::fp32()), 16},
-                          {"y", DType::pointerTo(DType::int8()), 16}});
+    begin("red.py", 3, 5, "red",
+          {{"x", DType::pointerTo(DType::fp32()), 16}, {"y", DType::pointerTo(DType::int8()), 16}});
   }
   /// A 2-D fp32 tile of 16 x 64 loaded from x.
   Tile tile2d() {
     Tile r = b.expandDims(b.arange(0, 16), 1), c = b.expandDims(b.arange(0, 64), 0);
     Tile off = b.add(b.mul(r, b.intConst(64)), c);
     return b.load(b.add(b.arg(0), off));
-  }
-  std::string errorOf(const std::function<void()> &fn) {
-    try {
-      fn();
-    } catch (const CompileError &e) {
-      return e.what();
-    }
-    return "no error";
   }
 };
 
