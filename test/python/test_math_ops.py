@@ -328,7 +328,10 @@ def test_static_assert_needs_constexpr():
                  r"static_assert needs a compile-time condition")
 
 
-def test_static_print(capsys):
+def test_static_print(capsys, monkeypatch, tmp_path):
+    # static_print prints while the kernel is built, as Triton's does while it compiles: a
+    # fresh cache, so that an earlier run's cached IR does not skip the build.
+    monkeypatch.setenv("KILN_CACHE_DIR", str(tmp_path))
     out = np.zeros(32, np.float32)
     static_print_kernel[(1,)](out, BLOCK=32, **CPU)
     assert "BLOCK is 32" in capsys.readouterr().out
