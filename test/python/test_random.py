@@ -336,7 +336,7 @@ CASES_1D = [  # (offset dtype, seed: Python int or a tile dtype, rounds)
     (np.int32, 42, 10), (np.int32, 42, 7), (np.int64, 42, 10), (np.int64, 42, 7),
     (np.int32, -3, 10), (np.int64, 0x1234567890AB, 10), (np.int32, 1, 10),
     (np.int32, np.int32, 10), (np.int64, np.int64, 7), (np.int32, np.uint64, 10),
-    (np.uint32, 7, 10),
+    (np.uint32, 7, 10), (np.uint64, 2 ** 63 + 5, 10), (np.uint64, np.uint32, 7),
 ]
 
 
@@ -616,6 +616,20 @@ def test_bad_counters_are_errors():
                  r"tl.uint_to_uniform_float: expected an integer x")
 
 
+def test_ptx_of_the_draws():
+    # The GPU path compiles here too (KILN_ARCH): 32-bit Philox is mul.hi.u32 and mul.lo.u32
+    # (10 rounds x 2 multipliers, unrolled), 64-bit offsets need no 64-bit multiply.
+    sig = {"seed": "i32", "seed_ptr": "*i32", "off_ptr": "*i64", "ints_ptr": "*u32",
+           "floats_ptr": "*fp32"}
+    ptx = kiln.compile(draw_1d, signature=sig, constexprs=dict(N=128, TILE_SEED=False,
+                                                               ROUNDS=10)).asm["ptx"]
+    assert "mul.hi.u32" in ptx and "mul.hi.u64" not in ptx
+    ptx = kiln.compile(philox_impl_kernel, signature={"c_ptr": "*u64", "k_ptr": "*u64",
+                                                      "out_ptr": "*u64"},
+                       constexprs=dict(ROUNDS=7)).asm["ptx"]
+    assert len(re.findall(r"mul\.hi\.u64", ptx)) == 14
+
+
 def test_names_are_exported():
     for name in ["philox", "philox_impl", "randint", "randint4x", "rand", "randn", "rand4x",
                  "randn4x", "uint_to_uniform_float", "pair_uniform_to_normal"]:
@@ -653,6 +667,28 @@ def test_draws_1d_gpu(odt, seed, rounds):
 @pytest.mark.parametrize("rounds", [7, 10])
 def test_draws_2d_gpu(odt, tile_seed, rounds):
     draw_2d_case(odt, tile_seed, rounds, on_gpu=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rounds", [7, 10])
+def test_scalar_seed_and_offset_gpu(rounds):
+    dev = [kiln.from_numpy(np.zeros((5, 8), np.uint32)),
+           kiln.from_numpy(np.zeros((10, 8), np.float32))]
+    base = (3 << 32) + 17
+    draw_scalar[(8,)](2024, base, *dev, ROUNDS=rounds)
+    kiln.synchronize()
+    check_draws(dev[0].numpy(), dev[1].numpy(), 2024,
+                np.arange(base, base + 8, dtype=np.int64), rounds)
+
+
+@pytest.mark.gpu
+def test_literal_seeds_gpu():
+    dev = kiln.from_numpy(np.zeros(2 * 64, np.uint32))
+    draw_literal_seed[(1,)](dev, N=64)
+    kiln.synchronize()
+    out, o = dev.numpy(), np.arange(64, dtype=np.int32)
+    np.testing.assert_array_equal(out[:64], randint4x_ref(np.int32(1234), o)[0])
+    np.testing.assert_array_equal(out[64:], randint4x_ref(np.int32(-7), o)[0])
 
 
 @pytest.mark.gpu
