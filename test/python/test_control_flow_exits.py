@@ -339,6 +339,136 @@ def test_helper_with_return_called_in_loop(device):
     np.testing.assert_allclose(res[1], want, rtol=1e-6)
 
 
+@kiln.jit
+def guarded_tail(c, d, a, b):
+    # The inner if may return; what follows it runs under a "not returned" guard.
+    if c > 0:
+        if d > 0:
+            return a
+    return b
+
+
+@kiln.jit
+def split_paths(c, d, x):
+    # One branch returns a value from an inner if and defines y after it; the other defines
+    # y too: the inner if is built as `if d: return` then `if not d: y = ...`.
+    if c > 0:
+        if d > 0:
+            return x * 100
+        y = x + 1
+    else:
+        y = x + 2
+    return y * 2
+
+
+@kiln.jit
+def first_index_above(x_ptr, t, N: tl.constexpr):
+    # A return inside an unrolled static_range under a run-time condition.
+    for k in tl.static_range(N):
+        if tl.load(x_ptr + k) > t:
+            return k
+    return -1
+
+
+@kiln.jit
+def helper_paths_kernel(x_ptr, c_ptr, d_ptr, out_ptr):
+    pid = tl.program_id(0)
+    x = tl.load(x_ptr + pid)
+    c = tl.load(c_ptr + pid)
+    d = tl.load(d_ptr + pid)
+    tl.store(out_ptr + 0 * 64 + pid, guarded_tail(c, d, x, -x))
+    tl.store(out_ptr + 1 * 64 + pid, split_paths(c, d, x))
+    tl.store(out_ptr + 2 * 64 + pid, first_index_above(x_ptr, x, 8).to(tl.float32))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_returns_through_guards_splits_and_static_range(device):
+    x = np.array([3.0, -1.0, 2.0, 7.0, 0.5, 1.0, 6.0, 4.0], np.float32)
+    c = np.array([1, 1, 0, -1, 2, 2, 0, 1], np.int32)
+    d = np.array([1, 0, 1, 0, -1, 5, 0, -3], np.int32)
+    out = np.zeros(3 * 64, np.float32)
+    res = run(helper_paths_kernel, (8,), [x, c, d, out], device)[3].reshape(3, 64)[:, :8]
+    np.testing.assert_array_equal(res[0], np.where((c > 0) & (d > 0), x, -x))
+    np.testing.assert_array_equal(res[1], np.where(c > 0, np.where(d > 0, x * 100, (x + 1) * 2),
+                                                   (x + 2) * 2))
+    first = [next((k for k in range(8) if x[k] > t), -1) for t in x]
+    np.testing.assert_array_equal(res[2], first)
+
+
+@kiln.jit
+def pointer_on_one_path_kernel(x_ptr, a_ptr, b_ptr):
+    # `p` (a pointer) exists after the inner if only where it did not return.
+    pid = tl.program_id(0)
+    a = tl.load(a_ptr + pid)
+    b = tl.load(b_ptr + pid)
+    if a > 0:
+        if b > 0:
+            return
+        p = x_ptr + 2 * pid
+    else:
+        p = x_ptr + 2 * pid + 1
+    tl.store(p, 1.0)
+
+
+@kiln.jit
+def static_range_return_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    pid = tl.program_id(0)
+    for k in tl.static_range(N):
+        v = tl.load(x_ptr + pid * N + k)
+        if v < 0:
+            return
+        tl.store(out_ptr + pid * N + k, v * 2)
+    tl.store(out_ptr + pid * N, 100.0)
+
+
+@kiln.jit
+def while_return_kernel(x_ptr, out_ptr, n):
+    pid = tl.program_id(0)
+    i = 0
+    acc = 0.0
+    while i < n:
+        v = tl.load(x_ptr + pid * n + i)
+        if v < 0:
+            return
+        acc += v
+        i += 1
+    tl.store(out_ptr + pid, acc)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_exits_through_pointers_static_range_and_while(device):
+    a = np.array([1, 1, -1, 0], np.int32)
+    b = np.array([1, -1, 1, 5], np.int32)
+    x = np.zeros(8, np.float32)
+    res = run(pointer_on_one_path_kernel, (4,), [x, a, b], device)
+    want = np.zeros(8, np.float32)
+    for p in range(4):
+        if a[p] > 0:
+            if b[p] > 0:
+                continue
+            want[2 * p] = 1
+        else:
+            want[2 * p + 1] = 1
+    np.testing.assert_array_equal(res[0], want)
+
+    x = np.array([[1, 2, 3, 4], [1, -2, 3, 4], [-1, 2, 3, 4], [1, 2, 3, -4]], np.float32)
+    out = np.zeros(16, np.float32)
+    res = run(static_range_return_kernel, (4,), [x, out], device, N=4)
+    want = np.zeros((4, 4), np.float32)
+    for p, row in enumerate(x):
+        for k, v in enumerate(row):
+            if v < 0:
+                break
+            want[p, k] = 2 * v
+        else:
+            want[p, 0] = 100
+    np.testing.assert_array_equal(res[1].reshape(4, 4), want)
+
+    out = np.full(4, -7.0, np.float32)
+    res = run(while_return_kernel, (4,), [x, out, 4], device)
+    np.testing.assert_array_equal(res[1], [r.sum() if (r >= 0).all() else -7 for r in x])
+
+
 # --- break and continue ----------------------------------------------------------------------
 
 @kiln.jit

@@ -160,8 +160,7 @@ class ExitsMixin:
             self.visit(s)
             if rest and _live_flags(frame.scope):
                 line = frame.info.begin_line + s.lineno - 1
-                self._guard(lambda: self.exec_block(rest), rest[0], exit_kinds(rest),
-                            _assigned(rest), f"the code after the run-time exit at line {line}",
+                self._guard(lambda: self.exec_block(rest), rest[0], _assigned(rest), f"the code after the run-time exit at line {line}",
                             rest)
                 return
 
@@ -239,7 +238,7 @@ class ExitsMixin:
         """A value of `handle`'s type for a path on which it is never read."""
         s = self.session
         dt, shape = s.dtype(handle), list(s.shape(handle))
-        if not dt.startswith("*"):
+        if not tensor(handle).dtype.is_ptr():
             return s.zeros(shape, dt)
         # Kiln has no pointer casts: use a pointer of the same type that is in scope.
         for scope in [liveins] + [f.scope for f in reversed(self.frames[:-1])]:
@@ -314,21 +313,23 @@ class ExitsMixin:
         frame = self.frame
         (a, ka, aa, xa), (b, kb, ab, xb) = branches
         first = [n for n in carried if n in aa] + [n for n in new if n in aa]
-        self._merge(node, cond, lambda: self.exec_block(a), liveins, None, liveins, first,
-                    set(new), set(), True, need_else=True)
+        a_end, _ = self._merge(node, cond, lambda: self.exec_block(a), liveins, None, liveins,
+                               first, set(new), set(), True, need_else=True)
         mid = dict(frame.scope)
         second = self._carried(ab - (set(new) - aa), mid, _what(node), b)
         second += [n for n in new if n not in aa]
         self._merge(node, self._not(cond), lambda: self.exec_block(b), _without_flags(mid),
-                    None, mid, second, set(new), set(), xa, need_else=True)
+                    None, mid, second, set(new), set(), xa, need_else=True,
+                    b_true={f for f in FLAGS if _is_true(a_end.get(f))})
         fresh = {n for n in aa | ab if n not in liveins or isinstance(liveins[n], _Unavailable)}
         self._forget(fresh - set(new), node, one_branch=True)
 
-    def _guard(self, run, node, kinds, assigned, what, stmts):
+    def _guard(self, run, node, assigned, what, stmts):
         """Runs `run` (what follows a run-time exit) under `if not <the live flags>`."""
         frame = self.frame
         liveins = dict(frame.scope)
-        cond = self._not(self._any([liveins[f] for f in _live_flags(liveins)]))
+        live = _live_flags(liveins)
+        cond = self._not(self._any([liveins[f] for f in live]))
         fresh = {n for n in assigned if n not in liveins or isinstance(liveins[n], _Unavailable)}
         new = sorted(fresh & set(frame.wanted))
         carried = self._carried(assigned - fresh, liveins, what, stmts)
@@ -336,8 +337,10 @@ class ExitsMixin:
         self.node = node
         self._set_loc(node)
         try:
+            # The else path is taken when a live flag is set: with one live flag, it is set.
             self._merge(node, cond, run, _without_flags(liveins), None, liveins, carried + new,
-                        set(new), set(), True, need_else=True)
+                        set(new), set(), True, need_else=True,
+                        b_true=set(live) if len(live) == 1 else set())
         finally:
             self.node = prev
         self._forget(fresh - set(new), node)
@@ -353,10 +356,11 @@ class ExitsMixin:
                 f"available past it; define it before")
 
     def _merge(self, node, cond, a_run, a_scope, b_run, b_scope, names, new, b_kinds, b_exits,
-               need_else):
+               need_else, b_true=frozenset()):
         """Builds `if cond: a else: b` (a first) carrying `names`, the exit flags and the
         returned value. `new` names (not defined before) may be zeros on a path of `b` that
-        exits (`b_exits`, or known exited when built)."""
+        exits (`b_exits`, or known exited when built). `b_true`: flags known set on the path of
+        `b` (its scope has them as run-time values). Returns the scopes at the ends of a and b."""
         frame = self.frame
         slots, structs, firsts, ends = [], [], {}, {}
         saved_wanted = frame.wanted
@@ -401,12 +405,13 @@ class ExitsMixin:
             frame.scope[n], pos = self._unflatten(structs[i], results, pos)
         a_end, b_end = ends.get("a", {}), ends.get("b", {})
         for f in FLAGS:
-            if _is_true(a_end.get(f)) and _is_true(b_end.get(f)):
+            if _is_true(a_end.get(f)) and (_is_true(b_end.get(f)) or f in b_true):
                 frame.scope[f] = constexpr(True)
             elif f not in a_end and f not in b_end:
                 frame.scope.pop(f, None)
         if VAL not in slots and (_is_none(a_end.get(VAL)) or _is_none(b_end.get(VAL))):
             frame.scope[VAL] = constexpr(None)
+        return a_end, b_end
 
     def _slot_handles(self, end, slots, structs, firsts, exited, liveins):
         """The handles a branch yields for `slots`. `exited` is None for the branch built
@@ -500,7 +505,7 @@ class ExitsMixin:
             frame.scope.pop(CNT, None)
             if k + 1 < len(values) and _live_flags(frame.scope):
                 later = values[k + 1:]
-                self._guard(lambda: self._static_iters(node, later), node, exit_kinds(node.body),
+                self._guard(lambda: self._static_iters(node, later), node,
                             _assigned(node.body) - {target},
                             f"the static_range loop at line {self._line(node)} (it may break "
                             f"or return at run time)", node.body)
