@@ -2,7 +2,8 @@
 //
 // This file holds the small helpers that several of kiln::Builder's implementation files use
 // (lib/Frontend/Builder*.cpp): literal printing, Triton's promotion order, constants of a
-// type, and numpy's broadcast of two shapes. Internal to lib/Frontend.
+// type, numpy's broadcast of two shapes, and the bit-exact selects and index tiles of the
+// shape ops. Internal to lib/Frontend.
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,6 +80,43 @@ broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b, int64_t &b
     out[i] = da == 1 ? db : da;
   }
   return out;
+}
+
+/// The integer dtype as wide as the float `d` (what moves a float's bits unchanged).
+inline DType bitsOf(DType d) {
+  switch (d.getBitWidth()) {
+  case 8:
+    return DType::int8();
+  case 16:
+    return DType::int16();
+  case 64:
+    return DType::int64();
+  default:
+    return DType::int32();
+  }
+}
+
+/// cond ? x : y for three values of one shape whose x and y share their MLIR type (no
+/// promotion, no broadcast: the bits of x or y, as they are).
+inline Tile selectBits(mlir::OpBuilder &b, mlir::Location loc, const Tile &cond, const Tile &x,
+                       const Tile &y) {
+  return Tile{mlir::arith::SelectOp::create(b, loc, cond.value, x.value, y.value), x.dtype,
+              std::nullopt};
+}
+
+/// The int32 tile of `shape` whose elements hold their index along `axis` (of size `n`).
+inline Tile indexAlong(Builder &bld, int64_t n, llvm::ArrayRef<int64_t> shape, int axis) {
+  llvm::SmallVector<int64_t> unit(shape.size(), 1);
+  unit[axis] = n;
+  return bld.broadcastTo(bld.reshape(bld.arange(0, n), unit), shape);
+}
+
+/// The number of elements of a tile of `shape`.
+inline int64_t numElements(llvm::ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
 }
 
 } // namespace kiln

@@ -143,6 +143,17 @@ PYBIND11_MODULE(_C, m) {
       .def("reduce", &Session::reduce)
       .def("scan", &Session::scan, pyb::arg("inputs"), pyb::arg("axis"), pyb::arg("combine"),
            pyb::arg("reverse") = false)
+      .def("join", &Session::join)
+      .def("split", &Session::split)
+      .def("interleave", &Session::interleave)
+      .def("cat", &Session::cat)
+      .def("flip", &Session::flip, pyb::arg("x"), pyb::arg("dim") = std::nullopt)
+      .def("gather", &Session::gather)
+      .def("sort", &Session::sort, pyb::arg("x"), pyb::arg("dim") = std::nullopt,
+           pyb::arg("descending") = false)
+      .def("topk", &Session::topk, pyb::arg("x"), pyb::arg("k"), pyb::arg("dim") = std::nullopt)
+      .def("histogram", &Session::histogram, pyb::arg("x"), pyb::arg("num_bins"),
+           pyb::arg("mask") = -1)
       .def("scan_op", &Session::scanOp, pyb::arg("op"), pyb::arg("x"), pyb::arg("axis"),
            pyb::arg("reverse") = false, pyb::arg("dtype") = "")
       .def("dot", &Session::dot, pyb::arg("a"), pyb::arg("b"), pyb::arg("acc") = -1,

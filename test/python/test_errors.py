@@ -467,15 +467,10 @@ def uses_chained_compare(x_ptr, n):
 
 
 @kiln.jit
-def uses_sort(x_ptr, n):
+def uses_dot_scaled(x_ptr, n):
     a = tl.load(x_ptr + tl.arange(0, 16)[:, None] + tl.arange(0, 16)[None, :])
-    c = tl.sort(a)  # ERR
+    c = tl.dot_scaled(a, None, "e4m3", a, None, "e4m3")  # ERR
     tl.store(x_ptr, 1.0)
-
-
-@kiln.jit
-def uses_join(x_ptr, n):
-    tl.join(n, n)  # ERR
 
 
 @kiln.jit
@@ -496,8 +491,7 @@ def uses_subscript_store(x_ptr, n):
     (uses_with, r"unsupported construct: 'with' statements"),
     (uses_try, r"unsupported construct: 'try' statements"),
     (uses_chained_compare, r"unsupported construct: chained comparisons"),
-    (uses_sort, r"tl\.sort is not supported by Kiln yet"),
-    (uses_join, r"tl\.join is not supported by Kiln yet"),
+    (uses_dot_scaled, r"tl\.dot_scaled is not supported by Kiln yet"),
     (uses_sorted, r"Python builtin 'sorted' is not supported in kernels"),
     (uses_subscript_store, r"unsupported construct: assignments to subscripts"),
 ], ids=lambda v: getattr(v, "__name__", None))

@@ -20,6 +20,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -167,6 +168,20 @@ public:
   /// tl.reduce(inputs, axis, combine_fn, keep_dims) over same-shape tiles.
   std::vector<Handle> reduce(const std::vector<Handle> &inputs, int axis,
                              const CombineBody &combine, bool keepDims = false);
+  /// tl.join, tl.split (two handles), tl.interleave, tl.cat: Builder::join, split,
+  /// interleave, cat.
+  Handle join(Handle a, Handle b);
+  std::vector<Handle> split(Handle a);
+  Handle interleave(Handle a, Handle b);
+  Handle cat(Handle a, Handle b, bool canReorder);
+  /// tl.flip(x, dim), tl.gather(src, index, axis): Builder::flip, gather (no dim: the last).
+  Handle flip(Handle x, std::optional<int> dim = std::nullopt);
+  Handle gather(Handle src, Handle index, int axis);
+  /// tl.sort(x, dim, descending), tl.topk(x, k, dim), tl.histogram(x, num_bins, mask):
+  /// Builder::sort, topk, histogram (`mask` -1 for none).
+  Handle sort(Handle x, std::optional<int> dim = std::nullopt, bool descending = false);
+  Handle topk(Handle x, int64_t k, std::optional<int> dim = std::nullopt);
+  Handle histogram(Handle x, int64_t numBins, Handle mask = -1);
 
   //===--------------------------------------------------------------------===//
   // Scans and matrix products

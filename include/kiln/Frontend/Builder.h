@@ -326,6 +326,48 @@ public:
   /// and shapes. `elseFn` may be empty only when `thenFn` yields nothing.
   std::vector<Tile> ifThenElse(const Tile &cond, const BranchBody &thenFn,
                                const BranchBody &elseFn = nullptr,
+  //===--------------------------------------------------------------------===//
+  // Joins, splits and permutations (BuilderPermute.cpp); each is composed of the ops above
+  // (arange, expand_dims, broadcast, reshape, select, reduce), so no backend lowers a new op
+  //===--------------------------------------------------------------------===//
+
+  /// tl.join(a, b): a and b broadcast to one shape S and stacked along a new last dimension
+  /// of size 2 (S + [2]; [2] for two scalars). The operands must share a dtype (a weak literal
+  /// takes the other's).
+  Tile join(const Tile &a, const Tile &b);
+  /// tl.split(a), join's inverse: a's last dimension must be 2; returns (a[..., 0],
+  /// a[..., 1]) bit for bit (scalars for a of shape [2]).
+  std::pair<Tile, Tile> split(const Tile &a);
+  /// tl.interleave(a, b): join(a, b) with its last two dimensions merged, so that a and b
+  /// alternate along the last dimension.
+  Tile interleave(const Tile &a, const Tile &b);
+  /// tl.cat(a, b, can_reorder): two 1-D tiles of one dtype and shape end to end. As in
+  /// Triton, `canReorder` must be true (the order is then unspecified; Kiln keeps a then b).
+  Tile cat(const Tile &a, const Tile &b, bool canReorder);
+  /// tl.flip(x, dim): x reversed along `dim` (the last dimension when not given; negative
+  /// counts from the end), bit for bit.
+  Tile flip(const Tile &x, std::optional<int> dim = std::nullopt);
+  /// tl.gather(src, index, axis): out[..., i, ...] = src[..., index[..., i, ...], ...] along
+  /// `axis`; index is an integer tile of src's rank whose other dimensions equal src's. The
+  /// result has index's shape and src's dtype; an index outside [0, src.shape[axis]) gives 0.
+  Tile gather(const Tile &src, const Tile &index, int axis);
+
+  //===--------------------------------------------------------------------===//
+  // Sorting and counting (BuilderSort.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// tl.sort(x, dim, descending): x sorted along its last dimension (the only `dim` Triton
+  /// takes: none, rank - 1 or -1) by a bitonic network of compare-exchange steps; the result
+  /// is a permutation of each row (NaNs are kept, at unspecified places).
+  Tile sort(const Tile &x, std::optional<int> dim = std::nullopt, bool descending = false);
+  /// tl.topk(x, k, dim): the k largest elements of each row of the last dimension, largest
+  /// first (shape x.shape[:-1] + [k]); k a power of two no larger than the row.
+  Tile topk(const Tile &x, int64_t k, std::optional<int> dim = std::nullopt);
+  /// tl.histogram(x, num_bins, mask): int32 counts of the values 0 .. num_bins - 1 in the 1-D
+  /// integer tile x, over the elements where `mask` (int1, broadcast to x) holds. Values
+  /// outside [0, num_bins) are not counted.
+  Tile histogram(const Tile &x, int64_t numBins, std::optional<Tile> mask = std::nullopt);
+
                                llvm::ArrayRef<std::string> names = {});
   /// while cond(values): values = body(values), as scf.while; returns the final values.
   std::vector<Tile> whileLoop(llvm::ArrayRef<Tile> inits, const CondBody &condFn,
@@ -434,6 +476,19 @@ private:
   /// kiln.splat of a scalar to `shape`.
   Tile splatTo(const Tile &x, llvm::ArrayRef<int64_t> shape);
   /// Numpy-broadcasts `x` to `shape` (known compatible): unit dims first, then kiln.broadcast.
+  /// The element of `x` along `axis` where `chosen` (int1, x's shape) holds, bit for bit, and
+  /// whether one was chosen (int1); `axis` is dropped. At most one element of each lane along
+  /// `axis` may be chosen; with none the value is unspecified.
+  std::pair<Tile, Tile> pickAlong(const Tile &x, const Tile &chosen, int axis);
+  /// For `x` of shape [A, 2, B], each element's partner along the middle axis, bit for bit.
+  Tile pairPartner(const Tile &x);
+  /// One stage of a bitonic network on the rows of length `n` of `x` (any shape, read in
+  /// row-major order): merges the bitonic runs of length `size` with compare-exchange steps at
+  /// distances size/2 .. 1, run r ascending when bit `size` of its start is clear, with the
+  /// order reversed when `descending`.
+  Tile bitonicMerge(const Tile &x, int64_t n, int64_t size, bool descending);
+  /// Checks that `x` is a tile of numbers for `what` (sort, topk, flip, ...).
+  void requireNumberTile(const Tile &x, llvm::StringRef what);
   Tile stretchTo(const Tile &x, llvm::ArrayRef<int64_t> shape);
   /// `x` as int1 (`x != 0` for numbers); pointers are an error naming `what`.
   Tile truthValue(const Tile &x, llvm::StringRef what);

@@ -7,7 +7,8 @@ Triton has and Kiln does not implement yet exist and raise a CompilationError na
 
 As in Triton, the names live in ``core`` (dtypes, constexpr, tensor and the builtins),
 ``math`` (the math functions), ``standard`` (reductions, scans, softmax, cdiv, zeros,
-... written over the builtins) and ``random`` (Philox random numbers: rand, randn, randint,
+... written over the builtins), ``shapes`` (join, split, cat, flip, sort, topk, histogram,
+gather, ...) and ``random`` (Philox random numbers: rand, randn, randint,
 ...); this package gathers them.
 """
 
@@ -17,10 +18,10 @@ from .core import (  # noqa: F401
     atomic_max, atomic_min, atomic_or, atomic_xchg, atomic_xor, bfloat16, block_type,
     broadcast, broadcast_to, builtin, cast, clamp, constexpr, debug_barrier, device_assert,
     device_print, dot, dot_scaled, dtype, expand_dims, float16, float32, float64, float8e4nv,
-    float8e5, full, histogram, inline_asm_elementwise, int1, int8, int16, int32, int64, join,
+    float8e5, full, inline_asm_elementwise, int1, int8, int16, int32, int64,
     load, make_block_ptr, make_tensor_descriptor, max_constancy, max_contiguous, maximum,
     minimum, multiple_of, num_programs, permute, pi32_t, pointer_type, program_id, range,
-    reshape, split, static_assert, static_print, static_range, store, str_to_ty,
+    reshape, static_assert, static_print, static_range, store, str_to_ty,
     tensor, tensor_descriptor, trans, uint8, uint16, uint32, uint64, view, void, where)
 from . import math  # noqa: F401
 from .math import (  # noqa: F401
@@ -28,8 +29,11 @@ from .math import (  # noqa: F401
     sqrt_rn, umulhi)
 from . import standard  # noqa: F401
 from .standard import (  # noqa: F401
-    argmax, argmin, cdiv, cumprod, cumsum, interleave, max, min, ravel, reduce, reduce_or,
-    sigmoid, softmax, sort, sum, swizzle2d, xor_sum, zeros, zeros_like)
+    argmax, argmin, cdiv, cumprod, cumsum, max, min, ravel, reduce, reduce_or,
+    sigmoid, softmax, sum, swizzle2d, xor_sum, zeros, zeros_like)
+from . import shapes  # noqa: F401
+from .shapes import (  # noqa: F401
+    cat, flip, gather, histogram, interleave, join, sort, split, topk)
 
 __all__ = [
     "program_id", "num_programs", "arange", "full", "zeros", "zeros_like", "load", "store",
@@ -39,7 +43,8 @@ __all__ = [
     "multiple_of", "max_contiguous", "max_constancy", "static_range", "range", "sum", "max",
     "min", "argmax", "argmin", "xor_sum", "reduce_or", "reduce", "softmax", "associative_scan",
     "cumsum", "cumprod", "dot", "tensor_descriptor", "fma", "umulhi", "div_rn", "sqrt_rn",
-    "assume", "debug_barrier", "swizzle2d", "ravel",
+    "assume", "debug_barrier", "swizzle2d", "ravel", "join", "split", "interleave", "cat",
+    "flip", "sort", "topk", "histogram", "gather",
     "static_assert", "static_print", "device_print", "device_assert", "constexpr", "dtype",
     "pointer_type", "block_type", "tensor", "PropagateNan", "int1", "int8", "int16", "int32",
     "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32",

@@ -24,8 +24,8 @@ __all__ = [
     "static_assert", "static_print", "assume", "atomic_add", "atomic_max", "atomic_min",
     "atomic_and",
     "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas", "device_print", "device_assert",
-    "associative_scan", "dot", "dot_scaled", "histogram", "debug_barrier",
-    "make_block_ptr", "advance", "join", "split", "inline_asm_elementwise",
+    "associative_scan", "dot", "dot_scaled", "debug_barrier",
+    "make_block_ptr", "advance", "inline_asm_elementwise",
 ]
 
 
@@ -920,11 +920,8 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
 # ---------------------------------------------------------------------------------------
 
 dot_scaled = _unsupported("dot_scaled")
-histogram = _unsupported("histogram")
 make_block_ptr = _unsupported("make_block_ptr")
 advance = _unsupported("advance")
-join = _unsupported("join")
-split = _unsupported("split")
 inline_asm_elementwise = _unsupported("inline_asm_elementwise")
 
 

@@ -1,19 +1,18 @@
 """kiln.language.standard: the functions of kiln.language written over its builtins, as
 triton.language.standard holds them: zeros and zeros_like, cdiv, sigmoid, softmax, swizzle2d,
 ravel, the reductions (reduce, sum, max, min, argmax, argmin, xor_sum, reduce_or) and scans
-(cumsum, cumprod), and the names Triton's standard module has that Kiln does not implement yet
-(sort, interleave)."""
+(cumsum, cumprod). Triton's sort, topk, flip and interleave are in kiln.language.shapes."""
 
 import builtins as _py
 
 from .core import (_const_bool, _const_int, _describe, _dtype, _gen, _scan_axis, _shape, _t,
-                   _tensor_member_fn, _unsupported, _unwrap, _wrap, builtin, cast, constexpr,
+                   _tensor_member_fn, _unwrap, _wrap, builtin, cast, constexpr,
                    reshape, tensor)
 from .math import exp, fdiv
 
 __all__ = ["zeros", "zeros_like", "cdiv", "sigmoid", "swizzle2d", "ravel", "reduce", "sum",
            "max", "min", "argmax", "argmin", "xor_sum", "reduce_or", "softmax", "cumsum",
-           "cumprod", "sort", "interleave"]
+           "cumprod"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -234,13 +233,5 @@ def cumprod(input, axis=0, reverse=False):
                                         _const_bool(reverse, "reverse")))
 
 
-# ---------------------------------------------------------------------------------------
-# Not implemented yet: present, named in the error
-# ---------------------------------------------------------------------------------------
-
-sort = _unsupported("sort")
-interleave = _unsupported("interleave")
-
-
 _tensor_member_fn(cdiv, sigmoid, ravel, reduce, sum, max, min, argmax, argmin, xor_sum,
-                  reduce_or, softmax, cumsum, cumprod, sort)
+                  reduce_or, softmax, cumsum, cumprod)
