@@ -10,6 +10,7 @@
 #include "kiln/Facade/Session.h"
 
 #include "kiln/Compiler.h"
+#include "kiln/Dialect/Kiln/IR/LibDevice.h"
 #include "kiln/Frontend/Builder.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -204,6 +205,51 @@ Handle facade::Session::unary(const std::string &op, Handle x) {
   if (!fn)
     impl->builder.error("internal error: unknown unary operator '" + op + "'");
   return impl->add((impl->builder.*fn)(impl->get(x)));
+}
+
+Handle facade::Session::libdevice(const std::string &name, const std::vector<Handle> &args) {
+  std::vector<Tile> tiles;
+  for (Handle h : args)
+    tiles.push_back(impl->get(h));
+  return impl->add(impl->builder.libdevice(name, tiles));
+}
+
+Handle facade::Session::externElementwise(const std::vector<Handle> &args,
+                                          const std::vector<ExternOverload> &overloads, bool pure,
+                                          const std::string &what) {
+  std::vector<Tile> tiles;
+  for (Handle h : args)
+    tiles.push_back(impl->get(h));
+  std::vector<Builder::ExternOverload> parsed;
+  for (const auto &[argTypes, symbol, result] : overloads) {
+    Builder::ExternOverload o{symbol, {}, impl->parseDType(result)};
+    for (const std::string &t : argTypes)
+      o.args.push_back(impl->parseDType(t));
+    parsed.push_back(std::move(o));
+  }
+  return impl->add(impl->builder.externElementwise(tiles, parsed, pure, what));
+}
+
+Handle facade::Session::hardwareRegister(const std::string &name) {
+  if (name == "globaltimer")
+    return impl->add(impl->builder.globalTimer());
+  if (name == "smid")
+    return impl->add(impl->builder.smId());
+  impl->builder.error("internal error: unknown hardware register '" + name + "'");
+}
+
+void facade::Session::gridDependency(bool wait) { impl->builder.gridDependency(wait); }
+
+std::vector<std::tuple<std::string, std::vector<std::string>, bool>>
+kiln::facade::libdeviceFunctions() {
+  std::vector<std::tuple<std::string, std::vector<std::string>, bool>> out;
+  for (const libdevice::Function &f : libdevice::getFunctions()) {
+    std::vector<std::string> overloads;
+    for (const libdevice::Overload &o : f.overloads)
+      overloads.push_back(o.symbol + ":" + o.args + ":" + o.result);
+    out.emplace_back(f.name, std::move(overloads), f.promotes);
+  }
+  return out;
 }
 
 Handle facade::Session::where(Handle cond, Handle a, Handle b) {

@@ -119,6 +119,10 @@ PYBIND11_MODULE(_C, m) {
       .def("zeros", &Session::zeros)
       .def("binary", &Session::binary)
       .def("unary", &Session::unary)
+      .def("libdevice", &Session::libdevice)
+      .def("extern_elementwise", &Session::externElementwise)
+      .def("hardware_register", &Session::hardwareRegister)
+      .def("grid_dependency", &Session::gridDependency)
       .def("where", &Session::where)
       .def("fma", &Session::fma)
       .def("cast", &Session::cast, pyb::arg("x"), pyb::arg("dtype"), pyb::arg("bitcast") = false)
@@ -207,6 +211,7 @@ PYBIND11_MODULE(_C, m) {
       pyb::arg("num_stages") = 3, pyb::arg("maxnreg") = 0, pyb::arg("fp_fusion") = true,
       pyb::arg("cubin") = false);
   m.def("build_id", &kiln::buildId);
+  m.def("libdevice_functions", &kiln::facade::libdeviceFunctions);
   m.def("version", [] { return std::string(kiln_version()); });
 
   pyb::class_<KernelHandle>(m, "KernelHandle")

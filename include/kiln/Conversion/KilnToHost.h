@@ -98,6 +98,13 @@ void populateMemoryOpToHostPatterns(mlir::TypeConverter &converter,
 /// reduce, scan, dot.
 void populateReduceOpToHostPatterns(mlir::TypeConverter &converter,
                                     mlir::RewritePatternSet &patterns);
+/// extern_elementwise (libdevice functions: vector code or libm calls), globaltimer, smid,
+/// grid_dependency.
+void populateExternOpToHostPatterns(mlir::TypeConverter &converter,
+                                    mlir::RewritePatternSet &patterns);
+/// Errors (at the op, naming the function) for every extern_elementwise the CPU backend has no
+/// version of.
+mlir::LogicalResult checkExternFunctions(mlir::ModuleOp module);
 
 //===----------------------------------------------------------------------===//
 // Helpers

@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace kiln::facade {
@@ -103,6 +104,19 @@ public:
   Handle where(Handle cond, Handle a, Handle b);
   /// tl.fma(x, y, z): Builder::fma.
   Handle fma(Handle x, Handle y, Handle z);
+  /// libdevice.<name>(args...) (Builder::libdevice).
+  Handle libdevice(const std::string &name, const std::vector<Handle> &args);
+  /// One overload of extern_elementwise: argument dtypes, symbol, result dtype.
+  using ExternOverload = std::tuple<std::vector<std::string>, std::string, std::string>;
+  /// extern_elementwise(args, overloads, is_pure) (Builder::externElementwise; `what` names it
+  /// in errors).
+  Handle externElementwise(const std::vector<Handle> &args,
+                           const std::vector<ExternOverload> &overloads, bool pure,
+                           const std::string &what);
+  /// extra.cuda.globaltimer() ("globaltimer") or smid() ("smid").
+  Handle hardwareRegister(const std::string &name);
+  /// extra.cuda.gdc_wait() (`wait`) or gdc_launch_dependents().
+  void gridDependency(bool wait);
   /// x.to(dtype) or, with `bitcast`, x.to(dtype, bitcast=True).
   Handle cast(Handle x, const std::string &dtype, bool bitcast = false);
   /// tl.multiple_of / tl.max_contiguous / tl.max_constancy (`kind`) with `values`.
@@ -227,6 +241,11 @@ public:
 private:
   std::unique_ptr<Impl> impl;
 };
+
+/// The functions of kiln.language.extra.cuda.libdevice: (name, overloads as "symbol:args:result"
+/// with LibDevice.h's dtype letters, true when half arguments compute in fp32).
+KILN_EXPORT std::vector<std::tuple<std::string, std::vector<std::string>, bool>>
+libdeviceFunctions();
 
 } // namespace kiln::facade
 

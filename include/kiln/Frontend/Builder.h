@@ -230,6 +230,30 @@ public:
   Tile ceil(const Tile &x);
   /// abs: floats, signed integers; a no-op on unsigned integers (as in Triton).
   Tile abs(const Tile &x);
+  /// One overload of an external elementwise function: `symbol` takes arguments of the
+  /// dtypes `args` and returns `result`.
+  struct ExternOverload {
+    std::string symbol;
+    std::vector<DType> args;
+    DType result;
+  };
+  /// tl.extern_elementwise (lib/Frontend/BuilderExtern.cpp): the overload whose argument
+  /// dtypes are those of `args` (literals take the dtype the overload wants), all arguments
+  /// broadcast to one shape, applied element by element (kiln.extern_elementwise). With
+  /// `promotes`, arguments no overload takes are first promoted: fp16/bf16/fp8 compute in
+  /// fp32 (a float result is rounded back to the arguments' half dtype), fp32 with fp64 in
+  /// fp64, int8/int16 as int32. `what` names the function in errors.
+  Tile externElementwise(llvm::ArrayRef<Tile> args, llvm::ArrayRef<ExternOverload> overloads,
+                         bool pure, llvm::StringRef what, bool promotes = true);
+  /// libdevice.<name>(args...) of kiln.language.extra.cuda.libdevice (the functions of
+  /// kiln/Dialect/Kiln/IR/LibDevice.h).
+  Tile libdevice(llvm::StringRef name, llvm::ArrayRef<Tile> args);
+  /// extra.cuda.globaltimer(): a nanosecond clock (int64).
+  Tile globalTimer();
+  /// extra.cuda.smid(): the multiprocessor (CPU: core) running this program (int32).
+  Tile smId();
+  /// extra.cuda.gdc_wait() (`wait`) or gdc_launch_dependents().
+  void gridDependency(bool wait);
   /// x.to(dtype): value conversion with Triton's rules.
   Tile cast(const Tile &x, DType dtype);
   /// x.to(dtype, bitcast=True): reinterpret the bits; widths must match.

@@ -144,6 +144,8 @@ struct KilnConvertToHostPass final : kiln::impl::KilnConvertToHostBase<KilnConve
     MLIRContext *ctx = &getContext();
     if (failed(checkKernels(module)))
       return signalPassFailure();
+    if (failed(checkExternFunctions(module)))
+      return signalPassFailure();
     splitTruncF64ToBF16(module);
 
     SmallVector<func::FuncOp> kernels(module.getOps<func::FuncOp>());
@@ -161,6 +163,7 @@ struct KilnConvertToHostPass final : kiln::impl::KilnConvertToHostBase<KilnConve
     populateTileOpToHostPatterns(converter, patterns);
     populateMemoryOpToHostPatterns(converter, patterns, axis, options);
     populateReduceOpToHostPatterns(converter, patterns);
+    populateExternOpToHostPatterns(converter, patterns);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns, converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
 

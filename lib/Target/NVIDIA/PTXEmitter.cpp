@@ -12,6 +12,8 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicsNVPTX.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
@@ -92,6 +94,21 @@ LogicalResult linkLibdevice(llvm::Module &module, Location loc) {
   return success();
 }
 
+/// griddepcontrol (programmatic dependent launch) exists from sm_90; below it a grid has no
+/// dependents to wait for or release, so extra.cuda.gdc_wait/gdc_launch_dependents are
+/// nothing there (as Triton documents them: safe without dependent launch).
+void dropGridDependencyControl(llvm::Module &module) {
+  for (llvm::Intrinsic::ID id : {llvm::Intrinsic::nvvm_griddepcontrol_wait,
+                                 llvm::Intrinsic::nvvm_griddepcontrol_launch_dependents}) {
+    llvm::Function *f = llvm::Intrinsic::getDeclarationIfExists(&module, id);
+    if (!f)
+      continue;
+    for (llvm::User *u : llvm::make_early_inc_range(f->users()))
+      llvm::cast<llvm::Instruction>(u)->eraseFromParent();
+    f->eraseFromParent();
+  }
+}
+
 } // namespace
 
 void kiln::optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &tm) {
@@ -162,6 +179,8 @@ LogicalResult kiln::emitPTX(ModuleOp module, StringRef arch, std::string &llvmIR
   llvmModule->setDataLayout(tm->createDataLayout());
   if (failed(linkLibdevice(*llvmModule, loc)))
     return failure();
+  if (sm < 90)
+    dropGridDependencyControl(*llvmModule);
 
   optimizeLLVMModule(*llvmModule, *tm);
   if (llvm::verifyModule(*llvmModule, &llvm::errs()))

@@ -31,6 +31,7 @@ from . import standard  # noqa: F401
 from .standard import (  # noqa: F401
     argmax, argmin, cdiv, cumprod, cumsum, max, min, ravel, reduce, reduce_or,
     sigmoid, softmax, sum, swizzle2d, xor_sum, zeros, zeros_like)
+from . import extra  # noqa: F401  (tl.extra.cuda.libdevice)
 from . import shapes  # noqa: F401
 from .shapes import (  # noqa: F401
     cat, flip, gather, histogram, interleave, join, sort, split, topk)

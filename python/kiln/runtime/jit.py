@@ -454,6 +454,7 @@ class JITFunction(_C.Launcher):
         else:
             from ..compiler import CodeGenerator
             gen = CodeGenerator(self.info, debug=debug)
+            gen.num_warps = num_warps  # extra.cuda.num_warps()/num_threads() are constexprs
             source, arg_params = gen.generate(specs, values)
             globals_used = gen.globals_used
             store_ir(key, source.text, arg_params)
@@ -624,6 +625,7 @@ def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages
         target = _device_arch() if _C.has_gpu() else "sm_90"
     from ..compiler import CodeGenerator
     gen = CodeGenerator(fn.info)
+    gen.num_warps = num_warps
     source, _ = gen.generate(specs, values)
     try:
         r = _C.compile_module(source, target, num_warps=num_warps, num_stages=num_stages,

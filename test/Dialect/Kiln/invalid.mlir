@@ -936,3 +936,63 @@ func.func @descriptor_wrong_element(%d: !kiln.tensormap, %b: !kiln.ptr<f16>, %i:
   kiln.descriptor_store %d, %b[%i], %v shape [%m] strides [] : !kiln.ptr<f16>, tensor<16xf32>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// extern_elementwise
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @extern_no_operands() {
+  // expected-error @+1 {{expected at least one operand}}
+  %0 = kiln.extern_elementwise @f() : () -> f32
+  return
+}
+
+// -----
+
+func.func @extern_shape_mismatch(%t: tensor<64xf32>) {
+  // expected-error @+1 {{expected operand 0 of shape [128] like the result, found 'tensor<64xf32>'}}
+  %0 = kiln.extern_elementwise @__nv_asinf(%t) pure : (tensor<64xf32>) -> tensor<128xf32>
+  return
+}
+
+// -----
+
+func.func @extern_scalar_and_tile(%x: f32) {
+  // expected-error @+1 {{expected operand 0 of shape [16] like the result, found 'f32'}}
+  %0 = kiln.extern_elementwise @__nv_asinf(%x) pure : (f32) -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @extern_libdevice_operand_type(%x: f64) {
+  // expected-error @+1 {{expected operand 0 of @__nv_asinf to have element type 'f32', found 'f64'}}
+  %0 = kiln.extern_elementwise @__nv_asinf(%x) pure : (f64) -> f32
+  return
+}
+
+// -----
+
+func.func @extern_libdevice_result_type(%x: f32) {
+  // expected-error @+1 {{expected @__nv_isnanf to return element type 'i32', found 'i1'}}
+  %0 = kiln.extern_elementwise @__nv_isnanf(%x) pure : (f32) -> i1
+  return
+}
+
+// -----
+
+func.func @extern_libdevice_arity(%x: f32) {
+  // expected-error @+1 {{expected 2 operands for @__nv_powf, found 1}}
+  %0 = kiln.extern_elementwise @__nv_powf(%x) pure : (f32) -> f32
+  return
+}
+
+// -----
+
+func.func @grid_dependency_kind() {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [wait, launch_dependents]}}
+  kiln.grid_dependency sleep
+  return
+}

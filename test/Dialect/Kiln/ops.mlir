@@ -287,3 +287,26 @@ func.func @cas_pointer(%p: !kiln.ptr<!kiln.ptr<i32>>, %v: !kiln.ptr<i32>) {
   %0 = kiln.atomic_cas acq_rel, gpu, %p, %v, %v : !kiln.ptr<!kiln.ptr<i32>>
   return
 }
+
+// -----
+
+// extern_elementwise on tiles and scalars (pure or not), the hardware registers and grid
+// dependency control.
+// CHECK-LABEL: func.func @extern_and_registers
+// CHECK: kiln.extern_elementwise @__nv_asinf(%{{.*}}) pure : (tensor<128xf32>) -> tensor<128xf32>
+// CHECK: kiln.extern_elementwise @__nv_powif(%{{.*}}, %{{.*}}) pure : (f32, i32) -> f32
+// CHECK: kiln.extern_elementwise @my_function(%{{.*}}) : (f64) -> f64
+// CHECK: kiln.globaltimer : i64
+// CHECK: kiln.smid : i32
+// CHECK: kiln.grid_dependency wait
+// CHECK: kiln.grid_dependency launch_dependents
+func.func @extern_and_registers(%t: tensor<128xf32>, %x: f32, %n: i32, %d: f64) {
+  %0 = kiln.extern_elementwise @__nv_asinf(%t) pure : (tensor<128xf32>) -> tensor<128xf32>
+  %1 = kiln.extern_elementwise @__nv_powif(%x, %n) pure : (f32, i32) -> f32
+  %2 = kiln.extern_elementwise @my_function(%d) : (f64) -> f64
+  %3 = kiln.globaltimer : i64
+  %4 = kiln.smid : i32
+  kiln.grid_dependency wait
+  kiln.grid_dependency launch_dependents
+  return
+}

@@ -72,6 +72,11 @@ llvm::SmallVector<llvm::SmallVector<mlir::Value, 4>>
 emitElementCoordinates(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
                        const TargetInfo &target);
 
+/// kiln.extern_elementwise as a call per owned element, kiln.globaltimer and kiln.smid as
+/// special registers, kiln.grid_dependency as griddepcontrol.
+void populateExternOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
+                                    mlir::RewritePatternSet &patterns);
+
 /// Per-element lowering of arith and math on tiles (one computation per run the axis analysis
 /// proves constant), and tile constants.
 void populateElementwiseOpToLLVMPatterns(KilnLLVMTypeConverter &converter,

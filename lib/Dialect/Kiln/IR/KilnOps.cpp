@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
+#include "kiln/Dialect/Kiln/IR/LibDevice.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
@@ -431,4 +432,50 @@ LogicalResult ScanOp::verifyRegions() {
   if (getResultTypes() != getSrcs().getTypes())
     return emitOpError("expected results of the operands' types");
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ExternElementwiseOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ExternElementwiseOp::verify() {
+  if (getSymbol().empty())
+    return emitOpError("expected a function symbol");
+  if (getSrcs().empty())
+    return emitOpError("expected at least one operand");
+  ArrayRef<int64_t> shape = shapeOf(getType());
+  bool tile = isa<RankedTensorType>(getType());
+  for (auto [i, v] : llvm::enumerate(getSrcs())) {
+    if (isa<RankedTensorType>(v.getType()) != tile || shapeOf(v.getType()) != shape)
+      return emitOpError("expected operand ")
+             << i << " of shape " << fmtShape(shape) << " like the result, found " << v.getType();
+  }
+  // A libdevice symbol takes and returns fixed element types.
+  auto [function, overload] = libdevice::lookupSymbol(getSymbol());
+  if (!overload)
+    return success();
+  MLIRContext &ctx = *getContext();
+  if (overload->args.size() != getSrcs().size())
+    return emitOpError("expected ") << overload->args.size() << " operands for @" << getSymbol()
+                                    << ", found " << getSrcs().size();
+  for (auto [i, v] : llvm::enumerate(getSrcs())) {
+    Type want = libdevice::getCodeType(overload->args[i], ctx);
+    if (getElementTypeOrSelf(v.getType()) != want)
+      return emitOpError("expected operand ")
+             << i << " of @" << getSymbol() << " to have element type " << want << ", found "
+             << v.getType();
+  }
+  Type want = libdevice::getCodeType(overload->result, ctx);
+  if (getElementTypeOrSelf(getType()) != want)
+    return emitOpError("expected @")
+           << getSymbol() << " to return element type " << want << ", found " << getType();
+  return success();
+}
+
+void ExternElementwiseOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  if (getPure())
+    return;
+  effects.emplace_back(MemoryEffects::Read::get(), SideEffects::DefaultResource::get());
+  effects.emplace_back(MemoryEffects::Write::get(), SideEffects::DefaultResource::get());
 }

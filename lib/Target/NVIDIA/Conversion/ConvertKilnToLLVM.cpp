@@ -194,6 +194,7 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
     populateDotOpToLLVMPatterns(converter, patterns, scratch, target);
     populateScanOpToLLVMPatterns(converter, patterns, scratch, target);
     populateDebugOpToLLVMPatterns(converter, patterns, target);
+    populateExternOpToLLVMPatterns(converter, patterns);
     populateElementwiseOpToLLVMPatterns(converter, patterns, axis, target);
     populateMemoryOpToLLVMPatterns(converter, patterns, axis, target);
     populateSharedRingToLLVMPatterns(converter, patterns, axis, target);

@@ -15,6 +15,12 @@ def Kiln_ProgramDim : I32EnumAttr<"ProgramDim", "grid axis", [
   let cppNamespace = "::kiln";
 }
 
+def Kiln_GridDependencyKind : I32EnumAttr<"GridDependencyKind",
+    "programmatic dependent launch control", [
+  I32EnumAttrCase<"wait", 0>, I32EnumAttrCase<"launch_dependents", 1>]> {
+  let cppNamespace = "::kiln";
+}
+
 def Kiln_CacheModifier : I32EnumAttr<"CacheModifier", "PTX cache operator", [
   I32EnumAttrCase<"none", 0>, I32EnumAttrCase<"ca", 1>, I32EnumAttrCase<"cg", 2>,
   I32EnumAttrCase<"cs", 3>, I32EnumAttrCase<"cv", 4>, I32EnumAttrCase<"wb", 5>,

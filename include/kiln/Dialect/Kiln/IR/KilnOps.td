@@ -465,4 +465,79 @@ def Kiln_BarrierOp : Kiln_Op<"barrier", [MemoryEffects<[MemRead<DefaultResource>
   let assemblyFormat = "attr-dict";
 }
 
+//===----------------------------------------------------------------------===//
+// External elementwise functions and hardware registers
+//===----------------------------------------------------------------------===//
+
+def Kiln_ExternElementwiseOp : Kiln_Op<"extern_elementwise", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "an external function (libdevice) applied element by element";
+  let description = [{
+    Calls `symbol` once per element: the operands and the result are scalars, or tiles of one
+    shape. The Builder picks the symbol of the operands' dtypes (`__nv_asinf` for f32,
+    `__nv_asin` for f64). On the GPU it is a call of the libdevice function, which the PTX
+    emitter links and inlines; the CPU backend computes known libdevice symbols with vector
+    code or the C math library, and rejects the others. Without `pure` the call may have side
+    effects and is neither hoisted nor removed.
+
+    ```mlir
+    %y = kiln.extern_elementwise @__nv_asinf(%x) pure : (tensor<128xf32>) -> tensor<128xf32>
+    %p = kiln.extern_elementwise @__nv_powif(%x, %n) pure : (f32, i32) -> f32
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$symbol, Variadic<Kiln_NumberLike>:$srcs,
+                       UnitAttr:$pure);
+  let results = (outs Kiln_NumberLike:$result);
+  let assemblyFormat = [{
+    $symbol `(` $srcs `)` (`pure` $pure^)? attr-dict `:` functional-type($srcs, $result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_GlobalTimerOp : Kiln_Op<"globaltimer", [MemoryEffects<[MemRead<DefaultResource>]>]> {
+  let summary = "a nanosecond clock (extra.cuda.globaltimer)";
+  let description = [{
+    The GPU's %globaltimer register (PTX ISA 10.18, a 64-bit nanosecond timer); on the CPU
+    backend the host's real-time clock in nanoseconds. Each read may differ.
+
+    ```mlir
+    %t = kiln.globaltimer : i64
+    ```
+  }];
+  let results = (outs I64:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def Kiln_SmIdOp : Kiln_Op<"smid", [Pure]> {
+  let summary = "the multiprocessor running this program (extra.cuda.smid)";
+  let description = [{
+    The GPU's %smid register (PTX ISA 10.7); on the CPU backend the host core the program
+    runs on (sched_getcpu).
+
+    ```mlir
+    %sm = kiln.smid : i32
+    ```
+  }];
+  let results = (outs I32:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def Kiln_GridDependencyOp : Kiln_Op<"grid_dependency", [MemoryEffects<[MemRead<DefaultResource>,
+                                                                 MemWrite<DefaultResource>]>]> {
+  let summary = "programmatic dependent launch control (extra.cuda.gdc_wait, gdc_launch_dependents)";
+  let description = [{
+    `wait`: block until the grids this one depends on have completed and their memory is
+    visible; `launch_dependents`: allow the dependent grid to launch. PTX griddepcontrol
+    (PTX ISA 9.7.13.x) on sm_90 and later; nothing on older GPUs and on the CPU backend (which
+    runs launches one after another).
+
+    ```mlir
+    kiln.grid_dependency wait
+    kiln.grid_dependency launch_dependents
+    ```
+  }];
+  let arguments = (ins Kiln_GridDependencyKind:$kind);
+  let assemblyFormat = "$kind attr-dict";
+}
+
 #endif // KILN_OPS
