@@ -395,18 +395,6 @@ def test_reassign_constexpr_in_loop():
 
 
 @kiln.jit
-def return_in_runtime_if(x_ptr, n):
-    if n > 0:
-        return  # ERR
-    tl.store(x_ptr, 1.0)
-
-
-def test_return_inside_runtime_if():
-    expect_error(return_in_runtime_if, r"'return' inside an if on a run-time condition is not "
-                                       r"supported")
-
-
-@kiln.jit
 def kernel_returns(x_ptr, n):
     return n  # ERR
 
@@ -437,18 +425,6 @@ def test_loop_bounds_must_be_integers():
 
 
 # --- unsupported constructs (each named) -----------------------------------------------
-
-@kiln.jit
-def uses_break(x_ptr, n):
-    for i in range(n):
-        break  # ERR
-
-
-@kiln.jit
-def uses_continue(x_ptr, n):
-    for i in range(n):
-        continue  # ERR
-
 
 @kiln.jit
 def uses_for_else(x_ptr, n):
@@ -514,8 +490,6 @@ def uses_subscript_store(x_ptr, n):
 
 
 @pytest.mark.parametrize("fn,message", [
-    (uses_break, r"unsupported construct: 'break' statements"),
-    (uses_continue, r"unsupported construct: 'continue' statements"),
     (uses_for_else, r"unsupported construct: 'else' clauses on loops"),
     (uses_lambda, r"unsupported construct: lambda expressions"),
     (uses_listcomp, r"unsupported construct: list comprehensions"),

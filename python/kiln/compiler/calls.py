@@ -128,6 +128,7 @@ class CallsMixin:
         self.frames.append(frame)
         try:
             self.exec_block(info.tree.body)
+            result = self._frame_result(frame)
         except CompilationError as e:
             e.add_note_line(f"in '{info.name}', called from {caller.info.file}:{line}")
             raise
@@ -135,7 +136,7 @@ class CallsMixin:
             self.frames.pop()
             self.node = node
             self._set_loc(node)
-        return frame.return_value
+        return result
 
 
 # ---------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ are not visible after it. Assigning a Python number to a variable makes it a run
 The class is split along its seams: this module holds the entry point, locations and errors,
 the visitor's dispatch and the values it builds (literals, arithmetic on constexprs and
 tensors); kiln.compiler.statements the statements and run-time control flow,
+kiln.compiler.exits blocks and the exits from them (return, break, continue),
 kiln.compiler.expressions the expressions, kiln.compiler.calls the calls (builtins, inlined
 @kiln.jit functions, the Python builtins kernels may use).
 """
@@ -28,6 +29,7 @@ from ..language import core as lc
 from ..language.core import constexpr, dtype, str_to_ty, tensor
 from .calls import _BUILTINS, CallsMixin
 from .common import _BINOP_TEXT, _PY_BINOP, _Frame, _Unavailable, _describe, _unwrap
+from .exits import ExitsMixin
 from .expressions import ExpressionsMixin
 from .statements import StatementsMixin
 
@@ -70,7 +72,7 @@ def _descriptor_params(name, spec, index, arg_specs, arg_params):
     return str_to_ty(dt), block
 
 
-class CodeGenerator(StatementsMixin, ExpressionsMixin, CallsMixin):
+class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
     """Builds one kernel variant. `info` is the kernel's FunctionInfo (kiln.runtime.jit)."""
 
     def __init__(self, info, debug=False):
@@ -226,12 +228,6 @@ class CodeGenerator(StatementsMixin, ExpressionsMixin, CallsMixin):
             self.node = prev
             if located and prev is not None and hasattr(prev, "lineno"):
                 self._set_loc(prev)
-
-    def exec_block(self, stmts):
-        for s in stmts:
-            if self.frame.returned:
-                break
-            self.visit(s)
 
     # -----------------------------------------------------------------------------------
     # Names and values

@@ -55,7 +55,10 @@ class _Frame:
         self.info = info
         self.scope = scope
         self.call_site = call_site
-        self.returned = False
+        self.returned = False  # returned at the top level (no run-time condition)
         self.return_value = None
         self.region_depth = 0
+        self.loops = []  # "static" / "runtime", innermost last (kiln.compiler.exits)
+        self.wanted = frozenset()  # new names that must flow out of the enclosing ifs
+        self.return_sites = []  # (ast.Return, types) of returns under run-time conditions
 

@@ -1,6 +1,7 @@
 """The statements of a kernel for the code generator (kiln.compiler.code_generator):
-assignments, assert, return, and run-time control flow (if, for, while) with the variables
-they carry."""
+assignments, assert, and run-time control flow (if, for, while) with the variables they
+carry. Blocks, return, break and continue, and the exits they take through ifs and loops, are
+kiln.compiler.exits'."""
 
 import ast
 import builtins
@@ -9,6 +10,7 @@ import numbers
 
 from ..language.core import constexpr, dtype, tensor
 from .common import _BINOPS, _Unavailable, _describe, _unwrap
+from .exits import RET, exit_kinds
 
 def assigned_names(stmts):
     """Names a list of statements assigns (not looking into nested scopes)."""
@@ -48,14 +50,6 @@ def assigned_names(stmts):
     for s in stmts:
         v.visit(s)
     return out
-
-
-def _contains(stmts, kinds):
-    for s in stmts:
-        for n in ast.walk(s):
-            if isinstance(n, kinds):
-                return n
-    return None
 
 
 class StatementsMixin:
@@ -131,24 +125,6 @@ class StatementsMixin:
         value = self.visit(node.value)
         self.frame.scope[node.target.id] = self.sanitize(self.binary(op, cur, value))
 
-    def visit_Return(self, node):
-        if self.frame.region_depth:
-            raise self.error("'return' inside a run-time if/for/while is not supported "
-                             "(return at the end of the function, or in an `if` on a "
-                             "constexpr)")
-        value = self.visit(node.value) if node.value is not None else None
-        if len(self.frames) == 1 and _unwrap(value) is not None:
-            raise self.error(f"a kernel cannot return a value, found {_describe(value)}")
-        self.frame.returned = True
-        self.frame.return_value = value
-
-    def visit_Break(self, node):
-        raise self.unsupported("'break' statements (loops run to their bound; use a while "
-                               "loop with a condition)")
-
-    def visit_Continue(self, node):
-        raise self.unsupported("'continue' statements (use an if around the rest of the body)")
-
     # --- if ----------------------------------------------------------------------------
 
     def visit_If(self, node):
@@ -162,9 +138,10 @@ class StatementsMixin:
                              f"if condition, found {_describe(cond)}", node.test)
         self.exec_block(node.body if v else node.orelse)
 
-    def _carried(self, names, liveins, what):
+    def _carried(self, names, liveins, what, stmts=None):
         """The names among `names` that flow through a run-time region: tensors (or
-        tuples of tensors) defined before it. Constexprs may not be reassigned there."""
+        tuples of tensors) defined before it. Constexprs may not be reassigned there (the
+        error points at the assignment among `stmts` when given, else at the region)."""
         out = []
         for n in sorted(names):
             if n not in liveins or isinstance(liveins[n], _Unavailable):
@@ -174,7 +151,8 @@ class StatementsMixin:
                 out.append(n)
             elif not callable(v) or isinstance(v, constexpr):
                 raise self.error(f"cannot reassign '{n}' ({_describe(v)}) inside {what}: "
-                                 f"constexprs are fixed at compile time")
+                                 f"constexprs are fixed at compile time",
+                                 _assignment(stmts, n) if stmts else None)
         return out
 
     def _flatten(self, value, name, out):
@@ -198,74 +176,6 @@ class StatementsMixin:
             v, pos = StatementsMixin._unflatten(s, handles, pos)
             vals.append(v)
         return tuple(vals), pos
-
-    def _yield(self, scope, names, structs, what):
-        handles = []
-        for i, n in enumerate(names):
-            if n not in scope or isinstance(scope[n], _Unavailable):
-                raise self.error(f"'{n}' is assigned in only one branch of this if at run "
-                                 f"time; define it before the if or in both branches")
-            s = self._flatten(scope[n], n, handles)
-            if structs[i] is None:
-                structs[i] = s
-            elif structs[i] != s:
-                raise self.error(f"'{n}' changes structure {what}: {structs[i]} vs {s}")
-        return handles
-
-    def _runtime_if(self, node, cond):
-        ret = _contains(node.body + node.orelse, ast.Return)
-        if ret is not None:
-            raise self.error("'return' inside an if on a run-time condition is not supported",
-                             ret)
-        frame = self.frame
-        liveins = dict(frame.scope)
-        then_names, else_names = assigned_names(node.body), assigned_names(node.orelse)
-        carried = self._carried(then_names | else_names, liveins, "an if on a run-time value")
-        new = sorted(n for n in then_names & else_names
-                     if n not in liveins or isinstance(liveins[n], _Unavailable))
-        names = carried + new
-        structs = [None] * len(names)
-        flat_names = []
-
-        def then_fn():
-            frame.scope = dict(liveins)
-            frame.region_depth += 1
-            try:
-                self.exec_block(node.body)
-            finally:
-                frame.region_depth -= 1
-            hs = self._yield(frame.scope, names, structs, "between the branches of the if")
-            return hs
-
-        def else_fn():
-            frame.scope = dict(liveins)
-            frame.region_depth += 1
-            try:
-                self.exec_block(node.orelse)
-            finally:
-                frame.region_depth -= 1
-            return self._yield(frame.scope, names, structs, "between the branches of the if")
-
-        # Non-tensor values assigned in both branches must agree (Python values are static).
-        for n in names:
-            flat_names.append(n)
-        use_else = bool(node.orelse) or bool(names)
-        try:
-            results = self.session.if_then_else(cond.handle, then_fn,
-                                                else_fn if use_else else None, flat_names)
-        finally:
-            frame.scope = liveins
-            self.node = node
-            self._set_loc(node)
-        pos = 0
-        for i, n in enumerate(names):
-            frame.scope[n], pos = self._unflatten(structs[i], results, pos)
-        for n in (then_names | else_names) - set(names):
-            if n not in liveins:
-                frame.scope[n] = _Unavailable(
-                    f"'{n}' is defined in only one branch of the if at line "
-                    f"{frame.info.begin_line + node.lineno - 1}; define it before the if or "
-                    f"in both branches")
 
     def visit_IfExp(self, node):
         cond = self.visit(node.test)
@@ -306,11 +216,8 @@ class StatementsMixin:
         from ..language import static_range, range as tl_range
         if fn is static_range:
             r = static_range(*args, **kwargs)
-            for i in builtins.range(r.start.value, r.end.value, r.step.value):
-                self.frame.scope[node.target.id] = constexpr(i)
-                self.exec_block(node.body)
-                if self.frame.returned:
-                    break
+            self._static_loop(node, list(builtins.range(r.start.value, r.end.value,
+                                                        r.step.value)))
             return
         if fn is builtins.range:
             if kwargs:
@@ -341,11 +248,9 @@ class StatementsMixin:
     def _run_loop_body(self, frame, body, names, structs):
         """Runs a run-time loop body one region deeper and returns its loop-carried values,
         flattened in the order of `names`; a value whose structure changed is an error."""
-        frame.region_depth += 1
-        try:
+        with self._loop_body("runtime"):
             self.exec_block(body)
-        finally:
-            frame.region_depth -= 1
+        self._end_of_body()
         out = []
         for i, n in enumerate(names):
             if self._flatten(frame.scope[n], n, out) != structs[i]:
@@ -367,15 +272,22 @@ class StatementsMixin:
                 self.to_tensor(1, False)
         else:
             lbt, ubt, stept = (self.to_tensor(x, weak=False) for x in (lb, ub, step))
-        ret = _contains(node.body, ast.Return)
-        if ret is not None:
-            raise self.error("'return' inside a run-time for loop is not supported", ret)
         liveins = dict(frame.scope)
         assigned = assigned_names(node.body) - {target}
         names = self._carried(assigned, liveins, "a run-time loop")
         structs, inits = [], []
         for n in names:
             structs.append(self._flatten(liveins[n], n, inits))
+        exits = exit_kinds(node.body)
+        if exits & {"break", "return"}:
+            results, ret = self._for_with_exits(
+                node, lbt, ubt, stept, negative, start if negative else None,
+                mag if negative else None, names, structs, inits, liveins, "return" in exits)
+            self._after_loop(names, structs, results, assigned, liveins, node, ret)
+            frame.scope[target] = _Unavailable(
+                f"loop variable '{target}' is not available after its run-time loop (line "
+                f"{frame.info.begin_line + node.lineno - 1})")
+            return
 
         def body(iv, iters):
             frame.scope = dict(liveins)
@@ -400,6 +312,12 @@ class StatementsMixin:
             f"loop variable '{target}' is not available after its run-time loop (line "
             f"{frame.info.begin_line + node.lineno - 1})")
 
+    def _after_loop(self, names, structs, results, assigned, liveins, node, ret):
+        """The scope after a loop that may break or return (`ret`: its returned flag)."""
+        self._rebind(names, structs, results, assigned, liveins, node, "loop")
+        if ret is not None:
+            self.frame.scope[RET] = ret
+
     def _rebind(self, names, structs, results, assigned, liveins, node, what):
         frame = self.frame
         pos = 0
@@ -415,9 +333,6 @@ class StatementsMixin:
     def visit_While(self, node):
         if node.orelse:
             raise self.unsupported("'else' clauses on loops")
-        ret = _contains(node.body, ast.Return)
-        if ret is not None:
-            raise self.error("'return' inside a run-time while loop is not supported", ret)
         frame = self.frame
         liveins = dict(frame.scope)
         assigned = assigned_names(node.body)
@@ -425,6 +340,12 @@ class StatementsMixin:
         structs, inits = [], []
         for n in names:
             structs.append(self._flatten(liveins[n], n, inits))
+        exits = exit_kinds(node.body)
+        if exits & {"break", "return"}:
+            results, ret = self._while_with_exits(node, names, structs, inits, liveins,
+                                                  "return" in exits)
+            self._after_loop(names, structs, results, assigned, liveins, node, ret)
+            return
 
         def bind(args):
             frame.scope = dict(liveins)
@@ -455,6 +376,15 @@ class StatementsMixin:
             self.node = node
             self._set_loc(node)
         self._rebind(names, structs, results, assigned, liveins, node, "loop")
+
+
+def _assignment(stmts, name):
+    """The first statement among `stmts` (nested ones included) that assigns `name`."""
+    for s in stmts:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store):
+                return n
+    return None
 
 
 def _all_tensors(t):

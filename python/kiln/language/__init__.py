@@ -6,8 +6,9 @@ front-end session; the semantics (promotion, broadcasting, checks) live in C++. 
 Triton has and Kiln does not implement yet exist and raise a CompilationError naming them.
 
 As in Triton, the names live in ``core`` (dtypes, constexpr, tensor and the builtins),
-``math`` (the math functions) and ``standard`` (reductions, scans, softmax, cdiv, zeros,
-... written over the builtins); this package gathers them.
+``math`` (the math functions), ``standard`` (reductions, scans, softmax, cdiv, zeros,
+... written over the builtins) and ``random`` (Philox random numbers: rand, randn, randint,
+...); this package gathers them.
 """
 
 from . import core  # noqa: F401
@@ -43,4 +44,25 @@ __all__ = [
     "pointer_type", "block_type", "tensor", "PropagateNan", "int1", "int8", "int16", "int32",
     "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32",
     "float64", "float8e4nv", "float8e5", "void", "pi32_t",
+    "philox", "philox_impl", "randint", "randint4x", "rand", "randn", "rand4x", "randn4x",
+    "uint_to_uniform_float", "pair_uniform_to_normal",
 ]
+
+# kiln.language.random is written in @kiln.jit functions, and kiln.runtime.jit (where @kiln.jit
+# lives) imports this package: the module is imported when one of its names is first asked
+# for (PEP 562), by then the runtime is complete. Its names then become attributes here.
+_RANDOM = ("philox", "philox_impl", "randint", "randint4x", "rand", "randn", "rand4x",
+           "randn4x", "uint_to_uniform_float", "pair_uniform_to_normal")
+
+
+def __getattr__(name):
+    if name == "random" or name in _RANDOM:
+        import importlib
+        random = importlib.import_module(__name__ + ".random")
+        globals().update({n: getattr(random, n) for n in _RANDOM})
+        return random if name == "random" else getattr(random, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_RANDOM) | {"random"})

@@ -1,0 +1,638 @@
+"""Early exits for the code generator (kiln.compiler.code_generator): `return` under a run-time
+condition, `break` and `continue` in run-time and static loops, and the blocks, ifs and loops
+that carry them.
+
+MLIR's structured control flow (scf.if, scf.for, scf.while) has no early exit, so an exit is
+data: hidden names in the frame's scope say whether the path being built has returned ($ret),
+left its innermost loop ($brk) or skipped the rest of its iteration ($cnt), and what it
+returned ($val). A flag is absent (not exited), constexpr True (exited, known at compile time:
+what follows is dead and is not built) or an i1 tensor (known at run time). Flags and $val
+flow out of a run-time if as results, like variables; the statements after one that leaves a
+run-time flag run under `if not flag` (a guard); a loop whose body may break or return is an
+scf.while carrying a `done` flag. Where one branch of an if always exits, the statements after
+the if join the other branch instead (the early-exit pattern needs no flag then).
+
+A value that exists only on paths that have exited (what a branch returned, a name the other
+branch assigns) leaves an scf.if as a zero of its type on those paths, never read. scf.if
+builds its then branch first, so a branch that needs such a zero is built second (the branches
+are swapped under the negated condition where that helps) and, where neither order works, the
+if is split into `if c: A` and `if not c: B` on the same condition.
+"""
+
+import ast
+import contextlib
+
+from ..language.core import constexpr, tensor
+from .common import _Unavailable, _describe, _unwrap
+
+RET, BRK, CNT, VAL = "$ret", "$brk", "$cnt", "$val"
+FLAGS = (RET, BRK, CNT)
+_SHOWN = {RET: "the returned flag", BRK: "the break flag", CNT: "the continue flag",
+          VAL: "the returned value"}
+
+
+# ---------------------------------------------------------------------------------------
+# What the AST says
+# ---------------------------------------------------------------------------------------
+
+def _returns_value(node):
+    v = node.value
+    return v is not None and not (isinstance(v, ast.Constant) and v.value is None)
+
+
+def exit_kinds(stmts):
+    """The exits `stmts` may take: 'return', 'value' (a return with a value), and 'break' /
+    'continue' of the loop around `stmts` (not of loops inside them)."""
+    out = set()
+
+    def walk(node, nested):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return
+        if isinstance(node, ast.Return):
+            out.add("return")
+            if _returns_value(node):
+                out.add("value")
+        elif isinstance(node, (ast.Break, ast.Continue)) and not nested:
+            out.add("break" if isinstance(node, ast.Break) else "continue")
+        inner = nested or isinstance(node, (ast.For, ast.While, ast.AsyncFor))
+        for child in ast.iter_child_nodes(node):
+            walk(child, inner)
+
+    for s in stmts:
+        walk(s, False)
+    return out
+
+
+def ends_in_exit(stmts):
+    """True when `stmts` always leave through return, break or continue."""
+    for s in stmts:
+        if isinstance(s, (ast.Return, ast.Break, ast.Continue)):
+            return True
+        if isinstance(s, ast.If) and s.orelse and ends_in_exit(s.body) and \
+                ends_in_exit(s.orelse):
+            return True
+    return False
+
+
+def _fold_rest(node, rest):
+    """`if c: A` followed by `rest`: where one branch always exits, `rest` joins the other
+    (dead when both exit). Returns (the if to build, what still follows it)."""
+    tb, eb = ends_in_exit(node.body), ends_in_exit(node.orelse)
+    if tb and eb:
+        return node, []
+    if not tb and not eb:
+        return node, rest
+    body, orelse = (node.body, node.orelse + rest) if tb else (node.body + rest, node.orelse)
+    joined = ast.copy_location(ast.If(test=node.test, body=body, orelse=orelse), node)
+    joined.kiln_joined = True
+    return joined, []
+
+
+def _what(node):
+    """The region an if's branches are, for messages."""
+    if getattr(node, "kiln_joined", False):
+        return "an if on a run-time value or the code after its exit"
+    return "an if on a run-time value"
+
+
+# ---------------------------------------------------------------------------------------
+# Flags in a scope
+# ---------------------------------------------------------------------------------------
+
+def _is_true(v):
+    return isinstance(v, constexpr) and v.value is True
+
+
+def static_exit(scope):
+    """True when the path being built has certainly exited."""
+    return any(_is_true(scope.get(f)) for f in FLAGS)
+
+
+def _live_flags(scope):
+    return [f for f in FLAGS if isinstance(scope.get(f), tensor)]
+
+
+def _flowable(v):
+    return isinstance(v, tensor) or (isinstance(v, tuple) and all(_flowable(e) for e in v))
+
+
+def _show_types(types):
+    """A returned value's types for messages: fp32, int32[128], (fp32, fp32[4]), nothing."""
+    if types is None:
+        return "nothing"
+    struct, flat = types
+    names = iter(f"{d}{list(shape) if shape else ''}" for d, shape in flat)
+
+    def show(st):
+        return next(names) if st == "t" else "(" + ", ".join(show(x) for x in st) + ")"
+    return show(struct)
+
+
+def _is_none(v):
+    return isinstance(v, constexpr) and v.value is None
+
+
+def _has_value(v):
+    return v is not None and not _is_none(v) and not isinstance(v, _Unavailable)
+
+
+_MISSING = object()
+
+
+class ExitsMixin:
+    """CodeGenerator's blocks, `return`/`break`/`continue`, and the ifs and loops that carry
+    them."""
+
+    # --- blocks --------------------------------------------------------------------------
+
+    def exec_block(self, stmts):
+        frame = self.frame
+        stmts = list(stmts)
+        for i, s in enumerate(stmts):
+            if frame.returned or static_exit(frame.scope):
+                return
+            rest = stmts[i + 1:]
+            if rest and isinstance(s, ast.If):
+                s, rest = _fold_rest(s, rest)
+                if not rest:  # joined to the if (or dead)
+                    self.visit(s)
+                    return
+            self.visit(s)
+            if rest and _live_flags(frame.scope):
+                line = frame.info.begin_line + s.lineno - 1
+                self._guard(lambda: self.exec_block(rest), rest[0], _assigned(rest), f"the code after the run-time exit at line {line}",
+                            rest)
+                return
+
+    # --- return, break, continue ---------------------------------------------------------
+
+    def visit_Return(self, node):
+        frame = self.frame
+        value = self.visit(node.value) if node.value is not None else None
+        if _is_none(value):
+            value = None
+        if len(self.frames) == 1 and value is not None:
+            raise self.error(f"a kernel cannot return a value, found {_describe(value)}")
+        if frame.region_depth == 0:
+            frame.returned = True
+            frame.return_value = value
+            return
+        if value is not None and "runtime" in frame.loops:
+            raise self.error("'return' with a value inside a run-time loop is not supported "
+                             "(Triton allows no return in a loop): assign the value to a "
+                             "variable defined before the loop, break, and return it after "
+                             "the loop")
+        value = self.sanitize(value) if value is not None else constexpr(None)
+        if not _is_none(value) and not _flowable(value):
+            raise self.error(f"a value returned under a run-time condition must be a tensor or "
+                             f"a tuple of tensors, found {_describe(value)}")
+        types = self._types(value)
+        for site, t in frame.return_sites:
+            if t != types:
+                raise self.error(f"'{frame.info.name}' returns {_show_types(t)} at line "
+                                 f"{self._line(site)} but {_show_types(types)} here: every "
+                                 f"return of a function must give the same types and shapes")
+        frame.return_sites.append((node, types))
+        frame.scope[RET] = constexpr(True)
+        frame.scope[VAL] = value
+
+    def visit_Break(self, node):
+        self.frame.scope[BRK] = constexpr(True)
+
+    def visit_Continue(self, node):
+        self.frame.scope[CNT] = constexpr(True)
+
+    def _frame_result(self, frame):
+        """What the function of `frame` returns, once its body is built."""
+        if frame.returned:
+            return frame.return_value
+        val = frame.scope.get(VAL)
+        if val is None or _is_none(val):
+            return None
+        if not _is_true(frame.scope.get(RET)):
+            node = next(n for n, t in frame.return_sites if t is not None)
+            raise self.error(f"'{frame.info.name}' returns a value at line "
+                             f"{self._line(node)} but can reach its end without returning "
+                             f"one; return on every path (an else branch, or a return at the "
+                             f"end)", node)
+        return val
+
+    # --- values for messages and for paths that exited -------------------------------------
+
+    def _line(self, node):
+        return self.frame.info.begin_line + node.lineno - 1
+
+    def _types(self, value):
+        """(dtype, shape) of each tensor of a returned value; None for a bare return."""
+        if _is_none(value):
+            return None
+        handles = []
+        struct = self._flatten(value, "the returned value", handles)
+        return struct, self._handle_types(handles)
+
+    def _handle_types(self, handles):
+        s = self.session
+        return tuple((s.dtype(h), tuple(s.shape(h))) for h in handles)
+
+    def _dummy(self, handle, liveins):
+        """A value of `handle`'s type for a path on which it is never read."""
+        s = self.session
+        dt, shape = s.dtype(handle), list(s.shape(handle))
+        if not tensor(handle).dtype.is_ptr():
+            return s.zeros(shape, dt)
+        # Kiln has no pointer casts: use a pointer of the same type that is in scope.
+        for scope in [liveins] + [f.scope for f in reversed(self.frames[:-1])]:
+            for v in scope.values():
+                if isinstance(v, tensor) and s.dtype(v.handle) == dt:
+                    vs = list(s.shape(v.handle))
+                    if vs == shape:
+                        return v.handle
+                    if not vs:
+                        return s.broadcast_to(v.handle, shape)
+        return None
+
+    def _flag(self, v):
+        """A flag's value as an i1 tensor (absent: False)."""
+        if isinstance(v, tensor):
+            return v
+        return self.to_tensor(_is_true(v), weak=False)
+
+    def _any(self, flags):
+        out = None
+        for f in flags:
+            t = self._flag(f)
+            out = t if out is None else tensor(self.session.binary("logical_or", out.handle,
+                                                                   t.handle))
+        return out if out is not None else self._flag(None)
+
+    def _not(self, t):
+        return tensor(self.session.unary("not", t.handle))
+
+    # --- run-time if -----------------------------------------------------------------------
+
+    def _runtime_if(self, node, cond):
+        frame = self.frame
+        liveins = dict(frame.scope)
+        kt, ke = exit_kinds(node.body), exit_kinds(node.orelse)
+        xt, xe = ends_in_exit(node.body), ends_in_exit(node.orelse)
+        at, ae = _assigned(node.body), _assigned(node.orelse)
+        fresh = {n for n in at | ae if n not in liveins or isinstance(liveins[n], _Unavailable)}
+        live = [a for a, x in ((at, xt), (ae, xe)) if not x]
+        needed = set(frame.wanted) | (at & ae if len(live) == 2 else set())
+        new = sorted(n for n in fresh & needed if live and all(n in a for a in live))
+        carried = self._carried((at | ae) - fresh, liveins, _what(node),
+                                node.body + node.orelse)
+        val_before = VAL in liveins and not _is_none(liveins[VAL])
+
+        def can_first(a_val, a_assigned, a_exits, b_val, b_assigned):
+            if b_val and not a_val and not val_before:
+                return False
+            return not (a_exits and set(new) & (b_assigned - a_assigned))
+
+        branches = [(node.body, kt, at, xt), (node.orelse, ke, ae, xe)]
+        (a, ka, aa, xa), (b, kb, ab, xb) = branches
+        if can_first("value" in ka, aa, xa, "value" in kb, ab):
+            order = (cond, branches[0], branches[1])
+        elif can_first("value" in kb, ab, xb, "value" in ka, aa):
+            order = (self._not(cond), branches[1], branches[0])
+        else:
+            self._split_if(node, cond, branches, carried, new, liveins)
+            return
+        c, (a, ka, aa, xa), (b, kb, ab, xb) = order
+        # As before exits existed: no else region when nothing flows out of a plain if.
+        need_else = bool(node.orelse) or bool(carried or new) or bool(kt or ke) or \
+            _has_value(liveins.get(VAL))
+        self._merge(node, c, lambda: self.exec_block(a), liveins,
+                    lambda: self.exec_block(b), liveins, carried + new, set(new), kb, xb,
+                    need_else)
+        self._forget(fresh - set(new), node, one_branch=True)
+
+    def _split_if(self, node, cond, branches, carried, new, liveins):
+        """`if c: A else: B` as `if c: A` then `if not c: B`: each builds its one branch
+        first, so values that exist on one side only get their zeros on the other."""
+        frame = self.frame
+        (a, ka, aa, xa), (b, kb, ab, xb) = branches
+        first = [n for n in carried if n in aa] + [n for n in new if n in aa]
+        a_end, _ = self._merge(node, cond, lambda: self.exec_block(a), liveins, None, liveins,
+                               first, set(new), set(), True, need_else=True)
+        mid = dict(frame.scope)
+        second = self._carried(ab - (set(new) - aa), mid, _what(node), b)
+        second += [n for n in new if n not in aa]
+        self._merge(node, self._not(cond), lambda: self.exec_block(b), _without_flags(mid),
+                    None, mid, second, set(new), set(), xa, need_else=True,
+                    b_true={f for f in FLAGS if _is_true(a_end.get(f))})
+        fresh = {n for n in aa | ab if n not in liveins or isinstance(liveins[n], _Unavailable)}
+        self._forget(fresh - set(new), node, one_branch=True)
+
+    def _guard(self, run, node, assigned, what, stmts):
+        """Runs `run` (what follows a run-time exit) under `if not <the live flags>`."""
+        frame = self.frame
+        liveins = dict(frame.scope)
+        live = _live_flags(liveins)
+        cond = self._not(self._any([liveins[f] for f in live]))
+        fresh = {n for n in assigned if n not in liveins or isinstance(liveins[n], _Unavailable)}
+        new = sorted(fresh & set(frame.wanted))
+        carried = self._carried(assigned - fresh, liveins, what, stmts)
+        prev = self.node
+        self.node = node
+        self._set_loc(node)
+        try:
+            # The else path is taken when a live flag is set: with one live flag, it is set.
+            self._merge(node, cond, run, _without_flags(liveins), None, liveins, carried + new,
+                        set(new), set(), True, need_else=True,
+                        b_true=set(live) if len(live) == 1 else set())
+        finally:
+            self.node = prev
+        self._forget(fresh - set(new), node)
+
+    def _forget(self, names, node, one_branch=False):
+        """Names defined on some paths only may not be read after `node`."""
+        frame = self.frame
+        for n in names:
+            frame.scope[n] = _Unavailable(
+                f"'{n}' is defined in only one branch of the if at line {self._line(node)}; "
+                f"define it before the if or in both branches" if one_branch else
+                f"'{n}' is defined after a run-time exit (line {self._line(node)}) and is not "
+                f"available past it; define it before")
+
+    def _merge(self, node, cond, a_run, a_scope, b_run, b_scope, names, new, b_kinds, b_exits,
+               need_else, b_true=frozenset()):
+        """Builds `if cond: a else: b` (a first) carrying `names`, the exit flags and the
+        returned value. `new` names (not defined before) may be zeros on a path of `b` that
+        exits (`b_exits`, or known exited when built). `b_true`: flags known set on the path of
+        `b` (its scope has them as run-time values). Returns the scopes at the ends of a and b."""
+        frame = self.frame
+        slots, structs, firsts, ends = [], [], {}, {}
+        saved_wanted = frame.wanted
+
+        def run(body, scope):
+            frame.scope = dict(scope)
+            frame.region_depth += 1
+            frame.wanted = frozenset(new)
+            try:
+                if body is not None:
+                    body()
+            finally:
+                frame.region_depth -= 1
+                frame.wanted = saved_wanted
+            return frame.scope
+
+        def a_fn():
+            end = ends["a"] = run(a_run, a_scope)
+            slots.extend(names)
+            slots.extend(f for f in FLAGS if f in end or f in b_scope or
+                         {RET: "return", BRK: "break", CNT: "continue"}[f] in b_kinds)
+            if (_has_value(end.get(VAL)) and end.get(VAL) is not b_scope.get(VAL)) or \
+                    "value" in b_kinds:
+                slots.append(VAL)
+            return self._slot_handles(end, slots, structs, firsts, None, a_scope)
+
+        def b_fn():
+            end = ends["b"] = run(b_run, b_scope)
+            exited = b_exits or static_exit(end)
+            return self._slot_handles(end, slots, structs, firsts, exited, b_scope)
+
+        try:
+            results = self.session.if_then_else(cond.handle, a_fn,
+                                                b_fn if need_else else None,
+                                                [_SHOWN.get(n, n) for n in names])
+        finally:
+            frame.scope = dict(b_scope)
+            self.node = node
+            self._set_loc(node)
+        pos = 0
+        for i, n in enumerate(slots):
+            frame.scope[n], pos = self._unflatten(structs[i], results, pos)
+        a_end, b_end = ends.get("a", {}), ends.get("b", {})
+        for f in FLAGS:
+            if _is_true(a_end.get(f)) and (_is_true(b_end.get(f)) or f in b_true):
+                frame.scope[f] = constexpr(True)
+            elif f not in a_end and f not in b_end:
+                frame.scope.pop(f, None)
+        if VAL not in slots and (_is_none(a_end.get(VAL)) or _is_none(b_end.get(VAL))):
+            frame.scope[VAL] = constexpr(None)
+        return a_end, b_end
+
+    def _slot_handles(self, end, slots, structs, firsts, exited, liveins):
+        """The handles a branch yields for `slots`. `exited` is None for the branch built
+        first (no zeros there: their types are not known yet)."""
+        first = exited is None
+        out = []
+        for i, n in enumerate(slots):
+            v = end.get(n, _MISSING)
+            if isinstance(v, _Unavailable):
+                v = _MISSING
+            hs = []
+            if n in FLAGS:
+                hs.append(self._flag(None if v is _MISSING else v).handle)
+                s = "t"
+            elif n == VAL and _is_none(v):
+                raise self.error("a path through this if returns nothing while another returns "
+                                 "a value")
+            elif v is _MISSING:
+                if first:
+                    if n == VAL:
+                        raise self.error("cannot merge the value returned inside this if with "
+                                         "the path through its other branch; return a value "
+                                         "from both branches")
+                    if static_exit(end):
+                        raise self.error(f"'{n}' is assigned only on the path of this if that "
+                                         f"does not exit; define '{n}' before the if")
+                    raise self.error(f"'{n}' is assigned in only one branch of this if at run "
+                                     f"time; define it before the if or in both branches")
+                if n != VAL and not exited:
+                    raise self.error(f"'{n}' is assigned in only one branch of this if at run "
+                                     f"time; define it before the if or in both branches")
+                for h in firsts[n]:
+                    d = self._dummy(h, liveins)
+                    if d is None:
+                        raise self.error(f"'{n}' holds a pointer that exists on only one path "
+                                         f"of this if; define '{n}' before the if")
+                    hs.append(d)
+                s = structs[i]
+            else:
+                s = self._flatten(v, n, hs)
+                if n == VAL and not first and self._handle_types(firsts[n]) != \
+                        self._handle_types(hs):
+                    raise self.error("the values returned on the paths through this if differ "
+                                     "in type or shape")
+            if first:
+                structs.append(s)
+                firsts[n] = hs
+            elif structs[i] != s:
+                raise self.error(f"'{n}' changes structure between the branches of the if: "
+                                 f"{structs[i]} vs {s}")
+            out.extend(hs)
+        return out
+
+    # --- loops -----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _loop_body(self, kind):
+        """A loop body: one region deeper (run-time loops), the innermost loop for break and
+        continue, and no names wanted after it."""
+        frame = self.frame
+        saved = frame.wanted
+        frame.loops.append(kind)
+        frame.wanted = frozenset()
+        if kind == "runtime":
+            frame.region_depth += 1
+        try:
+            yield
+        finally:
+            if kind == "runtime":
+                frame.region_depth -= 1
+            frame.loops.pop()
+            frame.wanted = saved
+
+    def _static_loop(self, node, values):
+        """tl.static_range, unrolled: a break or return under a run-time condition guards the
+        iterations after it."""
+        frame = self.frame
+        with self._loop_body("static"):
+            self._static_iters(node, values)
+        frame.scope.pop(BRK, None)
+        frame.scope.pop(CNT, None)
+
+    def _static_iters(self, node, values):
+        frame = self.frame
+        target = node.target.id
+        for k, v in enumerate(values):
+            if frame.returned or static_exit(frame.scope):
+                return
+            frame.scope[target] = constexpr(v)
+            self.exec_block(node.body)
+            frame.scope.pop(CNT, None)
+            if k + 1 < len(values) and _live_flags(frame.scope):
+                later = values[k + 1:]
+                self._guard(lambda: self._static_iters(node, later), node,
+                            _assigned(node.body) - {target},
+                            f"the static_range loop at line {self._line(node)} (it may break "
+                            f"or return at run time)", node.body)
+                frame.scope[target] = _Unavailable(
+                    f"'{target}' is not available after the static_range loop at line "
+                    f"{self._line(node)}: it may break or return at run time")
+                return
+
+    def _end_of_body(self):
+        """Pops the flags of a run-time loop body's end: (break flag, returned flag)."""
+        scope = self.frame.scope
+        scope.pop(CNT, None)
+        return scope.pop(BRK, None), scope.pop(RET, None)
+
+    def _exiting_loop(self, node, names, structs, inits, liveins, test, step_fn, ret):
+        """A run-time loop whose body may break (or return, `ret`): an scf.while carrying
+        [done, (returned,) *loop state, *names]. `test(state)` gives its run-time condition
+        as an i1 tensor before the `done` check; `step_fn` returns (bind(state) -> None,
+        next(state) -> state) for a loop index."""
+        frame = self.frame
+        bind_state, next_state, state_inits, state_names = step_fn
+        k = 1 + bool(ret) + len(state_inits)
+        false = self.to_tensor(False, weak=False).handle
+        all_inits = [false] + ([false] if ret else []) + state_inits + inits
+
+        def bind(args):
+            frame.scope = dict(liveins)
+            pos = 0
+            for i, n in enumerate(names):
+                frame.scope[n], pos = self._unflatten(structs[i], args[k:], pos)
+            return args[1 + bool(ret):k]
+
+        def cond_fn(args):
+            state = bind(args)
+            going = self._not(tensor(args[0]))
+            return test(going, state).handle
+
+        def body_fn(args):
+            state = bind(args)
+            bind_state(state)
+            with self._loop_body("runtime"):
+                self.exec_block(node.body)
+            brk, r = self._end_of_body()
+            out = []
+            for i, n in enumerate(names):
+                if self._flatten(frame.scope[n], n, out) != structs[i]:
+                    raise self.error(f"loop-carried '{n}' changes structure in the loop")
+            done = self._any([brk, r])
+            head = [done.handle] + ([self._flag(r).handle] if ret else [])
+            return head + next_state(state) + out
+
+        from .statements import _flat_names
+        try:
+            results = self.session.while_loop(
+                all_inits, cond_fn, body_fn,
+                ["<loop exit flag>"] + (["<returned flag>"] if ret else []) + state_names +
+                _flat_names(names, structs))
+        finally:
+            frame.scope = liveins
+            self.node = node
+            self._set_loc(node)
+        return results[k:], (tensor(results[1]) if ret else None)
+
+    def _for_with_exits(self, node, lbt, ubt, stept, negative, start, mag, names, structs,
+                        inits, liveins, ret):
+        """A run-time for loop that may break or return, as a while loop over its index."""
+        frame = self.frame
+        target = node.target.id
+        dt = self.binary("add", self.binary("add", lbt, ubt), stept)
+        if dt.shape or not dt.dtype.is_int():
+            raise self.error(f"expected scalar integer loop bounds, found {lbt!r}, {ubt!r} and "
+                             f"{stept!r}", node.iter)
+        lb, ub, step = (tensor(self.session.cast(t.handle, dt.dtype.name)) for t in
+                        (lbt, ubt, stept))
+
+        def bind_state(state):
+            iv = tensor(state[0])
+            if negative:
+                iv = self.binary("sub", start, self.binary("mul", iv, mag))
+            frame.scope[target] = iv
+
+        def next_state(state):
+            return [self.binary("add", tensor(state[0]), step).handle]
+
+        def test(going, state):
+            return self.binary("logical_and", going,
+                               self.binary("lt", tensor(state[0]), ub))
+
+        results, r = self._exiting_loop(node, names, structs, inits, liveins, test,
+                                        (bind_state, next_state, [lb.handle], ["<loop index>"]),
+                                        ret)
+        return results, r
+
+    def _while_with_exits(self, node, names, structs, inits, liveins, ret):
+        def test(going, state):
+            def then():
+                self.frame.region_depth += 1
+                try:
+                    c = self.visit(node.test)
+                finally:
+                    self.frame.region_depth -= 1
+                if not isinstance(c, tensor):
+                    v = _unwrap(c)
+                    if type(v) not in (bool, int):
+                        raise self.error(f"expected a run-time scalar condition for while, "
+                                         f"found {_describe(c)}", node.test)
+                    c = self.to_tensor(bool(v), weak=False)
+                if c.shape:
+                    raise self.error(f"expected a scalar while condition, found {c!r}",
+                                     node.test)
+                return [self.session.cast(c.handle, "int1")]
+            if isinstance(node.test, ast.Constant):
+                return self.binary("logical_and", going, self.to_tensor(bool(node.test.value),
+                                                                        weak=False))
+            (h,) = self.session.if_then_else(going.handle, then,
+                                             lambda: [self.to_tensor(False, weak=False).handle],
+                                             ["<while condition>"])
+            return tensor(h)
+
+        return self._exiting_loop(node, names, structs, inits, liveins, test,
+                                  (lambda s: None, lambda s: [], [], []), ret)
+
+
+def _assigned(stmts):
+    from .statements import assigned_names
+    return assigned_names(stmts)
+
+
+def _without_flags(scope):
+    return {k: v for k, v in scope.items() if k not in FLAGS}
