@@ -49,7 +49,8 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
     addRings();
   // tensor descriptor accesses the rings did not take -> masked loads and stores
   // (sm_90a: stores of 2-D blocks through shared memory and the TMA)
-  pm.addPass(createKilnLowerDescriptors(KilnLowerDescriptorsOptions{options.wgmma}));
+  pm.addPass(
+      createKilnLowerDescriptors(KilnLowerDescriptorsOptions{options.wgmma, options.ringBudget}));
   pm.addPass(createCSEPass());
   if (!options.wgmma)
     addRings();

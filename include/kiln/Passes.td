@@ -245,8 +245,11 @@ def KilnLowerDescriptors : Pass<"kiln-lower-descriptors", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"tmaStores", "tma-stores", "bool", "false",
-           "sm_90a: 2-D f16/bf16 stores at the kernel's top level through shared memory and "
-           "TMA stores (kiln_gpu.tma_store)">,
+           "sm_90a: 2-D f16/bf16 stores through shared memory and TMA stores "
+           "(kiln_gpu.tma_store): at the kernel's top level, and inside loops where the buffer "
+           "fits beside the rings">,
+    Option<"sharedBudget", "shared-budget", "int64_t", "224 * 1024",
+           "bytes of shared memory the rings and a store buffer inside a loop may take">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::kiln::gpu::KilnGPUDialect"];
 }

@@ -296,8 +296,9 @@ void orderSharedRings(func::FuncOp func) {
     for (Operation *user : alloc->getUsers())
       if (auto copy = dyn_cast<kiln::gpu::AsyncCopyOp>(user)) {
         unsigned fast = kiln::gpu::getOrder(copy.getPtr().getType().getEncoding())[0];
-        // A slot of A is M x K (K is dim 1); one of B is K x N (K is dim 0).
-        unsigned kDim = alloc.getOperand() == 0 ? 1 : 0;
+        // A slot of A is M x K (K is dim 1); one of B is K x N (K is dim 0); the pointers of
+        // a transposed copy the other way round.
+        unsigned kDim = copy.getPtrKDim(alloc.getOperand() == 0);
         alloc.setKMajorAttr(BoolAttr::get(ctx, fast == kDim));
         break;
       }
@@ -516,7 +517,7 @@ BlockedEncodingAttr KilnAssignLayoutsPass::chooseBlocked(ArrayRef<int64_t> shape
     for (Operation *user : ptr.getUsers())
       if (auto copy = dyn_cast<kiln::gpu::AsyncCopyOp>(user)) {
         auto alloc = copy.getBuffer().getDefiningOp<kiln::gpu::LocalAllocOp>();
-        unsigned kDim = alloc && alloc.getOperand() == 0 ? 1 : 0;
+        unsigned kDim = copy.getPtrKDim(alloc && alloc.getOperand() == 0);
         if (alloc && alloc.getResult().getType().getElementType().getIntOrFloatBitWidth() == 8 &&
             order[0] != kDim && shape[kDim] % 4 == 0 && numel >= int64_t(numThreads) * 4 * 4) {
           spt[kDim] = 4;

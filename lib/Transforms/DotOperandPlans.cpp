@@ -66,10 +66,21 @@ bool isZeroOther(Value other) {
   return matchPattern(other, m_AnyZeroFloat()) || matchPattern(other, m_Zero());
 }
 
-/// A load the pipeline can turn into async copies: one use (the dot), not volatile, zero
-/// where masked off, 16-bit floats or 8-bit types, its operands computable for any
-/// iteration.
+/// A load the pipeline can turn into async copies: one use (the dot, or a 2-D transpose
+/// whose one use is the dot), not volatile, zero where masked off, 16-bit floats or 8-bit
+/// types, its operands computable for any iteration.
 FailureOr<CopyPlan> planCopy(Value operand, scf::ForOp loop) {
+  if (auto trans = operand.getDefiningOp<TransOp>()) {
+    // B.T of a block loaded N x K (or A.T of one loaded K x M): the ring holds the block as
+    // loaded, contiguous along the other dimension of the dot operand.
+    if (!operand.hasOneUse() || trans->getBlock() != loop.getBody() ||
+        trans.getType().getRank() != 2)
+      return failure();
+    FailureOr<CopyPlan> plan = planCopy(trans.getSrc(), loop);
+    if (succeeded(plan))
+      plan->trans = trans;
+    return plan;
+  }
   if (auto desc = operand.getDefiningOp<DescriptorLoadOp>())
     return planTmaCopy(desc, operand, loop);
   auto load = operand.getDefiningOp<LoadOp>();
@@ -158,7 +169,7 @@ void emitCopy(OpBuilder &b, const CopyPlan &plan, Value loopIv, Value iv, ValueR
   Value mask = splatMaskLike(b, loc, inRange, ptr.getType());
   if (load.getMask())
     mask = arith::AndIOp::create(b, loc, map.lookupOrDefault(load.getMask()), mask);
-  kgpu::AsyncCopyOp::create(b, loc, ring, slot, ptr, mask);
+  kgpu::AsyncCopyOp::create(b, loc, ring, slot, ptr, mask, /*transposed=*/bool(plan.trans));
 }
 
 /// lb + n * step in the induction variable's type.

@@ -42,6 +42,11 @@ struct CopyPlan {
   SmallVector<std::pair<unsigned, Value>> inductions;
   /// Ops of `slice` that compute increments (they depend on loop invariants only).
   llvm::SmallPtrSet<Operation *, 8> incrementOps;
+  /// The 2-D transpose (kiln.trans) between the load and the dot, when the operand is the
+  /// transpose of a loaded block (Triton's `tl.dot(a, b.T)` with B loaded N x K): the copy
+  /// fills the ring with the block as loaded, which is then the other major-ness of the dot
+  /// operand (B contiguous along K, or A along M).
+  TransOp trans;
 };
 
 /// Where one dot of the loop reads its A operand from.
@@ -72,9 +77,9 @@ FailureOr<CopyPlan> planTmaCopy(DescriptorLoadOp desc, Value operand, scf::ForOp
 /// Whether a load's `other` is a float or integer zero.
 bool isZeroOther(Value other);
 
-/// A load the pipeline can turn into async copies: one use (the dot), not volatile, zero
-/// where masked off, 16-bit floats or 8-bit types, its operands computable for any
-/// iteration.
+/// A load the pipeline can turn into async copies: one use (the dot, or a 2-D transpose
+/// whose one use is the dot), not volatile, zero where masked off, 16-bit floats or 8-bit
+/// types, its operands computable for any iteration.
 FailureOr<CopyPlan> planCopy(Value operand, scf::ForOp loop);
 
 /// `x * n` for an integer or integer tile `x` and a constant `n`.

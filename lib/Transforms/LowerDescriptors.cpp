@@ -8,14 +8,16 @@
 // On sm_90a -kiln-pipeline-dot-operands runs first and turns the loads that feed dots into
 // tensor-memory-accelerator copies; what remains, and everything on other targets, is lowered
 // here, so the semantics of a descriptor access are the same on every path. With tma-stores
-// (sm_90a), a 2-D f16/bf16 store at the kernel's top level instead becomes kiln_gpu.tma_store
-// through a one-slot shared buffer (its box rows noted for the host, see LoopSlices.h).
+// (sm_90a), a 2-D f16/bf16 store instead becomes kiln_gpu.tma_store through a one-slot shared
+// buffer (its box rows noted for the host, see LoopSlices.h): at the kernel's top level
+// always, inside loops (a persistent kernel's epilogue) when the buffer fits beside the rings.
 //
 //===----------------------------------------------------------------------===//
 
 #include "LoopSlices.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "kiln/Dialect/KilnGPU/IR/Dialect.h"
+#include "kiln/Dialect/KilnGPU/IR/DotLayouts.h"
 #include "kiln/Passes.h"
 #include "kiln/Target/NVIDIA/TensorMap.h"
 #include "kiln/Transforms/DescriptorAccess.h"
@@ -80,10 +82,24 @@ std::pair<Value, Value> kiln::emitDescriptorBlockAddress(OpBuilder &b, Location 
 
 namespace {
 
-/// sm_90a: a store of a 2-D f16/bf16 block at the top level of the kernel through a tensor
-/// map argument goes through a one-slot shared buffer and TMA stores of whole-block boxes.
-LogicalResult storeThroughTma(OpBuilder &b, DescriptorStoreOp store) {
-  auto func = dyn_cast<func::FuncOp>(store->getParentOp());
+/// Bytes of shared memory the rings and buffers of `func` take if none shares bytes with
+/// another (an upper bound of what -kiln-convert-to-llvm places).
+int64_t sharedBytesOfAllocs(func::FuncOp func) {
+  int64_t total = 0;
+  func.walk([&](kiln::gpu::LocalAllocOp op) {
+    kiln::gpu::SharedBufferType t = op.getResult().getType();
+    total += kiln::getSharedSlotBytes(t) * t.getNumSlots();
+  });
+  return total;
+}
+
+/// sm_90a: a store of a 2-D f16/bf16 block through a tensor map argument goes through a
+/// one-slot shared buffer and TMA stores of whole-block boxes. At the kernel's top level the
+/// buffer is allocated at the store (it may take the bytes of rings that are dead by then);
+/// inside loops and ifs (a persistent matmul's epilogue) it is allocated at the kernel's
+/// entry, live beside the loop's rings, and only when they all fit in `budget` bytes.
+LogicalResult storeThroughTma(OpBuilder &b, DescriptorStoreOp store, int64_t budget) {
+  auto func = store->getParentOfType<func::FuncOp>();
   auto arg = dyn_cast<BlockArgument>(store.getDesc());
   auto type = cast<RankedTensorType>(store.getValue().getType());
   Type elem = type.getElementType();
@@ -97,8 +113,15 @@ LogicalResult storeThroughTma(OpBuilder &b, DescriptorStoreOp store) {
   // A slot laid out as a ring of B (K x N, contiguous along N): the boxes' layout.
   auto bufferType =
       kiln::gpu::SharedBufferType::get(ctx, {1, type.getDimSize(0), type.getDimSize(1)}, elem);
+  bool nested = store->getParentOp() != func.getOperation();
+  if (nested && sharedBytesOfAllocs(func) + kiln::getSharedSlotBytes(bufferType) > budget)
+    return failure();
+  OpBuilder::InsertionGuard guard(b);
+  if (nested)
+    b.setInsertionPointToStart(&func.getBody().front());
   Value buffer = kiln::gpu::LocalAllocOp::create(b, store.getLoc(), bufferType,
                                                  b.getI32IntegerAttr(1), b.getBoolAttr(false));
+  b.setInsertionPoint(store);
   kiln::gpu::TmaStoreOp::create(b, store.getLoc(), store.getDesc(), store.getOffsets(),
                                 store.getValue(), buffer);
   noteTmaBoxRows(func, arg.getArgNumber(), rows);
@@ -118,7 +141,7 @@ struct KilnLowerDescriptorsPass
       OpBuilder b(op);
       Location loc = op->getLoc();
       if (auto store = dyn_cast<DescriptorStoreOp>(op);
-          store && tmaStores && succeeded(storeThroughTma(b, store))) {
+          store && tmaStores && succeeded(storeThroughTma(b, store, sharedBudget))) {
         op->erase();
         continue;
       }

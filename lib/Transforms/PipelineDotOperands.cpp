@@ -195,9 +195,12 @@ void eraseReplacedLoads(IRRewriter &rewriter, MutableArrayRef<DotPlan> plans, Ar
                         OnceBuffers &onceBuffers) {
   for (DotPlan &plan : plans)
     for (const CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b})
-      if (copy)
+      if (copy) {
+        if (copy->trans)
+          rewriter.eraseOp(copy->trans);
         rewriter.eraseOp(copy->desc ? DescriptorLoadOp(copy->desc).getOperation()
                                     : LoadOp(copy->load).getOperation());
+      }
   llvm::SmallPtrSet<Operation *, 32> erased;
   for (DotPlan &plan : plans) {
     for (const CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b})
@@ -276,15 +279,18 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
         aBuf = done;
     aFilled.push_back(bool(aBuf));
     // A TMA copy writes its rows contiguous along the block's last dimension: K for A, N
-    // for B.
+    // for B, the other way round for an operand that is the transpose of its block.
+    auto tmaMajor = [&](bool isA, const CopyPlan *copy) {
+      return tma ? rewriter.getBoolAttr(isA != (copy && copy->trans)) : BoolAttr();
+    };
     if (!aBuf && plan.aSource != ASource::Registers)
       aBuf = kgpu::LocalAllocOp::create(
           rewriter, loc, bufferType(aTy, plan.aSource == ASource::Ring ? stages : 1),
-          rewriter.getI32IntegerAttr(0), tma ? rewriter.getBoolAttr(true) : BoolAttr());
+          rewriter.getI32IntegerAttr(0), tmaMajor(true, plan.a ? &*plan.a : nullptr));
     aBufs.push_back(aBuf);
     bBufs.push_back(kgpu::LocalAllocOp::create(rewriter, loc, bufferType(bTy, stages),
                                                rewriter.getI32IntegerAttr(1),
-                                               tma ? rewriter.getBoolAttr(false) : BoolAttr()));
+                                               tmaMajor(false, &plan.b)));
   }
   // With TMA copies after a running-on dot (4 or more slots), each slot also gets a barrier
   // every warp arrives on once its reads of the slot are done; thread 0 waits on it before

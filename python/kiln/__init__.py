@@ -24,8 +24,23 @@ from . import language, testing
 
 __version__ = _C.version()
 
+_allocator = None
+
+
+def set_allocator(allocator):
+    """Triton's `set_allocator`: `allocator(size, alignment, stream)` returns a buffer for the
+    global scratch a launch needs (Triton: the tensor maps of `tl.make_tensor_descriptor`).
+    Kiln's kernels need none (a descriptor made in a kernel addresses its blocks with the
+    base, shape and strides it was made from), so the allocator is kept, checked to be
+    callable, and not called; Triton code that sets one runs unchanged."""
+    global _allocator
+    if allocator is not None and not callable(allocator):
+        raise TypeError(f"kiln.set_allocator expects a callable (size, alignment, stream) -> "
+                        f"buffer or None, found {type(allocator).__name__}")
+    _allocator = allocator
+
 __all__ = ["jit", "JITFunction", "compile", "CompiledKernel", "CompilationError", "KilnError",
            "DeviceArray", "empty", "zeros", "from_numpy", "has_gpu", "device_count",
            "current_device", "synchronize", "cdiv",
            "next_power_of_2", "language", "testing", "autotune", "Config", "Autotuner",
-           "AutotuneError", "TensorDescriptor"]
+           "AutotuneError", "TensorDescriptor", "set_allocator"]

@@ -490,3 +490,89 @@ func.func @int8_k16(%A: !kiln.ptr<i8>, %K: i32) -> tensor<64x64xi32> {
   }
   return %acc : tensor<64x64xi32>
 }
+
+// -----
+
+// Triton's `tl.dot(a, b.T)` with B stored N x K and loaded [N, K] by pointers: the transpose
+// is folded into the copy. B's ring keeps its K x N slots; the copy says its pointers are the
+// slot's transpose ({transposed}), and the load and the transpose go.
+// CHECK-LABEL: func.func @b_transposed(
+// CHECK: %[[RB:.*]] = kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 32, 64], f16>
+// CHECK: kiln_gpu.async_copy %[[RB]][%{{.*}}], %{{.*}}, %{{.*}} {transposed} : <[3, 32, 64], f16>, tensor<64x32x!kiln.ptr<f16>>, tensor<64x32xi1>
+// CHECK: scf.for
+// CHECK: kiln_gpu.shared_dot
+// CHECK: kiln_gpu.async_copy %[[RB]][%{{.*}}], %{{.*}}, %{{.*}} {transposed}
+// CHECK-NOT: kiln.trans
+// CHECK-NOT: kiln.load
+// CHECK: scf.yield
+// mma.sync (ldmatrix from the rings) takes the transposed copy too.
+// MMA-LABEL: func.func @b_transposed(
+// MMA: kiln_gpu.async_copy {{.*}} {transposed}
+// MMA: kiln_gpu.shared_dot
+func.func @b_transposed(%A: !kiln.ptr<f16>, %B: !kiln.ptr<f16>, %K: i32) -> tensor<64x64xf32> {
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %acc0 = arith.constant dense<0.0> : tensor<64x64xf32>
+  %r64 = kiln.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+  %r32 = kiln.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  %acc = scf.for %k = %c0 to %K step %c32 iter_args(%c = %acc0) -> (tensor<64x64xf32>) : i32 {
+    %kv = kiln.splat %k : tensor<32xi32>
+    %ks = arith.addi %r32, %kv : tensor<32xi32>
+    %rows = kiln.expand_dims %r64 {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+    %kr = kiln.expand_dims %ks {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+    %Kv = kiln.splat %K : tensor<64x1xi32>
+    %row = arith.muli %rows, %Kv : tensor<64x1xi32>
+    %rb = kiln.broadcast %row : tensor<64x1xi32> -> tensor<64x32xi32>
+    %kb = kiln.broadcast %kr : tensor<1x32xi32> -> tensor<64x32xi32>
+    %off = arith.addi %rb, %kb : tensor<64x32xi32>
+    %ap = kiln.splat %A : tensor<64x32x!kiln.ptr<f16>>
+    %aps = kiln.addptr %ap, %off : tensor<64x32x!kiln.ptr<f16>>, tensor<64x32xi32>
+    %a = kiln.load %aps : tensor<64x32x!kiln.ptr<f16>>
+    %bp = kiln.splat %B : tensor<64x32x!kiln.ptr<f16>>
+    %bps = kiln.addptr %bp, %off : tensor<64x32x!kiln.ptr<f16>>, tensor<64x32xi32>
+    %Ks = kiln.splat %K : tensor<1x32xi32>
+    %kok = arith.cmpi slt, %kr, %Ks : tensor<1x32xi32>
+    %bm = kiln.broadcast %kok : tensor<1x32xi1> -> tensor<64x32xi1>
+    %zero = arith.constant dense<0.0> : tensor<64x32xf16>
+    %bnk = kiln.load %bps, %bm, %zero : tensor<64x32x!kiln.ptr<f16>>
+    %b = kiln.trans %bnk {order = array<i32: 1, 0>} : tensor<64x32xf16> -> tensor<32x64xf16>
+    %d = kiln.dot %a, %b, %c : tensor<64x32xf16> * tensor<32x64xf16> -> tensor<64x64xf32>
+    scf.yield %d : tensor<64x64xf32>
+  }
+  return %acc : tensor<64x64xf32>
+}
+
+// -----
+
+// The same through tensor descriptors (tutorial 09: B's block loaded [BLOCK_N, BLOCK_K]): the
+// TMA copies the block as the descriptor names it into a K-major B ring (wgmma reads it
+// without its transpose flag).
+// CHECK-LABEL: func.func @tma_b_transposed(
+// CHECK: kiln_gpu.local_alloc {k_major = true, operand = 0 : i32} : <[3, 128, 64], f16>
+// CHECK: %[[B:.*]] = kiln_gpu.local_alloc {k_major = true, operand = 1 : i32} : <[3, 64, 128], f16>
+// CHECK: kiln_gpu.tma_copy %{{.*}}[%{{.*}}, %{{.*}}], %[[B]][%{{.*}}]
+// CHECK: scf.for
+// CHECK-NOT: kiln.trans
+// CHECK-NOT: kiln.descriptor_load
+// CHECK: scf.yield
+// MMA-LABEL: func.func @tma_b_transposed(
+// MMA-NOT: kiln_gpu.local_alloc
+func.func @tma_b_transposed(%ad: !kiln.tensormap, %ab: !kiln.ptr<f16>, %bd: !kiln.tensormap,
+                            %bb: !kiln.ptr<f16>, %m: i32, %n: i32, %k: i32, %sa: i64, %sb: i64,
+                            %om: i32, %on: i32, %kt: i32) -> tensor<128x128xf32> {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c64 = arith.constant 64 : i32
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %acc = scf.for %i = %c0 to %kt step %c1 iter_args(%c = %zero) -> (tensor<128x128xf32>) : i32 {
+    %ok = arith.muli %i, %c64 : i32
+    %a = kiln.descriptor_load %ad, %ab[%om, %ok] shape [%m, %k] strides [%sa]
+        : !kiln.ptr<f16> -> tensor<128x64xf16>
+    %bnk = kiln.descriptor_load %bd, %bb[%on, %ok] shape [%n, %k] strides [%sb]
+        : !kiln.ptr<f16> -> tensor<128x64xf16>
+    %b = kiln.trans %bnk {order = array<i32: 1, 0>} : tensor<128x64xf16> -> tensor<64x128xf16>
+    %d = kiln.dot %a, %b, %c : tensor<128x64xf16> * tensor<64x128xf16> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
+  }
+  return %acc : tensor<128x128xf32>
+}

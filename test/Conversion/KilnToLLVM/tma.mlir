@@ -226,15 +226,19 @@ module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma} {
 
 // -----
 
-// The boxes write B's slot N-major (rows along the block's last dimension): a K-major B ring
-// is not where they put it.
-module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma, kiln_gpu.tma_box_rows = array<i32: 64, 0, 0, 0>} {
-  func.func @k_major_b(%bd: !kiln.tensormap, %i: i32, %s: i32, %p: i1) {
-    %b = kiln_gpu.local_alloc {k_major = true, operand = 1 : i32} : !kiln_gpu.shared<[2, 64, 64], f16>
+// A K-major B ring (tl.dot(a, b.T) with B's block loaded N x K) is filled with the boxes of
+// the block as the descriptor names it, N x K: 128 rows along N (box rows 128) by one strip
+// of 64 K (128 bytes), so one box at {coords[1], coords[0]}, as for A.
+// CHECK-LABEL: llvm.func @k_major_b(
+// CHECK-SAME: %{{[^:]*}}: !llvm.ptr {{.*}}, %[[I:[^:]*]]: i32, %[[J:[^:]*]]: i32,
+// CHECK: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];", "r,l,r,r,r" %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}
+// CHECK-NOT: cp.async.bulk.tensor
+// CHECK: llvm.return
+module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma, kiln_gpu.tma_box_rows = array<i32: 128, 0, 0, 0, 0>} {
+  func.func @k_major_b(%bd: !kiln.tensormap, %i: i32, %j: i32, %s: i32, %p: i1) {
+    %b = kiln_gpu.local_alloc {k_major = true, operand = 1 : i32} : !kiln_gpu.shared<[2, 64, 128], f16>
     %bars = kiln_gpu.mbarrier_alloc : !kiln_gpu.mbarriers<2>
-    // expected-error @below {{'kiln_gpu.tma_copy' op expected a slot in the layout of the TMA boxes of its block}}
-    // expected-error @below {{failed to legalize operation 'kiln_gpu.tma_copy'}}
-    kiln_gpu.tma_copy %bd[%i, %i], %b[%s], %bars, %p : !kiln.tensormap, !kiln_gpu.shared<[2, 64, 64], f16>, !kiln_gpu.mbarriers<2>
+    kiln_gpu.tma_copy %bd[%j, %i], %b[%s], %bars, %p : !kiln.tensormap, !kiln_gpu.shared<[2, 64, 128], f16>, !kiln_gpu.mbarriers<2>
     return
   }
 }

@@ -242,9 +242,13 @@ LogicalResult LocalAllocOp::verify() {
 LogicalResult AsyncCopyOp::verify() {
   auto buffer = getBuffer().getType();
   auto ptr = getPtr().getType();
-  if (ptr.getShape() != buffer.getTileShape())
-    return emitOpError("expected a pointer tile of the slot's shape [")
-           << buffer.getTileShape()[0] << ", " << buffer.getTileShape()[1] << "], found " << ptr;
+  SmallVector<int64_t> expected(buffer.getTileShape());
+  if (getTransposed())
+    std::reverse(expected.begin(), expected.end());
+  if (ptr.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("expected a pointer tile of the ")
+           << (getTransposed() ? "transposed " : "") << "slot's shape [" << expected[0] << ", "
+           << expected[1] << "], found " << ptr;
   auto pointer = dyn_cast<kiln::PointerType>(ptr.getElementType());
   if (!pointer || pointer.getPointeeType() != buffer.getElementType())
     return emitOpError("expected pointers to ")

@@ -101,7 +101,7 @@ struct AsyncCopyLowering final : ConvertOpToLLVMPattern<kgpu::AsyncCopyOp> {
     // Elements per copy: a run along the pointers' fastest dimension, which must also be the
     // slot's contiguous one.
     unsigned fast = kgpu::getOrder(ptrTy.getEncoding())[0];
-    unsigned mnDim = isA ? 0 : 1, kDim = isA ? 1 : 0;
+    unsigned kDim = op.getPtrKDim(isA), mnDim = 1 - kDim;
     unsigned vec = getAccessVectorWidth(op.getPtr(), op.getMask(), axis);
     if (eb == 1 && layout.kMajor && fast == mnDim && vec >= 4 &&
         kgpu::getSizePerThread(ptrTy.getEncoding())[kDim] % 4 == 0 && ptrTy.getRank() == 2) {
@@ -449,15 +449,19 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
       return op.emitOpError("expected a tensor map argument with its box rows in ")
              << kTmaBoxRowsAttr;
     kgpu::SharedBufferType type = alloc.getResult().getType();
-    ArrayRef<int64_t> tile = type.getTileShape();
+    if (type.getTileShape().size() != 2)
+      return op.emitOpError("expected a ring of 2-D slots");
     OperandLayout layout = getRingOperandLayout(alloc);
-    bool isA = alloc.getOperand() == 0;
-    auto box = nvidia::getTensorMapBox({tile[0], tile[1]}, unsigned(layout.elemBytes), boxRows);
+    // The block as the descriptor names it: rows along the slot's contiguous dimension (K of a
+    // K-major slot, else M or N), so a K-major B or an M-major A is the transpose of its block.
+    SmallVector<int64_t, 2> block = layout.kMajor ? SmallVector<int64_t, 2>{layout.mn, layout.k}
+                                                  : SmallVector<int64_t, 2>{layout.k, layout.mn};
+    auto box = nvidia::getTensorMapBox({block[0], block[1]}, unsigned(layout.elemBytes), boxRows);
     // The slot's rows run along the block's last dimension in strips of S bytes; a box is
     // `boxRows` rows of one strip.
-    if (!box || tile.size() != 2 || box->swizzleBytes != layout.swizzle || layout.kMajor != isA)
+    if (!box || box->swizzleBytes != layout.swizzle)
       return op.emitOpError("expected a slot in the layout of the TMA boxes of its block");
-    BoxGrid grid(tile, *box, layout);
+    BoxGrid grid(block, *box, layout);
 
     // Thread 0 issues every box, each at constant offsets from the slot and the block.
     auto c = [&](int64_t v) { return i32Const(b, loc, v); };

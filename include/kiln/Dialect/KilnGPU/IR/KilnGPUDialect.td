@@ -166,20 +166,29 @@ def KilnGPU_AsyncCopyOp : Op<KilnGPU_Dialect, "async_copy",
   let description = [{
     Every thread copies the elements it owns (cp.async, 16 bytes where contiguity allows);
     masked-off elements become zero. The copy completes at a later `async_wait`; the copies
-    since the previous `async_commit` form one group.
+    since the previous `async_commit` form one group. With `transposed` the pointers are
+    those of the slot's transpose (a dot operand `b.T` of a block loaded N x K): pointer
+    (i, j) fills element (j, i) of the slot.
 
     ```mlir
     kiln_gpu.async_copy %buf[%slot], %ptrs, %mask
         : !kiln_gpu.shared<[3, 128, 64], f16>, tensor<128x64x!kiln.ptr<f16>>, tensor<128x64xi1>
+    kiln_gpu.async_copy %bt[%slot], %nk {transposed}
+        : !kiln_gpu.shared<[3, 64, 256], f16>, tensor<256x64x!kiln.ptr<f16>>
     ```
   }];
   let arguments = (ins KilnGPU_SharedBufferType:$buffer, I32:$slot, AnyRankedTensor:$ptr,
-                       Optional<AnyRankedTensor>:$mask);
+                       Optional<AnyRankedTensor>:$mask, UnitAttr:$transposed);
   let assemblyFormat = [{
     $buffer `[` $slot `]` `,` $ptr (`,` $mask^)? attr-dict `:` type($buffer) `,` type($ptr)
     (`,` type($mask)^)?
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The dimension of the pointer tile along K of the dot operand the slot holds (A's
+    /// slots are M x K, B's K x N), given which operand the ring holds.
+    unsigned getPtrKDim(bool isA) { return (isA != getTransposed()) ? 1 : 0; }
+  }];
 }
 
 def KilnGPU_AsyncCommitOp : Op<KilnGPU_Dialect, "async_commit",
