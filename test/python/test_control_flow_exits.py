@@ -713,7 +713,15 @@ def test_bare_return_inside_a_loop(device):
                                  "stop": "fp32"}, {"KIND": 2}),
     (helpers_kernel, {"x_ptr": "*fp32", "c_ptr": "*i32", "out_ptr": "*fp32", "n": "i32"}, {}),
     (static_range_exits_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"STOP": 5}),
-], ids=["ignore_index", "for_break", "while_break", "helpers", "static_range"])
+    (helper_paths_kernel, {"x_ptr": "*fp32", "c_ptr": "*i32", "d_ptr": "*i32",
+                           "out_ptr": "*fp32"}, {}),
+    (pointer_on_one_path_kernel, {"x_ptr": "*fp32", "a_ptr": "*i32", "b_ptr": "*i32"}, {}),
+    (nested_break_kernel, {"x_ptr": "*i32", "out_ptr": "*i32", "rows": "i32", "cols": "i32"},
+     {}),
+    (while_true_break_kernel, {"x_ptr": "*i32", "out_ptr": "*i32", "limit": "i32"}, {}),
+    (return_in_loop_kernel, {"x_ptr": "*i32", "out_ptr": "*i32", "n": "i32"}, {}),
+], ids=["ignore_index", "for_break", "while_break", "helpers", "static_range", "split_if",
+        "pointer_zero", "nested_break", "while_true", "return_in_loop"])
 def test_exits_compile_to_ptx_for_sm90(kernel, signature, constexprs):
     k = kiln.compile(kernel, signature=signature, constexprs=constexprs, target="sm_90a")
     ptx = k.asm["ptx"]

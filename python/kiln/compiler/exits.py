@@ -58,9 +58,38 @@ def exit_kinds(stmts):
         for child in ast.iter_child_nodes(node):
             walk(child, inner)
 
-    for s in stmts:
+    for s in _prune(stmts):
         walk(s, False)
     return out
+
+
+def _prune(stmts):
+    """`stmts` without the dead code after an exit (in nested blocks too): what may run."""
+    out = []
+    for s in stmts:
+        if isinstance(s, ast.If):
+            s = ast.If(test=s.test, body=_prune(s.body), orelse=_prune(s.orelse))
+        elif isinstance(s, ast.For):
+            s = ast.For(target=s.target, iter=s.iter, body=_prune(s.body), orelse=[])
+        elif isinstance(s, ast.While):
+            s = ast.While(test=s.test, body=_prune(s.body), orelse=[])
+        out.append(s)
+        if ends_in_exit([s]):
+            break
+    return out
+
+
+def _loop_targets(stmts):
+    """Names that `stmts` bind only as for-loop variables."""
+    targets, other = set(), set()
+    for s in stmts:
+        for n in ast.walk(s):
+            if isinstance(n, ast.For):
+                targets |= {t.id for t in ast.walk(n.target) if isinstance(t, ast.Name)}
+            elif isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                    other |= {x.id for x in ast.walk(t) if isinstance(x, ast.Name)}
+    return targets - other
 
 
 def ends_in_exit(stmts):
@@ -160,8 +189,8 @@ class ExitsMixin:
             self.visit(s)
             if rest and _live_flags(frame.scope):
                 line = frame.info.begin_line + s.lineno - 1
-                self._guard(lambda: self.exec_block(rest), rest[0], _assigned(rest), f"the code after the run-time exit at line {line}",
-                            rest)
+                self._guard(lambda: self.exec_block(rest), rest[0], _assigned(rest),
+                            f"the code after the run-time exit at line {line}", rest)
                 return
 
     # --- return, break, continue ---------------------------------------------------------
@@ -280,8 +309,8 @@ class ExitsMixin:
         live = [a for a, x in ((at, xt), (ae, xe)) if not x]
         needed = set(frame.wanted) | (at & ae if len(live) == 2 else set())
         new = sorted(n for n in fresh & needed if live and all(n in a for a in live))
-        carried = self._carried((at | ae) - fresh, liveins, _what(node),
-                                node.body + node.orelse)
+        carried, skip = self._region_carried(at | ae, liveins, _what(node),
+                                             node.body + node.orelse)
         val_before = VAL in liveins and not _is_none(liveins[VAL])
 
         def can_first(a_val, a_assigned, a_exits, b_val, b_assigned):
@@ -296,18 +325,17 @@ class ExitsMixin:
         elif can_first("value" in kb, ab, xb, "value" in ka, aa):
             order = (self._not(cond), branches[1], branches[0])
         else:
-            self._split_if(node, cond, branches, carried, new, liveins)
+            self._split_if(node, cond, branches, carried, new, liveins, skip)
             return
         c, (a, ka, aa, xa), (b, kb, ab, xb) = order
         # As before exits existed: no else region when nothing flows out of a plain if.
-        need_else = bool(node.orelse) or bool(carried or new) or bool(kt or ke) or \
-            _has_value(liveins.get(VAL))
+        need_else = bool(node.orelse) or bool(carried or new) or bool(kt or ke)
         self._merge(node, c, lambda: self.exec_block(a), liveins,
                     lambda: self.exec_block(b), liveins, carried + new, set(new), kb, xb,
                     need_else)
-        self._forget(fresh - set(new), node, one_branch=True)
+        self._forget((fresh - set(new)) | skip, node, one_branch=True)
 
-    def _split_if(self, node, cond, branches, carried, new, liveins):
+    def _split_if(self, node, cond, branches, carried, new, liveins, skip):
         """`if c: A else: B` as `if c: A` then `if not c: B`: each builds its one branch
         first, so values that exist on one side only get their zeros on the other."""
         frame = self.frame
@@ -316,13 +344,13 @@ class ExitsMixin:
         a_end, _ = self._merge(node, cond, lambda: self.exec_block(a), liveins, None, liveins,
                                first, set(new), set(), True, need_else=True)
         mid = dict(frame.scope)
-        second = self._carried(ab - (set(new) - aa), mid, _what(node), b)
+        second = self._carried(ab - (set(new) - aa) - skip, mid, _what(node), b)
         second += [n for n in new if n not in aa]
         self._merge(node, self._not(cond), lambda: self.exec_block(b), _without_flags(mid),
                     None, mid, second, set(new), set(), xa, need_else=True,
                     b_true={f for f in FLAGS if _is_true(a_end.get(f))})
         fresh = {n for n in aa | ab if n not in liveins or isinstance(liveins[n], _Unavailable)}
-        self._forget(fresh - set(new), node, one_branch=True)
+        self._forget((fresh - set(new)) | skip, node, one_branch=True)
 
     def _guard(self, run, node, assigned, what, stmts):
         """Runs `run` (what follows a run-time exit) under `if not <the live flags>`."""
@@ -332,7 +360,7 @@ class ExitsMixin:
         cond = self._not(self._any([liveins[f] for f in live]))
         fresh = {n for n in assigned if n not in liveins or isinstance(liveins[n], _Unavailable)}
         new = sorted(fresh & set(frame.wanted))
-        carried = self._carried(assigned - fresh, liveins, what, stmts)
+        carried, skip = self._region_carried(assigned, liveins, what, stmts)
         prev = self.node
         self.node = node
         self._set_loc(node)
@@ -343,7 +371,16 @@ class ExitsMixin:
                         b_true=set(live) if len(live) == 1 else set())
         finally:
             self.node = prev
-        self._forget(fresh - set(new), node)
+        self._forget((fresh - set(new)) | skip, node)
+
+    def _region_carried(self, assigned, liveins, what, stmts, locate=True):
+        """The names among `assigned` (by `stmts`) that a run-time region carries, and those
+        it cannot: a compile-time value rebound only as a loop variable (not readable after
+        the region; any other reassigned constexpr is an error, at its assignment when
+        `locate`, else at the region)."""
+        known = {n for n in assigned if n in liveins and not isinstance(liveins[n], _Unavailable)}
+        skip = {n for n in known & _loop_targets(stmts) if not _flowable(liveins[n])}
+        return self._carried(known - skip, liveins, what, stmts if locate else None), skip
 
     def _forget(self, names, node, one_branch=False):
         """Names defined on some paths only may not be read after `node`."""
@@ -363,6 +400,8 @@ class ExitsMixin:
         `b` (its scope has them as run-time values). Returns the scopes at the ends of a and b."""
         frame = self.frame
         slots, structs, firsts, ends = [], [], {}, {}
+        lazy = set()  # names with a value on some live paths only: unreadable after the if
+        first_exited = set()  # names only the second branch defines, the first having exited
         saved_wanted = frame.wanted
 
         def run(body, scope):
@@ -379,18 +418,27 @@ class ExitsMixin:
 
         def a_fn():
             end = ends["a"] = run(a_run, a_scope)
-            slots.extend(names)
+            for n in names:
+                v = end.get(n)
+                if v is not None and not isinstance(v, _Unavailable):
+                    slots.append(n)
+                elif n in new and static_exit(end):
+                    # This branch exits in a way only its build showed (a constexpr if, an
+                    # unrolled loop): the other branch's value has no type here yet.
+                    first_exited.add(n)
+                else:
+                    lazy.add(n)
             slots.extend(f for f in FLAGS if f in end or f in b_scope or
                          {RET: "return", BRK: "break", CNT: "continue"}[f] in b_kinds)
             if (_has_value(end.get(VAL)) and end.get(VAL) is not b_scope.get(VAL)) or \
                     "value" in b_kinds:
                 slots.append(VAL)
-            return self._slot_handles(end, slots, structs, firsts, None, a_scope)
+            return self._slot_handles(end, slots, structs, firsts, None, a_scope, lazy)
 
         def b_fn():
             end = ends["b"] = run(b_run, b_scope)
             exited = b_exits or static_exit(end)
-            return self._slot_handles(end, slots, structs, firsts, exited, b_scope)
+            return self._slot_handles(end, slots, structs, firsts, exited, b_scope, lazy)
 
         try:
             results = self.session.if_then_else(cond.handle, a_fn,
@@ -403,6 +451,12 @@ class ExitsMixin:
         pos = 0
         for i, n in enumerate(slots):
             frame.scope[n], pos = self._unflatten(structs[i], results, pos)
+        self._forget(lazy, node, one_branch=True)
+        for n in first_exited:
+            frame.scope[n] = _Unavailable(
+                f"'{n}' is assigned by the if at line {self._line(node)} only on the path that "
+                f"does not exit, and Kiln could not carry it out of the if; define '{n}' before "
+                f"the if")
         a_end, b_end = ends.get("a", {}), ends.get("b", {})
         for f in FLAGS:
             if _is_true(a_end.get(f)) and (_is_true(b_end.get(f)) or f in b_true):
@@ -413,9 +467,10 @@ class ExitsMixin:
             frame.scope[VAL] = constexpr(None)
         return a_end, b_end
 
-    def _slot_handles(self, end, slots, structs, firsts, exited, liveins):
+    def _slot_handles(self, end, slots, structs, firsts, exited, liveins, lazy):
         """The handles a branch yields for `slots`. `exited` is None for the branch built
-        first (no zeros there: their types are not known yet)."""
+        first (no zeros there: their types are not known yet). A name this branch leaves
+        without a value gets a zero; unless the branch exited, it joins `lazy`."""
         first = exited is None
         out = []
         for i, n in enumerate(slots):
@@ -430,19 +485,12 @@ class ExitsMixin:
                 raise self.error("a path through this if returns nothing while another returns "
                                  "a value")
             elif v is _MISSING:
-                if first:
-                    if n == VAL:
-                        raise self.error("cannot merge the value returned inside this if with "
-                                         "the path through its other branch; return a value "
-                                         "from both branches")
-                    if static_exit(end):
-                        raise self.error(f"'{n}' is assigned only on the path of this if that "
-                                         f"does not exit; define '{n}' before the if")
-                    raise self.error(f"'{n}' is assigned in only one branch of this if at run "
-                                     f"time; define it before the if or in both branches")
+                if first:  # only the returned value: names without one are not slots
+                    raise self.error("cannot merge the value returned inside this if with "
+                                     "the path through its other branch; return a value "
+                                     "from both branches")
                 if n != VAL and not exited:
-                    raise self.error(f"'{n}' is assigned in only one branch of this if at run "
-                                     f"time; define it before the if or in both branches")
+                    lazy.add(n)
                 for h in firsts[n]:
                     d = self._dummy(h, liveins)
                     if d is None:
@@ -469,13 +517,13 @@ class ExitsMixin:
 
     @contextlib.contextmanager
     def _loop_body(self, kind):
-        """A loop body: one region deeper (run-time loops), the innermost loop for break and
-        continue, and no names wanted after it."""
+        """A loop body: the innermost loop for break and continue; a run-time one is a region
+        one deeper, after which no name first assigned in it is visible (none is wanted)."""
         frame = self.frame
         saved = frame.wanted
         frame.loops.append(kind)
-        frame.wanted = frozenset()
         if kind == "runtime":
+            frame.wanted = frozenset()
             frame.region_depth += 1
         try:
             yield
@@ -522,9 +570,10 @@ class ExitsMixin:
 
     def _exiting_loop(self, node, names, structs, inits, liveins, test, step_fn, ret):
         """A run-time loop whose body may break (or return, `ret`): an scf.while carrying
-        [done, (returned,) *loop state, *names]. `test(state)` gives its run-time condition
-        as an i1 tensor before the `done` check; `step_fn` returns (bind(state) -> None,
-        next(state) -> state) for a loop index."""
+        [done, (returned,) *state, *names], where `state` is the loop's own (a for loop's
+        index). `test(going, state)` is the i1 condition to run an iteration (`going`: not
+        done); `step_fn` is (bind(state): binds the loop variable, next(state): the next
+        state's handles, the initial state's handles, their names for messages)."""
         frame = self.frame
         bind_state, next_state, state_inits, state_names = step_fn
         k = 1 + bool(ret) + len(state_inits)
@@ -630,8 +679,9 @@ class ExitsMixin:
 
 
 def _assigned(stmts):
+    """The names `stmts` may assign (dead code after an exit left out)."""
     from .statements import assigned_names
-    return assigned_names(stmts)
+    return assigned_names(_prune(stmts))
 
 
 def _without_flags(scope):
