@@ -52,3 +52,20 @@ func.func @ints_and_registers(%p: !kiln.ptr<i32>, %t: !kiln.ptr<i64>) {
   kiln.grid_dependency wait
   return
 }
+
+// -----
+
+// tl.erf on fp64: no polynomial and no math-to-LLVM lowering, so libm's erf per lane.
+// CHECK-DAG: llvm.func @erf(f64) -> f64
+// CHECK-LABEL: func.func private @erf_f64(
+// CHECK-COUNT-2: llvm.call @erf(%{{.*}}) : (f64) -> f64
+// CHECK-NOT: math.erf
+func.func @erf_f64(%p: !kiln.ptr<f64>) {
+  %r = kiln.make_range {end = 2 : i32, start = 0 : i32} : tensor<2xi32>
+  %ps = kiln.splat %p : tensor<2x!kiln.ptr<f64>>
+  %q = kiln.addptr %ps, %r : tensor<2x!kiln.ptr<f64>>, tensor<2xi32>
+  %x = kiln.load %q : tensor<2x!kiln.ptr<f64>>
+  %y = math.erf %x : tensor<2xf64>
+  kiln.store %q, %y : tensor<2x!kiln.ptr<f64>>
+  return
+}

@@ -105,6 +105,9 @@ void populateExternOpToHostPatterns(mlir::TypeConverter &converter,
 /// Errors (at the op, naming the function) for every extern_elementwise the CPU backend has no
 /// version of.
 mlir::LogicalResult checkExternFunctions(mlir::ModuleOp module);
+/// Rewrites f64 math.erf (tl.erf on fp64) as the libdevice call extern_elementwise lowers:
+/// the math approximations cover f32 only and math-to-LLVM has no erf.
+void routeF64ErfThroughLibdevice(mlir::ModuleOp module);
 
 //===----------------------------------------------------------------------===//
 // Helpers

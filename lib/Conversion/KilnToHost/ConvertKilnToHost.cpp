@@ -144,6 +144,7 @@ struct KilnConvertToHostPass final : kiln::impl::KilnConvertToHostBase<KilnConve
     MLIRContext *ctx = &getContext();
     if (failed(checkKernels(module)))
       return signalPassFailure();
+    routeF64ErfThroughLibdevice(module);
     if (failed(checkExternFunctions(module)))
       return signalPassFailure();
     splitTruncF64ToBF16(module);

@@ -863,6 +863,21 @@ struct GridDependencyConversion final : OpConversionPattern<GridDependencyOp> {
 
 } // namespace
 
+void kiln::host::routeF64ErfThroughLibdevice(ModuleOp module) {
+  SmallVector<math::ErfOp> erfs;
+  module.walk([&](math::ErfOp op) {
+    if (getElementTypeOrSelf(op.getType()).isF64())
+      erfs.push_back(op);
+  });
+  for (math::ErfOp op : erfs) {
+    OpBuilder b(op);
+    auto call = ExternElementwiseOp::create(b, op.getLoc(), op.getType(), "__nv_erf",
+                                            ValueRange{op.getOperand()}, /*pure=*/true);
+    op.replaceAllUsesWith(call.getResult());
+    op.erase();
+  }
+}
+
 LogicalResult kiln::host::checkExternFunctions(ModuleOp module) {
   WalkResult walk = module.walk([](ExternElementwiseOp op) {
     auto [function, overload] = libdevice::lookupSymbol(op.getSymbol());
