@@ -172,8 +172,11 @@ static SmallVector<Value> getIncomingValues(Block &block, unsigned argNumber) {
 void AxisInfoAnalysis::visitBlockArguments(Block &block) {
   for (BlockArgument arg : block.getArguments()) {
     SmallVector<Value> incoming = getIncomingValues(block, arg.getArgNumber());
+    // Tiles, and scalar pointers (a row pointer advanced by a stride once scf.for is a CFG
+    // loop), through their inductions.
     if (auto tile = dyn_cast<RankedTensorType>(arg.getType());
-        tile && isa<IntegerType, PointerType>(tile.getElementType())) {
+        (tile && isa<IntegerType, PointerType>(tile.getElementType())) ||
+        isa<PointerType>(arg.getType())) {
       infos[arg] = getInductionInfo(arg, incoming);
       continue;
     }
@@ -217,7 +220,10 @@ const AxisInfo &AxisInfoAnalysis::get(Value value) const {
 
 void AxisInfoAnalysis::visit(Operation *op) {
   // The induction variable of `for i in range(lb, ub, step)` is lb + j * step: divisible by
-  // what divides both (Triton's rule). Loop-carried values stay unknown.
+  // what divides both (Triton's rule). Loop-carried integers and pointers, tiles or scalars,
+  // keep what their initial value and their step both keep (a row pointer advanced by a
+  // stride, `X_ptr += stride_x`, stays as aligned as both); other loop-carried values are
+  // unknown.
   if (auto forOp = dyn_cast<scf::ForOp>(op)) {
     AxisInfo iv = AxisInfo::unknown(1);
     iv.divisibility[0] =
@@ -225,8 +231,7 @@ void AxisInfoAnalysis::visit(Operation *op) {
     infos[forOp.getInductionVar()] = iv;
     auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
     for (auto [i, arg] : llvm::enumerate(forOp.getRegionIterArgs()))
-      if (auto tile = dyn_cast<RankedTensorType>(arg.getType());
-          tile && isa<IntegerType, PointerType>(tile.getElementType()))
+      if (isa<IntegerType, PointerType>(getElementTypeOrSelf(arg.getType())))
         infos[arg] = getInductionInfo(arg, {forOp.getInitArgs()[i], yield.getOperand(i)});
     return;
   }

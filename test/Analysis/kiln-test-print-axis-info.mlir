@@ -154,3 +154,61 @@ func.func @hints(%m: i32, %start: i32 {kiln.divisibility = 128 : i32}) {
   %hinted = arith.select %in, %offs, %zero {kiln.max_contiguous = array<i64: 128>, kiln.multiple_of = array<i64: 128>} : tensor<128xi1>, tensor<128xi32>
   return
 }
+
+// -----
+
+// A scalar row pointer carried by a loop and advanced by a stride (Liger's
+// `X_ptr += stride_x`): as aligned as its start and its step both are (16 elements of f16 =
+// 32 bytes here), so the row's loads are vectorized; a step of unknown divisibility leaves
+// 2 bytes (one element).
+func.func @row_pointer(%x: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
+                       %s: i32 {kiln.divisibility = 16 : i32}, %t: i32, %n: i32) {
+  // expected-remark @below {{contiguity = [1], divisibility = [1073741824], constancy = [1]}}
+  %c0 = arith.constant 0 : i32
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [1]}}
+  %c1 = arith.constant 1 : i32
+  // (The loops' results are not analysed.)
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [1]}}
+  %a = scf.for %i = %c0 to %n step %c1 iter_args(%p = %x) -> (!kiln.ptr<f16>) : i32 {
+    // expected-remark @below {{contiguity = [1], divisibility = [16], constancy = [1]}}
+    %same = kiln.addptr %p, %c0 : !kiln.ptr<f16>, i32
+    // expected-remark @below {{contiguity = [1], divisibility = [16], constancy = [1]}}
+    %next = kiln.addptr %p, %s : !kiln.ptr<f16>, i32
+    scf.yield %next : !kiln.ptr<f16>
+  }
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [1]}}
+  %b = scf.for %i = %c0 to %n step %c1 iter_args(%p = %x) -> (!kiln.ptr<f16>) : i32 {
+    // expected-remark @below {{contiguity = [1], divisibility = [2], constancy = [1]}}
+    %same = kiln.addptr %p, %c0 : !kiln.ptr<f16>, i32
+    // expected-remark @below {{contiguity = [1], divisibility = [2], constancy = [1]}}
+    %next = kiln.addptr %p, %t : !kiln.ptr<f16>, i32
+    scf.yield %next : !kiln.ptr<f16>
+  }
+  return
+}
+
+// -----
+
+// The same row pointer after scf-to-cf: the header's block argument is phi(x, p + s).
+func.func @cfg_row_pointer(%x: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
+                           %s: i32 {kiln.divisibility = 16 : i32}, %n: i32) {
+  // expected-remark @below {{contiguity = [1], divisibility = [1073741824], constancy = [1]}}
+  %c0 = arith.constant 0 : i32
+  cf.br ^header(%x, %c0 : !kiln.ptr<f16>, i32)
+^header(%p: !kiln.ptr<f16>, %i: i32):
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [1]}}
+  %more = arith.cmpi slt, %i, %n : i32
+  cf.cond_br %more, ^body, ^exit
+^body:
+  // expected-remark @below {{contiguity = [1], divisibility = [16], constancy = [1]}}
+  %same = kiln.addptr %p, %c0 : !kiln.ptr<f16>, i32
+  // expected-remark @below {{contiguity = [1], divisibility = [16], constancy = [1]}}
+  %next = kiln.addptr %p, %s : !kiln.ptr<f16>, i32
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [1]}}
+  %c1 = arith.constant 1 : i32
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [1]}}
+  %j = arith.addi %i, %c1 : i32
+  cf.br ^header(%next, %j : !kiln.ptr<f16>, i32)
+^exit:
+  return
+}
