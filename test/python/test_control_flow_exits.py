@@ -870,3 +870,30 @@ def test_kernel_cannot_return_a_value_under_a_condition():
 def test_constexpr_reassigned_after_an_exit():
     expect_error(constexpr_after_exit_kernel, r"cannot reassign 's' \(constexpr 3\)",
                  {"n": "i32", "x_ptr": "*fp32"})
+
+
+# --- a differential fuzz slice (test/fuzz/exits_fuzz.py: random programs against Python) ---
+
+def _exits_fuzz():
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fuzz"))
+    import exits_fuzz
+    return exits_fuzz
+
+
+@pytest.mark.parametrize("device,count", [("cpu", 80), pytest.param("gpu", 40,
+                                                                    marks=pytest.mark.gpu)])
+def test_random_programs_agree_with_python(device, count, tmp_path):
+    fz = _exits_fuzz()
+    bad = [why for seed in range(count) if (why := fz.check(seed, str(tmp_path), device))]
+    assert not bad, "\n".join(bad)
+
+
+def test_random_programs_compile_to_ptx_for_sm90(tmp_path):
+    fz = _exits_fuzz()
+    for seed in range(0, 40, 4):
+        kernel, _ = fz.load(seed, str(tmp_path))
+        k = kiln.compile(kernel, signature={"x_ptr": "*i32", "out_ptr": "*i32"}, constexprs={},
+                         target="sm_90a")
+        assert ".entry kernel" in k.asm["ptx"]
