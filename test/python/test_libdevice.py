@@ -685,3 +685,46 @@ def test_math_module_every_dtype_cpu(dt):
         out = np.zeros_like(x)
         math_kernel[(1,)](x, out, name, BLOCK=N, **CPU)
         check_close(out, ref(x.astype(np.float64)), tol, 0, name)
+
+
+# --- core.extern_elementwise --------------------------------------------------------------------
+
+@tl.core.extern
+def my_atan2(x, y, _semantic=None):
+    # A wrapper as Triton's libdevice module writes them (the dict is built in Python).
+    return tl.core.extern_elementwise(
+        "", "", [x, y], {
+            (tl.core.dtype("fp32"), tl.core.dtype("fp32")): ("__nv_atan2f", tl.core.dtype("fp32")),
+            (tl.core.dtype("fp64"), tl.core.dtype("fp64")): ("__nv_atan2", tl.core.dtype("fp64")),
+        }, is_pure=True, _semantic=_semantic)
+
+
+@tl.core.extern
+def my_cos(x, _semantic=None):
+    return tl.core.extern_elementwise("m", "", [x], {(tl.float32,): ("cosf", tl.float32)}, True)
+
+
+@kiln.jit
+def extern_kernel(a, b, o, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    tl.store(o + i, my_atan2(tl.load(a + i), tl.load(b + i)))
+
+
+@kiln.jit
+def extern_foreign_kernel(a):
+    tl.store(a, my_cos(tl.load(a)))  # ERR
+
+
+def test_core_extern_elementwise_cpu():
+    for dt in (np.float32, np.float64):
+        x, y = _pairs(dt)
+        out = np.zeros(N, dt)
+        extern_kernel[(1,)](x, y, out, BLOCK=N, **CPU)
+        check_close(out, np.arctan2(x.astype(float), y.astype(float)),
+                    2e-6 if dt == np.float32 else 1e-14)
+    ptx = ptx_of(extern_kernel, {"a": "*fp32", "b": "*fp32", "o": "*fp32"}, {"BLOCK": 128})
+    assert "__nv_" not in ptx
+    with pytest.raises(kiln.CompilationError) as info:
+        kiln.compile(extern_foreign_kernel, signature={"a": "*fp32"})
+    assert "only libdevice symbols (__nv_*) are supported by Kiln, found 'cosf'" in str(info.value)
+    assert info.value.line == marker_line(extern_foreign_kernel)
