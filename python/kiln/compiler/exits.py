@@ -226,9 +226,13 @@ class ExitsMixin:
         frame.scope[VAL] = value
 
     def visit_Break(self, node):
+        if not self.frame.loops:
+            raise self.error("'break' outside a loop")
         self.frame.scope[BRK] = constexpr(True)
 
     def visit_Continue(self, node):
+        if not self.frame.loops:
+            raise self.error("'continue' outside a loop")
         self.frame.scope[CNT] = constexpr(True)
 
     def _frame_result(self, frame):
