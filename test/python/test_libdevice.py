@@ -306,6 +306,11 @@ def test_binary_cpu(dt):
     d = (b * 0.25).astype(dt)
     check_close(run("norm3d", a, b, c), np.sqrt(wide[0] ** 2 + wide[1] ** 2 + c.astype(float) ** 2),
                 tol)
+    check_close(run("rnorm3d", a, b, c),
+                1 / np.sqrt(wide[0] ** 2 + wide[1] ** 2 + c.astype(float) ** 2), tol)
+    if dt == np.float32:
+        check_close(run("fast_dividef", a, b), wide[0] / wide[1], 1e-6)
+        check_close(run("fast_powf", pa, b), np.power(pa.astype(np.float64), wide[1]), 1e-5)
     check_close(run("rnorm4d", a, b, c, d),
                 1 / np.sqrt(wide[0] ** 2 + wide[1] ** 2 + c.astype(float) ** 2 +
                             d.astype(float) ** 2), tol)
@@ -429,6 +434,31 @@ def test_conversions_exact_cpu(mode):
                                   -2.0 ** 63, 2.0 ** 63 - 1024).astype(np.int64))
     u = np.clip(np.nan_to_num(rounder(x.astype(np.float64)), nan=0.0), 0, 2 ** 32 - 1)
     assert np.array_equal(run(f"float2uint_{mode}", x).view(np.uint32), u.astype(np.uint32))
+    # The other float -> integer widths, saturating at their bounds (Triton's dtypes: int32
+    # and int64 for the unsigned ones too, read back as unsigned here).
+    xd = x.astype(np.float64)
+    r = np.nan_to_num(rounder(xd), nan=0.0)
+    big = np.array([3e9, -3e9, 2.0 ** 70, -2.0 ** 70] * 16)
+    rb = rounder(big)
+    for name, src, lo, hi, width in (
+            ("double2int", xd, -2 ** 31, 2 ** 31 - 1, 32), ("double2uint", xd, 0, 2 ** 32 - 1, 32),
+            ("float2ll", x, -2 ** 63, 2 ** 63 - 1, 64), ("float2ull", x, 0, 2 ** 64 - 1, 64),
+            ("double2ull", xd, 0, 2 ** 64 - 1, 64), ("double2int", big, -2 ** 31, 2 ** 31 - 1, 32),
+            ("double2ull", big, 0, 2 ** 64 - 1, 64)):
+        ref = r if src is not big else rb
+        want = [min(max(int(v), lo), hi) for v in ref]
+        got = run(f"{name}_{mode}", src)
+        got = [int(v) & (2 ** width - 1) if lo == 0 else int(v) for v in got]
+        assert got == want, (name, mode, got[:8], want[:8])
+    ui = rng.integers(0, 2 ** 32, N, dtype=np.uint64).astype(np.uint32)
+    assert np.array_equal(run(f"uint2float_{mode}", ui),
+                          np.array([_round_exact(F(int(v)), np.float32, mode) for v in ui],
+                                   np.float32))
+    assert np.array_equal(run(f"ull2float_{mode}", ull),
+                          np.array([_round_exact(F(int(v)), np.float32, mode) for v in ull],
+                                   np.float32))
+    if mode == "rn":
+        assert np.array_equal(run("uint2double_rn", ui), ui.astype(np.float64))
 
 
 def test_conversions_and_bit_casts_cpu():
@@ -645,7 +675,10 @@ def test_cpu_and_gpu_agree_gpu(dt):
             continue
         args = [x] * len(ov.split(":")[1])
         cpu, gpu = run(name, *args), run(name, *args, device="gpu")
-        exact = any(s in name for s in ("_rn", "_rz", "_rd", "_ru", "2", "_as_", "is", "sign"))
+        exact = (name[-3:] in ("_rn", "_rz", "_rd", "_ru") or "_as_" in name or
+                 name in ("isnan", "isinf", "finitef", "isfinited", "signbit", "floor", "ceil",
+                          "trunc", "round", "rint", "nearbyint", "abs", "copysign", "fmod",
+                          "fdim", "nextafter", "saturatef", "fma", "remainder"))
         if exact:
             assert np.array_equal(cpu, gpu), name
         else:
