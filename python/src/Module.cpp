@@ -143,10 +143,6 @@ PYBIND11_MODULE(_C, m) {
       .def("broadcast", &Session::broadcast)
       .def("reshape", &Session::reshape)
       .def("trans", &Session::trans)
-      .def("reduce_op", &Session::reduceOp)
-      .def("reduce", &Session::reduce)
-      .def("scan", &Session::scan, pyb::arg("inputs"), pyb::arg("axis"), pyb::arg("combine"),
-           pyb::arg("reverse") = false)
       .def("join", &Session::join)
       .def("split", &Session::split)
       .def("interleave", &Session::interleave)
@@ -158,6 +154,10 @@ PYBIND11_MODULE(_C, m) {
       .def("topk", &Session::topk, pyb::arg("x"), pyb::arg("k"), pyb::arg("dim") = std::nullopt)
       .def("histogram", &Session::histogram, pyb::arg("x"), pyb::arg("num_bins"),
            pyb::arg("mask") = -1)
+      .def("reduce_op", &Session::reduceOp)
+      .def("reduce", &Session::reduce)
+      .def("scan", &Session::scan, pyb::arg("inputs"), pyb::arg("axis"), pyb::arg("combine"),
+           pyb::arg("reverse") = false)
       .def("scan_op", &Session::scanOp, pyb::arg("op"), pyb::arg("x"), pyb::arg("axis"),
            pyb::arg("reverse") = false, pyb::arg("dtype") = "")
       .def("dot", &Session::dot, pyb::arg("a"), pyb::arg("b"), pyb::arg("acc") = -1,
