@@ -576,13 +576,50 @@ def test_ptx_has_libdevice_inlined(name):
         assert ".entry" in ptx
 
 
-def test_ptx_of_cuda_extras():
+def _ptxas():
+    import os
+    import shutil
+    home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    return shutil.which("ptxas") or (os.path.join(home, "bin", "ptxas")
+                                     if os.path.exists(os.path.join(home, "bin", "ptxas"))
+                                     else None)
+
+
+def assemble(ptx, arch, tmp_path):
+    """ptxas accepts the PTX (skipped where ptxas is not installed)."""
+    import subprocess
+    ptxas = _ptxas()
+    if ptxas is None:
+        pytest.skip("ptxas not installed")
+    f = tmp_path / f"k_{arch}.ptx"
+    f.write_text(ptx)
+    r = subprocess.run([ptxas, "-arch", arch, str(f), "-o", str(tmp_path / "k.cubin")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_ptx_of_cuda_extras(tmp_path):
     sig = {"t_ptr": "*i64", "s_ptr": "*i32", "n_ptr": "*i32"}
     ptx = ptx_of(cuda_extra_kernel, sig, {})
     assert "%globaltimer" in ptx and "%smid" in ptx
     assert "griddepcontrol.wait" in ptx and "griddepcontrol.launch_dependents" in ptx
     old = ptx_of(cuda_extra_kernel, sig, {}, target="sm_80")
     assert "griddepcontrol" not in old and "%globaltimer" in old
+    assemble(ptx, "sm_90", tmp_path)
+    assemble(old, "sm_80", tmp_path)
+
+
+@pytest.mark.parametrize("name", ["asin", "lgamma", "pow", "erfinv", "byte_perm", "div_rd",
+                                  "ull2float_rz", "cyl_bessel_i1", "fast_expf"])
+def test_ptx_assembles(name, tmp_path):
+    ptr = {"f": "*fp32", "d": "*fp64", "i": "*i32", "u": "*u32", "l": "*i64", "L": "*u64"}
+    for ov in TABLE[name][0]:
+        _, args, res = ov.split(":")
+        sig = {n: ptr[c] for n, c in zip(["a", "b", "c", "d"], args)}
+        sig["o"] = ptr[res]
+        for arch in ("sm_80", "sm_90"):
+            assemble(ptx_of(KERNELS[len(args)], sig, {"NAME": name, "BLOCK": 128}, arch), arch,
+                     tmp_path)
 
 
 # --- errors -------------------------------------------------------------------------------------
