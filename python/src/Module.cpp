@@ -201,6 +201,7 @@ PYBIND11_MODULE(_C, m) {
         out["cubin"] = pyb::bytes(r.cubin.data(), r.cubin.size());
         out["cubin_error"] = r.cubinError;
         out["shared"] = r.sharedBytes;
+        out["static_shared"] = r.staticSharedBytes;
         pyb::list rows;
         for (unsigned v : r.tensorMapBoxRows)
           rows.append(v);
@@ -220,6 +221,10 @@ PYBIND11_MODULE(_C, m) {
                              [](const KernelHandle &k) { return k.kernel->getNumWarps(); })
       .def_property_readonly("is_host", [](const KernelHandle &k) { return k.kernel->isHost(); })
       .def_property_readonly("n_regs", [](const KernelHandle &k) { return k.kernel->getNumRegs(); })
+      .def_property_readonly("shared_bytes",
+                             [](const KernelHandle &k) { return k.kernel->getSharedBytes(); })
+      .def_property_readonly("static_shared_bytes",
+                             [](const KernelHandle &k) { return k.kernel->getStaticSharedBytes(); })
       .def_property_readonly("local_bytes",
                              [](const KernelHandle &k) { return k.kernel->getLocalBytes(); })
       .def(
@@ -302,6 +307,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_device", &kiln::rt::setDevice, pyb::arg("ordinal"));
   m.def("pointer_device", &kiln::rt::pointerDevice, pyb::arg("ptr"));
   m.def("get_arch", &kiln::rt::getArch, pyb::arg("ordinal") = 0);
+  m.def("device_attribute", &kiln::rt::getDeviceAttribute, pyb::arg("ordinal"),
+        pyb::arg("attribute"));
   m.def(
       "synchronize",
       [](int device) {
