@@ -27,6 +27,7 @@ PROGRAMS = 6
 class _Gen:
     def __init__(self, seed):
         self.r = random.Random(seed)
+        self.loops = 0  # loop variables are unique: rebinding one is not what this tests
 
     def cond(self, names):
         r = self.r
@@ -58,13 +59,15 @@ class _Gen:
             elif k < 0.75 and in_loop:
                 out.append(r.choice(["break", "continue"]))
             elif k < 0.87:
-                v = f"i{depth}"
+                self.loops += 1
+                v = f"i{self.loops}"
                 it = r.choice([f"range({r.randint(0, 4)})", f"tl.range(0, {r.randint(0, 4)})",
                                f"tl.static_range({r.randint(0, 3)})"])
                 out.append(f"for {v} in {it}:")
                 out += _indent(self.block(depth + 1, True, names + [v], helper))
             else:
-                v = f"j{depth}"
+                self.loops += 1
+                v = f"j{self.loops}"
                 out += [f"{v} = 0", f"while {v} < {r.randint(0, 3)}:", f"    {v} += 1"]
                 out += _indent(self.block(depth + 1, True, names + [v], helper))
         return out or ["acc = acc + 1"]

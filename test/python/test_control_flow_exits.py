@@ -17,10 +17,6 @@ import kiln.language as tl
 CPU = dict(device="cpu")
 
 
-def gpu_arrays(arrays):
-    return [kiln.from_numpy(a) for a in arrays]
-
-
 def run(kernel, grid, arrays, device, **meta):
     """Launches `kernel` on `arrays` (numpy) on the CPU backend or the GPU; returns the
     arrays as numpy after the launch."""
