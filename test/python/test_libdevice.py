@@ -598,7 +598,17 @@ def assemble(ptx, arch, tmp_path):
     assert r.returncode == 0, r.stderr
 
 
+@kiln.jit
+def two_timer_reads_kernel(t_ptr):
+    t0 = tl.extra.cuda.globaltimer()
+    t1 = tl.extra.cuda.globaltimer()
+    tl.store(t_ptr, t1 - t0)
+
+
 def test_ptx_of_cuda_extras(tmp_path):
+    # Two reads of the timer stay two (not combined into one).
+    two = ptx_of(two_timer_reads_kernel, {"t_ptr": "*i64"}, {})
+    assert len(re.findall(r"%globaltimer", two)) == 2, two
     sig = {"t_ptr": "*i64", "s_ptr": "*i32", "n_ptr": "*i32"}
     ptx = ptx_of(cuda_extra_kernel, sig, {})
     assert "%globaltimer" in ptx and "%smid" in ptx
