@@ -11,6 +11,7 @@
 #include "kiln/Target/NVIDIA/KilnToLLVM.h"
 
 #include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 
 #include <algorithm>
@@ -135,6 +136,16 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
     return failure();
   if (auto shared = module->getAttrOfType<IntegerAttr>(kDynamicSharedAttr))
     out.sharedBytes = unsigned(shared.getInt());
+  if (!host) {
+    // Static shared memory: the address-space-3 globals with a size (the ops' scratch pool,
+    // mbarriers); the dynamic rings' extern symbol has none.
+    constexpr unsigned kSharedAddressSpace = 3; // NVPTX's .shared state space
+    DataLayout layout(module);
+    module.walk([&](LLVM::GlobalOp global) {
+      if (global.getAddrSpace() == kSharedAddressSpace)
+        out.staticSharedBytes += unsigned(layout.getTypeSize(global.getGlobalType()));
+    });
+  }
   if (auto rows = module->getAttrOfType<DenseI32ArrayAttr>(kTmaBoxRowsAttr))
     for (int32_t r : rows.asArrayRef())
       out.tensorMapBoxRows.push_back(uint16_t(r));

@@ -112,6 +112,8 @@ struct CompiledKernel {
   std::vector<char> hostObject; ///< host: the relocatable object the runtime links
   unsigned numWarps = 4;
   unsigned sharedBytes = 0; ///< dynamic shared memory to launch with (shared rings)
+  /// Static shared memory: the module's shared-memory globals (the ops' scratch pool).
+  unsigned staticSharedBytes = 0;
   /// Per kernel parameter: rows of the TMA boxes copied through it (0: none), from the
   /// compiled module (see rt::Kernel::getTensorMapBoxRows).
   std::vector<uint16_t> tensorMapBoxRows;

@@ -45,6 +45,9 @@ KILN_EXPORT std::string getArch(int ordinal = 0);
 /// The device launches default to: the one whose context is current on this thread (set by
 /// setDevice, torch.cuda.set_device, cupy.cuda.Device, ...), else 0. Throws without a GPU.
 KILN_EXPORT int currentDevice();
+/// The CUdevice_attribute `attribute` (cuda.h) of device `ordinal`, as cuDeviceGetAttribute
+/// reports it; throws Error without a GPU or for an unknown attribute.
+KILN_EXPORT int getDeviceAttribute(int ordinal, int attribute);
 /// Makes device `ordinal`'s primary context current on this thread (the context torch and the
 /// CUDA runtime use for that device). Throws Error naming the devices that exist.
 KILN_EXPORT void setDevice(int ordinal);
@@ -197,6 +200,9 @@ public:
   unsigned getNumWarps() const { return numWarps; }
   /// Dynamic shared memory every launch gets (the kernel's shared rings), in bytes.
   unsigned getSharedBytes() const { return sharedBytes; }
+  /// Static shared memory of the loaded kernel (the ops' scratch pool), as the driver reports
+  /// it (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES); 0 before it is loaded and for host kernels.
+  unsigned getStaticSharedBytes() const { return staticSharedBytes; }
   /// Registers per thread and local memory (spills and stack) per thread in bytes, as the
   /// driver reports them for the loaded kernel; 0 before it is loaded and for host kernels.
   unsigned getNumRegs() const { return numRegs; }
@@ -210,8 +216,12 @@ public:
   /// Launches with already-packed parameter pointers (one per parameter); no checks. The
   /// launch runs on the kernel's device and leaves the current context as it found it;
   /// `stream` must belong to that device. A host kernel runs the whole grid on the host
-  /// before returning (`stream` unused).
-  void launchRaw(Grid grid, CUstream stream, void **params) const;
+  /// before returning (`stream` unused). `programmaticDependentLaunch` (Triton's launch_pdl)
+  /// lets the grid start while the stream's previous kernel finishes (cuLaunchKernelEx with
+  /// programmatic stream serialization, sm_90+): the kernel waits for it with
+  /// griddepcontrol.wait (tl.extra.cuda.gdc_wait).
+  void launchRaw(Grid grid, CUstream stream, void **params,
+                 bool programmaticDependentLaunch = false) const;
   /// True for a kernel of the host backend (compiled by JIT("cpu")).
   bool isHost() const { return host != nullptr; }
   /// True when the kernel was compiled in debug mode (host: bounds-checked accesses).
@@ -234,7 +244,7 @@ private:
   std::vector<ArgKind> signature;
   std::vector<uint16_t> tensorMapBoxRows;
   unsigned numWarps = 4;
-  unsigned sharedBytes = 0;
+  unsigned sharedBytes = 0, staticSharedBytes = 0;
   unsigned numRegs = 0, localBytes = 0;
   bool debug = false;
   int device = -1;

@@ -343,6 +343,34 @@ Handle facade::Session::reshape(Handle x, const std::vector<int64_t> &shape, boo
 Handle facade::Session::trans(Handle x, const std::vector<int32_t> &order) {
   return impl->add(impl->builder.trans(impl->get(x), order));
 }
+Handle facade::Session::join(Handle a, Handle b) {
+  return impl->add(impl->builder.join(impl->get(a), impl->get(b)));
+}
+std::vector<Handle> facade::Session::split(Handle a) {
+  auto [x, y] = impl->builder.split(impl->get(a));
+  return std::vector<Handle>{impl->add(x), impl->add(y)};
+}
+Handle facade::Session::interleave(Handle a, Handle b) {
+  return impl->add(impl->builder.interleave(impl->get(a), impl->get(b)));
+}
+Handle facade::Session::cat(Handle a, Handle b, bool canReorder) {
+  return impl->add(impl->builder.cat(impl->get(a), impl->get(b), canReorder));
+}
+Handle facade::Session::flip(Handle x, std::optional<int> dim) {
+  return impl->add(impl->builder.flip(impl->get(x), dim));
+}
+Handle facade::Session::gather(Handle src, Handle index, int axis) {
+  return impl->add(impl->builder.gather(impl->get(src), impl->get(index), axis));
+}
+Handle facade::Session::sort(Handle x, std::optional<int> dim, bool descending) {
+  return impl->add(impl->builder.sort(impl->get(x), dim, descending));
+}
+Handle facade::Session::topk(Handle x, int64_t k, std::optional<int> dim) {
+  return impl->add(impl->builder.topk(impl->get(x), k, dim));
+}
+Handle facade::Session::histogram(Handle x, int64_t numBins, Handle mask) {
+  return impl->add(impl->builder.histogram(impl->get(x), numBins, impl->optional(mask)));
+}
 
 Handle facade::Session::reduceOp(const std::string &op, Handle x, int axis, bool keepDims) {
   using Fn = Tile (Builder::*)(const Tile &, int, bool);
@@ -389,34 +417,6 @@ Handle facade::Session::scanOp(const std::string &op, Handle x, int axis, bool r
   if (op == "cumsum")
     return impl->add(impl->builder.cumsum(impl->get(x), axis, reverse, d));
   if (op == "cumprod" && !d)
-Handle facade::Session::join(Handle a, Handle b) {
-  return impl->add(impl->builder.join(impl->get(a), impl->get(b)));
-}
-std::vector<Handle> facade::Session::split(Handle a) {
-  auto [x, y] = impl->builder.split(impl->get(a));
-  return std::vector<Handle>{impl->add(x), impl->add(y)};
-}
-Handle facade::Session::interleave(Handle a, Handle b) {
-  return impl->add(impl->builder.interleave(impl->get(a), impl->get(b)));
-}
-Handle facade::Session::cat(Handle a, Handle b, bool canReorder) {
-  return impl->add(impl->builder.cat(impl->get(a), impl->get(b), canReorder));
-}
-Handle facade::Session::flip(Handle x, std::optional<int> dim) {
-  return impl->add(impl->builder.flip(impl->get(x), dim));
-}
-Handle facade::Session::gather(Handle src, Handle index, int axis) {
-  return impl->add(impl->builder.gather(impl->get(src), impl->get(index), axis));
-}
-Handle facade::Session::sort(Handle x, std::optional<int> dim, bool descending) {
-  return impl->add(impl->builder.sort(impl->get(x), dim, descending));
-}
-Handle facade::Session::topk(Handle x, int64_t k, std::optional<int> dim) {
-  return impl->add(impl->builder.topk(impl->get(x), k, dim));
-}
-Handle facade::Session::histogram(Handle x, int64_t numBins, Handle mask) {
-  return impl->add(impl->builder.histogram(impl->get(x), numBins, impl->optional(mask)));
-}
     return impl->add(impl->builder.cumprod(impl->get(x), axis, reverse));
   impl->builder.error("internal error: unknown scan '" + op + "'" + (d ? " with a dtype" : ""));
 }

@@ -39,10 +39,10 @@ std::pair<Tile, Tile> kiln::Builder::pickAlong(const Tile &x, const Tile &chosen
   return {value, r[1]};
 }
 
-Tile kiln::Builder::pairPartner(const Tile &x) {
+Tile kiln::Builder::pairPartner(const Tile &x, int axis) {
   // a ^ (a ^ b) = b: the xor of each pair, broadcast back over it, swaps the pair's bits.
   Tile bits = x.dtype.isFloat() ? bitcast(x, bitsOf(x.dtype)) : materialize(x);
-  Tile both = xorSum(bits, 1, /*keepDims=*/true);
+  Tile both = xorSum(bits, axis, /*keepDims=*/true);
   Tile partner = bitXor(bits, both);
   return x.dtype.isFloat() ? bitcast(partner, x.dtype) : partner;
 }
@@ -136,14 +136,19 @@ Tile kiln::Builder::flip(const Tile &x, std::optional<int> dim) {
           ", found " + Twine(d));
   if (d < 0)
     d += rank;
-  // Reversing an index of n = 2^k flips its k bits; swapping the pairs at distance h along
-  // `d` (the middle axis of the view [P * n / 2h, 2, h * Q]) flips the bit of h.
-  int64_t n = shape[d], outer = numElements(shape.take_front(d)),
-          inner = numElements(shape.drop_front(d + 1));
-  Tile y = x;
-  for (int64_t h = 1; h < n; h *= 2)
-    y = pairPartner(reshape(y, {outer * n / (2 * h), 2, h * inner}));
-  return n == 1 ? x : reshape(y, shape);
+  // Reversing an index of n = 2^k flips its k bits. In the view [P, 2, ..., 2, Q] of x (k
+  // dimensions of 2 for `d`), swapping the pairs along each of them flips each bit.
+  int64_t n = shape[d];
+  if (n == 1)
+    return x;
+  int k = llvm::Log2_64(n);
+  SmallVector<int64_t> cube{numElements(shape.take_front(d))};
+  cube.append(k, 2);
+  cube.push_back(numElements(shape.drop_front(d + 1)));
+  Tile y = reshape(x, cube);
+  for (int axis = 1; axis <= k; ++axis)
+    y = pairPartner(y, axis);
+  return reshape(y, shape);
 }
 
 Tile kiln::Builder::gather(const Tile &src, const Tile &index, int axis) {

@@ -2,9 +2,10 @@
 //
 // This file implements kiln::Builder's sort, topk and histogram with the semantics of Triton
 // 3.6, composed of ops that both backends already lower. sort is a bitonic sorting network
-// over the last dimension: each compare-exchange step views the tile as [A, 2, B] (B the
-// distance between partners), finds each element's partner by the xor of its pair, and keeps
-// or swaps by a comparison, so the result is always a permutation of each row, bit for bit.
+// over the last dimension, run on the rows viewed as hypercubes [R, 2, ..., 2] (one reshape in,
+// one out): each compare-exchange step finds every element's partner by the xor of its pair
+// along one dimension and keeps or swaps by a comparison, so the result is always a
+// permutation of each row, bit for bit.
 // topk is the bitonic top-k of Triton (and of Shanbhag et al., "Efficient Top-K Query
 // Processing on Massively Parallel Hardware"): runs of k sorted in alternating orders, then
 // halving merges that keep the larger of two opposite runs elementwise. histogram compares
@@ -21,35 +22,37 @@
 using namespace mlir;
 using namespace kiln;
 
-Tile kiln::Builder::bitonicMerge(const Tile &x, int64_t n, int64_t size, bool descending) {
-  SmallVector<int64_t> shape(x.getShape());
-  int64_t total = numElements(shape);
-  Tile y = x;
-  for (int64_t dist = size / 2; dist >= 1; dist /= 2) {
-    // Element (a, t, c) of the view is row position i = (a * 2 dist) mod n + t * dist + c;
-    // its partner is i ^ dist, at (a, 1 - t, c).
-    int64_t pairs = total / (2 * dist);
-    SmallVector<int64_t> view{pairs, 2, dist};
-    y = reshape(y, view);
-    Tile partner = pairPartner(y);
-    Tile isRight = eq(indexAlong(*this, 2, view, 1), intConst(1));
+Tile kiln::Builder::bitonicMerge(const Tile &cube, int bits, int runBits, bool descending) {
+  SmallVector<int64_t> shape(cube.getShape());
+  Tile y = cube;
+  for (int bit = runBits - 1; bit >= 0; --bit) {
+    // Partners differ in bit `bit` of their position: they face each other along `axis`.
+    int axis = bits - bit;
+    Tile partner = pairPartner(y, axis);
+    Tile isRight = eq(indexAlong(*this, 2, shape, axis), intConst(1));
     Tile left = selectBits(b, loc, isRight, partner, y);
     Tile right = selectBits(b, loc, isRight, y, partner);
-    // Swap when the pair is out of order: left > right for an ascending run. A NaN compares
-    // false and stays where it is; the pair is never duplicated.
+    // Swap when the pair is out of order: left > right in an ascending run. A NaN compares
+    // false and stays where it is; no value of a pair is ever lost or duplicated.
     Tile swap = gt(left, right);
-    if (size < n) {
-      // The run of `size` holding position i descends when bit `size` of i is set, that is
-      // bit size / (2 dist) of a (2 dist divides size, and size < n keeps it inside a row).
-      Tile run = indexAlong(*this, pairs, {pairs, 1, 1}, 0);
-      Tile down = ne(bitAnd(run, intConst(size / (2 * dist))), intConst(0));
+    if (runBits < bits) {
+      // The run holding a position descends when bit runBits of the position is set.
+      Tile down = eq(indexAlong(*this, 2, shape, bits - runBits), intConst(1));
       swap = bitXor(swap, descending ? logicalNot(down) : down);
     } else if (descending) {
       swap = logicalNot(swap);
     }
     y = selectBits(b, loc, swap, partner, y);
   }
-  return reshape(y, shape);
+  return y;
+}
+
+/// `x` viewed as [rows, 2, ..., 2]: its rows of 2^bits elements (the last dimension) as a
+/// hypercube, so that every step of a network is a reduction along one dimension.
+static Tile toCube(kiln::Builder &bld, const Tile &x, int bits) {
+  SmallVector<int64_t> cube{numElements(x.getShape()) >> bits};
+  cube.append(bits, 2);
+  return bld.reshape(x, cube);
 }
 
 /// The last dimension of `x`, the only one Triton 3.6 sorts along: `dim` must be absent,
@@ -65,11 +68,11 @@ static void checkLastDim(kiln::Builder &bld, const Tile &x, std::optional<int> d
 Tile kiln::Builder::sort(const Tile &x, std::optional<int> dim, bool descending) {
   requireNumberTile(x, "sort");
   checkLastDim(*this, x, dim, "sort");
-  int64_t n = x.getShape().back();
-  Tile y = materialize(x);
-  for (int64_t size = 2; size <= n; size *= 2)
-    y = bitonicMerge(y, n, size, descending);
-  return y;
+  int bits = llvm::Log2_64(x.getShape().back());
+  Tile cube = toCube(*this, materialize(x), bits);
+  for (int run = 1; run <= bits; ++run)
+    cube = bitonicMerge(cube, bits, run, descending);
+  return reshape(cube, x.getShape());
 }
 
 Tile kiln::Builder::topk(const Tile &x, int64_t k, std::optional<int> dim) {
@@ -81,19 +84,20 @@ Tile kiln::Builder::topk(const Tile &x, int64_t k, std::optional<int> dim) {
     error("expected topk's k to be a power of two in [1, " + Twine(n) + "] for " + describe(x) +
           ", found " + Twine(k));
   // Runs of k sorted in alternating orders (descending ones when k == n).
-  Tile y = materialize(x);
-  for (int64_t size = 2; size <= k; size *= 2)
-    y = bitonicMerge(y, n, size, /*descending=*/true);
-  // Each halving keeps, elementwise, the larger of two neighbouring runs of opposite orders: a
-  // bitonic run holding the k largest of both, which the merge sorts.
-  int64_t rows = numElements(shape) / n;
-  for (int64_t m = n; m > k; m /= 2) {
-    Tile halves = max(reshape(y, {rows * m / (2 * k), 2, k}), 1);
-    y = halves.dtype == x.dtype ? halves : cast(halves, x.dtype);
-    y = bitonicMerge(y, m / 2, k, /*descending=*/true);
+  int bits = llvm::Log2_64(n), kBits = llvm::Log2_64(k);
+  Tile cube = toCube(*this, materialize(x), bits);
+  for (int run = 1; run <= kBits; ++run)
+    cube = bitonicMerge(cube, bits, run, /*descending=*/true);
+  // Each halving keeps, elementwise, the larger of two neighbouring runs of opposite orders
+  // (the dimension of bit kBits): a bitonic run holding the k largest of both, which the
+  // merge sorts.
+  for (; bits > kBits; --bits) {
+    Tile halves = max(cube, bits - kBits);
+    cube = halves.dtype == x.dtype ? halves : cast(halves, x.dtype);
+    cube = bitonicMerge(cube, bits - 1, kBits, /*descending=*/true);
   }
   shape.back() = k;
-  return reshape(y, shape);
+  return reshape(cube, shape);
 }
 
 Tile kiln::Builder::histogram(const Tile &x, int64_t numBins, std::optional<Tile> mask) {

@@ -104,11 +104,15 @@ inline Tile selectBits(mlir::OpBuilder &b, mlir::Location loc, const Tile &cond,
               std::nullopt};
 }
 
-/// The int32 tile of `shape` whose elements hold their index along `axis` (of size `n`).
+/// The int32 tile of `shape` whose elements hold their index along `axis` (of size `n`):
+/// make_range, expand_dims and broadcast, which need no data movement on the GPU (a reshape
+/// would go through shared memory).
 inline Tile indexAlong(Builder &bld, int64_t n, llvm::ArrayRef<int64_t> shape, int axis) {
-  llvm::SmallVector<int64_t> unit(shape.size(), 1);
-  unit[axis] = n;
-  return bld.broadcastTo(bld.reshape(bld.arange(0, n), unit), shape);
+  Tile t = bld.arange(0, n);
+  for (int d = 0; d < int(shape.size()); ++d)
+    if (d != axis)
+      t = bld.expandDims(t, d);
+  return bld.broadcastTo(t, shape);
 }
 
 /// The number of elements of a tile of `shape`.

@@ -98,6 +98,9 @@ const Driver &kiln::rt::driver() {
     load(d.cuEventDestroy, "cuEventDestroy_v2");
     load(d.cuGetErrorName, "cuGetErrorName");
     load(d.cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled");
+    // Optional: only launches with launch_pdl need it.
+    d.cuLaunchKernelEx =
+        reinterpret_cast<decltype(d.cuLaunchKernelEx)>(dlsym(lib, "cuLaunchKernelEx"));
     if (!ok)
       return;
     int count = 0;
@@ -302,6 +305,14 @@ std::string kiln::rt::getArch(int ordinal) {
   return arch;
 }
 
+int kiln::rt::getDeviceAttribute(int ordinal, int attribute) {
+  const Driver &d = requireDriver();
+  int device = 0, value = 0;
+  check(d.cuDeviceGet(&device, ordinal), "cuDeviceGet");
+  check(d.cuDeviceGetAttribute(&value, attribute, device), "cuDeviceGetAttribute");
+  return value;
+}
+
 void kiln::rt::synchronize() { check(requireDriver().cuCtxSynchronize(), "cuCtxSynchronize"); }
 
 void kiln::rt::synchronize(int ordinal) {
@@ -378,7 +389,29 @@ void Kernel::launch(Grid grid, CUstream stream, const std::vector<Arg> &args) co
   PreparedLaunch(*this, args)(grid, stream);
 }
 
-void Kernel::launchRaw(Grid grid, CUstream stream, void **params) const {
+namespace {
+/// cuda.h's CUlaunchAttribute and CUlaunchConfig (CUDA 12): the attribute's id, padded to 8
+/// bytes, then a 64-byte value union; the launch's geometry, stream and attributes.
+struct LaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmaticStreamSerializationAllowed;
+  } value;
+};
+struct LaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  CUstream stream;
+  LaunchAttribute *attrs;
+  unsigned numAttrs;
+};
+/// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (cuda.h).
+constexpr int kLaunchAttrProgrammaticSerialization = 6;
+} // namespace
+
+void Kernel::launchRaw(Grid grid, CUstream stream, void **params,
+                       bool programmaticDependentLaunch) const {
   if (host)
     return launchHost(grid, params);
   const Driver &d = driver();
@@ -393,8 +426,19 @@ void Kernel::launchRaw(Grid grid, CUstream stream, void **params) const {
   d.cuCtxGetCurrent(&current);
   if (current != context)
     check(d.cuCtxSetCurrent(context), "cuCtxSetCurrent");
-  int result = d.cuLaunchKernel(function, grid.x, grid.y, grid.z, numWarps * 32, 1, 1, sharedBytes,
-                                stream, params, nullptr);
+  int result = 0;
+  if (programmaticDependentLaunch) {
+    if (!d.cuLaunchKernelEx)
+      throw Error("kernel '" + name + "': launch_pdl needs cuLaunchKernelEx (a CUDA 12 driver)");
+    LaunchAttribute attr{};
+    attr.id = kLaunchAttrProgrammaticSerialization;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    LaunchConfig config{grid.x, grid.y, grid.z, numWarps * 32, 1, 1, sharedBytes, stream, &attr, 1};
+    result = d.cuLaunchKernelEx(&config, function, params, nullptr);
+  } else {
+    result = d.cuLaunchKernel(function, grid.x, grid.y, grid.z, numWarps * 32, 1, 1, sharedBytes,
+                              stream, params, nullptr);
+  }
   if (result == 0 && device < kMaxDevices) {
     lastLaunch[device].kernel.store(name.c_str(), std::memory_order_relaxed);
     lastLaunch[device].stream.store(stream, std::memory_order_relaxed);

@@ -48,6 +48,8 @@ enum PayloadKind : uint32_t { kCubin = 1, kPTX = 2, kHostObject = 3 };
 constexpr int kFuncAttrMaxDynamicShared = 8;
 /// CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES and CU_FUNC_ATTRIBUTE_NUM_REGS (cuda.h).
 constexpr int kFuncAttrLocalBytes = 3, kFuncAttrNumRegs = 4;
+/// CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES (cuda.h): the kernel's static shared memory.
+constexpr int kFuncAttrStaticShared = 1;
 /// CU_JIT_ERROR_LOG_BUFFER and CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES (cuda.h).
 constexpr int kJitErrorLogBuffer = 5, kJitErrorLogBufferSize = 6;
 
@@ -292,8 +294,11 @@ const Kernel &JIT::get(const kiln::KernelSource &source, const kiln::CompileOpti
   if (kernel.sharedBytes > 0)
     check(d.cuFuncSetAttribute(kernel.function, kFuncAttrMaxDynamicShared, kernel.sharedBytes),
           "cuFuncSetAttribute");
-  int regs = 0, local = 0;
+  int regs = 0, local = 0, staticShared = 0;
   check(d.cuFuncGetAttribute(&regs, kFuncAttrNumRegs, kernel.function), "cuFuncGetAttribute");
+  check(d.cuFuncGetAttribute(&staticShared, kFuncAttrStaticShared, kernel.function),
+        "cuFuncGetAttribute");
+  kernel.staticSharedBytes = unsigned(staticShared);
   check(d.cuFuncGetAttribute(&local, kFuncAttrLocalBytes, kernel.function), "cuFuncGetAttribute");
   kernel.numRegs = unsigned(regs);
   kernel.localBytes = unsigned(local);

@@ -36,6 +36,8 @@ struct Driver {
   int (*cuFuncGetAttribute)(int *, int, CUfunction) = nullptr;
   int (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                         unsigned, CUstream, void **, void **) = nullptr;
+  /// cuLaunchKernelEx (CUDA 12+; null when the driver lacks it): launches with attributes.
+  int (*cuLaunchKernelEx)(const void *config, CUfunction, void **, void **) = nullptr;
   int (*cuMemAlloc)(CUdeviceptr *, size_t) = nullptr;
   int (*cuMemFree)(CUdeviceptr) = nullptr;
   int (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t) = nullptr;

@@ -19,8 +19,9 @@ from .runtime.jit import CompiledKernel, JITFunction, compile, jit
 from .runtime.driver import (DeviceArray, cdiv, current_device, device_count, empty, from_numpy,
                              has_gpu, next_power_of_2, synchronize, zeros)
 from .runtime.autotuner import AutotuneError, Autotuner, Config, autotune
+from .runtime.heuristics import Heuristics, heuristics
 from .tensor_descriptor import TensorDescriptor
-from . import language, testing
+from . import language, runtime, testing, tools
 
 __version__ = _C.version()
 
@@ -43,4 +44,5 @@ __all__ = ["jit", "JITFunction", "compile", "CompiledKernel", "CompilationError"
            "DeviceArray", "empty", "zeros", "from_numpy", "has_gpu", "device_count",
            "current_device", "synchronize", "cdiv",
            "next_power_of_2", "language", "testing", "autotune", "Config", "Autotuner",
-           "AutotuneError", "TensorDescriptor", "set_allocator"]
+           "AutotuneError", "TensorDescriptor", "set_allocator", "heuristics", "Heuristics",
+           "runtime", "tools"]

@@ -18,6 +18,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 
 namespace pyb = pybind11;
 using namespace kiln::python;
@@ -95,6 +96,41 @@ void Launcher::resolveDefaults() {
   }
 }
 
+/// Triton's num_ctas launch option: Kiln launches one CTA per program (no thread-block
+/// clusters), so only 1 (or None) is accepted; anything else is a clear error.
+static void checkNumCtas(PyObject *v, const std::string &name) {
+  if (v == Py_None)
+    return;
+  if (!PyLong_Check(v) || PyBool_Check(v))
+    typeError("kernel '" + name + "': num_ctas must be an int, found " + Py_TYPE(v)->tp_name);
+  long n = PyLong_AsLong(v);
+  if (n != 1)
+    throw pyb::value_error("kernel '" + name + "': num_ctas=" + std::to_string(n) +
+                           ": Kiln launches one CTA per program (no thread-block clusters); "
+                           "expected 1");
+}
+
+/// Triton's extern_libs launch option ({"libdevice": path}). Kiln links libdevice itself
+/// ($KILN_LIBDEVICE, else the CUDA toolkit's), so the option is checked, not used: a dict
+/// naming only libdevice, at a path that exists. Other libraries are an error.
+static void checkExternLibs(PyObject *v, const std::string &name) {
+  if (v == Py_None)
+    return;
+  if (!PyDict_Check(v))
+    typeError("kernel '" + name + "': extern_libs must be a dict of library name -> path, " +
+              "found " + Py_TYPE(v)->tp_name);
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(v, &pos, &key, &value)) {
+    std::string lib = pyb::str(key), path = pyb::str(value);
+    if (lib != "libdevice")
+      throw pyb::value_error("kernel '" + name + "': extern_libs names '" + lib +
+                             "': Kiln links only libdevice (extern_libs={'libdevice': path})");
+    if (access(path.c_str(), R_OK) != 0)
+      throw pyb::value_error("kernel '" + name + "': extern_libs: no libdevice at '" + path + "'");
+  }
+}
+
 size_t Launcher::numVariants() const { return cache.size(); }
 PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, PyObject *kwnames) {
   const size_t n = params.size();
@@ -108,6 +144,7 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
     bound[i] = i < nargs ? args[i] : nullptr;
   long numWarps = 4, numStages = 3, maxnreg = -1; // maxnreg -1: None, no register cap
   bool fpFusion = true;                           // Triton's enable_fp_fusion
+  bool pdl = false;                               // Triton's launch_pdl
   PyObject *streamObj = nullptr;
   Backend launchBackend = Backend::Unresolved;
   int launchDebug = -1;
@@ -142,6 +179,12 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
         typeError("kernel '" + name + "': enable_fp_fusion must be a bool, found " +
                   Py_TYPE(v)->tp_name);
       fpFusion = v == Py_True;
+    } else if (PyUnicode_Compare(k, names().numCtas.ptr()) == 0) {
+      checkNumCtas(v, name);
+    } else if (PyUnicode_Compare(k, names().launchPdl.ptr()) == 0) {
+      pdl = PyObject_IsTrue(v) == 1;
+    } else if (PyUnicode_Compare(k, names().externLibs.ptr()) == 0) {
+      checkExternLibs(v, name);
     } else
       typeError("kernel '" + name + "' got an unexpected keyword argument '" +
                 std::string(pyb::str(k)) + "'");
@@ -353,7 +396,8 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
     Py_DECREF(s);
   }
 
-  variant->kernel->launchRaw(g, stream, ptrs); // kiln::rt::Error becomes kiln.KilnError
+  // kiln::rt::Error becomes kiln.KilnError
+  variant->kernel->launchRaw(g, stream, ptrs, pdl);
   return variant->compiled.inc_ref().ptr();
 }
 

@@ -40,7 +40,9 @@ struct Names {
               numStages = pyb::str("num_stages"), maxnreg = pyb::str("maxnreg"),
               enableFpFusion = pyb::str("enable_fp_fusion"), stream = pyb::str("stream"),
               getDevice = pyb::str("get_device"), device = pyb::str("device"),
-              debug = pyb::str("debug"), ai = pyb::str("__array_interface__");
+              debug = pyb::str("debug"), ai = pyb::str("__array_interface__"),
+              numCtas = pyb::str("num_ctas"), launchPdl = pyb::str("launch_pdl"),
+              externLibs = pyb::str("extern_libs");
 };
 
 /// What launch-time code knows about Python types and torch.

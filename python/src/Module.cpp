@@ -143,10 +143,6 @@ PYBIND11_MODULE(_C, m) {
       .def("broadcast", &Session::broadcast)
       .def("reshape", &Session::reshape)
       .def("trans", &Session::trans)
-      .def("reduce_op", &Session::reduceOp)
-      .def("reduce", &Session::reduce)
-      .def("scan", &Session::scan, pyb::arg("inputs"), pyb::arg("axis"), pyb::arg("combine"),
-           pyb::arg("reverse") = false)
       .def("join", &Session::join)
       .def("split", &Session::split)
       .def("interleave", &Session::interleave)
@@ -158,6 +154,10 @@ PYBIND11_MODULE(_C, m) {
       .def("topk", &Session::topk, pyb::arg("x"), pyb::arg("k"), pyb::arg("dim") = std::nullopt)
       .def("histogram", &Session::histogram, pyb::arg("x"), pyb::arg("num_bins"),
            pyb::arg("mask") = -1)
+      .def("reduce_op", &Session::reduceOp)
+      .def("reduce", &Session::reduce)
+      .def("scan", &Session::scan, pyb::arg("inputs"), pyb::arg("axis"), pyb::arg("combine"),
+           pyb::arg("reverse") = false)
       .def("scan_op", &Session::scanOp, pyb::arg("op"), pyb::arg("x"), pyb::arg("axis"),
            pyb::arg("reverse") = false, pyb::arg("dtype") = "")
       .def("dot", &Session::dot, pyb::arg("a"), pyb::arg("b"), pyb::arg("acc") = -1,
@@ -201,6 +201,7 @@ PYBIND11_MODULE(_C, m) {
         out["cubin"] = pyb::bytes(r.cubin.data(), r.cubin.size());
         out["cubin_error"] = r.cubinError;
         out["shared"] = r.sharedBytes;
+        out["static_shared"] = r.staticSharedBytes;
         pyb::list rows;
         for (unsigned v : r.tensorMapBoxRows)
           rows.append(v);
@@ -220,6 +221,10 @@ PYBIND11_MODULE(_C, m) {
                              [](const KernelHandle &k) { return k.kernel->getNumWarps(); })
       .def_property_readonly("is_host", [](const KernelHandle &k) { return k.kernel->isHost(); })
       .def_property_readonly("n_regs", [](const KernelHandle &k) { return k.kernel->getNumRegs(); })
+      .def_property_readonly("shared_bytes",
+                             [](const KernelHandle &k) { return k.kernel->getSharedBytes(); })
+      .def_property_readonly("static_shared_bytes",
+                             [](const KernelHandle &k) { return k.kernel->getStaticSharedBytes(); })
       .def_property_readonly("local_bytes",
                              [](const KernelHandle &k) { return k.kernel->getLocalBytes(); })
       .def(
@@ -302,6 +307,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_device", &kiln::rt::setDevice, pyb::arg("ordinal"));
   m.def("pointer_device", &kiln::rt::pointerDevice, pyb::arg("ptr"));
   m.def("get_arch", &kiln::rt::getArch, pyb::arg("ordinal") = 0);
+  m.def("device_attribute", &kiln::rt::getDeviceAttribute, pyb::arg("ordinal"),
+        pyb::arg("attribute"));
   m.def(
       "synchronize",
       [](int device) {

@@ -211,7 +211,7 @@ def test_dot_operands_are_copied_by_the_tma_on_sm90a():
     epilogue = ptx[ptx.index("wgmma.wait_group.sync.aligned 0"):]
     assert epilogue.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 2
     assert "st.global" not in epilogue and "cp.async.bulk.wait_group.read 0" in epilogue
-    assert k.metadata.shared == 4 * (128 * 64 + 64 * 128) * 2
+    assert k.metadata.dynamic_shared == 4 * (128 * 64 + 64 * 128) * 2
     # Per kernel parameter (map, base, 2 extents, 1 stride per descriptor; then K): every map
     # in boxes of its whole block.
     assert k.metadata.tma_box_rows == [128, 0, 0, 0, 0, 64, 0, 0, 0, 0, 128, 0, 0, 0, 0, 0]

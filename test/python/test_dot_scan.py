@@ -417,7 +417,7 @@ def test_shared_memory_past_the_block_limit_is_an_error():
     k = kiln.compile(rings_and_scratch_kernel, signature=sig,
                      constexprs=dict(BM=128, BN=128, BK=64), target="sm_90a", num_warps=8,
                      num_stages=2)
-    assert k.metadata.shared == 2 * (128 * 64 + 64 * 128) * 2
+    assert k.metadata.dynamic_shared == 2 * (128 * 64 + 64 * 128) * 2
 
 
 @kiln.jit
@@ -534,7 +534,7 @@ def test_ring_stages_fit_the_targets_shared_memory(arch, limit_kib):
     k = kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target=arch,
                      num_warps=8, num_stages=4)
     stages = {"sm_90": 4, "sm_80": 3, "sm_86": 2}[arch]
-    assert k.metadata.shared == stages * 48 * 1024, k.metadata.shared
+    assert k.metadata.dynamic_shared == stages * 48 * 1024, k.metadata.shared
     assert k.metadata.shared <= limit_kib * 1024
     assert f"cp.async.wait_group {stages - 2};" in k.asm["ptx"]
 

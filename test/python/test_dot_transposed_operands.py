@@ -114,7 +114,7 @@ def test_descriptor_b_transposed_takes_tma_rings_on_sm90a():
     flags = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16 .*, "
                        r"(\d), (\d);", ptx)
     assert flags and all(f == ("0", "0") for f in flags), flags[:2]
-    assert k.metadata.shared == 3 * (128 * 64 + 128 * 64) * 2
+    assert k.metadata.dynamic_shared == 3 * (128 * 64 + 128 * 64) * 2
 
 
 def test_pointer_b_transposed_takes_cp_async_rings_on_sm90a():

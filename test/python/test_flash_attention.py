@@ -158,7 +158,7 @@ def test_compiles_to_ptx(D, causal, dtype):
     # through registers. The two loops of causal attention share one pool.
     assert "st.shared" not in ptx and "cp.async.cg.shared.global" in ptx
     slot = lambda rows, cols: rows * cols * 2
-    assert k.metadata.shared == slot(bm, D) + ns * (slot(D, bn) + slot(bn, D))
+    assert k.metadata.dynamic_shared == slot(bm, D) + ns * (slot(D, bn) + slot(bn, D))
     # Each loop ends with a wait for every group; with 2 stages its iterations wait for all
     # groups too (one in flight at most).
     waits = ptx.count("cp.async.wait_group 0;")

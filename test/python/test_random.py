@@ -600,7 +600,8 @@ def test_bad_rounds_are_errors():
     expect_error(negative_rounds_kernel, {"out_ptr": "*fp32", "seed": "i32"},
                  r"tl.rand: expected a non-negative constexpr int for n_rounds, found -1")
     expect_error(runtime_rounds_kernel, {"out_ptr": "*fp32", "seed": "i32", "n": "i32"},
-                 r"expected a constexpr for parameter 'n_rounds' of 'rand'")
+                 r"tl.rand: expected a non-negative constexpr int for n_rounds, found "
+                 r"tensor<int32>")
 
 
 def test_bad_counters_are_errors():

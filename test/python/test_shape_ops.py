@@ -268,6 +268,18 @@ def test_sort(dtype, shape, desc):
     assert_bits_equal(out, sorted_ref(x, desc))
 
 
+@pytest.mark.parametrize("shape", [(1, 1, 1024), (1, 16, 128)], ids=str)
+def test_sort_large_rows(shape):
+    ts = tile_shape(shape)
+    x = np.random.default_rng(20).standard_normal(ts).astype(np.float32)
+    x.flat[::7] = 0.5  # duplicates
+    for desc in (False, True):
+        out = np.zeros_like(x)
+        sort_kernel[(1,)](x, out, R=rank_of(shape), A=shape[0], B=shape[1], C=shape[2],
+                          DESC=desc, MODE=0, **CPU)
+        assert_bits_equal(out, sorted_ref(x, desc))
+
+
 @pytest.mark.parametrize("mode", [1, 2, 3])
 def test_sort_member_and_dim_spellings(mode):
     x = values(np.int32, (4, 32), 11)
@@ -314,6 +326,13 @@ def test_topk(dtype, n, k):
     out = np.zeros((4, k), dtype)
     topk_kernel[(1,)](x, out, M=4, N=n, K=k, **CPU)
     assert_bits_equal(out, sorted_ref(x, True)[:, :k])
+
+
+def test_topk_of_long_rows():
+    x = np.random.default_rng(21).standard_normal((8, 1024)).astype(np.float32)
+    out = np.zeros((8, 16), np.float32)
+    topk_kernel[(1,)](x, out, M=8, N=1024, K=16, **CPU)
+    assert_bits_equal(out, sorted_ref(x, True)[:, :16])
 
 
 def test_topk_1d_matches_triton_example():
@@ -449,9 +468,20 @@ def test_ptx_of_every_op(shape):
     ptx_of(sort_kernel, {"x_ptr": "*i32", "out_ptr": "*i32"}, DESC=False, MODE=0, **meta)
 
 
+def test_ptx_of_a_long_sort_moves_data_between_steps_by_shuffles():
+    # The network runs on the rows viewed as [R, 2, ..., 2]: a step's partners are a reduction
+    # along one dimension (registers, shuffles, or shared memory across warps), not a reshape
+    # through shared memory per step. 1024 elements are 55 compare-exchange steps.
+    ptx = ptx_of(sort_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, R=1, A=1, B=1, C=1024,
+                 DESC=False, MODE=0)
+    assert "shfl.sync.bfly" in ptx
+    assert len(re.findall(r"\bbar\.sync\b|\bbarrier\.sync\b", ptx)) < 55
+
+
 def test_ptx_of_cat_topk_histogram():
     ptx_of(cat_kernel, {"a_ptr": "*fp32", "b_ptr": "*fp32", "out_ptr": "*fp32"}, N=128)
     ptx_of(topk_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, M=16, N=128, K=8)
+    ptx_of(topk_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, M=8, N=1024, K=16)
     ptx_of(topk_kernel, {"x_ptr": "*i32", "out_ptr": "*i32"}, M=1, N=256, K=256)
     ptx_of(histogram_kernel, {"x_ptr": "*i32", "m_ptr": "*i1", "out_ptr": "*i32"}, N=512,
            BINS=64, MODE=1)
@@ -728,8 +758,20 @@ def test_sort_gpu(dtype, shape, desc):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(1, 1, 1024), (1, 16, 128)], ids=str)
+def test_sort_large_rows_gpu(shape):
+    ts = tile_shape(shape)
+    x = np.random.default_rng(20).standard_normal(ts).astype(np.float32)
+    x.flat[::7] = 0.5
+    for desc in (False, True):
+        out = gpu_run(sort_kernel, [x, np.zeros_like(x)], R=rank_of(shape), A=shape[0],
+                      B=shape[1], C=shape[2], DESC=desc, MODE=0)[1]
+        assert_bits_equal(out, sorted_ref(x, desc))
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8], ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("n,k", [(16, 1), (16, 4), (64, 8), (128, 128)])
+@pytest.mark.parametrize("n,k", [(16, 1), (16, 4), (64, 8), (128, 128), (1024, 16)])
 def test_topk_gpu(dtype, n, k):
     x = values(dtype, (4, n), 13)
     out = gpu_run(topk_kernel, [x, np.zeros((4, k), dtype)], M=4, N=n, K=k)[1]

@@ -168,20 +168,6 @@ public:
   std::vector<Handle> broadcast(Handle a, Handle b);
   Handle reshape(Handle x, const std::vector<int64_t> &shape, bool canReorder = false);
   Handle trans(Handle x, const std::vector<int32_t> &order = {});
-
-  //===--------------------------------------------------------------------===//
-  // Reductions
-  //===--------------------------------------------------------------------===//
-
-  /// A reduction by name along `axis` (negative counts from the end): sum max min argmax
-  /// argmin xor_sum. The result drops `axis` unless `keepDims`.
-  Handle reduceOp(const std::string &op, Handle x, int axis, bool keepDims = false);
-  /// (accumulators, new values) -> combined values, one scalar per input.
-  using CombineBody =
-      std::function<std::vector<Handle>(const std::vector<Handle> &, const std::vector<Handle> &)>;
-  /// tl.reduce(inputs, axis, combine_fn, keep_dims) over same-shape tiles.
-  std::vector<Handle> reduce(const std::vector<Handle> &inputs, int axis,
-                             const CombineBody &combine, bool keepDims = false);
   /// tl.join, tl.split (two handles), tl.interleave, tl.cat: Builder::join, split,
   /// interleave, cat.
   Handle join(Handle a, Handle b);
@@ -196,6 +182,20 @@ public:
   Handle sort(Handle x, std::optional<int> dim = std::nullopt, bool descending = false);
   Handle topk(Handle x, int64_t k, std::optional<int> dim = std::nullopt);
   Handle histogram(Handle x, int64_t numBins, Handle mask = -1);
+
+  //===--------------------------------------------------------------------===//
+  // Reductions
+  //===--------------------------------------------------------------------===//
+
+  /// A reduction by name along `axis` (negative counts from the end): sum max min argmax
+  /// argmin xor_sum. The result drops `axis` unless `keepDims`.
+  Handle reduceOp(const std::string &op, Handle x, int axis, bool keepDims = false);
+  /// (accumulators, new values) -> combined values, one scalar per input.
+  using CombineBody =
+      std::function<std::vector<Handle>(const std::vector<Handle> &, const std::vector<Handle> &)>;
+  /// tl.reduce(inputs, axis, combine_fn, keep_dims) over same-shape tiles.
+  std::vector<Handle> reduce(const std::vector<Handle> &inputs, int axis,
+                             const CombineBody &combine, bool keepDims = false);
 
   //===--------------------------------------------------------------------===//
   // Scans and matrix products

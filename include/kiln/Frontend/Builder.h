@@ -327,30 +327,6 @@ public:
   Tile trans(const Tile &x, llvm::ArrayRef<int32_t> order = {});
 
   //===--------------------------------------------------------------------===//
-  // Control flow
-  //===--------------------------------------------------------------------===//
-
-  /// Body of a for loop: (induction variable, iteration values) -> next iteration values.
-  using ForBody = std::function<std::vector<Tile>(const Tile &, llvm::ArrayRef<Tile>)>;
-  /// A region body: (region arguments) -> yielded values.
-  using RegionBody = std::function<std::vector<Tile>(llvm::ArrayRef<Tile>)>;
-  /// A branch body: () -> yielded values.
-  using BranchBody = std::function<std::vector<Tile>()>;
-  /// A loop condition: (loop values) -> scalar truth value.
-  using CondBody = std::function<Tile(llvm::ArrayRef<Tile>)>;
-
-  /// for iv in range(lb, ub, step): scf.for whose induction variable has the integer
-  /// promotion of the bounds' dtypes (int32 for literals). Yielded values must keep the
-  /// dtype and shape of their init values; `names` name them in errors. Returns the results.
-  /// `flatten` (tl.range's flatten=True) marks the loop kFlattenAttr.
-  std::vector<Tile> forLoop(const Tile &lb, const Tile &ub, const Tile &step,
-                            llvm::ArrayRef<Tile> inits, const ForBody &body,
-                            llvm::ArrayRef<std::string> names = {}, bool flatten = false);
-  /// if cond: then else: else, as scf.if; both branches must yield values of the same dtypes
-  /// and shapes. `elseFn` may be empty only when `thenFn` yields nothing.
-  std::vector<Tile> ifThenElse(const Tile &cond, const BranchBody &thenFn,
-                               const BranchBody &elseFn = nullptr,
-  //===--------------------------------------------------------------------===//
   // Joins, splits and permutations (BuilderPermute.cpp); each is composed of the ops above
   // (arange, expand_dims, broadcast, reshape, select, reduce), so no backend lowers a new op
   //===--------------------------------------------------------------------===//
@@ -392,6 +368,30 @@ public:
   /// outside [0, num_bins) are not counted.
   Tile histogram(const Tile &x, int64_t numBins, std::optional<Tile> mask = std::nullopt);
 
+  //===--------------------------------------------------------------------===//
+  // Control flow
+  //===--------------------------------------------------------------------===//
+
+  /// Body of a for loop: (induction variable, iteration values) -> next iteration values.
+  using ForBody = std::function<std::vector<Tile>(const Tile &, llvm::ArrayRef<Tile>)>;
+  /// A region body: (region arguments) -> yielded values.
+  using RegionBody = std::function<std::vector<Tile>(llvm::ArrayRef<Tile>)>;
+  /// A branch body: () -> yielded values.
+  using BranchBody = std::function<std::vector<Tile>()>;
+  /// A loop condition: (loop values) -> scalar truth value.
+  using CondBody = std::function<Tile(llvm::ArrayRef<Tile>)>;
+
+  /// for iv in range(lb, ub, step): scf.for whose induction variable has the integer
+  /// promotion of the bounds' dtypes (int32 for literals). Yielded values must keep the
+  /// dtype and shape of their init values; `names` name them in errors. Returns the results.
+  /// `flatten` (tl.range's flatten=True) marks the loop kFlattenAttr.
+  std::vector<Tile> forLoop(const Tile &lb, const Tile &ub, const Tile &step,
+                            llvm::ArrayRef<Tile> inits, const ForBody &body,
+                            llvm::ArrayRef<std::string> names = {}, bool flatten = false);
+  /// if cond: then else: else, as scf.if; both branches must yield values of the same dtypes
+  /// and shapes. `elseFn` may be empty only when `thenFn` yields nothing.
+  std::vector<Tile> ifThenElse(const Tile &cond, const BranchBody &thenFn,
+                               const BranchBody &elseFn = nullptr,
                                llvm::ArrayRef<std::string> names = {});
   /// while cond(values): values = body(values), as scf.while; returns the final values.
   std::vector<Tile> whileLoop(llvm::ArrayRef<Tile> inits, const CondBody &condFn,
@@ -476,6 +476,20 @@ private:
   /// ends it with `terminate(yielded values)` after checking what `combine` returns.
   void buildCombiner(mlir::Region & region, llvm::ArrayRef<Tile> inputs, const CombineBody &combine,
                      llvm::function_ref<void(mlir::ValueRange)> terminate);
+  /// The element of `x` along `axis` where `chosen` (int1, x's shape) holds, bit for bit, and
+  /// whether one was chosen (int1); `axis` is dropped. At most one element of each lane along
+  /// `axis` may be chosen; with none the value is unspecified.
+  std::pair<Tile, Tile> pickAlong(const Tile &x, const Tile &chosen, int axis);
+  /// Each element's partner along `axis` (of size 2) of `x`, bit for bit.
+  Tile pairPartner(const Tile &x, int axis);
+  /// One stage of a bitonic network on `cube`, rows of 2^bits elements held as [R, 2, ..., 2]
+  /// (dimension `bits - b + 1` is bit b of the position in the row, so that no step needs a
+  /// reshape): merges the bitonic runs of 2^runBits elements by compare-exchange steps at
+  /// distances 2^(runBits - 1) .. 1; a run is ascending when bit runBits of its position is
+  /// clear, the order reversed when `descending` (one order for all when runBits == bits).
+  Tile bitonicMerge(const Tile &cube, int bits, int runBits, bool descending);
+  /// Checks that `x` is a tile of numbers for `what` (sort, topk, flip, ...).
+  void requireNumberTile(const Tile &x, llvm::StringRef what);
   /// argmax (`greater`) or argmin.
   Tile argExtreme(const Tile &x, int axis, bool keepDims, bool greater);
   /// Triton's binary_op_type_checking: rejects pointer operands where not allowed, promotes
@@ -500,19 +514,6 @@ private:
   /// kiln.splat of a scalar to `shape`.
   Tile splatTo(const Tile &x, llvm::ArrayRef<int64_t> shape);
   /// Numpy-broadcasts `x` to `shape` (known compatible): unit dims first, then kiln.broadcast.
-  /// The element of `x` along `axis` where `chosen` (int1, x's shape) holds, bit for bit, and
-  /// whether one was chosen (int1); `axis` is dropped. At most one element of each lane along
-  /// `axis` may be chosen; with none the value is unspecified.
-  std::pair<Tile, Tile> pickAlong(const Tile &x, const Tile &chosen, int axis);
-  /// For `x` of shape [A, 2, B], each element's partner along the middle axis, bit for bit.
-  Tile pairPartner(const Tile &x);
-  /// One stage of a bitonic network on the rows of length `n` of `x` (any shape, read in
-  /// row-major order): merges the bitonic runs of length `size` with compare-exchange steps at
-  /// distances size/2 .. 1, run r ascending when bit `size` of its start is clear, with the
-  /// order reversed when `descending`.
-  Tile bitonicMerge(const Tile &x, int64_t n, int64_t size, bool descending);
-  /// Checks that `x` is a tile of numbers for `what` (sort, topk, flip, ...).
-  void requireNumberTile(const Tile &x, llvm::StringRef what);
   Tile stretchTo(const Tile &x, llvm::ArrayRef<int64_t> shape);
   /// `x` as int1 (`x != 0` for numbers); pointers are an error naming `what`.
   Tile truthValue(const Tile &x, llvm::StringRef what);

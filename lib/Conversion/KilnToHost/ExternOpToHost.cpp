@@ -344,8 +344,17 @@ Value emitRounded(const Chunk &c, StringRef name, ValueRange a, Type result) {
     return c.fma(a[0], a[1], a[2]);
   }
   bool single = getElementTypeOrSelf(result).isF32();
-  if (op == "fma" && !single)
-    return {};
+  if (op == "fma" && !single) {
+    // v = a*b + c = ph + pl + c exactly (pl = fma(a, b, -ph)); (s, e1) = TwoSum(ph, c),
+    // (u, e2) = TwoSum(e1, pl), (r, e3) = TwoSum(s, u): v = r + e3 + e2 with |e3 + e2| below
+    // an ulp of r, and fl(e3 + e2) has the sign of e3 + e2.
+    Value ph = c.mul(a[0], a[1]);
+    Value pl = c.fma(a[0], a[1], c.neg(ph));
+    auto [s1, e1] = c.twoSum(ph, a[2]);
+    auto [u, e2] = c.twoSum(e1, pl);
+    auto [r, e3] = c.twoSum(s1, u);
+    return c.directed(r, c.add(e3, e2), result, mode);
+  }
   // r = the f64 nearest the exact result v, e = something of the sign of v - r.
   SmallVector<Value> w;
   for (Value v : a)
@@ -543,6 +552,43 @@ Value emitErfcx(const Chunk &c, Value x) {
   return c.select(c.cmpf(FP::OGT, x, k(25.0)), asym, direct);
 }
 
+/// cyl_bessel_i0 / i1 (`order` 0 or 1) of `x` (f64): the power series
+/// I_n(x) = (x/2)^n sum_k (x^2/4)^k / (k! (k+n)!) up to |x| = 20 (60 terms, all positive),
+/// above it the asymptotic series e^x / sqrt(2 pi x) sum_k (-1)^k prod_j (4n^2 - (2j-1)^2) /
+/// (k! (8x)^k) (20 terms; the first term left out is below 1e-17 there). I1 is odd.
+Value emitBesselI(const Chunk &c, Value x, int order) {
+  Type t = x.getType();
+  auto k = [&](double v) { return c.fconst(t, v); };
+  Value ax = c.abs(x);
+  Value small = arith::MinNumFOp::create(c.b, c.loc, ax, k(20.0));
+  Value q = c.mul(c.mul(small, small), k(0.25));
+  Value term = order == 0 ? k(1.0) : c.mul(small, k(0.5));
+  Value sum = term;
+  for (int i = 1; i <= 60; ++i) {
+    term = c.mul(term, c.div(q, k(double(i) * double(i + order))));
+    sum = c.add(sum, term);
+  }
+  Value big = arith::MaxNumFOp::create(c.b, c.loc, ax, k(20.0));
+  double mu = 4.0 * order * order;
+  Value a = k(1.0), series = k(1.0);
+  Value inv8x = c.div(k(0.125), big);
+  for (int i = 1; i <= 20; ++i) {
+    double odd = 2.0 * i - 1.0;
+    a = c.mul(a, c.mul(inv8x, k(-(mu - odd * odd) / i)));
+    series = c.add(series, a);
+  }
+  // e^x / sqrt(2 pi x) as two halves, so that it overflows only where I_n does.
+  Value half = math::ExpOp::create(c.b, c.loc, c.mul(big, k(0.5)));
+  Value scale = c.div(half, math::SqrtOp::create(c.b, c.loc, c.mul(big, k(2.0 * M_PI))));
+  Value asym = c.mul(c.mul(series, scale), half);
+  Value v = c.select(c.cmpf(FP::OGT, ax, k(20.0)), asym, sum);
+  v = c.select(c.cmpf(FP::OEQ, ax, k(INFINITY)), ax, v); // inf/inf above
+  if (order == 1)
+    v = math::CopySignOp::create(c.b, c.loc, v, x);
+  // NaN in, NaN out (min/max would have dropped it).
+  return c.select(c.cmpf(FP::UNO, x, x), x, v);
+}
+
 /// The float functions; null when `name` has no host version.
 Value emitFloat(const Chunk &c, StringRef name, ValueRange a, Type result) {
   OpBuilder &b = c.b;
@@ -713,6 +759,8 @@ Value emitFloat(const Chunk &c, StringRef name, ValueRange a, Type result) {
   }
   if (name == "erfinv" || name == "erfcinv" || name == "normcdfinv")
     return c.trunc(emitInverseErf(c, name, single ? c.ext(x) : x), result);
+  if (name == "cyl_bessel_i0" || name == "cyl_bessel_i1")
+    return c.trunc(emitBesselI(c, single ? c.ext(x) : x, name.back() == '1'), result);
   if (name == "erfcx")
     return c.trunc(emitErfcx(c, single ? c.ext(x) : x), result);
   if (name == "normcdf") { // erfc(-x / sqrt(2)) / 2
@@ -887,12 +935,9 @@ LogicalResult kiln::host::checkExternFunctions(ModuleOp module) {
                         "functions only)";
       return WalkResult::interrupt();
     }
-    // What emitSymbol has no code for: functions with no vector or libm version here, and
-    // fp64 fma with a directed rounding (its exact result needs more than f64 pairs).
+    // What emitSymbol has no code for.
     StringRef name = function->name;
-    bool missing = llvm::is_contained({"rcp64h", "cyl_bessel_i0", "cyl_bessel_i1"}, name) ||
-                   (name.starts_with("fma_r") && name != "fma_rn" && overload->result == 'd');
-    if (!missing)
+    if (name != "rcp64h")
       return WalkResult::advance();
     op.emitError() << "libdevice." << name << " (@" << op.getSymbol()
                    << ") has no CPU backend version in Kiln; it runs on the GPU";

@@ -118,9 +118,9 @@ class CallsMixin:
                 raise self.error(f"missing argument '{p.name}' in call to '{info.name}'")
             if not isinstance(v, (tensor, constexpr, dtype, tuple)):
                 v = constexpr(v) if v is None or isinstance(v, (bool, numbers.Real, str)) else v
-            if p.name in info.constexpr_params and isinstance(v, tensor):
-                raise self.error(f"expected a constexpr for parameter '{p.name}' of "
-                                 f"'{info.name}', found a run-time {v!r}")
+            # A tl.constexpr annotation on a helper's parameter does not make a tensor
+            # argument a constant: as in Triton, the argument's own kind decides (the
+            # attention tutorial's inner loop passes tile offsets to such parameters).
             scope[p.name] = v
         caller = self.frame
         line = caller.info.begin_line + node.lineno - 1
@@ -173,6 +173,19 @@ def _static(pyfn):
     return fn
 
 
+def _isinstance(gen, args, kwargs):
+    """isinstance(x, cls) at compile time, as Triton's: a run-time value is a tl.tensor (or a
+    tl.tensor_descriptor), never one of its Python values; a constexpr is a tl.constexpr and
+    an instance of its value's type."""
+    if kwargs or len(args) != 2:
+        raise TypeError("isinstance() takes two arguments")
+    obj, cls = args
+    cls = _unwrap(cls)
+    if isinstance(obj, tensor) or not isinstance(obj, constexpr):
+        return constexpr(isinstance(obj, cls))
+    return constexpr(isinstance(obj, cls) or isinstance(_unwrap(obj), cls))
+
+
 def _abs(gen, args, kwargs):
     (x,) = args
     return gen.unary("abs", x)
@@ -205,7 +218,7 @@ def _print(gen, args, kwargs):
 _SPECIAL_BUILTINS = {
     builtins.min: _minmax("min"), builtins.max: _minmax("max"), builtins.len: _len,
     builtins.int: _static(int), builtins.float: _static(float), builtins.bool: _static(bool),
-    builtins.isinstance: _static(isinstance), builtins.getattr: _getattr,
+    builtins.isinstance: _isinstance, builtins.getattr: _getattr,
     builtins.abs: _abs, builtins.print: _print,
 }
 _BUILTINS = {f.__name__: f for f in (builtins.range, builtins.min, builtins.max, builtins.len,

@@ -226,9 +226,13 @@ class ExitsMixin:
         frame.scope[VAL] = value
 
     def visit_Break(self, node):
+        if not self.frame.loops:
+            raise self.error("'break' outside a loop")
         self.frame.scope[BRK] = constexpr(True)
 
     def visit_Continue(self, node):
+        if not self.frame.loops:
+            raise self.error("'continue' outside a loop")
         self.frame.scope[CNT] = constexpr(True)
 
     def _frame_result(self, frame):
@@ -373,14 +377,14 @@ class ExitsMixin:
             self.node = prev
         self._forget((fresh - set(new)) | skip, node)
 
-    def _region_carried(self, assigned, liveins, what, stmts, locate=True):
-        """The names among `assigned` (by `stmts`) that a run-time region carries, and those
-        it cannot: a compile-time value rebound only as a loop variable (not readable after
-        the region; any other reassigned constexpr is an error, at its assignment when
-        `locate`, else at the region)."""
+    def _region_carried(self, assigned, liveins, what, stmts):
+        """The names among `assigned` (by `stmts`) that a run-time if or guard carries, and
+        those it cannot: a compile-time value rebound only as a loop variable (not readable
+        after the if; any other reassigned constexpr is an error at its assignment). Not for
+        loops: a later iteration would read the value from before the loop."""
         known = {n for n in assigned if n in liveins and not isinstance(liveins[n], _Unavailable)}
         skip = {n for n in known & _loop_targets(stmts) if not _flowable(liveins[n])}
-        return self._carried(known - skip, liveins, what, stmts if locate else None), skip
+        return self._carried(known - skip, liveins, what, stmts), skip
 
     def _forget(self, names, node, one_branch=False):
         """Names defined on some paths only may not be read after `node`."""

@@ -156,6 +156,9 @@ class StatementsMixin:
         return out
 
     def _flatten(self, value, name, out):
+        if isinstance(value, _Unavailable):
+            raise self.error(f"'{name}' flows through this run-time loop or if but cannot be "
+                             f"read at the end of it: {value.reason}")
         if isinstance(value, tensor):
             out.append(value.handle)
             return "t"
@@ -274,8 +277,7 @@ class StatementsMixin:
             lbt, ubt, stept = (self.to_tensor(x, weak=False) for x in (lb, ub, step))
         liveins = dict(frame.scope)
         assigned = assigned_names(node.body) - {target}
-        names, skip = self._region_carried(assigned, liveins, "a run-time loop", node.body,
-                                           locate=False)
+        names = self._carried(assigned, liveins, "a run-time loop")
         structs, inits = [], []
         for n in names:
             structs.append(self._flatten(liveins[n], n, inits))
@@ -284,7 +286,7 @@ class StatementsMixin:
             results, ret = self._for_with_exits(
                 node, lbt, ubt, stept, negative, start if negative else None,
                 mag if negative else None, names, structs, inits, liveins, "return" in exits)
-            self._after_loop(names, structs, results, assigned, liveins, node, ret, skip)
+            self._after_loop(names, structs, results, assigned, liveins, node, ret)
             frame.scope[target] = _Unavailable(
                 f"loop variable '{target}' is not available after its run-time loop (line "
                 f"{frame.info.begin_line + node.lineno - 1})")
@@ -308,26 +310,26 @@ class StatementsMixin:
             frame.scope = liveins
             self.node = node
             self._set_loc(node)
-        self._rebind(names, structs, results, assigned, liveins, node, "loop", skip)
+        self._rebind(names, structs, results, assigned, liveins, node, "loop")
         frame.scope[target] = _Unavailable(
             f"loop variable '{target}' is not available after its run-time loop (line "
             f"{frame.info.begin_line + node.lineno - 1})")
 
-    def _after_loop(self, names, structs, results, assigned, liveins, node, ret, skip):
+    def _after_loop(self, names, structs, results, assigned, liveins, node, ret):
         """The scope after a loop that may break or return (`ret`: its returned flag)."""
-        self._rebind(names, structs, results, assigned, liveins, node, "loop", skip)
+        self._rebind(names, structs, results, assigned, liveins, node, "loop")
         if ret is not None:
             self.frame.scope[RET] = ret
 
-    def _rebind(self, names, structs, results, assigned, liveins, node, what, skip=()):
-        """The scope after a run-time region: its results, and the names assigned in it that
-        it did not carry (`skip`: compile-time values rebound as loop variables) unreadable."""
+    def _rebind(self, names, structs, results, assigned, liveins, node, what):
+        """The scope after a run-time loop: its results; the names first assigned in it are
+        unreadable."""
         frame = self.frame
         pos = 0
         for i, n in enumerate(names):
             frame.scope[n], pos = self._unflatten(structs[i], results, pos)
         for n in assigned - set(names):
-            if n not in liveins or isinstance(liveins[n], _Unavailable) or n in skip:
+            if n not in liveins or isinstance(liveins[n], _Unavailable):
                 frame.scope[n] = _Unavailable(
                     f"'{n}' is defined inside the {what} at line "
                     f"{frame.info.begin_line + node.lineno - 1} and is not available after "
@@ -339,8 +341,7 @@ class StatementsMixin:
         frame = self.frame
         liveins = dict(frame.scope)
         assigned = assigned_names(node.body)
-        names, skip = self._region_carried(assigned, liveins, "a run-time loop", node.body,
-                                           locate=False)
+        names = self._carried(assigned, liveins, "a run-time loop")
         structs, inits = [], []
         for n in names:
             structs.append(self._flatten(liveins[n], n, inits))
@@ -348,7 +349,7 @@ class StatementsMixin:
         if exits & {"break", "return"}:
             results, ret = self._while_with_exits(node, names, structs, inits, liveins,
                                                   "return" in exits)
-            self._after_loop(names, structs, results, assigned, liveins, node, ret, skip)
+            self._after_loop(names, structs, results, assigned, liveins, node, ret)
             return
 
         def bind(args):
@@ -379,7 +380,7 @@ class StatementsMixin:
             frame.scope = liveins
             self.node = node
             self._set_loc(node)
-        self._rebind(names, structs, results, assigned, liveins, node, "loop", skip)
+        self._rebind(names, structs, results, assigned, liveins, node, "loop")
 
 
 def _assignment(stmts, name):

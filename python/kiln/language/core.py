@@ -962,3 +962,5 @@ def _matmul(self, other):
 _matmul.__name__ = "__matmul__"
 _matmul.__kiln_builtin__ = True
 tensor.__matmul__ = _matmul
+
+from .extern import extern, extern_elementwise  # noqa: E402,F401  (as Triton's core)

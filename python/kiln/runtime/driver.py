@@ -198,3 +198,113 @@ def next_power_of_2(n):
     """The smallest power of two >= n (triton.next_power_of_2)."""
     n = int(n)
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+# ---------------------------------------------------------------------------------------
+# kiln.runtime.driver.active: Triton's `triton.runtime.driver.active`
+# ---------------------------------------------------------------------------------------
+
+class GPUTarget:
+    """What triton.runtime.driver.active.get_current_target() returns: ``backend`` ("cuda",
+    or "cpu" for Kiln's host backend), ``arch`` (the compute capability as an int, 90 for
+    sm_90a; "cpu" on the host backend) and ``warp_size``."""
+
+    __slots__ = ("backend", "arch", "warp_size")
+
+    def __init__(self, backend, arch, warp_size):
+        self.backend, self.arch, self.warp_size = backend, arch, warp_size
+
+    def __eq__(self, other):
+        return isinstance(other, GPUTarget) and (self.backend, self.arch, self.warp_size) == \
+            (other.backend, other.arch, other.warp_size)
+
+    def __hash__(self):
+        return hash((self.backend, self.arch, self.warp_size))
+
+    def __repr__(self):
+        return f"GPUTarget(backend={self.backend!r}, arch={self.arch!r}, " \
+               f"warp_size={self.warp_size})"
+
+
+# CUdevice_attribute values (cuda.h) behind Triton's get_device_properties keys.
+_DEVICE_ATTRIBUTES = {"max_shared_mem": 97,  # MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+                      "max_num_regs": 12,  # MAX_REGISTERS_PER_BLOCK
+                      "multiprocessor_count": 16, "warpSize": 10, "sm_clock_rate": 13,
+                      "mem_clock_rate": 36, "mem_bus_width": 37}
+
+
+class _DriverUtils:
+    """driver.active.utils: get_device_properties(device) as Triton's CUDA driver returns it."""
+
+    @staticmethod
+    def get_device_properties(device):
+        """A dict of max_shared_mem (opt-in bytes per block), max_num_regs (per block),
+        multiprocessor_count, warpSize, sm_clock_rate and mem_clock_rate (kHz), mem_bus_width
+        (bits) of GPU `device` (an index or None: the current one). Without a GPU: the host
+        backend's view (the CPU's cores as multiprocessors, warpSize 1), as Triton's CPU
+        drivers report it."""
+        if not _C.has_gpu():
+            import os as _os
+            return {"max_shared_mem": 1 << 20, "max_num_regs": 0,
+                    "multiprocessor_count": _os.cpu_count() or 1, "warpSize": 1,
+                    "sm_clock_rate": 0, "mem_clock_rate": 0, "mem_bus_width": 0}
+        ordinal = _C.current_device() if device is None else int(getattr(device, "index",
+                                                                         device) or 0)
+        return {k: _C.device_attribute(ordinal, a) for k, a in _DEVICE_ATTRIBUTES.items()}
+
+
+class ActiveDriver:
+    """triton.runtime.driver.active for Kiln: the CUDA driver when there is a GPU, else the
+    host backend ("cpu"), on which kernels take CPU tensors and numpy arrays."""
+
+    utils = _DriverUtils()
+
+    @staticmethod
+    def is_active():
+        return True
+
+    @staticmethod
+    def get_current_device():
+        """The index of the current GPU (0 on the host backend)."""
+        return _C.current_device() if _C.has_gpu() else 0
+
+    @staticmethod
+    def set_current_device(device):
+        _C.set_device(int(device))
+
+    @staticmethod
+    def get_current_stream(device=None):
+        """The stream launches use: torch's current stream of `device` when torch is loaded,
+        else the default stream (0)."""
+        import sys as _sys
+        torch = _sys.modules.get("torch")
+        if torch is None or not _C.has_gpu():
+            return 0
+        d = ActiveDriver.get_current_device() if device is None else device
+        return torch.cuda.current_stream(d).cuda_stream
+
+    @staticmethod
+    def get_current_target():
+        """GPUTarget("cuda", 90, 32) on an H100 (the capability as an int, as Triton's);
+        GPUTarget("cpu", "cpu", 1) without a GPU."""
+        if not _C.has_gpu():
+            return GPUTarget("cpu", "cpu", 1)
+        arch = _C.get_arch(ActiveDriver.get_current_device())  # "sm_90a"
+        return GPUTarget("cuda", int("".join(c for c in arch[3:] if c.isdigit())), 32)
+
+    @staticmethod
+    def get_active_torch_device():
+        """torch.device("cuda", i) for the current GPU i (equal to a tensor's .device made on
+        it), torch.device("cpu") on the host backend."""
+        import torch
+        if not _C.has_gpu():
+            return torch.device("cpu")
+        return torch.device("cuda", ActiveDriver.get_current_device())
+
+    @staticmethod
+    def get_device_interface():
+        import torch
+        return torch.cuda
+
+
+active = ActiveDriver()

@@ -223,8 +223,9 @@ class _HostAsm(dict):
 class CompiledKernel:
     """A compiled variant: ``asm`` ("kiln", "llvm", "ptx", "cubin"; "kiln" only for the
     host backend), ``metadata`` (name, num_warps, num_stages, arch: "sm_90" or "cpu",
-    debug; filled in by kiln.compile: shared, the dynamic shared memory it launches with, and
-    tma_box_rows, per kernel parameter the rows of the TMA boxes its tensor map is to be
+    debug; shared, all the shared memory a block uses (Triton's: the static scratch and the
+    dynamic rings), dynamic_shared, the dynamic part it launches with; filled in by
+    kiln.compile: tma_box_rows, per kernel parameter the rows of the TMA boxes its tensor map is to be
     encoded with, 0 where none),
     the parameter ``signature`` and ``constants``."""
 
@@ -238,12 +239,18 @@ class CompiledKernel:
         self.asm = asm
         self.metadata = type("Metadata", (), dict(name=name, num_warps=num_warps,
                                                   num_stages=num_stages, arch=arch,
-                                                  target=arch, shared=0, tma_box_rows=[],
+                                                  target=arch, shared=0, dynamic_shared=0,
+                                                  tma_box_rows=[],
                                                   debug=debug, maxnreg=maxnreg,
                                                   enable_fp_fusion=enable_fp_fusion))()
         self.signature = signature
         self.constants = constants
         self.handle = handle
+
+    def _init_handles(self):
+        """Triton loads a compiled kernel's module lazily, here; a Kiln variant is loaded on
+        its device when compiled (n_regs, n_spills and metadata.shared are already known), so
+        there is nothing left to do. Kept so that Triton's occupancy code runs unchanged."""
 
     @property
     def n_regs(self):
@@ -477,6 +484,11 @@ class JITFunction(_C.Launcher):
         compiled = CompiledKernel(self.info.name, _C.KernelSource(source.text), arch, num_warps,
                                   num_stages, signature, constants, handle, debug=debug,
                                   maxnreg=maxnreg, enable_fp_fusion=fp_fusion)
+        # Triton's metadata.shared: all the shared memory a block uses, the static (ops'
+        # scratch) and the dynamic (the dots' rings); 0 on the host backend.
+        compiled.metadata.dynamic_shared = getattr(handle, "shared_bytes", 0)
+        compiled.metadata.shared = compiled.metadata.dynamic_shared + \
+            getattr(handle, "static_shared_bytes", 0)
         self._log(parts, origin, time.perf_counter() - t0)
         return handle, list(arg_params), list(checks.values()), compiled
 
@@ -639,6 +651,7 @@ def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages
     constants, sig = _split_specs(fn.info.arg_names, specs, values)
     kernel = CompiledKernel(r["name"], source, target, num_warps, num_stages, sig, constants,
                             asm=asm, maxnreg=maxnreg, enable_fp_fusion=bool(enable_fp_fusion))
-    kernel.metadata.shared = r["shared"]
+    kernel.metadata.dynamic_shared = r["shared"]
+    kernel.metadata.shared = r["shared"] + r.get("static_shared", 0)
     kernel.metadata.tma_box_rows = list(r["tma_box_rows"])
     return kernel

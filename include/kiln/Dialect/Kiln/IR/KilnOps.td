@@ -494,7 +494,9 @@ def Kiln_ExternElementwiseOp : Kiln_Op<"extern_elementwise", [
   let hasVerifier = 1;
 }
 
-def Kiln_GlobalTimerOp : Kiln_Op<"globaltimer", [MemoryEffects<[MemRead<DefaultResource>]>]> {
+// Read and write effects: two reads are two reads (neither combined nor moved across each other).
+def Kiln_GlobalTimerOp : Kiln_Op<"globaltimer", [MemoryEffects<[MemRead<DefaultResource>,
+                                                                MemWrite<DefaultResource>]>]> {
   let summary = "a nanosecond clock (extra.cuda.globaltimer)";
   let description = [{
     The GPU's %globaltimer register (PTX ISA 10.18, a 64-bit nanosecond timer); on the CPU

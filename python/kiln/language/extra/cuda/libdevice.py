@@ -17,9 +17,7 @@ from ...core import _gen, _t, _wrap, builtin
 from .... import _C
 
 # The functions the CPU backend has no version of (they run on the GPU).
-CPU_UNSUPPORTED = ("rcp64h", "cyl_bessel_i0", "cyl_bessel_i1")
-# ... and the fp64 overloads of fma_rz, fma_rd, fma_ru (their fp32 ones run on the CPU).
-CPU_UNSUPPORTED_FP64 = ("fma_rz", "fma_rd", "fma_ru")
+CPU_UNSUPPORTED = ("rcp64h",)
 
 _CODES = {"f": "fp32", "d": "fp64", "i": "int32", "u": "uint32", "l": "int64", "L": "uint64"}
 
