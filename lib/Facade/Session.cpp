@@ -101,6 +101,10 @@ void facade::Session::beginKernel(const std::string &name, const std::vector<Arg
 
 Handle facade::Session::arg(unsigned index) { return impl->add(impl->builder.arg(index)); }
 
+Handle facade::Session::appendTensorMapArgument() {
+  return impl->add(impl->builder.appendTensorMapArgument());
+}
+
 KernelSource facade::Session::finishKernel() {
   mlir::OwningOpRef<mlir::ModuleOp> module = impl->builder.finishKernel();
   impl->values.clear();

@@ -160,6 +160,16 @@ Tile kiln::Builder::arg(unsigned i) {
   return Tile{llvm::cast<func::FuncOp>(kernelOp).getArgument(i), argTypes[i], std::nullopt};
 }
 
+Tile kiln::Builder::appendTensorMapArgument() {
+  requireKernel("adding a tensor map argument");
+  auto fn = llvm::cast<func::FuncOp>(kernelOp);
+  unsigned index = fn.getNumArguments();
+  if (failed(fn.insertArgument(index, TensorMapType::get(&ctx), DictionaryAttr(), loc)))
+    error("cannot add a tensor map argument to the kernel");
+  argTypes.push_back(DType::int64()); // not a value the kernel computes with
+  return Tile{fn.getArgument(index), argTypes.back(), std::nullopt};
+}
+
 OwningOpRef<ModuleOp> kiln::Builder::finishKernel() {
   requireKernel("finishing it");
   func::ReturnOp::create(b, loc);

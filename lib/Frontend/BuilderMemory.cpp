@@ -104,10 +104,6 @@ static SmallVector<Value> descriptorOffsets(kiln::Builder &builder, const Tile &
   return descriptorScalars(builder, offsets, DType::int32(), "the offsets of " + what.str());
 }
 
-static SmallVector<Value> tileValues(ArrayRef<Tile> tiles) {
-  return llvm::map_to_vector(tiles, [](const Tile &t) { return t.value; });
-}
-
 /// The extents (int32) and strides (int64) of a descriptor the kernel built, from integer
 /// scalars of any width.
 static SmallVector<Value> descriptorExtents(kiln::Builder &builder, ArrayRef<Tile> shape) {
@@ -134,8 +130,11 @@ Tile kiln::Builder::descriptorLoad(const Tile &desc, const Tile &base, ArrayRef<
     Value zero = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
     return Tile{LoadOp::create(b, loc, ptrs, mask, zero), elem, std::nullopt};
   }
-  Value v = DescriptorLoadOp::create(b, loc, type, desc.value, base.value, offs, tileValues(shape),
-                                     tileValues(strides));
+  // Extents and strides in the op's types (int32, int64): a host descriptor's parameters are,
+  // a descriptor made from the kernel's arguments casts them.
+  Value v =
+      DescriptorLoadOp::create(b, loc, type, desc.value, base.value, offs,
+                               descriptorExtents(*this, shape), descriptorStrides(*this, strides));
   return Tile{v, elem, std::nullopt};
 }
 
@@ -156,8 +155,8 @@ void kiln::Builder::descriptorStore(const Tile &desc, const Tile &base, ArrayRef
     StoreOp::create(b, loc, ptrs, v.value, mask, CacheModifierAttr(), EvictionPolicyAttr());
     return;
   }
-  DescriptorStoreOp::create(b, loc, desc.value, base.value, offs, v.value, tileValues(shape),
-                            tileValues(strides));
+  DescriptorStoreOp::create(b, loc, desc.value, base.value, offs, v.value,
+                            descriptorExtents(*this, shape), descriptorStrides(*this, strides));
 }
 
 Tile kiln::Builder::load(const Tile &ptr, std::optional<Tile> mask, std::optional<Tile> other,

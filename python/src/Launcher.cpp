@@ -216,6 +216,7 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
   static thread_local std::vector<DescriptorArg> descs;
   if (descs.size() < n)
     descs.resize(n);
+  static thread_local std::vector<DescriptorArg> derived; // the kernel's own tensor maps
   LaunchPlace place;
   for (size_t i = 0; i < n; ++i) {
     if (params[i].isConstexpr) {
@@ -329,6 +330,8 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
     return variant->compiled.inc_ref().ptr();
 
   // Pack.
+  if (derived.size() < variant->derivedMaps.size())
+    derived.resize(variant->derivedMaps.size());
   const size_t nk = variant->argParams.size();
   void *ptrs[kMaxParams];
   uint64_t storage[kMaxParams];
@@ -337,6 +340,28 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
     int ap = variant->argParams[j], i = ap & 0xFFFF, field = ap >> 16;
     if (!field) {
       storage[j] = bits[i];
+      continue;
+    }
+    if (field == kDerivedMapField) { // encoded from the launch's arguments
+      const Variant::DerivedMap &m = variant->derivedMaps[i];
+      DescriptorArg &d = derived[i];
+      const auto &rows = variant->kernel->getTensorMapBoxRows();
+      unsigned boxRows = j < rows.size() ? rows[j] : 0;
+      std::memset(d.map, 0, sizeof(d.map));
+      if (!variant->host && boxRows) {
+        auto value = [&](int64_t src) { return src < 0 ? -1 - src : int64_t(bits[src]); };
+        d.shape.clear();
+        d.strides.clear();
+        for (int64_t s : m.shape)
+          d.shape.push_back(int64_t(int32_t(value(s)))); // int32 extents
+        for (int64_t s : m.strides)
+          d.strides.push_back(value(s)); // all but the last (1), as encodeTensorMap takes them
+        auto box = kiln::rt::getTensorMapBox(m.block, itemSizeOf(m.dtype), boxRows);
+        if (box)
+          kiln::rt::encodeTensorMap(d.map, *box, kindOfDType(m.dtype), bits[m.base], d.shape,
+                                    d.strides);
+      }
+      ptrs[j] = d.map;
       continue;
     }
     // A field of a tensor descriptor (see kDescriptorField in python/kiln/codegen.py).
@@ -427,8 +452,26 @@ Launcher::Variant *Launcher::compileVariant(const std::string &keyRef, PyObject 
                 maxnreg >= 0 ? pyb::object(pyb::int_(maxnreg)) : pyb::none(), device, fpFusion);
   auto v = std::make_shared<Variant>();
   v->kernel = result[0].cast<KernelHandle &>().kernel;
-  for (pyb::handle h : pyb::list(result[1]))
-    v->argParams.push_back(h.cast<int>());
+  for (pyb::handle h : pyb::list(result[1])) {
+    if (!pyb::isinstance<pyb::list>(h)) {
+      v->argParams.push_back(h.cast<int>());
+      continue;
+    }
+    // A tensor map the kernel made from its arguments (CodeGenerator.derived_tensor_map):
+    // [base, dtype code, rank, block..., extent sources..., stride sources...].
+    std::vector<int64_t> r = h.cast<std::vector<int64_t>>();
+    Variant::DerivedMap m;
+    size_t rank = r.size() >= 3 ? size_t(r[2]) : 0;
+    if (rank == 0 || r.size() != 3 + 3 * rank - 1)
+      throw pyb::value_error("internal error: kernel '" + name + "': bad tensor map recipe");
+    m.base = int(r[0]);
+    m.dtype = char(r[1]);
+    m.block.assign(r.begin() + 3, r.begin() + 3 + rank);
+    m.shape.assign(r.begin() + 3 + rank, r.begin() + 3 + 2 * rank);
+    m.strides.assign(r.begin() + 3 + 2 * rank, r.end());
+    v->argParams.push_back(int(kDerivedMapField << 16 | v->derivedMaps.size()));
+    v->derivedMaps.push_back(std::move(m));
+  }
   for (pyb::handle g : pyb::list(result[2])) {
     pyb::tuple t = pyb::reinterpret_borrow<pyb::tuple>(g);
     v->globals.emplace_back(t[0], t[1], t[2]);

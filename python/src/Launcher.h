@@ -23,6 +23,9 @@ namespace kiln::python {
 
 /// At most this many kernel parameters (keeps the launch path free of heap allocation).
 constexpr size_t kMaxParams = 128;
+/// The arg_params field of a tensor map the kernel made from its arguments (above the
+/// fields of a tensor descriptor argument, kDescriptorField in python/kiln/compiler).
+constexpr int kDerivedMapField = 0x7F;
 
 /// A contiguous device array over kiln::rt::DeviceBuffer: kiln.empty / kiln.from_numpy.
 struct DeviceArray {
@@ -62,6 +65,16 @@ public:
     const kiln::rt::Kernel *kernel = nullptr;
     /// For each kernel parameter, the index of the Python parameter it comes from.
     std::vector<int> argParams;
+    /// Tensor maps of descriptors the kernel made from its arguments (tl.make_tensor_
+    /// descriptor), encoded at each launch: argParams entries kDerivedMapField << 16 | k.
+    struct DerivedMap {
+      int base = 0;
+      char dtype = 0;
+      std::vector<int64_t> block;
+      /// Per extent, then per stride: a Python parameter index, or -1 - value (a constant).
+      std::vector<int64_t> shape, strides;
+    };
+    std::vector<DerivedMap> derivedMaps;
     /// (globals dict, name, value) the kernel read at compile time.
     std::vector<std::tuple<pybind11::object, pybind11::object, pybind11::object>> globals;
     /// What kernel[grid](...) returns (the Python CompiledKernel).

@@ -101,6 +101,7 @@ PYBIND11_MODULE(_C, m) {
       .def("set_location", &Session::setLocation)
       .def("begin_kernel", &Session::beginKernel)
       .def("arg", &Session::arg)
+      .def("append_tensor_map_argument", &Session::appendTensorMapArgument)
       .def("finish_kernel", &Session::finishKernel)
       .def("error", &Session::error)
       .def("dtype", &Session::dtype)

@@ -299,17 +299,37 @@ def test_device_descriptor_errors_name_the_line(kernel, args, message):
     assert "tl.make_tensor_descriptor(" in text  # the source line is quoted
 
 
-def test_device_descriptor_matmul_takes_cp_async_rings_on_sm90a():
-    """A descriptor built in the kernel has no tensor map for the TMA: its loads are the masked
-    loads of the blocks, which the pipeline copies with cp.async into the wgmma rings."""
+def test_device_descriptor_matmul_takes_tma_rings_on_sm90a():
+    """A descriptor built in the kernel from a 16-byte aligned pointer parameter, extents and a
+    row stride that is a multiple of 16 (as specialized) gets a tensor map the launcher
+    encodes from the launch's arguments: a hidden parameter after the kernel's own, one per
+    descriptor; the TMA copies the dot operands and stores C, as for host descriptors."""
     sig = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp16:16", "M": "i32:16",
            "N": "i32:16", "K": "i32:16"}
     k = kiln.compile(device_matmul_kernel, signature=sig,
                      constexprs={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64},
                      target="sm_90a", num_warps=8, num_stages=4)
     ptx = k.asm["ptx"]
-    assert "cp.async.cg.shared.global" in ptx and "wgmma.mma_async" in ptx
-    assert "cp.async.bulk.tensor" not in ptx
+    assert "cp.async.bulk.tensor.2d.shared::cluster" in ptx and "wgmma.mma_async" in ptx
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx  # C through the TMA
+    assert "cp.async.cg" not in ptx and "ld.global" not in ptx
+    params = re.findall(r"\.param \.align 64 \.b8 \w+_param_(\d+)\[128\]", ptx)
+    assert params == ["6", "7", "8"], params  # after a_ptr, b_ptr, c_ptr, M, N, K
+
+
+def test_device_descriptor_matmul_without_alignment_takes_cp_async_rings_on_sm90a():
+    """Without the 16-byte guarantees (K, the row stride of A, not known to be a multiple of 16)
+    the launcher cannot promise a valid tensor map: no hidden parameter, and A's and B's loads
+    stay the masked loads of the blocks, which the pipeline copies into the rings (element by
+    element: rows may start anywhere)."""
+    sig = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp16:16", "M": "i32",
+           "N": "i32", "K": "i32"}
+    k = kiln.compile(device_matmul_kernel, signature=sig,
+                     constexprs={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64},
+                     target="sm_90a", num_warps=8, num_stages=4)
+    ptx = k.asm["ptx"]
+    assert "cp.async.commit_group" in ptx and "wgmma.mma_async" in ptx
+    assert "cp.async.bulk" not in ptx and "[128]" not in ptx
 
 
 @pytest.mark.gpu

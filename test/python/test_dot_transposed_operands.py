@@ -185,3 +185,36 @@ def test_gpu_descriptor_b_transposed(dtype, M, N, K, stages, persistent):
         desc_nt_persistent[(min(sms, tiles),)](*descs, M, N, K, NUM_SMS=sms,
                                                FLATTEN=persistent == "flatten", **meta)
     check(torch, c, a, b, dtype)
+
+
+@kiln.jit
+def device_desc_nt_persistent(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                              BK: tl.constexpr, NUM_SMS: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    num_n = tl.cdiv(N, BN)
+    for tile in tl.range(tl.program_id(0), tl.cdiv(M, BM) * num_n, NUM_SMS, flatten=True):
+        om = (tile // num_n) * BM
+        on = (tile % num_n) * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(tl.cdiv(K, BK)):
+            acc = tl.dot(a_desc.load([om, k * BK]), b_desc.load([on, k * BK]).T, acc)
+        c_desc.store([om, on], acc.to(tl.float16))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,K", [(1024, 768, 512), (1000, 1024, 512), (200, 136, 72)])
+def test_gpu_device_descriptor_b_transposed_persistent(M, N, K):
+    """Descriptors made in the kernel: with 16-byte aligned rows (the first two) the launcher
+    encodes their tensor maps and the TMA copies (rows past M clipped by the TMA); without
+    (the last) they are masked loads."""
+    torch = torch_or_skip()
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(N, K, device="cuda", dtype=torch.float16)
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    tiles = kiln.cdiv(M, 128) * kiln.cdiv(N, 128)
+    device_desc_nt_persistent[(min(sms, tiles),)](a, b, c, M, N, K, BM=128, BN=128, BK=64,
+                                                   NUM_SMS=sms, num_warps=8, num_stages=3)
+    check(torch, c, a, b, "float16")

@@ -56,6 +56,8 @@ public:
   void beginKernel(const std::string &name, const std::vector<ArgSpec> &args);
   /// Parameter `index` of the kernel.
   Handle arg(unsigned index);
+  /// A tensor map parameter appended to the kernel (Builder::appendTensorMapArgument).
+  Handle appendTensorMapArgument();
   /// Ends and verifies the kernel; returns its module, in memory, for the compiler.
   KernelSource finishKernel();
   /// Throws CompileError with `message` at the current location.

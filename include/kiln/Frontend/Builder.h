@@ -123,6 +123,10 @@ public:
   void beginKernel(llvm::StringRef name, llvm::ArrayRef<KernelArg> args);
   /// Argument `i` of the kernel.
   Tile arg(unsigned i);
+  /// Appends a tensor map parameter to the kernel being built and returns it: the launcher
+  /// encodes it from other arguments (a tl.make_tensor_descriptor of kernel arguments, which
+  /// the TMA can then copy).
+  Tile appendTensorMapArgument();
   /// Ends the kernel with func.return, verifies the module and hands it over. A module that
   /// fails verification throws CompileError with the verifier's message.
   mlir::OwningOpRef<mlir::ModuleOp> finishKernel();

@@ -89,6 +89,53 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
         return self.frames[-1]
 
     # -----------------------------------------------------------------------------------
+    # Tensor maps the launcher encodes for descriptors made in the kernel
+    # -----------------------------------------------------------------------------------
+
+    def derived_tensor_map(self, base, shape, strides, block, elem):
+        """A tensor map parameter for `tl.make_tensor_descriptor(base, shape, strides,
+        block)` when the launcher can encode it from the launch's arguments (so the TMA can
+        copy its blocks, as for a host TensorDescriptor): a 2-D fp16/bf16 tensor whose base is
+        a pointer parameter specialized 16-byte aligned, whose extents are integer parameters
+        or constants, and whose row stride is a parameter specialized a multiple of 16 or a
+        constant that is a multiple of 16 bytes. Returns the parameter's handle (one per
+        distinct descriptor), or None: then the descriptor's accesses are masked loads and
+        stores. The launcher reads the recipe from arg_params (a list entry: base index,
+        dtype code, rank, block, then per extent and per stride a parameter index, or
+        -1 - value for a constant; python/src/Launcher.cpp)."""
+        codes = {"fp16": "h", "bf16": "H"}
+        if len(block) != 2 or str(elem) not in codes:
+            return None
+        itemsize = 2
+
+        def source(x, aligned):
+            v = x.value if isinstance(x, constexpr) else x
+            if isinstance(v, bool):
+                return None
+            if isinstance(v, int):
+                ok = v > 0 and (not aligned or (v * itemsize) % 16 == 0)
+                return -1 - v if ok else None
+            if not isinstance(v, tensor) or v.handle not in self._param_of:
+                return None
+            index, spec = self._param_of[v.handle]
+            ty, _, div = spec.partition(":")
+            if ty not in ("i32", "i64") or (aligned and (not div or (int(div) * itemsize) % 16)):
+                return None
+            return index
+
+        b = self._param_of.get(base.handle) if isinstance(base, tensor) else None
+        if b is None or not b[1].startswith("*") or not b[1].endswith(":16"):
+            return None
+        srcs = [source(x, False) for x in shape] + [source(x, True) for x in strides]
+        if any(s is None for s in srcs):
+            return None
+        recipe = (b[0], ord(codes[str(elem)]), len(block), *block, *srcs)
+        if recipe not in self._derived_maps:
+            self._derived_maps[recipe] = self.session.append_tensor_map_argument()
+            self._arg_params.append(list(recipe))
+        return self._derived_maps[recipe]
+
+    # -----------------------------------------------------------------------------------
     # Entry point
     # -----------------------------------------------------------------------------------
 
@@ -131,8 +178,13 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
         self.frames.append(_Frame(info, scope))
         try:
             self.session.begin_kernel(info.name, arg_specs)
+            self._arg_params = arg_params
+            self._derived_maps = {}
+            self._param_of = {}  # handle of a runtime parameter -> (index, spec)
             for name, j in runtime:
                 scope[name] = tensor(self.session.arg(j))
+                self._param_of[scope[name].handle] = (info.arg_names.index(name),
+                                                      specs[info.arg_names.index(name)])
             for name, j, (dt, block) in descs:
                 rank = len(block)
                 h = [self.session.arg(j + k) for k in range(2 + 2 * rank - 1)]

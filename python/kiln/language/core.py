@@ -563,8 +563,9 @@ def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="ze
     """A tensor descriptor built in the kernel (Triton's `tl.make_tensor_descriptor`): the
     row-major tensor of `shape` at `base` with `strides` in elements (the last must be the
     constant 1), read and written in blocks of `block_shape` (powers of two). Its `load` and
-    `store` are the masked accesses of the block (zero outside the tensor on loads); they do
-    not go through the TMA."""
+    `store` are the masked accesses of the block (zero outside the tensor on loads), except
+    where the launcher can encode a tensor map from the launch's arguments (see
+    CodeGenerator.derived_tensor_map): then sm_90a copies blocks with the TMA."""
     shape, strides = list(_unwrap(shape)), list(_unwrap(strides))
     block = [_const_int(b, "tl.make_tensor_descriptor block_shape") for b in _unwrap(block_shape)]
     if not (len(shape) == len(strides) == len(block)) or not block:
@@ -583,7 +584,9 @@ def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="ze
     if not isinstance(base.dtype, pointer_type):
         raise TypeError(f"expected a pointer as the base of tl.make_tensor_descriptor, found "
                         f"{_describe(base)}")
-    return tensor_descriptor(None, base.handle, [_t(x).handle for x in shape],
+    # The launcher encodes a tensor map for it where it can (the TMA then copies its blocks).
+    desc = _gen().derived_tensor_map(base, shape, strides[:-1], block, base.dtype.element_ty)
+    return tensor_descriptor(desc, base.handle, [_t(x).handle for x in shape],
                              [_t(x).handle for x in strides[:-1]], base.dtype.element_ty,
                              block)
 
