@@ -459,7 +459,9 @@ Launcher::Variant *Launcher::compileVariant(const std::string &keyRef, PyObject 
     }
     // A tensor map the kernel made from its arguments (CodeGenerator.derived_tensor_map):
     // [base, dtype code, rank, block..., extent sources..., stride sources...].
-    std::vector<int64_t> r = h.cast<std::vector<int64_t>>();
+    std::vector<int64_t> r;
+    for (pyb::handle x : pyb::reinterpret_borrow<pyb::list>(h))
+      r.push_back(x.cast<int64_t>());
     Variant::DerivedMap m;
     size_t rank = r.size() >= 3 ? size_t(r[2]) : 0;
     if (rank == 0 || r.size() != 3 + 3 * rank - 1)

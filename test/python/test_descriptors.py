@@ -345,3 +345,23 @@ def test_device_descriptor_matmul_gpu(shape):
                                                        BLOCK_N=128, BLOCK_K=64, num_warps=8)
     ref = a.double() @ b.double()
     assert ((c.double() - ref).norm() / ref.norm()).item() < 5e-4
+
+
+@kiln.jit
+def device_copy_f16_kernel(a_ptr, c_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    a = tl.make_tensor_descriptor(a_ptr, [M, N], [N, 1], [BM, BN])
+    c = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    c.store([tl.program_id(0) * BM, 0], a.load([tl.program_id(0) * BM, 0]) * 2)
+
+
+def test_device_descriptor_with_a_launcher_encoded_map_on_the_cpu():
+    """fp16 descriptors made from aligned arguments get hidden tensor map parameters (the
+    launcher's recipe); the CPU backend passes them unread and accesses the blocks itself."""
+    a = (np.arange(64 * 32, dtype=np.float16).reshape(64, 32) / 64).astype(np.float16)
+    c = np.zeros_like(a)
+    device_copy_f16_kernel[(4,)](a, c, 64, 32, BM=16, BN=32, **CPU)
+    np.testing.assert_array_equal(c, a * 2)
+    sig = {"a_ptr": "*fp16:16", "c_ptr": "*fp16:16", "M": "i32:16", "N": "i32:16"}
+    k = kiln.compile(device_copy_f16_kernel, signature=sig, constexprs={"BM": 16, "BN": 32},
+                     target="sm_90a")
+    assert len(re.findall(r"\.param \.align 64 \.b8 \w+\[128\]", k.asm["ptx"])) == 2
