@@ -211,3 +211,35 @@ def test_isinstance_and_constexpr_annotated_helper_parameters_gpu():
     out = kiln.zeros(16)
     _isinstance_kernel[(1,)](x, out, 16, BLOCK=16)
     np.testing.assert_array_equal(out.numpy(), 3 * np.arange(16) + np.arange(16))
+
+
+@kiln.jit
+def rows_x2_kernel(out_ptr, in_ptr, n_rows, n_cols, BLOCK: tl.constexpr,
+                   num_stages: tl.constexpr):
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=num_stages):
+        cols = tl.arange(0, BLOCK)
+        x = tl.load(in_ptr + row * n_cols + cols, mask=cols < n_cols)
+        tl.store(out_ptr + row * n_cols + cols, x * 2, mask=cols < n_cols)
+
+
+def test_compiled_kernel_getitem_launches_as_triton():
+    """Tutorial 02's pattern: kernel.warmup(..., BLOCK=..., num_stages=..., num_warps=...)
+    returns a compiled kernel launched as compiled[grid](every argument, constexprs
+    positionally), with the warmup's options."""
+    x = np.arange(6 * 10, dtype=np.float32).reshape(6, 10)
+    y = np.zeros_like(x)
+    k = rows_x2_kernel.warmup(y, x, 6, 10, BLOCK=16, num_stages=2, num_warps=2, grid=(1,),
+                              **CPU)
+    assert isinstance(k, kiln.CompiledKernel)
+    k[(3, 1, 1)](y, x, 6, 10, 16, 2)
+    np.testing.assert_array_equal(y, 2 * x)
+    y[:] = 0
+    k[(2,)](y, x, 6, 10, BLOCK=16, num_stages=2)
+    np.testing.assert_array_equal(y, 2 * x)
+    with pytest.raises(TypeError, match="multiple values"):
+        k[(1,)](y, x, 6, 10, 16, 2, BLOCK=16)
+    aot = kiln.compile(rows_x2_kernel, signature={"out_ptr": "*fp32", "in_ptr": "*fp32",
+                                                  "n_rows": "i32", "n_cols": "i32"},
+                       constexprs={"BLOCK": 16, "num_stages": 2})
+    with pytest.raises(TypeError, match="cannot be launched directly"):
+        aot[(1,)]

@@ -264,6 +264,34 @@ class CompiledKernel:
         n_spills."""
         return self.handle.local_bytes // 4 if self.handle is not None else 0
 
+    def __getitem__(self, grid):
+        """Triton's direct launch of a compiled kernel, ``compiled[grid](*args)`` with every
+        parameter given (constexprs too, positionally or by name): for a variant that
+        ``kernel.warmup(...)`` returned, a launch of its kernel with the warmup's launch
+        options (num_warps, num_stages, ...), which selects this variant again when the
+        arguments specialize alike."""
+        target = getattr(self, "_launch_target", None)
+        if target is None:
+            raise TypeError(f"kernel '{self.name}': this compiled kernel cannot be launched "
+                            f"directly (kiln.compile builds it ahead of time); launch "
+                            f"kernel[grid](...), or use the object kernel.warmup(...) returns")
+        fn, options = target
+
+        def launch(*args, **kwargs):
+            names = fn.info.arg_names
+            if len(args) > len(names):
+                raise TypeError(f"kernel '{self.name}' takes {len(names)} arguments, "
+                                f"{len(args)} given")
+            bound = dict(zip(names, args))
+            twice = sorted(set(bound) & set(kwargs))
+            if twice:
+                raise TypeError(f"kernel '{self.name}': got multiple values for {twice}")
+            call = dict(options)
+            call.update(bound)
+            call.update(kwargs)
+            return fn[grid](**call)
+        return launch
+
     def __repr__(self):
         return f"CompiledKernel({self.name}, {self.metadata.arch}, num_warps=" \
                f"{self.metadata.num_warps})"
@@ -524,8 +552,13 @@ class JITFunction(_C.Launcher):
         return self._launch(grid, *args, **kwargs)
 
     def warmup(self, *args, grid=None, **kwargs):
-        """Compiles (and loads) the variant these arguments select, without launching."""
-        return self._launch((0,), *args, **kwargs)
+        """Compiles (and loads) the variant these arguments select, without launching; the
+        CompiledKernel it returns launches as ``compiled[grid](*all_args)`` (Triton's)."""
+        compiled = self._launch((0,), *args, **kwargs)
+        if isinstance(compiled, CompiledKernel):
+            names = set(self.info.arg_names[:len(args)])
+            compiled._launch_target = (self, {k: v for k, v in kwargs.items() if k not in names})
+        return compiled
 
     @property
     def num_variants(self):
