@@ -6,7 +6,7 @@
 // dialects. Each entry point checks its operands first and throws CompileError with the user's
 // location; only well-typed IR is created. Choices where Triton leaves room: fp16/bf16 math
 // functions compute in fp32 and round back; unary minus on floats is arith.negf; pointer casts
-// do not exist in the kiln dialect and are rejected.
+// are kiln.ptr_cast (integer <-> pointer as 64 bits, pointer <-> pointer).
 //
 //===----------------------------------------------------------------------===//
 

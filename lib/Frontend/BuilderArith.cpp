@@ -498,15 +498,56 @@ Tile kiln::Builder::abs(const Tile &x) {
   error("expected a number for abs, found " + describe(x));
 }
 
+/// Triton's pointer casts (kiln.ptr_cast keeps the address): an integer to a pointer (as a
+/// 64-bit unsigned value, LLVM's inttoptr), a pointer to int64/uint64 or to int1 (!= null),
+/// a pointer to a pointer of another element type.
+Tile kiln::Builder::castPointer(const Tile &x, DType dst) {
+  DType src = x.dtype;
+  if (src == dst)
+    return materialize(x);
+  auto fail = [&](StringRef expected) {
+    error("cannot cast " + describe(x) + " to " + dst.str() + ": expected " + expected);
+  };
+  Tile in = materialize(x.isWeak() ? cast(x, DType::int64()) : x);
+  auto ptrCast = [&](Value v, DType to) {
+    Type type = getSameShape(v.getType(), toMLIR(to, ctx));
+    return Tile{PtrCastOp::create(b, loc, type, v), to, std::nullopt};
+  };
+  if (dst.isPointer()) {
+    if (src.isPointer())
+      return ptrCast(in.value, dst);
+    if (!src.isInt() && !src.isBool())
+      fail("an integer or a pointer to cast to a pointer");
+    Value v = in.value;
+    unsigned width = src.isBool() ? 1 : src.getBitWidth();
+    Type i64 = getSameShape(v.getType(), b.getI64Type());
+    if (width < 64)
+      v = arith::ExtUIOp::create(b, loc, i64, v);
+    return ptrCast(v, dst);
+  }
+  // A pointer to a number.
+  if (dst.isBool()) {
+    Tile a = ptrCast(in.value, DType::int64());
+    Value zero = arith::ConstantOp::create(
+        b, loc, a.value.getType(),
+        isa<RankedTensorType>(a.value.getType())
+            ? mlir::TypedAttr(DenseElementsAttr::get(mlir::cast<ShapedType>(a.value.getType()),
+                                                     b.getI64IntegerAttr(0)))
+            : mlir::TypedAttr(b.getI64IntegerAttr(0)));
+    return Tile{arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, a.value, zero), dst,
+                std::nullopt};
+  }
+  if (!dst.isInt() || dst.getBitWidth() != 64)
+    fail("int64, uint64 or int1 for a pointer (Triton's rule)");
+  Tile a = ptrCast(in.value, DType::int64());
+  return Tile{a.value, dst, std::nullopt};
+}
+
 Tile kiln::Builder::cast(const Tile &x, DType dst) {
   requireKernel("a cast");
   DType src = x.dtype;
-  if (src.isPointer() || dst.isPointer()) {
-    if (src == dst)
-      return materialize(x);
-    error("cannot cast " + describe(x) + " to " + dst.str() +
-          ": expected number dtypes (kiln has no pointer casts)");
-  }
+  if (src.isPointer() || dst.isPointer())
+    return castPointer(x, dst);
   if (x.isWeak())
     return literalAs(*x.literal, dst, "a cast");
   if (src == dst)
@@ -590,12 +631,8 @@ std::vector<Tile> kiln::Builder::widenFp8(ArrayRef<Tile> inputs) {
 
 Tile kiln::Builder::bitcast(const Tile &x, DType dst) {
   requireKernel("a bitcast");
-  if (x.dtype.isPointer() || dst.isPointer()) {
-    if (x.dtype == dst)
-      return materialize(x);
-    error("cannot bitcast " + describe(x) + " to " + dst.str() +
-          ": expected number dtypes (kiln has no pointer casts)");
-  }
+  if (x.dtype.isPointer() || dst.isPointer())
+    return castPointer(x, dst); // Triton's bitcast of pointers is their cast
   if (x.dtype.getBitWidth() != dst.getBitWidth())
     error("cannot bitcast " + describe(x) + " to " + dst.str() + ": expected " +
           Twine(x.dtype.getBitWidth()) + " bits, found " + Twine(dst.getBitWidth()));

@@ -75,6 +75,11 @@ std::string getEntryName(llvm::StringRef kernel);
 /// superlinear on single vectors of thousands of lanes).
 inline constexpr int64_t kChunk = 128;
 
+/// On a load, store or atomic: its addresses were computed by the kernel from integers
+/// (kiln.ptr_cast) or read from memory, so the bounds check against the launch's buffers is
+/// not applied (-kiln-convert-to-host marks them before lowering).
+inline constexpr llvm::StringLiteral kUncheckedAccessAttr = "kiln.unchecked_access";
+
 /// tensor<d0 x ... x T> -> chunks of vector<w x T'> (see kChunk), kiln.ptr<T> -> !llvm.ptr;
 /// the rest as is.
 class HostTypeConverter : public mlir::TypeConverter {

@@ -260,6 +260,9 @@ public:
   void gridDependency(bool wait);
   /// x.to(dtype): value conversion with Triton's rules.
   Tile cast(const Tile &x, DType dtype);
+  /// cast's pointer cases (kiln.ptr_cast): integer -> pointer, pointer -> int64/int1,
+  /// pointer -> pointer.
+  Tile castPointer(const Tile &x, DType dst);
   /// x.to(dtype, bitcast=True): reinterpret the bits; widths must match.
   Tile bitcast(const Tile &x, DType dtype);
   /// tl.multiple_of / tl.max_contiguous / tl.max_constancy (`kind`: "multiple_of",

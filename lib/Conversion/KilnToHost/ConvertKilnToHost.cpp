@@ -96,6 +96,66 @@ void buildEntry(OpBuilder &b, func::FuncOp kernel, ArrayRef<Type> paramTypes) {
 /// f32 step rounds to odd (round to nearest, then step toward zero if that overshot, then set
 /// the lowest bit if inexact), and an f32 carries enough extra bits that rounding it to
 /// nearest-even bf16 then equals rounding the f64 directly.
+/// Whether the pointer `v` may hold an address the kernel made from an integer (kiln.ptr_cast
+/// of an i64, tutorial 08's loaded operand addresses) or loaded from memory: following
+/// pointer arithmetic, shape ops, selects and loop-carried values back to their start.
+bool fromComputedAddress(Value v, llvm::SmallPtrSetImpl<Value> &seen) {
+  if (!v || !seen.insert(v).second)
+    return false;
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto loop = dyn_cast_or_null<scf::ForOp>(arg.getOwner()->getParentOp());
+    if (!loop || arg.getArgNumber() == 0)
+      return false;
+    unsigned i = arg.getArgNumber() - 1;
+    auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+    return fromComputedAddress(loop.getInitArgs()[i], seen) ||
+           fromComputedAddress(yield.getOperand(i), seen);
+  }
+  Operation *def = v.getDefiningOp();
+  if (auto c = dyn_cast<PtrCastOp>(def))
+    return !isa<PointerType>(getElementTypeOrSelf(c.getSrc().getType())) ||
+           fromComputedAddress(c.getSrc(), seen);
+  if (isa<LoadOp>(def))
+    return true; // a pointer read from memory
+  if (isa<AddPtrOp, SplatOp, BroadcastOp, ExpandDimsOp, ReshapeOp, TransOp>(def))
+    return fromComputedAddress(def->getOperand(0), seen);
+  if (auto sel = dyn_cast<arith::SelectOp>(def))
+    return fromComputedAddress(sel.getTrueValue(), seen) ||
+           fromComputedAddress(sel.getFalseValue(), seen);
+  if (auto forOp = dyn_cast<scf::ForOp>(def)) {
+    unsigned i = cast<OpResult>(v).getResultNumber();
+    return fromComputedAddress(forOp.getInitArgs()[i], seen) ||
+           fromComputedAddress(forOp.getBody()->getTerminator()->getOperand(i), seen);
+  }
+  if (auto ifOp = dyn_cast<scf::IfOp>(def)) {
+    unsigned i = cast<OpResult>(v).getResultNumber();
+    for (Region *r : {&ifOp.getThenRegion(), &ifOp.getElseRegion()})
+      if (!r->empty() && fromComputedAddress(r->front().getTerminator()->getOperand(i), seen))
+        return true;
+  }
+  return false;
+}
+
+/// Marks (kUncheckedAccessAttr) the loads, stores and atomics whose addresses the kernel
+/// computed from integers or read from memory: no buffer argument holds them, so the bounds
+/// check (MemoryOpToHost.cpp) cannot know their bounds and leaves them alone.
+void markComputedAddressAccesses(ModuleOp module) {
+  module.walk([](Operation *op) {
+    Value ptr;
+    if (auto load = dyn_cast<LoadOp>(op))
+      ptr = load.getPtr();
+    else if (auto store = dyn_cast<StoreOp>(op))
+      ptr = store.getPtr();
+    else if (auto rmw = dyn_cast<AtomicRMWOp>(op))
+      ptr = rmw.getPtr();
+    else if (auto cas = dyn_cast<AtomicCASOp>(op))
+      ptr = cas.getPtr();
+    llvm::SmallPtrSet<Value, 16> seen;
+    if (ptr && fromComputedAddress(ptr, seen))
+      op->setAttr(kUncheckedAccessAttr, UnitAttr::get(op->getContext()));
+  });
+}
+
 void splitTruncF64ToBF16(ModuleOp module) {
   SmallVector<arith::TruncFOp> truncs;
   module.walk([&](arith::TruncFOp op) {
@@ -148,6 +208,7 @@ struct KilnConvertToHostPass final : kiln::impl::KilnConvertToHostBase<KilnConve
     if (failed(checkExternFunctions(module)))
       return signalPassFailure();
     splitTruncF64ToBF16(module);
+    markComputedAddressAccesses(module);
 
     SmallVector<func::FuncOp> kernels(module.getOps<func::FuncOp>());
     for (func::FuncOp func : kernels) {

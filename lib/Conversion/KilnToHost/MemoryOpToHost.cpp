@@ -11,6 +11,8 @@
 //   runtime's check, which masks off (and reports) lanes outside them; otherwise the span of
 //   its unmasked lanes, with one call, and the lanes only where that span leaves every single
 //   buffer (stray stores then never land on the heap).
+//   Accesses through addresses the kernel computed from integers or read from memory
+//   (kUncheckedAccessAttr) are not checked: no buffer holds them.
 // - kiln.print and kiln.assert call the runtime through the context's function table.
 // - kiln.barrier (tl.debug_barrier) is nothing: one thread runs a program.
 // Booleans live in memory as bytes, as in Triton.
@@ -173,6 +175,8 @@ std::pair<Value, Value> activeSpan(OpBuilder &b, Location loc, Value ptrs, Value
 /// Returns the mask with the stray lanes cleared (the launch then fails naming the line).
 Value boundsCheck(OpBuilder &b, Location loc, Operation *op, Value ptrs, Value mask,
                   unsigned elemBytes, bool isStore, bool debug, bool contiguous = false) {
+  if (op->hasAttr(kUncheckedAccessAttr)) // an address computed by the kernel: bounds unknown
+    return mask ? mask : LLVM::ConstantOp::create(b, loc, b.getI1Type(), b.getBoolAttr(true));
   if (debug)
     return checkAccess(b, loc, op, ptrs, mask, elemBytes, isStore);
   auto [begin, end] = activeSpan(b, loc, ptrs, mask, elemBytes, contiguous);

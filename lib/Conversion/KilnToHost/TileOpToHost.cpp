@@ -337,6 +337,32 @@ struct AddPtrConversion : OpConversionPattern<AddPtrOp> {
   }
 };
 
+/// kiln.ptr_cast on each chunk (vectors of pointers or i64): inttoptr / ptrtoint; a pointer
+/// to a pointer keeps the value (one opaque pointer type).
+struct PtrCastConversion : OpConversionPattern<PtrCastOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(PtrCastOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type resTy = getTypeConverter()->convertType(op.getType());
+    Type chunkType =
+        isa<LLVM::LLVMArrayType>(resTy) ? cast<LLVM::LLVMArrayType>(resTy).getElementType() : resTy;
+    bool toPtr = isa<PointerType>(getElementTypeOrSelf(op.getType()));
+    bool fromPtr = isa<PointerType>(getElementTypeOrSelf(op.getSrc().getType()));
+    SmallVector<Value> chunks;
+    for (Value v : unpack(rewriter, loc, adaptor.getSrc())) {
+      if (toPtr && !fromPtr)
+        chunks.push_back(LLVM::IntToPtrOp::create(rewriter, loc, chunkType, v));
+      else if (!toPtr)
+        chunks.push_back(LLVM::PtrToIntOp::create(rewriter, loc, chunkType, v));
+      else
+        chunks.push_back(v);
+    }
+    rewriter.replaceOp(op, pack(rewriter, loc, resTy, chunks));
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // arith and math on tiles
 //===----------------------------------------------------------------------===//
@@ -419,6 +445,6 @@ void kiln::host::populateTileOpToHostPatterns(TypeConverter &converter,
   patterns.add<GridOpConversion<ProgramIdOp, kPidX>, GridOpConversion<NumProgramsOp, kGridX>,
                MakeRangeConversion, SplatConversion, SameElementsConversion<ExpandDimsOp>,
                SameElementsConversion<ReshapeOp>, BroadcastConversion, TransConversion,
-               AddPtrConversion>(converter, ctx);
+               AddPtrConversion, PtrCastConversion>(converter, ctx);
   patterns.add<ElementwiseConversion>(converter, ctx);
 }

@@ -273,7 +273,7 @@ class ExitsMixin:
         dt, shape = s.dtype(handle), list(s.shape(handle))
         if not tensor(handle).dtype.is_ptr():
             return s.zeros(shape, dt)
-        # Kiln has no pointer casts: use a pointer of the same type that is in scope.
+        # A pointer of the same type in scope (a cast from 0 would do too, kiln.ptr_cast).
         for scope in [liveins] + [f.scope for f in reversed(self.frames[:-1])]:
             for v in scope.values():
                 if isinstance(v, tensor) and s.dtype(v.handle) == dt:

@@ -253,6 +253,22 @@ func.func @trans_shape(%x: tensor<16x32xf16>) {
 
 // -----
 
+func.func @ptr_cast_i32(%a: i32) {
+  // expected-error @+1 {{'kiln.ptr_cast' op expected a cast between a pointer and i64 or between pointers, found 'i32' to '!kiln.ptr<f16>'}}
+  %p = kiln.ptr_cast %a : i32 -> !kiln.ptr<f16>
+  return
+}
+
+// -----
+
+func.func @ptr_cast_shape(%p: tensor<64x!kiln.ptr<f16>>) {
+  // expected-error @+1 {{'kiln.ptr_cast' op expected operand and result of one shape, found [64] and [32]}}
+  %q = kiln.ptr_cast %p : tensor<64x!kiln.ptr<f16>> -> tensor<32xi64>
+  return
+}
+
+// -----
+
 func.func @addptr_shape(%p: tensor<128x!kiln.ptr<f32>>, %o: tensor<64xi32>) {
   // expected-error @+1 {{'kiln.addptr' op expected offset shape [128] to match pointer shape, found [64]}}
   %0 = kiln.addptr %p, %o : tensor<128x!kiln.ptr<f32>>, tensor<64xi32>

@@ -310,3 +310,14 @@ func.func @extern_and_registers(%t: tensor<128xf32>, %x: f32, %n: i32, %d: f64) 
   kiln.grid_dependency launch_dependents
   return
 }
+
+// CHECK-LABEL: func.func @ptr_cast
+// CHECK: kiln.ptr_cast %{{.*}} : i64 -> !kiln.ptr<f16>
+// CHECK: kiln.ptr_cast %{{.*}} : tensor<64x!kiln.ptr<f16>> -> tensor<64x!kiln.ptr<f32>>
+// CHECK: kiln.ptr_cast %{{.*}} : tensor<64x!kiln.ptr<f16>> -> tensor<64xi64>
+func.func @ptr_cast(%a: i64, %ps: tensor<64x!kiln.ptr<f16>>) {
+  %p = kiln.ptr_cast %a : i64 -> !kiln.ptr<f16>
+  %q = kiln.ptr_cast %ps : tensor<64x!kiln.ptr<f16>> -> tensor<64x!kiln.ptr<f32>>
+  %i = kiln.ptr_cast %ps : tensor<64x!kiln.ptr<f16>> -> tensor<64xi64>
+  return
+}

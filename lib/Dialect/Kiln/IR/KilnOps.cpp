@@ -213,6 +213,19 @@ LogicalResult AddPtrOp::verify() {
   return success();
 }
 
+LogicalResult PtrCastOp::verify() {
+  Type src = getSrc().getType(), dst = getResult().getType();
+  if (isa<RankedTensorType>(src) != isa<RankedTensorType>(dst) || shapeOf(src) != shapeOf(dst))
+    return emitOpError("expected operand and result of one shape, found ")
+           << fmtShape(shapeOf(src)) << " and " << fmtShape(shapeOf(dst));
+  Type s = getElementTypeOrSelf(src), d = getElementTypeOrSelf(dst);
+  bool sp = isa<PointerType>(s), dp = isa<PointerType>(d);
+  if ((sp && dp) || (sp && d.isInteger(64)) || (s.isInteger(64) && dp))
+    return success();
+  return emitOpError("expected a cast between a pointer and i64 or between pointers, found ")
+         << s << " to " << d;
+}
+
 OpFoldResult AddPtrOp::fold(FoldAdaptor adaptor) {
   // ptr + 0 -> ptr.
   if (matchPattern(getOffset(), m_Zero()))

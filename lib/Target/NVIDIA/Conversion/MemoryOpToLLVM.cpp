@@ -41,6 +41,31 @@ struct AddPtrOpLowering final : ConvertOpToLLVMPattern<AddPtrOp> {
   }
 };
 
+/// kiln.ptr_cast, per owned element: inttoptr / ptrtoint; a pointer to a pointer keeps the
+/// value (global pointers are one LLVM type whatever they point to).
+struct PtrCastOpLowering final : ConvertOpToLLVMPattern<PtrCastOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult matchAndRewrite(PtrCastOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type to = getTypeConverter()->convertType(getElementTypeOrSelf(op.getType()));
+    bool toPtr = isa<LLVM::LLVMPointerType>(to);
+    bool fromPtr = isa<PointerType>(getElementTypeOrSelf(op.getSrc().getType()));
+    SmallVector<Value> out;
+    for (Value v : unpackStruct(rewriter, loc, adaptor.getSrc())) {
+      if (toPtr && !fromPtr)
+        out.push_back(LLVM::IntToPtrOp::create(rewriter, loc, to, v));
+      else if (!toPtr)
+        out.push_back(LLVM::PtrToIntOp::create(rewriter, loc, to, v));
+      else
+        out.push_back(v);
+    }
+    rewriter.replaceOp(
+        op, packStruct(rewriter, loc, getTypeConverter()->convertType(op.getType()), out));
+    return success();
+  }
+};
+
 /// How a memory op's owned elements split into vector accesses.
 struct AccessPlan {
   unsigned vec = 1;      ///< elements per access
@@ -258,7 +283,7 @@ void kiln::populateMemoryOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                           RewritePatternSet &patterns,
                                           const AxisInfoAnalysis &axisInfo,
                                           const TargetInfo &target) {
-  patterns.add<AddPtrOpLowering>(converter);
+  patterns.add<AddPtrOpLowering, PtrCastOpLowering>(converter);
   patterns.add<LoadOpLowering, StoreOpLowering>(converter, axisInfo, target);
 }
 

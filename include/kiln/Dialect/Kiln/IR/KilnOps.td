@@ -172,6 +172,26 @@ def Kiln_AddPtrOp : Kiln_Op<"addptr", [Pure, AllTypesMatch<["ptr", "result"]>]> 
   let hasFolder = 1;
 }
 
+def Kiln_PtrCastOp : Kiln_Op<"ptr_cast", [Pure]> {
+  let summary = "cast between pointers and 64-bit integers, or between pointer types";
+  let description = [{
+    Triton's pointer casts, elementwise with the address unchanged: a 64-bit integer to a
+    pointer (`x.to(tl.pointer_type(T))`, tutorial 08 loads its operands' addresses), a pointer
+    to a 64-bit integer, or a pointer to a pointer of another element type. Operand and
+    result have one shape (scalars with scalars).
+
+    ```mlir
+    %p = kiln.ptr_cast %addr : i64 -> !kiln.ptr<f16>
+    %q = kiln.ptr_cast %ps : tensor<64x!kiln.ptr<f16>> -> tensor<64x!kiln.ptr<f32>>
+    %a = kiln.ptr_cast %ps : tensor<64x!kiln.ptr<f16>> -> tensor<64xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_Value:$src);
+  let results = (outs Kiln_Value:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Kiln_LoadOp : Kiln_Op<"load", [AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
     TypesMatchWith<"result is the pointee type of ptr", "ptr", "result",
