@@ -79,8 +79,34 @@ def rank_hint(x_ptr):
 
 def test_hint_errors():
     with pytest.raises(kiln.CompilationError,
-                       match=r"expected an integer tile or scalar for multiple_of, found"):
+                       match=r"expected an integer or pointer tile or scalar for multiple_of, found"):
         kiln.compile(float_hint, signature={"x_ptr": "*fp32"}, target="sm_90a")
     with pytest.raises(kiln.CompilationError,
                        match=r"expected 2 values for max_contiguous of .*, found 3"):
         kiln.compile(rank_hint, signature={"x_ptr": "*fp32"}, target="sm_90a")
+
+
+@kiln.jit
+def pointer_hint_kernel(x_ptr, y_ptr, n, stride):
+    rows = tl.arange(0, 64)[:, None] * stride + tl.arange(0, 64)[None, :]
+    ptrs = tl.multiple_of(x_ptr + rows, [16, 16])
+    ptrs = tl.max_contiguous(ptrs, [1, 16])
+    tl.store(y_ptr + tl.arange(0, 64)[:, None] * 64 + tl.arange(0, 64)[None, :], tl.load(ptrs))
+
+
+@kiln.jit
+def pointer_nohint_kernel(x_ptr, y_ptr, n, stride):
+    rows = tl.arange(0, 64)[:, None] * stride + tl.arange(0, 64)[None, :]
+    tl.store(y_ptr + tl.arange(0, 64)[:, None] * 64 + tl.arange(0, 64)[None, :],
+             tl.load(x_ptr + rows))
+
+
+def test_hints_on_pointer_tiles():
+    """Triton's grouped GEMM hints its pointer tiles (tl.multiple_of(a_ptrs, [16, 16])): with the
+    hint the rows load 16 bytes at a time although the stride is not known to be aligned."""
+    sig = {"x_ptr": "*fp32:16", "y_ptr": "*fp32:16", "n": "i32", "stride": "i32"}
+    ptx = kiln.compile(pointer_hint_kernel, signature=sig, target="sm_90a").asm["ptx"]
+    assert "ld.global.v4" in ptx
+    # Without the hints the stride's alignment is unknown: one element per load.
+    ptx = kiln.compile(pointer_nohint_kernel, signature=sig, target="sm_90a").asm["ptx"]
+    assert "ld.global.v" not in ptx
