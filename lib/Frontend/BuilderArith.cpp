@@ -603,8 +603,7 @@ Tile kiln::Builder::hint(const Tile &x, StringRef kind, ArrayRef<int64_t> values
   // Integers, and pointers (Triton's tl.multiple_of(a_ptrs, [16, 16]): pointers' facts are in
   // bytes, as the axis analysis keeps them).
   if ((!x.dtype.isInt() && !x.dtype.isPointer()) || x.dtype.isBool())
-    error("expected an integer or pointer tile or scalar for " + kind + ", found " +
-          describe(x));
+    error("expected an integer or pointer tile or scalar for " + kind + ", found " + describe(x));
   Tile t = materialize(x);
   unsigned rank = t.isTile() ? t.getShape().size() : 1;
   if (values.size() != rank && values.size() != 1)
