@@ -2,8 +2,8 @@
 memory (a second launch does not time again) and on disk (a new process does not either); a
 new key value or dtype tunes again; reset_to_zero and restore_value keep in-place kernels
 right; configs that fail to compile are skipped, and when all fail the error lists each;
-unknown key names and conflicting meta-parameters are ValueErrors naming the kernel; the
-progress line and KILN_PRINT_AUTOTUNING / TRITON_PRINT_AUTOTUNING.
+unknown key names warn and are ignored (as Triton ignores them), conflicting meta-parameters
+are ValueErrors naming the kernel; the progress line and KILN_PRINT_AUTOTUNING / TRITON_PRINT_AUTOTUNING.
 
 Each test uses its own cache directory, so that tunings are never read from an earlier run.
 """
@@ -261,9 +261,11 @@ def test_all_configs_fail():
 
 def test_bad_names_are_value_errors():
     configs = [kiln.Config({"BLOCK": 32}), kiln.Config({"BLOCK": 64})]
-    with pytest.raises(ValueError, match=r"kernel 'copy_tiles': key names are \['size'\] not "
+    # An unknown key name is ignored with a warning, as Triton ignores it.
+    with pytest.warns(UserWarning, match=r"kernel 'copy_tiles': key names \['size'\] are not "
                                          r"parameters of the kernel"):
-        kiln.autotune(configs, key=["n", "size"])(copy_tiles)
+        tuned = kiln.autotune(configs, key=["n", "size"])(copy_tiles)
+    assert tuned.keys == ["n"]
     with pytest.raises(ValueError, match=r"kernel 'copy_tiles': reset_to_zero names are "
                                          r"\['y'\]"):
         kiln.autotune(configs, key=["n"], reset_to_zero=["y"])(copy_tiles)

@@ -273,7 +273,16 @@ class Autotuner:
                                  f"(parameters: {self.arg_names})")
             return arg
 
-        self.keys = names(key, "key names are")
+        # Triton ignores key names that are not parameters (its tutorial 08 has such a typo):
+        # a warning names them, and they are left out of the tuning key.
+        keys = [key] if isinstance(key, str) else list(key or [])
+        stray = [k for k in keys if k not in self.arg_names]
+        if stray:
+            import warnings
+            warnings.warn(f"{what}: key names {stray} are not parameters of the kernel "
+                          f"(parameters: {self.arg_names}); ignored, as Triton does",
+                          stacklevel=3)
+        self.keys = names([k for k in keys if k in self.arg_names], "key names are")
         self.reset_to_zero = names(reset_to_zero, "reset_to_zero names are")
         self.restore_value = names(restore_value, "restore_value names are")
         self._key_pos = [(k, self.arg_names.index(k)) for k in self.keys]
