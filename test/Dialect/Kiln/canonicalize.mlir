@@ -240,3 +240,36 @@ func.func @unused_volatile_load_stays(%p: !kiln.ptr<f32>) {
   %1 = kiln.load %p : !kiln.ptr<f32>
   return
 }
+
+// -----
+
+// acc + dot(a, b, 0) -> dot(a, b, acc) (Triton's combine; `acc += tl.dot(a, b)`), also with
+// the sum the other way round and for integer dots; a dot read twice, or from a non-zero
+// accumulator, stays.
+// CHECK-LABEL: func.func @add_of_dot
+// CHECK-SAME: (%[[A:.*]]: tensor<64x32xf16>, %[[B:.*]]: tensor<32x64xf16>, %[[ACC:.*]]: tensor<64x64xf32>
+// CHECK: %[[D:.*]] = kiln.dot %[[A]], %[[B]], %[[ACC]] : tensor<64x32xf16> * tensor<32x64xf16> -> tensor<64x64xf32>
+// CHECK: %[[E:.*]] = kiln.dot %[[A]], %[[B]], %[[D]]
+// CHECK: kiln.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<64x32xi8> * tensor<32x64xi8> -> tensor<64x64xi32>
+// CHECK-NOT: arith.addi
+// CHECK: %[[T:.*]] = kiln.dot %[[A]], %[[B]], %{{.*}} :
+// CHECK: arith.addf %[[T]], %[[T]]
+// CHECK: %[[N:.*]] = kiln.dot %[[A]], %[[B]], %[[ACC]]
+// CHECK: arith.addf %[[N]], %[[ACC]]
+func.func @add_of_dot(%a: tensor<64x32xf16>, %b: tensor<32x64xf16>, %acc: tensor<64x64xf32>,
+                      %ia: tensor<64x32xi8>, %ib: tensor<32x64xi8>, %iacc: tensor<64x64xi32>)
+    -> (tensor<64x64xf32>, tensor<64x64xi32>, tensor<64x64xf32>, tensor<64x64xf32>) {
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %d0 = kiln.dot %a, %b, %zero : tensor<64x32xf16> * tensor<32x64xf16> -> tensor<64x64xf32>
+  %s0 = arith.addf %acc, %d0 : tensor<64x64xf32>
+  %d1 = kiln.dot %a, %b, %zero : tensor<64x32xf16> * tensor<32x64xf16> -> tensor<64x64xf32>
+  %s1 = arith.addf %d1, %s0 : tensor<64x64xf32>
+  %izero = arith.constant dense<0> : tensor<64x64xi32>
+  %d2 = kiln.dot %ia, %ib, %izero : tensor<64x32xi8> * tensor<32x64xi8> -> tensor<64x64xi32>
+  %s2 = arith.addi %d2, %iacc : tensor<64x64xi32>
+  %d3 = kiln.dot %a, %b, %zero : tensor<64x32xf16> * tensor<32x64xf16> -> tensor<64x64xf32>
+  %s3 = arith.addf %d3, %d3 : tensor<64x64xf32>
+  %d4 = kiln.dot %a, %b, %acc : tensor<64x32xf16> * tensor<32x64xf16> -> tensor<64x64xf32>
+  %s4 = arith.addf %d4, %acc : tensor<64x64xf32>
+  return %s1, %s2, %s3, %s4 : tensor<64x64xf32>, tensor<64x64xi32>, tensor<64x64xf32>, tensor<64x64xf32>
+}

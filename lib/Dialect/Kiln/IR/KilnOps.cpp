@@ -8,6 +8,7 @@
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "kiln/Dialect/Kiln/IR/LibDevice.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
@@ -131,6 +132,42 @@ struct ExpandDimsOfSplat final : OpRewritePattern<ExpandDimsOp> {
   }
 };
 } // namespace
+
+namespace {
+/// Whether `v` is a tile of zeros (a dense or splat constant).
+bool isZeroTile(Value v) {
+  if (matchPattern(v, m_AnyZeroFloat()) || matchPattern(v, m_Zero()))
+    return true;
+  auto splat = v.getDefiningOp<SplatOp>();
+  return splat && (matchPattern(splat.getSrc(), m_AnyZeroFloat()) ||
+                   matchPattern(splat.getSrc(), m_Zero()));
+}
+
+/// x + dot(a, b, 0) -> dot(a, b, x), as Triton's combine pass does: `acc += tl.dot(a, b)`
+/// accumulates in the dot (one chain of tensor-core instructions, the accumulator left in
+/// flight across a loop's iterations, and the same rounding as `tl.dot(a, b, acc)`) instead of
+/// a product from zero added afterwards.
+template <typename AddOp> struct AddOfDotFromZero final : OpRewritePattern<AddOp> {
+  using OpRewritePattern<AddOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddOp add, PatternRewriter &rewriter) const override {
+    for (unsigned i = 0; i < 2; ++i) {
+      auto dot = add->getOperand(i).template getDefiningOp<DotOp>();
+      Value other = add->getOperand(1 - i);
+      if (!dot || !dot->hasOneUse() || !isZeroTile(dot.getC()) || other.getType() != dot.getType())
+        continue;
+      rewriter.replaceOpWithNewOp<DotOp>(add, dot.getType(), dot.getA(), dot.getB(), other,
+                                         dot.getInputPrecisionAttr(),
+                                         dot.getMaxNumImpreciseAccAttr());
+      return success();
+    }
+    return rewriter.notifyMatchFailure(add, "no dot from a zero accumulator with one use");
+  }
+};
+} // namespace
+
+void DotOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
+  results.add<AddOfDotFromZero<arith::AddFOp>, AddOfDotFromZero<arith::AddIOp>>(context);
+}
 
 void BroadcastOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *context) {
   results.add<BroadcastOfSplat, BroadcastOfBroadcast>(context);

@@ -368,6 +368,7 @@ def Kiln_DotOp : Kiln_Op<"dot", [Pure, AllTypesMatch<["c", "result"]>]> {
     `:` type($a) `*` type($b) `->` type($result)
   }];
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Kiln_ReduceOp : Kiln_Op<"reduce", [Pure, SingleBlock]> {
