@@ -139,8 +139,8 @@ bool isZeroTile(Value v) {
   if (matchPattern(v, m_AnyZeroFloat()) || matchPattern(v, m_Zero()))
     return true;
   auto splat = v.getDefiningOp<SplatOp>();
-  return splat && (matchPattern(splat.getSrc(), m_AnyZeroFloat()) ||
-                   matchPattern(splat.getSrc(), m_Zero()));
+  return splat &&
+         (matchPattern(splat.getSrc(), m_AnyZeroFloat()) || matchPattern(splat.getSrc(), m_Zero()));
 }
 
 /// x + dot(a, b, 0) -> dot(a, b, x), as Triton's combine pass does: `acc += tl.dot(a, b)`
