@@ -631,8 +631,17 @@ TEST_F(BuilderTest, HalfToBf16GoesThroughFp32) {
   EXPECT_TRUE(contains(ir, "tensor<4xf32> to tensor<4xbf16>")) << ir;
 }
 
-TEST_F(BuilderTest, PointerCastsAreAnError) {
-  expectError(20, 1, "cannot cast pointer<fp32> to int64", [&] { b.cast(x(), DType::int64()); });
+TEST_F(BuilderTest, PointerCastsAreTritons) {
+  // A pointer to int64 (its address), back to a pointer of another element type, and to int1
+  // (not null): kiln.ptr_cast; a pointer to int32 is an error naming what Triton accepts.
+  Tile addr = b.cast(x(), DType::int64());
+  EXPECT_EQ(addr.dtype, DType::int64());
+  EXPECT_EQ(b.cast(addr, DType::pointerTo(DType::fp16())).dtype, DType::pointerTo(DType::fp16()));
+  EXPECT_EQ(b.cast(x(), DType::int1()).dtype, DType::int1());
+  std::string ir = print(b.getModule(), false);
+  EXPECT_TRUE(contains(ir, "kiln.ptr_cast")) << ir;
+  expectError(20, 1, "cannot cast pointer<fp32> to int32: expected int64, uint64 or int1",
+              [&] { b.cast(x(), DType::int32()); });
 }
 
 TEST_F(BuilderTest, BitcastChecksWidths) {
