@@ -78,6 +78,16 @@ SmallVector<int64_t> kiln::getRowMajorStrides(ArrayRef<int64_t> shape) {
   return strides;
 }
 
+LLVM::LLVMFuncOp kiln::getOrInsertFunction(OpBuilder &b, Operation *at, StringRef name,
+                                           LLVM::LLVMFunctionType type) {
+  auto module = at->getParentOfType<ModuleOp>();
+  if (auto f = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+    return f;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  return LLVM::LLVMFuncOp::create(b, at->getLoc(), name, type);
+}
+
 Value kiln::getStringConstant(OpBuilder &b, Location loc, Operation *at, StringRef text,
                               StringRef prefix) {
   auto module = at->getParentOfType<ModuleOp>();

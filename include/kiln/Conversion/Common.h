@@ -9,6 +9,7 @@
 #ifndef KILN_CONVERSION_COMMON_H
 #define KILN_CONVERSION_COMMON_H
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
@@ -30,6 +31,11 @@ llvm::SmallVector<int64_t> getRowMajorStrides(llvm::ArrayRef<int64_t> shape);
 /// llvm.mlir.global per distinct text, named `<prefix><hash>`).
 mlir::Value getStringConstant(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *at,
                               llvm::StringRef text, llvm::StringRef prefix);
+
+/// The llvm.func `name` of `type` in the module of `at`, declared at the module's start on
+/// first use (libdevice functions, vprintf, the assert handler).
+mlir::LLVM::LLVMFuncOp getOrInsertFunction(mlir::OpBuilder &b, mlir::Operation *at,
+                                           llvm::StringRef name, mlir::LLVM::LLVMFunctionType type);
 
 /// Clones the ops of a combine region (block arguments: the accumulators, then the new
 /// values) at the builder's insertion point with `acc` and `next` for its arguments; returns

@@ -25,16 +25,6 @@ using namespace kiln;
 
 namespace {
 
-LLVM::LLVMFuncOp getOrInsertFunction(OpBuilder &b, Operation *at, StringRef name,
-                                     LLVM::LLVMFunctionType type) {
-  auto module = at->getParentOfType<ModuleOp>();
-  if (auto f = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
-    return f;
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(module.getBody());
-  return LLVM::LLVMFuncOp::create(b, at->getLoc(), name, type);
-}
-
 /// A generic pointer to a NUL-terminated constant string.
 Value stringPtr(OpBuilder &b, Location loc, Operation *at, StringRef text) {
   return getStringConstant(b, loc, at, text, "__kiln_str_");

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Conversion/Common.h"
 #include "kiln/Target/NVIDIA/KilnToLLVM.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
@@ -17,17 +18,6 @@ using namespace mlir;
 using namespace kiln;
 
 namespace {
-
-/// The declaration of `name` with `type` in the module of `at`, created on first use.
-LLVM::LLVMFuncOp declareFunction(OpBuilder &b, Operation *at, StringRef name,
-                                 LLVM::LLVMFunctionType type) {
-  auto module = at->getParentOfType<ModuleOp>();
-  if (auto f = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
-    return f;
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(module.getBody());
-  return LLVM::LLVMFuncOp::create(b, at->getLoc(), name, type);
-}
 
 struct ExternElementwiseOpLowering final : ConvertOpToLLVMPattern<ExternElementwiseOp> {
   using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
@@ -43,7 +33,7 @@ struct ExternElementwiseOpLowering final : ConvertOpToLLVMPattern<ExternElementw
       argTypes.push_back(getTypeConverter()->convertType(getElementTypeOrSelf(orig.getType())));
     }
     auto fnType = LLVM::LLVMFunctionType::get(scalarType, argTypes);
-    LLVM::LLVMFuncOp fn = declareFunction(rewriter, op, op.getSymbol(), fnType);
+    LLVM::LLVMFuncOp fn = getOrInsertFunction(rewriter, op, op.getSymbol(), fnType);
     if (fn.getFunctionType() != fnType)
       return rewriter.notifyMatchFailure(op, "the symbol is declared with another type");
     SmallVector<Value> results;
