@@ -71,11 +71,11 @@ def mm_desc_nt(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.constexpr,
 
 
 @kiln.jit
-def mm_desc_persistent(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.constexpr,
-                       BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
-                       GROUP_SIZE_M: tl.constexpr, NUM_SMS: tl.constexpr,
-                       FLATTEN: tl.constexpr):
-    dtype = c_desc.dtype
+def _persistent_tiles(a_desc, b_desc, c_desc, M, N, K, dtype: tl.constexpr,
+                      BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+                      BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
+                      NUM_SMS: tl.constexpr, FLATTEN: tl.constexpr):
+    """Tutorial 09's persistent loop over the output tiles, through three descriptors."""
     start_pid = tl.program_id(axis=0)
     num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
     num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
@@ -99,6 +99,16 @@ def mm_desc_persistent(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.constex
 
 
 @kiln.jit
+def mm_desc_persistent(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.constexpr,
+                       BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                       GROUP_SIZE_M: tl.constexpr, NUM_SMS: tl.constexpr,
+                       FLATTEN: tl.constexpr):
+    dtype = c_desc.dtype
+    _persistent_tiles(a_desc, b_desc, c_desc, M, N, K, dtype, BLOCK_SIZE_M, BLOCK_SIZE_N,
+                      BLOCK_SIZE_K, GROUP_SIZE_M, NUM_SMS, FLATTEN)
+
+
+@kiln.jit
 def mm_device_desc_persistent(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_SIZE_M: tl.constexpr,
                               BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
                               GROUP_SIZE_M: tl.constexpr, NUM_SMS: tl.constexpr,
@@ -110,23 +120,5 @@ def mm_device_desc_persistent(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_SIZE_M: tl.con
                                        block_shape=[BLOCK_SIZE_N, BLOCK_SIZE_K])
     c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
                                        block_shape=[BLOCK_SIZE_M, BLOCK_SIZE_N])
-    start_pid = tl.program_id(axis=0)
-    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
-    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
-    k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
-    num_tiles = num_pid_m * num_pid_n
-    num_pid_in_group = GROUP_SIZE_M * num_pid_n
-    tile_id_c = start_pid - NUM_SMS
-    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=FLATTEN):
-        pid_m, pid_n = _tile_of(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M)
-        offs_am = pid_m * BLOCK_SIZE_M
-        offs_bn = pid_n * BLOCK_SIZE_N
-        accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-        for ki in range(k_tiles):
-            offs_k = ki * BLOCK_SIZE_K
-            a = a_desc.load([offs_am, offs_k])
-            b = b_desc.load([offs_bn, offs_k])
-            accumulator = tl.dot(a, b.T, accumulator)
-        tile_id_c += NUM_SMS
-        pid_m, pid_n = _tile_of(tile_id_c, num_pid_in_group, num_pid_m, GROUP_SIZE_M)
-        c_desc.store([pid_m * BLOCK_SIZE_M, pid_n * BLOCK_SIZE_N], accumulator.to(dtype))
+    _persistent_tiles(a_desc, b_desc, c_desc, M, N, K, dtype, BLOCK_SIZE_M, BLOCK_SIZE_N,
+                      BLOCK_SIZE_K, GROUP_SIZE_M, NUM_SMS, FLATTEN)
