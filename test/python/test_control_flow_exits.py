@@ -5,7 +5,6 @@ loop-carried values, and the errors for what stays unsupported. Semantics are Py
 Triton 3.6's, which rejects `return` inside loops; Kiln takes a bare `return` there). CPU
 backend against numpy references, the PTX for sm_90 (compile only), and GPU twins (marker
 `gpu`)."""
-import inspect
 import re
 
 import numpy as np
@@ -13,6 +12,7 @@ import pytest
 
 import kiln
 import kiln.language as tl
+from error_markers import marker_line
 
 CPU = dict(device="cpu")
 
@@ -753,11 +753,6 @@ def test_exits_compile_to_ptx_for_sm90(kernel, signature, constexprs):
 
 
 # --- errors ---------------------------------------------------------------------------------
-
-def marker_line(fn, marker="# ERR"):
-    lines, start = inspect.getsourcelines(fn.fn)
-    return next(start + i for i, line in enumerate(lines) if marker in line)
-
 
 def expect_error(fn, message, signature, where=None, constexprs=None):
     with pytest.raises(kiln.CompilationError) as info:

@@ -24,6 +24,7 @@ import pytest
 
 import kiln
 import kiln.language as tl
+from error_markers import marker_line
 
 CPU = dict(device="cpu")
 
@@ -785,13 +786,6 @@ def test_scans_gpu(axis, reverse):
 
 
 # ---------------------------------------------------------------- errors
-
-def marker_line(fn, marker="# ERR"):
-    lines, start = inspect.getsourcelines(fn.fn)
-    hits = [start + i for i, line in enumerate(lines) if marker in line]
-    assert hits, f"no {marker} in {fn.__name__}"
-    return hits[0]
-
 
 def expect_error(fn, message, signature, constexprs=None):
     """Compiles `fn`: a CompilationError at its line marked `# ERR<WHAT>` (`# ERR` without a

@@ -8,16 +8,10 @@ import pytest
 
 import kiln
 import kiln.language as tl
+from error_markers import marker_line
 
 SIG = {"x_ptr": "*fp32", "n": "i32"}
 GLOBAL_INT = 3  # not a constexpr: kernels may not read it
-
-
-def marker_line(fn, marker="# ERR"):
-    lines, start = inspect.getsourcelines(fn.fn)
-    hits = [start + i for i, line in enumerate(lines) if marker in line]
-    assert hits, f"no {marker} in {fn.__name__}"
-    return hits[0]
 
 
 def expect_error(fn, message, signature=SIG, constexprs=None, where=None):

@@ -3,30 +3,15 @@ over tiles of several dimensions, and tl.range's keywords (semantics from Triton
 documentation): numerics on the CPU backend against numpy references, the errors, and the
 same numerics on the GPU (marker `gpu`)."""
 import inspect
-import re
 
 import numpy as np
 import pytest
 
 import kiln
 import kiln.language as tl
+from error_markers import expect_error
 
 CPU = dict(device="cpu")
-
-
-def marker_line(fn):
-    lines, start = inspect.getsourcelines(fn.fn)
-    return next(start + i for i, line in enumerate(lines) if "# ERR" in line)
-
-
-def expect_error(fn, signature, message, constexprs=None):
-    with pytest.raises(kiln.CompilationError) as info:
-        kiln.compile(fn, signature=signature, constexprs=constexprs or {})
-    err = info.value
-    assert err.kernel == fn.__name__
-    assert err.line == marker_line(fn), str(err)
-    assert re.search(message, err.message), err.message
-    return err
 
 
 # --- swizzle2d ------------------------------------------------------------------------------

@@ -4,7 +4,6 @@ documentation and CUDA's math API): every function on the CPU backend against re
 from Python's math module, numpy and exact rational arithmetic (fp32 and fp64, fp16 through
 the fp32 promotion, special values nan, inf and -0.0), the PTX for sm_90 (libdevice linked and
 inlined: no call left), the errors, and GPU-marked twins of the numerics."""
-import inspect
 import math
 import re
 import struct
@@ -15,6 +14,7 @@ import pytest
 
 import kiln
 import kiln.language as tl
+from error_markers import marker_line
 from kiln import _C
 from kiln.language.extra import libdevice
 from kiln.language.extra.cuda import libdevice as cuda_libdevice
@@ -633,11 +633,6 @@ def test_ptx_assembles(name, tmp_path):
 
 
 # --- errors -------------------------------------------------------------------------------------
-
-def marker_line(fn):
-    lines, start = inspect.getsourcelines(fn.fn)
-    return next(start + i for i, line in enumerate(lines) if "# ERR" in line)
-
 
 @kiln.jit
 def bad_dtype_kernel(x_ptr):

@@ -2,7 +2,6 @@
 tl.assume, tl.static_assert and tl.static_print (semantics from Triton 3.6's documentation):
 numerics on the CPU backend against numpy references, the PTX they compile to (compile-only,
 no GPU needed), their errors, and the same numerics on the GPU (marker `gpu`)."""
-import inspect
 import re
 
 import numpy as np
@@ -10,6 +9,7 @@ import pytest
 
 import kiln
 import kiln.language as tl
+from error_markers import expect_error
 
 CPU = dict(device="cpu")
 N = 256
@@ -230,21 +230,6 @@ def test_ptx_fma_div_rn_sqrt_rn_umulhi_barrier():
 
 
 # --- errors --------------------------------------------------------------------------------
-
-def marker_line(fn):
-    lines, start = inspect.getsourcelines(fn.fn)
-    return next(start + i for i, line in enumerate(lines) if "# ERR" in line)
-
-
-def expect_error(fn, signature, message, constexprs=None):
-    with pytest.raises(kiln.CompilationError) as info:
-        kiln.compile(fn, signature=signature, constexprs=constexprs or {})
-    err = info.value
-    assert err.kernel == fn.__name__
-    assert err.line == marker_line(fn), str(err)
-    assert re.search(message, err.message), err.message
-    return err
-
 
 @kiln.jit
 def fma_int_kernel(x_ptr):

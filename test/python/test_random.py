@@ -16,6 +16,7 @@ import pytest
 
 import kiln
 import kiln.language as tl
+from error_markers import marker_line
 
 CPU = dict(device="cpu")
 MASK32 = (1 << 32) - 1
@@ -501,11 +502,6 @@ def test_seeded_dropout_cpu(p):
 
 
 # --- errors --------------------------------------------------------------------------------
-
-def marker_line(fn):
-    lines, start = inspect.getsourcelines(fn.fn)
-    return next(start + i for i, line in enumerate(lines) if "# ERR" in line)
-
 
 def expect_error(fn, signature, message, constexprs=None):
     with pytest.raises(kiln.CompilationError) as info:

@@ -4,7 +4,6 @@ tl.gather, and the tensor methods x.split(), x.sort(), x.flip(), x.histogram(), 
 numpy over dtypes and ranks, bit for bit where values are only moved (-0.0 and NaN payloads
 included), the PTX for sm_90 (compile-only), the errors at the user's line, and the same
 numerics on the GPU (marker `gpu`)."""
-import inspect
 import re
 
 import numpy as np
@@ -12,6 +11,7 @@ import pytest
 
 import kiln
 import kiln.language as tl
+from error_markers import expect_error, marker_line
 
 CPU = dict(device="cpu")
 MOVE_DTYPES = [np.float32, np.float16, np.int32, np.int8, np.uint8, np.uint32, np.bool_]
@@ -488,21 +488,6 @@ def test_ptx_of_cat_topk_histogram():
 
 
 # --- errors ---------------------------------------------------------------------------------
-
-def marker_line(fn):
-    lines, start = inspect.getsourcelines(fn.fn)
-    return next(start + i for i, line in enumerate(lines) if "# ERR" in line)
-
-
-def expect_error(fn, signature, message, constexprs=None):
-    with pytest.raises(kiln.CompilationError) as info:
-        kiln.compile(fn, signature=signature, constexprs=constexprs or {})
-    err = info.value
-    assert err.kernel == fn.__name__
-    assert err.line == marker_line(fn), str(err)
-    assert re.search(message, err.message), err.message
-    return err
-
 
 @kiln.jit
 def split_wrong_last_dim(x_ptr):
