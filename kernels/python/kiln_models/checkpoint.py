@@ -1,0 +1,288 @@
+"""kiln_models.checkpoint: HuggingFace-format Llama checkpoints with numpy only.
+
+A safetensors file is an 8-byte little-endian header length N, N bytes of JSON naming each
+tensor's dtype, shape and [begin, end) byte range in the data that follows, then the data.
+read_safetensors maps the file and returns numpy views (bf16 as ml_dtypes.bfloat16, or uint16
+bits when ml_dtypes is missing); save_safetensors writes one (tests, the quantizer).
+load_weights reads `model.safetensors` or the shards named by `model.safetensors.index.json`
+and checks every tensor the config needs against the HF Llama names and shapes. Every bad input
+is a ValueError naming the file and the tensor: missing tensor, wrong shape, truncated file,
+broken header JSON, unknown dtype.
+"""
+
+import json
+import os
+import struct
+
+import numpy as np
+
+__all__ = ["SafetensorsFile", "read_safetensors", "save_safetensors", "llama_tensor_shapes",
+           "load_weights", "save_checkpoint", "random_weights", "np_dtype"]
+
+try:
+    import ml_dtypes
+    _BF16 = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # bf16 stays uint16 bits
+    _BF16 = None
+
+#: safetensors dtype codes this reader takes, with their item sizes.
+_CODES = {"F32": 4, "F16": 2, "BF16": 2}
+_MAX_HEADER = 100 << 20  # safetensors' own limit on the header's size
+
+
+def np_dtype(name):
+    """The numpy dtype of "float32"/"fp32", "float16"/"fp16", "bfloat16"/"bf16" (ml_dtypes)."""
+    key = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}.get(name, name)
+    if key == "float32":
+        return np.dtype(np.float32)
+    if key == "float16":
+        return np.dtype(np.float16)
+    if key == "bfloat16":
+        if _BF16 is None:
+            raise ValueError("bfloat16 needs the ml_dtypes package (pip install ml_dtypes)")
+        return _BF16
+    raise ValueError(f"unsupported dtype '{name}': expected fp32, bf16 or fp16")
+
+
+def _code_of(array, name, path):
+    dt = array.dtype
+    if dt == np.float32:
+        return "F32"
+    if dt == np.float16:
+        return "F16"
+    if _BF16 is not None and dt == _BF16:
+        return "BF16"
+    raise ValueError(f"{path}: tensor '{name}' has dtype {dt}: safetensors files written here "
+                     f"hold float32, float16 or bfloat16 (ml_dtypes)")
+
+
+class SafetensorsFile:
+    """One safetensors file, header parsed and checked on open; tensors read on demand as
+    read-only numpy views of a memory map."""
+
+    def __init__(self, path, bf16_bits=False):
+        self.path, self.bf16_bits = path, bf16_bits
+        try:
+            size = os.path.getsize(path)
+            with open(path, "rb") as f:
+                head = f.read(8)
+                if len(head) < 8:
+                    raise ValueError(f"{path}: truncated safetensors file: {size} bytes, "
+                                     f"expected an 8-byte header length")
+                (n,) = struct.unpack("<Q", head)
+                if n > _MAX_HEADER or 8 + n > size:
+                    raise ValueError(f"{path}: truncated safetensors file: the header is {n} "
+                                     f"bytes but the file has {size}")
+                raw = f.read(n)
+        except OSError as e:
+            raise ValueError(f"{path}: cannot read the checkpoint ({e.strerror})") from None
+        try:
+            header = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ValueError(f"{path}: safetensors header JSON is broken: {e}") from None
+        if not isinstance(header, dict):
+            raise ValueError(f"{path}: safetensors header JSON is broken: expected an object")
+        self.metadata = header.pop("__metadata__", None) or {}
+        self.data_start, self.data_size = 8 + n, size - 8 - n
+        self.entries = {}
+        for name, e in header.items():
+            self.entries[name] = self._check_entry(name, e)
+        self._map = None
+
+    def _check_entry(self, name, e):
+        where = f"{self.path}: tensor '{name}'"
+        if not isinstance(e, dict) or not {"dtype", "shape", "data_offsets"} <= e.keys():
+            raise ValueError(f"{where}: header entry needs dtype, shape and data_offsets")
+        code, shape, offsets = e["dtype"], e["shape"], e["data_offsets"]
+        if code not in _CODES:
+            raise ValueError(f"{where}: unknown dtype '{code}': expected one of "
+                             f"{', '.join(_CODES)}")
+        if not isinstance(shape, list) or not all(
+                isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+            raise ValueError(f"{where}: bad shape {shape!r}: expected a list of sizes")
+        if not (isinstance(offsets, list) and len(offsets) == 2 and
+                all(isinstance(o, int) and o >= 0 for o in offsets) and offsets[0] <= offsets[1]):
+            raise ValueError(f"{where}: bad data_offsets {offsets!r}")
+        nbytes = int(np.prod(shape, dtype=np.int64)) * _CODES[code]
+        if offsets[1] - offsets[0] != nbytes:
+            raise ValueError(f"{where}: data_offsets {offsets} hold {offsets[1] - offsets[0]} "
+                             f"bytes, but {code} {shape} needs {nbytes}")
+        if offsets[1] > self.data_size:
+            raise ValueError(f"{where}: truncated file: the tensor ends at byte "
+                             f"{offsets[1]} of the data, which has {self.data_size}")
+        return code, tuple(shape), offsets[0]
+
+    def keys(self):
+        return list(self.entries)
+
+    def shape(self, name):
+        return self.entries[name][1]
+
+    def get(self, name):
+        """The tensor `name` as a read-only numpy array (a view of the mapped file)."""
+        if name not in self.entries:
+            raise ValueError(f"{self.path}: no tensor '{name}'")
+        code, shape, begin = self.entries[name]
+        count = int(np.prod(shape, dtype=np.int64))
+        if count == 0:
+            return np.zeros(shape, dtype=self._dtype(code))
+        if self._map is None:
+            self._map = np.memmap(self.path, dtype=np.uint8, mode="r")
+        start = self.data_start + begin
+        raw = self._map[start:start + count * _CODES[code]]
+        return raw.view(self._dtype(code)).reshape(shape)
+
+    def _dtype(self, code):
+        if code == "F32":
+            return np.dtype("<f4")
+        if code == "F16":
+            return np.dtype("<f2")
+        return _BF16 if _BF16 is not None and not self.bf16_bits else np.dtype("<u2")
+
+
+def read_safetensors(path, bf16_bits=False):
+    """{name: numpy array} of every tensor in the file at `path`."""
+    f = SafetensorsFile(path, bf16_bits)
+    return {name: f.get(name) for name in f.keys()}
+
+
+def save_safetensors(tensors, path, metadata=None):
+    """Writes {name: numpy array} (float32, float16, bfloat16) as a safetensors file."""
+    header, offset, arrays = {}, 0, []
+    for name, a in tensors.items():
+        a = np.ascontiguousarray(a)
+        code = _code_of(a, name, path)
+        header[name] = {"dtype": code, "shape": list(a.shape),
+                        "data_offsets": [offset, offset + a.nbytes]}
+        offset += a.nbytes
+        arrays.append(a)
+    if metadata:
+        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+    raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    raw += b" " * (-len(raw) % 8)  # data 8-byte aligned, as safetensors pads
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(raw)))
+        f.write(raw)
+        for a in arrays:
+            f.write(a.tobytes())
+
+
+def llama_tensor_shapes(config):
+    """{HF tensor name: shape} of every tensor a Llama checkpoint of `config` holds."""
+    H, I, D = config.hidden_size, config.intermediate_size, config.head_dim
+    q, kv = config.num_attention_heads * D, config.num_key_value_heads * D
+    shapes = {"model.embed_tokens.weight": (config.vocab_size, H)}
+    for i in range(config.num_hidden_layers):
+        p = f"model.layers.{i}."
+        shapes.update({
+            p + "input_layernorm.weight": (H,),
+            p + "self_attn.q_proj.weight": (q, H),
+            p + "self_attn.k_proj.weight": (kv, H),
+            p + "self_attn.v_proj.weight": (kv, H),
+            p + "self_attn.o_proj.weight": (H, q),
+            p + "post_attention_layernorm.weight": (H,),
+            p + "mlp.gate_proj.weight": (I, H),
+            p + "mlp.up_proj.weight": (I, H),
+            p + "mlp.down_proj.weight": (H, I)})
+    shapes["model.norm.weight"] = (H,)
+    if not config.tie_word_embeddings:
+        shapes["lm_head.weight"] = (config.vocab_size, H)
+    return shapes
+
+
+def _open_files(model_dir):
+    """{tensor name: SafetensorsFile} of the checkpoint in `model_dir`."""
+    index_path = os.path.join(model_dir, "model.safetensors.index.json")
+    single = os.path.join(model_dir, "model.safetensors")
+    if os.path.exists(index_path):
+        try:
+            with open(index_path, encoding="utf-8") as f:
+                index = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{index_path}: broken JSON: {e}") from None
+        weight_map = index.get("weight_map") if isinstance(index, dict) else None
+        if not isinstance(weight_map, dict):
+            raise ValueError(f"{index_path}: expected a 'weight_map' object")
+        files, where = {}, {}
+        for name, shard in weight_map.items():
+            path = os.path.join(model_dir, str(shard))
+            if path not in files:
+                if not os.path.exists(path):
+                    raise ValueError(f"{index_path}: shard '{shard}' of tensor '{name}' "
+                                     f"does not exist")
+                files[path] = SafetensorsFile(path)
+            if name not in files[path].entries:
+                raise ValueError(f"{path}: no tensor '{name}' (the index puts it there)")
+            where[name] = files[path]
+        return where
+    if os.path.exists(single):
+        f = SafetensorsFile(single)
+        return {name: f for name in f.keys()}
+    raise ValueError(f"{model_dir}: no model.safetensors or model.safetensors.index.json")
+
+
+def load_weights(model_dir, config):
+    """{HF name: numpy array} of every tensor `config` needs, read from the checkpoint in
+    `model_dir` (tensors the model does not use, such as rotary inv_freq buffers, are
+    skipped). A tied checkpoint that still holds lm_head.weight is fine (it is not read)."""
+    where = _open_files(model_dir)
+    weights = {}
+    for name, shape in llama_tensor_shapes(config).items():
+        if name not in where:
+            raise ValueError(f"{model_dir}: checkpoint has no tensor '{name}'"
+                             + (" (the config says tie_word_embeddings is false)"
+                                if name == "lm_head.weight" else ""))
+        f = where[name]
+        if f.shape(name) != shape:
+            raise ValueError(f"{f.path}: tensor '{name}' has shape {list(f.shape(name))}, "
+                             f"the config needs {list(shape)}")
+        weights[name] = f.get(name)
+    return weights
+
+
+def save_checkpoint(model_dir, config, weights, max_shard_bytes=None):
+    """Writes config.json and the weights (HF names) as model.safetensors, or as shards of at
+    most `max_shard_bytes` with model.safetensors.index.json."""
+    os.makedirs(model_dir, exist_ok=True)
+    with open(os.path.join(model_dir, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(config.to_dict(), f, indent=2)
+    if max_shard_bytes is None:
+        save_safetensors(weights, os.path.join(model_dir, "model.safetensors"),
+                         {"format": "pt"})
+        return
+    shards, current, size = [], {}, 0
+    for name, a in weights.items():
+        if current and size + a.nbytes > max_shard_bytes:
+            shards.append(current)
+            current, size = {}, 0
+        current[name] = a
+        size += a.nbytes
+    shards.append(current)
+    weight_map = {}
+    for i, shard in enumerate(shards):
+        fname = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+        save_safetensors(shard, os.path.join(model_dir, fname), {"format": "pt"})
+        weight_map.update({name: fname for name in shard})
+    total = sum(a.nbytes for a in weights.values())
+    with open(os.path.join(model_dir, "model.safetensors.index.json"), "w",
+              encoding="utf-8") as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
+
+
+def random_weights(config, seed=0, dtype="float32", std=0.02, norm_noise=0.0):
+    """{HF name: array} of random weights initialized as HF's Llama (normal, std 0.02, for
+    every projection and the embedding; norms ones, plus N(0, norm_noise) when asked, so that
+    tests see the norm weights), seeded, cast to `dtype`."""
+    rng = np.random.default_rng(seed)
+    out_dtype = np_dtype(dtype)
+    weights = {}
+    for name, shape in llama_tensor_shapes(config).items():
+        if name.endswith("norm.weight"):
+            w = np.ones(shape, np.float32)
+            if norm_noise:
+                w += rng.standard_normal(shape, dtype=np.float32) * np.float32(norm_noise)
+        else:
+            w = rng.standard_normal(shape, dtype=np.float32)
+            w *= np.float32(std)
+        weights[name] = w.astype(out_dtype, copy=False)
+    return weights

@@ -1,0 +1,290 @@
+"""kiln_models (issue #24): the Llama config, the safetensors checkpoint reader and its errors,
+the float64 reference, and the Kiln model on the CPU backend against the reference (GPU twins
+marked `gpu`; the HF transformers comparison runs where torch and transformers are installed).
+"""
+
+import json
+import os
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "kernels", "python"))
+
+from kiln_models import checkpoint, config as cfg, reference  # noqa: E402
+from kiln_models.config import LlamaConfig  # noqa: E402
+
+TINY = cfg.preset("tiny")
+
+
+def hf_dict(**changes):
+    d = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 64,
+         "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "vocab_size": 256, "rms_norm_eps": 1e-6,
+         "rope_theta": 500000.0, "hidden_act": "silu", "attention_bias": False,
+         "mlp_bias": False, "max_position_embeddings": 1024, "tie_word_embeddings": False,
+         "torch_dtype": "bfloat16",
+         "rope_scaling": {"factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                          "original_max_position_embeddings": 8192, "rope_type": "llama3"}}
+    d.update(changes)
+    return {k: v for k, v in d.items() if v is not _DROP}
+
+
+_DROP = object()
+
+
+# ----------------------------------------------------------------------------- config
+
+
+def test_config_from_hf_dict_reads_every_field():
+    c = LlamaConfig.from_dict(hf_dict())
+    assert (c.hidden_size, c.intermediate_size, c.num_hidden_layers) == (64, 128, 2)
+    assert (c.num_attention_heads, c.num_key_value_heads, c.head_dim) == (4, 2, 16)
+    assert c.vocab_size == 256 and c.rms_norm_eps == 1e-6 and c.rope_theta == 500000.0
+    assert c.rope_scaling == {"factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                              "original_max_position_embeddings": 8192}
+    assert not c.tie_word_embeddings and c.torch_dtype == "bfloat16"
+    assert c.qkv_size == (4 + 2 * 2) * 16
+
+
+def test_config_defaults_and_alternate_spellings():
+    c = LlamaConfig.from_dict(hf_dict(num_key_value_heads=_DROP, rope_scaling=None,
+                                      torch_dtype=_DROP, dtype="float16", head_dim=32))
+    assert c.num_key_value_heads == 4 and c.rope_scaling is None
+    assert c.torch_dtype == "float16" and c.head_dim == 32
+    c = LlamaConfig.from_dict(hf_dict(rope_scaling={"type": "default"}))
+    assert c.rope_scaling is None
+    # transformers 5 writes rope_parameters
+    c = LlamaConfig.from_dict(hf_dict(rope_theta=_DROP, rope_scaling=_DROP, rope_parameters={
+        "rope_type": "llama3", "rope_theta": 1234.0, "factor": 8.0, "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0, "original_max_position_embeddings": 64}))
+    assert c.rope_theta == 1234.0 and c.rope_scaling["factor"] == 8.0
+
+
+def test_config_round_trips_through_to_dict():
+    for name in ("tiny", "1b"):
+        c = cfg.preset(name)
+        assert LlamaConfig.from_dict(json.loads(json.dumps(c.to_dict()))) == c
+
+
+def test_config_presets():
+    b = cfg.preset("1b")
+    assert (b.hidden_size, b.num_hidden_layers, b.num_attention_heads,
+            b.num_key_value_heads, b.head_dim, b.intermediate_size, b.vocab_size) == \
+        (2048, 16, 32, 8, 64, 8192, 128256)
+    assert b.tie_word_embeddings and b.rope_theta == 500000.0 and b.rms_norm_eps == 1e-5
+    assert b.rope_scaling == {"factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                              "original_max_position_embeddings": 8192}
+    with pytest.raises(ValueError, match="unknown config preset 'huge'"):
+        cfg.preset("huge")
+
+
+@pytest.mark.parametrize("changes, match", [
+    (dict(rope_scaling={"rope_type": "yarn", "factor": 4.0}),
+     r"rope_scaling type 'yarn' is not supported"),
+    (dict(rope_scaling={"rope_type": "llama3", "factor": 4.0}),
+     r"llama3 scaling needs low_freq_factor"),
+    (dict(attention_bias=True), r"attention_bias=True is not supported"),
+    (dict(mlp_bias=True), r"mlp_bias=True is not supported"),
+    (dict(hidden_act="gelu"), r"hidden_act='gelu' is not supported"),
+    (dict(model_type="gpt2"), r"model_type='gpt2' is not supported"),
+    (dict(sliding_window=4096), r"sliding_window=4096 is not supported"),
+    (dict(torch_dtype="int8"), r"torch_dtype='int8' is not supported"),
+    (dict(hidden_size=_DROP), r"missing field 'hidden_size'"),
+    (dict(num_key_value_heads=3), r"num_key_value_heads=3: expected a divisor"),
+    (dict(hidden_size=-64, head_dim=16), r"hidden_size=-64: expected a positive integer"),
+    (dict(hidden_size=62, head_dim=_DROP), r"not a multiple of num_attention_heads"),
+    (dict(rms_norm_eps=0), r"rms_norm_eps=0: expected a positive number"),
+])
+def test_config_errors_name_the_file_and_field(tmp_path, changes, match):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(hf_dict(**changes)))
+    with pytest.raises(ValueError, match=match) as info:
+        LlamaConfig.from_json(str(tmp_path))
+    assert str(path) in str(info.value)
+
+
+def test_config_file_errors(tmp_path):
+    with pytest.raises(ValueError, match="cannot read the model config"):
+        LlamaConfig.from_json(str(tmp_path / "nowhere.json"))
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="config.json: broken JSON"):
+        LlamaConfig.from_json(str(tmp_path))
+    with pytest.raises(ValueError, match="head_dim=15: expected an even"):
+        TINY.replace(head_dim=15)
+
+
+# ----------------------------------------------------------------------------- checkpoint
+
+
+def test_safetensors_round_trip_every_dtype(tmp_path):
+    import ml_dtypes
+    rng = np.random.default_rng(0)
+    tensors = {"a": rng.standard_normal((3, 5)).astype(np.float32),
+               "b": rng.standard_normal((7,)).astype(np.float16),
+               "c": rng.standard_normal((2, 3, 4)).astype(ml_dtypes.bfloat16),
+               "empty": np.zeros((0, 4), np.float32)}
+    path = str(tmp_path / "t.safetensors")
+    checkpoint.save_safetensors(tensors, path, {"format": "pt"})
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+    assert (8 + n) % 8 == 0 and header["c"]["dtype"] == "BF16"
+    assert header["__metadata__"] == {"format": "pt"}
+    back = checkpoint.read_safetensors(path)
+    assert set(back) == set(tensors)
+    for k, v in tensors.items():
+        assert back[k].dtype == v.dtype and back[k].shape == v.shape
+        np.testing.assert_array_equal(back[k].astype(np.float32), v.astype(np.float32))
+    bits = checkpoint.read_safetensors(path, bf16_bits=True)["c"]
+    assert bits.dtype == np.uint16
+    np.testing.assert_array_equal(bits, tensors["c"].view(np.uint16))
+
+
+def test_checkpoint_round_trip_single_and_sharded(tmp_path):
+    weights = checkpoint.random_weights(TINY, seed=1, norm_noise=0.1)
+    config = TINY.replace(tie_word_embeddings=False)
+    weights["lm_head.weight"] = checkpoint.random_weights(config, seed=2)["lm_head.weight"]
+    for shard in (None, 40_000):
+        d = str(tmp_path / f"m{shard}")
+        checkpoint.save_checkpoint(d, config, weights, max_shard_bytes=shard)
+        if shard:
+            assert len(json.load(open(os.path.join(d, "model.safetensors.index.json")))
+                       ["weight_map"]) == len(weights)
+            assert len([f for f in os.listdir(d) if f.endswith(".safetensors")]) > 1
+        assert LlamaConfig.from_json(d) == config
+        back = checkpoint.load_weights(d, config)
+        assert set(back) == set(weights)
+        for k in weights:
+            np.testing.assert_array_equal(back[k], weights[k])
+
+
+def test_random_weights_are_seeded_and_scaled_like_hf():
+    a = checkpoint.random_weights(TINY, seed=3)
+    b = checkpoint.random_weights(TINY, seed=3)
+    c = checkpoint.random_weights(TINY, seed=4, dtype="bf16")
+    np.testing.assert_array_equal(a["model.layers.1.mlp.up_proj.weight"],
+                                  b["model.layers.1.mlp.up_proj.weight"])
+    assert not np.array_equal(a["model.embed_tokens.weight"],
+                              c["model.embed_tokens.weight"].astype(np.float32))
+    assert str(c["model.norm.weight"].dtype) == "bfloat16"
+    assert abs(a["model.embed_tokens.weight"].std() - 0.02) < 0.002
+    np.testing.assert_array_equal(a["model.norm.weight"], 1)
+    assert set(a) == set(checkpoint.llama_tensor_shapes(TINY))
+    assert "lm_head.weight" not in a
+
+
+def _write_raw(path, header, data=b"", header_bytes=None):
+    raw = header_bytes if header_bytes is not None else json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(raw)) + raw + data)
+
+
+def test_broken_safetensors_files_name_file_and_tensor(tmp_path):
+    p = str(tmp_path / "bad.safetensors")
+    with open(p, "wb") as f:
+        f.write(b"\x01\x02")
+    with pytest.raises(ValueError, match="bad.safetensors: truncated safetensors file: 2 bytes"):
+        checkpoint.SafetensorsFile(p)
+    with open(p, "wb") as f:
+        f.write(struct.pack("<Q", 1000) + b"{}")
+    with pytest.raises(ValueError, match="the header is 1000 bytes but the file has 10"):
+        checkpoint.SafetensorsFile(p)
+    _write_raw(p, None, header_bytes=b'{"w": {"dtype": ')
+    with pytest.raises(ValueError, match="bad.safetensors: safetensors header JSON is broken"):
+        checkpoint.SafetensorsFile(p)
+    _write_raw(p, {"w": {"dtype": "I8", "shape": [2], "data_offsets": [0, 2]}}, b"\0\0")
+    with pytest.raises(ValueError, match="tensor 'w': unknown dtype 'I8'"):
+        checkpoint.SafetensorsFile(p)
+    _write_raw(p, {"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}, b"\0" * 8)
+    with pytest.raises(ValueError, match="tensor 'w': truncated file: the tensor ends at byte 16"):
+        checkpoint.SafetensorsFile(p)
+    _write_raw(p, {"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 12]}}, b"\0" * 16)
+    with pytest.raises(ValueError, match=r"tensor 'w': data_offsets \[0, 12\] hold 12 bytes"):
+        checkpoint.SafetensorsFile(p)
+    _write_raw(p, {"w": {"dtype": "F32", "shape": "4", "data_offsets": [0, 16]}}, b"\0" * 16)
+    with pytest.raises(ValueError, match="tensor 'w': bad shape '4'"):
+        checkpoint.SafetensorsFile(p)
+    _write_raw(p, {"w": {"shape": [4]}}, b"")
+    with pytest.raises(ValueError, match="tensor 'w': header entry needs dtype"):
+        checkpoint.SafetensorsFile(p)
+    with pytest.raises(ValueError, match="cannot read the checkpoint"):
+        checkpoint.SafetensorsFile(str(tmp_path / "missing.safetensors"))
+
+
+def test_broken_checkpoints_name_file_and_tensor(tmp_path):
+    weights = checkpoint.random_weights(TINY, seed=0)
+    d = str(tmp_path / "m")
+    with pytest.raises(ValueError, match="no model.safetensors or model.safetensors.index"):
+        checkpoint.load_weights(str(tmp_path), TINY)
+    missing = dict(weights)
+    del missing["model.layers.1.mlp.down_proj.weight"]
+    checkpoint.save_checkpoint(d, TINY, missing)
+    with pytest.raises(ValueError, match="no tensor 'model.layers.1.mlp.down_proj.weight'"):
+        checkpoint.load_weights(d, TINY)
+    checkpoint.save_checkpoint(d, TINY, weights)
+    with pytest.raises(ValueError, match="no tensor 'lm_head.weight' .*tie_word_embeddings"):
+        checkpoint.load_weights(d, TINY.replace(tie_word_embeddings=False))
+    wrong = dict(weights, **{"model.norm.weight": np.ones(63, np.float32)})
+    checkpoint.save_checkpoint(d, TINY, wrong)
+    with pytest.raises(ValueError, match=r"model.safetensors: tensor 'model.norm.weight' has "
+                                         r"shape \[63\], the config needs \[64\]"):
+        checkpoint.load_weights(d, TINY)
+    # sharded: a shard that is not there, an index that points at the wrong shard
+    s = str(tmp_path / "s")
+    checkpoint.save_checkpoint(s, TINY, weights, max_shard_bytes=40_000)
+    index_path = os.path.join(s, "model.safetensors.index.json")
+    index = json.load(open(index_path))
+    shards = sorted(set(index["weight_map"].values()))
+    os.rename(os.path.join(s, shards[-1]), os.path.join(s, "gone"))
+    with pytest.raises(ValueError, match=f"shard '{shards[-1]}' of tensor '.*' does not exist"):
+        checkpoint.load_weights(s, TINY)
+    os.rename(os.path.join(s, "gone"), os.path.join(s, shards[-1]))
+    index["weight_map"]["model.norm.weight"] = shards[0]
+    json.dump(index, open(index_path, "w"))
+    assert "model.norm.weight" not in checkpoint.SafetensorsFile(os.path.join(s, shards[0])).keys()
+    with pytest.raises(ValueError, match="no tensor 'model.norm.weight' .the index puts it"):
+        checkpoint.load_weights(s, TINY)
+    open(index_path, "w").write("{")
+    with pytest.raises(ValueError, match="model.safetensors.index.json: broken JSON"):
+        checkpoint.load_weights(s, TINY)
+
+
+# ----------------------------------------------------------------------------- reference
+
+
+def test_reference_rope_llama3_frequencies_by_hand():
+    c = TINY
+    inv = reference.rope_frequencies(c)
+    base = 1.0 / 10000.0 ** (np.arange(0, 16, 2) / 16)
+    wl = 2 * np.pi / base
+    s = c.rope_scaling
+    low_wl = s["original_max_position_embeddings"] / s["low_freq_factor"]
+    high_wl = s["original_max_position_embeddings"] / s["high_freq_factor"]
+    assert (wl < high_wl).any() and (wl > low_wl).any() and \
+        ((wl >= high_wl) & (wl <= low_wl)).any()  # the tiny preset covers all three regimes
+    for i in range(8):
+        if wl[i] < high_wl:
+            assert inv[i] == base[i]
+        elif wl[i] > low_wl:
+            assert np.isclose(inv[i], base[i] / s["factor"])
+        else:
+            t = (s["original_max_position_embeddings"] / wl[i] - 1) / (4 - 1)
+            assert np.isclose(inv[i], (1 - t) * base[i] / 8 + t * base[i])
+    assert np.allclose(reference.rope_frequencies(c.replace(rope_scaling=None)), base)
+
+
+def test_reference_cached_decode_equals_full_forward():
+    ref = reference.ReferenceLlama(TINY, checkpoint.random_weights(TINY, 0, norm_noise=0.1))
+    ids = np.random.default_rng(0).integers(0, 256, 11)
+    full = ref.forward(ids)
+    cache = ref.new_cache()
+    parts = [ref.forward(ids[:6], cache)] + [ref.forward(ids[i:i + 1], cache)
+                                             for i in range(6, 11)]
+    np.testing.assert_allclose(np.concatenate(parts), full, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match=r"token ids must be in \[0, 256\)"):
+        ref.forward([3, 256])
