@@ -97,6 +97,72 @@ private:
   int device = 0;
 };
 
+/// Bytes of device memory DeviceBuffers hold now on device `ordinal`, and the most they held
+/// since the process started or resetPeakMemory(ordinal) (what a model reports as its peak).
+KILN_EXPORT size_t memoryAllocated(int ordinal);
+KILN_EXPORT size_t maxMemoryAllocated(int ordinal);
+KILN_EXPORT void resetPeakMemory(int ordinal);
+
+/// Copies and fills at raw addresses of device `ordinal`'s memory (-1: the current device), in
+/// that device's context. With a null `stream` they complete before returning (host copies are
+/// synchronous); with a stream they are queued on it (cuMemcpy*Async, cuMemsetD32Async), and a
+/// host buffer must then stay alive and unchanged until the stream reaches the copy.
+KILN_EXPORT void copyHostToDevice(CUdeviceptr dst, const void *src, size_t bytes, int ordinal,
+                                  CUstream stream = nullptr);
+KILN_EXPORT void copyDeviceToHost(void *dst, CUdeviceptr src, size_t bytes, int ordinal,
+                                  CUstream stream = nullptr);
+KILN_EXPORT void copyDeviceToDevice(CUdeviceptr dst, CUdeviceptr src, size_t bytes, int ordinal,
+                                    CUstream stream = nullptr);
+KILN_EXPORT void fillDevice32(CUdeviceptr dst, uint32_t value, size_t count, int ordinal,
+                              CUstream stream = nullptr);
+
+/// A CUDA stream of device `ordinal` (-1: the current device) owned by the object: created
+/// non-blocking (it does not wait for the legacy default stream), destroyed with it.
+class KILN_EXPORT Stream {
+public:
+  explicit Stream(int ordinal = -1);
+  ~Stream();
+  Stream(const Stream &) = delete;
+  Stream &operator=(const Stream &) = delete;
+  CUstream get() const { return stream; }
+  int getDevice() const { return device; }
+  /// Waits until the stream's work is done (a kernel fault shows here, naming the kernel).
+  void synchronize() const;
+
+private:
+  CUstream stream = nullptr;
+  int device = 0;
+};
+
+/// A CUDA graph recorded by stream capture and replayed with one launch: what the launches,
+/// copies and fills queued on `stream` between beginCapture and endCapture did, with the same
+/// arguments (addresses and scalars) every replay. Capture is thread-local (other threads'
+/// work is unaffected); the legacy default stream cannot be captured.
+class KILN_EXPORT Graph {
+public:
+  Graph() = default;
+  ~Graph();
+  Graph(const Graph &) = delete;
+  Graph &operator=(const Graph &) = delete;
+  /// Starts recording `stream` (a stream of this process, not the default stream). Throws
+  /// Error when a capture is already running or the stream is the default one.
+  void beginCapture(CUstream stream, int ordinal = -1);
+  /// Ends the recording and instantiates the graph; returns its number of nodes. Throws Error
+  /// (naming the cause the driver gives) when the capture was invalidated by an operation that
+  /// may not be captured (a synchronization, a copy to pageable memory, ...).
+  size_t endCapture();
+  /// Replays the instantiated graph on `stream` (null: the stream it was captured on).
+  void launch(CUstream stream = nullptr) const;
+  bool isCapturing() const { return capturing != nullptr; }
+  bool isReady() const { return exec != nullptr; }
+
+private:
+  void reset();
+  void *graph = nullptr, *exec = nullptr;
+  CUstream capturing = nullptr, captured = nullptr;
+  int device = 0;
+};
+
 /// True when kernels run on the host backend by default: $KILN_BACKEND is "cpu", or it is
 /// unset (or "auto") and there is no GPU. "gpu" forces the device (and errors without one).
 KILN_EXPORT bool useHostBackend();

@@ -97,6 +97,19 @@ const Driver &kiln::rt::driver() {
     load(d.cuEventElapsedTime, "cuEventElapsedTime");
     load(d.cuEventDestroy, "cuEventDestroy_v2");
     load(d.cuGetErrorName, "cuGetErrorName");
+    load(d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+    load(d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+    load(d.cuMemcpyDtoD, "cuMemcpyDtoD_v2");
+    load(d.cuMemsetD32Async, "cuMemsetD32Async");
+    load(d.cuStreamCreate, "cuStreamCreate");
+    load(d.cuStreamDestroy, "cuStreamDestroy_v2");
+    load(d.cuStreamBeginCapture, "cuStreamBeginCapture_v2");
+    load(d.cuStreamEndCapture, "cuStreamEndCapture");
+    load(d.cuGraphInstantiate, "cuGraphInstantiateWithFlags");
+    load(d.cuGraphLaunch, "cuGraphLaunch");
+    load(d.cuGraphExecDestroy, "cuGraphExecDestroy");
+    load(d.cuGraphDestroy, "cuGraphDestroy");
+    load(d.cuGraphGetNodes, "cuGraphGetNodes");
     load(d.cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled");
     // Optional: only launches with launch_pdl need it.
     d.cuLaunchKernelEx =
@@ -326,14 +339,18 @@ DeviceBuffer::DeviceBuffer(size_t n, int ordinal) : bytes(n), device(ordinal) {
   if (ordinal < 0) { // in the current context, whichever it is
     check(requireDriver().cuMemAlloc(&ptr, n), "cuMemAlloc");
     device = currentDevice();
+    noteDeviceMemory(device, int64_t(n));
     return;
   }
   DeviceGuard guard(ordinal);
   check(driver().cuMemAlloc(&ptr, n), "cuMemAlloc");
+  noteDeviceMemory(device, int64_t(n));
 }
 DeviceBuffer::~DeviceBuffer() {
-  if (ptr)
+  if (ptr) {
     driver().cuMemFree(ptr);
+    noteDeviceMemory(device, -int64_t(bytes));
+  }
 }
 // Copies and fills run in the buffer's device context (the copy engines of its device).
 void DeviceBuffer::copyFromHost(const void *src, size_t n) {

@@ -50,6 +50,20 @@ struct Driver {
   int (*cuEventElapsedTime)(float *, void *, void *) = nullptr;
   int (*cuEventDestroy)(void *) = nullptr;
   int (*cuGetErrorName)(int, const char **) = nullptr;
+  int (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream) = nullptr;
+  int (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream) = nullptr;
+  int (*cuMemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t) = nullptr;
+  int (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream) = nullptr;
+  int (*cuStreamCreate)(CUstream *, unsigned) = nullptr;
+  int (*cuStreamDestroy)(CUstream) = nullptr;
+  /// Stream capture and graphs (cuStreamBeginCapture_v2, cuGraphInstantiateWithFlags).
+  int (*cuStreamBeginCapture)(CUstream, int mode) = nullptr;
+  int (*cuStreamEndCapture)(CUstream, void **graph) = nullptr;
+  int (*cuGraphInstantiate)(void **exec, void *graph, unsigned long long flags) = nullptr;
+  int (*cuGraphLaunch)(void *exec, CUstream) = nullptr;
+  int (*cuGraphExecDestroy)(void *exec) = nullptr;
+  int (*cuGraphDestroy)(void *graph) = nullptr;
+  int (*cuGraphGetNodes)(void *graph, void **nodes, size_t *count) = nullptr;
   int (*cuTensorMapEncodeTiled)(void *, int, uint32_t, void *, const uint64_t *, const uint64_t *,
                                 const uint32_t *, const uint32_t *, int, int, int, int) = nullptr;
 };
@@ -64,6 +78,8 @@ const Driver &requireDriver();
 void *primaryContext(int ordinal);
 /// The ordinal of the device whose context is current on this thread; -1 when none is.
 int currentContextDevice();
+/// Counts `bytes` (negative: freed) against device `ordinal`'s memoryAllocated (Streams.cpp).
+void noteDeviceMemory(int ordinal, int64_t bytes);
 /// "CUDA error in <call>: <name> (<code>)" for a failed driver call.
 std::string describeError(int result, const char *call);
 /// Throws Error(describeError(result, call)) unless `result` is CUDA_SUCCESS.

@@ -20,6 +20,8 @@ from .runtime.driver import (DeviceArray, cdiv, current_device, device_count, em
                              has_gpu, next_power_of_2, synchronize, zeros)
 from .runtime.autotuner import AutotuneError, Autotuner, Config, autotune
 from .runtime.heuristics import Heuristics, heuristics
+from .runtime.graphs import (CUDAGraph, Stream, graph, max_memory_allocated, memory_allocated,
+                             reset_peak_memory_stats)
 from .tensor_descriptor import TensorDescriptor
 from . import language, runtime, testing, tools
 
@@ -45,4 +47,5 @@ __all__ = ["jit", "JITFunction", "compile", "CompiledKernel", "CompilationError"
            "current_device", "synchronize", "cdiv",
            "next_power_of_2", "language", "testing", "autotune", "Config", "Autotuner",
            "AutotuneError", "TensorDescriptor", "set_allocator", "heuristics", "Heuristics",
-           "runtime", "tools"]
+           "runtime", "tools", "Stream", "CUDAGraph", "graph", "memory_allocated",
+           "max_memory_allocated", "reset_peak_memory_stats"]

@@ -33,7 +33,8 @@ struct DeviceArray {
   std::vector<int64_t> shape;
   std::string dtype; ///< numpy's name: "float32", "int32", "float16", "bfloat16", ...
   size_t itemSize = 0;
-  uint64_t dataPtr() const { return buffer ? buffer->get() : 0; }
+  size_t offset = 0; ///< bytes into the buffer: a view (a[i], a[i:j], reshape, view(dtype))
+  uint64_t dataPtr() const { return buffer ? buffer->get() + offset : 0; }
   size_t numel() const {
     size_t n = 1;
     for (int64_t d : shape)

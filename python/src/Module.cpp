@@ -321,6 +321,35 @@ PYBIND11_MODULE(_C, m) {
       },
       pyb::arg("device") = -1);
 
+  pyb::class_<kiln::rt::Stream>(m, "Stream")
+      .def(pyb::init<int>(), pyb::arg("device") = -1)
+      .def_property_readonly("handle", [](const kiln::rt::Stream &s) { return uint64_t(s.get()); })
+      .def_property_readonly("device", &kiln::rt::Stream::getDevice)
+      .def("synchronize", &kiln::rt::Stream::synchronize,
+           pyb::call_guard<pyb::gil_scoped_release>());
+
+  pyb::class_<kiln::rt::Graph>(m, "Graph")
+      .def(pyb::init<>())
+      .def(
+          "capture_begin",
+          [](kiln::rt::Graph &g, uint64_t stream, int device) {
+            g.beginCapture(reinterpret_cast<kiln::rt::CUstream>(stream), device);
+          },
+          pyb::arg("stream"), pyb::arg("device") = -1)
+      .def("capture_end", &kiln::rt::Graph::endCapture)
+      .def(
+          "replay",
+          [](const kiln::rt::Graph &g, uint64_t stream) {
+            g.launch(reinterpret_cast<kiln::rt::CUstream>(stream));
+          },
+          pyb::arg("stream") = 0)
+      .def_property_readonly("capturing", &kiln::rt::Graph::isCapturing)
+      .def_property_readonly("ready", &kiln::rt::Graph::isReady);
+
+  m.def("memory_allocated", &kiln::rt::memoryAllocated, pyb::arg("device"));
+  m.def("max_memory_allocated", &kiln::rt::maxMemoryAllocated, pyb::arg("device"));
+  m.def("reset_peak_memory", &kiln::rt::resetPeakMemory, pyb::arg("device"));
+
   pyb::class_<kiln::rt::EventTimer>(m, "EventTimer")
       .def(pyb::init<>())
       .def(
@@ -374,25 +403,76 @@ PYBIND11_MODULE(_C, m) {
             return a;
           },
           pyb::arg("array"), pyb::arg("dtype"), pyb::arg("device") = -1)
-      .def("copy_to_host",
-           [](const DeviceArray &a, pyb::buffer b) {
-             pyb::buffer_info info = b.request(true);
-             size_t bytes = a.numel() * a.itemSize;
-             if (size_t(info.size * info.itemsize) != bytes)
-               throw pyb::value_error("copy_to_host: size mismatch");
-             if (bytes)
-               a.buffer->copyToHost(info.ptr, bytes);
-           })
-      .def("copy_from_host",
-           [](DeviceArray &a, pyb::buffer b) {
-             pyb::buffer_info info = b.request();
-             size_t bytes = a.numel() * a.itemSize;
-             if (size_t(info.size * info.itemsize) != bytes)
-               throw pyb::value_error("copy_from_host: size mismatch");
-             if (bytes)
-               a.buffer->copyFromHost(info.ptr, bytes);
-           })
-      .def("fill32", [](DeviceArray &a, uint32_t v) { a.buffer->fill32(v); })
+      .def(
+          "copy_to_host",
+          [](const DeviceArray &a, pyb::buffer b, uint64_t stream) {
+            pyb::buffer_info info = b.request(true);
+            size_t bytes = a.numel() * a.itemSize;
+            if (size_t(info.size * info.itemsize) != bytes)
+              throw pyb::value_error("copy_to_host: size mismatch");
+            if (bytes)
+              kiln::rt::copyDeviceToHost(info.ptr, a.dataPtr(), bytes, a.buffer->getDevice(),
+                                         reinterpret_cast<kiln::rt::CUstream>(stream));
+          },
+          pyb::arg("array"), pyb::arg("stream") = 0)
+      .def(
+          "copy_from_host",
+          [](DeviceArray &a, pyb::buffer b, uint64_t stream) {
+            pyb::buffer_info info = b.request();
+            size_t bytes = a.numel() * a.itemSize;
+            if (size_t(info.size * info.itemsize) != bytes)
+              throw pyb::value_error("copy_from_host: size mismatch");
+            if (bytes)
+              kiln::rt::copyHostToDevice(a.dataPtr(), info.ptr, bytes, a.buffer->getDevice(),
+                                         reinterpret_cast<kiln::rt::CUstream>(stream));
+          },
+          pyb::arg("array"), pyb::arg("stream") = 0)
+      .def(
+          "copy_from_device",
+          [](DeviceArray &a, const DeviceArray &src, uint64_t stream) {
+            size_t bytes = a.numel() * a.itemSize;
+            if (src.numel() * src.itemSize != bytes)
+              throw pyb::value_error("copy_: size mismatch (" + std::to_string(bytes) +
+                                     " bytes from " + std::to_string(src.numel() * src.itemSize) +
+                                     ")");
+            if (src.buffer->getDevice() != a.buffer->getDevice())
+              throw pyb::value_error("copy_: the arrays are on different devices");
+            if (bytes)
+              kiln::rt::copyDeviceToDevice(a.dataPtr(), src.dataPtr(), bytes, a.buffer->getDevice(),
+                                           reinterpret_cast<kiln::rt::CUstream>(stream));
+          },
+          pyb::arg("src"), pyb::arg("stream") = 0)
+      .def(
+          "fill32",
+          [](DeviceArray &a, uint32_t v, uint64_t stream) {
+            size_t bytes = a.numel() * a.itemSize;
+            if (bytes % 4)
+              throw pyb::value_error("fill32: the array's size is not a multiple of 4 bytes");
+            if (bytes)
+              kiln::rt::fillDevice32(a.dataPtr(), v, bytes / 4, a.buffer->getDevice(),
+                                     reinterpret_cast<kiln::rt::CUstream>(stream));
+          },
+          pyb::arg("value"), pyb::arg("stream") = 0)
+      .def(
+          "_view",
+          [](const DeviceArray &a, size_t offsetBytes, std::vector<int64_t> shape,
+             std::string dtype) {
+            DeviceArray v;
+            v.itemSize = itemSizeOf(dtype);
+            if (!v.itemSize)
+              throw pyb::type_error("kiln.DeviceArray.view: unsupported dtype '" + dtype + "'");
+            for (int64_t d : shape)
+              if (d < 0)
+                throw pyb::value_error("kiln.DeviceArray: negative dimension in a view");
+            v.shape = std::move(shape);
+            v.dtype = std::move(dtype);
+            v.buffer = a.buffer;
+            v.offset = a.offset + offsetBytes;
+            if (offsetBytes + v.numel() * v.itemSize > a.numel() * a.itemSize)
+              throw pyb::index_error("kiln.DeviceArray: the view reaches past its array");
+            return v;
+          },
+          pyb::arg("offset"), pyb::arg("shape"), pyb::arg("dtype"))
       .def("data_ptr", &DeviceArray::dataPtr)
       .def_property_readonly("device", [](const DeviceArray &a) { return a.buffer->getDevice(); })
       .def_property_readonly("shape",

@@ -121,8 +121,116 @@ DeviceArray.dtype = property(lambda self: self.dtype_name)
 DeviceArray.size = property(lambda self: self.numel())
 DeviceArray.ndim = property(lambda self: len(self.shape))
 DeviceArray.__len__ = lambda self: self.shape[0] if self.shape else 0
-DeviceArray.copy_ = lambda self, src: (self.copy_from_host(src.numpy() if hasattr(src, "numpy")
-                                                           else src), self)[1]
+
+
+def _reshape(self, *shape):
+    """A view of the same memory with another shape (-1 once: inferred), as numpy's."""
+    if len(shape) == 1 and not isinstance(shape[0], int):
+        shape = tuple(shape[0])
+    shape = [int(d) for d in shape]
+    n = self.numel()
+    if shape.count(-1) > 1:
+        raise ValueError("kiln.DeviceArray.reshape: only one dimension can be -1")
+    if -1 in shape:
+        known = 1
+        for d in shape:
+            known *= d if d != -1 else 1
+        if known == 0 or n % known:
+            raise ValueError(f"kiln.DeviceArray.reshape: cannot reshape {self.shape} to "
+                             f"{tuple(shape)}")
+        shape[shape.index(-1)] = n // known
+    total = 1
+    for d in shape:
+        total *= d
+    if total != n:
+        raise ValueError(f"kiln.DeviceArray.reshape: cannot reshape {self.shape} "
+                         f"({n} elements) to {tuple(shape)}")
+    return self._view(0, shape, self.dtype_name)
+
+
+def _getitem(self, key):
+    """a[i] and a[i:j] on the first dimension: views sharing the memory (contiguous)."""
+    if not self.shape:
+        raise IndexError("kiln.DeviceArray: a 0-d array cannot be indexed")
+    rows, rest = self.shape[0], list(self.shape[1:])
+    row_bytes = self.itemsize
+    for d in rest:
+        row_bytes *= d
+    if isinstance(key, slice):
+        start, stop, step = key.indices(rows)
+        if step != 1:
+            raise IndexError("kiln.DeviceArray: only contiguous slices (step 1) are views")
+        stop = max(stop, start)
+        return self._view(start * row_bytes, [stop - start] + rest, self.dtype_name)
+    if isinstance(key, int) or hasattr(key, "__index__"):
+        i = int(key)
+        if i < -rows or i >= rows:
+            raise IndexError(f"kiln.DeviceArray: index {i} is out of bounds for a first "
+                             f"dimension of {rows}")
+        i %= rows
+        return self._view(i * row_bytes, rest, self.dtype_name)
+    raise IndexError("kiln.DeviceArray: index the first dimension with an int or a slice "
+                     f"(views), found {type(key).__name__}")
+
+
+def _as_dtype(self, dtype):
+    """The same bytes read as `dtype` (numpy's a.view(dtype)): the last dimension scales by
+    the ratio of item sizes."""
+    name = _dtype_name(dtype)
+    size = DeviceArray._itemsize_of(name)
+    shape = list(self.shape) or [1]
+    last_bytes = shape[-1] * self.itemsize
+    if last_bytes % size:
+        raise ValueError(f"kiln.DeviceArray.view: a last dimension of {last_bytes} bytes does "
+                         f"not hold whole {name} items")
+    shape[-1] = last_bytes // size
+    return self._view(0, shape, name)
+
+
+def _copy_(self, src, stream=None):
+    """Copies `src` (a kiln.DeviceArray of the same byte size: device to device; else a host
+    array) into this array, on `stream` when given (an int handle or a kiln.Stream)."""
+    s = _stream_handle(stream)
+    if isinstance(src, DeviceArray):
+        self.copy_from_device(src, s)
+    else:
+        import numpy as np
+        host = src.numpy() if hasattr(src, "numpy") and not isinstance(src, np.ndarray) else src
+        self.copy_from_host(np.ascontiguousarray(host), s)
+    return self
+
+
+def _fill_(self, value, stream=None):
+    """Sets every element to `value` (on `stream` when given): any value for 4-byte dtypes,
+    zero for every dtype."""
+    import numpy as np
+    if self.itemsize == 4:
+        np_name = {"float32": "float32", "int32": "int32", "uint32": "uint32"}[self.dtype_name]
+        bits = int(np.array([value], dtype=np_name).view(np.uint32)[0])
+        self.fill32(bits, _stream_handle(stream))
+    elif value == 0 and self.nbytes % 4 == 0:
+        self.fill32(0, _stream_handle(stream))
+    else:
+        host = np.full(self.shape, value, dtype=_np_dtype(self.dtype_name))
+        self.copy_from_host(host, _stream_handle(stream))
+    return self
+
+
+def _stream_handle(stream):
+    if stream is None:
+        return 0
+    return int(getattr(stream, "handle", stream))
+
+
+DeviceArray.reshape = _reshape
+DeviceArray.__getitem__ = _getitem
+DeviceArray.view = _as_dtype
+DeviceArray.copy_ = _copy_
+DeviceArray.fill_ = _fill_
+DeviceArray.zero_ = lambda self, stream=None: _fill_(self, 0, stream)
+DeviceArray._itemsize_of = staticmethod(lambda name: {
+    "bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "float16": 2, "bfloat16": 2,
+    "int32": 4, "uint32": 4, "float32": 4, "int64": 8, "uint64": 8, "float64": 8}[name])
 
 
 def has_gpu():
