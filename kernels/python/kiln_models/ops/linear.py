@@ -1,0 +1,214 @@
+"""linear(x, w, out): out[M, N] = x[M, K] @ w[N, K].T, the HF nn.Linear layout (weight rows
+are output features), fp32 accumulation, the result rounded to out's dtype.
+
+Two regimes, one tile loop (Triton's matmul tutorial structure with w read as [BLOCK_N,
+BLOCK_K] tiles and `tl.dot(x_tile, w_tile.T)`: on sm_90a the transpose is folded into the
+K-major B ring wgmma reads):
+
+- prefill (M > 16): tensor-core tiles, grouped program order (GROUP_M row blocks share their
+  weight columns in L2); 128 x 256 x 64 on 8 warps where that still gives every SM a tile,
+  128 x 128 x 64 on 4 warps below, 64 x 128 x 64 for M <= 64. bf16/fp16 operands whose rows
+  meet the tensor descriptor rules go through `kiln.TensorDescriptor`s (TMA loads and stores on
+  sm_90a); others through pointers.
+- decode (M <= 16): memory bound. A program owns BLOCK_N weight rows (output columns) and
+  streams a K range of them, 16-byte loads along K copied into a multi-stage ring ahead of the
+  tensor cores; the (up to) 16 rows of x form the dot's M = 16 side. When the column blocks
+  alone would not give every SM work (o_proj, down, qkv), K is split across programs that
+  write fp32 partial sums into `scratch`, and a second kernel adds them in a fixed order
+  (deterministic) and rounds to out's dtype. Without `scratch` the K range is not split.
+
+fp32 operands multiply in IEEE fp32 (`input_precision="ieee"`; no TF32), so the CPU backend and
+fp32 models match float64 references to ~1e-6.
+"""
+import functools
+
+import kiln
+import kiln.language as tl
+
+from ._common import (FLOAT_DTYPES, check_array, dtype_name, launch_device, launch_opts)
+
+__all__ = ["linear", "linear_scratch_numel", "linear_config"]
+
+DECODE_MAX_M = 16  # rows of x up to which `linear` takes the memory-bound decode kernel
+_INT32_MAX = 2**31 - 1
+
+
+@kiln.jit
+def linear_kernel(x_ptr, w_ptr, out_ptr, part_ptr, M, N, K, K_SPLIT,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                  GROUP_M: tl.constexpr, SPLIT: tl.constexpr):
+    """out = x @ w.T over the tile (pid 0 in grouped order) and the K range [pid1 * K_SPLIT,
+    +K_SPLIT); with SPLIT, the fp32 partial goes to part[pid1, M, N] instead of out."""
+    pid = tl.program_id(0)
+    num_m = tl.cdiv(M, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    pid_m, pid_n = tl.swizzle2d(pid // num_n, pid % num_n, num_m, num_n, GROUP_M)
+    k0 = tl.program_id(1) * K_SPLIT
+    k_len = tl.minimum(K - k0, K_SPLIT)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    # Rows past M and N wrap to valid rows (read, never stored): the loads keep the one K mask.
+    x_ptrs = x_ptr + (rm % M)[:, None] * K + (k0 + rk)[None, :]
+    w_ptrs = w_ptr + (rn % N)[:, None] * K + (k0 + rk)[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(k_len, BLOCK_K)):
+        kmask = rk[None, :] < k_len - k * BLOCK_K
+        a = tl.load(x_ptrs, mask=kmask, other=0.0)
+        b = tl.load(w_ptrs, mask=kmask, other=0.0)
+        acc = tl.dot(a, b.T, acc, input_precision="ieee")
+        x_ptrs += BLOCK_K
+        w_ptrs += BLOCK_K
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    offs = rm[:, None] * N + rn[None, :]
+    if SPLIT:
+        tl.store(part_ptr + tl.program_id(1) * M * N + offs, acc, mask=mask)
+    else:
+        tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@kiln.jit
+def linear_tma_kernel(x_desc, w_desc, out_desc, M, N, K, BLOCK_M: tl.constexpr,
+                      BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    """out = x @ w.T through tensor descriptors (16-bit operands): x blocks [BLOCK_M, BLOCK_K],
+    w blocks [BLOCK_N, BLOCK_K], out blocks [BLOCK_M, BLOCK_N]."""
+    pid = tl.program_id(0)
+    num_m = tl.cdiv(M, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    pid_m, pid_n = tl.swizzle2d(pid // num_n, pid % num_n, num_m, num_n, GROUP_M)
+    off_m = pid_m * BLOCK_M
+    off_n = pid_n * BLOCK_N
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = x_desc.load([off_m, k * BLOCK_K])
+        b = w_desc.load([off_n, k * BLOCK_K])
+        acc = tl.dot(a, b.T, acc)
+    out_desc.store([off_m, off_n], acc.to(out_desc.dtype))
+
+
+@kiln.jit
+def splitk_reduce_kernel(part_ptr, out_ptr, MN, SPLITS, BLOCK: tl.constexpr):
+    """out[i] = sum over s of part[s, i] (in order of s), rounded to out's dtype."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < MN
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for s in range(0, SPLITS):
+        acc += tl.load(part_ptr + s * MN + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device_index):
+    try:
+        props = kiln.runtime.driver.active.utils.get_device_properties(device_index)
+        return int(props["multiprocessor_count"])
+    except Exception:  # no driver (compile-only machines): an H100's count
+        return 132
+
+
+def _device_index(a):
+    d = getattr(a, "device", None)
+    if isinstance(d, int):
+        return d
+    return getattr(d, "index", None) or 0
+
+
+def linear_config(M, N, K, itemsize=2, cpu=False, sms=132, split_ok=True):
+    """The launch plan of `linear` for these sizes: a dict with BLOCK_M, BLOCK_N, BLOCK_K,
+    GROUP_M, num_warps, num_stages, splits (K ranges; 1: no split) and k_split (the K
+    extent of each range)."""
+    if cpu:  # small tiles: the host compiler's time grows fast with the tile
+        if M <= DECODE_MAX_M:
+            cfg = dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=32, GROUP_M=1, num_warps=4, num_stages=1)
+        else:
+            cfg = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=4, num_warps=4, num_stages=1)
+        target = 4  # programs; enough to run the split path in CI
+    elif M <= DECODE_MAX_M:
+        # 16-byte loads, 128 (fp32: 64) elements of K per row per step; wide column blocks
+        # where there are columns for every SM, narrow ones otherwise.
+        bk = 128 if itemsize <= 2 else 64
+        bn = 64 if kiln.cdiv(N, 64) >= sms else 32
+        cfg = dict(BLOCK_M=16, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=1, num_warps=4, num_stages=4)
+        target = 2 * sms
+    elif M <= 64:
+        cfg = dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=4, num_stages=4)
+        target = 0
+    elif M * N >= sms * 128 * 256:
+        cfg = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=4)
+        target = 0
+    else:
+        cfg = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=4, num_stages=4)
+        target = 0
+    bk = cfg["BLOCK_K"]
+    tiles = kiln.cdiv(M, cfg["BLOCK_M"]) * kiln.cdiv(N, cfg["BLOCK_N"])
+    splits = 1
+    if split_ok and M <= DECODE_MAX_M and tiles < target:
+        # Each range keeps at least 4 K steps (the ring's depth) of work.
+        max_splits = max(1, K // (4 * bk))
+        splits = min(kiln.cdiv(target, tiles), max_splits)
+    k_split = kiln.cdiv(kiln.cdiv(K, splits), bk) * bk if K else bk
+    splits = kiln.cdiv(K, k_split) if K else 1
+    cfg.update(splits=splits, k_split=k_split)
+    return cfg
+
+
+def linear_scratch_numel(M, N, K, itemsize=2, cpu=False, sms=132):
+    """fp32 elements of `scratch` that `linear` uses for these sizes (0: none). A decode step
+    can share one scratch array of the largest count among its linears (they run in order
+    on one stream)."""
+    cfg = linear_config(M, N, K, itemsize, cpu, sms)
+    return cfg["splits"] * M * N if cfg["splits"] > 1 else 0
+
+
+def _takes_descriptor(a):
+    """Whether a contiguous 2-D GPU array meets the tensor descriptor rules: a 16-byte
+    aligned base and rows of a multiple of 16 bytes."""
+    return a.data_ptr() % 16 == 0 and (a.shape[1] * a.itemsize) % 16 == 0
+
+
+def linear(x, w, out, scratch=None, stream=None, device=None):
+    """out[M, N] = x[M, K] @ w[N, K].T (fp32 accumulation). x and w share one dtype (fp32, bf16,
+    fp16); out is any of those. `scratch`: an fp32 array of at least
+    `linear_scratch_numel(M, N, K)` elements for split-K in decode (optional)."""
+    M, K = check_array("linear", "x", x, (None, None), FLOAT_DTYPES)
+    N, _ = check_array("linear", "w", w, (None, K), FLOAT_DTYPES)
+    check_array("linear", "out", out, (M, N), FLOAT_DTYPES)
+    dt = dtype_name(x)
+    if dtype_name(w) != dt:
+        raise TypeError(f"linear: expected 'x' and 'w' of one dtype, found {dt} and "
+                        f"{dtype_name(w)}")
+    if max(M * K, N * K, M * N) > _INT32_MAX:
+        raise ValueError(f"linear: expected M * K, N * K and M * N below 2^31 (int32 offsets), "
+                         f"found M={M}, N={N}, K={K}")
+    dev = launch_device(device, x, w, out)
+    cpu = dev == "cpu"
+    itemsize = 4 if dt == "float32" else 2
+    sms = 132 if cpu else _sm_count(_device_index(x))
+    cfg = linear_config(M, N, K, itemsize, cpu, sms, split_ok=scratch is not None)
+    if M == 0 or N == 0:
+        return out
+    splits = cfg.pop("splits")
+    k_split = cfg.pop("k_split")
+    if splits > 1:
+        check_array("linear", "scratch", scratch, (None,), ("float32",))
+        if scratch.shape[0] < splits * M * N:
+            raise ValueError(f"linear: expected 'scratch' of at least {splits * M * N} fp32 "
+                             f"elements ({splits} K splits of [{M}, {N}]), found "
+                             f"{scratch.shape[0]}")
+    opts = launch_opts(dev, stream)
+    tiles = kiln.cdiv(M, cfg["BLOCK_M"]) * kiln.cdiv(N, cfg["BLOCK_N"])
+    if (M > DECODE_MAX_M and K > 0 and dt != "float32" and dtype_name(out) != "float32"
+            and not cpu and all(_takes_descriptor(a) for a in (x, w, out))):
+        desc = kiln.TensorDescriptor.from_tensor
+        bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+        linear_tma_kernel[(tiles,)](desc(x, [bm, bk]), desc(w, [bn, bk]), desc(out, [bm, bn]),
+                                    M, N, K, **cfg, **opts)
+        return out
+    split = splits > 1
+    linear_kernel[(tiles, splits)](x, w, out, scratch if split else out, M, N, K, k_split,
+                                   SPLIT=split, **cfg, **opts)
+    if split:
+        block = 256 if cpu else 1024
+        splitk_reduce_kernel[(kiln.cdiv(M * N, block),)](scratch, out, M * N, splits,
+                                                         BLOCK=block, num_warps=4, **opts)
+    return out
