@@ -288,3 +288,184 @@ def test_reference_cached_decode_equals_full_forward():
     np.testing.assert_allclose(np.concatenate(parts), full, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match=r"token ids must be in \[0, 256\)"):
         ref.forward([3, 256])
+
+
+# ----------------------------------------------------------------------------- model
+
+import models_numpy_ops  # noqa: E402
+from kiln_models import generate as gen, kv_cache  # noqa: E402
+from kiln_models.model import LlamaModel  # noqa: E402
+
+_KILN_OPS = ("embedding", "rmsnorm", "add_rmsnorm", "linear", "silu_mul", "gather_rows",
+             "argmax", "sample", "rope_cache", "prefill_attention", "decode_attention")
+
+
+def kiln_ops_or_skip():
+    from kiln_models import ops
+    missing = [n for n in _KILN_OPS if not hasattr(ops, n)]
+    if missing:
+        pytest.skip(f"kiln_models.ops has no {', '.join(missing)} yet")
+    return ops
+
+
+# "numpy": the model's plumbing with numpy stand-ins of the ops; "kiln": the real kernels
+@pytest.fixture(params=["numpy", "kiln"])
+def ops(request):
+    return models_numpy_ops if request.param == "numpy" else kiln_ops_or_skip()
+
+
+WEIGHTS = checkpoint.random_weights(TINY, seed=7, norm_noise=0.1)
+REF = reference.ReferenceLlama(TINY, WEIGHTS)
+
+
+def rel_err(got, want):
+    return float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+
+
+def tiny_model(ops, device="cpu", **kw):
+    kw = dict(dict(max_batch=4, max_tokens=64, max_seq_len=64, block_size=4), **kw)
+    return LlamaModel(TINY, WEIGHTS, device=device, ops=ops, **kw)
+
+
+def prompt(n, seed):
+    return np.random.default_rng(seed).integers(0, TINY.vocab_size, n)
+
+
+def check_prefill_then_decode(model, tol):
+    ids = prompt(13, 1)
+    want = REF.forward(ids)
+    got = model.logits_numpy(model.prefill([("a", ids[:9])]))
+    assert got.shape == (1, TINY.vocab_size)
+    assert rel_err(got[0], want[8]) <= tol
+    for t in range(9, 13):
+        got = model.logits_numpy(model.decode(["a"], np.array([ids[t]])))
+        assert rel_err(got[0], want[t]) <= tol, t
+    model.release("a")
+
+
+def test_model_prefill_then_decode_equals_reference(ops):
+    check_prefill_then_decode(tiny_model(ops), 1e-4)
+
+
+def test_model_batches_requests_of_different_lengths(ops):
+    model = tiny_model(ops)
+    ids = {"x": prompt(11, 2), "y": prompt(3, 3), "z": prompt(6, 4)}
+    want = {k: REF.forward(v) for k, v in ids.items()}
+    got = model.logits_numpy(model.prefill([("x", ids["x"][:7]), ("y", ids["y"][:2]),
+                                            ("z", ids["z"][:5])]))
+    for row, (k, n) in enumerate([("x", 7), ("y", 2), ("z", 5)]):
+        assert rel_err(got[row], want[k][n - 1]) <= 1e-4, k
+    # decode the three together, then two of them with the third's continuation prefilled
+    got = model.logits_numpy(model.decode(["x", "y", "z"], np.array(
+        [ids["x"][7], ids["y"][2], ids["z"][5]])))
+    for row, (k, n) in enumerate([("x", 8), ("y", 3), ("z", 6)]):
+        assert rel_err(got[row], want[k][n - 1]) <= 1e-4, k
+    got = model.logits_numpy(model.prefill([("x", ids["x"][8:11])]))
+    assert rel_err(got[0], want["x"][10]) <= 1e-4
+    for k in ids:
+        model.release(k)
+    assert model.kv.allocator.num_free == model.kv.allocator.num_blocks
+
+
+def test_model_greedy_generation_equals_reference(ops):
+    model = tiny_model(ops)
+    prompts = [prompt(5, 10), prompt(12, 11)]
+    result = gen.generate(model, prompts, 6)
+    assert result.tokens == [REF.greedy(p, 6) for p in prompts]
+    assert result.prefill_tokens == 17 and result.decode_tokens == 10
+    assert model.kv.allocator.num_free == model.kv.allocator.num_blocks
+    # prompts beyond one prefill's max_tokens go in several prefills
+    small = tiny_model(ops, max_tokens=12)
+    assert gen.generate(small, prompts, 3).tokens == [t[:3] for t in result.tokens]
+
+
+def test_model_sampling_is_seeded(ops):
+    model = tiny_model(ops)
+    prompts = [prompt(4, 20), prompt(7, 21)]
+    s = gen.SamplingParams(temperature=1.5, top_k=20, top_p=0.9, seed=5)
+    a = gen.generate(model, prompts, 5, s).tokens
+    assert a == gen.generate(model, prompts, 5, s).tokens
+    others = [gen.generate(model, prompts, 5, dataclasses_replace(s, seed=k)).tokens
+              for k in range(6, 9)]
+    assert any(o != a for o in others)
+    # top_k=1 is greedy whatever the temperature
+    one = gen.SamplingParams(temperature=2.0, top_k=1, seed=3)
+    assert gen.generate(model, prompts, 4, one).tokens == gen.generate(model, prompts, 4).tokens
+
+
+def dataclasses_replace(obj, **kw):
+    import dataclasses
+    return dataclasses.replace(obj, **kw)
+
+
+def test_model_bf16_and_fp16_close_to_reference(ops):
+    ids = prompt(10, 30)
+    want = REF.forward(ids)
+    for dtype in ("bf16", "fp16"):
+        model = tiny_model(ops, dtype=dtype)
+        got = model.logits_numpy(model.prefill([("a", ids)]))
+        assert rel_err(got[0], want[-1]) <= (5e-2 if dtype == "bf16" else 1e-2), dtype
+
+
+def test_model_untied_head_from_checkpoint(ops, tmp_path):
+    config = TINY.replace(tie_word_embeddings=False)
+    weights = dict(WEIGHTS, **{"lm_head.weight": checkpoint.random_weights(
+        config, seed=8)["lm_head.weight"]})
+    checkpoint.save_checkpoint(str(tmp_path), config, weights, max_shard_bytes=50_000)
+    model = LlamaModel.from_pretrained(str(tmp_path), ops=ops, max_batch=2, max_seq_len=32,
+                                       max_tokens=32)
+    ids = prompt(9, 31)
+    got = model.logits_numpy(model.prefill([("a", ids)]))
+    want = reference.ReferenceLlama(config, weights).forward(ids)
+    assert rel_err(got[0], want[-1]) <= 1e-4
+
+
+def test_kv_cache_blocks_freed_and_reused():
+    alloc = kv_cache.BlockAllocator(4)
+    a = alloc.allocate(3)
+    with pytest.raises(kv_cache.KVCacheFull, match="2 blocks needed, 1 of 4 free"):
+        alloc.allocate(2)
+    alloc.free(a[:2])
+    assert sorted(alloc.allocate(3)) == sorted(a[:2] + [3])
+    with pytest.raises(ValueError, match="block 3 is not allocated"):
+        alloc.free([3, 3])
+    with pytest.raises(ValueError, match="block_size must be a power of two"):
+        kv_cache.PagedKVCache(None, 1, 1, 4, "fp32", 4, block_size=6)
+
+
+def test_model_kv_cache_full_and_bad_inputs():
+    model = tiny_model(models_numpy_ops, num_blocks=5)  # 20 tokens of cache
+    model.prefill([("a", prompt(12, 40))])
+    with pytest.raises(kv_cache.KVCacheFull, match="needs 3 more blocks, 2 of 5 free"):
+        model.prefill([("b", prompt(9, 41))])
+    assert "b" not in model.kv.tables and model.kv.allocator.num_free == 2
+    model.prefill([("b", prompt(8, 41))])
+    model.release("a")
+    model.prefill([("c", prompt(12, 42))])  # a's blocks reused
+    with pytest.raises(ValueError, match=r"request 'd': token ids must be in \[0, 256\)"):
+        model.prefill([("d", np.array([1, 256]))])
+    with pytest.raises(ValueError, match="token ids must be a non-empty 1-D integer array"):
+        model.prefill([("d", np.array([], np.int64))])
+    with pytest.raises(ValueError, match="decode: request 'zz' was not prefilled"):
+        model.decode(["zz"], np.array([1]))
+    with pytest.raises(ValueError, match=r"one id per request \(2\)"):
+        model.decode(["b", "c"], np.array([1]))
+    with pytest.raises(ValueError, match="batch of 5 requests; the model takes 1 to max_batch=4"):
+        model.prefill([(str(i), [1]) for i in range(5)])
+    with pytest.raises(ValueError, match="70 tokens in the batch, .* max_tokens=64"):
+        model.prefill([("e", prompt(35, 1)), ("f", prompt(35, 2))])
+    with pytest.raises(ValueError, match="beyond max_seq_len=64"):
+        model.prefill([("e", prompt(65, 1))])
+    with pytest.raises(ValueError, match="a request appears twice"):
+        model.decode(["b", "b"], np.array([1, 2]))
+    with pytest.raises(ValueError, match="max_seq_len=600 is beyond the config's"):
+        tiny_model(models_numpy_ops, max_seq_len=600)
+    with pytest.raises(ValueError, match="weights have no tensor 'model.norm.weight'"):
+        LlamaModel(TINY, {k: v for k, v in WEIGHTS.items() if k != "model.norm.weight"},
+                   ops=models_numpy_ops)
+    with pytest.raises(ValueError, match="dtype must be fp32, bf16 or fp16"):
+        tiny_model(models_numpy_ops, dtype="int32")
+    with pytest.raises(ValueError, match="new tokens exceed the model's max_seq_len=64"):
+        gen.generate(model, [prompt(60, 1)], 10)
+    with pytest.raises(ValueError, match="top_p must be in"):
+        gen.SamplingParams(temperature=1.0, top_p=0)

@@ -1,0 +1,135 @@
+"""kiln_models.generate: token generation over a LlamaModel: greedy (argmax) or top-k/top-p
+sampling, both on the device.
+
+generate() prefills the prompts (several per prefill, as many as the model's max_tokens
+allows), picks each request's first token from the prefill logits, then runs decode steps for
+the whole batch. A decode step touches only fixed buffers: the host copies its inputs (the
+previous tokens, positions, slots, block tables, context lengths) into the model's fixed input
+arrays, the kernels run on fixed row views, and the chosen tokens land in the model's fixed
+next_tokens array, so the step can later be captured once as a CUDA graph and replayed.
+"""
+
+import dataclasses
+import itertools
+import time
+
+import numpy as np
+
+__all__ = ["SamplingParams", "GenerationResult", "generate", "select_tokens"]
+
+_ids = itertools.count()
+
+
+@dataclasses.dataclass(frozen=True)
+class SamplingParams:
+    """temperature 0 is greedy (argmax, the first maximum as torch.argmax); otherwise logits
+    / temperature, then the top_k most likely tokens (0: all), then the smallest prefix whose
+    probability reaches top_p, sampled deterministically from (seed, step)."""
+
+    temperature: float = 0.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self):
+        if not isinstance(self.temperature, (int, float)) or self.temperature < 0:
+            raise ValueError(f"SamplingParams: temperature must be >= 0, got "
+                             f"{self.temperature!r}")
+        if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 0:
+            raise ValueError(f"SamplingParams: top_k must be an int >= 0, got {self.top_k!r}")
+        if not isinstance(self.top_p, (int, float)) or not 0 < self.top_p <= 1:
+            raise ValueError(f"SamplingParams: top_p must be in (0, 1], got {self.top_p!r}")
+
+    @property
+    def greedy(self):
+        return self.temperature == 0
+
+
+@dataclasses.dataclass
+class GenerationResult:
+    """tokens[i]: the ids generated for prompt i; times in seconds (device work included)."""
+
+    tokens: list
+    prefill_seconds: float
+    decode_seconds: float
+    prefill_tokens: int
+    decode_tokens: int
+
+    @property
+    def prefill_tokens_per_s(self):
+        return self.prefill_tokens / self.prefill_seconds if self.prefill_seconds else 0.0
+
+    @property
+    def decode_tokens_per_s(self):
+        return self.decode_tokens / self.decode_seconds if self.decode_seconds else 0.0
+
+
+def select_tokens(model, logits, sampling, step):
+    """Picks one token per row of `logits` ([B, V] view) into the model's next_tokens buffer
+    on the device; returns them as a host int array (the step's one synchronization)."""
+    B = logits.shape[0]
+    out = model.arrays.rows(model.next_tokens, B)
+    if sampling.greedy:
+        model.ops.argmax(logits, out, **model.launch)
+    else:
+        extra = {} if model.sample_scratch is None else {"scratch": model.sample_scratch}
+        model.ops.sample(logits, out, float(sampling.temperature), sampling.top_k,
+                         float(sampling.top_p), sampling.seed, step, **extra, **model.launch)
+    return model.arrays.download(out).astype(np.int64)
+
+
+def _chunks(prompts, max_batch, max_tokens):
+    """Consecutive groups of prompt indices that fit one prefill."""
+    group, tokens = [], 0
+    for i, p in enumerate(prompts):
+        if group and (len(group) == max_batch or tokens + len(p) > max_tokens):
+            yield group
+            group, tokens = [], 0
+        group.append(i)
+        tokens += len(p)
+    if group:
+        yield group
+
+
+def generate(model, prompts, new_tokens, sampling=None):
+    """Generates `new_tokens` ids after each prompt of `prompts` (lists or int arrays),
+    decoding them all as one batch. Returns a GenerationResult. The requests' KV cache blocks
+    are freed at the end (also on error)."""
+    sampling = sampling or SamplingParams()
+    prompts = [np.asarray(p) for p in prompts]
+    if not prompts or len(prompts) > model.max_batch:
+        raise ValueError(f"generate: {len(prompts)} prompts; the model decodes 1 to "
+                         f"max_batch={model.max_batch} at once")
+    if isinstance(new_tokens, bool) or not isinstance(new_tokens, int) or new_tokens < 1:
+        raise ValueError(f"generate: new_tokens must be a positive int, got {new_tokens!r}")
+    for i, p in enumerate(prompts):
+        if p.ndim != 1 or p.size == 0:
+            raise ValueError(f"generate: prompt {i} must be a non-empty 1-D list of ids, got "
+                             f"shape {p.shape}")
+        if p.size > model.max_tokens:
+            raise ValueError(f"generate: prompt {i} has {p.size} tokens, more than the "
+                             f"model's max_tokens={model.max_tokens} per prefill")
+        if p.size + new_tokens > model.max_seq_len:
+            raise ValueError(f"generate: prompt {i} ({p.size} tokens) + {new_tokens} new "
+                             f"tokens exceed the model's max_seq_len={model.max_seq_len}")
+    seqs = [f"gen{next(_ids)}" for _ in prompts]
+    out = [[] for _ in prompts]
+    try:
+        start = time.perf_counter()
+        for group in _chunks(prompts, model.max_batch, model.max_tokens):
+            logits = model.prefill([(seqs[i], prompts[i]) for i in group])
+            for i, tok in zip(group, select_tokens(model, logits, sampling, 0)):
+                out[i].append(int(tok))
+        prefill_s = time.perf_counter() - start
+        start = time.perf_counter()
+        for step in range(1, new_tokens):
+            logits = model.decode(seqs, np.array([o[-1] for o in out]))
+            for o, tok in zip(out, select_tokens(model, logits, sampling, step)):
+                o.append(int(tok))
+        decode_s = time.perf_counter() - start
+    finally:
+        for s in seqs:
+            if s in model.kv.tables:
+                model.release(s)
+    return GenerationResult(out, prefill_s, decode_s, int(sum(p.size for p in prompts)),
+                            len(prompts) * (new_tokens - 1))

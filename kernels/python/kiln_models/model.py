@@ -1,0 +1,340 @@
+"""kiln_models.model: the Llama decoder on Kiln kernels.
+
+Memory is planned once, at construction: the weights are uploaded in the activation dtype
+(q/k/v fused into one [(Hq + 2 Hkv) D, H] weight, gate/up into one [2I, H], a tied LM head
+shares the embedding), the paged KV cache is allocated, and every activation buffer is sized
+for the largest step (max_tokens rows for prefill, max_batch rows for the last positions and
+logits). A forward pass then only fills the fixed input buffers (token ids, positions, cache
+slots, block tables, context lengths: host arrays copied in) and launches kiln_models.ops on
+row views of those buffers:
+
+    embedding -> per layer [add_rmsnorm -> linear(qkv) -> rope_cache -> prefill/decode
+    attention -> linear(o) -> add_rmsnorm -> linear(gate_up) -> silu_mul -> linear(down)]
+    -> final add_rmsnorm on the rows whose logits are needed -> linear(lm_head)
+
+The residual stream follows HF: `residual` holds the sum of the embedding and every block's
+output, add_rmsnorm adds the latest output into it in the activation dtype and normalizes.
+prefill() and decode() return a [B, V] view of the logits buffer (the last position of each
+request); generate.py picks tokens from it.
+"""
+
+import math
+
+import numpy as np
+
+from .arrays import Arrays, dtype_name
+from .checkpoint import llama_tensor_shapes, load_weights, random_weights
+from .config import LlamaConfig
+from .kv_cache import KVCacheFull, PagedKVCache
+from .reference import rope_tables
+
+__all__ = ["LlamaModel", "KVCacheFull"]
+
+
+class _Layer:
+    """One decoder layer's device weights."""
+    __slots__ = ("in_norm", "qkv", "o", "post_norm", "gate_up", "down")
+
+
+class LlamaModel:
+    """A Llama decoder of `config` with `weights` ({HF name: numpy array}) on `device`
+    ("cpu": numpy arrays and the CPU backend; "gpu": kiln.DeviceArray) in activation `dtype`
+    ("fp32", "bf16", "fp16").
+
+    max_batch: requests per step; max_tokens: tokens per prefill (default max_batch *
+    min(max_seq_len, 512)); max_seq_len: tokens per request, prompt and output (default
+    min(config.max_position_embeddings, 2048)); block_size, num_blocks: the paged KV cache
+    (default: enough blocks for max_batch requests of max_seq_len). `ops` is the module of
+    kernels (default kiln_models.ops); `stream` a CUstream handle for every launch."""
+
+    def __init__(self, config, weights, device="cpu", dtype="fp32", max_batch=8,
+                 max_tokens=None, max_seq_len=None, block_size=16, num_blocks=None, ops=None,
+                 stream=None):
+        if not isinstance(config, LlamaConfig):
+            raise TypeError(f"LlamaModel: config must be a LlamaConfig, got "
+                            f"{type(config).__name__}")
+        self.config = c = config
+        self.dtype = dtype_name(dtype)
+        if self.dtype not in ("float32", "bfloat16", "float16"):
+            raise ValueError(f"LlamaModel: dtype must be fp32, bf16 or fp16, got {dtype!r}")
+        if ops is None:
+            from . import ops
+        self.ops = ops
+        self.arrays = a = Arrays(device)
+        self.stream = stream
+        self.launch = {"device": a.launch_device, "stream": stream}
+        self.max_seq_len = _positive("max_seq_len", max_seq_len or
+                                     min(c.max_position_embeddings, 2048))
+        if self.max_seq_len > c.max_position_embeddings:
+            raise ValueError(f"LlamaModel: max_seq_len={self.max_seq_len} is beyond the "
+                             f"config's max_position_embeddings={c.max_position_embeddings}")
+        self.max_batch = _positive("max_batch", max_batch)
+        self.max_tokens = _positive("max_tokens", max_tokens or
+                                    max_batch * min(self.max_seq_len, 512))
+        self.sm_scale = 1.0 / math.sqrt(c.head_dim)
+        self._upload_weights(weights)
+
+        max_blocks = -(-self.max_seq_len // block_size)
+        self.kv = PagedKVCache(a, c.num_hidden_layers, c.num_key_value_heads, c.head_dim,
+                               self.dtype, num_blocks or max_batch * max_blocks, block_size,
+                               max_blocks)
+        cos, sin = rope_tables(c, self.max_seq_len, np.float32)
+        self.cos, self.sin = a.upload(cos), a.upload(sin)
+
+        T, B, H, act = self.max_tokens, self.max_batch, c.hidden_size, self.dtype
+        self.residual = a.empty((T, H), act)
+        self.hidden = a.empty((T, H), act)
+        self.normed = a.empty((T, H), act)
+        self.qkv = a.empty((T, c.qkv_size), act)
+        self.attn = a.empty((T, c.num_attention_heads * c.head_dim), act)
+        self.gate_up = a.empty((T, 2 * c.intermediate_size), act)
+        self.mlp = a.empty((T, c.intermediate_size), act)
+        self.last_hidden = a.empty((B, H), act)
+        self.last_residual = a.empty((B, H), act)
+        self.last_normed = a.empty((B, H), act)
+        self.logits = a.empty((B, c.vocab_size), act)
+        self.next_tokens = a.zeros((B,), "int32")
+        # the step's inputs: host mirrors, copied into fixed device buffers
+        self.h_ids, self.ids = np.zeros(T, np.int32), a.zeros((T,), "int32")
+        self.h_positions, self.positions = np.zeros(T, np.int32), a.zeros((T,), "int32")
+        self.h_slots, self.slots = np.zeros(T, np.int32), a.zeros((T,), "int32")
+        self.h_cu_seqlens, self.cu_seqlens = np.zeros(B + 1, np.int32), \
+            a.zeros((B + 1,), "int32")
+        self.h_rows, self.rows = np.zeros(B, np.int32), a.zeros((B,), "int32")
+        self.h_tables = np.zeros((B, max_blocks), np.int32)
+        self.block_tables = a.zeros((B, max_blocks), "int32")
+        self.h_context_lens, self.context_lens = np.zeros(B, np.int32), a.zeros((B,), "int32")
+        self.decode_scratch = self.sample_scratch = None
+        if hasattr(ops, "decode_attention_scratch"):
+            shapes = ops.decode_attention_scratch(B, c.num_attention_heads, c.head_dim,
+                                                  self.max_seq_len)
+            self.decode_scratch = _allocate(a, shapes)
+        if hasattr(ops, "sample_scratch"):
+            self.sample_scratch = _allocate(a, ops.sample_scratch(B, c.vocab_size))
+
+    # ------------------------------------------------------------------------- building
+
+    @classmethod
+    def from_pretrained(cls, model_dir, **kwargs):
+        """The model of the HF checkpoint in `model_dir` (config.json + safetensors)."""
+        config = LlamaConfig.from_json(model_dir)
+        return cls(config, load_weights(model_dir, config), **kwargs)
+
+    @classmethod
+    def random(cls, config, seed=0, **kwargs):
+        """A model of `config` with seeded random weights (HF's init)."""
+        return cls(config, random_weights(config, seed), **kwargs)
+
+    def _upload_weights(self, weights):
+        c, a, act = self.config, self.arrays, self.dtype
+        shapes = llama_tensor_shapes(c)
+        for name, shape in shapes.items():
+            if name not in weights:
+                raise ValueError(f"LlamaModel: weights have no tensor '{name}'")
+            got = tuple(np.shape(weights[name]))
+            if got != shape:
+                raise ValueError(f"LlamaModel: tensor '{name}' has shape {list(got)}, the "
+                                 f"config needs {list(shape)}")
+
+        def host(name):
+            return np.asarray(weights[name])
+
+        self.embed = a.upload(host("model.embed_tokens.weight"), act)
+        self.layers = []
+        for i in range(c.num_hidden_layers):
+            p, w = f"model.layers.{i}.", _Layer()
+            w.in_norm = a.upload(host(p + "input_layernorm.weight"), act)
+            w.qkv = a.upload(np.concatenate([host(p + f"self_attn.{n}_proj.weight")
+                                             for n in "qkv"]), act)
+            w.o = a.upload(host(p + "self_attn.o_proj.weight"), act)
+            w.post_norm = a.upload(host(p + "post_attention_layernorm.weight"), act)
+            w.gate_up = a.upload(np.concatenate([host(p + "mlp.gate_proj.weight"),
+                                                 host(p + "mlp.up_proj.weight")]), act)
+            w.down = a.upload(host(p + "mlp.down_proj.weight"), act)
+            self.layers.append(w)
+        self.norm = a.upload(host("model.norm.weight"), act)
+        self.lm_head = self.embed if c.tie_word_embeddings else \
+            a.upload(host("lm_head.weight"), act)
+
+    # ------------------------------------------------------------------------- steps
+
+    def prefill(self, batch):
+        """Runs the new tokens of each request of `batch` (a list of (request id, token ids));
+        a request not yet in the KV cache is added, one already there continues after its
+        cached tokens. Returns the [B, V] logits of each request's last new token (a view of
+        the model's logits buffer, valid until the next step)."""
+        B = len(batch)
+        self._check_batch("prefill", B)
+        counts = [self._check_ids("prefill", seq, ids) for seq, ids in batch]
+        T = sum(counts)
+        if T > self.max_tokens:
+            raise ValueError(f"prefill: {T} tokens in the batch, the model's buffers hold "
+                             f"max_tokens={self.max_tokens}")
+        if len({seq for seq, _ in batch}) != B:
+            raise ValueError("prefill: a request appears twice in the batch")
+        self._reserve(batch, counts)
+        t = 0
+        self.h_cu_seqlens[0] = 0
+        for b, ((seq, ids), n) in enumerate(zip(batch, counts)):
+            self.h_ids[t:t + n] = ids
+            self.h_positions[t:t + n], self.h_slots[t:t + n] = self.kv.append(seq, n)
+            self.kv.table_row(seq, self.h_tables[b])
+            self.h_context_lens[b] = self.kv.lengths[seq]
+            t += n
+            self.h_cu_seqlens[b + 1] = t
+            self.h_rows[b] = t - 1
+        self._copy_inputs(T, B)
+        self._copy(self.cu_seqlens, self.h_cu_seqlens, B + 1)
+        self._copy(self.rows, self.h_rows, B)
+        max_new = max(counts)
+        r, ops = self.arrays.rows, self.ops
+
+        def attend(layer, qkv, out):
+            c = self.config
+            ops.prefill_attention(qkv, self.kv.k[layer], self.kv.v[layer],
+                                  r(self.cu_seqlens, B + 1), r(self.block_tables, B),
+                                  r(self.context_lens, B), out, max_new,
+                                  c.num_attention_heads, c.num_key_value_heads, c.head_dim,
+                                  self.sm_scale, **self.launch)
+
+        x, res = self._layers(T, attend)
+        lx, lres = r(self.last_hidden, B), r(self.last_residual, B)
+        ops.gather_rows(x, r(self.rows, B), lx, **self.launch)
+        ops.gather_rows(res, r(self.rows, B), lres, **self.launch)
+        return self._head(lx, lres, B)
+
+    def decode(self, seq_ids, tokens):
+        """One decode step: token tokens[b] appended to request seq_ids[b] (each already
+        prefilled). Returns the [B, V] logits view."""
+        B = len(seq_ids)
+        self._check_batch("decode", B)
+        tokens = np.asarray(tokens)
+        if tokens.shape != (B,):
+            raise ValueError(f"decode: tokens must have one id per request ({B}), got shape "
+                             f"{tokens.shape}")
+        for b, seq in enumerate(seq_ids):
+            if seq not in self.kv.tables:
+                raise ValueError(f"decode: request {seq!r} was not prefilled")
+            self._check_ids("decode", seq, tokens[b:b + 1])
+        if len(set(seq_ids)) != B:
+            raise ValueError("decode: a request appears twice in the batch")
+        self._reserve([(s, None) for s in seq_ids], [1] * B)
+        for b, (seq, tok) in enumerate(zip(seq_ids, tokens)):
+            self.h_ids[b] = tok
+            self.h_positions[b:b + 1], self.h_slots[b:b + 1] = self.kv.append(seq, 1)
+            self.kv.table_row(seq, self.h_tables[b])
+            self.h_context_lens[b] = self.kv.lengths[seq]
+        self._copy_inputs(B, B)
+        r, ops, c = self.arrays.rows, self.ops, self.config
+
+        def attend(layer, qkv, out):
+            extra = {} if self.decode_scratch is None else {"scratch": self.decode_scratch}
+            ops.decode_attention(qkv, self.kv.k[layer], self.kv.v[layer],
+                                 r(self.block_tables, B), r(self.context_lens, B), out,
+                                 c.num_attention_heads, c.num_key_value_heads, c.head_dim,
+                                 self.sm_scale, **extra, **self.launch)
+
+        x, res = self._layers(B, attend)
+        return self._head(x, res, B)
+
+    def release(self, seq_id):
+        """Frees request `seq_id`'s KV cache blocks (for reuse by later requests)."""
+        self.kv.free(seq_id)
+
+    def logits_numpy(self, logits):
+        """A float32 numpy copy of a logits view."""
+        return self.arrays.download(logits).astype(np.float32)
+
+    # ------------------------------------------------------------------------- internals
+
+    def _layers(self, T, attend):
+        c, r, ops, ld, eps = self.config, self.arrays.rows, self.ops, self.launch, \
+            self.config.rms_norm_eps
+        res, x, normed = r(self.residual, T), r(self.hidden, T), r(self.normed, T)
+        qkv, attn, gu, mlp = r(self.qkv, T), r(self.attn, T), r(self.gate_up, T), \
+            r(self.mlp, T)
+        pos, slots = r(self.positions, T), r(self.slots, T)
+        ops.embedding(r(self.ids, T), self.embed, res, **ld)
+        for i, w in enumerate(self.layers):
+            if i == 0:
+                ops.rmsnorm(res, w.in_norm, normed, eps, **ld)
+            else:
+                ops.add_rmsnorm(x, res, w.in_norm, normed, eps, **ld)
+            ops.linear(normed, w.qkv, qkv, **ld)
+            ops.rope_cache(qkv, pos, self.cos, self.sin, self.kv.k[i], self.kv.v[i], slots,
+                           c.num_attention_heads, c.num_key_value_heads, c.head_dim, **ld)
+            attend(i, qkv, attn)
+            ops.linear(attn, w.o, x, **ld)
+            ops.add_rmsnorm(x, res, w.post_norm, normed, eps, **ld)
+            ops.linear(normed, w.gate_up, gu, **ld)
+            ops.silu_mul(gu, mlp, **ld)
+            ops.linear(mlp, w.down, x, **ld)
+        return x, res
+
+    def _head(self, x, res, B):
+        """The final norm and the LM head on B rows (x, res: [B, H])."""
+        r, ld = self.arrays.rows, self.launch
+        normed, logits = r(self.last_normed, B), r(self.logits, B)
+        self.ops.add_rmsnorm(x, res, self.norm, normed, self.config.rms_norm_eps, **ld)
+        self.ops.linear(normed, self.lm_head, logits, **ld)
+        return logits
+
+    def _copy(self, dst, host, n):
+        self.arrays.copy_in(self.arrays.rows(dst, n), host[:n])
+
+    def _copy_inputs(self, T, B):
+        self._copy(self.ids, self.h_ids, T)
+        self._copy(self.positions, self.h_positions, T)
+        self._copy(self.slots, self.h_slots, T)
+        self._copy(self.block_tables, self.h_tables, B)
+        self._copy(self.context_lens, self.h_context_lens, B)
+
+    def _check_batch(self, op, B):
+        if not 0 < B <= self.max_batch:
+            raise ValueError(f"{op}: batch of {B} requests; the model takes 1 to "
+                             f"max_batch={self.max_batch}")
+
+    def _check_ids(self, op, seq, ids):
+        ids = np.asarray(ids)
+        if ids.ndim != 1 or ids.size == 0 or not np.issubdtype(ids.dtype, np.integer):
+            raise ValueError(f"{op}: request {seq!r}: token ids must be a non-empty 1-D "
+                             f"integer array, got {ids.dtype} {ids.shape}")
+        if ids.min() < 0 or ids.max() >= self.config.vocab_size:
+            raise ValueError(f"{op}: request {seq!r}: token ids must be in [0, "
+                             f"{self.config.vocab_size}), got {ids.min()}..{ids.max()}")
+        have = self.kv.lengths.get(seq, 0)
+        if have + ids.size > self.max_seq_len:
+            raise ValueError(f"{op}: request {seq!r} would hold {have + ids.size} tokens, "
+                             f"beyond max_seq_len={self.max_seq_len}")
+        return int(ids.size)
+
+    def _reserve(self, batch, counts):
+        """Adds new requests and reserves every block the batch needs, or raises KVCacheFull
+        having changed nothing."""
+        kv = self.kv
+        need = sum(max(0, kv.blocks_for(kv.lengths.get(seq, 0) + n) -
+                       len(kv.tables.get(seq, ())))
+                   for (seq, _), n in zip(batch, counts))
+        if need > kv.allocator.num_free:
+            raise KVCacheFull(f"KV cache full: the batch needs {need} more blocks, "
+                              f"{kv.allocator.num_free} of {kv.allocator.num_blocks} free")
+        for (seq, _), n in zip(batch, counts):
+            if seq not in kv.tables:
+                kv.add(seq)
+            kv.reserve(seq, kv.lengths[seq] + n)
+
+
+def _positive(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"LlamaModel: {name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _allocate(arrays, shapes):
+    """Arrays for a scratch description: a (shape, dtype) pair, or a dict / tuple of them."""
+    if isinstance(shapes, dict):
+        return {k: _allocate(arrays, v) for k, v in shapes.items()}
+    if isinstance(shapes, (list, tuple)) and shapes and isinstance(shapes[0], (list, tuple)):
+        return type(shapes)(_allocate(arrays, s) for s in shapes)
+    shape, dtype = shapes
+    return arrays.empty(shape, dtype)
