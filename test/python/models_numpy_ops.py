@@ -26,7 +26,7 @@ def add_rmsnorm(x, residual, w, out, eps, stream=None, device=None):
     rmsnorm(residual, w, out, eps)
 
 
-def linear(x, w, out, stream=None, device=None):
+def linear(x, w, out, scratch=None, stream=None, device=None):
     out[...] = (_f32(x) @ _f32(w).T).astype(out.dtype)
 
 

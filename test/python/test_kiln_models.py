@@ -469,3 +469,54 @@ def test_model_kv_cache_full_and_bad_inputs():
         gen.generate(model, [prompt(60, 1)], 10)
     with pytest.raises(ValueError, match="top_p must be in"):
         gen.SamplingParams(temperature=1.0, top_p=0)
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def run_cli(*args):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.join(ROOT, "build", "python"), os.path.join(ROOT, "kernels", "python")]))
+    return subprocess.run([sys.executable, "-m", "kiln_models.llama", *args], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_generate_tiny_on_cpu_equals_reference():
+    kiln_ops_or_skip()
+    r = run_cli("generate", "--config", "tiny", "--random-weights", "--batch", "2",
+                "--prompt-len", "5", "--new-tokens", "4", "--device", "cpu", "--seed", "3")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "fp32 on cpu, batch 2, prompt 5, new tokens 4" in lines[0]
+    assert any(line.startswith("prefill: 10 tokens in") and "tokens/s" in line
+               for line in lines)
+    assert any(line.startswith("decode: 6 tokens in") for line in lines)
+    assert any(line.startswith("peak device memory: ") for line in lines)
+    ref = reference.ReferenceLlama(TINY, checkpoint.random_weights(TINY, 3))
+    rng = np.random.default_rng(3)
+    for i in range(2):
+        want = ref.greedy(rng.integers(0, TINY.vocab_size, 5), 4)
+        assert f"ids[{i}]: {' '.join(map(str, want))}" in lines
+
+
+@pytest.mark.parametrize("args, match", [
+    (["--config", "tiny"], "--config has no checkpoint: add --random-weights"),
+    (["--config", "tiny", "--random-weights", "--batch", "0"], "--batch must be at least 1"),
+    (["--config", "tiny", "--random-weights", "--prompt-len", "500", "--new-tokens", "13"],
+     "513 is beyond the model's max_position_embeddings=512"),
+    (["--model", "/nonexistent/dir"], "cannot read the model config"),
+])
+def test_cli_errors(args, match, capsys):
+    from kiln_models import llama
+    assert llama.main(["generate", "--device", "cpu", *args]) == 2
+    assert match in capsys.readouterr().err
+
+
+def test_cli_model_dir_with_a_broken_checkpoint(tmp_path, capsys):
+    from kiln_models import llama
+    weights = dict(WEIGHTS)
+    del weights["model.layers.0.self_attn.k_proj.weight"]
+    checkpoint.save_checkpoint(str(tmp_path), TINY, weights)
+    assert llama.main(["generate", "--model", str(tmp_path), "--device", "cpu"]) == 2
+    assert "checkpoint has no tensor 'model.layers.0.self_attn.k_proj.weight'" in \
+        capsys.readouterr().err

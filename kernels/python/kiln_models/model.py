@@ -104,13 +104,7 @@ class LlamaModel:
         self.h_tables = np.zeros((B, max_blocks), np.int32)
         self.block_tables = a.zeros((B, max_blocks), "int32")
         self.h_context_lens, self.context_lens = np.zeros(B, np.int32), a.zeros((B,), "int32")
-        self.decode_scratch = self.sample_scratch = None
-        if hasattr(ops, "decode_attention_scratch"):
-            shapes = ops.decode_attention_scratch(B, c.num_attention_heads, c.head_dim,
-                                                  self.max_seq_len)
-            self.decode_scratch = _allocate(a, shapes)
-        if hasattr(ops, "sample_scratch"):
-            self.sample_scratch = _allocate(a, ops.sample_scratch(B, c.vocab_size))
+        self._plan_scratch()
 
     # ------------------------------------------------------------------------- building
 
@@ -155,6 +149,31 @@ class LlamaModel:
         self.norm = a.upload(host("model.norm.weight"), act)
         self.lm_head = self.embed if c.tie_word_embeddings else \
             a.upload(host("lm_head.weight"), act)
+
+    def _plan_scratch(self):
+        """The ops' fp32 scratch, allocated once for the largest step: split-K partial sums
+        of the small-M linears (one array shared by all, as they run in order), the split
+        decode attention's partial outputs, and the sampler's, where the ops take them."""
+        c, a, ops, B = self.config, self.arrays, self.ops, self.max_batch
+        self.linear_scratch = self.decode_scratch = self.sample_scratch = None
+        if hasattr(ops, "linear_scratch_numel"):
+            H, D = c.hidden_size, c.head_dim
+            shapes = [(c.qkv_size, H), (H, c.num_attention_heads * D),
+                      (2 * c.intermediate_size, H), (H, c.intermediate_size),
+                      (c.vocab_size, H)]
+            itemsize = 4 if self.dtype == "float32" else 2
+            cpu = a.device == "cpu"
+            numel = max(ops.linear_scratch_numel(m, n, k, itemsize, cpu)
+                        for m in range(1, min(self.max_tokens, 16) + 1) for n, k in shapes)
+            if numel:
+                self.linear_scratch = a.empty((numel,), "fp32")
+        if hasattr(ops, "decode_attention_scratch"):
+            out, lse = ops.decode_attention_scratch(B, c.num_attention_heads, c.head_dim,
+                                                    self.max_seq_len,
+                                                    n_kv_heads=c.num_key_value_heads)
+            self.decode_scratch = (a.empty(out, "fp32"), a.empty(lse, "fp32"))
+        if hasattr(ops, "sample_scratch"):
+            self.sample_scratch = a.empty(ops.sample_scratch(B, c.vocab_size), "fp32")
 
     # ------------------------------------------------------------------------- steps
 
@@ -254,21 +273,22 @@ class LlamaModel:
         qkv, attn, gu, mlp = r(self.qkv, T), r(self.attn, T), r(self.gate_up, T), \
             r(self.mlp, T)
         pos, slots = r(self.positions, T), r(self.slots, T)
+        lin = dict(ld, scratch=self.linear_scratch)
         ops.embedding(r(self.ids, T), self.embed, res, **ld)
         for i, w in enumerate(self.layers):
             if i == 0:
                 ops.rmsnorm(res, w.in_norm, normed, eps, **ld)
             else:
                 ops.add_rmsnorm(x, res, w.in_norm, normed, eps, **ld)
-            ops.linear(normed, w.qkv, qkv, **ld)
+            ops.linear(normed, w.qkv, qkv, **lin)
             ops.rope_cache(qkv, pos, self.cos, self.sin, self.kv.k[i], self.kv.v[i], slots,
                            c.num_attention_heads, c.num_key_value_heads, c.head_dim, **ld)
             attend(i, qkv, attn)
-            ops.linear(attn, w.o, x, **ld)
+            ops.linear(attn, w.o, x, **lin)
             ops.add_rmsnorm(x, res, w.post_norm, normed, eps, **ld)
-            ops.linear(normed, w.gate_up, gu, **ld)
+            ops.linear(normed, w.gate_up, gu, **lin)
             ops.silu_mul(gu, mlp, **ld)
-            ops.linear(mlp, w.down, x, **ld)
+            ops.linear(mlp, w.down, x, **lin)
         return x, res
 
     def _head(self, x, res, B):
@@ -276,7 +296,7 @@ class LlamaModel:
         r, ld = self.arrays.rows, self.launch
         normed, logits = r(self.last_normed, B), r(self.logits, B)
         self.ops.add_rmsnorm(x, res, self.norm, normed, self.config.rms_norm_eps, **ld)
-        self.ops.linear(normed, self.lm_head, logits, **ld)
+        self.ops.linear(normed, self.lm_head, logits, scratch=self.linear_scratch, **ld)
         return logits
 
     def _copy(self, dst, host, n):
@@ -328,13 +348,3 @@ def _positive(name, value):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
         raise ValueError(f"LlamaModel: {name} must be a positive integer, got {value!r}")
     return int(value)
-
-
-def _allocate(arrays, shapes):
-    """Arrays for a scratch description: a (shape, dtype) pair, or a dict / tuple of them."""
-    if isinstance(shapes, dict):
-        return {k: _allocate(arrays, v) for k, v in shapes.items()}
-    if isinstance(shapes, (list, tuple)) and shapes and isinstance(shapes[0], (list, tuple)):
-        return type(shapes)(_allocate(arrays, s) for s in shapes)
-    shape, dtype = shapes
-    return arrays.empty(shape, dtype)
