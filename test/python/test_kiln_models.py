@@ -308,10 +308,16 @@ def kiln_ops_or_skip():
     return ops
 
 
-# "numpy": the model's plumbing with numpy stand-ins of the ops; "kiln": the real kernels
-@pytest.fixture(params=["numpy", "kiln"])
-def ops(request):
-    return models_numpy_ops if request.param == "numpy" else kiln_ops_or_skip()
+# "numpy": the model's plumbing with numpy stand-ins of the ops; "kiln": the real kernels on
+# the CPU backend; "gpu": the real kernels on the GPU (kiln.DeviceArray)
+@pytest.fixture(params=["numpy", "kiln", pytest.param("gpu", marks=pytest.mark.gpu)])
+def backend(request):
+    if request.param == "numpy":
+        return models_numpy_ops, "cpu"
+    return kiln_ops_or_skip(), "cpu" if request.param == "kiln" else "gpu"
+
+
+NUMPY = (models_numpy_ops, "cpu")
 
 
 WEIGHTS = checkpoint.random_weights(TINY, seed=7, norm_noise=0.1)
@@ -322,9 +328,9 @@ def rel_err(got, want):
     return float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
 
 
-def tiny_model(ops, device="cpu", **kw):
+def tiny_model(backend, **kw):
     kw = dict(dict(max_batch=4, max_tokens=64, max_seq_len=64, block_size=4), **kw)
-    return LlamaModel(TINY, WEIGHTS, device=device, ops=ops, **kw)
+    return LlamaModel(TINY, WEIGHTS, device=backend[1], ops=backend[0], **kw)
 
 
 def prompt(n, seed):
@@ -343,12 +349,12 @@ def check_prefill_then_decode(model, tol):
     model.release("a")
 
 
-def test_model_prefill_then_decode_equals_reference(ops):
-    check_prefill_then_decode(tiny_model(ops), 1e-4)
+def test_model_prefill_then_decode_equals_reference(backend):
+    check_prefill_then_decode(tiny_model(backend), 1e-4)
 
 
-def test_model_batches_requests_of_different_lengths(ops):
-    model = tiny_model(ops)
+def test_model_batches_requests_of_different_lengths(backend):
+    model = tiny_model(backend)
     ids = {"x": prompt(11, 2), "y": prompt(3, 3), "z": prompt(6, 4)}
     want = {k: REF.forward(v) for k, v in ids.items()}
     got = model.logits_numpy(model.prefill([("x", ids["x"][:7]), ("y", ids["y"][:2]),
@@ -367,20 +373,20 @@ def test_model_batches_requests_of_different_lengths(ops):
     assert model.kv.allocator.num_free == model.kv.allocator.num_blocks
 
 
-def test_model_greedy_generation_equals_reference(ops):
-    model = tiny_model(ops)
+def test_model_greedy_generation_equals_reference(backend):
+    model = tiny_model(backend)
     prompts = [prompt(5, 10), prompt(12, 11)]
     result = gen.generate(model, prompts, 6)
     assert result.tokens == [REF.greedy(p, 6) for p in prompts]
     assert result.prefill_tokens == 17 and result.decode_tokens == 10
     assert model.kv.allocator.num_free == model.kv.allocator.num_blocks
     # prompts beyond one prefill's max_tokens go in several prefills
-    small = tiny_model(ops, max_tokens=12)
+    small = tiny_model(backend, max_tokens=12)
     assert gen.generate(small, prompts, 3).tokens == [t[:3] for t in result.tokens]
 
 
-def test_model_sampling_is_seeded(ops):
-    model = tiny_model(ops)
+def test_model_sampling_is_seeded(backend):
+    model = tiny_model(backend)
     prompts = [prompt(4, 20), prompt(7, 21)]
     s = gen.SamplingParams(temperature=1.5, top_k=20, top_p=0.9, seed=5)
     a = gen.generate(model, prompts, 5, s).tokens
@@ -398,22 +404,22 @@ def dataclasses_replace(obj, **kw):
     return dataclasses.replace(obj, **kw)
 
 
-def test_model_bf16_and_fp16_close_to_reference(ops):
+def test_model_bf16_and_fp16_close_to_reference(backend):
     ids = prompt(10, 30)
     want = REF.forward(ids)
     for dtype in ("bf16", "fp16"):
-        model = tiny_model(ops, dtype=dtype)
+        model = tiny_model(backend, dtype=dtype)
         got = model.logits_numpy(model.prefill([("a", ids)]))
         assert rel_err(got[0], want[-1]) <= (5e-2 if dtype == "bf16" else 1e-2), dtype
 
 
-def test_model_untied_head_from_checkpoint(ops, tmp_path):
+def test_model_untied_head_from_checkpoint(backend, tmp_path):
     config = TINY.replace(tie_word_embeddings=False)
     weights = dict(WEIGHTS, **{"lm_head.weight": checkpoint.random_weights(
         config, seed=8)["lm_head.weight"]})
     checkpoint.save_checkpoint(str(tmp_path), config, weights, max_shard_bytes=50_000)
-    model = LlamaModel.from_pretrained(str(tmp_path), ops=ops, max_batch=2, max_seq_len=32,
-                                       max_tokens=32)
+    model = LlamaModel.from_pretrained(str(tmp_path), ops=backend[0], device=backend[1],
+                                       max_batch=2, max_seq_len=32, max_tokens=32)
     ids = prompt(9, 31)
     got = model.logits_numpy(model.prefill([("a", ids)]))
     want = reference.ReferenceLlama(config, weights).forward(ids)
@@ -434,7 +440,7 @@ def test_kv_cache_blocks_freed_and_reused():
 
 
 def test_model_kv_cache_full_and_bad_inputs():
-    model = tiny_model(models_numpy_ops, num_blocks=5)  # 20 tokens of cache
+    model = tiny_model(NUMPY, num_blocks=5)  # 20 tokens of cache
     model.prefill([("a", prompt(12, 40))])
     with pytest.raises(kv_cache.KVCacheFull, match="needs 3 more blocks, 2 of 5 free"):
         model.prefill([("b", prompt(9, 41))])
@@ -459,12 +465,12 @@ def test_model_kv_cache_full_and_bad_inputs():
     with pytest.raises(ValueError, match="a request appears twice"):
         model.decode(["b", "b"], np.array([1, 2]))
     with pytest.raises(ValueError, match="max_seq_len=600 is beyond the config's"):
-        tiny_model(models_numpy_ops, max_seq_len=600)
+        tiny_model(NUMPY, max_seq_len=600)
     with pytest.raises(ValueError, match="weights have no tensor 'model.norm.weight'"):
         LlamaModel(TINY, {k: v for k, v in WEIGHTS.items() if k != "model.norm.weight"},
                    ops=models_numpy_ops)
     with pytest.raises(ValueError, match="dtype must be fp32, bf16 or fp16"):
-        tiny_model(models_numpy_ops, dtype="int32")
+        tiny_model(NUMPY, dtype="int32")
     with pytest.raises(ValueError, match="new tokens exceed the model's max_seq_len=64"):
         gen.generate(model, [prompt(60, 1)], 10)
     with pytest.raises(ValueError, match="top_p must be in"):
@@ -520,3 +526,88 @@ def test_cli_model_dir_with_a_broken_checkpoint(tmp_path, capsys):
     assert llama.main(["generate", "--model", str(tmp_path), "--device", "cpu"]) == 2
     assert "checkpoint has no tensor 'model.layers.0.self_attn.k_proj.weight'" in \
         capsys.readouterr().err
+
+
+@pytest.mark.gpu
+def test_cli_generate_tiny_on_gpu_equals_cpu():
+    kiln_ops_or_skip()
+    args = ["generate", "--config", "tiny", "--random-weights", "--batch", "3",
+            "--prompt-len", "7", "--new-tokens", "6", "--dtype", "fp32", "--seed", "5"]
+    cpu, gpu = run_cli(*args, "--device", "cpu"), run_cli(*args, "--device", "gpu")
+    assert cpu.returncode == 0 and gpu.returncode == 0, cpu.stderr + gpu.stderr
+    ids = [[line for line in r.stdout.splitlines() if line.startswith("ids[")]
+           for r in (cpu, gpu)]
+    assert len(ids[0]) == 3 and ids[0] == ids[1]
+
+
+# ----------------------------------------------------------------------------- HF transformers
+# A checkpoint saved by transformers' LlamaForCausalLM.save_pretrained from random weights,
+# loaded by kiln_models; logits and greedy decoding compared in the same process. Runs where
+# torch and transformers are installed (the GPU machine); skipped elsewhere.
+
+
+def hf_or_skip():
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    return torch, transformers
+
+
+def hf_model(tmp_path, tied, dtype):
+    torch, transformers = hf_or_skip()
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=512, hidden_size=128, intermediate_size=320, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=512,
+        rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=tied,
+        rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                      "high_freq_factor": 4.0, "original_max_position_embeddings": 64},
+        bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    model = transformers.LlamaForCausalLM(config).to(dtype).eval()
+    with torch.no_grad():  # norms away from ones, so that their weights are seen
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(str(tmp_path), safe_serialization=True)
+    return model
+
+
+HF_DEVICES = ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)]
+
+
+@pytest.mark.parametrize("device", HF_DEVICES)
+@pytest.mark.parametrize("dtype, tied, tol", [("fp32", False, 1e-4), ("fp32", True, 1e-4),
+                                              ("bf16", True, 2e-2)])
+def test_hf_checkpoint_logits_match_transformers(tmp_path, device, dtype, tied, tol):
+    torch, _ = hf_or_skip()
+    ops = kiln_ops_or_skip()
+    tdtype = torch.float32 if dtype == "fp32" else torch.bfloat16
+    hf = hf_model(tmp_path, tied, tdtype)
+    hf_device = "cuda" if device == "gpu" else "cpu"
+    hf = hf.to(hf_device)
+    model = LlamaModel.from_pretrained(str(tmp_path), device=device, dtype=dtype, ops=ops,
+                                       max_batch=2, max_tokens=64, max_seq_len=64)
+    assert model.config.tie_word_embeddings == tied
+    ids = np.random.default_rng(0).integers(0, 512, 24)
+    with torch.no_grad():
+        want = hf(torch.tensor(ids[None], device=hf_device)).logits[0].float().cpu().numpy()
+    got = [model.logits_numpy(model.prefill([("a", ids[:16])]))[0]]
+    got += [model.logits_numpy(model.decode(["a"], ids[t:t + 1]))[0] for t in range(16, 24)]
+    for t, g in zip(range(15, 24), got):
+        assert rel_err(g, want[t]) <= tol, (t, rel_err(g, want[t]))
+
+
+@pytest.mark.parametrize("device", HF_DEVICES)
+def test_hf_greedy_128_tokens_equal_transformers_generate(tmp_path, device):
+    torch, _ = hf_or_skip()
+    ops = kiln_ops_or_skip()
+    hf_device = "cuda" if device == "gpu" else "cpu"
+    hf = hf_model(tmp_path, False, torch.float32).to(hf_device)
+    prompts = [np.random.default_rng(s).integers(0, 512, n) for s, n in ((1, 9), (2, 20))]
+    model = LlamaModel.from_pretrained(str(tmp_path), device=device, dtype="fp32", ops=ops,
+                                       max_batch=2, max_tokens=64, max_seq_len=160)
+    got = gen.generate(model, prompts, 128).tokens
+    for p, tokens in zip(prompts, got):
+        with torch.no_grad():
+            out = hf.generate(torch.tensor(p[None], device=hf_device), max_new_tokens=128,
+                              min_new_tokens=128, do_sample=False, pad_token_id=0)
+        assert tokens == out[0, len(p):].tolist()
