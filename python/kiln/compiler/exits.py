@@ -142,7 +142,8 @@ def _live_flags(scope):
 
 
 def _flowable(v):
-    return isinstance(v, tensor) or (isinstance(v, tuple) and all(_flowable(e) for e in v))
+    return isinstance(v, tensor) or hasattr(v, "__kiln_flatten__") or \
+        (isinstance(v, tuple) and all(_flowable(e) for e in v))
 
 
 def _show_types(types):
@@ -153,6 +154,8 @@ def _show_types(types):
     names = iter(f"{d}{list(shape) if shape else ''}" for d, shape in flat)
 
     def show(st):
+        if hasattr(st, "parts"):  # an aggregate (statements._Aggregate)
+            return "block pointer" + show(st.parts)
         return next(names) if st == "t" else "(" + ", ".join(show(x) for x in st) + ")"
     return show(struct)
 

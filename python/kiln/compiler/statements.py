@@ -147,7 +147,8 @@ class StatementsMixin:
             if n not in liveins or isinstance(liveins[n], _Unavailable):
                 continue
             v = liveins[n]
-            if isinstance(v, tensor) or (isinstance(v, tuple) and _all_tensors(v)):
+            if isinstance(v, tensor) or hasattr(v, "__kiln_flatten__") or \
+                    (isinstance(v, tuple) and _all_tensors(v)):
                 out.append(n)
             elif not callable(v) or isinstance(v, constexpr):
                 raise self.error(f"cannot reassign '{n}' ({_describe(v)}) inside {what}: "
@@ -164,6 +165,9 @@ class StatementsMixin:
             return "t"
         if isinstance(value, tuple):
             return tuple(self._flatten(v, name, out) for v in value)
+        if hasattr(value, "__kiln_flatten__"):  # an aggregate (a block pointer): its run-time
+            parts = value.__kiln_flatten__()    # parts flow, the rest is part of the structure
+            return _Aggregate(value, tuple(self._flatten(v, name, out) for v in parts))
         if isinstance(value, constexpr) and isinstance(value.value, (bool, numbers.Real)):
             out.append(self.to_tensor(value.value, weak=False).handle)
             return "t"
@@ -174,6 +178,9 @@ class StatementsMixin:
     def _unflatten(struct, handles, pos=0):
         if struct == "t":
             return tensor(handles[pos]), pos + 1
+        if isinstance(struct, _Aggregate):
+            vals, pos = StatementsMixin._unflatten(struct.parts, handles, pos)
+            return struct.value.__kiln_rebuild__(list(vals)), pos
         vals = []
         for s in struct:
             v, pos = StatementsMixin._unflatten(s, handles, pos)
@@ -393,7 +400,27 @@ def _assignment(stmts, name):
 
 
 def _all_tensors(t):
-    return all(isinstance(e, tensor) or (isinstance(e, tuple) and _all_tensors(e)) for e in t)
+    return all(isinstance(e, tensor) or hasattr(e, "__kiln_flatten__") or
+               (isinstance(e, tuple) and _all_tensors(e)) for e in t)
+
+
+class _Aggregate:
+    """The structure of an aggregate value (a block pointer) flowing through control flow: its
+    fixed part (__kiln_static__: compared, so a loop may not swap in another aggregate) and
+    the structure of its run-time parts; __kiln_rebuild__ makes it from new parts."""
+
+    def __init__(self, value, parts):
+        self.value, self.parts, self.key = value, parts, value.__kiln_static__()
+
+    def __eq__(self, other):
+        return isinstance(other, _Aggregate) and self.key == other.key and \
+            self.parts == other.parts
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash((self.key, self.parts))
 
 
 def _flat_names(names, structs):
@@ -402,6 +429,9 @@ def _flat_names(names, structs):
     def walk(prefix, s):
         if s == "t":
             out.append(prefix)
+        elif isinstance(s, _Aggregate):
+            for i, x in enumerate(s.parts):
+                walk(f"{prefix}.offsets[{i}]", x)
         else:
             for i, x in enumerate(s):
                 walk(f"{prefix}[{i}]", x)

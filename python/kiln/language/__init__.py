@@ -14,15 +14,16 @@ gather, ...) and ``random`` (Philox random numbers: rand, randn, randint,
 
 from . import core  # noqa: F401
 from .core import (  # noqa: F401
-    PropagateNan, advance, arange, assume, associative_scan, atomic_add, atomic_and, atomic_cas,
+    PropagateNan, arange, assume, associative_scan, atomic_add, atomic_and, atomic_cas,
     atomic_max, atomic_min, atomic_or, atomic_xchg, atomic_xor, bfloat16, block_type,
     broadcast, broadcast_to, builtin, cast, clamp, constexpr, debug_barrier, device_assert,
     device_print, dot, dot_scaled, dtype, expand_dims, float16, float32, float64, float8e4nv,
     float8e5, full, inline_asm_elementwise, int1, int8, int16, int32, int64,
-    load, make_block_ptr, make_tensor_descriptor, max_constancy, max_contiguous, maximum,
+    load, make_tensor_descriptor, max_constancy, max_contiguous, maximum,
     minimum, multiple_of, num_programs, permute, pi32_t, pointer_type, program_id, range,
     reshape, static_assert, static_print, static_range, store, str_to_ty,
     tensor, tensor_descriptor, trans, uint8, uint16, uint32, uint64, view, void, where)
+from .block_ptr import advance, block_pointer, make_block_ptr  # noqa: F401
 from . import math  # noqa: F401
 from .math import (  # noqa: F401
     abs, ceil, cos, div_rn, erf, exp, exp2, fdiv, floor, fma, log, log2, rsqrt, sin, sqrt,

@@ -25,7 +25,7 @@ __all__ = [
     "atomic_and",
     "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas", "device_print", "device_assert",
     "associative_scan", "dot", "dot_scaled", "debug_barrier",
-    "make_block_ptr", "advance", "inline_asm_elementwise",
+"inline_asm_elementwise",
 ]
 
 
@@ -485,9 +485,15 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="",
          cache_modifier="", eviction_policy="", volatile=False):
     """Loads the tile at `pointer` (a pointer or tile of pointers). Masked-off lanes read
     `other` (undefined when `other` is None)."""
+    if hasattr(pointer, "_kiln_load"):  # a block pointer (block_ptr.py)
+        if _unwrap(mask) is not None or _unwrap(other) is not None:
+            raise ValueError("tl.load of a block pointer takes boundary_check and "
+                             "padding_option, not mask and other")
+        return pointer._kiln_load(boundary_check, padding_option, cache_modifier,
+                                  eviction_policy, volatile)
     if _unwrap(boundary_check) or _unwrap(padding_option):
-        raise NotImplementedError("tl.load with boundary_check/padding_option (block pointers) "
-                                  "is not supported by Kiln yet")
+        raise ValueError("tl.load: boundary_check and padding_option apply to block pointers "
+                         "(tl.make_block_ptr) only")
     g = _gen()
     return _wrap(g.session.load(_t(pointer).handle, _opt(mask), _opt(other),
                                 _const_str(cache_modifier, "cache_modifier"),
@@ -498,9 +504,13 @@ def load(pointer, mask=None, other=None, boundary_check=(), padding_option="",
 @builtin
 def store(pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
     """Stores `value` (broadcast to the pointer's shape) at `pointer` where `mask` holds."""
+    if hasattr(pointer, "_kiln_store"):  # a block pointer (block_ptr.py)
+        if _unwrap(mask) is not None:
+            raise ValueError("tl.store of a block pointer takes boundary_check, not mask")
+        return pointer._kiln_store(value, boundary_check, cache_modifier, eviction_policy)
     if _unwrap(boundary_check):
-        raise NotImplementedError("tl.store with boundary_check (block pointers) is not "
-                                  "supported by Kiln yet")
+        raise ValueError("tl.store: boundary_check applies to block pointers "
+                         "(tl.make_block_ptr) only")
     _gen().session.store(_t(pointer).handle, _t(value).handle, _opt(mask),
                          _const_str(cache_modifier, "cache_modifier"),
                          _const_str(eviction_policy, "eviction_policy"))
@@ -923,8 +933,6 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
 # ---------------------------------------------------------------------------------------
 
 dot_scaled = _unsupported("dot_scaled")
-make_block_ptr = _unsupported("make_block_ptr")
-advance = _unsupported("advance")
 inline_asm_elementwise = _unsupported("inline_asm_elementwise")
 
 
