@@ -8,6 +8,7 @@ import os
 import struct
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -611,3 +612,50 @@ def test_hf_greedy_128_tokens_equal_transformers_generate(tmp_path, device):
             out = hf.generate(torch.tensor(p[None], device=hf_device), max_new_tokens=128,
                               min_new_tokens=128, do_sample=False, pad_token_id=0)
         assert tokens == out[0, len(p):].tolist()
+
+
+# ----------------------------------------------------------------------------- scheduler
+
+
+def test_scheduler_in_flight_batching_equals_solo_runs(backend):
+    from kiln_models.scheduler import Scheduler, latency_stats
+    # 3 requests at a time, 12 blocks of 4 tokens: requests wait for others' blocks
+    model = tiny_model(backend, max_batch=3, max_tokens=24, num_blocks=12)
+    sched = Scheduler(model)
+    lengths = [(5, 7), (17, 3), (3, 9), (11, 1), (20, 6), (4, 4), (9, 8), (2, 5)]
+    reqs = [sched.add(prompt(p, 50 + i), n) for i, (p, n) in enumerate(lengths)]
+    start = time.perf_counter()
+    done = sched.run()
+    stats = latency_stats(done, time.perf_counter() - start)
+    assert sorted(r.id for r in done) == sorted(r.id for r in reqs)
+    for r in reqs:
+        assert r.tokens == REF.greedy(r.prompt, r.max_new_tokens), r.id
+    # some request was admitted while another was decoding, after one had finished
+    first, last = {r.id: r.token_times[0] for r in reqs}, {r.id: r.token_times[-1]
+                                                          for r in reqs}
+    assert any(first[a.id] > first[b.id] and first[a.id] < last[b.id] and
+               any(last[c.id] < first[a.id] for c in reqs) for a in reqs for b in reqs)
+    assert model.kv.allocator.num_free == 12 and not model.kv.tables
+    assert stats["requests"] == 8 and stats["tokens"] == sum(n for _, n in lengths)
+    assert stats["ttft_ms_p50"] <= stats["ttft_ms_p99"]
+
+
+def test_scheduler_stop_token_and_errors():
+    from kiln_models.scheduler import Scheduler
+    model = tiny_model(NUMPY, max_batch=2, max_tokens=16, num_blocks=6)
+    sched = Scheduler(model)
+    p = prompt(6, 60)
+    want = REF.greedy(p, 8)
+    r = sched.add(p, 8, stop_token=want[2])
+    sched.run()
+    assert r.tokens == want[:want.index(want[2]) + 1]
+    with pytest.raises(ValueError, match="longer than the model's max_tokens=16"):
+        sched.add(prompt(17, 1), 2)
+    with pytest.raises(ValueError, match="exceed the model's max_seq_len=64"):
+        sched.add(prompt(10, 1), 60)
+    with pytest.raises(ValueError, match="needs 7 KV blocks, the cache has 6"):
+        sched.add(prompt(16, 1), 13)
+    with pytest.raises(ValueError, match="max_new_tokens must be a positive int"):
+        sched.add(prompt(3, 1), 0)
+    with pytest.raises(ValueError, match="non-empty 1-D integer array"):
+        sched.add(np.zeros((2, 2), np.int32), 2)

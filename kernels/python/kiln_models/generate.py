@@ -72,9 +72,9 @@ def select_tokens(model, logits, sampling, step):
     if sampling.greedy:
         model.ops.argmax(logits, out, **model.launch)
     else:
-        extra = {} if model.sample_scratch is None else {"scratch": model.sample_scratch}
         model.ops.sample(logits, out, float(sampling.temperature), sampling.top_k,
-                         float(sampling.top_p), sampling.seed, step, **extra, **model.launch)
+                         float(sampling.top_p), sampling.seed, step,
+                         scratch=model.sample_scratch, **model.launch)
     return model.arrays.download(out).astype(np.int64)
 
 

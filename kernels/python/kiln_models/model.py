@@ -172,8 +172,8 @@ class LlamaModel:
                                                     self.max_seq_len,
                                                     n_kv_heads=c.num_key_value_heads)
             self.decode_scratch = (a.empty(out, "fp32"), a.empty(lse, "fp32"))
-        if hasattr(ops, "sample_scratch"):
-            self.sample_scratch = a.empty(ops.sample_scratch(B, c.vocab_size), "fp32")
+        # sample(): the probabilities of the rows, B * V fp32
+        self.sample_scratch = a.empty((B * c.vocab_size,), "fp32")
 
     # ------------------------------------------------------------------------- steps
 
