@@ -125,7 +125,7 @@ def _rope_cache_kernel(qkv, positions, cos, sin, k_cache, v_cache, slot_mapping,
 # ---------------------------------------------------------------- kernels: prefill
 
 @kiln.jit
-def _prefill_inner(acc, l_i, m_i, q, k_base, v_base, bt, stride_n, qk_scale, qpos, lo, hi,
+def _prefill_inner(acc, l_i, m_i, q, k_base, v_base, bt, stride_n: tl.constexpr, qk_scale, qpos, lo, hi,
                    HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_SIZE: tl.constexpr,
                    PAGED: tl.constexpr, MASKED: tl.constexpr):
     """Folds keys [lo, hi) into the online softmax (acc, l_i, m_i). A key j sits at
@@ -145,19 +145,35 @@ def _prefill_inner(acc, l_i, m_i, q, k_base, v_base, bt, stride_n, qk_scale, qpo
             rows = (blk.to(tl.int64) * BLOCK_SIZE + cols % BLOCK_SIZE) * stride_n
         else:
             rows = cols * stride_n
-        kT_ptrs = k_base + offs_d[:, None] + rows[None, :]
         v_ptrs = v_base + rows[:, None] + offs_d[None, :]
+        if PAGED:
+            # gathered rows: loaded [BLOCK_N, D] (16-byte vectors along D), transposed for
+            # the dot
+            k_ptrs = k_base + rows[:, None] + offs_d[None, :]
+            if MASKED:
+                k = tl.load(k_ptrs, mask=key_ok[:, None], other=0.0)
+            else:
+                k = tl.load(k_ptrs)
+            kT = tl.trans(k)
+        else:
+            # K read transposed (flash_attention's form; cp.async copies it into its ring)
+            kT_ptrs = k_base + offs_d[:, None] + rows[None, :]
+            if MASKED:
+                kT = tl.load(kT_ptrs, mask=key_ok[None, :], other=0.0)
+            else:
+                kT = tl.load(kT_ptrs)
         if MASKED:
-            kT = tl.load(kT_ptrs, mask=key_ok[None, :], other=0.0)
             v = tl.load(v_ptrs, mask=key_ok[:, None], other=0.0)
         else:
-            kT = tl.load(kT_ptrs)
             v = tl.load(v_ptrs)
         qk = tl.dot(q, kT, input_precision="ieee")
         if MASKED:
             # Every row sees key lo (lo <= the block's first position), so the first masked
-            # block gives each row a finite maximum and no exp2 sees inf - inf.
-            keep = (qpos[:, None] >= cols[None, :]) & key_ok[None, :]
+            # block gives each row a finite maximum and no exp2 sees inf - inf. Keys at or
+            # past hi (not read: zeros) lie after every stored row's position (hi is at least
+            # the last row's position + 1 or the context's end), so the causal mask hides them.
+            # (written on offs_n, not cols: the addresses keep a layout of their own)
+            keep = (qpos - start_n)[:, None] >= offs_n[None, :]
             qk = tl.where(keep, qk * qk_scale, float("-inf"))
             m_ij = tl.maximum(m_i, tl.max(qk, axis=1))
             qk = qk - m_ij[:, None]
@@ -257,11 +273,11 @@ def _prefill_kernel(qkv, k_cache, v_cache, cu_seqlens, block_tables, context_len
         bt = block_tables + b.to(tl.int64) * max_blocks
         k_base = k_cache + hk * HEAD_DIM
         v_base = v_cache + hk * HEAD_DIM
+        # One masked walk over all the keys: with an unmasked loop before it, Kiln today
+        # gives the second loop's gathered K and V loads 2-byte accesses instead of 16-byte
+        # vectors (the masks cost a compare and a select per score).
         acc, l_i, m_i = _prefill_inner(acc, l_i, m_i, q, k_base, v_base, bt, KV_ROW,
-                                       qk_scale, qpos, 0, diag_lo, HEAD_DIM, BLOCK_N,
-                                       BLOCK_SIZE, True, False)
-        acc, l_i, m_i = _prefill_inner(acc, l_i, m_i, q, k_base, v_base, bt, KV_ROW,
-                                       qk_scale, qpos, diag_lo, diag_hi, HEAD_DIM, BLOCK_N,
+                                       qk_scale, qpos, 0, diag_hi, HEAD_DIM, BLOCK_N,
                                        BLOCK_SIZE, True, True)
     else:
         k_base = qkv + first + (N_HEADS + hk) * HEAD_DIM
@@ -319,8 +335,11 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
     offs_n = tl.arange(0, BLOCK_N)
     g_ok = g < GROUP
     heads = hk * GROUP + g
-    q = tl.load(qkv + b.to(tl.int64) * ROW + heads[:, None] * HEAD_DIM + offs_d[None, :],
-                mask=g_ok[:, None], other=0.0)
+    # q^T [D, GROUP_PAD]: the scores come out transposed, s^T = k q^T [BLOCK_N, GROUP_PAD],
+    # so that k (rows of D contiguous elements) is the row-major A operand as it is loaded and
+    # only p^T, GROUP_PAD / D the size of k, is transposed for p v.
+    qT = tl.load(qkv + b.to(tl.int64) * ROW + heads[None, :] * HEAD_DIM + offs_d[:, None],
+                 mask=g_ok[None, :], other=0.0)
     bt = block_tables + b.to(tl.int64) * max_blocks
     k_base = k_cache + hk * HEAD_DIM
     v_base = v_cache + hk * HEAD_DIM
@@ -334,17 +353,17 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
         key_ok = cols < hi
         blk = tl.load(bt + cols // BLOCK_SIZE, mask=key_ok, other=0)
         rows = (blk.to(tl.int64) * BLOCK_SIZE + cols % BLOCK_SIZE) * KV_ROW
-        kT = tl.load(k_base + offs_d[:, None] + rows[None, :], mask=key_ok[None, :], other=0.0)
+        k = tl.load(k_base + rows[:, None] + offs_d[None, :], mask=key_ok[:, None], other=0.0)
         v = tl.load(v_base + rows[:, None] + offs_d[None, :], mask=key_ok[:, None], other=0.0)
-        qk = tl.dot(q, kT, input_precision="ieee")
+        sT = tl.dot(k, qT, input_precision="ieee")
         # key start_n < hi is in every block, so m_ij is finite
-        qk = tl.where(key_ok[None, :], qk * qk_scale, float("-inf"))
-        m_ij = tl.maximum(m_i, tl.max(qk, axis=1))
-        p = tl.exp2(qk - m_ij[:, None])
+        sT = tl.where(key_ok[:, None], sT * qk_scale, float("-inf"))
+        m_ij = tl.maximum(m_i, tl.max(sT, axis=0))
+        pT = tl.exp2(sT - m_ij[None, :])
         alpha = tl.exp2(m_i - m_ij)
-        l_i = l_i * alpha + tl.sum(p, axis=1)
+        l_i = l_i * alpha + tl.sum(pT, axis=0)
         acc = acc * alpha[:, None]
-        acc = tl.dot(p.to(v.dtype), v, acc, input_precision="ieee")
+        acc = tl.dot(tl.trans(pT.to(v.dtype)), v, acc, input_precision="ieee")
         m_i = m_ij
 
     has_keys = l_i > 0
