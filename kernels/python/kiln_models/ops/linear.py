@@ -10,12 +10,15 @@ K-major B ring wgmma reads):
   128 x 128 x 64 on 4 warps below, 64 x 128 x 64 for M <= 64. bf16/fp16 operands whose rows
   meet the tensor descriptor rules go through `kiln.TensorDescriptor`s (TMA loads and stores on
   sm_90a); others through pointers.
-- decode (M <= 16): memory bound. A program owns BLOCK_N weight rows (output columns) and
-  streams a K range of them, 16-byte loads along K copied into a multi-stage ring ahead of the
-  tensor cores; the (up to) 16 rows of x form the dot's M = 16 side. When the column blocks
-  alone would not give every SM work (o_proj, down, qkv), K is split across programs that
-  write fp32 partial sums into `scratch`, and a second kernel adds them in a fixed order
-  (deterministic) and rounds to out's dtype. Without `scratch` the K range is not split.
+- decode (M <= 16): memory bound. A program owns BLOCK_N = 64 weight rows (output columns) and
+  streams a K range of them: 16-byte cp.async copies along K into a 4-stage shared-memory ring
+  ahead of the tensor cores (wgmma on sm_90a), the M rows of x in a 64-row tile whose other
+  rows are zero-filled, never read. When the column blocks alone would not give every SM
+  work (o_proj, down, qkv: N / 64 < #SMs), K is split across programs (about two per SM, at
+  least 4 steps each) that write fp32 partial sums into `scratch`; a second kernel adds them
+  in a fixed order (deterministic) and rounds to out's dtype. Without `scratch` the K range is
+  not split. 16-byte copies need K a multiple of 8 (16-bit) elements: other K is correct and
+  slow.
 
 fp32 operands multiply in IEEE fp32 (`input_precision="ieee"`; no TF32), so the CPU backend and
 fp32 models match float64 references to ~1e-6.
@@ -48,13 +51,17 @@ def linear_kernel(x_ptr, w_ptr, out_ptr, part_ptr, M, N, K, K_SPLIT,
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
-    # Rows past M and N wrap to valid rows (read, never stored): the loads keep the one K mask.
+    # Weight rows past N wrap to valid rows (read, never stored); x rows past M are masked
+    # (zero-filled, not read: decode runs M of 1..16 rows in a 64-row tile). The K mask is on
+    # the absolute index (K_SPLIT is a multiple of BLOCK_K, so a range ends at a step's end or
+    # at K): its constancy follows K's divisibility and keeps 16-byte copies.
     x_ptrs = x_ptr + (rm % M)[:, None] * K + (k0 + rk)[None, :]
     w_ptrs = w_ptr + (rn % N)[:, None] * K + (k0 + rk)[None, :]
+    row_ok = rm[:, None] < M
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, tl.cdiv(k_len, BLOCK_K)):
-        kmask = rk[None, :] < k_len - k * BLOCK_K
-        a = tl.load(x_ptrs, mask=kmask, other=0.0)
+        kmask = (k0 + k * BLOCK_K + rk)[None, :] < K
+        a = tl.load(x_ptrs, mask=row_ok & kmask, other=0.0)
         b = tl.load(w_ptrs, mask=kmask, other=0.0)
         acc = tl.dot(a, b.T, acc, input_precision="ieee")
         x_ptrs += BLOCK_K
@@ -122,13 +129,12 @@ def linear_config(M, N, K, itemsize=2, cpu=False, sms=132, split_ok=True):
             cfg = dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=32, GROUP_M=1, num_warps=4, num_stages=1)
         else:
             cfg = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=4, num_warps=4, num_stages=1)
-        target = 4  # programs; enough to run the split path in CI
+        target = 8  # programs; enough to run the split path in CI
     elif M <= DECODE_MAX_M:
-        # 16-byte loads, 128 (fp32: 64) elements of K per row per step; wide column blocks
-        # where there are columns for every SM, narrow ones otherwise.
-        bk = 128 if itemsize <= 2 else 64
-        bn = 64 if kiln.cdiv(N, 64) >= sms else 32
-        cfg = dict(BLOCK_M=16, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=1, num_warps=4, num_stages=4)
+        # A 64-row tile (wgmma's M on 4 warps) of which the M real rows are read and the rest
+        # zero-filled; 64 weight rows x 64 K per step (16-byte cp.async copies, 8 KiB a stage,
+        # 3 stages ahead): 64 KiB of shared memory, 3 programs per SM.
+        cfg = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=64, GROUP_M=1, num_warps=4, num_stages=4)
         target = 2 * sms
     elif M <= 64:
         cfg = dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=4, num_stages=4)
@@ -142,7 +148,7 @@ def linear_config(M, N, K, itemsize=2, cpu=False, sms=132, split_ok=True):
     bk = cfg["BLOCK_K"]
     tiles = kiln.cdiv(M, cfg["BLOCK_M"]) * kiln.cdiv(N, cfg["BLOCK_N"])
     splits = 1
-    if split_ok and M <= DECODE_MAX_M and tiles < target:
+    if split_ok and M <= DECODE_MAX_M and tiles < (target + 1) // 2:
         # Each range keeps at least 4 K steps (the ring's depth) of work.
         max_splits = max(1, K // (4 * bk))
         splits = min(kiln.cdiv(target, tiles), max_splits)

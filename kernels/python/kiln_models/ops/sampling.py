@@ -1,0 +1,239 @@
+"""Next-token selection on the device: greedy `argmax` and `sample` (temperature, top-k, top-p).
+
+argmax: one program per row walks the vocabulary in column tiles keeping a running maximum per
+lane; the first index of the maximum wins (torch.argmax), and a NaN wins over every number
+(torch returns the first NaN's index).
+
+sample: one program per row, HF's warper order (temperature, then top-k, then top-p on the
+top-k set's renormalized distribution), then one draw:
+  1. lmax = max(logits); e = exp((l - lmax) / T) into the fp32 scratch row (e of the largest
+     logit is exactly 1; NaN logits count as -inf, never drawn);
+  2. top-k: the largest threshold t on e with #{e >= t} >= k, found by bisection on e's bits
+     (non-negative floats order as their bits), each step one pass over the row counting
+     #{e >= mid} and snapping the interval to actual values (the smallest e >= mid, the
+     largest e < mid), so it ends on an element's value, at most ~32 passes; ties with the
+     k-th value stay in (as HF's `scores < topk(...)[-1]` keeps them);
+  3. top-p: the same bisection for the largest t with sum{e >= t} >= top_p * sum{e >= t_k}
+     (the nucleus: HF keeps the smallest set of largest probabilities reaching top_p, ties at
+     its edge included here);
+  4. u = Philox(seed; counter (step, row, 0, 0)) as a uniform in [0, 1); the token is the first
+     kept one whose running sum of e (in vocabulary order) exceeds u * sum{kept e}.
+Deterministic for a given (seed, step, row); `step` may be an int or an int32 device array of
+shape [1] read by the kernel (so that a captured CUDA graph draws new numbers when the
+counter is advanced between replays).
+
+Cost: passes over the row (V fp32 values, L2-resident) on one SM per row: 3 without top-k/top-p,
+up to ~35 with one of them, ~70 with both.
+"""
+import numpy as np
+
+import kiln
+import kiln.language as tl
+
+from ._common import (FLOAT_DTYPES, check_array, check_float, check_positive_int, dtype_name,
+                      launch_device, launch_opts)
+
+__all__ = ["argmax", "sample"]
+
+_ONE_KEY = tl.constexpr(0x3F800000)  # bits of 1.0f: e of the largest logit, the largest key of a row
+_INT32_MAX = tl.constexpr(2147483647)
+
+
+@kiln.jit
+def _load_logits(base, c, V):
+    valid = c < V
+    v = tl.load(base + c, mask=valid, other=float("-inf")).to(tl.float32)
+    return v, valid
+
+
+@kiln.jit
+def argmax_kernel(logits_ptr, out_ptr, V, BLOCK: tl.constexpr):
+    """out[row] = the first index of the maximum of logits[row] (a NaN counts as largest)."""
+    row = tl.program_id(0)
+    base = logits_ptr + row.to(tl.int64) * V
+    cols = tl.arange(0, BLOCK)
+    best = tl.full([BLOCK], float("-inf"), tl.float32)
+    best_i = cols
+    nan_i = tl.full([BLOCK], _INT32_MAX, tl.int32)
+    for start in range(0, V, BLOCK):
+        c = start + cols
+        v, valid = _load_logits(base, c, V)
+        nan_i = tl.minimum(nan_i, tl.where(valid & (v != v), c, _INT32_MAX))
+        upd = v > best  # strict: a lane keeps its first maximum
+        best = tl.where(upd, v, best)
+        best_i = tl.where(upd, c, best_i)
+    m = tl.max(best, axis=0)
+    idx = tl.min(tl.where(best == m, best_i, _INT32_MAX), axis=0)
+    first_nan = tl.min(nan_i, axis=0)
+    tl.store(out_ptr + row, tl.where(first_nan < _INT32_MAX, first_nan, idx))
+
+
+@kiln.jit
+def _scan(p_row, V, t, BLOCK: tl.constexpr):
+    """Over a row of e >= 0 and the threshold key t: (#{key >= t}, sum{e : key >= t}, the
+    smallest key >= t, the largest key < t (or -1))."""
+    cols = tl.arange(0, BLOCK)
+    cnt = tl.zeros([BLOCK], dtype=tl.int32)
+    mass = tl.zeros([BLOCK], dtype=tl.float32)
+    amin = tl.full([BLOCK], _INT32_MAX, tl.int32)
+    bmax = tl.full([BLOCK], -1, tl.int32)
+    for start in range(0, V, BLOCK):
+        c = start + cols
+        valid = c < V
+        e = tl.load(p_row + c, mask=valid, other=0.0)
+        key = e.to(tl.int32, bitcast=True)
+        ge = valid & (key >= t)
+        cnt += ge.to(tl.int32)
+        mass += tl.where(ge, e, 0.0)
+        amin = tl.minimum(amin, tl.where(ge, key, _INT32_MAX))
+        bmax = tl.maximum(bmax, tl.where(valid & (key < t), key, -1))
+    return (tl.sum(cnt, axis=0), tl.sum(mass, axis=0), tl.min(amin, axis=0),
+            tl.max(bmax, axis=0))
+
+
+@kiln.jit
+def sample_kernel(logits_ptr, out_ptr, p_ptr, step_ptr, V, inv_t, top_k, top_p, seed, step,
+                  BLOCK: tl.constexpr, TOP_K: tl.constexpr, TOP_P: tl.constexpr,
+                  STEP_IN_MEMORY: tl.constexpr):
+    row = tl.program_id(0)
+    base = logits_ptr + row.to(tl.int64) * V
+    p_row = p_ptr + row.to(tl.int64) * V
+    cols = tl.arange(0, BLOCK)
+    # 1. e = exp((l - max) / T) into the scratch row.
+    mx = tl.full([BLOCK], float("-inf"), tl.float32)
+    for start in range(0, V, BLOCK):
+        v, valid = _load_logits(base, start + cols, V)
+        mx = tl.maximum(mx, tl.where(v != v, float("-inf"), v))
+    lmax = tl.max(mx, axis=0)
+    lmax = tl.where(lmax == float("-inf"), 0.0, lmax)  # a row of no numbers: every e is 0
+    for start in range(0, V, BLOCK):
+        c = start + cols
+        v, valid = _load_logits(base, c, V)
+        finite = valid & (v == v) & (v > float("-inf"))
+        e = tl.where(finite, tl.exp((v - lmax) * inv_t), 0.0)
+        tl.store(p_row + c, e, mask=valid)
+    tl.debug_barrier()  # the row's e, stored by some threads, is read by others
+    t = 0
+    # 2. top-k: the largest key t with #{key >= t} >= top_k.
+    if TOP_K:
+        lo = 0
+        hi = _ONE_KEY
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            cnt, s, amin, bmax = _scan(p_row, V, mid, BLOCK)
+            if cnt >= top_k:
+                lo = amin
+                if cnt == top_k:
+                    hi = amin
+            else:
+                hi = tl.maximum(bmax, lo)
+        t = lo
+    # 3. top-p: the largest key t with sum{e >= t} >= top_p * sum{e >= t_k}.
+    if TOP_P:
+        cnt, zk, amin, bmax = _scan(p_row, V, t, BLOCK)
+        target = top_p * zk
+        lo = t
+        hi = _ONE_KEY
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            cnt, s, amin, bmax = _scan(p_row, V, mid, BLOCK)
+            if s >= target:
+                lo = amin
+            else:
+                hi = tl.maximum(bmax, lo)
+        t = lo
+    # 4. One draw from the kept set: the inverse of its cumulative sum in vocabulary order.
+    if STEP_IN_MEMORY:
+        stp = tl.load(step_ptr)
+    else:
+        stp = step
+    ctr = stp.to(tl.uint32)
+    r0, r1, r2, r3 = tl.philox(seed, ctr, row.to(tl.uint32), ctr * 0, ctr * 0)
+    u = tl.uint_to_uniform_float(r0)
+    cnt, z, amin, bmax = _scan(p_row, V, t, BLOCK)
+    target = u * z
+    run = 0.0
+    res = -1
+    last = 0
+    for start in range(0, V, BLOCK):
+        c = start + cols
+        valid = c < V
+        e = tl.load(p_row + c, mask=valid, other=0.0)
+        keep = valid & (e.to(tl.int32, bitcast=True) >= t) & (e > 0.0)
+        ek = tl.where(keep, e, 0.0)
+        cs = tl.cumsum(ek, 0)
+        first = tl.min(tl.where(keep & (run + cs > target), c, _INT32_MAX), axis=0)
+        res = tl.where((res < 0) & (first < _INT32_MAX), first, res)
+        last = tl.maximum(last, tl.max(tl.where(keep, c, 0), axis=0))
+        run += tl.sum(ek, axis=0)
+    tl.store(out_ptr + row, tl.where(res < 0, last, res))
+
+
+def _numel(a):
+    return int(np.prod([int(s) for s in a.shape]))
+
+
+def _block(dev):
+    return (256, 4) if dev == "cpu" else (4096, 16)
+
+
+def argmax(logits, out, stream=None, device=None):
+    """out[B] (int32) = argmax of each row of logits[B, V]: the first index of the maximum, a
+    NaN counting as the largest (torch.argmax)."""
+    B, V = check_array("argmax", "logits", logits, (None, None), FLOAT_DTYPES)
+    check_array("argmax", "out", out, (B,), ("int32",))
+    if V == 0:
+        raise ValueError(f"argmax: expected a vocabulary V > 0, found logits of shape [{B}, 0]")
+    dev = launch_device(device, logits, out)
+    block, warps = _block(dev)
+    if B:
+        argmax_kernel[(B,)](logits, out, V, BLOCK=block // 2, num_warps=warps // 2,
+                            **launch_opts(dev, stream))
+    return out
+
+
+def sample(logits, out, temperature, top_k, top_p, seed, step, scratch=None, stream=None,
+           device=None):
+    """out[B] (int32) = one token per row of logits[B, V], drawn from softmax(logits / T)
+    restricted to the top_k largest (0: off) and then to the top_p nucleus (1.0: off).
+    temperature 0 is greedy (`argmax`). Deterministic for (seed, step, row). `step`: an int,
+    or an int32 array of shape [1] read on the device. `scratch`: an fp32 array of at least
+    B * V elements (the probabilities; required unless temperature is 0)."""
+    op = "sample"
+    B, V = check_array(op, "logits", logits, (None, None), FLOAT_DTYPES)
+    check_array(op, "out", out, (B,), ("int32",))
+    if V == 0:
+        raise ValueError(f"{op}: expected a vocabulary V > 0, found logits of shape [{B}, 0]")
+    temperature = check_float(op, "temperature", temperature, lo=0.0)
+    top_k = check_positive_int(op, "top_k", top_k)
+    top_p = check_float(op, "top_p", top_p, lo=0.0, hi=1.0, lo_open=True)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or \
+            not -2**63 <= seed < 2**63:
+        raise ValueError(f"{op}: expected 'seed' to be a 64-bit int, found {seed!r}")
+    step_in_memory = hasattr(step, "shape")
+    if step_in_memory:
+        check_array(op, "step", step, (1,), ("int32",))
+    elif isinstance(step, bool) or not isinstance(step, (int, np.integer)) or \
+            not 0 <= step < 2**32:
+        raise ValueError(f"{op}: expected 'step' to be an int in [0, 2^32) or an int32 array of "
+                         f"shape [1], found {step!r}")
+    if temperature == 0.0:
+        return argmax(logits, out, stream=stream, device=device)
+    if scratch is None:
+        raise ValueError(f"{op}: expected 'scratch', an fp32 array of at least B * V = {B * V} "
+                         f"elements (the probabilities of the rows)")
+    if dtype_name(scratch) != "float32" or _numel(scratch) < B * V:
+        raise ValueError(f"{op}: expected 'scratch' of dtype float32 with at least B * V = "
+                         f"{B * V} elements, found {dtype_name(scratch)} of shape "
+                         f"{list(scratch.shape)}")
+    dev = launch_device(device, logits, out, scratch)
+    block, warps = _block(dev)
+    if B:
+        use_k = 0 < top_k < V
+        use_p = top_p < 1.0
+        sample_kernel[(B,)](logits, out, scratch, step if step_in_memory else out,
+                            V, 1.0 / temperature, top_k if use_k else 0, top_p, int(seed),
+                            0 if step_in_memory else int(step), BLOCK=block, TOP_K=use_k,
+                            TOP_P=use_p, STEP_IN_MEMORY=step_in_memory, num_warps=warps,
+                            **launch_opts(dev, stream))
+    return out

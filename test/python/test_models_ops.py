@@ -1,0 +1,477 @@
+"""kernels/python/kiln_models/ops: the dense ops of the model's hot path (issue #24).
+
+CPU backend, against float64 numpy with the roundings HF makes in the activation dtype: rmsnorm
+and add_rmsnorm, linear (decode rows 1/3/16 with and without split-K, prefill rows 64+, K and N
+not multiples of the tiles, fp32 and bf16, the descriptor kernel), silu_mul, embedding,
+gather_rows, argmax (ties, NaN, -inf rows) and sample (top_k=1 is argmax, draws stay in the
+top-k set and the nucleus, same seed and step same tokens, frequencies follow softmax);
+argument errors. sm_90a PTX of the linear kernels (cp.async rings, wgmma, the TMA). GPU
+(marker `gpu`): the same ops on torch CUDA tensors against torch.
+"""
+import importlib
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import kiln
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "kernels", "python"))
+
+from kiln_models import ops  # noqa: E402
+
+# The modules (ops.linear is the function of that name).
+lin = importlib.import_module("kiln_models.ops.linear")
+sampling = importlib.import_module("kiln_models.ops.sampling")
+
+bf16 = pytest.importorskip("ml_dtypes").bfloat16
+DTYPES = {"fp32": np.float32, "bf16": bf16}
+
+
+def f64(a):
+    return np.asarray(a).astype(np.float64)
+
+
+def rnd(a, dt):
+    """float64 values rounded to dtype dt (as torch rounds each op's result)."""
+    return f64(np.asarray(a).astype(dt))
+
+
+def close(out, ref, dt, rel=None):
+    """Elementwise: within 1e-5 (fp32) or 2 bf16 ulps of |ref| (+ a small absolute floor)."""
+    rel = rel if rel is not None else (1e-5 if dt is np.float32 else 2 ** -7)
+    err = np.abs(f64(out) - ref)
+    bound = rel * np.abs(ref) + rel * 1e-2 * max(np.abs(ref).max(), 1.0)
+    assert np.all(err <= bound), f"max excess {np.max(err - bound)} (max err {err.max()})"
+
+
+def close_linear(out, ref, dt):
+    """fp32: norm-wise relative error < 1e-6; bf16: each element within 2 ulps of the exact
+    product rounded to bf16."""
+    if dt is np.float32:
+        assert np.linalg.norm(f64(out) - ref) / np.linalg.norm(ref) < 1e-6
+    else:
+        close(out, rnd(ref, dt), dt)
+
+
+def hf_rmsnorm(h, w, eps, dt):
+    hf = f64(h)
+    y = rnd(hf / np.sqrt((hf * hf).mean(-1, keepdims=True) + eps), dt)
+    return y * f64(w)
+
+
+# ---------------------------------------------------------------- norms
+
+@pytest.mark.parametrize("dt", list(DTYPES), ids=str)
+@pytest.mark.parametrize("shape", [(1, 40), (3, 300), (16, 64)], ids=lambda s: "x".join(map(str, s)))
+def test_rmsnorm_cpu(dt, shape):
+    dt = DTYPES[dt]
+    rng = np.random.default_rng(sum(shape))
+    x = rng.standard_normal(shape).astype(dt)
+    w = (1 + 0.1 * rng.standard_normal(shape[1])).astype(dt)
+    out = np.full(shape, np.nan, dt)
+    assert ops.rmsnorm(x, w, out, 1e-5) is out
+    close(out, hf_rmsnorm(x, w, 1e-5, dt), dt)
+
+
+@pytest.mark.parametrize("dt", list(DTYPES), ids=str)
+@pytest.mark.parametrize("shape", [(2, 48), (3, 300)], ids=lambda s: "x".join(map(str, s)))
+def test_add_rmsnorm_cpu(dt, shape):
+    dt = DTYPES[dt]
+    rng = np.random.default_rng(7 + sum(shape))
+    x = rng.standard_normal(shape).astype(dt)
+    res = rng.standard_normal(shape).astype(dt)
+    w = rng.standard_normal(shape[1]).astype(dt)
+    want_res = (f64(res) + f64(x)).astype(dt)
+    ops.add_rmsnorm(x, res, w, x, 1e-6)  # out over x, as the model's layer loop does
+    np.testing.assert_array_equal(res, want_res)
+    close(x, hf_rmsnorm(want_res, w, 1e-6, dt), dt)
+
+
+# ---------------------------------------------------------------- linear
+
+LINEAR_SHAPES = [(1, 40, 72), (3, 33, 300), (16, 70, 64), (64, 96, 130), (70, 50, 40)]
+
+
+@pytest.mark.parametrize("dt", list(DTYPES), ids=str)
+@pytest.mark.parametrize("shape", LINEAR_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_linear_cpu(dt, shape):
+    dt = DTYPES[dt]
+    M, N, K = shape
+    rng = np.random.default_rng(M * N + K)
+    x = rng.standard_normal((M, K)).astype(dt)
+    w = rng.standard_normal((N, K)).astype(dt)
+    ref = f64(x) @ f64(w).T
+    n_scratch = lin.linear_scratch_numel(M, N, K, cpu=True)
+    for scratch in (None, np.zeros(max(n_scratch, 1), np.float32)):
+        out = np.full((M, N), np.nan, dt)
+        assert ops.linear(x, w, out, scratch=scratch) is out
+        close_linear(out, ref, dt)
+
+
+def test_linear_split_k_cpu():
+    # K split over programs (fp32 partials in scratch, then the ordered reduce).
+    M, N, K = 2, 20, 520
+    cfg = lin.linear_config(M, N, K, itemsize=4, cpu=True)
+    assert cfg["splits"] > 1 and cfg["k_split"] % cfg["BLOCK_K"] == 0
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((M, K)).astype(np.float32)
+    w = rng.standard_normal((N, K)).astype(np.float32)
+    scratch = np.full(lin.linear_scratch_numel(M, N, K, cpu=True), np.nan, np.float32)
+    out = np.zeros((M, N), np.float32)
+    ops.linear(x, w, out, scratch=scratch)
+    close_linear(out, f64(x) @ f64(w).T, np.float32)
+    assert not np.isnan(scratch[:cfg["splits"] * M * N]).any()
+
+
+def test_linear_bf16_to_fp32_out_cpu():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 64)).astype(bf16)
+    w = rng.standard_normal((24, 64)).astype(bf16)
+    out = np.zeros((3, 24), np.float32)
+    ops.linear(x, w, out)
+    close_linear(out, f64(x) @ f64(w).T, np.float32)
+
+
+def test_linear_descriptor_kernel_cpu():
+    # The prefill TMA kernel (taken on the GPU for aligned 16-bit operands) on the CPU backend.
+    M, N, K = 70, 40, 48
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((M, K)).astype(bf16)
+    w = rng.standard_normal((N, K)).astype(bf16)
+    out = np.full((M, N), np.nan, bf16)
+    desc = kiln.TensorDescriptor.from_tensor
+    grid = (kiln.cdiv(M, 32) * kiln.cdiv(N, 32),)
+    lin.linear_tma_kernel[grid](desc(x, [32, 16]), desc(w, [32, 16]), desc(out, [32, 32]), M, N,
+                                K, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, device="cpu")
+    close(out, rnd(f64(x) @ f64(w).T, bf16), bf16)
+
+
+def test_linear_config_llama_1b():
+    # Decode: the narrow-N layers split K to give ~2 programs per SM; the wide ones do not.
+    shapes = {"qkv": (3072, 2048), "o": (2048, 2048), "gate_up": (16384, 2048),
+              "down": (2048, 8192), "lm_head": (128256, 2048)}
+    plans = {name: lin.linear_config(1, n, k) for name, (n, k) in shapes.items()}
+    assert [plans[n]["splits"] for n in shapes] == [6, 8, 1, 9, 1]
+    for p in plans.values():
+        assert p["BLOCK_M"] == 64 and p["k_split"] % p["BLOCK_K"] == 0
+    assert lin.linear_config(1, 2048, 2048, split_ok=False)["splits"] == 1
+    assert lin.linear_config(8192, 16384, 2048)["BLOCK_N"] == 256
+    assert lin.linear_config(32, 2048, 2048)["BLOCK_M"] == 64
+    assert lin.linear_scratch_numel(16, 2048, 8192) == 9 * 16 * 2048
+
+
+# ---------------------------------------------------------------- elementwise
+
+@pytest.mark.parametrize("dt", list(DTYPES), ids=str)
+def test_silu_mul_cpu(dt):
+    dt = DTYPES[dt]
+    rng = np.random.default_rng(1)
+    gu = (2 * rng.standard_normal((3, 2 * 150))).astype(dt)
+    out = np.zeros((3, 150), dt)
+    ops.silu_mul(gu, out)
+    g = f64(gu[:, :150])
+    ref = rnd(g / (1 + np.exp(-g)), dt) * f64(gu[:, 150:])
+    close(out, ref, dt)
+
+
+@pytest.mark.parametrize("dt", list(DTYPES), ids=str)
+def test_embedding_and_gather_rows_cpu(dt):
+    dt = DTYPES[dt]
+    rng = np.random.default_rng(2)
+    table = rng.standard_normal((50, 200)).astype(dt)
+    ids = np.array([3, 0, 49, 7, 50, -1], np.int32)
+    out = np.full((6, 200), 9, dt)
+    ops.embedding(ids, table, out)
+    np.testing.assert_array_equal(out[:4], table[ids[:4]])
+    assert (f64(out[4:]) == 0).all()  # ids outside the table: zero rows, no stray read
+    rows = np.array([5, 1], np.int32)
+    g = np.zeros((2, 200), dt)
+    ops.gather_rows(out, rows, g)
+    np.testing.assert_array_equal(g, out[[5, 1]])
+
+
+# ---------------------------------------------------------------- argmax and sampling
+
+@pytest.mark.parametrize("dt", list(DTYPES), ids=str)
+def test_argmax_cpu(dt):
+    dt = DTYPES[dt]
+    rng = np.random.default_rng(4)
+    V = 1000  # 4 tiles of 128 on the CPU, the last partial
+    logits = rng.standard_normal((5, V)).astype(dt)
+    logits[1, [10, 600, 999]] = 50.0  # ties: the first index
+    logits[2, 700] = np.nan  # NaN wins (torch.argmax)
+    logits[2, 800] = np.nan
+    logits[3] = -np.inf  # no numbers: index 0
+    logits[4, 999] = 60.0
+    out = np.full(5, -7, np.int32)
+    ops.argmax(logits, out)
+    assert out.tolist() == [int(np.argmax(f64(logits[0]))), 10, 700, 0, 999]
+
+
+def _sample_rows(logits, temperature, top_k, top_p, seed, step):
+    B, V = logits.shape
+    out = np.full(B, -1, np.int32)
+    ops.sample(logits, out, temperature, top_k, top_p, seed, step,
+               scratch=np.zeros(B * V, np.float32))
+    return out
+
+
+def _probs(row, temperature):
+    p = np.exp((f64(row) - f64(row).max()) / temperature)
+    return p / p.sum()
+
+
+def test_sample_top_k_1_is_argmax_cpu():
+    rng = np.random.default_rng(6)
+    logits = rng.standard_normal((4, 700)).astype(np.float32)
+    greedy = ops.argmax(logits, np.zeros(4, np.int32))
+    for step in range(3):
+        np.testing.assert_array_equal(_sample_rows(logits, 1.5, 1, 1.0, 9, step), greedy)
+    np.testing.assert_array_equal(_sample_rows(logits, 0.0, 0, 1.0, 9, 0), greedy)  # T=0
+
+
+@pytest.mark.parametrize("dt", list(DTYPES), ids=str)
+def test_sample_stays_in_top_k_and_nucleus_cpu(dt):
+    dt = DTYPES[dt]
+    rng = np.random.default_rng(8)
+    B, V = 64, 600
+    row = (2 * rng.standard_normal(V)).astype(dt)
+    logits = np.tile(row, (B, 1))  # one row, 64 independent draws (Philox counter has the row)
+    order = np.argsort(-f64(row), kind="stable")
+    topk = set(order[:10].tolist())
+    toks = _sample_rows(logits, 0.8, 10, 1.0, 123, 0)
+    assert set(toks.tolist()) <= topk and len(set(toks.tolist())) > 3
+    p = _probs(row, 0.8)
+    cum = np.cumsum(p[order])
+    nucleus = set(order[:np.searchsorted(cum, 0.6) + 1].tolist())
+    toks = _sample_rows(logits, 0.8, 0, 0.6, 123, 1)
+    assert set(toks.tolist()) <= nucleus and len(set(toks.tolist())) > 1
+    # Both: top-p over the renormalized top-5 set.
+    p5 = p[order[:5]] / p[order[:5]].sum()
+    both = set(order[:np.searchsorted(np.cumsum(p5), 0.5) + 1].tolist())
+    toks = _sample_rows(logits, 0.8, 5, 0.5, 123, 2)
+    assert set(toks.tolist()) <= both
+
+
+def test_sample_is_deterministic_cpu():
+    rng = np.random.default_rng(10)
+    logits = rng.standard_normal((8, 300)).astype(np.float32)
+    a = _sample_rows(logits, 1.0, 0, 1.0, 42, 5)
+    np.testing.assert_array_equal(a, _sample_rows(logits, 1.0, 0, 1.0, 42, 5))
+    step = np.array([5], np.int32)  # the step read on the device
+    np.testing.assert_array_equal(a, _sample_rows(logits, 1.0, 0, 1.0, 42, step))
+    others = [_sample_rows(logits, 1.0, 0, 1.0, 42, s) for s in (6, 7)]
+    others.append(_sample_rows(logits, 1.0, 0, 1.0, 43, 5))
+    assert all(not np.array_equal(a, o) for o in others)
+
+
+def test_sample_follows_softmax_cpu():
+    # 2048 draws of a 6-token distribution (one row per draw): frequencies within 4 sigma.
+    row = np.array([2.0, 1.0, 0.5, 0.0, -1.0, -3.0], np.float32)
+    B = 2048
+    toks = _sample_rows(np.tile(row, (B, 1)), 1.3, 0, 1.0, 2024, 0)
+    p = _probs(row, 1.3)
+    freq = np.bincount(toks, minlength=6) / B
+    assert np.all(np.abs(freq - p) <= 4 * np.sqrt(p * (1 - p) / B) + 1e-3), (freq, p)
+
+
+# ---------------------------------------------------------------- errors
+
+def test_errors():
+    x = np.zeros((3, 64), np.float32)
+    w = np.zeros((32, 64), np.float32)
+    out = np.zeros((3, 32), np.float32)
+    with pytest.raises(ValueError, match=r"linear: expected 'w' of shape \[\*, 64\], found \[32, 60\]"):
+        ops.linear(x, np.zeros((32, 60), np.float32), out)
+    with pytest.raises(ValueError, match=r"linear: expected 'out' of shape \[3, 32\]"):
+        ops.linear(x, w, np.zeros((3, 31), np.float32))
+    with pytest.raises(TypeError, match="linear: expected 'x' and 'w' of one dtype"):
+        ops.linear(x, w.astype(bf16), out)
+    with pytest.raises(TypeError, match="linear: expected 'x' of dtype float32 or bfloat16"):
+        ops.linear(x.astype(np.float64), w, out)
+    with pytest.raises(ValueError, match="linear: expected 'x' to be contiguous"):
+        ops.linear(np.zeros((3, 128), np.float32)[:, ::2], w, out)
+    with pytest.raises(TypeError, match="linear: expected 'x' to be an array"):
+        ops.linear([[1.0]], w, out)
+    with pytest.raises(ValueError, match="linear: expected 'scratch' of at least"):
+        ops.linear(np.zeros((2, 520), np.float32), np.zeros((20, 520), np.float32),
+                   np.zeros((2, 20), np.float32), scratch=np.zeros(4, np.float32))
+    with pytest.raises(ValueError, match=r"rmsnorm: expected 'w' of shape \[64\]"):
+        ops.rmsnorm(x, np.zeros(65, np.float32), x, 1e-6)
+    with pytest.raises(TypeError, match="rmsnorm: expected one activation dtype"):
+        ops.rmsnorm(x, w[0], x.astype(bf16), 1e-6)
+    with pytest.raises(ValueError, match="rmsnorm: expected 'eps' in"):
+        ops.rmsnorm(x, w[0], x, -1.0)
+    with pytest.raises(ValueError, match="add_rmsnorm: expected 'out' to be another array"):
+        res = x.copy()
+        ops.add_rmsnorm(x, res, w[0], res, 1e-6)
+    with pytest.raises(ValueError, match=r"silu_mul: expected 'gate_up' of shape \[T, 2I\]"):
+        ops.silu_mul(np.zeros((2, 7), np.float32), np.zeros((2, 3), np.float32))
+    with pytest.raises(TypeError, match="embedding: expected 'ids' of dtype int32"):
+        ops.embedding(np.zeros(3, np.int64), w, np.zeros((3, 64), np.float32))
+    with pytest.raises(ValueError, match=r"gather_rows: expected 'out' of shape \[2, 64\]"):
+        ops.gather_rows(x, np.zeros(2, np.int32), np.zeros((3, 64), np.float32))
+    logits = np.zeros((2, 10), np.float32)
+    o = np.zeros(2, np.int32)
+    sc = np.zeros(20, np.float32)
+    with pytest.raises(ValueError, match=r"argmax: expected 'out' of shape \[2\]"):
+        ops.argmax(logits, np.zeros(3, np.int32))
+    with pytest.raises(ValueError, match="sample: expected 'temperature' in"):
+        ops.sample(logits, o, -0.5, 0, 1.0, 0, 0, scratch=sc)
+    with pytest.raises(ValueError, match="sample: expected 'top_p' in"):
+        ops.sample(logits, o, 1.0, 0, 0.0, 0, 0, scratch=sc)
+    with pytest.raises(ValueError, match="sample: expected 'top_k' to be a non-negative int"):
+        ops.sample(logits, o, 1.0, -2, 1.0, 0, 0, scratch=sc)
+    with pytest.raises(ValueError, match="sample: expected 'scratch', an fp32 array"):
+        ops.sample(logits, o, 1.0, 0, 1.0, 0, 0)
+    with pytest.raises(ValueError, match="sample: expected 'scratch' of dtype float32 with at least"):
+        ops.sample(logits, o, 1.0, 0, 1.0, 0, 0, scratch=np.zeros(19, np.float32))
+    with pytest.raises(ValueError, match="sample: expected 'step' to be an int"):
+        ops.sample(logits, o, 1.0, 0, 1.0, 0, -1, scratch=sc)
+    with pytest.raises(ValueError, match=r"sample: expected 'step' of shape \[1\]"):
+        ops.sample(logits, o, 1.0, 0, 1.0, 0, np.zeros(2, np.int32), scratch=sc)
+    with pytest.raises(ValueError, match="expected device None, 'cpu' or 'gpu'"):
+        ops.argmax(logits, o, device="tpu")
+
+
+# ---------------------------------------------------------------- sm_90a PTX
+
+def _linear_ptx(M, N, K, split):
+    cfg = lin.linear_config(M, N, K)
+    sig = {"x_ptr": "*bf16:16", "w_ptr": "*bf16:16", "out_ptr": "*bf16:16",
+           "part_ptr": "*fp32:16", "M": "i32", "N": "i32:16", "K": "i32:16", "K_SPLIT": "i32:16"}
+    k = kiln.compile(lin.linear_kernel, signature=sig,
+                     constexprs={n: cfg[n] for n in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")}
+                     | {"SPLIT": split}, target="sm_90a", num_warps=cfg["num_warps"],
+                     num_stages=cfg["num_stages"])
+    return k.asm["ptx"]
+
+
+def test_linear_decode_ptx_sm90a():
+    # Decode (M = 1, o_proj): 16-byte cp.async copies into the rings, wgmma m64n64, no plain
+    # element-wise global loads in the loop.
+    ptx = _linear_ptx(1, 2048, 2048, True)
+    assert "cp.async.cg.shared.global" in ptx
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in ptx
+    assert "ld.global.b16" not in ptx
+
+
+def test_linear_prefill_ptx_sm90a():
+    assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in _linear_ptx(8192, 16384,
+                                                                                    2048, False)
+    sig = {"x_desc": "tensordesc<bf16[128, 64]>", "w_desc": "tensordesc<bf16[256, 64]>",
+           "out_desc": "tensordesc<bf16[128, 256]>", "M": "i32", "N": "i32", "K": "i32"}
+    k = kiln.compile(lin.linear_tma_kernel, signature=sig,
+                     constexprs={"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8},
+                     target="sm_90a", num_warps=8, num_stages=4)
+    ptx = k.asm["ptx"]
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global" in ptx  # TMA loads of x and w
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx  # TMA store of out
+    assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in ptx
+
+
+def test_sampling_and_norm_ptx_sm90a():
+    sig = {"logits_ptr": "*bf16:16", "out_ptr": "*i32:16", "p_ptr": "*fp32:16",
+           "step_ptr": "*i32:16", "V": "i32:16", "inv_t": "fp32", "top_k": "i32", "top_p": "fp32",
+           "seed": "i32", "step": "i32"}
+    k = kiln.compile(sampling.sample_kernel, signature=sig,
+                     constexprs={"BLOCK": 4096, "TOP_K": True, "TOP_P": True,
+                                 "STEP_IN_MEMORY": True}, target="sm_90a", num_warps=16)
+    # A vocabulary of a multiple of 16 (128256) is read in 16-byte loads.
+    assert "bar.sync" in k.asm["ptx"] and "ld.global.v4.b32" in k.asm["ptx"]
+    k = kiln.compile(sampling.argmax_kernel, signature={"logits_ptr": "*bf16:16",
+                     "out_ptr": "*i32:16", "V": "i32:16"}, constexprs={"BLOCK": 2048},
+                     target="sm_90a", num_warps=8)
+    assert "ld.global.v4.b32" in k.asm["ptx"]
+
+
+# ---------------------------------------------------------------- GPU, against torch
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(1, 2048, 2048), (4, 3072, 2048), (16, 2048, 8192),
+                                   (1, 4000, 520), (33, 1000, 328), (256, 1024, 512),
+                                   (1000, 520, 200), (129, 257, 65)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_linear_gpu(shape, dtype):
+    torch = _torch()
+    M, N, K = shape
+    dt = getattr(torch, dtype)
+    g = torch.Generator(device="cuda").manual_seed(M + N + K)
+    x = torch.randn(M, K, device="cuda", dtype=dt, generator=g)
+    w = torch.randn(N, K, device="cuda", dtype=dt, generator=g) / K ** 0.5
+    out = torch.empty(M, N, device="cuda", dtype=dt)
+    scratch = torch.empty(max(lin.linear_scratch_numel(M, N, K), 1), device="cuda")
+    ops.linear(x, w, out, scratch=scratch)
+    ref = x.double() @ w.double().T
+    err = ((out.double() - ref).norm() / ref.norm()).item()
+    assert err < (1e-6 if dtype == "float32" else 4e-3 if dtype == "bfloat16" else 1e-3), err
+
+
+@pytest.mark.gpu
+def test_norms_and_elementwise_gpu():
+    torch = _torch()
+    g = torch.Generator(device="cuda").manual_seed(0)
+    T, H, dt = 37, 2048, torch.bfloat16
+    x = torch.randn(T, H, device="cuda", dtype=dt, generator=g)
+    res = torch.randn(T, H, device="cuda", dtype=dt, generator=g)
+    w = torch.randn(H, device="cuda", dtype=dt, generator=g)
+
+    def hf(h):
+        hf32 = h.float()
+        return w * (hf32 * torch.rsqrt(hf32.pow(2).mean(-1, keepdim=True) + 1e-5)).to(dt)
+
+    out = torch.empty_like(x)
+    ops.rmsnorm(x, w, out, 1e-5)
+    torch.testing.assert_close(out, hf(x), rtol=1.6e-2, atol=1e-2)
+    want_res = res + x
+    ops.add_rmsnorm(x, res, w, out, 1e-5)
+    assert torch.equal(res, want_res)
+    torch.testing.assert_close(out, hf(want_res), rtol=1.6e-2, atol=1e-2)
+    gu = torch.randn(T, 2 * 4096, device="cuda", dtype=dt, generator=g)
+    o = torch.empty(T, 4096, device="cuda", dtype=dt)
+    ops.silu_mul(gu, o)
+    ref = torch.nn.functional.silu(gu[:, :4096]) * gu[:, 4096:]
+    torch.testing.assert_close(o, ref, rtol=1.6e-2, atol=1e-2)
+    table = torch.randn(1000, H, device="cuda", dtype=dt, generator=g)
+    ids = torch.randint(0, 1000, (T,), device="cuda", dtype=torch.int32, generator=g)
+    e = torch.empty(T, H, device="cuda", dtype=dt)
+    ops.embedding(ids, table, e)
+    assert torch.equal(e, table[ids.long()])
+    rows = torch.tensor([3, 36, 0], device="cuda", dtype=torch.int32)
+    gr = torch.empty(3, H, device="cuda", dtype=dt)
+    ops.gather_rows(e, rows, gr)
+    assert torch.equal(gr, e[rows.long()])
+
+
+@pytest.mark.gpu
+def test_argmax_and_sample_gpu():
+    torch = _torch()
+    g = torch.Generator(device="cuda").manual_seed(1)
+    B, V = 16, 128256
+    logits = torch.randn(B, V, device="cuda", dtype=torch.bfloat16, generator=g) * 4
+    out = torch.empty(B, device="cuda", dtype=torch.int32)
+    ops.argmax(logits, out)
+    assert torch.equal(out.long(), logits.float().argmax(-1))
+    scratch = torch.empty(B * V, device="cuda")
+    ops.sample(logits, out, 0.7, 1, 1.0, 5, 0, scratch=scratch)
+    assert torch.equal(out.long(), logits.float().argmax(-1))
+    top = logits.float().topk(50, dim=-1).indices
+    a = torch.empty_like(out)
+    ops.sample(logits, a, 0.7, 50, 0.9, 5, 3, scratch=scratch)
+    assert (top == a.long()[:, None]).any(-1).all()
+    b = torch.empty_like(out)
+    ops.sample(logits, b, 0.7, 50, 0.9, 5, 3, scratch=scratch)
+    assert torch.equal(a, b)
+    # The same draws as the CPU backend (Philox is exact on both; exp may differ by an ulp,
+    # so allow a rare disagreement).
+    host = np.empty(B, np.int32)
+    ops.sample(logits.float().cpu().numpy(), host, 0.7, 50, 0.9, 5, 3,
+               scratch=np.empty(B * V, np.float32))
+    assert (host == a.cpu().numpy()).mean() >= 0.9
