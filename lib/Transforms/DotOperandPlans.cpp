@@ -16,7 +16,9 @@
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+
 #include "llvm/ADT/SmallPtrSet.h"
+#include <functional>
 
 #define DEBUG_TYPE "kiln-pipeline-dot-operands"
 
@@ -41,9 +43,48 @@ bool collectInvariantChain(Value v, scf::ForOp loop, llvm::SetVector<Operation *
                       [&](Value o) { return collectInvariantChain(o, loop, ops); });
 }
 
+/// Accepts, for getAddressSlice, the iteration arguments that are inductions: `p` yielded as
+/// `addptr(p, inc)` (Triton's `a_ptrs += BLOCK_K * stride_ak`) or an integer `x` yielded as
+/// `x + inc` (a block pointer's offset moved by `tl.advance`), `inc` loop-invariant; records
+/// them and the ops computing their increments in `plan`.
+std::function<bool(BlockArgument)> inductionAcceptor(CopyPlan &plan, scf::ForOp loop,
+                                                     llvm::SetVector<Operation *> &increments) {
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  return [&plan, loop, yield, &increments](BlockArgument arg) mutable {
+    unsigned idx = arg.getArgNumber() - 1;
+    Value next = yield.getOperand(idx), inc;
+    if (auto add = next.getDefiningOp<AddPtrOp>(); add && add.getPtr() == arg)
+      inc = add.getOffset();
+    else if (auto addi = next.getDefiningOp<arith::AddIOp>())
+      inc = addi.getLhs() == arg ? addi.getRhs() : addi.getRhs() == arg ? addi.getLhs() : Value();
+    if (!inc || !collectInvariantChain(inc, loop, increments))
+      return false; // not an induction: the next value is not known yet
+    if (!llvm::is_contained(llvm::make_first_range(plan.inductions), idx))
+      plan.inductions.push_back({idx, inc});
+    return true;
+  };
+}
+
+/// The slice of `op` with inductions accepted, the increments' ops added, in body order.
+LogicalResult sliceWithInductions(CopyPlan &plan, Operation *op, scf::ForOp loop) {
+  llvm::SetVector<Operation *> increments;
+  FailureOr<SmallVector<Operation *>> slice =
+      getAddressSlice(op, loop, inductionAcceptor(plan, loop, increments));
+  if (failed(slice))
+    return failure();
+  llvm::SetVector<Operation *> all(slice->begin(), slice->end());
+  for (Operation *inc : increments) {
+    all.insert(inc);
+    plan.incrementOps.insert(inc);
+  }
+  plan.slice.assign(all.begin(), all.end());
+  llvm::sort(plan.slice, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return success();
+}
+
 /// A descriptor load the TMA can copy into a ring: one use (the dot), 16-bit floats, a 2-D
 /// block TMA boxes cover (nvidia::getTensorMapBox), offsets computable for any iteration from the
-/// induction variable and loop invariants.
+/// induction variable, inductions and loop invariants.
 FailureOr<CopyPlan> planTmaCopy(DescriptorLoadOp desc, Value operand, scf::ForOp loop) {
   RankedTensorType type = desc.getType();
   Type elem = type.getElementType();
@@ -52,12 +93,10 @@ FailureOr<CopyPlan> planTmaCopy(DescriptorLoadOp desc, Value operand, scf::ForOp
       !nvidia::getTensorMapBox(std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
                                elem.getIntOrFloatBitWidth() / 8))
     return failure();
-  FailureOr<SmallVector<Operation *>> slice = getAddressSlice(desc, loop);
-  if (failed(slice))
-    return failure();
   CopyPlan plan;
   plan.desc = desc;
-  plan.slice = *slice;
+  if (failed(sliceWithInductions(plan, desc, loop)))
+    return failure();
   return plan;
 }
 
@@ -94,27 +133,8 @@ FailureOr<CopyPlan> planCopy(Value operand, scf::ForOp loop) {
       return failure();
   CopyPlan plan;
   plan.load = load;
-  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
-  llvm::SetVector<Operation *> increments;
-  auto acceptInduction = [&](BlockArgument arg) {
-    unsigned idx = arg.getArgNumber() - 1;
-    auto add = yield.getOperand(idx).getDefiningOp<AddPtrOp>();
-    if (!add || add.getPtr() != arg || !collectInvariantChain(add.getOffset(), loop, increments))
-      return false; // not a pointer induction: the next value is not known yet
-    if (!llvm::is_contained(llvm::make_first_range(plan.inductions), idx))
-      plan.inductions.push_back({idx, add.getOffset()});
-    return true;
-  };
-  FailureOr<SmallVector<Operation *>> slice = getAddressSlice(load, loop, acceptInduction);
-  if (failed(slice))
+  if (failed(sliceWithInductions(plan, load, loop)))
     return failure();
-  llvm::SetVector<Operation *> all(slice->begin(), slice->end());
-  for (Operation *op : increments) {
-    all.insert(op);
-    plan.incrementOps.insert(op);
-  }
-  plan.slice.assign(all.begin(), all.end());
-  llvm::sort(plan.slice, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   return plan;
 }
 
@@ -139,32 +159,31 @@ void emitCopy(OpBuilder &b, const CopyPlan &plan, Value loopIv, Value iv, ValueR
   if (seed)
     map = *seed;
   map.map(loopIv, iv);
-  if (DescriptorLoadOp desc = plan.desc) {
-    for (Operation *op : plan.slice)
-      b.clone(*op, map);
-    SmallVector<Value> coords =
-        llvm::map_to_vector(desc.getOffsets(), [&](Value v) { return map.lookupOrDefault(v); });
-    kgpu::TmaCopyOp::create(b, desc.getLoc(), desc.getDesc(), coords, ring, slot, barriers,
-                            inRange);
-    return;
-  }
-  LoadOp load = plan.load;
-  Location loc = load.getLoc();
+  Location loc = plan.desc ? plan.desc->getLoc() : plan.load->getLoc();
   // Increments first (they read invariants only), then the inductions' values, then the rest.
   for (Operation *op : plan.slice)
     if (plan.incrementOps.contains(op))
       b.clone(*op, map);
   for (auto [idx, inc] : plan.inductions) {
     Value base = args[idx];
-    Value at = ahead == 0 ? base
-                          : AddPtrOp::create(b, loc, base.getType(), base,
-                                             scaleBy(b, loc, map.lookupOrDefault(inc), ahead))
-                                .getResult();
+    Value at = base;
+    if (ahead != 0 && isa<PointerType>(getElementTypeOrSelf(base.getType())))
+      at = AddPtrOp::create(b, loc, base.getType(), base,
+                            scaleBy(b, loc, map.lookupOrDefault(inc), ahead));
+    else if (ahead != 0)
+      at = arith::AddIOp::create(b, loc, base, scaleBy(b, loc, map.lookupOrDefault(inc), ahead));
     map.map(loopArgs[idx], at);
   }
   for (Operation *op : plan.slice)
     if (!plan.incrementOps.contains(op) && !(skip && skip->contains(op)))
       b.clone(*op, map);
+  if (DescriptorLoadOp desc = plan.desc) {
+    SmallVector<Value> coords =
+        llvm::map_to_vector(desc.getOffsets(), [&](Value v) { return map.lookupOrDefault(v); });
+    kgpu::TmaCopyOp::create(b, loc, desc.getDesc(), coords, ring, slot, barriers, inRange);
+    return;
+  }
+  LoadOp load = plan.load;
   Value ptr = map.lookupOrDefault(load.getPtr());
   Value mask = splatMaskLike(b, loc, inRange, ptr.getType());
   if (load.getMask())

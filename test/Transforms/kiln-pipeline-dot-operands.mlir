@@ -576,3 +576,38 @@ func.func @tma_b_transposed(%ad: !kiln.tensormap, %ab: !kiln.ptr<f16>, %bd: !kil
   }
   return %acc : tensor<128x128xf32>
 }
+
+// -----
+
+// Block pointers (tl.make_block_ptr + tl.advance): the descriptor loads' offsets are integer
+// inductions (yielded as `x + inc`, inc invariant); the copy for S - 1 iterations ahead adds
+// (S - 1) * inc to the carried offset, as for pointer inductions.
+// CHECK-LABEL: func.func @tma_block_pointers(
+// CHECK: kiln_gpu.tma_copy %{{.*}}[%{{.*}}, %{{.*}}]
+// CHECK: scf.for %{{.*}} iter_args(%{{[^ ]*}} = %{{[^,]*}}, %[[KA:[^ ]*]] = %{{[^,]*}}, %[[KB:[^ ]*]] = %{{[^,]*}},
+// CHECK: kiln_gpu.shared_dot %{{.*}} {pending = 1 : i32}
+// CHECK: %[[A2:.*]] = arith.addi %[[KA]], %{{.*}} : i32
+// CHECK-NEXT: kiln_gpu.tma_copy %{{.*}}[%{{.*}}, %[[A2]]]
+// CHECK: %[[B2:.*]] = arith.addi %[[KB]], %{{.*}} : i32
+// CHECK-NEXT: kiln_gpu.tma_copy %{{.*}}[%[[B2]], %{{.*}}]
+// CHECK-NOT: kiln.descriptor_load
+// CHECK: scf.yield
+func.func @tma_block_pointers(%ad: !kiln.tensormap, %ab: !kiln.ptr<f16>, %bd: !kiln.tensormap,
+                              %bb: !kiln.ptr<f16>, %m: i32, %n: i32, %k: i32, %sa: i64,
+                              %sb: i64, %om: i32, %on: i32) -> tensor<128x128xf32> {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %r:3 = scf.for %i = %c0 to %k step %c64 iter_args(%c = %zero, %ka = %c0, %kb = %c0)
+      -> (tensor<128x128xf32>, i32, i32) : i32 {
+    %a = kiln.descriptor_load %ad, %ab[%om, %ka] shape [%m, %k] strides [%sa]
+        : !kiln.ptr<f16> -> tensor<128x64xf16>
+    %b = kiln.descriptor_load %bd, %bb[%kb, %on] shape [%k, %n] strides [%sb]
+        : !kiln.ptr<f16> -> tensor<64x128xf16>
+    %d = kiln.dot %a, %b, %c : tensor<128x64xf16> * tensor<64x128xf16> -> tensor<128x128xf32>
+    %ka2 = arith.addi %ka, %c64 : i32
+    %kb2 = arith.addi %c64, %kb : i32
+    scf.yield %d, %ka2, %kb2 : tensor<128x128xf32>, i32, i32
+  }
+  return %r#0 : tensor<128x128xf32>
+}
