@@ -163,8 +163,14 @@ class LlamaModel:
                       (c.vocab_size, H)]
             itemsize = 4 if self.dtype == "float32" else 2
             cpu = a.device == "cpu"
-            numel = max(ops.linear_scratch_numel(m, n, k, itemsize, cpu)
-                        for m in range(1, min(self.max_tokens, 16) + 1) for n, k in shapes)
+            sms = 132  # the split count grows with the SMs: size for this GPU's
+            if not cpu:
+                import kiln
+                sms = kiln.runtime.driver.active.utils.get_device_properties(None)[
+                    "multiprocessor_count"]
+            numel = max(ops.linear_scratch_numel(m, n, k, itemsize, cpu, sms)
+                        # only small M (decode) splits K: 64 rows covers it with room
+                        for m in range(1, min(self.max_tokens, 64) + 1) for n, k in shapes)
             if numel:
                 self.linear_scratch = a.empty((numel,), "fp32")
         if hasattr(ops, "decode_attention_scratch"):
