@@ -30,7 +30,7 @@ from kiln_models.ops import attention as att  # noqa: E402
 CPU = dict(device="cpu")
 # max |out - ref| for outputs of magnitude ~1: fp32 (exact products), bf16 (p and the output
 # rounded to 2^-8)
-ATOL = {"float32": 2e-5, "bfloat16": 2e-2}
+ATOL = {"float32": 2e-5, "bfloat16": 2e-2, "float16": 5e-3}
 
 
 def np_dtype(name):
@@ -361,3 +361,263 @@ def test_decode_and_rope_compile_to_ptx():
                                      BLOCK_HKV=8),
                      target="sm_90a", num_warps=4)
     assert ".entry _rope_cache_kernel" in k.asm["ptx"]
+
+
+# ---------------------------------------------------------------- errors
+
+def small_case():
+    return Case([3, 2], [3, 6], 4, 2, 16, "float32", 4, seed=8)
+
+
+def prefill_args(case, **over):
+    args = dict(qkv=case.qkv, k_cache=case.k_cache, v_cache=case.v_cache, cu_seqlens=case.cu,
+                block_tables=case.tables, context_lens=case.context_lens,
+                out=np.zeros((case.qkv.shape[0], case.Hq * case.D), np.float32),
+                max_seqlen=max(case.new_lens), n_heads=case.Hq, n_kv_heads=case.Hkv,
+                head_dim=case.D, sm_scale=0.25)
+    args.update(over)
+    return args
+
+
+@pytest.mark.parametrize("over,match", [
+    (dict(n_heads=3), r"prefill_attention: expected n_heads \(3\) to be a multiple of "
+                      r"n_kv_heads \(2\)"),
+    (dict(head_dim=24), "prefill_attention: expected head_dim of 16, 32, 64, 128 or 256, "
+                        "found 24"),
+    (dict(n_kv_heads=0), "expected a positive int n_kv_heads, found 0"),
+    (dict(qkv=np.zeros((5, 95), np.float32)), r"expected qkv of shape \(T, 128\)"),
+    (dict(qkv=np.zeros((5, 128), np.float64)), "expected qkv of dtype"),
+    (dict(qkv=np.zeros((128, 5), np.float32).T), "expected qkv to be contiguous"),
+    (dict(out=np.zeros((5, 32), np.float32)), r"expected out of shape \(5, 64\)"),
+    (dict(out=np.zeros((5, 64), np.float16)), "expected out of dtype float32"),
+    (dict(k_cache=np.zeros((7, 3, 2, 16), np.float32)),
+     "expected a power-of-two block_size .* found 3"),
+    (dict(k_cache=np.zeros((7, 4, 1, 16), np.float32)),
+     r"expected k_cache of shape \(num_blocks, block_size, 2, 16\)"),
+    (dict(v_cache=np.zeros((8, 4, 2, 16), np.float32)), "k_cache and v_cache of one shape"),
+    (dict(cu_seqlens=np.array([0, 3, 5], np.int64)), "expected cu_seqlens of dtype int32"),
+    (dict(cu_seqlens=np.array([0, 4, 2], np.int32)), "cu_seqlens non-decreasing"),
+    (dict(cu_seqlens=np.array([0, 3, 9], np.int32)), r"<= T \(5\)"),
+    (dict(max_seqlen=2), r"sequence 0 has 3 new tokens, more than max_seqlen \(2\)"),
+    (dict(context_lens=np.array([2, 6], np.int32)),
+     r"context_lens\[0\] = 2 is outside \[3, 12\]"),
+    (dict(context_lens=np.array([3, 13], np.int32)),
+     r"context_lens\[1\] = 13 is outside \[2, 12\]"),
+    (dict(context_lens=np.array([3], np.int32)), r"expected context_lens of shape \(2,\)"),
+    (dict(block_tables=np.zeros((3, 3), np.int32)),
+     r"expected block_tables of shape \(2, max_blocks\)"),
+    (dict(sm_scale=-1.0), "positive, finite sm_scale, found -1.0"),
+    (dict(sm_scale=float("nan")), "positive, finite sm_scale, found nan"),
+    (dict(kv_from_qkv=True), r"kv_from_qkv=True expects .* context_lens\[1\] = 6 and 2 new"),
+])
+def test_prefill_errors(over, match):
+    with pytest.raises(ValueError, match=match):
+        att.prefill_attention(**prefill_args(small_case(), **over), **CPU)
+
+
+def test_block_table_errors():
+    case = small_case()
+    bad = case.tables.copy()
+    bad[1, 1] = -1  # a block the context uses
+    with pytest.raises(ValueError, match=r"block_tables\[1, 1\] = -1 is not a cache block"):
+        att.prefill_attention(**prefill_args(case, block_tables=bad), **CPU)
+    bad[1, 1] = case.k_cache.shape[0]
+    with pytest.raises(ValueError, match=r"block_tables\[1, 1\] = \d+ is not a cache block"):
+        att.decode_attention(case.qkv[:2], case.k_cache, case.v_cache, bad, case.context_lens,
+                             np.zeros((2, 64), np.float32), 4, 2, 16, 0.25, **CPU)
+
+
+def test_decode_errors():
+    case = small_case()
+    qkv, out = case.qkv[:2].copy(), np.zeros((2, 64), np.float32)
+    args = (qkv, case.k_cache, case.v_cache, case.tables, case.context_lens, out, 4, 2, 16, 0.25)
+    with pytest.raises(ValueError, match="expected scratch = \\(partial_out, partial_lse\\)"):
+        att.decode_attention(*args, scratch=np.zeros(3, np.float32), **CPU)
+    lse = np.zeros((2, 4, 3), np.float32)
+    with pytest.raises(ValueError, match=r"scratch's partial_out of shape \(2, 4, 3, 16\)"):
+        att.decode_attention(*args, scratch=(np.zeros((2, 4, 2, 16), np.float32), lse), **CPU)
+    with pytest.raises(ValueError, match=r"scratch's partial_lse of shape \(>= 2, 4, "):
+        att.decode_attention(*args, scratch=(np.zeros((1, 4, 3, 16), np.float32),
+                                             lse[:1]), **CPU)
+    with pytest.raises(ValueError, match="scratch's partial_lse of dtype float32"):
+        att.decode_attention(*args, scratch=(np.zeros((2, 4, 3, 16), np.float32),
+                                             lse.astype(np.float16)), **CPU)
+    with pytest.raises(ValueError, match="positive int split_min_tokens, found 0"):
+        att.decode_attention(*args, split_min_tokens=0, **CPU)
+    with pytest.raises(ValueError, match=r"decode_attention: expected out of shape \(2, 64\)"):
+        att.decode_attention(*args[:5], np.zeros((3, 64), np.float32), *args[6:], **CPU)
+    with pytest.raises(ValueError, match="num_splits in"):
+        att.decode_attention_scratch(2, 4, 16, 100, n_kv_heads=2, num_splits=0)
+
+
+def test_rope_cache_errors():
+    T, Hq, Hkv, D = 3, 4, 2, 16
+    qkv = np.zeros((T, (Hq + 2 * Hkv) * D), np.float32)
+    pos = np.zeros(T, np.int32)
+    cos = np.zeros((8, D // 2), np.float32)
+    cache = np.zeros((2, 4, Hkv, D), np.float32)
+    slots = np.zeros(T, np.int32)
+    args = dict(qkv=qkv, positions=pos, cos=cos, sin=cos, k_cache=cache, v_cache=cache,
+                slot_mapping=slots, n_heads=Hq, n_kv_heads=Hkv, head_dim=D)
+    for over, match in [
+            (dict(positions=pos.astype(np.int64)), "expected positions of dtype int32"),
+            (dict(positions=pos[:2]), r"expected positions of shape \(3,\)"),
+            (dict(cos=np.zeros((8, D), np.float32)), r"expected cos of shape \(P, 8\)"),
+            (dict(sin=np.zeros((9, D // 2), np.float32)), "cos and sin of one shape"),
+            (dict(sin=cos.astype(np.float16)), "expected sin of dtype float32"),
+            (dict(k_cache=cache.astype(np.float16)), "expected k_cache of dtype float32"),
+            (dict(positions=np.array([0, 8, 1], np.int32)),
+             r"positions\[1\] = 8 is outside the cos/sin table \(P = 8\)"),
+            (dict(slot_mapping=np.array([0, -1, 8], np.int32)),
+             r"slot_mapping\[2\] = 8 is past the cache's 8 slots"),
+            (dict(head_dim=D, n_heads=5), "n_heads \\(5\\) to be a multiple"),
+            (dict(cos=None), "expected an array for cos, found NoneType")]:
+        with pytest.raises(ValueError, match=match):
+            att.rope_cache(**{**args, **over}, **CPU)
+
+
+# ---------------------------------------------------------------- GPU: torch CUDA tensors
+
+def torch_or_skip():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    return torch
+
+
+def to_cuda(case, dtype):
+    """The arrays of a float32 Case as CUDA tensors, activations in `dtype`."""
+    torch = torch_or_skip()
+    t = getattr(torch, dtype)
+    dev = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to("cuda")  # noqa: E731
+    return dict(qkv=dev(case.qkv).to(t), k_cache=dev(case.k_cache).to(t),
+                v_cache=dev(case.v_cache).to(t), cu_seqlens=dev(case.cu),
+                block_tables=dev(case.tables), context_lens=dev(case.context_lens))
+
+
+def sdpa_reference(case, g, scale):
+    """[T, Hq * D] float64: SDPA per sequence over the K/V gathered from the cache tensors
+    through the block table, the causal mask offset by the context before the new tokens."""
+    torch = torch_or_skip()
+    F = torch.nn.functional
+    Hq, Hkv, D = case.Hq, case.Hkv, case.D
+    out = torch.zeros(g["qkv"].shape[0], Hq * D, dtype=torch.float64, device="cuda")
+    kc = g["k_cache"].reshape(-1, Hkv, D)
+    vc = g["v_cache"].reshape(-1, Hkv, D)
+    for b, (n, ctx) in enumerate(zip(case.new_lens, case.ctx_lens)):
+        if n == 0 or ctx == 0:
+            continue
+        lo, hi = int(case.cu[b]), int(case.cu[b + 1])
+        q = g["qkv"][lo:hi, :Hq * D].reshape(n, Hq, D).transpose(0, 1).double()
+        slots = torch.from_numpy(case.slots(b)).to("cuda")
+        k = kc[slots].transpose(0, 1).double().repeat_interleave(Hq // Hkv, dim=0)
+        v = vc[slots].transpose(0, 1).double().repeat_interleave(Hq // Hkv, dim=0)
+        j = torch.arange(ctx, device="cuda")
+        mask = j[None, :] <= (ctx - n + torch.arange(n, device="cuda"))[:, None]
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+        out[lo:hi] = o.transpose(0, 1).reshape(n, Hq * D)
+    return out
+
+
+def check_gpu(out, ref, dtype):
+    torch = torch_or_skip()
+    assert not torch.isnan(out).any()
+    err = (out.double() - ref).abs().max().item()
+    assert err < ATOL[dtype], f"max |out - sdpa| = {err:.3g}"
+
+
+GPU_PREFILL = {
+    # Llama-3.2-1B heads; fresh, continued and single-token sequences
+    "bf16-llama1b": ([300, 1, 129, 64], [300, 40, 700, 64], 32, 8, 64, "bfloat16", 16),
+    "fp16-d128-gqa4": ([200, 77], [200, 500], 16, 4, 128, "float16", 16),
+    "fp32-d64-mha": ([100, 30], [100, 61], 4, 4, 64, "float32", 32),
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kv_from_qkv", [False, True], ids=["paged", "from-qkv"])
+@pytest.mark.parametrize("name", list(GPU_PREFILL))
+def test_prefill_gpu(name, kv_from_qkv):
+    torch = torch_or_skip()
+    new, ctx, Hq, Hkv, D, dtype, bs = GPU_PREFILL[name]
+    if kv_from_qkv:
+        ctx = new
+    case = Case(new, ctx, Hq, Hkv, D, "float32", bs, seed=11)
+    g = to_cuda(case, dtype)
+    out = torch.full((g["qkv"].shape[0], Hq * D), float("nan"), device="cuda",
+                     dtype=g["qkv"].dtype)
+    scale = 1.0 / math.sqrt(D)
+    att.prefill_attention(g["qkv"], g["k_cache"], g["v_cache"], g["cu_seqlens"],
+                          g["block_tables"], g["context_lens"], out, max(new), Hq, Hkv, D,
+                          scale, kv_from_qkv=kv_from_qkv)
+    check_gpu(out, sdpa_reference(case, g, scale), dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype,Hq,Hkv,D", [("bfloat16", 32, 8, 64), ("float16", 8, 8, 128),
+                                            ("float32", 8, 2, 64)])
+@pytest.mark.parametrize("batch", [1, 16])
+def test_decode_gpu(batch, dtype, Hq, Hkv, D):
+    torch = torch_or_skip()
+    rng = np.random.default_rng(batch)
+    ctx = [int(c) for c in rng.integers(1, 1500, size=batch)]
+    ctx[0] = 1
+    case = Case([1] * batch, ctx, Hq, Hkv, D, "float32", 16, seed=12)
+    g = to_cuda(case, dtype)
+    scale = 1.0 / math.sqrt(D)
+    ref = sdpa_reference(case, g, scale)
+    shapes = att.decode_attention_scratch(batch, Hq, D, 2048, n_kv_heads=Hkv)
+    for scratch in (None, tuple(torch.empty(s, device="cuda") for s in shapes)):
+        out = torch.full((batch, Hq * D), float("nan"), device="cuda", dtype=g["qkv"].dtype)
+        att.decode_attention(g["qkv"], g["k_cache"], g["v_cache"], g["block_tables"],
+                             g["context_lens"], out, Hq, Hkv, D, scale, scratch=scratch)
+        check_gpu(out, ref, dtype)
+
+
+@pytest.mark.gpu
+def test_rope_cache_gpu():
+    torch = torch_or_skip()
+    T, Hq, Hkv, D, bs = 37, 32, 8, 64, 16
+    rng = np.random.default_rng(13)
+    qkv = rng.standard_normal((T, (Hq + 2 * Hkv) * D), dtype=np.float32)
+    inv = 1.0 / 500000 ** (np.arange(0, D, 2) / D)
+    ang = np.arange(4096)[:, None] * inv[None, :]
+    cos, sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+    pos = rng.integers(0, 4096, size=T).astype(np.int32)
+    slots = rng.permutation(8 * bs)[:T].astype(np.int32)
+    slots[5] = -1
+    g = torch.from_numpy(qkv).to("cuda", torch.bfloat16)
+    before = g.double().cpu().numpy()
+    kc = torch.zeros(8, bs, Hkv, D, device="cuda", dtype=torch.bfloat16)
+    vc = torch.zeros_like(kc)
+    dev = lambda a: torch.from_numpy(a).to("cuda")  # noqa: E731
+    att.rope_cache(g, dev(pos), dev(cos), dev(sin), kc, vc, dev(slots), Hq, Hkv, D)
+    got = g.double().cpu().numpy()
+    ref_q = rope_reference(before[:, :Hq * D].reshape(T, Hq, D), pos, cos, sin)
+    ref_k = rope_reference(before[:, Hq * D:(Hq + Hkv) * D].reshape(T, Hkv, D), pos, cos, sin)
+    assert np.abs(got[:, :Hq * D] - ref_q.reshape(T, -1)).max() < 2e-2
+    assert np.abs(got[:, Hq * D:(Hq + Hkv) * D] - ref_k.reshape(T, -1)).max() < 2e-2
+    kflat = kc.reshape(-1, Hkv * D).double().cpu().numpy()
+    vflat = vc.reshape(-1, Hkv * D).double().cpu().numpy()
+    for t in range(T):
+        if slots[t] >= 0:
+            assert (kflat[slots[t]] == got[t, Hq * D:(Hq + Hkv) * D]).all()
+            assert (vflat[slots[t]] == before[t, (Hq + Hkv) * D:]).all()
+
+
+@pytest.mark.gpu
+def test_prefill_llama1b_shape_gpu():
+    """The target shape, 4 x 2048 fresh tokens of Llama-3.2-1B in bf16, from qkv and through
+    the block table, against SDPA."""
+    torch = torch_or_skip()
+    new = [2048] * 4
+    case = Case(new, new, 32, 8, 64, "float32", 16, seed=14)
+    g = to_cuda(case, "bfloat16")
+    scale = 0.125
+    ref = sdpa_reference(case, g, scale)
+    for kv_from_qkv in (True, False):
+        out = torch.empty(sum(new), 32 * 64, device="cuda", dtype=torch.bfloat16)
+        att.prefill_attention(g["qkv"], g["k_cache"], g["v_cache"], g["cu_seqlens"],
+                              g["block_tables"], g["context_lens"], out, 2048, 32, 8, 64, scale,
+                              kv_from_qkv=kv_from_qkv)
+        check_gpu(out, ref, "bfloat16")
