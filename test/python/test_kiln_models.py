@@ -59,11 +59,16 @@ def test_config_defaults_and_alternate_spellings():
     assert c.torch_dtype == "float16" and c.head_dim == 32
     c = LlamaConfig.from_dict(hf_dict(rope_scaling={"type": "default"}))
     assert c.rope_scaling is None
-    # transformers 5 writes rope_parameters
-    c = LlamaConfig.from_dict(hf_dict(rope_theta=_DROP, rope_scaling=_DROP, rope_parameters={
-        "rope_type": "llama3", "rope_theta": 1234.0, "factor": 8.0, "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0, "original_max_position_embeddings": 64}))
+    # transformers 5 writes rope_parameters and dtype, with rope_theta, rope_scaling and
+    # torch_dtype null
+    c = LlamaConfig.from_dict(hf_dict(rope_theta=None, rope_scaling=None, torch_dtype=None,
+                                      dtype="bfloat16", rope_parameters={
+                                          "rope_type": "llama3", "rope_theta": 1234.0,
+                                          "factor": 8.0, "low_freq_factor": 1.0,
+                                          "high_freq_factor": 4.0,
+                                          "original_max_position_embeddings": 64}))
     assert c.rope_theta == 1234.0 and c.rope_scaling["factor"] == 8.0
+    assert c.torch_dtype == "bfloat16"
 
 
 def test_config_round_trips_through_to_dict():

@@ -132,7 +132,8 @@ class LlamaConfig:
                 raise ValueError(f"{source}: no head_dim and hidden_size={hidden!r} is not a "
                                  f"multiple of num_attention_heads={heads!r}")
             head_dim = hidden // heads
-        dtype = d.get("torch_dtype", d.get("dtype")) or "float32"
+        # transformers 5 writes "dtype" and leaves "torch_dtype" null
+        dtype = d.get("torch_dtype") or d.get("dtype") or "float32"
         if dtype not in _DTYPES:
             unsupported("torch_dtype", f"expected one of {', '.join(_DTYPES)}")
         config = cls.__new__(cls)
