@@ -24,6 +24,7 @@ from kiln_models import ops  # noqa: E402
 # The modules (ops.linear is the function of that name).
 lin = importlib.import_module("kiln_models.ops.linear")
 sampling = importlib.import_module("kiln_models.ops.sampling")
+quant = importlib.import_module("kiln_models.ops.quant")
 
 bf16 = pytest.importorskip("ml_dtypes").bfloat16
 DTYPES = {"fp32": np.float32, "bf16": bf16}
@@ -277,6 +278,77 @@ def test_sample_follows_softmax_cpu():
     assert np.all(np.abs(freq - p) <= 4 * np.sqrt(p * (1 - p) / B) + 1e-3), (freq, p)
 
 
+# ---------------------------------------------------------------- weight-only quantization
+
+def test_quantizers_cpu():
+    rng = np.random.default_rng(12)
+    w = rng.standard_normal((6, 256)).astype(np.float32)
+    w[2] = 0.0  # a zero row keeps a finite scale
+    q, s = quant.quantize_int8(w)
+    assert q.dtype == np.int8 and s.shape == (6,) and np.abs(q).max() <= 127
+    assert np.all(np.abs(quant.dequantize_int8(q, s) - w) <= s[:, None] / 2 + 1e-7)
+    p, s4 = quant.quantize_int4(w, 128)
+    assert p.dtype == np.uint8 and p.shape == (6, 128) and s4.shape == (6, 2)
+    err = np.abs(quant.dequantize_int4(p, s4, 128) - w)
+    assert np.all(err <= np.repeat(s4, 128, axis=1) / 2 + 1e-7)
+    # Packing: k even in the low nibble, k odd in the high one, q + 8.
+    p1, s1 = quant.quantize_int4(np.array([[7.0, -8.0, 0.0, 1.0]], np.float32), 4)
+    # scale 8/7: q = round([6.125, -7, 0, 0.875]) = [6, -7, 0, 1], stored [14, 1, 8, 9]
+    assert np.isclose(s1[0, 0], 8.0 / 7.0) and p1.tolist() == [[14 | (1 << 4), 8 | (9 << 4)]]
+    with pytest.raises(ValueError, match="quantize_int4: expected an even group dividing K"):
+        quant.quantize_int4(w, 100)
+    with pytest.raises(ValueError, match="quantize_int8: expected finite weights"):
+        quant.quantize_int8(np.full((2, 2), np.nan, np.float32))
+
+
+@pytest.mark.parametrize("dt", list(DTYPES), ids=str)
+@pytest.mark.parametrize("shape", [(1, 40, 256), (3, 33, 128), (20, 50, 256)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_linear_int8_int4_cpu(dt, shape):
+    dt = DTYPES[dt]
+    M, N, K = shape
+    rng = np.random.default_rng(M + N + K)
+    w = rng.standard_normal((N, K)).astype(np.float32)
+    x = rng.standard_normal((M, K)).astype(dt)
+    q, s = quant.quantize_int8(w)
+    out = np.full((M, N), np.nan, dt)
+    quant.linear_int8(x, q, s, out)
+    close_linear(out, f64(x) @ f64(quant.dequantize_int8(q, s)).T, dt)
+    p, s4 = quant.quantize_int4(w, 64)
+    out = np.full((M, N), np.nan, dt)
+    quant.linear_int4(x, p, s4, out, group=64)
+    close_linear(out, f64(x) @ f64(quant.dequantize_int4(p, s4, 64)).T, dt)
+
+
+def test_quant_errors():
+    x = np.zeros((2, 128), np.float32)
+    out = np.zeros((2, 8), np.float32)
+    with pytest.raises(TypeError, match="linear_int8: expected 'q' of dtype int8"):
+        quant.linear_int8(x, np.zeros((8, 128), np.uint8), np.ones(8, np.float32), out)
+    with pytest.raises(ValueError, match=r"linear_int8: expected 'scales' of shape \[8\]"):
+        quant.linear_int8(x, np.zeros((8, 128), np.int8), np.ones(7, np.float32), out)
+    with pytest.raises(ValueError, match=r"linear_int4: expected 'x' of shape \[2, 256\]"):
+        quant.linear_int4(x, np.zeros((8, 128), np.uint8), np.ones((8, 2), np.float32), out)
+    with pytest.raises(ValueError, match="linear_int4: expected a group that is a multiple of"):
+        quant.linear_int4(x, np.zeros((8, 64), np.uint8), np.ones((8, 2), np.float32), out,
+                          group=48)
+
+
+def test_quant_ptx_sm90a():
+    sig = {"x_ptr": "*bf16:16", "q_ptr": "*i8:16", "s_ptr": "*fp32:16", "out_ptr": "*bf16:16",
+           "M": "i32", "N": "i32:16", "K": "i32:16"}
+    cfg = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 128, "GROUP_M": 1}
+    k = kiln.compile(quant.linear_int8_kernel, signature=sig, constexprs=cfg, target="sm_90a",
+                     num_warps=4, num_stages=4)
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in k.asm["ptx"]
+    sig = {"x_ptr": "*bf16:16", "p_ptr": "*u8:16", "s_ptr": "*fp32:16", "out_ptr": "*bf16:16",
+           "M": "i32", "N": "i32:16", "K": "i32:16", "K_PACKED": "i32:16",
+           "N_GROUPS": "i32:16", "GROUP": "i32:16"}
+    k = kiln.compile(quant.linear_int4_kernel, signature=sig, constexprs=cfg, target="sm_90a",
+                     num_warps=4, num_stages=4)
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in k.asm["ptx"]
+
+
 # ---------------------------------------------------------------- errors
 
 def test_errors():
@@ -475,3 +547,22 @@ def test_argmax_and_sample_gpu():
     ops.sample(logits.float().cpu().numpy(), host, 0.7, 50, 0.9, 5, 3,
                scratch=np.empty(B * V, np.float32))
     assert (host == a.cpu().numpy()).mean() >= 0.9
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M", [1, 16, 300])
+def test_linear_int8_int4_gpu(M):
+    torch = _torch()
+    N, K = 2048, 2048
+    rng = np.random.default_rng(M)
+    w = rng.standard_normal((N, K)).astype(np.float32)
+    x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+    q, s = quant.quantize_int8(w)
+    quant.linear_int8(x, torch.from_numpy(q).cuda(), torch.from_numpy(s).cuda(), out)
+    ref = x.double() @ torch.from_numpy(quant.dequantize_int8(q, s)).cuda().double().T
+    assert ((out.double() - ref).norm() / ref.norm()).item() < 4e-3
+    p, s4 = quant.quantize_int4(w, 128)
+    quant.linear_int4(x, torch.from_numpy(p).cuda(), torch.from_numpy(s4).cuda(), out)
+    ref = x.double() @ torch.from_numpy(quant.dequantize_int4(p, s4)).cuda().double().T
+    assert ((out.double() - ref).norm() / ref.norm()).item() < 4e-3

@@ -1,0 +1,191 @@
+"""Weight-only quantized linear layers: out[M, N] = x[M, K] @ dequant(w).T, fp32 accumulation.
+
+- int8: `quantize_int8(w)` -> (q int8 [N, K], scales fp32 [N]): symmetric per output channel,
+  scale = max|w[n]| / 127, q = round(w / scale). `linear_int8(x, q, scales, out)`.
+- int4: `quantize_int4(w, group=128)` -> (packed uint8 [N, K / 2], scales fp32 [N, K / group]):
+  symmetric per group of `group` consecutive K, scale = max|w[n, group]| / 7,
+  q = clip(round(w / scale), -8, 7) stored as q + 8, two per byte (k even in the low nibble,
+  k odd in the high one). `linear_int4(x, packed, scales, out, group=128)`.
+
+Both kernels read the integer tile, convert it to x's dtype (exact: |q| <= 127), multiply on
+the tensor cores (IEEE fp32 for fp32 x) and apply the scales to the fp32 products: per column
+at the end (int8), per group of K after each group's dot (int4), so the only rounding besides
+the accumulation is out's. Grid: (M tiles x N tiles), grouped order, no split-K.
+The quantizers run in numpy on the host (model load time, not the hot path).
+"""
+import numpy as np
+
+import kiln
+import kiln.language as tl
+
+from ._common import FLOAT_DTYPES, check_array, launch_device, launch_opts
+
+__all__ = ["quantize_int8", "quantize_int4", "dequantize_int8", "dequantize_int4",
+           "linear_int8", "linear_int4"]
+
+
+@kiln.jit
+def _tile_ids(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    num_m = tl.cdiv(M, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    pid_m, pid_n = tl.swizzle2d(pid // num_n, pid % num_n, num_m, num_n, GROUP_M)
+    return pid_m * BLOCK_M + tl.arange(0, BLOCK_M), pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+
+
+@kiln.jit
+def linear_int8_kernel(x_ptr, q_ptr, s_ptr, out_ptr, M, N, K, BLOCK_M: tl.constexpr,
+                       BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    rm, rn = _tile_ids(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    rk = tl.arange(0, BLOCK_K)
+    x_ptrs = x_ptr + (rm % M)[:, None] * K + rk[None, :]
+    q_ptrs = q_ptr + (rn % N)[:, None] * K + rk[None, :]
+    row_ok = rm[:, None] < M
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        kmask = (k * BLOCK_K + rk)[None, :] < K
+        a = tl.load(x_ptrs, mask=row_ok & kmask, other=0.0)
+        q = tl.load(q_ptrs, mask=kmask, other=0).to(a.dtype)
+        acc = tl.dot(a, q.T, acc, input_precision="ieee")
+        x_ptrs += BLOCK_K
+        q_ptrs += BLOCK_K
+    scale = tl.load(s_ptr + rn, mask=rn < N, other=0.0)
+    acc = acc * scale[None, :]
+    tl.store(out_ptr + rm[:, None] * N + rn[None, :], acc.to(out_ptr.dtype.element_ty),
+             mask=row_ok & (rn[None, :] < N))
+
+
+@kiln.jit
+def linear_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, K_PACKED, N_GROUPS, GROUP,
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                       GROUP_M: tl.constexpr):
+    """K a multiple of GROUP, GROUP a multiple of BLOCK_K: each K step lies in one group.
+    K_PACKED = K / 2 and N_GROUPS = K / GROUP are passed (not divided here) so that their
+    divisibility is known: 16-byte loads of the packed rows."""
+    rm, rn = _tile_ids(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    rk = tl.arange(0, BLOCK_K)
+    rb = tl.arange(0, BLOCK_K // 2)
+    x_ptrs = x_ptr + (rm % M)[:, None] * K + rk[None, :]
+    p_ptrs = p_ptr + (rn % N)[:, None] * K_PACKED + rb[None, :]
+    s_ptrs = s_ptr + (rn % N) * N_GROUPS
+    row_ok = rm[:, None] < M
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K // BLOCK_K):
+        a = tl.load(x_ptrs, mask=row_ok, other=0.0)
+        b = tl.load(p_ptrs).to(tl.int32)
+        lo = (b & 15) - 8
+        hi = (b >> 4) - 8
+        q = tl.reshape(tl.join(lo, hi), (BLOCK_N, BLOCK_K)).to(a.dtype)
+        part = tl.dot(a, q.T, input_precision="ieee")
+        scale = tl.load(s_ptrs + (k * BLOCK_K) // GROUP)
+        acc += part * scale[None, :]
+        x_ptrs += BLOCK_K
+        p_ptrs += BLOCK_K // 2
+    tl.store(out_ptr + rm[:, None] * N + rn[None, :], acc.to(out_ptr.dtype.element_ty),
+             mask=row_ok & (rn[None, :] < N))
+
+
+# ---------------------------------------------------------------- quantizers (numpy)
+
+def _host_weights(op, w):
+    w = np.asarray(w)
+    if w.ndim != 2:
+        raise ValueError(f"{op}: expected a 2-D weight [N, K], found shape {list(w.shape)}")
+    if w.dtype.name not in FLOAT_DTYPES + ("float64",):
+        raise TypeError(f"{op}: expected a float weight, found {w.dtype.name}")
+    w = w.astype(np.float32)
+    if not np.isfinite(w).all():
+        raise ValueError(f"{op}: expected finite weights (found NaN or inf)")
+    return w
+
+
+def quantize_int8(w):
+    """(q int8 [N, K], scales fp32 [N]) with w ~ q * scales[:, None]."""
+    w = _host_weights("quantize_int8", w)
+    amax = np.abs(w).max(axis=1) if w.shape[1] else np.zeros(w.shape[0], np.float32)
+    scales = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
+    q = np.clip(np.rint(w / scales[:, None]), -127, 127).astype(np.int8)
+    return q, scales
+
+
+def dequantize_int8(q, scales):
+    return q.astype(np.float32) * np.asarray(scales, np.float32)[:, None]
+
+
+def quantize_int4(w, group=128):
+    """(packed uint8 [N, K / 2], scales fp32 [N, K / group]) with K a multiple of `group`
+    (an even number)."""
+    w = _host_weights("quantize_int4", w)
+    N, K = w.shape
+    if not isinstance(group, int) or group < 2 or group % 2 or K % group:
+        raise ValueError(f"quantize_int4: expected an even group dividing K = {K}, found "
+                         f"{group!r}")
+    g = w.reshape(N, K // group, group)
+    amax = np.abs(g).max(axis=2)
+    scales = np.where(amax > 0, amax / 7.0, 1.0).astype(np.float32)
+    q = np.clip(np.rint(g / scales[:, :, None]), -8, 7).astype(np.int8).reshape(N, K) + 8
+    packed = (q[:, 0::2] | (q[:, 1::2] << 4)).astype(np.uint8)
+    return packed, scales
+
+
+def dequantize_int4(packed, scales, group=128):
+    packed = np.asarray(packed)
+    N, half = packed.shape
+    q = np.empty((N, 2 * half), np.float32)
+    q[:, 0::2] = (packed & 15).astype(np.float32) - 8
+    q[:, 1::2] = (packed >> 4).astype(np.float32) - 8
+    return q * np.repeat(np.asarray(scales, np.float32), group, axis=1)
+
+
+# ---------------------------------------------------------------- host functions
+
+def _config(M, dev):
+    if dev == "cpu":
+        return dict(BLOCK_M=16 if M <= 16 else 32, BLOCK_N=16, BLOCK_K=32, GROUP_M=4,
+                    num_warps=4)
+    if M <= 16:
+        return dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_M=1, num_warps=4, num_stages=4)
+    return dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, num_warps=8, num_stages=3)
+
+
+def _check_x_out(op, x, out, N):
+    M, K = check_array(op, "x", x, (None, None), FLOAT_DTYPES)
+    check_array(op, "out", out, (M, N), FLOAT_DTYPES)
+    return M, K
+
+
+def linear_int8(x, q, scales, out, stream=None, device=None):
+    """out[M, N] = x[M, K] @ (q[N, K] * scales[N, None]).T (q int8, scales fp32)."""
+    op = "linear_int8"
+    N, K = check_array(op, "q", q, (None, None), ("int8",))
+    M, _ = _check_x_out(op, x, out, N)
+    check_array(op, "x", x, (M, K), FLOAT_DTYPES)
+    check_array(op, "scales", scales, (N,), ("float32",))
+    dev = launch_device(device, x, q, out)
+    cfg = _config(M, dev)
+    if M and N:
+        grid = (kiln.cdiv(M, cfg["BLOCK_M"]) * kiln.cdiv(N, cfg["BLOCK_N"]),)
+        linear_int8_kernel[grid](x, q, scales, out, M, N, K, **cfg, **launch_opts(dev, stream))
+    return out
+
+
+def linear_int4(x, packed, scales, out, group=128, stream=None, device=None):
+    """out[M, N] = x[M, K] @ dequantize_int4(packed, scales, group).T (packed uint8 [N, K/2],
+    scales fp32 [N, K / group])."""
+    op = "linear_int4"
+    N, half = check_array(op, "packed", packed, (None, None), ("uint8",))
+    K = 2 * half
+    M, _ = _check_x_out(op, x, out, N)
+    check_array(op, "x", x, (M, K), FLOAT_DTYPES)
+    dev = launch_device(device, x, packed, out)
+    cfg = _config(M, dev)
+    bk = cfg["BLOCK_K"]
+    if not isinstance(group, int) or group <= 0 or group % bk or K % group:
+        raise ValueError(f"{op}: expected a group that is a multiple of {bk} and divides "
+                         f"K = {K}, found {group!r}")
+    check_array(op, "scales", scales, (N, K // group), ("float32",))
+    if M and N:
+        grid = (kiln.cdiv(M, cfg["BLOCK_M"]) * kiln.cdiv(N, cfg["BLOCK_N"]),)
+        linear_int4_kernel[grid](x, packed, scales, out, M, N, K, K // 2, K // group, group,
+                                 **cfg, **launch_opts(dev, stream))
+    return out
