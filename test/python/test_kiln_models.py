@@ -381,14 +381,17 @@ def test_model_batches_requests_of_different_lengths(backend):
 
 def test_model_greedy_generation_equals_reference(backend):
     model = tiny_model(backend)
-    prompts = [prompt(5, 10), prompt(12, 11)]
+    prompts = [prompt(5, 10), prompt(12, 11), prompt(2, 12), prompt(7, 13)]
     result = gen.generate(model, prompts, 6)
     assert result.tokens == [REF.greedy(p, 6) for p in prompts]
-    assert result.prefill_tokens == 17 and result.decode_tokens == 10
+    assert result.prefill_tokens == 26 and result.decode_tokens == 20
     assert model.kv.allocator.num_free == model.kv.allocator.num_blocks
-    # prompts beyond one prefill's max_tokens go in several prefills
+    # prompts beyond one prefill's max_tokens go in several prefills, a prompt longer than
+    # max_tokens in pieces
     small = tiny_model(backend, max_tokens=12)
     assert gen.generate(small, prompts, 3).tokens == [t[:3] for t in result.tokens]
+    smaller = tiny_model(backend, max_tokens=3, max_batch=4)  # decode rows > max_tokens
+    assert gen.generate(smaller, prompts, 3).tokens == [t[:3] for t in result.tokens]
 
 
 def test_model_sampling_is_seeded(backend):

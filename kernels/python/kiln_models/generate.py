@@ -2,7 +2,7 @@
 sampling, both on the device.
 
 generate() prefills the prompts (several per prefill, as many as the model's max_tokens
-allows), picks each request's first token from the prefill logits, then runs decode steps for
+allows; a longer prompt alone, in pieces of max_tokens, each after the cached ones), picks each request's first token from the prefill logits, then runs decode steps for
 the whole batch. A decode step touches only fixed buffers: the host copies its inputs (the
 previous tokens, positions, slots, block tables, context lengths) into the model's fixed input
 arrays, the kernels run on fixed row views, and the chosen tokens land in the model's fixed
@@ -106,9 +106,6 @@ def generate(model, prompts, new_tokens, sampling=None):
         if p.ndim != 1 or p.size == 0:
             raise ValueError(f"generate: prompt {i} must be a non-empty 1-D list of ids, got "
                              f"shape {p.shape}")
-        if p.size > model.max_tokens:
-            raise ValueError(f"generate: prompt {i} has {p.size} tokens, more than the "
-                             f"model's max_tokens={model.max_tokens} per prefill")
         if p.size + new_tokens > model.max_seq_len:
             raise ValueError(f"generate: prompt {i} ({p.size} tokens) + {new_tokens} new "
                              f"tokens exceed the model's max_seq_len={model.max_seq_len}")
@@ -117,7 +114,12 @@ def generate(model, prompts, new_tokens, sampling=None):
     try:
         start = time.perf_counter()
         for group in _chunks(prompts, model.max_batch, model.max_tokens):
-            logits = model.prefill([(seqs[i], prompts[i]) for i in group])
+            if len(group) == 1:  # a long prompt in pieces; the last piece's logits count
+                p, n = prompts[group[0]], model.max_tokens
+                for lo in range(0, p.size, n):
+                    logits = model.prefill([(seqs[group[0]], p[lo:lo + n])])
+            else:
+                logits = model.prefill([(seqs[i], prompts[i]) for i in group])
             for i, tok in zip(group, select_tokens(model, logits, sampling, 0)):
                 out[i].append(int(tok))
         prefill_s = time.perf_counter() - start

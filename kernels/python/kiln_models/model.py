@@ -81,7 +81,9 @@ class LlamaModel:
         cos, sin = rope_tables(c, self.max_seq_len, np.float32)
         self.cos, self.sin = a.upload(cos), a.upload(sin)
 
-        T, B, H, act = self.max_tokens, self.max_batch, c.hidden_size, self.dtype
+        # rows: a prefill's max_tokens, a decode step's max_batch
+        T, B, H, act = max(self.max_tokens, self.max_batch), self.max_batch, c.hidden_size, \
+            self.dtype
         self.residual = a.empty((T, H), act)
         self.hidden = a.empty((T, H), act)
         self.normed = a.empty((T, H), act)
@@ -170,7 +172,8 @@ class LlamaModel:
                     "multiprocessor_count"]
             numel = max(ops.linear_scratch_numel(m, n, k, itemsize, cpu, sms)
                         # only small M (decode) splits K: 64 rows covers it with room
-                        for m in range(1, min(self.max_tokens, 64) + 1) for n, k in shapes)
+                        for m in range(1, min(max(self.max_tokens, B), 64) + 1)
+                        for n, k in shapes)
             if numel:
                 self.linear_scratch = a.empty((numel,), "fp32")
         if hasattr(ops, "decode_attention_scratch"):
