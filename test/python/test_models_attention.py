@@ -308,51 +308,65 @@ def test_prompt_then_decode_steps():
 
 # ---------------------------------------------------------------- compile-only (sm_90a)
 
-def test_prefill_compiles_to_ptx():
-    # the Llama-3.2-1B shape (Hq 32, Hkv 8, D 64) in bf16, from qkv and through the table
-    for paged in (False, True):
-        sig = dict(qkv="*bf16:16", k_cache="*bf16:16", v_cache="*bf16:16",
-                   cu_seqlens="*i32:16", block_tables="*i32:16", context_lens="*i32:16",
-                   out="*bf16:16", sm_scale="fp32", max_blocks="i32:16", max_seqlen="i32:16")
-        bm, bn, nw, ns, ov = att.prefill_tile_config(64, "bfloat16")
-        k = kiln.compile(att._prefill_kernel, signature=sig,
-                         constexprs=dict(N_HEADS=32, N_KV_HEADS=8, HEAD_DIM=64, BLOCK_M=bm,
-                                         BLOCK_N=bn, BLOCK_SIZE=16, PAGED=paged, OVERLAP=ov),
-                         target="sm_90a", num_warps=nw, num_stages=ns)
-        ptx = k.asm["ptx"]
-        assert ".entry _prefill_kernel" in ptx and "wgmma.mma_async" in ptx
-        assert "ex2.approx" in ptx
+TY = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 
 
-def test_overlap_prefill_compiles_to_ptx():
-    sig = dict(qkv="*fp16:16", k_cache="*fp16:16", v_cache="*fp16:16", cu_seqlens="*i32:16",
-               block_tables="*i32:16", context_lens="*i32:16", out="*fp16:16",
-               sm_scale="fp32", max_blocks="i32", max_seqlen="i32")
-    bm, bn, nw, ns, ov = att.prefill_tile_config(128, "float16")
-    assert ov
+@pytest.mark.parametrize("dtype,D,paged", [("bfloat16", 64, False), ("bfloat16", 64, True),
+                                           ("float16", 128, False), ("float16", 128, True),
+                                           ("bfloat16", 256, False), ("float32", 64, True)])
+def test_prefill_compiles_to_ptx(dtype, D, paged):
+    # Llama-3.2-1B's heads (Hq 32, Hkv 8) with the GPU tiles of each case
+    ty = TY[dtype]
+    sig = dict(qkv=f"*{ty}:16", k_cache=f"*{ty}:16", v_cache=f"*{ty}:16",
+               cu_seqlens="*i32:16", block_tables="*i32:16", context_lens="*i32:16",
+               out=f"*{ty}:16", sm_scale="fp32", max_blocks="i32", max_seqlen="i32")
+    bm, bn, nw, ns, ov = att.prefill_tile_config(D, dtype, paged=paged)
+    assert ov == (D == 128 and not paged)
     k = kiln.compile(att._prefill_kernel, signature=sig,
-                     constexprs=dict(N_HEADS=32, N_KV_HEADS=8, HEAD_DIM=128, BLOCK_M=bm,
-                                     BLOCK_N=bn, BLOCK_SIZE=16, PAGED=False, OVERLAP=True),
+                     constexprs=dict(N_HEADS=32, N_KV_HEADS=8, HEAD_DIM=D, BLOCK_M=bm,
+                                     BLOCK_N=bn, BLOCK_SIZE=16, PAGED=paged, OVERLAP=ov),
                      target="sm_90a", num_warps=nw, num_stages=ns)
-    assert "wgmma.mma_async" in k.asm["ptx"]
+    ptx = k.asm["ptx"]
+    assert ".entry _prefill_kernel" in ptx and "ex2.approx" in ptx
+    if dtype != "float32":  # both products on the warpgroup tensor cores
+        assert "wgmma.mma_async" in ptx and "mma.sync" not in ptx
+    if not paged and dtype != "float32":
+        # K and V from qkv's rows stream through cp.async rings, as in flash_attention
+        assert "cp.async.cg.shared.global" in ptx and "st.shared" not in ptx
+    if paged:
+        # the gathered rows are read in 16-byte vectors
+        assert "ld.global.v4" in ptx and "ld.global.b16" not in ptx
 
 
-def test_decode_and_rope_compile_to_ptx():
+@pytest.mark.parametrize("dtype,D,Hq,Hkv,splits", [("bfloat16", 64, 32, 8, 8),
+                                                   ("float16", 128, 8, 8, 1),
+                                                   ("float32", 64, 8, 2, 3)])
+def test_decode_compiles_to_ptx(dtype, D, Hq, Hkv, splits):
+    ty = TY[dtype]
     bn, nw = att.decode_tile_config()
-    sig = dict(qkv="*bf16:16", k_cache="*bf16:16", v_cache="*bf16:16",
-               block_tables="*i32:16", context_lens="*i32:16", out="*bf16:16",
+    sig = dict(qkv=f"*{ty}:16", k_cache=f"*{ty}:16", v_cache=f"*{ty}:16",
+               block_tables="*i32:16", context_lens="*i32:16", out=f"*{ty}:16",
                part_out="*fp32:16", part_lse="*fp32:16", sm_scale="fp32", max_blocks="i32",
                min_chunk="i32:16")
     k = kiln.compile(att._decode_kernel, signature=sig,
-                     constexprs=dict(N_HEADS=32, N_KV_HEADS=8, HEAD_DIM=64, GROUP_PAD=16,
-                                     BLOCK_N=bn, BLOCK_SIZE=16, NUM_SPLITS=8),
+                     constexprs=dict(N_HEADS=Hq, N_KV_HEADS=Hkv, HEAD_DIM=D, GROUP_PAD=16,
+                                     BLOCK_N=bn, BLOCK_SIZE=16, NUM_SPLITS=splits),
                      target="sm_90a", num_warps=nw)
-    assert ".entry _decode_kernel" in k.asm["ptx"]
-    k = kiln.compile(att._decode_combine,
-                     signature=dict(part_out="*fp32:16", part_lse="*fp32:16", out="*bf16:16"),
-                     constexprs=dict(N_HEADS=32, HEAD_DIM=64, NUM_SPLITS=8, BLOCK_S=8),
-                     target="sm_90a", num_warps=4)
-    assert ".entry _decode_combine" in k.asm["ptx"]
+    ptx = k.asm["ptx"]
+    assert ".entry _decode_kernel" in ptx and "ld.global.b16" not in ptx
+    if dtype != "float32":  # s^T = k q^T: 64 keys x 16 heads on wgmma
+        assert "wgmma.mma_async.sync.aligned.m64n16k16" in ptx
+    if splits > 1:
+        k = kiln.compile(att._decode_combine,
+                         signature=dict(part_out="*fp32:16", part_lse="*fp32:16",
+                                        out=f"*{ty}:16"),
+                         constexprs=dict(N_HEADS=Hq, HEAD_DIM=D, NUM_SPLITS=splits,
+                                         BLOCK_S=kiln.next_power_of_2(splits)),
+                         target="sm_90a", num_warps=4)
+        assert ".entry _decode_combine" in k.asm["ptx"]
+
+
+def test_rope_cache_compiles_to_ptx():
     sig = dict(qkv="*bf16:16", positions="*i32:16", cos="*fp32:16", sin="*fp32:16",
                k_cache="*bf16:16", v_cache="*bf16:16", slot_mapping="*i32:16", n_pos="i32",
                n_slots="i32")

@@ -577,16 +577,18 @@ def rope_cache(qkv, positions, cos, sin, k_cache, v_cache, slot_mapping, n_heads
     return qkv
 
 
-def prefill_tile_config(head_dim, dtype, cpu=False):
+def prefill_tile_config(head_dim, dtype, cpu=False, paged=False):
     """(BLOCK_M, BLOCK_N, num_warps, num_stages, overlap) of the prefill kernel. The GPU bf16 /
     fp16 tiles are kiln_kernels.flash_attention's H100 choices (128 x 64 on 8 warps, 3 stages
-    at D <= 64; 128 x 128 with the overlap loop at D = 128); fp32 (exact products on CUDA
-    cores) and D = 256 take smaller tiles. The CPU backend: small tiles, quick to compile."""
+    at D <= 64; 128 x 128 with the overlap loop at D = 128), except through the block table
+    at D = 128 (128 x 64: its operands pass through registers, and Kiln puts 128 x 128 ones
+    on mma.sync rather than wgmma); fp32 (exact products on CUDA cores) and D = 256 take
+    smaller tiles. The CPU backend: small tiles, quick to compile."""
     if cpu:
         return 32, 16, 4, 1, False
     if dtype == "float32" or head_dim > 128:
         return 64, 32, 4, 2, False
-    if head_dim <= 64:
+    if head_dim <= 64 or paged:
         return 128, 64, 8, 3, False
     return 128, 128, 8, 3, True
 
@@ -631,7 +633,7 @@ def prefill_attention(qkv, k_cache, v_cache, cu_seqlens, block_tables, context_l
                          f"found context_lens[{b}] = {int(context_lens[b])} and {int(new[b])} "
                          f"new tokens")
     cpu = _is_cpu(qkv, device)
-    bm, bn, nw, ns, overlap = prefill_tile_config(head_dim, dtype, cpu)
+    bm, bn, nw, ns, overlap = prefill_tile_config(head_dim, dtype, cpu, not kv_from_qkv)
     if B == 0 or max_seqlen == 0:
         return out
     grid = (B * n_heads, kiln.cdiv(int(max_seqlen), bm))
@@ -639,7 +641,7 @@ def prefill_attention(qkv, k_cache, v_cache, cu_seqlens, block_tables, context_l
                           sm_scale, max_blocks, int(max_seqlen), N_HEADS=n_heads,
                           N_KV_HEADS=n_kv_heads, HEAD_DIM=head_dim, BLOCK_M=bm, BLOCK_N=bn,
                           BLOCK_SIZE=block_size, PAGED=not kv_from_qkv,
-                          OVERLAP=bool(kv_from_qkv and overlap), num_warps=nw, num_stages=ns,
+                          OVERLAP=overlap, num_warps=nw, num_stages=ns,
                           **_launch(stream, device))
     return out
 
