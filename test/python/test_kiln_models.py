@@ -518,13 +518,42 @@ def test_cli_generate_tiny_on_cpu_equals_reference():
     (["--config", "tiny"], "--config has no checkpoint: add --random-weights"),
     (["--config", "tiny", "--random-weights", "--batch", "0"], "--batch must be at least 1"),
     (["--config", "tiny", "--random-weights", "--prompt-len", "500", "--new-tokens", "13"],
-     "513 is beyond the model's max_position_embeddings=512"),
+     "prompt + new tokens = 513 is beyond the model's max_position_embeddings=512"),
     (["--model", "/nonexistent/dir"], "cannot read the model config"),
 ])
 def test_cli_errors(args, match, capsys):
     from kiln_models import llama
     assert llama.main(["generate", "--device", "cpu", *args]) == 2
     assert match in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, match", [
+    (["--prompt-lens", "9", "4"], "take LO <= HI"),
+    (["--requests", "0"], "--requests must be at least 1"),
+    (["--kv-tokens", "20"], "--kv-tokens 20 cannot hold the longest request (96 tokens)"),
+    (["--check-solo", "--temperature", "1"], "--check-solo compares greedy runs"),
+])
+def test_cli_serve_errors(args, match, capsys):
+    from kiln_models import llama
+    assert llama.main(["serve", "--config", "tiny", "--random-weights", "--device", "cpu",
+                       *args]) == 2
+    assert match in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_cli_serve_in_flight_batching_equals_solo(device):
+    import io
+    from kiln_models import llama
+    kiln_ops_or_skip()
+    out = io.StringIO()
+    assert llama.main(["serve", "--config", "tiny", "--random-weights", "--device", device,
+                       "--dtype", "fp32", "--requests", "7", "--prompt-lens", "2", "20",
+                       "--new-tokens-range", "1", "9", "--max-batch", "3", "--kv-tokens",
+                       "64", "--block-size", "4", "--check-solo"], out=out) == 0
+    text = out.getvalue()
+    assert "7 requests, prompts 2-20, outputs 1-9, max batch 3, KV cache 64 tokens" in text
+    assert "time to first token: p50 " in text and "per-token latency: p50 " in text
+    assert "solo check: 7 of 7 requests give their tokens decoded alone" in text
 
 
 def test_cli_model_dir_with_a_broken_checkpoint(tmp_path, capsys):

@@ -3,14 +3,21 @@
     python -m kiln_models.llama generate (--model DIR | --config tiny|1b --random-weights)
         [--batch N] [--prompt-len P] [--new-tokens T] [--dtype fp32|bf16|fp16]
         [--device cpu|gpu] [--seed S] [--temperature X --top-k K --top-p P] [--no-warmup]
+    python -m kiln_models.llama serve (--model DIR | --config ... --random-weights)
+        [--requests R] [--prompt-lens LO HI] [--new-tokens-range LO HI] [--max-batch B]
+        [--kv-tokens N] [--check-solo] ...
 
-Random prompt ids from the seed; prints the prefill and decode tokens/s, the model's peak
-device memory (weights, KV cache and buffers it allocated) and the generated ids. The first
-(warm-up) run compiles the kernels and is not timed.
+generate: random prompt ids from the seed; prints the prefill and decode tokens/s, the model's
+peak device memory (weights, KV cache and buffers it allocated) and the generated ids. The
+first (warm-up) run compiles the kernels and is not timed.
+serve: R requests of random lengths through the in-flight batching scheduler with a fixed KV
+budget; prints the throughput and p50/p99 time to first token and per-token latency, and with
+--check-solo whether every request's tokens equal its run alone.
 """
 
 import argparse
 import sys
+import time
 
 import numpy as np
 
@@ -19,24 +26,18 @@ from .config import LlamaConfig, preset
 from .generate import SamplingParams, generate
 from .kv_cache import KVCacheFull
 from .model import LlamaModel
+from .scheduler import Scheduler, latency_stats
 
 __all__ = ["main", "build_parser"]
 
 
-def build_parser():
-    p = argparse.ArgumentParser(prog="python -m kiln_models.llama",
-                                description="Llama inference on Kiln kernels")
-    sub = p.add_subparsers(dest="command", required=True)
-    g = sub.add_parser("generate", help="generate tokens from random prompts and time it")
+def _common(g):
     src = g.add_mutually_exclusive_group(required=True)
     src.add_argument("--model", metavar="DIR", help="HF checkpoint directory (config.json, "
                      "model.safetensors or its index)")
     src.add_argument("--config", choices=["tiny", "1b"], help="a preset config")
     g.add_argument("--random-weights", action="store_true",
                    help="seeded random weights (HF's init) instead of the checkpoint's")
-    g.add_argument("--batch", type=int, default=1, help="requests decoded together")
-    g.add_argument("--prompt-len", type=int, default=16, help="tokens per prompt")
-    g.add_argument("--new-tokens", type=int, default=16, help="tokens generated per request")
     g.add_argument("--dtype", choices=["fp32", "bf16", "fp16"],
                    help="activation and weight dtype (default: fp32 on the CPU, bf16 on "
                         "the GPU)")
@@ -47,7 +48,30 @@ def build_parser():
     g.add_argument("--top-k", type=int, default=0)
     g.add_argument("--top-p", type=float, default=1.0)
     g.add_argument("--block-size", type=int, default=16, help="KV cache block size")
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="python -m kiln_models.llama",
+                                description="Llama inference on Kiln kernels")
+    sub = p.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("generate", help="generate tokens from random prompts and time it")
+    _common(g)
+    g.add_argument("--batch", type=int, default=1, help="requests decoded together")
+    g.add_argument("--prompt-len", type=int, default=16, help="tokens per prompt")
+    g.add_argument("--new-tokens", type=int, default=16, help="tokens generated per request")
     g.add_argument("--no-warmup", action="store_true", help="time the first run too")
+    s = sub.add_parser("serve", help="in-flight batching of random requests")
+    _common(s)
+    s.add_argument("--requests", type=int, default=16)
+    s.add_argument("--prompt-lens", type=int, nargs=2, default=(8, 64), metavar=("LO", "HI"),
+                   help="prompt lengths drawn uniformly in [LO, HI]")
+    s.add_argument("--new-tokens-range", type=int, nargs=2, default=(4, 32),
+                   metavar=("LO", "HI"), help="output lengths drawn uniformly in [LO, HI]")
+    s.add_argument("--max-batch", type=int, default=8, help="requests running at once")
+    s.add_argument("--kv-tokens", type=int,
+                   help="KV cache size in tokens (default: max-batch requests of the longest)")
+    s.add_argument("--check-solo", action="store_true",
+                   help="also run each request alone and compare its tokens")
     return p
 
 
@@ -55,13 +79,22 @@ def _mib(n):
     return f"{n / (1 << 20):.1f} MiB"
 
 
-def _run(args, out):
-    for name in ("batch", "prompt_len", "new_tokens"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
+def _positive(args, *names):
+    for name in names:
+        values = getattr(args, name)
+        for v in (values if isinstance(values, (list, tuple)) else [values]):
+            if v < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
+
+
+def _load(args, seq_len):
+    """(config, weights, device, dtype) of the command's model source."""
     if args.config and not args.random_weights:
         raise ValueError("--config has no checkpoint: add --random-weights")
     config = preset(args.config) if args.config else LlamaConfig.from_json(args.model)
+    if seq_len > config.max_position_embeddings:
+        raise ValueError(f"prompt + new tokens = {seq_len} is beyond the model's "
+                         f"max_position_embeddings={config.max_position_embeddings}")
     device = args.device
     if device is None:
         import kiln
@@ -69,10 +102,24 @@ def _run(args, out):
     dtype = args.dtype or ("fp32" if device == "cpu" else "bf16")
     weights = random_weights(config, args.seed, dtype) if args.random_weights else \
         load_weights(args.model, config)
+    return config, weights, device, dtype
+
+
+def _banner(args, config, dtype, device, what, out):
+    print(f"kiln_models: Llama {args.config or args.model} ({config.num_hidden_layers} layers, "
+          f"hidden {config.hidden_size}, vocab {config.vocab_size}), {dtype} on {device}, "
+          f"{what}", file=out)
+
+
+def _memory(model, out):
+    kv = sum(k.nbytes + v.nbytes for k, v in zip(model.kv.k, model.kv.v))
+    print(f"peak device memory: {_mib(model.arrays.peak)} (KV cache {_mib(kv)})", file=out)
+
+
+def _generate(args, out):
+    _positive(args, "batch", "prompt_len", "new_tokens")
     seq_len = args.prompt_len + args.new_tokens
-    if seq_len > config.max_position_embeddings:
-        raise ValueError(f"--prompt-len + --new-tokens = {seq_len} is beyond the model's "
-                         f"max_position_embeddings={config.max_position_embeddings}")
+    config, weights, device, dtype = _load(args, seq_len)
     model = LlamaModel(config, weights, device=device, dtype=dtype, max_batch=args.batch,
                        max_tokens=args.batch * args.prompt_len, max_seq_len=seq_len,
                        block_size=args.block_size)
@@ -80,10 +127,8 @@ def _run(args, out):
     sampling = SamplingParams(args.temperature, args.top_k, args.top_p, args.seed)
     rng = np.random.default_rng(args.seed)
     prompts = [rng.integers(0, config.vocab_size, args.prompt_len) for _ in range(args.batch)]
-    name = args.config or args.model
-    print(f"kiln_models: Llama {name} ({config.num_hidden_layers} layers, hidden "
-          f"{config.hidden_size}, vocab {config.vocab_size}), {dtype} on {device}, batch "
-          f"{args.batch}, prompt {args.prompt_len}, new tokens {args.new_tokens}", file=out)
+    _banner(args, config, dtype, device, f"batch {args.batch}, prompt {args.prompt_len}, "
+            f"new tokens {args.new_tokens}", out)
     if not args.no_warmup:
         generate(model, prompts, min(2, args.new_tokens), sampling)
     result = generate(model, prompts, args.new_tokens, sampling)
@@ -91,11 +136,61 @@ def _run(args, out):
           f"ms: {result.prefill_tokens_per_s:.1f} tokens/s", file=out)
     print(f"decode: {result.decode_tokens} tokens in {result.decode_seconds * 1e3:.2f} ms: "
           f"{result.decode_tokens_per_s:.1f} tokens/s", file=out)
-    kv = sum(k.nbytes + v.nbytes for k, v in zip(model.kv.k, model.kv.v))
-    print(f"peak device memory: {_mib(model.arrays.peak)} (KV cache {_mib(kv)})", file=out)
+    _memory(model, out)
     for i, toks in enumerate(result.tokens):
         print(f"ids[{i}]: {' '.join(map(str, toks))}", file=out)
     return result
+
+
+def _serve(args, out):
+    _positive(args, "requests", "prompt_lens", "new_tokens_range", "max_batch")
+    (plo, phi), (nlo, nhi) = args.prompt_lens, args.new_tokens_range
+    if args.check_solo and args.temperature:
+        raise ValueError("--check-solo compares greedy runs: drop --temperature")
+    if plo > phi or nlo > nhi:
+        raise ValueError("--prompt-lens and --new-tokens-range take LO <= HI")
+    seq_len = phi + nhi
+    config, weights, device, dtype = _load(args, seq_len)
+    blocks = None
+    if args.kv_tokens is not None:
+        if args.kv_tokens < seq_len:
+            raise ValueError(f"--kv-tokens {args.kv_tokens} cannot hold the longest request "
+                             f"({seq_len} tokens)")
+        blocks = args.kv_tokens // args.block_size
+    model = LlamaModel(config, weights, device=device, dtype=dtype, max_batch=args.max_batch,
+                       max_tokens=max(phi, min(args.max_batch * phi, 8192)),
+                       max_seq_len=seq_len, block_size=args.block_size, num_blocks=blocks)
+    del weights
+    sampling = SamplingParams(args.temperature, args.top_k, args.top_p, args.seed)
+    rng = np.random.default_rng(args.seed)
+    work = [(rng.integers(0, config.vocab_size, rng.integers(plo, phi + 1)),
+             int(rng.integers(nlo, nhi + 1))) for _ in range(args.requests)]
+    _banner(args, config, dtype, device, f"{args.requests} requests, prompts {plo}-{phi}, "
+            f"outputs {nlo}-{nhi}, max batch {args.max_batch}, KV cache "
+            f"{model.kv.allocator.num_blocks * args.block_size} tokens", out)
+    generate(model, [work[0][0]], 2, sampling)  # warm-up: compiles the kernels
+    sched = Scheduler(model, sampling)
+    start = time.perf_counter()
+    reqs = [sched.add(p, n) for p, n in work]
+    sched.run()
+    stats = latency_stats(reqs, time.perf_counter() - start)
+    print(f"served {stats['requests']} requests, {stats['tokens']} tokens in "
+          f"{stats['tokens'] / stats['tokens_per_s']:.2f} s: {stats['tokens_per_s']:.1f} "
+          f"tokens/s in {sched.steps} steps", file=out)
+    print(f"time to first token: p50 {stats['ttft_ms_p50']:.2f} ms, p99 "
+          f"{stats['ttft_ms_p99']:.2f} ms", file=out)
+    if "tpot_ms_p50" in stats:
+        print(f"per-token latency: p50 {stats['tpot_ms_p50']:.2f} ms, p99 "
+              f"{stats['tpot_ms_p99']:.2f} ms", file=out)
+    _memory(model, out)
+    if args.check_solo:
+        same = sum(generate(model, [r.prompt], r.max_new_tokens, sampling).tokens[0] == r.tokens
+                   for r in reqs)
+        print(f"solo check: {same} of {len(reqs)} requests give their tokens decoded alone",
+              file=out)
+        if same != len(reqs):
+            return 1
+    return 0
 
 
 def main(argv=None, out=None):
@@ -103,11 +198,13 @@ def main(argv=None, out=None):
     out = out or sys.stdout
     args = build_parser().parse_args(argv)
     try:
-        _run(args, out)
+        if args.command == "generate":
+            _generate(args, out)
+            return 0
+        return _serve(args, out)
     except (ValueError, KVCacheFull) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    return 0
 
 
 if __name__ == "__main__":
