@@ -460,8 +460,11 @@ def test_decode_errors():
         att.decode_attention(*args, split_min_tokens=0, **CPU)
     with pytest.raises(ValueError, match=r"decode_attention: expected out of shape \(2, 64\)"):
         att.decode_attention(*args[:5], np.zeros((3, 64), np.float32), *args[6:], **CPU)
-    with pytest.raises(ValueError, match="num_splits in"):
+    with pytest.raises(ValueError, match=r"num_splits in \[1, 64\], found 0"):
         att.decode_attention_scratch(2, 4, 16, 100, n_kv_heads=2, num_splits=0)
+    with pytest.raises(ValueError, match="at most 64 splits in scratch, found 65"):
+        att.decode_attention(*args, scratch=(np.zeros((2, 4, 65, 16), np.float32),
+                                             np.zeros((2, 4, 65), np.float32)), **CPU)
 
 
 def test_rope_cache_errors():

@@ -68,7 +68,7 @@ __all__ = ["rope_cache", "prefill_attention", "decode_attention", "decode_attent
 LOG2E = 1.4426950408889634
 NUM_SMS = 132              # H100 SXM: what the split heuristic fills by default
 SPLIT_MIN_TOKENS = 128     # fewest keys a decode split is given (when the context has them)
-MAX_SPLITS = 64
+MAX_SPLITS = 64            # the combine kernel reads all of a row's splits as one tile
 HEAD_DIMS = (16, 32, 64, 128, 256)
 
 
@@ -665,9 +665,9 @@ def decode_attention_scratch(batch, n_heads, head_dim, max_context, n_kv_heads=N
     _check_heads("decode_attention_scratch", n_heads, n_kv, head_dim)
     if num_splits is None:
         num_splits = decode_split_count(batch, n_kv, max_context, split_min_tokens, num_sms)
-    if not isinstance(num_splits, (int, np.integer)) or not 1 <= num_splits <= 1024:
-        raise ValueError(f"decode_attention_scratch: expected num_splits in [1, 1024], found "
-                         f"{num_splits!r}")
+    if not isinstance(num_splits, (int, np.integer)) or not 1 <= num_splits <= MAX_SPLITS:
+        raise ValueError(f"decode_attention_scratch: expected num_splits in [1, {MAX_SPLITS}], "
+                         f"found {num_splits!r}")
     S = int(num_splits)
     return (batch, n_heads, S, head_dim), (batch, n_heads, S)
 
@@ -706,6 +706,9 @@ def decode_attention(qkv, k_cache, v_cache, block_tables, context_lens, out, n_h
             raise ValueError(f"{op}: expected scratch's partial_lse of shape (>= {B}, "
                              f"{n_heads}, num_splits), found {s}")
         num_splits = s[2]
+        if num_splits > MAX_SPLITS:  # the combine kernel holds every split in one tile
+            raise ValueError(f"{op}: expected at most {MAX_SPLITS} splits in scratch, found "
+                             f"{num_splits}")
         _check_array(op, "scratch's partial_out", part_out, dtype="float32",
                      shape=(s[0], n_heads, num_splits, head_dim))
     cpu = _is_cpu(qkv, device)
