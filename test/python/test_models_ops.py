@@ -256,6 +256,21 @@ def test_sample_stays_in_top_k_and_nucleus_cpu(dt):
     assert set(toks.tolist()) <= both
 
 
+def test_sample_top_k_beyond_the_lanes_and_ties_cpu():
+    # k larger than the CPU tile (256 lanes: no candidate bound, every e searched), and a
+    # row of ties at the k-th value (all of them stay in, as HF keeps them).
+    rng = np.random.default_rng(9)
+    B, V = 32, 600
+    row = rng.standard_normal(V).astype(np.float32)
+    order = np.argsort(-row, kind="stable")
+    toks = _sample_rows(np.tile(row, (B, 1)), 5.0, 300, 1.0, 77, 0)
+    assert set(toks.tolist()) <= set(order[:300].tolist())
+    tied = np.zeros(V, np.float32)
+    tied[[5, 100, 400, 599]] = 1.0  # four tokens tie at the top; top_k=2 keeps all four
+    toks = _sample_rows(np.tile(tied, (B, 1)), 1.0, 2, 1.0, 78, 0)
+    assert set(toks.tolist()) == {5, 100, 400, 599}
+
+
 def test_sample_is_deterministic_cpu():
     rng = np.random.default_rng(10)
     logits = rng.standard_normal((8, 300)).astype(np.float32)

@@ -9,21 +9,27 @@ top-k set's renormalized distribution), then one draw:
   1. lmax = max(logits); e = exp((l - lmax) / T) into the fp32 scratch row (e of the largest
      logit is exactly 1; NaN logits count as -inf, never drawn);
   2. top-k: the largest threshold t on e with #{e >= t} >= k, found by bisection on e's bits
-     (non-negative floats order as their bits), each step one pass over the row counting
-     #{e >= mid} and snapping the interval to actual values (the smallest e >= mid, the
-     largest e < mid), so it ends on an element's value, at most ~32 passes; ties with the
-     k-th value stay in (as HF's `scores < topk(...)[-1]` keeps them);
+     (non-negative floats order as their bits), each step one pass counting #{e >= mid} and
+     snapping the interval to actual values (the smallest e >= mid, the largest e < mid), so
+     it ends on an element's value; ties with the k-th value stay in (as HF's
+     `scores < topk(...)[-1]` keeps them). The passes run over candidates only: the k-th
+     largest of the per-lane maxima of step 1 (found in registers) bounds the k-th largest e
+     from below, and the e at or above it (at most k lanes' worth) are first compacted to the
+     front of the scratch row;
   3. top-p: the same bisection for the largest t with sum{e >= t} >= top_p * sum{e >= t_k}
      (the nucleus: HF keeps the smallest set of largest probabilities reaching top_p, ties at
-     its edge included here);
+     its edge included here), over the top-k candidates when top-k is on;
   4. u = Philox(seed; counter (step, row, 0, 0)) as a uniform in [0, 1); the token is the first
-     kept one whose running sum of e (in vocabulary order) exceeds u * sum{kept e}.
+     kept one whose running sum of e (in vocabulary order, e recomputed from the logits)
+     exceeds u * sum{kept e}.
 Deterministic for a given (seed, step, row); `step` may be an int or an int32 device array of
 shape [1] read by the kernel (so that a captured CUDA graph draws new numbers when the
 counter is advanced between replays).
 
-Cost: passes over the row (V fp32 values, L2-resident) on one SM per row: 3 without top-k/top-p,
-up to ~35 with one of them, ~70 with both.
+Cost, in passes over a row of V values on one SM per row: 3 full passes (max, e, the draw)
+and 1 over the candidates without top-k/top-p; with top-k one more full pass (the compaction)
+and up to ~32 short ones over the candidates (k lanes' worth); top-p alone: up to ~33 full
+passes over the fp32 e (L2-resident).
 """
 import numpy as np
 
@@ -92,6 +98,30 @@ def _scan(p_row, V, t, BLOCK: tl.constexpr):
 
 
 @kiln.jit
+def _prob(v, valid, lmax, inv_t):
+    """e = exp((v - lmax) / T) for the numbers of a tile, 0 for NaN, -inf and masked lanes
+    (one helper so that every pass computes the same bits)."""
+    finite = valid & (v == v) & (v > float("-inf"))
+    return tl.where(finite, tl.exp((v - lmax) * inv_t), 0.0)
+
+
+@kiln.jit
+def _kth_largest_key(keys, k):
+    """The largest t with #{keys >= t} >= k over a tile of non-negative keys (0 when k exceeds
+    the tile), by bisection in registers."""
+    lo = 0
+    hi = _ONE_KEY
+    while lo < hi:
+        mid = (lo + hi + 1) >> 1
+        ge = keys >= mid
+        if tl.sum(ge.to(tl.int32), axis=0) >= k:
+            lo = tl.min(tl.where(ge, keys, _INT32_MAX), axis=0)
+        else:
+            hi = tl.maximum(tl.max(tl.where(ge, -1, keys), axis=0), lo)
+    return lo
+
+
+@kiln.jit
 def sample_kernel(logits_ptr, out_ptr, p_ptr, step_ptr, V, inv_t, top_k, top_p, seed, step,
                   BLOCK: tl.constexpr, TOP_K: tl.constexpr, TOP_P: tl.constexpr,
                   STEP_IN_MEMORY: tl.constexpr):
@@ -99,28 +129,46 @@ def sample_kernel(logits_ptr, out_ptr, p_ptr, step_ptr, V, inv_t, top_k, top_p, 
     base = logits_ptr + row.to(tl.int64) * V
     p_row = p_ptr + row.to(tl.int64) * V
     cols = tl.arange(0, BLOCK)
-    # 1. e = exp((l - max) / T) into the scratch row.
+    # 1. e = exp((l - max) / T) into the scratch row; each lane's largest e.
     mx = tl.full([BLOCK], float("-inf"), tl.float32)
     for start in range(0, V, BLOCK):
         v, valid = _load_logits(base, start + cols, V)
         mx = tl.maximum(mx, tl.where(v != v, float("-inf"), v))
     lmax = tl.max(mx, axis=0)
     lmax = tl.where(lmax == float("-inf"), 0.0, lmax)  # a row of no numbers: every e is 0
+    lane_max = tl.zeros([BLOCK], dtype=tl.float32)
     for start in range(0, V, BLOCK):
         c = start + cols
         v, valid = _load_logits(base, c, V)
-        finite = valid & (v == v) & (v > float("-inf"))
-        e = tl.where(finite, tl.exp((v - lmax) * inv_t), 0.0)
+        e = _prob(v, valid, lmax, inv_t)
+        lane_max = tl.maximum(lane_max, e)
         tl.store(p_row + c, e, mask=valid)
     tl.debug_barrier()  # the row's e, stored by some threads, is read by others
+    n = V  # the searched values: p_row[0:n]
     t = 0
     # 2. top-k: the largest key t with #{key >= t} >= top_k.
     if TOP_K:
-        lo = 0
+        # The k-th largest lane maximum bounds the k-th largest e from below (k lanes hold
+        # an e at least that large): only e >= bound can be in the top k. Those few are
+        # compacted to the front of the row (in place: an element moves to a position at or
+        # before its own, in a tile every thread has read), and the bisection runs over them.
+        bound = _kth_largest_key(lane_max.to(tl.int32, bitcast=True), top_k)
+        n = 0
+        for start in range(0, V, BLOCK):
+            c = start + cols
+            valid = c < V
+            e = tl.load(p_row + c, mask=valid, other=0.0)
+            keep = valid & (e.to(tl.int32, bitcast=True) >= bound)
+            pos = n + tl.cumsum(keep.to(tl.int32), 0) - 1
+            tl.debug_barrier()
+            tl.store(p_row + pos, e, mask=keep)
+            n += tl.sum(keep.to(tl.int32), axis=0)
+        tl.debug_barrier()
+        lo = bound
         hi = _ONE_KEY
         while lo < hi:
             mid = (lo + hi + 1) >> 1
-            cnt, s, amin, bmax = _scan(p_row, V, mid, BLOCK)
+            cnt, s, amin, bmax = _scan(p_row, n, mid, BLOCK)
             if cnt >= top_k:
                 lo = amin
                 if cnt == top_k:
@@ -130,19 +178,20 @@ def sample_kernel(logits_ptr, out_ptr, p_ptr, step_ptr, V, inv_t, top_k, top_p, 
         t = lo
     # 3. top-p: the largest key t with sum{e >= t} >= top_p * sum{e >= t_k}.
     if TOP_P:
-        cnt, zk, amin, bmax = _scan(p_row, V, t, BLOCK)
+        cnt, zk, amin, bmax = _scan(p_row, n, t, BLOCK)
         target = top_p * zk
         lo = t
         hi = _ONE_KEY
         while lo < hi:
             mid = (lo + hi + 1) >> 1
-            cnt, s, amin, bmax = _scan(p_row, V, mid, BLOCK)
+            cnt, s, amin, bmax = _scan(p_row, n, mid, BLOCK)
             if s >= target:
                 lo = amin
             else:
                 hi = tl.maximum(bmax, lo)
         t = lo
-    # 4. One draw from the kept set: the inverse of its cumulative sum in vocabulary order.
+    # 4. One draw from the kept set: the inverse of its cumulative sum in vocabulary order
+    # (e recomputed from the logits: the scratch row may hold the compacted candidates).
     if STEP_IN_MEMORY:
         stp = tl.load(step_ptr)
     else:
@@ -150,16 +199,16 @@ def sample_kernel(logits_ptr, out_ptr, p_ptr, step_ptr, V, inv_t, top_k, top_p, 
     ctr = stp.to(tl.uint32)
     r0, r1, r2, r3 = tl.philox(seed, ctr, row.to(tl.uint32), ctr * 0, ctr * 0)
     u = tl.uint_to_uniform_float(r0)
-    cnt, z, amin, bmax = _scan(p_row, V, t, BLOCK)
+    cnt, z, amin, bmax = _scan(p_row, n, t, BLOCK)
     target = u * z
     run = 0.0
     res = -1
     last = 0
     for start in range(0, V, BLOCK):
         c = start + cols
-        valid = c < V
-        e = tl.load(p_row + c, mask=valid, other=0.0)
-        keep = valid & (e.to(tl.int32, bitcast=True) >= t) & (e > 0.0)
+        v, valid = _load_logits(base, c, V)
+        e = _prob(v, valid, lmax, inv_t)
+        keep = (e.to(tl.int32, bitcast=True) >= t) & (e > 0.0)
         ek = tl.where(keep, e, 0.0)
         cs = tl.cumsum(ek, 0)
         first = tl.min(tl.where(keep & (run + cs > target), c, _INT32_MAX), axis=0)
