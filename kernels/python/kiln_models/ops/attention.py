@@ -22,7 +22,8 @@ forces the CPU backend; numpy arrays run there anyway):
   frequencies repeated twice) on the q and k heads of each row t of qkv at position
   positions[t] (cos, sin `[P, D/2]` fp32, made by the model with its frequency scaling), then
   the rotated k and the v of row t written to cache slot slot_mapping[t]; a negative slot
-  (a padding row) writes nothing to the cache. One program per row, every head in one tile.
+  (a padding row) writes nothing to the cache; every row's position, padding rows' too, must
+  index the table. One program per row, every head in one tile.
 - `prefill_attention(qkv, k_cache, v_cache, cu_seqlens, block_tables, context_lens, out,
   max_seqlen, n_heads, n_kv_heads, head_dim, sm_scale, kv_from_qkv=False)`: for each sequence
   b, its new tokens are rows cu_seqlens[b] .. cu_seqlens[b+1] of qkv (n_b of them, at most
@@ -30,16 +31,21 @@ forces the CPU backend; numpy arrays run there anyway):
   last n_b, already in the cache through rope_cache); new token i attends causally to keys
   0 .. context_lens[b] - n_b + i; out `[T, Hq * D]` gets the result in qkv's rows.
   FlashAttention-2: a program per (BLOCK_M new tokens, sequence, query head), the heaviest
-  query blocks launched first; the keys left of the block's first row in an unmasked loop, the
-  ones on its diagonal in a masked one. `kv_from_qkv=True` is the caller's promise that every
-  context is only its new tokens (a fresh prompt): keys and values are then read from qkv's
-  own rows, a fixed stride apart, instead of through the block table (numpy inputs: the
-  promise is checked).
+  query blocks launched first. `kv_from_qkv=True` is the caller's promise that every context
+  is only its new tokens (a fresh prompt; numpy inputs: the promise is checked): keys and
+  values are then read from qkv's own rows, a fixed stride apart, as
+  kiln_kernels.flash_attention reads them (the keys left of the block's first row in an
+  unmasked loop, the diagonal ones in a masked one, cp.async rings on sm_80+, the rotated
+  loop at D = 128), which is the fast path. Through the block table (the default, and the
+  only way for a prompt continued after cached tokens) the K and V rows are gathered with
+  addresses loaded in the loop, which Kiln's pipeliner does not copy ahead: they pass through
+  registers (one masked loop over all the keys, 16-byte loads).
 - `decode_attention(qkv, k_cache, v_cache, block_tables, context_lens, out, n_heads,
   n_kv_heads, head_dim, sm_scale, scratch=None)`: one query per sequence (row b of qkv) over
   its context_lens[b] cached keys (the new one included). Flash-decoding: a program per
-  (sequence, KV head, split) holds the Hq/Hkv query heads of that KV group as the rows of one
-  [GROUP, D] x [D, BLOCK_N] product (K and V read once per group), walks its split's keys
+  (sequence, KV head, split) holds the Hq/Hkv query heads of that KV group (padded to 16)
+  and computes their scores transposed, k [BLOCK_N, D] x q^T [D, GROUP] (K and V read once
+  per group, K as loaded as the row-major operand), walks its split's keys
   through the block table and leaves a normalized partial output and its log-sum-exp in
   `scratch`; a combine kernel per (sequence, query head) weighs the splits. The split count is
   scratch's (fixed, so the launch can be captured in a CUDA graph); each sequence divides its
@@ -65,7 +71,6 @@ import kiln.language as tl
 
 __all__ = ["rope_cache", "prefill_attention", "decode_attention", "decode_attention_scratch"]
 
-LOG2E = 1.4426950408889634
 NUM_SMS = 132              # H100 SXM: what the split heuristic fills by default
 SPLIT_MIN_TOKENS = 128     # fewest keys a decode split is given (when the context has them)
 MAX_SPLITS = 64            # the combine kernel reads all of a row's splits as one tile
@@ -125,9 +130,9 @@ def _rope_cache_kernel(qkv, positions, cos, sin, k_cache, v_cache, slot_mapping,
 # ---------------------------------------------------------------- kernels: prefill
 
 @kiln.jit
-def _prefill_inner(acc, l_i, m_i, q, k_base, v_base, bt, stride_n: tl.constexpr, qk_scale, qpos, lo, hi,
-                   HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_SIZE: tl.constexpr,
-                   PAGED: tl.constexpr, MASKED: tl.constexpr):
+def _prefill_inner(acc, l_i, m_i, q, k_base, v_base, bt, stride_n: tl.constexpr, qk_scale,
+                   qpos, lo, hi, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr,
+                   BLOCK_SIZE: tl.constexpr, PAGED: tl.constexpr, MASKED: tl.constexpr):
     """Folds keys [lo, hi) into the online softmax (acc, l_i, m_i). A key j sits at
     k_base + row(j) (+ d): row(j) = j * stride_n (qkv's rows), or, PAGED, the slot of j in the
     block table bt times stride_n. MASKED: keys past hi are not read, and query rows see only
@@ -191,7 +196,8 @@ def _prefill_inner(acc, l_i, m_i, q, k_base, v_base, bt, stride_n: tl.constexpr,
 
 
 @kiln.jit
-def _prefill_inner_overlap(acc, l_i, m_i, q, k_base, v_base, stride_n, qk_scale, lo, hi,
+def _prefill_inner_overlap(acc, l_i, m_i, q, k_base, v_base, stride_n: tl.constexpr, qk_scale,
+                           lo, hi,
                            HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
                            BLOCK_N: tl.constexpr):
     """_prefill_inner for whole, unmasked blocks of keys in qkv's rows, rotated: iteration j
