@@ -63,20 +63,23 @@ def linear_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, K_PACKED, N_GROUPS
     K_PACKED = K / 2 and N_GROUPS = K / GROUP are passed (not divided here) so that their
     divisibility is known: 16-byte loads of the packed rows."""
     rm, rn = _tile_ids(M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    rk = tl.arange(0, BLOCK_K)
     rb = tl.arange(0, BLOCK_K // 2)
-    x_ptrs = x_ptr + (rm % M)[:, None] * K + rk[None, :]
+    # The even and odd K of x (two strided [BLOCK_M, BLOCK_K / 2] tiles) meet the low and high
+    # nibbles of the packed tile: two dots, no interleave of the weights in registers, and
+    # the packed rows read as they lie (16-byte loads).
+    x_ptrs = x_ptr + (rm % M)[:, None] * K + 2 * rb[None, :]
     p_ptrs = p_ptr + (rn % N)[:, None] * K_PACKED + rb[None, :]
     s_ptrs = s_ptr + (rn % N) * N_GROUPS
     row_ok = rm[:, None] < M
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, K // BLOCK_K):
-        a = tl.load(x_ptrs, mask=row_ok, other=0.0)
+        a_even = tl.load(x_ptrs, mask=row_ok, other=0.0)
+        a_odd = tl.load(x_ptrs + 1, mask=row_ok, other=0.0)
         b = tl.load(p_ptrs).to(tl.int32)
-        lo = (b & 15) - 8
-        hi = (b >> 4) - 8
-        q = tl.reshape(tl.join(lo, hi), (BLOCK_N, BLOCK_K)).to(a.dtype)
-        part = tl.dot(a, q.T, input_precision="ieee")
+        lo = ((b & 15) - 8).to(a_even.dtype)
+        hi = ((b >> 4) - 8).to(a_even.dtype)
+        part = tl.dot(a_even, lo.T, input_precision="ieee")
+        part = tl.dot(a_odd, hi.T, part, input_precision="ieee")
         scale = tl.load(s_ptrs + (k * BLOCK_K) // GROUP)
         acc += part * scale[None, :]
         x_ptrs += BLOCK_K
