@@ -142,7 +142,7 @@ def test_linear_descriptor_kernel_cpu():
     x = rng.standard_normal((M, K)).astype(bf16)
     w = rng.standard_normal((N, K)).astype(bf16)
     out = np.full((M, N), np.nan, bf16)
-    desc = kiln.TensorDescriptor.from_tensor
+    desc = lin._desc  # the descriptors `linear` makes
     grid = (kiln.cdiv(M, 32) * kiln.cdiv(N, 32),)
     lin.linear_tma_kernel[grid](desc(x, [32, 16]), desc(w, [32, 16]), desc(out, [32, 32]), M, N,
                                 K, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, device="cpu")
@@ -356,12 +356,15 @@ def test_quant_ptx_sm90a():
     k = kiln.compile(quant.linear_int8_kernel, signature=sig, constexprs=cfg, target="sm_90a",
                      num_warps=4, num_stages=4)
     assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in k.asm["ptx"]
+    assert "ld.global.v4.b32" in k.asm["ptx"]  # 16-byte loads of the int8 rows
     sig = {"x_ptr": "*bf16:16", "p_ptr": "*u8:16", "s_ptr": "*fp32:16", "out_ptr": "*bf16:16",
            "M": "i32", "N": "i32:16", "K": "i32:16", "K_PACKED": "i32:16",
            "N_GROUPS": "i32:16", "GROUP": "i32:16"}
     k = kiln.compile(quant.linear_int4_kernel, signature=sig, constexprs=cfg, target="sm_90a",
                      num_warps=4, num_stages=4)
-    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in k.asm["ptx"]
+    ptx = k.asm["ptx"]
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in ptx
+    assert "ld.global.v4.b32" in ptx and "ld.global.b8" not in ptx  # packed rows, 16 bytes
 
 
 # ---------------------------------------------------------------- errors

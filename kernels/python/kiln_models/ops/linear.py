@@ -172,6 +172,13 @@ def _takes_descriptor(a):
     return a.data_ptr() % 16 == 0 and (a.shape[1] * a.itemsize) % 16 == 0
 
 
+def _desc(a, block):
+    """The descriptor of a contiguous 2-D array of any kind (kiln.DeviceArray has no strides
+    for TensorDescriptor.from_tensor to read)."""
+    rows, cols = (int(d) for d in a.shape)
+    return kiln.TensorDescriptor(a, [rows, cols], [cols, 1], block)
+
+
 def linear(x, w, out, scratch=None, stream=None, device=None):
     """out[M, N] = x[M, K] @ w[N, K].T (fp32 accumulation). x and w share one dtype (fp32, bf16,
     fp16); out is any of those. `scratch`: an fp32 array of at least
@@ -205,9 +212,8 @@ def linear(x, w, out, scratch=None, stream=None, device=None):
     tiles = kiln.cdiv(M, cfg["BLOCK_M"]) * kiln.cdiv(N, cfg["BLOCK_N"])
     if (M > DECODE_MAX_M and K > 0 and dt != "float32" and dtype_name(out) != "float32"
             and not cpu and all(_takes_descriptor(a) for a in (x, w, out))):
-        desc = kiln.TensorDescriptor.from_tensor
         bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
-        linear_tma_kernel[(tiles,)](desc(x, [bm, bk]), desc(w, [bn, bk]), desc(out, [bm, bn]),
+        linear_tma_kernel[(tiles,)](_desc(x, [bm, bk]), _desc(w, [bn, bk]), _desc(out, [bm, bn]),
                                     M, N, K, **cfg, **opts)
         return out
     split = splits > 1
