@@ -596,6 +596,10 @@ def test_ops_on_device_arrays_gpu():
     scratch = kiln.empty((lin.linear_scratch_numel(2, 64, 256) + 1,), "float32")
     ops.linear(kiln.from_numpy(x), kiln.from_numpy(w), out, scratch=scratch)
     close(out.numpy(), rnd(f64(x) @ f64(w).T, bf16), bf16)
+    xp = rng.standard_normal((70, 256)).astype(bf16)  # prefill rows: the descriptor kernel
+    outp = kiln.empty((70, 64), "bfloat16")
+    ops.linear(kiln.from_numpy(xp), kiln.from_numpy(w), outp)
+    close(outp.numpy(), rnd(f64(xp) @ f64(w).T, bf16), bf16)
     logits = rng.standard_normal((3, 1000)).astype(np.float32)
     tokens = kiln.empty((3,), "int32")
     ops.argmax(kiln.from_numpy(logits), tokens)
