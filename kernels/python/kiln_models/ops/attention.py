@@ -177,8 +177,7 @@ def _prefill_inner(acc, l_i, m_i, q, k_base, v_base, bt, stride_n: tl.constexpr,
             # block gives each row a finite maximum and no exp2 sees inf - inf. Keys at or
             # past hi (not read: zeros) lie after every stored row's position (hi is at least
             # the last row's position + 1 or the context's end), so the causal mask hides them.
-            # (written on offs_n, not cols: the addresses keep a layout of their own)
-            keep = (qpos - start_n)[:, None] >= offs_n[None, :]
+            keep = qpos[:, None] >= cols[None, :]
             qk = tl.where(keep, qk * qk_scale, float("-inf"))
             m_ij = tl.maximum(m_i, tl.max(qk, axis=1))
             qk = qk - m_ij[:, None]
@@ -197,8 +196,7 @@ def _prefill_inner(acc, l_i, m_i, q, k_base, v_base, bt, stride_n: tl.constexpr,
 
 @kiln.jit
 def _prefill_inner_overlap(acc, l_i, m_i, q, k_base, v_base, stride_n: tl.constexpr, qk_scale,
-                           lo, hi,
-                           HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                           lo, hi, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
                            BLOCK_N: tl.constexpr):
     """_prefill_inner for whole, unmasked blocks of keys in qkv's rows, rotated: iteration j
     issues q k_j^T and p_(j-1) v_(j-1) together, so the tensor cores add the second while the
