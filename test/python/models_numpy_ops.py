@@ -111,3 +111,26 @@ def sample(logits, out, temperature, top_k, top_p, seed, step, scratch=None, str
         u = np.random.default_rng([seed, step, b]).random()
         out[b] = order[min(np.searchsorted(np.cumsum(p), u), len(order) - 1)]
 
+
+
+def quantize_int8(w):
+    from kiln_models.ops import quant  # the quantizers are numpy host code
+    return quant.quantize_int8(w)
+
+
+def quantize_int4(w, group=128):
+    from kiln_models.ops import quant
+    return quant.quantize_int4(w, group)
+
+
+def linear_int8(x, q, scales, out, stream=None, device=None):
+    w = q.astype(np.float32) * scales[:, None]
+    out[...] = (_f32(x) @ w.T).astype(out.dtype)
+
+
+def linear_int4(x, packed, scales, out, group=128, stream=None, device=None):
+    q = np.empty((packed.shape[0], 2 * packed.shape[1]), np.float32)
+    q[:, 0::2] = (packed & 15).astype(np.float32) - 8
+    q[:, 1::2] = (packed >> 4).astype(np.float32) - 8
+    w = q * np.repeat(scales, group, axis=1)
+    out[...] = (_f32(x) @ w.T).astype(out.dtype)

@@ -696,3 +696,79 @@ def test_scheduler_stop_token_and_errors():
         sched.add(prompt(3, 1), 0)
     with pytest.raises(ValueError, match="non-empty 1-D integer array"):
         sched.add(np.zeros((2, 2), np.int32), 2)
+
+
+# ----------------------------------------------------------------------------- quantization
+
+QCONFIG = TINY.replace(hidden_size=128, intermediate_size=256, head_dim=32)  # K: 128, 256
+QWEIGHTS = checkpoint.random_weights(QCONFIG, seed=9, norm_noise=0.1)
+
+
+def dequantized(weights, quant, group):
+    from kiln_models.ops import quant as q
+    out = dict(weights)
+    for name, w in weights.items():
+        if name.startswith("model.layers.") and name.endswith("_proj.weight"):
+            out[name] = q.dequantize_int8(*q.quantize_int8(w)) if quant == "int8" else \
+                q.dequantize_int4(*q.quantize_int4(w, group), group)
+    return out
+
+
+@pytest.mark.parametrize("quant", ["int8", "int4"])
+def test_model_weight_only_quantization(backend, quant):
+    ids = prompt(20, 70)
+    exact = reference.ReferenceLlama(QCONFIG, dequantized(QWEIGHTS, quant, 128)).forward(ids)
+    dense = reference.ReferenceLlama(QCONFIG, QWEIGHTS).forward(ids)
+    model = LlamaModel(QCONFIG, QWEIGHTS, device=backend[1], ops=backend[0], quant=quant,
+                       max_batch=2, max_tokens=32, max_seq_len=32)
+    got = [model.logits_numpy(model.prefill([("a", ids[:14])]))[0]]
+    got += [model.logits_numpy(model.decode(["a"], ids[t:t + 1]))[0] for t in range(14, 20)]
+    for t, g in zip(range(13, 20), got):
+        # the kernels compute the dequantized model ...
+        assert rel_err(g, exact[t]) <= 1e-4, t
+        # ... which is near the dense one (random N(0, 0.02) weights: int4's rounding shows)
+        assert rel_err(g, dense[t]) <= (2e-2 if quant == "int8" else 0.4), t
+    dense_model = LlamaModel(QCONFIG, QWEIGHTS, device=backend[1], ops=backend[0],
+                             max_batch=2, max_tokens=32, max_seq_len=32)
+    assert model.arrays.peak < dense_model.arrays.peak
+
+
+def test_model_quantization_errors():
+    with pytest.raises(ValueError, match="quant must be None, 'int8' or 'int4', got 'int3'"):
+        LlamaModel(QCONFIG, QWEIGHTS, ops=models_numpy_ops, quant="int3")
+    with pytest.raises(ValueError, match="int4 quant_group=96 does not divide the 128 input "
+                                         "features of model.layers.0.self_attn.qkv_proj"):
+        LlamaModel(QCONFIG, QWEIGHTS, ops=models_numpy_ops, quant="int4", quant_group=96)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_cli_quant_error_and_quantized_generate(device, capsys):
+    import io
+    import re
+    from kiln_models import llama
+    kiln_ops_or_skip()
+    out = io.StringIO()
+    assert llama.main(["quant-error", "--config", "tiny", "--random-weights", "--device",
+                       device, "--dtype", "fp32", "--quant", "int8", "--batch", "2",
+                       "--prompt-len", "8", "--new-tokens", "3"], out=out) == 0
+    m = re.search(r"int8 against fp32 logits at 8 positions: max rel err (\S+), mean \S+; "
+                  r"same top-1 token at (\S+)%", out.getvalue())
+    assert m and float(m.group(1)) < 2e-2 and float(m.group(2)) >= 75, out.getvalue()
+    # int4 groups are a multiple of the kernel's K tile: 32 on the CPU, 128 on the GPU, where
+    # tiny's 64 features take int8
+    quant = "int4" if device == "cpu" else "int8"
+    out = io.StringIO()
+    assert llama.main(["generate", "--config", "tiny", "--random-weights", "--device", device,
+                       "--dtype", "fp32", "--quant", quant, "--quant-group", "64", "--batch",
+                       "2", "--prompt-len", "6", "--new-tokens", "3", "--seed", "4"],
+                      out=out) == 0
+    config = TINY
+    ref = reference.ReferenceLlama(config, dequantized(checkpoint.random_weights(config, 4),
+                                                       quant, 64))
+    rng = np.random.default_rng(4)
+    for i in range(2):
+        want = ref.greedy(rng.integers(0, config.vocab_size, 6), 3)
+        assert f"ids[{i}]: {' '.join(map(str, want))}" in out.getvalue()
+    assert llama.main(["quant-error", "--config", "tiny", "--random-weights",
+                       "--device", "cpu"]) == 2
+    assert "quant-error needs --quant int8 or --quant int4" in capsys.readouterr().err

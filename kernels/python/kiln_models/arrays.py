@@ -14,7 +14,8 @@ from .checkpoint import np_dtype
 __all__ = ["Arrays", "dtype_name"]
 
 _NAMES = {"fp32": "float32", "float32": "float32", "bf16": "bfloat16", "bfloat16": "bfloat16",
-          "fp16": "float16", "float16": "float16", "int32": "int32"}
+          "fp16": "float16", "float16": "float16", "int32": "int32", "int8": "int8",
+          "uint8": "uint8"}
 
 
 def dtype_name(dtype):
@@ -22,12 +23,13 @@ def dtype_name(dtype):
     numpy dtype."""
     key = dtype if isinstance(dtype, str) else np.dtype(dtype).name
     if key not in _NAMES:
-        raise ValueError(f"unsupported dtype '{dtype}': expected fp32, bf16, fp16 or int32")
+        raise ValueError(f"unsupported dtype '{dtype}': expected fp32, bf16, fp16, int32, int8 "
+                         f"or uint8")
     return _NAMES[key]
 
 
 def _host_dtype(name):
-    return np.dtype(np.int32) if name == "int32" else np_dtype(name)
+    return np.dtype(name) if name in ("int32", "int8", "uint8") else np_dtype(name)
 
 
 class Arrays:

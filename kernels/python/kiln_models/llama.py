@@ -6,6 +6,8 @@
     python -m kiln_models.llama serve (--model DIR | --config ... --random-weights)
         [--requests R] [--prompt-lens LO HI] [--new-tokens-range LO HI] [--max-batch B]
         [--kv-tokens N] [--check-solo] ...
+    python -m kiln_models.llama quant-error (--model DIR | --config ...) --quant int8|int4
+        [--batch N] [--prompt-len P] [--new-tokens T] ...
 
 generate: random prompt ids from the seed; prints the prefill and decode tokens/s, the model's
 peak device memory (weights, KV cache and buffers it allocated) and the generated ids. The
@@ -13,6 +15,9 @@ first (warm-up) run compiles the kernels and is not timed.
 serve: R requests of random lengths through the in-flight batching scheduler with a fixed KV
 budget; prints the throughput and p50/p99 time to first token and per-token latency, and with
 --check-solo whether every request's tokens equal its run alone.
+quant-error: the logits of the --quant model against the unquantized one (same dtype) on
+random prompts and decode steps: max and mean relative error, top-1 agreement, memory.
+--quant int8|int4 quantizes the decoder projections at load in every command.
 """
 
 import argparse
@@ -48,6 +53,9 @@ def _common(g):
     g.add_argument("--top-k", type=int, default=0)
     g.add_argument("--top-p", type=float, default=1.0)
     g.add_argument("--block-size", type=int, default=16, help="KV cache block size")
+    g.add_argument("--quant", choices=["int8", "int4"],
+                   help="weight-only quantization of the decoder projections")
+    g.add_argument("--quant-group", type=int, default=128, help="int4 scale group (K)")
 
 
 def build_parser():
@@ -72,6 +80,14 @@ def build_parser():
                    help="KV cache size in tokens (default: max-batch requests of the longest)")
     s.add_argument("--check-solo", action="store_true",
                    help="also run each request alone and compare its tokens")
+    q = sub.add_parser("quant-error", help="logits of the --quant model against the "
+                       "unquantized one on random prompts")
+    _common(q)
+    q.add_argument("--batch", type=int, default=4)
+    q.add_argument("--prompt-len", type=int, default=64)
+    q.add_argument("--new-tokens", type=int, default=16,
+                   help="decode steps compared after the prefill (the dense model's greedy "
+                        "tokens fed to both)")
     return p
 
 
@@ -106,9 +122,10 @@ def _load(args, seq_len):
 
 
 def _banner(args, config, dtype, device, what, out):
+    quant = f" ({args.quant} weights)" if args.quant else ""
     print(f"kiln_models: Llama {args.config or args.model} ({config.num_hidden_layers} layers, "
-          f"hidden {config.hidden_size}, vocab {config.vocab_size}), {dtype} on {device}, "
-          f"{what}", file=out)
+          f"hidden {config.hidden_size}, vocab {config.vocab_size}), {dtype}{quant} on "
+          f"{device}, {what}", file=out)
 
 
 def _memory(model, out):
@@ -122,7 +139,8 @@ def _generate(args, out):
     config, weights, device, dtype = _load(args, seq_len)
     model = LlamaModel(config, weights, device=device, dtype=dtype, max_batch=args.batch,
                        max_tokens=args.batch * args.prompt_len, max_seq_len=seq_len,
-                       block_size=args.block_size)
+                       block_size=args.block_size, quant=args.quant,
+                       quant_group=args.quant_group)
     del weights
     sampling = SamplingParams(args.temperature, args.top_k, args.top_p, args.seed)
     rng = np.random.default_rng(args.seed)
@@ -159,7 +177,8 @@ def _serve(args, out):
         blocks = args.kv_tokens // args.block_size
     model = LlamaModel(config, weights, device=device, dtype=dtype, max_batch=args.max_batch,
                        max_tokens=max(phi, min(args.max_batch * phi, 8192)),
-                       max_seq_len=seq_len, block_size=args.block_size, num_blocks=blocks)
+                       max_seq_len=seq_len, block_size=args.block_size, num_blocks=blocks,
+                       quant=args.quant, quant_group=args.quant_group)
     del weights
     sampling = SamplingParams(args.temperature, args.top_k, args.top_p, args.seed)
     rng = np.random.default_rng(args.seed)
@@ -193,6 +212,40 @@ def _serve(args, out):
     return 0
 
 
+def _quant_error(args, out):
+    _positive(args, "batch", "prompt_len", "new_tokens")
+    if not args.quant:
+        raise ValueError("quant-error needs --quant int8 or --quant int4")
+    seq_len = args.prompt_len + args.new_tokens
+    config, weights, device, dtype = _load(args, seq_len)
+    kw = dict(device=device, dtype=dtype, max_batch=args.batch,
+              max_tokens=args.batch * args.prompt_len, max_seq_len=seq_len,
+              block_size=args.block_size)
+    dense = LlamaModel(config, weights, **kw)
+    quant = LlamaModel(config, weights, quant=args.quant, quant_group=args.quant_group, **kw)
+    del weights
+    rng = np.random.default_rng(args.seed)
+    batch = [(f"q{i}", rng.integers(0, config.vocab_size, args.prompt_len))
+             for i in range(args.batch)]
+    _banner(args, config, dtype, device, f"batch {args.batch}, prompt {args.prompt_len}, "
+            f"{args.new_tokens} decode steps", out)
+    errs, same = [], []
+    a, b = dense.prefill(batch), quant.prefill(batch)
+    for step in range(args.new_tokens + 1):
+        want, got = dense.logits_numpy(a), quant.logits_numpy(b)
+        errs += list(np.abs(got - want).max(axis=1) / np.abs(want).max(axis=1))
+        same += list(got.argmax(axis=1) == want.argmax(axis=1))
+        if step < args.new_tokens:
+            seqs, tokens = [s for s, _ in batch], want.argmax(axis=1)
+            a, b = dense.decode(seqs, tokens), quant.decode(seqs, tokens)
+    print(f"{args.quant} against {dtype} logits at {len(errs)} positions: max rel err "
+          f"{max(errs):.4g}, mean {np.mean(errs):.4g}; same top-1 token at "
+          f"{100 * np.mean(same):.1f}%", file=out)
+    print(f"weights and buffers: {_mib(quant.arrays.peak)} quantized, "
+          f"{_mib(dense.arrays.peak)} dense", file=out)
+    return 0
+
+
 def main(argv=None, out=None):
     """Runs the command line; returns the exit status (2 on a bad argument or input)."""
     out = out or sys.stdout
@@ -201,6 +254,8 @@ def main(argv=None, out=None):
         if args.command == "generate":
             _generate(args, out)
             return 0
+        if args.command == "quant-error":
+            return _quant_error(args, out)
         return _serve(args, out)
     except (ValueError, KVCacheFull) as e:
         print(f"error: {e}", file=sys.stderr)

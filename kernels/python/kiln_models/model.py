@@ -44,12 +44,15 @@ class LlamaModel:
     max_batch: requests per step; max_tokens: tokens per prefill (default max_batch *
     min(max_seq_len, 512)); max_seq_len: tokens per request, prompt and output (default
     min(config.max_position_embeddings, 2048)); block_size, num_blocks: the paged KV cache
-    (default: enough blocks for max_batch requests of max_seq_len). `ops` is the module of
-    kernels (default kiln_models.ops); `stream` a CUstream handle for every launch."""
+    (default: enough blocks for max_batch requests of max_seq_len). quant: None, "int8"
+    (per-channel scales) or "int4" (two per byte, scales per group of quant_group K): the
+    decoder layers' projections quantized from `weights` at load (weight-only; activations,
+    embedding and LM head stay in `dtype`). `ops` is the module of kernels (default
+    kiln_models.ops); `stream` a CUstream handle for every launch."""
 
     def __init__(self, config, weights, device="cpu", dtype="fp32", max_batch=8,
                  max_tokens=None, max_seq_len=None, block_size=16, num_blocks=None, ops=None,
-                 stream=None):
+                 stream=None, quant=None, quant_group=128):
         if not isinstance(config, LlamaConfig):
             raise TypeError(f"LlamaModel: config must be a LlamaConfig, got "
                             f"{type(config).__name__}")
@@ -72,6 +75,9 @@ class LlamaModel:
         self.max_tokens = _positive("max_tokens", max_tokens or
                                     max_batch * min(self.max_seq_len, 512))
         self.sm_scale = 1.0 / math.sqrt(c.head_dim)
+        if quant not in (None, "int8", "int4"):
+            raise ValueError(f"LlamaModel: quant must be None, 'int8' or 'int4', got {quant!r}")
+        self.quant, self.quant_group = quant, quant_group
         self._upload_weights(weights)
 
         max_blocks = -(-self.max_seq_len // block_size)
@@ -140,13 +146,13 @@ class LlamaModel:
         for i in range(c.num_hidden_layers):
             p, w = f"model.layers.{i}.", _Layer()
             w.in_norm = a.upload(host(p + "input_layernorm.weight"), act)
-            w.qkv = a.upload(np.concatenate([host(p + f"self_attn.{n}_proj.weight")
-                                             for n in "qkv"]), act)
-            w.o = a.upload(host(p + "self_attn.o_proj.weight"), act)
+            w.qkv = self._projection(p + "self_attn.qkv_proj", np.concatenate(
+                [host(p + f"self_attn.{n}_proj.weight") for n in "qkv"]))
+            w.o = self._projection(p + "self_attn.o_proj", host(p + "self_attn.o_proj.weight"))
             w.post_norm = a.upload(host(p + "post_attention_layernorm.weight"), act)
-            w.gate_up = a.upload(np.concatenate([host(p + "mlp.gate_proj.weight"),
-                                                 host(p + "mlp.up_proj.weight")]), act)
-            w.down = a.upload(host(p + "mlp.down_proj.weight"), act)
+            w.gate_up = self._projection(p + "mlp.gate_up_proj", np.concatenate(
+                [host(p + "mlp.gate_proj.weight"), host(p + "mlp.up_proj.weight")]))
+            w.down = self._projection(p + "mlp.down_proj", host(p + "mlp.down_proj.weight"))
             self.layers.append(w)
         self.norm = a.upload(host("model.norm.weight"), act)
         self.lm_head = self.embed if c.tie_word_embeddings else \
@@ -183,6 +189,31 @@ class LlamaModel:
             self.decode_scratch = (a.empty(out, "fp32"), a.empty(lse, "fp32"))
         # sample(): the probabilities of the rows, B * V fp32
         self.sample_scratch = a.empty((B * c.vocab_size,), "fp32")
+
+    def _projection(self, name, w):
+        """A decoder projection's device weight: the array in the activation dtype, or
+        ("int8", q, scales) / ("int4", packed, scales) quantized on the host."""
+        a = self.arrays
+        if self.quant is None:
+            return a.upload(w, self.dtype)
+        if self.quant == "int8":
+            q, scales = self.ops.quantize_int8(w)
+        else:
+            K, g = w.shape[1], self.quant_group
+            if isinstance(g, bool) or not isinstance(g, int) or g <= 0 or K % g:
+                raise ValueError(f"LlamaModel: int4 quant_group={g!r} does not divide the "
+                                 f"{K} input features of {name}")
+            q, scales = self.ops.quantize_int4(w, g)
+        return self.quant, a.upload(q, q.dtype), a.upload(scales, "fp32")
+
+    def _linear(self, x, w, out, launch):
+        """out = x @ w.T for a dense or quantized weight (see _projection)."""
+        if not isinstance(w, tuple):
+            self.ops.linear(x, w, out, scratch=self.linear_scratch, **launch)
+        elif w[0] == "int8":
+            self.ops.linear_int8(x, w[1], w[2], out, **launch)
+        else:
+            self.ops.linear_int4(x, w[1], w[2], out, group=self.quant_group, **launch)
 
     # ------------------------------------------------------------------------- steps
 
@@ -282,22 +313,21 @@ class LlamaModel:
         qkv, attn, gu, mlp = r(self.qkv, T), r(self.attn, T), r(self.gate_up, T), \
             r(self.mlp, T)
         pos, slots = r(self.positions, T), r(self.slots, T)
-        lin = dict(ld, scratch=self.linear_scratch)
         ops.embedding(r(self.ids, T), self.embed, res, **ld)
         for i, w in enumerate(self.layers):
             if i == 0:
                 ops.rmsnorm(res, w.in_norm, normed, eps, **ld)
             else:
                 ops.add_rmsnorm(x, res, w.in_norm, normed, eps, **ld)
-            ops.linear(normed, w.qkv, qkv, **lin)
+            self._linear(normed, w.qkv, qkv, ld)
             ops.rope_cache(qkv, pos, self.cos, self.sin, self.kv.k[i], self.kv.v[i], slots,
                            c.num_attention_heads, c.num_key_value_heads, c.head_dim, **ld)
             attend(i, qkv, attn)
-            ops.linear(attn, w.o, x, **lin)
+            self._linear(attn, w.o, x, ld)
             ops.add_rmsnorm(x, res, w.post_norm, normed, eps, **ld)
-            ops.linear(normed, w.gate_up, gu, **lin)
+            self._linear(normed, w.gate_up, gu, ld)
             ops.silu_mul(gu, mlp, **ld)
-            ops.linear(mlp, w.down, x, **lin)
+            self._linear(mlp, w.down, x, ld)
         return x, res
 
     def _head(self, x, res, B):
