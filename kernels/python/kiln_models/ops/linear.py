@@ -16,8 +16,8 @@ K-major B ring wgmma reads):
   rows are zero-filled, never read. When the column blocks alone would not give every SM
   work (o_proj, down, qkv: N / 64 < #SMs), K is split across programs (about two per SM, at
   least 4 steps each) that write fp32 partial sums into `scratch`; a second kernel adds them
-  in a fixed order (deterministic) and rounds to out's dtype. Without `scratch` the K range is
-  not split. 16-byte copies need K a multiple of 8 (16-bit) elements: other K is correct and
+  in one fixed order (deterministic) and rounds to out's dtype. Without `scratch` the K
+  range is not split. 16-byte copies need K a multiple of 8 (16-bit) elements: other K is correct and
   slow.
 
 fp32 operands multiply in IEEE fp32 (`input_precision="ieee"`; no TF32), so the CPU backend and
@@ -94,14 +94,17 @@ def linear_tma_kernel(x_desc, w_desc, out_desc, M, N, K, BLOCK_M: tl.constexpr,
 
 
 @kiln.jit
-def splitk_reduce_kernel(part_ptr, out_ptr, MN, SPLITS, BLOCK: tl.constexpr):
-    """out[i] = sum over s of part[s, i] (in order of s), rounded to out's dtype."""
+def splitk_reduce_kernel(part_ptr, out_ptr, MN, SPLITS, SPLITS_P2: tl.constexpr,
+                         BLOCK: tl.constexpr):
+    """out[i] = sum over s < SPLITS of part[s, i], rounded to out's dtype. The partials of a
+    block are loaded as one [SPLITS_P2, BLOCK] tile (every load in flight at once, not one
+    dependent load per split) and summed in a fixed order."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < MN
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for s in range(0, SPLITS):
-        acc += tl.load(part_ptr + s * MN + offs, mask=mask, other=0.0)
-    tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+    s = tl.arange(0, SPLITS_P2)
+    mask = (s[:, None] < SPLITS) & (offs[None, :] < MN)
+    parts = tl.load(part_ptr + s[:, None] * MN + offs[None, :], mask=mask, other=0.0)
+    tl.store(out_ptr + offs, tl.sum(parts, axis=0).to(out_ptr.dtype.element_ty),
+             mask=offs < MN)
 
 
 @functools.lru_cache(maxsize=None)
@@ -220,7 +223,9 @@ def linear(x, w, out, scratch=None, stream=None, device=None):
     linear_kernel[(tiles, splits)](x, w, out, scratch if split else out, M, N, K, k_split,
                                    SPLIT=split, **cfg, **opts)
     if split:
-        block = 256 if cpu else 1024
+        p2 = kiln.next_power_of_2(splits)
+        block = max(32, 4096 // p2)  # a 16 KiB tile of partials per program
         splitk_reduce_kernel[(kiln.cdiv(M * N, block),)](scratch, out, M * N, splits,
-                                                         BLOCK=block, num_warps=4, **opts)
+                                                         SPLITS_P2=p2, BLOCK=block,
+                                                         num_warps=4, **opts)
     return out
