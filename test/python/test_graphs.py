@@ -103,10 +103,25 @@ def test_capture_invalidated_is_an_error_and_the_stream_survives():
     with pytest.raises(kiln.KilnError):
         with kiln.graph(g, stream=s):
             axpy[(1,)](x, x, x, 1.0, n, BLOCK=256, stream=s.handle)
-            x.numpy()  # a blocking copy on the legacy stream: not capturable
+            s.synchronize()  # waiting for a stream that is being captured: not capturable
     assert not g.ready
     axpy[(1,)](x, x, x, 1.0, n, BLOCK=256, stream=s.handle)  # the stream still works
     s.synchronize()
+
+
+@pytest.mark.gpu
+def test_bfloat16_round_trip_and_strides():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    host = (np.arange(12, dtype=np.float32) / 3).astype(ml_dtypes.bfloat16).reshape(3, 4)
+    a = kiln.from_numpy(host)
+    assert a.dtype == "bfloat16" and a.strides == (8, 2)
+    back = a.numpy()
+    assert back.dtype == host.dtype
+    np.testing.assert_array_equal(back.view(np.uint16), host.view(np.uint16))
+    a[1].copy_(host[2])
+    np.testing.assert_array_equal(a.numpy()[1].view(np.uint16), host[2].view(np.uint16))
+    d = kiln.TensorDescriptor.from_tensor(a, [2, 4])
+    assert d.shape == [3, 4] and d.strides == [4, 1]
 
 
 @pytest.mark.gpu

@@ -81,25 +81,47 @@ def zeros(shape, dtype="float32", device=None):
 def _np_dtype(name):
     import numpy as np
     if name == "bfloat16":
-        raise TypeError("numpy has no bfloat16: read bfloat16 arrays through torch or as "
-                        "uint16 bits")
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise TypeError("numpy has no bfloat16: install ml_dtypes, or read bfloat16 arrays "
+                            "through torch or as uint16 bits (a.view('uint16'))") from None
+        return np.dtype(ml_dtypes.bfloat16)
     return np.dtype(name)
+
+
+def _bits(a):
+    """`a` as the buffer protocol can pass it: 2-byte floats numpy's buffer export does not
+    name (ml_dtypes' bfloat16) as their uint16 bits."""
+    import numpy as np
+    if a.dtype.name == "bfloat16":
+        return a.view(np.uint16)
+    return a
 
 
 def from_numpy(array, device=None):
     """A device copy of a numpy array (made C-contiguous) on `device` (None: the current
-    device)."""
+    device); ml_dtypes' bfloat16 arrays become bfloat16 device arrays."""
     import numpy as np
     a = np.ascontiguousarray(array)
-    return DeviceArray.from_host(a, _dtype_name(a.dtype.name), _device_index(device))
+    return DeviceArray.from_host(_bits(a), _dtype_name(a.dtype.name), _device_index(device))
 
 
 def _numpy(self):
-    """A host copy as a numpy array."""
+    """A host copy as a numpy array (bfloat16 as ml_dtypes.bfloat16)."""
     import numpy as np
     out = np.empty(self.shape, dtype=_np_dtype(self.dtype_name))
-    self.copy_to_host(out)
+    self.copy_to_host(_bits(out))
     return out
+
+
+def _strides(self):
+    """Byte strides of the (C-contiguous) array, as numpy's."""
+    out, step = [], self.itemsize
+    for d in reversed(self.shape):
+        out.append(step)
+        step *= d
+    return tuple(reversed(out))
 
 
 def _cai(self):
@@ -115,6 +137,7 @@ def _repr(self):
 
 
 DeviceArray.numpy = _numpy
+DeviceArray.strides = property(_strides)
 DeviceArray.__cuda_array_interface__ = property(_cai)
 DeviceArray.__repr__ = _repr
 DeviceArray.dtype = property(lambda self: self.dtype_name)
@@ -196,7 +219,7 @@ def _copy_(self, src, stream=None):
     else:
         import numpy as np
         host = src.numpy() if hasattr(src, "numpy") and not isinstance(src, np.ndarray) else src
-        self.copy_from_host(np.ascontiguousarray(host), s)
+        self.copy_from_host(_bits(np.ascontiguousarray(host)), s)
     return self
 
 
@@ -212,7 +235,7 @@ def _fill_(self, value, stream=None):
         self.fill32(0, _stream_handle(stream))
     else:
         host = np.full(self.shape, value, dtype=_np_dtype(self.dtype_name))
-        self.copy_from_host(host, _stream_handle(stream))
+        self.copy_from_host(_bits(host), _stream_handle(stream))
     return self
 
 
