@@ -199,7 +199,7 @@ def test_embedding_and_gather_rows_cpu(dt):
 def test_argmax_cpu(dt):
     dt = DTYPES[dt]
     rng = np.random.default_rng(4)
-    V = 1000  # 4 tiles of 128 on the CPU, the last partial
+    V = 1000  # 4 steps of 2 x 128 on the CPU, the last partial
     logits = rng.standard_normal((5, V)).astype(dt)
     logits[1, [10, 600, 999]] = 50.0  # ties: the first index
     logits[2, 700] = np.nan  # NaN wins (torch.argmax)
@@ -467,13 +467,13 @@ def test_sampling_and_norm_ptx_sm90a():
            "step_ptr": "*i32:16", "V": "i32:16", "inv_t": "fp32", "top_k": "i32", "top_p": "fp32",
            "seed": "i32", "step": "i32"}
     k = kiln.compile(sampling.sample_kernel, signature=sig,
-                     constexprs={"BLOCK": 4096, "TOP_K": True, "TOP_P": True,
+                     constexprs={"U": 4, "BLOCK": 4096, "TOP_K": True, "TOP_P": True,
                                  "STEP_IN_MEMORY": True}, target="sm_90a", num_warps=16)
     # A vocabulary of a multiple of 16 (128256) is read in 16-byte loads.
     assert "bar.sync" in k.asm["ptx"] and "ld.global.v4.b32" in k.asm["ptx"]
     k = kiln.compile(sampling.argmax_kernel, signature={"logits_ptr": "*bf16:16",
-                     "out_ptr": "*i32:16", "V": "i32:16"}, constexprs={"BLOCK": 2048},
-                     target="sm_90a", num_warps=8)
+                     "out_ptr": "*i32:16", "V": "i32:16"}, constexprs={"U": 4, "BLOCK": 4096},
+                     target="sm_90a", num_warps=16)
     assert "ld.global.v4.b32" in k.asm["ptx"]
 
 

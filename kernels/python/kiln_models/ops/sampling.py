@@ -46,28 +46,37 @@ _INT32_MAX = tl.constexpr(2147483647)
 
 
 @kiln.jit
-def _load_logits(base, c, V):
-    valid = c < V
-    v = tl.load(base + c, mask=valid, other=float("-inf")).to(tl.float32)
-    return v, valid
+def _offsets(start, U: tl.constexpr, BLOCK: tl.constexpr):
+    """The [U, BLOCK] tile of indices start + u * BLOCK + lane: U consecutive row pieces per
+    loop step, so that each thread has U 16-byte loads in flight (a step waits for its loads;
+    one piece per step left row passes bound by the memory latency)."""
+    return start + tl.arange(0, U)[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]
 
 
 @kiln.jit
-def argmax_kernel(logits_ptr, out_ptr, V, BLOCK: tl.constexpr):
+def _load_logits(base, start, V, U: tl.constexpr, BLOCK: tl.constexpr):
+    c = _offsets(start, U, BLOCK)
+    valid = c < V
+    v = tl.load(base + c, mask=valid, other=float("-inf")).to(tl.float32)
+    return v, c, valid
+
+
+@kiln.jit
+def argmax_kernel(logits_ptr, out_ptr, V, U: tl.constexpr, BLOCK: tl.constexpr):
     """out[row] = the first index of the maximum of logits[row] (a NaN counts as largest)."""
     row = tl.program_id(0)
     base = logits_ptr + row.to(tl.int64) * V
-    cols = tl.arange(0, BLOCK)
     best = tl.full([BLOCK], float("-inf"), tl.float32)
-    best_i = cols
+    best_i = tl.arange(0, BLOCK)
     nan_i = tl.full([BLOCK], _INT32_MAX, tl.int32)
-    for start in range(0, V, BLOCK):
-        c = start + cols
-        v, valid = _load_logits(base, c, V)
-        nan_i = tl.minimum(nan_i, tl.where(valid & (v != v), c, _INT32_MAX))
-        upd = v > best  # strict: a lane keeps its first maximum
-        best = tl.where(upd, v, best)
-        best_i = tl.where(upd, c, best_i)
+    for start in range(0, V, U * BLOCK):
+        v, c, valid = _load_logits(base, start, V, U, BLOCK)
+        nan_i = tl.minimum(nan_i, tl.min(tl.where(valid & (v != v), c, _INT32_MAX), axis=0))
+        tmax = tl.max(v, axis=0)  # NaN-ignoring
+        tidx = tl.min(tl.where(v == tmax[None, :], c, _INT32_MAX), axis=0)
+        upd = tmax > best  # strict: a lane keeps its first maximum
+        best = tl.where(upd, tmax, best)
+        best_i = tl.where(upd, tidx, best_i)
     m = tl.max(best, axis=0)
     idx = tl.min(tl.where(best == m, best_i, _INT32_MAX), axis=0)
     first_nan = tl.min(nan_i, axis=0)
@@ -75,24 +84,23 @@ def argmax_kernel(logits_ptr, out_ptr, V, BLOCK: tl.constexpr):
 
 
 @kiln.jit
-def _scan(p_row, V, t, BLOCK: tl.constexpr):
-    """Over a row of e >= 0 and the threshold key t: (#{key >= t}, sum{e : key >= t}, the
-    smallest key >= t, the largest key < t (or -1))."""
-    cols = tl.arange(0, BLOCK)
+def _scan(p_row, n, t, U: tl.constexpr, BLOCK: tl.constexpr):
+    """Over e >= 0 at p_row[0:n] and the threshold key t: (#{key >= t}, sum{e : key >= t},
+    the smallest key >= t, the largest key < t (or -1))."""
     cnt = tl.zeros([BLOCK], dtype=tl.int32)
     mass = tl.zeros([BLOCK], dtype=tl.float32)
     amin = tl.full([BLOCK], _INT32_MAX, tl.int32)
     bmax = tl.full([BLOCK], -1, tl.int32)
-    for start in range(0, V, BLOCK):
-        c = start + cols
-        valid = c < V
+    for start in range(0, n, U * BLOCK):
+        c = _offsets(start, U, BLOCK)
+        valid = c < n
         e = tl.load(p_row + c, mask=valid, other=0.0)
         key = e.to(tl.int32, bitcast=True)
         ge = valid & (key >= t)
-        cnt += ge.to(tl.int32)
-        mass += tl.where(ge, e, 0.0)
-        amin = tl.minimum(amin, tl.where(ge, key, _INT32_MAX))
-        bmax = tl.maximum(bmax, tl.where(valid & (key < t), key, -1))
+        cnt += tl.sum(ge.to(tl.int32), axis=0)
+        mass += tl.sum(tl.where(ge, e, 0.0), axis=0)
+        amin = tl.minimum(amin, tl.min(tl.where(ge, key, _INT32_MAX), axis=0))
+        bmax = tl.maximum(bmax, tl.max(tl.where(valid & (key < t), key, -1), axis=0))
     return (tl.sum(cnt, axis=0), tl.sum(mass, axis=0), tl.min(amin, axis=0),
             tl.max(bmax, axis=0))
 
@@ -106,15 +114,20 @@ def _prob(v, valid, lmax, inv_t):
 
 
 @kiln.jit
-def _kth_largest_key(keys, k):
-    """The largest t with #{keys >= t} >= k over a tile of non-negative keys (0 when k exceeds
-    the tile), by bisection in registers."""
+def _largest_key(keys, vals, need, BY_MASS: tl.constexpr):
+    """Over a tile of non-negative keys (the bits of vals >= 0): the largest t with
+    #{keys >= t} >= need (BY_MASS False) or sum{vals : keys >= t} >= need (BY_MASS True); 0
+    when no t > 0 qualifies. Bisection in registers."""
     lo = 0
     hi = _ONE_KEY
     while lo < hi:
         mid = (lo + hi + 1) >> 1
         ge = keys >= mid
-        if tl.sum(ge.to(tl.int32), axis=0) >= k:
+        if BY_MASS:
+            ok = tl.sum(tl.where(ge, vals, 0.0), axis=0) >= need
+        else:
+            ok = tl.sum(ge.to(tl.int32), axis=0) >= need
+        if ok:
             lo = tl.min(tl.where(ge, keys, _INT32_MAX), axis=0)
         else:
             hi = tl.maximum(tl.max(tl.where(ge, -1, keys), axis=0), lo)
@@ -122,53 +135,70 @@ def _kth_largest_key(keys, k):
 
 
 @kiln.jit
+def _exclusive_row_offsets(x):
+    """For a [U, BLOCK] tile: the sum of the rows before each row ([U, 1]), so that
+    cumsum(x, 1) + that is the running sum in row-major (vocabulary) order."""
+    rs = tl.sum(x, axis=1)
+    return (tl.cumsum(rs, 0) - rs)[:, None]
+
+
+@kiln.jit
 def sample_kernel(logits_ptr, out_ptr, p_ptr, step_ptr, V, inv_t, top_k, top_p, seed, step,
-                  BLOCK: tl.constexpr, TOP_K: tl.constexpr, TOP_P: tl.constexpr,
-                  STEP_IN_MEMORY: tl.constexpr):
+                  U: tl.constexpr, BLOCK: tl.constexpr, TOP_K: tl.constexpr,
+                  TOP_P: tl.constexpr, STEP_IN_MEMORY: tl.constexpr):
     row = tl.program_id(0)
     base = logits_ptr + row.to(tl.int64) * V
     p_row = p_ptr + row.to(tl.int64) * V
-    cols = tl.arange(0, BLOCK)
-    # 1. e = exp((l - max) / T) into the scratch row; each lane's largest e.
+    # 1. e = exp((l - max) / T) into the scratch row; each lane's largest e and their sum.
     mx = tl.full([BLOCK], float("-inf"), tl.float32)
-    for start in range(0, V, BLOCK):
-        v, valid = _load_logits(base, start + cols, V)
-        mx = tl.maximum(mx, tl.where(v != v, float("-inf"), v))
+    for start in range(0, V, U * BLOCK):
+        v, c, valid = _load_logits(base, start, V, U, BLOCK)
+        mx = tl.maximum(mx, tl.max(tl.where(v != v, float("-inf"), v), axis=0))
     lmax = tl.max(mx, axis=0)
     lmax = tl.where(lmax == float("-inf"), 0.0, lmax)  # a row of no numbers: every e is 0
     lane_max = tl.zeros([BLOCK], dtype=tl.float32)
-    for start in range(0, V, BLOCK):
-        c = start + cols
-        v, valid = _load_logits(base, c, V)
+    lane_sum = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, V, U * BLOCK):
+        v, c, valid = _load_logits(base, start, V, U, BLOCK)
         e = _prob(v, valid, lmax, inv_t)
-        lane_max = tl.maximum(lane_max, e)
+        lane_max = tl.maximum(lane_max, tl.max(e, axis=0))
+        lane_sum += tl.sum(e, axis=0)
         tl.store(p_row + c, e, mask=valid)
+    z_all = tl.sum(lane_sum, axis=0)
     tl.debug_barrier()  # the row's e, stored by some threads, is read by others
     n = V  # the searched values: p_row[0:n]
     t = 0
-    # 2. top-k: the largest key t with #{key >= t} >= top_k.
-    if TOP_K:
-        # The k-th largest lane maximum bounds the k-th largest e from below (k lanes hold
-        # an e at least that large): only e >= bound can be in the top k. Those few are
-        # compacted to the front of the row (in place: an element moves to a position at or
-        # before its own, in a tile every thread has read), and the bisection runs over them.
-        bound = _kth_largest_key(lane_max.to(tl.int32, bitcast=True), top_k)
+    if TOP_K or TOP_P:
+        # 2. Candidates. Each lane's maximum is a distinct element, so the k-th largest lane
+        # maximum is at most the k-th largest e (top-k), and a lane maximum L whose lanes at
+        # or above it already hold top_p of the mass is at most the nucleus threshold
+        # (top-p alone). Only e >= that bound can be kept: they are compacted to the front
+        # of the row, in place (an element moves to a position at or before its own, in a
+        # tile every thread has read), and the bisections run over them.
+        lane_keys = lane_max.to(tl.int32, bitcast=True)
+        if TOP_K:
+            bound = _largest_key(lane_keys, lane_max, top_k, False)
+        else:
+            bound = _largest_key(lane_keys, lane_max, top_p * z_all, True)
         n = 0
-        for start in range(0, V, BLOCK):
-            c = start + cols
+        for start in range(0, V, U * BLOCK):
+            c = _offsets(start, U, BLOCK)
             valid = c < V
             e = tl.load(p_row + c, mask=valid, other=0.0)
-            keep = valid & (e.to(tl.int32, bitcast=True) >= bound)
-            pos = n + tl.cumsum(keep.to(tl.int32), 0) - 1
+            keep = (valid & (e.to(tl.int32, bitcast=True) >= bound)).to(tl.int32)
+            pos = n + tl.cumsum(keep, 1) + _exclusive_row_offsets(keep) - 1
             tl.debug_barrier()
-            tl.store(p_row + pos, e, mask=keep)
-            n += tl.sum(keep.to(tl.int32), axis=0)
+            tl.store(p_row + pos, e, mask=keep != 0)
+            n += tl.sum(tl.sum(keep, axis=1), axis=0)
         tl.debug_barrier()
-        lo = bound
+        t = bound
+    # 3. top-k: the largest key t with #{key >= t} >= top_k.
+    if TOP_K:
+        lo = t
         hi = _ONE_KEY
         while lo < hi:
             mid = (lo + hi + 1) >> 1
-            cnt, s, amin, bmax = _scan(p_row, n, mid, BLOCK)
+            cnt, s, amin, bmax = _scan(p_row, n, mid, U, BLOCK)
             if cnt >= top_k:
                 lo = amin
                 if cnt == top_k:
@@ -176,21 +206,24 @@ def sample_kernel(logits_ptr, out_ptr, p_ptr, step_ptr, V, inv_t, top_k, top_p, 
             else:
                 hi = tl.maximum(bmax, lo)
         t = lo
-    # 3. top-p: the largest key t with sum{e >= t} >= top_p * sum{e >= t_k}.
+    # 4. top-p: the largest key t with sum{e >= t} >= top_p * sum{e >= t_k}.
     if TOP_P:
-        cnt, zk, amin, bmax = _scan(p_row, n, t, BLOCK)
+        if TOP_K:
+            cnt, zk, amin, bmax = _scan(p_row, n, t, U, BLOCK)
+        else:
+            zk = z_all
         target = top_p * zk
         lo = t
         hi = _ONE_KEY
         while lo < hi:
             mid = (lo + hi + 1) >> 1
-            cnt, s, amin, bmax = _scan(p_row, n, mid, BLOCK)
+            cnt, s, amin, bmax = _scan(p_row, n, mid, U, BLOCK)
             if s >= target:
                 lo = amin
             else:
                 hi = tl.maximum(bmax, lo)
         t = lo
-    # 4. One draw from the kept set: the inverse of its cumulative sum in vocabulary order
+    # 5. One draw from the kept set: the inverse of its cumulative sum in vocabulary order
     # (e recomputed from the logits: the scratch row may hold the compacted candidates).
     if STEP_IN_MEMORY:
         stp = tl.load(step_ptr)
@@ -199,22 +232,21 @@ def sample_kernel(logits_ptr, out_ptr, p_ptr, step_ptr, V, inv_t, top_k, top_p, 
     ctr = stp.to(tl.uint32)
     r0, r1, r2, r3 = tl.philox(seed, ctr, row.to(tl.uint32), ctr * 0, ctr * 0)
     u = tl.uint_to_uniform_float(r0)
-    cnt, z, amin, bmax = _scan(p_row, n, t, BLOCK)
+    cnt, z, amin, bmax = _scan(p_row, n, t, U, BLOCK)
     target = u * z
     run = 0.0
     res = -1
     last = 0
-    for start in range(0, V, BLOCK):
-        c = start + cols
-        v, valid = _load_logits(base, c, V)
+    for start in range(0, V, U * BLOCK):
+        v, c, valid = _load_logits(base, start, V, U, BLOCK)
         e = _prob(v, valid, lmax, inv_t)
         keep = (e.to(tl.int32, bitcast=True) >= t) & (e > 0.0)
         ek = tl.where(keep, e, 0.0)
-        cs = tl.cumsum(ek, 0)
-        first = tl.min(tl.where(keep & (run + cs > target), c, _INT32_MAX), axis=0)
+        cs = run + tl.cumsum(ek, 1) + _exclusive_row_offsets(ek)
+        first = tl.min(tl.min(tl.where(keep & (cs > target), c, _INT32_MAX), axis=1), axis=0)
         res = tl.where((res < 0) & (first < _INT32_MAX), first, res)
-        last = tl.maximum(last, tl.max(tl.where(keep, c, 0), axis=0))
-        run += tl.sum(ek, axis=0)
+        last = tl.maximum(last, tl.max(tl.max(tl.where(keep, c, 0), axis=1), axis=0))
+        run += tl.sum(tl.sum(ek, axis=1), axis=0)
     tl.store(out_ptr + row, tl.where(res < 0, last, res))
 
 
@@ -222,8 +254,9 @@ def _numel(a):
     return int(np.prod([int(s) for s in a.shape]))
 
 
-def _block(dev):
-    return (256, 4) if dev == "cpu" else (4096, 16)
+def _tiles(dev):
+    """(U, BLOCK, num_warps): U pieces of BLOCK lanes per loop step."""
+    return (2, 128, 4) if dev == "cpu" else (4, 4096, 16)
 
 
 def argmax(logits, out, stream=None, device=None):
@@ -234,9 +267,9 @@ def argmax(logits, out, stream=None, device=None):
     if V == 0:
         raise ValueError(f"argmax: expected a vocabulary V > 0, found logits of shape [{B}, 0]")
     dev = launch_device(device, logits, out)
-    block, warps = _block(dev)
+    unroll, block, warps = _tiles(dev)
     if B:
-        argmax_kernel[(B,)](logits, out, V, BLOCK=block // 2, num_warps=warps // 2,
+        argmax_kernel[(B,)](logits, out, V, U=unroll, BLOCK=block, num_warps=warps,
                             **launch_opts(dev, stream))
     return out
 
@@ -276,13 +309,14 @@ def sample(logits, out, temperature, top_k, top_p, seed, step, scratch=None, str
                          f"{B * V} elements, found {dtype_name(scratch)} of shape "
                          f"{list(scratch.shape)}")
     dev = launch_device(device, logits, out, scratch)
-    block, warps = _block(dev)
+    unroll, block, warps = _tiles(dev)
     if B:
         use_k = 0 < top_k < V
         use_p = top_p < 1.0
         sample_kernel[(B,)](logits, out, scratch, step if step_in_memory else out,
                             V, 1.0 / temperature, top_k if use_k else 0, top_p, int(seed),
-                            0 if step_in_memory else int(step), BLOCK=block, TOP_K=use_k,
-                            TOP_P=use_p, STEP_IN_MEMORY=step_in_memory, num_warps=warps,
+                            0 if step_in_memory else int(step), U=unroll, BLOCK=block,
+                            TOP_K=use_k, TOP_P=use_p, STEP_IN_MEMORY=step_in_memory,
+                            num_warps=warps,
                             **launch_opts(dev, stream))
     return out
