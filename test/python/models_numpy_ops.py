@@ -98,7 +98,9 @@ def decode_attention(qkv, k_cache, v_cache, block_tables, context_lens, out, n_h
 
 def sample(logits, out, temperature, top_k, top_p, seed, step, scratch=None, stream=None,
            device=None):
-    """Top-k / top-p sampling with numpy's generator seeded by (seed, step)."""
+    """Top-k / top-p sampling with numpy's generator seeded by (seed, step); step an int or
+    an int32 array [1] (read when the call runs, as the kernel reads it on the device)."""
+    step = int(np.asarray(step).reshape(-1)[0])
     for b in range(logits.shape[0]):
         z = _f32(logits[b]) / np.float32(temperature)
         order = np.argsort(-z, kind="stable")

@@ -379,18 +379,23 @@ def test_model_batches_requests_of_different_lengths(backend):
     assert model.kv.allocator.num_free == model.kv.allocator.num_blocks
 
 
-def test_model_greedy_generation_equals_reference(backend):
-    model = tiny_model(backend)
+@pytest.mark.parametrize("graphs", [False, True])
+def test_model_greedy_generation_equals_reference(backend, graphs):
+    # graphs: decode steps replayed from a capture (GPU: CUDA graphs; CPU: the recorded
+    # launches with their captured arguments), after one eager step per batch size
+    model = tiny_model(backend, cuda_graphs=graphs)
     prompts = [prompt(5, 10), prompt(12, 11), prompt(2, 12), prompt(7, 13)]
     result = gen.generate(model, prompts, 6)
     assert result.tokens == [REF.greedy(p, 6) for p in prompts]
     assert result.prefill_tokens == 26 and result.decode_tokens == 20
+    assert len(model._graphs) == (1 if graphs else 0)
     assert model.kv.allocator.num_free == model.kv.allocator.num_blocks
     # prompts beyond one prefill's max_tokens go in several prefills, a prompt longer than
     # max_tokens in pieces
-    small = tiny_model(backend, max_tokens=12)
+    small = tiny_model(backend, max_tokens=12, cuda_graphs=graphs)
     assert gen.generate(small, prompts, 3).tokens == [t[:3] for t in result.tokens]
-    smaller = tiny_model(backend, max_tokens=3, max_batch=4)  # decode rows > max_tokens
+    smaller = tiny_model(backend, max_tokens=3, max_batch=4,  # decode rows > max_tokens
+                         cuda_graphs=graphs)
     assert gen.generate(smaller, prompts, 3).tokens == [t[:3] for t in result.tokens]
 
 
@@ -406,6 +411,9 @@ def test_model_sampling_is_seeded(backend):
     # top_k=1 is greedy whatever the temperature
     one = gen.SamplingParams(temperature=2.0, top_k=1, seed=3)
     assert gen.generate(model, prompts, 4, one).tokens == gen.generate(model, prompts, 4).tokens
+    # replayed steps sample as eager ones: the step is read from its buffer at each replay
+    replayed = tiny_model(backend, cuda_graphs=True)
+    assert gen.generate(replayed, prompts, 5, s).tokens == a
 
 
 def dataclasses_replace(obj, **kw):
@@ -654,10 +662,11 @@ def test_hf_greedy_128_tokens_equal_transformers_generate(tmp_path, device):
 # ----------------------------------------------------------------------------- scheduler
 
 
-def test_scheduler_in_flight_batching_equals_solo_runs(backend):
+@pytest.mark.parametrize("graphs", [False, True])
+def test_scheduler_in_flight_batching_equals_solo_runs(backend, graphs):
     from kiln_models.scheduler import Scheduler, latency_stats
     # 3 requests at a time, 12 blocks of 4 tokens: requests wait for others' blocks
-    model = tiny_model(backend, max_batch=3, max_tokens=24, num_blocks=12)
+    model = tiny_model(backend, max_batch=3, max_tokens=24, num_blocks=12, cuda_graphs=graphs)
     sched = Scheduler(model)
     lengths = [(5, 7), (17, 3), (3, 9), (11, 1), (20, 6), (4, 4), (9, 8), (2, 5)]
     reqs = [sched.add(prompt(p, 50 + i), n) for i, (p, n) in enumerate(lengths)]

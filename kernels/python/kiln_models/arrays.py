@@ -35,9 +35,10 @@ def _host_dtype(name):
 class Arrays:
     """Allocation, copies and views on one device: "cpu" (numpy arrays, kernels on the CPU
     backend) or "gpu" (kiln.DeviceArray on the current GPU). `launch_device` is what the ops
-    take as device=."""
+    take as device=. On the GPU, copies in and out are ordered on `stream` (a kiln.Stream or
+    None: the legacy default stream), the stream the model launches on."""
 
-    def __init__(self, device="cpu"):
+    def __init__(self, device="cpu", stream=None):
         if device not in ("cpu", "gpu"):
             raise ValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
         self.device = device
@@ -49,6 +50,8 @@ class Arrays:
                 raise RuntimeError("device='gpu' but no GPU is available (no CUDA driver or "
                                    "device); use device='cpu'")
             self._kiln = kiln
+        self.stream = stream
+        self._handle = int(getattr(stream, "handle", stream) or 0)
 
     def _count(self, nbytes):
         self.allocated += nbytes
@@ -96,7 +99,8 @@ class Arrays:
         if self.device == "cpu":
             dst.reshape(-1)[...] = host.reshape(-1)
         else:
-            dst.copy_from_host(host.view(np.uint16) if self.dtype(dst) == "bfloat16" else host)
+            dst.copy_from_host(host.view(np.uint16) if self.dtype(dst) == "bfloat16" else host,
+                               self._handle)
 
     def download(self, a):
         """A numpy copy of `a` (bf16 as ml_dtypes.bfloat16)."""
@@ -105,10 +109,10 @@ class Arrays:
         name = self.dtype(a)
         if name == "bfloat16":
             bits = np.empty(tuple(a.shape), np.uint16)
-            a.copy_to_host(bits)
+            a.copy_to_host(bits, self._handle)
             return bits.view(_host_dtype(name))
         out = np.empty(tuple(a.shape), _host_dtype(name))
-        a.copy_to_host(out)
+        a.copy_to_host(out, self._handle)  # pageable memory: returns when the copy is done
         return out
 
     def rows(self, a, stop, start=0):
@@ -133,4 +137,7 @@ class Arrays:
 
     def synchronize(self):
         if self.device == "gpu":
-            self._kiln.synchronize()
+            if hasattr(self.stream, "synchronize"):
+                self.stream.synchronize()
+            else:
+                self._kiln.synchronize()

@@ -4,9 +4,10 @@ sampling, both on the device.
 generate() prefills the prompts (several per prefill, as many as the model's max_tokens
 allows; a longer prompt alone, in pieces of max_tokens, each after the cached ones), picks each request's first token from the prefill logits, then runs decode steps for
 the whole batch. A decode step touches only fixed buffers: the host copies its inputs (the
-previous tokens, positions, slots, block tables, context lengths) into the model's fixed input
-arrays, the kernels run on fixed row views, and the chosen tokens land in the model's fixed
-next_tokens array, so the step can later be captured once as a CUDA graph and replayed.
+previous tokens, positions, slots, block tables, context lengths, the sampling step) into the
+model's fixed input arrays, the kernels run on fixed row views, and the chosen tokens land in
+the model's fixed next_tokens array; on the GPU the step is a CUDA graph replayed per token
+(LlamaModel.decode_tokens).
 """
 
 import dataclasses
@@ -15,7 +16,7 @@ import time
 
 import numpy as np
 
-__all__ = ["SamplingParams", "GenerationResult", "generate", "select_tokens"]
+__all__ = ["SamplingParams", "GenerationResult", "generate"]
 
 _ids = itertools.count()
 
@@ -64,20 +65,6 @@ class GenerationResult:
         return self.decode_tokens / self.decode_seconds if self.decode_seconds else 0.0
 
 
-def select_tokens(model, logits, sampling, step):
-    """Picks one token per row of `logits` ([B, V] view) into the model's next_tokens buffer
-    on the device; returns them as a host int array (the step's one synchronization)."""
-    B = logits.shape[0]
-    out = model.arrays.rows(model.next_tokens, B)
-    if sampling.greedy:
-        model.ops.argmax(logits, out, **model.launch)
-    else:
-        model.ops.sample(logits, out, float(sampling.temperature), sampling.top_k,
-                         float(sampling.top_p), sampling.seed, step,
-                         scratch=model.sample_scratch, **model.launch)
-    return model.arrays.download(out).astype(np.int64)
-
-
 def _chunks(prompts, max_batch, max_tokens):
     """Consecutive groups of prompt indices that fit one prefill."""
     group, tokens = [], 0
@@ -120,13 +107,13 @@ def generate(model, prompts, new_tokens, sampling=None):
                     logits = model.prefill([(seqs[group[0]], p[lo:lo + n])])
             else:
                 logits = model.prefill([(seqs[i], prompts[i]) for i in group])
-            for i, tok in zip(group, select_tokens(model, logits, sampling, 0)):
+            for i, tok in zip(group, model.select(logits, sampling, 0)):
                 out[i].append(int(tok))
         prefill_s = time.perf_counter() - start
         start = time.perf_counter()
         for step in range(1, new_tokens):
-            logits = model.decode(seqs, np.array([o[-1] for o in out]))
-            for o, tok in zip(out, select_tokens(model, logits, sampling, step)):
+            tokens = model.decode_tokens(seqs, np.array([o[-1] for o in out]), sampling, step)
+            for o, tok in zip(out, tokens):
                 o.append(int(tok))
         decode_s = time.perf_counter() - start
     finally:

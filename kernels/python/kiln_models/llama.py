@@ -56,6 +56,8 @@ def _common(g):
     g.add_argument("--quant", choices=["int8", "int4"],
                    help="weight-only quantization of the decoder projections")
     g.add_argument("--quant-group", type=int, default=128, help="int4 scale group (K)")
+    g.add_argument("--no-graphs", action="store_true",
+                   help="launch every decode step's kernels (GPU default: replay a CUDA graph)")
 
 
 def build_parser():
@@ -128,9 +130,17 @@ def _banner(args, config, dtype, device, what, out):
           f"{device}, {what}", file=out)
 
 
+def _graphs(args, device):
+    return device == "gpu" and not args.no_graphs
+
+
 def _memory(model, out):
     kv = sum(k.nbytes + v.nbytes for k, v in zip(model.kv.k, model.kv.v))
-    print(f"peak device memory: {_mib(model.arrays.peak)} (KV cache {_mib(kv)})", file=out)
+    line = f"peak device memory: {_mib(model.arrays.peak)} (KV cache {_mib(kv)})"
+    if model.arrays.device == "gpu":
+        import kiln
+        line += f"; every Kiln array of the process: {_mib(kiln.max_memory_allocated())}"
+    print(line, file=out)
 
 
 def _generate(args, out):
@@ -140,7 +150,7 @@ def _generate(args, out):
     model = LlamaModel(config, weights, device=device, dtype=dtype, max_batch=args.batch,
                        max_tokens=args.batch * args.prompt_len, max_seq_len=seq_len,
                        block_size=args.block_size, quant=args.quant,
-                       quant_group=args.quant_group)
+                       quant_group=args.quant_group, cuda_graphs=_graphs(args, device))
     del weights
     sampling = SamplingParams(args.temperature, args.top_k, args.top_p, args.seed)
     rng = np.random.default_rng(args.seed)
@@ -178,7 +188,8 @@ def _serve(args, out):
     model = LlamaModel(config, weights, device=device, dtype=dtype, max_batch=args.max_batch,
                        max_tokens=max(phi, min(args.max_batch * phi, 8192)),
                        max_seq_len=seq_len, block_size=args.block_size, num_blocks=blocks,
-                       quant=args.quant, quant_group=args.quant_group)
+                       quant=args.quant, quant_group=args.quant_group,
+                       cuda_graphs=_graphs(args, device))
     del weights
     sampling = SamplingParams(args.temperature, args.top_k, args.top_p, args.seed)
     rng = np.random.default_rng(args.seed)
@@ -220,7 +231,7 @@ def _quant_error(args, out):
     config, weights, device, dtype = _load(args, seq_len)
     kw = dict(device=device, dtype=dtype, max_batch=args.batch,
               max_tokens=args.batch * args.prompt_len, max_seq_len=seq_len,
-              block_size=args.block_size)
+              block_size=args.block_size, cuda_graphs=_graphs(args, device))
     dense = LlamaModel(config, weights, **kw)
     quant = LlamaModel(config, weights, quant=args.quant, quant_group=args.quant_group, **kw)
     del weights

@@ -12,6 +12,15 @@ row views of those buffers:
     attention -> linear(o) -> add_rmsnorm -> linear(gate_up) -> silu_mul -> linear(down)]
     -> final add_rmsnorm on the rows whose logits are needed -> linear(lm_head)
 
+On the GPU the model launches on its own kiln.Stream, and with cuda_graphs (the GPU's
+default) a decode step of each batch size and sampling is captured once as a kiln.CUDAGraph
+after its first (eager) run and replayed from then on: every buffer it reads or writes keeps
+its address, every per-step input (tokens, positions, slots, block tables, context lengths,
+the sampling step) is copied into a fixed buffer before the replay, and the chosen tokens land
+in the fixed next_tokens buffer. On the CPU, cuda_graphs=True replays a recorded list of the
+step's launches with the arguments they were captured with (what a graph does), which tests
+that nothing of a step is baked in from the host.
+
 The residual stream follows HF: `residual` holds the sum of the embedding and every block's
 output, add_rmsnorm adds the latest output into it in the activation dtype and normalizes.
 prefill() and decode() return a [B, V] view of the logits buffer (the last position of each
@@ -48,11 +57,13 @@ class LlamaModel:
     (per-channel scales) or "int4" (two per byte, scales per group of quant_group K): the
     decoder layers' projections quantized from `weights` at load (weight-only; activations,
     embedding and LM head stay in `dtype`). `ops` is the module of kernels (default
-    kiln_models.ops); `stream` a CUstream handle for every launch."""
+    kiln_models.ops); `stream` the kiln.Stream (or CUstream handle) of every launch and copy
+    (GPU default: a new kiln.Stream); cuda_graphs: replay captured decode steps (default: on
+    the GPU)."""
 
     def __init__(self, config, weights, device="cpu", dtype="fp32", max_batch=8,
                  max_tokens=None, max_seq_len=None, block_size=16, num_blocks=None, ops=None,
-                 stream=None, quant=None, quant_group=128):
+                 stream=None, quant=None, quant_group=128, cuda_graphs=None):
         if not isinstance(config, LlamaConfig):
             raise TypeError(f"LlamaModel: config must be a LlamaConfig, got "
                             f"{type(config).__name__}")
@@ -63,9 +74,16 @@ class LlamaModel:
         if ops is None:
             from . import ops
         self.ops = ops
-        self.arrays = a = Arrays(device)
+        if device == "gpu" and stream is None:
+            import kiln
+            stream = kiln.Stream()
+        self.arrays = a = Arrays(device, stream)
         self.stream = stream
-        self.launch = {"device": a.launch_device, "stream": stream}
+        self.launch = {"device": a.launch_device,
+                       "stream": None if stream is None else int(getattr(stream, "handle",
+                                                                         stream))}
+        self.cuda_graphs = device == "gpu" if cuda_graphs is None else bool(cuda_graphs)
+        self._graphs = {}  # (batch, SamplingParams) -> captured decode step
         self.max_seq_len = _positive("max_seq_len", max_seq_len or
                                      min(c.max_position_embeddings, 2048))
         if self.max_seq_len > c.max_position_embeddings:
@@ -102,6 +120,7 @@ class LlamaModel:
         self.last_normed = a.empty((B, H), act)
         self.logits = a.empty((B, c.vocab_size), act)
         self.next_tokens = a.zeros((B,), "int32")
+        self.h_step, self.step = np.zeros(1, np.int32), a.zeros((1,), "int32")  # sampling
         # the step's inputs: host mirrors, copied into fixed device buffers
         self.h_ids, self.ids = np.zeros(T, np.int32), a.zeros((T,), "int32")
         self.h_positions, self.positions = np.zeros(T, np.int32), a.zeros((T,), "int32")
@@ -265,6 +284,36 @@ class LlamaModel:
     def decode(self, seq_ids, tokens):
         """One decode step: token tokens[b] appended to request seq_ids[b] (each already
         prefilled). Returns the [B, V] logits view."""
+        return self._decode_kernels(self._decode_inputs(seq_ids, tokens))
+
+    def decode_tokens(self, seq_ids, tokens, sampling, step):
+        """One decode step that also picks the next token of each request (`sampling`, a
+        SamplingParams; `step` seeds the sampler); returns them as a host int array. With
+        cuda_graphs, the step's kernels are replayed from a graph captured after the first
+        step of this batch size and sampling."""
+        B = self._decode_inputs(seq_ids, tokens, step)
+        graph = self._graphs.get((B, sampling))
+        if graph is not None:
+            graph.replay()
+        else:
+            self._pick(self._decode_kernels(B), sampling)
+        out = self.arrays.download(self.arrays.rows(self.next_tokens, B)).astype(np.int64)
+        if graph is None and self.cuda_graphs:
+            self._graphs[(B, sampling)] = self._capture(B, sampling)
+        return out
+
+    def select(self, logits, sampling, step):
+        """The next token of each row of `logits` (a [B, V] view from prefill or decode), on
+        the device (argmax, or sample() seeded by `step`); a host int array."""
+        self.h_step[0] = step
+        self.arrays.copy_in(self.step, self.h_step)
+        self._pick(logits, sampling)
+        B = logits.shape[0]
+        return self.arrays.download(self.arrays.rows(self.next_tokens, B)).astype(np.int64)
+
+    def _decode_inputs(self, seq_ids, tokens, step=0):
+        """Checks a decode step's requests and copies its inputs into the fixed buffers;
+        returns the batch size."""
         B = len(seq_ids)
         self._check_batch("decode", B)
         tokens = np.asarray(tokens)
@@ -284,17 +333,51 @@ class LlamaModel:
             self.kv.table_row(seq, self.h_tables[b])
             self.h_context_lens[b] = self.kv.lengths[seq]
         self._copy_inputs(B, B)
-        r, ops, c = self.arrays.rows, self.ops, self.config
+        self.h_step[0] = step
+        self.arrays.copy_in(self.step, self.h_step)
+        return B
+
+    def _decode_kernels(self, B):
+        """The launches of a decode step of B requests (inputs already in the buffers)."""
+        r, c = self.arrays.rows, self.config
 
         def attend(layer, qkv, out):
             extra = {} if self.decode_scratch is None else {"scratch": self.decode_scratch}
-            ops.decode_attention(qkv, self.kv.k[layer], self.kv.v[layer],
-                                 r(self.block_tables, B), r(self.context_lens, B), out,
-                                 c.num_attention_heads, c.num_key_value_heads, c.head_dim,
-                                 self.sm_scale, **extra, **self.launch)
+            self.ops.decode_attention(qkv, self.kv.k[layer], self.kv.v[layer],
+                                      r(self.block_tables, B), r(self.context_lens, B), out,
+                                      c.num_attention_heads, c.num_key_value_heads,
+                                      c.head_dim, self.sm_scale, **extra, **self.launch)
 
         x, res = self._layers(B, attend)
         return self._head(x, res, B)
+
+    def _pick(self, logits, sampling):
+        """next_tokens[:B] = argmax or a sample of each row; the sampler reads its step from
+        the step buffer (so a captured step samples anew at each replay)."""
+        out = self.arrays.rows(self.next_tokens, logits.shape[0])
+        if sampling.greedy:
+            self.ops.argmax(logits, out, **self.launch)
+        else:
+            self.ops.sample(logits, out, float(sampling.temperature), sampling.top_k,
+                            float(sampling.top_p), sampling.seed, self.step,
+                            scratch=self.sample_scratch, **self.launch)
+
+    def _capture(self, B, sampling):
+        """The decode step of B requests with `sampling`, captured (its kernels ran once
+        already, so none compiles during the capture)."""
+        if self.arrays.device == "gpu":
+            import kiln
+            g = kiln.CUDAGraph()
+            with kiln.graph(g, stream=self.stream):
+                self._pick(self._decode_kernels(B), sampling)
+            return g
+        step, ops = _RecordedStep(), self.ops
+        self.ops = _Recorder(ops, step.calls)
+        try:
+            self._pick(self._decode_kernels(B), sampling)
+        finally:
+            self.ops = ops
+        return step
 
     def release(self, seq_id):
         """Frees request `seq_id`'s KV cache blocks (for reuse by later requests)."""
@@ -381,6 +464,29 @@ class LlamaModel:
             if seq not in kv.tables:
                 kv.add(seq)
             kv.reserve(seq, kv.lengths[seq] + n)
+
+
+class _RecordedStep:
+    """The CPU's stand-in of a CUDA graph: the step's launches with the arguments (the same
+    array views, the same scalars) they had at capture, replayed in order."""
+
+    def __init__(self):
+        self.calls = []
+
+    def replay(self):
+        for fn, args, kwargs in self.calls:
+            fn(*args, **kwargs)
+
+
+class _Recorder:
+    """Stands for the ops module during a CPU capture: each op call is recorded, not run."""
+
+    def __init__(self, ops, calls):
+        self._ops, self._calls = ops, calls
+
+    def __getattr__(self, name):
+        fn = getattr(self._ops, name)
+        return lambda *args, **kwargs: self._calls.append((fn, args, kwargs))
 
 
 def _positive(name, value):

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from .generate import SamplingParams, select_tokens
+from .generate import SamplingParams
 
 __all__ = ["Request", "Scheduler", "latency_stats"]
 
@@ -125,12 +125,13 @@ class Scheduler:
         group = self._admit()
         if group:
             logits = m.prefill([(r.id, r.prompt) for r in group])
-            self._record(group, select_tokens(m, logits, self.sampling, 0))
+            self._record(group, m.select(logits, self.sampling, 0))
             self.running.extend(group)
         if decoding:
-            logits = m.decode([r.id for r in decoding], np.array([r.tokens[-1]
-                                                                  for r in decoding]))
-            self._record(decoding, select_tokens(m, logits, self.sampling, self.steps + 1))
+            tokens = m.decode_tokens([r.id for r in decoding],
+                                     np.array([r.tokens[-1] for r in decoding]), self.sampling,
+                                     self.steps + 1)
+            self._record(decoding, tokens)
         if not group and not decoding and self.waiting:
             raise RuntimeError("Scheduler: no request can be admitted into an empty batch "
                                "(the model's max_tokens or KV cache is too small)")
