@@ -132,6 +132,11 @@ class LlamaModel:
         self.block_tables = a.zeros((B, max_blocks), "int32")
         self.h_context_lens, self.context_lens = np.zeros(B, np.int32), a.zeros((B,), "int32")
         self._plan_scratch()
+        if a.device == "gpu":
+            # the weights went up on the legacy stream, which a non-blocking stream does not
+            # wait for: make them complete before the first launch
+            import kiln
+            kiln.synchronize()
 
     # ------------------------------------------------------------------------- building
 
