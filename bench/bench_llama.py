@@ -1,0 +1,207 @@
+"""Llama end to end (issue #24): kiln_models beside HF transformers' LlamaForCausalLM (eager,
+SDPA) and torch.compile of it, in one process on one GPU, with the same weights (HF's random
+init saved by save_pretrained and loaded by kiln_models).
+
+    PYTHONPATH=build/python:kernels/python:bench python3 bench/bench_llama.py [--config 1b]
+        [--no-compile] [--png FILE] [--quick]
+
+Measures (ANCHORS.md's LLM rows): prefill of 4 x 2048 tokens (logits of the last position),
+decode of 128 new tokens after 512-token prompts at batch 1 and 16 (HF: generate with a
+static cache, the time of the whole call as ANCHORS.md; Kiln: the same total, and its decode
+steps alone), int4 and int8 weight-only decode at batch 1; the last-position logits of a
+prompt against HF's (bf16) as a sanity line. Prints a markdown table last and writes a PNG of
+tokens/s when matplotlib is there.
+"""
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "kernels", "python"))
+
+SHAPES = {  # Llama-3.2-1B (ANCHORS.md) and a small one for trying the script
+    "1b": dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+               num_attention_heads=32, num_key_value_heads=8, vocab_size=128256,
+               tie_word_embeddings=True, rope_theta=500000.0, max_position_embeddings=131072,
+               rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                             "high_freq_factor": 4.0,
+                             "original_max_position_embeddings": 8192}, rms_norm_eps=1e-5),
+    "small": dict(hidden_size=512, intermediate_size=1536, num_hidden_layers=4,
+                  num_attention_heads=8, num_key_value_heads=2, vocab_size=32000,
+                  tie_word_embeddings=True, rope_theta=500000.0, max_position_embeddings=8192,
+                  rms_norm_eps=1e-5),
+}
+
+
+def timed(fn, reps, sync):
+    """Median seconds of `reps` calls (after one warm-up call)."""
+    fn()
+    sync()
+    out = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        sync()
+        out.append(time.perf_counter() - t)
+    return statistics.median(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", default="1b", choices=sorted(SHAPES))
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--png", default=os.environ.get("OUT", ".") + "/llama_tokens_per_s.png")
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--reps", type=int, default=5)
+    args = ap.parse_args()
+    reps = 2 if args.quick else args.reps
+
+    import torch
+    import transformers
+    import kiln
+    from kiln_models.generate import SamplingParams, generate
+    from kiln_models.model import LlamaModel
+
+    dev = torch.cuda.get_device_name()
+    print(f"device: {dev}; torch {torch.__version__}, transformers {transformers.__version__}")
+    torch.manual_seed(0)
+    hf_config = transformers.LlamaConfig(**SHAPES[args.config], torch_dtype="bfloat16",
+                                         attn_implementation="sdpa")
+    hf = transformers.LlamaForCausalLM(hf_config).to(device="cuda", dtype=torch.bfloat16).eval()
+    tmp = tempfile.mkdtemp(prefix="kiln-llama-")
+    hf.save_pretrained(tmp)
+    sync = torch.cuda.synchronize
+    rows = []  # (work, peer, ms, tok/s)
+
+    model = LlamaModel.from_pretrained(tmp, device="gpu", dtype="bf16", max_batch=16,
+                                       max_tokens=4 * 2048, max_seq_len=2048)
+    ksync = model.stream.synchronize
+    V = hf_config.vocab_size
+    rng = np.random.default_rng(0)
+
+    # sanity: last-position logits of one prompt (bf16)
+    prompt = rng.integers(0, V, 64)
+    with torch.no_grad():
+        ref = hf(torch.tensor(prompt[None], device="cuda"), logits_to_keep=1).logits[0, -1]
+    logits = model.prefill([("check", prompt)])
+    ours = torch.from_numpy(np.asarray(model.logits_numpy(logits), np.float32)[0]).cuda()
+    model.release("check")
+    rel = ((ours - ref.float()).abs().max() / ref.float().abs().max()).item()
+    print(f"logits vs HF (bf16, 64-token prompt): max rel err {rel:.3e}; argmax "
+          f"{int(ours.argmax())} vs {int(ref.argmax())}")
+
+    # prefill 4 x 2048
+    prompts = [rng.integers(0, V, 2048) for _ in range(4)]
+    ids = torch.tensor(np.stack(prompts), device="cuda")
+
+    def kiln_prefill():
+        seqs = [f"p{i}" for i in range(4)]
+        model.select(model.prefill(list(zip(seqs, prompts))), SamplingParams(), 0)
+        for s in seqs:
+            model.release(s)
+
+    def hf_prefill(m):
+        with torch.no_grad():
+            m(ids, logits_to_keep=1)
+
+    t_k = timed(kiln_prefill, reps, ksync)
+    t_h = timed(lambda: hf_prefill(hf), reps, sync)
+    rows += [("prefill 4x2048", "kiln", t_k), ("prefill 4x2048", "HF eager", t_h)]
+    if not args.no_compile:
+        compiled = torch.compile(hf)
+        for _ in range(2):
+            hf_prefill(compiled)
+        t_c = timed(lambda: hf_prefill(compiled), reps, sync)
+        rows.append(("prefill 4x2048", "torch.compile", t_c))
+    print(f"prefill 4x2048: kiln {t_k * 1e3:.2f} ms, HF eager {t_h * 1e3:.2f} ms "
+          f"({t_h / t_k:.2f}x)" + ("" if args.no_compile else
+                                    f", torch.compile {t_c * 1e3:.2f} ms ({t_c / t_k:.2f}x)"))
+
+    # decode 512 + 128 at batch 1 and 16
+    decode = {}
+    for B in (1, 16):
+        ps = [rng.integers(0, V, 512) for _ in range(B)]
+        generate(model, ps, 4)  # warm-up: compiles, captures the step graph
+        res = [generate(model, ps, 128) for _ in range(max(1, reps // 2))]
+        r = min(res, key=lambda x: x.prefill_seconds + x.decode_seconds)
+        total = r.prefill_seconds + r.decode_seconds
+        pids = torch.tensor(np.stack(ps), device="cuda")
+
+        def hf_generate():
+            with torch.no_grad():
+                hf.generate(pids, attention_mask=torch.ones_like(pids), max_new_tokens=128,
+                            min_new_tokens=128, do_sample=False, cache_implementation="static",
+                            pad_token_id=0)
+        t_g = timed(hf_generate, max(1, reps // 2), sync)
+        decode[B] = (total, r.decode_tokens_per_s, t_g)
+        rows += [(f"decode 512+128 b{B}", "kiln (whole call)", total),
+                 (f"decode 512+128 b{B}", "HF eager generate", t_g)]
+        print(f"decode b{B}: kiln {total * 1e3:.1f} ms total ({B * 128 / total:.0f} tok/s; "
+              f"decode steps alone {r.decode_tokens_per_s:.0f} tok/s), HF generate "
+              f"{t_g * 1e3:.1f} ms ({B * 128 / t_g:.0f} tok/s): {t_g / total:.2f}x")
+
+    quant = {}
+    for q in ("int8", "int4"):
+        try:
+            qm = LlamaModel.from_pretrained(tmp, device="gpu", dtype="bf16", max_batch=1,
+                                            max_tokens=512, max_seq_len=1024, quant=q)
+        except Exception as e:  # noqa: BLE001 - reported, the rest of the bench goes on
+            print(f"{q}: {type(e).__name__}: {e}")
+            continue
+        ps = [rng.integers(0, V, 512)]
+        generate(qm, ps, 4)
+        r = min((generate(qm, ps, 128) for _ in range(max(1, reps // 2))),
+                key=lambda x: x.decode_seconds)
+        quant[q] = r.decode_tokens_per_s
+        rows.append((f"decode b1 {q}", "kiln", (r.prefill_seconds + r.decode_seconds)))
+        print(f"decode b1 {q}: decode steps {r.decode_tokens_per_s:.0f} tok/s "
+              f"({r.decode_tokens_per_s / decode[1][1]:.2f}x bf16's)")
+        del qm
+
+    print(f"\n### Llama {args.config} on {dev}, bf16 ({time.strftime('%Y-%m-%d')})\n")
+    print("| work | kiln | HF eager | torch.compile | kiln vs HF eager |")
+    print("|---|---|---|---|---|")
+    comp = f"{t_c * 1e3:.1f} ms" if not args.no_compile else "-"
+    print(f"| prefill 4 x 2048 (last logits) | {t_k * 1e3:.1f} ms, {8192 / t_k / 1e3:.0f}k tok/s "
+          f"| {t_h * 1e3:.1f} ms | {comp} | {t_h / t_k:.2f}x |")
+    for B, (total, steps, t_g) in decode.items():
+        print(f"| decode 512 + 128, batch {B} | {B * 128 / total:.0f} tok/s "
+              f"(steps alone {steps:.0f}) | {B * 128 / t_g:.0f} tok/s | - | {t_g / total:.2f}x |")
+    for q, tps in quant.items():
+        print(f"| decode batch 1, {q} weights (steps) | {tps:.0f} tok/s | - | - | "
+              f"{tps / decode[1][1]:.2f}x bf16 |")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        names, kilns, hfs = [], [], []
+        names.append("prefill 4x2048")
+        kilns.append(8192 / t_k)
+        hfs.append(8192 / t_h)
+        for B, (total, steps, t_g) in decode.items():
+            names.append(f"decode b{B}")
+            kilns.append(B * 128 / total)
+            hfs.append(B * 128 / t_g)
+        x = np.arange(len(names))
+        fig, ax = plt.subplots(figsize=(7, 4))
+        ax.bar(x - 0.2, kilns, 0.4, label="kiln_models")
+        ax.bar(x + 0.2, hfs, 0.4, label="HF eager (SDPA)")
+        ax.set_xticks(x, names)
+        ax.set_yscale("log")
+        ax.set_ylabel("tokens/s")
+        ax.set_title(f"Llama {args.config} bf16 on {dev}")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(args.png)
+        print(f"plot: {args.png}")
+    except ImportError:
+        print("plot: matplotlib not installed")
+
+
+if __name__ == "__main__":
+    main()
