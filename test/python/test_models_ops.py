@@ -159,7 +159,9 @@ def test_linear_config_llama_1b():
         assert p["BLOCK_M"] == 64 and p["k_split"] % p["BLOCK_K"] == 0
     assert lin.linear_config(1, 2048, 2048, split_ok=False)["splits"] == 1
     assert lin.linear_config(8192, 16384, 2048)["BLOCK_N"] == 256
-    assert lin.linear_config(32, 2048, 2048)["BLOCK_M"] == 64
+    assert lin.linear_config(32, 2048, 2048)["BLOCK_M"] == 64  # batches up to 64: decode plan
+    assert lin.linear_config(32, 2048, 2048)["splits"] == 8
+    assert lin.linear_config(65, 2048, 2048)["BLOCK_M"] == 128
     assert lin.linear_scratch_numel(16, 2048, 8192) == 9 * 16 * 2048
 
 

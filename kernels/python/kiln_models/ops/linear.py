@@ -5,20 +5,20 @@ Two regimes, one tile loop (Triton's matmul tutorial structure with w read as [B
 BLOCK_K] tiles and `tl.dot(x_tile, w_tile.T)`: on sm_90a the transpose is folded into the
 K-major B ring wgmma reads):
 
-- prefill (M > 16): tensor-core tiles, grouped program order (GROUP_M row blocks share their
+- prefill (M > 64): tensor-core tiles, grouped program order (GROUP_M row blocks share their
   weight columns in L2); 128 x 256 x 64 on 8 warps where that still gives every SM a tile,
-  128 x 128 x 64 on 4 warps below, 64 x 128 x 64 for M <= 64. bf16/fp16 operands whose rows
-  meet the tensor descriptor rules go through `kiln.TensorDescriptor`s (TMA loads and stores on
-  sm_90a); others through pointers.
-- decode (M <= 16): memory bound. A program owns BLOCK_N = 64 weight rows (output columns) and
+  128 x 128 x 64 on 4 warps below. bf16/fp16 operands whose rows meet the tensor descriptor
+  rules go through `kiln.TensorDescriptor`s (TMA loads and stores on sm_90a); others through
+  pointers.
+- decode (M <= 64): memory bound. A program owns BLOCK_N = 64 weight rows (output columns) and
   streams a K range of them: 16-byte cp.async copies along K into a 4-stage shared-memory ring
   ahead of the tensor cores (wgmma on sm_90a), the M rows of x in a 64-row tile whose other
   rows are zero-filled, never read. When the column blocks alone would not give every SM
   work (o_proj, down, qkv: N / 64 < #SMs), K is split across programs (about two per SM, at
   least 4 steps each) that write fp32 partial sums into `scratch`; a second kernel adds them
   in one fixed order (deterministic) and rounds to out's dtype. Without `scratch` the K
-  range is not split. 16-byte copies need K a multiple of 8 (16-bit) elements: other K is correct and
-  slow.
+  range is not split. 16-byte copies need K a multiple of 8 (16-bit) elements: other K is
+  correct and slow.
 
 fp32 operands multiply in IEEE fp32 (`input_precision="ieee"`; no TF32), so the CPU backend and
 fp32 models match float64 references to ~1e-6.
@@ -32,7 +32,7 @@ from ._common import (FLOAT_DTYPES, check_array, dtype_name, launch_device, laun
 
 __all__ = ["linear", "linear_scratch_numel", "linear_config"]
 
-DECODE_MAX_M = 16  # rows of x up to which `linear` takes the memory-bound decode kernel
+DECODE_MAX_M = 64  # rows of x up to which `linear` takes the memory-bound decode plan
 _INT32_MAX = 2**31 - 1
 
 
@@ -128,10 +128,9 @@ def linear_config(M, N, K, itemsize=2, cpu=False, sms=132, split_ok=True):
     GROUP_M, num_warps, num_stages, splits (K ranges; 1: no split) and k_split (the K
     extent of each range)."""
     if cpu:  # small tiles: the host compiler's time grows fast with the tile
-        if M <= DECODE_MAX_M:
-            cfg = dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=32, GROUP_M=1, num_warps=4, num_stages=1)
-        else:
-            cfg = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=4, num_warps=4, num_stages=1)
+        bm = 16 if M <= 16 else 32
+        cfg = dict(BLOCK_M=bm, BLOCK_N=16 if bm == 16 else 32, BLOCK_K=32, GROUP_M=4,
+                   num_warps=4, num_stages=1)
         target = 8  # programs; enough to run the split path in CI
     elif M <= DECODE_MAX_M:
         # A 64-row tile (wgmma's M on 4 warps) of which the M real rows are read and the rest
@@ -139,9 +138,6 @@ def linear_config(M, N, K, itemsize=2, cpu=False, sms=132, split_ok=True):
         # 3 stages ahead): 64 KiB of shared memory, 3 programs per SM.
         cfg = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=64, GROUP_M=1, num_warps=4, num_stages=4)
         target = 2 * sms
-    elif M <= 64:
-        cfg = dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=4, num_stages=4)
-        target = 0
     elif M * N >= sms * 128 * 256:
         cfg = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=4)
         target = 0

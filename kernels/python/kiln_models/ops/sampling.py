@@ -180,17 +180,18 @@ def sample_kernel(logits_ptr, out_ptr, p_ptr, step_ptr, V, inv_t, top_k, top_p, 
             bound = _largest_key(lane_keys, lane_max, top_k, False)
         else:
             bound = _largest_key(lane_keys, lane_max, top_p * z_all, True)
-        n = 0
-        for start in range(0, V, U * BLOCK):
-            c = _offsets(start, U, BLOCK)
-            valid = c < V
-            e = tl.load(p_row + c, mask=valid, other=0.0)
-            keep = (valid & (e.to(tl.int32, bitcast=True) >= bound)).to(tl.int32)
-            pos = n + tl.cumsum(keep, 1) + _exclusive_row_offsets(keep) - 1
+        if bound > 0:  # (0: every e stays, the row as it is)
+            n = 0
+            for start in range(0, V, U * BLOCK):
+                c = _offsets(start, U, BLOCK)
+                valid = c < V
+                e = tl.load(p_row + c, mask=valid, other=0.0)
+                keep = (valid & (e.to(tl.int32, bitcast=True) >= bound)).to(tl.int32)
+                pos = n + tl.cumsum(keep, 1) + _exclusive_row_offsets(keep) - 1
+                tl.debug_barrier()
+                tl.store(p_row + pos, e, mask=keep != 0)
+                n += tl.sum(tl.sum(keep, axis=1), axis=0)
             tl.debug_barrier()
-            tl.store(p_row + pos, e, mask=keep != 0)
-            n += tl.sum(tl.sum(keep, axis=1), axis=0)
-        tl.debug_barrier()
         t = bound
     # 3. top-k: the largest key t with #{key >= t} >= top_k.
     if TOP_K:
