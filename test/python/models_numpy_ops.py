@@ -77,8 +77,9 @@ def _attend(q, k_cache, v_cache, table, context, first_pos, n_heads, n_kv_heads,
 
 
 def prefill_attention(qkv, k_cache, v_cache, cu_seqlens, block_tables, context_lens, out,
-                      max_seqlen, n_heads, n_kv_heads, head_dim, sm_scale, stream=None,
-                      device=None):
+                      max_seqlen, n_heads, n_kv_heads, head_dim, sm_scale, kv_from_qkv=False,
+                      stream=None, device=None):
+    """kv_from_qkv (every context is its new tokens) reads the same keys from the cache."""
     for b in range(len(context_lens)):
         lo, hi = cu_seqlens[b], cu_seqlens[b + 1]
         q = qkv[lo:hi, :n_heads * head_dim].reshape(hi - lo, n_heads, head_dim)

@@ -372,9 +372,12 @@ def test_model_batches_requests_of_different_lengths(backend):
         [ids["x"][7], ids["y"][2], ids["z"][5]])))
     for row, (k, n) in enumerate([("x", 8), ("y", 3), ("z", 6)]):
         assert rel_err(got[row], want[k][n - 1]) <= 1e-4, k
-    got = model.logits_numpy(model.prefill([("x", ids["x"][8:11])]))
+    # a continued request beside a fresh one (attention through the block tables)
+    w = prompt(5, 5)
+    got = model.logits_numpy(model.prefill([("x", ids["x"][8:11]), ("w", w)]))
     assert rel_err(got[0], want["x"][10]) <= 1e-4
-    for k in ids:
+    assert rel_err(got[1], REF.forward(w)[-1]) <= 1e-4
+    for k in list(ids) + ["w"]:
         model.release(k)
     assert model.kv.allocator.num_free == model.kv.allocator.num_blocks
 

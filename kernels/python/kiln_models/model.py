@@ -255,6 +255,8 @@ class LlamaModel:
                              f"max_tokens={self.max_tokens}")
         if len({seq for seq, _ in batch}) != B:
             raise ValueError("prefill: a request appears twice in the batch")
+        # fresh prompts only: attention reads K and V from qkv's rows (the fast path)
+        fresh = all(self.kv.lengths.get(seq, 0) == 0 for seq, _ in batch)
         self._reserve(batch, counts)
         t = 0
         self.h_cu_seqlens[0] = 0
@@ -278,7 +280,7 @@ class LlamaModel:
                                   r(self.cu_seqlens, B + 1), r(self.block_tables, B),
                                   r(self.context_lens, B), out, max_new,
                                   c.num_attention_heads, c.num_key_value_heads, c.head_dim,
-                                  self.sm_scale, **self.launch)
+                                  self.sm_scale, kv_from_qkv=fresh, **self.launch)
 
         x, res = self._layers(T, attend)
         lx, lres = r(self.last_hidden, B), r(self.last_residual, B)
