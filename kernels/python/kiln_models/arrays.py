@@ -126,6 +126,10 @@ class Arrays:
                 "kiln.DeviceArray has no row views (a[i:j]) in this build; the model needs "
                 "them on the GPU") from None
 
+    def reshape(self, a, shape):
+        """A view of contiguous `a` with another shape."""
+        return a.reshape(tuple(int(d) for d in shape))
+
     def dtype(self, a):
         return a.dtype.name if isinstance(a, np.ndarray) else a.dtype_name
 

@@ -120,7 +120,6 @@ class LlamaModel:
         self.last_normed = a.empty((B, H), act)
         self.logits = a.empty((B, c.vocab_size), act)
         self.next_tokens = a.zeros((B,), "int32")
-        self.h_step, self.step = np.zeros(1, np.int32), a.zeros((1,), "int32")  # sampling
         # the step's inputs: host mirrors, copied into fixed device buffers
         self.h_ids, self.ids = np.zeros(T, np.int32), a.zeros((T,), "int32")
         self.h_positions, self.positions = np.zeros(T, np.int32), a.zeros((T,), "int32")
@@ -131,6 +130,18 @@ class LlamaModel:
         self.h_tables = np.zeros((B, max_blocks), np.int32)
         self.block_tables = a.zeros((B, max_blocks), "int32")
         self.h_context_lens, self.context_lens = np.zeros(B, np.int32), a.zeros((B,), "int32")
+        # a decode step's inputs packed in one buffer, copied in one piece: token ids,
+        # positions, slots, context lengths ([B] each), the sampler's step, block tables
+        n = 4 * B + 1 + B * max_blocks
+        self.h_dec, self.dec = np.zeros(n, np.int32), a.zeros((n,), "int32")
+        (self.h_dec_ids, self.dec_ids), (self.h_dec_positions, self.dec_positions), \
+            (self.h_dec_slots, self.dec_slots), (self.h_dec_context_lens,
+                                                 self.dec_context_lens) = \
+            [(self.h_dec[i * B:(i + 1) * B], a.rows(self.dec, (i + 1) * B, i * B))
+             for i in range(4)]
+        self.h_step, self.step = self.h_dec[4 * B:4 * B + 1], a.rows(self.dec, 4 * B + 1, 4 * B)
+        self.h_dec_tables = self.h_dec[4 * B + 1:].reshape(B, max_blocks)
+        self.dec_tables = a.reshape(a.rows(self.dec, n, 4 * B + 1), (B, max_blocks))
         self._plan_scratch()
         if a.device == "gpu":
             # the weights went up on the legacy stream, which a non-blocking stream does not
@@ -282,7 +293,8 @@ class LlamaModel:
                                   c.num_attention_heads, c.num_key_value_heads, c.head_dim,
                                   self.sm_scale, kv_from_qkv=fresh, **self.launch)
 
-        x, res = self._layers(T, attend)
+        x, res = self._layers(T, attend, r(self.ids, T), r(self.positions, T),
+                              r(self.slots, T))
         lx, lres = r(self.last_hidden, B), r(self.last_residual, B)
         ops.gather_rows(x, r(self.rows, B), lx, **self.launch)
         ops.gather_rows(res, r(self.rows, B), lres, **self.launch)
@@ -335,13 +347,12 @@ class LlamaModel:
             raise ValueError("decode: a request appears twice in the batch")
         self._reserve([(s, None) for s in seq_ids], [1] * B)
         for b, (seq, tok) in enumerate(zip(seq_ids, tokens)):
-            self.h_ids[b] = tok
-            self.h_positions[b:b + 1], self.h_slots[b:b + 1] = self.kv.append(seq, 1)
-            self.kv.table_row(seq, self.h_tables[b])
-            self.h_context_lens[b] = self.kv.lengths[seq]
-        self._copy_inputs(B, B)
+            self.h_dec_ids[b] = tok
+            self.h_dec_positions[b:b + 1], self.h_dec_slots[b:b + 1] = self.kv.append(seq, 1)
+            self.kv.table_row(seq, self.h_dec_tables[b])
+            self.h_dec_context_lens[b] = self.kv.lengths[seq]
         self.h_step[0] = step
-        self.arrays.copy_in(self.step, self.h_step)
+        self.arrays.copy_in(self.dec, self.h_dec)
         return B
 
     def _decode_kernels(self, B):
@@ -351,11 +362,12 @@ class LlamaModel:
         def attend(layer, qkv, out):
             extra = {} if self.decode_scratch is None else {"scratch": self.decode_scratch}
             self.ops.decode_attention(qkv, self.kv.k[layer], self.kv.v[layer],
-                                      r(self.block_tables, B), r(self.context_lens, B), out,
+                                      r(self.dec_tables, B), r(self.dec_context_lens, B), out,
                                       c.num_attention_heads, c.num_key_value_heads,
                                       c.head_dim, self.sm_scale, **extra, **self.launch)
 
-        x, res = self._layers(B, attend)
+        x, res = self._layers(B, attend, r(self.dec_ids, B), r(self.dec_positions, B),
+                              r(self.dec_slots, B))
         return self._head(x, res, B)
 
     def _pick(self, logits, sampling):
@@ -396,14 +408,13 @@ class LlamaModel:
 
     # ------------------------------------------------------------------------- internals
 
-    def _layers(self, T, attend):
+    def _layers(self, T, attend, ids, pos, slots):
         c, r, ops, ld, eps = self.config, self.arrays.rows, self.ops, self.launch, \
             self.config.rms_norm_eps
         res, x, normed = r(self.residual, T), r(self.hidden, T), r(self.normed, T)
         qkv, attn, gu, mlp = r(self.qkv, T), r(self.attn, T), r(self.gate_up, T), \
             r(self.mlp, T)
-        pos, slots = r(self.positions, T), r(self.slots, T)
-        ops.embedding(r(self.ids, T), self.embed, res, **ld)
+        ops.embedding(ids, self.embed, res, **ld)
         for i, w in enumerate(self.layers):
             if i == 0:
                 ops.rmsnorm(res, w.in_norm, normed, eps, **ld)
