@@ -335,8 +335,9 @@ def rel_err(got, want):
 
 
 def tiny_model(backend, **kw):
-    kw = dict(dict(max_batch=4, max_tokens=64, max_seq_len=64, block_size=4), **kw)
-    return LlamaModel(TINY, WEIGHTS, device=backend[1], ops=backend[0], **kw)
+    kw = dict(dict(max_batch=4, max_tokens=64, max_seq_len=64, block_size=4,
+                   device=backend[1]), **kw)
+    return LlamaModel(TINY, WEIGHTS, ops=backend[0], **kw)
 
 
 def prompt(n, seed):
@@ -491,6 +492,18 @@ def test_model_kv_cache_full_and_bad_inputs():
                    ops=models_numpy_ops)
     with pytest.raises(ValueError, match="dtype must be fp32, bf16 or fp16"):
         tiny_model(NUMPY, dtype="int32")
+    with pytest.raises(ValueError, match="block_size must be a power of two, got 12"):
+        tiny_model(NUMPY, block_size=12)
+    with pytest.raises(ValueError, match="num_blocks must be a positive integer, got 0"):
+        tiny_model(NUMPY, num_blocks=0)
+    with pytest.raises(ValueError, match="max_batch must be a positive integer"):
+        tiny_model(NUMPY, max_batch=0)
+    with pytest.raises(ValueError, match="device must be 'cpu' or 'gpu', got 'tpu'"):
+        tiny_model(NUMPY, device="tpu")
+    import kiln
+    if not kiln.has_gpu():
+        with pytest.raises(RuntimeError, match="device='gpu' but no GPU is available"):
+            tiny_model(NUMPY, device="gpu")
     with pytest.raises(ValueError, match="new tokens exceed the model's max_seq_len=64"):
         gen.generate(model, [prompt(60, 1)], 10)
     with pytest.raises(ValueError, match="top_p must be in"):

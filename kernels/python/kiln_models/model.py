@@ -74,6 +74,7 @@ class LlamaModel:
         if ops is None:
             from . import ops
         self.ops = ops
+        a = Arrays(device)  # checks the device
         if device == "gpu" and stream is None:
             import kiln
             stream = kiln.Stream()
@@ -96,6 +97,11 @@ class LlamaModel:
         if quant not in (None, "int8", "int4"):
             raise ValueError(f"LlamaModel: quant must be None, 'int8' or 'int4', got {quant!r}")
         self.quant, self.quant_group = quant, quant_group
+        block_size = _positive("block_size", block_size)
+        if block_size & (block_size - 1):
+            raise ValueError(f"LlamaModel: block_size must be a power of two, got {block_size}")
+        if num_blocks is not None:
+            num_blocks = _positive("num_blocks", num_blocks)
         self._upload_weights(weights)
 
         max_blocks = -(-self.max_seq_len // block_size)
