@@ -328,13 +328,21 @@ def test_linear_int8_int4_cpu(dt, shape):
     w = rng.standard_normal((N, K)).astype(np.float32)
     x = rng.standard_normal((M, K)).astype(dt)
     q, s = quant.quantize_int8(w)
-    out = np.full((M, N), np.nan, dt)
-    quant.linear_int8(x, q, s, out)
-    close_linear(out, f64(x) @ f64(quant.dequantize_int8(q, s)).T, dt)
     p, s4 = quant.quantize_int4(w, 64)
-    out = np.full((M, N), np.nan, dt)
-    quant.linear_int4(x, p, s4, out, group=64)
-    close_linear(out, f64(x) @ f64(quant.dequantize_int4(p, s4, 64)).T, dt)
+    splits = 0
+    for use_scratch in (False, True):  # with scratch: K split over programs, then reduced
+        n8 = quant.quant_scratch_numel(M, N, K, cpu=True)
+        n4 = quant.quant_scratch_numel(M, N, K, group=64, cpu=True)
+        splits += n8 + n4
+        out = np.full((M, N), np.nan, dt)
+        quant.linear_int8(x, q, s, out, scratch=np.zeros(n8 + 1, np.float32) if use_scratch
+                          else None)
+        close_linear(out, f64(x) @ f64(quant.dequantize_int8(q, s)).T, dt)
+        out = np.full((M, N), np.nan, dt)
+        quant.linear_int4(x, p, s4, out, group=64,
+                          scratch=np.zeros(n4 + 1, np.float32) if use_scratch else None)
+        close_linear(out, f64(x) @ f64(quant.dequantize_int4(p, s4, 64)).T, dt)
+    assert splits > 0 or M > 1  # the one-row case splits K
 
 
 def test_quant_errors():
@@ -346,21 +354,31 @@ def test_quant_errors():
         quant.linear_int8(x, np.zeros((8, 128), np.int8), np.ones(7, np.float32), out)
     with pytest.raises(ValueError, match=r"linear_int4: expected 'x' of shape \[2, 256\]"):
         quant.linear_int4(x, np.zeros((8, 128), np.uint8), np.ones((8, 2), np.float32), out)
-    with pytest.raises(ValueError, match="linear_int4: expected a group that is a multiple of"):
+    with pytest.raises(ValueError, match="linear_int4: expected a group that divides K = 128"):
         quant.linear_int4(x, np.zeros((8, 64), np.uint8), np.ones((8, 2), np.float32), out,
                           group=48)
+    x96 = np.zeros((2, 96), np.float32)
+    with pytest.raises(ValueError, match="linear_int4: expected a group that is a multiple of 32"):
+        quant.linear_int4(x96, np.zeros((8, 48), np.uint8), np.ones((8, 2), np.float32), out,
+                          group=48)
+    with pytest.raises(ValueError, match="linear_int8: expected 'scratch' of at least"):
+        quant.linear_int8(np.zeros((1, 256), np.float32), np.zeros((40, 256), np.int8),
+                          np.ones(40, np.float32), np.zeros((1, 40), np.float32),
+                          scratch=np.zeros(3, np.float32))
 
 
 def test_quant_ptx_sm90a():
     sig = {"x_ptr": "*bf16:16", "q_ptr": "*i8:16", "s_ptr": "*fp32:16", "out_ptr": "*bf16:16",
-           "M": "i32", "N": "i32:16", "K": "i32:16"}
-    cfg = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 128, "GROUP_M": 1}
+           "part_ptr": "*fp32:16", "M": "i32", "N": "i32:16", "K": "i32:16",
+           "K_SPLIT": "i32:16"}
+    cfg = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 128, "GROUP_M": 1, "SPLIT": True}
     k = kiln.compile(quant.linear_int8_kernel, signature=sig, constexprs=cfg, target="sm_90a",
                      num_warps=4, num_stages=4)
     assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in k.asm["ptx"]
     assert "ld.global.v4.b32" in k.asm["ptx"]  # 16-byte loads of the int8 rows
     sig = {"x_ptr": "*bf16:16", "p_ptr": "*u8:16", "s_ptr": "*fp32:16", "out_ptr": "*bf16:16",
-           "M": "i32", "N": "i32:16", "K": "i32:16", "K_PACKED": "i32:16",
+           "part_ptr": "*fp32:16", "M": "i32", "N": "i32:16", "K": "i32:16",
+           "K_SPLIT": "i32:16", "K_PACKED": "i32:16", "K_SPLIT_PACKED": "i32:16",
            "N_GROUPS": "i32:16", "GROUP": "i32:16"}
     k = kiln.compile(quant.linear_int4_kernel, signature=sig, constexprs=cfg, target="sm_90a",
                      num_warps=4, num_stages=4)
@@ -578,12 +596,16 @@ def test_linear_int8_int4_gpu(M):
     w = rng.standard_normal((N, K)).astype(np.float32)
     x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
     out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+    scratch = torch.empty(max(quant.quant_scratch_numel(M, N, K, group=128),
+                              quant.quant_scratch_numel(M, N, K), 1), device="cuda")
     q, s = quant.quantize_int8(w)
-    quant.linear_int8(x, torch.from_numpy(q).cuda(), torch.from_numpy(s).cuda(), out)
+    quant.linear_int8(x, torch.from_numpy(q).cuda(), torch.from_numpy(s).cuda(), out,
+                      scratch=scratch)
     ref = x.double() @ torch.from_numpy(quant.dequantize_int8(q, s)).cuda().double().T
     assert ((out.double() - ref).norm() / ref.norm()).item() < 4e-3
     p, s4 = quant.quantize_int4(w, 128)
-    quant.linear_int4(x, torch.from_numpy(p).cuda(), torch.from_numpy(s4).cuda(), out)
+    quant.linear_int4(x, torch.from_numpy(p).cuda(), torch.from_numpy(s4).cuda(), out,
+                      scratch=scratch)
     ref = x.double() @ torch.from_numpy(quant.dequantize_int4(p, s4)).cuda().double().T
     assert ((out.double() - ref).norm() / ref.norm()).item() < 4e-3
 

@@ -10,8 +10,11 @@
 Both kernels read the integer tile, convert it to x's dtype (exact: |q| <= 127), multiply on
 the tensor cores (IEEE fp32 for fp32 x) and apply the scales to the fp32 products: per column
 at the end (int8), per group of K after each group's dot (int4), so the only rounding besides
-the accumulation is out's. Grid: (M tiles x N tiles), grouped order, no split-K.
-The quantizers run in numpy on the host (model load time, not the hot path).
+the accumulation is out's. Grid: (M tiles x N tiles, K splits), grouped order; as in `linear`,
+batches of up to 64 rows split K when the column blocks alone would not fill the SMs (given
+an fp32 `scratch` of `quant_scratch_numel(M, N, K)` elements), the fp32 partials summed by
+`linear`'s reduce kernel. The quantizers run in numpy on the host (model load time, not the
+hot path).
 """
 import numpy as np
 
@@ -19,9 +22,10 @@ import kiln
 import kiln.language as tl
 
 from ._common import FLOAT_DTYPES, check_array, launch_device, launch_opts
+from .linear import _device_index, _sm_count, splitk_reduce_kernel
 
 __all__ = ["quantize_int8", "quantize_int4", "dequantize_int8", "dequantize_int4",
-           "linear_int8", "linear_int4"]
+           "linear_int8", "linear_int4", "quant_scratch_numel"]
 
 
 @kiln.jit
@@ -34,45 +38,61 @@ def _tile_ids(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.co
 
 
 @kiln.jit
-def linear_int8_kernel(x_ptr, q_ptr, s_ptr, out_ptr, M, N, K, BLOCK_M: tl.constexpr,
-                       BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+def _store(acc, out_ptr, part_ptr, rm, rn, M, N, SPLIT: tl.constexpr):
+    """The tile's fp32 result into out (rounded), or its K range's partial into part[pid1]."""
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    offs = rm[:, None] * N + rn[None, :]
+    if SPLIT:
+        tl.store(part_ptr + tl.program_id(1) * M * N + offs, acc, mask=mask)
+    else:
+        tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@kiln.jit
+def linear_int8_kernel(x_ptr, q_ptr, s_ptr, out_ptr, part_ptr, M, N, K, K_SPLIT,
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                       GROUP_M: tl.constexpr, SPLIT: tl.constexpr):
+    """K range [pid1 * K_SPLIT, +K_SPLIT) (a multiple of BLOCK_K) of the tile pid0."""
     rm, rn = _tile_ids(M, N, BLOCK_M, BLOCK_N, GROUP_M)
     rk = tl.arange(0, BLOCK_K)
-    x_ptrs = x_ptr + (rm % M)[:, None] * K + rk[None, :]
-    q_ptrs = q_ptr + (rn % N)[:, None] * K + rk[None, :]
+    k0 = tl.program_id(1) * K_SPLIT
+    x_ptrs = x_ptr + (rm % M)[:, None] * K + (k0 + rk)[None, :]
+    q_ptrs = q_ptr + (rn % N)[:, None] * K + (k0 + rk)[None, :]
     row_ok = rm[:, None] < M
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        kmask = (k * BLOCK_K + rk)[None, :] < K
+    for k in range(0, tl.cdiv(tl.minimum(K - k0, K_SPLIT), BLOCK_K)):
+        kmask = (k0 + k * BLOCK_K + rk)[None, :] < K
         a = tl.load(x_ptrs, mask=row_ok & kmask, other=0.0)
         q = tl.load(q_ptrs, mask=kmask, other=0).to(a.dtype)
         acc = tl.dot(a, q.T, acc, input_precision="ieee")
         x_ptrs += BLOCK_K
         q_ptrs += BLOCK_K
     scale = tl.load(s_ptr + rn, mask=rn < N, other=0.0)
-    acc = acc * scale[None, :]
-    tl.store(out_ptr + rm[:, None] * N + rn[None, :], acc.to(out_ptr.dtype.element_ty),
-             mask=row_ok & (rn[None, :] < N))
+    _store(acc * scale[None, :], out_ptr, part_ptr, rm, rn, M, N, SPLIT)
 
 
 @kiln.jit
-def linear_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, K_PACKED, N_GROUPS, GROUP,
-                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                       GROUP_M: tl.constexpr):
-    """K a multiple of GROUP, GROUP a multiple of BLOCK_K: each K step lies in one group.
-    K_PACKED = K / 2 and N_GROUPS = K / GROUP are passed (not divided here) so that their
-    divisibility is known: 16-byte loads of the packed rows."""
+def linear_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, part_ptr, M, N, K, K_SPLIT, K_PACKED,
+                       K_SPLIT_PACKED, N_GROUPS, GROUP, BLOCK_M: tl.constexpr,
+                       BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                       SPLIT: tl.constexpr):
+    """K a multiple of GROUP, GROUP and K_SPLIT multiples of BLOCK_K: each K step lies in one
+    group. K_PACKED = K / 2, K_SPLIT_PACKED = K_SPLIT / 2 and N_GROUPS = K / GROUP are passed
+    (not divided here) so that their divisibility is known: 16-byte loads of the packed
+    rows."""
     rm, rn = _tile_ids(M, N, BLOCK_M, BLOCK_N, GROUP_M)
     rb = tl.arange(0, BLOCK_K // 2)
+    k0 = tl.program_id(1) * K_SPLIT
     # The even and odd K of x (two strided [BLOCK_M, BLOCK_K / 2] tiles) meet the low and high
     # nibbles of the packed tile: two dots, no interleave of the weights in registers, and
     # the packed rows read as they lie (16-byte loads).
-    x_ptrs = x_ptr + (rm % M)[:, None] * K + 2 * rb[None, :]
-    p_ptrs = p_ptr + (rn % N)[:, None] * K_PACKED + rb[None, :]
+    x_ptrs = x_ptr + (rm % M)[:, None] * K + k0 + 2 * rb[None, :]
+    p_ptrs = p_ptr + (rn % N)[:, None] * K_PACKED + tl.program_id(1) * K_SPLIT_PACKED + \
+        rb[None, :]
     s_ptrs = s_ptr + (rn % N) * N_GROUPS
     row_ok = rm[:, None] < M
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, K // BLOCK_K):
+    for k in range(0, tl.minimum(K - k0, K_SPLIT) // BLOCK_K):
         a_even = tl.load(x_ptrs, mask=row_ok, other=0.0)
         a_odd = tl.load(x_ptrs + 1, mask=row_ok, other=0.0)
         b = tl.load(p_ptrs).to(tl.int32)
@@ -80,12 +100,11 @@ def linear_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, K_PACKED, N_GROUPS
         hi = ((b >> 4) - 8).to(a_even.dtype)
         part = tl.dot(a_even, lo.T, input_precision="ieee")
         part = tl.dot(a_odd, hi.T, part, input_precision="ieee")
-        scale = tl.load(s_ptrs + (k * BLOCK_K) // GROUP)
+        scale = tl.load(s_ptrs + (k0 + k * BLOCK_K) // GROUP)
         acc += part * scale[None, :]
         x_ptrs += BLOCK_K
         p_ptrs += BLOCK_K // 2
-    tl.store(out_ptr + rm[:, None] * N + rn[None, :], acc.to(out_ptr.dtype.element_ty),
-             mask=row_ok & (rn[None, :] < N))
+    _store(acc, out_ptr, part_ptr, rm, rn, M, N, SPLIT)
 
 
 # ---------------------------------------------------------------- quantizers (numpy)
@@ -142,13 +161,33 @@ def dequantize_int4(packed, scales, group=128):
 
 # ---------------------------------------------------------------- host functions
 
-def _config(M, dev):
-    if dev == "cpu":
-        return dict(BLOCK_M=16 if M <= 16 else 32, BLOCK_N=16, BLOCK_K=32, GROUP_M=4,
-                    num_warps=4)
-    if M <= 16:
-        return dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_M=1, num_warps=4, num_stages=4)
-    return dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, num_warps=8, num_stages=3)
+def _plan(M, N, K, cpu, sms, split_ok, k_align):
+    """Tiles and K splits: as `linear`'s decode plan for up to 64 rows (every K range a
+    multiple of `k_align`), 128 x 128 tiles above."""
+    if cpu:
+        cfg = dict(BLOCK_M=16 if M <= 16 else 32, BLOCK_N=16, BLOCK_K=32, GROUP_M=4,
+                   num_warps=4)
+        target = 8
+    elif M <= 64:
+        cfg = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_M=1, num_warps=4, num_stages=4)
+        target = 2 * sms
+    else:
+        cfg = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, num_warps=8, num_stages=3)
+        target = 0
+    tiles = kiln.cdiv(M, cfg["BLOCK_M"]) * kiln.cdiv(N, cfg["BLOCK_N"])
+    splits = 1
+    if split_ok and M <= 64 and tiles < (target + 1) // 2:
+        splits = min(kiln.cdiv(target, tiles), max(1, K // (4 * cfg["BLOCK_K"])))
+    align = max(k_align or cfg["BLOCK_K"], cfg["BLOCK_K"])
+    k_split = max(kiln.cdiv(kiln.cdiv(K, splits), align) * align, align)
+    return cfg, tiles, kiln.cdiv(K, k_split) if K else 1, k_split
+
+
+def quant_scratch_numel(M, N, K, group=None, cpu=False, sms=132):
+    """fp32 elements of the `scratch` `linear_int8` (group None) or `linear_int4` (its group)
+    splits K into for these sizes (0: none)."""
+    _, _, splits, _ = _plan(M, N, K, cpu, sms, True, group)
+    return splits * M * N if splits > 1 else 0
 
 
 def _check_x_out(op, x, out, N):
@@ -157,22 +196,49 @@ def _check_x_out(op, x, out, N):
     return M, K
 
 
-def linear_int8(x, q, scales, out, stream=None, device=None):
+def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, wq):
+    dev = launch_device(device, x, wq, out)
+    cpu = dev == "cpu"
+    sms = 132 if cpu else _sm_count(_device_index(x))
+    cfg, tiles, splits, k_split = _plan(M, N, K, cpu, sms, scratch is not None, group)
+    if group is not None and group % cfg["BLOCK_K"]:
+        raise ValueError(f"{op}: expected a group that is a multiple of {cfg['BLOCK_K']}, "
+                         f"found {group}")
+    if M == 0 or N == 0:
+        return out
+    split = splits > 1
+    if split:
+        check_array(op, "scratch", scratch, (None,), ("float32",))
+        if scratch.shape[0] < splits * M * N:
+            raise ValueError(f"{op}: expected 'scratch' of at least {splits * M * N} fp32 "
+                             f"elements ({splits} K splits of [{M}, {N}]), found "
+                             f"{scratch.shape[0]}")
+    opts = launch_opts(dev, stream)
+    kernel[(tiles, splits)](x, *args, out, scratch if split else out, M, N, K, k_split,
+                            *([K // 2, k_split // 2, K // group, group] if group is not None
+                              else []),
+                            SPLIT=split, **cfg, **opts)
+    if split:
+        p2 = kiln.next_power_of_2(splits)
+        block = max(32, 4096 // p2)
+        splitk_reduce_kernel[(kiln.cdiv(M * N, block),)](scratch, out, M * N, splits,
+                                                         SPLITS_P2=p2, BLOCK=block,
+                                                         num_warps=4, **opts)
+    return out
+
+
+def linear_int8(x, q, scales, out, scratch=None, stream=None, device=None):
     """out[M, N] = x[M, K] @ (q[N, K] * scales[N, None]).T (q int8, scales fp32)."""
     op = "linear_int8"
     N, K = check_array(op, "q", q, (None, None), ("int8",))
     M, _ = _check_x_out(op, x, out, N)
     check_array(op, "x", x, (M, K), FLOAT_DTYPES)
     check_array(op, "scales", scales, (N,), ("float32",))
-    dev = launch_device(device, x, q, out)
-    cfg = _config(M, dev)
-    if M and N:
-        grid = (kiln.cdiv(M, cfg["BLOCK_M"]) * kiln.cdiv(N, cfg["BLOCK_N"]),)
-        linear_int8_kernel[grid](x, q, scales, out, M, N, K, **cfg, **launch_opts(dev, stream))
-    return out
+    return _launch(op, linear_int8_kernel, x, out, scratch, (q, scales), M, N, K, None,
+                   stream, device, q)
 
 
-def linear_int4(x, packed, scales, out, group=128, stream=None, device=None):
+def linear_int4(x, packed, scales, out, group=128, scratch=None, stream=None, device=None):
     """out[M, N] = x[M, K] @ dequantize_int4(packed, scales, group).T (packed uint8 [N, K/2],
     scales fp32 [N, K / group])."""
     op = "linear_int4"
@@ -180,15 +246,8 @@ def linear_int4(x, packed, scales, out, group=128, stream=None, device=None):
     K = 2 * half
     M, _ = _check_x_out(op, x, out, N)
     check_array(op, "x", x, (M, K), FLOAT_DTYPES)
-    dev = launch_device(device, x, packed, out)
-    cfg = _config(M, dev)
-    bk = cfg["BLOCK_K"]
-    if not isinstance(group, int) or group <= 0 or group % bk or K % group:
-        raise ValueError(f"{op}: expected a group that is a multiple of {bk} and divides "
-                         f"K = {K}, found {group!r}")
+    if isinstance(group, bool) or not isinstance(group, int) or group <= 0 or K % group:
+        raise ValueError(f"{op}: expected a group that divides K = {K}, found {group!r}")
     check_array(op, "scales", scales, (N, K // group), ("float32",))
-    if M and N:
-        grid = (kiln.cdiv(M, cfg["BLOCK_M"]) * kiln.cdiv(N, cfg["BLOCK_N"]),)
-        linear_int4_kernel[grid](x, packed, scales, out, M, N, K, K // 2, K // group, group,
-                                 **cfg, **launch_opts(dev, stream))
-    return out
+    return _launch(op, linear_int4_kernel, x, out, scratch, (packed, scales), M, N, K, group,
+                   stream, device, packed)
