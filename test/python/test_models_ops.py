@@ -376,6 +376,11 @@ def test_quant_ptx_sm90a():
                      num_warps=4, num_stages=4)
     assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in k.asm["ptx"]
     assert "ld.global.v4.b32" in k.asm["ptx"]  # 16-byte loads of the int8 rows
+    prefill, _, _, _ = quant._plan(4096, 2048, 2048, False, 132, False, None)
+    k = kiln.compile(quant.linear_int8_kernel, signature=sig, constexprs={
+        n: prefill[n] for n in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")} | {"SPLIT": False},
+        target="sm_90a", num_warps=prefill["num_warps"], num_stages=prefill["num_stages"])
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" in k.asm["ptx"]
     sig = {"x_ptr": "*bf16:16", "p_ptr": "*u8:16", "s_ptr": "*fp32:16", "out_ptr": "*bf16:16",
            "part_ptr": "*fp32:16", "M": "i32", "N": "i32:16", "K": "i32:16",
            "K_SPLIT": "i32:16", "K_PACKED": "i32:16", "K_SPLIT_PACKED": "i32:16",

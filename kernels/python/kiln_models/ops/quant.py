@@ -172,7 +172,10 @@ def _plan(M, N, K, cpu, sms, split_ok, k_align):
         cfg = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, GROUP_M=1, num_warps=4, num_stages=4)
         target = 2 * sms
     else:
-        cfg = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, num_warps=8, num_stages=3)
+        # int8: K steps of 64 (of 128 the operands staged for wgmma do not fit and the dot
+        # falls back to mma.sync); int4 steps stay within a group of 128.
+        cfg = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128 if k_align else 64, GROUP_M=8,
+                   num_warps=8, num_stages=3)
         target = 0
     tiles = kiln.cdiv(M, cfg["BLOCK_M"]) * kiln.cdiv(N, cfg["BLOCK_N"])
     splits = 1
