@@ -59,11 +59,13 @@ class LlamaModel:
     embedding and LM head stay in `dtype`). `ops` is the module of kernels (default
     kiln_models.ops); `stream` the kiln.Stream (or CUstream handle) of every launch and copy
     (GPU default: a new kiln.Stream); cuda_graphs: replay captured decode steps (default: on
-    the GPU)."""
+    the GPU, without all_reduce). all_reduce: for tensor parallelism (parallel.py), a
+    callable summing an activation array in place across the ranks, called after o_proj and
+    down_proj; `config` and `weights` are then the rank's shard (parallel.shard_weights)."""
 
     def __init__(self, config, weights, device="cpu", dtype="fp32", max_batch=8,
                  max_tokens=None, max_seq_len=None, block_size=16, num_blocks=None, ops=None,
-                 stream=None, quant=None, quant_group=128, cuda_graphs=None):
+                 stream=None, quant=None, quant_group=128, cuda_graphs=None, all_reduce=None):
         if not isinstance(config, LlamaConfig):
             raise TypeError(f"LlamaModel: config must be a LlamaConfig, got "
                             f"{type(config).__name__}")
@@ -83,7 +85,10 @@ class LlamaModel:
         self.launch = {"device": a.launch_device,
                        "stream": None if stream is None else int(getattr(stream, "handle",
                                                                          stream))}
-        self.cuda_graphs = device == "gpu" if cuda_graphs is None else bool(cuda_graphs)
+        self.all_reduce = all_reduce
+        # a collective inside a captured step is the caller's business: off by default
+        self.cuda_graphs = (device == "gpu" and all_reduce is None) if cuda_graphs is None \
+            else bool(cuda_graphs)
         self._graphs = {}  # (batch, SamplingParams) -> captured decode step
         self.max_seq_len = _positive("max_seq_len", max_seq_len or
                                      min(c.max_position_embeddings, 2048))
@@ -162,6 +167,15 @@ class LlamaModel:
         """The model of the HF checkpoint in `model_dir` (config.json + safetensors)."""
         config = LlamaConfig.from_json(model_dir)
         return cls(config, load_weights(model_dir, config), **kwargs)
+
+    @classmethod
+    def from_pretrained_shard(cls, model_dir, rank, size, all_reduce, **kwargs):
+        """Rank `rank` of a `size`-way tensor-parallel model of the checkpoint in `model_dir`
+        (see parallel.py); `all_reduce` sums across the ranks."""
+        from .parallel import shard_weights
+        config = LlamaConfig.from_json(model_dir)
+        local, weights = shard_weights(config, load_weights(model_dir, config), rank, size)
+        return cls(local, weights, all_reduce=all_reduce, **kwargs)
 
     @classmethod
     def random(cls, config, seed=0, **kwargs):
@@ -396,12 +410,14 @@ class LlamaModel:
             with kiln.graph(g, stream=self.stream):
                 self._pick(self._decode_kernels(B), sampling)
             return g
-        step, ops = _RecordedStep(), self.ops
+        step, ops, reduce = _RecordedStep(), self.ops, self.all_reduce
         self.ops = _Recorder(ops, step.calls)
+        if reduce is not None:
+            self.all_reduce = lambda x: step.calls.append((reduce, (x,), {}))
         try:
             self._pick(self._decode_kernels(B), sampling)
         finally:
-            self.ops = ops
+            self.ops, self.all_reduce = ops, reduce
         return step
 
     def release(self, seq_id):
@@ -431,10 +447,14 @@ class LlamaModel:
                            c.num_attention_heads, c.num_key_value_heads, c.head_dim, **ld)
             attend(i, qkv, attn)
             self._linear(attn, w.o, x, ld)
+            if self.all_reduce is not None:  # tensor parallel: partial sums of o_proj
+                self.all_reduce(x)
             ops.add_rmsnorm(x, res, w.post_norm, normed, eps, **ld)
             self._linear(normed, w.gate_up, gu, ld)
             ops.silu_mul(gu, mlp, **ld)
             self._linear(mlp, w.down, x, ld)
+            if self.all_reduce is not None:
+                self.all_reduce(x)
         return x, res
 
     def _head(self, x, res, B):
