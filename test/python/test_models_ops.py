@@ -165,6 +165,25 @@ def test_linear_config_llama_1b():
     assert lin.linear_scratch_numel(16, 2048, 8192) == 9 * 16 * 2048
 
 
+def test_fp16_cpu():
+    # fp16 activations through the same kernels (one shape each).
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((3, 72)).astype(np.float16)
+    w = rng.standard_normal((40, 72)).astype(np.float16)
+    out = np.zeros((3, 40), np.float16)
+    ops.linear(x, w, out)
+    close(out, rnd(f64(x) @ f64(w).T, np.float16), np.float16, rel=2 ** -9)
+    g = (1 + 0.1 * rng.standard_normal(72)).astype(np.float16)
+    y = np.zeros_like(x)
+    ops.rmsnorm(x, g, y, 1e-6)
+    close(y, hf_rmsnorm(x, g, 1e-6, np.float16), np.float16, rel=2 ** -9)
+    gu = rng.standard_normal((3, 80)).astype(np.float16)
+    o = np.zeros((3, 40), np.float16)
+    ops.silu_mul(gu, o)
+    gg = f64(gu[:, :40])
+    close(o, rnd(gg / (1 + np.exp(-gg)), np.float16) * f64(gu[:, 40:]), np.float16, rel=2 ** -9)
+
+
 # ---------------------------------------------------------------- elementwise
 
 @pytest.mark.parametrize("dt", list(DTYPES), ids=str)
@@ -408,6 +427,9 @@ def test_errors():
         ops.linear(x.astype(np.float64), w, out)
     with pytest.raises(ValueError, match="linear: expected 'x' to be contiguous"):
         ops.linear(np.zeros((3, 128), np.float32)[:, ::2], w, out)
+    sq = np.zeros((3, 3), np.float32)
+    with pytest.raises(ValueError, match="linear: expected 'out' to be another array than"):
+        ops.linear(sq, np.zeros((3, 3), np.float32), sq)
     with pytest.raises(TypeError, match="linear: expected 'x' to be an array"):
         ops.linear([[1.0]], w, out)
     with pytest.raises(ValueError, match="linear: expected 'scratch' of at least"):

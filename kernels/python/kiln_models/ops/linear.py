@@ -185,6 +185,9 @@ def linear(x, w, out, scratch=None, stream=None, device=None):
     M, K = check_array("linear", "x", x, (None, None), FLOAT_DTYPES)
     N, _ = check_array("linear", "w", w, (None, K), FLOAT_DTYPES)
     check_array("linear", "out", out, (M, N), FLOAT_DTYPES)
+    if out is x or out is w:
+        raise ValueError("linear: expected 'out' to be another array than 'x' and 'w' (other "
+                         "programs still read them while it is written)")
     dt = dtype_name(x)
     if dtype_name(w) != dt:
         raise TypeError(f"linear: expected 'x' and 'w' of one dtype, found {dt} and "

@@ -196,6 +196,9 @@ def quant_scratch_numel(M, N, K, group=None, cpu=False, sms=132):
 def _check_x_out(op, x, out, N):
     M, K = check_array(op, "x", x, (None, None), FLOAT_DTYPES)
     check_array(op, "out", out, (M, N), FLOAT_DTYPES)
+    if out is x:
+        raise ValueError(f"{op}: expected 'out' to be another array than 'x' (other programs "
+                         f"still read it while it is written)")
     return M, K
 
 
