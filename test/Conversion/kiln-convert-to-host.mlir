@@ -5,7 +5,7 @@
 // Tiles are flat vectors; a contiguous masked load is one llvm.intr.masked.load of the first
 // lane's address; program ids are the trailing kernel arguments; the entry loops over ids.
 // CHECK-LABEL: func.func private @copy(
-// CHECK-SAME: %[[SRC:.*]]: !llvm.ptr, %[[DST:.*]]: !llvm.ptr, %[[N:.*]]: i32, %[[PX:.*]]: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[CTX:.*]]: !llvm.ptr)
+// CHECK-SAME: %[[SRC:.*]]: !llvm.ptr, %[[DST:.*]]: !llvm.ptr, %[[N:.*]]: i32, %[[PX:.*]]: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %[[CTX:[^:]*]]: !llvm.ptr, %{{.*}}: !llvm.ptr)
 // CHECK: %[[R:.*]] = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xi32>
 // CHECK: arith.muli %[[PX]]
 // CHECK: %[[M:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : vector<8xi32>

@@ -15,6 +15,7 @@
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace kiln::host {
@@ -23,8 +24,20 @@ namespace kiln::host {
 // ABI with the runtime
 //===----------------------------------------------------------------------===//
 
-/// Arguments appended to every kernel: program id x, y, z; grid x, y, z (i32); the context.
-enum ExtraArg : unsigned { kPidX, kPidY, kPidZ, kGridX, kGridY, kGridZ, kContext, kNumExtraArgs };
+/// Arguments appended to every kernel: program id x, y, z; grid x, y, z (i32); the context;
+/// the scratch memory of the kernel's large tiles (see kMaxRegisterTile), which the host
+/// entry allocates once per call (null when the kernel has none).
+enum ExtraArg : unsigned {
+  kPidX,
+  kPidY,
+  kPidZ,
+  kGridX,
+  kGridY,
+  kGridZ,
+  kContext,
+  kScratch,
+  kNumExtraArgs
+};
 
 /// Slots of the function table the context starts with (one pointer each).
 enum ContextSlot : unsigned {
@@ -74,6 +87,22 @@ std::string getEntryName(llvm::StringRef kernel);
 /// that code size and LLVM's compile time grow linearly with the tile (LLVM's back end is
 /// superlinear on single vectors of thousands of lanes).
 inline constexpr int64_t kChunk = 128;
+
+/// Tiles of more than kMaxRegisterTile elements are large: they live in memory (an !llvm.ptr
+/// to their elements in row-major order, i1 as bytes) and each op on them is a loop over
+/// chunks of kChunk lanes, so that code size and LLVM's compile time do not grow with the
+/// tile (a fully unrolled tile of 2^20 elements took LLVM minutes). Smaller tiles stay in
+/// registers, as vectors or chunk arrays.
+inline constexpr int64_t kMaxRegisterTile = 4096;
+
+/// On an llvm.alloca of a large tile's buffer: -kiln-convert-to-host places it in the
+/// kernel's scratch memory (kScratch) once the conversion is done.
+inline constexpr llvm::StringLiteral kTileBufferAttr = "kiln.tile_buffer";
+
+/// On an scf.yield of a loop carrying large tiles (-kiln-convert-to-host sets it before the
+/// conversion): per operand, 0 (passed as is), 1 (copied into a buffer of the yield) or 2
+/// (copied through a temporary first: an operand may share a buffer with a loop argument).
+inline constexpr llvm::StringLiteral kYieldCopiesAttr = "kiln.yield_copies";
 
 /// On a load, store or atomic: its addresses were computed by the kernel from integers
 /// (kiln.ptr_cast) or read from memory, so the bounds check against the launch's buffers is
@@ -159,6 +188,72 @@ mlir::Value getStringPtr(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation
                          llvm::StringRef text);
 /// "file:line:col" of `loc` (the innermost file location), or "<unknown>".
 std::string formatSite(mlir::Location loc);
+
+//===----------------------------------------------------------------------===//
+// Large tiles (kMaxRegisterTile): buffers in memory, ops as loops over chunks
+//===----------------------------------------------------------------------===//
+
+/// True for a tensor type of more than kMaxRegisterTile elements.
+bool isLargeTile(mlir::Type type);
+/// True when an operand or a result of `op` is a large tile.
+bool hasLargeTile(mlir::Operation *op);
+/// The type a converted element type has in a buffer: i1 as i8.
+mlir::Type getMemoryType(mlir::Type elem);
+/// A buffer of `n` elements of the converted element type `elem`: an llvm.alloca in the entry
+/// block of the function of `at`, marked kTileBufferAttr (placed in scratch memory later).
+mlir::Value allocTileBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *at, int64_t n,
+                            mlir::Type elem);
+/// Runs `body(b, loc, c)` for every chunk c (an i32) of a tile of `n` elements: one scf.for.
+void forEachChunk(mlir::OpBuilder &b, mlir::Location loc, int64_t n,
+                  llvm::function_ref<void(mlir::OpBuilder &, mlir::Location, mlir::Value)> body);
+/// Chunk `c` of a buffer of `elem` as it is in memory: vector<kChunk x getMemoryType(elem)>.
+mlir::Value loadRawChunk(mlir::OpBuilder &b, mlir::Location loc, mlir::Value buf, mlir::Type elem,
+                         mlir::Value c);
+/// Chunk `c` of a buffer of `elem`: vector<kChunk x elem> (i1 read from bytes).
+mlir::Value loadTileChunk(mlir::OpBuilder &b, mlir::Location loc, mlir::Value buf, mlir::Type elem,
+                          mlir::Value c);
+/// Stores `v` (vector<kChunk x elem>, i1 as bytes, or already in memory form) as chunk `c`.
+void storeTileChunk(mlir::OpBuilder &b, mlir::Location loc, mlir::Value buf, mlir::Value c,
+                    mlir::Value v);
+/// The linear indices of the lanes of chunk `c`: c * kChunk + [0, kChunk), vector<kChunk x i32>.
+mlir::Value getChunkLanes(mlir::OpBuilder &b, mlir::Location loc, mlir::Value c);
+/// Elements `indices` (vector<kChunk x i32>) of a buffer of `elem`: a gather.
+mlir::Value gatherElements(mlir::OpBuilder &b, mlir::Location loc, mlir::Value buf, mlir::Type elem,
+                           mlir::Value indices);
+/// For each lane i of chunk `c` of a tile of shape `dstShape`, element
+///   offset + sum_d ((i / dstStride[d]) % dstShape[d]) * srcStrides[d]
+/// of the buffer `src`: broadcast, trans and the halving steps of reduce. When a chunk lies in
+/// one row of the last dimension, one vector load (srcStrides.back() == 1), one element
+/// splat (== 0), or a gather of a strided run; otherwise a gather.
+mlir::Value gatherPermuted(mlir::OpBuilder &b, mlir::Location loc, mlir::Value src, mlir::Type elem,
+                           mlir::Value c, llvm::ArrayRef<int64_t> dstShape,
+                           llvm::ArrayRef<int64_t> srcStrides, int64_t offset);
+/// The buffer of the converted tile `v` of type `type`: a large tile is one; a small one
+/// (vector or chunk array) is stored in a new tile buffer.
+mlir::Value toTileBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *at, mlir::Value v,
+                         mlir::RankedTensorType type, const mlir::TypeConverter &converter);
+/// The register form (vector or chunk array) of a tile of `n` <= kMaxRegisterTile elements of
+/// `elem` held in the buffer `buf`.
+mlir::Value fromTileBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Value buf, int64_t n,
+                           mlir::Type elem);
+/// make_range, splat, broadcast, trans, addptr, ptr_cast, arith/math and constants on large
+/// tiles, and the copies that give loop-carried large tiles value semantics (scf.yield).
+void populateLargeTileToHostPatterns(mlir::TypeConverter &converter,
+                                     mlir::RewritePatternSet &patterns);
+/// Replaces the elementwise op `op` on large tiles (`operands` converted: large tiles are
+/// buffers, scalars are shared by every chunk) by a loop over chunks; `perChunk` builds the op
+/// on one chunk's operands with results of the given vector types.
+void lowerLargeElementwise(
+    mlir::ConversionPatternRewriter &rewriter, mlir::Operation *op, mlir::ValueRange operands,
+    const mlir::TypeConverter &converter,
+    llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::OpBuilder &, mlir::Location,
+                                                      mlir::ValueRange, mlir::TypeRange)>
+        perChunk);
+/// Marks (kYieldCopiesAttr) the yields of loops that carry large tiles.
+void markLargeYields(mlir::ModuleOp module);
+/// Replaces the tile buffers (kTileBufferAttr) of `func` by places in its scratch memory and
+/// returns the bytes that memory needs (0 without large tiles).
+int64_t placeTileBuffers(mlir::FunctionOpInterface func);
 
 } // namespace kiln::host
 

@@ -37,7 +37,8 @@ void addExtraArgs(func::FuncOp func) {
   MLIRContext *ctx = func.getContext();
   Type i32 = IntegerType::get(ctx, 32);
   SmallVector<Type> types(kContext, i32);
-  types.push_back(LLVM::LLVMPointerType::get(ctx));
+  types.push_back(LLVM::LLVMPointerType::get(ctx)); // kContext
+  types.push_back(LLVM::LLVMPointerType::get(ctx)); // kScratch
   unsigned n = func.getNumArguments();
   SmallVector<unsigned> indices(kNumExtraArgs, n);
   SmallVector<DictionaryAttr> attrs(kNumExtraArgs, DictionaryAttr::get(ctx));
@@ -45,10 +46,23 @@ void addExtraArgs(func::FuncOp func) {
   (void)func.insertArguments(indices, types, attrs, locs);
 }
 
+/// Declares (once) the C library's function `name` of type `type`.
+LLVM::LLVMFuncOp declareLibc(OpBuilder &b, ModuleOp module, StringRef name,
+                             LLVM::LLVMFunctionType type) {
+  if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+    return fn;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  return LLVM::LLVMFuncOp::create(b, module.getLoc(), name, type);
+}
+
 /// func.func @k.host_entry(%params, %grid, %begin: i64, %end: i64, %ctx): loads the
 /// kernel's arguments from the packed parameters, then calls the kernel for every linear
-/// program id in [begin, end).
-void buildEntry(OpBuilder &b, func::FuncOp kernel, ArrayRef<Type> paramTypes) {
+/// program id in [begin, end). A kernel with large tiles gets `scratchBytes` of scratch
+/// memory, allocated once per call (the kernel's stack would not hold tiles of megabytes,
+/// on any thread of the grid).
+void buildEntry(OpBuilder &b, func::FuncOp kernel, ArrayRef<Type> paramTypes,
+                int64_t scratchBytes) {
   MLIRContext *ctx = b.getContext();
   Location loc = kernel.getLoc();
   auto ptrTy = LLVM::LLVMPointerType::get(ctx);
@@ -71,6 +85,13 @@ void buildEntry(OpBuilder &b, func::FuncOp kernel, ArrayRef<Type> paramTypes) {
     Value p = LLVM::GEPOp::create(b, loc, ptrTy, i32, grid, ArrayRef<LLVM::GEPArg>{d});
     dims.push_back(LLVM::LoadOp::create(b, loc, i32, p));
   }
+  auto module = kernel->getParentOfType<ModuleOp>();
+  Value scratch = LLVM::ZeroOp::create(b, loc, ptrTy);
+  if (scratchBytes > 0) {
+    auto malloc = declareLibc(b, module, "malloc", LLVM::LLVMFunctionType::get(ptrTy, {i64}));
+    Value size = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(scratchBytes));
+    scratch = LLVM::CallOp::create(b, loc, malloc, ValueRange{size}).getResult();
+  }
   Value gx = arith::ExtUIOp::create(b, loc, i64, dims[0]);
   Value gy = arith::ExtUIOp::create(b, loc, i64, dims[1]);
   Value one = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(1));
@@ -85,9 +106,15 @@ void buildEntry(OpBuilder &b, func::FuncOp kernel, ArrayRef<Type> paramTypes) {
                          callArgs.push_back(arith::TruncIOp::create(lb, l, i32, v));
                        callArgs.append(dims.begin(), dims.end());
                        callArgs.push_back(body->getArgument(4));
+                       callArgs.push_back(scratch);
                        func::CallOp::create(lb, l, kernel, callArgs);
                        scf::YieldOp::create(lb, l);
                      });
+  if (scratchBytes > 0) {
+    auto free = declareLibc(b, module, "free",
+                            LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptrTy}));
+    LLVM::CallOp::create(b, loc, free, ValueRange{scratch});
+  }
   func::ReturnOp::create(b, loc);
 }
 
@@ -209,6 +236,7 @@ struct KilnConvertToHostPass final : kiln::impl::KilnConvertToHostBase<KilnConve
       return signalPassFailure();
     splitTruncF64ToBF16(module);
     markComputedAddressAccesses(module);
+    markLargeYields(module);
 
     SmallVector<func::FuncOp> kernels(module.getOps<func::FuncOp>());
     for (func::FuncOp func : kernels) {
@@ -223,6 +251,7 @@ struct KilnConvertToHostPass final : kiln::impl::KilnConvertToHostBase<KilnConve
     options.debug = debug;
     RewritePatternSet patterns(ctx);
     populateTileOpToHostPatterns(converter, patterns);
+    populateLargeTileToHostPatterns(converter, patterns);
     populateMemoryOpToHostPatterns(converter, patterns, axis, options);
     populateReduceOpToHostPatterns(converter, patterns);
     populateExternOpToHostPatterns(converter, patterns);
@@ -259,7 +288,7 @@ struct KilnConvertToHostPass final : kiln::impl::KilnConvertToHostBase<KilnConve
     OpBuilder b(ctx);
     for (func::FuncOp kernel : kernels) {
       SmallVector<Type> params(kernel.getFunctionType().getInputs().drop_back(kNumExtraArgs));
-      buildEntry(b, kernel, params);
+      buildEntry(b, kernel, params, placeTileBuffers(kernel));
       // Only the entry is a symbol of the object: the kernel is inlined into its loop.
       kernel.setPrivate();
       kernel->setAttr("llvm.linkage", LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));

@@ -824,6 +824,15 @@ struct ExternElementwiseConversion final : OpConversionPattern<ExternElementwise
   LogicalResult matchAndRewrite(ExternElementwiseOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
+    if (isLargeTile(op.getType())) { // checkExternFunctions left only functions emitSymbol has
+      lowerLargeElementwise(rewriter, op, adaptor.getSrcs(), *getTypeConverter(),
+                            [&](OpBuilder &b, Location l, ValueRange args, TypeRange types) {
+                              Chunk c{b, l, op, cast<VectorType>(types[0])};
+                              return SmallVector<Value>{
+                                  emitSymbol(c, op.getSymbol(), args, types[0])};
+                            });
+      return success();
+    }
     Type type = getTypeConverter()->convertType(op.getType());
     SmallVector<SmallVector<Value>> chunks;
     for (Value v : adaptor.getSrcs())

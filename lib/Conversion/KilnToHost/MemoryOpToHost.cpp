@@ -278,6 +278,124 @@ void storeChunk(OpBuilder &b, Location loc, const ChunkAccess &a, Value value, u
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Large tiles (buffers; see LargeTileToHost.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Element `i` (an i32) of a buffer of `memElem`.
+Value loadElement(OpBuilder &b, Location loc, Value buf, Type memElem, Value i) {
+  Value p = LLVM::GEPOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), memElem, buf,
+                                ValueRange{i});
+  return LLVM::LoadOp::create(b, loc, memElem, p, byteSize(memElem));
+}
+
+/// A mask buffer of `n` lanes, all set.
+Value allTrueBuffer(OpBuilder &b, Location loc, Operation *op, int64_t n) {
+  Value buf = allocTileBuffer(b, loc, op, n, b.getI1Type());
+  auto chunkTy = VectorType::get({kChunk}, b.getI1Type());
+  Value ones = arith::ConstantOp::create(b, loc, chunkTy, DenseElementsAttr::get(chunkTy, true));
+  forEachChunk(b, loc, n,
+               [&](OpBuilder &lb, Location l, Value c) { storeTileChunk(lb, l, buf, c, ones); });
+  return buf;
+}
+
+/// boundsCheck for a large tile: `ptrs` and `mask` are buffers (the mask one byte a lane, as the
+/// runtime's check takes it); returns the buffer of the checked mask (a copy where lanes may
+/// be cleared: the mask may be used by other accesses).
+Value largeBoundsCheck(OpBuilder &b, Location loc, Operation *op, Value ptrs, Value mask, int64_t n,
+                       unsigned elemBytes, bool isStore, bool debug, bool contiguous) {
+  if (op->hasAttr(kUncheckedAccessAttr))
+    return mask;
+  auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
+  auto check = [&](OpBuilder &cb, Location l) -> Value {
+    Value copy = allocTileBuffer(cb, l, op, n, cb.getI1Type());
+    LLVM::MemcpyOp::create(cb, l, copy, mask, i64Val(cb, l, n), /*isVolatile=*/false);
+    callRuntime(cb, l, op, kCheckAccess,
+                {getExtraArg(op, kPidX), getExtraArg(op, kPidY), getExtraArg(op, kPidZ),
+                 getStringPtr(cb, l, op, formatSite(loc)), ptrs, copy, i64Val(cb, l, n),
+                 i64Val(cb, l, elemBytes), i32Val(cb, l, isStore)});
+    return copy;
+  };
+  if (debug)
+    return check(b, loc);
+  Type i64 = b.getI64Type();
+  Value lo, hi;
+  if (contiguous) {
+    lo = LLVM::PtrToIntOp::create(b, loc, i64, loadElement(b, loc, ptrs, ptrTy, i32Val(b, loc, 0)));
+    hi = LLVM::PtrToIntOp::create(b, loc, i64,
+                                  loadElement(b, loc, ptrs, ptrTy, i32Val(b, loc, n - 1)));
+  } else {
+    // The lowest and highest address of the unmasked lanes, chunk by chunk.
+    auto vecTy = VectorType::get({kChunk}, i64);
+    auto splatI64 = [&](OpBuilder &vb, Location l, uint64_t v) -> Value {
+      return arith::ConstantOp::create(
+          vb, l, vecTy, DenseElementsAttr::get(vecTy, vb.getIntegerAttr(i64, APInt(64, v))));
+    };
+    Value c0 = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
+    Value cn = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(int32_t(n / kChunk)));
+    Value c1 = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1));
+    Value lo0 = LLVM::ConstantOp::create(b, loc, i64, b.getIntegerAttr(i64, APInt(64, UINT64_MAX)));
+    Value hi0 = LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(0));
+    auto loop = scf::ForOp::create(
+        b, loc, c0, cn, c1, ValueRange{lo0, hi0},
+        [&](OpBuilder &lb, Location l, Value c, ValueRange acc) {
+          Value ints = LLVM::PtrToIntOp::create(lb, l, vecTy, loadRawChunk(lb, l, ptrs, ptrTy, c));
+          Value m = loadTileChunk(lb, l, mask, lb.getI1Type(), c);
+          Value cl = LLVM::vector_reduce_umin::create(
+              lb, l, i64, LLVM::SelectOp::create(lb, l, m, ints, splatI64(lb, l, UINT64_MAX)));
+          Value ch = LLVM::vector_reduce_umax::create(
+              lb, l, i64, LLVM::SelectOp::create(lb, l, m, ints, splatI64(lb, l, 0)));
+          scf::YieldOp::create(lb, l,
+                               ValueRange{LLVM::UMinOp::create(lb, l, acc[0], cl).getResult(),
+                                          LLVM::UMaxOp::create(lb, l, acc[1], ch).getResult()});
+        });
+    lo = loop.getResult(0);
+    hi = loop.getResult(1);
+  }
+  Value end = LLVM::AddOp::create(b, loc, hi, i64Val(b, loc, elemBytes));
+  Value inside = callRuntime(b, loc, op, kCheckRange, {lo, end}, b.getI32Type());
+  Value ok = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, inside, i32Val(b, loc, 0));
+  auto ifOp = scf::IfOp::create(
+      b, loc, ok, [&](OpBuilder &tb, Location l) { scf::YieldOp::create(tb, l, mask); },
+      [&](OpBuilder &eb, Location l) { scf::YieldOp::create(eb, l, check(eb, l)); });
+  return ifOp.getResult(0);
+}
+
+/// A load or store of a large tile: one scf.for over chunks, each chunk the register path's
+/// masked loads (stores) of contiguous runs or a gather (scatter).
+LogicalResult lowerLargeAccess(ConversionPatternRewriter &rewriter, Operation *op, Value origPtr,
+                               Value ptrs, Value mask, Value other, Value value, Type elem,
+                               const AxisInfoAnalysis &axis, bool debug) {
+  Location loc = op->getLoc();
+  bool isStore = bool(value);
+  int64_t n = cast<RankedTensorType>(origPtr.getType()).getNumElements();
+  Type memElem = memoryType(elem);
+  unsigned align = byteSize(memElem);
+  auto ptrTy = LLVM::LLVMPointerType::get(rewriter.getContext());
+  if (!mask)
+    mask = allTrueBuffer(rewriter, loc, op, n);
+  int64_t run = contiguousRun(axis, origPtr);
+  mask = largeBoundsCheck(rewriter, loc, op, ptrs, mask, n, align, isStore, debug,
+                          wholeTileContiguous(origPtr, run));
+  Value out = isStore ? Value() : allocTileBuffer(rewriter, loc, op, n, elem);
+  forEachChunk(rewriter, loc, n, [&](OpBuilder &b, Location l, Value c) {
+    ChunkAccess access{loadRawChunk(b, l, ptrs, ptrTy, c),
+                       loadTileChunk(b, l, mask, b.getI1Type(), c), kChunk, run};
+    if (isStore) {
+      storeChunk(b, l, access, loadRawChunk(b, l, value, elem, c), align);
+      return;
+    }
+    Value o = other ? loadRawChunk(b, l, other, elem, c)
+                    : zeroOf(b, l, VectorType::get({kChunk}, memElem));
+    storeTileChunk(b, l, out, c, loadChunk(b, l, access, o, memElem, align));
+  });
+  if (isStore)
+    rewriter.eraseOp(op);
+  else
+    rewriter.replaceOp(op, out);
+  return success();
+}
+
 struct LoadConversion : OpConversionPattern<LoadOp> {
   LoadConversion(TypeConverter &tc, MLIRContext *ctx, const AxisInfoAnalysis &axis,
                  const HostLoweringOptions &options)
@@ -292,6 +410,11 @@ struct LoadConversion : OpConversionPattern<LoadOp> {
     Type memTy = withElement(resTy, memElem);
     unsigned align = byteSize(memElem);
     Value ptrs = adaptor.getPtr(), mask = adaptor.getMask(), other = adaptor.getOther();
+    if (isLargeTile(op.getType()))
+      return lowerLargeAccess(
+          rewriter, op, op.getPtr(), ptrs, mask, other, Value(),
+          getTypeConverter()->convertType(cast<RankedTensorType>(op.getType()).getElementType()),
+          axis, options.debug);
     auto fromMemory = [&](Value v) -> Value {
       return memElem == elem ? v : trunc(rewriter, loc, v, elem);
     };
@@ -347,6 +470,11 @@ struct StoreConversion : OpConversionPattern<StoreOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value ptrs = adaptor.getPtr(), value = adaptor.getValue(), mask = adaptor.getMask();
+    if (isLargeTile(op.getValue().getType()))
+      return lowerLargeAccess(rewriter, op, op.getPtr(), ptrs, mask, Value(), value,
+                              getTypeConverter()->convertType(
+                                  cast<RankedTensorType>(op.getValue().getType()).getElementType()),
+                              axis, options.debug);
     Type elem = getTileElementType(value.getType());
     Type memElem = memoryType(elem);
     if (memElem != elem)
@@ -440,9 +568,10 @@ LLVM::AtomicBinOp toBinOp(RMWKind kind, Type elem) {
 
 /// Runs `perLane(b, ptr, operands...)` for every lane whose mask is set, in order, and
 /// returns the tile of its results (zero for masked-out lanes): one scf.for over the lanes of
-/// each chunk. Scalars: one guarded call.
-Value forEachLane(OpBuilder &b, Location loc, Type resTy, Value ptrs, Value mask,
-                  ArrayRef<Value> operands,
+/// each chunk (a large tile of `largeLanes` lanes: over all lanes, the buffer of the results
+/// allocated for `at`). Scalars: one guarded call.
+Value forEachLane(OpBuilder &b, Location loc, Operation *at, int64_t largeLanes, Type resTy,
+                  Value ptrs, Value mask, ArrayRef<Value> operands,
                   function_ref<Value(OpBuilder &, Location, Value, ArrayRef<Value>)> perLane) {
   Type elem = getTileElementType(resTy);
   auto guarded = [&](OpBuilder &ob, Location l, Value m, Value ptr, ArrayRef<Value> ops) {
@@ -456,6 +585,29 @@ Value forEachLane(OpBuilder &b, Location loc, Type resTy, Value ptrs, Value mask
         [&](OpBuilder &ib, Location il) { scf::YieldOp::create(ib, il, zeroOf(ib, il, elem)); });
     return ifOp.getResult(0);
   };
+  if (isa<LLVM::LLVMPointerType>(resTy)) {
+    // A large tile (buffers): one scf.for over all its lanes.
+    int64_t n = largeLanes;
+    elem = getElementTypeOrSelf(at->getResult(0).getType()); // an integer or float type
+    auto ptrTy = LLVM::LLVMPointerType::get(b.getContext());
+    Value out = allocTileBuffer(b, loc, at, n, elem);
+    Value lb = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
+    Value ub = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(int32_t(n)));
+    Value step = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1));
+    scf::ForOp::create(
+        b, loc, lb, ub, step, ValueRange{}, [&](OpBuilder &ib, Location l, Value i, ValueRange) {
+          Value m =
+              LLVM::TruncOp::create(ib, l, ib.getI1Type(), loadElement(ib, l, mask, i8Ty(ib), i));
+          SmallVector<Value> ops;
+          for (Value o : operands)
+            ops.push_back(loadElement(ib, l, o, elem, i));
+          Value r = guarded(ib, l, m, loadElement(ib, l, ptrs, ptrTy, i), ops);
+          Value p = LLVM::GEPOp::create(ib, l, ptrTy, elem, out, ValueRange{i});
+          LLVM::StoreOp::create(ib, l, r, p, byteSize(elem));
+          scf::YieldOp::create(ib, l);
+        });
+    return out;
+  }
   if (!isTile(resTy))
     return guarded(b, loc, mask, ptrs, operands);
   int64_t width = getChunkWidth(getNumElements(resTy));
@@ -495,16 +647,25 @@ struct AtomicRMWConversion : OpConversionPattern<AtomicRMWOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Type resTy = getTypeConverter()->convertType(op.getType());
-    Type elem = getTileElementType(resTy);
+    bool large = isLargeTile(op.getType());
+    int64_t n = large ? cast<RankedTensorType>(op.getType()).getNumElements() : 0;
+    Type elem =
+        large
+            ? getTypeConverter()->convertType(cast<RankedTensorType>(op.getType()).getElementType())
+            : getTileElementType(resTy);
     Value mask = adaptor.getMask();
+    if (!mask && large)
+      mask = allTrueBuffer(rewriter, loc, op, n);
     if (!mask && isTile(resTy))
       mask = allTrue(rewriter, loc, getNumElements(resTy));
-    mask =
-        boundsCheck(rewriter, loc, op, adaptor.getPtr(), mask, byteSize(elem), true, options.debug);
+    mask = large ? largeBoundsCheck(rewriter, loc, op, adaptor.getPtr(), mask, n, byteSize(elem),
+                                    true, options.debug, false)
+                 : boundsCheck(rewriter, loc, op, adaptor.getPtr(), mask, byteSize(elem), true,
+                               options.debug);
     LLVM::AtomicBinOp bin = toBinOp(op.getKind(), elem);
     LLVM::AtomicOrdering ordering = toOrdering(op.getSem());
     Value r = forEachLane(
-        rewriter, loc, resTy, adaptor.getPtr(), mask, {adaptor.getVal()},
+        rewriter, loc, op, n, resTy, adaptor.getPtr(), mask, {adaptor.getVal()},
         [&](OpBuilder &b, Location l, Value ptr, ArrayRef<Value> ops) {
           return LLVM::AtomicRMWOp::create(b, l, bin, ptr, ops[0], ordering).getResult();
         });
@@ -521,18 +682,26 @@ struct AtomicCASConversion : OpConversionPattern<AtomicCASOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Type resTy = getTypeConverter()->convertType(op.getType());
-    Type elem = getTileElementType(resTy);
+    bool large = isLargeTile(op.getType());
+    int64_t n = large ? cast<RankedTensorType>(op.getType()).getNumElements() : 0;
+    Type elem =
+        large
+            ? getTypeConverter()->convertType(cast<RankedTensorType>(op.getType()).getElementType())
+            : getTileElementType(resTy);
     Value mask =
-        boundsCheck(rewriter, loc, op, adaptor.getPtr(),
-                    isTile(resTy) ? allTrue(rewriter, loc, getNumElements(resTy)) : Value(),
-                    byteSize(elem), true, options.debug);
+        large ? largeBoundsCheck(rewriter, loc, op, adaptor.getPtr(),
+                                 allTrueBuffer(rewriter, loc, op, n), n, byteSize(elem), true,
+                                 options.debug, false)
+              : boundsCheck(rewriter, loc, op, adaptor.getPtr(),
+                            isTile(resTy) ? allTrue(rewriter, loc, getNumElements(resTy)) : Value(),
+                            byteSize(elem), true, options.debug);
     // cmpxchg takes integers: floats go through their bits.
     Type intElem =
         isa<FloatType>(elem) ? Type(rewriter.getIntegerType(elem.getIntOrFloatBitWidth())) : elem;
     LLVM::AtomicOrdering onSuccess = toOrdering(op.getSem()),
                          onFailure = failureOrdering(op.getSem());
     Value r = forEachLane(
-        rewriter, loc, resTy, adaptor.getPtr(), mask, {adaptor.getCmp(), adaptor.getVal()},
+        rewriter, loc, op, n, resTy, adaptor.getPtr(), mask, {adaptor.getCmp(), adaptor.getVal()},
         [&](OpBuilder &b, Location l, Value ptr, ArrayRef<Value> ops) -> Value {
           Value cmp = ops[0], val = ops[1];
           if (intElem != elem) {
@@ -595,7 +764,13 @@ struct PrintConversion : OpConversionPattern<PrintOp> {
     };
     if (adaptor.getArgs().empty())
       emit(LLVM::ZeroOp::create(rewriter, loc, ptrTy), kPrintI32, 0);
-    for (Value v : adaptor.getArgs()) {
+    for (auto [orig, v] : llvm::zip(op.getArgs(), adaptor.getArgs())) {
+      if (isLargeTile(orig.getType())) { // a buffer, booleans as bytes
+        auto type = cast<RankedTensorType>(orig.getType());
+        emit(v, printKind(getTypeConverter()->convertType(type.getElementType())),
+             type.getNumElements());
+        continue;
+      }
       Type elem = getTileElementType(v.getType());
       int32_t kind = printKind(elem);
       if (elem.isInteger(1))
@@ -615,7 +790,23 @@ struct AssertConversion : OpConversionPattern<AssertOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value cond = adaptor.getCondition();
-    if (isTile(cond.getType())) {
+    if (isLargeTile(op.getCondition().getType())) {
+      int64_t n = cast<RankedTensorType>(op.getCondition().getType()).getNumElements();
+      Value c0 = arith::ConstantOp::create(rewriter, loc, rewriter.getI32IntegerAttr(0));
+      Value cn = arith::ConstantOp::create(rewriter, loc, rewriter.getI32IntegerAttr(n / kChunk));
+      Value c1 = arith::ConstantOp::create(rewriter, loc, rewriter.getI32IntegerAttr(1));
+      Value all =
+          LLVM::ConstantOp::create(rewriter, loc, rewriter.getI1Type(), rewriter.getBoolAttr(true));
+      Value buf = cond;
+      cond = scf::ForOp::create(
+                 rewriter, loc, c0, cn, c1, ValueRange{all},
+                 [&](OpBuilder &b, Location l, Value c, ValueRange acc) {
+                   Value r = LLVM::vector_reduce_and::create(
+                       b, l, b.getI1Type(), loadTileChunk(b, l, buf, b.getI1Type(), c));
+                   scf::YieldOp::create(b, l, LLVM::AndOp::create(b, l, acc[0], r).getResult());
+                 })
+                 .getResult(0);
+    } else if (isTile(cond.getType())) {
       Value all;
       for (Value c : unpack(rewriter, loc, cond)) {
         Value r = LLVM::vector_reduce_and::create(rewriter, loc, rewriter.getI1Type(), c);

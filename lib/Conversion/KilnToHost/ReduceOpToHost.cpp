@@ -108,8 +108,20 @@ struct ReduceConversion : OpConversionPattern<ReduceOp> {
     SmallVector<int64_t> shape(srcTy.getShape());
     int64_t n = srcTy.getNumElements();
     SmallVector<SmallVector<Value>> cur;
-    for (Value v : adaptor.getSrcs())
-      cur.push_back(unpack(rewriter, loc, v));
+    if (isLargeTile(srcTy)) {
+      FailureOr<SmallVector<Value>> buffers = halveInMemory(rewriter, op, adaptor, shape, n);
+      if (failed(buffers))
+        return failure();
+      if (n > kMaxRegisterTile) { // the reduced axis is gone, the result still large
+        rewriter.replaceOp(op, *buffers);
+        return success();
+      }
+      for (auto [v, src] : llvm::zip(*buffers, op.getSrcs()))
+        cur.push_back(unpack(rewriter, loc, fromTileBuffer(rewriter, loc, v, n, elementOf(src))));
+    } else {
+      for (Value v : adaptor.getSrcs())
+        cur.push_back(unpack(rewriter, loc, v));
+    }
     while (shape[axis] > 1) {
       SmallVector<int64_t> half = shape;
       half[axis] /= 2;
@@ -150,6 +162,52 @@ struct ReduceConversion : OpConversionPattern<ReduceOp> {
     rewriter.replaceOp(op, results);
     return success();
   }
+
+  Type elementOf(Value v) const {
+    return getTypeConverter()->convertType(getElementTypeOrSelf(v.getType()));
+  }
+
+  /// The halving steps of a large tile in memory, each one loop over the chunks of its result
+  /// (as the register path: the lower and upper halves of the axis combined), until the tile
+  /// fits in registers or the axis is gone; returns the buffers, `shape` and `n` updated.
+  FailureOr<SmallVector<Value>> halveInMemory(ConversionPatternRewriter &rewriter, ReduceOp op,
+                                              OpAdaptor adaptor, SmallVector<int64_t> &shape,
+                                              int64_t &n) const {
+    Location loc = op.getLoc();
+    unsigned axis = op.getAxis();
+    SmallVector<Value> buffers(adaptor.getSrcs());
+    bool failedCombine = false;
+    while (shape[axis] > 1 && n > kMaxRegisterTile) {
+      SmallVector<int64_t> half = shape;
+      half[axis] /= 2;
+      SmallVector<int64_t> strides = getStrides(shape);
+      int64_t upper = half[axis] * strides[axis], h = n / 2;
+      SmallVector<Value> next;
+      for (Value src : op.getSrcs())
+        next.push_back(allocTileBuffer(rewriter, loc, op, h, elementOf(src)));
+      forEachChunk(rewriter, loc, h, [&](OpBuilder &b, Location l, Value c) {
+        SmallVector<Value> args;
+        for (int upperHalf = 0; upperHalf < 2; ++upperHalf)
+          for (auto [buf, src] : llvm::zip(buffers, op.getSrcs()))
+            args.push_back(
+                gatherPermuted(b, l, buf, elementOf(src), c, half, strides, upperHalf ? upper : 0));
+        auto combined =
+            applyCombine(rewriter, op, op.getCombineOp(), *getTypeConverter(), args, kChunk);
+        if (failed(combined)) {
+          failedCombine = true;
+          return;
+        }
+        for (auto [buf, v] : llvm::zip(next, *combined))
+          storeTileChunk(b, l, buf, c, v);
+      });
+      if (failedCombine)
+        return failure();
+      buffers = std::move(next);
+      shape = half;
+      n = h;
+    }
+    return buffers;
+  }
 };
 
 struct ScanConversion : OpConversionPattern<ScanOp> {
@@ -163,6 +221,8 @@ struct ScanConversion : OpConversionPattern<ScanOp> {
     ArrayRef<int64_t> shape = srcTy.getShape();
     int64_t n = srcTy.getNumElements(), len = shape[axis], w = getChunkWidth(n);
     int64_t stride = getStrides(shape)[axis];
+    if (isLargeTile(srcTy))
+      return lowerLarge(rewriter, op, adaptor, len, stride);
     SmallVector<SmallVector<Value>> cur;
     for (Value v : adaptor.getSrcs())
       cur.push_back(unpack(rewriter, loc, v));
@@ -197,6 +257,63 @@ struct ScanConversion : OpConversionPattern<ScanOp> {
       results.push_back(
           pack(rewriter, loc, getTypeConverter()->convertType(res.getType()), chunks));
     rewriter.replaceOp(op, results);
+    return success();
+  }
+
+  /// Hillis-Steele on a large tile in memory: each step one loop over chunks, from the
+  /// buffers of the step before into new ones; lanes without a partner `d` away keep theirs.
+  LogicalResult lowerLarge(ConversionPatternRewriter &rewriter, ScanOp op, OpAdaptor adaptor,
+                           int64_t len, int64_t stride) const {
+    Location loc = op.getLoc();
+    int64_t n = cast<RankedTensorType>(op.getSrcs()[0].getType()).getNumElements();
+    bool reverse = op.getReverse();
+    SmallVector<Type> elems;
+    for (Value src : op.getSrcs())
+      elems.push_back(getTypeConverter()->convertType(getElementTypeOrSelf(src.getType())));
+    SmallVector<Value> buffers(adaptor.getSrcs());
+    auto vecTy = VectorType::get({kChunk}, rewriter.getI32Type());
+    auto cst = [&](OpBuilder &b, Location l, int64_t v) -> Value {
+      return arith::ConstantOp::create(b, l, vecTy,
+                                       DenseElementsAttr::get(vecTy, b.getI32IntegerAttr(v)));
+    };
+    bool failedCombine = false;
+    for (int64_t d = 1; d < len && !failedCombine; d *= 2) {
+      SmallVector<Value> next;
+      for (Type elem : elems)
+        next.push_back(allocTileBuffer(rewriter, loc, op, n, elem));
+      forEachChunk(rewriter, loc, n, [&](OpBuilder &b, Location l, Value c) {
+        Value lanes = getChunkLanes(b, l, c);
+        Value coord = arith::RemUIOp::create(
+            b, l, arith::DivUIOp::create(b, l, lanes, cst(b, l, stride)), cst(b, l, len));
+        Value has =
+            reverse ? arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
+                                            arith::AddIOp::create(b, l, coord, cst(b, l, d)),
+                                            cst(b, l, len))
+                    : arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge, coord, cst(b, l, d));
+        Value moved = reverse
+                          ? arith::AddIOp::create(b, l, lanes, cst(b, l, d * stride)).getResult()
+                          : arith::SubIOp::create(b, l, lanes, cst(b, l, d * stride)).getResult();
+        Value from = arith::SelectOp::create(b, l, has, moved, lanes);
+        SmallVector<Value> args, cur;
+        for (auto [buf, elem] : llvm::zip(buffers, elems))
+          args.push_back(gatherElements(b, l, buf, elem, from));
+        for (auto [buf, elem] : llvm::zip(buffers, elems))
+          cur.push_back(loadTileChunk(b, l, buf, elem, c));
+        args.append(cur.begin(), cur.end());
+        auto combined =
+            applyCombine(rewriter, op, op.getCombineOp(), *getTypeConverter(), args, kChunk);
+        if (failed(combined)) {
+          failedCombine = true;
+          return;
+        }
+        for (auto [buf, v, old] : llvm::zip(next, *combined, cur))
+          storeTileChunk(b, l, buf, c, arith::SelectOp::create(b, l, has, v, old));
+      });
+      buffers = std::move(next);
+    }
+    if (failedCombine)
+      return failure();
+    rewriter.replaceOp(op, buffers);
     return success();
   }
 };
@@ -247,8 +364,15 @@ struct DotConversion : OpConversionPattern<DotOp> {
       aBuf = LLVM::AllocaOp::create(rewriter, loc, ptrTy, adaptor.getA().getType(), one, 64);
       bBuf = LLVM::AllocaOp::create(rewriter, loc, ptrTy, adaptor.getB().getType(), one, 64);
     }
-    LLVM::StoreOp::create(rewriter, loc, adaptor.getA(), aBuf);
-    LLVM::StoreOp::create(rewriter, loc, adaptor.getB(), bBuf);
+    // Large operands are buffers already (LargeTileToHost.cpp).
+    if (isLargeTile(aTy))
+      aBuf = adaptor.getA();
+    else
+      LLVM::StoreOp::create(rewriter, loc, adaptor.getA(), aBuf);
+    if (isLargeTile(bTy))
+      bBuf = adaptor.getB();
+    else
+      LLVM::StoreOp::create(rewriter, loc, adaptor.getB(), bBuf);
     // The accumulator lives in memory too, one row at a time in registers:
     //   for i: row = acc[i, :]; for kk: row += a[i, kk] * b[kk, :]; acc[i, :] = row
     // (contiguous vector loads of b's rows, code size independent of the tile).
@@ -261,7 +385,16 @@ struct DotConversion : OpConversionPattern<DotOp> {
                                            rewriter.getI64IntegerAttr(1));
       accBuf = LLVM::AllocaOp::create(rewriter, loc, ptrTy, accTy, one, 64);
     }
-    LLVM::StoreOp::create(rewriter, loc, adaptor.getC(), accBuf);
+    bool largeAcc = isLargeTile(cTy);
+    if (largeAcc) {
+      accBuf = allocTileBuffer(rewriter, loc, op, m * n, accElem);
+      Value bytes = LLVM::ConstantOp::create(
+          rewriter, loc, rewriter.getI64Type(),
+          rewriter.getI64IntegerAttr(m * n * std::max(1u, accElem.getIntOrFloatBitWidth() / 8)));
+      LLVM::MemcpyOp::create(rewriter, loc, accBuf, adaptor.getC(), bytes, /*isVolatile=*/false);
+    } else {
+      LLVM::StoreOp::create(rewriter, loc, adaptor.getC(), accBuf);
+    }
     Type inElem = aTy.getElementType();
     int64_t w = std::min<int64_t>(n, kChunk);
     auto rowTy = VectorType::get({w}, accElem);
@@ -328,7 +461,8 @@ struct DotConversion : OpConversionPattern<DotOp> {
                 accAlign);
           scf::YieldOp::create(b, l);
         });
-    rewriter.replaceOp(op, LLVM::LoadOp::create(rewriter, loc, accTy, accBuf).getResult());
+    rewriter.replaceOp(
+        op, largeAcc ? accBuf : LLVM::LoadOp::create(rewriter, loc, accTy, accBuf).getResult());
     return success();
   }
 };

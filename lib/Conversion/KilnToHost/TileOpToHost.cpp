@@ -32,10 +32,12 @@ HostTypeConverter::HostTypeConverter(MLIRContext *ctx) {
   // fp8 is bits to LLVM (-kiln-expand-fp8 left only loads, stores, constants and bitcasts).
   addConversion([ctx](Float8E4M3FNType) -> Type { return IntegerType::get(ctx, 8); });
   addConversion([ctx](Float8E5M2Type) -> Type { return IntegerType::get(ctx, 8); });
-  addConversion([this](RankedTensorType type) -> std::optional<Type> {
+  addConversion([this, ctx](RankedTensorType type) -> std::optional<Type> {
     Type elem = convertType(type.getElementType());
     if (!elem || !type.hasStaticShape())
       return std::nullopt;
+    if (isLargeTile(type)) // a buffer in memory (LargeTileToHost.cpp)
+      return LLVM::LLVMPointerType::get(ctx);
     return getTileType(type.getNumElements(), elem);
   });
   auto cast = [](OpBuilder &b, Type type, ValueRange inputs, Location loc) -> Value {
@@ -373,7 +375,8 @@ struct ElementwiseConversion : ConversionPattern {
       : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
   LogicalResult matchAndRewrite(Operation *op, ArrayRef<Value> operands,
                                 ConversionPatternRewriter &rewriter) const override {
-    if (!isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) || op->getNumRegions() != 0)
+    if (!isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) ||
+        op->getNumRegions() != 0 || hasLargeTile(op))
       return failure();
     SmallVector<Type> types;
     if (failed(getTypeConverter()->convertTypes(op->getResultTypes(), types)))
