@@ -881,3 +881,18 @@ def test_tensor_parallel_torch_distributed_two_ranks(tmp_path, device):
         assert rel_err(out["logits"], REF.forward(out["ids"])[-1]) <= 1e-4
         prompts = np.split(out["prompts"], [5])
         assert out["tokens"].tolist() == [REF.greedy(p, 8) for p in prompts]
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_hf_state_dict_and_config_taken_directly(tmp_path, dtype):
+    torch, _ = hf_or_skip()
+    ops = kiln_ops_or_skip()
+    hf = hf_model(tmp_path, True, torch.float32 if dtype == "fp32" else torch.bfloat16)
+    config = LlamaConfig.from_dict(hf.config.to_dict())
+    model = LlamaModel(config, hf.state_dict(), dtype=dtype, ops=ops, max_batch=1,
+                       max_tokens=32, max_seq_len=32)
+    ids = np.random.default_rng(3).integers(0, 512, 20)
+    with torch.no_grad():
+        want = hf(torch.tensor(ids[None])).logits[0, -1].float().numpy()
+    got = model.logits_numpy(model.prefill([("a", ids)]))[0]
+    assert rel_err(got, want) <= (1e-4 if dtype == "fp32" else 2e-2)

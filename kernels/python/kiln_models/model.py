@@ -46,7 +46,8 @@ class _Layer:
 
 
 class LlamaModel:
-    """A Llama decoder of `config` with `weights` ({HF name: numpy array}) on `device`
+    """A Llama decoder of `config` with `weights` ({HF name: numpy array or torch tensor,
+    e.g. an HF LlamaForCausalLM's state_dict()}) on `device`
     ("cpu": numpy arrays and the CPU backend; "gpu": kiln.DeviceArray) in activation `dtype`
     ("fp32", "bf16", "fp16").
 
@@ -188,13 +189,14 @@ class LlamaModel:
         for name, shape in shapes.items():
             if name not in weights:
                 raise ValueError(f"LlamaModel: weights have no tensor '{name}'")
-            got = tuple(np.shape(weights[name]))
+            w = weights[name]
+            got = tuple(int(d) for d in (w.shape if hasattr(w, "shape") else np.shape(w)))
             if got != shape:
                 raise ValueError(f"LlamaModel: tensor '{name}' has shape {list(got)}, the "
                                  f"config needs {list(shape)}")
 
         def host(name):
-            return np.asarray(weights[name])
+            return _host_array(weights[name])
 
         self.embed = a.upload(host("model.embed_tokens.weight"), act)
         self.layers = []
@@ -508,6 +510,19 @@ class LlamaModel:
             if seq not in kv.tables:
                 kv.add(seq)
             kv.reserve(seq, kv.lengths[seq] + n)
+
+
+def _host_array(w):
+    """A numpy array of a weight: numpy, or a torch tensor (any device; bf16 through its
+    16-bit words, as ml_dtypes.bfloat16) such as an HF model's state_dict() holds."""
+    if type(w).__module__.startswith("torch"):
+        import torch
+        w = w.detach().cpu().contiguous()
+        if w.dtype == torch.bfloat16:
+            from .checkpoint import np_dtype
+            return w.view(torch.int16).numpy().view(np_dtype("bf16"))
+        return w.numpy()
+    return np.asarray(w)
 
 
 class _RecordedStep:
