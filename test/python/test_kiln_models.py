@@ -514,8 +514,10 @@ def test_model_kv_cache_full_and_bad_inputs():
 
 
 def run_cli(*args):
+    import kiln  # the package this test imported (build/python here, elsewhere on the GPU)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.join(ROOT, "build", "python"), os.path.join(ROOT, "kernels", "python")]))
+        [os.path.dirname(os.path.dirname(os.path.abspath(kiln.__file__))),
+         os.path.join(ROOT, "kernels", "python")]))
     return subprocess.run([sys.executable, "-m", "kiln_models.llama", *args], env=env,
                           capture_output=True, text=True, timeout=300)
 
