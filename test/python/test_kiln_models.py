@@ -447,6 +447,19 @@ def test_model_untied_head_from_checkpoint(backend, tmp_path):
     assert rel_err(got[0], want[-1]) <= 1e-4
 
 
+def test_model_request_id_reused_after_release(backend):
+    # the same id, the same number of blocks, other blocks: its decode reads its new table
+    model = tiny_model(backend)
+    first, second = prompt(5, 90), prompt(6, 91)
+    model.prefill([("a", first)])
+    model.decode(["a"], np.array([7]))
+    model.release("a")
+    model.prefill([("b", prompt(9, 92))])  # takes the blocks "a" had
+    model.prefill([("a", second)])
+    want = REF.forward(np.concatenate([second, [11]]))[-1]
+    assert rel_err(model.logits_numpy(model.decode(["a"], np.array([11])))[0], want) <= 1e-4
+
+
 def test_kv_cache_blocks_freed_and_reused():
     alloc = kv_cache.BlockAllocator(4)
     a = alloc.allocate(3)
@@ -475,7 +488,7 @@ def test_model_kv_cache_full_and_bad_inputs():
         model.prefill([("d", np.array([], np.int64))])
     with pytest.raises(ValueError, match="decode: request 'zz' was not prefilled"):
         model.decode(["zz"], np.array([1]))
-    with pytest.raises(ValueError, match=r"one id per request \(2\)"):
+    with pytest.raises(ValueError, match=r"one integer id per request \(2\)"):
         model.decode(["b", "c"], np.array([1]))
     with pytest.raises(ValueError, match="batch of 5 requests; the model takes 1 to max_batch=4"):
         model.prefill([(str(i), [1]) for i in range(5)])

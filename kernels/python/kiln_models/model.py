@@ -153,6 +153,7 @@ class LlamaModel:
              for i in range(4)]
         self.h_step, self.step = self.h_dec[4 * B:4 * B + 1], a.rows(self.dec, 4 * B + 1, 4 * B)
         self.h_dec_tables = self.h_dec[4 * B + 1:].reshape(B, max_blocks)
+        self._dec_rows = [None] * B  # (request, blocks) each host table row holds
         self.dec_tables = a.reshape(a.rows(self.dec, n, 4 * B + 1), (B, max_blocks))
         self._plan_scratch()
         if a.device == "gpu":
@@ -358,21 +359,42 @@ class LlamaModel:
         B = len(seq_ids)
         self._check_batch("decode", B)
         tokens = np.asarray(tokens)
-        if tokens.shape != (B,):
-            raise ValueError(f"decode: tokens must have one id per request ({B}), got shape "
-                             f"{tokens.shape}")
-        for b, seq in enumerate(seq_ids):
-            if seq not in self.kv.tables:
-                raise ValueError(f"decode: request {seq!r} was not prefilled")
-            self._check_ids("decode", seq, tokens[b:b + 1])
+        if tokens.shape != (B,) or not np.issubdtype(tokens.dtype, np.integer):
+            raise ValueError(f"decode: tokens must be one integer id per request ({B}), got "
+                             f"{tokens.dtype} {tokens.shape}")
+        V, kv = self.config.vocab_size, self.kv
+        bad = np.nonzero((tokens < 0) | (tokens >= V))[0]
+        if bad.size:
+            raise ValueError(f"decode: request {seq_ids[bad[0]]!r}: token ids must be in "
+                             f"[0, {V}), got {tokens[bad[0]]}")
         if len(set(seq_ids)) != B:
             raise ValueError("decode: a request appears twice in the batch")
-        self._reserve([(s, None) for s in seq_ids], [1] * B)
-        for b, (seq, tok) in enumerate(zip(seq_ids, tokens)):
-            self.h_dec_ids[b] = tok
-            self.h_dec_positions[b:b + 1], self.h_dec_slots[b:b + 1] = self.kv.append(seq, 1)
-            self.kv.table_row(seq, self.h_dec_tables[b])
-            self.h_dec_context_lens[b] = self.kv.lengths[seq]
+        bs, need = kv.block_size, 0
+        for seq in seq_ids:
+            n = kv.lengths.get(seq)
+            if n is None:
+                raise ValueError(f"decode: request {seq!r} was not prefilled")
+            if n + 1 > self.max_seq_len:
+                raise ValueError(f"decode: request {seq!r} would hold {n + 1} tokens, beyond "
+                                 f"max_seq_len={self.max_seq_len}")
+            need += n // bs >= len(kv.tables[seq])
+        if need > kv.allocator.num_free:
+            raise KVCacheFull(f"KV cache full: the batch needs {need} more blocks, "
+                              f"{kv.allocator.num_free} of {kv.allocator.num_blocks} free")
+        # host work per request kept to a few integer operations: this runs every token
+        self.h_dec_ids[:B] = tokens
+        rows = self._dec_rows
+        for b, seq in enumerate(seq_ids):
+            pos, table = kv.lengths[seq], kv.tables[seq]
+            if pos // bs >= len(table):
+                table.extend(kv.allocator.allocate(1))
+            kv.lengths[seq] = pos + 1
+            self.h_dec_positions[b] = pos
+            self.h_dec_slots[b] = table[pos // bs] * bs + pos % bs
+            self.h_dec_context_lens[b] = pos + 1
+            if rows[b] != (seq, len(table)):  # the row holds another table: rewrite it
+                kv.table_row(seq, self.h_dec_tables[b])
+                rows[b] = (seq, len(table))
         self.h_step[0] = step
         self.arrays.copy_in(self.dec, self.h_dec)
         return B
@@ -425,6 +447,7 @@ class LlamaModel:
     def release(self, seq_id):
         """Frees request `seq_id`'s KV cache blocks (for reuse by later requests)."""
         self.kv.free(seq_id)
+        self._dec_rows = [None if r and r[0] == seq_id else r for r in self._dec_rows]
 
     def logits_numpy(self, logits):
         """A float32 numpy copy of a logits view."""
