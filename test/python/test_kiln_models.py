@@ -394,6 +394,13 @@ def test_model_greedy_generation_equals_reference(backend, graphs):
     assert result.prefill_tokens == 26 and result.decode_tokens == 20
     assert len(model._graphs) == (1 if graphs else 0)
     assert model.kv.allocator.num_free == model.kv.allocator.num_blocks
+    # a stop token ends its request (others go on, the batch shrinks)
+    stop = result.tokens[1][2]
+    stopped = gen.generate(model, prompts, 6, stop_token=stop).tokens
+    for full, got in zip(result.tokens, stopped):
+        assert got == (full[:full.index(stop) + 1] if stop in full else full)
+    with pytest.raises(ValueError, match=r"stop_token must be an id in \[0, 256\)"):
+        gen.generate(model, prompts, 2, stop_token=256)
     # prompts beyond one prefill's max_tokens go in several prefills, a prompt longer than
     # max_tokens in pieces
     small = tiny_model(backend, max_tokens=12, cuda_graphs=graphs)

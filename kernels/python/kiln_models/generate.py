@@ -78,10 +78,11 @@ def _chunks(prompts, max_batch, max_tokens):
         yield group
 
 
-def generate(model, prompts, new_tokens, sampling=None):
+def generate(model, prompts, new_tokens, sampling=None, stop_token=None):
     """Generates `new_tokens` ids after each prompt of `prompts` (lists or int arrays),
-    decoding them all as one batch. Returns a GenerationResult. The requests' KV cache blocks
-    are freed at the end (also on error)."""
+    decoding them all as one batch; a request that produces `stop_token` (when given) ends
+    there, its last id the stop token, and leaves the batch. Returns a GenerationResult. The
+    requests' KV cache blocks are freed at the end (also on error)."""
     sampling = sampling or SamplingParams()
     prompts = [np.asarray(p) for p in prompts]
     if not prompts or len(prompts) > model.max_batch:
@@ -96,8 +97,14 @@ def generate(model, prompts, new_tokens, sampling=None):
         if p.size + new_tokens > model.max_seq_len:
             raise ValueError(f"generate: prompt {i} ({p.size} tokens) + {new_tokens} new "
                              f"tokens exceed the model's max_seq_len={model.max_seq_len}")
+    if stop_token is not None and (isinstance(stop_token, bool) or
+                                   not isinstance(stop_token, (int, np.integer)) or
+                                   not 0 <= stop_token < model.config.vocab_size):
+        raise ValueError(f"generate: stop_token must be an id in [0, "
+                         f"{model.config.vocab_size}), got {stop_token!r}")
     seqs = [f"gen{next(_ids)}" for _ in prompts]
     out = [[] for _ in prompts]
+    decoded = 0
     try:
         start = time.perf_counter()
         for group in _chunks(prompts, model.max_batch, model.max_tokens):
@@ -112,13 +119,18 @@ def generate(model, prompts, new_tokens, sampling=None):
         prefill_s = time.perf_counter() - start
         start = time.perf_counter()
         for step in range(1, new_tokens):
-            tokens = model.decode_tokens(seqs, np.array([o[-1] for o in out]), sampling, step)
-            for o, tok in zip(out, tokens):
-                o.append(int(tok))
+            live = [i for i, o in enumerate(out) if o[-1] != stop_token]
+            if not live:
+                break
+            tokens = model.decode_tokens([seqs[i] for i in live],
+                                         np.array([out[i][-1] for i in live]), sampling, step)
+            for i, tok in zip(live, tokens):
+                out[i].append(int(tok))
+            decoded += len(live)
         decode_s = time.perf_counter() - start
     finally:
         for s in seqs:
             if s in model.kv.tables:
                 model.release(s)
     return GenerationResult(out, prefill_s, decode_s, int(sum(p.size for p in prompts)),
-                            len(prompts) * (new_tokens - 1))
+                            decoded)
