@@ -126,12 +126,12 @@ def quantize_int4(w, group=128):
     return quant.quantize_int4(w, group)
 
 
-def linear_int8(x, q, scales, out, stream=None, device=None):
+def linear_int8(x, q, scales, out, scratch=None, stream=None, device=None):
     w = q.astype(np.float32) * scales[:, None]
     out[...] = (_f32(x) @ w.T).astype(out.dtype)
 
 
-def linear_int4(x, packed, scales, out, group=128, stream=None, device=None):
+def linear_int4(x, packed, scales, out, group=128, scratch=None, stream=None, device=None):
     q = np.empty((packed.shape[0], 2 * packed.shape[1]), np.float32)
     q[:, 0::2] = (packed & 15).astype(np.float32) - 8
     q[:, 1::2] = (packed >> 4).astype(np.float32) - 8

@@ -234,10 +234,14 @@ class LlamaModel:
                 import kiln
                 sms = kiln.runtime.driver.active.utils.get_device_properties(None)[
                     "multiprocessor_count"]
+            # only small M (decode, short prefills) splits K: 128 rows cover it with room
+            ms = range(1, min(max(self.max_tokens, B), 128) + 1)
             numel = max(ops.linear_scratch_numel(m, n, k, itemsize, cpu, sms)
-                        # only small M (decode) splits K: 64 rows covers it with room
-                        for m in range(1, min(max(self.max_tokens, B), 64) + 1)
-                        for n, k in shapes)
+                        for m in ms for n, k in shapes)
+            if self.quant and hasattr(ops, "quant_scratch_numel"):  # the projections
+                group = self.quant_group if self.quant == "int4" else None
+                numel = max([numel] + [ops.quant_scratch_numel(m, n, k, group, cpu, sms)
+                                       for m in ms for n, k in shapes[:4]])
             if numel:
                 self.linear_scratch = a.empty((numel,), "fp32")
         if hasattr(ops, "decode_attention_scratch"):
@@ -269,9 +273,10 @@ class LlamaModel:
         if not isinstance(w, tuple):
             self.ops.linear(x, w, out, scratch=self.linear_scratch, **launch)
         elif w[0] == "int8":
-            self.ops.linear_int8(x, w[1], w[2], out, **launch)
+            self.ops.linear_int8(x, w[1], w[2], out, scratch=self.linear_scratch, **launch)
         else:
-            self.ops.linear_int4(x, w[1], w[2], out, group=self.quant_group, **launch)
+            self.ops.linear_int4(x, w[1], w[2], out, group=self.quant_group,
+                                 scratch=self.linear_scratch, **launch)
 
     # ------------------------------------------------------------------------- steps
 
