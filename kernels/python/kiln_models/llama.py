@@ -44,8 +44,8 @@ def _common(g):
     g.add_argument("--random-weights", action="store_true",
                    help="seeded random weights (HF's init) instead of the checkpoint's")
     g.add_argument("--dtype", choices=["fp32", "bf16", "fp16"],
-                   help="activation and weight dtype (default: fp32 on the CPU, bf16 on "
-                        "the GPU)")
+                   help="activation and weight dtype (default: fp32 on the CPU; on the "
+                        "GPU fp16 for an fp16 checkpoint, else bf16)")
     g.add_argument("--device", choices=["cpu", "gpu"],
                    help="default: the GPU when there is one")
     g.add_argument("--seed", type=int, default=0, help="seeds the prompts, weights, sampling")
@@ -117,7 +117,9 @@ def _load(args, seq_len):
     if device is None:
         import kiln
         device = "gpu" if kiln.has_gpu() else "cpu"
-    dtype = args.dtype or ("fp32" if device == "cpu" else "bf16")
+    # default: fp32 on the CPU; on the GPU the checkpoint's 16-bit dtype, else bf16
+    dtype = args.dtype or ("fp32" if device == "cpu" else
+                           {"float16": "fp16"}.get(config.torch_dtype, "bf16"))
     weights = random_weights(config, args.seed, dtype) if args.random_weights else \
         load_weights(args.model, config)
     return config, weights, device, dtype
