@@ -133,6 +133,7 @@ def test_safetensors_round_trip_every_dtype(tmp_path):
     tensors = {"a": rng.standard_normal((3, 5)).astype(np.float32),
                "b": rng.standard_normal((7,)).astype(np.float16),
                "c": rng.standard_normal((2, 3, 4)).astype(ml_dtypes.bfloat16),
+               "i": np.arange(6, dtype=np.int64).reshape(2, 3), "q": np.arange(5, dtype=np.int8),
                "empty": np.zeros((0, 4), np.float32)}
     path = str(tmp_path / "t.safetensors")
     checkpoint.save_safetensors(tensors, path, {"format": "pt"})
@@ -203,9 +204,12 @@ def test_broken_safetensors_files_name_file_and_tensor(tmp_path):
     _write_raw(p, None, header_bytes=b'{"w": {"dtype": ')
     with pytest.raises(ValueError, match="bad.safetensors: safetensors header JSON is broken"):
         checkpoint.SafetensorsFile(p)
-    _write_raw(p, {"w": {"dtype": "I8", "shape": [2], "data_offsets": [0, 2]}}, b"\0\0")
-    with pytest.raises(ValueError, match="tensor 'w': unknown dtype 'I8'"):
+    _write_raw(p, {"w": {"dtype": "Q4", "shape": [2], "data_offsets": [0, 2]}}, b"\0\0")
+    with pytest.raises(ValueError, match="tensor 'w': unknown dtype 'Q4'"):
         checkpoint.SafetensorsFile(p)
+    _write_raw(p, {"w": {"dtype": "F8_E4M3", "shape": [2], "data_offsets": [0, 2]}}, b"\0\0")
+    with pytest.raises(ValueError, match="tensor 'w' has dtype F8_E4M3, which numpy cannot"):
+        checkpoint.SafetensorsFile(p).get("w")
     _write_raw(p, {"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}, b"\0" * 8)
     with pytest.raises(ValueError, match="tensor 'w': truncated file: the tensor ends at byte 16"):
         checkpoint.SafetensorsFile(p)
@@ -235,6 +239,12 @@ def test_broken_checkpoints_name_file_and_tensor(tmp_path):
     checkpoint.save_checkpoint(d, TINY, weights)
     with pytest.raises(ValueError, match="no tensor 'lm_head.weight' .*tie_word_embeddings"):
         checkpoint.load_weights(d, TINY.replace(tie_word_embeddings=False))
+    ints = dict(weights, **{"model.norm.weight": np.ones(64, np.int32),
+                            "model.position_ids": np.arange(8, dtype=np.int64)})
+    checkpoint.save_checkpoint(d, TINY, ints)  # an int64 extra tensor does not matter ...
+    with pytest.raises(ValueError, match="tensor 'model.norm.weight' has dtype I32, a weight "
+                                         "must be one of F32, F16, BF16"):
+        checkpoint.load_weights(d, TINY)  # ... an int weight does
     wrong = dict(weights, **{"model.norm.weight": np.ones(63, np.float32)})
     checkpoint.save_checkpoint(d, TINY, wrong)
     with pytest.raises(ValueError, match=r"model.safetensors: tensor 'model.norm.weight' has "

@@ -25,8 +25,15 @@ try:
 except ImportError:  # bf16 stays uint16 bits
     _BF16 = None
 
-#: safetensors dtype codes this reader takes, with their item sizes.
-_CODES = {"F32": 4, "F16": 2, "BF16": 2}
+#: safetensors dtype codes with their item sizes (every code of the format: a file holding
+#: other tensors, such as int64 position ids, still opens) and the numpy dtypes they read as
+#: (F8 codes have none: reading one is an error naming it).
+_CODES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
+          "U64": 8, "U32": 4, "U16": 2, "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
+_NUMPY = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", "I16": "<i2",
+          "I8": "i1", "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1", "BOOL": "?"}
+#: the codes a model weight may have
+_FLOAT_CODES = ("F32", "F16", "BF16")
 _MAX_HEADER = 100 << 20  # safetensors' own limit on the header's size
 
 
@@ -46,14 +53,13 @@ def np_dtype(name):
 
 def _code_of(array, name, path):
     dt = array.dtype
-    if dt == np.float32:
-        return "F32"
-    if dt == np.float16:
-        return "F16"
     if _BF16 is not None and dt == _BF16:
         return "BF16"
-    raise ValueError(f"{path}: tensor '{name}' has dtype {dt}: safetensors files written here "
-                     f"hold float32, float16 or bfloat16 (ml_dtypes)")
+    for code, np_name in _NUMPY.items():
+        if dt == np.dtype(np_name):
+            return code
+    raise ValueError(f"{path}: tensor '{name}' has dtype {dt}, which safetensors has no code "
+                     f"for")
 
 
 class SafetensorsFile:
@@ -125,19 +131,23 @@ class SafetensorsFile:
         code, shape, begin = self.entries[name]
         count = int(np.prod(shape, dtype=np.int64))
         if count == 0:
-            return np.zeros(shape, dtype=self._dtype(code))
+            return np.zeros(shape, dtype=self._dtype(code, name))
         if self._map is None:
             self._map = np.memmap(self.path, dtype=np.uint8, mode="r")
         start = self.data_start + begin
         raw = self._map[start:start + count * _CODES[code]]
-        return raw.view(self._dtype(code)).reshape(shape)
+        return raw.view(self._dtype(code, name)).reshape(shape)
 
-    def _dtype(self, code):
-        if code == "F32":
-            return np.dtype("<f4")
-        if code == "F16":
-            return np.dtype("<f2")
-        return _BF16 if _BF16 is not None and not self.bf16_bits else np.dtype("<u2")
+    def dtype_code(self, name):
+        return self.entries[name][0]
+
+    def _dtype(self, code, name):
+        if code == "BF16":
+            return _BF16 if _BF16 is not None and not self.bf16_bits else np.dtype("<u2")
+        if code not in _NUMPY:
+            raise ValueError(f"{self.path}: tensor '{name}' has dtype {code}, which numpy "
+                             f"cannot read")
+        return np.dtype(_NUMPY[code])
 
 
 def read_safetensors(path, bf16_bits=False):
@@ -147,7 +157,8 @@ def read_safetensors(path, bf16_bits=False):
 
 
 def save_safetensors(tensors, path, metadata=None):
-    """Writes {name: numpy array} (float32, float16, bfloat16) as a safetensors file."""
+    """Writes {name: numpy array} (floats, bfloat16, integers, bool) as a safetensors
+    file."""
     header, offset, arrays = {}, 0, []
     for name, a in tensors.items():
         a = np.ascontiguousarray(a)
@@ -233,6 +244,9 @@ def load_weights(model_dir, config):
                              + (" (the config says tie_word_embeddings is false)"
                                 if name == "lm_head.weight" else ""))
         f = where[name]
+        if f.dtype_code(name) not in _FLOAT_CODES:
+            raise ValueError(f"{f.path}: tensor '{name}' has dtype {f.dtype_code(name)}, a "
+                             f"weight must be one of {', '.join(_FLOAT_CODES)}")
         if f.shape(name) != shape:
             raise ValueError(f"{f.path}: tensor '{name}' has shape {list(f.shape(name))}, "
                              f"the config needs {list(shape)}")
