@@ -4,6 +4,8 @@
 // Tiles of more than kMaxRegisterTile (4096) elements live in the kernel's scratch memory (the
 // trailing argument, which the entry mallocs once per call) and each op on them is one scf.for
 // over 128-lane chunks: here 8192 / 128 = 64 iterations, the same code for any size.
+// CHECK: #[[OFF:.*]] = #llvm.loop_unroll<disable = true>
+// CHECK: #{{.*}} = #llvm.loop_annotation<unroll = #[[OFF]]>
 // CHECK-LABEL: func.func private @add(
 // CHECK-SAME: %[[CTX:[^:]*]]: !llvm.ptr, %[[SCRATCH:[^:]*]]: !llvm.ptr)
 // CHECK: %[[RANGE:.*]] = llvm.getelementptr %[[SCRATCH]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
@@ -12,6 +14,7 @@
 // CHECK:   %[[FIRST:.*]] = arith.muli %[[C]], %{{.*}} : i32
 // CHECK:   arith.addi %{{.*}}, %{{.*}} : vector<128xi32>
 // CHECK:   llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : vector<128xi32>, !llvm.ptr
+// CHECK: } {llvm.loop_annotation = #[[NOUNROLL:.*]]}
 // The mask: one byte a lane.
 // CHECK: scf.for
 // CHECK:   arith.cmpi slt, %{{.*}}, %{{.*}} : vector<128xi32>
@@ -31,6 +34,7 @@
 // CHECK: %[[MEM:.*]] = llvm.call @malloc(%{{.*}}) : (i64) -> !llvm.ptr
 // CHECK: func.call @add(%{{.*}}, %[[MEM]]) :
 // CHECK: llvm.call @free(%[[MEM]])
+// LLVM: llvm.br {{.*}} {llvm.loop_annotation = #
 // LLVM-LABEL: llvm.func @add.host_entry(
 // LLVM: llvm.call @malloc
 // LLVM: llvm.call @free

@@ -203,6 +203,13 @@ mlir::Type getMemoryType(mlir::Type elem);
 /// block of the function of `at`, marked kTileBufferAttr (placed in scratch memory later).
 mlir::Value allocTileBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *at, int64_t n,
                             mlir::Type elem);
+/// Asks LLVM not to unroll `loop` (an scf.for over the chunks or lanes of a large tile):
+/// fully unrolled, a loop of 64 chunks would cost the compile time the loop saves. SCF-to-CF
+/// carries the annotation (kLoopAnnotationAttr) to the latch branch; emitHostObject makes it
+/// the branch's loop metadata.
+void disableUnrolling(mlir::scf::ForOp loop);
+/// The discardable attribute SCF-to-CF moves from an scf.for to its latch branch.
+inline constexpr llvm::StringLiteral kLoopAnnotationAttr = "llvm.loop_annotation";
 /// Runs `body(b, loc, c)` for every chunk c (an i32) of a tile of `n` elements: one scf.for.
 void forEachChunk(mlir::OpBuilder &b, mlir::Location loc, int64_t n,
                   llvm::function_ref<void(mlir::OpBuilder &, mlir::Location, mlir::Value)> body);

@@ -104,13 +104,24 @@ Value kiln::host::allocTileBuffer(OpBuilder &b, Location loc, Operation *at, int
   return alloca;
 }
 
+void kiln::host::disableUnrolling(scf::ForOp loop) {
+  MLIRContext *ctx = loop.getContext();
+  auto off = BoolAttr::get(ctx, true);
+  auto unroll = LLVM::LoopUnrollAttr::get(ctx, /*disable=*/off, {}, {}, {}, {}, {}, {});
+  loop->setAttr(kLoopAnnotationAttr,
+                LLVM::LoopAnnotationAttr::get(ctx, {}, {}, {}, unroll, {}, {}, {}, {}, {}, {}, {},
+                                              {}, {}, {}, {}));
+}
+
 void kiln::host::forEachChunk(OpBuilder &b, Location loc, int64_t n,
                               function_ref<void(OpBuilder &, Location, Value)> body) {
-  scf::ForOp::create(b, loc, i32Const(b, loc, 0), i32Const(b, loc, n / kChunk), i32Const(b, loc, 1),
-                     ValueRange{}, [&](OpBuilder &lb, Location l, Value c, ValueRange) {
-                       body(lb, l, c);
-                       scf::YieldOp::create(lb, l);
-                     });
+  auto loop = scf::ForOp::create(b, loc, i32Const(b, loc, 0), i32Const(b, loc, n / kChunk),
+                                 i32Const(b, loc, 1), ValueRange{},
+                                 [&](OpBuilder &lb, Location l, Value c, ValueRange) {
+                                   body(lb, l, c);
+                                   scf::YieldOp::create(lb, l);
+                                 });
+  disableUnrolling(loop);
 }
 
 Value kiln::host::loadRawChunk(OpBuilder &b, Location loc, Value buf, Type elem, Value c) {

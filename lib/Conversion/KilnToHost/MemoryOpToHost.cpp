@@ -349,6 +349,7 @@ Value largeBoundsCheck(OpBuilder &b, Location loc, Operation *op, Value ptrs, Va
                                ValueRange{LLVM::UMinOp::create(lb, l, acc[0], cl).getResult(),
                                           LLVM::UMaxOp::create(lb, l, acc[1], ch).getResult()});
         });
+    disableUnrolling(loop);
     lo = loop.getResult(0);
     hi = loop.getResult(1);
   }
@@ -594,7 +595,7 @@ Value forEachLane(OpBuilder &b, Location loc, Operation *at, int64_t largeLanes,
     Value lb = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
     Value ub = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(int32_t(n)));
     Value step = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1));
-    scf::ForOp::create(
+    auto loop = scf::ForOp::create(
         b, loc, lb, ub, step, ValueRange{}, [&](OpBuilder &ib, Location l, Value i, ValueRange) {
           Value m =
               LLVM::TruncOp::create(ib, l, ib.getI1Type(), loadElement(ib, l, mask, i8Ty(ib), i));
@@ -606,6 +607,7 @@ Value forEachLane(OpBuilder &b, Location loc, Operation *at, int64_t largeLanes,
           LLVM::StoreOp::create(ib, l, r, p, byteSize(elem));
           scf::YieldOp::create(ib, l);
         });
+    disableUnrolling(loop);
     return out;
   }
   if (!isTile(resTy))
@@ -798,14 +800,15 @@ struct AssertConversion : OpConversionPattern<AssertOp> {
       Value all =
           LLVM::ConstantOp::create(rewriter, loc, rewriter.getI1Type(), rewriter.getBoolAttr(true));
       Value buf = cond;
-      cond = scf::ForOp::create(
-                 rewriter, loc, c0, cn, c1, ValueRange{all},
-                 [&](OpBuilder &b, Location l, Value c, ValueRange acc) {
-                   Value r = LLVM::vector_reduce_and::create(
-                       b, l, b.getI1Type(), loadTileChunk(b, l, buf, b.getI1Type(), c));
-                   scf::YieldOp::create(b, l, LLVM::AndOp::create(b, l, acc[0], r).getResult());
-                 })
-                 .getResult(0);
+      auto loop = scf::ForOp::create(
+          rewriter, loc, c0, cn, c1, ValueRange{all},
+          [&](OpBuilder &b, Location l, Value c, ValueRange acc) {
+            Value r = LLVM::vector_reduce_and::create(b, l, b.getI1Type(),
+                                                      loadTileChunk(b, l, buf, b.getI1Type(), c));
+            scf::YieldOp::create(b, l, LLVM::AndOp::create(b, l, acc[0], r).getResult());
+          });
+      disableUnrolling(loop);
+      cond = loop.getResult(0);
     } else if (isTile(cond.getType())) {
       Value all;
       for (Value c : unpack(rewriter, loc, cond)) {

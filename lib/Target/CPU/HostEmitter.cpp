@@ -2,13 +2,15 @@
 //
 // This file implements the CPU path's back end: the target machine of the running host (its
 // triple, CPU and features, so AVX-512 is used where the machine has it), translation of
-// the lowered module to LLVM IR, the O3 pipeline (which inlines each kernel into its host
+// the lowered module to LLVM IR (with the loop annotations of the tile lowering as loop
+// metadata), the O3 pipeline (which inlines each kernel into its host
 // entry and vectorizes what the tile lowering left scalar), and emission of an ELF object
 // (and assembly, for kilnc and tests). The object is what the runtime caches and links.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Compiler.h"
+#include "kiln/Conversion/KilnToHost.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -54,6 +56,25 @@ std::unique_ptr<llvm::TargetMachine> createHostTargetMachine(std::string &error)
       triple, llvm::sys::getHostCPUName(), hostFeatures(), options, llvm::Reloc::PIC_, std::nullopt,
       llvm::CodeGenOptLevel::Aggressive));
 }
+
+/// Makes the loop annotations SCF-to-CF left on latch branches as discardable attributes
+/// (kiln::host::disableUnrolling) the branches' own, which translation turns into !llvm.loop
+/// metadata.
+void adoptLoopAnnotations(ModuleOp module) {
+  auto adopt = [](auto br) {
+    if (auto attr =
+            br->template getAttrOfType<LLVM::LoopAnnotationAttr>(kiln::host::kLoopAnnotationAttr)) {
+      br.setLoopAnnotationAttr(attr);
+      br->removeAttr(kiln::host::kLoopAnnotationAttr);
+    }
+  };
+  module.walk([&](Operation *op) {
+    if (auto br = dyn_cast<LLVM::BrOp>(op))
+      adopt(br);
+    else if (auto condBr = dyn_cast<LLVM::CondBrOp>(op))
+      adopt(condBr);
+  });
+}
 } // namespace
 
 std::string kiln::getHostTargetId() {
@@ -68,6 +89,7 @@ LogicalResult kiln::emitHostObject(ModuleOp module, std::string &llvmIR, std::st
   std::unique_ptr<llvm::TargetMachine> tm = createHostTargetMachine(error);
   if (!tm)
     return emitError(loc) << "no code generator for this host: " << error;
+  adoptLoopAnnotations(module);
   llvm::LLVMContext llvmCtx;
   std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module, llvmCtx, "kiln");
   if (!llvmModule)
