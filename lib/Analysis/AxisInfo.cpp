@@ -336,10 +336,44 @@ void AxisInfoAnalysis::visit(Operation *op) {
           out.divisibility[d] = gcd(a.divisibility[d], b.divisibility[d]);
         }
       })
-      .Case<arith::DivSIOp, arith::DivUIOp>([&](Operation *) {
+      .Case<arith::DivSIOp, arith::DivUIOp, arith::ShRSIOp, arith::ShRUIOp>([&](Operation *) {
+        // x / c (x >> log2 c) for a power-of-two constant c: x's element divisibility shrinks
+        // by c (k0 // 2 of a multiple of 64 is a multiple of 32: the division is exact). An
+        // aligned run of +1 gives runs of equal values where the division floors (unsigned
+        // division, shifts); truncating signed division does not (-4/4, -3/4 = -1, 0).
         const AxisInfo &a = in(0), &b = in(1);
-        for (unsigned d = 0; d < rank; ++d)
+        std::optional<int64_t> c = constantValue(op->getOperand(1));
+        if (c && isa<arith::ShRSIOp, arith::ShRUIOp>(op))
+          c = *c >= 0 && *c < 62 ? std::optional<int64_t>(int64_t(1) << *c) : std::nullopt;
+        bool pow2 = c && *c > 0 && (*c & (*c - 1)) == 0;
+        for (unsigned d = 0; d < rank; ++d) {
           out.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
+          if (!pow2)
+            continue;
+          if (a.contiguity[d] == 1 && a.divisibility[d] % *c == 0)
+            out.divisibility[d] = a.divisibility[d] / *c;
+          else if (a.contiguity[d] > 1 && !isa<arith::DivSIOp>(op))
+            out.constancy[d] = std::max(
+                out.constancy[d], gcd(gcd(a.contiguity[d], a.divisibility[d]), *c));
+        }
+      })
+      .Case<arith::MinSIOp, arith::MaxSIOp, arith::MinUIOp, arith::MaxUIOp>([&](Operation *) {
+        // Each element is one of the operands' elements: divisible by what divides both.
+        const AxisInfo &a = in(0), &b = in(1);
+        for (unsigned d = 0; d < rank; ++d) {
+          out.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
+          out.divisibility[d] = gcd(a.divisibility[d], b.divisibility[d]);
+        }
+      })
+      .Case([&](arith::ShLIOp) {
+        // x << c: element divisibility times 2^c (contiguity is lost).
+        const AxisInfo &a = in(0), &b = in(1);
+        std::optional<int64_t> c = constantValue(op->getOperand(1));
+        for (unsigned d = 0; d < rank; ++d) {
+          out.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
+          if (c && *c >= 0 && *c < 32 && a.contiguity[d] == 1)
+            out.divisibility[d] = std::min(a.divisibility[d] << *c, kMaxDivisor);
+        }
       })
       .Case([&](arith::CmpIOp cmp) {
         const AxisInfo &a = in(0), &b = in(1);

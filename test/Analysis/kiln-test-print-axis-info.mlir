@@ -212,3 +212,38 @@ func.func @cfg_row_pointer(%x: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
 ^exit:
   return
 }
+
+// -----
+
+// Divisions and shifts by powers of two, min/max: the forms of a split-K mask
+// (rk < min(K - k0, KS) - k * BK) and of halved offsets into packed int4 rows (k0 // 2).
+func.func @div_min_shift(%k: i32 {kiln.divisibility = 64 : i32},
+                         %ks: i32 {kiln.divisibility = 128 : i32}) {
+  // expected-remark @below {{contiguity = [1], divisibility = [2], constancy = [1]}}
+  %c2 = arith.constant 2 : i32
+  // expected-remark @below {{contiguity = [1], divisibility = [32], constancy = [1]}}
+  %h = arith.divsi %k, %c2 : i32
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [1]}}
+  %c1 = arith.constant 1 : i32
+  // expected-remark @below {{contiguity = [1], divisibility = [32], constancy = [1]}}
+  %sh = arith.shrui %k, %c1 : i32
+  // expected-remark @below {{contiguity = [1], divisibility = [256], constancy = [1]}}
+  %sl = arith.shli %k, %c2 : i32
+  // expected-remark @below {{contiguity = [1], divisibility = [64], constancy = [1]}}
+  %mn = arith.minsi %k, %ks : i32
+  // expected-remark @below {{contiguity = [64], divisibility = [1073741824], constancy = [1]}}
+  %r = kiln.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+  // expected-remark @below {{contiguity = [1], divisibility = [64], constancy = [64]}}
+  %ms = kiln.splat %mn : tensor<64xi32>
+  // r < min(...) is constant over the whole aligned run.
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [64]}}
+  %mask = arith.cmpi slt, %r, %ms : tensor<64xi32>
+  // expected-remark @below {{contiguity = [1], divisibility = [2], constancy = [64]}}
+  %c2v = arith.constant dense<2> : tensor<64xi32>
+  // A run of +1 halved: pairs of equal values when the division floors (not for divsi).
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [2]}}
+  %rh = arith.divui %r, %c2v : tensor<64xi32>
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [1]}}
+  %rs = arith.divsi %r, %c2v : tensor<64xi32>
+  return
+}
