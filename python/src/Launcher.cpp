@@ -489,7 +489,7 @@ Launcher::Variant *Launcher::compileVariant(const std::string &keyRef, PyObject 
     throw pyb::value_error("internal error: kernel '" + name + "' has " +
                            std::to_string(v->kernel->getSignature().size()) +
                            " parameters, front end passes " + std::to_string(v->argParams.size()));
-  Variant *raw = v.get();
-  cache.emplace(key, std::move(v));
-  return raw;
+  // Another thread may have compiled the same variant while the compile callback ran without
+  // the GIL: keep the first one (the launch it made may still use it) and use that.
+  return cache.emplace(key, std::move(v)).first->second.get();
 }
