@@ -1,11 +1,14 @@
 """kernels/python/kiln_models/ops: the dense ops of the model's hot path (issue #24).
 
 CPU backend, against float64 numpy with the roundings HF makes in the activation dtype: rmsnorm
-and add_rmsnorm, linear (decode rows 1/3/16 with and without split-K, prefill rows 64+, K and N
-not multiples of the tiles, fp32 and bf16, the descriptor kernel), silu_mul, embedding,
+and add_rmsnorm, linear (decode rows 1/3/16 on CUDA cores and on tensor-core tiles with and
+without split-K, prefill rows 64+, K and N not multiples of the tiles, fp32 and bf16, the
+descriptor kernel), int8/int4 linears (both plans; every code in every field of a word),
+silu_mul, embedding,
 gather_rows, argmax (ties, NaN, -inf rows) and sample (top_k=1 is argmax, draws stay in the
 top-k set and the nucleus, same seed and step same tokens, frequencies follow softmax);
-argument errors. sm_90a PTX of the linear kernels (cp.async rings, wgmma, the TMA). GPU
+argument errors. sm_90a PTX of the linear kernels (cp.async rings, wgmma, the TMA; the CUDA-core
+kernels' loads). GPU
 (marker `gpu`): the same ops on torch CUDA tensors against torch.
 """
 import importlib
@@ -104,24 +107,27 @@ def test_linear_cpu(dt, shape):
     x = rng.standard_normal((M, K)).astype(dt)
     w = rng.standard_normal((N, K)).astype(dt)
     ref = f64(x) @ f64(w).T
-    n_scratch = lin.linear_scratch_numel(M, N, K, cpu=True)
-    for scratch in (None, np.zeros(max(n_scratch, 1), np.float32)):
-        out = np.full((M, N), np.nan, dt)
-        assert ops.linear(x, w, out, scratch=scratch) is out
-        close_linear(out, ref, dt)
+    # Both decode plans (CUDA cores, tensor-core tiles) for batches of up to 64 rows.
+    for gemv in ((None,) if M > lin.DECODE_MAX_M else (True, False)):
+        n_scratch = lin.linear_scratch_numel(M, N, K, cpu=True, gemv=gemv)
+        for scratch in (None, np.zeros(max(n_scratch, 1), np.float32)):
+            out = np.full((M, N), np.nan, dt)
+            assert ops.linear(x, w, out, scratch=scratch, gemv=gemv) is out
+            close_linear(out, ref, dt)
 
 
 def test_linear_split_k_cpu():
     # K split over programs (fp32 partials in scratch, then the ordered reduce).
     M, N, K = 2, 20, 520
-    cfg = lin.linear_config(M, N, K, itemsize=4, cpu=True)
+    cfg = lin.linear_config(M, N, K, itemsize=4, cpu=True, gemv=False)
     assert cfg["splits"] > 1 and cfg["k_split"] % cfg["BLOCK_K"] == 0
     rng = np.random.default_rng(3)
     x = rng.standard_normal((M, K)).astype(np.float32)
     w = rng.standard_normal((N, K)).astype(np.float32)
-    scratch = np.full(lin.linear_scratch_numel(M, N, K, cpu=True), np.nan, np.float32)
+    scratch = np.full(lin.linear_scratch_numel(M, N, K, cpu=True, gemv=False), np.nan,
+                      np.float32)
     out = np.zeros((M, N), np.float32)
-    ops.linear(x, w, out, scratch=scratch)
+    ops.linear(x, w, out, scratch=scratch, gemv=False)
     close_linear(out, f64(x) @ f64(w).T, np.float32)
     assert not np.isnan(scratch[:cfg["splits"] * M * N]).any()
 
@@ -149,20 +155,35 @@ def test_linear_descriptor_kernel_cpu():
     close(out, rnd(f64(x) @ f64(w).T, bf16), bf16)
 
 
+LLAMA_1B = {"qkv": (3072, 2048), "o": (2048, 2048), "gate_up": (16384, 2048),
+            "down": (2048, 8192), "lm_head": (128256, 2048)}
+
+
 def test_linear_config_llama_1b():
-    # Decode: the narrow-N layers split K to give ~2 programs per SM; the wide ones do not.
-    shapes = {"qkv": (3072, 2048), "o": (2048, 2048), "gate_up": (16384, 2048),
-              "down": (2048, 8192), "lm_head": (128256, 2048)}
-    plans = {name: lin.linear_config(1, n, k) for name, (n, k) in shapes.items()}
-    assert [plans[n]["splits"] for n in shapes] == [6, 8, 1, 9, 1]
+    # Tensor-core decode: the narrow-N layers split K to give ~2 programs per SM; the wide
+    # ones do not.
+    plans = {name: lin.linear_config(1, n, k, gemv=False) for name, (n, k) in LLAMA_1B.items()}
+    assert [plans[n]["splits"] for n in LLAMA_1B] == [6, 8, 1, 9, 1]
     for p in plans.values():
         assert p["BLOCK_M"] == 64 and p["k_split"] % p["BLOCK_K"] == 0
-    assert lin.linear_config(1, 2048, 2048, split_ok=False)["splits"] == 1
+        assert p["kernel"] == "tiles"
+    assert lin.linear_config(1, 2048, 2048, split_ok=False, gemv=False)["splits"] == 1
     assert lin.linear_config(8192, 16384, 2048)["BLOCK_N"] == 256
     assert lin.linear_config(32, 2048, 2048)["BLOCK_M"] == 64  # batches up to 64: decode plan
     assert lin.linear_config(32, 2048, 2048)["splits"] == 8
     assert lin.linear_config(65, 2048, 2048)["BLOCK_M"] == 128
     assert lin.linear_scratch_numel(16, 2048, 8192) == 9 * 16 * 2048
+    # CUDA cores by default up to 4 rows (forced up to 64), no K split: N / R programs, each
+    # of 4 warps, fill the 132 SMs (512 for o_proj and down).
+    assert lin.linear_config(4, 2048, 2048)["kernel"] == "gemv"
+    assert lin.linear_config(5, 2048, 2048)["kernel"] == "tiles"
+    assert lin.linear_config(64, 2048, 2048, gemv=True)["kernel"] == "gemv"
+    assert lin.linear_config(65, 2048, 2048, gemv=True)["kernel"] == "tiles"
+    gemv = {name: lin.linear_config(1, n, k) for name, (n, k) in LLAMA_1B.items()}
+    assert [gemv[n]["programs"] for n in LLAMA_1B] == [768, 512, 4096, 512, 32064]
+    assert all(p["splits"] == 1 and p["C"] * p["E"] == 2048 for p in gemv.values())
+    assert lin.linear_scratch_numel(1, 2048, 8192) == 0
+    assert lin.gemv_config(16, 2048, 2048)["programs"] == 1024 * 4  # 4 blocks of 4 rows
 
 
 def test_fp16_cpu():
@@ -348,20 +369,47 @@ def test_linear_int8_int4_cpu(dt, shape):
     x = rng.standard_normal((M, K)).astype(dt)
     q, s = quant.quantize_int8(w)
     p, s4 = quant.quantize_int4(w, 64)
+    ref8 = f64(x) @ f64(quant.dequantize_int8(q, s)).T
+    ref4 = f64(x) @ f64(quant.dequantize_int4(p, s4, 64)).T
     splits = 0
-    for use_scratch in (False, True):  # with scratch: K split over programs, then reduced
-        n8 = quant.quant_scratch_numel(M, N, K, cpu=True)
-        n4 = quant.quant_scratch_numel(M, N, K, group=64, cpu=True)
+    # gemv True: the CUDA-core kernels (bit tricks on 32-bit words); False: tensor-core tiles,
+    # with scratch their K split over programs, then reduced.
+    for gemv, use_scratch in ((True, False), (False, False), (False, True)):
+        n8 = quant.quant_scratch_numel(M, N, K, cpu=True, gemv=gemv)
+        n4 = quant.quant_scratch_numel(M, N, K, group=64, cpu=True, gemv=gemv)
         splits += n8 + n4
         out = np.full((M, N), np.nan, dt)
         quant.linear_int8(x, q, s, out, scratch=np.zeros(n8 + 1, np.float32) if use_scratch
-                          else None)
-        close_linear(out, f64(x) @ f64(quant.dequantize_int8(q, s)).T, dt)
+                          else None, gemv=gemv)
+        close_linear(out, ref8, dt)
         out = np.full((M, N), np.nan, dt)
-        quant.linear_int4(x, p, s4, out, group=64,
-                          scratch=np.zeros(n4 + 1, np.float32) if use_scratch else None)
-        close_linear(out, f64(x) @ f64(quant.dequantize_int4(p, s4, 64)).T, dt)
+        quant.linear_int4(x, p, s4, out, group=64, scratch=np.zeros(n4 + 1, np.float32)
+                          if use_scratch else None, gemv=gemv)
+        close_linear(out, ref4, dt)
     assert splits > 0 or M > 1  # the one-row case splits K
+
+
+@pytest.mark.parametrize("dt", list(DTYPES), ids=str)
+def test_gemv_int_fields_cpu(dt):
+    # The CUDA-core kernels read every field of a word: random codes (every int8 from -128 to
+    # 127, every nibble 0..15) in every byte and nibble position, a group of one word (8),
+    # rows and words past the tile (masked), several K steps (K = 1000: 125 int4 / 250 int8
+    # words on C = 16).
+    dt = DTYPES[dt]
+    rng = np.random.default_rng(21)
+    M, N, K = 3, 13, 1000
+    x = rng.standard_normal((M, K)).astype(dt)
+    q = rng.integers(-128, 128, size=(N, K)).astype(np.int8)
+    s = rng.uniform(0.5, 2.0, N).astype(np.float32)
+    assert q.min() == -128 and q.max() == 127
+    out = np.full((M, N), np.nan, dt)
+    quant.linear_int8(x, q, s, out, gemv=True)
+    close_linear(out, f64(x) @ f64(quant.dequantize_int8(q, s)).T, dt)
+    p = rng.integers(0, 256, size=(N, K // 2)).astype(np.uint8)
+    s4 = rng.uniform(0.5, 2.0, (N, K // 8)).astype(np.float32)
+    out = np.full((M, N), np.nan, dt)
+    quant.linear_int4(x, p, s4, out, group=8, gemv=True)
+    close_linear(out, f64(x) @ f64(quant.dequantize_int4(p, s4, 8)).T, dt)
 
 
 def test_quant_errors():
@@ -379,11 +427,14 @@ def test_quant_errors():
     x96 = np.zeros((2, 96), np.float32)
     with pytest.raises(ValueError, match="linear_int4: expected a group that is a multiple of 32"):
         quant.linear_int4(x96, np.zeros((8, 48), np.uint8), np.ones((8, 2), np.float32), out,
-                          group=48)
+                          group=48, gemv=False)
+    # A group that splits 32-bit words (4) takes the tile kernel even where gemv is asked.
+    assert not quant._takes_gemv(1, 96, 4, True) and quant._takes_gemv(1, 96, 8, True)
+    assert not quant._takes_gemv(1, 98, None, True) and quant._takes_gemv(16, 96, None, None)
     with pytest.raises(ValueError, match="linear_int8: expected 'scratch' of at least"):
         quant.linear_int8(np.zeros((1, 256), np.float32), np.zeros((40, 256), np.int8),
                           np.ones(40, np.float32), np.zeros((1, 40), np.float32),
-                          scratch=np.zeros(3, np.float32))
+                          scratch=np.zeros(3, np.float32), gemv=False)
 
 
 def test_quant_ptx_sm90a():
@@ -411,6 +462,45 @@ def test_quant_ptx_sm90a():
     assert "ld.global.v4.b32" in ptx and "ld.global.b8" not in ptx  # packed rows, 16 bytes
 
 
+def _gemv_ptx(kind, M, N, K):
+    cfg = lin.gemv_config(M, N, K, kind)
+    consts = {n: cfg[n] for n in ("BM", "R", "C")}
+    if kind == "float":
+        sig = {"x_ptr": "*bf16:16", "w_ptr": "*bf16:16", "out_ptr": "*bf16:16", "M": "i32",
+               "N": "i32:16", "K": "i32:16"}
+        kernel, consts = lin.gemv_kernel, consts | {"E": cfg["E"]}
+    else:
+        sig = {"x_ptr": "*bf16:16", "q_ptr" if kind == "int8" else "p_ptr":
+               "*i8:16" if kind == "int8" else "*u8:16", "s_ptr": "*fp32:16",
+               "out_ptr": "*bf16:16", "M": "i32", "N": "i32:16", "K": "i32:16",
+               "KW": "i32:16"}
+        kernel = quant.gemv_int8_kernel
+        if kind == "int4":
+            sig["N_GROUPS"] = "i32:16"
+            kernel, consts = quant.gemv_int4_kernel, consts | {"GROUP_WORDS": 16}
+    k = kiln.compile(kernel, signature=sig, constexprs=consts, target="sm_90a",
+                     num_warps=cfg["num_warps"])
+    return cfg, k.asm["ptx"]
+
+
+def test_gemv_ptx_sm90a():
+    # o_proj at one row: every thread has R rows x 2 pieces of weights in flight (16-byte
+    # loads of bf16, 4-byte words of int8/int4, marked evict-first), x in 16-byte (bf16
+    # pieces, int4 words) or 8-byte (int8) loads; no tensor cores, no cp.async, and the int
+    # fields become floats without I2F conversions.
+    hint = "ld.global.L2::cache_hint"
+    for kind, weight_load, x_load in (("float", hint + ".v4.b32", "ld.global.v4"),
+                                      ("int8", hint + ".b32", "ld.global.v2"),
+                                      ("int4", hint + ".b32", "ld.global.v4")):
+        cfg, ptx = _gemv_ptx(kind, 1, 2048, 2048)
+        assert ptx.count(weight_load) == cfg["R"] * 2, kind
+        assert ptx.count(x_load + ".b32") == 2, kind  # 2 pieces of x per thread
+        assert "wgmma" not in ptx and "cp.async" not in ptx
+        assert "cvt.rn.f32.s32" not in ptx and "cvt.rn.f32.u32" not in ptx
+    cfg, ptx = _gemv_ptx("int4", 4, 2048, 2048)  # 4 rows of x share each word's fields
+    assert cfg["BM"] == 4 and ptx.count("fma.rn.f32") >= 4 * 8 * cfg["R"] * 2
+
+
 # ---------------------------------------------------------------- errors
 
 def test_errors():
@@ -434,7 +524,7 @@ def test_errors():
         ops.linear([[1.0]], w, out)
     with pytest.raises(ValueError, match="linear: expected 'scratch' of at least"):
         ops.linear(np.zeros((2, 520), np.float32), np.zeros((20, 520), np.float32),
-                   np.zeros((2, 20), np.float32), scratch=np.zeros(4, np.float32))
+                   np.zeros((2, 20), np.float32), scratch=np.zeros(4, np.float32), gemv=False)
     with pytest.raises(ValueError, match=r"rmsnorm: expected 'w' of shape \[64\]"):
         ops.rmsnorm(x, np.zeros(65, np.float32), x, 1e-6)
     with pytest.raises(TypeError, match="rmsnorm: expected one activation dtype"):
@@ -476,7 +566,7 @@ def test_errors():
 # ---------------------------------------------------------------- sm_90a PTX
 
 def _linear_ptx(M, N, K, split):
-    cfg = lin.linear_config(M, N, K)
+    cfg = lin.linear_config(M, N, K, gemv=False)
     sig = {"x_ptr": "*bf16:16", "w_ptr": "*bf16:16", "out_ptr": "*bf16:16",
            "part_ptr": "*fp32:16", "M": "i32", "N": "i32:16", "K": "i32:16", "K_SPLIT": "i32:16"}
     k = kiln.compile(lin.linear_kernel, signature=sig,
@@ -635,6 +725,42 @@ def test_linear_int8_int4_gpu(M):
                       scratch=scratch)
     ref = x.double() @ torch.from_numpy(quant.dequantize_int4(p, s4)).cuda().double().T
     assert ((out.double() - ref).norm() / ref.norm()).item() < 4e-3
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M", [1, 3, 16])
+@pytest.mark.parametrize("shape", [LLAMA_1B["o"], LLAMA_1B["down"], (1000, 640)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_gemv_plans_gpu(M, shape):
+    # Both decode plans of bf16, int8 and int4 against the dequantized weights in fp64.
+    torch = _torch()
+    N, K = shape
+    rng = np.random.default_rng(M + N)
+    w = rng.standard_normal((N, K)).astype(np.float32)
+    x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+    scratch = torch.empty(max(quant.quant_scratch_numel(M, N, K, 128, gemv=False),
+                              quant.quant_scratch_numel(M, N, K, gemv=False),
+                              lin.linear_scratch_numel(M, N, K, gemv=False), 1), device="cuda")
+    q, s = quant.quantize_int8(w)
+    p, s4 = quant.quantize_int4(w, 128)
+    wb = torch.from_numpy(w).cuda().to(torch.bfloat16)
+    cases = {"bf16": (lambda g: ops.linear(x, wb, out, scratch=scratch, gemv=g), wb.double()),
+             "int8": (lambda g: quant.linear_int8(x, torch.from_numpy(q).cuda(),
+                                                  torch.from_numpy(s).cuda(), out,
+                                                  scratch=scratch, gemv=g),
+                      torch.from_numpy(quant.dequantize_int8(q, s)).cuda().double()),
+             "int4": (lambda g: quant.linear_int4(x, torch.from_numpy(p).cuda(),
+                                                  torch.from_numpy(s4).cuda(), out,
+                                                  scratch=scratch, gemv=g),
+                      torch.from_numpy(quant.dequantize_int4(p, s4)).cuda().double())}
+    for name, (run, wref) in cases.items():
+        ref = x.double() @ wref.T
+        for gemv in (True, False):
+            out.fill_(float("nan"))
+            run(gemv)
+            err = ((out.double() - ref).norm() / ref.norm()).item()
+            assert err < 4e-3, (name, gemv, err)
 
 
 @pytest.mark.gpu

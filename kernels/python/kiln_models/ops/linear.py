@@ -20,6 +20,14 @@ K-major B ring wgmma reads):
   range is not split. 16-byte copies need K a multiple of 8 (16-bit) elements: other K is
   correct and slow.
 
+- gemv (M <= GEMV_MAX_M, the default for decode; `gemv=True/False` forces a plan): CUDA cores.
+  A program owns R weight rows and a block of up to 4 rows of x; each thread streams 16-byte
+  pieces of the R rows along K (consecutive lanes on consecutive pieces, U pieces per row per
+  thread and step: R * U independent 16-byte loads in flight), multiplies them by the x
+  pieces of the same K (fp32, reused over the R rows) and keeps per-lane fp32 sums; one
+  cross-lane sum at the end. No shared memory, no K split: N / R programs (512 for o_proj)
+  fill the SMs. Per 16 bytes of bf16 weights and row of x: 8 conversions and 8 FMAs.
+
 fp32 operands multiply in IEEE fp32 (`input_precision="ieee"`; no TF32), so the CPU backend and
 fp32 models match float64 references to ~1e-6.
 """
@@ -30,9 +38,15 @@ import kiln.language as tl
 
 from ._common import (FLOAT_DTYPES, check_array, dtype_name, launch_device, launch_opts)
 
-__all__ = ["linear", "linear_scratch_numel", "linear_config"]
+__all__ = ["linear", "linear_scratch_numel", "linear_config", "gemv_config"]
 
 DECODE_MAX_M = 64  # rows of x up to which `linear` takes the memory-bound decode plan
+#: Rows of x up to which each weight kind takes the CUDA-core plan by default. bf16: the wgmma
+#: decode plan stays above 4 rows (the FMAs per weight byte grow with M; at 16 rows they fill
+#: the issue slots); int8/int4: their tensor-core kernels convert in shared-memory tiles and
+#: are slower than the CUDA-core one at every batch up to 16.
+GEMV_MAX_M = {"float": 4, "int8": 16, "int4": 16}
+GEMV_BM = 4  # rows of x per program in the CUDA-core plan (more: a grid of row blocks)
 _INT32_MAX = 2**31 - 1
 
 
@@ -72,6 +86,35 @@ def linear_kernel(x_ptr, w_ptr, out_ptr, part_ptr, M, N, K, K_SPLIT,
         tl.store(part_ptr + tl.program_id(1) * M * N + offs, acc, mask=mask)
     else:
         tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@kiln.jit
+def gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, R: tl.constexpr,
+                C: tl.constexpr, E: tl.constexpr):
+    """out[BM rows, R rows] of x @ w.T on CUDA cores. The tile is [BM, R, C, E]: E consecutive
+    K (16 bytes) per thread, C pieces along K over the lanes and warps (and U = C / threads
+    repeats per thread), R weight rows and BM rows of x in every thread. x is loaded as a 4-D
+    [BM, 1, C, E] tile so that it anchors that layout (its E elements in-thread, lanes along
+    C); the weights [R, C, E] take its slice."""
+    pid = tl.program_id(0)
+    num_m = tl.cdiv(M, BM)
+    rm = (pid % num_m) * BM + tl.arange(0, BM)
+    rn = (pid // num_m) * R + tl.arange(0, R)
+    kk = tl.arange(0, C)[:, None] * E + tl.arange(0, E)[None, :]  # [C, E]
+    # Rows past M or N wrap to valid rows (read, never stored).
+    w_ptrs = w_ptr + (rn % N)[:, None, None] * K + kk[None, :, :]
+    x_ptrs = x_ptr + (rm % M)[:, None, None, None] * K + kk[None, None, :, :]
+    acc = tl.zeros((BM, R, C), dtype=tl.float32)
+    for k0 in range(0, K, C * E):
+        kmask = (k0 + kk) < K
+        w = tl.load(w_ptrs + k0, mask=kmask[None, :, :], other=0.0,
+                    eviction_policy="evict_first").to(tl.float32)
+        x = tl.load(x_ptrs + k0, mask=kmask[None, None, :, :], other=0.0).to(tl.float32)
+        acc += tl.sum(w[None, :, :, :] * x, axis=3)
+    res = tl.sum(acc, axis=2)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    tl.store(out_ptr + rm[:, None] * N + rn[None, :], res.to(out_ptr.dtype.element_ty),
+             mask=mask)
 
 
 @kiln.jit
@@ -123,10 +166,21 @@ def _device_index(a):
     return getattr(d, "index", None) or 0
 
 
-def linear_config(M, N, K, itemsize=2, cpu=False, sms=132, split_ok=True):
-    """The launch plan of `linear` for these sizes: a dict with BLOCK_M, BLOCK_N, BLOCK_K,
-    GROUP_M, num_warps, num_stages, splits (K ranges; 1: no split) and k_split (the K
-    extent of each range)."""
+def uses_gemv(M, gemv=None, kind="float"):
+    """Whether a batch of M rows takes the CUDA-core plan: `gemv` True/False forces it (up to
+    DECODE_MAX_M rows), None picks it for M <= GEMV_MAX_M[kind]."""
+    if gemv is None:
+        return 0 < M <= GEMV_MAX_M[kind]
+    return bool(gemv) and M <= DECODE_MAX_M
+
+
+def linear_config(M, N, K, itemsize=2, cpu=False, sms=132, split_ok=True, gemv=None):
+    """The launch plan of `linear` for these sizes: with the CUDA-core plan (`uses_gemv`),
+    gemv_config's dict with kernel="gemv" and splits=1; else a dict with kernel="tiles",
+    BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, splits (K ranges; 1: no
+    split) and k_split (the K extent of each range)."""
+    if uses_gemv(M, gemv):
+        return dict(gemv_config(M, N, K, "float", itemsize, cpu), kernel="gemv", splits=1)
     if cpu:  # small tiles: the host compiler's time grows fast with the tile
         bm = 16 if M <= 16 else 32
         cfg = dict(BLOCK_M=bm, BLOCK_N=16 if bm == 16 else 32, BLOCK_K=32, GROUP_M=4,
@@ -153,15 +207,37 @@ def linear_config(M, N, K, itemsize=2, cpu=False, sms=132, split_ok=True):
         splits = min(kiln.cdiv(target, tiles), max_splits)
     k_split = kiln.cdiv(kiln.cdiv(K, splits), bk) * bk if K else bk
     splits = kiln.cdiv(K, k_split) if K else 1
-    cfg.update(splits=splits, k_split=k_split)
+    cfg.update(splits=splits, k_split=k_split, kernel="tiles")
     return cfg
 
 
-def linear_scratch_numel(M, N, K, itemsize=2, cpu=False, sms=132):
+def gemv_config(M, N, K, kind="float", itemsize=2, cpu=False):
+    """The launch plan of the CUDA-core kernels (`gemv_kernel`, quant's int8/int4 ones): a dict
+    with BM (rows of x per program), R (weight rows per program), C (pieces along K per step),
+    E (K per piece: 16 bytes of a float weight, or one 32-bit word of int8/int4), num_warps
+    and programs (the 1-D grid)."""
+    E = {"float": 16 // itemsize, "int8": 4, "int4": 8}[kind]
+    bm = min(kiln.next_power_of_2(max(M, 1)), GEMV_BM)
+    pieces = kiln.next_power_of_2(max(kiln.cdiv(K, E), 1))
+    if cpu:  # small tiles: the host compiler's time grows fast with the tile
+        cfg = dict(BM=bm, R=4, C=min(16, pieces), E=E, num_warps=1)
+    else:
+        # 4 warps, 2 pieces per lane and row (C = 256): a step is 1024 (int8) or 2048 K wide
+        # (the 1B shapes take 1 to 8 steps) and reads 2R independent pieces per thread: R = 4
+        # 16-byte float pieces (128 bytes) or R = 8 int words (64 bytes) at one row of x,
+        # fewer rows as BM grows (ptxas: 69 / 123 registers at BM = 1, under 100 for the
+        # others; each keeps 4 or more programs per SM).
+        r = {1: 4, 2: 4, 4: 2} if kind == "float" else {1: 8, 2: 4, 4: 2}
+        cfg = dict(BM=bm, R=r[bm], C=min(256, pieces), E=E, num_warps=4)
+    cfg["programs"] = kiln.cdiv(N, cfg["R"]) * kiln.cdiv(M, bm)
+    return cfg
+
+
+def linear_scratch_numel(M, N, K, itemsize=2, cpu=False, sms=132, gemv=None):
     """fp32 elements of `scratch` that `linear` uses for these sizes (0: none). A decode step
     can share one scratch array of the largest count among its linears (they run in order
     on one stream)."""
-    cfg = linear_config(M, N, K, itemsize, cpu, sms)
+    cfg = linear_config(M, N, K, itemsize, cpu, sms, gemv=gemv)
     return cfg["splits"] * M * N if cfg["splits"] > 1 else 0
 
 
@@ -178,10 +254,11 @@ def _desc(a, block):
     return kiln.TensorDescriptor(a, [rows, cols], [cols, 1], block)
 
 
-def linear(x, w, out, scratch=None, stream=None, device=None):
+def linear(x, w, out, scratch=None, stream=None, device=None, gemv=None):
     """out[M, N] = x[M, K] @ w[N, K].T (fp32 accumulation). x and w share one dtype (fp32, bf16,
     fp16); out is any of those. `scratch`: an fp32 array of at least
-    `linear_scratch_numel(M, N, K)` elements for split-K in decode (optional)."""
+    `linear_scratch_numel(M, N, K)` elements for split-K in decode (optional). `gemv`: None
+    (the plan by M), True (CUDA cores, up to 64 rows) or False (tensor cores)."""
     M, K = check_array("linear", "x", x, (None, None), FLOAT_DTYPES)
     N, _ = check_array("linear", "w", w, (None, K), FLOAT_DTYPES)
     check_array("linear", "out", out, (M, N), FLOAT_DTYPES)
@@ -199,8 +276,14 @@ def linear(x, w, out, scratch=None, stream=None, device=None):
     cpu = dev == "cpu"
     itemsize = 4 if dt == "float32" else 2
     sms = 132 if cpu else _sm_count(_device_index(x))
-    cfg = linear_config(M, N, K, itemsize, cpu, sms, split_ok=scratch is not None)
+    cfg = linear_config(M, N, K, itemsize, cpu, sms, split_ok=scratch is not None, gemv=gemv)
     if M == 0 or N == 0:
+        return out
+    opts = launch_opts(dev, stream)
+    if cfg.pop("kernel") == "gemv":
+        gemv_kernel[(cfg["programs"],)](x, w, out, M, N, K, BM=cfg["BM"], R=cfg["R"],
+                                        C=cfg["C"], E=cfg["E"], num_warps=cfg["num_warps"],
+                                        **opts)
         return out
     splits = cfg.pop("splits")
     k_split = cfg.pop("k_split")
@@ -210,7 +293,6 @@ def linear(x, w, out, scratch=None, stream=None, device=None):
             raise ValueError(f"linear: expected 'scratch' of at least {splits * M * N} fp32 "
                              f"elements ({splits} K splits of [{M}, {N}]), found "
                              f"{scratch.shape[0]}")
-    opts = launch_opts(dev, stream)
     tiles = kiln.cdiv(M, cfg["BLOCK_M"]) * kiln.cdiv(N, cfg["BLOCK_N"])
     if (M > DECODE_MAX_M and K > 0 and dt != "float32" and dtype_name(out) != "float32"
             and not cpu and all(_takes_descriptor(a) for a in (x, w, out))):

@@ -7,14 +7,24 @@
   q = clip(round(w / scale), -8, 7) stored as q + 8, two per byte (k even in the low nibble,
   k odd in the high one). `linear_int4(x, packed, scales, out, group=128)`.
 
-Both kernels read the integer tile, convert it to x's dtype (exact: |q| <= 127), multiply on
-the tensor cores (IEEE fp32 for fp32 x) and apply the scales to the fp32 products: per column
-at the end (int8), per group of K after each group's dot (int4), so the only rounding besides
-the accumulation is out's. Grid: (M tiles x N tiles, K splits), grouped order; as in `linear`,
-batches of up to 64 rows split K when the column blocks alone would not fill the SMs (given
-an fp32 `scratch` of `quant_scratch_numel(M, N, K)` elements), the fp32 partials summed by
-`linear`'s reduce kernel. The quantizers run in numpy on the host (model load time, not the
-hot path).
+Two plans. Decode batches of up to GEMV_MAX_M (16) rows run on CUDA cores (`gemv_int8_kernel`,
+`gemv_int4_kernel`; `gemv=False` forces the other plan): tensor cores do not help at a few
+rows, and the weights are streamed once, as 32-bit words along K (128-byte warp accesses),
+turned into floats with bit operations (no int-to-float conversions, see `_word_fields`),
+multiplied by x in fp32 and scaled per word (int4: a word lies in one group) or per row
+(int8). At 1 row an int4 word (8 weights) costs ~28 instructions a thread: ~110 per 16 bytes,
+under the ~160 an H100 issues per 16 bytes at 3 TB/s; each further row of x adds ~9 per word,
+so 16 rows are bound by the FMAs (~0.6 TB/s of int4, still less time than bf16 on tensor
+cores). Same layout as below: the packing is the natural one.
+
+Otherwise the tile kernels read the integer tile, convert it to x's dtype (exact: |q| <= 127),
+multiply on the tensor cores (IEEE fp32 for fp32 x) and apply the scales to the fp32 products:
+per column at the end (int8), per group of K after each group's dot (int4), so the only
+rounding besides the accumulation is out's. Grid: (M tiles x N tiles, K splits), grouped
+order; as in `linear`, batches of up to 64 rows split K when the column blocks alone would not
+fill the SMs (given an fp32 `scratch` of `quant_scratch_numel(M, N, K)` elements), the fp32
+partials summed by `linear`'s reduce kernel. The quantizers run in numpy on the host (model
+load time, not the hot path).
 """
 import numpy as np
 
@@ -22,7 +32,7 @@ import kiln
 import kiln.language as tl
 
 from ._common import FLOAT_DTYPES, check_array, launch_device, launch_opts
-from .linear import _device_index, _sm_count, splitk_reduce_kernel
+from .linear import _device_index, _sm_count, gemv_config, splitk_reduce_kernel, uses_gemv
 
 __all__ = ["quantize_int8", "quantize_int4", "dequantize_int8", "dequantize_int4",
            "linear_int8", "linear_int4", "quant_scratch_numel"]
@@ -107,6 +117,101 @@ def linear_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, part_ptr, M, N, K, K_SPLIT,
     _store(acc, out_ptr, part_ptr, rm, rn, M, N, SPLIT)
 
 
+# ---------------------------------------------------------------- CUDA-core kernels (M <= 16)
+#
+# A weight word (32 bits: 4 int8 or 8 int4 of consecutive K) becomes fp32 values without an
+# integer-to-float conversion (I2F runs at 1/8 of the FMA rate): the bits of a field, masked in
+# place, are OR-ed into the mantissa of 2^23 (0x4B000000), giving the float 2^23 + v * 2^s for
+# a field v at bit s <= 15 (for s <= 19 v * 2^s < 2^23, so it is exact); subtracting
+# 2^23 + zero * 2^s leaves (v - zero) * 2^s exactly. The fields at bits 16..31 are first
+# shifted down by 16. x is multiplied by 2^-s instead (exact), so each weight costs one
+# logical op, one FADD and one FMA per row of x: ptxas fuses the AND and OR into one LOP3.
+
+@kiln.jit
+def _word_fields(words, j, BITS: tl.constexpr, ZERO: tl.constexpr):
+    """fp32 (field_j(words) - ZERO) * 2^s for the fields j (a tile broadcast against words) of
+    BITS bits, where s = BITS * j mod 16 is the field's bit offset within its 16-bit half."""
+    s = (BITS * j) % 16
+    src = tl.where(BITS * j >= 16, words >> 16, words)
+    mask = ((1 << BITS) - 1) << s
+    f = ((src & mask) | 0x4B000000).to(tl.float32, bitcast=True)
+    return f - (8388608 + ZERO * (1 << s)).to(tl.float32)
+
+
+@kiln.jit
+def _inv_shift(j, BITS: tl.constexpr):
+    """2^-s (s as in _word_fields) as fp32, built from its exponent bits."""
+    return ((127 - (BITS * j) % 16) << 23).to(tl.float32, bitcast=True)
+
+
+@kiln.jit
+def _gemv_rows(M, N, BM: tl.constexpr, R: tl.constexpr):
+    pid = tl.program_id(0)
+    num_m = tl.cdiv(M, BM)
+    return (pid % num_m) * BM + tl.arange(0, BM), (pid // num_m) * R + tl.arange(0, R)
+
+
+@kiln.jit
+def _gemv_store(res, out_ptr, rm, rn, M, N):
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    tl.store(out_ptr + rm[:, None] * N + rn[None, :], res.to(out_ptr.dtype.element_ty),
+             mask=mask)
+
+
+@kiln.jit
+def gemv_int8_kernel(x_ptr, q_ptr, s_ptr, out_ptr, M, N, K, KW, BM: tl.constexpr,
+                     R: tl.constexpr, C: tl.constexpr):
+    """out[BM rows, R rows] = x @ (q * s).T on CUDA cores, KW = K / 4 words per weight row.
+    Tile [BM, R, C, 4]: one word of 4 consecutive K per thread and row (lanes on consecutive
+    words: 128-byte warp accesses), C words along K over the lanes, warps and repeats, R
+    weight rows and BM rows of x in every thread; x loaded as [BM, 1, C, 4] (8 bytes a
+    thread), which anchors that layout."""
+    rm, rn = _gemv_rows(M, N, BM, R)
+    rc = tl.arange(0, C)
+    j = tl.arange(0, 4)[None, None, None, :]
+    q_ptrs = q_ptr.to(tl.pointer_type(tl.int32)) + (rn % N)[:, None] * KW + rc[None, :]
+    x_ptrs = x_ptr + (rm % M)[:, None, None, None] * K + rc[None, None, :, None] * 4 + j
+    inv = _inv_shift(j, 8)
+    acc = tl.zeros((BM, R, C), dtype=tl.float32)
+    for w0 in range(0, KW, C):
+        wmask = (w0 + rc) < KW
+        words = tl.load(q_ptrs + w0, mask=wmask[None, :], other=0,
+                        eviction_policy="evict_first")
+        # int8 -> the unsigned q + 128 (zero point 128) in every byte.
+        f = _word_fields((words ^ -2139062144)[None, :, :, None], j, 8, 128)  # 0x80808080
+        x = tl.load(x_ptrs + 4 * w0, mask=wmask[None, None, :, None], other=0.0)
+        acc += tl.sum(f * (x.to(tl.float32) * inv), axis=3)
+    scale = tl.load(s_ptr + rn % N)
+    _gemv_store(tl.sum(acc, axis=2) * scale[None, :], out_ptr, rm, rn, M, N)
+
+
+@kiln.jit
+def gemv_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
+                     GROUP_WORDS: tl.constexpr, BM: tl.constexpr, R: tl.constexpr,
+                     C: tl.constexpr):
+    """As gemv_int8_kernel for int4: KW = K / 8 words per packed row (8 consecutive K each,
+    k even in the low nibble of its byte), x loaded as [BM, 1, C, 8] (16 bytes a thread);
+    every word lies in one group (GROUP_WORDS words), whose scale multiplies the word's sum."""
+    rm, rn = _gemv_rows(M, N, BM, R)
+    rc = tl.arange(0, C)
+    j = tl.arange(0, 8)[None, None, None, :]
+    p_ptrs = p_ptr.to(tl.pointer_type(tl.int32)) + (rn % N)[:, None] * KW + rc[None, :]
+    s_rows = s_ptr + (rn % N)[:, None] * N_GROUPS
+    x_ptrs = x_ptr + (rm % M)[:, None, None, None] * K + rc[None, None, :, None] * 8 + j
+    inv = _inv_shift(j, 4)
+    acc = tl.zeros((BM, R, C), dtype=tl.float32)
+    for w0 in range(0, KW, C):
+        wmask = (w0 + rc) < KW
+        words = tl.load(p_ptrs + w0, mask=wmask[None, :], other=0,
+                        eviction_policy="evict_first")
+        scale = tl.load(s_rows + ((w0 + rc) // GROUP_WORDS)[None, :], mask=wmask[None, :],
+                        other=0.0)
+        f = _word_fields(words[None, :, :, None], j, 4, 8)
+        x = tl.load(x_ptrs + 8 * w0, mask=wmask[None, None, :, None], other=0.0)
+        acc += tl.sum(f * (x.to(tl.float32) * inv), axis=3) * scale[None, :, :]
+    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N)
+
+
 # ---------------------------------------------------------------- quantizers (numpy)
 
 def _host_weights(op, w):
@@ -186,9 +291,20 @@ def _plan(M, N, K, cpu, sms, split_ok, k_align):
     return cfg, tiles, kiln.cdiv(K, k_split) if K else 1, k_split
 
 
-def quant_scratch_numel(M, N, K, group=None, cpu=False, sms=132):
+def _takes_gemv(M, K, group, gemv):
+    """Whether linear_int8 (group None) / linear_int4 run the CUDA-core kernel: by M (as
+    `linear.uses_gemv`), when the rows are whole 32-bit words (int8: K % 4 == 0) and every
+    word lies in one group (int4: group % 8 == 0)."""
+    kind = "int8" if group is None else "int4"
+    fits = K % 4 == 0 if group is None else group % 8 == 0
+    return fits and uses_gemv(M, gemv, kind)
+
+
+def quant_scratch_numel(M, N, K, group=None, cpu=False, sms=132, gemv=None):
     """fp32 elements of the `scratch` `linear_int8` (group None) or `linear_int4` (its group)
     splits K into for these sizes (0: none)."""
+    if _takes_gemv(M, K, group, gemv):
+        return 0
     _, _, splits, _ = _plan(M, N, K, cpu, sms, True, group)
     return splits * M * N if splits > 1 else 0
 
@@ -202,9 +318,22 @@ def _check_x_out(op, x, out, N):
     return M, K
 
 
-def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, wq):
+def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, wq, gemv):
     dev = launch_device(device, x, wq, out)
     cpu = dev == "cpu"
+    if _takes_gemv(M, K, group, gemv):
+        if M == 0 or N == 0:
+            return out
+        kind = "int8" if group is None else "int4"
+        cfg = gemv_config(M, N, K, kind, cpu=cpu)
+        words = K // (4 if group is None else 8)
+        extra = (K // group,) if group is not None else ()
+        consts = dict(GROUP_WORDS=group // 8) if group is not None else {}
+        gk = gemv_int8_kernel if group is None else gemv_int4_kernel
+        gk[(cfg["programs"],)](x, *args, out, M, N, K, words, *extra, BM=cfg["BM"],
+                               R=cfg["R"], C=cfg["C"], num_warps=cfg["num_warps"], **consts,
+                               **launch_opts(dev, stream))
+        return out
     sms = 132 if cpu else _sm_count(_device_index(x))
     cfg, tiles, splits, k_split = _plan(M, N, K, cpu, sms, scratch is not None, group)
     if group is not None and group % cfg["BLOCK_K"]:
@@ -233,20 +362,23 @@ def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, w
     return out
 
 
-def linear_int8(x, q, scales, out, scratch=None, stream=None, device=None):
-    """out[M, N] = x[M, K] @ (q[N, K] * scales[N, None]).T (q int8, scales fp32)."""
+def linear_int8(x, q, scales, out, scratch=None, stream=None, device=None, gemv=None):
+    """out[M, N] = x[M, K] @ (q[N, K] * scales[N, None]).T (q int8, scales fp32). `gemv`: None
+    (the plan by M), True (CUDA cores) or False (tensor cores)."""
     op = "linear_int8"
     N, K = check_array(op, "q", q, (None, None), ("int8",))
     M, _ = _check_x_out(op, x, out, N)
     check_array(op, "x", x, (M, K), FLOAT_DTYPES)
     check_array(op, "scales", scales, (N,), ("float32",))
     return _launch(op, linear_int8_kernel, x, out, scratch, (q, scales), M, N, K, None,
-                   stream, device, q)
+                   stream, device, q, gemv)
 
 
-def linear_int4(x, packed, scales, out, group=128, scratch=None, stream=None, device=None):
+def linear_int4(x, packed, scales, out, group=128, scratch=None, stream=None, device=None,
+                gemv=None):
     """out[M, N] = x[M, K] @ dequantize_int4(packed, scales, group).T (packed uint8 [N, K/2],
-    scales fp32 [N, K / group])."""
+    scales fp32 [N, K / group]). `gemv` as in linear_int8 (the CUDA-core kernel needs a
+    group that is a multiple of 8)."""
     op = "linear_int4"
     N, half = check_array(op, "packed", packed, (None, None), ("uint8",))
     K = 2 * half
@@ -256,4 +388,4 @@ def linear_int4(x, packed, scales, out, group=128, scratch=None, stream=None, de
         raise ValueError(f"{op}: expected a group that divides K = {K}, found {group!r}")
     check_array(op, "scales", scales, (N, K // group), ("float32",))
     return _launch(op, linear_int4_kernel, x, out, scratch, (packed, scales), M, N, K, group,
-                   stream, device, packed)
+                   stream, device, packed, gemv)
