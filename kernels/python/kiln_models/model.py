@@ -56,17 +56,21 @@ class LlamaModel:
     min(config.max_position_embeddings, 2048)); block_size, num_blocks: the paged KV cache
     (default: enough blocks for max_batch requests of max_seq_len). quant: None, "int8"
     (per-channel scales) or "int4" (two per byte, scales per group of quant_group K): the
-    decoder layers' projections quantized from `weights` at load (weight-only; activations,
-    embedding and LM head stay in `dtype`). `ops` is the module of kernels (default
-    kiln_models.ops); `stream` the kiln.Stream (or CUstream handle) of every launch and copy
-    (GPU default: a new kiln.Stream); cuda_graphs: replay captured decode steps (default: on
-    the GPU, without all_reduce). all_reduce: for tensor parallelism (parallel.py), a
-    callable summing an activation array in place across the ranks, called after o_proj and
-    down_proj; `config` and `weights` are then the rank's shard (parallel.shard_weights)."""
+    decoder layers' projections and the LM head quantized from `weights` at load (weight-only;
+    activations and the embedding stay in `dtype`; a tied head gets its own quantized copy
+    of the embedding, whose lookups keep the dense table; `quant_head=False` keeps the head
+    dense). `ops` is the module of kernels
+    (default kiln_models.ops); `stream` the kiln.Stream (or CUstream handle) of every launch
+    and copy (GPU default: a new kiln.Stream); cuda_graphs: replay captured decode steps
+    (default: on the GPU, without all_reduce). all_reduce: for tensor parallelism
+    (parallel.py), a callable summing an activation array in place across the ranks, called
+    after o_proj and down_proj; `config` and `weights` are then the rank's shard
+    (parallel.shard_weights)."""
 
     def __init__(self, config, weights, device="cpu", dtype="fp32", max_batch=8,
                  max_tokens=None, max_seq_len=None, block_size=16, num_blocks=None, ops=None,
-                 stream=None, quant=None, quant_group=128, cuda_graphs=None, all_reduce=None):
+                 stream=None, quant=None, quant_group=128, cuda_graphs=None, all_reduce=None,
+                 quant_head=True):
         if not isinstance(config, LlamaConfig):
             raise TypeError(f"LlamaModel: config must be a LlamaConfig, got "
                             f"{type(config).__name__}")
@@ -103,6 +107,7 @@ class LlamaModel:
         if quant not in (None, "int8", "int4"):
             raise ValueError(f"LlamaModel: quant must be None, 'int8' or 'int4', got {quant!r}")
         self.quant, self.quant_group = quant, quant_group
+        self.quant_head = bool(quant_head) and quant is not None
         block_size = _positive("block_size", block_size)
         if block_size & (block_size - 1):
             raise ValueError(f"LlamaModel: block_size must be a power of two, got {block_size}")
@@ -213,8 +218,11 @@ class LlamaModel:
             w.down = self._projection(p + "mlp.down_proj", host(p + "mlp.down_proj.weight"))
             self.layers.append(w)
         self.norm = a.upload(host("model.norm.weight"), act)
-        self.lm_head = self.embed if c.tie_word_embeddings else \
-            a.upload(host("lm_head.weight"), act)
+        head = "model.embed_tokens.weight" if c.tie_word_embeddings else "lm_head.weight"
+        if self.quant_head:  # the head is the largest projection of a decode step
+            self.lm_head = self._projection("lm_head", host(head))
+        else:
+            self.lm_head = self.embed if c.tie_word_embeddings else a.upload(host(head), act)
 
     def _plan_scratch(self):
         """The ops' fp32 scratch, allocated once for the largest step: split-K partial sums
@@ -238,10 +246,10 @@ class LlamaModel:
             ms = range(1, min(max(self.max_tokens, B), 128) + 1)
             numel = max(ops.linear_scratch_numel(m, n, k, itemsize, cpu, sms)
                         for m in ms for n, k in shapes)
-            if self.quant and hasattr(ops, "quant_scratch_numel"):  # the projections
+            if self.quant and hasattr(ops, "quant_scratch_numel"):  # projections, head
                 group = self.quant_group if self.quant == "int4" else None
                 numel = max([numel] + [ops.quant_scratch_numel(m, n, k, group, cpu, sms)
-                                       for m in ms for n, k in shapes[:4]])
+                                       for m in ms for n, k in shapes])
             if numel:
                 self.linear_scratch = a.empty((numel,), "fp32")
         if hasattr(ops, "decode_attention_scratch"):
@@ -492,7 +500,7 @@ class LlamaModel:
         r, ld = self.arrays.rows, self.launch
         normed, logits = r(self.last_normed, B), r(self.logits, B)
         self.ops.add_rmsnorm(x, res, self.norm, normed, self.config.rms_norm_eps, **ld)
-        self.ops.linear(normed, self.lm_head, logits, scratch=self.linear_scratch, **ld)
+        self._linear(normed, self.lm_head, logits, ld)
         return logits
 
     def _copy(self, dst, host, n):
