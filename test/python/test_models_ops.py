@@ -412,6 +412,51 @@ def test_gemv_int_fields_cpu(dt):
     close_linear(out, f64(x) @ f64(quant.dequantize_int4(p, s4, 8)).T, dt)
 
 
+@pytest.mark.parametrize("kind", ["int8", "int4"])
+def test_quantized_lm_head_cpu(kind):
+    # With quant the LM head is quantized too, here the tied embedding's own copy (the lookups
+    # keep the dense table): the logits are those of the dequantized weights, head included,
+    # and near the dense model's, in fp32 and in bf16 (relative errors printed).
+    from kiln_models import checkpoint, reference
+    from kiln_models.config import preset
+    from kiln_models.model import LlamaModel
+    c = preset("tiny").replace(hidden_size=128, intermediate_size=256, head_dim=32)
+    assert c.tie_word_embeddings
+    weights = checkpoint.random_weights(c, seed=3)
+
+    def dq(w):
+        return quant.dequantize_int8(*quant.quantize_int8(w)) if kind == "int8" else \
+            quant.dequantize_int4(*quant.quantize_int4(w, 128), 128)
+
+    deq = {n: dq(w) if n.startswith("model.layers.") and n.endswith("_proj.weight") else w
+           for n, w in weights.items()}
+    deq["lm_head.weight"] = dq(weights["model.embed_tokens.weight"])
+    ids = np.random.default_rng(5).integers(0, c.vocab_size, 12)
+    exact = reference.ReferenceLlama(c.replace(tie_word_embeddings=False), deq).forward(ids)[-1]
+    dense = reference.ReferenceLlama(c, weights).forward(ids)[-1]
+
+    def logits(dtype, **kw):
+        m = LlamaModel(c, weights, dtype=dtype, max_batch=1, max_tokens=16, max_seq_len=16,
+                       **kw)
+        return m, m.logits_numpy(m.prefill([("a", ids)]))[0].astype(np.float64)
+
+    def rel(a, b):
+        return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+    model, got = logits("fp32", quant=kind)
+    assert isinstance(model.lm_head, tuple) and model.lm_head[0] == kind
+    errs = {"fp32 vs dequantized": rel(got, exact), "fp32 vs dense": rel(got, dense)}
+    _, dense_head = logits("fp32", quant=kind, quant_head=False)  # the previous behaviour
+    errs["fp32 dense head vs dense"] = rel(dense_head, dense)
+    _, bf = logits("bf16")
+    _, bq = logits("bf16", quant=kind)
+    errs["bf16 vs bf16 dense"] = rel(bq, bf)
+    print(kind, ", ".join(f"{k}: {v:.2e}" for k, v in errs.items()))
+    assert errs["fp32 vs dequantized"] <= 1e-4
+    bound = 2e-2 if kind == "int8" else 0.4  # random N(0, 0.02) weights: int4's rounding shows
+    assert errs["fp32 vs dense"] <= bound and errs["bf16 vs bf16 dense"] <= bound + 1e-2
+
+
 def test_quant_errors():
     x = np.zeros((2, 128), np.float32)
     out = np.zeros((2, 8), np.float32)
