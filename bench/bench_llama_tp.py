@@ -36,7 +36,9 @@ def main():
     weights = random_weights(config, 0, "bf16")
     lc, lw = shard_weights(config, weights, rank, world)
     kw = dict(device="gpu", dtype="bf16", max_batch=16, max_tokens=16 * 512, max_seq_len=1024)
-    model = LlamaModel(lc, lw, all_reduce=torch_all_reduce(), stream=stream, **kw)
+    graphs = os.environ.get("GRAPHS", "0") == "1"  # NCCL inside the captured decode step
+    model = LlamaModel(lc, lw, all_reduce=torch_all_reduce(), stream=stream, cuda_graphs=graphs,
+                       **kw)
     del lw
     rng = np.random.default_rng(0)
     ids = rng.integers(0, config.vocab_size, 64)
@@ -54,9 +56,19 @@ def main():
         ref = one.logits_numpy(one.prefill([("check", ids)]))[0]
         one.release("check")
         rel = float(np.abs(tp_logits - ref).max() / np.abs(ref).max())
-        print(f"device: {torch.cuda.get_device_name()} x {world}")
+        print(f"device: {torch.cuda.get_device_name()} x {world}; decode graphs: {graphs}")
         print(f"logits, {world}-way TP vs one GPU (bf16, 64-token prompt): max rel err "
               f"{rel:.3e}, argmax {int(tp_logits.argmax())} vs {int(ref.argmax())}")
+        # Both bf16 runs against the one-GPU model in fp32: what bf16 rounding alone costs.
+        f32 = LlamaModel(config, weights, **dict(kw, dtype="fp32", max_batch=1,
+                                                 max_tokens=64, max_seq_len=64))
+        exact = f32.logits_numpy(f32.prefill([("check", ids)]))[0]
+        del f32
+
+        def err(x):
+            return float(np.abs(x - exact).max() / np.abs(exact).max())
+        print(f"against one GPU in fp32: TP bf16 {err(tp_logits):.3e}, one GPU bf16 "
+              f"{err(ref):.3e}")
         print("| batch | TP decode tok/s (steps) | TP whole call tok/s | 1 GPU decode tok/s "
               "(graphs) | same greedy tokens |")
         print("|---|---|---|---|---|")
