@@ -16,6 +16,7 @@
 """
 import math
 import os
+import re
 import sys
 
 import numpy as np
@@ -152,19 +153,31 @@ def run_prefill(case, kv_from_qkv=False, scale=None, **kw):
     check(out, case.reference(scale), case.dtype)
 
 
-def run_decode(case, num_splits=None, split_min_tokens=16, spare_batch=0):
+def run_decode(case, num_splits=None, split_min_tokens=16, spare_batch=0, counters=False,
+               launches=1):
+    """decode_attention of `case` with `num_splits` splits of scratch (None: no scratch),
+    combined in the kernel (counters) or by a second launch, `launches` times (a CUDA graph's
+    replays: the counters must come back to zero each time)."""
     scale = 1.0 / math.sqrt(case.D)
     B = len(case.new_lens)
-    out = np.full((B, case.Hq * case.D), np.nan, np.float32).astype(case.qkv.dtype)
     scratch = None
     if num_splits:
         shapes = att.decode_attention_scratch(B + spare_batch, case.Hq, case.D, 0,
-                                              n_kv_heads=case.Hkv, num_splits=num_splits)
-        scratch = tuple(np.full(s, np.nan, np.float32) for s in shapes)
-    att.decode_attention(case.qkv, case.k_cache, case.v_cache, case.tables, case.context_lens,
-                         out, sm_scale=scale, scratch=scratch,
-                         split_min_tokens=split_min_tokens, **case.heads(), **CPU)
-    check(out, case.reference(scale), case.dtype)
+                                              n_kv_heads=case.Hkv, num_splits=num_splits,
+                                              counters=counters)
+        scratch = tuple(np.full(s, np.nan, np.float32) for s in shapes[:2])
+        if counters:
+            scratch += (np.zeros(shapes[2], np.int32),)
+    for _ in range(launches):
+        out = np.full((B, case.Hq * case.D), np.nan, np.float32).astype(case.qkv.dtype)
+        att.decode_attention(case.qkv, case.k_cache, case.v_cache, case.tables,
+                             case.context_lens, out, sm_scale=scale, scratch=scratch,
+                             num_splits=num_splits, split_min_tokens=split_min_tokens,
+                             **case.heads(), **CPU)
+        check(out, case.reference(scale), case.dtype)
+        if counters:
+            assert (scratch[2] == 0).all(), "the kernel left a counter non-zero"
+    return out
 
 
 # ---------------------------------------------------------------- rope_cache
@@ -234,33 +247,180 @@ def test_prefill_scale_and_empty_sequence():
 
 # ---------------------------------------------------------------- decode
 
-@pytest.mark.parametrize("num_splits", [None, 3])
-def test_decode_fp32_gqa2(num_splits):
+@pytest.mark.parametrize("num_splits,counters", [(None, False), (3, False), (3, True)])
+def test_decode_fp32_gqa2(num_splits, counters):
     # contexts of 1, 7, a whole number of tiles, 53 and 0 (a padding row: zeros)
     case = Case([1] * 5, [1, 7, 32, 53, 0], 4, 2, 16, "float32", 4, seed=4)
-    run_decode(case, num_splits)
+    run_decode(case, num_splits, counters=counters, launches=2 if counters else 1)
 
 
-def test_decode_bf16_gqa4_many_splits():
+@pytest.mark.parametrize("counters", [False, True])
+def test_decode_bf16_gqa4_many_splits(counters):
     # 8 splits of at least 16 keys: the 100-key context uses 7, the others one; the scratch
     # was sized for a larger batch
     case = Case([1] * 3, [1, 100, 17], 4, 1, 64, "bfloat16", 16, seed=5)
-    run_decode(case, num_splits=8, spare_batch=2)
+    run_decode(case, num_splits=8, spare_batch=2, counters=counters)
 
 
-def test_decode_mha_d64():
+@pytest.mark.parametrize("counters", [False, True])
+def test_decode_mha_d64(counters):
     case = Case([1] * 2, [40, 9], 2, 2, 64, "float32", 32, seed=6)
-    run_decode(case, num_splits=2)
+    run_decode(case, num_splits=2, counters=counters)
+
+
+def test_decode_fused_combine_many_splits_gqa8():
+    # a group of 8 heads (no padding of the combine's rows) over 16 splits: the combine walks
+    # the splits in steps of BLOCK_C; contexts of 250 and 70 keys use 16 and 5 splits
+    case = Case([1] * 3, [250, 70, 16], 8, 1, 32, "float32", 8, seed=9)
+    run_decode(case, num_splits=16, counters=True, launches=3)
 
 
 def test_decode_split_count():
-    assert att.decode_split_count(1, 8, 640) == 5          # 640 / 128 keys
-    assert att.decode_split_count(1, 8, 100000) == 33      # 2 * 132 / 8 programs
+    assert att.decode_split_count(1, 8, 640) == 10          # 640 / 64 keys
+    assert att.decode_split_count(1, 8, 100000) == 33       # 2 * 132 / 8 programs
     assert att.decode_split_count(16, 8, 100000) == 3
     assert att.decode_split_count(64, 8, 100000) == 1
     assert att.decode_split_count(1, 8, 5) == 1
+    # scratch holds what batch 1 launches, which serves every batch up to 4
     assert att.decode_attention_scratch(4, 32, 64, 640, n_kv_heads=8) == \
-        ((4, 32, 5, 64), (4, 32, 5))
+        ((4, 32, 10, 64), (4, 32, 10))
+    assert att.decode_attention_scratch(4, 32, 64, 4096, n_kv_heads=8, counters=True) == \
+        ((4, 32, 33, 64), (4, 32, 33), (4, 8))
+
+
+def test_decode_launch_split_count():
+    """Without num_splits a launch takes decode_split_count of its own batch and table width,
+    capped by scratch: a batch of 1 over a 32-block table of 16 keys (512 keys) takes 8 of a
+    scratch of 33, a batch of 64 one (and then writes out without the scratch)."""
+    case = Case([1], [300], 4, 1, 16, "float32", 16, seed=10)
+    case.tables = np.concatenate([case.tables, np.full((1, 32 - case.tables.shape[1]), -1,
+                                                       np.int32)], axis=1)
+    shapes = att.decode_attention_scratch(1, 4, 16, 4096, n_kv_heads=1, counters=True)
+    scratch = [np.full(s, np.nan, np.float32) for s in shapes[:2]]
+    scratch.append(np.zeros(shapes[2], np.int32))
+    out = np.zeros((1, 64), np.float32)
+    att.decode_attention(case.qkv, case.k_cache, case.v_cache, case.tables, case.context_lens,
+                         out, 4, 1, 16, 0.25, scratch=tuple(scratch), **CPU)
+    check(out, case.reference(0.25), "float32")
+    lse = scratch[1][0, 0]
+    # 300 keys in chunks of max(cdiv(300, 8) -> 64, 64): 5 splits wrote partials
+    assert np.isfinite(lse[:5]).all() and np.isnan(lse[5:]).all()
+
+
+# ---------------------------------------------------------------- decode with RoPE fused
+
+def rope_tables(D, P, base=10000.0):
+    ang = np.arange(P)[:, None] / base ** (np.arange(0, D, 2) / D)[None, :]
+    return np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+
+
+def run_decode_rope(case, num_splits=None, counters=False, split_min_tokens=16,
+                    pad_slot=()):
+    """decode_attention with RoPE fused (qkv unrotated, the new key's slot NaN in the cache)
+    against rope_cache then decode_attention, and against the float64 reference over the
+    rotated sequence. pad_slot: rows whose slot_mapping is -1 (the new k/v not stored)."""
+    B, D, Hq, Hkv = len(case.new_lens), case.D, case.Hq, case.Hkv
+    cos, sin = rope_tables(D, max(case.ctx_lens) + 3)
+    pos = np.array([max(c - 1, 0) for c in case.ctx_lens], np.int32)
+    slots = np.array([case.slots(b)[-1] if c else -1 for b, c in enumerate(case.ctx_lens)],
+                     np.int32)
+    slots[list(pad_slot)] = -1
+    scale = 1.0 / math.sqrt(D)
+
+    def scratch():
+        if not num_splits:
+            return None
+        shapes = att.decode_attention_scratch(B, Hq, D, 0, n_kv_heads=Hkv,
+                                              num_splits=num_splits, counters=counters)
+        return tuple(np.full(s, np.nan, np.float32) for s in shapes[:2]) + (
+            (np.zeros(shapes[2], np.int32),) if counters else ())
+
+    # unfused: rope_cache rotates a copy of qkv and writes the caches
+    k1, v1, qkv1 = case.k_cache.copy(), case.v_cache.copy(), case.qkv.copy()
+    att.rope_cache(qkv1, pos, cos, sin, k1, v1, slots, Hq, Hkv, D, **CPU)
+    out1 = np.zeros((B, Hq * D), np.float32).astype(case.qkv.dtype)
+    att.decode_attention(qkv1, k1, v1, case.tables, case.context_lens, out1, Hq, Hkv, D, scale,
+                         scratch=scratch(), num_splits=num_splits,
+                         split_min_tokens=split_min_tokens, **CPU)
+    # fused, with the new keys' slots NaN: the kernel must take them from qkv
+    k2, v2 = case.k_cache.copy(), case.v_cache.copy()
+    for b, c in enumerate(case.ctx_lens):
+        if c:
+            k2.reshape(-1, Hkv, D)[case.slots(b)[-1]] = np.nan
+            v2.reshape(-1, Hkv, D)[case.slots(b)[-1]] = np.nan
+    qkv2 = case.qkv.copy()
+    out2 = np.full((B, Hq * D), np.nan, np.float32).astype(case.qkv.dtype)
+    sc = scratch()
+    att.decode_attention(qkv2, k2, v2, case.tables, case.context_lens, out2, Hq, Hkv, D, scale,
+                         scratch=sc, num_splits=num_splits, split_min_tokens=split_min_tokens,
+                         positions=pos, cos=cos, sin=sin, slot_mapping=slots, **CPU)
+    assert (f64(qkv2) == f64(case.qkv)).all(), "the fused op wrote qkv"
+    if counters:
+        assert (sc[2] == 0).all()
+    tol = 1e-6 if case.dtype == "float32" else 1e-2
+    # the caches: what rope_cache wrote, at the written slots; NaN where slot_mapping is -1
+    for b, c in enumerate(case.ctx_lens):
+        if c:
+            j = case.slots(b)[-1]
+            got_k, got_v = f64(k2.reshape(-1, Hkv, D)[j]), f64(v2.reshape(-1, Hkv, D)[j])
+            if slots[b] >= 0:
+                assert np.abs(got_k - f64(k1.reshape(-1, Hkv, D)[j])).max() <= tol
+                assert (got_v == f64(v1.reshape(-1, Hkv, D)[j])).all()
+            else:
+                assert np.isnan(got_k).all() and np.isnan(got_v).all()
+    # (a row without a slot: rope_cache wrote nothing, so the unfused decode read the stale
+    # cache entry; only the reference below speaks for it)
+    stored = slots >= 0
+    check(out2[stored], f64(out1)[stored], case.dtype)
+    # the reference: q and the new key rotated, the cached keys as they are
+    ref = np.zeros((B, Hq * D))
+    for b, c in enumerate(case.ctx_lens):
+        if not c:
+            continue
+        row = f64(case.qkv[b])
+        q = rope_reference(row[:Hq * D].reshape(1, Hq, D), pos[b:b + 1], cos, sin)
+        k_new = rope_reference(row[Hq * D:(Hq + Hkv) * D].reshape(1, Hkv, D), pos[b:b + 1],
+                               cos, sin)
+        keys = case.keys[b].copy()
+        keys[-1] = f64(k_new.astype(np.float32).astype(case.qkv.dtype))[0]
+        ref[b] = attention_reference(q, keys, case.values[b], scale).reshape(-1)
+    check(out2, ref, case.dtype)
+
+
+@pytest.mark.parametrize("num_splits,counters", [(None, False), (4, False), (4, True)])
+def test_decode_rope_fp32(num_splits, counters):
+    # contexts of 1 (the new key alone), 7, 53 (the new key in the last of 4 splits) and 0
+    # (a padding row: zeros, nothing written)
+    case = Case([1] * 4, [1, 7, 53, 0], 4, 2, 16, "float32", 4, seed=20)
+    run_decode_rope(case, num_splits, counters)
+
+
+def test_decode_rope_bf16_gqa4_d64():
+    # bf16, head_dim 64; row 1's slot is -1: its new k/v are used but not stored
+    case = Case([1] * 3, [100, 33, 64], 4, 1, 64, "bfloat16", 16, seed=21)
+    run_decode_rope(case, num_splits=8, counters=True, pad_slot=(1,))
+
+
+def test_decode_rope_slot_must_be_last_key():
+    case = Case([1, 1], [9, 5], 4, 2, 16, "float32", 4, seed=22)
+    cos, sin = rope_tables(16, 16)
+    slots = np.array([case.slots(0)[-1], case.slots(1)[-2]], np.int32)
+    with pytest.raises(ValueError, match=r"slot_mapping\[1\] = \d+ is not the slot of key "
+                                         r"context_lens\[1\] - 1 = 4"):
+        att.decode_attention(case.qkv, case.k_cache, case.v_cache, case.tables,
+                             case.context_lens, np.zeros((2, 64), np.float32), 4, 2, 16, 0.25,
+                             positions=np.array([8, 4], np.int32), cos=cos, sin=sin,
+                             slot_mapping=slots, **CPU)
+    with pytest.raises(ValueError, match=r"decode_attention: expected positions of shape"):
+        att.decode_attention(case.qkv, case.k_cache, case.v_cache, case.tables,
+                             case.context_lens, np.zeros((2, 64), np.float32), 4, 2, 16, 0.25,
+                             positions=np.array([8], np.int32), cos=cos, sin=sin,
+                             slot_mapping=slots, **CPU)
+    with pytest.raises(ValueError, match=r"expected an array for cos, found NoneType"):
+        att.decode_attention(case.qkv, case.k_cache, case.v_cache, case.tables,
+                             case.context_lens, np.zeros((2, 64), np.float32), 4, 2, 16, 0.25,
+                             positions=np.array([8, 4], np.int32), sin=sin,
+                             slot_mapping=slots, **CPU)
 
 
 # ---------------------------------------------------------------- rope, prefill, decode
@@ -338,29 +498,63 @@ def test_prefill_compiles_to_ptx(dtype, D, paged):
         assert "ld.global.v4" in ptx and "ld.global.b16" not in ptx
 
 
-@pytest.mark.parametrize("dtype,D,Hq,Hkv,splits", [("bfloat16", 64, 32, 8, 8),
-                                                   ("float16", 128, 8, 8, 1),
-                                                   ("float32", 64, 8, 2, 3)])
-def test_decode_compiles_to_ptx(dtype, D, Hq, Hkv, splits):
+def compile_decode(dtype, D, Hq, Hkv, splits, combine, rope):
     ty = TY[dtype]
-    bn, nw = att.decode_tile_config()
     sig = dict(qkv=f"*{ty}:16", k_cache=f"*{ty}:16", v_cache=f"*{ty}:16",
                block_tables="*i32:16", context_lens="*i32:16", out=f"*{ty}:16",
-               part_out="*fp32:16", part_lse="*fp32:16", sm_scale="fp32", max_blocks="i32",
-               min_chunk="i32:16")
+               part_out="*fp32:16", part_lse="*fp32:16", counters="*i32:16",
+               positions="*i32:16", cos="*fp32:16", sin="*fp32:16", slot_mapping="*i32:16",
+               sm_scale="fp32", max_blocks="i32", min_chunk="i32:16", n_pos="i32",
+               n_slots="i32")
+    cfg, nw = att.decode_launch_config(1, Hq, Hkv, D, splits)
     k = kiln.compile(att._decode_kernel, signature=sig,
-                     constexprs=dict(N_HEADS=Hq, N_KV_HEADS=Hkv, HEAD_DIM=D, GROUP_PAD=16,
-                                     BLOCK_N=bn, BLOCK_SIZE=16, NUM_SPLITS=splits),
+                     constexprs=dict(N_HEADS=Hq, N_KV_HEADS=Hkv, HEAD_DIM=D, BLOCK_SIZE=16,
+                                     NUM_SPLITS=splits, PART_STRIDE=splits, COMBINE=combine,
+                                     ROPE=rope, **cfg),
                      target="sm_90a", num_warps=nw)
-    ptx = k.asm["ptx"]
-    assert ".entry _decode_kernel" in ptx and "ld.global.b16" not in ptx
+    return k.asm["ptx"]
+
+
+def loop_body(ptx):
+    """The PTX of the decode kernel's key loop: the longest stretch from a label to a branch
+    back to it."""
+    bodies = []
+    for label in re.findall(r"^\$(L__BB0_\d+):", ptx, re.M):
+        body = ptx.split(f"${label}:", 1)[1]
+        m = re.search(rf"bra(\.uni)?\s+\${label};", body)
+        if m:
+            bodies.append(body[:m.start()])
+    assert bodies, "no loop in the PTX"
+    return max(bodies, key=len)
+
+
+@pytest.mark.parametrize("dtype,D,Hq,Hkv,splits,combine,rope", [
+    ("bfloat16", 64, 32, 8, 1, 0, False), ("bfloat16", 64, 32, 8, 8, 2, False),
+    ("bfloat16", 64, 32, 8, 8, 2, True), ("bfloat16", 64, 32, 8, 8, 1, True),
+    ("float16", 128, 8, 8, 1, 0, True), ("float32", 64, 8, 2, 3, 2, False)])
+def test_decode_compiles_to_ptx(dtype, D, Hq, Hkv, splits, combine, rope):
+    ptx = compile_decode(dtype, D, Hq, Hkv, splits, combine, rope)
+    assert ".entry _decode_kernel" in ptx
+    body = loop_body(ptx)
+    # the loop gathers the next block's K and V rows in 16-byte vectors (two tiles of
+    # [64, D]: 64 * D * size / (16 bytes * 128 threads) loads each) before this block's math
+    size = 4 if dtype == "float32" else 2
+    vec = 2 * 64 * D * size // (16 * 128)
+    assert body.count("ld.global.v4.b32") == vec and "ld.global.b16" not in body
+    assert body.index("ld.global.v4.b32") < body.index("mma" if size == 2 else "fma")
     if dtype != "float32":  # s^T = k q^T: 64 keys x 16 heads on wgmma
-        assert "wgmma.mma_async.sync.aligned.m64n16k16" in ptx
-    if splits > 1:
+        assert "wgmma.mma_async.sync.aligned.m64n16k16" in body
+    if combine == 2:  # one ticket per program; the partials read back from L2
+        assert ptx.count("atom.acq_rel.gpu.global.add.u32") == 1
+        assert "ld.global.cg.v4.b32" in ptx
+    else:
+        assert "atom." not in ptx
+    if combine == 1:
         k = kiln.compile(att._decode_combine,
                          signature=dict(part_out="*fp32:16", part_lse="*fp32:16",
-                                        out=f"*{ty}:16"),
+                                        out=f"*{TY[dtype]}:16"),
                          constexprs=dict(N_HEADS=Hq, HEAD_DIM=D, NUM_SPLITS=splits,
+                                         PART_STRIDE=splits,
                                          BLOCK_S=kiln.next_power_of_2(splits)),
                          target="sm_90a", num_warps=4)
         assert ".entry _decode_combine" in k.asm["ptx"]
@@ -445,7 +639,8 @@ def test_decode_errors():
     case = small_case()
     qkv, out = case.qkv[:2].copy(), np.zeros((2, 64), np.float32)
     args = (qkv, case.k_cache, case.v_cache, case.tables, case.context_lens, out, 4, 2, 16, 0.25)
-    with pytest.raises(ValueError, match="expected scratch = \\(partial_out, partial_lse\\)"):
+    with pytest.raises(ValueError, match=r"expected scratch = \(partial_out, partial_lse\[, "
+                                         r"counters\]\)"):
         att.decode_attention(*args, scratch=np.zeros(3, np.float32), **CPU)
     lse = np.zeros((2, 4, 3), np.float32)
     with pytest.raises(ValueError, match=r"scratch's partial_out of shape \(2, 4, 3, 16\)"):
@@ -465,6 +660,16 @@ def test_decode_errors():
     with pytest.raises(ValueError, match="at most 64 splits in scratch, found 65"):
         att.decode_attention(*args, scratch=(np.zeros((2, 4, 65, 16), np.float32),
                                              np.zeros((2, 4, 65), np.float32)), **CPU)
+    part = (np.zeros((2, 4, 3, 16), np.float32), lse)
+    with pytest.raises(ValueError, match=r"scratch's counters of shape \(2, 2\)"):
+        att.decode_attention(*args, scratch=part + (np.zeros((2, 4), np.int32),), **CPU)
+    with pytest.raises(ValueError, match="scratch's counters of dtype int32"):
+        att.decode_attention(*args, scratch=part + (np.zeros((2, 2), np.int64),), **CPU)
+    with pytest.raises(ValueError, match=r"num_splits in \[1, 3\] \(the splits scratch holds\), "
+                                         r"found 4"):
+        att.decode_attention(*args, scratch=part, num_splits=4, **CPU)
+    with pytest.raises(ValueError, match=r"num_splits in \[1, 1\] .* found 2"):
+        att.decode_attention(*args, num_splits=2, **CPU)
 
 
 def test_rope_cache_errors():
@@ -575,6 +780,8 @@ def test_prefill_gpu(name, kv_from_qkv):
                                             ("float32", 8, 2, 64)])
 @pytest.mark.parametrize("batch", [1, 16])
 def test_decode_gpu(batch, dtype, Hq, Hkv, D):
+    """Contexts of 1 to 1,500 keys without scratch, with scratch combined by a second launch,
+    and with counters (combined in the kernel; three launches, as a CUDA graph replays)."""
     torch = torch_or_skip()
     rng = np.random.default_rng(batch)
     ctx = [int(c) for c in rng.integers(1, 1500, size=batch)]
@@ -583,12 +790,57 @@ def test_decode_gpu(batch, dtype, Hq, Hkv, D):
     g = to_cuda(case, dtype)
     scale = 1.0 / math.sqrt(D)
     ref = sdpa_reference(case, g, scale)
-    shapes = att.decode_attention_scratch(batch, Hq, D, 2048, n_kv_heads=Hkv)
-    for scratch in (None, tuple(torch.empty(s, device="cuda") for s in shapes)):
-        out = torch.full((batch, Hq * D), float("nan"), device="cuda", dtype=g["qkv"].dtype)
-        att.decode_attention(g["qkv"], g["k_cache"], g["v_cache"], g["block_tables"],
-                             g["context_lens"], out, Hq, Hkv, D, scale, scratch=scratch)
-        check_gpu(out, ref, dtype)
+    shapes = att.decode_attention_scratch(batch, Hq, D, 2048, n_kv_heads=Hkv, counters=True)
+    part = tuple(torch.empty(s, device="cuda") for s in shapes[:2])
+    counters = torch.zeros(shapes[2], device="cuda", dtype=torch.int32)
+    for scratch, launches in ((None, 1), (part, 1), (part + (counters,), 3)):
+        for _ in range(launches):
+            out = torch.full((batch, Hq * D), float("nan"), device="cuda",
+                             dtype=g["qkv"].dtype)
+            att.decode_attention(g["qkv"], g["k_cache"], g["v_cache"], g["block_tables"],
+                                 g["context_lens"], out, Hq, Hkv, D, scale, scratch=scratch)
+            check_gpu(out, ref, dtype)
+    assert int(counters.abs().sum()) == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("batch", [1, 4])
+def test_decode_rope_gpu(batch):
+    """decode_attention with RoPE fused (Llama-3.2-1B heads, bf16, in-kernel combine) against
+    rope_cache then decode_attention on the same inputs: outputs within bf16 rounding, the
+    caches equal."""
+    torch = torch_or_skip()
+    Hq, Hkv, D = 32, 8, 64
+    rng = np.random.default_rng(30 + batch)
+    ctx = [int(c) for c in rng.integers(1, 3000, size=batch)]
+    case = Case([1] * batch, ctx, Hq, Hkv, D, "float32", 16, seed=31)
+    g = to_cuda(case, "bfloat16")
+    cos, sin = rope_tables(D, 4096, 500000.0)
+    dev = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to("cuda")  # noqa: E731
+    pos = dev(np.array([c - 1 for c in ctx], np.int32))
+    slots = dev(np.array([case.slots(b)[-1] for b in range(batch)], np.int32))
+    cos_d, sin_d = dev(cos), dev(sin)
+    shapes = att.decode_attention_scratch(batch, Hq, D, 4096, n_kv_heads=Hkv, counters=True)
+    scratch = tuple(torch.empty(s, device="cuda") for s in shapes[:2]) + (
+        torch.zeros(shapes[2], device="cuda", dtype=torch.int32),)
+    kc1, vc1, qkv1 = g["k_cache"].clone(), g["v_cache"].clone(), g["qkv"].clone()
+    att.rope_cache(qkv1, pos, cos_d, sin_d, kc1, vc1, slots, Hq, Hkv, D)
+    out1 = torch.empty(batch, Hq * D, device="cuda", dtype=torch.bfloat16)
+    att.decode_attention(qkv1, kc1, vc1, g["block_tables"], g["context_lens"], out1, Hq, Hkv,
+                         D, 0.125, scratch=scratch)
+    kc2, vc2 = g["k_cache"].clone(), g["v_cache"].clone()
+    kc2.view(-1, Hkv, D)[slots.long()] = float("nan")
+    vc2.view(-1, Hkv, D)[slots.long()] = float("nan")
+    for _ in range(2):
+        out2 = torch.full((batch, Hq * D), float("nan"), device="cuda", dtype=torch.bfloat16)
+        att.decode_attention(g["qkv"], kc2, vc2, g["block_tables"], g["context_lens"], out2,
+                             Hq, Hkv, D, 0.125, scratch=scratch, positions=pos, cos=cos_d,
+                             sin=sin_d, slot_mapping=slots)
+        check_gpu(out2, out1.double(), "bfloat16")
+    # within one bf16 ulp (the two kernels may contract x*c - x'*s differently)
+    assert ((kc2.double() - kc1.double()).abs() <= kc1.double().abs() * 2 ** -7).all()
+    assert torch.equal(vc2, vc1)
+    assert int(scratch[2].abs().sum()) == 0
 
 
 @pytest.mark.gpu

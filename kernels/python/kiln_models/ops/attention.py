@@ -41,22 +41,33 @@ forces the CPU backend; numpy arrays run there anyway):
   addresses loaded in the loop, which Kiln's pipeliner does not copy ahead: they pass through
   registers (one masked loop over all the keys, 16-byte loads).
 - `decode_attention(qkv, k_cache, v_cache, block_tables, context_lens, out, n_heads,
-  n_kv_heads, head_dim, sm_scale, scratch=None)`: one query per sequence (row b of qkv) over
-  its context_lens[b] cached keys (the new one included). Flash-decoding: a program per
-  (sequence, KV head, split) holds the Hq/Hkv query heads of that KV group (padded to 16)
+  n_kv_heads, head_dim, sm_scale, scratch=None, ..., num_splits=None, positions=None,
+  cos=None, sin=None, slot_mapping=None)`: one query per sequence (row b of qkv) over its
+  context_lens[b] cached keys (the new one included). Flash-decoding: a program per
+  (split, KV head, sequence) holds the Hq/Hkv query heads of that KV group (padded to 16)
   and computes their scores transposed, k [BLOCK_N, D] x q^T [D, GROUP] (K and V read once
-  per group, K as loaded as the row-major operand), walks its split's keys
-  through the block table and leaves a normalized partial output and its log-sum-exp in
-  `scratch`; a combine kernel per (sequence, query head) weighs the splits. The split count is
-  scratch's (fixed, so the launch can be captured in a CUDA graph); each sequence divides its
-  own context among the splits in chunks of at least `split_min_tokens` keys, so a short
-  context runs in one split and the others exit at once. Without scratch: one split, the
-  output written directly. A context of 0 keys gives a zero output row (padding rows).
-- `decode_attention_scratch(batch, n_heads, head_dim, max_context, n_kv_heads=None, ...)`:
-  the shapes `(partial_out, partial_lse)` = `((batch, Hq, S, D), (batch, Hq, S))` of the fp32
-  scratch decode_attention takes, S chosen so that batch * Hkv * S programs fill the GPU
-  (two per SM) without giving a split fewer than `split_min_tokens` of max_context's keys.
-  Scratch allocated for a larger batch also serves smaller ones.
+  per group, K as loaded as the row-major operand); its key loop gathers the next block's K
+  and V rows (16-byte loads) and the table entries of the block after before the current
+  block's math. The launch takes S = decode_split_count(B, Hkv, table width) splits (at
+  most scratch's; `num_splits` forces one); each sequence cuts its own context into S
+  chunks of at least `split_min_tokens` keys, so a short context runs in fewer splits and
+  the others exit at once. The splits' normalized partial outputs and log-sum-exps go to
+  `scratch`; with scratch's third array (counters) the last split of a (sequence, KV head)
+  to finish combines them in the same kernel (a ticket from an atomic counter it then
+  resets to 0, so CUDA-graph replays stay correct), and a context of one chunk is written
+  directly; with two arrays a second kernel combines. Without scratch: one split. A context
+  of 0 keys gives a zero output row (padding rows). With positions, cos, sin and
+  slot_mapping (rope_cache's arguments for these rows) the kernel also does rope_cache's
+  work for the decode step: q and the new key are rotated in registers (qkv is only read),
+  key context_lens[b] - 1 is taken from qkv rather than the cache, and the split that owns
+  it writes the new k and v to slot slot_mapping[b] (negative: not written); one launch
+  instead of two.
+- `decode_attention_scratch(batch, n_heads, head_dim, max_context, n_kv_heads=None, ...,
+  counters=False)`: the shapes `(partial_out, partial_lse[, counters])` =
+  `((batch, Hq, S, D), (batch, Hq, S)[, (batch, Hkv)])` of decode_attention's scratch (fp32,
+  fp32, int32 allocated as zeros), S what a batch of 1 launches: enough splits that
+  Hkv * S programs fill the GPU (two per SM) without giving a split fewer than
+  `split_min_tokens` of max_context's keys. Scratch for a larger batch serves smaller ones.
 
 Bad shapes, dtypes, layouts and (for numpy inputs, where reading them costs nothing) bad
 index values raise ValueError naming the op and the argument. Device-resident index arrays
@@ -72,8 +83,8 @@ import kiln.language as tl
 __all__ = ["rope_cache", "prefill_attention", "decode_attention", "decode_attention_scratch"]
 
 NUM_SMS = 132              # H100 SXM: what the split heuristic fills by default
-SPLIT_MIN_TOKENS = 128     # fewest keys a decode split is given (when the context has them)
-MAX_SPLITS = 64            # the combine kernel reads all of a row's splits as one tile
+SPLIT_MIN_TOKENS = 64      # fewest keys a decode split is given (when the context has them)
+MAX_SPLITS = 64            # the combine reads the log-sum-exps of a row's splits as one tile
 HEAD_DIMS = (16, 32, 64, 128, 256)
 
 
@@ -307,30 +318,47 @@ def _prefill_kernel(qkv, k_cache, v_cache, cu_seqlens, block_tables, context_len
 
 @kiln.jit
 def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_out,
-                   part_lse, sm_scale, max_blocks, min_chunk,
+                   part_lse, counters, positions, cos, sin, slot_mapping, sm_scale,
+                   max_blocks, min_chunk, n_pos, n_slots,
                    N_HEADS: tl.constexpr, N_KV_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr,
                    GROUP_PAD: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_SIZE: tl.constexpr,
-                   NUM_SPLITS: tl.constexpr):
-    """Grid (B, Hkv, NUM_SPLITS). The GROUP query heads of KV head hk are the rows of q
-    (padded to GROUP_PAD >= 16 for tl.dot). Sequence b's keys are cut into NUM_SPLITS chunks
-    of a whole number of BLOCK_N, at least min_chunk keys each; split s takes chunk s (none
-    when the context is shorter). One split writes out; several write the normalized partial
-    output and its base-2 log-sum-exp (-inf: no keys) for _decode_combine."""
+                   NUM_SPLITS: tl.constexpr, PART_STRIDE: tl.constexpr,
+                   COMBINE: tl.constexpr, COMBINE_G: tl.constexpr, BLOCK_S: tl.constexpr,
+                   BLOCK_C: tl.constexpr, ROPE: tl.constexpr):
+    """Grid (NUM_SPLITS, Hkv, B). The GROUP query heads of KV head hk are the rows of q
+    (padded to GROUP_PAD >= 16 for tl.dot). Sequence b's keys are cut into chunks of a whole
+    number of BLOCK_N, at least min_chunk keys, at most NUM_SPLITS of them; split s takes
+    chunk s (nothing when the context is shorter), so n_act = cdiv(ctx, chunk) splits work.
+
+    COMBINE 0 (one split): the split writes out. COMBINE 1: every split writes its
+    normalized partial output and base-2 log-sum-exp (-inf: no keys) for _decode_combine.
+    COMBINE 2: a context of one chunk is written out by split 0 alone; otherwise the active
+    splits write their partials, and the last of them to finish (a ticket from counters[b,
+    hk], which it resets to 0 for the next launch) weighs them into out.
+
+    ROPE: qkv holds the step's unrotated q and k; q is rotated in registers at
+    positions[b], key ctx - 1 (the new one) is taken from qkv's row b (rotated, rounded to
+    the cache's dtype) instead of the cache, and the split that owns it writes it and v to
+    cache slot slot_mapping[b] (negative: not written): rope_cache's work for this row, with
+    no program reading that slot."""
     GROUP: tl.constexpr = N_HEADS // N_KV_HEADS
+    HALF: tl.constexpr = HEAD_DIM // 2
     ROW: tl.constexpr = (N_HEADS + 2 * N_KV_HEADS) * HEAD_DIM
     KV_ROW: tl.constexpr = N_KV_HEADS * HEAD_DIM
-    b = tl.program_id(0)
+    split = tl.program_id(0)
     hk = tl.program_id(1)
-    split = tl.program_id(2)
+    b = tl.program_id(2)
     ctx = tl.load(context_lens + b)
     tl.device_assert((ctx >= 0) & (ctx <= max_blocks * BLOCK_SIZE),
                      "decode_attention: context_lens outside [0, table size]")
     if NUM_SPLITS == 1:
         lo = 0
         hi = ctx
+        n_act = tl.minimum(ctx, 1)
     else:
         chunk = ((ctx + NUM_SPLITS - 1) // NUM_SPLITS + BLOCK_N - 1) // BLOCK_N * BLOCK_N
         chunk = tl.maximum(chunk, min_chunk)
+        n_act = (ctx + chunk - 1) // chunk
         lo = split * chunk
         hi = tl.minimum(lo + chunk, ctx)
 
@@ -339,28 +367,78 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
     offs_n = tl.arange(0, BLOCK_N)
     g_ok = g < GROUP
     heads = hk * GROUP + g
+    row = qkv + b.to(tl.int64) * ROW
     # q^T [D, GROUP_PAD]: the scores come out transposed, s^T = k q^T [BLOCK_N, GROUP_PAD],
     # so that k (rows of D contiguous elements) is the row-major A operand as it is loaded and
     # only p^T, GROUP_PAD / D the size of k, is transposed for p v.
-    qT = tl.load(qkv + b.to(tl.int64) * ROW + heads[None, :] * HEAD_DIM + offs_d[:, None],
-                 mask=g_ok[None, :], other=0.0)
+    q_ptrs = row + heads[None, :] * HEAD_DIM
+    qT = tl.load(q_ptrs + offs_d[:, None], mask=g_ok[None, :], other=0.0)
+    hi_cache = hi
+    if ROPE:
+        pos = tl.load(positions + b)
+        slot = tl.load(slot_mapping + b)
+        tl.device_assert((pos >= 0) & (pos < n_pos),
+                         "decode_attention: position outside the cos table")
+        tl.device_assert(slot < n_slots, "decode_attention: slot past the end of the cache")
+        # rotate_half: element d pairs with d + D/2, x*c - x'*s in the first half, x*c + x'*s
+        # in the second (c, s: frequency d % (D/2))
+        partner = (offs_d + HALF) % HEAD_DIM
+        sign = tl.where(offs_d < HALF, -1.0, 1.0)
+        cs_row = pos.to(tl.int64) * HALF
+        # q's cos and sin are loaded in q^T's own [D, GROUP_PAD] shape: a [D] tile broadcast
+        # into q^T with [:, None] made Kiln load K and V in the loop with 2-byte accesses
+        cs_off = cs_row + (offs_d % HALF)[:, None] + 0 * g[None, :]
+        qp = tl.load(q_ptrs + partner[:, None], mask=g_ok[None, :], other=0.0)
+        qT = (qT.to(tl.float32) * tl.load(cos + cs_off)
+              + qp.to(tl.float32) * (tl.load(sin + cs_off) * sign[:, None])).to(
+            qkv.dtype.element_ty)
+        k_row = row + (N_HEADS + hk) * HEAD_DIM
+        k_new = (tl.load(k_row + offs_d).to(tl.float32) * tl.load(cos + cs_row + offs_d % HALF)
+                 + tl.load(k_row + partner).to(tl.float32)
+                 * (tl.load(sin + cs_row + offs_d % HALF) * sign)).to(k_cache.dtype.element_ty)
+        v_new = tl.load(row + (N_HEADS + N_KV_HEADS + hk) * HEAD_DIM + offs_d)
+        new = ctx - 1
+        owner = (lo <= new) & (new < hi)
+        hi_cache = tl.minimum(hi, new)
+        c_off = slot.to(tl.int64) * KV_ROW + hk * HEAD_DIM + offs_d
+        write = owner & (slot >= 0)
+        tl.store(k_cache + c_off, k_new, mask=write)
+        tl.store(v_cache + c_off, v_new.to(v_cache.dtype.element_ty), mask=write)
+
     bt = block_tables + b.to(tl.int64) * max_blocks
     k_base = k_cache + hk * HEAD_DIM
     v_base = v_cache + hk * HEAD_DIM
     qk_scale = sm_scale * 1.4426950408889634
 
+    # Software pipeline: the K and V rows of the next block and the table entries of the one
+    # after are loaded before the current block's math, so a block's gathered loads overlap
+    # the previous block's products instead of following them.
+    cols = lo + offs_n
+    ok = cols < hi_cache
+    blk = tl.load(bt + cols // BLOCK_SIZE, mask=ok, other=0)
+    rows = (blk.to(tl.int64) * BLOCK_SIZE + cols % BLOCK_SIZE) * KV_ROW
+    k = tl.load(k_base + rows[:, None] + offs_d[None, :], mask=ok[:, None], other=0.0)
+    v = tl.load(v_base + rows[:, None] + offs_d[None, :], mask=ok[:, None], other=0.0)
+    cols = cols + BLOCK_N
+    blk = tl.load(bt + cols // BLOCK_SIZE, mask=cols < hi_cache, other=0)
+
     m_i = tl.full([GROUP_PAD], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([GROUP_PAD], dtype=tl.float32)
     acc = tl.zeros([GROUP_PAD, HEAD_DIM], dtype=tl.float32)
-    for start_n in range(lo, hi, BLOCK_N):
-        cols = start_n + offs_n
-        key_ok = cols < hi
-        blk = tl.load(bt + cols // BLOCK_SIZE, mask=key_ok, other=0)
-        rows = (blk.to(tl.int64) * BLOCK_SIZE + cols % BLOCK_SIZE) * KV_ROW
-        k = tl.load(k_base + rows[:, None] + offs_d[None, :], mask=key_ok[:, None], other=0.0)
-        v = tl.load(v_base + rows[:, None] + offs_d[None, :], mask=key_ok[:, None], other=0.0)
+    for start_n in range(lo, hi_cache, BLOCK_N):
+        nxt = start_n + BLOCK_N + offs_n
+        nxt_ok = nxt < hi_cache
+        rows = (blk.to(tl.int64) * BLOCK_SIZE + nxt % BLOCK_SIZE) * KV_ROW
+        k_nxt = tl.load(k_base + rows[:, None] + offs_d[None, :], mask=nxt_ok[:, None],
+                        other=0.0)
+        v_nxt = tl.load(v_base + rows[:, None] + offs_d[None, :], mask=nxt_ok[:, None],
+                        other=0.0)
+        after = nxt + BLOCK_N
+        blk = tl.load(bt + after // BLOCK_SIZE, mask=after < hi_cache, other=0)
+
+        key_ok = (start_n + offs_n) < hi_cache
         sT = tl.dot(k, qT, input_precision="ieee")
-        # key start_n < hi is in every block, so m_ij is finite
+        # key start_n < hi_cache is in every block, so m_ij is finite
         sT = tl.where(key_ok[:, None], sT * qk_scale, float("-inf"))
         m_ij = tl.maximum(m_i, tl.max(sT, axis=0))
         pT = tl.exp2(sT - m_ij[None, :])
@@ -369,34 +447,99 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
         acc = acc * alpha[:, None]
         acc = tl.dot(tl.trans(pT.to(v.dtype)), v, acc, input_precision="ieee")
         m_i = m_ij
+        k = k_nxt
+        v = v_nxt
+
+    if ROPE:  # the new key, from registers, folded in by its owner
+        s_new = tl.sum(qT.to(tl.float32) * k_new.to(tl.float32)[:, None], axis=0) * qk_scale
+        m_new = tl.where(owner, tl.maximum(m_i, s_new), m_i)
+        p_new = tl.where(owner, tl.exp2(s_new - m_new), 0.0)
+        alpha = tl.where(owner, tl.exp2(m_i - m_new), 1.0)  # m_i is -inf without cached keys
+        l_i = l_i * alpha + p_new
+        acc = acc * alpha[:, None] + p_new[:, None] * v_new.to(tl.float32)[None, :]
+        m_i = m_new
 
     has_keys = l_i > 0
     o = acc / tl.where(has_keys, l_i, 1.0)[:, None]  # no keys: zeros
-    if NUM_SPLITS == 1:
-        tl.store(out + b.to(tl.int64) * (N_HEADS * HEAD_DIM) + heads[:, None] * HEAD_DIM
-                 + offs_d[None, :], o.to(out.dtype.element_ty), mask=g_ok[:, None])
-    else:
-        part = (b.to(tl.int64) * N_HEADS + heads) * NUM_SPLITS + split
+    out_ptrs = out + b.to(tl.int64) * (N_HEADS * HEAD_DIM) + heads[:, None] * HEAD_DIM \
+        + offs_d[None, :]
+    part = (b.to(tl.int64) * N_HEADS + heads) * PART_STRIDE + split
+    lse = tl.where(has_keys, m_i + tl.log2(tl.where(has_keys, l_i, 1.0)), float("-inf"))
+    if COMBINE == 0:
+        tl.store(out_ptrs, o.to(out.dtype.element_ty), mask=g_ok[:, None])
+    elif COMBINE == 1:
         tl.store(part_out + part[:, None] * HEAD_DIM + offs_d[None, :], o, mask=g_ok[:, None])
-        lse = tl.where(has_keys, m_i + tl.log2(tl.where(has_keys, l_i, 1.0)), float("-inf"))
         tl.store(part_lse + part, lse, mask=g_ok)
+    else:
+        if n_act <= 1:  # one chunk (or no key): split 0 holds the whole answer
+            tl.store(out_ptrs, o.to(out.dtype.element_ty), mask=g_ok[:, None] & (split == 0))
+        elif split < n_act:
+            tl.store(part_out + part[:, None] * HEAD_DIM + offs_d[None, :], o,
+                     mask=g_ok[:, None])
+            tl.store(part_lse + part, lse, mask=g_ok)
+            # every thread's partials are stored before one thread releases them with its
+            # ticket (bar.sync, then atom.acq_rel.gpu); the last reads them after acquiring
+            tl.debug_barrier()
+            cnt = counters + b * N_KV_HEADS + hk
+            ticket = tl.atomic_add(cnt, 1, sem="acq_rel", scope="gpu")
+            if ticket == n_act - 1:
+                _combine_group(part_out, part_lse, out, b, hk, n_act, N_HEADS, HEAD_DIM,
+                               GROUP, PART_STRIDE, COMBINE_G, BLOCK_S, BLOCK_C)
+                tl.store(cnt, 0)  # ready for the next launch (a CUDA graph's replay)
+
+
+@kiln.jit
+def _combine_group(part_out, part_lse, out, b, hk, n_act, N_HEADS: tl.constexpr,
+                   HEAD_DIM: tl.constexpr, GROUP: tl.constexpr, PART_STRIDE: tl.constexpr,
+                   COMBINE_G: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr):
+    """out rows of the GROUP heads of KV head hk = sum_s w_s o_s / sum_s w_s over the n_act
+    (>= 2, every one with keys) splits, w_s = 2^(lse_s - max lse); the partials are read
+    from L2 (.cg), where the other programs' stores are."""
+    g = tl.arange(0, COMBINE_G)
+    g_ok = g < GROUP
+    offs_d = tl.arange(0, HEAD_DIM)
+    base = (b.to(tl.int64) * N_HEADS + hk * GROUP + g) * PART_STRIDE
+    s_all = tl.arange(0, BLOCK_S)
+    lse = tl.load(part_lse + base[:, None] + s_all[None, :],
+                  mask=g_ok[:, None] & (s_all < n_act)[None, :], other=float("-inf"),
+                  cache_modifier=".cg")
+    top = tl.max(lse, axis=1)
+    top = tl.where(g_ok, top, 0.0)  # padded rows: no -inf - -inf
+    total = tl.sum(tl.exp2(lse - top[:, None]), axis=1)
+    acc = tl.zeros([COMBINE_G, HEAD_DIM], dtype=tl.float32)
+    sc = tl.arange(0, BLOCK_C)
+    for s0 in range(0, n_act, BLOCK_C):
+        s = s0 + sc
+        ok = g_ok[:, None] & (s < n_act)[None, :]
+        lse_c = tl.load(part_lse + base[:, None] + s[None, :], mask=ok, other=float("-inf"),
+                        cache_modifier=".cg")
+        w = tl.exp2(lse_c - top[:, None])
+        o = tl.load(part_out + (base[:, None, None] + s[None, :, None]) * HEAD_DIM
+                    + offs_d[None, None, :], mask=ok[:, :, None], other=0.0,
+                    cache_modifier=".cg")
+        acc += tl.sum(o * w[:, :, None], axis=1)
+    res = acc / tl.where(g_ok, total, 1.0)[:, None]
+    tl.store(out + b.to(tl.int64) * (N_HEADS * HEAD_DIM) + (hk * GROUP + g)[:, None] * HEAD_DIM
+             + offs_d[None, :], res.to(out.dtype.element_ty), mask=g_ok[:, None])
 
 
 @kiln.jit
 def _decode_combine(part_out, part_lse, out, N_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr,
-                    NUM_SPLITS: tl.constexpr, BLOCK_S: tl.constexpr):
+                    NUM_SPLITS: tl.constexpr, PART_STRIDE: tl.constexpr,
+                    BLOCK_S: tl.constexpr):
     """Grid (B * Hq): out = sum_s w_s o_s / sum_s w_s with w_s = 2^(lse_s - max lse); splits
-    without keys (lse -inf) weigh 0, and a row without any keys is 0."""
+    without keys (lse -inf) weigh 0, and a row without any keys is 0. (COMBINE 1: scratch
+    without counters.)"""
     bh = tl.program_id(0).to(tl.int64)
     s = tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, HEAD_DIM)
     s_ok = s < NUM_SPLITS
-    lse = tl.load(part_lse + bh * NUM_SPLITS + s, mask=s_ok, other=float("-inf"))
+    lse = tl.load(part_lse + bh * PART_STRIDE + s, mask=s_ok, other=float("-inf"))
     top = tl.max(lse, axis=0)
     top = tl.where(top == float("-inf"), 0.0, top)
     w = tl.exp2(lse - top)
     used = s_ok & (lse > float("-inf"))
-    o = tl.load(part_out + (bh * NUM_SPLITS + s[:, None]) * HEAD_DIM + offs_d[None, :],
+    o = tl.load(part_out + (bh * PART_STRIDE + s[:, None]) * HEAD_DIM + offs_d[None, :],
                 mask=used[:, None], other=0.0)
     total = tl.sum(w, axis=0)
     res = tl.sum(o * w[:, None], axis=0) / tl.where(total > 0, total, 1.0)
@@ -527,6 +670,32 @@ def _check_tables(op, block_tables, context_lens, batch, num_blocks, block_size,
     return max_blocks
 
 
+def _check_rope(op, T, positions, cos, sin, slot_mapping, head_dim, n_slots):
+    """positions and slot_mapping [T] int32, cos and sin [P, D/2] fp32; for numpy inputs the
+    positions index the table and the slots lie below n_slots. (P, n_slots)."""
+    _check_array(op, "positions", positions, shape=(T,), dtype="int32")
+    _check_array(op, "slot_mapping", slot_mapping, shape=(T,), dtype="int32")
+    for name, t in (("cos", cos), ("sin", sin)):
+        _check_array(op, name, t, dtype="float32")
+        if len(t.shape) != 2 or t.shape[1] != head_dim // 2 or t.shape[0] < 1:
+            raise ValueError(f"{op}: expected {name} of shape (P, {head_dim // 2}) "
+                             f"(head_dim / 2 frequencies), found {_shape(t)}")
+    if _shape(cos) != _shape(sin):
+        raise ValueError(f"{op}: expected cos and sin of one shape, found {_shape(cos)} and "
+                         f"{_shape(sin)}")
+    n_pos = int(cos.shape[0])
+    pos, slots = _host(positions), _host(slot_mapping)
+    if pos is not None and T and (pos.min() < 0 or pos.max() >= n_pos):
+        t = int(np.nonzero((pos < 0) | (pos >= n_pos))[0][0])
+        raise ValueError(f"{op}: positions[{t}] = {int(pos[t])} is outside the cos/sin table "
+                         f"(P = {n_pos})")
+    if slots is not None and T and slots.max() >= n_slots:
+        t = int(np.argmax(slots))
+        raise ValueError(f"{op}: slot_mapping[{t}] = {int(slots[t])} is past the cache's "
+                         f"{n_slots} slots (num_blocks * block_size)")
+    return n_pos, n_slots
+
+
 def _launch(stream, device):
     kw = {}
     if stream is not None:
@@ -551,27 +720,9 @@ def rope_cache(qkv, positions, cos, sin, k_cache, v_cache, slot_mapping, n_heads
     n_heads, n_kv_heads, head_dim = _check_heads(op, n_heads, n_kv_heads, head_dim)
     dtype = _check_qkv(op, qkv, None, n_heads, n_kv_heads, head_dim)
     T = int(qkv.shape[0])
-    _check_array(op, "positions", positions, shape=(T,), dtype="int32")
-    _check_array(op, "slot_mapping", slot_mapping, shape=(T,), dtype="int32")
-    for name, t in (("cos", cos), ("sin", sin)):
-        _check_array(op, name, t, dtype="float32")
-        if len(t.shape) != 2 or t.shape[1] != head_dim // 2 or t.shape[0] < 1:
-            raise ValueError(f"{op}: expected {name} of shape (P, {head_dim // 2}) "
-                             f"(head_dim / 2 frequencies), found {_shape(t)}")
-    if _shape(cos) != _shape(sin):
-        raise ValueError(f"{op}: expected cos and sin of one shape, found {_shape(cos)} and "
-                         f"{_shape(sin)}")
     num_blocks, block_size = _check_cache(op, k_cache, v_cache, n_kv_heads, head_dim, dtype)
-    n_pos, n_slots = int(cos.shape[0]), num_blocks * block_size
-    pos, slots = _host(positions), _host(slot_mapping)
-    if pos is not None and T and (pos.min() < 0 or pos.max() >= n_pos):
-        t = int(np.nonzero((pos < 0) | (pos >= n_pos))[0][0])
-        raise ValueError(f"{op}: positions[{t}] = {int(pos[t])} is outside the cos/sin table "
-                         f"(P = {n_pos})")
-    if slots is not None and T and slots.max() >= n_slots:
-        t = int(np.argmax(slots))
-        raise ValueError(f"{op}: slot_mapping[{t}] = {int(slots[t])} is past the cache's "
-                         f"{n_slots} slots (num_blocks * block_size)")
+    n_pos, n_slots = _check_rope(op, T, positions, cos, sin, slot_mapping, head_dim,
+                                 num_blocks * block_size)
     if T:
         _rope_cache_kernel[(T,)](qkv, positions, cos, sin, k_cache, v_cache, slot_mapping,
                                  n_pos, n_slots, N_HEADS=n_heads, N_KV_HEADS=n_kv_heads,
@@ -654,39 +805,87 @@ def decode_split_count(batch, n_kv_heads, max_context, split_min_tokens=SPLIT_MI
                        num_sms=NUM_SMS):
     """Splits per (sequence, KV head): enough programs for two per SM, no more than
     max_context has chunks of split_min_tokens keys (so short contexts take one split), at
-    most MAX_SPLITS."""
+    most MAX_SPLITS. Batch 1 takes the most."""
     want = kiln.cdiv(2 * num_sms, max(1, batch * n_kv_heads))
     return max(1, min(want, kiln.cdiv(max(1, max_context), split_min_tokens), MAX_SPLITS))
 
 
 def decode_attention_scratch(batch, n_heads, head_dim, max_context, n_kv_heads=None,
                              num_splits=None, split_min_tokens=SPLIT_MIN_TOKENS,
-                             num_sms=NUM_SMS):
+                             num_sms=NUM_SMS, counters=False):
     """The shapes (partial_out, partial_lse) = ((batch, Hq, S, D), (batch, Hq, S)) of the fp32
-    scratch of decode_attention, S = num_splits or decode_split_count(...). Allocate them once
-    (e.g. kiln.empty(shape, "float32")) and pass them as scratch=(partial_out, partial_lse)."""
+    scratch of decode_attention, S = num_splits or decode_split_count(1, ...) (the most any
+    batch up to `batch` launches), and with counters=True a third, (batch, Hkv), of int32
+    counters that must be zero when allocated (the kernel leaves them zero). Allocate them
+    once (kiln.empty(shape, "float32"), kiln.zeros(shape, "int32")) and pass them as
+    scratch=(partial_out, partial_lse[, counters]): with counters the splits are combined
+    inside the attention kernel, without them by a second launch."""
     n_kv = n_heads if n_kv_heads is None else n_kv_heads
     _check_heads("decode_attention_scratch", n_heads, n_kv, head_dim)
     if num_splits is None:
-        num_splits = decode_split_count(batch, n_kv, max_context, split_min_tokens, num_sms)
+        num_splits = decode_split_count(1, n_kv, max_context, split_min_tokens, num_sms)
     if not isinstance(num_splits, (int, np.integer)) or not 1 <= num_splits <= MAX_SPLITS:
         raise ValueError(f"decode_attention_scratch: expected num_splits in [1, {MAX_SPLITS}], "
                          f"found {num_splits!r}")
     S = int(num_splits)
-    return (batch, n_heads, S, head_dim), (batch, n_heads, S)
+    shapes = (batch, n_heads, S, head_dim), (batch, n_heads, S)
+    return shapes + ((batch, n_kv),) if counters else shapes
 
 
 def decode_tile_config(cpu=False):
-    """(BLOCK_N, num_warps) of the decode kernel: 64 keys a step on the GPU (a 16 x 64 x D
-    product per step, the KV group padded to 16 rows), 16 on the CPU backend."""
+    """(BLOCK_N, num_warps) of the decode kernel: 64 keys a step on the GPU (a 64 x 16 x D
+    product per step, the KV group padded to 16 columns), 16 on the CPU backend."""
     return (16, 4) if cpu else (64, 4)
+
+
+def decode_launch_config(batch, n_heads, n_kv_heads, head_dim, splits, cpu=False):
+    """The constexprs and num_warps of a decode launch of `splits` splits (without the
+    shapes' own N_HEADS, ...): GROUP_PAD, BLOCK_N, COMBINE_G (the group padded to a power of
+    two), BLOCK_S (the splits padded) and BLOCK_C (splits per step of the in-kernel combine:
+    a [COMBINE_G, BLOCK_C, D] tile of at most 4,096 fp32)."""
+    bn, nw = decode_tile_config(cpu)
+    group = n_heads // n_kv_heads
+    cg = kiln.next_power_of_2(group)
+    bs = kiln.next_power_of_2(splits)
+    return dict(GROUP_PAD=max(16, cg), BLOCK_N=bn, COMBINE_G=cg, BLOCK_S=bs,
+                BLOCK_C=max(1, min(bs, 4096 // (cg * head_dim)))), nw
+
+
+def _check_scratch(op, scratch, B, n_heads, n_kv_heads, head_dim):
+    """(partial_out, partial_lse, counters or None, splits they hold)."""
+    if not isinstance(scratch, (tuple, list)) or len(scratch) not in (2, 3):
+        raise ValueError(f"{op}: expected scratch = (partial_out, partial_lse[, counters]) "
+                         f"(shapes from decode_attention_scratch), found "
+                         f"{type(scratch).__name__}")
+    part_out, part_lse = scratch[:2]
+    counters = scratch[2] if len(scratch) == 3 else None
+    _check_array(op, "scratch's partial_lse", part_lse, dtype="float32")
+    s = _shape(part_lse)
+    if len(s) != 3 or s[0] < B or s[1] != n_heads or s[2] < 1:
+        raise ValueError(f"{op}: expected scratch's partial_lse of shape (>= {B}, "
+                         f"{n_heads}, num_splits), found {s}")
+    if s[2] > MAX_SPLITS:  # the combine holds every split's log-sum-exp in one tile
+        raise ValueError(f"{op}: expected at most {MAX_SPLITS} splits in scratch, found "
+                         f"{s[2]}")
+    _check_array(op, "scratch's partial_out", part_out, dtype="float32",
+                 shape=(s[0], n_heads, s[2], head_dim))
+    if counters is not None:
+        _check_array(op, "scratch's counters", counters, dtype="int32",
+                     shape=(s[0], n_kv_heads))
+    return part_out, part_lse, counters, s[2]
 
 
 def decode_attention(qkv, k_cache, v_cache, block_tables, context_lens, out, n_heads,
                      n_kv_heads, head_dim, sm_scale, scratch=None,
-                     split_min_tokens=SPLIT_MIN_TOKENS, stream=None, device=None):
+                     split_min_tokens=SPLIT_MIN_TOKENS, stream=None, device=None,
+                     num_splits=None, num_sms=NUM_SMS, positions=None, cos=None, sin=None,
+                     slot_mapping=None):
     """One query per sequence (row b of qkv [B, ...]) over its context_lens[b] cached keys,
-    into out [B, Hq*D]; split-K over scratch's split count. Returns out."""
+    into out [B, Hq*D]; split-K over up to scratch's split count (num_splits: exactly that
+    many, at most scratch's). With positions, cos, sin and slot_mapping (rope_cache's
+    arguments for these B rows), rope_cache's work is done here: q and the new key are
+    rotated in registers (qkv is not written) and the new k and v go to their slot; key
+    context_lens[b] - 1 must be the new token (its slot slot_mapping[b]). Returns out."""
     op = "decode_attention"
     n_heads, n_kv_heads, head_dim = _check_heads(op, n_heads, n_kv_heads, head_dim)
     dtype = _check_qkv(op, qkv, None, n_heads, n_kv_heads, head_dim)
@@ -698,38 +897,49 @@ def decode_attention(qkv, k_cache, v_cache, block_tables, context_lens, out, n_h
     if not isinstance(split_min_tokens, (int, np.integer)) or split_min_tokens < 1:
         raise ValueError(f"{op}: expected a positive int split_min_tokens, found "
                          f"{split_min_tokens!r}")
-    num_splits, part_out, part_lse = 1, None, None
+    rope_args = (positions, cos, sin, slot_mapping)
+    rope = any(a is not None for a in rope_args)
+    n_pos = n_slots = 0
+    if rope:
+        n_pos, n_slots = _check_rope(op, B, positions, cos, sin, slot_mapping, head_dim,
+                                     num_blocks * block_size)
+        ctx, slots, bt = _host(context_lens), _host(slot_mapping), _host(block_tables)
+        if ctx is not None and slots is not None and bt is not None:
+            for b in np.nonzero((ctx > 0) & (slots >= 0))[0]:
+                j = int(ctx[b]) - 1
+                want = int(bt[b, j // block_size]) * block_size + j % block_size
+                if int(slots[b]) != want:
+                    raise ValueError(f"{op}: slot_mapping[{b}] = {int(slots[b])} is not the "
+                                     f"slot of key context_lens[{b}] - 1 = {j} ({want}): "
+                                     f"the new token must be the context's last key")
+    part_out = part_lse = counters = None
+    capacity = 1
     if scratch is not None:
-        if not isinstance(scratch, (tuple, list)) or len(scratch) != 2:
-            raise ValueError(f"{op}: expected scratch = (partial_out, partial_lse) (shapes "
-                             f"from decode_attention_scratch), found {type(scratch).__name__}")
-        part_out, part_lse = scratch
-        _check_array(op, "scratch's partial_lse", part_lse, dtype="float32")
-        s = _shape(part_lse)
-        if len(s) != 3 or s[0] < B or s[1] != n_heads or s[2] < 1:
-            raise ValueError(f"{op}: expected scratch's partial_lse of shape (>= {B}, "
-                             f"{n_heads}, num_splits), found {s}")
-        num_splits = s[2]
-        if num_splits > MAX_SPLITS:  # the combine kernel holds every split in one tile
-            raise ValueError(f"{op}: expected at most {MAX_SPLITS} splits in scratch, found "
-                             f"{num_splits}")
-        _check_array(op, "scratch's partial_out", part_out, dtype="float32",
-                     shape=(s[0], n_heads, num_splits, head_dim))
+        part_out, part_lse, counters, capacity = _check_scratch(op, scratch, B, n_heads,
+                                                                n_kv_heads, head_dim)
+    if num_splits is None:
+        splits = min(capacity, decode_split_count(B, n_kv_heads, max_blocks * block_size,
+                                                  split_min_tokens, num_sms))
+    elif isinstance(num_splits, (int, np.integer)) and 1 <= num_splits <= capacity:
+        splits = int(num_splits)
+    else:
+        raise ValueError(f"{op}: expected num_splits in [1, {capacity}] (the splits scratch "
+                         f"holds), found {num_splits!r}")
     cpu = _is_cpu(qkv, device)
-    bn, nw = decode_tile_config(cpu)
     if B == 0:
         return out
-    min_chunk = kiln.cdiv(int(split_min_tokens), bn) * bn
+    cfg, nw = decode_launch_config(B, n_heads, n_kv_heads, head_dim, splits, cpu)
+    combine = 0 if splits == 1 else (2 if counters is not None else 1)
+    min_chunk = kiln.cdiv(int(split_min_tokens), cfg["BLOCK_N"]) * cfg["BLOCK_N"]
     launch = _launch(stream, device)
-    _decode_kernel[(B, n_kv_heads, num_splits)](
-        qkv, k_cache, v_cache, block_tables, context_lens, out,
-        part_out if num_splits > 1 else None, part_lse if num_splits > 1 else None,
-        sm_scale, max_blocks, min_chunk, N_HEADS=n_heads, N_KV_HEADS=n_kv_heads,
-        HEAD_DIM=head_dim, GROUP_PAD=max(16, kiln.next_power_of_2(n_heads // n_kv_heads)),
-        BLOCK_N=bn, BLOCK_SIZE=block_size, NUM_SPLITS=num_splits, num_warps=nw, **launch)
-    if num_splits > 1:
+    _decode_kernel[(splits, n_kv_heads, B)](
+        qkv, k_cache, v_cache, block_tables, context_lens, out, part_out, part_lse, counters,
+        *rope_args, sm_scale, max_blocks, min_chunk, n_pos, n_slots, N_HEADS=n_heads,
+        N_KV_HEADS=n_kv_heads, HEAD_DIM=head_dim, BLOCK_SIZE=block_size, NUM_SPLITS=splits,
+        PART_STRIDE=capacity, COMBINE=combine, ROPE=rope, num_warps=nw, **cfg, **launch)
+    if combine == 1:
         _decode_combine[(B * n_heads,)](part_out, part_lse, out, N_HEADS=n_heads,
-                                        HEAD_DIM=head_dim, NUM_SPLITS=num_splits,
-                                        BLOCK_S=kiln.next_power_of_2(num_splits), num_warps=4,
-                                        **launch)
+                                        HEAD_DIM=head_dim, NUM_SPLITS=splits,
+                                        PART_STRIDE=capacity, BLOCK_S=cfg["BLOCK_S"],
+                                        num_warps=4, **launch)
     return out
