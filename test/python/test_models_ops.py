@@ -253,6 +253,38 @@ def test_argmax_cpu(dt):
     assert out.tolist() == [int(np.argmax(f64(logits[0]))), 10, 700, 0, 999]
 
 
+@pytest.mark.parametrize("dt", list(DTYPES), ids=str)
+def test_argmax_split_cpu(dt):
+    # Rows split into ranges (4 at B = 1 and 2 at B = 6 on the CPU plan), then combined: ties
+    # in two ranges (the first index), a NaN after a larger number and NaNs in two ranges (the
+    # first NaN), -inf rows, the maximum in the last, partial range; the same as unsplit.
+    dt = DTYPES[dt]
+    rng = np.random.default_rng(14)
+    V = 1000
+    logits = rng.standard_normal((6, V)).astype(dt)
+    logits[1, [10, 600, 999]] = 50.0
+    logits[2, [800, 300]] = np.nan
+    logits[2, 100] = 80.0
+    logits[3] = -np.inf
+    logits[4, 999] = 60.0
+    logits[5, [300, 900]] = 70.0
+    want = [int(np.argmax(f64(logits[0]))), 10, 300, 0, 999, 300]
+    for B in (1, 6):
+        plan = sampling.argmax_plan(B, V, cpu=True)
+        assert plan[3] == (4 if B == 1 else 2)
+        n = sampling.argmax_scratch_numel(B, V, cpu=True)
+        for row in range(0, 6, B):
+            out = np.full(B, -7, np.int32)
+            ops.argmax(logits[row:row + B], out, scratch=np.full(n, np.nan, np.float32))
+            assert out.tolist() == want[row:row + B], (B, row)
+    with pytest.raises(ValueError, match="argmax: expected 'scratch' of dtype float32 with at"):
+        ops.argmax(logits, np.zeros(6, np.int32), scratch=np.zeros(23, np.float32))
+    # sample() at temperature 0 splits through its scratch of B * V.
+    out = np.full(6, -7, np.int32)
+    ops.sample(logits, out, 0.0, 0, 1.0, 0, 0, scratch=np.zeros(6 * V, np.float32))
+    assert out.tolist() == want
+
+
 def _sample_rows(logits, temperature, top_k, top_p, seed, step):
     B, V = logits.shape
     out = np.full(B, -1, np.int32)
@@ -657,6 +689,12 @@ def test_sampling_and_norm_ptx_sm90a():
                      "out_ptr": "*i32:16", "V": "i32:16"}, constexprs={"U": 4, "BLOCK": 4096},
                      target="sm_90a", num_warps=16)
     assert "ld.global.v4.b32" in k.asm["ptx"]
+    U, BLOCK, warps, splits, chunk = sampling.argmax_plan(1, 128256)
+    assert (splits, chunk) == (126, 1024)  # one tile of 1024 logits per program
+    k = kiln.compile(sampling.argmax_partial_kernel, signature={
+        "logits_ptr": "*bf16:16", "part_ptr": "*fp32:16", "V": "i32:16", "CHUNK": "i32:16"},
+        constexprs={"U": U, "BLOCK": BLOCK}, target="sm_90a", num_warps=warps)
+    assert k.asm["ptx"].count("ld.global.v4.b32") == 1  # 8 logits a thread
 
 
 # ---------------------------------------------------------------- GPU, against torch
@@ -731,6 +769,13 @@ def test_argmax_and_sample_gpu():
     out = torch.empty(B, device="cuda", dtype=torch.int32)
     ops.argmax(logits, out)
     assert torch.equal(out.long(), logits.float().argmax(-1))
+    logits[3, 5000] = float("nan")  # a NaN wins; split rows agree with torch
+    logits[4, [7, 127000]] = 1e4  # ties in two ranges: the first
+    for b in (1, B):
+        part = torch.empty(sampling.argmax_scratch_numel(b, V), device="cuda")
+        out.fill_(-1)
+        ops.argmax(logits[:b], out[:b], scratch=part)
+        assert torch.equal(out[:b].long(), logits[:b].float().argmax(-1))
     scratch = torch.empty(B * V, device="cuda")
     ops.sample(logits, out, 0.7, 1, 1.0, 5, 0, scratch=scratch)
     assert torch.equal(out.long(), logits.float().argmax(-1))

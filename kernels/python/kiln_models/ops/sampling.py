@@ -1,8 +1,15 @@
 """Next-token selection on the device: greedy `argmax` and `sample` (temperature, top-k, top-p).
 
-argmax: one program per row walks the vocabulary in column tiles keeping a running maximum per
-lane; the first index of the maximum wins (torch.argmax), and a NaN wins over every number
-(torch returns the first NaN's index).
+argmax: a program walks a range of a row in column tiles keeping a running maximum per lane; the
+first index of the maximum wins (torch.argmax), and a NaN wins over every number (torch returns
+the first NaN's index). Without `scratch` one program takes a whole row (a 128256-word bf16 row
+is 256 KB on one SM: ~15 us on an H100). With `scratch` (`argmax_scratch_numel(B, V)` fp32)
+the row is split into ranges of whole tiles over a (B, splits) grid, about 2 programs per SM
+in all, each writing its (maximum, first index) -- (NaN, first NaN index) where it saw one --
+and a second kernel combines each row's partials in one tile: the lowest index among NaN
+partials, else among the partials equal to the maximum, so the first-index and NaN rules hold
+across ranges. Predicted on an H100: 1 tile of 1024 values per program at B = 1, ~2 + ~1.5 us
+of launch-bound kernels.
 
 sample: one program per row, HF's warper order (temperature, then top-k, then top-p on the
 top-k set's renormalized distribution), then one draw:
@@ -39,7 +46,7 @@ import kiln.language as tl
 from ._common import (FLOAT_DTYPES, check_array, check_float, check_positive_int, dtype_name,
                       launch_device, launch_opts)
 
-__all__ = ["argmax", "sample"]
+__all__ = ["argmax", "argmax_scratch_numel", "argmax_plan", "sample"]
 
 _ONE_KEY = tl.constexpr(0x3F800000)  # bits of 1.0f: e of the largest logit, the largest key of a row
 _INT32_MAX = tl.constexpr(2147483647)
@@ -62,14 +69,13 @@ def _load_logits(base, start, V, U: tl.constexpr, BLOCK: tl.constexpr):
 
 
 @kiln.jit
-def argmax_kernel(logits_ptr, out_ptr, V, U: tl.constexpr, BLOCK: tl.constexpr):
-    """out[row] = the first index of the maximum of logits[row] (a NaN counts as largest)."""
-    row = tl.program_id(0)
-    base = logits_ptr + row.to(tl.int64) * V
+def _argmax_range(base, lo, hi, V, U: tl.constexpr, BLOCK: tl.constexpr):
+    """Over the columns [lo, min(hi, V)) of a row (lo and hi multiples of U * BLOCK, or hi >=
+    V): (the maximum, the first index of it, the first NaN's index or INT32_MAX)."""
     best = tl.full([BLOCK], float("-inf"), tl.float32)
-    best_i = tl.arange(0, BLOCK)
+    best_i = lo + tl.arange(0, BLOCK)
     nan_i = tl.full([BLOCK], _INT32_MAX, tl.int32)
-    for start in range(0, V, U * BLOCK):
+    for start in range(lo, hi, U * BLOCK):
         v, c, valid = _load_logits(base, start, V, U, BLOCK)
         nan_i = tl.minimum(nan_i, tl.min(tl.where(valid & (v != v), c, _INT32_MAX), axis=0))
         tmax = tl.max(v, axis=0)  # NaN-ignoring
@@ -79,8 +85,50 @@ def argmax_kernel(logits_ptr, out_ptr, V, U: tl.constexpr, BLOCK: tl.constexpr):
         best_i = tl.where(upd, tidx, best_i)
     m = tl.max(best, axis=0)
     idx = tl.min(tl.where(best == m, best_i, _INT32_MAX), axis=0)
-    first_nan = tl.min(nan_i, axis=0)
+    return m, idx, tl.min(nan_i, axis=0)
+
+
+@kiln.jit
+def argmax_kernel(logits_ptr, out_ptr, V, U: tl.constexpr, BLOCK: tl.constexpr):
+    """out[row] = the first index of the maximum of logits[row] (a NaN counts as largest)."""
+    row = tl.program_id(0)
+    m, idx, first_nan = _argmax_range(logits_ptr + row.to(tl.int64) * V, 0, V, V, U, BLOCK)
     tl.store(out_ptr + row, tl.where(first_nan < _INT32_MAX, first_nan, idx))
+
+
+@kiln.jit
+def argmax_partial_kernel(logits_ptr, part_ptr, V, CHUNK, U: tl.constexpr,
+                          BLOCK: tl.constexpr):
+    """Range pid1 ([pid1 * CHUNK, +CHUNK), CHUNK a multiple of U * BLOCK) of row pid0: its
+    (maximum, first index), or (NaN, first NaN index), at part[row, split] (values) and
+    part[B * SPLITS + row * SPLITS + split] (indices, int32 bits)."""
+    row = tl.program_id(0)
+    split = tl.program_id(1)
+    lo = split * CHUNK
+    m, idx, first_nan = _argmax_range(logits_ptr + row.to(tl.int64) * V, lo, lo + CHUNK, V,
+                                      U, BLOCK)
+    has_nan = first_nan < _INT32_MAX
+    slot = row * tl.num_programs(1) + split
+    tl.store(part_ptr + slot, tl.where(has_nan, float("nan"), m))
+    tl.store(part_ptr + tl.num_programs(0) * tl.num_programs(1) + slot,
+             tl.where(has_nan, first_nan, idx).to(tl.float32, bitcast=True))
+
+
+@kiln.jit
+def argmax_combine_kernel(part_ptr, out_ptr, B, SPLITS, SPLITS_P2: tl.constexpr):
+    """out[row] from the row's SPLITS partials (one tile): the lowest index of a NaN partial,
+    else the lowest index among the partials equal to the maximum."""
+    row = tl.program_id(0)
+    s = tl.arange(0, SPLITS_P2)
+    ok = s < SPLITS
+    vals = tl.load(part_ptr + row * SPLITS + s, mask=ok, other=float("-inf"))
+    idx = tl.load(part_ptr + B * SPLITS + row * SPLITS + s, mask=ok,
+                  other=0.0).to(tl.int32, bitcast=True)
+    idx = tl.where(ok, idx, _INT32_MAX)
+    first_nan = tl.min(tl.where(vals != vals, idx, _INT32_MAX), axis=0)
+    m = tl.max(vals, axis=0)  # NaN-ignoring
+    best = tl.min(tl.where(vals == m, idx, _INT32_MAX), axis=0)
+    tl.store(out_ptr + row, tl.where(first_nan < _INT32_MAX, first_nan, best))
 
 
 @kiln.jit
@@ -260,18 +308,54 @@ def _tiles(dev):
     return (2, 128, 4) if dev == "cpu" else (4, 4096, 16)
 
 
-def argmax(logits, out, stream=None, device=None):
+def argmax_plan(B, V, cpu=False, sms=132):
+    """The split argmax's plan: (U, BLOCK, num_warps, splits, chunk): `splits` ranges of
+    `chunk` columns (whole U x BLOCK tiles) per row, about 2 programs per SM in all."""
+    if cpu:
+        unroll, block, warps, target = 2, 128, 4, 8
+    else:  # one 16-byte load of 16-bit logits per thread and tile
+        unroll, block, warps, target = 1, 1024, 4, 2 * sms
+    step = unroll * block
+    tiles = kiln.cdiv(V, step)
+    per_row = max(1, min(tiles, 256, kiln.cdiv(target, max(B, 1))))
+    chunk = kiln.cdiv(tiles, per_row) * step
+    return unroll, block, warps, kiln.cdiv(V, chunk), chunk
+
+
+def argmax_scratch_numel(B, V, cpu=False, sms=132):
+    """fp32 elements of the `scratch` that `argmax` splits rows with (2 per range)."""
+    return 2 * B * argmax_plan(B, V, cpu, sms)[3]
+
+
+def argmax(logits, out, scratch=None, stream=None, device=None):
     """out[B] (int32) = argmax of each row of logits[B, V]: the first index of the maximum, a
-    NaN counting as the largest (torch.argmax)."""
+    NaN counting as the largest (torch.argmax). `scratch`: an fp32 array of at least
+    `argmax_scratch_numel(B, V)` elements to split the rows over the SMs (optional: without
+    it, one program per row)."""
     B, V = check_array("argmax", "logits", logits, (None, None), FLOAT_DTYPES)
     check_array("argmax", "out", out, (B,), ("int32",))
     if V == 0:
         raise ValueError(f"argmax: expected a vocabulary V > 0, found logits of shape [{B}, 0]")
     dev = launch_device(device, logits, out)
-    unroll, block, warps = _tiles(dev)
-    if B:
-        argmax_kernel[(B,)](logits, out, V, U=unroll, BLOCK=block, num_warps=warps,
-                            **launch_opts(dev, stream))
+    opts = launch_opts(dev, stream)
+    if not B:
+        return out
+    if scratch is None:
+        unroll, block, warps = _tiles(dev)
+        argmax_kernel[(B,)](logits, out, V, U=unroll, BLOCK=block, num_warps=warps, **opts)
+        return out
+    from .linear import _device_index, _sm_count
+    cpu = dev == "cpu"
+    sms = 132 if cpu else _sm_count(_device_index(logits))
+    unroll, block, warps, splits, chunk = argmax_plan(B, V, cpu, sms)
+    if dtype_name(scratch) != "float32" or _numel(scratch) < 2 * B * splits:
+        raise ValueError(f"argmax: expected 'scratch' of dtype float32 with at least "
+                         f"{2 * B * splits} elements ({splits} ranges per row), found "
+                         f"{dtype_name(scratch)} of shape {list(scratch.shape)}")
+    argmax_partial_kernel[(B, splits)](logits, scratch, V, chunk, U=unroll, BLOCK=block,
+                                       num_warps=warps, **opts)
+    argmax_combine_kernel[(B,)](scratch, out, B, splits,
+                                SPLITS_P2=kiln.next_power_of_2(splits), num_warps=1, **opts)
     return out
 
 
@@ -300,8 +384,11 @@ def sample(logits, out, temperature, top_k, top_p, seed, step, scratch=None, str
             not 0 <= step < 2**32:
         raise ValueError(f"{op}: expected 'step' to be an int in [0, 2^32) or an int32 array of "
                          f"shape [1], found {step!r}")
-    if temperature == 0.0:
-        return argmax(logits, out, stream=stream, device=device)
+    if temperature == 0.0:  # (the scratch of B * V holds the split argmax's 2 * B * splits)
+        ok = scratch is not None and dtype_name(scratch) == "float32" and \
+            _numel(scratch) >= argmax_scratch_numel(B, V, launch_device(device, logits) == "cpu")
+        return argmax(logits, out, scratch=scratch if ok else None, stream=stream,
+                      device=device)
     if scratch is None:
         raise ValueError(f"{op}: expected 'scratch', an fp32 array of at least B * V = {B * V} "
                          f"elements (the probabilities of the rows)")
