@@ -149,8 +149,10 @@ def dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.cons
     tl.store(c_ptr + rm * N + rn, tl.dot(a, b, input_precision="ieee"))
 
 
-def test_dot_with_large_operands_and_result():
-    M, N, K = 128, 64, 128  # A and C: 16,384 and 8,192 elements
+@pytest.mark.parametrize("M,N,K", [(128, 64, 128), (16, 1024, 16), (16, 65536, 16)])
+def test_dot_with_large_operands_and_result(M, N, K):
+    # A and C of 16,384 and 8,192 elements; a C row of 8 chunks; a C of 2^20 elements (the
+    # fuzzer's mutant: a row of 512 chunks held in registers took 15 s to compile).
     rng = np.random.default_rng(5)
     a = rng.standard_normal((M, K), dtype=np.float32)
     b = rng.standard_normal((K, N), dtype=np.float32)

@@ -414,53 +414,75 @@ struct DotConversion : OpConversionPattern<DotOp> {
         return arith::ExtFOp::create(b, l, to, v);
       return arith::ExtSIOp::create(b, l, to, v);
     };
-    scf::ForOp::create(
-        rewriter, loc, cst(rewriter, loc, 0), cst(rewriter, loc, m), cst(rewriter, loc, 1),
-        ValueRange{}, [&](OpBuilder &b, Location l, Value i, ValueRange) {
-          Value rowStart = arith::MulIOp::create(b, l, i, cst(b, l, n));
-          SmallVector<Value> row;
-          for (int64_t c = 0; c < n; c += w)
-            row.push_back(LLVM::LoadOp::create(
-                b, l, rowTy,
-                at(b, l, accBuf, accElem, arith::AddIOp::create(b, l, rowStart, cst(b, l, c))),
-                accAlign));
-          Value aRow = arith::MulIOp::create(b, l, i, cst(b, l, k));
-          auto kLoop = scf::ForOp::create(
-              b, l, cst(b, l, 0), cst(b, l, k), cst(b, l, 1), row,
-              [&](OpBuilder &kb, Location kl, Value kk, ValueRange iters) {
-                Value aScalar = LLVM::LoadOp::create(
-                    kb, kl, inElem,
-                    at(kb, kl, aBuf, inElem, arith::AddIOp::create(kb, kl, aRow, kk)), inAlign);
-                Value aVec = splat(kb, kl, aScalar, inRowTy);
-                if (tf32)
-                  aVec = roundToTF32(kb, kl, aVec);
-                aVec = extend(kb, kl, aVec, rowTy);
-                Value bRow = arith::MulIOp::create(kb, kl, kk, cst(kb, kl, n));
-                SmallVector<Value> next;
-                for (auto [ci, acc] : llvm::enumerate(iters)) {
-                  Value bv = LLVM::LoadOp::create(
-                      kb, kl, inRowTy,
-                      at(kb, kl, bBuf, inElem,
-                         arith::AddIOp::create(kb, kl, bRow, cst(kb, kl, int64_t(ci) * w))),
-                      inAlign);
-                  if (tf32)
-                    bv = roundToTF32(kb, kl, bv);
-                  bv = extend(kb, kl, bv, rowTy);
-                  next.push_back(isFloat
-                                     ? Value(math::FmaOp::create(kb, kl, aVec, bv, acc))
+    // Columns [colStart, colStart + cols) of row i: held in registers over the loop over K.
+    // A small tile's whole row is one such group; a large accumulator's row is a loop over
+    // groups of one chunk (its row of up to 2^20 lanes would not fit in registers, nor its
+    // unrolled code in LLVM's compile time).
+    int64_t cols = largeAcc ? w : n;
+    auto rowGroup = [&](OpBuilder &b, Location l, Value i, Value colStart) {
+      Value rowStart =
+          arith::AddIOp::create(b, l, arith::MulIOp::create(b, l, i, cst(b, l, n)), colStart);
+      SmallVector<Value> row;
+      for (int64_t c = 0; c < cols; c += w)
+        row.push_back(LLVM::LoadOp::create(
+            b, l, rowTy,
+            at(b, l, accBuf, accElem, arith::AddIOp::create(b, l, rowStart, cst(b, l, c))),
+            accAlign));
+      Value aRow = arith::MulIOp::create(b, l, i, cst(b, l, k));
+      auto kLoop = scf::ForOp::create(
+          b, l, cst(b, l, 0), cst(b, l, k), cst(b, l, 1), row,
+          [&](OpBuilder &kb, Location kl, Value kk, ValueRange iters) {
+            Value aScalar = LLVM::LoadOp::create(
+                kb, kl, inElem, at(kb, kl, aBuf, inElem, arith::AddIOp::create(kb, kl, aRow, kk)),
+                inAlign);
+            Value aVec = splat(kb, kl, aScalar, inRowTy);
+            if (tf32)
+              aVec = roundToTF32(kb, kl, aVec);
+            aVec = extend(kb, kl, aVec, rowTy);
+            Value bRow = arith::AddIOp::create(
+                kb, kl, arith::MulIOp::create(kb, kl, kk, cst(kb, kl, n)), colStart);
+            SmallVector<Value> next;
+            for (auto [ci, acc] : llvm::enumerate(iters)) {
+              Value bv = LLVM::LoadOp::create(
+                  kb, kl, inRowTy,
+                  at(kb, kl, bBuf, inElem,
+                     arith::AddIOp::create(kb, kl, bRow, cst(kb, kl, int64_t(ci) * w))),
+                  inAlign);
+              if (tf32)
+                bv = roundToTF32(kb, kl, bv);
+              bv = extend(kb, kl, bv, rowTy);
+              next.push_back(isFloat ? Value(math::FmaOp::create(kb, kl, aVec, bv, acc))
                                      : Value(arith::AddIOp::create(
                                            kb, kl, arith::MulIOp::create(kb, kl, aVec, bv), acc)));
-                }
-                scf::YieldOp::create(kb, kl, next);
-              });
-          for (auto [ci, v] : llvm::enumerate(kLoop.getResults()))
-            LLVM::StoreOp::create(
-                b, l, v,
-                at(b, l, accBuf, accElem,
-                   arith::AddIOp::create(b, l, rowStart, cst(b, l, int64_t(ci) * w))),
-                accAlign);
+            }
+            scf::YieldOp::create(kb, kl, next);
+          });
+      for (auto [ci, v] : llvm::enumerate(kLoop.getResults()))
+        LLVM::StoreOp::create(b, l, v,
+                              at(b, l, accBuf, accElem,
+                                 arith::AddIOp::create(b, l, rowStart, cst(b, l, int64_t(ci) * w))),
+                              accAlign);
+      if (largeAcc)
+        disableUnrolling(kLoop);
+    };
+    auto rows = scf::ForOp::create(
+        rewriter, loc, cst(rewriter, loc, 0), cst(rewriter, loc, m), cst(rewriter, loc, 1),
+        ValueRange{}, [&](OpBuilder &b, Location l, Value i, ValueRange) {
+          if (cols == n) {
+            rowGroup(b, l, i, cst(b, l, 0));
+          } else {
+            auto groups =
+                scf::ForOp::create(b, l, cst(b, l, 0), cst(b, l, n), cst(b, l, cols), ValueRange{},
+                                   [&](OpBuilder &gb, Location gl, Value colStart, ValueRange) {
+                                     rowGroup(gb, gl, i, colStart);
+                                     scf::YieldOp::create(gb, gl);
+                                   });
+            disableUnrolling(groups);
+          }
           scf::YieldOp::create(b, l);
         });
+    if (largeAcc)
+      disableUnrolling(rows);
     rewriter.replaceOp(
         op, largeAcc ? accBuf : LLVM::LoadOp::create(rewriter, loc, accTy, accBuf).getResult());
     return success();
