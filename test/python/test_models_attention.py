@@ -269,16 +269,19 @@ def test_decode_mha_d64(counters):
 
 
 def test_decode_fused_combine_many_splits_gqa8():
-    # a group of 8 heads (no padding of the combine's rows) over 16 splits: the combine walks
-    # the splits in steps of BLOCK_C; contexts of 250 and 70 keys use 16 and 5 splits
-    case = Case([1] * 3, [250, 70, 16], 8, 1, 32, "float32", 8, seed=9)
+    # a group of 8 heads (no padding of the combine's rows) over 16 splits, which the combine
+    # takes in two steps of BLOCK_C = 8 (4,096 / (8 heads * 64)); contexts of 250 and 70 keys
+    # use 16 and 5 splits
+    case = Case([1] * 3, [250, 70, 16], 8, 1, 64, "float32", 8, seed=9)
+    assert att.decode_launch_config(3, 8, 1, 64, 16, cpu=True)[0]["BLOCK_C"] == 8
     run_decode(case, num_splits=16, counters=True, launches=3)
 
 
 def test_decode_split_count():
     assert att.decode_split_count(1, 8, 640) == 10          # 640 / 64 keys
     assert att.decode_split_count(1, 8, 100000) == 33       # 2 * 132 / 8 programs
-    assert att.decode_split_count(16, 8, 100000) == 3
+    assert att.decode_split_count(16, 8, 100000) == 2       # 256 programs: one wave
+    assert att.decode_split_count(4, 8, 100000) == 8
     assert att.decode_split_count(64, 8, 100000) == 1
     assert att.decode_split_count(1, 8, 5) == 1
     # scratch holds what batch 1 launches, which serves every batch up to 4

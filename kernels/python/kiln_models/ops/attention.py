@@ -484,40 +484,42 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
             ticket = tl.atomic_add(cnt, 1, sem="acq_rel", scope="gpu")
             if ticket == n_act - 1:
                 _combine_group(part_out, part_lse, out, b, hk, n_act, N_HEADS, HEAD_DIM,
-                               GROUP, PART_STRIDE, COMBINE_G, BLOCK_S, BLOCK_C)
+                               GROUP, PART_STRIDE, COMBINE_G, BLOCK_C)
                 tl.store(cnt, 0)  # ready for the next launch (a CUDA graph's replay)
 
 
 @kiln.jit
 def _combine_group(part_out, part_lse, out, b, hk, n_act, N_HEADS: tl.constexpr,
                    HEAD_DIM: tl.constexpr, GROUP: tl.constexpr, PART_STRIDE: tl.constexpr,
-                   COMBINE_G: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr):
+                   COMBINE_G: tl.constexpr, BLOCK_C: tl.constexpr):
     """out rows of the GROUP heads of KV head hk = sum_s w_s o_s / sum_s w_s over the n_act
-    (>= 2, every one with keys) splits, w_s = 2^(lse_s - max lse); the partials are read
-    from L2 (.cg), where the other programs' stores are."""
+    (>= 2, every one with keys) splits, w_s = 2^(lse_s - max lse), BLOCK_C splits a step
+    with a running maximum (one step, one round trip, when n_act <= BLOCK_C: the
+    log-sum-exps and the partial outputs are loaded together). The partials are read from
+    L2 (.cg), where the other programs stored them."""
     g = tl.arange(0, COMBINE_G)
     g_ok = g < GROUP
     offs_d = tl.arange(0, HEAD_DIM)
-    base = (b.to(tl.int64) * N_HEADS + hk * GROUP + g) * PART_STRIDE
-    s_all = tl.arange(0, BLOCK_S)
-    lse = tl.load(part_lse + base[:, None] + s_all[None, :],
-                  mask=g_ok[:, None] & (s_all < n_act)[None, :], other=float("-inf"),
-                  cache_modifier=".cg")
-    top = tl.max(lse, axis=1)
-    top = tl.where(g_ok, top, 0.0)  # padded rows: no -inf - -inf
-    total = tl.sum(tl.exp2(lse - top[:, None]), axis=1)
-    acc = tl.zeros([COMBINE_G, HEAD_DIM], dtype=tl.float32)
     sc = tl.arange(0, BLOCK_C)
+    base = (b.to(tl.int64) * N_HEADS + hk * GROUP + g) * PART_STRIDE
+    m = tl.full([COMBINE_G], float("-inf"), dtype=tl.float32)
+    total = tl.zeros([COMBINE_G], dtype=tl.float32)
+    acc = tl.zeros([COMBINE_G, HEAD_DIM], dtype=tl.float32)
     for s0 in range(0, n_act, BLOCK_C):
         s = s0 + sc
         ok = g_ok[:, None] & (s < n_act)[None, :]
-        lse_c = tl.load(part_lse + base[:, None] + s[None, :], mask=ok, other=float("-inf"),
-                        cache_modifier=".cg")
-        w = tl.exp2(lse_c - top[:, None])
+        lse = tl.load(part_lse + base[:, None] + s[None, :], mask=ok, other=float("-inf"),
+                      cache_modifier=".cg")
         o = tl.load(part_out + (base[:, None, None] + s[None, :, None]) * HEAD_DIM
                     + offs_d[None, None, :], mask=ok[:, :, None], other=0.0,
                     cache_modifier=".cg")
-        acc += tl.sum(o * w[:, :, None], axis=1)
+        # every step has a split with keys for the real rows; padded rows stay at 0
+        m_new = tl.where(g_ok, tl.maximum(m, tl.max(lse, axis=1)), 0.0)
+        scale = tl.exp2(m - m_new)  # m is -inf at the first step: 0
+        w = tl.exp2(lse - m_new[:, None])
+        total = total * scale + tl.sum(w, axis=1)
+        acc = acc * scale[:, None] + tl.sum(o * w[:, :, None], axis=1)
+        m = m_new
     res = acc / tl.where(g_ok, total, 1.0)[:, None]
     tl.store(out + b.to(tl.int64) * (N_HEADS * HEAD_DIM) + (hk * GROUP + g)[:, None] * HEAD_DIM
              + offs_d[None, :], res.to(out.dtype.element_ty), mask=g_ok[:, None])
@@ -803,10 +805,10 @@ def prefill_attention(qkv, k_cache, v_cache, cu_seqlens, block_tables, context_l
 
 def decode_split_count(batch, n_kv_heads, max_context, split_min_tokens=SPLIT_MIN_TOKENS,
                        num_sms=NUM_SMS):
-    """Splits per (sequence, KV head): enough programs for two per SM, no more than
-    max_context has chunks of split_min_tokens keys (so short contexts take one split), at
-    most MAX_SPLITS. Batch 1 takes the most."""
-    want = kiln.cdiv(2 * num_sms, max(1, batch * n_kv_heads))
+    """Splits per (sequence, KV head): as many as fit two programs per SM in one wave (at
+    least one), no more than max_context has chunks of split_min_tokens keys (so short
+    contexts take one split), at most MAX_SPLITS. Batch 1 takes the most."""
+    want = (2 * num_sms) // max(1, batch * n_kv_heads)
     return max(1, min(want, kiln.cdiv(max(1, max_context), split_min_tokens), MAX_SPLITS))
 
 
