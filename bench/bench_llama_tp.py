@@ -31,7 +31,10 @@ def main():
     local = int(os.environ["LOCAL_RANK"])
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
-    stream = torch.cuda.current_stream().cuda_stream  # kernels and NCCL ordered on one stream
+    # Kernels and NCCL ordered on one stream: a side stream of torch's (the legacy default
+    # stream, torch's default, cannot be captured into a CUDA graph).
+    torch.cuda.set_stream(torch.cuda.Stream())
+    stream = torch.cuda.current_stream().cuda_stream
     config = preset(os.environ.get("CONFIG", "1b"))
     weights = random_weights(config, 0, "bf16")
     lc, lw = shard_weights(config, weights, rank, world)
