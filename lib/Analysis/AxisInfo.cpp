@@ -353,8 +353,8 @@ void AxisInfoAnalysis::visit(Operation *op) {
           if (a.contiguity[d] == 1 && a.divisibility[d] % *c == 0)
             out.divisibility[d] = a.divisibility[d] / *c;
           else if (a.contiguity[d] > 1 && !isa<arith::DivSIOp>(op))
-            out.constancy[d] = std::max(
-                out.constancy[d], gcd(gcd(a.contiguity[d], a.divisibility[d]), *c));
+            out.constancy[d] =
+                std::max(out.constancy[d], gcd(gcd(a.contiguity[d], a.divisibility[d]), *c));
         }
       })
       .Case<arith::MinSIOp, arith::MaxSIOp, arith::MinUIOp, arith::MaxUIOp>([&](Operation *) {
