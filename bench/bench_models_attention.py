@@ -12,7 +12,8 @@ Cases
                      separate  rope_cache, decode_attention, _decode_combine: what the model
                                launched before (scratch of two arrays)
                    peer: SDPA on K/V already gathered into contiguous [B, Hkv, ctx, D] tensors
-                   (enable_gqa), the gather not timed
+                   (enable_gqa), the gather not timed; the fused kernel also at each of
+                   --decode-tiles (BLOCK_N x num_warps)
     prefill        4 x 2,048 fresh prompts (kv_from_qkv=True, the model's path, and through the
                    block table) and 4 x 512 new tokens continuing 1,536 cached ones (the block
                    table); peer: SDPA causal on contiguous q/k/v (bottom-right causal for the
@@ -189,9 +190,10 @@ def bench_rope(args, rows):
         rows.append((f"rope_cache T={T}", fmt(g, ".2f"), fmt(k, ".2f"), fmt(gbs, ".0f")))
 
 
-def decode_calls(p, qkv, out, scratch2, scratch3, cos, sin, mode, args):
-    """The per-layer call of one decode variant (see the module's docstring)."""
-    kw = dict(split_min_tokens=args.split_min_tokens)
+def decode_calls(p, qkv, out, scratch2, scratch3, cos, sin, mode, args, tile=None):
+    """The per-layer call of one decode variant (see the module's docstring); tile: the
+    decode kernel's (BLOCK_N, num_warps), None for the default."""
+    kw = dict(split_min_tokens=args.split_min_tokens, tile=tile)
     if args.num_splits:
         kw["num_splits"] = args.num_splits
 
@@ -215,7 +217,7 @@ def decode_calls(p, qkv, out, scratch2, scratch3, cos, sin, mode, args):
     return [make(i) for i in range(len(p.k))]
 
 
-def bench_decode(args, rows):
+def bench_decode(args, rows, tile_rows):
     F = torch.nn.functional
     cos, sin = rope_tables(max(args.contexts) + 1)
     shapes = att.decode_attention_scratch(max(args.batches), HQ, D, max(args.contexts),
@@ -265,6 +267,25 @@ def bench_decode(args, rows):
                 print(f"  SDPA peer: {type(e).__name__}: {e}", file=sys.stderr)
                 t_peer = math.nan
             report(f"{key}_sdpa_gathered_us", t_peer)
+            tiles = []
+            for tile in args.decode_tiles:
+                name = f"{tile[0]}x{tile[1]}"
+                try:
+                    calls = decode_calls(p, qkv, out, part, scratch3, cos, sin, "fused", args,
+                                         tile)
+                    calls[0]()
+                    e = (out.float() - sdpa.view(B, -1)).abs().max().item()
+                    g = graph_us(calls)
+                    _, k = kernel_us(calls[0], args.reps)
+                except Exception as ex:
+                    print(f"  tile {name}: {type(ex).__name__}: {str(ex)[-300:]}",
+                          file=sys.stderr)
+                    e = g = k = math.nan
+                report(f"{key}_fused_tile{name}_graph_us", g)
+                report(f"{key}_fused_tile{name}_kernel_us", k)
+                report(f"{key}_fused_tile{name}_maxerr_vs_sdpa", e, "{:.2e}")
+                tiles += [fmt(g, ".2f"), fmt(k, ".2f")]
+            tile_rows.append((f"B={B} ctx={ctx}", *tiles))
             splits = min(shapes[1][2], att.decode_split_count(
                 B, HKV, p.h_tables.shape[1] * BS, args.split_min_tokens))
             gbs = kv_bytes(B, ctx) / (res["fused"][1] * 1e-6) / 1e9
@@ -355,9 +376,14 @@ def main():
     ap.add_argument("--num-splits", type=int, default=None,
                     help="force the decode split count (at most the scratch's)")
     ap.add_argument("--split-min-tokens", type=int, default=None)
+    ap.add_argument("--decode-tiles", default="64x4,64x8,128x8,32x2",
+                    help="(BLOCK_N)x(num_warps) tiles of the fused decode kernel to time "
+                         "beside the default ('' for none)")
     args = ap.parse_args()
     args.batches = [int(x) for x in args.batches.split(",")]
     args.contexts = [int(x) for x in args.contexts.split(",")]
+    args.decode_tiles = [tuple(int(y) for y in x.split("x")) for x in
+                         args.decode_tiles.split(",") if x.strip()]
     setup()
     if args.split_min_tokens is None:
         args.split_min_tokens = att.SPLIT_MIN_TOKENS
@@ -369,13 +395,17 @@ def main():
         markdown_table(["rope_cache", "graph us", "kernel us", "GB/s"], rows,
                        title="rope_cache (Llama-3.2-1B heads, bf16)")
     if "decode" in only:
-        rows = []
-        bench_decode(args, rows)
+        rows, tile_rows = [], []
+        bench_decode(args, rows, tile_rows)
         markdown_table(["case", "splits", "layers", "fused graph us", "fused kernel us",
                         "counters graph us", "counters kernel us", "separate graph us",
                         "separate kernel us", "fused GB/s", "SDPA gathered us"], rows,
                        title="decode attention per layer (rope + attention; graph: replayed "
                              "step, kernel: CUPTI, L2 scrubbed)")
+        if args.decode_tiles:
+            markdown_table(["case"] + [f"{a}x{b} {w} us" for a, b in args.decode_tiles
+                                       for w in ("graph", "kernel")], tile_rows,
+                           title="fused decode by tile (BLOCK_N x num_warps)")
     if "prefill" in only:
         rows = []
         bench_prefill(args, rows)

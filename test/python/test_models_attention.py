@@ -154,7 +154,7 @@ def run_prefill(case, kv_from_qkv=False, scale=None, **kw):
 
 
 def run_decode(case, num_splits=None, split_min_tokens=16, spare_batch=0, counters=False,
-               launches=1):
+               launches=1, tile=None):
     """decode_attention of `case` with `num_splits` splits of scratch (None: no scratch),
     combined in the kernel (counters) or by a second launch, `launches` times (a CUDA graph's
     replays: the counters must come back to zero each time)."""
@@ -173,7 +173,7 @@ def run_decode(case, num_splits=None, split_min_tokens=16, spare_batch=0, counte
         att.decode_attention(case.qkv, case.k_cache, case.v_cache, case.tables,
                              case.context_lens, out, sm_scale=scale, scratch=scratch,
                              num_splits=num_splits, split_min_tokens=split_min_tokens,
-                             **case.heads(), **CPU)
+                             tile=tile, **case.heads(), **CPU)
         check(out, case.reference(scale), case.dtype)
         if counters:
             assert (scratch[2] == 0).all(), "the kernel left a counter non-zero"
@@ -275,6 +275,16 @@ def test_decode_fused_combine_many_splits_gqa8():
     case = Case([1] * 3, [250, 70, 16], 8, 1, 64, "float32", 8, seed=9)
     assert att.decode_launch_config(3, 8, 1, 64, 16, cpu=True)[0]["BLOCK_C"] == 8
     run_decode(case, num_splits=16, counters=True, launches=3)
+
+
+def test_decode_tile_choice():
+    # a 32-key tile (chunks of 32: the 53-key context in 2 splits of 3) and a 64-key one
+    case = Case([1] * 3, [53, 64, 2], 4, 2, 16, "float32", 4, seed=23)
+    run_decode(case, num_splits=3, counters=True, tile=(32, 2))
+    run_decode(case, num_splits=2, counters=True, tile=(64, 8))
+    with pytest.raises(ValueError, match=r"expected tile = \(BLOCK_N, num_warps\), .* found "
+                                         r"\(48, 4\)"):
+        run_decode(case, tile=(48, 4))
 
 
 def test_decode_split_count():

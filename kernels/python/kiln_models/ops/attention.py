@@ -840,12 +840,13 @@ def decode_tile_config(cpu=False):
     return (16, 4) if cpu else (64, 4)
 
 
-def decode_launch_config(batch, n_heads, n_kv_heads, head_dim, splits, cpu=False):
+def decode_launch_config(batch, n_heads, n_kv_heads, head_dim, splits, cpu=False, tile=None):
     """The constexprs and num_warps of a decode launch of `splits` splits (without the
     shapes' own N_HEADS, ...): GROUP_PAD, BLOCK_N, COMBINE_G (the group padded to a power of
     two), BLOCK_S (the splits padded) and BLOCK_C (splits per step of the in-kernel combine:
-    a [COMBINE_G, BLOCK_C, D] tile of at most 4,096 fp32)."""
-    bn, nw = decode_tile_config(cpu)
+    a [COMBINE_G, BLOCK_C, D] tile of at most 4,096 fp32). tile: (BLOCK_N, num_warps) in
+    place of decode_tile_config's."""
+    bn, nw = decode_tile_config(cpu) if tile is None else tile
     group = n_heads // n_kv_heads
     cg = kiln.next_power_of_2(group)
     bs = kiln.next_power_of_2(splits)
@@ -881,13 +882,15 @@ def decode_attention(qkv, k_cache, v_cache, block_tables, context_lens, out, n_h
                      n_kv_heads, head_dim, sm_scale, scratch=None,
                      split_min_tokens=SPLIT_MIN_TOKENS, stream=None, device=None,
                      num_splits=None, num_sms=NUM_SMS, positions=None, cos=None, sin=None,
-                     slot_mapping=None):
+                     slot_mapping=None, tile=None):
     """One query per sequence (row b of qkv [B, ...]) over its context_lens[b] cached keys,
     into out [B, Hq*D]; split-K over up to scratch's split count (num_splits: exactly that
     many, at most scratch's). With positions, cos, sin and slot_mapping (rope_cache's
     arguments for these B rows), rope_cache's work is done here: q and the new key are
     rotated in registers (qkv is not written) and the new k and v go to their slot; key
-    context_lens[b] - 1 must be the new token (its slot slot_mapping[b]). Returns out."""
+    context_lens[b] - 1 must be the new token (its slot slot_mapping[b]). tile: (BLOCK_N,
+    num_warps) in place of decode_tile_config's (BLOCK_N a power of two >= 16). Returns
+    out."""
     op = "decode_attention"
     n_heads, n_kv_heads, head_dim = _check_heads(op, n_heads, n_kv_heads, head_dim)
     dtype = _check_qkv(op, qkv, None, n_heads, n_kv_heads, head_dim)
@@ -927,10 +930,16 @@ def decode_attention(qkv, k_cache, v_cache, block_tables, context_lens, out, n_h
     else:
         raise ValueError(f"{op}: expected num_splits in [1, {capacity}] (the splits scratch "
                          f"holds), found {num_splits!r}")
+    if tile is not None and not (
+            isinstance(tile, (tuple, list)) and len(tile) == 2
+            and all(isinstance(x, (int, np.integer)) and x > 0 and not x & (x - 1)
+                    for x in tile) and tile[0] >= 16 and tile[1] <= 16):
+        raise ValueError(f"{op}: expected tile = (BLOCK_N, num_warps), powers of two with "
+                         f"BLOCK_N >= 16 and num_warps <= 16, found {tile!r}")
     cpu = _is_cpu(qkv, device)
     if B == 0:
         return out
-    cfg, nw = decode_launch_config(B, n_heads, n_kv_heads, head_dim, splits, cpu)
+    cfg, nw = decode_launch_config(B, n_heads, n_kv_heads, head_dim, splits, cpu, tile)
     combine = 0 if splits == 1 else (2 if counters is not None else 1)
     min_chunk = kiln.cdiv(int(split_min_tokens), cfg["BLOCK_N"]) * cfg["BLOCK_N"]
     launch = _launch(stream, device)
