@@ -13,6 +13,7 @@ kernels' loads). GPU
 """
 import importlib
 import os
+import re
 import sys
 
 import numpy as np
@@ -563,15 +564,18 @@ def _gemv_ptx(kind, M, N, K):
 def test_gemv_ptx_sm90a():
     # o_proj at one row: every thread has R rows x 2 pieces of weights in flight (16-byte
     # loads of bf16, 4-byte words of int8/int4, marked evict-first), x in 16-byte (bf16
-    # pieces, int4 words) or 8-byte (int8) loads; no tensor cores, no cp.async, and the int
-    # fields become floats without I2F conversions.
+    # pieces, int4 words) or 8-byte (int8) loads, the first step's before the loop (its block
+    # ends at the loop's first label) and the next step's in it; no tensor cores, no cp.async,
+    # and the int fields become floats without I2F conversions.
     hint = "ld.global.L2::cache_hint"
     for kind, weight_load, x_load in (("float", hint + ".v4.b32", "ld.global.v4"),
                                       ("int8", hint + ".b32", "ld.global.v2"),
                                       ("int4", hint + ".b32", "ld.global.v4")):
         cfg, ptx = _gemv_ptx(kind, 1, 2048, 2048)
-        assert ptx.count(weight_load) == cfg["R"] * 2, kind
-        assert ptx.count(x_load + ".b32") == 2, kind  # 2 pieces of x per thread
+        before_loop = ptx[:re.search(r"^\$L__BB\d+_\d+:", ptx, re.M).start()]
+        assert ptx.count(weight_load) == 2 * cfg["R"] * 2, kind
+        assert before_loop.count(weight_load) == cfg["R"] * 2, kind
+        assert ptx.count(x_load + ".b32") == 2 * 2, kind  # 2 pieces of x per thread and step
         assert "wgmma" not in ptx and "cp.async" not in ptx
         assert "cvt.rn.f32.s32" not in ptx and "cvt.rn.f32.u32" not in ptx
     cfg, ptx = _gemv_ptx("int4", 4, 2048, 2048)  # 4 rows of x share each word's fields

@@ -95,7 +95,12 @@ def gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, R: tl.constexp
     K (16 bytes) per thread, C pieces along K over the lanes and warps (and U = C / threads
     repeats per thread), R weight rows and BM rows of x in every thread. x is loaded as a 4-D
     [BM, 1, C, E] tile so that it anchors that layout (its E elements in-thread, lanes along
-    C); the weights [R, C, E] take its slice."""
+    C); the weights [R, C, E] take its slice.
+
+    The loads of a step are issued one step ahead (the first before the loop, the next at the
+    top of each iteration; past K they are masked off): ptxas keeps loads and the FMAs that
+    use them in one block interleaved, one or two 16-byte loads ahead of the math, so without
+    this only ~4 of a thread's 2R + 2 loads were in flight at once."""
     pid = tl.program_id(0)
     num_m = tl.cdiv(M, BM)
     rm = (pid % num_m) * BM + tl.arange(0, BM)
@@ -105,12 +110,17 @@ def gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, R: tl.constexp
     w_ptrs = w_ptr + (rn % N)[:, None, None] * K + kk[None, :, :]
     x_ptrs = x_ptr + (rm % M)[:, None, None, None] * K + kk[None, None, :, :]
     acc = tl.zeros((BM, R, C), dtype=tl.float32)
-    for k0 in range(0, K, C * E):
+    kmask = kk < K
+    w = tl.load(w_ptrs, mask=kmask[None, :, :], other=0.0, eviction_policy="evict_first")
+    x = tl.load(x_ptrs, mask=kmask[None, None, :, :], other=0.0)
+    for k0 in range(C * E, K + C * E, C * E):
         kmask = (k0 + kk) < K
-        w = tl.load(w_ptrs + k0, mask=kmask[None, :, :], other=0.0,
-                    eviction_policy="evict_first").to(tl.float32)
-        x = tl.load(x_ptrs + k0, mask=kmask[None, None, :, :], other=0.0).to(tl.float32)
-        acc += tl.sum(w[None, :, :, :] * x, axis=3)
+        w_next = tl.load(w_ptrs + k0, mask=kmask[None, :, :], other=0.0,
+                         eviction_policy="evict_first")
+        x_next = tl.load(x_ptrs + k0, mask=kmask[None, None, :, :], other=0.0)
+        acc += tl.sum(w[None, :, :, :].to(tl.float32) * x.to(tl.float32), axis=3)
+        w = w_next
+        x = x_next
     res = tl.sum(acc, axis=2)
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     tl.store(out_ptr + rm[:, None] * N + rn[None, :], res.to(out_ptr.dtype.element_ty),
@@ -224,10 +234,11 @@ def gemv_config(M, N, K, kind="float", itemsize=2, cpu=False):
     else:
         # 4 warps, 2 pieces per lane and row (C = 256): a step is 1024 (int8) or 2048 K wide
         # (the 1B shapes take 1 to 8 steps) and reads 2R independent pieces per thread: R = 4
-        # 16-byte float pieces (128 bytes) or R = 8 int words (64 bytes) at one row of x,
-        # fewer rows as BM grows (ptxas: 69 / 123 registers at BM = 1, under 100 for the
-        # others; each keeps 4 or more programs per SM).
-        r = {1: 4, 2: 4, 4: 2} if kind == "float" else {1: 8, 2: 4, 4: 2}
+        # 16-byte float pieces (128 bytes) or R = 8 int words (64 bytes, + 16 scales for
+        # int4) at one row of x, fewer rows as BM grows. With the next step's loads in
+        # flight, ptxas: bf16 126 / 100 / 164 registers at BM = 1 / 2 / 4, int4 128 / 123 /
+        # 155, int8 72 / 80 / 95 (3 to 7 programs of 4 warps per SM).
+        r = {1: 4, 2: 2, 4: 2} if kind == "float" else {1: 8, 2: 4, 4: 2}
         cfg = dict(BM=bm, R=r[bm], C=min(256, pieces), E=E, num_warps=4)
     cfg["programs"] = kiln.cdiv(N, cfg["R"]) * kiln.cdiv(M, bm)
     return cfg

@@ -165,7 +165,7 @@ def gemv_int8_kernel(x_ptr, q_ptr, s_ptr, out_ptr, M, N, K, KW, BM: tl.constexpr
     Tile [BM, R, C, 4]: one word of 4 consecutive K per thread and row (lanes on consecutive
     words: 128-byte warp accesses), C words along K over the lanes, warps and repeats, R
     weight rows and BM rows of x in every thread; x loaded as [BM, 1, C, 4] (8 bytes a
-    thread), which anchors that layout."""
+    thread), which anchors that layout. Loads one step ahead, as linear's gemv_kernel."""
     rm, rn = _gemv_rows(M, N, BM, R)
     rc = tl.arange(0, C)
     j = tl.arange(0, 4)[None, None, None, :]
@@ -173,14 +173,19 @@ def gemv_int8_kernel(x_ptr, q_ptr, s_ptr, out_ptr, M, N, K, KW, BM: tl.constexpr
     x_ptrs = x_ptr + (rm % M)[:, None, None, None] * K + rc[None, None, :, None] * 4 + j
     inv = _inv_shift(j, 8)
     acc = tl.zeros((BM, R, C), dtype=tl.float32)
-    for w0 in range(0, KW, C):
+    wmask = rc < KW
+    words = tl.load(q_ptrs, mask=wmask[None, :], other=0, eviction_policy="evict_first")
+    x = tl.load(x_ptrs, mask=wmask[None, None, :, None], other=0.0)
+    for w0 in range(C, KW + C, C):
         wmask = (w0 + rc) < KW
-        words = tl.load(q_ptrs + w0, mask=wmask[None, :], other=0,
-                        eviction_policy="evict_first")
+        words_next = tl.load(q_ptrs + w0, mask=wmask[None, :], other=0,
+                             eviction_policy="evict_first")
+        x_next = tl.load(x_ptrs + 4 * w0, mask=wmask[None, None, :, None], other=0.0)
         # int8 -> the unsigned q + 128 (zero point 128) in every byte.
         f = _word_fields((words ^ -2139062144)[None, :, :, None], j, 8, 128)  # 0x80808080
-        x = tl.load(x_ptrs + 4 * w0, mask=wmask[None, None, :, None], other=0.0)
         acc += tl.sum(f * (x.to(tl.float32) * inv), axis=3)
+        words = words_next
+        x = x_next
     scale = tl.load(s_ptr + rn % N)
     _gemv_store(tl.sum(acc, axis=2) * scale[None, :], out_ptr, rm, rn, M, N)
 
@@ -200,15 +205,22 @@ def gemv_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
     x_ptrs = x_ptr + (rm % M)[:, None, None, None] * K + rc[None, None, :, None] * 8 + j
     inv = _inv_shift(j, 4)
     acc = tl.zeros((BM, R, C), dtype=tl.float32)
-    for w0 in range(0, KW, C):
+    wmask = rc < KW
+    words = tl.load(p_ptrs, mask=wmask[None, :], other=0, eviction_policy="evict_first")
+    scale = tl.load(s_rows + (rc // GROUP_WORDS)[None, :], mask=wmask[None, :], other=0.0)
+    x = tl.load(x_ptrs, mask=wmask[None, None, :, None], other=0.0)
+    for w0 in range(C, KW + C, C):
         wmask = (w0 + rc) < KW
-        words = tl.load(p_ptrs + w0, mask=wmask[None, :], other=0,
-                        eviction_policy="evict_first")
-        scale = tl.load(s_rows + ((w0 + rc) // GROUP_WORDS)[None, :], mask=wmask[None, :],
-                        other=0.0)
+        words_next = tl.load(p_ptrs + w0, mask=wmask[None, :], other=0,
+                             eviction_policy="evict_first")
+        scale_next = tl.load(s_rows + ((w0 + rc) // GROUP_WORDS)[None, :],
+                             mask=wmask[None, :], other=0.0)
+        x_next = tl.load(x_ptrs + 8 * w0, mask=wmask[None, None, :, None], other=0.0)
         f = _word_fields(words[None, :, :, None], j, 4, 8)
-        x = tl.load(x_ptrs + 8 * w0, mask=wmask[None, None, :, None], other=0.0)
         acc += tl.sum(f * (x.to(tl.float32) * inv), axis=3) * scale[None, :, :]
+        words = words_next
+        scale = scale_next
+        x = x_next
     _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N)
 
 
