@@ -555,6 +555,8 @@ def test_decode_compiles_to_ptx(dtype, D, Hq, Hkv, splits, combine, rope):
     vec = 2 * 64 * D * size // (16 * 128)
     assert body.count("ld.global.v4.b32") == vec and "ld.global.b16" not in body
     assert body.index("ld.global.v4.b32") < body.index("mma" if size == 2 else "fma")
+    # every store (RoPE's cache write included) follows the loop: no load waits behind one
+    assert ptx.index("st.global") > ptx.index(body)
     if dtype != "float32":  # s^T = k q^T: 64 keys x 16 heads on wgmma
         assert "wgmma.mma_async.sync.aligned.m64n16k16" in body
     if combine == 2:  # one ticket per program; the partials read back from L2

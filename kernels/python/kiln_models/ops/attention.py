@@ -349,6 +349,10 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
     hk = tl.program_id(1)
     b = tl.program_id(2)
     ctx = tl.load(context_lens + b)
+    if ROPE:
+        pos = tl.load(positions + b)
+        tl.device_assert((pos >= 0) & (pos < n_pos),
+                         "decode_attention: position outside the cos table")
     tl.device_assert((ctx >= 0) & (ctx <= max_blocks * BLOCK_SIZE),
                      "decode_attention: context_lens outside [0, table size]")
     if NUM_SPLITS == 1:
@@ -373,46 +377,35 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
     # only p^T, GROUP_PAD / D the size of k, is transposed for p v.
     q_ptrs = row + heads[None, :] * HEAD_DIM
     qT = tl.load(q_ptrs + offs_d[:, None], mask=g_ok[None, :], other=0.0)
+    new = ctx - 1  # ROPE: the new key, taken from qkv, not the cache
     hi_cache = hi
     if ROPE:
-        pos = tl.load(positions + b)
-        slot = tl.load(slot_mapping + b)
-        tl.device_assert((pos >= 0) & (pos < n_pos),
-                         "decode_attention: position outside the cos table")
-        tl.device_assert(slot < n_slots, "decode_attention: slot past the end of the cache")
-        # rotate_half: element d pairs with d + D/2, x*c - x'*s in the first half, x*c + x'*s
-        # in the second (c, s: frequency d % (D/2))
-        partner = (offs_d + HALF) % HEAD_DIM
-        sign = tl.where(offs_d < HALF, -1.0, 1.0)
-        cs_row = pos.to(tl.int64) * HALF
-        # q's cos and sin are loaded in q^T's own [D, GROUP_PAD] shape: a [D] tile broadcast
-        # into q^T with [:, None] made Kiln load K and V in the loop with 2-byte accesses
-        cs_off = cs_row + (offs_d % HALF)[:, None] + 0 * g[None, :]
-        qp = tl.load(q_ptrs + partner[:, None], mask=g_ok[None, :], other=0.0)
-        qT = (qT.to(tl.float32) * tl.load(cos + cs_off)
-              + qp.to(tl.float32) * (tl.load(sin + cs_off) * sign[:, None])).to(
-            qkv.dtype.element_ty)
-        k_row = row + (N_HEADS + hk) * HEAD_DIM
-        k_new = (tl.load(k_row + offs_d).to(tl.float32) * tl.load(cos + cs_row + offs_d % HALF)
-                 + tl.load(k_row + partner).to(tl.float32)
-                 * (tl.load(sin + cs_row + offs_d % HALF) * sign)).to(k_cache.dtype.element_ty)
-        v_new = tl.load(row + (N_HEADS + N_KV_HEADS + hk) * HEAD_DIM + offs_d)
-        new = ctx - 1
-        owner = (lo <= new) & (new < hi)
         hi_cache = tl.minimum(hi, new)
-        c_off = slot.to(tl.int64) * KV_ROW + hk * HEAD_DIM + offs_d
-        write = owner & (slot >= 0)
-        tl.store(k_cache + c_off, k_new, mask=write)
-        tl.store(v_cache + c_off, v_new.to(v_cache.dtype.element_ty), mask=write)
-
     bt = block_tables + b.to(tl.int64) * max_blocks
     k_base = k_cache + hk * HEAD_DIM
     v_base = v_cache + hk * HEAD_DIM
     qk_scale = sm_scale * 1.4426950408889634
 
+    if ROPE:  # RoPE's loads, issued with the first block's (the math after them)
+        partner = (offs_d + HALF) % HEAD_DIM
+        cs_row = pos.to(tl.int64) * HALF
+        # q's cos and sin are loaded in q^T's own [D, GROUP_PAD] shape: a [D] tile broadcast
+        # into q^T with [:, None] made Kiln load K and V in the loop with 2-byte accesses
+        cs_off = cs_row + (offs_d % HALF)[:, None] + 0 * g[None, :]
+        q_cos = tl.load(cos + cs_off)
+        q_sin = tl.load(sin + cs_off)
+        qp = tl.load(q_ptrs + partner[:, None], mask=g_ok[None, :], other=0.0)
+        k_row = row + (N_HEADS + hk) * HEAD_DIM
+        k_new = tl.load(k_row + offs_d)
+        kp = tl.load(k_row + partner)
+        k_cos = tl.load(cos + cs_row + offs_d % HALF)
+        k_sin = tl.load(sin + cs_row + offs_d % HALF)
+        v_new = tl.load(row + (N_HEADS + N_KV_HEADS + hk) * HEAD_DIM + offs_d)
+
     # Software pipeline: the K and V rows of the next block and the table entries of the one
     # after are loaded before the current block's math, so a block's gathered loads overlap
-    # the previous block's products instead of following them.
+    # the previous block's products instead of following them. (RoPE's cache stores come
+    # last: no load could move above them.)
     cols = lo + offs_n
     ok = cols < hi_cache
     blk = tl.load(bt + cols // BLOCK_SIZE, mask=ok, other=0)
@@ -421,6 +414,16 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
     v = tl.load(v_base + rows[:, None] + offs_d[None, :], mask=ok[:, None], other=0.0)
     cols = cols + BLOCK_N
     blk = tl.load(bt + cols // BLOCK_SIZE, mask=cols < hi_cache, other=0)
+
+    if ROPE:
+        # rotate_half: element d pairs with d + D/2, x*c - x'*s in the first half, x*c + x'*s
+        # in the second (c, s: frequency d % (D/2))
+        sign = tl.where(offs_d < HALF, -1.0, 1.0)
+        qT = (qT.to(tl.float32) * q_cos + qp.to(tl.float32) * (q_sin * sign[:, None])).to(
+            qkv.dtype.element_ty)
+        k_new = (k_new.to(tl.float32) * k_cos + kp.to(tl.float32) * (k_sin * sign)).to(
+            k_cache.dtype.element_ty)
+        owner = (lo <= new) & (new < hi)
 
     m_i = tl.full([GROUP_PAD], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([GROUP_PAD], dtype=tl.float32)
@@ -458,6 +461,13 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
         l_i = l_i * alpha + p_new
         acc = acc * alpha[:, None] + p_new[:, None] * v_new.to(tl.float32)[None, :]
         m_i = m_new
+        # the new key and value to their slot (no program of this launch reads it)
+        slot = tl.load(slot_mapping + b)
+        tl.device_assert(slot < n_slots, "decode_attention: slot past the end of the cache")
+        c_off = slot.to(tl.int64) * KV_ROW + hk * HEAD_DIM + offs_d
+        write = owner & (slot >= 0)
+        tl.store(k_cache + c_off, k_new, mask=write)
+        tl.store(v_cache + c_off, v_new.to(v_cache.dtype.element_ty), mask=write)
 
     has_keys = l_i > 0
     o = acc / tl.where(has_keys, l_i, 1.0)[:, None]  # no keys: zeros
