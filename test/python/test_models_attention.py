@@ -583,7 +583,12 @@ def test_rope_cache_compiles_to_ptx():
                      constexprs=dict(N_HEADS=32, N_KV_HEADS=8, HEAD_DIM=64, BLOCK_HQ=32,
                                      BLOCK_HKV=8),
                      target="sm_90a", num_warps=4)
-    assert ".entry _rope_cache_kernel" in k.asm["ptx"]
+    ptx = k.asm["ptx"]
+    assert ".entry _rope_cache_kernel" in ptx
+    # q, k and v are read in 16-byte (v: 8-byte) vectors, all before the first store (a load
+    # cannot move above a store to qkv: each would wait for memory again)
+    assert ptx.rindex("ld.global") < ptx.index("st.global")
+    assert "ld.global.b16" not in ptx and "st.global.b16" not in ptx
 
 
 # ---------------------------------------------------------------- errors

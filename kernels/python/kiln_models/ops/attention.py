@@ -95,47 +95,47 @@ def _rope_cache_kernel(qkv, positions, cos, sin, k_cache, v_cache, slot_mapping,
                        n_slots, N_HEADS: tl.constexpr, N_KV_HEADS: tl.constexpr,
                        HEAD_DIM: tl.constexpr, BLOCK_HQ: tl.constexpr,
                        BLOCK_HKV: tl.constexpr):
-    """Grid (T,): row t of qkv rotated in place, its k and v copied to slot slot_mapping[t]."""
+    """Grid (T,): row t of qkv rotated in place, its k and v copied to slot slot_mapping[t].
+    Every load comes before the first store (a load cannot move above a store to qkv), so a
+    program waits for memory twice: the position and row, then cos/sin."""
     HALF: tl.constexpr = HEAD_DIM // 2
     ROW: tl.constexpr = (N_HEADS + 2 * N_KV_HEADS) * HEAD_DIM
     KV_ROW: tl.constexpr = N_KV_HEADS * HEAD_DIM
     t = tl.program_id(0)
     pos = tl.load(positions + t)
     slot = tl.load(slot_mapping + t)
-    tl.device_assert((pos >= 0) & (pos < n_pos), "rope_cache: position outside the cos table")
-    tl.device_assert(slot < n_slots, "rope_cache: slot past the end of the cache")
-    d = tl.arange(0, HALF)
-    c = tl.load(cos + pos.to(tl.int64) * HALF + d)[None, :]
-    s = tl.load(sin + pos.to(tl.int64) * HALF + d)[None, :]
     row = qkv + t.to(tl.int64) * ROW
-
+    d = tl.arange(0, HALF)
+    dv = tl.arange(0, HEAD_DIM)
     hq = tl.arange(0, BLOCK_HQ)
+    hk = tl.arange(0, BLOCK_HKV)
     q_off = hq[:, None] * HEAD_DIM + d[None, :]
     q_ok = hq[:, None] < N_HEADS
-    x1 = tl.load(row + q_off, mask=q_ok, other=0.0).to(tl.float32)
-    x2 = tl.load(row + q_off + HALF, mask=q_ok, other=0.0).to(tl.float32)
-    tl.store(row + q_off, (x1 * c - x2 * s).to(qkv.dtype.element_ty), mask=q_ok)
-    tl.store(row + q_off + HALF, (x2 * c + x1 * s).to(qkv.dtype.element_ty), mask=q_ok)
-
-    hk = tl.arange(0, BLOCK_HKV)
     kv_ok = hk[:, None] < N_KV_HEADS
     k_off = N_HEADS * HEAD_DIM + hk[:, None] * HEAD_DIM + d[None, :]
-    x1 = tl.load(row + k_off, mask=kv_ok, other=0.0).to(tl.float32)
-    x2 = tl.load(row + k_off + HALF, mask=kv_ok, other=0.0).to(tl.float32)
-    k1 = (x1 * c - x2 * s).to(qkv.dtype.element_ty)
-    k2 = (x2 * c + x1 * s).to(qkv.dtype.element_ty)
-    tl.store(row + k_off, k1, mask=kv_ok)
-    tl.store(row + k_off + HALF, k2, mask=kv_ok)
-
-    cache_ok = kv_ok & (slot >= 0)
-    c_off = slot.to(tl.int64) * KV_ROW + hk[:, None] * HEAD_DIM + d[None, :]
-    tl.store(k_cache + c_off, k1.to(k_cache.dtype.element_ty), mask=cache_ok)
-    tl.store(k_cache + c_off + HALF, k2.to(k_cache.dtype.element_ty), mask=cache_ok)
-    dv = tl.arange(0, HEAD_DIM)
     v_off = (N_HEADS + N_KV_HEADS) * HEAD_DIM + hk[:, None] * HEAD_DIM + dv[None, :]
-    v = tl.load(row + v_off, mask=cache_ok, other=0.0)
-    tl.store(v_cache + slot.to(tl.int64) * KV_ROW + hk[:, None] * HEAD_DIM + dv[None, :],
-             v.to(v_cache.dtype.element_ty), mask=cache_ok)
+    q1 = tl.load(row + q_off, mask=q_ok, other=0.0).to(tl.float32)
+    q2 = tl.load(row + q_off + HALF, mask=q_ok, other=0.0).to(tl.float32)
+    k1 = tl.load(row + k_off, mask=kv_ok, other=0.0).to(tl.float32)
+    k2 = tl.load(row + k_off + HALF, mask=kv_ok, other=0.0).to(tl.float32)
+    v = tl.load(row + v_off, mask=kv_ok, other=0.0)
+    tl.device_assert((pos >= 0) & (pos < n_pos), "rope_cache: position outside the cos table")
+    tl.device_assert(slot < n_slots, "rope_cache: slot past the end of the cache")
+    c = tl.load(cos + pos.to(tl.int64) * HALF + d)[None, :]
+    s = tl.load(sin + pos.to(tl.int64) * HALF + d)[None, :]
+
+    tl.store(row + q_off, (q1 * c - q2 * s).to(qkv.dtype.element_ty), mask=q_ok)
+    tl.store(row + q_off + HALF, (q2 * c + q1 * s).to(qkv.dtype.element_ty), mask=q_ok)
+    r1 = (k1 * c - k2 * s).to(qkv.dtype.element_ty)
+    r2 = (k2 * c + k1 * s).to(qkv.dtype.element_ty)
+    tl.store(row + k_off, r1, mask=kv_ok)
+    tl.store(row + k_off + HALF, r2, mask=kv_ok)
+    cache_ok = kv_ok & (slot >= 0)
+    c_off = slot.to(tl.int64) * KV_ROW + hk[:, None] * HEAD_DIM
+    tl.store(k_cache + c_off + d[None, :], r1.to(k_cache.dtype.element_ty), mask=cache_ok)
+    tl.store(k_cache + c_off + HALF + d[None, :], r2.to(k_cache.dtype.element_ty),
+             mask=cache_ok)
+    tl.store(v_cache + c_off + dv[None, :], v.to(v_cache.dtype.element_ty), mask=cache_ok)
 
 
 # ---------------------------------------------------------------- kernels: prefill
