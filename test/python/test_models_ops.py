@@ -542,7 +542,7 @@ def test_quant_ptx_sm90a():
 
 def _gemv_ptx(kind, M, N, K):
     cfg = lin.gemv_config(M, N, K, kind)
-    consts = {n: cfg[n] for n in ("BM", "R", "C")}
+    consts = {n: cfg[n] for n in ("BM", "R", "C", "EVEN")}
     if kind == "float":
         sig = {"x_ptr": "*bf16:16", "w_ptr": "*bf16:16", "out_ptr": "*bf16:16", "M": "i32",
                "N": "i32:16", "K": "i32:16"}
@@ -568,18 +568,19 @@ def test_gemv_ptx_sm90a():
     # ends at the loop's first label) and the next step's in it; no tensor cores, no cp.async,
     # and the int fields become floats without I2F conversions.
     hint = "ld.global.L2::cache_hint"
-    for kind, weight_load, x_load in (("float", hint + ".v4.b32", "ld.global.v4"),
-                                      ("int8", hint + ".b32", "ld.global.v2"),
-                                      ("int4", hint + ".b32", "ld.global.v4")):
+    for kind, weight_load, x_load in (("float", hint + ".v4.b32", r"ld\.global\.v4\.b32"),
+                                      ("int8", hint + ".b32", r"ld\.global\.(v2\.b32|v4\.b16)"),
+                                      ("int4", hint + ".b32", r"ld\.global\.v4\.b32")):
         cfg, ptx = _gemv_ptx(kind, 1, 2048, 2048)
+        u = cfg["C"] // 128  # pieces per lane and row (4 warps)
         before_loop = ptx[:re.search(r"^\$L__BB\d+_\d+:", ptx, re.M).start()]
-        assert ptx.count(weight_load) == 2 * cfg["R"] * 2, kind
-        assert before_loop.count(weight_load) == cfg["R"] * 2, kind
-        assert ptx.count(x_load + ".b32") == 2 * 2, kind  # 2 pieces of x per thread and step
+        assert ptx.count(weight_load) == 2 * cfg["R"] * u, kind
+        assert before_loop.count(weight_load) == cfg["R"] * u, kind
+        assert len(re.findall(x_load, ptx)) == 2 * u, kind  # u pieces of x a thread and step
         assert "wgmma" not in ptx and "cp.async" not in ptx
         assert "cvt.rn.f32.s32" not in ptx and "cvt.rn.f32.u32" not in ptx
     cfg, ptx = _gemv_ptx("int4", 4, 2048, 2048)  # 4 rows of x share each word's fields
-    assert cfg["BM"] == 4 and ptx.count("fma.rn.f32") >= 4 * 8 * cfg["R"] * 2
+    assert cfg["BM"] == 4 and ptx.count("fma.rn.f32") >= 4 * 8 * cfg["R"] * cfg["C"] // 128
 
 
 # ---------------------------------------------------------------- errors

@@ -90,7 +90,7 @@ def linear_kernel(x_ptr, w_ptr, out_ptr, part_ptr, M, N, K, K_SPLIT,
 
 @kiln.jit
 def gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, R: tl.constexpr,
-                C: tl.constexpr, E: tl.constexpr):
+                C: tl.constexpr, E: tl.constexpr, EVEN: tl.constexpr):
     """out[BM rows, R rows] of x @ w.T on CUDA cores. The tile is [BM, R, C, E]: E consecutive
     K (16 bytes) per thread, C pieces along K over the lanes and warps (and U = C / threads
     repeats per thread), R weight rows and BM rows of x in every thread. x is loaded as a 4-D
@@ -100,7 +100,8 @@ def gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, R: tl.constexp
     The loads of a step are issued one step ahead (the first before the loop, the next at the
     top of each iteration; past K they are masked off): ptxas keeps loads and the FMAs that
     use them in one block interleaved, one or two 16-byte loads ahead of the math, so without
-    this only ~4 of a thread's 2R + 2 loads were in flight at once."""
+    this only ~4 of a thread's 2R + 2 loads were in flight at once. EVEN (K a multiple of
+    C * E): no K mask but the step's own (a scalar, without `other`: no register zeroing)."""
     pid = tl.program_id(0)
     num_m = tl.cdiv(M, BM)
     rm = (pid % num_m) * BM + tl.arange(0, BM)
@@ -110,14 +111,22 @@ def gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, R: tl.constexp
     w_ptrs = w_ptr + (rn % N)[:, None, None] * K + kk[None, :, :]
     x_ptrs = x_ptr + (rm % M)[:, None, None, None] * K + kk[None, None, :, :]
     acc = tl.zeros((BM, R, C), dtype=tl.float32)
-    kmask = kk < K
-    w = tl.load(w_ptrs, mask=kmask[None, :, :], other=0.0, eviction_policy="evict_first")
-    x = tl.load(x_ptrs, mask=kmask[None, None, :, :], other=0.0)
+    if EVEN:
+        w = tl.load(w_ptrs, eviction_policy="evict_first")
+        x = tl.load(x_ptrs)
+    else:
+        kmask = kk < K
+        w = tl.load(w_ptrs, mask=kmask[None, :, :], other=0.0, eviction_policy="evict_first")
+        x = tl.load(x_ptrs, mask=kmask[None, None, :, :], other=0.0)
     for k0 in range(C * E, K + C * E, C * E):
-        kmask = (k0 + kk) < K
-        w_next = tl.load(w_ptrs + k0, mask=kmask[None, :, :], other=0.0,
-                         eviction_policy="evict_first")
-        x_next = tl.load(x_ptrs + k0, mask=kmask[None, None, :, :], other=0.0)
+        if EVEN:  # (the last step's loads are masked off and their values unused)
+            w_next = tl.load(w_ptrs + k0, mask=k0 < K, eviction_policy="evict_first")
+            x_next = tl.load(x_ptrs + k0, mask=k0 < K)
+        else:
+            kmask = (k0 + kk) < K
+            w_next = tl.load(w_ptrs + k0, mask=kmask[None, :, :], other=0.0,
+                             eviction_policy="evict_first")
+            x_next = tl.load(x_ptrs + k0, mask=kmask[None, None, :, :], other=0.0)
         acc += tl.sum(w[None, :, :, :].to(tl.float32) * x.to(tl.float32), axis=3)
         w = w_next
         x = x_next
@@ -190,7 +199,7 @@ def linear_config(M, N, K, itemsize=2, cpu=False, sms=132, split_ok=True, gemv=N
     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, splits (K ranges; 1: no
     split) and k_split (the K extent of each range)."""
     if uses_gemv(M, gemv):
-        return dict(gemv_config(M, N, K, "float", itemsize, cpu), kernel="gemv", splits=1)
+        return dict(gemv_config(M, N, K, "float", itemsize, cpu, sms), kernel="gemv", splits=1)
     if cpu:  # small tiles: the host compiler's time grows fast with the tile
         bm = 16 if M <= 16 else 32
         cfg = dict(BLOCK_M=bm, BLOCK_N=16 if bm == 16 else 32, BLOCK_K=32, GROUP_M=4,
@@ -221,26 +230,32 @@ def linear_config(M, N, K, itemsize=2, cpu=False, sms=132, split_ok=True, gemv=N
     return cfg
 
 
-def gemv_config(M, N, K, kind="float", itemsize=2, cpu=False):
+def gemv_config(M, N, K, kind="float", itemsize=2, cpu=False, sms=132):
     """The launch plan of the CUDA-core kernels (`gemv_kernel`, quant's int8/int4 ones): a dict
     with BM (rows of x per program), R (weight rows per program), C (pieces along K per step),
-    E (K per piece: 16 bytes of a float weight, or one 32-bit word of int8/int4), num_warps
-    and programs (the 1-D grid)."""
+    E (K per piece: 16 bytes of a float weight, or one 32-bit word of int8/int4), EVEN (K a
+    multiple of a step), num_warps and programs (the 1-D grid)."""
     E = {"float": 16 // itemsize, "int8": 4, "int4": 8}[kind]
     bm = min(kiln.next_power_of_2(max(M, 1)), GEMV_BM)
     pieces = kiln.next_power_of_2(max(kiln.cdiv(K, E), 1))
     if cpu:  # small tiles: the host compiler's time grows fast with the tile
         cfg = dict(BM=bm, R=4, C=min(16, pieces), E=E, num_warps=1)
     else:
-        # 4 warps, 2 pieces per lane and row (C = 256): a step is 1024 (int8) or 2048 K wide
-        # (the 1B shapes take 1 to 8 steps) and reads 2R independent pieces per thread: R = 4
-        # 16-byte float pieces (128 bytes) or R = 8 int words (64 bytes, + 16 scales for
-        # int4) at one row of x, fewer rows as BM grows. With the next step's loads in
-        # flight, ptxas: bf16 126 / 100 / 164 registers at BM = 1 / 2 / 4, int4 128 / 123 /
-        # 155, int8 72 / 80 / 95 (3 to 7 programs of 4 warps per SM).
-        r = {1: 4, 2: 2, 4: 2} if kind == "float" else {1: 8, 2: 4, 4: 2}
-        cfg = dict(BM=bm, R=r[bm], C=min(256, pieces), E=E, num_warps=4)
+        # 4 warps (128 lanes along K); a thread reads R rows x C / 128 pieces a step, the next
+        # step's in flight meanwhile. (R, C) by kind and BM, from ptxas on sm_90a (registers,
+        # none spilled): float (4, 256) 154, (2, 256) 128, (2, 128) 96 at BM = 1, 2, 4 (8, 4
+        # and 2 16-byte pieces a step); int4 (4, 256) 117, (4, 128) 90, (2, 128) 96 (8, 4,
+        # 2 words); int8 (4, 512) 95, (4, 256) 80, (2, 256) 111 (16, 8, 4 words). More rows
+        # or pieces per thread spill or halve the programs per SM. R halves (down to 2)
+        # while fewer than ~3 programs per SM would run.
+        r, c = {"float": {1: (4, 256), 2: (2, 256), 4: (2, 128)},
+                "int4": {1: (4, 256), 2: (4, 128), 4: (2, 128)},
+                "int8": {1: (4, 512), 2: (4, 256), 4: (2, 256)}}[kind][bm]
+        while r > 2 and kiln.cdiv(N, r) * kiln.cdiv(M, bm) < 3 * sms:
+            r //= 2
+        cfg = dict(BM=bm, R=r, C=min(c, pieces), E=E, num_warps=4)
     cfg["programs"] = kiln.cdiv(N, cfg["R"]) * kiln.cdiv(M, bm)
+    cfg["EVEN"] = K > 0 and K % (cfg["C"] * E) == 0
     return cfg
 
 
@@ -293,8 +308,8 @@ def linear(x, w, out, scratch=None, stream=None, device=None, gemv=None):
     opts = launch_opts(dev, stream)
     if cfg.pop("kernel") == "gemv":
         gemv_kernel[(cfg["programs"],)](x, w, out, M, N, K, BM=cfg["BM"], R=cfg["R"],
-                                        C=cfg["C"], E=cfg["E"], num_warps=cfg["num_warps"],
-                                        **opts)
+                                        C=cfg["C"], E=cfg["E"], EVEN=cfg["EVEN"],
+                                        num_warps=cfg["num_warps"], **opts)
         return out
     splits = cfg.pop("splits")
     k_split = cfg.pop("k_split")

@@ -121,20 +121,22 @@ def linear_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, part_ptr, M, N, K, K_SPLIT,
 #
 # A weight word (32 bits: 4 int8 or 8 int4 of consecutive K) becomes fp32 values without an
 # integer-to-float conversion (I2F runs at 1/8 of the FMA rate): the bits of a field, masked in
-# place, are OR-ed into the mantissa of 2^23 (0x4B000000), giving the float 2^23 + v * 2^s for
-# a field v at bit s <= 15 (for s <= 19 v * 2^s < 2^23, so it is exact); subtracting
-# 2^23 + zero * 2^s leaves (v - zero) * 2^s exactly. The fields at bits 16..31 are first
-# shifted down by 16. x is multiplied by 2^-s instead (exact), so each weight costs one
-# logical op, one FADD and one FMA per row of x: ptxas fuses the AND and OR into one LOP3.
+# place, sit in the mantissa of 2^23 (exponent bits 0x4B000000), giving the float
+# 2^23 + v * 2^s for a field v at bit s <= 15 (v * 2^s < 2^23, so it is exact); subtracting
+# 2^23 + zero * 2^s leaves (v - zero) * 2^s exactly. x is multiplied by 2^-s instead (exact).
+# The exponent is OR-ed in once per half word (`w | 0x4B000000` for the fields at bits 0..15,
+# `(w >> 16) | 0x4B000000` for those at 16..31: the bits above 15 of either are then cleared
+# or set to the exponent by the field's mask, 0x4B000000 | field bits), so a field is one AND
+# (a LOP3 with one immediate: `(w & m) | 0x4B000000` would need two and took two LOP3s), then
+# one FADD and one FMA per row of x.
 
 @kiln.jit
 def _word_fields(words, j, BITS: tl.constexpr, ZERO: tl.constexpr):
     """fp32 (field_j(words) - ZERO) * 2^s for the fields j (a tile broadcast against words) of
     BITS bits, where s = BITS * j mod 16 is the field's bit offset within its 16-bit half."""
     s = (BITS * j) % 16
-    src = tl.where(BITS * j >= 16, words >> 16, words)
-    mask = ((1 << BITS) - 1) << s
-    f = ((src & mask) | 0x4B000000).to(tl.float32, bitcast=True)
+    src = tl.where(BITS * j >= 16, (words >> 16) | 0x4B000000, words | 0x4B000000)
+    f = (src & (0x4B000000 | (((1 << BITS) - 1) << s))).to(tl.float32, bitcast=True)
     return f - (8388608 + ZERO * (1 << s)).to(tl.float32)
 
 
@@ -160,12 +162,13 @@ def _gemv_store(res, out_ptr, rm, rn, M, N):
 
 @kiln.jit
 def gemv_int8_kernel(x_ptr, q_ptr, s_ptr, out_ptr, M, N, K, KW, BM: tl.constexpr,
-                     R: tl.constexpr, C: tl.constexpr):
+                     R: tl.constexpr, C: tl.constexpr, EVEN: tl.constexpr):
     """out[BM rows, R rows] = x @ (q * s).T on CUDA cores, KW = K / 4 words per weight row.
     Tile [BM, R, C, 4]: one word of 4 consecutive K per thread and row (lanes on consecutive
     words: 128-byte warp accesses), C words along K over the lanes, warps and repeats, R
     weight rows and BM rows of x in every thread; x loaded as [BM, 1, C, 4] (8 bytes a
-    thread), which anchors that layout. Loads one step ahead, as linear's gemv_kernel."""
+    thread), which anchors that layout. Loads one step ahead and EVEN (KW a multiple of C)
+    as in linear's gemv_kernel."""
     rm, rn = _gemv_rows(M, N, BM, R)
     rc = tl.arange(0, C)
     j = tl.arange(0, 4)[None, None, None, :]
@@ -173,14 +176,22 @@ def gemv_int8_kernel(x_ptr, q_ptr, s_ptr, out_ptr, M, N, K, KW, BM: tl.constexpr
     x_ptrs = x_ptr + (rm % M)[:, None, None, None] * K + rc[None, None, :, None] * 4 + j
     inv = _inv_shift(j, 8)
     acc = tl.zeros((BM, R, C), dtype=tl.float32)
-    wmask = rc < KW
-    words = tl.load(q_ptrs, mask=wmask[None, :], other=0, eviction_policy="evict_first")
-    x = tl.load(x_ptrs, mask=wmask[None, None, :, None], other=0.0)
+    if EVEN:
+        words = tl.load(q_ptrs, eviction_policy="evict_first")
+        x = tl.load(x_ptrs)
+    else:
+        wmask = rc < KW
+        words = tl.load(q_ptrs, mask=wmask[None, :], other=0, eviction_policy="evict_first")
+        x = tl.load(x_ptrs, mask=wmask[None, None, :, None], other=0.0)
     for w0 in range(C, KW + C, C):
-        wmask = (w0 + rc) < KW
-        words_next = tl.load(q_ptrs + w0, mask=wmask[None, :], other=0,
-                             eviction_policy="evict_first")
-        x_next = tl.load(x_ptrs + 4 * w0, mask=wmask[None, None, :, None], other=0.0)
+        if EVEN:
+            words_next = tl.load(q_ptrs + w0, mask=w0 < KW, eviction_policy="evict_first")
+            x_next = tl.load(x_ptrs + 4 * w0, mask=w0 < KW)
+        else:
+            wmask = (w0 + rc) < KW
+            words_next = tl.load(q_ptrs + w0, mask=wmask[None, :], other=0,
+                                 eviction_policy="evict_first")
+            x_next = tl.load(x_ptrs + 4 * w0, mask=wmask[None, None, :, None], other=0.0)
         # int8 -> the unsigned q + 128 (zero point 128) in every byte.
         f = _word_fields((words ^ -2139062144)[None, :, :, None], j, 8, 128)  # 0x80808080
         acc += tl.sum(f * (x.to(tl.float32) * inv), axis=3)
@@ -193,7 +204,7 @@ def gemv_int8_kernel(x_ptr, q_ptr, s_ptr, out_ptr, M, N, K, KW, BM: tl.constexpr
 @kiln.jit
 def gemv_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
                      GROUP_WORDS: tl.constexpr, BM: tl.constexpr, R: tl.constexpr,
-                     C: tl.constexpr):
+                     C: tl.constexpr, EVEN: tl.constexpr):
     """As gemv_int8_kernel for int4: KW = K / 8 words per packed row (8 consecutive K each,
     k even in the low nibble of its byte), x loaded as [BM, 1, C, 8] (16 bytes a thread);
     every word lies in one group (GROUP_WORDS words), whose scale multiplies the word's sum."""
@@ -205,17 +216,28 @@ def gemv_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
     x_ptrs = x_ptr + (rm % M)[:, None, None, None] * K + rc[None, None, :, None] * 8 + j
     inv = _inv_shift(j, 4)
     acc = tl.zeros((BM, R, C), dtype=tl.float32)
-    wmask = rc < KW
-    words = tl.load(p_ptrs, mask=wmask[None, :], other=0, eviction_policy="evict_first")
-    scale = tl.load(s_rows + (rc // GROUP_WORDS)[None, :], mask=wmask[None, :], other=0.0)
-    x = tl.load(x_ptrs, mask=wmask[None, None, :, None], other=0.0)
+    s_ptrs = s_rows + (rc // GROUP_WORDS)[None, :]
+    if EVEN:
+        words = tl.load(p_ptrs, eviction_policy="evict_first")
+        scale = tl.load(s_ptrs)
+        x = tl.load(x_ptrs)
+    else:
+        wmask = rc < KW
+        words = tl.load(p_ptrs, mask=wmask[None, :], other=0, eviction_policy="evict_first")
+        scale = tl.load(s_ptrs, mask=wmask[None, :], other=0.0)
+        x = tl.load(x_ptrs, mask=wmask[None, None, :, None], other=0.0)
     for w0 in range(C, KW + C, C):
-        wmask = (w0 + rc) < KW
-        words_next = tl.load(p_ptrs + w0, mask=wmask[None, :], other=0,
-                             eviction_policy="evict_first")
-        scale_next = tl.load(s_rows + ((w0 + rc) // GROUP_WORDS)[None, :],
-                             mask=wmask[None, :], other=0.0)
-        x_next = tl.load(x_ptrs + 8 * w0, mask=wmask[None, None, :, None], other=0.0)
+        if EVEN:  # (C a multiple of GROUP_WORDS: the groups advance by C / GROUP_WORDS)
+            words_next = tl.load(p_ptrs + w0, mask=w0 < KW, eviction_policy="evict_first")
+            scale_next = tl.load(s_ptrs + w0 // GROUP_WORDS, mask=w0 < KW)
+            x_next = tl.load(x_ptrs + 8 * w0, mask=w0 < KW)
+        else:
+            wmask = (w0 + rc) < KW
+            words_next = tl.load(p_ptrs + w0, mask=wmask[None, :], other=0,
+                                 eviction_policy="evict_first")
+            scale_next = tl.load(s_rows + ((w0 + rc) // GROUP_WORDS)[None, :],
+                                 mask=wmask[None, :], other=0.0)
+            x_next = tl.load(x_ptrs + 8 * w0, mask=wmask[None, None, :, None], other=0.0)
         f = _word_fields(words[None, :, :, None], j, 4, 8)
         acc += tl.sum(f * (x.to(tl.float32) * inv), axis=3) * scale[None, :, :]
         words = words_next
@@ -337,13 +359,17 @@ def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, w
         if M == 0 or N == 0:
             return out
         kind = "int8" if group is None else "int4"
-        cfg = gemv_config(M, N, K, kind, cpu=cpu)
+        cfg = gemv_config(M, N, K, kind, cpu=cpu,
+                          sms=132 if cpu else _sm_count(_device_index(x)))
         words = K // (4 if group is None else 8)
         extra = (K // group,) if group is not None else ()
         consts = dict(GROUP_WORDS=group // 8) if group is not None else {}
+        # EVEN (whole steps) also needs a step of whole groups (int4) for its scale offsets.
+        even = cfg["EVEN"] and (group is None or cfg["C"] % (group // 8) == 0)
         gk = gemv_int8_kernel if group is None else gemv_int4_kernel
         gk[(cfg["programs"],)](x, *args, out, M, N, K, words, *extra, BM=cfg["BM"],
-                               R=cfg["R"], C=cfg["C"], num_warps=cfg["num_warps"], **consts,
+                               R=cfg["R"], C=cfg["C"], EVEN=even, num_warps=cfg["num_warps"],
+                               **consts,
                                **launch_opts(dev, stream))
         return out
     sms = 132 if cpu else _sm_count(_device_index(x))
