@@ -179,3 +179,47 @@ def test_a_stray_store_of_a_large_tile_is_caught_at_its_line(debug):
     assert (out[:block - 16] == 1.0).all() and (out[block - 16:] == 0.0).all()
     add_kernel[(1,)](out, out, out, block, BLOCK=block)  # the process goes on
     assert (out[:block - 16] == 2.0).all()
+
+
+@kiln.jit(device="cpu")
+def while_if_kernel(x_ptr, out_ptr, steps, flag, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    acc = x
+    other = x + 1.0
+    i = 0
+    while i < steps:  # scf.while carrying two large tiles that trade places
+        acc, other = other * 2.0 + x, acc
+        i += 1
+    if flag > 0:  # scf.if yielding a large tile
+        y = acc - other
+    else:
+        y = acc + other
+    tl.store(out_ptr + offs, y)
+
+
+@pytest.mark.parametrize("flag", [0, 1])
+def test_while_and_if_with_large_tiles(flag):
+    block = 1 << 13
+    x = np.random.default_rng(6).standard_normal(block).astype(np.float32)
+    out = np.zeros_like(x)
+    while_if_kernel[(1,)](x, out, 4, flag, BLOCK=block)
+    acc, other = x, x + np.float32(1)
+    for _ in range(4):
+        acc, other = other * np.float32(2) + x, acc
+    np.testing.assert_allclose(out, acc - other if flag else acc + other, rtol=1e-6, atol=1e-5)
+
+
+@kiln.jit(device="cpu", debug=True)
+def assert_kernel(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.device_assert(x < 100, "too big")
+
+
+def test_device_assert_on_a_large_tile():
+    x = np.zeros(1 << 13, np.int32)
+    assert_kernel[(1,)](x, BLOCK=x.size)  # every element passes
+    x[5000] = 100
+    with pytest.raises(kiln.KilnError, match=r"device_assert failed in program \(0, 0, 0\): "
+                                             r"too big"):
+        assert_kernel[(1,)](x, BLOCK=x.size)
