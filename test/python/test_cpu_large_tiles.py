@@ -223,3 +223,17 @@ def test_device_assert_on_a_large_tile():
     with pytest.raises(kiln.KilnError, match=r"device_assert failed in program \(0, 0, 0\): "
                                              r"too big"):
         assert_kernel[(1,)](x, BLOCK=x.size)
+
+
+@kiln.jit(device="cpu")
+def argmax_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.store(out_ptr, tl.argmax(x, axis=0))  # a reduction of two tiles (values, indices)
+    tl.store(out_ptr + 1, tl.argmin(x, axis=0))
+
+
+def test_argmax_of_a_large_tile():
+    x = np.random.default_rng(7).permutation(1 << 15).astype(np.float32)
+    out = np.zeros(2, np.int32)
+    argmax_kernel[(1,)](x, out, BLOCK=x.size)
+    assert out.tolist() == [int(np.argmax(x)), int(np.argmin(x))]
