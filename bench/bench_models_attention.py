@@ -193,7 +193,8 @@ def bench_rope(args, rows):
 def decode_calls(p, qkv, out, scratch2, scratch3, cos, sin, mode, args, tile=None):
     """The per-layer call of one decode variant (see the module's docstring); tile: the
     decode kernel's (BLOCK_N, num_warps), None for the default."""
-    kw = dict(split_min_tokens=args.split_min_tokens, tile=tile)
+    kw = dict(split_min_tokens=args.split_min_tokens, tile=tile,
+              single_split_tokens=args.single_split_tokens)
     if args.num_splits:
         kw["num_splits"] = args.num_splits
 
@@ -376,6 +377,9 @@ def main():
     ap.add_argument("--num-splits", type=int, default=None,
                     help="force the decode split count (at most the scratch's)")
     ap.add_argument("--split-min-tokens", type=int, default=None)
+    ap.add_argument("--single-split-tokens", type=int, default=None,
+                    help="decode contexts of at most this many keys run in one split "
+                         "(default: twice split_min_tokens)")
     ap.add_argument("--decode-tiles", default="64x4,64x8,128x8,32x2",
                     help="(BLOCK_N)x(num_warps) tiles of the fused decode kernel to time "
                          "beside the default ('' for none)")

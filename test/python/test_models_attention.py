@@ -154,7 +154,7 @@ def run_prefill(case, kv_from_qkv=False, scale=None, **kw):
 
 
 def run_decode(case, num_splits=None, split_min_tokens=16, spare_batch=0, counters=False,
-               launches=1, tile=None):
+               launches=1, tile=None, single_split_tokens=None):
     """decode_attention of `case` with `num_splits` splits of scratch (None: no scratch),
     combined in the kernel (counters) or by a second launch, `launches` times (a CUDA graph's
     replays: the counters must come back to zero each time)."""
@@ -173,7 +173,8 @@ def run_decode(case, num_splits=None, split_min_tokens=16, spare_batch=0, counte
         att.decode_attention(case.qkv, case.k_cache, case.v_cache, case.tables,
                              case.context_lens, out, sm_scale=scale, scratch=scratch,
                              num_splits=num_splits, split_min_tokens=split_min_tokens,
-                             tile=tile, **case.heads(), **CPU)
+                             tile=tile, single_split_tokens=single_split_tokens,
+                             **case.heads(), **CPU)
         check(out, case.reference(scale), case.dtype)
         if counters:
             assert (scratch[2] == 0).all(), "the kernel left a counter non-zero"
@@ -280,11 +281,35 @@ def test_decode_fused_combine_many_splits_gqa8():
 def test_decode_tile_choice():
     # a 32-key tile (chunks of 32: the 53-key context in 2 splits of 3) and a 64-key one
     case = Case([1] * 3, [53, 64, 2], 4, 2, 16, "float32", 4, seed=23)
-    run_decode(case, num_splits=3, counters=True, tile=(32, 2))
-    run_decode(case, num_splits=2, counters=True, tile=(64, 8))
+    run_decode(case, num_splits=3, counters=True, tile=(32, 2), single_split_tokens=0)
+    run_decode(case, num_splits=2, counters=True, tile=(64, 8), single_split_tokens=0)
     with pytest.raises(ValueError, match=r"expected tile = \(BLOCK_N, num_warps\), .* found "
                                          r"\(48, 4\)"):
         run_decode(case, tile=(48, 4))
+
+
+@pytest.mark.parametrize("single", [None, 40, 0])
+def test_decode_short_contexts_run_in_one_split(single):
+    """Contexts of at most single_split_tokens keys (default 2 * split_min_tokens = 32 here)
+    run in one split that writes out directly (the scratch's NaN left as it was); longer
+    ones split."""
+    case = Case([1] * 3, [32, 40, 90], 4, 2, 16, "float32", 4, seed=24)
+    shapes = att.decode_attention_scratch(3, 4, 16, 0, n_kv_heads=2, num_splits=4,
+                                          counters=True)
+    scratch = tuple(np.full(s, np.nan, np.float32) for s in shapes[:2]) + (
+        np.zeros(shapes[2], np.int32),)
+    out = np.full((3, 64), np.nan, np.float32)
+    att.decode_attention(case.qkv, case.k_cache, case.v_cache, case.tables, case.context_lens,
+                         out, 4, 2, 16, 0.25, scratch=scratch, split_min_tokens=16,
+                         single_split_tokens=single, **CPU)
+    check(out, case.reference(0.25), "float32")
+    limit = 32 if single is None else single
+    for b, ctx in enumerate(case.ctx_lens):
+        assert np.isnan(scratch[1][b]).all() == (ctx <= limit), (b, ctx)
+    with pytest.raises(ValueError, match="non-negative int single_split_tokens, found -1"):
+        att.decode_attention(case.qkv, case.k_cache, case.v_cache, case.tables,
+                             case.context_lens, out, 4, 2, 16, 0.25, scratch=scratch,
+                             single_split_tokens=-1, **CPU)
 
 
 def test_decode_split_count():
@@ -517,8 +542,8 @@ def compile_decode(dtype, D, Hq, Hkv, splits, combine, rope):
                block_tables="*i32:16", context_lens="*i32:16", out=f"*{ty}:16",
                part_out="*fp32:16", part_lse="*fp32:16", counters="*i32:16",
                positions="*i32:16", cos="*fp32:16", sin="*fp32:16", slot_mapping="*i32:16",
-               sm_scale="fp32", max_blocks="i32", min_chunk="i32:16", n_pos="i32",
-               n_slots="i32")
+               sm_scale="fp32", max_blocks="i32", min_chunk="i32:16", one_split="i32",
+               n_pos="i32", n_slots="i32")
     cfg, nw = att.decode_launch_config(1, Hq, Hkv, D, splits)
     k = kiln.compile(att._decode_kernel, signature=sig,
                      constexprs=dict(N_HEADS=Hq, N_KV_HEADS=Hkv, HEAD_DIM=D, BLOCK_SIZE=16,

@@ -50,8 +50,9 @@ forces the CPU backend; numpy arrays run there anyway):
   and V rows (16-byte loads) and the table entries of the block after before the current
   block's math. The launch takes S = decode_split_count(B, Hkv, table width) splits (at
   most scratch's; `num_splits` forces one); each sequence cuts its own context into S
-  chunks of at least `split_min_tokens` keys, so a short context runs in fewer splits and
-  the others exit at once. The splits' normalized partial outputs and log-sum-exps go to
+  chunks of at least `split_min_tokens` keys (a context of at most `single_split_tokens`,
+  default twice that, into one), so a short context runs in fewer splits and the others
+  exit at once. The splits' normalized partial outputs and log-sum-exps go to
   `scratch`; with scratch's third array (counters) the last split of a (sequence, KV head)
   to finish combines them in the same kernel (a ticket from an atomic counter it then
   resets to 0, so CUDA-graph replays stay correct), and a context of one chunk is written
@@ -319,7 +320,7 @@ def _prefill_kernel(qkv, k_cache, v_cache, cu_seqlens, block_tables, context_len
 @kiln.jit
 def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_out,
                    part_lse, counters, positions, cos, sin, slot_mapping, sm_scale,
-                   max_blocks, min_chunk, n_pos, n_slots,
+                   max_blocks, min_chunk, one_split, n_pos, n_slots,
                    N_HEADS: tl.constexpr, N_KV_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr,
                    GROUP_PAD: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_SIZE: tl.constexpr,
                    NUM_SPLITS: tl.constexpr, PART_STRIDE: tl.constexpr,
@@ -327,8 +328,9 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
                    BLOCK_C: tl.constexpr, ROPE: tl.constexpr):
     """Grid (NUM_SPLITS, Hkv, B). The GROUP query heads of KV head hk are the rows of q
     (padded to GROUP_PAD >= 16 for tl.dot). Sequence b's keys are cut into chunks of a whole
-    number of BLOCK_N, at least min_chunk keys, at most NUM_SPLITS of them; split s takes
-    chunk s (nothing when the context is shorter), so n_act = cdiv(ctx, chunk) splits work.
+    number of BLOCK_N, at least min_chunk keys, at most NUM_SPLITS of them (a context of at
+    most one_split keys: one chunk); split s takes chunk s (nothing when the context is
+    shorter), so n_act = cdiv(ctx, chunk) splits work.
 
     COMBINE 0 (one split): the split writes out. COMBINE 1: every split writes its
     normalized partial output and base-2 log-sum-exp (-inf: no keys) for _decode_combine.
@@ -362,6 +364,7 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
     else:
         chunk = ((ctx + NUM_SPLITS - 1) // NUM_SPLITS + BLOCK_N - 1) // BLOCK_N * BLOCK_N
         chunk = tl.maximum(chunk, min_chunk)
+        chunk = tl.where(ctx <= one_split, tl.maximum(ctx, 1), chunk)
         n_act = (ctx + chunk - 1) // chunk
         lo = split * chunk
         hi = tl.minimum(lo + chunk, ctx)
@@ -892,15 +895,17 @@ def decode_attention(qkv, k_cache, v_cache, block_tables, context_lens, out, n_h
                      n_kv_heads, head_dim, sm_scale, scratch=None,
                      split_min_tokens=SPLIT_MIN_TOKENS, stream=None, device=None,
                      num_splits=None, num_sms=NUM_SMS, positions=None, cos=None, sin=None,
-                     slot_mapping=None, tile=None):
+                     slot_mapping=None, tile=None, single_split_tokens=None):
     """One query per sequence (row b of qkv [B, ...]) over its context_lens[b] cached keys,
     into out [B, Hq*D]; split-K over up to scratch's split count (num_splits: exactly that
     many, at most scratch's). With positions, cos, sin and slot_mapping (rope_cache's
     arguments for these B rows), rope_cache's work is done here: q and the new key are
     rotated in registers (qkv is not written) and the new k and v go to their slot; key
     context_lens[b] - 1 must be the new token (its slot slot_mapping[b]). tile: (BLOCK_N,
-    num_warps) in place of decode_tile_config's (BLOCK_N a power of two >= 16). Returns
-    out."""
+    num_warps) in place of decode_tile_config's (BLOCK_N a power of two >= 16).
+    single_split_tokens: contexts of at most this many keys run in one split (a program that
+    walks two blocks beats two that combine); default twice split_min_tokens (rounded up to
+    the key tile). Returns out."""
     op = "decode_attention"
     n_heads, n_kv_heads, head_dim = _check_heads(op, n_heads, n_kv_heads, head_dim)
     dtype = _check_qkv(op, qkv, None, n_heads, n_kv_heads, head_dim)
@@ -940,6 +945,10 @@ def decode_attention(qkv, k_cache, v_cache, block_tables, context_lens, out, n_h
     else:
         raise ValueError(f"{op}: expected num_splits in [1, {capacity}] (the splits scratch "
                          f"holds), found {num_splits!r}")
+    if single_split_tokens is not None and (
+            not isinstance(single_split_tokens, (int, np.integer)) or single_split_tokens < 0):
+        raise ValueError(f"{op}: expected a non-negative int single_split_tokens, found "
+                         f"{single_split_tokens!r}")
     if tile is not None and not (
             isinstance(tile, (tuple, list)) and len(tile) == 2
             and all(isinstance(x, (int, np.integer)) and x > 0 and not x & (x - 1)
@@ -952,10 +961,12 @@ def decode_attention(qkv, k_cache, v_cache, block_tables, context_lens, out, n_h
     cfg, nw = decode_launch_config(B, n_heads, n_kv_heads, head_dim, splits, cpu, tile)
     combine = 0 if splits == 1 else (2 if counters is not None else 1)
     min_chunk = kiln.cdiv(int(split_min_tokens), cfg["BLOCK_N"]) * cfg["BLOCK_N"]
+    one_split = 2 * min_chunk if single_split_tokens is None else int(single_split_tokens)
     launch = _launch(stream, device)
     _decode_kernel[(splits, n_kv_heads, B)](
         qkv, k_cache, v_cache, block_tables, context_lens, out, part_out, part_lse, counters,
-        *rope_args, sm_scale, max_blocks, min_chunk, n_pos, n_slots, N_HEADS=n_heads,
+        *rope_args, sm_scale, max_blocks, min_chunk, one_split, n_pos, n_slots,
+        N_HEADS=n_heads,
         N_KV_HEADS=n_kv_heads, HEAD_DIM=head_dim, BLOCK_SIZE=block_size, NUM_SPLITS=splits,
         PART_STRIDE=capacity, COMBINE=combine, ROPE=rope, num_warps=nw, **cfg, **launch)
     if combine == 1:
