@@ -508,7 +508,8 @@ def test_quant_errors():
                           group=48, gemv=False)
     # A group that splits 32-bit words (4) takes the tile kernel even where gemv is asked.
     assert not quant._takes_gemv(1, 96, 4, True) and quant._takes_gemv(1, 96, 8, True)
-    assert not quant._takes_gemv(1, 98, None, True) and quant._takes_gemv(16, 96, None, None)
+    assert not quant._takes_gemv(1, 98, None, True) and quant._takes_gemv(4, 96, None, None)
+    assert not quant._takes_gemv(5, 96, None, None) and quant._takes_gemv(16, 96, None, True)
     with pytest.raises(ValueError, match="linear_int8: expected 'scratch' of at least"):
         quant.linear_int8(np.zeros((1, 256), np.float32), np.zeros((40, 256), np.int8),
                           np.ones(40, np.float32), np.zeros((1, 40), np.float32),

@@ -7,15 +7,16 @@
   q = clip(round(w / scale), -8, 7) stored as q + 8, two per byte (k even in the low nibble,
   k odd in the high one). `linear_int4(x, packed, scales, out, group=128)`.
 
-Two plans. Decode batches of up to GEMV_MAX_M (16) rows run on CUDA cores (`gemv_int8_kernel`,
-`gemv_int4_kernel`; `gemv=False` forces the other plan): tensor cores do not help at a few
-rows, and the weights are streamed once, as 32-bit words along K (128-byte warp accesses),
-turned into floats with bit operations (no int-to-float conversions, see `_word_fields`),
-multiplied by x in fp32 and scaled per word (int4: a word lies in one group) or per row
-(int8). At 1 row an int4 word (8 weights) costs ~28 instructions a thread: ~110 per 16 bytes,
-under the ~160 an H100 issues per 16 bytes at 3 TB/s; each further row of x adds ~9 per word,
-so 16 rows are bound by the FMAs (~0.6 TB/s of int4, still less time than bf16 on tensor
-cores). Same layout as below: the packing is the natural one.
+Two plans. Decode batches of up to GEMV_MAX_M (4) rows run on CUDA cores (`gemv_int8_kernel`,
+`gemv_int4_kernel`; `gemv=True/False` forces a plan up to 64 rows): tensor cores do not help
+at a few rows, and the weights are streamed once, as 32-bit words along K (128-byte warp
+accesses), turned into floats with bit operations (no int-to-float conversions, see
+`_word_fields`), multiplied by x in fp32 and scaled per word (int4: a word lies in one group)
+or per row (int8). sm_90a SASS of the loop per 16 bytes of weights: int4 171 instructions at
+1 row of x (per word: 10 LOP3, 8 FADD, 8 FFMA, 1 FFMA for the scale, loads and addresses),
+249 at 2, 472 at 4; int8 96 at 1, 246 at 4. An H100 issues ~140 per 16 bytes at 3.35 TB/s,
+so int4 at 1 row is issue-bound near 2.7 TB/s (of int4 bytes: 4x the weights of bf16 per
+byte), and at 4 rows near 1 TB/s. Same layout as below: the packing is the natural one.
 
 Otherwise the tile kernels read the integer tile, convert it to x's dtype (exact: |q| <= 127),
 multiply on the tensor cores (IEEE fp32 for fp32 x) and apply the scales to the fp32 products:
@@ -117,7 +118,7 @@ def linear_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, part_ptr, M, N, K, K_SPLIT,
     _store(acc, out_ptr, part_ptr, rm, rn, M, N, SPLIT)
 
 
-# ---------------------------------------------------------------- CUDA-core kernels (M <= 16)
+# ---------------------------------------------------------------- CUDA-core kernels (M <= 4)
 #
 # A weight word (32 bits: 4 int8 or 8 int4 of consecutive K) becomes fp32 values without an
 # integer-to-float conversion (I2F runs at 1/8 of the FMA rate): the bits of a field, masked in
