@@ -544,13 +544,13 @@ def compile_decode(dtype, D, Hq, Hkv, splits, combine, rope):
                positions="*i32:16", cos="*fp32:16", sin="*fp32:16", slot_mapping="*i32:16",
                sm_scale="fp32", max_blocks="i32", min_chunk="i32:16", one_split="i32",
                n_pos="i32", n_slots="i32")
-    cfg, nw = att.decode_launch_config(1, Hq, Hkv, D, splits)
+    cfg, nw = att.decode_launch_config(1, Hq, Hkv, D, splits, dtype=dtype)
     k = kiln.compile(att._decode_kernel, signature=sig,
                      constexprs=dict(N_HEADS=Hq, N_KV_HEADS=Hkv, HEAD_DIM=D, BLOCK_SIZE=16,
                                      NUM_SPLITS=splits, PART_STRIDE=splits, COMBINE=combine,
                                      ROPE=rope, **cfg),
                      target="sm_90a", num_warps=nw)
-    return k.asm["ptx"]
+    return k.asm["ptx"], cfg["BLOCK_N"], nw
 
 
 def loop_body(ptx):
@@ -569,21 +569,37 @@ def loop_body(ptx):
 @pytest.mark.parametrize("dtype,D,Hq,Hkv,splits,combine,rope", [
     ("bfloat16", 64, 32, 8, 1, 0, False), ("bfloat16", 64, 32, 8, 8, 2, False),
     ("bfloat16", 64, 32, 8, 8, 2, True), ("bfloat16", 64, 32, 8, 8, 1, True),
-    ("float16", 128, 8, 8, 1, 0, True), ("float32", 64, 8, 2, 3, 2, False)])
+    ("float16", 128, 8, 8, 1, 0, True), ("bfloat16", 256, 32, 8, 8, 2, True),
+    ("float32", 64, 8, 2, 3, 2, False), ("float32", 256, 8, 2, 3, 2, True)])
 def test_decode_compiles_to_ptx(dtype, D, Hq, Hkv, splits, combine, rope):
-    ptx = compile_decode(dtype, D, Hq, Hkv, splits, combine, rope)
+    ptx, bn, nw = compile_decode(dtype, D, Hq, Hkv, splits, combine, rope)
     assert ".entry _decode_kernel" in ptx
     body = loop_body(ptx)
     # the loop gathers the next block's K and V rows in 16-byte vectors (two tiles of
-    # [64, D]: 64 * D * size / (16 bytes * 128 threads) loads each) before this block's math
+    # [BLOCK_N, D]: BLOCK_N * D * size / (16 bytes * threads) loads each) before this block's
+    # math
     size = 4 if dtype == "float32" else 2
-    vec = 2 * 64 * D * size // (16 * 128)
+    vec = 2 * bn * D * size // (16 * 32 * nw)
     assert body.count("ld.global.v4.b32") == vec and "ld.global.b16" not in body
     assert body.index("ld.global.v4.b32") < body.index("mma" if size == 2 else "fma")
     # every store (RoPE's cache write included) follows the loop: no load waits behind one
     assert ptx.index("st.global") > ptx.index(body)
-    if dtype != "float32":  # s^T = k q^T: 64 keys x 16 heads on wgmma
+    if (dtype, D) == ("bfloat16", 64):  # s^T = k q^T: 64 keys x 16 heads on wgmma
         assert "wgmma.mma_async.sync.aligned.m64n16k16" in body
+    elif size == 2:  # 8 warps: mma.sync
+        assert "mma.sync.aligned.m16n8k16" in body
+    # the registers hold the current and the prefetched K/V tiles: nothing spills
+    ptxas = "/usr/local/cuda/bin/ptxas"
+    if os.path.exists(ptxas):
+        import subprocess
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
+            f.write(ptx)
+            f.flush()
+            r = subprocess.run([ptxas, "-arch=sm_90a", "-v", f.name, "-o", os.devnull],
+                               capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert " 0 bytes spill stores" in r.stderr, r.stderr
     if combine == 2:  # one ticket per program; the partials read back from L2
         assert ptx.count("atom.acq_rel.gpu.global.add.u32") == 1
         assert "ld.global.cg.v4.b32" in ptx

@@ -847,19 +847,28 @@ def decode_attention_scratch(batch, n_heads, head_dim, max_context, n_kv_heads=N
     return shapes + ((batch, n_kv),) if counters else shapes
 
 
-def decode_tile_config(cpu=False):
-    """(BLOCK_N, num_warps) of the decode kernel: 64 keys a step on the GPU (a 64 x 16 x D
-    product per step, the KV group padded to 16 columns), 16 on the CPU backend."""
-    return (16, 4) if cpu else (64, 4)
+def decode_tile_config(cpu=False, head_dim=64, dtype="bfloat16"):
+    """(BLOCK_N, num_warps) of the decode kernel: on the GPU 64 keys a step on 4 warps at
+    head_dim <= 64 (a 64 x 16 x D product per step on wgmma, the KV group padded to 16
+    columns), fewer keys or more warps for wider heads and fp32, so that the current and the
+    prefetched K and V tiles stay in registers (sm_90a, no spills: 16-bit D 128 on 64 x 8
+    warps, 207 registers; D 256 on 32 x 8, 204; fp32 D 64 / 128 / 256 on 64 / 32 / 16 keys
+    x 8 warps); 16 keys on the CPU backend."""
+    if cpu:
+        return 16, 4
+    if dtype == "float32":
+        return {16: (64, 4), 32: (64, 4), 64: (64, 8), 128: (32, 8)}.get(head_dim, (16, 8))
+    return {128: (64, 8), 256: (32, 8)}.get(head_dim, (64, 4))
 
 
-def decode_launch_config(batch, n_heads, n_kv_heads, head_dim, splits, cpu=False, tile=None):
+def decode_launch_config(batch, n_heads, n_kv_heads, head_dim, splits, cpu=False, tile=None,
+                         dtype="bfloat16"):
     """The constexprs and num_warps of a decode launch of `splits` splits (without the
     shapes' own N_HEADS, ...): GROUP_PAD, BLOCK_N, COMBINE_G (the group padded to a power of
     two), BLOCK_S (the splits padded) and BLOCK_C (splits per step of the in-kernel combine:
     a [COMBINE_G, BLOCK_C, D] tile of at most 4,096 fp32). tile: (BLOCK_N, num_warps) in
     place of decode_tile_config's."""
-    bn, nw = decode_tile_config(cpu) if tile is None else tile
+    bn, nw = decode_tile_config(cpu, head_dim, dtype) if tile is None else tile
     group = n_heads // n_kv_heads
     cg = kiln.next_power_of_2(group)
     bs = kiln.next_power_of_2(splits)
@@ -958,7 +967,7 @@ def decode_attention(qkv, k_cache, v_cache, block_tables, context_lens, out, n_h
     cpu = _is_cpu(qkv, device)
     if B == 0:
         return out
-    cfg, nw = decode_launch_config(B, n_heads, n_kv_heads, head_dim, splits, cpu, tile)
+    cfg, nw = decode_launch_config(B, n_heads, n_kv_heads, head_dim, splits, cpu, tile, dtype)
     combine = 0 if splits == 1 else (2 if counters is not None else 1)
     min_chunk = kiln.cdiv(int(split_min_tokens), cfg["BLOCK_N"]) * cfg["BLOCK_N"]
     one_split = 2 * min_chunk if single_split_tokens is None else int(single_split_tokens)
