@@ -510,6 +510,10 @@ def test_quant_errors():
     assert not quant._takes_gemv(1, 96, 4, True) and quant._takes_gemv(1, 96, 8, True)
     assert not quant._takes_gemv(1, 98, None, True) and quant._takes_gemv(4, 96, None, None)
     assert not quant._takes_gemv(5, 96, None, None) and quant._takes_gemv(16, 96, None, True)
+    buf = np.zeros(8 * 96 + 1, np.int8)  # codes at an odd address: not read as int32 words
+    assert not quant._takes_gemv(1, 96, None, True, buf[1:].reshape(8, 96))
+    assert quant._takes_gemv(1, 96, None, True, buf[:-1].reshape(8, 96)) == \
+        (quant._address(buf) % 4 == 0)
     with pytest.raises(ValueError, match="linear_int8: expected 'scratch' of at least"):
         quant.linear_int8(np.zeros((1, 256), np.float32), np.zeros((40, 256), np.int8),
                           np.ones(40, np.float32), np.zeros((1, 40), np.float32),

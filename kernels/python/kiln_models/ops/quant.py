@@ -326,12 +326,23 @@ def _plan(M, N, K, cpu, sms, split_ok, k_align):
     return cfg, tiles, kiln.cdiv(K, k_split) if K else 1, k_split
 
 
-def _takes_gemv(M, K, group, gemv):
+def _address(a):
+    """The address of an array's first element (numpy, kiln.DeviceArray, torch), or None."""
+    if isinstance(a, np.ndarray):
+        return a.__array_interface__["data"][0]
+    fn = getattr(a, "data_ptr", None)
+    return fn() if callable(fn) else None
+
+
+def _takes_gemv(M, K, group, gemv, wq=None):
     """Whether linear_int8 (group None) / linear_int4 run the CUDA-core kernel: by M (as
     `linear.uses_gemv`), when the rows are whole 32-bit words (int8: K % 4 == 0) and every
-    word lies in one group (int4: group % 8 == 0)."""
+    word lies in one group (int4: group % 8 == 0), read through an int32 pointer (`wq`, the
+    codes, 4-byte aligned)."""
     kind = "int8" if group is None else "int4"
     fits = K % 4 == 0 if group is None else group % 8 == 0
+    if wq is not None and (_address(wq) or 0) % 4:
+        fits = False
     return fits and uses_gemv(M, gemv, kind)
 
 
@@ -356,7 +367,7 @@ def _check_x_out(op, x, out, N):
 def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, wq, gemv):
     dev = launch_device(device, x, wq, out)
     cpu = dev == "cpu"
-    if _takes_gemv(M, K, group, gemv):
+    if _takes_gemv(M, K, group, gemv, wq):
         if M == 0 or N == 0:
             return out
         kind = "int8" if group is None else "int4"
