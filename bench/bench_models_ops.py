@@ -115,17 +115,18 @@ class Bench:
 
     def launcher(self, kind, x, wq, out, M, N, K):
         """(fn(gemv, scratch) -> a call of the op, fp32 elements of the tiles' scratch)."""
+        sms = torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
         if kind == "bf16":
             return (lambda gemv, scratch: lambda: ops.linear(
                 x, wq[0], out, scratch=scratch, gemv=gemv),
-                lin.linear_scratch_numel(M, N, K, gemv=False))
+                lin.linear_scratch_numel(M, N, K, sms=sms, gemv=False))
         if kind == "int8":
             return (lambda gemv, scratch: lambda: quant.linear_int8(
                 x, wq[0], wq[1], out, scratch=scratch, gemv=gemv),
-                quant.quant_scratch_numel(M, N, K, gemv=False))
+                quant.quant_scratch_numel(M, N, K, sms=sms, gemv=False))
         return (lambda gemv, scratch: lambda: quant.linear_int4(
             x, wq[0], wq[1], out, group=GROUP, scratch=scratch, gemv=gemv),
-            quant.quant_scratch_numel(M, N, K, GROUP, gemv=False))
+            quant.quant_scratch_numel(M, N, K, GROUP, sms=sms, gemv=False))
 
     def linear(self, kind, M):
         g = torch.Generator(device="cuda").manual_seed(M)
@@ -166,7 +167,8 @@ class Bench:
         for B in (1, 16):
             logits = torch.randn(B, VOCAB, device="cuda", dtype=torch.bfloat16, generator=g)
             out = torch.empty(B, device="cuda", dtype=torch.int32)
-            part = torch.empty(sampling.argmax_scratch_numel(B, VOCAB), device="cuda")
+            sms = torch.cuda.get_device_properties(0).multi_processor_count
+            part = torch.empty(sampling.argmax_scratch_numel(B, VOCAB, sms=sms), device="cuda")
             want = logits.argmax(-1)
             nbytes = 2 * B * VOCAB
             peer_us = self.time(lambda: torch.argmax(logits, -1))
@@ -207,7 +209,7 @@ class Bench:
     def tables(self):
         for part, rows in self.rows.items():
             if part == "prefill":
-                markdown_table(["shape (M = 8192)", "kiln us", "kiln TFLOP/s", "torch TFLOP/s",
+                markdown_table([f"shape (M = {PREFILL_TOKENS})", "kiln us", "kiln TFLOP/s", "torch TFLOP/s",
                                 "relerr", "speed vs torch"], rows, title=part)
             else:
                 markdown_table(["case", "us", "GB/s", "of floor", "relerr", "speed vs torch"],
