@@ -1,14 +1,20 @@
 //===- BuilderDot.cpp - tl.dot in the Kiln Builder ------------------------===//
 //
 // This file implements Builder::dot with the rules of triton.language.dot (semantic.dot,
-// Triton 3.x): two 2-D tiles whose K dimensions match, every dimension a power of two of at
-// least 16, operands of one dtype with a fixed set of accumulator dtypes, and an accumulator
-// that is either given (same shape and dtype as the result) or zeros. It creates one kiln.dot.
+// Triton 3.6): two 2-D tiles (or two 3-D tiles with one batch dimension in front) whose K
+// dimensions match, every matrix dimension a power of two of at least 16, operands of one
+// dtype with a fixed set of accumulator dtypes, and an accumulator that is either given (same
+// shape and dtype as the result) or zeros. A 2-D dot is one kiln.dot. A batched dot is one
+// 2-D kiln.dot per batch element, each on the tensor-core path of any 2-D dot: the operands
+// of element i are taken out of the batch dimension bit for bit (pickAlong) and the products
+// put back with selects, so that no backend lowers a 3-D dot.
 //
 //===----------------------------------------------------------------------===//
 
-#include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "kiln/Frontend/Builder.h"
+
+#include "BuilderSupport.h"
+#include "kiln/Dialect/Kiln/IR/Dialect.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
@@ -26,19 +32,24 @@ constexpr int64_t kMinDotDim = 16;
 Tile kiln::Builder::dot(const Tile &a, const Tile &bb, std::optional<Tile> acc,
                         StringRef inputPrecision, DType outDType, int32_t maxNumImpreciseAcc) {
   requireKernel("dot");
-  // Shapes: 2-D tiles with matching K.
-  if (!a.isTile() || !bb.isTile() || a.getShape().size() != 2 || bb.getShape().size() != 2) {
-    bool batched =
-        a.isTile() && bb.isTile() && a.getShape().size() == 3 && bb.getShape().size() == 3;
-    error("expected two 2-D tiles for dot" +
-          Twine(batched ? " (batched 3-D dot is not supported by Kiln yet)" : "") + ", found " +
+  // Shapes: 2-D tiles with matching K, or 3-D tiles [B, M, K] x [B, K, N] with one B.
+  size_t rank = a.isTile() ? a.getShape().size() : 0;
+  if (!a.isTile() || !bb.isTile() || rank != bb.getShape().size() || (rank != 2 && rank != 3))
+    error("expected two 2-D tiles, or two 3-D tiles (a batched dot), for dot, found " +
           describe(a) + " and " + describe(bb));
-  }
-  int64_t m = a.getShape()[0], k = a.getShape()[1], kb = bb.getShape()[0], n = bb.getShape()[1];
+  bool batched = rank == 3;
+  int64_t batch = batched ? a.getShape()[0] : 1;
+  if (batched && bb.getShape()[0] != batch)
+    error("expected the batch dimensions of dot to match (a is B x M x K, b is B x K x N), "
+          "found a " +
+          describe(a) + " (B = " + Twine(batch) + ") and b " + describe(bb) +
+          " (B = " + Twine(bb.getShape()[0]) + ")");
+  ArrayRef<int64_t> aMat = a.getShape().take_back(2), bMat = bb.getShape().take_back(2);
+  int64_t m = aMat[0], k = aMat[1], kb = bMat[0], n = bMat[1];
   if (k != kb)
-    error("expected the K dimensions of dot to match (a is M x K, b is K x N), found a " +
-          describe(a) + " (K = " + Twine(k) + ") and b " + describe(bb) + " (K = " + Twine(kb) +
-          ")");
+    error("expected the K dimensions of dot to match (a is " + Twine(batched ? "B x " : "") +
+          "M x K, b is " + Twine(batched ? "B x " : "") + "K x N), found a " + describe(a) +
+          " (K = " + Twine(k) + ") and b " + describe(bb) + " (K = " + Twine(kb) + ")");
   for (auto [name, d] : {std::pair<const char *, int64_t>{"M", m}, {"N", n}, {"K", k}})
     if (d < kMinDotDim || !llvm::isPowerOf2_64(d))
       error("expected every dot dimension to be a power of two >= " + Twine(kMinDotDim) +
@@ -84,17 +95,42 @@ Tile kiln::Builder::dot(const Tile &a, const Tile &bb, std::optional<Tile> acc,
     error("expected max_num_imprecise_acc >= 0 for dot, found " + Twine(maxNumImpreciseAcc));
 
   // The accumulator: given (same shape and dtype as the result), or zeros.
-  SmallVector<int64_t, 2> shape{m, n};
-  Tile c;
-  if (acc) {
-    if (!acc->isTile() || acc->getShape() != ArrayRef<int64_t>(shape) || acc->dtype != result)
-      error("expected the dot accumulator to be " + result.str() + fmtShape(shape) + ", found " +
-            describe(*acc));
-    c = materialize(*acc);
-  } else {
-    c = zeros(shape, result);
+  SmallVector<int64_t, 3> shape{m, n};
+  if (batched)
+    shape.insert(shape.begin(), batch);
+  if (acc &&
+      (!acc->isTile() || acc->getShape() != ArrayRef<int64_t>(shape) || acc->dtype != result))
+    error("expected the dot accumulator to be " + result.str() + fmtShape(shape) + ", found " +
+          describe(*acc));
+  auto dot2d = [&](const Tile &x, const Tile &y, std::optional<Tile> c) {
+    Tile init = c ? materialize(*c) : zeros({m, n}, result);
+    auto op = DotOp::create(b, loc, x.value, y.value, init.value, *precision,
+                            uint32_t(maxNumImpreciseAcc));
+    return Tile{op.getResult(), result, std::nullopt};
+  };
+  if (!batched)
+    return dot2d(a, bb, acc);
+  if (batch == 1) {
+    std::optional<Tile> c;
+    if (acc)
+      c = reshape(*acc, {m, n});
+    return reshape(dot2d(reshape(a, {m, k}), reshape(bb, {k, n}), c), shape);
   }
-  auto op =
-      DotOp::create(b, loc, a.value, bb.value, c.value, *precision, uint32_t(maxNumImpreciseAcc));
-  return Tile{op.getResult(), result, std::nullopt};
+
+  // Batched: out[i] = a[i] @ b[i] + acc[i], one 2-D dot per batch element i.
+  checkShape(shape, "dot");
+  auto element = [&](const Tile &x, int64_t i) {
+    Tile chosen = eq(indexAlong(*this, batch, x.getShape(), 0), intConst(i));
+    return pickAlong(x, chosen, 0).first;
+  };
+  Tile batchIndex = indexAlong(*this, batch, shape, 0);
+  Tile out;
+  for (int64_t i = 0; i < batch; ++i) {
+    std::optional<Tile> c;
+    if (acc)
+      c = element(materialize(*acc), i);
+    Tile d = broadcastTo(expandDims(dot2d(element(a, i), element(bb, i), c), 0), shape);
+    out = i == 0 ? d : selectBits(b, loc, eq(batchIndex, intConst(i)), d, out);
+  }
+  return out;
 }

@@ -249,6 +249,26 @@ const SliceEdge *findSliceConflict(ValueGroups &groups, MutableArrayRef<SliceEdg
   return nullptr;
 }
 
+/// Step 2b: a dot's accumulator takes a layout of the dot's own (an mma fragment, or the
+/// blocked layout its FMA loop walks), never the slice of another tile's: the edge that slices
+/// the group of a dot's accumulator (a reduction's result fed to the dot, or the dot's result
+/// expanded into a larger tile, as a batched dot's elements are), or null.
+const SliceEdge *findSlicedAccumulator(func::FuncOp func, ValueGroups &groups,
+                                       DenseMap<Value, SliceEdge *> &sliceOf) {
+  const SliceEdge *found = nullptr;
+  func.walk([&](Operation *op) {
+    Value c;
+    if (auto dot = dyn_cast<DotOp>(op))
+      c = dot.getC();
+    else if (auto dot = dyn_cast<kiln::gpu::SharedDotOp>(op))
+      c = dot.getC();
+    if (c && (found = sliceOf.lookup(groups.find(c))))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return found;
+}
+
 /// Step 4b: an A read from registers whose group took another layout (a layout from a slice
 /// or a conflict) is converted to the wgmma fragment layout.
 void convertRegisterOperands(func::FuncOp func, unsigned numWarps) {
@@ -352,8 +372,8 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
   ValueGroups groups;
   SmallVector<SliceEdge> edges;
   DenseMap<Value, SliceEdge *> sliceOf; // sliced group root -> edge
-  // A tile sliced from two different layouts gets a conversion and the grouping starts over
-  // (each round removes one conflict).
+  // A tile sliced from two different layouts, or a sliced dot accumulator, gets a conversion
+  // and the grouping starts over (each round removes one conflict).
   for (unsigned round = 0;; ++round) {
     groups = ValueGroups();
     edges.clear();
@@ -361,6 +381,8 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
 
     groupValues(func, groups, edges);
     const SliceEdge *conflict = findSliceConflict(groups, edges, sliceOf);
+    if (!conflict)
+      conflict = findSlicedAccumulator(func, groups, sliceOf);
     if (!conflict)
       break;
     if (round > 4096)

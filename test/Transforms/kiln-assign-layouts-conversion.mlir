@@ -46,3 +46,33 @@ func.func @reduce_then_row(%p: !kiln.ptr<f32>, %q: !kiln.ptr<f32>) {
   kiln.store %qs, %o : tensor<32x32x!kiln.ptr<f32>>
   return
 }
+
+// -----
+
+// A dot's accumulator that is a reduction's result, and a dot result expanded into a larger
+// tile (a batched dot's elements): the accumulator keeps the dot's mma layout, the conversions
+// stand between it and the slices.
+// CHECK-LABEL: func.func @sliced_accumulator(
+// CHECK: %[[S:.*]] = kiln.reduce
+// CHECK: -> tensor<32x32xf32, #[[SL:.*]]>
+// CHECK-NEXT: %[[C:.*]] = kiln_gpu.convert_layout %[[S]] : tensor<32x32xf32, #[[SL]]> -> tensor<32x32xf32, #[[ACC:.*]]>
+// CHECK: %[[D:.*]] = kiln.dot %{{.*}}, %{{.*}}, %[[C]] : {{.*}} -> tensor<32x32xf32, #[[ACC]]>
+// CHECK-NEXT: %[[E:.*]] = kiln_gpu.convert_layout %[[D]] : tensor<32x32xf32, #[[ACC]]> -> tensor<32x32xf32, #[[SL]]>
+// CHECK-NEXT: kiln.expand_dims %[[E]] {axis = 0 : i32}
+func.func @sliced_accumulator(%p: !kiln.ptr<f32>, %a: !kiln.ptr<f16>, %q: !kiln.ptr<f32>) {
+  %ps = kiln.splat %p : tensor<2x32x32x!kiln.ptr<f32>>
+  %x = kiln.load %ps : tensor<2x32x32x!kiln.ptr<f32>>
+  %s = kiln.reduce(%x) axis = 0 {
+  ^bb0(%l: f32, %r: f32):
+    %t = arith.addf %l, %r : f32
+    kiln.reduce.return %t : f32
+  } : (tensor<2x32x32xf32>) -> tensor<32x32xf32>
+  %as = kiln.splat %a : tensor<32x32x!kiln.ptr<f16>>
+  %av = kiln.load %as : tensor<32x32x!kiln.ptr<f16>>
+  %d = kiln.dot %av, %av, %s : tensor<32x32xf16> * tensor<32x32xf16> -> tensor<32x32xf32>
+  %e = kiln.expand_dims %d {axis = 0 : i32} : tensor<32x32xf32> -> tensor<1x32x32xf32>
+  %b = kiln.broadcast %e : tensor<1x32x32xf32> -> tensor<2x32x32xf32>
+  %qs = kiln.splat %q : tensor<2x32x32x!kiln.ptr<f32>>
+  kiln.store %qs, %b : tensor<2x32x32x!kiln.ptr<f32>>
+  return
+}

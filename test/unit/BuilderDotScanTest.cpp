@@ -92,7 +92,52 @@ TEST_F(BuilderDotScanTest, DotErrors) {
   EXPECT_EQ(errorOf([&] { b.dot(tile(0, 16, 16), tile(0, 16, 16), std::nullopt, "fp64"); }),
             at("expected input_precision 'tf32', 'tf32x3' or 'ieee' for dot, found 'fp64'"));
   EXPECT_EQ(errorOf([&] { b.dot(b.arange(0, 16), tile(0, 16, 16)); }),
-            at("expected two 2-D tiles for dot, found int32[16] and fp32[16, 16]"));
+            at("expected two 2-D tiles, or two 3-D tiles (a batched dot), for dot, found "
+               "int32[16] and fp32[16, 16]"));
+}
+
+TEST_F(BuilderDotScanTest, BatchedDotIsOneTwoDimensionalDotPerBatchElement) {
+  Tile a = b.reshape(tile(1, 64, 32), {2, 32, 32}), bm = b.reshape(tile(1, 32, 32), {1, 32, 32});
+  Tile acc = b.reshape(tile(0, 64, 32), {2, 32, 32});
+  Tile d = b.dot(a, b.broadcastTo(bm, {2, 32, 32}), acc, "", DType::fp32());
+  EXPECT_EQ(d.dtype, DType::fp32());
+  EXPECT_EQ(d.getShape(), llvm::ArrayRef<int64_t>({2, 32, 32}));
+  Tile one = b.dot(bm, bm);
+  EXPECT_EQ(one.getShape(), llvm::ArrayRef<int64_t>({1, 32, 32}));
+  std::string ir = print(*b.finishKernel());
+  size_t dots = 0;
+  for (size_t at = ir.find("kiln.dot"); at != std::string::npos; at = ir.find("kiln.dot", at + 1))
+    ++dots;
+  EXPECT_EQ(dots, 3u) << ir;
+  EXPECT_NE(ir.find("tensor<32x32xf16> * tensor<32x32xf16> -> tensor<32x32xf32>"),
+            std::string::npos)
+      << ir;
+}
+
+TEST_F(BuilderDotScanTest, BatchedDotErrors) {
+  Tile a = b.reshape(tile(1, 64, 16), {2, 32, 16});
+  EXPECT_EQ(errorOf([&] { b.dot(a, tile(1, 16, 16)); }),
+            at("expected two 2-D tiles, or two 3-D tiles (a batched dot), for dot, found "
+               "fp16[2, 32, 16] and fp16[16, 16]"));
+  EXPECT_EQ(errorOf([&] {
+              b.dot(a, b.reshape(tile(1, 64, 16), {4, 16, 16}));
+            }),
+            at("expected the batch dimensions of dot to match (a is B x M x K, b is B x K x N), "
+               "found a fp16[2, 32, 16] (B = 2) and b fp16[4, 16, 16] (B = 4)"));
+  EXPECT_EQ(errorOf([&] {
+              b.dot(a, b.reshape(tile(1, 64, 16), {2, 32, 16}));
+            }),
+            at("expected the K dimensions of dot to match (a is B x M x K, b is B x K x N), "
+               "found a fp16[2, 32, 16] (K = 16) and b fp16[2, 32, 16] (K = 32)"));
+  EXPECT_EQ(errorOf([&] {
+              b.dot(a, b.reshape(tile(1, 16, 16), {2, 16, 8}));
+            }),
+            at("expected every dot dimension to be a power of two >= 16, found N = 8 (a "
+               "fp16[2, 32, 16], b fp16[2, 16, 8])"));
+  EXPECT_EQ(errorOf([&] {
+              b.dot(a, b.reshape(tile(1, 32, 16), {2, 16, 16}), tile(0, 32, 16));
+            }),
+            at("expected the dot accumulator to be fp32[2, 32, 16], found fp32[32, 16]"));
 }
 
 TEST_F(BuilderDotScanTest, CumsumDtypesAndAxes) {

@@ -468,7 +468,9 @@ public:
   /// >= 16. fp16 -> fp32 or fp16 (`outDType`), bf16 -> fp32, fp32 -> fp32, int8 -> int32
   /// (`outDType` int32 or the default fp32). `inputPrecision` ("tf32" when empty, "tf32x3",
   /// "ieee"; any case) applies to fp32 inputs and is ignored for others. `acc`, when given,
-  /// must be the result's dtype and M x N; else the product starts from zeros.
+  /// must be the result's dtype and M x N; else the product starts from zeros. Batched:
+  /// `a` B x M x K and `b` B x K x N give B x M x N (`acc` too), one 2-D kiln.dot per batch
+  /// element.
   Tile dot(const Tile &a, const Tile &b, std::optional<Tile> acc = std::nullopt,
            llvm::StringRef inputPrecision = "", DType outDType = DType::fp32(),
            int32_t maxNumImpreciseAcc = 0);

@@ -908,10 +908,11 @@ def associative_scan(input, axis, combine_fn, reverse=False):
 @builtin
 def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
         max_num_imprecise_acc=None, out_dtype=float32):
-    """The matrix product of two 2-D tiles (M x K and K x N; M, N, K powers of two >= 16)
-    plus `acc` (zeros when None): fp16 -> fp32 or fp16 (`out_dtype`), bf16 -> fp32,
-    fp32 -> fp32, int8 -> int32. For fp32 inputs `input_precision` is "tf32" (the default,
-    as Triton), "tf32x3" or "ieee"; `allow_tf32=False` means "ieee"."""
+    """The matrix product of two 2-D tiles (M x K and K x N; M, N, K powers of two >= 16),
+    or of two 3-D tiles batch by batch (B x M x K and B x K x N), plus `acc` (zeros when
+    None): fp16 -> fp32 or fp16 (`out_dtype`), bf16 -> fp32, fp32 -> fp32, int8 -> int32.
+    For fp32 inputs `input_precision` is "tf32" (the default, as Triton), "tf32x3" or "ieee";
+    `allow_tf32=False` means "ieee"."""
     precision = _unwrap(input_precision)
     tf32 = _unwrap(allow_tf32)
     if precision is not None and tf32 is not None:
