@@ -545,6 +545,8 @@ def compile_decode(dtype, D, Hq, Hkv, splits, combine, rope):
                sm_scale="fp32", max_blocks="i32", min_chunk="i32:16", one_split="i32",
                n_pos="i32", n_slots="i32")
     cfg, nw = att.decode_launch_config(1, Hq, Hkv, D, splits, dtype=dtype)
+    bs = cfg.pop("BLOCK_S")
+    assert bs == kiln.next_power_of_2(splits)
     k = kiln.compile(att._decode_kernel, signature=sig,
                      constexprs=dict(N_HEADS=Hq, N_KV_HEADS=Hkv, HEAD_DIM=D, BLOCK_SIZE=16,
                                      NUM_SPLITS=splits, PART_STRIDE=splits, COMBINE=combine,

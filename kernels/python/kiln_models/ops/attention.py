@@ -324,8 +324,8 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
                    N_HEADS: tl.constexpr, N_KV_HEADS: tl.constexpr, HEAD_DIM: tl.constexpr,
                    GROUP_PAD: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_SIZE: tl.constexpr,
                    NUM_SPLITS: tl.constexpr, PART_STRIDE: tl.constexpr,
-                   COMBINE: tl.constexpr, COMBINE_G: tl.constexpr, BLOCK_S: tl.constexpr,
-                   BLOCK_C: tl.constexpr, ROPE: tl.constexpr):
+                   COMBINE: tl.constexpr, COMBINE_G: tl.constexpr, BLOCK_C: tl.constexpr,
+                   ROPE: tl.constexpr):
     """Grid (NUM_SPLITS, Hkv, B). The GROUP query heads of KV head hk are the rows of q
     (padded to GROUP_PAD >= 16 for tl.dot). Sequence b's keys are cut into chunks of a whole
     number of BLOCK_N, at least min_chunk keys, at most NUM_SPLITS of them (a context of at
@@ -353,8 +353,10 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
     ctx = tl.load(context_lens + b)
     if ROPE:
         pos = tl.load(positions + b)
+        slot = tl.load(slot_mapping + b)  # (used by the last stores: loaded early)
         tl.device_assert((pos >= 0) & (pos < n_pos),
                          "decode_attention: position outside the cos table")
+        tl.device_assert(slot < n_slots, "decode_attention: slot past the end of the cache")
     tl.device_assert((ctx >= 0) & (ctx <= max_blocks * BLOCK_SIZE),
                      "decode_attention: context_lens outside [0, table size]")
     if NUM_SPLITS == 1:
@@ -465,8 +467,6 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
         acc = acc * alpha[:, None] + p_new[:, None] * v_new.to(tl.float32)[None, :]
         m_i = m_new
         # the new key and value to their slot (no program of this launch reads it)
-        slot = tl.load(slot_mapping + b)
-        tl.device_assert(slot < n_slots, "decode_attention: slot past the end of the cache")
         c_off = slot.to(tl.int64) * KV_ROW + hk * HEAD_DIM + offs_d
         write = owner & (slot >= 0)
         tl.store(k_cache + c_off, k_new, mask=write)
@@ -865,9 +865,9 @@ def decode_launch_config(batch, n_heads, n_kv_heads, head_dim, splits, cpu=False
                          dtype="bfloat16"):
     """The constexprs and num_warps of a decode launch of `splits` splits (without the
     shapes' own N_HEADS, ...): GROUP_PAD, BLOCK_N, COMBINE_G (the group padded to a power of
-    two), BLOCK_S (the splits padded) and BLOCK_C (splits per step of the in-kernel combine:
-    a [COMBINE_G, BLOCK_C, D] tile of at most 4,096 fp32). tile: (BLOCK_N, num_warps) in
-    place of decode_tile_config's."""
+    two), BLOCK_C (splits per step of the in-kernel combine: a [COMBINE_G, BLOCK_C, D] tile
+    of at most 4,096 fp32), and BLOCK_S (the splits padded: _decode_combine's, not the
+    attention kernel's). tile: (BLOCK_N, num_warps) in place of decode_tile_config's."""
     bn, nw = decode_tile_config(cpu, head_dim, dtype) if tile is None else tile
     group = n_heads // n_kv_heads
     cg = kiln.next_power_of_2(group)
@@ -977,7 +977,8 @@ def decode_attention(qkv, k_cache, v_cache, block_tables, context_lens, out, n_h
         *rope_args, sm_scale, max_blocks, min_chunk, one_split, n_pos, n_slots,
         N_HEADS=n_heads,
         N_KV_HEADS=n_kv_heads, HEAD_DIM=head_dim, BLOCK_SIZE=block_size, NUM_SPLITS=splits,
-        PART_STRIDE=capacity, COMBINE=combine, ROPE=rope, num_warps=nw, **cfg, **launch)
+        PART_STRIDE=capacity, COMBINE=combine, ROPE=rope, num_warps=nw,
+        **{k: v for k, v in cfg.items() if k != "BLOCK_S"}, **launch)
     if combine == 1:
         _decode_combine[(B * n_heads,)](part_out, part_lse, out, N_HEADS=n_heads,
                                         HEAD_DIM=head_dim, NUM_SPLITS=splits,
