@@ -182,7 +182,7 @@ def test_linear_config_llama_1b():
     assert lin.linear_config(65, 2048, 2048, gemv=True)["kernel"] == "tiles"
     gemv = {name: lin.linear_config(1, n, k) for name, (n, k) in LLAMA_1B.items()}
     assert [gemv[n]["programs"] for n in LLAMA_1B] == [768, 512, 4096, 512, 32064]
-    assert all(p["splits"] == 1 and p["C"] * p["E"] == 2048 for p in gemv.values())
+    assert all(p["splits"] == 1 and p["C"] * p["E"] == 1024 for p in gemv.values())
     assert lin.linear_scratch_numel(1, 2048, 8192) == 0
     assert lin.gemv_config(16, 2048, 2048)["programs"] == 1024 * 4  # 4 blocks of 4 rows
 

@@ -27,7 +27,7 @@ K-major B ring wgmma reads):
   multiplies them by the x pieces of the same K (fp32, reused over the R rows) and keeps
   per-lane fp32 sums; one cross-lane sum at the end. No shared memory, no K split: N / R
   programs (512 for o_proj) fill the SMs. sm_90a SASS of the loop, per 16 bytes of bf16
-  weights: 34 instructions at 1 row of x, 57 at 2, 98 at 4 (each block of 4 rows reads the
+  weights: 37 instructions at 1 row of x, 62 at 2, 98 at 4 (each block of 4 rows reads the
   weights again), against ~140 an H100 issues per 16 bytes at 3.35 TB/s.
 
 fp32 operands multiply in IEEE fp32 (`input_precision="ieee"`; no TF32), so the CPU backend and
@@ -244,15 +244,18 @@ def gemv_config(M, N, K, kind="float", itemsize=2, cpu=False, sms=132):
         cfg = dict(BM=bm, R=4, C=min(16, pieces), E=E, num_warps=1)
     else:
         # 4 warps (128 lanes along K); a thread reads R rows x C / 128 pieces a step, the next
-        # step's in flight meanwhile. (R, C) by kind and BM, from ptxas on sm_90a (registers,
-        # none spilled): float (4, 256) 154, (2, 256) 128, (2, 128) 96 at BM = 1, 2, 4 (8, 4
-        # and 2 16-byte pieces a step); int4 (4, 256) 117, (4, 128) 90, (2, 128) 96 (8, 4,
-        # 2 words); int8 (4, 512) 95, (4, 256) 80, (2, 256) 111 (16, 8, 4 words). More rows
-        # or pieces per thread spill or halve the programs per SM. R halves (down to 2)
-        # while fewer than ~3 programs per SM would run.
-        r, c = {"float": {1: (4, 256), 2: (2, 256), 4: (2, 128)},
-                "int4": {1: (4, 256), 2: (4, 128), 4: (2, 128)},
-                "int8": {1: (4, 512), 2: (4, 256), 4: (2, 256)}}[kind][bm]
+        # step's in flight meanwhile. (R, C) by kind and BM from ptxas on sm_90a (registers,
+        # none spilled): float (4, 128) 80, (2, 128) 72, (2, 128) 96 at BM = 1, 2, 4; int4
+        # (4, 128) 64, (4, 128) 90, (2, 128) 96; int8 (4, 256) 64, (4, 256) 80, (2, 256)
+        # 111. Few registers keep 5 to 8 programs per SM, so the 512 to 768 programs of the
+        # narrow layers run in one wave (at 154 registers, (4, 256) for bf16 took 1.3 waves
+        # for o_proj), with 2 steps of loads in flight: 64 KB per SM for bf16 (K = 2048 rows
+        # whole in flight), 32 KB for int4 and int8; more pieces per thread add no bytes in
+        # flight per SM, only registers. R halves (down to 2) while fewer than ~3 programs
+        # per SM would run.
+        r, c = {"float": {1: (4, 128), 2: (2, 128), 4: (2, 128)},
+                "int4": {1: (4, 128), 2: (4, 128), 4: (2, 128)},
+                "int8": {1: (4, 256), 2: (4, 256), 4: (2, 256)}}[kind][bm]
         while r > 2 and kiln.cdiv(N, r) * kiln.cdiv(M, bm) < 3 * sms:
             r //= 2
         cfg = dict(BM=bm, R=r, C=min(c, pieces), E=E, num_warps=4)

@@ -12,9 +12,9 @@ Two plans. Decode batches of up to GEMV_MAX_M (4) rows run on CUDA cores (`gemv_
 at a few rows, and the weights are streamed once, as 32-bit words along K (128-byte warp
 accesses), turned into floats with bit operations (no int-to-float conversions, see
 `_word_fields`), multiplied by x in fp32 and scaled per word (int4: a word lies in one group)
-or per row (int8). sm_90a SASS of the loop per 16 bytes of weights: int4 171 instructions at
+or per row (int8). sm_90a SASS of the loop per 16 bytes of weights: int4 173 instructions at
 1 row of x (per word: 10 LOP3, 8 FADD, 8 FFMA, 1 FFMA for the scale, loads and addresses),
-249 at 2, 472 at 4; int8 96 at 1, 246 at 4. An H100 issues ~140 per 16 bytes at 3.35 TB/s,
+249 at 2, 472 at 4; int8 99 at 1, 134 at 2, 246 at 4. An H100 issues ~140 per 16 bytes at 3.35 TB/s,
 so int4 at 1 row is issue-bound near 2.7 TB/s (of int4 bytes: 4x the weights of bf16 per
 byte), and at 4 rows near 1 TB/s. Same layout as below: the packing is the natural one.
 
