@@ -867,6 +867,28 @@ def test_decode_gpu(batch, dtype, Hq, Hkv, D):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("tile", [(64, 8), (128, 8), (32, 2)])
+def test_decode_tiles_gpu(tile):
+    """The tiles bench_models_attention.py sweeps, with RoPE fused and the in-kernel combine
+    (Llama-3.2-1B heads, bf16, batch 3 of contexts 1, 700 and 2,900) against SDPA."""
+    torch = torch_or_skip()
+    Hq, Hkv, D, ctx = 32, 8, 64, [1, 700, 2900]
+    case = Case([1] * 3, ctx, Hq, Hkv, D, "float32", 16, seed=40)
+    g = to_cuda(case, "bfloat16")
+    ref = sdpa_reference(case, g, 0.125)
+    shapes = att.decode_attention_scratch(3, Hq, D, 4096, n_kv_heads=Hkv, counters=True)
+    scratch = tuple(torch.empty(s, device="cuda") for s in shapes[:2]) + (
+        torch.zeros(shapes[2], device="cuda", dtype=torch.int32),)
+    for _ in range(2):
+        out = torch.full((3, Hq * D), float("nan"), device="cuda", dtype=torch.bfloat16)
+        att.decode_attention(g["qkv"], g["k_cache"], g["v_cache"], g["block_tables"],
+                             g["context_lens"], out, Hq, Hkv, D, 0.125, scratch=scratch,
+                             tile=tile)
+        check_gpu(out, ref, "bfloat16")
+    assert int(scratch[2].abs().sum()) == 0
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("batch", [1, 4])
 def test_decode_rope_gpu(batch):
     """decode_attention with RoPE fused (Llama-3.2-1B heads, bf16, in-kernel combine) against
