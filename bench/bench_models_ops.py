@@ -209,8 +209,8 @@ class Bench:
     def tables(self):
         for part, rows in self.rows.items():
             if part == "prefill":
-                markdown_table([f"shape (M = {PREFILL_TOKENS})", "kiln us", "kiln TFLOP/s", "torch TFLOP/s",
-                                "relerr", "speed vs torch"], rows, title=part)
+                markdown_table([f"shape (M = {PREFILL_TOKENS})", "kiln us", "kiln TFLOP/s",
+                                "torch TFLOP/s", "relerr", "speed vs torch"], rows, title=part)
             else:
                 markdown_table(["case", "us", "GB/s", "of floor", "relerr", "speed vs torch"],
                                rows, title=part)

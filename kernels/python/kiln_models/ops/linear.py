@@ -1,24 +1,24 @@
 """linear(x, w, out): out[M, N] = x[M, K] @ w[N, K].T, the HF nn.Linear layout (weight rows
 are output features), fp32 accumulation, the result rounded to out's dtype.
 
-Two regimes, one tile loop (Triton's matmul tutorial structure with w read as [BLOCK_N,
-BLOCK_K] tiles and `tl.dot(x_tile, w_tile.T)`: on sm_90a the transpose is folded into the
-K-major B ring wgmma reads):
+Three plans: two on tensor cores sharing one tile loop (Triton's matmul tutorial structure with
+w read as [BLOCK_N, BLOCK_K] tiles and `tl.dot(x_tile, w_tile.T)`: on sm_90a the transpose is
+folded into the K-major B ring wgmma reads), and one on CUDA cores for a few rows:
 
 - prefill (M > 64): tensor-core tiles, grouped program order (GROUP_M row blocks share their
   weight columns in L2); 128 x 256 x 64 on 8 warps where that still gives every SM a tile,
   128 x 128 x 64 on 4 warps below. bf16/fp16 operands whose rows meet the tensor descriptor
   rules go through `kiln.TensorDescriptor`s (TMA loads and stores on sm_90a); others through
   pointers.
-- decode (M <= 64): memory bound. A program owns BLOCK_N = 64 weight rows (output columns) and
-  streams a K range of them: 16-byte cp.async copies along K into a 4-stage shared-memory ring
-  ahead of the tensor cores (wgmma on sm_90a), the M rows of x in a 64-row tile whose other
-  rows are zero-filled, never read. When the column blocks alone would not give every SM
-  work (o_proj, down, qkv: N / 64 < #SMs), K is split across programs (about two per SM, at
-  least 4 steps each) that write fp32 partial sums into `scratch`; a second kernel adds them
-  in one fixed order (deterministic) and rounds to out's dtype. Without `scratch` the K
-  range is not split. 16-byte copies need K a multiple of 8 (16-bit) elements: other K is
-  correct and slow.
+- decode tiles (GEMV_MAX_M < M <= 64, or gemv=False): memory bound. A program owns BLOCK_N =
+  64 weight rows (output columns) and streams a K range of them: 16-byte cp.async copies along
+  K into a 4-stage shared-memory ring ahead of the tensor cores (wgmma on sm_90a), the M rows
+  of x in a 64-row tile whose other rows are zero-filled, never read. When the column blocks
+  alone would not give every SM work (o_proj, down, qkv: N / 64 < #SMs), K is split across
+  programs (about two per SM, at least 4 steps each) that write fp32 partial sums into
+  `scratch`; a second kernel adds them in one fixed order (deterministic) and rounds to out's
+  dtype. Without `scratch` the K range is not split. 16-byte copies need K a multiple of 8
+  (16-bit) elements: other K is correct and slow.
 
 - gemv (M <= GEMV_MAX_M, the default for decode; `gemv=True/False` forces a plan): CUDA cores.
   A program owns R weight rows and a block of up to 4 rows of x; each thread streams 16-byte

@@ -121,7 +121,8 @@ def linear_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, part_ptr, M, N, K, K_SPLIT,
 # ---------------------------------------------------------------- CUDA-core kernels (M <= 4)
 #
 # A weight word (32 bits: 4 int8 or 8 int4 of consecutive K) becomes fp32 values without an
-# integer-to-float conversion (I2F runs at 1/8 of the FMA rate): the bits of a field, masked in
+# integer-to-float conversion (I2F, a conversion-pipe instruction issued at a fraction of the
+# FMA rate; the tile kernels below use it): the bits of a field, masked in
 # place, sit in the mantissa of 2^23 (exponent bits 0x4B000000), giving the float
 # 2^23 + v * 2^s for a field v at bit s <= 15 (v * 2^s < 2^23, so it is exact); subtracting
 # 2^23 + zero * 2^s leaves (v - zero) * 2^s exactly. x is multiplied by 2^-s instead (exact).
