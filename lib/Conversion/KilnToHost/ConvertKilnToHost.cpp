@@ -1,10 +1,12 @@
 //===- ConvertKilnToHost.cpp - The -kiln-convert-to-host pass --------------===//
 //
 // This file implements -kiln-convert-to-host, the first step of the CPU path: it checks the
-// kernels, appends the program id, grid and context arguments to every kernel, converts tiles
-// to vectors in one dialect conversion (kiln ops to LLVM and vector-typed arith/math; scf
-// keeps its structure with converted types), approximates exp/log/erf/tanh with vectorizable
-// polynomials, and adds each kernel's host entry function (see KilnToHost.h for the ABI).
+// kernels, appends the program id, grid, context and scratch arguments to every kernel,
+// converts tiles to vectors in one dialect conversion (kiln ops to LLVM and vector-typed
+// arith/math; scf keeps its structure with converted types; large tiles become buffers and
+// loops over chunks, LargeTileToHost.cpp), approximates exp/log/erf/tanh with vectorizable
+// polynomials, places the large tiles' buffers in the scratch memory, and adds each kernel's
+// host entry function, which allocates that memory (see KilnToHost.h for the ABI).
 // The upstream scf/arith/math/vector/cf/func -> LLVM passes finish the lowering.
 //
 //===----------------------------------------------------------------------===//
