@@ -13,7 +13,8 @@ Cases
                                launched before (scratch of two arrays)
                    peer: SDPA on K/V already gathered into contiguous [B, Hkv, ctx, D] tensors
                    (enable_gqa), the gather not timed; the fused kernel also at each of
-                   --decode-tiles (BLOCK_N x num_warps)
+                   --decode-tiles (BLOCK_N x num_warps, x0: without the key loop's
+                   software pipelining)
     prefill        4 x 2,048 fresh prompts (kv_from_qkv=True, the model's path, and through the
                    block table) and 4 x 512 new tokens continuing 1,536 cached ones (the block
                    table); peer: SDPA causal on contiguous q/k/v (bottom-right causal for the
@@ -192,9 +193,11 @@ def bench_rope(args, rows):
 
 def decode_calls(p, qkv, out, scratch2, scratch3, cos, sin, mode, args, tile=None):
     """The per-layer call of one decode variant (see the module's docstring); tile: the
-    decode kernel's (BLOCK_N, num_warps), None for the default."""
-    kw = dict(split_min_tokens=args.split_min_tokens, tile=tile,
+    decode kernel's (BLOCK_N, num_warps[, prefetch]), None for the default."""
+    kw = dict(split_min_tokens=args.split_min_tokens, tile=tile and tuple(tile[:2]),
               single_split_tokens=args.single_split_tokens)
+    if tile and len(tile) > 2:
+        kw["prefetch"] = bool(tile[2])
     if args.num_splits:
         kw["num_splits"] = args.num_splits
 
@@ -270,7 +273,7 @@ def bench_decode(args, rows, tile_rows):
             report(f"{key}_sdpa_gathered_us", t_peer)
             tiles = []
             for tile in args.decode_tiles:
-                name = f"{tile[0]}x{tile[1]}"
+                name = "x".join(str(t) for t in tile)
                 try:
                     calls = decode_calls(p, qkv, out, part, scratch3, cos, sin, "fused", args,
                                          tile)
@@ -380,9 +383,9 @@ def main():
     ap.add_argument("--single-split-tokens", type=int, default=None,
                     help="decode contexts of at most this many keys run in one split "
                          "(default: twice split_min_tokens)")
-    ap.add_argument("--decode-tiles", default="64x4,64x8,128x8,32x2",
-                    help="(BLOCK_N)x(num_warps) tiles of the fused decode kernel to time "
-                         "beside the default ('' for none)")
+    ap.add_argument("--decode-tiles", default="64x4,64x8,128x8,32x2,64x4x0,64x8x0",
+                    help="(BLOCK_N)x(num_warps)[x(prefetch 0/1)] tiles of the fused decode "
+                         "kernel to time beside the default ('' for none)")
     args = ap.parse_args()
     args.batches = [int(x) for x in args.batches.split(",")]
     args.contexts = [int(x) for x in args.contexts.split(",")]
@@ -407,9 +410,10 @@ def main():
                        title="decode attention per layer (rope + attention; graph: replayed "
                              "step, kernel: CUPTI, L2 scrubbed)")
         if args.decode_tiles:
-            markdown_table(["case"] + [f"{a}x{b} {w} us" for a, b in args.decode_tiles
+            markdown_table(["case"] + ["x".join(map(str, t)) + f" {w} us"
+                                       for t in args.decode_tiles
                                        for w in ("graph", "kernel")], tile_rows,
-                           title="fused decode by tile (BLOCK_N x num_warps)")
+                           title="fused decode by tile (BLOCK_N x num_warps [x prefetch])")
     if "prefill" in only:
         rows = []
         bench_prefill(args, rows)

@@ -154,7 +154,7 @@ def run_prefill(case, kv_from_qkv=False, scale=None, **kw):
 
 
 def run_decode(case, num_splits=None, split_min_tokens=16, spare_batch=0, counters=False,
-               launches=1, tile=None, single_split_tokens=None):
+               launches=1, tile=None, single_split_tokens=None, prefetch=True):
     """decode_attention of `case` with `num_splits` splits of scratch (None: no scratch),
     combined in the kernel (counters) or by a second launch, `launches` times (a CUDA graph's
     replays: the counters must come back to zero each time)."""
@@ -174,7 +174,7 @@ def run_decode(case, num_splits=None, split_min_tokens=16, spare_batch=0, counte
                              case.context_lens, out, sm_scale=scale, scratch=scratch,
                              num_splits=num_splits, split_min_tokens=split_min_tokens,
                              tile=tile, single_split_tokens=single_split_tokens,
-                             **case.heads(), **CPU)
+                             prefetch=prefetch, **case.heads(), **CPU)
         check(out, case.reference(scale), case.dtype)
         if counters:
             assert (scratch[2] == 0).all(), "the kernel left a counter non-zero"
@@ -283,6 +283,7 @@ def test_decode_tile_choice():
     case = Case([1] * 3, [53, 64, 2], 4, 2, 16, "float32", 4, seed=23)
     run_decode(case, num_splits=3, counters=True, tile=(32, 2), single_split_tokens=0)
     run_decode(case, num_splits=2, counters=True, tile=(64, 8), single_split_tokens=0)
+    run_decode(case, num_splits=3, counters=True, single_split_tokens=0, prefetch=False)
     with pytest.raises(ValueError, match=r"expected tile = \(BLOCK_N, num_warps\), .* found "
                                          r"\(48, 4\)"):
         run_decode(case, tile=(48, 4))
@@ -536,7 +537,7 @@ def test_prefill_compiles_to_ptx(dtype, D, paged):
         assert "ld.global.v4" in ptx and "ld.global.b16" not in ptx
 
 
-def compile_decode(dtype, D, Hq, Hkv, splits, combine, rope):
+def compile_decode(dtype, D, Hq, Hkv, splits, combine, rope, prefetch=True):
     ty = TY[dtype]
     sig = dict(qkv=f"*{ty}:16", k_cache=f"*{ty}:16", v_cache=f"*{ty}:16",
                block_tables="*i32:16", context_lens="*i32:16", out=f"*{ty}:16",
@@ -550,7 +551,7 @@ def compile_decode(dtype, D, Hq, Hkv, splits, combine, rope):
     k = kiln.compile(att._decode_kernel, signature=sig,
                      constexprs=dict(N_HEADS=Hq, N_KV_HEADS=Hkv, HEAD_DIM=D, BLOCK_SIZE=16,
                                      NUM_SPLITS=splits, PART_STRIDE=splits, COMBINE=combine,
-                                     ROPE=rope, **cfg),
+                                     ROPE=rope, PREFETCH=prefetch, **cfg),
                      target="sm_90a", num_warps=nw)
     return k.asm["ptx"], cfg["BLOCK_N"], nw
 
@@ -616,6 +617,16 @@ def test_decode_compiles_to_ptx(dtype, D, Hq, Hkv, splits, combine, rope):
                                          BLOCK_S=kiln.next_power_of_2(splits)),
                          target="sm_90a", num_warps=4)
         assert ".entry _decode_combine" in k.asm["ptx"]
+
+
+def test_decode_without_prefetch_compiles_to_ptx():
+    """prefetch=False: each block's table entries, then its K and V rows (16-byte loads),
+    are loaded in the loop before its math; nothing is loaded a block ahead."""
+    ptx, bn, nw = compile_decode("bfloat16", 64, 32, 8, 8, 2, True, prefetch=False)
+    body = loop_body(ptx)
+    assert body.count("ld.global.v4.b32") == 2 * bn * 64 * 2 // (16 * 32 * nw)
+    assert body.index("ld.global.b32") < body.index("ld.global.v4.b32") < body.index("mma")
+    assert "ld.global.b16" not in body
 
 
 def test_rope_cache_compiles_to_ptx():
@@ -867,10 +878,12 @@ def test_decode_gpu(batch, dtype, Hq, Hkv, D):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("tile", [(64, 8), (128, 8), (32, 2)])
-def test_decode_tiles_gpu(tile):
-    """The tiles bench_models_attention.py sweeps, with RoPE fused and the in-kernel combine
-    (Llama-3.2-1B heads, bf16, batch 3 of contexts 1, 700 and 2,900) against SDPA."""
+@pytest.mark.parametrize("tile,prefetch", [((64, 8), True), ((128, 8), True), ((32, 2), True),
+                                          ((64, 4), False)])
+def test_decode_tiles_gpu(tile, prefetch):
+    """The tiles bench_models_attention.py sweeps (and the loop without its software
+    pipelining) with the in-kernel combine (Llama-3.2-1B heads, bf16, batch 3 of contexts 1,
+    700 and 2,900) against SDPA."""
     torch = torch_or_skip()
     Hq, Hkv, D, ctx = 32, 8, 64, [1, 700, 2900]
     case = Case([1] * 3, ctx, Hq, Hkv, D, "float32", 16, seed=40)
@@ -883,7 +896,7 @@ def test_decode_tiles_gpu(tile):
         out = torch.full((3, Hq * D), float("nan"), device="cuda", dtype=torch.bfloat16)
         att.decode_attention(g["qkv"], g["k_cache"], g["v_cache"], g["block_tables"],
                              g["context_lens"], out, Hq, Hkv, D, 0.125, scratch=scratch,
-                             tile=tile)
+                             tile=tile, prefetch=prefetch)
         check_gpu(out, ref, "bfloat16")
     assert int(scratch[2].abs().sum()) == 0
 

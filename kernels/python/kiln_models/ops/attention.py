@@ -325,7 +325,7 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
                    GROUP_PAD: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_SIZE: tl.constexpr,
                    NUM_SPLITS: tl.constexpr, PART_STRIDE: tl.constexpr,
                    COMBINE: tl.constexpr, COMBINE_G: tl.constexpr, BLOCK_C: tl.constexpr,
-                   ROPE: tl.constexpr):
+                   ROPE: tl.constexpr, PREFETCH: tl.constexpr):
     """Grid (NUM_SPLITS, Hkv, B). The GROUP query heads of KV head hk are the rows of q
     (padded to GROUP_PAD >= 16 for tl.dot). Sequence b's keys are cut into chunks of a whole
     number of BLOCK_N, at least min_chunk keys, at most NUM_SPLITS of them (a context of at
@@ -407,18 +407,19 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
         k_sin = tl.load(sin + cs_row + offs_d % HALF)
         v_new = tl.load(row + (N_HEADS + N_KV_HEADS + hk) * HEAD_DIM + offs_d)
 
-    # Software pipeline: the K and V rows of the next block and the table entries of the one
-    # after are loaded before the current block's math, so a block's gathered loads overlap
-    # the previous block's products instead of following them. (RoPE's cache stores come
-    # last: no load could move above them.)
-    cols = lo + offs_n
-    ok = cols < hi_cache
-    blk = tl.load(bt + cols // BLOCK_SIZE, mask=ok, other=0)
-    rows = (blk.to(tl.int64) * BLOCK_SIZE + cols % BLOCK_SIZE) * KV_ROW
-    k = tl.load(k_base + rows[:, None] + offs_d[None, :], mask=ok[:, None], other=0.0)
-    v = tl.load(v_base + rows[:, None] + offs_d[None, :], mask=ok[:, None], other=0.0)
-    cols = cols + BLOCK_N
-    blk = tl.load(bt + cols // BLOCK_SIZE, mask=cols < hi_cache, other=0)
+    # PREFETCH, a software pipeline: the K and V rows of the next block and the table entries
+    # of the one after are loaded before the current block's math, so a block's gathered
+    # loads overlap the previous block's products instead of following them (two K/V tiles
+    # live in registers). (RoPE's cache stores come last: no load could move above them.)
+    if PREFETCH:
+        cols = lo + offs_n
+        ok = cols < hi_cache
+        blk = tl.load(bt + cols // BLOCK_SIZE, mask=ok, other=0)
+        rows = (blk.to(tl.int64) * BLOCK_SIZE + cols % BLOCK_SIZE) * KV_ROW
+        k = tl.load(k_base + rows[:, None] + offs_d[None, :], mask=ok[:, None], other=0.0)
+        v = tl.load(v_base + rows[:, None] + offs_d[None, :], mask=ok[:, None], other=0.0)
+        cols = cols + BLOCK_N
+        blk = tl.load(bt + cols // BLOCK_SIZE, mask=cols < hi_cache, other=0)
 
     if ROPE:
         # rotate_half: element d pairs with d + D/2, x*c - x'*s in the first half, x*c + x'*s
@@ -434,17 +435,26 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
     l_i = tl.zeros([GROUP_PAD], dtype=tl.float32)
     acc = tl.zeros([GROUP_PAD, HEAD_DIM], dtype=tl.float32)
     for start_n in range(lo, hi_cache, BLOCK_N):
-        nxt = start_n + BLOCK_N + offs_n
-        nxt_ok = nxt < hi_cache
-        rows = (blk.to(tl.int64) * BLOCK_SIZE + nxt % BLOCK_SIZE) * KV_ROW
-        k_nxt = tl.load(k_base + rows[:, None] + offs_d[None, :], mask=nxt_ok[:, None],
-                        other=0.0)
-        v_nxt = tl.load(v_base + rows[:, None] + offs_d[None, :], mask=nxt_ok[:, None],
-                        other=0.0)
-        after = nxt + BLOCK_N
-        blk = tl.load(bt + after // BLOCK_SIZE, mask=after < hi_cache, other=0)
-
         key_ok = (start_n + offs_n) < hi_cache
+        if PREFETCH:
+            nxt = start_n + BLOCK_N + offs_n
+            nxt_ok = nxt < hi_cache
+            rows = (blk.to(tl.int64) * BLOCK_SIZE + nxt % BLOCK_SIZE) * KV_ROW
+            k_nxt = tl.load(k_base + rows[:, None] + offs_d[None, :], mask=nxt_ok[:, None],
+                            other=0.0)
+            v_nxt = tl.load(v_base + rows[:, None] + offs_d[None, :], mask=nxt_ok[:, None],
+                            other=0.0)
+            after = nxt + BLOCK_N
+            blk = tl.load(bt + after // BLOCK_SIZE, mask=after < hi_cache, other=0)
+        else:  # this block's table entries, then its rows: two round trips a block
+            cols = start_n + offs_n
+            blk = tl.load(bt + cols // BLOCK_SIZE, mask=key_ok, other=0)
+            rows = (blk.to(tl.int64) * BLOCK_SIZE + cols % BLOCK_SIZE) * KV_ROW
+            k = tl.load(k_base + rows[:, None] + offs_d[None, :], mask=key_ok[:, None],
+                        other=0.0)
+            v = tl.load(v_base + rows[:, None] + offs_d[None, :], mask=key_ok[:, None],
+                        other=0.0)
+
         sT = tl.dot(k, qT, input_precision="ieee")
         # key start_n < hi_cache is in every block, so m_ij is finite
         sT = tl.where(key_ok[:, None], sT * qk_scale, float("-inf"))
@@ -455,8 +465,9 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
         acc = acc * alpha[:, None]
         acc = tl.dot(tl.trans(pT.to(v.dtype)), v, acc, input_precision="ieee")
         m_i = m_ij
-        k = k_nxt
-        v = v_nxt
+        if PREFETCH:
+            k = k_nxt
+            v = v_nxt
 
     if ROPE:  # the new key, from registers, folded in by its owner
         s_new = tl.sum(qT.to(tl.float32) * k_new.to(tl.float32)[:, None], axis=0) * qk_scale
@@ -904,7 +915,7 @@ def decode_attention(qkv, k_cache, v_cache, block_tables, context_lens, out, n_h
                      n_kv_heads, head_dim, sm_scale, scratch=None,
                      split_min_tokens=SPLIT_MIN_TOKENS, stream=None, device=None,
                      num_splits=None, num_sms=NUM_SMS, positions=None, cos=None, sin=None,
-                     slot_mapping=None, tile=None, single_split_tokens=None):
+                     slot_mapping=None, tile=None, single_split_tokens=None, prefetch=True):
     """One query per sequence (row b of qkv [B, ...]) over its context_lens[b] cached keys,
     into out [B, Hq*D]; split-K over up to scratch's split count (num_splits: exactly that
     many, at most scratch's). With positions, cos, sin and slot_mapping (rope_cache's
@@ -914,7 +925,8 @@ def decode_attention(qkv, k_cache, v_cache, block_tables, context_lens, out, n_h
     num_warps) in place of decode_tile_config's (BLOCK_N a power of two >= 16).
     single_split_tokens: contexts of at most this many keys run in one split (a program that
     walks two blocks beats two that combine); default twice split_min_tokens (rounded up to
-    the key tile). Returns out."""
+    the key tile). prefetch=False: no software pipelining of the key loop (each block's
+    table entries and rows loaded at its turn; fewer registers). Returns out."""
     op = "decode_attention"
     n_heads, n_kv_heads, head_dim = _check_heads(op, n_heads, n_kv_heads, head_dim)
     dtype = _check_qkv(op, qkv, None, n_heads, n_kv_heads, head_dim)
@@ -977,7 +989,8 @@ def decode_attention(qkv, k_cache, v_cache, block_tables, context_lens, out, n_h
         *rope_args, sm_scale, max_blocks, min_chunk, one_split, n_pos, n_slots,
         N_HEADS=n_heads,
         N_KV_HEADS=n_kv_heads, HEAD_DIM=head_dim, BLOCK_SIZE=block_size, NUM_SPLITS=splits,
-        PART_STRIDE=capacity, COMBINE=combine, ROPE=rope, num_warps=nw,
+        PART_STRIDE=capacity, COMBINE=combine, ROPE=rope, PREFETCH=bool(prefetch),
+        num_warps=nw,
         **{k: v for k, v in cfg.items() if k != "BLOCK_S"}, **launch)
     if combine == 1:
         _decode_combine[(B * n_heads,)](part_out, part_lse, out, N_HEADS=n_heads,
