@@ -40,7 +40,7 @@ def gather_rows(x, rows, out, stream=None, device=None):
     out[...] = x[rows]
 
 
-def argmax(logits, out, stream=None, device=None):
+def argmax(logits, out, scratch=None, stream=None, device=None):
     out[...] = np.argmax(_f32(logits), axis=-1)
 
 
@@ -89,7 +89,12 @@ def prefill_attention(qkv, k_cache, v_cache, cu_seqlens, block_tables, context_l
 
 
 def decode_attention(qkv, k_cache, v_cache, block_tables, context_lens, out, n_heads,
-                     n_kv_heads, head_dim, sm_scale, scratch=None, stream=None, device=None):
+                     n_kv_heads, head_dim, sm_scale, scratch=None, stream=None, device=None,
+                     positions=None, cos=None, sin=None, slot_mapping=None):
+    if positions is not None:  # RoPE and the cache write fused (qkv itself is not written)
+        qkv = qkv.copy()
+        rope_cache(qkv, positions, cos, sin, k_cache, v_cache, slot_mapping, n_heads,
+                   n_kv_heads, head_dim)
     for b in range(len(context_lens)):
         q = qkv[b:b + 1, :n_heads * head_dim].reshape(1, n_heads, head_dim)
         ctx = int(context_lens[b])

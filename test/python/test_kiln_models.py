@@ -777,7 +777,7 @@ def test_model_weight_only_quantization(backend, quant):
     exact = reference.ReferenceLlama(QCONFIG, dequantized(QWEIGHTS, quant, 128)).forward(ids)
     dense = reference.ReferenceLlama(QCONFIG, QWEIGHTS).forward(ids)
     model = LlamaModel(QCONFIG, QWEIGHTS, device=backend[1], ops=backend[0], quant=quant,
-                       max_batch=2, max_tokens=32, max_seq_len=32)
+                       quant_head=False, max_batch=2, max_tokens=32, max_seq_len=32)
     got = [model.logits_numpy(model.prefill([("a", ids[:14])]))[0]]
     got += [model.logits_numpy(model.decode(["a"], ids[t:t + 1]))[0] for t in range(14, 20)]
     for t, g in zip(range(13, 20), got):

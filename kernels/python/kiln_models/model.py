@@ -253,10 +253,14 @@ class LlamaModel:
             if numel:
                 self.linear_scratch = a.empty((numel,), "fp32")
         if hasattr(ops, "decode_attention_scratch"):
-            out, lse = ops.decode_attention_scratch(B, c.num_attention_heads, c.head_dim,
-                                                    self.max_seq_len,
-                                                    n_kv_heads=c.num_key_value_heads)
-            self.decode_scratch = (a.empty(out, "fp32"), a.empty(lse, "fp32"))
+            # partial outputs, their log-sum-exps, and zeroed counters: the splits of decode
+            # attention are combined inside its kernel (which leaves the counters zero)
+            out, lse, cnt = ops.decode_attention_scratch(B, c.num_attention_heads, c.head_dim,
+                                                         self.max_seq_len,
+                                                         n_kv_heads=c.num_key_value_heads,
+                                                         counters=True)
+            self.decode_scratch = (a.empty(out, "fp32"), a.empty(lse, "fp32"),
+                                   a.zeros(cnt, "int32"))
         # sample(): the probabilities of the rows, B * V fp32
         self.sample_scratch = a.empty((B * c.vocab_size,), "fp32")
 
@@ -417,22 +421,27 @@ class LlamaModel:
         r, c = self.arrays.rows, self.config
 
         def attend(layer, qkv, out):
+            # RoPE and the cache write of the new token happen inside decode attention
             extra = {} if self.decode_scratch is None else {"scratch": self.decode_scratch}
             self.ops.decode_attention(qkv, self.kv.k[layer], self.kv.v[layer],
                                       r(self.dec_tables, B), r(self.dec_context_lens, B), out,
                                       c.num_attention_heads, c.num_key_value_heads,
-                                      c.head_dim, self.sm_scale, **extra, **self.launch)
+                                      c.head_dim, self.sm_scale,
+                                      positions=r(self.dec_positions, B), cos=self.cos,
+                                      sin=self.sin, slot_mapping=r(self.dec_slots, B),
+                                      **extra, **self.launch)
 
         x, res = self._layers(B, attend, r(self.dec_ids, B), r(self.dec_positions, B),
-                              r(self.dec_slots, B))
+                              r(self.dec_slots, B), rope=False)
         return self._head(x, res, B)
 
     def _pick(self, logits, sampling):
         """next_tokens[:B] = argmax or a sample of each row; the sampler reads its step from
         the step buffer (so a captured step samples anew at each replay)."""
         out = self.arrays.rows(self.next_tokens, logits.shape[0])
-        if sampling.greedy:
-            self.ops.argmax(logits, out, **self.launch)
+        if sampling.greedy:  # the sampler's scratch holds argmax's per-split partials
+            extra = {} if self.sample_scratch is None else {"scratch": self.sample_scratch}
+            self.ops.argmax(logits, out, **extra, **self.launch)
         else:
             self.ops.sample(logits, out, float(sampling.temperature), sampling.top_k,
                             float(sampling.top_p), sampling.seed, self.step,
@@ -468,7 +477,7 @@ class LlamaModel:
 
     # ------------------------------------------------------------------------- internals
 
-    def _layers(self, T, attend, ids, pos, slots):
+    def _layers(self, T, attend, ids, pos, slots, rope=True):
         c, r, ops, ld, eps = self.config, self.arrays.rows, self.ops, self.launch, \
             self.config.rms_norm_eps
         res, x, normed = r(self.residual, T), r(self.hidden, T), r(self.normed, T)
@@ -481,8 +490,10 @@ class LlamaModel:
             else:
                 ops.add_rmsnorm(x, res, w.in_norm, normed, eps, **ld)
             self._linear(normed, w.qkv, qkv, ld)
-            ops.rope_cache(qkv, pos, self.cos, self.sin, self.kv.k[i], self.kv.v[i], slots,
-                           c.num_attention_heads, c.num_key_value_heads, c.head_dim, **ld)
+            if rope:  # (decode: attend() does it)
+                ops.rope_cache(qkv, pos, self.cos, self.sin, self.kv.k[i], self.kv.v[i],
+                               slots, c.num_attention_heads, c.num_key_value_heads,
+                               c.head_dim, **ld)
             attend(i, qkv, attn)
             self._linear(attn, w.o, x, ld)
             if self.all_reduce is not None:  # tensor parallel: partial sums of o_proj
