@@ -234,6 +234,21 @@ Handle facade::Session::externElementwise(const std::vector<Handle> &args,
   return impl->add(impl->builder.externElementwise(tiles, parsed, pure, what));
 }
 
+std::vector<Handle> facade::Session::inlineAsmElementwise(const std::string &asmText,
+                                                          const std::string &constraints,
+                                                          const std::vector<Handle> &args,
+                                                          const std::vector<std::string> &dtypes,
+                                                          bool pure, int64_t pack) {
+  std::vector<Tile> tiles;
+  for (Handle h : args)
+    tiles.push_back(impl->get(h));
+  std::vector<DType> parsed;
+  for (const std::string &d : dtypes)
+    parsed.push_back(impl->parseDType(d));
+  return impl->handles(
+      impl->builder.inlineAsmElementwise(asmText, constraints, tiles, parsed, pure, pack));
+}
+
 Handle facade::Session::hardwareRegister(const std::string &name) {
   if (name == "globaltimer")
     return impl->add(impl->builder.globalTimer());

@@ -4,8 +4,9 @@
 // argument dtypes (Triton's extern_elementwise takes the overload whose dtypes the arguments
 // have; Kiln also promotes arguments no overload takes, computing fp16/bf16 in fp32 as its
 // math functions do), broadcasting, and the kiln.extern_elementwise op; libdevice functions
-// by name from the table of LibDevice.h; and the hardware-register and grid-dependency ops
-// of kiln.language.extra.cuda.
+// by name from the table of LibDevice.h; tl.inline_asm_elementwise (kiln.inline_asm_elementwise,
+// its constraints counted against the registers its values take); and the hardware-register
+// and grid-dependency ops of kiln.language.extra.cuda.
 //
 //===----------------------------------------------------------------------===//
 
@@ -160,6 +161,72 @@ Tile kiln::Builder::libdevice(StringRef name, ArrayRef<Tile> args) {
     overloads.push_back(std::move(e));
   }
   return externElementwise(args, overloads, /*pure=*/true, what, f->promotes);
+}
+
+std::vector<Tile> kiln::Builder::inlineAsmElementwise(StringRef asmText, StringRef constraints,
+                                                      ArrayRef<Tile> args0, ArrayRef<DType> dtypes,
+                                                      bool pure, int64_t pack) {
+  requireKernel("inline_asm_elementwise");
+  if (dtypes.empty())
+    error("expected at least one result dtype for inline_asm_elementwise (as in Triton: return "
+          "a value you leave unused when the asm has no output)");
+  if (pack < 1 || pack > 64)
+    error("expected pack in [1, 64] for inline_asm_elementwise, found " + Twine(pack));
+
+  // Arguments as they are (no promotion, literals in their own dtypes), broadcast together.
+  SmallVector<Tile> args;
+  SmallVector<int64_t> shape;
+  bool tile = false;
+  std::string found;
+  for (auto [i, a] : llvm::enumerate(args0)) {
+    args.push_back(materialize(a));
+    found += (i ? ", " : "") + describe(args.back());
+    if (!args.back().isTile())
+      continue;
+    int64_t bad = 0;
+    auto joint = broadcastShapes(shape, args.back().getShape(), bad);
+    if (!joint)
+      error("cannot broadcast the arguments of inline_asm_elementwise to one shape: " + found);
+    shape = *joint;
+    tile = true;
+  }
+  SmallVector<Value> operands;
+  for (Tile &a : args) {
+    if (tile)
+      a = a.isTile() ? stretchTo(a, shape) : splatTo(a, shape);
+    operands.push_back(a.value);
+  }
+
+  // The constraints must name each register the values take: "=r" outputs, then inputs.
+  auto registers = [&](DType d, unsigned &count, std::string &list) {
+    unsigned n = getInlineAsmRegisters(toMLIR(d, ctx), unsigned(pack));
+    count += n;
+    list += (list.empty() ? "" : ", ") + d.str() + " x" + std::to_string(n);
+  };
+  unsigned outputs = 0, inputs = 0;
+  std::string outList, inList;
+  for (DType d : dtypes)
+    registers(d, outputs, outList);
+  for (const Tile &a : args)
+    registers(a.dtype, inputs, inList);
+  auto [namedOutputs, namedInputs] = countInlineAsmConstraints(constraints);
+  if (namedOutputs != outputs || namedInputs != inputs)
+    error("expected the constraints of inline_asm_elementwise to name " + Twine(outputs) +
+          " output and " + Twine(inputs) + " input registers with pack = " + Twine(pack) +
+          " (outputs: " + outList + "; inputs: " + (inList.empty() ? "none" : inList) +
+          "; values under 32 bits share registers), found " + Twine(namedOutputs) + " and " +
+          Twine(namedInputs) + " in \"" + constraints + "\"");
+
+  SmallVector<Type> types;
+  for (DType d : dtypes)
+    types.push_back(typeOf(d, shape, tile));
+  auto op = InlineAsmElementwiseOp::create(
+      b, loc, types, b.getStringAttr(asmText), b.getStringAttr(constraints),
+      pure ? b.getUnitAttr() : UnitAttr(), b.getI32IntegerAttr(int32_t(pack)), operands);
+  std::vector<Tile> results;
+  for (auto [r, d] : llvm::zip(op.getResults(), dtypes))
+    results.push_back(Tile{r, d, std::nullopt});
+  return results;
 }
 
 Tile kiln::Builder::globalTimer() {

@@ -122,6 +122,7 @@ PYBIND11_MODULE(_C, m) {
       .def("unary", &Session::unary)
       .def("libdevice", &Session::libdevice)
       .def("extern_elementwise", &Session::externElementwise)
+      .def("inline_asm_elementwise", &Session::inlineAsmElementwise)
       .def("hardware_register", &Session::hardwareRegister)
       .def("grid_dependency", &Session::gridDependency)
       .def("where", &Session::where)

@@ -19,3 +19,14 @@ func.func @unknown(%p: !kiln.ptr<f32>) {
   kiln.store %p, %y : !kiln.ptr<f32>
   return
 }
+
+// -----
+
+// inline_asm_elementwise is PTX: the CPU backend rejects it at its line.
+func.func @inline_asm(%p: !kiln.ptr<i32>) {
+  %x = kiln.load %p : !kiln.ptr<i32>
+  // expected-error @+1 {{tl.inline_asm_elementwise is not supported by the CPU backend: its asm is PTX, which runs on the GPU only}}
+  %y = kiln.inline_asm_elementwise(%x) "mov.b32 $0, $1;", "=r,r" pure pack = 1 : (i32) -> i32
+  kiln.store %p, %y : !kiln.ptr<i32>
+  return
+}

@@ -38,3 +38,36 @@ func.func @scalar_and_registers(%p: !kiln.ptr<f32>, %n: i32, %t: !kiln.ptr<i64>,
   kiln.grid_dependency launch_dependents
   return
 }
+
+// -----
+
+// inline_asm_elementwise over 256 elements on 128 threads (2 per thread) with pack = 4: one
+// asm per thread, its second half fed undefined values; 8-bit inputs share one register
+// (a vector of 4), 32-bit outputs take one each, several outputs come back as a struct.
+// CHECK-LABEL: llvm.func @inline_asm_packed(
+// CHECK: %[[V:.*]] = llvm.insertelement %{{.*}}, %{{.*}}[%{{.*}} : i32] : vector<4xi8>
+// CHECK: %[[A:.*]] = llvm.inline_asm "cvt $0, $4;", "=r,=r,=r,=r,r" %{{.*}} : (vector<4xi8>) -> !llvm.struct<(i32, i32, i32, i32)>
+// CHECK-NOT: llvm.inline_asm
+// CHECK: llvm.extractvalue %[[A]][0]
+// CHECK: llvm.extractvalue %[[A]][1]
+func.func @inline_asm_packed(%p: !kiln.ptr<i8>, %q: !kiln.ptr<i32>) {
+  %r = kiln.make_range {end = 256 : i32, start = 0 : i32} : tensor<256xi32>
+  %ps = kiln.splat %p : tensor<256x!kiln.ptr<i8>>
+  %pp = kiln.addptr %ps, %r : tensor<256x!kiln.ptr<i8>>, tensor<256xi32>
+  %x = kiln.load %pp : tensor<256x!kiln.ptr<i8>>
+  %y = kiln.inline_asm_elementwise(%x) "cvt $0, $4;", "=r,=r,=r,=r,r" pure pack = 4 : (tensor<256xi8>) -> tensor<256xi32>
+  %qs = kiln.splat %q : tensor<256x!kiln.ptr<i32>>
+  %qp = kiln.addptr %qs, %r : tensor<256x!kiln.ptr<i32>>, tensor<256xi32>
+  kiln.store %qp, %y : tensor<256x!kiln.ptr<i32>>
+  return
+}
+
+// -----
+
+// Scalars, pack = 1, not pure: one asm with side effects; its unused result keeps it.
+// CHECK-LABEL: llvm.func @inline_asm_scalar(
+// CHECK: llvm.inline_asm has_side_effects "st.global.u32 [$1], $2; mov.b32 $0, $2;", "=r,l,r" %{{.*}}, %{{.*}} : (!llvm.ptr<1>, i32) -> i32
+func.func @inline_asm_scalar(%p: !kiln.ptr<i32>, %n: i32) {
+  %0 = kiln.inline_asm_elementwise(%p, %n) "st.global.u32 [$1], $2; mov.b32 $0, $2;", "=r,l,r" pack = 1 : (!kiln.ptr<i32>, i32) -> i32
+  return
+}

@@ -137,7 +137,7 @@ void populateReduceOpToHostPatterns(mlir::TypeConverter &converter,
 void populateExternOpToHostPatterns(mlir::TypeConverter &converter,
                                     mlir::RewritePatternSet &patterns);
 /// Errors (at the op, naming the function) for every extern_elementwise the CPU backend has no
-/// version of.
+/// version of, and for inline_asm_elementwise (PTX: the GPU only).
 mlir::LogicalResult checkExternFunctions(mlir::ModuleOp module);
 /// Rewrites f64 math.erf (tl.erf on fp64) as the libdevice call extern_elementwise lowers:
 /// the math approximations cover f32 only and math-to-LLVM has no erf.

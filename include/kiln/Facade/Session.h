@@ -115,6 +115,13 @@ public:
   Handle externElementwise(const std::vector<Handle> &args,
                            const std::vector<ExternOverload> &overloads, bool pure,
                            const std::string &what);
+  /// tl.inline_asm_elementwise(asm, constraints, args, dtypes, is_pure, pack)
+  /// (Builder::inlineAsmElementwise): one handle per result dtype.
+  std::vector<Handle> inlineAsmElementwise(const std::string &asmText,
+                                           const std::string &constraints,
+                                           const std::vector<Handle> &args,
+                                           const std::vector<std::string> &dtypes, bool pure,
+                                           int64_t pack);
   /// extra.cuda.globaltimer() ("globaltimer") or smid() ("smid").
   Handle hardwareRegister(const std::string &name);
   /// extra.cuda.gdc_wait() (`wait`) or gdc_launch_dependents().

@@ -249,6 +249,15 @@ public:
   /// fp64, int8/int16 as int32. `what` names the function in errors.
   Tile externElementwise(llvm::ArrayRef<Tile> args, llvm::ArrayRef<ExternOverload> overloads,
                          bool pure, llvm::StringRef what, bool promotes = true);
+  /// tl.inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack): `asm` (PTX)
+  /// run once per `pack` elements of the arguments (broadcast to one shape, not promoted),
+  /// giving one result of each of `dtypes` (that shape; scalars when every argument is
+  /// one). `constraints` must name the output registers, then the input registers the values
+  /// take (kiln::getInlineAsmRegisters: values under 32 bits share registers when pack > 1).
+  /// Runs on the GPU only (the CPU backend rejects it).
+  std::vector<Tile> inlineAsmElementwise(llvm::StringRef asmText, llvm::StringRef constraints,
+                                         llvm::ArrayRef<Tile> args, llvm::ArrayRef<DType> dtypes,
+                                         bool pure, int64_t pack);
   /// libdevice.<name>(args...) of kiln.language.extra.cuda.libdevice (the functions of
   /// kiln/Dialect/Kiln/IR/LibDevice.h).
   Tile libdevice(llvm::StringRef name, llvm::ArrayRef<Tile> args);

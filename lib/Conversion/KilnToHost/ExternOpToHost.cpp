@@ -936,6 +936,13 @@ void kiln::host::routeF64ErfThroughLibdevice(ModuleOp module) {
 }
 
 LogicalResult kiln::host::checkExternFunctions(ModuleOp module) {
+  WalkResult asmWalk = module.walk([](InlineAsmElementwiseOp op) {
+    op.emitError() << "tl.inline_asm_elementwise is not supported by the CPU backend: its asm "
+                      "is PTX, which runs on the GPU only";
+    return WalkResult::interrupt();
+  });
+  if (asmWalk.wasInterrupted())
+    return failure();
   WalkResult walk = module.walk([](ExternElementwiseOp op) {
     auto [function, overload] = libdevice::lookupSymbol(op.getSymbol());
     if (!function) {

@@ -934,7 +934,6 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
 # ---------------------------------------------------------------------------------------
 
 dot_scaled = _unsupported("dot_scaled")
-inline_asm_elementwise = _unsupported("inline_asm_elementwise")
 
 
 # ---------------------------------------------------------------------------------------
@@ -976,3 +975,4 @@ _matmul.__kiln_builtin__ = True
 tensor.__matmul__ = _matmul
 
 from .extern import extern, extern_elementwise  # noqa: E402,F401  (as Triton's core)
+from .inline_asm import inline_asm_elementwise  # noqa: E402,F401  (as Triton's core)

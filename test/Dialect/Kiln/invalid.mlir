@@ -1012,3 +1012,39 @@ func.func @grid_dependency_kind() {
   kiln.grid_dependency sleep
   return
 }
+
+//===----------------------------------------------------------------------===//
+// inline_asm_elementwise
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @inline_asm_no_result(%x: i32) {
+  // expected-error @+1 {{expected at least one result}}
+  kiln.inline_asm_elementwise(%x) "", "r" pack = 1 : (i32) -> ()
+  return
+}
+
+// -----
+
+func.func @inline_asm_shape_mismatch(%t: tensor<64xi32>, %x: i32) {
+  // expected-error @+1 {{expected every operand and result of type tile [64], found 'i32'}}
+  %0 = kiln.inline_asm_elementwise(%t, %x) "", "=r,r,r" pack = 1 : (tensor<64xi32>, i32) -> tensor<64xi32>
+  return
+}
+
+// -----
+
+func.func @inline_asm_constraints(%t: tensor<64xi8>) {
+  // expected-error @+1 {{expected constraints for 2 outputs and 1 inputs (pack = 2), found 1 and 1 in "=r,r,~{memory}"}}
+  %0 = kiln.inline_asm_elementwise(%t) "", "=r,r,~{memory}" pack = 2 : (tensor<64xi8>) -> tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @inline_asm_pack(%x: i32) {
+  // expected-error @+1 {{attribute 'pack' failed to satisfy constraint: 32-bit signless integer attribute whose value is positive}}
+  %0 = kiln.inline_asm_elementwise(%x) "", "=r,r" pack = 0 : (i32) -> i32
+  return
+}

@@ -311,6 +311,17 @@ func.func @extern_and_registers(%t: tensor<128xf32>, %x: f32, %n: i32, %d: f64) 
   return
 }
 
+// inline_asm_elementwise: tiles (pure, several results, 8-bit values packed), scalars (not
+// pure).
+// CHECK-LABEL: func.func @inline_asm
+// CHECK: %{{.*}}:2 = kiln.inline_asm_elementwise(%{{.*}}) "op $0, $1, $2, $3, $4, $5;", "=r,=r,=r,=r,=r,r" pure pack = 4 : (tensor<128xi8>) -> (tensor<128xi32>, tensor<128xi8>)
+// CHECK: kiln.inline_asm_elementwise(%{{.*}}) "mov.b32 $0, $1;", "=r,r" pack = 1 : (f32) -> i32
+func.func @inline_asm(%t: tensor<128xi8>, %x: f32) {
+  %0:2 = kiln.inline_asm_elementwise(%t) "op $0, $1, $2, $3, $4, $5;", "=r,=r,=r,=r,=r,r" pure pack = 4 : (tensor<128xi8>) -> (tensor<128xi32>, tensor<128xi8>)
+  %1 = kiln.inline_asm_elementwise(%x) "mov.b32 $0, $1;", "=r,r" pack = 1 : (f32) -> i32
+  return
+}
+
 // CHECK-LABEL: func.func @ptr_cast
 // CHECK: kiln.ptr_cast %{{.*}} : i64 -> !kiln.ptr<f16>
 // CHECK: kiln.ptr_cast %{{.*}} : tensor<64x!kiln.ptr<f16>> -> tensor<64x!kiln.ptr<f32>>

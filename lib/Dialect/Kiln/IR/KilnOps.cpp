@@ -529,3 +529,62 @@ void ExternElementwiseOp::getEffects(
   effects.emplace_back(MemoryEffects::Read::get(), SideEffects::DefaultResource::get());
   effects.emplace_back(MemoryEffects::Write::get(), SideEffects::DefaultResource::get());
 }
+
+//===----------------------------------------------------------------------===//
+// InlineAsmElementwiseOp
+//===----------------------------------------------------------------------===//
+
+unsigned kiln::getInlineAsmElementsPerRegister(Type element, unsigned pack) {
+  unsigned bits = isa<PointerType>(element) ? 64 : element.getIntOrFloatBitWidth();
+  return bits < 32 ? std::min(32 / bits, pack) : 1;
+}
+
+unsigned kiln::getInlineAsmRegisters(Type element, unsigned pack) {
+  return llvm::divideCeil(pack, getInlineAsmElementsPerRegister(element, pack));
+}
+
+std::pair<unsigned, unsigned> kiln::countInlineAsmConstraints(StringRef constraints) {
+  unsigned outputs = 0, inputs = 0;
+  SmallVector<StringRef> parts;
+  constraints.split(parts, ',');
+  for (StringRef part : parts) {
+    part = part.trim();
+    if (part.starts_with("="))
+      ++outputs;
+    else if (!part.empty() && !part.starts_with("~"))
+      ++inputs;
+  }
+  return {outputs, inputs};
+}
+
+LogicalResult InlineAsmElementwiseOp::verify() {
+  if (getResults().empty())
+    return emitOpError("expected at least one result");
+  Type first = getResults()[0].getType();
+  ArrayRef<int64_t> shape = shapeOf(first);
+  bool tile = isa<RankedTensorType>(first);
+  for (Value v : llvm::concat<Value>(getSrcs(), getResults()))
+    if (isa<RankedTensorType>(v.getType()) != tile || shapeOf(v.getType()) != shape)
+      return emitOpError("expected every operand and result of type ")
+             << (tile ? "tile " + fmtShape(shape) : std::string("scalar")) << ", found "
+             << v.getType();
+  unsigned pack = getPack(), outputs = 0, inputs = 0;
+  for (Value v : getResults())
+    outputs += getInlineAsmRegisters(getElementTypeOrSelf(v.getType()), pack);
+  for (Value v : getSrcs())
+    inputs += getInlineAsmRegisters(getElementTypeOrSelf(v.getType()), pack);
+  auto [namedOutputs, namedInputs] = countInlineAsmConstraints(getConstraints());
+  if (namedOutputs != outputs || namedInputs != inputs)
+    return emitOpError("expected constraints for ")
+           << outputs << " outputs and " << inputs << " inputs (pack = " << pack << "), found "
+           << namedOutputs << " and " << namedInputs << " in \"" << getConstraints() << "\"";
+  return success();
+}
+
+void InlineAsmElementwiseOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  if (getPure())
+    return;
+  effects.emplace_back(MemoryEffects::Read::get(), SideEffects::DefaultResource::get());
+  effects.emplace_back(MemoryEffects::Write::get(), SideEffects::DefaultResource::get());
+}

@@ -34,6 +34,15 @@ bool hasTileShape(mlir::Type type);
 mlir::Type getI1SameShape(mlir::Type type);
 /// `type` with its element type replaced by `element` (a scalar for scalars).
 mlir::Type getSameShape(mlir::Type type, mlir::Type element);
+/// Elements of `element` type (a number or a pointer) one register of a
+/// kiln.inline_asm_elementwise invocation of `pack` elements holds: min(32 / bits, pack) for
+/// values narrower than 32 bits, else 1.
+unsigned getInlineAsmElementsPerRegister(mlir::Type element, unsigned pack);
+/// Registers a value of `element` type takes in one invocation of `pack` elements.
+unsigned getInlineAsmRegisters(mlir::Type element, unsigned pack);
+/// The outputs (`=...`) and inputs (not `=` nor a `~{...}` clobber) an LLVM inline-asm
+/// constraint string names.
+std::pair<unsigned, unsigned> countInlineAsmConstraints(llvm::StringRef constraints);
 /// Global memory as a side-effect resource: loads, stores and atomics touch it.
 struct GlobalMemory : mlir::SideEffects::Resource::Base<GlobalMemory> {
   llvm::StringRef getName() final { return "<GlobalMemory>"; }

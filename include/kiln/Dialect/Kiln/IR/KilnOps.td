@@ -515,6 +515,35 @@ def Kiln_ExternElementwiseOp : Kiln_Op<"extern_elementwise", [
   let hasVerifier = 1;
 }
 
+def Kiln_InlineAsmElementwiseOp : Kiln_Op<"inline_asm_elementwise", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "inline assembly applied to the elements of tiles (tl.inline_asm_elementwise)";
+  let description = [{
+    Runs `asm` (PTX on the GPU) once per `pack` elements of every operand; operands and
+    results are scalars, or tiles of one shape (the Builder broadcasts them). `constraints`
+    are LLVM's inline-asm constraints: first the outputs (`=r`, ...), result by result, then
+    the inputs, operand by operand. A value of fewer than 32 bits with `pack` > 1 takes
+    min(32 / bits, pack) elements per register (a vector), every other value one element per
+    register; so a value takes ceil(pack / elements per register) registers of each
+    invocation. Which elements an invocation gets is unspecified. Without `pure` the asm may
+    have side effects and is neither hoisted nor removed. The CPU backend has no way to run
+    it and rejects it.
+
+    ```mlir
+    %y = kiln.inline_asm_elementwise(%x, %x, %s) "shf.l.wrap.b32 $0, $1, $2, $3;", "=r,r,r,r"
+        pure pack = 1 : (tensor<128xi32>, tensor<128xi32>, tensor<128xi32>) -> tensor<128xi32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$asm_string, StrAttr:$constraints, UnitAttr:$pure,
+                       ConfinedAttr<I32Attr, [IntPositive]>:$pack, Variadic<Kiln_Value>:$srcs);
+  let results = (outs Variadic<Kiln_Value>:$results);
+  let assemblyFormat = [{
+    `(` $srcs `)` $asm_string `,` $constraints (`pure` $pure^)? `pack` `=` $pack attr-dict
+    `:` functional-type($srcs, $results)
+  }];
+  let hasVerifier = 1;
+}
+
 // Read and write effects: two reads are two reads (neither combined nor moved across each other).
 def Kiln_GlobalTimerOp : Kiln_Op<"globaltimer", [MemoryEffects<[MemRead<DefaultResource>,
                                                                 MemWrite<DefaultResource>]>]> {
