@@ -779,6 +779,7 @@ def test_argmax_and_sample_gpu():
     out = torch.empty(B, device="cuda", dtype=torch.int32)
     ops.argmax(logits, out)
     assert torch.equal(out.long(), logits.float().argmax(-1))
+    clean = logits.clone()  # sampling below: no NaN, no tie at the top (ties are all kept)
     logits[3, 5000] = float("nan")  # a NaN wins; split rows agree with torch
     logits[4, [7, 127000]] = 1e4  # ties in two ranges: the first
     for b in (1, B):
@@ -787,6 +788,7 @@ def test_argmax_and_sample_gpu():
         ops.argmax(logits[:b], out[:b], scratch=part)
         assert torch.equal(out[:b].long(), logits[:b].float().argmax(-1))
     scratch = torch.empty(B * V, device="cuda")
+    logits = clean
     ops.sample(logits, out, 0.7, 1, 1.0, 5, 0, scratch=scratch)
     assert torch.equal(out.long(), logits.float().argmax(-1))
     top = logits.float().topk(50, dim=-1).indices
