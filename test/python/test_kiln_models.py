@@ -928,3 +928,17 @@ def test_hf_state_dict_and_config_taken_directly(tmp_path, dtype):
         want = hf(torch.tensor(ids[None])).logits[0, -1].float().numpy()
     got = model.logits_numpy(model.prefill([("a", ids)]))[0]
     assert rel_err(got, want) <= (1e-4 if dtype == "fp32" else 2e-2)
+
+
+def test_queued_decode_steps_equal_the_reference(backend):
+    # cuda_graphs=True: after the first decode step, generate() queues the others without
+    # waiting (decode_tokens_async: each step's tokens copied on the device from the step
+    # before, the ids read back once at the end).
+    model = tiny_model(backend, cuda_graphs=True)
+    prompts = [prompt(n, 40 + n) for n in (3, 9, 5)]
+    got = gen.generate(model, prompts, 8).tokens
+    assert got == [REF.greedy(p, 8) for p in prompts]
+    assert gen.generate(model, prompts[:2], 3).tokens == [REF.greedy(p, 3) for p in prompts[:2]]
+    with pytest.raises(ValueError, match="no captured decode step"):
+        model.decode_tokens_async(["nope"], gen.SamplingParams(top_k=3, temperature=1.0), 1,
+                                  model.next_tokens)

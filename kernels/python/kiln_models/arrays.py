@@ -102,6 +102,15 @@ class Arrays:
             dst.copy_from_host(host.view(np.uint16) if self.dtype(dst) == "bfloat16" else host,
                                self._handle)
 
+    def copy(self, dst, src):
+        """Copies device array `src` into `dst` (same shape and dtype) on the model's stream,
+        without waiting: a value the device computed (the chosen tokens) becomes another
+        step's input or part of a history with no trip through the host."""
+        if self.device == "cpu":
+            dst[...] = src
+        else:
+            dst.copy_(src, stream=self._handle)
+
     def download(self, a):
         """A numpy copy of `a` (bf16 as ml_dtypes.bfloat16)."""
         if self.device == "cpu":

@@ -361,6 +361,25 @@ class LlamaModel:
             self._graphs[(B, sampling)] = self._capture(B, sampling)
         return out
 
+    def decode_tokens_async(self, seq_ids, sampling, step, history):
+        """Queues one decode step whose input tokens are the ones the device chose last for
+        these requests, in this order (what the previous decode_tokens, decode_tokens_async or
+        select left in next_tokens), and a copy of the new choices into `history` (a device
+        int32 row of at least len(seq_ids)); it waits for nothing, so the host prepares the
+        next step while the device runs this one (the host otherwise leaves the GPU idle
+        between steps while it reads each token back). Needs the captured step of this batch
+        size and sampling (one decode_tokens call first)."""
+        B = len(seq_ids)
+        graph = self._graphs.get((B, sampling))
+        if graph is None:
+            raise ValueError(f"decode_tokens_async: no captured decode step for batch {B} "
+                             f"and {sampling}; run decode_tokens once first (cuda_graphs=True)")
+        self._decode_inputs(seq_ids, np.zeros(B, np.int64), step)
+        r = self.arrays.rows
+        self.arrays.copy(r(self.dec_ids, B), r(self.next_tokens, B))
+        graph.replay()
+        self.arrays.copy(r(history, B), r(self.next_tokens, B))
+
     def select(self, logits, sampling, step):
         """The next token of each row of `logits` (a [B, V] view from prefill or decode), on
         the device (argmax, or sample() seeded by `step`); a host int array."""
