@@ -275,10 +275,14 @@ Handle facade::Session::where(Handle cond, Handle a, Handle b) {
   return impl->add(impl->builder.where(impl->get(cond), impl->get(a), impl->get(b)));
 }
 
-Handle facade::Session::cast(Handle x, const std::string &dtype, bool bitcast) {
+Handle facade::Session::cast(Handle x, const std::string &dtype, bool bitcast,
+                             const std::string &rounding) {
   DType d = impl->parseDType(dtype);
-  return impl->add(bitcast ? impl->builder.bitcast(impl->get(x), d)
-                           : impl->builder.cast(impl->get(x), d));
+  if (bitcast)
+    return impl->add(impl->builder.bitcast(impl->get(x), d));
+  if (!rounding.empty())
+    return impl->add(impl->builder.cast(impl->get(x), d, rounding));
+  return impl->add(impl->builder.cast(impl->get(x), d));
 }
 
 Handle facade::Session::hint(Handle x, const std::string &kind,

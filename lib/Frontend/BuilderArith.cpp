@@ -589,6 +589,31 @@ Tile kiln::Builder::cast(const Tile &x, DType dst) {
                         : make(arith::UIToFPOp::create(b, loc, type, x.value));
 }
 
+Tile kiln::Builder::cast(const Tile &x, DType dst, StringRef rounding) {
+  requireKernel("a cast");
+  if (rounding != "rtne" && rounding != "rtz")
+    error("expected fp_downcast_rounding 'rtne' or 'rtz' for a cast, found '" + rounding + "'");
+  Tile in = materialize(x);
+  DType src = in.dtype;
+  if (src == dst)
+    return in;
+  if (!src.isFloat() || !dst.isFloat() || dst.getBitWidth() >= src.getBitWidth())
+    error("expected fp_downcast_rounding only for a cast to a narrower float (Triton's rule), "
+          "found a cast from " +
+          src.str() + " to " + dst.str());
+  Tile nearest = cast(in, dst);
+  if (rounding == "rtne")
+    return nearest;
+  // Toward zero: the nearest value, or its neighbour toward zero where it lies beyond x.
+  // Both bracket x, so that neighbour is the largest magnitude <= |x|: one less in the
+  // sign-magnitude bits (an infinity steps to the largest finite value). Exact compares and
+  // bit moves only: both backends give the same bits; NaN compares false and stays NaN.
+  Tile beyond = gt(abs(cast(nearest, src)), abs(in));
+  Tile bits = bitcast(nearest, bitsOf(dst));
+  Tile toward = sub(bits, intConst(1));
+  return bitcast(where(beyond, toward, bits), dst);
+}
+
 Tile kiln::Builder::hint(const Tile &x, StringRef kind, ArrayRef<int64_t> values) {
   requireKernel(kind);
   StringRef attr;

@@ -127,7 +127,8 @@ PYBIND11_MODULE(_C, m) {
       .def("grid_dependency", &Session::gridDependency)
       .def("where", &Session::where)
       .def("fma", &Session::fma)
-      .def("cast", &Session::cast, pyb::arg("x"), pyb::arg("dtype"), pyb::arg("bitcast") = false)
+      .def("cast", &Session::cast, pyb::arg("x"), pyb::arg("dtype"), pyb::arg("bitcast") = false,
+           pyb::arg("rounding") = "")
       .def("hint", &Session::hint, pyb::arg("x"), pyb::arg("kind"), pyb::arg("values"))
       .def("load", &Session::load)
       .def("store", &Session::store)

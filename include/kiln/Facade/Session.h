@@ -126,8 +126,10 @@ public:
   Handle hardwareRegister(const std::string &name);
   /// extra.cuda.gdc_wait() (`wait`) or gdc_launch_dependents().
   void gridDependency(bool wait);
-  /// x.to(dtype) or, with `bitcast`, x.to(dtype, bitcast=True).
-  Handle cast(Handle x, const std::string &dtype, bool bitcast = false);
+  /// x.to(dtype) or, with `bitcast`, x.to(dtype, bitcast=True); a non-empty `rounding` is
+  /// fp_downcast_rounding (ignored with `bitcast`, as in Triton).
+  Handle cast(Handle x, const std::string &dtype, bool bitcast = false,
+              const std::string &rounding = "");
   /// tl.multiple_of / tl.max_contiguous / tl.max_constancy (`kind`) with `values`.
   Handle hint(Handle x, const std::string &kind, const std::vector<int64_t> &values);
 

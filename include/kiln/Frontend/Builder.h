@@ -269,6 +269,10 @@ public:
   void gridDependency(bool wait);
   /// x.to(dtype): value conversion with Triton's rules.
   Tile cast(const Tile &x, DType dtype);
+  /// x.to(dtype, fp_downcast_rounding=rounding): a float narrowed to a narrower float
+  /// rounded to nearest even ("rtne", as cast) or toward zero ("rtz"); a cast to the same
+  /// dtype is x. Other conversions with a rounding mode are an error, as in Triton.
+  Tile cast(const Tile &x, DType dtype, llvm::StringRef rounding);
   /// cast's pointer cases (kiln.ptr_cast): integer -> pointer, pointer -> int64/int1,
   /// pointer -> pointer.
   Tile castPointer(const Tile &x, DType dst);

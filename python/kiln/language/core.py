@@ -633,11 +633,12 @@ def clamp(x, min, max, propagate_nan=PropagateNan.NONE):
 
 @builtin
 def cast(input, dtype, fp_downcast_rounding=None, bitcast=False):
-    """input converted to `dtype` (Triton's rules), or reinterpreted with bitcast=True."""
-    if _unwrap(fp_downcast_rounding) is not None:
-        raise NotImplementedError("cast with fp_downcast_rounding is not supported by Kiln yet")
+    """input converted to `dtype` (Triton's rules), or reinterpreted with bitcast=True. A float
+    narrowed rounds to nearest even, or toward zero with fp_downcast_rounding="rtz"."""
     d = _dtype(dtype, "cast")
-    return _wrap(_gen().session.cast(_t(input).handle, d.name, _const_bool(bitcast, "bitcast")))
+    rounding = _const_str(fp_downcast_rounding, "fp_downcast_rounding")
+    return _wrap(_gen().session.cast(_t(input).handle, d.name, _const_bool(bitcast, "bitcast"),
+                                     rounding))
 
 
 # Hints, as Triton's: facts about an integer tile the axis analysis takes over what it derives
