@@ -325,6 +325,41 @@ void orderSharedRings(func::FuncOp func) {
   });
 }
 
+/// Elements of one tile a thread may hold. Past this, registers spill wholesale and LLVM's
+/// optimizer and PTX emission take minutes (a 16 x 65536 copy on 4 warps, 8192 per thread, ran
+/// past the fuzzer's 60 s; 16 x 16384, 2048 per thread, took 34 s), so it is an error at the
+/// tile's source line rather than a compile that seems to hang.
+constexpr int64_t kMaxElementsPerThread = 4096;
+
+/// Reports the first tile that holds more than kMaxElementsPerThread elements per thread.
+LogicalResult checkTileSizes(ModuleOp module, unsigned numWarps) {
+  int64_t threads = int64_t(numWarps) * 32;
+  Operation *bad = nullptr;
+  RankedTensorType badType;
+  module.walk([&](Operation *op) {
+    for (Type t : op->getResultTypes())
+      if (auto tile = dyn_cast<RankedTensorType>(t);
+          tile && tile.hasStaticShape() &&
+          tile.getNumElements() / threads > kMaxElementsPerThread) {
+        bad = op;
+        badType = tile;
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  if (!bad)
+    return success();
+  std::string shape;
+  for (int64_t d : badType.getShape())
+    shape += (shape.empty() ? "" : "x") + std::to_string(d);
+  bad->emitError() << "a tile of " << shape << " elements is " << badType.getNumElements() / threads
+                   << " elements per thread on " << numWarps << " warps; GPU code holds at most "
+                   << kMaxElementsPerThread
+                   << " per thread (beyond that registers spill wholesale and compiling takes "
+                      "minutes): use a smaller block or more warps (num_warps)";
+  return failure();
+}
+
 struct KilnAssignLayoutsPass final : kiln::impl::KilnAssignLayoutsBase<KilnAssignLayoutsPass> {
   using Base::Base;
 
@@ -335,7 +370,7 @@ struct KilnAssignLayoutsPass final : kiln::impl::KilnAssignLayoutsBase<KilnAssig
       return signalPassFailure();
     }
     // Fail before choosing layouts for what cannot be lowered, at the user's source line.
-    if (failed(checkGPUSupport(module)))
+    if (failed(checkGPUSupport(module)) || failed(checkTileSizes(module, numWarps)))
       return signalPassFailure();
     module->setAttr(kiln::gpu::kNumWarpsAttr,
                     IntegerAttr::get(IntegerType::get(&getContext(), 32), numWarps));
