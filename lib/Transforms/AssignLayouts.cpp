@@ -331,7 +331,20 @@ void orderSharedRings(func::FuncOp func) {
 /// tile's source line rather than a compile that seems to hang.
 constexpr int64_t kMaxElementsPerThread = 4096;
 
-/// Reports the first tile that holds more than kMaxElementsPerThread elements per thread.
+/// Whether `loc` names a source line (constants that canonicalization made or moved may have
+/// none; the error goes to an op of the user's).
+bool hasSourceLine(Location loc) {
+  bool found = false;
+  loc->walk([&](Location l) {
+    if (isa<FileLineColLoc>(l))
+      found = true;
+    return found ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return found;
+}
+
+/// Reports a tile that holds more than kMaxElementsPerThread elements per thread (the first
+/// one at a source line, else the first one).
 LogicalResult checkTileSizes(ModuleOp module, unsigned numWarps) {
   int64_t threads = int64_t(numWarps) * 32;
   Operation *bad = nullptr;
@@ -341,9 +354,12 @@ LogicalResult checkTileSizes(ModuleOp module, unsigned numWarps) {
       if (auto tile = dyn_cast<RankedTensorType>(t);
           tile && tile.hasStaticShape() &&
           tile.getNumElements() / threads > kMaxElementsPerThread) {
-        bad = op;
-        badType = tile;
-        return WalkResult::interrupt();
+        if (!bad || !hasSourceLine(bad->getLoc())) {
+          bad = op;
+          badType = tile;
+        }
+        if (hasSourceLine(op->getLoc()))
+          return WalkResult::interrupt();
       }
     return WalkResult::advance();
   });
