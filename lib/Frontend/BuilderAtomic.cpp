@@ -108,6 +108,10 @@ Tile kiln::Builder::atomicCAS(const Tile &ptr, const Tile &cmp, const Tile &val,
     error("expected a pointer to a dtype atomics take (integers, fp16, bf16, fp32, fp64) for "
           "atomic_cas, found " +
           describe(ptr) + " (no GPU has fp8 atomics)");
+  if (elem.getBitWidth() < 16)
+    error("expected a pointer to 16-, 32- or 64-bit elements for atomic_cas (as in Triton), "
+          "found " +
+          describe(ptr));
   auto s = parseSem(sem);
   if (!s)
     error("expected sem 'acq_rel', 'acquire', 'release' or 'relaxed' for atomic_cas, found '" +

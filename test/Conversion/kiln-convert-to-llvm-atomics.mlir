@@ -43,3 +43,44 @@ func.func @scalar_cas(%p: !kiln.ptr<i32>, %out: !kiln.ptr<i32>) {
   kiln.store %out, %old : !kiln.ptr<i32>
   return
 }
+
+// -----
+
+// 8-bit add (acq_rel, gpu): relaxed llvm.atomicrmw per owned element behind a branch on the
+// mask (LLVM expands it to a compare-and-swap loop on the word), between release and acquire
+// fences of the op's scope.
+// CHECK-LABEL: llvm.func @narrow_add(
+// CHECK: llvm.fence syncscope("device") release
+// CHECK: llvm.cond_br
+// CHECK: llvm.atomicrmw add %{{.*}}, %{{.*}} syncscope("device") monotonic : !llvm.ptr<1>, i8
+// CHECK: llvm.fence syncscope("device") acquire
+func.func @narrow_add(%p: !kiln.ptr<i8>, %n: i32) {
+  %r = kiln.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
+  %nv = kiln.splat %n : tensor<128xi32>
+  %m = arith.cmpi slt, %r, %nv : tensor<128xi32>
+  %ps = kiln.splat %p : tensor<128x!kiln.ptr<i8>>
+  %q = kiln.addptr %ps, %r : tensor<128x!kiln.ptr<i8>>, tensor<128xi32>
+  %one = arith.constant dense<1> : tensor<128xi8>
+  %old = kiln.atomic_rmw add, acq_rel, gpu, %q, %one, %m : tensor<128x!kiln.ptr<i8>>
+  kiln.store %q, %old, %m : tensor<128x!kiln.ptr<i8>>
+  return
+}
+
+// -----
+
+// A 16-bit compare-and-swap is atom.cas.b16 in 16-bit registers; relaxed fp16 max has no
+// fences.
+// CHECK-LABEL: llvm.func @cas16_and_relaxed_max(
+// CHECK: "@$1 atom.acq_rel.gpu.global.cas.b16 $0, [ $2 + 0 ], $3, $4;", "=h,b,l,h,h"
+// CHECK-NOT: llvm.fence
+// CHECK: llvm.atomicrmw fmax %{{.*}}, %{{.*}} syncscope("block") monotonic : !llvm.ptr<1>, f16
+// CHECK-NOT: llvm.fence
+func.func @cas16_and_relaxed_max(%p: !kiln.ptr<i16>, %h: !kiln.ptr<f16>, %x: f16) {
+  %c1 = arith.constant 1 : i16
+  %c2 = arith.constant 2 : i16
+  %old = kiln.atomic_cas acq_rel, gpu, %p, %c1, %c2 : !kiln.ptr<i16>
+  kiln.store %p, %old : !kiln.ptr<i16>
+  %m = kiln.atomic_rmw max, relaxed, cta, %h, %x : !kiln.ptr<f16>
+  kiln.store %h, %m : !kiln.ptr<f16>
+  return
+}

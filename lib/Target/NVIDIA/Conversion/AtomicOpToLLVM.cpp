@@ -3,7 +3,12 @@
 // This file implements the lowering of Kiln's atomics to PTX `atom` (PTX ISA 9.7.13.5):
 // one atomic per owned element, predicated by the mask and by the owner predicate so that an
 // element replicated across threads is updated once. A scalar atomic runs on thread 0 and
-// its old value reaches every thread through shared memory.
+// its old value reaches every thread through shared memory. 8- and 16-bit read-modify-writes,
+// which `atom` mostly lacks, are relaxed LLVM atomicrmw instructions behind a branch on the
+// predicate, between fences that give them the op's semantics: LLVM's atomic expansion makes
+// them compare-and-swap loops on the aligned 32-bit word around the element where PTX has no
+// native form, and uses atom.add.noftz.f16/.bf16 or a 32-bit and/or/xor where it has one
+// (forms NVPTX emits without ordering, hence the fences).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,7 +26,10 @@ namespace {
 /// interprets it (`kind`: 'b' bits, 's' signed, 'u' unsigned, 'f' float).
 std::pair<std::string, std::string> ptxType(Type t, char kind) {
   unsigned bits = isa<LLVM::LLVMPointerType>(t) ? 64 : t.getIntOrFloatBitWidth();
-  std::string reg = isa<FloatType>(t) ? (bits == 64 ? "d" : "f") : (bits == 64 ? "l" : "r");
+  std::string reg = isa<FloatType>(t) ? (bits == 64 ? "d" : "f")
+                    : bits == 64      ? "l"
+                    : bits == 16      ? "h"
+                                      : "r";
   return {std::string(".") + kind + std::to_string(bits), reg};
 }
 
@@ -77,6 +85,72 @@ Value emitAtom(OpBuilder &b, Location loc, Type resultType, StringRef opcode, Va
   }
   asmStr += ";";
   return emitInlineAsm(b, loc, resultType, args, asmStr, constraints, /*sideEffects=*/true);
+}
+
+/// The LLVM atomicrmw operation of an RMW kind on `elem`.
+LLVM::AtomicBinOp llvmBinOp(RMWKind kind, Type elem) {
+  bool isFloat = isa<FloatType>(elem);
+  switch (kind) {
+  case RMWKind::and_:
+    return LLVM::AtomicBinOp::_and;
+  case RMWKind::or_:
+    return LLVM::AtomicBinOp::_or;
+  case RMWKind::xor_:
+    return LLVM::AtomicBinOp::_xor;
+  case RMWKind::add:
+  case RMWKind::fadd:
+    return isFloat ? LLVM::AtomicBinOp::fadd : LLVM::AtomicBinOp::add;
+  case RMWKind::max:
+    return isFloat ? LLVM::AtomicBinOp::fmax : LLVM::AtomicBinOp::max;
+  case RMWKind::min:
+    return isFloat ? LLVM::AtomicBinOp::fmin : LLVM::AtomicBinOp::min;
+  case RMWKind::umax:
+    return LLVM::AtomicBinOp::umax;
+  case RMWKind::umin:
+    return LLVM::AtomicBinOp::umin;
+  case RMWKind::xchg:
+    return LLVM::AtomicBinOp::xchg;
+  }
+  return LLVM::AtomicBinOp::xchg;
+}
+
+/// NVPTX's synchronization scope names: "block" (cta), "device" (gpu), "" (system).
+StringRef llvmSyncScope(MemScope scope) {
+  switch (scope) {
+  case MemScope::cta:
+    return "block";
+  case MemScope::gpu:
+    return "device";
+  case MemScope::sys:
+    return "";
+  }
+  return "";
+}
+
+/// A relaxed `atomicrmw` of `val` at `ptr` where `pred` holds (always without one);
+/// elsewhere the result is zero. The op's fences order it (see the file comment).
+Value emitPredicatedRMW(ConversionPatternRewriter &rewriter, Location loc, AtomicRMWOp op,
+                        Value pred, Value ptr, Value val) {
+  auto rmw = [&]() -> Value {
+    return LLVM::AtomicRMWOp::create(rewriter, loc, llvmBinOp(op.getKind(), val.getType()), ptr,
+                                     val, LLVM::AtomicOrdering::monotonic,
+                                     llvmSyncScope(op.getScope()))
+        .getResult();
+  };
+  if (!pred)
+    return rmw();
+  Type type = val.getType();
+  Block *current = rewriter.getInsertionBlock();
+  Block *join = rewriter.splitBlock(current, rewriter.getInsertionPoint());
+  join->addArgument(type, loc);
+  Block *body = rewriter.createBlock(join);
+  rewriter.setInsertionPointToEnd(current);
+  Value zero = LLVM::ZeroOp::create(rewriter, loc, type);
+  LLVM::CondBrOp::create(rewriter, loc, pred, body, ValueRange{}, join, ValueRange{zero});
+  rewriter.setInsertionPointToEnd(body);
+  LLVM::BrOp::create(rewriter, loc, ValueRange{rmw()}, join);
+  rewriter.setInsertionPointToStart(join);
+  return join->getArgument(0);
 }
 
 /// Runs `emit(pred)` for every owned element of a tile, or on thread 0 for a scalar (whose
@@ -140,15 +214,27 @@ struct AtomicRMWOpLowering final : ConvertOpToLLVMPattern<AtomicRMWOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Type elem = getTypeConverter()->convertType(getElementTypeOrSelf(op.getType()));
     unsigned bits = elem.getIntOrFloatBitWidth();
-    if (bits != 32 && bits != 64)
-      return op.emitError("atomic_rmw on ") << bits
-                                            << "-bit elements is not supported on the "
-                                               "GPU path yet (32 and 64 bits are)";
+    SmallVector<Value> vals = unpackStruct(rewriter, op.getLoc(), adaptor.getVal());
+    if (bits < 32) {
+      // release: earlier accesses before every element's update; acquire: later ones after.
+      MemSemantic sem = op.getSem();
+      StringRef scope = llvmSyncScope(op.getScope());
+      if (sem == MemSemantic::release || sem == MemSemantic::acq_rel)
+        LLVM::FenceOp::create(rewriter, op.getLoc(), LLVM::AtomicOrdering::release, scope);
+      Location loc = op.getLoc();
+      LogicalResult lowered =
+          lowerAtomic(op, adaptor.getPtr(), adaptor.getMask(), getTypeConverter(), scratch, target,
+                      rewriter, [&](unsigned i, Value pred, Value ptr) {
+                        return emitPredicatedRMW(rewriter, loc, op, pred, ptr, vals[i]);
+                      });
+      if (sem == MemSemantic::acquire || sem == MemSemantic::acq_rel)
+        LLVM::FenceOp::create(rewriter, loc, LLVM::AtomicOrdering::acquire, scope);
+      return lowered;
+    }
     auto [opName, kind] = ptxOp(op.getKind(), elem);
     auto [typeSuffix, reg] = ptxType(elem, kind);
     std::string opcode =
         "atom" + semScope(op.getSem(), op.getScope()) + ".global." + opName.str() + typeSuffix;
-    SmallVector<Value> vals = unpackStruct(rewriter, op.getLoc(), adaptor.getVal());
     return lowerAtomic(op, adaptor.getPtr(), adaptor.getMask(), getTypeConverter(), scratch, target,
                        rewriter, [&](unsigned i, Value pred, Value ptr) {
                          return emitAtom(rewriter, op.getLoc(), elem, opcode, pred, ptr, {vals[i]},
@@ -167,10 +253,9 @@ struct AtomicCASOpLowering final : ConvertOpToLLVMPattern<AtomicCASOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Type elem = getTypeConverter()->convertType(getElementTypeOrSelf(op.getType()));
     unsigned bits = isa<LLVM::LLVMPointerType>(elem) ? 64 : elem.getIntOrFloatBitWidth();
-    if (bits != 32 && bits != 64)
-      return op.emitError("atomic_cas on ") << bits
-                                            << "-bit elements is not supported on the "
-                                               "GPU path yet (32 and 64 bits are)";
+    if (bits != 16 && bits != 32 && bits != 64)
+      return op.emitError("atomic_cas on ")
+             << bits << "-bit elements is not supported (16, 32 and 64 bits are, as in Triton)";
     // cas compares bits: move floats through integer registers.
     Type bitsType = rewriter.getIntegerType(bits);
     auto [typeSuffix, reg] = ptxType(bitsType, 'b');
