@@ -173,6 +173,59 @@ def test_batched_dot_runs_on_tensor_cores(arch, instruction):
     assert re.search(instruction, ptx)
 
 
+@kiln.jit
+def batched_loop_kernel(A, Bp, C, K, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr,
+                        BK: tl.constexpr):
+    rb = tl.arange(0, B)[:, None, None]
+    rm = tl.arange(0, M)[None, :, None]
+    rn = tl.arange(0, N)[None, None, :]
+    rk_col = tl.arange(0, BK)[None, None, :]
+    rk_row = tl.arange(0, BK)[None, :, None]
+    acc = tl.zeros((B, M, N), tl.float32)
+    for k0 in range(0, K, BK):
+        a = tl.load(A + rb * M * K + rm * K + k0 + rk_col)
+        b = tl.load(Bp + rb * K * N + (k0 + rk_row) * N + rn)
+        acc += tl.dot(a, b)
+    tl.store(C + rb * M * N + rm * N + rn, acc)
+
+
+def loop_case():
+    B, M, N, K = 2, 64, 32, 128
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((B, M, K)).astype(np.float16)
+    b = rng.standard_normal((B, K, N)).astype(np.float16)
+    return a, b, (B, M, N, K), f64(a) @ f64(b)
+
+
+def test_batched_dot_in_a_k_loop_cpu():
+    a, b, (B, M, N, K), ref = loop_case()
+    c = np.full((B, M, N), np.nan, np.float32)
+    batched_loop_kernel[(1,)](a, b, c, K, B=B, M=M, N=N, BK=32, **CPU)
+    assert relerr(c, ref) < 1e-6
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("num_warps", [4, 8])
+def test_batched_dot_in_a_k_loop_compiles(arch, num_warps):
+    """No GPU needed: a loop-carried 3-D accumulator (each element's slice converted to the
+    dot's layout and back) compiles with the operand pipelining on."""
+    sig = dict(A="*fp16:16", Bp="*fp16:16", C="*fp32:16", K="i32:16")
+    ptx = kiln.compile(batched_loop_kernel, signature=sig, target=arch, num_warps=num_warps,
+                       num_stages=3, constexprs=dict(B=2, M=64, N=32, BK=32)).asm["ptx"]
+    assert "mma" in ptx
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("num_warps", [4, 8])
+def test_batched_dot_in_a_k_loop_gpu(num_warps):
+    to_dev, to_np = _gpu_arrays()
+    a, b, (B, M, N, K), ref = loop_case()
+    c = to_dev(np.full((B, M, N), np.nan, np.float32))
+    batched_loop_kernel[(1,)](to_dev(a), to_dev(b), c, K, B=B, M=M, N=N, BK=32,
+                              num_warps=num_warps)
+    assert relerr(to_np(c), ref) < 1e-5
+
+
 # ---------------------------------------------------------------- errors
 
 @kiln.jit
