@@ -98,3 +98,55 @@ TEST_F(BuilderExternTest, Errors) {
 }
 
 } // namespace
+
+namespace {
+
+TEST_F(BuilderExternTest, InlineAsmBroadcastsAndCountsRegisters) {
+  // An fp16 tile and an int32 scalar with pack = 2: two fp16 elements share a register, the
+  // scalar broadcasts and takes one per element; fp32 and fp16 results (2 + 1 registers).
+  Tile h = load(2);
+  std::vector<Tile> r = b.inlineAsmElementwise("op;", "=r,=r,=r,r,r,r", {h, b.intConst(3)},
+                                               {DType::fp32(), DType::fp16()}, true, 2);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].dtype, DType::fp32());
+  EXPECT_EQ(r[1].dtype, DType::fp16());
+  EXPECT_EQ(r[1].getShape(), llvm::ArrayRef<int64_t>({64}));
+  std::string text = print(r[0].value.getDefiningOp());
+  EXPECT_NE(text.find("pack = 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("pure"), std::string::npos) << text;
+  // Scalars give scalars.
+  std::vector<Tile> s = b.inlineAsmElementwise("mov.b32 $0, $1;", "=r,r", {b.intConst(1)},
+                                               {DType::int32()}, false, 1);
+  EXPECT_FALSE(s[0].isTile());
+}
+
+TEST_F(BuilderExternTest, InlineAsmErrors) {
+  EXPECT_EQ(
+      errorOf([&] { b.inlineAsmElementwise("", "=r,r", {load(2)}, {DType::fp32()}, true, 4); }),
+      "ext.py:4:5: error: in kernel 'ext': expected the constraints of "
+      "inline_asm_elementwise to name 4 output and 2 input registers with pack = 4 "
+      "(outputs: fp32 x4; inputs: fp16 x2; values under 32 bits share registers), found 1 "
+      "and 1 in \"=r,r\"");
+  EXPECT_EQ(errorOf([&] { b.inlineAsmElementwise("", "r", {load(0)}, {}, true, 1); }),
+            "ext.py:4:5: error: in kernel 'ext': expected at least one result dtype for "
+            "inline_asm_elementwise (as in Triton: return a value you leave unused when the asm "
+            "has no output)");
+}
+
+TEST_F(BuilderExternTest, CastRoundingTowardZero) {
+  Tile f = load(0);
+  Tile z = b.cast(f, DType::fp16(), "rtz");
+  EXPECT_EQ(z.dtype, DType::fp16());
+  // rtne is the plain cast; the same dtype is the value.
+  EXPECT_EQ(b.cast(f, DType::fp16(), "rtne").value.getDefiningOp()->getName().getStringRef(),
+            "arith.truncf");
+  EXPECT_EQ(b.cast(f, DType::fp32(), "rtz").value, f.value);
+  EXPECT_EQ(errorOf([&] { b.cast(load(2), DType::fp32(), "rtz"); }),
+            "ext.py:4:5: error: in kernel 'ext': expected fp_downcast_rounding only for a cast "
+            "to a narrower float (Triton's rule), found a cast from fp16 to fp32");
+  EXPECT_EQ(errorOf([&] { b.cast(f, DType::fp16(), "up"); }),
+            "ext.py:4:5: error: in kernel 'ext': expected fp_downcast_rounding 'rtne' or 'rtz' "
+            "for a cast, found 'up'");
+}
+
+} // namespace
