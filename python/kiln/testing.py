@@ -48,14 +48,7 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
         timer.start()
         fn()
         times.append(timer.stop())
-    if quantiles is not None:
-        s = sorted(times)
-        out = [s[min(len(s) - 1, int(q * len(s)))] for q in quantiles]
-        return out[0] if len(out) == 1 else out
-    if return_mode == "all":
-        return times
-    return {"min": min, "max": max, "mean": statistics.fmean,
-            "median": statistics.median}[return_mode](times)
+    return _summarize(times, quantiles, return_mode)
 
 
 def _summarize(times, quantiles, return_mode):
