@@ -326,10 +326,11 @@ void orderSharedRings(func::FuncOp func) {
 }
 
 /// Elements of one tile a thread may hold. Past this, registers spill wholesale and LLVM's
-/// optimizer and PTX emission take minutes (a 16 x 65536 copy on 4 warps, 8192 per thread, ran
-/// past the fuzzer's 60 s; 16 x 16384, 2048 per thread, took 34 s), so it is an error at the
-/// tile's source line rather than a compile that seems to hang.
-constexpr int64_t kMaxElementsPerThread = 4096;
+/// optimizer and PTX emission time grows about fourfold per doubling: a masked, strided 2-D
+/// copy compiled for sm_90 on 4 warps took 8.6 s at 512 elements per thread, 35 s at 1,024
+/// (on the busy 2-core VM) and ran past the fuzzer's 60 s at 4,096 and 8,192. So it is an error
+/// at the tile's source line rather than a compile that seems to hang.
+constexpr int64_t kMaxElementsPerThread = 1024;
 
 /// Whether `loc` names a source line (constants that canonicalization made or moved may have
 /// none; the error goes to an op of the user's).

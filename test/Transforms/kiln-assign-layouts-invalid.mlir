@@ -1,13 +1,13 @@
 // RUN: kiln-opt %s -kiln-assign-layouts -split-input-file -verify-diagnostics
-// RUN: kiln-opt %s -kiln-assign-layouts=num-warps=8 -split-input-file | FileCheck %s --check-prefix=W8
+// RUN: kiln-opt %s -kiln-assign-layouts=num-warps=32 -split-input-file | FileCheck %s --check-prefix=W32
 
-// A tile of 2^20 elements is 8192 per thread on 4 warps: past the 4096 a thread may hold,
-// an error at the tile's op (compiling it would take minutes); 4096 per thread on 8 warps is
+// A tile of 2^20 elements is 8192 per thread on 4 warps: past the 1024 a thread may hold,
+// an error at the tile's op (compiling it would take minutes); 1024 per thread on 32 warps is
 // laid out.
-// W8-LABEL: func.func @huge_tile
-// W8: kiln.make_range {{.*}} : tensor<1048576xi32, #blocked>
+// W32-LABEL: func.func @huge_tile
+// W32: kiln.make_range {{.*}} : tensor<1048576xi32, #blocked>
 func.func @huge_tile(%p: !kiln.ptr<f32>) {
-  // expected-error @below {{a tile of 1048576 elements is 8192 elements per thread on 4 warps; GPU code holds at most 4096 per thread}}
+  // expected-error @below {{a tile of 1048576 elements is 8192 elements per thread on 4 warps; GPU code holds at most 1024 per thread}}
   %r = kiln.make_range {end = 1048576 : i32, start = 0 : i32} : tensor<1048576xi32>
   %ps = kiln.splat %p : tensor<1048576x!kiln.ptr<f32>>
   %pp = kiln.addptr %ps, %r : tensor<1048576x!kiln.ptr<f32>>, tensor<1048576xi32>

@@ -1,4 +1,4 @@
-"""A tile too large for GPU registers (more than 4096 elements per thread) is a
+"""A tile too large for GPU registers (more than 1024 elements per thread) is a
 CompilationError at its line on the GPU path (compiling it took minutes: the front-end
 fuzzer's only hangs), while the CPU backend compiles and runs it (large tiles live in memory
 there)."""
