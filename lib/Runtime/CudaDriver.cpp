@@ -354,21 +354,14 @@ DeviceBuffer::~DeviceBuffer() {
 }
 // Copies and fills run in the buffer's device context (the copy engines of its device).
 void DeviceBuffer::copyFromHost(const void *src, size_t n) {
-  DeviceGuard guard(device);
-  check(driver().cuMemcpyHtoD(ptr, src, n), "cuMemcpyHtoD");
+  copyHostToDevice(ptr, src, n, device);
 }
-void DeviceBuffer::copyToHost(void *dst, size_t n) const {
-  DeviceGuard guard(device);
-  check(driver().cuMemcpyDtoH(dst, ptr, n), "cuMemcpyDtoH");
-}
+void DeviceBuffer::copyToHost(void *dst, size_t n) const { copyDeviceToHost(dst, ptr, n, device); }
 void DeviceBuffer::copyFromDevice(const DeviceBuffer &src, size_t n, CUstream stream) {
   DeviceGuard guard(device);
   check(driver().cuMemcpyDtoDAsync(ptr, src.ptr, n, stream), "cuMemcpyDtoDAsync");
 }
-void DeviceBuffer::fill32(uint32_t value) {
-  DeviceGuard guard(device);
-  check(driver().cuMemsetD32(ptr, value, bytes / 4), "cuMemsetD32");
-}
+void DeviceBuffer::fill32(uint32_t value) { fillDevice32(ptr, value, bytes / 4, device); }
 
 EventTimer::EventTimer() {
   const Driver &d = requireDriver();
