@@ -463,7 +463,7 @@ def uses_chained_compare(x_ptr, n):
 @kiln.jit
 def uses_dot_scaled(x_ptr, n):
     a = tl.load(x_ptr + tl.arange(0, 16)[:, None] + tl.arange(0, 16)[None, :])
-    c = tl.dot_scaled(a, None, "e4m3", a, None, "e4m3")  # ERR
+    c = tl.dot_scaled(a, None, "e3m2", a, None, "e4m3")  # ERR
     tl.store(x_ptr, 1.0)
 
 
@@ -485,7 +485,8 @@ def uses_subscript_store(x_ptr, n):
     (uses_with, r"unsupported construct: 'with' statements"),
     (uses_try, r"unsupported construct: 'try' statements"),
     (uses_chained_compare, r"unsupported construct: chained comparisons"),
-    (uses_dot_scaled, r"tl\.dot_scaled is not supported by Kiln yet"),
+    (uses_dot_scaled, r"dot_scaled's lhs_format 'e3m2' is not supported: expected one of "
+                      r"e2m1, e4m3, e5m2, bf16, fp16"),
     (uses_sorted, r"Python builtin 'sorted' is not supported in kernels"),
     (uses_subscript_store, r"unsupported construct: assignments to subscripts"),
 ], ids=lambda v: getattr(v, "__name__", None))

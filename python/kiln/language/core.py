@@ -931,13 +931,6 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None,
 
 
 # ---------------------------------------------------------------------------------------
-# Not implemented yet: present, named in the error
-# ---------------------------------------------------------------------------------------
-
-dot_scaled = _unsupported("dot_scaled")
-
-
-# ---------------------------------------------------------------------------------------
 # Tensor member functions (as in Triton: x.to(...), x.reshape(...), x.exp(), ...); each
 # module of kiln.language attaches its own
 # ---------------------------------------------------------------------------------------
@@ -977,3 +970,4 @@ tensor.__matmul__ = _matmul
 
 from .extern import extern, extern_elementwise  # noqa: E402,F401  (as Triton's core)
 from .inline_asm import inline_asm_elementwise  # noqa: E402,F401  (as Triton's core)
+from .scaled import dot_scaled  # noqa: E402,F401  (as Triton's core)
