@@ -596,8 +596,12 @@ def test_cli_serve_errors(args, match, capsys):
     assert match in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("device", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
-def test_cli_serve_in_flight_batching_equals_solo(device):
+@pytest.mark.parametrize("device, extra", [
+    ("cpu", []), pytest.param("gpu", [], marks=pytest.mark.gpu),
+    # bf16 batches of up to 6: equal to alone only with plans fixed per row
+    pytest.param("gpu", ["--dtype", "bf16", "--batch-invariant", "--max-batch", "6"],
+                 marks=pytest.mark.gpu)])
+def test_cli_serve_in_flight_batching_equals_solo(device, extra):
     import io
     from kiln_models import llama
     kiln_ops_or_skip()
@@ -605,9 +609,11 @@ def test_cli_serve_in_flight_batching_equals_solo(device):
     assert llama.main(["serve", "--config", "tiny", "--random-weights", "--device", device,
                        "--dtype", "fp32", "--requests", "7", "--prompt-lens", "2", "20",
                        "--new-tokens-range", "1", "9", "--max-batch", "3", "--kv-tokens",
-                       "64", "--block-size", "4", "--check-solo"], out=out) == 0
+                       "64", "--block-size", "4", "--check-solo", *extra], out=out) == 0
     text = out.getvalue()
-    assert "7 requests, prompts 2-20, outputs 1-9, max batch 3, KV cache 64 tokens" in text
+    batch = extra[-1] if extra else "3"
+    assert f"7 requests, prompts 2-20, outputs 1-9, max batch {batch}, KV cache 64 tokens" \
+        in text
     assert "time to first token: p50 " in text and "per-token latency: p50 " in text
     assert "solo check: 7 of 7 requests give their tokens decoded alone" in text
 
@@ -942,3 +948,35 @@ def test_queued_decode_steps_equal_the_reference(backend):
     with pytest.raises(ValueError, match="no captured decode step"):
         model.decode_tokens_async(["nope"], gen.SamplingParams(top_k=3, temperature=1.0), 1,
                                   model.next_tokens)
+
+
+@pytest.mark.parametrize("device, dtype", [("cpu", "fp32"),
+                                           pytest.param("gpu", "bf16", marks=pytest.mark.gpu)])
+def test_batch_invariant_logits_equal_alone(device, dtype):
+    """batch_invariant: a request's prefill and decode logits are bitwise those it gets alone
+    (batches of 6 take the row-block CUDA-core linears and batch 1's attention splits)."""
+    ops = kiln_ops_or_skip()
+    kw = dict(max_batch=6, max_tokens=96, max_seq_len=64, block_size=4, device=device,
+              dtype=dtype, batch_invariant=True, cuda_graphs=False, ops=ops)
+    prompts = [prompt(n, 80 + i) for i, n in enumerate((3, 17, 9, 12, 5, 20))]
+    ids = [f"r{i}" for i in range(len(prompts))]
+    batched = LlamaModel(TINY, WEIGHTS, **kw)
+    logits = [batched.logits_numpy(batched.prefill(list(zip(ids, prompts))))]
+    fed = [logits[0].argmax(1)]
+    for _ in range(3):
+        logits.append(batched.logits_numpy(batched.decode(ids, fed[-1])))
+        fed.append(logits[-1].argmax(1))
+    alone = LlamaModel(TINY, WEIGHTS, **kw)
+    for i, (seq, p) in enumerate(zip(ids, prompts)):
+        got = [alone.logits_numpy(alone.prefill([(seq, p)]))[0]]
+        for step in range(3):
+            got.append(alone.logits_numpy(alone.decode([seq], fed[step][i:i + 1]))[0])
+        for step, g in enumerate(got):
+            assert np.array_equal(g, logits[step][i]), (seq, step,
+                                                        float(np.abs(g - logits[step][i]).max()))
+        alone.release(seq)
+
+
+def test_batch_invariant_rejects_batches_past_the_cuda_core_rows():
+    with pytest.raises(ValueError, match="batch_invariant takes max_batch <= 64"):
+        tiny_model(NUMPY, max_batch=65, batch_invariant=True)

@@ -5,7 +5,7 @@
         [--device cpu|gpu] [--seed S] [--temperature X --top-k K --top-p P] [--no-warmup]
     python -m kiln_models.llama serve (--model DIR | --config ... --random-weights)
         [--requests R] [--prompt-lens LO HI] [--new-tokens-range LO HI] [--max-batch B]
-        [--kv-tokens N] [--check-solo] ...
+        [--kv-tokens N] [--check-solo] [--batch-invariant] ...
     python -m kiln_models.llama quant-error (--model DIR | --config ...) --quant int8|int4
         [--batch N] [--prompt-len P] [--new-tokens T] ...
 
@@ -14,7 +14,9 @@ peak device memory (weights, KV cache and buffers it allocated) and the generate
 first (warm-up) run compiles the kernels and is not timed.
 serve: R requests of random lengths through the in-flight batching scheduler with a fixed KV
 budget; prints the throughput and p50/p99 time to first token and per-token latency, and with
---check-solo whether every request's tokens equal its run alone.
+--check-solo whether every request's tokens equal its run alone (exactly so only with
+--batch-invariant: otherwise a batch takes other kernel plans than a single request, and a
+near-tie among the top logits can round the other way).
 quant-error: the logits of the --quant model against the unquantized one (same dtype) on
 random prompts and decode steps: max and mean relative error, top-1 agreement, memory.
 --quant int8|int4 quantizes the decoder projections at load in every command.
@@ -58,6 +60,9 @@ def _common(g):
     g.add_argument("--quant-group", type=int, default=128, help="int4 scale group (K)")
     g.add_argument("--no-graphs", action="store_true",
                    help="launch every decode step's kernels (GPU default: replay a CUDA graph)")
+    g.add_argument("--batch-invariant", action="store_true",
+                   help="kernel plans fixed per row, so a request's tokens do not depend on "
+                        "its batch (slower decode at batches above 4)")
 
 
 def build_parser():
@@ -152,7 +157,8 @@ def _generate(args, out):
     model = LlamaModel(config, weights, device=device, dtype=dtype, max_batch=args.batch,
                        max_tokens=args.batch * args.prompt_len, max_seq_len=seq_len,
                        block_size=args.block_size, quant=args.quant,
-                       quant_group=args.quant_group, cuda_graphs=_graphs(args, device))
+                       quant_group=args.quant_group, cuda_graphs=_graphs(args, device),
+                       batch_invariant=args.batch_invariant)
     del weights
     sampling = SamplingParams(args.temperature, args.top_k, args.top_p, args.seed)
     rng = np.random.default_rng(args.seed)
@@ -191,7 +197,7 @@ def _serve(args, out):
                        max_tokens=max(phi, min(args.max_batch * phi, 8192)),
                        max_seq_len=seq_len, block_size=args.block_size, num_blocks=blocks,
                        quant=args.quant, quant_group=args.quant_group,
-                       cuda_graphs=_graphs(args, device))
+                       cuda_graphs=_graphs(args, device), batch_invariant=args.batch_invariant)
     del weights
     sampling = SamplingParams(args.temperature, args.top_k, args.top_p, args.seed)
     rng = np.random.default_rng(args.seed)
@@ -233,7 +239,8 @@ def _quant_error(args, out):
     config, weights, device, dtype = _load(args, seq_len)
     kw = dict(device=device, dtype=dtype, max_batch=args.batch,
               max_tokens=args.batch * args.prompt_len, max_seq_len=seq_len,
-              block_size=args.block_size, cuda_graphs=_graphs(args, device))
+              block_size=args.block_size, cuda_graphs=_graphs(args, device),
+              batch_invariant=args.batch_invariant)
     dense = LlamaModel(config, weights, **kw)
     quant = LlamaModel(config, weights, quant=args.quant, quant_group=args.quant_group, **kw)
     del weights

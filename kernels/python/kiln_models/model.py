@@ -27,6 +27,7 @@ prefill() and decode() return a [B, V] view of the logits buffer (the last posit
 request); generate.py picks tokens from it.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -35,9 +36,23 @@ from .arrays import Arrays, dtype_name
 from .checkpoint import llama_tensor_shapes, load_weights, random_weights
 from .config import LlamaConfig
 from .kv_cache import KVCacheFull, PagedKVCache
+from .ops._common import dependent_launches
 from .reference import rope_tables
 
 __all__ = ["LlamaModel", "KVCacheFull"]
+
+_INVARIANT_MAX_BATCH = 64  # the CUDA-core linears' row limit (ops.linear.DECODE_MAX_M)
+
+
+def _dependent_launches(method):
+    """Runs a step method with programmatic dependent launch of the ops that have it
+    (ops/_common.PDL_ENV): within a step no kernel's early loads read what the kernel just
+    before it writes."""
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        with dependent_launches():
+            return method(*args, **kwargs)
+    return wrapper
 
 
 class _Layer:
@@ -65,12 +80,15 @@ class LlamaModel:
     (default: on the GPU, without all_reduce). all_reduce: for tensor parallelism
     (parallel.py), a callable summing an activation array in place across the ranks, called
     after o_proj and down_proj; `config` and `weights` are then the rank's shard
-    (parallel.shard_weights)."""
+    (parallel.shard_weights). batch_invariant: a request's logits do not depend on the
+    other requests of its batch (the plans of the linears and of decode attention are fixed
+    per row, not chosen by the batch size), so serving a request with others gives the tokens
+    it gets alone; costs decode throughput at batches above 4 (CUDA-core linears)."""
 
     def __init__(self, config, weights, device="cpu", dtype="fp32", max_batch=8,
                  max_tokens=None, max_seq_len=None, block_size=16, num_blocks=None, ops=None,
                  stream=None, quant=None, quant_group=128, cuda_graphs=None, all_reduce=None,
-                 quant_head=True):
+                 quant_head=True, batch_invariant=False):
         if not isinstance(config, LlamaConfig):
             raise TypeError(f"LlamaModel: config must be a LlamaConfig, got "
                             f"{type(config).__name__}")
@@ -101,6 +119,11 @@ class LlamaModel:
             raise ValueError(f"LlamaModel: max_seq_len={self.max_seq_len} is beyond the "
                              f"config's max_position_embeddings={c.max_position_embeddings}")
         self.max_batch = _positive("max_batch", max_batch)
+        self.batch_invariant = bool(batch_invariant)
+        if self.batch_invariant and self.max_batch > _INVARIANT_MAX_BATCH:
+            raise ValueError(f"LlamaModel: batch_invariant takes max_batch <= "
+                             f"{_INVARIANT_MAX_BATCH} (its decode linears run on CUDA cores), "
+                             f"got {self.max_batch}")
         self.max_tokens = _positive("max_tokens", max_tokens or
                                     max_batch * min(self.max_seq_len, 512))
         self.sm_scale = 1.0 / math.sqrt(c.head_dim)
@@ -230,6 +253,7 @@ class LlamaModel:
         decode attention's partial outputs, and the sampler's, where the ops take them."""
         c, a, ops, B = self.config, self.arrays, self.ops, self.max_batch
         self.linear_scratch = self.decode_scratch = self.sample_scratch = None
+        self._decode_splits = None
         if hasattr(ops, "linear_scratch_numel"):
             H, D = c.hidden_size, c.head_dim
             shapes = [(c.qkv_size, H), (H, c.num_attention_heads * D),
@@ -261,6 +285,8 @@ class LlamaModel:
                                                          counters=True)
             self.decode_scratch = (a.empty(out, "fp32"), a.empty(lse, "fp32"),
                                    a.zeros(cnt, "int32"))
+            # batch_invariant: every batch takes batch 1's splits (the scratch holds them)
+            self._decode_splits = int(lse[-1]) if self.batch_invariant else None
         # sample(): the probabilities of the rows, B * V fp32
         self.sample_scratch = a.empty((B * c.vocab_size,), "fp32")
 
@@ -280,18 +306,24 @@ class LlamaModel:
             q, scales = self.ops.quantize_int4(w, g)
         return self.quant, a.upload(q, q.dtype), a.upload(scales, "fp32")
 
-    def _linear(self, x, w, out, launch):
-        """out = x @ w.T for a dense or quantized weight (see _projection)."""
+    def _linear(self, x, w, out, launch, decode=True):
+        """out = x @ w.T for a dense or quantized weight (see _projection). batch_invariant:
+        the plan does not depend on the rows, so a row's result is the same in any batch:
+        decode steps and the head on CUDA cores (one K order per row), a prefill's rows on
+        tensor cores without K splits (one K order per tile row)."""
+        kw = dict(launch, scratch=self.linear_scratch)
+        if self.batch_invariant:
+            kw.update(gemv=bool(decode), scratch=None)
         if not isinstance(w, tuple):
-            self.ops.linear(x, w, out, scratch=self.linear_scratch, **launch)
+            self.ops.linear(x, w, out, **kw)
         elif w[0] == "int8":
-            self.ops.linear_int8(x, w[1], w[2], out, scratch=self.linear_scratch, **launch)
+            self.ops.linear_int8(x, w[1], w[2], out, **kw)
         else:
-            self.ops.linear_int4(x, w[1], w[2], out, group=self.quant_group,
-                                 scratch=self.linear_scratch, **launch)
+            self.ops.linear_int4(x, w[1], w[2], out, group=self.quant_group, **kw)
 
     # ------------------------------------------------------------------------- steps
 
+    @_dependent_launches
     def prefill(self, batch):
         """Runs the new tokens of each request of `batch` (a list of (request id, token ids));
         a request not yet in the KV cache is added, one already there continues after its
@@ -435,6 +467,7 @@ class LlamaModel:
         self.arrays.copy_in(self.dec, self.h_dec)
         return B
 
+    @_dependent_launches
     def _decode_kernels(self, B):
         """The launches of a decode step of B requests (inputs already in the buffers)."""
         r, c = self.arrays.rows, self.config
@@ -442,6 +475,8 @@ class LlamaModel:
         def attend(layer, qkv, out):
             # RoPE and the cache write of the new token happen inside decode attention
             extra = {} if self.decode_scratch is None else {"scratch": self.decode_scratch}
+            if self._decode_splits:
+                extra["num_splits"] = self._decode_splits
             self.ops.decode_attention(qkv, self.kv.k[layer], self.kv.v[layer],
                                       r(self.dec_tables, B), r(self.dec_context_lens, B), out,
                                       c.num_attention_heads, c.num_key_value_heads,
@@ -451,9 +486,10 @@ class LlamaModel:
                                       **extra, **self.launch)
 
         x, res = self._layers(B, attend, r(self.dec_ids, B), r(self.dec_positions, B),
-                              r(self.dec_slots, B), rope=False)
+                              r(self.dec_slots, B), decode=True)
         return self._head(x, res, B)
 
+    @_dependent_launches
     def _pick(self, logits, sampling):
         """next_tokens[:B] = argmax or a sample of each row; the sampler reads its step from
         the step buffer (so a captured step samples anew at each replay)."""
@@ -496,7 +532,9 @@ class LlamaModel:
 
     # ------------------------------------------------------------------------- internals
 
-    def _layers(self, T, attend, ids, pos, slots, rope=True):
+    def _layers(self, T, attend, ids, pos, slots, decode=False):
+        """The decoder layers on T rows; a prefill applies RoPE and writes the cache itself
+        (decode's attend() does both)."""
         c, r, ops, ld, eps = self.config, self.arrays.rows, self.ops, self.launch, \
             self.config.rms_norm_eps
         res, x, normed = r(self.residual, T), r(self.hidden, T), r(self.normed, T)
@@ -508,19 +546,19 @@ class LlamaModel:
                 ops.rmsnorm(res, w.in_norm, normed, eps, **ld)
             else:
                 ops.add_rmsnorm(x, res, w.in_norm, normed, eps, **ld)
-            self._linear(normed, w.qkv, qkv, ld)
-            if rope:  # (decode: attend() does it)
+            self._linear(normed, w.qkv, qkv, ld, decode)
+            if not decode:
                 ops.rope_cache(qkv, pos, self.cos, self.sin, self.kv.k[i], self.kv.v[i],
                                slots, c.num_attention_heads, c.num_key_value_heads,
                                c.head_dim, **ld)
             attend(i, qkv, attn)
-            self._linear(attn, w.o, x, ld)
+            self._linear(attn, w.o, x, ld, decode)
             if self.all_reduce is not None:  # tensor parallel: partial sums of o_proj
                 self.all_reduce(x)
             ops.add_rmsnorm(x, res, w.post_norm, normed, eps, **ld)
-            self._linear(normed, w.gate_up, gu, ld)
+            self._linear(normed, w.gate_up, gu, ld, decode)
             ops.silu_mul(gu, mlp, **ld)
-            self._linear(mlp, w.down, x, ld)
+            self._linear(mlp, w.down, x, ld, decode)
             if self.all_reduce is not None:
                 self.all_reduce(x)
         return x, res

@@ -4,6 +4,10 @@ TypeError naming the op and the argument, and the backend a launch takes.
 
 Nothing here allocates or synchronizes: the checks read only shapes, dtypes and flags.
 """
+import contextlib
+import os
+import threading
+
 import numpy as np
 
 #: The activation dtypes every dense op takes (all math is fp32 inside the kernels).
@@ -95,11 +99,60 @@ def next_power_of_2(n):
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
-def launch_opts(device, stream):
-    """Launch keyword arguments: the backend and the stream (GPU only)."""
+#: Programmatic dependent launch (PDL) of the kernels that support it: KILN_MODELS_PDL=0 turns
+#: it off. Such a kernel is launched with Triton's `launch_pdl=True` and starts while the
+#: kernel before it on the stream finishes: it issues the loads that need nothing from earlier
+#: kernels (weights, norm scales, the host-written step inputs), then `gdc_wait()` (waits for
+#: the previous kernel to complete and its writes to be visible), then
+#: `gdc_launch_dependents()`, then everything else. Waiting before releasing keeps the chain
+#: safe: a kernel's body runs only after every earlier kernel has completed, so no read or
+#: write of activations can overtake one (a kernel launched without PDL waits as usual).
+#: Only launches inside `dependent_launches()` use it: a kernel's early loads must not read
+#: what the kernel just before it writes, which holds for the model's steps (weights and
+#: cache are written kernels earlier) but not for any caller's sequence of ops.
+PDL_ENV = "KILN_MODELS_PDL"
+_pdl_arch = {}
+_pdl_scope = threading.local()
+
+
+@contextlib.contextmanager
+def dependent_launches(enabled=True):
+    """Within it (on this thread) the ops that support it launch with PDL (see PDL_ENV)."""
+    before = getattr(_pdl_scope, "on", False)
+    _pdl_scope.on = bool(enabled)
+    try:
+        yield
+    finally:
+        _pdl_scope.on = before
+
+
+def pdl_supported():
+    """Whether launches use programmatic dependent launch now: inside dependent_launches(), on a
+    GPU that has it (sm_90 and later), unless KILN_MODELS_PDL=0."""
+    if not getattr(_pdl_scope, "on", False) or os.environ.get(PDL_ENV, "1") == "0":
+        return False
+    import kiln
+    try:
+        drv = kiln.runtime.driver.active
+        dev = drv.get_current_device()
+        if dev not in _pdl_arch:
+            target = drv.get_current_target()
+            _pdl_arch[dev] = target.backend == "cuda" and int(target.arch) >= 90
+        return _pdl_arch[dev]
+    except Exception:  # no driver: nothing to launch on
+        return False
+
+
+def launch_opts(device, stream, pdl=False):
+    """Launch keyword arguments: the backend and the stream (GPU only); `pdl`: the kernel waits
+    with gdc_wait() before touching earlier kernels' outputs, so it may be launched with
+    programmatic dependent launch (done where the GPU has it, see PDL_ENV)."""
     opts = {}
     if device is not None:
         opts["device"] = device
-    if stream is not None and device != "cpu":
-        opts["stream"] = int(stream)
+    if device != "cpu":
+        if stream is not None:
+            opts["stream"] = int(stream)
+        if pdl and pdl_supported():
+            opts["launch_pdl"] = True
     return opts

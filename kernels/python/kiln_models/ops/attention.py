@@ -81,6 +81,8 @@ import numpy as np
 import kiln
 import kiln.language as tl
 
+from ._common import pdl_supported
+
 __all__ = ["rope_cache", "prefill_attention", "decode_attention", "decode_attention_scratch"]
 
 NUM_SMS = 132              # H100 SXM: what the split heuristic fills by default
@@ -377,11 +379,6 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
     g_ok = g < GROUP
     heads = hk * GROUP + g
     row = qkv + b.to(tl.int64) * ROW
-    # q^T [D, GROUP_PAD]: the scores come out transposed, s^T = k q^T [BLOCK_N, GROUP_PAD],
-    # so that k (rows of D contiguous elements) is the row-major A operand as it is loaded and
-    # only p^T, GROUP_PAD / D the size of k, is transposed for p v.
-    q_ptrs = row + heads[None, :] * HEAD_DIM
-    qT = tl.load(q_ptrs + offs_d[:, None], mask=g_ok[None, :], other=0.0)
     new = ctx - 1  # ROPE: the new key, taken from qkv, not the cache
     hi_cache = hi
     if ROPE:
@@ -391,6 +388,30 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
     v_base = v_cache + hk * HEAD_DIM
     qk_scale = sm_scale * 1.4426950408889634
 
+    # PREFETCH, a software pipeline: the K and V rows of the next block and the table entries
+    # of the one after are loaded before the current block's math, so a block's gathered
+    # loads overlap the previous block's products instead of following them (two K/V tiles
+    # live in registers). (RoPE's cache stores come last: no load could move above them.)
+    if PREFETCH:
+        cols = lo + offs_n
+        ok = cols < hi_cache
+        blk = tl.load(bt + cols // BLOCK_SIZE, mask=ok, other=0)
+        rows = (blk.to(tl.int64) * BLOCK_SIZE + cols % BLOCK_SIZE) * KV_ROW
+        k = tl.load(k_base + rows[:, None] + offs_d[None, :], mask=ok[:, None], other=0.0)
+        v = tl.load(v_base + rows[:, None] + offs_d[None, :], mask=ok[:, None], other=0.0)
+        cols = cols + BLOCK_N
+        blk = tl.load(bt + cols // BLOCK_SIZE, mask=cols < hi_cache, other=0)
+
+    # Programmatic dependent launch (_common.PDL_ENV): the step's inputs (context lengths,
+    # positions, block tables) come from the host and the cache from earlier steps, so the
+    # first block is in flight while the kernel before finishes; qkv is its output.
+    tl.extra.cuda.gdc_wait()
+    tl.extra.cuda.gdc_launch_dependents()
+    # q^T [D, GROUP_PAD]: the scores come out transposed, s^T = k q^T [BLOCK_N, GROUP_PAD],
+    # so that k (rows of D contiguous elements) is the row-major A operand as it is loaded and
+    # only p^T, GROUP_PAD / D the size of k, is transposed for p v.
+    q_ptrs = row + heads[None, :] * HEAD_DIM
+    qT = tl.load(q_ptrs + offs_d[:, None], mask=g_ok[None, :], other=0.0)
     if ROPE:  # RoPE's loads, issued with the first block's (the math after them)
         partner = (offs_d + HALF) % HEAD_DIM
         cs_row = pos.to(tl.int64) * HALF
@@ -406,20 +427,6 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
         k_cos = tl.load(cos + cs_row + offs_d % HALF)
         k_sin = tl.load(sin + cs_row + offs_d % HALF)
         v_new = tl.load(row + (N_HEADS + N_KV_HEADS + hk) * HEAD_DIM + offs_d)
-
-    # PREFETCH, a software pipeline: the K and V rows of the next block and the table entries
-    # of the one after are loaded before the current block's math, so a block's gathered
-    # loads overlap the previous block's products instead of following them (two K/V tiles
-    # live in registers). (RoPE's cache stores come last: no load could move above them.)
-    if PREFETCH:
-        cols = lo + offs_n
-        ok = cols < hi_cache
-        blk = tl.load(bt + cols // BLOCK_SIZE, mask=ok, other=0)
-        rows = (blk.to(tl.int64) * BLOCK_SIZE + cols % BLOCK_SIZE) * KV_ROW
-        k = tl.load(k_base + rows[:, None] + offs_d[None, :], mask=ok[:, None], other=0.0)
-        v = tl.load(v_base + rows[:, None] + offs_d[None, :], mask=ok[:, None], other=0.0)
-        cols = cols + BLOCK_N
-        blk = tl.load(bt + cols // BLOCK_SIZE, mask=cols < hi_cache, other=0)
 
     if ROPE:
         # rotate_half: element d pairs with d + D/2, x*c - x'*s in the first half, x*c + x'*s
@@ -560,6 +567,8 @@ def _decode_combine(part_out, part_lse, out, N_HEADS: tl.constexpr, HEAD_DIM: tl
     s = tl.arange(0, BLOCK_S)
     offs_d = tl.arange(0, HEAD_DIM)
     s_ok = s < NUM_SPLITS
+    tl.extra.cuda.gdc_wait()  # PDL (_common.PDL_ENV)
+    tl.extra.cuda.gdc_launch_dependents()
     lse = tl.load(part_lse + bh * PART_STRIDE + s, mask=s_ok, other=float("-inf"))
     top = tl.max(lse, axis=0)
     top = tl.where(top == float("-inf"), 0.0, top)
@@ -984,6 +993,8 @@ def decode_attention(qkv, k_cache, v_cache, block_tables, context_lens, out, n_h
     min_chunk = kiln.cdiv(int(split_min_tokens), cfg["BLOCK_N"]) * cfg["BLOCK_N"]
     one_split = 2 * min_chunk if single_split_tokens is None else int(single_split_tokens)
     launch = _launch(stream, device)
+    if not cpu and pdl_supported():  # its kernels wait with gdc_wait (_common.PDL_ENV)
+        launch["launch_pdl"] = True
     _decode_kernel[(splits, n_kv_heads, B)](
         qkv, k_cache, v_cache, block_tables, context_lens, out, part_out, part_lse, counters,
         *rope_args, sm_scale, max_blocks, min_chunk, one_split, n_pos, n_slots,

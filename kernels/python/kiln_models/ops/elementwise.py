@@ -28,6 +28,8 @@ def gather_rows_kernel(idx_ptr, src_ptr, out_ptr, n_src, H, BLOCK: tl.constexpr)
     t = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     cmask = cols < H
+    tl.extra.cuda.gdc_wait()  # PDL (_common.PDL_ENV): idx and src may come from before
+    tl.extra.cuda.gdc_launch_dependents()
     i = tl.load(idx_ptr + t)
     ok = (i >= 0) & (i < n_src)
     src = src_ptr + tl.where(ok, i, 0).to(tl.int64) * H
@@ -42,6 +44,8 @@ def silu_mul_kernel(gu_ptr, out_ptr, inter, BLOCK: tl.constexpr):
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = cols < inter
     g_row = gu_ptr + row * (2 * inter)
+    tl.extra.cuda.gdc_wait()  # PDL (_common.PDL_ENV)
+    tl.extra.cuda.gdc_launch_dependents()
     g = tl.load(g_row + cols, mask=mask, other=0.0).to(tl.float32)
     u = tl.load(g_row + inter + cols, mask=mask, other=0.0).to(tl.float32)
     s = (g * tl.sigmoid(g)).to(out_ptr.dtype.element_ty).to(tl.float32)
@@ -60,7 +64,8 @@ def _gather(op, idx_name, idx, src_name, src, out, stream, device):
     if B and H:
         block = _block(H, dev)
         gather_rows_kernel[(B, kiln.cdiv(H, block))](idx, src, out, n_src, H, BLOCK=block,
-                                                     num_warps=4, **launch_opts(dev, stream))
+                                                     num_warps=4,
+                                                     **launch_opts(dev, stream, pdl=True))
     return out
 
 
@@ -88,5 +93,6 @@ def silu_mul(gate_up, out, stream=None, device=None):
     if T and inter:
         block = _block(inter, dev)
         silu_mul_kernel[(T, kiln.cdiv(inter, block))](gate_up, out, inter, BLOCK=block,
-                                                      num_warps=4, **launch_opts(dev, stream))
+                                                      num_warps=4,
+                                                     **launch_opts(dev, stream, pdl=True))
     return out

@@ -113,12 +113,18 @@ def gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, R: tl.constexp
     w_ptrs = w_ptr + (rn % N)[:, None, None] * K + kk[None, :, :]
     x_ptrs = x_ptr + (rm % M)[:, None, None, None] * K + kk[None, None, :, :]
     acc = tl.zeros((BM, R, C), dtype=tl.float32)
+    kmask = kk < K
     if EVEN:
         w = tl.load(w_ptrs, eviction_policy="evict_first")
+    else:
+        w = tl.load(w_ptrs, mask=kmask[None, :, :], other=0.0, eviction_policy="evict_first")
+    # Programmatic dependent launch (see _common.PDL_ENV): the first step's weights are in
+    # flight while the kernel before finishes; x is its output.
+    tl.extra.cuda.gdc_wait()
+    tl.extra.cuda.gdc_launch_dependents()
+    if EVEN:
         x = tl.load(x_ptrs)
     else:
-        kmask = kk < K
-        w = tl.load(w_ptrs, mask=kmask[None, :, :], other=0.0, eviction_policy="evict_first")
         x = tl.load(x_ptrs, mask=kmask[None, None, :, :], other=0.0)
     for k0 in range(C * E, K + C * E, C * E):
         if EVEN:  # (the last step's loads are masked off and their values unused)
@@ -314,7 +320,8 @@ def linear(x, w, out, scratch=None, stream=None, device=None, gemv=None):
     if cfg.pop("kernel") == "gemv":
         gemv_kernel[(cfg["programs"],)](x, w, out, M, N, K, BM=cfg["BM"], R=cfg["R"],
                                         C=cfg["C"], E=cfg["E"], EVEN=cfg["EVEN"],
-                                        num_warps=cfg["num_warps"], **opts)
+                                        num_warps=cfg["num_warps"],
+                                        **launch_opts(dev, stream, pdl=True))
         return out
     splits = cfg.pop("splits")
     k_split = cfg.pop("k_split")

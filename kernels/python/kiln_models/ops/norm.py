@@ -45,12 +45,16 @@ def rmsnorm_kernel(x_ptr, res_ptr, w_ptr, out_ptr, H, eps, ADD: tl.constexpr,
     cols = tl.arange(0, BLOCK)
     if ONE_TILE:
         mask = cols < H
+        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.extra.cuda.gdc_wait()  # PDL (_common.PDL_ENV): x and the residual come from before
+        tl.extra.cuda.gdc_launch_dependents()
         h = _load_h(x_row, r_row, cols, mask, ADD)
         rstd = tl.rsqrt(tl.sum(h * h, axis=0) / H + eps)
-        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
         y = (h * rstd).to(res_ptr.dtype.element_ty).to(tl.float32) * w
         tl.store(o_row + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
     else:
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
         acc = tl.zeros([BLOCK], dtype=tl.float32)
         for start in range(0, H, BLOCK):
             c = start + cols
@@ -92,7 +96,8 @@ def _launch(op, x, residual, w, out, eps, stream, device):
     if T:
         add = residual is not None
         rmsnorm_kernel[(T,)](x, residual if add else x, w, out, H, eps, ADD=add, BLOCK=block,
-                             ONE_TILE=one_tile, num_warps=warps, **launch_opts(dev, stream))
+                             ONE_TILE=one_tile, num_warps=warps,
+                             **launch_opts(dev, stream, pdl=True))
     return out
 
 

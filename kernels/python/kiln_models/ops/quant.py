@@ -178,12 +178,16 @@ def gemv_int8_kernel(x_ptr, q_ptr, s_ptr, out_ptr, M, N, K, KW, BM: tl.constexpr
     x_ptrs = x_ptr + (rm % M)[:, None, None, None] * K + rc[None, None, :, None] * 4 + j
     inv = _inv_shift(j, 8)
     acc = tl.zeros((BM, R, C), dtype=tl.float32)
+    wmask = rc < KW
     if EVEN:
         words = tl.load(q_ptrs, eviction_policy="evict_first")
+    else:
+        words = tl.load(q_ptrs, mask=wmask[None, :], other=0, eviction_policy="evict_first")
+    tl.extra.cuda.gdc_wait()  # PDL: the weights above are in flight meanwhile (linear.py)
+    tl.extra.cuda.gdc_launch_dependents()
+    if EVEN:
         x = tl.load(x_ptrs)
     else:
-        wmask = rc < KW
-        words = tl.load(q_ptrs, mask=wmask[None, :], other=0, eviction_policy="evict_first")
         x = tl.load(x_ptrs, mask=wmask[None, None, :, None], other=0.0)
     for w0 in range(C, KW + C, C):
         if EVEN:
@@ -219,14 +223,18 @@ def gemv_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
     inv = _inv_shift(j, 4)
     acc = tl.zeros((BM, R, C), dtype=tl.float32)
     s_ptrs = s_rows + (rc // GROUP_WORDS)[None, :]
+    wmask = rc < KW
     if EVEN:
         words = tl.load(p_ptrs, eviction_policy="evict_first")
         scale = tl.load(s_ptrs)
-        x = tl.load(x_ptrs)
     else:
-        wmask = rc < KW
         words = tl.load(p_ptrs, mask=wmask[None, :], other=0, eviction_policy="evict_first")
         scale = tl.load(s_ptrs, mask=wmask[None, :], other=0.0)
+    tl.extra.cuda.gdc_wait()  # PDL: the weights above are in flight meanwhile (linear.py)
+    tl.extra.cuda.gdc_launch_dependents()
+    if EVEN:
+        x = tl.load(x_ptrs)
+    else:
         x = tl.load(x_ptrs, mask=wmask[None, None, :, None], other=0.0)
     for w0 in range(C, KW + C, C):
         if EVEN:  # (C a multiple of GROUP_WORDS: the groups advance by C / GROUP_WORDS)
@@ -382,8 +390,7 @@ def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, w
         gk = gemv_int8_kernel if group is None else gemv_int4_kernel
         gk[(cfg["programs"],)](x, *args, out, M, N, K, words, *extra, BM=cfg["BM"],
                                R=cfg["R"], C=cfg["C"], EVEN=even, num_warps=cfg["num_warps"],
-                               **consts,
-                               **launch_opts(dev, stream))
+                               **consts, **launch_opts(dev, stream, pdl=True))
         return out
     sms = 132 if cpu else _sm_count(_device_index(x))
     cfg, tiles, splits, k_split = _plan(M, N, K, cpu, sms, scratch is not None, group)

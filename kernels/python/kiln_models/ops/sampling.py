@@ -105,6 +105,8 @@ def argmax_partial_kernel(logits_ptr, part_ptr, V, CHUNK, U: tl.constexpr,
     row = tl.program_id(0)
     split = tl.program_id(1)
     lo = split * CHUNK
+    tl.extra.cuda.gdc_wait()  # PDL (_common.PDL_ENV)
+    tl.extra.cuda.gdc_launch_dependents()
     m, idx, first_nan = _argmax_range(logits_ptr + row.to(tl.int64) * V, lo, lo + CHUNK, V,
                                       U, BLOCK)
     has_nan = first_nan < _INT32_MAX
@@ -121,6 +123,8 @@ def argmax_combine_kernel(part_ptr, out_ptr, B, SPLITS, SPLITS_P2: tl.constexpr)
     row = tl.program_id(0)
     s = tl.arange(0, SPLITS_P2)
     ok = s < SPLITS
+    tl.extra.cuda.gdc_wait()  # PDL (_common.PDL_ENV)
+    tl.extra.cuda.gdc_launch_dependents()
     vals = tl.load(part_ptr + row * SPLITS + s, mask=ok, other=float("-inf"))
     idx = tl.load(part_ptr + B * SPLITS + row * SPLITS + s, mask=ok,
                   other=0.0).to(tl.int32, bitcast=True)
@@ -352,6 +356,7 @@ def argmax(logits, out, scratch=None, stream=None, device=None):
         raise ValueError(f"argmax: expected 'scratch' of dtype float32 with at least "
                          f"{2 * B * splits} elements ({splits} ranges per row), found "
                          f"{dtype_name(scratch)} of shape {list(scratch.shape)}")
+    opts = launch_opts(dev, stream, pdl=True)  # both kernels wait with gdc_wait
     argmax_partial_kernel[(B, splits)](logits, scratch, V, chunk, U=unroll, BLOCK=block,
                                        num_warps=warps, **opts)
     argmax_combine_kernel[(B,)](scratch, out, B, splits,
