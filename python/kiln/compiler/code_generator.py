@@ -83,6 +83,9 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
         self.node = None
         self.globals_used = {}
         self.allow_globals = os.environ.get("KILN_ALLOW_NON_CONSTEXPR_GLOBALS") == "1"
+        # While tl.map_elementwise builds its function: the shape of the mapped tiles (a
+        # scalar there stands for a tile of this shape; kiln.language.elementwise).
+        self.elementwise_shape = None
 
     @property
     def frame(self):

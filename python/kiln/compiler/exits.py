@@ -268,7 +268,13 @@ class ExitsMixin:
 
     def _handle_types(self, handles):
         s = self.session
-        return tuple((s.dtype(h), tuple(s.shape(h))) for h in handles)
+        mapped = self.elementwise_shape
+
+        def shape(h):
+            # In a function mapped by tl.map_elementwise a scalar broadcasts to the tiles.
+            sh = tuple(s.shape(h))
+            return mapped if mapped is not None and sh == () else sh
+        return tuple((s.dtype(h), shape(h)) for h in handles)
 
     def _dummy(self, handle, liveins):
         """A value of `handle`'s type for a path on which it is never read."""

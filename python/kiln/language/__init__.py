@@ -19,7 +19,7 @@ from .core import (  # noqa: F401
     broadcast, broadcast_to, builtin, cast, clamp, constexpr, debug_barrier, device_assert,
     device_print, dot, dot_scaled, dtype, expand_dims, float16, float32, float64, float8e4nv,
     float8e5, full, inline_asm_elementwise, int1, int8, int16, int32, int64,
-    load, make_tensor_descriptor, max_constancy, max_contiguous, maximum,
+    load, make_tensor_descriptor, map_elementwise, max_constancy, max_contiguous, maximum,
     minimum, multiple_of, num_programs, permute, pi32_t, pointer_type, program_id, range,
     reshape, static_assert, static_print, static_range, store, str_to_ty,
     tensor, tensor_descriptor, trans, uint8, uint16, uint32, uint64, view, void, where)
@@ -44,7 +44,8 @@ __all__ = [
     "broadcast_to", "broadcast", "reshape", "view", "trans", "permute", "cast",
     "multiple_of", "max_contiguous", "max_constancy", "static_range", "range", "sum", "max",
     "min", "argmax", "argmin", "xor_sum", "reduce_or", "reduce", "softmax", "associative_scan",
-    "cumsum", "cumprod", "dot", "tensor_descriptor", "fma", "umulhi", "div_rn", "sqrt_rn",
+    "cumsum", "cumprod", "dot", "dot_scaled", "map_elementwise", "tensor_descriptor", "fma",
+    "umulhi", "div_rn", "sqrt_rn",
     "assume", "debug_barrier", "swizzle2d", "ravel", "join", "split", "interleave", "cat",
     "flip", "sort", "topk", "histogram", "gather",
     "static_assert", "static_print", "device_print", "device_assert", "constexpr", "dtype",

@@ -24,8 +24,8 @@ __all__ = [
     "static_assert", "static_print", "assume", "atomic_add", "atomic_max", "atomic_min",
     "atomic_and",
     "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cas", "device_print", "device_assert",
-    "associative_scan", "dot", "dot_scaled", "debug_barrier",
-"inline_asm_elementwise",
+    "associative_scan", "dot", "dot_scaled", "debug_barrier", "inline_asm_elementwise",
+    "map_elementwise",
 ]
 
 
@@ -971,3 +971,4 @@ tensor.__matmul__ = _matmul
 from .extern import extern, extern_elementwise  # noqa: E402,F401  (as Triton's core)
 from .inline_asm import inline_asm_elementwise  # noqa: E402,F401  (as Triton's core)
 from .scaled import dot_scaled  # noqa: E402,F401  (as Triton's core)
+from .elementwise import map_elementwise  # noqa: E402,F401  (as Triton's core)
