@@ -179,6 +179,13 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
         self._set_loc(tree, info)
         self.node = tree
         self.frames.append(_Frame(info, scope))
+        for name, j in runtime:  # fp8 types Kiln has no format for (kiln.language.core)
+            ty = specs[info.arg_names.index(name)].partition(":")[0].lstrip("*")
+            if ty in dtype.NO_FORMAT:
+                try:
+                    lc.no_format(str_to_ty(ty), f"parameter '{name}'")
+                except TypeError as e:
+                    raise self.error(str(e)) from None
         try:
             self.session.begin_kernel(info.name, arg_specs)
             self._arg_params = arg_params

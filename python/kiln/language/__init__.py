@@ -2,8 +2,9 @@
 
 ``import kiln.language as tl`` gives the same names, signatures and defaults as Triton for
 what Kiln implements. Each builtin forwards to one ``kiln::Builder`` operation through the
-front-end session; the semantics (promotion, broadcasting, checks) live in C++. Names that
-Triton has and Kiln does not implement yet exist and raise a CompilationError naming them.
+front-end session; the semantics (promotion, broadcasting, checks) live in C++. Triton's fp8
+types without a format on sm_90 or the CPU (float8e4b15, float8e4b8, float8e5b16) exist as
+dtypes; any use that needs their values is a CompilationError naming them.
 
 As in Triton, the names live in ``core`` (dtypes, constexpr, tensor and the builtins),
 ``math`` (the math functions), ``standard`` (reductions, scans, softmax, cdiv, zeros,
@@ -18,7 +19,8 @@ from .core import (  # noqa: F401
     atomic_max, atomic_min, atomic_or, atomic_xchg, atomic_xor, bfloat16, block_type,
     broadcast, broadcast_to, builtin, cast, clamp, constexpr, debug_barrier, device_assert,
     device_print, dot, dot_scaled, dtype, expand_dims, float16, float32, float64, float8e4nv,
-    float8e5, full, inline_asm_elementwise, int1, int8, int16, int32, int64,
+    float8e5, float8e4b15, float8e4b8, float8e5b16, full, inline_asm_elementwise, int1, int8,
+    int16, int32, int64,
     load, make_tensor_descriptor, map_elementwise, max_constancy, max_contiguous, maximum,
     minimum, multiple_of, num_programs, permute, pi32_t, pointer_type, program_id, range,
     reshape, static_assert, static_print, static_range, store, str_to_ty,
@@ -51,7 +53,8 @@ __all__ = [
     "static_assert", "static_print", "device_print", "device_assert", "constexpr", "dtype",
     "pointer_type", "block_type", "tensor", "PropagateNan", "int1", "int8", "int16", "int32",
     "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32",
-    "float64", "float8e4nv", "float8e5", "void", "pi32_t",
+    "float64", "float8e4nv", "float8e5", "float8e4b15", "float8e4b8", "float8e5b16", "void",
+    "pi32_t",
     "philox", "philox_impl", "randint", "randint4x", "rand", "randn", "rand4x", "randn4x",
     "uint_to_uniform_float", "pair_uniform_to_normal",
 ]

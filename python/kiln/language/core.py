@@ -1,9 +1,10 @@
 """kiln.language.core: the language's objects and builtins, as triton.language.core holds
 them: dtypes, constexpr, the compile-time tensor; program ids, tile creation, loads and stores,
 tensor descriptors, elementwise selection, casts and hints, shapes, iterators and
-compile-time helpers, atomics, debugging, associative_scan, dot, and the Triton names
-not implemented yet. The math functions are in kiln.language.math, the functions written
-over these (sum, max, softmax, cdiv, zeros, ...) in kiln.language.standard.
+compile-time helpers, atomics, debugging, associative_scan and dot (dot_scaled,
+map_elementwise, inline_asm_elementwise and extern_elementwise in modules of their own). The
+math functions are in kiln.language.math, the functions written over these (sum, max,
+softmax, cdiv, zeros, ...) in kiln.language.standard.
 
 Everything here mirrors ``triton.language`` (Triton 3.x). None of it holds type rules: a
 tensor is a handle into the C++ front-end session (``kiln._C.Session``), and every
@@ -16,8 +17,8 @@ import threading
 __all__ = [
     "dtype", "pointer_type", "block_type", "constexpr", "tensor", "builtin",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5", "void", "pi32_t",
-    "str_to_ty", "PropagateNan", "program_id", "num_programs", "arange", "full", "load",
+    "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5", "float8e4b15",
+    "float8e4b8", "float8e5b16", "void", "pi32_t", "str_to_ty", "PropagateNan", "program_id", "num_programs", "arange", "full", "load",
     "store", "tensor_descriptor", "make_tensor_descriptor", "where", "minimum", "maximum",
     "clamp", "cast", "multiple_of", "max_contiguous", "max_constancy", "expand_dims",
     "broadcast_to", "broadcast", "reshape", "view", "trans", "permute", "static_range", "range",
@@ -38,16 +39,25 @@ class dtype:
 
     SINT_TYPES = ("int8", "int16", "int32", "int64")
     UINT_TYPES = ("int1", "uint8", "uint16", "uint32", "uint64")
-    FP8_TYPES = ("fp8e4nv", "fp8e5")
-    FP_TYPES = ("fp16", "bf16", "fp32", "fp64") + FP8_TYPES
+    # Triton's fp8 types; the last three have no format on sm_90 or the CPU (NO_FORMAT).
+    FP8_TYPES = ("fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8", "fp8e5b16")
+    NO_FORMAT = ("fp8e4b15", "fp8e4b8", "fp8e5b16")
+    STANDARD_FP_TYPES = ("fp16", "bf16", "fp32", "fp64")
+    FP_TYPES = STANDARD_FP_TYPES + FP8_TYPES
     _BITS = {"int1": 1, "int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8,
              "uint16": 16, "uint32": 32, "uint64": 64, "fp16": 16, "bf16": 16, "fp32": 32,
-             "fp64": 64, "fp8e4nv": 8, "fp8e5": 8, "void": 0}
+             "fp64": 64, "fp8e4nv": 8, "fp8e5": 8, "fp8e4b15": 8, "fp8e4b8": 8, "fp8e5b16": 8,
+             "void": 0}
+    # (mantissa bits, exponent bias) of each float, as Triton's dtype has them.
+    _FP = {"fp16": (10, 15), "bf16": (7, 127), "fp32": (23, 127), "fp64": (52, 1023),
+           "fp8e4nv": (3, 7), "fp8e5": (2, 15), "fp8e4b15": (3, 15), "fp8e4b8": (3, 8),
+           "fp8e5b16": (2, 16)}
     # The Python-visible attribute name of each dtype (tl.float32 prints as such).
     _PUBLIC = {"int1": "int1", "int8": "int8", "int16": "int16", "int32": "int32",
                "int64": "int64", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32",
                "uint64": "uint64", "fp16": "float16", "bf16": "bfloat16", "fp32": "float32",
                "fp64": "float64", "fp8e4nv": "float8e4nv", "fp8e5": "float8e5",
+               "fp8e4b15": "float8e4b15", "fp8e4b8": "float8e4b8", "fp8e5b16": "float8e5b16",
                "void": "void"}
 
     def __init__(self, name):
@@ -64,13 +74,16 @@ class dtype:
     def is_fp8(self): return self.name in self.FP8_TYPES
     def is_fp8e4nv(self): return self.name == "fp8e4nv"
     def is_fp8e5(self): return self.name == "fp8e5"
+    def is_fp8e4b15(self): return self.name == "fp8e4b15"
+    def is_fp8e4b8(self): return self.name == "fp8e4b8"
+    def is_fp8e5b16(self): return self.name == "fp8e5b16"
     def is_floating(self): return self.name in self.FP_TYPES
     def is_int1(self): return self.name == "int1"
     def is_bool(self): return self.is_int1()
     def is_int_signed(self): return self.name in self.SINT_TYPES
     def is_int_unsigned(self): return self.name in self.UINT_TYPES
     def is_int(self): return self.is_int_signed() or self.is_int_unsigned()
-    def is_standard_floating(self): return self.is_floating()
+    def is_standard_floating(self): return self.name in self.STANDARD_FP_TYPES
     def is_ptr(self): return False
     def is_block(self): return False
     def is_void(self): return self.name == "void"
@@ -81,8 +94,11 @@ class dtype:
 
     @property
     def fp_mantissa_width(self):
-        return {"fp16": 10, "bf16": 7, "fp32": 23, "fp64": 52, "fp8e4nv": 3,
-                "fp8e5": 2}.get(self.name, 0)
+        return self._FP.get(self.name, (0, 0))[0]
+
+    @property
+    def exponent_bias(self):
+        return self._FP.get(self.name, (0, 0))[1]
 
     @property
     def int_bitwidth(self):
@@ -182,18 +198,24 @@ float32 = dtype("fp32")
 float64 = dtype("fp64")
 float8e4nv = dtype("fp8e4nv")
 float8e5 = dtype("fp8e5")
+float8e4b15 = dtype("fp8e4b15")
+float8e4b8 = dtype("fp8e4b8")
+float8e5b16 = dtype("fp8e5b16")
 void = dtype("void")
 pi32_t = pointer_type(int32)
 
 _SCALARS = {d.name: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-                                float16, bfloat16, float32, float64, float8e4nv, float8e5)}
+                                float16, bfloat16, float32, float64, float8e4nv, float8e5,
+                                float8e4b15, float8e4b8, float8e5b16)}
 # Short spellings used in signatures ("*fp32", "i32", "u8").
 _ALIASES = {"i1": "int1", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
             "u1": "int1", "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
             "bool": "int1", "float16": "fp16", "bfloat16": "bf16", "float32": "fp32",
             "float64": "fp64", "half": "fp16", "float": "fp32", "double": "fp64",
             "float8e4nv": "fp8e4nv", "float8_e4m3fn": "fp8e4nv", "float8e5": "fp8e5",
-            "float8_e5m2": "fp8e5"}
+            "float8_e5m2": "fp8e5", "float8e4b15": "fp8e4b15", "float8e4b8": "fp8e4b8",
+            "float8_e4m3fnuz": "fp8e4b8", "float8e5b16": "fp8e5b16",
+            "float8_e5m2fnuz": "fp8e5b16"}
 
 
 def str_to_ty(name):
@@ -411,7 +433,17 @@ def _dtype(x, what):
     if not isinstance(v, dtype) or isinstance(v, block_type):
         raise TypeError(f"expected a dtype (tl.float32, tl.int32, ...) for {what}, "
                         f"found {_describe(x)}")
+    no_format(v.element_ty if isinstance(v, pointer_type) else v, what)
     return v
+
+
+def no_format(d, what):
+    """Raises for Triton's fp8 types that have no format on sm_90 or the CPU backend."""
+    if d.name in dtype.NO_FORMAT:
+        raise TypeError(f"{what}: tl.{dtype._PUBLIC[d.name]} ({d.name}) has no hardware "
+                        f"format on sm_90 or the CPU backend, and Kiln does not emulate it: "
+                        f"it cannot be converted, loaded, stored or computed with (keep its "
+                        f"bits in a tl.uint8 tile)")
 
 
 def _shape(args, what):
@@ -435,16 +467,6 @@ def _opt(x):
 
 def _wrap(h):
     return tensor(h)
-
-
-def _unsupported(name, why="not supported by Kiln yet"):
-    @builtin
-    def stub(*args, **kwargs):
-        raise NotImplementedError(f"tl.{name} is {why}")
-    stub.__name__ = name
-    stub.__qualname__ = name
-    stub.__doc__ = f"tl.{name}: {why} (raises a CompilationError)."
-    return stub
 
 
 # ---------------------------------------------------------------------------------------
