@@ -25,7 +25,8 @@ How a test is found to exercise a name (a simple, sound-enough heuristic):
   references uses, transitively (the @kiln.jit kernels it launches or compiles, their @jit
   helpers, the module's launch helpers, tables of cases), within its file;
 - GPU: the test is marked ``pytest.mark.gpu`` or ``gpu2`` (its decorators, its class's, or
-  the module's ``pytestmark``); CPU: every other test (it runs in CI without a GPU: the CPU backend, or a
+  the module's ``pytestmark``); a test parametrized with gpu-marked parameters
+  (``pytest.param("gpu", marks=pytest.mark.gpu)``) counts on both; CPU: every other test (it runs in CI without a GPU: the CPU backend, or a
   compile-only or error check).
 """
 import ast
@@ -166,14 +167,29 @@ class _Module:
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions[node.name] = node
                 if node.name.startswith("test_"):
-                    self.tests.append((node.name, node, module_gpu or _marked_gpu(node)))
+                    self.tests.append((node.name, node, module_gpu or self._gpu(node)))
             elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
-                cls_gpu = module_gpu or _marked_gpu(node)
+                cls_gpu = module_gpu or self._gpu(node)
                 for m in node.body:
                     if isinstance(m, ast.FunctionDef) and m.name.startswith("test_"):
                         self.tests.append((f"{node.name}.{m.name}", m,
-                                           cls_gpu or _marked_gpu(m)))
+                                           cls_gpu or self._gpu(m)))
         self._uses = {}
+
+    def _gpu(self, node):
+        """True: marked gpu; "both": some parameters are gpu-marked (pytest.param(...,
+        marks=pytest.mark.gpu), in the decorator or a module-level list it names), the
+        others run without a GPU; False: no GPU."""
+        if _marked_gpu(node):
+            return True
+        for d in node.decorator_list:
+            text = ast.unparse(d)
+            for n in ast.walk(d):
+                if isinstance(n, ast.Name) and isinstance(self.functions.get(n.id), ast.Assign):
+                    text += ast.unparse(self.functions[n.id])
+            if "parametrize" in text and re.search(r"marks=.*mark\.gpu", text):
+                return "both"
+        return False
 
     def _module_gpu(self):
         for node in self.tree.body:
@@ -240,7 +256,10 @@ def scan(test_dir=HERE):
             total += 1
             for name in mod.exercised(node):
                 cpu_tests, gpu_tests = cover.setdefault(name, ([], []))
-                (gpu_tests if gpu else cpu_tests).append(f"{fname}::{test}")
+                if gpu:
+                    gpu_tests.append(f"{fname}::{test}")
+                if gpu != True:  # noqa: E712  ("both" counts for each)
+                    cpu_tests.append(f"{fname}::{test}")
     return cover, total
 
 
