@@ -889,3 +889,30 @@ def test_ops_on_device_arrays_gpu():
     by_int = np.empty(3, np.int32)
     ops.sample(logits, by_int, 1.0, 20, 0.9, 7, 4, scratch=np.empty(3000, np.float32))
     assert (tokens.numpy() == by_int).mean() >= 2 / 3
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tdt", ["bfloat16", "float16"])
+@pytest.mark.parametrize("packed", ["1", "0"])
+def test_gemv_int4_packed_math_gpu(tdt, packed, monkeypatch):
+    # The int4 CUDA-core plan with 16-bit x (packed bf16x2 / f16x2 math, or fp32 fields with
+    # KILN_MODELS_INT4_PACKED=0): every nibble in every position, a group of one word, rows and
+    # words past the tile (K = 1000: 125 words, not a whole step), 1 to 4 rows of x. Each
+    # product and the 4-product sums of a word round to 16 bits (2^-9 relative for bf16,
+    # 2^-12 for fp16) before the fp32 accumulation: norm-wise errors well under 1e-2 / 2e-3.
+    monkeypatch.setenv(quant.INT4_PACKED_ENV, packed)
+    torch = _torch()
+    dt = getattr(torch, tdt)
+    rng = np.random.default_rng(5)
+    N, K = 13, 1000
+    p = rng.integers(0, 256, size=(N, K // 2)).astype(np.uint8)
+    s4 = rng.uniform(0.5, 2.0, (N, K // 8)).astype(np.float32)
+    w = torch.from_numpy(quant.dequantize_int4(p, s4, 8)).cuda().double()
+    for M in (1, 3, 4):
+        x = torch.randn(M, K, device="cuda", dtype=dt)
+        out = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
+        quant.linear_int4(x, torch.from_numpy(p).cuda(), torch.from_numpy(s4).cuda(), out,
+                          group=8, gemv=True)
+        ref = x.double() @ w.T
+        err = ((out.double() - ref).norm() / ref.norm()).item()
+        assert err < (1e-2 if tdt == "bfloat16" else 2e-3), (M, err)

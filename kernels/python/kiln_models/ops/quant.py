@@ -27,12 +27,14 @@ fill the SMs (given an fp32 `scratch` of `quant_scratch_numel(M, N, K)` elements
 partials summed by `linear`'s reduce kernel. The quantizers run in numpy on the host (model
 load time, not the hot path).
 """
+import os
+
 import numpy as np
 
 import kiln
 import kiln.language as tl
 
-from ._common import FLOAT_DTYPES, check_array, launch_device, launch_opts
+from ._common import FLOAT_DTYPES, check_array, dtype_name, launch_device, launch_opts
 from .linear import _device_index, _sm_count, gemv_config, splitk_reduce_kernel, uses_gemv
 
 __all__ = ["quantize_int8", "quantize_int4", "dequantize_int8", "dequantize_int4",
@@ -256,6 +258,135 @@ def gemv_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
     _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N)
 
 
+# Packed 16-bit math (GPU, bf16/fp16 x): a word's 8 int4 codes become 4 pairs of 16-bit
+# floats with one LOP3 each: (w >> 4i) & 0x000F000F | M puts codes i and i + 4 in the low
+# mantissa bits of M's two halves (M: bf16 128.0 = 0x4300, fp16 1024.0 = 0x6400), so the
+# pair is (M + q_i, M + q_{i+4}); one packed FMA subtracts M + 8 (exact: small integers), and
+# four packed FMAs multiply by the x pairs (x_i, x_{i+4}) and sum the word in 16-bit precision
+# (a relative rounding of 2^-9 (bf16) per product and sum, far below int4's own error); the two
+# halves are then added in fp32, scaled by the group's scale and accumulated in fp32. About
+# 19 instructions per word and row of x, against ~43 for the fp32 fields above.
+_PAIRS_ASM = """{
+    prmt.b32 $0, $4, $6, 0x5410;
+    prmt.b32 $1, $4, $6, 0x7632;
+    prmt.b32 $2, $5, $7, 0x5410;
+    prmt.b32 $3, $5, $7, 0x7632;
+}"""
+
+_WORD_ASM = """{
+    .reg .b32 t0, t1, t2, t3, s, one, bias, acc, lo, hi;
+    .reg .f32 flo, fhi;
+    mov.b32 one, ONE;
+    mov.b32 bias, BIAS;
+    lop3.b32 t0, $1, 0x000F000F, MAGIC, 0xEA;
+    shr.u32 s, $1, 4;
+    lop3.b32 t1, s, 0x000F000F, MAGIC, 0xEA;
+    shr.u32 s, $1, 8;
+    lop3.b32 t2, s, 0x000F000F, MAGIC, 0xEA;
+    shr.u32 s, $1, 12;
+    lop3.b32 t3, s, 0x000F000F, MAGIC, 0xEA;
+    fma.rn.T t0, t0, one, bias;
+    fma.rn.T t1, t1, one, bias;
+    fma.rn.T t2, t2, one, bias;
+    fma.rn.T t3, t3, one, bias;
+    mul.rn.T acc, t0, $2;
+    fma.rn.T acc, t1, $3, acc;
+    fma.rn.T acc, t2, $4, acc;
+    fma.rn.T acc, t3, $5, acc;
+    TOF32
+    add.f32 $0, flo, fhi;
+}"""
+
+_BF16_TO_F32 = """shl.b32 lo, acc, 16;
+    and.b32 hi, acc, 0xFFFF0000;
+    mov.b32 flo, lo;
+    mov.b32 fhi, hi;"""
+
+_F16_TO_F32 = """{
+    .reg .f16 h0, h1;
+    mov.b32 {h0, h1}, acc;
+    cvt.f32.f16 flo, h0;
+    cvt.f32.f16 fhi, h1;
+    }"""
+
+
+def _word_asm(kind):
+    if kind == "bf16":
+        sub = dict(ONE="0x3F803F80", BIAS="0xC308C308", MAGIC="0x43004300", T="bf16x2",
+                   TOF32=_BF16_TO_F32)
+    else:  # fp16: 1.0, -(1024 + 8), 1024
+        sub = dict(ONE="0x3C003C00", BIAS="0xE408E408", MAGIC="0x64006400", T="f16x2",
+                   TOF32=_F16_TO_F32)
+    text = _WORD_ASM
+    for k in ("ONE", "BIAS", "MAGIC", "TOF32", "T"):
+        text = text.replace(k, sub[k])
+    return text
+
+
+WORD_ASM_BF16 = tl.constexpr(_word_asm("bf16"))
+WORD_ASM_F16 = tl.constexpr(_word_asm("fp16"))
+PAIRS_ASM = tl.constexpr(_PAIRS_ASM)
+
+
+@kiln.jit
+def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
+                            GROUP_WORDS: tl.constexpr, BM: tl.constexpr, R: tl.constexpr,
+                            C: tl.constexpr, EVEN: tl.constexpr, F16: tl.constexpr):
+    """gemv_int4_kernel with packed 16-bit math (GPU; bf16 x, or fp16 with F16): x read as 32-bit
+    words of two elements ([BM, C] tiles of words 0..3 of each 8-element piece), permuted once
+    per step into the pairs (x_i, x_{i+4}) the codes unpack to, and each (row of x, weight
+    row, word) summed by _WORD_ASM."""
+    rm, rn = _gemv_rows(M, N, BM, R)
+    rc = tl.arange(0, C)
+    p_ptrs = p_ptr.to(tl.pointer_type(tl.int32)) + (rn % N)[:, None] * KW + rc[None, :]
+    s_rows = s_ptr + (rn % N)[:, None] * N_GROUPS
+    xw_ptrs = x_ptr.to(tl.pointer_type(tl.int32)) + (rm % M)[:, None] * (K // 2) + \
+        rc[None, :] * 4
+    acc = tl.zeros((BM, R, C), dtype=tl.float32)
+    s_ptrs = s_rows + (rc // GROUP_WORDS)[None, :]
+    wmask = rc < KW
+    if EVEN:
+        words = tl.load(p_ptrs, eviction_policy="evict_first")
+        scale = tl.load(s_ptrs)
+    else:
+        words = tl.load(p_ptrs, mask=wmask[None, :], other=0, eviction_policy="evict_first")
+        scale = tl.load(s_ptrs, mask=wmask[None, :], other=0.0)
+    tl.extra.cuda.gdc_wait()  # PDL: the weights above are in flight meanwhile (linear.py)
+    tl.extra.cuda.gdc_launch_dependents()
+    xm = wmask[None, :]
+    x0 = tl.load(xw_ptrs, mask=xm, other=0)
+    x1 = tl.load(xw_ptrs + 1, mask=xm, other=0)
+    x2 = tl.load(xw_ptrs + 2, mask=xm, other=0)
+    x3 = tl.load(xw_ptrs + 3, mask=xm, other=0)
+    for w0 in range(C, KW + C, C):
+        if EVEN:
+            words_next = tl.load(p_ptrs + w0, mask=w0 < KW, eviction_policy="evict_first")
+            scale_next = tl.load(s_ptrs + w0 // GROUP_WORDS, mask=w0 < KW)
+        else:
+            wmask = (w0 + rc) < KW
+            words_next = tl.load(p_ptrs + w0, mask=wmask[None, :], other=0,
+                                 eviction_policy="evict_first")
+            scale_next = tl.load(s_rows + ((w0 + rc) // GROUP_WORDS)[None, :],
+                                 mask=wmask[None, :], other=0.0)
+        xm = ((w0 + rc) < KW)[None, :]
+        x0n = tl.load(xw_ptrs + 4 * w0, mask=xm, other=0)
+        x1n = tl.load(xw_ptrs + 4 * w0 + 1, mask=xm, other=0)
+        x2n = tl.load(xw_ptrs + 4 * w0 + 2, mask=xm, other=0)
+        x3n = tl.load(xw_ptrs + 4 * w0 + 3, mask=xm, other=0)
+        pa, pb, pc, pd = tl.inline_asm_elementwise(
+            PAIRS_ASM, "=r,=r,=r,=r,r,r,r,r", [x0, x1, x2, x3],
+            dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True, pack=1)
+        part = tl.inline_asm_elementwise(
+            WORD_ASM_F16 if F16 else WORD_ASM_BF16, "=r,r,r,r,r,r",
+            [words[None, :, :], pa[:, None, :], pb[:, None, :], pc[:, None, :],
+             pd[:, None, :]], dtype=tl.float32, is_pure=True, pack=1)
+        acc += part * scale[None, :, :]
+        words = words_next
+        scale = scale_next
+        x0, x1, x2, x3 = x0n, x1n, x2n, x3n
+    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N)
+
+
 # ---------------------------------------------------------------- quantizers (numpy)
 
 def _host_weights(op, w):
@@ -373,6 +504,18 @@ def _check_x_out(op, x, out, N):
     return M, K
 
 
+#: KILN_MODELS_INT4_PACKED=0: the int4 CUDA-core plan keeps fp32 fields for 16-bit x too.
+INT4_PACKED_ENV = "KILN_MODELS_INT4_PACKED"
+
+
+def _packed_math(x, dev):
+    """Whether int4's CUDA-core plan takes gemv_int4_packed_kernel: on the GPU, for bf16 or
+    fp16 x read as 32-bit words (a 4-byte aligned address)."""
+    return (dev != "cpu" and dtype_name(x) in ("bfloat16", "float16")
+            and (_address(x) or 0) % 4 == 0
+            and os.environ.get(INT4_PACKED_ENV, "1") != "0")
+
+
 def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, wq, gemv):
     dev = launch_device(device, x, wq, out)
     cpu = dev == "cpu"
@@ -388,6 +531,9 @@ def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, w
         # EVEN (whole steps) also needs a step of whole groups (int4) for its scale offsets.
         even = cfg["EVEN"] and (group is None or cfg["C"] % (group // 8) == 0)
         gk = gemv_int8_kernel if group is None else gemv_int4_kernel
+        if group is not None and _packed_math(x, dev):
+            gk = gemv_int4_packed_kernel
+            consts["F16"] = dtype_name(x) == "float16"
         gk[(cfg["programs"],)](x, *args, out, M, N, K, words, *extra, BM=cfg["BM"],
                                R=cfg["R"], C=cfg["C"], EVEN=even, num_warps=cfg["num_warps"],
                                **consts, **launch_opts(dev, stream, pdl=True))
