@@ -168,6 +168,16 @@ bool HostFaultScope::run(HostEntry entry, void **params, const int32_t *grid, in
   return true;
 }
 
+void kiln::rt::hostAbortProgram() {
+  Scope *s = currentScope;
+  if (!s)
+    return;
+  s->active = 0;
+  s->fault.signal = kHostAborted;
+  s->fault.address = 0;
+  siglongjmp(s->jump, 1);
+}
+
 HostFaultPause::HostFaultPause() {
   if (Scope *s = currentScope) {
     wasActive = s->active;

@@ -75,13 +75,16 @@ const HostBuffer *nearestBuffer(uint64_t address, const std::vector<HostBuffer> 
   return nearest;
 }
 
-extern "C" void kilnHostCheckAccess(void *ctxPtr, int32_t px, int32_t py, int32_t pz,
-                                    const char *site, const uint64_t *ptrs, uint8_t *mask,
-                                    int64_t n, int64_t elemBytes, int32_t isStore) {
+/// kilnHostCheckAccess's work: masks off the lanes outside every buffer and reports the first
+/// of the launch; whether any lane was outside.
+bool checkAccess(void *ctxPtr, int32_t px, int32_t py, int32_t pz, const char *site,
+                 const uint64_t *ptrs, uint8_t *mask, int64_t n, int64_t elemBytes,
+                 int32_t isStore) {
   HostFaultPause pause; // a fault in here is Kiln's, not the kernel's
   auto *ctx = static_cast<LaunchContext *>(ctxPtr);
+  bool outside = false;
   if (!ctx->buffers || ctx->buffers->empty())
-    return;
+    return false;
   for (int64_t i = 0; i < n; ++i) {
     if (!mask[i])
       continue;
@@ -95,6 +98,7 @@ extern "C" void kilnHostCheckAccess(void *ctxPtr, int32_t px, int32_t py, int32_
     if (inside)
       continue;
     mask[i] = 0;
+    outside = true;
     if (ctx->failed.load(std::memory_order_relaxed))
       continue;
     // Name the nearest buffer to make the mistake easy to see.
@@ -120,6 +124,16 @@ extern "C" void kilnHostCheckAccess(void *ctxPtr, int32_t px, int32_t py, int32_
               " is outside every buffer argument" + (where.empty() ? "" : " (" + where + ")") +
               "; expected the mask to cover it");
   }
+  return outside;
+}
+
+extern "C" void kilnHostCheckAccess(void *ctxPtr, int32_t px, int32_t py, int32_t pz,
+                                    const char *site, const uint64_t *ptrs, uint8_t *mask,
+                                    int64_t n, int64_t elemBytes, int32_t isStore) {
+  // The program stops at its first bad access (its error is the launch's, or another
+  // program's came first): nothing of it is still alive here.
+  if (checkAccess(ctxPtr, px, py, pz, site, ptrs, mask, n, elemBytes, isStore))
+    hostAbortProgram();
 }
 
 extern "C" int32_t kilnHostCheckRange(void *ctxPtr, uint64_t begin, uint64_t end) {
@@ -220,13 +234,19 @@ extern "C" void kilnHostPrint(void *ctxPtr, int32_t px, int32_t py, int32_t pz, 
   std::fflush(stdout);
 }
 
-extern "C" void kilnHostAssertFail(void *ctxPtr, int32_t px, int32_t py, int32_t pz,
-                                   const char *message, const char *site) {
+void assertFail(void *ctxPtr, int32_t px, int32_t py, int32_t pz, const char *message,
+                const char *site) {
   HostFaultPause pause;
   auto *ctx = static_cast<LaunchContext *>(ctxPtr);
   ctx->fail(std::string(site) + ": error: in kernel '" + ctx->kernel->getName() +
             "': device_assert failed in program " + programId(px, py, pz) +
             (message && *message ? std::string(": ") + message : std::string()));
+}
+
+extern "C" void kilnHostAssertFail(void *ctxPtr, int32_t px, int32_t py, int32_t pz,
+                                   const char *message, const char *site) {
+  assertFail(ctxPtr, px, py, pz, message, site);
+  hostAbortProgram(); // as on the GPU, where a failed assert stops the kernel
 }
 
 /// The process-wide JIT that links host objects.
@@ -366,6 +386,8 @@ void Kernel::launchHost(Grid grid, void **params, const std::vector<HostBuffer> 
     HostFault fault;
     if (guard.run(entry, params, dims, begin, end, &ctx, fault))
       return true;
+    if (fault.signal == kHostAborted) // stopped after reporting its error
+      return false;
     int64_t culprit = -1;
     HostFault exact;
     for (int64_t id = begin; end - begin > 1 && id < end && culprit < 0; ++id)

@@ -22,9 +22,20 @@ using HostEntry = void (*)(void **, const int32_t *, int64_t, int64_t, void *);
 
 /// A memory fault raised by a kernel's code: the signal and the address it touched.
 struct HostFault {
-  int signal = 0;
+  int signal = 0; ///< the signal, or kHostAborted
   uint64_t address = 0;
 };
+
+/// HostFault::signal of a program that the runtime stopped (hostAbortProgram) after it had
+/// reported the program's error: an out-of-bounds access or a failed device_assert.
+constexpr int kHostAborted = -1;
+
+/// Leaves the calling thread's kernel code at once, as a fault would (HostFaultScope::run
+/// returns false with signal kHostAborted), so that a program whose error is reported does not
+/// go on (a loop over an unmasked range may run for hours). Returns only on a thread that runs
+/// no guarded kernel. Called from the runtime's callbacks once no C++ object of theirs is
+/// alive.
+void hostAbortProgram();
 
 /// While alive, the calling thread runs kernel code under a fault guard (HostFaultGuard.cpp):
 /// a SIGSEGV, SIGBUS or SIGFPE raised by the kernel's own code ends run() with `fault` set instead

@@ -256,3 +256,42 @@ def test_integer_division_by_zero_is_no_trap_and_an_error_in_debug_mode():
     assert "test_cpu_faults.py" in msg and "integer division by zero" in msg, msg
     assert "kernel 'divide_by_lane'" in msg, msg
     copy_still_works()
+
+
+@kiln.jit
+def _long_unmasked_loop(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for start in range(0, n, BLOCK):  # n far past x: the mask lets every lane through
+        cols = start + tl.arange(0, BLOCK) + 1  # (+ 1: no whole-loop range check applies)
+        acc += tl.load(x_ptr + cols, mask=cols < n, other=0.0)
+    tl.store(out_ptr + tl.arange(0, BLOCK), acc)
+
+
+@kiln.jit
+def _long_loop_assert(out_ptr, n, BLOCK: tl.constexpr):
+    acc = tl.zeros((BLOCK,), dtype=tl.int32)
+    for i in range(0, n):
+        tl.device_assert(i < 3, "i stays below 3")
+        acc += 1
+    tl.store(out_ptr + tl.arange(0, BLOCK), acc)
+
+
+def test_a_program_stops_at_its_first_stray_access_and_failed_assert():
+    # (fuzz mutant 55:409) A loop of 2^40 / 32 steps whose loads leave x at the first step:
+    # the program stops there (before, the stray lanes were masked off and the loop ran on
+    # for hours before the error was raised). A failed device_assert stops it too, as on the
+    # GPU. Each comes back in well under a second of kernel time, and the next launch is right.
+    x = np.ones(600, np.float32)
+    out = np.zeros(32, np.float32)
+    src, first = inspect.getsourcelines(_long_unmasked_loop.fn)
+    line = first + next(i for i, t in enumerate(src) if "acc += tl.load" in t)
+    with pytest.raises(kiln.KilnError, match=rf":{line}:\d+: error: in kernel "
+                       r"'_long_unmasked_loop': out-of-bounds load in program \(0, 0, 0\)"):
+        _long_unmasked_loop[(4,)](x, out, 2 ** 40, BLOCK=32, device="cpu")
+    o = np.zeros(16, np.int32)
+    with pytest.raises(kiln.KilnError, match=r"device_assert failed in program \(\d, 0, 0\): "
+                       r"i stays below 3"):
+        _long_loop_assert[(4,)](o, 2 ** 40, BLOCK=16, device="cpu", debug=True)
+    _long_unmasked_loop[(1,)](x, out, 600, BLOCK=32, device="cpu")
+    want = [sum(1 for s in range(0, 600, 32) if s + i + 1 < 600) for i in range(32)]
+    np.testing.assert_array_equal(out, np.array(want, np.float32))
