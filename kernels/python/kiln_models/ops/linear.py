@@ -264,6 +264,12 @@ def gemv_config(M, N, K, kind="float", itemsize=2, cpu=False, sms=132):
                 "int8": {1: (4, 256), 2: (4, 256), 4: (2, 256)}}[kind][bm]
         while r > 2 and kiln.cdiv(N, r) * kiln.cdiv(M, bm) < 3 * sms:
             r //= 2
+        if kind == "int4" and bm == 1 and kiln.cdiv(N, 32) >= 3 * sms:
+            # Wide int4 layers (gate_up, the LM head) at one row: one warp per 8 weight rows
+            # (C = 32 words along K: the K sum stays in the warp), 32 rows a program. H100,
+            # L2 emptied: LM head 86 -> 70 us, gate_up 16.8 -> 13.9 us; narrower layers
+            # (qkv, o, down) are slower so (bench/results/2026-11-26-h100-llama-session16.md).
+            r, c = 32, 32
         cfg = dict(BM=bm, R=r, C=min(c, pieces), E=E, num_warps=4)
     cfg["programs"] = kiln.cdiv(N, cfg["R"]) * kiln.cdiv(M, bm)
     cfg["EVEN"] = K > 0 and K % (cfg["C"] * E) == 0
