@@ -10,9 +10,10 @@ for bit. As Triton's, tensors have the methods ``x.split()``, ``x.sort()``, ``x.
 """
 
 from .core import (_const_bool, _const_int, _gen, _opt, _t, _tensor_member_fn, _unwrap, _wrap,
-                   builtin)
+                   builtin, expand_dims, permute, reshape, where)
 
-__all__ = ["join", "split", "interleave", "cat", "flip", "sort", "topk", "histogram", "gather"]
+__all__ = ["join", "split", "interleave", "cat", "flip", "sort", "topk", "histogram", "gather",
+           "bitonic_merge", "squeeze", "unsqueeze"]
 
 
 def _dim(dim, what):
@@ -90,6 +91,69 @@ def gather(src, index, axis):
     its shape (an index outside [0, src.shape[axis]) gives 0)."""
     return _wrap(_gen().session.gather(_t(src).handle, _t(index).handle,
                                        _const_int(axis, "gather's axis")))
+
+
+@builtin
+def bitonic_merge(x, dim=None, descending=0):
+    """Triton's merge network on the last dimension of x (`dim` None or naming it), whose
+    length n is a power of two: rounds of compare-and-swap at distances n/2, n/4, ..., 1, each
+    putting the smaller of a pair first (the larger when `descending`). A bitonic row (rising
+    then falling, or the reverse) comes out sorted; any row comes out as Triton's network
+    leaves it (a NaN stays where it was and is copied to the second place of its pair)."""
+    x = _t(x)
+    shape = [s.value for s in x.shape]
+    if not shape:
+        raise ValueError("expected a tile for tl.bitonic_merge, found a scalar")
+    rank = len(shape)
+    d = _dim(dim, "bitonic_merge's dim")
+    if d is not None and d not in (rank - 1, -1):
+        raise ValueError(f"expected dim None or {rank - 1} (the last dimension) for "
+                         f"tl.bitonic_merge, as Triton supports only that, found {d}")
+    n = shape[-1]
+    if n & (n - 1):
+        raise ValueError(f"expected a power-of-two last dimension for tl.bitonic_merge, "
+                         f"found {n}")
+    flip = _const_bool(descending, "bitonic_merge's descending")
+    g, lead = _gen(), list(range(rank - 1))
+    half = n // 2
+    while half >= 1:
+        # Pairs (j, j + half) within blocks of 2 * half: view the row as
+        # (blocks, 2, half), move the pair axis last and split it.
+        pairs = lead + [rank - 1, rank + 1, rank]
+        h = permute(reshape(x, shape[:-1] + [n // (2 * half), 2, half]), pairs)
+        a, b = split(h)
+        a_gt, b_gt = g.binary("gt", a, b), g.binary("gt", b, a)
+        # Ascending, the first place takes b where a > b and the second keeps b where
+        # b > a (else takes a); descending, the opposite arms.
+        lo = where(a_gt, a, b) if flip else where(a_gt, b, a)
+        hi = where(b_gt, a, b) if flip else where(b_gt, b, a)
+        x = reshape(permute(join(lo, hi), pairs), shape)
+        half //= 2
+    return x
+
+
+@builtin
+def squeeze(x, dim):
+    """x without its dimension `dim` (negative counts from the end), which must have length 1;
+    the inverse of unsqueeze."""
+    x = _t(x)
+    shape = [s.value for s in x.shape]
+    d = _const_int(dim, "squeeze's dim")
+    if not -len(shape) <= d < len(shape):
+        raise ValueError(f"expected a dimension of the rank-{len(shape)} tile for tl.squeeze, "
+                         f"found {d}")
+    d %= len(shape)
+    if shape[d] != 1:
+        raise ValueError(f"expected length 1 in dimension {d} for tl.squeeze, found "
+                         f"{shape[d]} (shape {shape})")
+    return reshape(x, shape[:d] + shape[d + 1:])
+
+
+@builtin
+def unsqueeze(x, dim):
+    """x with a new dimension of length 1 at index `dim` (tl.expand_dims with one axis); the
+    inverse of squeeze."""
+    return expand_dims(x, _const_int(dim, "unsqueeze's dim"))
 
 
 _tensor_member_fn(split, flip, sort, histogram, gather)
