@@ -8,6 +8,7 @@ import numbers
 
 from ..errors import CompilationError
 from ..language.core import constexpr, dtype, tensor
+from ..language.values import ConstexprFunction, check_store_pointer
 from .common import _Frame, _describe, _unwrap
 
 
@@ -48,8 +49,13 @@ class CallsMixin:
         if fn is constexpr:
             args, kwargs = self._call_args(node)
             return constexpr(_unwrap(args[0]) if args else None)
+        if isinstance(fn, ConstexprFunction):
+            args, kwargs = self._call_args(node)
+            return fn.call_in_kernel(args, kwargs)
         if getattr(fn, "__kiln_builtin__", False):
             args, kwargs = self._call_args(node)
+            if self.const_pointers and fn in _stores():
+                check_store_pointer(self, fn, args, kwargs)
             r = fn(*args, **kwargs)
             return constexpr(None) if r is None else r
         special = _SPECIAL_BUILTINS.get(fn)
@@ -137,6 +143,13 @@ class CallsMixin:
             self.node = node
             self._set_loc(node)
         return result
+
+
+def _stores():
+    """The builtins that write through a pointer (refused on tl.const pointers)."""
+    from .. import language as tl
+    return (tl.store, tl.atomic_add, tl.atomic_max, tl.atomic_min, tl.atomic_and, tl.atomic_or,
+            tl.atomic_xor, tl.atomic_xchg, tl.atomic_cas)
 
 
 # ---------------------------------------------------------------------------------------

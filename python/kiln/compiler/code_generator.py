@@ -86,6 +86,9 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
         # While tl.map_elementwise builds its function: the shape of the mapped tiles (a
         # scalar there stands for a tile of this shape; kiln.language.elementwise).
         self.elementwise_shape = None
+        # Handles of pointers to constant data: tl.const parameters and the pointers
+        # arithmetic computes from them (stores through them are errors).
+        self.const_pointers = set()
 
     @property
     def frame(self):
@@ -195,6 +198,9 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
                 scope[name] = tensor(self.session.arg(j))
                 self._param_of[scope[name].handle] = (info.arg_names.index(name),
                                                       specs[info.arg_names.index(name)])
+                if name in info.const_params and \
+                        specs[info.arg_names.index(name)].startswith("*"):
+                    self.const_pointers.add(scope[name].handle)
             for name, j, (dt, block) in descs:
                 rank = len(block)
                 h = [self.session.arg(j + k) for k in range(2 + 2 * rank - 1)]
@@ -318,7 +324,8 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
         if isinstance(v, (constexpr, dtype)):
             self.globals_used[(id(g), name)] = (g, name, v)
             return v
-        if v is None or isinstance(v, (types.ModuleType, JITFunction, type)) or \
+        from ..language.values import ConstexprFunction
+        if v is None or isinstance(v, (types.ModuleType, JITFunction, type, ConstexprFunction)) or \
                 getattr(v, "__kiln_builtin__", False) or \
                 getattr(v, "__module__", "") .startswith("kiln.language"):
             return v
@@ -404,7 +411,10 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
                 raise TypeError(f"expected a tensor or a number for "
                                 f"'{_BINOP_TEXT.get(op, op)}', found a tuple")
         ta, tb = self.to_tensor(a), self.to_tensor(b)
-        return tensor(self.session.binary(op, ta.handle, tb.handle))
+        r = tensor(self.session.binary(op, ta.handle, tb.handle))
+        if ta.handle in self.const_pointers or tb.handle in self.const_pointers:
+            self.const_pointers.add(r.handle)  # a pointer to constant data stays one
+        return r
 
     def unary(self, op, x):
         if not isinstance(x, tensor):

@@ -666,7 +666,7 @@ class ExitsMixin:
             def then():
                 self.frame.region_depth += 1
                 try:
-                    c = self.visit(node.test)
+                    c = self.visit_loop_test(node.test)
                 finally:
                     self.frame.region_depth -= 1
                 if not isinstance(c, tensor):

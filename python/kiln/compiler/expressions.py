@@ -6,7 +6,16 @@ import ast
 import numbers
 
 from ..language.core import constexpr, dtype, tensor
+from ..language.values import slice as tl_slice
 from .common import _BINOPS, _CMPOPS, _describe, _unwrap
+
+
+def _py_slices(index):
+    """An index with tl.slice objects (built by name in kernels) as Python slices."""
+    if isinstance(index, tuple):
+        return tuple(_py_slices(i) for i in index)
+    v = _unwrap(index)
+    return constexpr(v.to_py()) if isinstance(v, tl_slice) and not isinstance(v, slice) else index
 
 
 class ExpressionsMixin:
@@ -56,6 +65,8 @@ class ExpressionsMixin:
                 raise self.error(f"a tensor has no attribute '{node.attr}'")
             return getattr(obj, node.attr)
         target = _unwrap(obj)
+        if isinstance(obj, constexpr) and node.attr == "type" and not hasattr(target, "type"):
+            return obj.type  # Triton's constexpr_type of the value
         try:
             v = getattr(target, node.attr)
         except AttributeError:
@@ -66,7 +77,7 @@ class ExpressionsMixin:
 
     def visit_Subscript(self, node):
         base = self.visit(node.value)
-        index = self.visit(node.slice)
+        index = _py_slices(self.visit(node.slice))
         if isinstance(base, tensor):
             return self._index_tensor(base, index)
         b = _unwrap(base)

@@ -342,6 +342,13 @@ class StatementsMixin:
                     f"{frame.info.begin_line + node.lineno - 1} and is not available after "
                     f"it; define it before the {what} to carry it")
 
+    def visit_loop_test(self, test):
+        """A while loop's condition: tl.condition(c, disable_licm=...) gives c (Kiln keeps no
+        loop attributes; the flag is checked when the condition is built)."""
+        from ..language.values import condition
+        c = self.visit(test)
+        return c.condition if isinstance(c, condition) else c
+
     def visit_While(self, node):
         if node.orelse:
             raise self.unsupported("'else' clauses on loops")
@@ -367,7 +374,7 @@ class StatementsMixin:
 
         def cond_fn(args):
             bind(args)
-            c = self.visit(node.test)
+            c = self.visit_loop_test(node.test)
             if not isinstance(c, tensor):
                 v = _unwrap(c)
                 if type(v) not in (bool, int):

@@ -9,8 +9,10 @@ dtypes; any use that needs their values is a CompilationError naming them.
 As in Triton, the names live in ``core`` (dtypes, constexpr, tensor and the builtins),
 ``math`` (the math functions), ``standard`` (reductions, scans, softmax, cdiv, zeros,
 ... written over the builtins), ``shapes`` (join, split, cat, flip, sort, topk, histogram,
-gather, ...) and ``random`` (Philox random numbers: rand, randn, randint,
-...); this package gathers them.
+gather, bitonic_merge, squeeze, unsqueeze, ...), ``values`` (tuple, slice, const,
+constexpr_type, condition, constexpr_function, to_tensor, add/sub/mul, the tensor descriptor
+functions, TRITON_MAX_TENSOR_NUMEL), ``target_info`` and ``random`` (Philox random numbers:
+rand, randn, randint, ...); this package gathers them.
 """
 
 from . import core  # noqa: F401
@@ -37,7 +39,13 @@ from .standard import (  # noqa: F401
 from . import extra  # noqa: F401  (tl.extra.cuda.libdevice)
 from . import shapes  # noqa: F401
 from .shapes import (  # noqa: F401
-    cat, flip, gather, histogram, interleave, join, sort, split, topk)
+    bitonic_merge, cat, flip, gather, histogram, interleave, join, sort, split, squeeze, topk,
+    unsqueeze)
+from . import values  # noqa: F401
+from .values import (  # noqa: F401
+    TRITON_MAX_TENSOR_NUMEL, add, condition, const, constexpr_function, constexpr_type,
+    load_tensor_descriptor, mul, slice, store_tensor_descriptor, sub, to_tensor, tuple)
+from . import target_info  # noqa: F401
 
 __all__ = [
     "program_id", "num_programs", "arange", "full", "zeros", "zeros_like", "load", "store",
@@ -49,7 +57,10 @@ __all__ = [
     "cumsum", "cumprod", "dot", "dot_scaled", "map_elementwise", "tensor_descriptor", "fma",
     "umulhi", "div_rn", "sqrt_rn",
     "assume", "debug_barrier", "swizzle2d", "ravel", "join", "split", "interleave", "cat",
-    "flip", "sort", "topk", "histogram", "gather",
+    "flip", "sort", "topk", "histogram", "gather", "bitonic_merge", "squeeze", "unsqueeze",
+    "TRITON_MAX_TENSOR_NUMEL", "add", "sub", "mul", "condition", "const", "constexpr_function",
+    "constexpr_type", "load_tensor_descriptor", "store_tensor_descriptor", "slice", "tuple",
+    "to_tensor", "target_info",
     "static_assert", "static_print", "device_print", "device_assert", "constexpr", "dtype",
     "pointer_type", "block_type", "tensor", "PropagateNan", "int1", "int8", "int16", "int32",
     "int64", "uint8", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32",

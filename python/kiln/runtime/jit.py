@@ -36,6 +36,14 @@ def _is_constexpr_annotation(ann):
     return isinstance(ann, str) and ann.replace(" ", "").split(".")[-1] == "constexpr"
 
 
+def _is_const_annotation(ann):
+    """tl.const (Triton's annotation of a pointer to data the kernel only reads)."""
+    from ..language.values import const
+    if ann is const:
+        return True
+    return isinstance(ann, str) and ann.replace(" ", "").split(".")[-1] == "const"
+
+
 class FunctionInfo:
     """The source of a @kiln.jit function: text, AST, file and line, parameters."""
 
@@ -60,6 +68,8 @@ class FunctionInfo:
         self.arg_names = list(self.signature.parameters)
         self.constexpr_params = {n for n, p in self.signature.parameters.items()
                                  if _is_constexpr_annotation(p.annotation)}
+        self.const_params = {n for n, p in self.signature.parameters.items()
+                             if _is_const_annotation(p.annotation)}
         self._tree = None
 
     @property
@@ -94,6 +104,7 @@ class _Dependencies(ast.NodeVisitor):
         self.info = info
         self.callees = []
         self.globals = []
+        self.constexpr_functions = []  # tl.constexpr_function objects (their source is keyed)
 
     def _resolve(self, node):
         if isinstance(node, ast.Name):
@@ -114,8 +125,9 @@ class _Dependencies(ast.NodeVisitor):
         self._note(self._resolve(node))
 
     def visit_Attribute(self, node):
+        from ..language.values import ConstexprFunction
         r = self._resolve(node)
-        if r is not None and isinstance(r[2], JITFunction):
+        if r is not None and isinstance(r[2], (JITFunction, ConstexprFunction)):
             self._note(r)
         self.generic_visit(node)
 
@@ -123,9 +135,13 @@ class _Dependencies(ast.NodeVisitor):
         if r is None:
             return
         g, name, v = r
+        from ..language.values import ConstexprFunction
         if isinstance(v, JITFunction):
             if v not in self.callees:
                 self.callees.append(v)
+        elif isinstance(v, ConstexprFunction):
+            if v not in self.constexpr_functions:
+                self.constexpr_functions.append(v)
         elif g is not None and isinstance(v, (lc.constexpr, lc.dtype)):
             self.globals.append((g, name, v))
 
@@ -438,6 +454,8 @@ class JITFunction(_C.Launcher):
             deps.visit(self.info.tree)
             self._callees = [c for c in deps.callees if c is not self]
             h = hashlib.sha256(self.info.src.encode())
+            for f in deps.constexpr_functions:
+                h.update(b"constexpr_function:" + f.src.encode())
             for c in deps.callees:
                 if c is not self:
                     h.update(b"callee:" + c.info.name.encode() + c.cache_key.encode())
@@ -490,6 +508,7 @@ class JITFunction(_C.Launcher):
             from ..compiler import CodeGenerator
             gen = CodeGenerator(self.info, debug=debug)
             gen.num_warps = num_warps  # extra.cuda.num_warps()/num_threads() are constexprs
+            gen.target_arch = arch  # tl.target_info.current_target()
             source, arg_params = gen.generate(specs, values)
             globals_used = gen.globals_used
             store_ir(key, source.text, arg_params)
@@ -671,6 +690,7 @@ def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages
     from ..compiler import CodeGenerator
     gen = CodeGenerator(fn.info)
     gen.num_warps = num_warps
+    gen.target_arch = target
     source, _ = gen.generate(specs, values)
     try:
         r = _C.compile_module(source, target, num_warps=num_warps, num_stages=num_stages,
