@@ -10,7 +10,7 @@ for bit. As Triton's, tensors have the methods ``x.split()``, ``x.sort()``, ``x.
 """
 
 from .core import (_const_bool, _const_int, _gen, _opt, _t, _tensor_member_fn, _unwrap, _wrap,
-                   builtin, expand_dims, permute, reshape, where)
+                   builtin, expand_dims, reshape, where)
 
 __all__ = ["join", "split", "interleave", "cat", "flip", "sort", "topk", "histogram", "gather",
            "bitonic_merge", "squeeze", "unsqueeze"]
@@ -97,9 +97,10 @@ def gather(src, index, axis):
 def bitonic_merge(x, dim=None, descending=0):
     """Triton's merge network on the last dimension of x (`dim` None or naming it), whose
     length n is a power of two: rounds of compare-and-swap at distances n/2, n/4, ..., 1, each
-    putting the smaller of a pair first (the larger when `descending`). A bitonic row (rising
-    then falling, or the reverse) comes out sorted; any row comes out as Triton's network
-    leaves it (a NaN stays where it was and is copied to the second place of its pair)."""
+    putting the smaller of a pair first (the larger when `descending`), built as Triton builds
+    it (partners by xor along a pair axis, a select by comparison). A bitonic row (rising then
+    falling, or the reverse) comes out sorted; any row comes out as Triton's network leaves it
+    (a NaN in a pair is kept in the first place and copied to the second)."""
     x = _t(x)
     shape = [s.value for s in x.shape]
     if not shape:
@@ -114,20 +115,25 @@ def bitonic_merge(x, dim=None, descending=0):
         raise ValueError(f"expected a power-of-two last dimension for tl.bitonic_merge, "
                          f"found {n}")
     flip = _const_bool(descending, "bitonic_merge's descending")
-    g, lead = _gen(), list(range(rank - 1))
+    from .core import arange, cast, dtype
+    from .standard import xor_sum
+    g, dt = _gen(), x.dtype
+    bits = dtype({8: "int8", 16: "int16", 32: "int32", 64: "int64"}.get(
+        dt.primitive_bitwidth, "int32")) if not dt.is_int1() else dt
+    lead = shape[:-1]
     half = n // 2
     while half >= 1:
-        # Pairs (j, j + half) within blocks of 2 * half: view the row as
-        # (blocks, 2, half), move the pair axis last and split it.
-        pairs = lead + [rank - 1, rank + 1, rank]
-        h = permute(reshape(x, shape[:-1] + [n // (2 * half), 2, half]), pairs)
-        a, b = split(h)
-        a_gt, b_gt = g.binary("gt", a, b), g.binary("gt", b, a)
-        # Ascending, the first place takes b where a > b and the second keeps b where
-        # b > a (else takes a); descending, the opposite arms.
-        lo = where(a_gt, a, b) if flip else where(a_gt, b, a)
-        hi = where(b_gt, a, b) if flip else where(b_gt, b, a)
-        x = reshape(permute(join(lo, hi), pairs), shape)
+        # Pairs (j, j + half) within blocks of 2 * half face each other along the middle axis
+        # of the view (..., blocks, 2, half); a pair's xor gives each its partner.
+        h = reshape(x, lead + [n // (2 * half), 2, half])
+        ih = cast(h, bits, bitcast=True) if bits != dt else h
+        partner = g.binary("xor", ih, xor_sum(ih, len(lead) + 1, keep_dims=True))
+        y = cast(partner, dt, bitcast=True) if bits != dt else partner
+        right = g.binary("eq", reshape(arange(0, 2), [1] * (len(lead) + 1) + [2, 1]), 1)
+        # Triton's compare-and-swap: take the partner where (h > y) != (descending ^ right).
+        gt = g.binary("gt", h, y)
+        take = g.binary("eq", gt, right) if flip else g.binary("ne", gt, right)
+        x = reshape(where(take, y, h), shape)
         half //= 2
     return x
 
