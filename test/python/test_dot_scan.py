@@ -455,7 +455,7 @@ def test_invariant_a_is_stored_once_on_sm90a():
     loop = ptx.index("$L__BB0_2:")
     assert ptx[:loop].count("st.shared.v4.b32") == 8
     assert ptx[loop:].count("st.shared.v4.b32") == 4
-    assert len(re.findall(r"\.shared \.align 1024 \.b8 __kiln_wgmma_smem_\d+\[49152\]", ptx)) == 1
+    assert len(re.findall(r"\.shared \.align 1024 \.b8 __kiln_wgmma_smem_hoisted\[49152\]", ptx)) == 1
 
     ptx = kiln.compile(invariant_a_kernel, signature=sig, constexprs=consts, target="sm_90a",
                        num_warps=8, num_stages=3).asm["ptx"]

@@ -347,14 +347,14 @@ module attributes {kiln_gpu.num_warps = 8 : i32, kiln_gpu.wgmma} {
 
 // -----
 
-// kiln.dot on wgmma: the lowering gives the dot a static 1024-aligned shared buffer of its
-// own (A 64x16 f16 = 2048 bytes, then B 16x64 f16 = 2048), and, between two barriers (the
+// kiln.dot on wgmma: the lowering gives the dot the static 1024-aligned shared pool the
+// dots without a hoisted A share (A 64x16 f16 = 2048 bytes, then B 16x64 f16 = 2048), and, between two barriers (the
 // previous dot's reads, then the stores), every thread stores its operand elements in
 // 16-byte vectors (runs of 8 along each operand's contiguous dimension: A K-major, B
 // N-major), then fences the generic proxy's writes for the tensor cores. A has 32-byte rows
 // (mode 3, SBO 256: 0xC000001000000000); B's descriptor points 2048 bytes (+128) into the
 // buffer (N-major, mode 1, LBO 16 * 128 = 2048, SBO 1024: 0x4000004000800000).
-// CHECK: llvm.mlir.global internal @[[BUF:__kiln_wgmma_smem_[0-9]+]]() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<4096 x i8>
+// CHECK: llvm.mlir.global internal @[[BUF:__kiln_wgmma_smem_pool]]() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<4096 x i8>
 // CHECK-LABEL: llvm.func @dot(
 // CHECK: %[[B:.*]] = llvm.mlir.addressof @[[BUF]] : !llvm.ptr<3>
 // CHECK-NEXT: %[[BASE:.*]] = llvm.ptrtoint %[[B]] : !llvm.ptr<3> to i32
@@ -391,6 +391,86 @@ module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma} {
     %z = arith.constant dense<0.0> : tensor<64x64xf32, #wg>
     %d = kiln.dot %x, %y, %z : tensor<64x16xf16, #la> * tensor<16x64xf16, #lb> -> tensor<64x64xf32, #wg>
     kiln.store %c, %d : tensor<64x64x!kiln.ptr<f32>, #wg>
+    return
+  }
+}
+
+// -----
+
+// Two dots one after the other share the pool, sized for the larger (A 64x32 and B 32x64
+// f16: 8192 bytes); each stores its operands after a barrier and waits for its wgmmas.
+// CHECK: llvm.mlir.global internal @__kiln_wgmma_smem_pool() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<8192 x i8>
+// CHECK-NOT: llvm.mlir.global internal @__kiln_wgmma_smem
+// CHECK-LABEL: llvm.func @two_dots(
+// CHECK: llvm.mlir.addressof @__kiln_wgmma_smem_pool
+// CHECK: "wgmma.wait_group.sync.aligned 0;"
+// CHECK: llvm.mlir.addressof @__kiln_wgmma_smem_pool
+// CHECK: "wgmma.wait_group.sync.aligned 0;"
+#la = #kiln_gpu.blocked<{sizePerThread = [1, 8], threadsPerWarp = [16, 2], warpsPerCTA = [4, 1], order = [1, 0]}>
+#lb = #kiln_gpu.blocked<{sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
+#wg = #kiln_gpu.blocked<{sizePerThread = [1, 2], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0], wgmma = true}>
+module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma} {
+  func.func @two_dots(%pa: !kiln.ptr<f16>, %pb: !kiln.ptr<f16>, %pc: !kiln.ptr<f32>) {
+    %a = kiln.splat %pa : tensor<64x16x!kiln.ptr<f16>, #la>
+    %b = kiln.splat %pb : tensor<16x64x!kiln.ptr<f16>, #lb>
+    %a2 = kiln.splat %pa : tensor<64x32x!kiln.ptr<f16>, #la>
+    %b2 = kiln.splat %pb : tensor<32x64x!kiln.ptr<f16>, #lb>
+    %c = kiln.splat %pc : tensor<64x64x!kiln.ptr<f32>, #wg>
+    %x = kiln.load %a : tensor<64x16x!kiln.ptr<f16>, #la>
+    %y = kiln.load %b : tensor<16x64x!kiln.ptr<f16>, #lb>
+    %x2 = kiln.load %a2 : tensor<64x32x!kiln.ptr<f16>, #la>
+    %y2 = kiln.load %b2 : tensor<32x64x!kiln.ptr<f16>, #lb>
+    %z = arith.constant dense<0.0> : tensor<64x64xf32, #wg>
+    %d = kiln.dot %x, %y, %z : tensor<64x16xf16, #la> * tensor<16x64xf16, #lb> -> tensor<64x64xf32, #wg>
+    %e = kiln.dot %x2, %y2, %d : tensor<64x32xf16, #la> * tensor<32x64xf16, #lb> -> tensor<64x64xf32, #wg>
+    kiln.store %c, %e : tensor<64x64x!kiln.ptr<f32>, #wg>
+    return
+  }
+}
+
+// -----
+
+// Dots whose A is stored where it is defined (kiln_gpu.invariant_a) get bytes of the hoisted
+// pool: the two dots of %x share one buffer (A stored once), %w, defined after %x's last use,
+// reuses its bytes (offset 0; A 2048 + B 2048 bytes). In @overlap %w is defined while %x is
+// still live: its buffer starts at the next 1024-aligned byte after %x's (4096; pool 8192).
+// CHECK: llvm.mlir.global internal @__kiln_wgmma_smem_hoisted() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<8192 x i8>
+// CHECK-NOT: llvm.mlir.global internal @__kiln_wgmma_smem
+// CHECK-LABEL: llvm.func @hoisted(
+// CHECK-COUNT-5: llvm.mlir.addressof @__kiln_wgmma_smem_hoisted
+// CHECK-NOT: llvm.getelementptr %{{.*}}[4096]
+// CHECK-LABEL: llvm.func @overlap(
+// CHECK: llvm.getelementptr %{{.*}}[4096] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
+#la = #kiln_gpu.blocked<{sizePerThread = [1, 8], threadsPerWarp = [16, 2], warpsPerCTA = [4, 1], order = [1, 0]}>
+#lb = #kiln_gpu.blocked<{sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
+#wg = #kiln_gpu.blocked<{sizePerThread = [1, 2], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0], wgmma = true}>
+module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma} {
+  func.func @hoisted(%pa: !kiln.ptr<f16>, %pb: !kiln.ptr<f16>, %pc: !kiln.ptr<f32>) {
+    %a = kiln.splat %pa : tensor<64x16x!kiln.ptr<f16>, #la>
+    %b = kiln.splat %pb : tensor<16x64x!kiln.ptr<f16>, #lb>
+    %c = kiln.splat %pc : tensor<64x64x!kiln.ptr<f32>, #wg>
+    %x = kiln.load %a : tensor<64x16x!kiln.ptr<f16>, #la>
+    %y = kiln.load %b : tensor<16x64x!kiln.ptr<f16>, #lb>
+    %z = arith.constant dense<0.0> : tensor<64x64xf32, #wg>
+    %d = kiln.dot %x, %y, %z {kiln_gpu.invariant_a} : tensor<64x16xf16, #la> * tensor<16x64xf16, #lb> -> tensor<64x64xf32, #wg>
+    %e = kiln.dot %x, %y, %d {kiln_gpu.invariant_a} : tensor<64x16xf16, #la> * tensor<16x64xf16, #lb> -> tensor<64x64xf32, #wg>
+    %w = kiln.load %a : tensor<64x16x!kiln.ptr<f16>, #la>
+    %f = kiln.dot %w, %y, %e {kiln_gpu.invariant_a} : tensor<64x16xf16, #la> * tensor<16x64xf16, #lb> -> tensor<64x64xf32, #wg>
+    kiln.store %c, %f : tensor<64x64x!kiln.ptr<f32>, #wg>
+    return
+  }
+  func.func @overlap(%pa: !kiln.ptr<f16>, %pb: !kiln.ptr<f16>, %pc: !kiln.ptr<f32>) {
+    %a = kiln.splat %pa : tensor<64x16x!kiln.ptr<f16>, #la>
+    %b = kiln.splat %pb : tensor<16x64x!kiln.ptr<f16>, #lb>
+    %c = kiln.splat %pc : tensor<64x64x!kiln.ptr<f32>, #wg>
+    %x = kiln.load %a : tensor<64x16x!kiln.ptr<f16>, #la>
+    %y = kiln.load %b : tensor<16x64x!kiln.ptr<f16>, #lb>
+    %w = kiln.load %a : tensor<64x16x!kiln.ptr<f16>, #la>
+    %z = arith.constant dense<0.0> : tensor<64x64xf32, #wg>
+    %d = kiln.dot %x, %y, %z {kiln_gpu.invariant_a} : tensor<64x16xf16, #la> * tensor<16x64xf16, #lb> -> tensor<64x64xf32, #wg>
+    %f = kiln.dot %w, %y, %d {kiln_gpu.invariant_a} : tensor<64x16xf16, #la> * tensor<16x64xf16, #lb> -> tensor<64x64xf32, #wg>
+    %e = kiln.dot %x, %y, %f {kiln_gpu.invariant_a} : tensor<64x16xf16, #la> * tensor<16x64xf16, #lb> -> tensor<64x64xf32, #wg>
+    kiln.store %c, %e : tensor<64x64x!kiln.ptr<f32>, #wg>
     return
   }
 }

@@ -55,6 +55,12 @@ mlir::Value getSharedBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Operat
                             mlir::Type elemType, unsigned count, llvm::StringRef name,
                             unsigned alignment = 16);
 
+/// As getSharedBuffer, for a buffer several ops share one after another (each op done with it
+/// before the next starts): the array grows to the largest `count` asked for.
+mlir::Value getSharedPoolBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
+                                mlir::Type elemType, unsigned count, llvm::StringRef name,
+                                unsigned alignment);
+
 /// An i1 that is true in exactly one of the threads holding each element of `type` (layouts
 /// replicate elements when the tile is smaller than the layout, and along sliced dimensions);
 /// null when nothing is replicated.
@@ -87,6 +93,10 @@ void populateElementwiseOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
 void populateTileOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                   mlir::RewritePatternSet &patterns, const TargetInfo &target);
 /// dot with wgmma.mma_async on sm_90a (operands staged in swizzled shared memory).
+/// Bytes of the shared buffer a wgmma dot whose A is stored where it is defined
+/// (kInvariantAAttr) needs for both operands; 0 for any other dot.
+int64_t getWgmmaHoistedBufferBytes(DotOp op);
+
 void populateWgmmaDotToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                     mlir::RewritePatternSet &patterns, const TargetInfo &target);
 /// dot: operands through shared memory, then mma.sync or CUDA-core FMAs.

@@ -120,6 +120,54 @@ int64_t assignRingOffsets(ModuleOp module) {
   return total;
 }
 
+/// Places the operand buffers of the wgmma dots whose A is stored where it is defined
+/// (kWgmmaBufferOffsetAttr): the dots of one A value share one buffer (A stored once, each
+/// dot's B after it in turn), and buffers of A values live at the same time get disjoint
+/// bytes, others share them (tutorial 06's backward at HEAD_DIM 128, causal: k and v of the
+/// dK/dV loops and q and do of the dQ loops, each used by a masked and an unmasked loop, took
+/// 8 buffers, 250,128 bytes with the rest; now 2 A values at a time).
+void assignWgmmaBufferOffsets(ModuleOp module) {
+  MLIRContext *ctx = module.getContext();
+  for (auto func : module.getOps<func::FuncOp>()) {
+    SmallVector<Value> values;            // A values, first use order
+    llvm::DenseMap<Value, int64_t> bytes; // largest buffer of each value's dots
+    llvm::DenseMap<Value, SmallVector<DotOp>> dots;
+    func.walk([&](DotOp op) {
+      int64_t n = getWgmmaHoistedBufferBytes(op);
+      if (!n)
+        return;
+      Value a = op.getA();
+      if (!dots.count(a))
+        values.push_back(a);
+      dots[a].push_back(op);
+      bytes[a] = std::max(bytes[a], n);
+    });
+    if (values.empty())
+      continue;
+    Liveness liveness(func);
+    auto definedAt = [](Value v) {
+      Operation *def = v.getDefiningOp();
+      return def ? def : &cast<BlockArgument>(v).getOwner()->front();
+    };
+    SmallVector<std::pair<int64_t, int64_t>> placed;
+    for (auto [i, v] : llvm::enumerate(values)) {
+      SmallVector<std::pair<int64_t, int64_t>> taken;
+      for (size_t j = 0; j < i; ++j)
+        if (isLiveBefore(liveness, values[j], definedAt(v)) ||
+            isLiveBefore(liveness, v, definedAt(values[j])) || definedAt(v) == definedAt(values[j]))
+          taken.push_back(placed[j]);
+      llvm::sort(taken);
+      int64_t at = 0;
+      for (auto [begin, end] : taken)
+        if (at + bytes[v] > begin)
+          at = std::max<int64_t>(at, llvm::alignTo(end, 1024));
+      placed.push_back({at, at + bytes[v]});
+      for (DotOp op : dots[v])
+        op->setAttr(kWgmmaBufferOffsetAttr, IntegerAttr::get(IntegerType::get(ctx, 32), at));
+    }
+  }
+}
+
 /// Shared memory one block may use on the largest GPU Kiln targets (sm_90: 227 KiB).
 constexpr int64_t kMaxSharedBytes = 227 * 1024;
 
@@ -180,6 +228,7 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
     // Scratch of ops that move data between threads: one pool, barriers from an analysis.
     SharedScratch scratch(module);
 
+    assignWgmmaBufferOffsets(module);
     int64_t dynamicShared = assignRingOffsets(module);
     if (dynamicShared)
       module->setAttr(kDynamicSharedAttr,

@@ -112,6 +112,18 @@ Value kiln::getSharedBuffer(OpBuilder &b, Location loc, Operation *op, Type elem
   return LLVM::AddressOfOp::create(b, loc, global);
 }
 
+Value kiln::getSharedPoolBuffer(OpBuilder &b, Location loc, Operation *op, Type elemType,
+                                unsigned count, StringRef name, unsigned alignment) {
+  auto module = op->getParentOfType<ModuleOp>();
+  if (auto global = module.lookupSymbol<LLVM::GlobalOp>(name)) {
+    auto array = cast<LLVM::LLVMArrayType>(global.getGlobalType());
+    if (array.getNumElements() < count)
+      global.setGlobalType(LLVM::LLVMArrayType::get(elemType, count));
+    return LLVM::AddressOfOp::create(b, loc, global);
+  }
+  return getSharedBuffer(b, loc, op, elemType, count, name, alignment);
+}
+
 std::string kiln::getElemPosKey(const kgpu::ElemPos &pos, int skipDim) {
   std::string key;
   for (unsigned d = 0; d < pos.rep.size(); ++d)

@@ -254,9 +254,36 @@ private:
   std::map<std::tuple<unsigned, unsigned, unsigned>, unsigned> slot;
 };
 
+/// Whether `op`'s A already is in wgmma's A-fragment registers (no shared copy).
+bool aFromRegisters(DotOp op) {
+  RankedTensorType aTy = op.getA().getType();
+  auto cTy = cast<RankedTensorType>(op.getC().getType());
+  auto layout = cast<kgpu::BlockedEncodingAttr>(cTy.getEncoding());
+  return !isEightBit(aTy.getElementType()) &&
+         aTy.getEncoding() == getWgmmaAccumulatorLayout(op.getContext(),
+                                                        {aTy.getDimSize(0), aTy.getDimSize(1)},
+                                                        layout.getWarpsPerCTA()[0]);
+}
+
+} // namespace
+
+int64_t kiln::getWgmmaHoistedBufferBytes(DotOp op) {
+  if (!lowersToWgmma(op) || !op->hasAttr(kInvariantAAttr) || aFromRegisters(op))
+    return 0;
+  RankedTensorType aTy = op.getA().getType(), bTy = op.getB().getType();
+  int64_t eb = elementBytes(aTy.getElementType());
+  return (aTy.getDimSize(0) + bTy.getDimSize(1)) * aTy.getDimSize(1) * eb;
+}
+
+namespace {
+
 struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
   WgmmaDotLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
       : ConvertOpToLLVMPattern(converter, /*benefit=*/2), target(target) {}
+
+  /// A values whose stores into the hoisted pool are emitted (once for every dot of a value,
+  /// which share the bytes; planned offsets only).
+  mutable llvm::DenseSet<Value> storedA;
 
   LogicalResult matchAndRewrite(DotOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
@@ -277,7 +304,7 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
 
     // A whose registers already are wgmma's A fragments (the accumulator layout of an M x K
     // 16-bit tile: a previous dot's result, as flash attention's p) feeds the wgmmas directly.
-    bool aInRegisters = !eightBit && aTy.getEncoding() == getWgmmaAccumulatorLayout(ctx, {M, K}, W);
+    bool aInRegisters = aFromRegisters(op);
 
     // Shared layouts: each operand contiguous along the dimension its registers are (8-bit
     // operands K-major whatever their registers: wgmma reads them no other way).
@@ -290,19 +317,38 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
       bL.kMajor = true, bL.swizzle = swizzleFor(K, eb);
     int64_t bytes = aBytes + N * K * eb;
     auto i8 = IntegerType::get(ctx, 8);
-    std::string bufName = "__kiln_wgmma_smem_" + std::to_string(counter++);
-    Value buf = getSharedBuffer(b, loc, op, i8, unsigned(bytes), bufName, /*alignment=*/1024);
+    // A dot whose A is stored where it is defined (kInvariantAAttr) has its bytes in the
+    // hoisted pool at the offset assignWgmmaBufferOffsets gave it: dots of one A value share
+    // them, values live at the same time get disjoint ones. The other dots share one pool:
+    // each stores its operands after a barrier and waits for its wgmmas (wait_group 0) before
+    // it ends, so the previous user is done with the bytes.
+    bool ownBuffer = !aInRegisters && op->hasAttr(kInvariantAAttr);
+    auto offsetAttr = op->getAttrOfType<IntegerAttr>(kWgmmaBufferOffsetAttr);
+    int64_t offset = ownBuffer && offsetAttr ? offsetAttr.getInt() : 0;
+    auto bufferAt = [&](OpBuilder &ob) -> Value {
+      if (!ownBuffer)
+        return getSharedPoolBuffer(ob, loc, op, i8, unsigned(bytes), "__kiln_wgmma_smem_pool",
+                                   1024);
+      if (!offsetAttr) // (not planned: a buffer of its own)
+        return getSharedBuffer(ob, loc, op, i8, unsigned(bytes),
+                               "__kiln_wgmma_smem_" + std::to_string(counter++), 1024);
+      Value pool = getSharedPoolBuffer(ob, loc, op, i8, unsigned(offset + bytes),
+                                       "__kiln_wgmma_smem_hoisted", 1024);
+      return LLVM::GEPOp::create(ob, loc, pool.getType(), i8, pool,
+                                 ArrayRef<LLVM::GEPArg>{int32_t(offset)});
+    };
+    Value buf = bufferAt(b);
     Value base = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), buf);
     auto ptr3 = LLVM::LLVMPointerType::get(ctx, 3);
 
     // 1. Operands to shared memory. An A that does not change inside the dot's loop
     // (kInvariantAAttr) is stored once, where it is defined; only this dot reads its buffer,
     // and the barriers below order those stores before the first wgmma.
-    if (!aInRegisters && op->hasAttr(kInvariantAAttr)) {
+    if (!aInRegisters && op->hasAttr(kInvariantAAttr) &&
+        (!offsetAttr || storedA.insert(op.getA()).second)) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointAfterValue(adaptor.getA());
-      Value hoistedBuf =
-          getSharedBuffer(b, loc, op, i8, unsigned(bytes), bufName, /*alignment=*/1024);
+      Value hoistedBuf = bufferAt(b);
       // Another pass of an enclosing loop may still be reading the previous A.
       target.barrier(b, loc);
       storeOperand(b, loc, hoistedBuf, ptr3, adaptor.getA(), aTy, aL, /*isA=*/true);

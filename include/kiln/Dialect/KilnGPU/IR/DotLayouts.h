@@ -68,6 +68,10 @@ inline int64_t getDotSharedStride(int64_t K, int64_t elemBytes) {
 /// Attribute of a kiln.dot (set by -kiln-assign-layouts): its A operand is defined outside the
 /// loop the dot is in, so the wgmma lowering stores A to shared memory once, not per iteration.
 inline constexpr llvm::StringLiteral kInvariantAAttr = "kiln_gpu.invariant_a";
+/// Byte offset of a kInvariantAAttr wgmma dot's operand buffer in the shared pool of such
+/// buffers (set by the LLVM conversion's planning: dots of one A share it, A values live at
+/// the same time get disjoint bytes).
+inline constexpr llvm::StringLiteral kWgmmaBufferOffsetAttr = "kiln_gpu.wgmma_buffer_offset";
 /// Module attribute: bytes of dynamic shared memory the kernel needs at launch (set by
 /// -kiln-convert-to-llvm when shared rings exist).
 inline constexpr llvm::StringLiteral kDynamicSharedAttr = "kiln_gpu.dynamic_shared";
