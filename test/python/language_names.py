@@ -19,8 +19,9 @@ How a test is found to exercise a name (a simple, sound-enough heuristic):
 - a name is used by a function when its body (nested kernels included) spells
   ``tl.NAME``, ``tl.math.NAME``, ``tl.extra.cuda.NAME`` / ``tl.extra.libdevice.NAME`` (any
   alias bound by ``import kiln.language as ...``, or ``kiln.language.`` spelled out), or a
-  name imported ``from kiln.language[...] import ...``; tensor methods (``x.sum()``) and
-  operators do not count;
+  name imported ``from kiln.language[...] import ...``, or ``tl.NAME`` in the source of a
+  script the test runs in a subprocess (a string holding ``import kiln.language as tl``);
+  tensor methods (``x.sum()``) and operators do not count;
 - a test exercises what it uses and what every module-level function or variable it
   references uses, transitively (the @kiln.jit kernels it launches or compiles, their @jit
   helpers, the module's launch helpers, tables of cases), within its file;
@@ -37,6 +38,7 @@ import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 _GPU_MARK = re.compile(r"mark\.gpu2?\b")  # the `gpu` and `gpu2` markers (conftest.py)
+_SCRIPT_NAME = re.compile(r"\btl\.((?:math\.|extra\.(?:cuda\.)?)?\w+)")
 
 # triton.language.__all__ (sorted as Triton lists it)
 TRITON_TOP = """
@@ -214,6 +216,14 @@ class _Module:
                         names.add(name)
                 elif parts and parts[:2] == ["kiln", "language"]:
                     name = _language_name(parts[2:])
+                    if name:
+                        names.add(name)
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str) and \
+                    "import kiln.language as tl" in n.value:
+                # the source of a script the test runs in a subprocess (as test_gpu_debug.py
+                # does): its kernels spell the names through `tl`
+                for chain in _SCRIPT_NAME.findall(n.value):
+                    name = _language_name(chain.split("."))
                     if name:
                         names.add(name)
             elif isinstance(n, ast.Name):
