@@ -60,9 +60,9 @@ def test_early_return_skips_stores_and_atomics(device):
 @kiln.jit
 def ignore_index_loss_kernel(x_ptr, label_ptr, loss_ptr, total_ptr, n_cols, stride,
                              ignore_index, BLOCK: tl.constexpr):
-    # The pattern of fused cross-entropy kernels: ignored rows write zeros and leave early;
-    # the others run a row loop (online max / sum of exponentials), then write the loss and
-    # the gradient in place.
+    # The pattern of fused cross-entropy kernels (Liger's): ignored rows write zeros and leave
+    # early; the others run a row loop (online max / sum of exponentials), write the loss,
+    # pass a debug_barrier, then write the gradient in place.
     row = tl.program_id(0)
     base = x_ptr + row * stride
     label = tl.load(label_ptr + row)
@@ -84,6 +84,7 @@ def ignore_index_loss_kernel(x_ptr, label_ptr, loss_ptr, total_ptr, n_cols, stri
     x_label = tl.load(base + label)
     tl.store(loss_ptr + row, lse - x_label)
     tl.atomic_add(total_ptr, lse - x_label)
+    tl.debug_barrier()  # as Liger's cross-entropy: the row's reads are done before it is overwritten
     for start in range(0, n_cols, BLOCK):
         cols = start + tl.arange(0, BLOCK)
         x = tl.load(base + cols, mask=cols < n_cols, other=0.0)
