@@ -916,3 +916,49 @@ def test_gemv_int4_packed_math_gpu(tdt, packed, monkeypatch):
         ref = x.double() @ w.T
         err = ((out.double() - ref).norm() / ref.norm()).item()
         assert err < (1e-2 if tdt == "bfloat16" else 2e-3), (M, err)
+
+
+@pytest.mark.parametrize("dt", list(DTYPES), ids=str)
+def test_gemv_two_step_prefetch_equals_the_loop_cpu(dt, monkeypatch):
+    # K of exactly two steps (CPU plan: C = 16 pieces of 16 bytes): both steps' weights are
+    # loaded before gdc_wait (TWO), summed in the loop's order: bitwise the loop's result.
+    dt = DTYPES[dt]
+    E = 16 // np.dtype(dt).itemsize
+    rng = np.random.default_rng(4)
+    M, N, K = 3, 21, 2 * 16 * E
+    x = rng.standard_normal((M, K)).astype(dt)
+    w = rng.standard_normal((N, K)).astype(dt)
+    outs = []
+    for two in ("1", "0"):
+        monkeypatch.setenv(lin.GEMV_TWO_ENV, two)
+        out = np.full((M, N), np.nan, dt)
+        ops.linear(x, w, out, gemv=True)
+        outs.append(out)
+    assert lin.linear_config(M, N, K, np.dtype(dt).itemsize, cpu=True, gemv=True)["EVEN"]
+    np.testing.assert_array_equal(outs[0], outs[1])
+    close_linear(outs[0], f64(x) @ f64(w).T, dt)
+
+
+@pytest.mark.gpu
+def test_gemv_two_step_prefetch_gpu(monkeypatch):
+    # The 1B model's K = 2048 at one row of x: bf16 (2 steps of 1024) and packed int4 (2 steps
+    # of 128 words), with and without TWO: bitwise equal.
+    torch = _torch()
+    rng = np.random.default_rng(8)
+    N, K = 3072, 2048
+    w = rng.standard_normal((N, K)).astype(np.float32)
+    x = torch.randn(1, K, device="cuda", dtype=torch.bfloat16)
+    wb = torch.from_numpy(w).cuda().to(torch.bfloat16)
+    p, s4 = quant.quantize_int4(w, 128)
+    pd, sd = torch.from_numpy(p).cuda(), torch.from_numpy(s4).cuda()
+    res = {}
+    for two in ("1", "0"):
+        monkeypatch.setenv(lin.GEMV_TWO_ENV, two)
+        a = torch.empty(1, N, device="cuda", dtype=torch.bfloat16)
+        b = torch.empty(1, N, device="cuda", dtype=torch.bfloat16)
+        ops.linear(x, wb, a)
+        quant.linear_int4(x, pd, sd, b, group=128)
+        res[two] = (a, b)
+    assert torch.equal(res["1"][0], res["0"][0]) and torch.equal(res["1"][1], res["0"][1])
+    ref = x.double() @ wb.double().T
+    assert ((res["1"][0].double() - ref).norm() / ref.norm()).item() < 4e-3

@@ -35,6 +35,8 @@ fp32 models match float64 references to ~1e-6.
 """
 import functools
 
+import os
+
 import kiln
 import kiln.language as tl
 
@@ -92,7 +94,7 @@ def linear_kernel(x_ptr, w_ptr, out_ptr, part_ptr, M, N, K, K_SPLIT,
 
 @kiln.jit
 def gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, R: tl.constexpr,
-                C: tl.constexpr, E: tl.constexpr, EVEN: tl.constexpr):
+                C: tl.constexpr, E: tl.constexpr, EVEN: tl.constexpr, TWO: tl.constexpr = False):
     """out[BM rows, R rows] of x @ w.T on CUDA cores. The tile is [BM, R, C, E]: E consecutive
     K (16 bytes) per thread, C pieces along K over the lanes and warps (and U = C / threads
     repeats per thread), R weight rows and BM rows of x in every thread. x is loaded as a 4-D
@@ -103,7 +105,9 @@ def gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, R: tl.constexp
     top of each iteration; past K they are masked off): ptxas keeps loads and the FMAs that
     use them in one block interleaved, one or two 16-byte loads ahead of the math, so without
     this only ~4 of a thread's 2R + 2 loads were in flight at once. EVEN (K a multiple of
-    C * E): no K mask but the step's own (a scalar, without `other`: no register zeroing)."""
+    C * E): no K mask but the step's own (a scalar, without `other`: no register zeroing).
+    TWO (K exactly two steps, EVEN): both steps' weights are loaded before gdc_wait (the whole
+    row in flight while the kernel before finishes), then summed in the loop's order."""
     pid = tl.program_id(0)
     num_m = tl.cdiv(M, BM)
     rm = (pid % num_m) * BM + tl.arange(0, BM)
@@ -113,6 +117,20 @@ def gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, R: tl.constexp
     w_ptrs = w_ptr + (rn % N)[:, None, None] * K + kk[None, :, :]
     x_ptrs = x_ptr + (rm % M)[:, None, None, None] * K + kk[None, None, :, :]
     acc = tl.zeros((BM, R, C), dtype=tl.float32)
+    if TWO:
+        w0 = tl.load(w_ptrs, eviction_policy="evict_first")
+        w1 = tl.load(w_ptrs + C * E, eviction_policy="evict_first")
+        tl.extra.cuda.gdc_wait()  # PDL (_common.PDL_ENV): x is the kernel before's output
+        tl.extra.cuda.gdc_launch_dependents()
+        x0 = tl.load(x_ptrs)
+        x1 = tl.load(x_ptrs + C * E)
+        acc += tl.sum(w0[None, :, :, :].to(tl.float32) * x0.to(tl.float32), axis=3)
+        acc += tl.sum(w1[None, :, :, :].to(tl.float32) * x1.to(tl.float32), axis=3)
+        res = tl.sum(acc, axis=2)
+        mask = (rm[:, None] < M) & (rn[None, :] < N)
+        tl.store(out_ptr + rm[:, None] * N + rn[None, :], res.to(out_ptr.dtype.element_ty),
+                 mask=mask)
+        return
     kmask = kk < K
     if EVEN:
         w = tl.load(w_ptrs, eviction_policy="evict_first")
@@ -175,6 +193,15 @@ def splitk_reduce_kernel(part_ptr, out_ptr, MN, SPLITS, SPLITS_P2: tl.constexpr,
     parts = tl.load(part_ptr + s[:, None] * MN + offs[None, :], mask=mask, other=0.0)
     tl.store(out_ptr + offs, tl.sum(parts, axis=0).to(out_ptr.dtype.element_ty),
              mask=offs < MN)
+
+
+#: KILN_MODELS_GEMV_TWO=0: CUDA-core linears of exactly two K steps keep the one-step-ahead loop
+#: instead of loading both steps' weights before gdc_wait.
+GEMV_TWO_ENV = "KILN_MODELS_GEMV_TWO"
+
+
+def two_step_prefetch():
+    return os.environ.get(GEMV_TWO_ENV, "1") != "0"
 
 
 @functools.lru_cache(maxsize=None)
@@ -324,8 +351,9 @@ def linear(x, w, out, scratch=None, stream=None, device=None, gemv=None):
         return out
     opts = launch_opts(dev, stream)
     if cfg.pop("kernel") == "gemv":
+        two = cfg["EVEN"] and K == 2 * cfg["C"] * cfg["E"] and two_step_prefetch()
         gemv_kernel[(cfg["programs"],)](x, w, out, M, N, K, BM=cfg["BM"], R=cfg["R"],
-                                        C=cfg["C"], E=cfg["E"], EVEN=cfg["EVEN"],
+                                        C=cfg["C"], E=cfg["E"], EVEN=cfg["EVEN"], TWO=two,
                                         num_warps=cfg["num_warps"],
                                         **launch_opts(dev, stream, pdl=True))
         return out

@@ -35,7 +35,8 @@ import kiln
 import kiln.language as tl
 
 from ._common import FLOAT_DTYPES, check_array, dtype_name, launch_device, launch_opts
-from .linear import _device_index, _sm_count, gemv_config, splitk_reduce_kernel, uses_gemv
+from .linear import (_device_index, _sm_count, gemv_config, splitk_reduce_kernel,
+                     two_step_prefetch, uses_gemv)
 
 __all__ = ["quantize_int8", "quantize_int4", "dequantize_int8", "dequantize_int4",
            "linear_int8", "linear_int4", "quant_scratch_numel"]
@@ -329,13 +330,28 @@ PAIRS_ASM = tl.constexpr(_PAIRS_ASM)
 
 
 @kiln.jit
+def _packed_word_sums(words, xw_ptrs, F16: tl.constexpr):
+    """[BM, R, C] sums of each word's 8 products with x (x read as words at xw_ptrs, [BM, C])."""
+    pa, pb, pc, pd = tl.inline_asm_elementwise(
+        PAIRS_ASM, "=r,=r,=r,=r,r,r,r,r",
+        [tl.load(xw_ptrs), tl.load(xw_ptrs + 1), tl.load(xw_ptrs + 2), tl.load(xw_ptrs + 3)],
+        dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True, pack=1)
+    return tl.inline_asm_elementwise(
+        WORD_ASM_F16 if F16 else WORD_ASM_BF16, "=r,r,r,r,r,r",
+        [words[None, :, :], pa[:, None, :], pb[:, None, :], pc[:, None, :], pd[:, None, :]],
+        dtype=tl.float32, is_pure=True, pack=1)
+
+
+@kiln.jit
 def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
                             GROUP_WORDS: tl.constexpr, BM: tl.constexpr, R: tl.constexpr,
-                            C: tl.constexpr, EVEN: tl.constexpr, F16: tl.constexpr):
+                            C: tl.constexpr, EVEN: tl.constexpr, F16: tl.constexpr,
+                            TWO: tl.constexpr = False):
     """gemv_int4_kernel with packed 16-bit math (GPU; bf16 x, or fp16 with F16): x read as 32-bit
     words of two elements ([BM, C] tiles of words 0..3 of each 8-element piece), permuted once
     per step into the pairs (x_i, x_{i+4}) the codes unpack to, and each (row of x, weight
-    row, word) summed by _WORD_ASM."""
+    row, word) summed by _WORD_ASM. TWO (KW exactly two steps, EVEN): both steps' words and
+    scales are loaded before gdc_wait, as linear's gemv_kernel does."""
     rm, rn = _gemv_rows(M, N, BM, R)
     rc = tl.arange(0, C)
     p_ptrs = p_ptr.to(tl.pointer_type(tl.int32)) + (rn % N)[:, None] * KW + rc[None, :]
@@ -345,6 +361,17 @@ def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
     acc = tl.zeros((BM, R, C), dtype=tl.float32)
     s_ptrs = s_rows + (rc // GROUP_WORDS)[None, :]
     wmask = rc < KW
+    if TWO:
+        words0 = tl.load(p_ptrs, eviction_policy="evict_first")
+        words1 = tl.load(p_ptrs + C, eviction_policy="evict_first")
+        scale0 = tl.load(s_ptrs)
+        scale1 = tl.load(s_ptrs + C // GROUP_WORDS)
+        tl.extra.cuda.gdc_wait()  # PDL: the weights above are in flight meanwhile
+        tl.extra.cuda.gdc_launch_dependents()
+        acc += _packed_word_sums(words0, xw_ptrs, F16) * scale0[None, :, :]
+        acc += _packed_word_sums(words1, xw_ptrs + 4 * C, F16) * scale1[None, :, :]
+        _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N)
+        return
     if EVEN:
         words = tl.load(p_ptrs, eviction_policy="evict_first")
         scale = tl.load(s_ptrs)
@@ -534,6 +561,7 @@ def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, w
         if group is not None and _packed_math(x, dev):
             gk = gemv_int4_packed_kernel
             consts["F16"] = dtype_name(x) == "float16"
+            consts["TWO"] = even and words == 2 * cfg["C"] and two_step_prefetch()
         gk[(cfg["programs"],)](x, *args, out, M, N, K, words, *extra, BM=cfg["BM"],
                                R=cfg["R"], C=cfg["C"], EVEN=even, num_warps=cfg["num_warps"],
                                **consts, **launch_opts(dev, stream, pdl=True))
