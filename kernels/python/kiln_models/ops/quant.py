@@ -211,6 +211,35 @@ def gemv_int8_kernel(x_ptr, q_ptr, s_ptr, out_ptr, M, N, K, KW, BM: tl.constexpr
 
 
 @kiln.jit
+def _first_words(p_ptrs, s_ptrs, wmask, EVEN: tl.constexpr):
+    """The first step's int4 words [R, C] and their group scales (EVEN: no mask)."""
+    if EVEN:
+        words = tl.load(p_ptrs, eviction_policy="evict_first")
+        scale = tl.load(s_ptrs)
+    else:
+        words = tl.load(p_ptrs, mask=wmask[None, :], other=0, eviction_policy="evict_first")
+        scale = tl.load(s_ptrs, mask=wmask[None, :], other=0.0)
+    return words, scale
+
+
+@kiln.jit
+def _next_words(p_ptrs, s_ptrs, s_rows, rc, w0, KW, GROUP_WORDS: tl.constexpr,
+                EVEN: tl.constexpr):
+    """The words and scales of the step at word w0 (past KW: masked off). EVEN: C is a
+    multiple of GROUP_WORDS, so the groups advance by C / GROUP_WORDS."""
+    if EVEN:
+        words = tl.load(p_ptrs + w0, mask=w0 < KW, eviction_policy="evict_first")
+        scale = tl.load(s_ptrs + w0 // GROUP_WORDS, mask=w0 < KW)
+    else:
+        wmask = (w0 + rc) < KW
+        words = tl.load(p_ptrs + w0, mask=wmask[None, :], other=0,
+                        eviction_policy="evict_first")
+        scale = tl.load(s_rows + ((w0 + rc) // GROUP_WORDS)[None, :], mask=wmask[None, :],
+                        other=0.0)
+    return words, scale
+
+
+@kiln.jit
 def gemv_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
                      GROUP_WORDS: tl.constexpr, BM: tl.constexpr, R: tl.constexpr,
                      C: tl.constexpr, EVEN: tl.constexpr):
@@ -227,12 +256,7 @@ def gemv_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
     acc = tl.zeros((BM, R, C), dtype=tl.float32)
     s_ptrs = s_rows + (rc // GROUP_WORDS)[None, :]
     wmask = rc < KW
-    if EVEN:
-        words = tl.load(p_ptrs, eviction_policy="evict_first")
-        scale = tl.load(s_ptrs)
-    else:
-        words = tl.load(p_ptrs, mask=wmask[None, :], other=0, eviction_policy="evict_first")
-        scale = tl.load(s_ptrs, mask=wmask[None, :], other=0.0)
+    words, scale = _first_words(p_ptrs, s_ptrs, wmask, EVEN)
     tl.extra.cuda.gdc_wait()  # PDL: the weights above are in flight meanwhile (linear.py)
     tl.extra.cuda.gdc_launch_dependents()
     if EVEN:
@@ -240,17 +264,13 @@ def gemv_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
     else:
         x = tl.load(x_ptrs, mask=wmask[None, None, :, None], other=0.0)
     for w0 in range(C, KW + C, C):
-        if EVEN:  # (C a multiple of GROUP_WORDS: the groups advance by C / GROUP_WORDS)
-            words_next = tl.load(p_ptrs + w0, mask=w0 < KW, eviction_policy="evict_first")
-            scale_next = tl.load(s_ptrs + w0 // GROUP_WORDS, mask=w0 < KW)
+        words_next, scale_next = _next_words(p_ptrs, s_ptrs, s_rows, rc, w0, KW, GROUP_WORDS,
+                                             EVEN)
+        if EVEN:
             x_next = tl.load(x_ptrs + 8 * w0, mask=w0 < KW)
         else:
-            wmask = (w0 + rc) < KW
-            words_next = tl.load(p_ptrs + w0, mask=wmask[None, :], other=0,
-                                 eviction_policy="evict_first")
-            scale_next = tl.load(s_rows + ((w0 + rc) // GROUP_WORDS)[None, :],
-                                 mask=wmask[None, :], other=0.0)
-            x_next = tl.load(x_ptrs + 8 * w0, mask=wmask[None, None, :, None], other=0.0)
+            x_next = tl.load(x_ptrs + 8 * w0, mask=((w0 + rc) < KW)[None, None, :, None],
+                             other=0.0)
         f = _word_fields(words[None, :, :, None], j, 4, 8)
         acc += tl.sum(f * (x.to(tl.float32) * inv), axis=3) * scale[None, :, :]
         words = words_next
@@ -330,16 +350,23 @@ PAIRS_ASM = tl.constexpr(_PAIRS_ASM)
 
 
 @kiln.jit
-def _packed_word_sums(words, xw_ptrs, F16: tl.constexpr):
-    """[BM, R, C] sums of each word's 8 products with x (x read as words at xw_ptrs, [BM, C])."""
+def _word_sums(words, x0, x1, x2, x3, F16: tl.constexpr):
+    """[BM, R, C] sums of each word's 8 products with x, given as its [BM, C] 32-bit words
+    x0..x3 (element pairs (0, 1) .. (6, 7) of each 8-element piece)."""
     pa, pb, pc, pd = tl.inline_asm_elementwise(
-        PAIRS_ASM, "=r,=r,=r,=r,r,r,r,r",
-        [tl.load(xw_ptrs), tl.load(xw_ptrs + 1), tl.load(xw_ptrs + 2), tl.load(xw_ptrs + 3)],
+        PAIRS_ASM, "=r,=r,=r,=r,r,r,r,r", [x0, x1, x2, x3],
         dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True, pack=1)
     return tl.inline_asm_elementwise(
         WORD_ASM_F16 if F16 else WORD_ASM_BF16, "=r,r,r,r,r,r",
         [words[None, :, :], pa[:, None, :], pb[:, None, :], pc[:, None, :], pd[:, None, :]],
         dtype=tl.float32, is_pure=True, pack=1)
+
+
+@kiln.jit
+def _packed_word_sums(words, xw_ptrs, F16: tl.constexpr):
+    """_word_sums with x read as words at xw_ptrs ([BM, C] pointers to each piece's first)."""
+    return _word_sums(words, tl.load(xw_ptrs), tl.load(xw_ptrs + 1), tl.load(xw_ptrs + 2),
+                      tl.load(xw_ptrs + 3), F16)
 
 
 @kiln.jit
@@ -372,12 +399,7 @@ def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
         acc += _packed_word_sums(words1, xw_ptrs + 4 * C, F16) * scale1[None, :, :]
         _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N)
         return
-    if EVEN:
-        words = tl.load(p_ptrs, eviction_policy="evict_first")
-        scale = tl.load(s_ptrs)
-    else:
-        words = tl.load(p_ptrs, mask=wmask[None, :], other=0, eviction_policy="evict_first")
-        scale = tl.load(s_ptrs, mask=wmask[None, :], other=0.0)
+    words, scale = _first_words(p_ptrs, s_ptrs, wmask, EVEN)
     tl.extra.cuda.gdc_wait()  # PDL: the weights above are in flight meanwhile (linear.py)
     tl.extra.cuda.gdc_launch_dependents()
     xm = wmask[None, :]
@@ -386,28 +408,14 @@ def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
     x2 = tl.load(xw_ptrs + 2, mask=xm, other=0)
     x3 = tl.load(xw_ptrs + 3, mask=xm, other=0)
     for w0 in range(C, KW + C, C):
-        if EVEN:
-            words_next = tl.load(p_ptrs + w0, mask=w0 < KW, eviction_policy="evict_first")
-            scale_next = tl.load(s_ptrs + w0 // GROUP_WORDS, mask=w0 < KW)
-        else:
-            wmask = (w0 + rc) < KW
-            words_next = tl.load(p_ptrs + w0, mask=wmask[None, :], other=0,
-                                 eviction_policy="evict_first")
-            scale_next = tl.load(s_rows + ((w0 + rc) // GROUP_WORDS)[None, :],
-                                 mask=wmask[None, :], other=0.0)
+        words_next, scale_next = _next_words(p_ptrs, s_ptrs, s_rows, rc, w0, KW, GROUP_WORDS,
+                                             EVEN)
         xm = ((w0 + rc) < KW)[None, :]
         x0n = tl.load(xw_ptrs + 4 * w0, mask=xm, other=0)
         x1n = tl.load(xw_ptrs + 4 * w0 + 1, mask=xm, other=0)
         x2n = tl.load(xw_ptrs + 4 * w0 + 2, mask=xm, other=0)
         x3n = tl.load(xw_ptrs + 4 * w0 + 3, mask=xm, other=0)
-        pa, pb, pc, pd = tl.inline_asm_elementwise(
-            PAIRS_ASM, "=r,=r,=r,=r,r,r,r,r", [x0, x1, x2, x3],
-            dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True, pack=1)
-        part = tl.inline_asm_elementwise(
-            WORD_ASM_F16 if F16 else WORD_ASM_BF16, "=r,r,r,r,r,r",
-            [words[None, :, :], pa[:, None, :], pb[:, None, :], pc[:, None, :],
-             pd[:, None, :]], dtype=tl.float32, is_pure=True, pack=1)
-        acc += part * scale[None, :, :]
+        acc += _word_sums(words, x0, x1, x2, x3, F16) * scale[None, :, :]
         words = words_next
         scale = scale_next
         x0, x1, x2, x3 = x0n, x1n, x2n, x3n
