@@ -166,6 +166,19 @@ def _gemv_store(res, out_ptr, rm, rn, M, N):
 
 
 @kiln.jit
+def _wait_then_x(x_ptrs, wmask, EVEN: tl.constexpr):
+    """PDL (linear.py): the weights loaded before this are in flight while the kernel before
+    finishes; x, its output, is loaded after gdc_wait ([BM, 1, C, E] pieces)."""
+    tl.extra.cuda.gdc_wait()
+    tl.extra.cuda.gdc_launch_dependents()
+    if EVEN:
+        x = tl.load(x_ptrs)
+    else:
+        x = tl.load(x_ptrs, mask=wmask[None, None, :, None], other=0.0)
+    return x
+
+
+@kiln.jit
 def gemv_int8_kernel(x_ptr, q_ptr, s_ptr, out_ptr, M, N, K, KW, BM: tl.constexpr,
                      R: tl.constexpr, C: tl.constexpr, EVEN: tl.constexpr):
     """out[BM rows, R rows] = x @ (q * s).T on CUDA cores, KW = K / 4 words per weight row.
@@ -186,12 +199,7 @@ def gemv_int8_kernel(x_ptr, q_ptr, s_ptr, out_ptr, M, N, K, KW, BM: tl.constexpr
         words = tl.load(q_ptrs, eviction_policy="evict_first")
     else:
         words = tl.load(q_ptrs, mask=wmask[None, :], other=0, eviction_policy="evict_first")
-    tl.extra.cuda.gdc_wait()  # PDL: the weights above are in flight meanwhile (linear.py)
-    tl.extra.cuda.gdc_launch_dependents()
-    if EVEN:
-        x = tl.load(x_ptrs)
-    else:
-        x = tl.load(x_ptrs, mask=wmask[None, None, :, None], other=0.0)
+    x = _wait_then_x(x_ptrs, wmask, EVEN)
     for w0 in range(C, KW + C, C):
         if EVEN:
             words_next = tl.load(q_ptrs + w0, mask=w0 < KW, eviction_policy="evict_first")
@@ -257,12 +265,7 @@ def gemv_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
     s_ptrs = s_rows + (rc // GROUP_WORDS)[None, :]
     wmask = rc < KW
     words, scale = _first_words(p_ptrs, s_ptrs, wmask, EVEN)
-    tl.extra.cuda.gdc_wait()  # PDL: the weights above are in flight meanwhile (linear.py)
-    tl.extra.cuda.gdc_launch_dependents()
-    if EVEN:
-        x = tl.load(x_ptrs)
-    else:
-        x = tl.load(x_ptrs, mask=wmask[None, None, :, None], other=0.0)
+    x = _wait_then_x(x_ptrs, wmask, EVEN)
     for w0 in range(C, KW + C, C):
         words_next, scale_next = _next_words(p_ptrs, s_ptrs, s_rows, rc, w0, KW, GROUP_WORDS,
                                              EVEN)
