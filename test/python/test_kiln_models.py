@@ -980,3 +980,39 @@ def test_batch_invariant_logits_equal_alone(device, dtype):
 def test_batch_invariant_rejects_batches_past_the_cuda_core_rows():
     with pytest.raises(ValueError, match="batch_invariant takes max_batch <= 64"):
         tiny_model(NUMPY, max_batch=65, batch_invariant=True)
+
+
+def test_dependent_launches_only_inside_a_model_step(monkeypatch):
+    # launch_pdl is asked for only inside dependent_launches() (a model step), never on the
+    # CPU backend, and KILN_MODELS_PDL=0 turns it off.
+    from kiln_models.ops import _common
+    assert "launch_pdl" not in _common.launch_opts(None, None, pdl=True)
+    with _common.dependent_launches():
+        assert "launch_pdl" not in _common.launch_opts("cpu", None, pdl=True)
+        assert "launch_pdl" not in _common.launch_opts(None, None, pdl=False)
+        monkeypatch.setenv(_common.PDL_ENV, "0")
+        assert not _common.pdl_supported()
+    assert not getattr(_common._pdl_scope, "on", False)
+
+
+@pytest.mark.gpu
+def test_dependent_launches_change_no_result(monkeypatch):
+    # The decode steps' logits and tokens with programmatic dependent launch (the GPU default
+    # inside a step) are bitwise those without it; the gemv's two-step prefetch likewise.
+    from kiln_models.ops import _common, linear as lin_ops
+    ops = kiln_ops_or_skip()
+    prompts = [prompt(n, 90 + i) for i, n in enumerate((7, 19))]
+    runs = []
+    for pdl, two in (("1", "1"), ("0", "0")):
+        monkeypatch.setenv(_common.PDL_ENV, pdl)
+        monkeypatch.setenv(lin_ops.GEMV_TWO_ENV, two)
+        m = LlamaModel(TINY, WEIGHTS, ops=ops, device="gpu", dtype="bf16", max_batch=2,
+                       max_tokens=64, max_seq_len=64, block_size=4, cuda_graphs=True)
+        logits = [m.logits_numpy(m.prefill([("a", prompts[0]), ("b", prompts[1])]))]
+        tokens = logits[0].argmax(1)
+        for _ in range(3):
+            logits.append(m.logits_numpy(m.decode(["a", "b"], tokens)))
+            tokens = logits[-1].argmax(1)
+        runs.append((logits, gen.generate(m, prompts, 8).tokens))
+    assert all(np.array_equal(a, b) for a, b in zip(runs[0][0], runs[1][0]))
+    assert runs[0][1] == runs[1][1]
