@@ -1013,6 +1013,8 @@ def test_dependent_launches_change_no_result(monkeypatch):
         for _ in range(3):
             logits.append(m.logits_numpy(m.decode(["a", "b"], tokens)))
             tokens = logits[-1].argmax(1)
+        m.release("a")
+        m.release("b")
         runs.append((logits, gen.generate(m, prompts, 8).tokens))
     assert all(np.array_equal(a, b) for a, b in zip(runs[0][0], runs[1][0]))
     assert runs[0][1] == runs[1][1]
