@@ -23,7 +23,7 @@ from .runtime.heuristics import Heuristics, heuristics
 from .runtime.graphs import (CUDAGraph, Stream, graph, max_memory_allocated, memory_allocated,
                              reset_peak_memory_stats)
 from .tensor_descriptor import TensorDescriptor
-from . import language, runtime, testing, tools
+from . import knobs, language, runtime, testing, tools
 from .language.values import constexpr_function  # Triton's triton.constexpr_function too
 
 __version__ = _C.version()
@@ -49,4 +49,4 @@ __all__ = ["jit", "JITFunction", "compile", "CompiledKernel", "CompilationError"
            "next_power_of_2", "language", "testing", "autotune", "Config", "Autotuner",
            "AutotuneError", "TensorDescriptor", "set_allocator", "heuristics", "Heuristics",
            "runtime", "tools", "Stream", "CUDAGraph", "graph", "memory_allocated",
-           "max_memory_allocated", "reset_peak_memory_stats", "constexpr_function"]
+           "max_memory_allocated", "reset_peak_memory_stats", "constexpr_function", "knobs"]

@@ -104,6 +104,7 @@ class _Dependencies(ast.NodeVisitor):
         self.info = info
         self.callees = []
         self.globals = []
+        self.plain = []  # module globals of plain Python values (bool, int, float, str, tuple)
         self.constexpr_functions = []  # tl.constexpr_function objects (their source is keyed)
 
     def _resolve(self, node):
@@ -144,6 +145,10 @@ class _Dependencies(ast.NodeVisitor):
                 self.constexpr_functions.append(v)
         elif g is not None and isinstance(v, (lc.constexpr, lc.dtype)):
             self.globals.append((g, name, v))
+        elif g is not None and isinstance(v, (bool, int, float, str, tuple)):
+            # read by the kernel only with KILN_ALLOW_NON_CONSTEXPR_GLOBALS=1 (see
+            # JITFunction._plain_globals)
+            self.plain.append((g, name, v))
 
 
 # ---------------------------------------------------------------------------------------
@@ -460,13 +465,27 @@ class JITFunction(_C.Launcher):
                 if c is not self:
                     h.update(b"callee:" + c.info.name.encode() + c.cache_key.encode())
             self._dep_globals = list(deps.globals)
+            self._dep_plain = list(deps.plain)
             for c in deps.callees:
                 if c is not self and c._dep_globals:
                     self._dep_globals.extend(c._dep_globals)
+                if c is not self and getattr(c, "_dep_plain", None):
+                    self._dep_plain.extend(c._dep_plain)
             for g, name, v in self._dep_globals:
                 h.update(f"global:{name}={_constexpr_key(v)}".encode())
             self._cache_key = h.hexdigest()
         return self._cache_key
+
+    def _plain_globals(self):
+        """With KILN_ALLOW_NON_CONSTEXPR_GLOBALS=1, the module globals of plain values that
+        this function and its callees name, (globals dict, name, value at key time): the
+        kernel may have folded them in, so their values key the IR cache (a changed value
+        compiles anew, never an IR with the old one) and are checked at launch. Without the
+        flag the code generator rejects them, so none: []."""
+        _ = self.cache_key
+        if os.environ.get("KILN_ALLOW_NON_CONSTEXPR_GLOBALS") != "1":
+            return []
+        return list(getattr(self, "_dep_plain", None) or [])
 
     def _locations(self):
         """file:first-line of this function and of its callees: the kernel's IR carries source
@@ -492,6 +511,8 @@ class JITFunction(_C.Launcher):
         names = self.info.arg_names
         parts = [(n, s if s != "constexpr" else _constexpr_key(v))
                  for n, s, v in zip(names, specs, values)]
+        plain = self._plain_globals()
+        parts += [(f"global {n}", _constexpr_key(g[n] if n in g else v)) for g, n, v in plain]
         parts += [("num_warps", str(num_warps)), ("num_stages", str(num_stages)),
                   ("maxnreg", str(maxnreg)), ("enable_fp_fusion", str(bool(fp_fusion))),
                   ("device", _HOST_ARCH if host else "gpu"), ("debug", str(bool(debug)))]
@@ -523,6 +544,9 @@ class JITFunction(_C.Launcher):
         except _C.BuildError as e:
             raise _build_error(self.info.name, e) from None
         checks = {(id(g), n): (g, n, v) for g, n, v in self._dep_globals or []}
+        # Plain globals the kernel may have read (their values are in the key): checked at
+        # every launch like the ones the code generator saw, also when the IR came from disk.
+        checks.update({(id(g), n): (g, n, g[n]) for g, n, _ in plain if n in g})
         checks.update(globals_used)
         constants, signature = _split_specs(names, specs, values)
         # The variant keeps the module's text (printed for the JIT's key), not the module:
