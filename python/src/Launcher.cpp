@@ -16,11 +16,15 @@
 #include "Launcher.h"
 #include "LauncherArgs.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <unistd.h>
 
 namespace pyb = pybind11;
+
+/// See bumpLaunchDefaults (Launcher.h). Starts at 0, as every launcher's resolvedEpoch.
+static std::atomic<uint32_t> defaultsEpoch{0};
 using namespace kiln::python;
 
 //===----------------------------------------------------------------------===//
@@ -50,8 +54,8 @@ void Launcher::setup(const std::string &kernelName, pyb::list paramNames, pyb::l
   name = kernelName;
   params.clear();
   cache.clear();
-  backend = parseBackend(device.ptr(), name);
-  debugMode = debug.is_none() ? -1 : int8_t(PyObject_IsTrue(debug.ptr()) == 1);
+  backend = declaredBackend = parseBackend(device.ptr(), name);
+  debugMode = declaredDebug = debug.is_none() ? -1 : int8_t(PyObject_IsTrue(debug.ptr()) == 1);
   if (paramNames.size() > kMaxParams)
     typeError("kernel '" + name + "': more than " + std::to_string(kMaxParams) + " parameters");
   for (size_t i = 0; i < paramNames.size(); ++i) {
@@ -70,6 +74,8 @@ void Launcher::setup(const std::string &kernelName, pyb::list paramNames, pyb::l
 }
 
 void Launcher::clearCache() { cache.clear(); }
+
+void kiln::python::bumpLaunchDefaults() { defaultsEpoch.fetch_add(1, std::memory_order_relaxed); }
 
 void Launcher::resolveDefaults() {
   if (backend == Backend::Unresolved) {
@@ -200,7 +206,13 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
     bound[i] = params[i].defaultValue.ptr();
   }
 
-  // Backend and debug mode: launch options, else the kernel's (resolved once).
+  // Backend and debug mode: launch options, else the kernel's (resolved once, and again
+  // after kiln.knobs changed the variables they come from).
+  if (uint32_t epoch = defaultsEpoch.load(std::memory_order_relaxed); epoch != resolvedEpoch) {
+    backend = declaredBackend;
+    debugMode = declaredDebug;
+    resolvedEpoch = epoch;
+  }
   if (backend == Backend::Unresolved || debugMode < 0)
     resolveDefaults();
   const bool host =

@@ -115,9 +115,16 @@ private:
   pybind11::object compileFn;
   std::unordered_map<std::string, std::shared_ptr<Variant>> cache;
   std::string keyBuffer;
-  Backend backend = Backend::Unresolved; ///< of launches without device=
-  int8_t debugMode = -1;                 ///< of launches without debug= (-1: unresolved)
+  Backend backend = Backend::Unresolved;         ///< of launches without device=
+  int8_t debugMode = -1;                         ///< of launches without debug= (-1: unresolved)
+  Backend declaredBackend = Backend::Unresolved; ///< the decorator's device= (setup)
+  int8_t declaredDebug = -1;                     ///< the decorator's debug= (setup)
+  uint32_t resolvedEpoch = 0; ///< launchDefaultsEpoch() when backend/debugMode were resolved
 };
+
+/// Bumped by kiln.knobs when $KILN_DEBUG, $KILN_BACKEND or $KILN_ARCH change: every launcher
+/// then resolves its defaults again at its next launch (one relaxed load per launch).
+void bumpLaunchDefaults();
 
 /// Adds kiln._C.Launcher (with kernel[grid]) and kiln._C.BoundLaunch (vectorcall) to `m`.
 void registerLaunchTypes(pybind11::module_ &m);

@@ -179,6 +179,8 @@ void kiln::python::registerLaunchTypes(pyb::module_ &m) {
   Py_INCREF(&LauncherType);
   m.add_object("BoundLaunch", reinterpret_cast<PyObject *>(&BoundType));
   m.add_object("Launcher", reinterpret_cast<PyObject *>(&LauncherType));
+  m.def("_bump_launch_defaults", &bumpLaunchDefaults,
+        "every kernel resolves $KILN_DEBUG/$KILN_BACKEND/$KILN_ARCH again at its next launch");
 }
 
 PyObject *kiln::python::kilnErrorType = nullptr;
