@@ -19,8 +19,9 @@ Groups and knobs (variable, default):
   (KILN_LIBDEVICE, None: the CUDA toolkit's)
 - autotuning: print (KILN_PRINT_AUTOTUNING, True)
 - runtime: debug (KILN_DEBUG, False), backend (KILN_BACKEND, None: the GPU when there is one),
-  override_arch (KILN_ARCH, None): read at each kernel's first launch (the launcher keeps them,
-  off the per-launch path; a launch's own debug=/device= options always win);
+  override_arch (KILN_ARCH, None): a kernel reads them at its first launch and keeps them (off
+  the per-launch path); set through these knobs (or scope()/reset()), every kernel reads them
+  again at its next launch; a launch's own debug=/device= options always win;
   cpu_threads (KILN_CPU_THREADS, None: one per core; read when a launch starts its threads)
 
 A knob set from Python writes its variable (None or `del` unsets it), so the C++ runtime and
@@ -47,8 +48,9 @@ class _knob:
     """A data descriptor over one environment variable. `kind` is bool, int or str; `default`
     is what an unset variable reads as."""
 
-    def __init__(self, key, kind, default, on=lambda raw: raw != "0"):
+    def __init__(self, key, kind, default, on=lambda raw: raw != "0", relaunch=False):
         self.key, self.kind, self.default, self.on = key, kind, default, on
+        self.relaunch = relaunch  # kernels resolve it at their next launch again
 
     def __set_name__(self, owner, name):
         self.name = name
@@ -73,6 +75,7 @@ class _knob:
             return
         if value is None:
             os.environ.pop(self.key, None)
+            self._changed()
             return
         ok = isinstance(value, self.kind) and not (self.kind is int and isinstance(value, bool))
         if not ok:
@@ -83,9 +86,22 @@ class _knob:
             os.environ[self.key] = "1" if value else "0"
         else:
             os.environ[self.key] = str(value)
+        self._changed()
 
     def __delete__(self, obj):
         os.environ.pop(self.key, None)
+        self._changed()
+
+    def _changed(self):
+        if self.relaunch:
+            _relaunch()
+
+
+def _relaunch():
+    """Every kernel resolves $KILN_DEBUG, $KILN_BACKEND and $KILN_ARCH again at its next launch
+    (the launcher keeps them off the per-launch path otherwise)."""
+    from . import _C
+    _C._bump_launch_defaults()
 
 
 class base_knobs:
@@ -114,13 +130,17 @@ class base_knobs:
         try:
             yield self
         finally:
-            for key, value in saved.items():
-                _restore(key, value)
+            self._put_back(saved)
 
     def reset(self):
-        for key, value in self._initial.items():
-            _restore(key, value)
+        self._put_back(self._initial)
         return self
+
+    def _put_back(self, values):
+        for key, value in values.items():
+            _restore(key, value)
+        if any(d.relaunch for d in self._descriptors().values()):
+            _relaunch()
 
 
 def _restore(key, value):
@@ -151,9 +171,9 @@ class autotuning_knobs(base_knobs):
 
 
 class runtime_knobs(base_knobs):
-    debug = _knob("KILN_DEBUG", bool, False)
-    backend = _knob("KILN_BACKEND", str, None)
-    override_arch = _knob("KILN_ARCH", str, None)
+    debug = _knob("KILN_DEBUG", bool, False, relaunch=True)
+    backend = _knob("KILN_BACKEND", str, None, relaunch=True)
+    override_arch = _knob("KILN_ARCH", str, None, relaunch=True)
     cpu_threads = _knob("KILN_CPU_THREADS", int, None)
 
 

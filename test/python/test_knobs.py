@@ -105,13 +105,17 @@ def test_knobs_change_what_the_next_compile_and_launch_do():
         kiln.knobs.compilation.allow_non_constexpr_globals = True
         scaled_copy[(1,)](x, out, BLOCK=16, device="cpu")
     np.testing.assert_array_equal(out, 3 * x)
-    # debug mode through the knob (read at a kernel's first launch): device_assert acts
+    # debug mode through the knob, also for a kernel launched before: device_assert acts
+    checked_copy[(1,)](x, out, BLOCK=16, device="cpu")
     with kiln.knobs.runtime.scope():
         kiln.knobs.runtime.debug = True
         with pytest.raises(kiln.KilnError, match=r"in kernel 'checked_copy': device_assert "
                                                  r"failed in program \(0, 0, 0\): x below 10"):
             checked_copy[(1,)](x, out, BLOCK=16, device="cpu")
-    checked_copy[(1,)](x, out, BLOCK=16, device="cpu", debug=False)  # a launch option wins
+    checked_copy[(1,)](x, out, BLOCK=16, device="cpu")  # off again after the scope
+    with kiln.knobs.runtime.scope():
+        kiln.knobs.runtime.debug = True
+        checked_copy[(1,)](x, out, BLOCK=16, device="cpu", debug=False)  # the option wins
 
 
 def _module(tmp_path, name, scale):
