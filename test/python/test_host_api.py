@@ -243,3 +243,57 @@ def test_compiled_kernel_getitem_launches_as_triton():
                        constexprs={"BLOCK": 16, "num_stages": 2})
     with pytest.raises(TypeError, match="cannot be launched directly"):
         aot[(1,)]
+
+
+@kiln.jit
+def _descriptor_copy(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    src = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    dst.store([tl.program_id(0) * BM, 0], src.load([tl.program_id(0) * BM, 0]))
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_set_allocator_as_triton_code_calls_it(device):
+    # Tutorial 09's device-side descriptors: Triton code sets an allocator first. Kiln keeps
+    # it (a callable, checked) and needs no scratch; the kernel runs with it set, with None,
+    # and a non-callable is a TypeError naming what was expected.
+    calls = []
+
+    def alloc(size, alignment, stream):
+        calls.append((size, alignment))
+        return None
+
+    with pytest.raises(TypeError, match=r"kiln.set_allocator expects a callable \(size, "
+                                        r"alignment, stream\) -> buffer or None, found int"):
+        kiln.set_allocator(3)
+    x = np.arange(64 * 32, dtype=np.float32).reshape(64, 32)
+    for allocator in (alloc, None):
+        kiln.set_allocator(allocator)
+        if device == "cpu":
+            out = np.zeros_like(x)
+            _descriptor_copy[(4,)](x, out, 64, 32, BM=16, BN=32, **CPU)
+        else:
+            dx, dout = kiln.from_numpy(x), kiln.from_numpy(np.zeros_like(x))
+            _descriptor_copy[(4,)](dx, dout, 64, 32, BM=16, BN=32)
+            kiln.synchronize()
+            out = dout.numpy()
+        np.testing.assert_array_equal(out, x)
+    assert calls == []  # never needed
+
+
+def test_autotune_accepts_use_cuda_graph():
+    # Triton's use_cuda_graph: accepted (Kiln times its runs without graphs), the choice made.
+    @kiln.autotune(configs=[kiln.Config({"BLOCK": 64}), kiln.Config({"BLOCK": 128})], key=["n"],
+                   use_cuda_graph=True)
+    @kiln.jit
+    def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m),
+                 mask=m)
+
+    x = np.arange(300, dtype=np.float32)
+    out = np.zeros_like(x)
+    add[lambda meta: (kiln.cdiv(300, meta["BLOCK"]),)](x, x, out, 300, **CPU)
+    np.testing.assert_array_equal(out, 2 * x)
+    assert add.use_cuda_graph is True and add.best_config.kwargs["BLOCK"] in (64, 128)
