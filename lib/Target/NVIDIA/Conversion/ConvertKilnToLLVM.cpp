@@ -83,6 +83,27 @@ bool isLiveBefore(const Liveness &liveness, Value v, Operation *op) {
   return end == op || op->isBeforeInBlock(end);
 }
 
+/// Offsets of buffers of `sizes` bytes in one pool, 1024-byte aligned, placed in order: buffer
+/// i takes the lowest bytes no earlier buffer j with interferes(j, i) holds.
+SmallVector<int64_t> placeBuffers(ArrayRef<int64_t> sizes,
+                                  function_ref<bool(size_t, size_t)> interferes) {
+  SmallVector<int64_t> offsets;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    // Byte ranges of the earlier buffers live together with this one, lowest first.
+    SmallVector<std::pair<int64_t, int64_t>> taken;
+    for (size_t j = 0; j < i; ++j)
+      if (interferes(j, i))
+        taken.push_back({offsets[j], offsets[j] + sizes[j]});
+    llvm::sort(taken);
+    int64_t at = 0;
+    for (auto [begin, end] : taken)
+      if (at + sizes[i] > begin)
+        at = std::max<int64_t>(at, llvm::alignTo(end, 1024));
+    offsets.push_back(at);
+  }
+  return offsets;
+}
+
 /// Places the shared rings (kiln_gpu.local_alloc) in the dynamic shared memory, 1024-byte
 /// aligned, and returns its size: rings that are live at the same time get disjoint bytes,
 /// the others may share them (two loops of a kernel reuse one pool). -kiln-pipeline-dot-
@@ -97,22 +118,15 @@ int64_t assignRingOffsets(ModuleOp module) {
     if (allocs.empty())
       continue;
     Liveness liveness(func);
-    SmallVector<std::pair<int64_t, int64_t>> placed; // [begin, end) of allocs[i]
-    for (auto [i, op] : llvm::enumerate(allocs)) {
-      int64_t bytes =
-          getSharedSlotBytes(op.getResult().getType()) * op.getResult().getType().getNumSlots();
-      // Byte ranges of the earlier rings live together with this one, lowest first.
-      SmallVector<std::pair<int64_t, int64_t>> taken;
-      for (size_t j = 0; j < i; ++j)
-        if (isLiveBefore(liveness, allocs[j].getResult(), op) ||
-            isLiveBefore(liveness, op.getResult(), allocs[j]))
-          taken.push_back(placed[j]);
-      llvm::sort(taken);
-      int64_t at = 0;
-      for (auto [begin, end] : taken)
-        if (at + bytes > begin)
-          at = std::max<int64_t>(at, llvm::alignTo(end, 1024));
-      placed.push_back({at, at + bytes});
+    SmallVector<int64_t> sizes;
+    for (kgpu::LocalAllocOp op : allocs)
+      sizes.push_back(getSharedSlotBytes(op.getResult().getType()) *
+                      op.getResult().getType().getNumSlots());
+    SmallVector<int64_t> offsets = placeBuffers(sizes, [&](size_t j, size_t i) {
+      return isLiveBefore(liveness, allocs[j].getResult(), allocs[i]) ||
+             isLiveBefore(liveness, allocs[i].getResult(), allocs[j]);
+    });
+    for (auto [op, at, bytes] : llvm::zip(allocs, offsets, sizes)) {
       op->setAttr(kSharedOffsetAttr, IntegerAttr::get(IntegerType::get(ctx, 32), at));
       total = std::max(total, at + bytes);
     }
@@ -149,22 +163,17 @@ void assignWgmmaBufferOffsets(ModuleOp module) {
       Operation *def = v.getDefiningOp();
       return def ? def : &cast<BlockArgument>(v).getOwner()->front();
     };
-    SmallVector<std::pair<int64_t, int64_t>> placed;
-    for (auto [i, v] : llvm::enumerate(values)) {
-      SmallVector<std::pair<int64_t, int64_t>> taken;
-      for (size_t j = 0; j < i; ++j)
-        if (isLiveBefore(liveness, values[j], definedAt(v)) ||
-            isLiveBefore(liveness, v, definedAt(values[j])) || definedAt(v) == definedAt(values[j]))
-          taken.push_back(placed[j]);
-      llvm::sort(taken);
-      int64_t at = 0;
-      for (auto [begin, end] : taken)
-        if (at + bytes[v] > begin)
-          at = std::max<int64_t>(at, llvm::alignTo(end, 1024));
-      placed.push_back({at, at + bytes[v]});
+    SmallVector<int64_t> sizes;
+    for (Value v : values)
+      sizes.push_back(bytes[v]);
+    SmallVector<int64_t> offsets = placeBuffers(sizes, [&](size_t j, size_t i) {
+      Value a = values[j], b = values[i];
+      return isLiveBefore(liveness, a, definedAt(b)) || isLiveBefore(liveness, b, definedAt(a)) ||
+             definedAt(a) == definedAt(b);
+    });
+    for (auto [v, at] : llvm::zip(values, offsets))
       for (DotOp op : dots[v])
         op->setAttr(kWgmmaBufferOffsetAttr, IntegerAttr::get(IntegerType::get(ctx, 32), at));
-    }
   }
 }
 
