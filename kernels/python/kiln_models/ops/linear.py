@@ -93,6 +93,22 @@ def linear_kernel(x_ptr, w_ptr, out_ptr, part_ptr, M, N, K, K_SPLIT,
 
 
 @kiln.jit
+def _gemv_rows(M, N, BM: tl.constexpr, R: tl.constexpr):
+    """The rows of x (BM) and of the weights (R) of this CUDA-core program."""
+    pid = tl.program_id(0)
+    num_m = tl.cdiv(M, BM)
+    return (pid % num_m) * BM + tl.arange(0, BM), (pid // num_m) * R + tl.arange(0, R)
+
+
+@kiln.jit
+def _gemv_store(res, out_ptr, rm, rn, M, N):
+    """out[rm, rn] = res, the rows past M or N left out."""
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    tl.store(out_ptr + rm[:, None] * N + rn[None, :], res.to(out_ptr.dtype.element_ty),
+             mask=mask)
+
+
+@kiln.jit
 def gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, R: tl.constexpr,
                 C: tl.constexpr, E: tl.constexpr, EVEN: tl.constexpr, TWO: tl.constexpr = False):
     """out[BM rows, R rows] of x @ w.T on CUDA cores. The tile is [BM, R, C, E]: E consecutive
@@ -108,10 +124,7 @@ def gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, R: tl.constexp
     C * E): no K mask but the step's own (a scalar, without `other`: no register zeroing).
     TWO (K exactly two steps, EVEN): both steps' weights are loaded before gdc_wait (the whole
     row in flight while the kernel before finishes), then summed in the loop's order."""
-    pid = tl.program_id(0)
-    num_m = tl.cdiv(M, BM)
-    rm = (pid % num_m) * BM + tl.arange(0, BM)
-    rn = (pid // num_m) * R + tl.arange(0, R)
+    rm, rn = _gemv_rows(M, N, BM, R)
     kk = tl.arange(0, C)[:, None] * E + tl.arange(0, E)[None, :]  # [C, E]
     # Rows past M or N wrap to valid rows (read, never stored).
     w_ptrs = w_ptr + (rn % N)[:, None, None] * K + kk[None, :, :]
@@ -126,40 +139,33 @@ def gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, R: tl.constexp
         x1 = tl.load(x_ptrs + C * E)
         acc += tl.sum(w0[None, :, :, :].to(tl.float32) * x0.to(tl.float32), axis=3)
         acc += tl.sum(w1[None, :, :, :].to(tl.float32) * x1.to(tl.float32), axis=3)
-        res = tl.sum(acc, axis=2)
-        mask = (rm[:, None] < M) & (rn[None, :] < N)
-        tl.store(out_ptr + rm[:, None] * N + rn[None, :], res.to(out_ptr.dtype.element_ty),
-                 mask=mask)
-        return
-    kmask = kk < K
-    if EVEN:
-        w = tl.load(w_ptrs, eviction_policy="evict_first")
     else:
-        w = tl.load(w_ptrs, mask=kmask[None, :, :], other=0.0, eviction_policy="evict_first")
-    # Programmatic dependent launch (see _common.PDL_ENV): the first step's weights are in
-    # flight while the kernel before finishes; x is its output.
-    tl.extra.cuda.gdc_wait()
-    tl.extra.cuda.gdc_launch_dependents()
-    if EVEN:
-        x = tl.load(x_ptrs)
-    else:
-        x = tl.load(x_ptrs, mask=kmask[None, None, :, :], other=0.0)
-    for k0 in range(C * E, K + C * E, C * E):
-        if EVEN:  # (the last step's loads are masked off and their values unused)
-            w_next = tl.load(w_ptrs + k0, mask=k0 < K, eviction_policy="evict_first")
-            x_next = tl.load(x_ptrs + k0, mask=k0 < K)
+        kmask = kk < K
+        if EVEN:
+            w = tl.load(w_ptrs, eviction_policy="evict_first")
         else:
-            kmask = (k0 + kk) < K
-            w_next = tl.load(w_ptrs + k0, mask=kmask[None, :, :], other=0.0,
-                             eviction_policy="evict_first")
-            x_next = tl.load(x_ptrs + k0, mask=kmask[None, None, :, :], other=0.0)
-        acc += tl.sum(w[None, :, :, :].to(tl.float32) * x.to(tl.float32), axis=3)
-        w = w_next
-        x = x_next
-    res = tl.sum(acc, axis=2)
-    mask = (rm[:, None] < M) & (rn[None, :] < N)
-    tl.store(out_ptr + rm[:, None] * N + rn[None, :], res.to(out_ptr.dtype.element_ty),
-             mask=mask)
+            w = tl.load(w_ptrs, mask=kmask[None, :, :], other=0.0, eviction_policy="evict_first")
+        # Programmatic dependent launch (see _common.PDL_ENV): the first step's weights are in
+        # flight while the kernel before finishes; x is its output.
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
+        if EVEN:
+            x = tl.load(x_ptrs)
+        else:
+            x = tl.load(x_ptrs, mask=kmask[None, None, :, :], other=0.0)
+        for k0 in range(C * E, K + C * E, C * E):
+            if EVEN:  # (the last step's loads are masked off and their values unused)
+                w_next = tl.load(w_ptrs + k0, mask=k0 < K, eviction_policy="evict_first")
+                x_next = tl.load(x_ptrs + k0, mask=k0 < K)
+            else:
+                kmask = (k0 + kk) < K
+                w_next = tl.load(w_ptrs + k0, mask=kmask[None, :, :], other=0.0,
+                                 eviction_policy="evict_first")
+                x_next = tl.load(x_ptrs + k0, mask=kmask[None, None, :, :], other=0.0)
+            acc += tl.sum(w[None, :, :, :].to(tl.float32) * x.to(tl.float32), axis=3)
+            w = w_next
+            x = x_next
+    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N)
 
 
 @kiln.jit
@@ -349,7 +355,6 @@ def linear(x, w, out, scratch=None, stream=None, device=None, gemv=None):
     cfg = linear_config(M, N, K, itemsize, cpu, sms, split_ok=scratch is not None, gemv=gemv)
     if M == 0 or N == 0:
         return out
-    opts = launch_opts(dev, stream)
     if cfg.pop("kernel") == "gemv":
         two = cfg["EVEN"] and K == 2 * cfg["C"] * cfg["E"] and two_step_prefetch()
         gemv_kernel[(cfg["programs"],)](x, w, out, M, N, K, BM=cfg["BM"], R=cfg["R"],
@@ -357,6 +362,7 @@ def linear(x, w, out, scratch=None, stream=None, device=None, gemv=None):
                                         num_warps=cfg["num_warps"],
                                         **launch_opts(dev, stream, pdl=True))
         return out
+    opts = launch_opts(dev, stream)
     splits = cfg.pop("splits")
     k_split = cfg.pop("k_split")
     if splits > 1:

@@ -35,8 +35,8 @@ import kiln
 import kiln.language as tl
 
 from ._common import FLOAT_DTYPES, check_array, dtype_name, launch_device, launch_opts
-from .linear import (_device_index, _sm_count, gemv_config, splitk_reduce_kernel,
-                     two_step_prefetch, uses_gemv)
+from .linear import (_device_index, _gemv_rows, _gemv_store, _sm_count, gemv_config,
+                     splitk_reduce_kernel, two_step_prefetch, uses_gemv)
 
 __all__ = ["quantize_int8", "quantize_int4", "dequantize_int8", "dequantize_int4",
            "linear_int8", "linear_int4", "quant_scratch_numel"]
@@ -149,20 +149,6 @@ def _word_fields(words, j, BITS: tl.constexpr, ZERO: tl.constexpr):
 def _inv_shift(j, BITS: tl.constexpr):
     """2^-s (s as in _word_fields) as fp32, built from its exponent bits."""
     return ((127 - (BITS * j) % 16) << 23).to(tl.float32, bitcast=True)
-
-
-@kiln.jit
-def _gemv_rows(M, N, BM: tl.constexpr, R: tl.constexpr):
-    pid = tl.program_id(0)
-    num_m = tl.cdiv(M, BM)
-    return (pid % num_m) * BM + tl.arange(0, BM), (pid // num_m) * R + tl.arange(0, R)
-
-
-@kiln.jit
-def _gemv_store(res, out_ptr, rm, rn, M, N):
-    mask = (rm[:, None] < M) & (rn[None, :] < N)
-    tl.store(out_ptr + rm[:, None] * N + rn[None, :], res.to(out_ptr.dtype.element_ty),
-             mask=mask)
 
 
 @kiln.jit
@@ -366,10 +352,14 @@ def _word_sums(words, x0, x1, x2, x3, F16: tl.constexpr):
 
 
 @kiln.jit
-def _packed_word_sums(words, xw_ptrs, F16: tl.constexpr):
-    """_word_sums with x read as words at xw_ptrs ([BM, C] pointers to each piece's first)."""
-    return _word_sums(words, tl.load(xw_ptrs), tl.load(xw_ptrs + 1), tl.load(xw_ptrs + 2),
-                      tl.load(xw_ptrs + 3), F16)
+def _x_words(xw_ptrs, mask):
+    """The 32-bit words 0..3 (element pairs) of each 8-element piece of x at xw_ptrs ([BM, C]
+    pointers to each piece's first word); `mask` None or [BM, C] (masked off: 0)."""
+    if mask is None:
+        return tl.load(xw_ptrs), tl.load(xw_ptrs + 1), tl.load(xw_ptrs + 2), \
+            tl.load(xw_ptrs + 3)
+    return (tl.load(xw_ptrs, mask=mask, other=0), tl.load(xw_ptrs + 1, mask=mask, other=0),
+            tl.load(xw_ptrs + 2, mask=mask, other=0), tl.load(xw_ptrs + 3, mask=mask, other=0))
 
 
 @kiln.jit
@@ -398,30 +388,23 @@ def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
         scale1 = tl.load(s_ptrs + C // GROUP_WORDS)
         tl.extra.cuda.gdc_wait()  # PDL: the weights above are in flight meanwhile
         tl.extra.cuda.gdc_launch_dependents()
-        acc += _packed_word_sums(words0, xw_ptrs, F16) * scale0[None, :, :]
-        acc += _packed_word_sums(words1, xw_ptrs + 4 * C, F16) * scale1[None, :, :]
-        _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N)
-        return
-    words, scale = _first_words(p_ptrs, s_ptrs, wmask, EVEN)
-    tl.extra.cuda.gdc_wait()  # PDL: the weights above are in flight meanwhile (linear.py)
-    tl.extra.cuda.gdc_launch_dependents()
-    xm = wmask[None, :]
-    x0 = tl.load(xw_ptrs, mask=xm, other=0)
-    x1 = tl.load(xw_ptrs + 1, mask=xm, other=0)
-    x2 = tl.load(xw_ptrs + 2, mask=xm, other=0)
-    x3 = tl.load(xw_ptrs + 3, mask=xm, other=0)
-    for w0 in range(C, KW + C, C):
-        words_next, scale_next = _next_words(p_ptrs, s_ptrs, s_rows, rc, w0, KW, GROUP_WORDS,
-                                             EVEN)
-        xm = ((w0 + rc) < KW)[None, :]
-        x0n = tl.load(xw_ptrs + 4 * w0, mask=xm, other=0)
-        x1n = tl.load(xw_ptrs + 4 * w0 + 1, mask=xm, other=0)
-        x2n = tl.load(xw_ptrs + 4 * w0 + 2, mask=xm, other=0)
-        x3n = tl.load(xw_ptrs + 4 * w0 + 3, mask=xm, other=0)
-        acc += _word_sums(words, x0, x1, x2, x3, F16) * scale[None, :, :]
-        words = words_next
-        scale = scale_next
-        x0, x1, x2, x3 = x0n, x1n, x2n, x3n
+        x0, x1, x2, x3 = _x_words(xw_ptrs, None)
+        acc += _word_sums(words0, x0, x1, x2, x3, F16) * scale0[None, :, :]
+        x0, x1, x2, x3 = _x_words(xw_ptrs + 4 * C, None)
+        acc += _word_sums(words1, x0, x1, x2, x3, F16) * scale1[None, :, :]
+    else:
+        words, scale = _first_words(p_ptrs, s_ptrs, wmask, EVEN)
+        tl.extra.cuda.gdc_wait()  # PDL: the weights above are in flight meanwhile (linear.py)
+        tl.extra.cuda.gdc_launch_dependents()
+        x0, x1, x2, x3 = _x_words(xw_ptrs, wmask[None, :])
+        for w0 in range(C, KW + C, C):
+            words_next, scale_next = _next_words(p_ptrs, s_ptrs, s_rows, rc, w0, KW,
+                                                 GROUP_WORDS, EVEN)
+            x0n, x1n, x2n, x3n = _x_words(xw_ptrs + 4 * w0, ((w0 + rc) < KW)[None, :])
+            acc += _word_sums(words, x0, x1, x2, x3, F16) * scale[None, :, :]
+            words = words_next
+            scale = scale_next
+            x0, x1, x2, x3 = x0n, x1n, x2n, x3n
     _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N)
 
 
