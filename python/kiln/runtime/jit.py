@@ -30,18 +30,21 @@ __all__ = ["jit", "JITFunction", "compile", "CompiledKernel"]
 # Source of a jit function
 # ---------------------------------------------------------------------------------------
 
-def _is_constexpr_annotation(ann):
-    if ann is lc.constexpr:
+def _annotated(ann, obj, name):
+    """Whether a parameter annotation is `obj`, or a string naming it (`"tl.<name>"`)."""
+    if ann is obj:
         return True
-    return isinstance(ann, str) and ann.replace(" ", "").split(".")[-1] == "constexpr"
+    return isinstance(ann, str) and ann.replace(" ", "").split(".")[-1] == name
+
+
+def _is_constexpr_annotation(ann):
+    return _annotated(ann, lc.constexpr, "constexpr")
 
 
 def _is_const_annotation(ann):
     """tl.const (Triton's annotation of a pointer to data the kernel only reads)."""
     from ..language.values import const
-    if ann is const:
-        return True
-    return isinstance(ann, str) and ann.replace(" ", "").split(".")[-1] == "const"
+    return _annotated(ann, const, "const")
 
 
 class FunctionInfo:
@@ -427,6 +430,7 @@ class JITFunction(_C.Launcher):
                     None if debug is None else bool(debug))
         self._cache_key = None
         self._dep_globals = None
+        self._dep_plain = None
         self._callees = []
         self.compile_log = []
         self._keys = []
@@ -469,7 +473,7 @@ class JITFunction(_C.Launcher):
             for c in deps.callees:
                 if c is not self and c._dep_globals:
                     self._dep_globals.extend(c._dep_globals)
-                if c is not self and getattr(c, "_dep_plain", None):
+                if c is not self and c._dep_plain:
                     self._dep_plain.extend(c._dep_plain)
             for g, name, v in self._dep_globals:
                 h.update(f"global:{name}={_constexpr_key(v)}".encode())
@@ -485,7 +489,7 @@ class JITFunction(_C.Launcher):
         _ = self.cache_key
         if os.environ.get("KILN_ALLOW_NON_CONSTEXPR_GLOBALS") != "1":
             return []
-        return list(getattr(self, "_dep_plain", None) or [])
+        return list(self._dep_plain or [])
 
     def _locations(self):
         """file:first-line of this function and of its callees: the kernel's IR carries source
