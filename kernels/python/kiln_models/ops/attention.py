@@ -81,7 +81,7 @@ import numpy as np
 import kiln
 import kiln.language as tl
 
-from ._common import pdl_supported
+from ._common import launch_opts
 
 __all__ = ["rope_cache", "prefill_attention", "decode_attention", "decode_attention_scratch"]
 
@@ -731,15 +731,6 @@ def _check_rope(op, T, positions, cos, sin, slot_mapping, head_dim, n_slots):
     return n_pos, n_slots
 
 
-def _launch(stream, device):
-    kw = {}
-    if stream is not None:
-        kw["stream"] = int(stream)
-    if device is not None:
-        kw["device"] = device
-    return kw
-
-
 def _is_cpu(arrays, device):
     return device == "cpu" or (device is None and isinstance(arrays, np.ndarray))
 
@@ -763,7 +754,7 @@ def rope_cache(qkv, positions, cos, sin, k_cache, v_cache, slot_mapping, n_heads
                                  n_pos, n_slots, N_HEADS=n_heads, N_KV_HEADS=n_kv_heads,
                                  HEAD_DIM=head_dim, BLOCK_HQ=kiln.next_power_of_2(n_heads),
                                  BLOCK_HKV=kiln.next_power_of_2(n_kv_heads), num_warps=4,
-                                 **_launch(stream, device))
+                                 **launch_opts(device, stream))
     return qkv
 
 
@@ -832,7 +823,7 @@ def prefill_attention(qkv, k_cache, v_cache, cu_seqlens, block_tables, context_l
                           N_KV_HEADS=n_kv_heads, HEAD_DIM=head_dim, BLOCK_M=bm, BLOCK_N=bn,
                           BLOCK_SIZE=block_size, PAGED=not kv_from_qkv,
                           OVERLAP=overlap, num_warps=nw, num_stages=ns,
-                          **_launch(stream, device))
+                          **launch_opts(device, stream))
     return out
 
 
@@ -992,9 +983,7 @@ def decode_attention(qkv, k_cache, v_cache, block_tables, context_lens, out, n_h
     combine = 0 if splits == 1 else (2 if counters is not None else 1)
     min_chunk = kiln.cdiv(int(split_min_tokens), cfg["BLOCK_N"]) * cfg["BLOCK_N"]
     one_split = 2 * min_chunk if single_split_tokens is None else int(single_split_tokens)
-    launch = _launch(stream, device)
-    if not cpu and pdl_supported():  # its kernels wait with gdc_wait (_common.PDL_ENV)
-        launch["launch_pdl"] = True
+    launch = launch_opts(device, stream, pdl=not cpu)  # its kernels wait with gdc_wait
     _decode_kernel[(splits, n_kv_heads, B)](
         qkv, k_cache, v_cache, block_tables, context_lens, out, part_out, part_lse, counters,
         *rope_args, sm_scale, max_blocks, min_chunk, one_split, n_pos, n_slots,
