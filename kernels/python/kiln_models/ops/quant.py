@@ -366,7 +366,7 @@ def _x_words(xw_ptrs, mask):
 def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
                             GROUP_WORDS: tl.constexpr, BM: tl.constexpr, R: tl.constexpr,
                             C: tl.constexpr, EVEN: tl.constexpr, F16: tl.constexpr,
-                            TWO: tl.constexpr = False):
+                            TWO: tl.constexpr = False, AHEAD: tl.constexpr = 1):
     """gemv_int4_kernel with packed 16-bit math (GPU; bf16 x, or fp16 with F16): x read as 32-bit
     words of two elements ([BM, C] tiles of words 0..3 of each 8-element piece), permuted once
     per step into the pairs (x_i, x_{i+4}) the codes unpack to, and each (row of x, weight
@@ -394,16 +394,25 @@ def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
         acc += _word_sums(words1, x0, x1, x2, x3, F16) * scale1[None, :, :]
     else:
         words, scale = _first_words(p_ptrs, s_ptrs, wmask, EVEN)
+        if AHEAD == 2:  # the step after too: two steps of weights in flight
+            words_b, scale_b = _next_words(p_ptrs, s_ptrs, s_rows, rc, C, KW, GROUP_WORDS,
+                                           EVEN)
         tl.extra.cuda.gdc_wait()  # PDL: the weights above are in flight meanwhile (linear.py)
         tl.extra.cuda.gdc_launch_dependents()
         x0, x1, x2, x3 = _x_words(xw_ptrs, wmask[None, :])
         for w0 in range(C, KW + C, C):
-            words_next, scale_next = _next_words(p_ptrs, s_ptrs, s_rows, rc, w0, KW,
-                                                 GROUP_WORDS, EVEN)
+            words_next, scale_next = _next_words(p_ptrs, s_ptrs, s_rows, rc,
+                                                 w0 + (AHEAD - 1) * C, KW, GROUP_WORDS, EVEN)
             x0n, x1n, x2n, x3n = _x_words(xw_ptrs + 4 * w0, ((w0 + rc) < KW)[None, :])
             acc += _word_sums(words, x0, x1, x2, x3, F16) * scale[None, :, :]
-            words = words_next
-            scale = scale_next
+            if AHEAD == 2:
+                words = words_b
+                scale = scale_b
+                words_b = words_next
+                scale_b = scale_next
+            else:
+                words = words_next
+                scale = scale_next
             x0, x1, x2, x3 = x0n, x1n, x2n, x3n
     _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N)
 
@@ -556,6 +565,9 @@ def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, w
             gk = gemv_int4_packed_kernel
             consts["F16"] = dtype_name(x) == "float16"
             consts["TWO"] = even and words == 2 * cfg["C"] and two_step_prefetch()
+            consts["AHEAD"] = cfg.get("AHEAD", 1)
+        if cfg.get("maxnreg"):
+            consts["maxnreg"] = cfg["maxnreg"]
         gk[(cfg["programs"],)](x, *args, out, M, N, K, words, *extra, BM=cfg["BM"],
                                R=cfg["R"], C=cfg["C"], EVEN=even, num_warps=cfg["num_warps"],
                                **consts, **launch_opts(dev, stream, pdl=True))
