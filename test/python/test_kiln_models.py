@@ -1020,3 +1020,30 @@ def test_dependent_launches_change_no_result(monkeypatch):
         runs.append((logits, gen.generate(m, prompts, 8).tokens))
     assert all(np.array_equal(a, b) for a, b in zip(runs[0][0], runs[1][0]))
     assert runs[0][1] == runs[1][1]
+
+
+@pytest.mark.parametrize("device, dtype, quant", [
+    ("cpu", "fp32", None), ("cpu", "fp32", "int4"),
+    pytest.param("gpu", "bf16", None, marks=pytest.mark.gpu),
+    pytest.param("gpu", "bf16", "int4", marks=pytest.mark.gpu)])
+def test_fused_swiglu_changes_no_result(device, dtype, quant, monkeypatch):
+    # Decode steps fold silu_mul into gate_up's CUDA-core kernel (KILN_MODELS_FUSE_SWIGLU,
+    # on by default): logits bitwise those of the two ops, batches of 1 and 3.
+    from kiln_models import model as model_mod
+    ops = kiln_ops_or_skip()
+    prompts = [prompt(n, 120 + i) for i, n in enumerate((6, 13, 4))]
+    runs = []
+    for fuse in ("1", "0"):
+        monkeypatch.setenv(model_mod.FUSE_SWIGLU_ENV, fuse)
+        m = LlamaModel(TINY, WEIGHTS, ops=ops, device=device, dtype=dtype, max_batch=3,
+                       max_tokens=64, max_seq_len=64, block_size=4, cuda_graphs=False,
+                       quant=quant, quant_group=32)
+        assert m._fuses_swiglu(1, True) == (fuse == "1")
+        logits = []
+        for ids, ps in ((["a"], prompts[:1]), (["b", "c", "d"], prompts)):
+            out = m.logits_numpy(m.prefill(list(zip(ids, ps))))
+            for _ in range(2):
+                out = m.logits_numpy(m.decode(ids, out.argmax(1)))
+                logits.append(out)
+        runs.append(logits)
+    assert all(np.array_equal(a, b) for a, b in zip(*runs))

@@ -990,3 +990,78 @@ def test_gemv_int4_two_steps_ahead_gpu(K, monkeypatch):
         assert torch.equal(res[0], res[1]), (K, M)
         ref = x.double() @ ref_w.T
         assert ((res[1].double() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+def _swiglu_cases(rng, dt, N, K):
+    """(name, run(x, out, swiglu), dequantized w): the CUDA-core linears of each weight kind."""
+    w = rng.standard_normal((N, K)).astype(np.float32)
+    q8, s8 = quant.quantize_int8(w)
+    p4, s4 = quant.quantize_int4(w, 32)
+    wd = w.astype(dt)
+    return [
+        ("float", lambda x, out, sw: ops.linear(x, wd, out, gemv=True, swiglu=sw)),
+        ("int8", lambda x, out, sw: quant.linear_int8(x, q8, s8, out, gemv=True, swiglu=sw)),
+        ("int4", lambda x, out, sw: quant.linear_int4(x, p4, s4, out, group=32, gemv=True,
+                                                      swiglu=sw)),
+    ]
+
+
+@pytest.mark.parametrize("dt", list(DTYPES), ids=str)
+def test_linear_swiglu_is_linear_then_silu_mul_cpu(dt):
+    # swiglu=True (silu_mul in the CUDA-core linear's store): bitwise the linear followed by
+    # silu_mul, for every weight kind; I = 45 gate rows (not a whole number of programs' R / 2),
+    # 1 and 3 rows of x, K = 96 (not a whole step: masked).
+    dt = DTYPES[dt]
+    rng = np.random.default_rng(11)
+    I, K = 45, 96
+    for name, run in _swiglu_cases(rng, dt, 2 * I, K):
+        for M in (1, 3):
+            x = rng.standard_normal((M, K)).astype(dt)
+            gu = np.full((M, 2 * I), np.nan, dt)
+            run(x, gu, False)
+            ref = np.full((M, I), np.nan, dt)
+            ops.silu_mul(gu, ref)
+            out = np.full((M, I), np.nan, dt)
+            run(x, out, True)
+            np.testing.assert_array_equal(out, ref, err_msg=f"{name} M={M}")
+
+
+def test_linear_swiglu_errors_cpu():
+    x = np.zeros((2, 64), np.float32)
+    w = np.zeros((10, 64), np.float32)
+    with pytest.raises(ValueError, match=r"linear: expected 'out' of shape \[2, 5\]"):
+        ops.linear(x, w, np.zeros((2, 10), np.float32), swiglu=True)
+    with pytest.raises(ValueError, match=r"linear: expected an even number of weight rows"):
+        ops.linear(x, np.zeros((9, 64), np.float32), np.zeros((2, 4), np.float32), swiglu=True)
+    with pytest.raises(ValueError, match=r"linear: swiglu=True needs the CUDA-core plan"):
+        ops.linear(x, w, np.zeros((2, 5), np.float32), swiglu=True, gemv=False)
+    p4, s4 = quant.quantize_int4(np.zeros((10, 64), np.float32), 32)
+    with pytest.raises(ValueError, match=r"linear_int4: swiglu=True needs the CUDA-core plan"):
+        quant.linear_int4(np.zeros((8, 64), np.float32), p4, s4, np.zeros((8, 5), np.float32),
+                          group=32, swiglu=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M", [1, 3])
+def test_linear_swiglu_gpu(M):
+    # The 1B model's gate_up (I 8192, K 2048) in bf16: bf16 gemv, int8, int4 (packed bf16x2
+    # math, the wide-layer plan at one row), swiglu=True bitwise the linear then silu_mul.
+    torch = _torch()
+    rng = np.random.default_rng(12)
+    I, K = 8192, 2048
+    x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    w = torch.from_numpy(rng.standard_normal((2 * I, K)).astype(np.float32))
+    q8, s8 = (torch.from_numpy(a).cuda() for a in quant.quantize_int8(w.numpy()))
+    p4, s4 = (torch.from_numpy(a).cuda() for a in quant.quantize_int4(w.numpy(), 128))
+    wb = w.cuda().to(torch.bfloat16)
+    runs = {"float": lambda out, sw: ops.linear(x, wb, out, swiglu=sw),
+            "int8": lambda out, sw: quant.linear_int8(x, q8, s8, out, swiglu=sw),
+            "int4": lambda out, sw: quant.linear_int4(x, p4, s4, out, group=128, swiglu=sw)}
+    for name, run in runs.items():
+        gu = torch.empty(M, 2 * I, device="cuda", dtype=torch.bfloat16)
+        run(gu, False)
+        ref = torch.empty(M, I, device="cuda", dtype=torch.bfloat16)
+        ops.silu_mul(gu, ref)
+        out = torch.full((M, I), float("nan"), device="cuda", dtype=torch.bfloat16)
+        run(out, True)
+        assert torch.equal(out, ref), name

@@ -12,6 +12,9 @@ row views of those buffers:
     attention -> linear(o) -> add_rmsnorm -> linear(gate_up) -> silu_mul -> linear(down)]
     -> final add_rmsnorm on the rows whose logits are needed -> linear(lm_head)
 
+(decode steps whose gate_up runs on the CUDA-core plan fold silu_mul into it: `linear(...,
+swiglu=True)`, the same bits; KILN_MODELS_FUSE_SWIGLU=0 keeps the two ops.)
+
 On the GPU the model launches on its own kiln.Stream, and with cuda_graphs (the GPU's
 default) a decode step of each batch size and sampling is captured once as a kiln.CUDAGraph
 after its first (eager) run and replayed from then on: every buffer it reads or writes keeps
@@ -29,6 +32,7 @@ request); generate.py picks tokens from it.
 
 import functools
 import math
+import os
 
 import numpy as np
 
@@ -38,6 +42,9 @@ from .config import LlamaConfig
 from .kv_cache import KVCacheFull, PagedKVCache
 from .ops._common import dependent_launches
 from .reference import rope_tables
+
+#: KILN_MODELS_FUSE_SWIGLU=0: decode steps run gate_up and silu_mul as two kernels.
+FUSE_SWIGLU_ENV = "KILN_MODELS_FUSE_SWIGLU"
 
 __all__ = ["LlamaModel", "KVCacheFull"]
 
@@ -306,12 +313,27 @@ class LlamaModel:
             q, scales = self.ops.quantize_int4(w, g)
         return self.quant, a.upload(q, q.dtype), a.upload(scales, "fp32")
 
-    def _linear(self, x, w, out, launch, decode=True):
+    def _fuses_swiglu(self, T, decode):
+        """Whether gate_up of T decode rows runs with silu_mul in its kernel (the CUDA-core
+        plan; the same bits as the two ops). KILN_MODELS_FUSE_SWIGLU=0: never."""
+        ops, w = self.ops, self.layers[0].gate_up if self.layers else None
+        if not decode or w is None or os.environ.get(FUSE_SWIGLU_ENV, "1") == "0":
+            return False
+        gemv = True if self.batch_invariant else None
+        if not isinstance(w, tuple):
+            return hasattr(ops, "uses_gemv") and ops.uses_gemv(T, gemv)
+        group = self.quant_group if w[0] == "int4" else None
+        return hasattr(ops, "quant_takes_gemv") and ops.quant_takes_gemv(
+            T, self.config.hidden_size, group, gemv, w[1])
+
+    def _linear(self, x, w, out, launch, decode=True, swiglu=False):
         """out = x @ w.T for a dense or quantized weight (see _projection). batch_invariant:
         the plan does not depend on the rows, so a row's result is the same in any batch:
         decode steps and the head on CUDA cores (one K order per row), a prefill's rows on
         tensor cores without K splits (one K order per tile row)."""
         kw = dict(launch, scratch=self.linear_scratch)
+        if swiglu:
+            kw["swiglu"] = True
         if self.batch_invariant:
             kw.update(gemv=bool(decode), scratch=None)
         if not isinstance(w, tuple):
@@ -541,6 +563,7 @@ class LlamaModel:
         qkv, attn, gu, mlp = r(self.qkv, T), r(self.attn, T), r(self.gate_up, T), \
             r(self.mlp, T)
         ops.embedding(ids, self.embed, res, **ld)
+        fuse_swiglu = self._fuses_swiglu(T, decode)
         for i, w in enumerate(self.layers):
             if i == 0:
                 ops.rmsnorm(res, w.in_norm, normed, eps, **ld)
@@ -556,8 +579,11 @@ class LlamaModel:
             if self.all_reduce is not None:  # tensor parallel: partial sums of o_proj
                 self.all_reduce(x)
             ops.add_rmsnorm(x, res, w.post_norm, normed, eps, **ld)
-            self._linear(normed, w.gate_up, gu, ld, decode)
-            ops.silu_mul(gu, mlp, **ld)
+            if fuse_swiglu:
+                self._linear(normed, w.gate_up, mlp, ld, decode, swiglu=True)
+            else:
+                self._linear(normed, w.gate_up, gu, ld, decode)
+                ops.silu_mul(gu, mlp, **ld)
             self._linear(mlp, w.down, x, ld, decode)
             if self.all_reduce is not None:
                 self.all_reduce(x)

@@ -42,7 +42,7 @@ import kiln.language as tl
 
 from ._common import (FLOAT_DTYPES, check_array, dtype_name, launch_device, launch_opts)
 
-__all__ = ["linear", "linear_scratch_numel", "linear_config", "gemv_config"]
+__all__ = ["linear", "linear_scratch_numel", "linear_config", "gemv_config", "uses_gemv"]
 
 DECODE_MAX_M = 64  # rows of x up to which `linear` takes the memory-bound decode plan
 #: Rows of x up to which each weight kind takes the CUDA-core plan by default (the issued
@@ -93,24 +93,44 @@ def linear_kernel(x_ptr, w_ptr, out_ptr, part_ptr, M, N, K, K_SPLIT,
 
 
 @kiln.jit
-def _gemv_rows(M, N, BM: tl.constexpr, R: tl.constexpr):
-    """The rows of x (BM) and of the weights (R) of this CUDA-core program."""
+def _gemv_rows(M, N, BM: tl.constexpr, R: tl.constexpr, SWIGLU: tl.constexpr = False):
+    """The rows of x (BM) and of the weights (R) of this CUDA-core program. SWIGLU (weights
+    [gate | up], N = 2I): R / 2 gate rows and their up rows, interleaved (gate j, up j, ...)."""
     pid = tl.program_id(0)
     num_m = tl.cdiv(M, BM)
-    return (pid % num_m) * BM + tl.arange(0, BM), (pid // num_m) * R + tl.arange(0, R)
+    rm = (pid % num_m) * BM + tl.arange(0, BM)
+    if SWIGLU:
+        j = tl.arange(0, R)
+        rn = (pid // num_m) * (R // 2) + j // 2 + (j % 2) * (N // 2)
+    else:
+        rn = (pid // num_m) * R + tl.arange(0, R)
+    return rm, rn
 
 
 @kiln.jit
-def _gemv_store(res, out_ptr, rm, rn, M, N):
-    """out[rm, rn] = res, the rows past M or N left out."""
-    mask = (rm[:, None] < M) & (rn[None, :] < N)
-    tl.store(out_ptr + rm[:, None] * N + rn[None, :], res.to(out_ptr.dtype.element_ty),
-             mask=mask)
+def _gemv_store(res, out_ptr, rm, rn, M, N, SWIGLU: tl.constexpr = False):
+    """out[rm, rn] = res, the rows past M or N left out. SWIGLU (rows as _gemv_rows gives
+    them): out[rm, j] = silu(gate_j) * up_j, out [M, N / 2], each of gate, up and silu rounded
+    to out's dtype first, as silu_mul does after an unfused linear (the same bits)."""
+    dt = out_ptr.dtype.element_ty
+    if SWIGLU:
+        inter = N // 2
+        g, u = tl.split(tl.reshape(res, (res.shape[0], res.shape[1] // 2, 2)))
+        rg, _ = tl.split(tl.reshape(rn, (rn.shape[0] // 2, 2)))
+        g = g.to(dt).to(tl.float32)
+        silu = (g * tl.sigmoid(g)).to(dt).to(tl.float32)
+        res = silu * u.to(dt).to(tl.float32)
+        mask = (rm[:, None] < M) & (rg[None, :] < inter)
+        tl.store(out_ptr + rm[:, None] * inter + rg[None, :], res.to(dt), mask=mask)
+    else:
+        mask = (rm[:, None] < M) & (rn[None, :] < N)
+        tl.store(out_ptr + rm[:, None] * N + rn[None, :], res.to(dt), mask=mask)
 
 
 @kiln.jit
 def gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, R: tl.constexpr,
-                C: tl.constexpr, E: tl.constexpr, EVEN: tl.constexpr, TWO: tl.constexpr = False):
+                C: tl.constexpr, E: tl.constexpr, EVEN: tl.constexpr, TWO: tl.constexpr = False,
+                SWIGLU: tl.constexpr = False):
     """out[BM rows, R rows] of x @ w.T on CUDA cores. The tile is [BM, R, C, E]: E consecutive
     K (16 bytes) per thread, C pieces along K over the lanes and warps (and U = C / threads
     repeats per thread), R weight rows and BM rows of x in every thread. x is loaded as a 4-D
@@ -123,8 +143,9 @@ def gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, R: tl.constexp
     this only ~4 of a thread's 2R + 2 loads were in flight at once. EVEN (K a multiple of
     C * E): no K mask but the step's own (a scalar, without `other`: no register zeroing).
     TWO (K exactly two steps, EVEN): both steps' weights are loaded before gdc_wait (the whole
-    row in flight while the kernel before finishes), then summed in the loop's order."""
-    rm, rn = _gemv_rows(M, N, BM, R)
+    row in flight while the kernel before finishes), then summed in the loop's order.
+    SWIGLU: w is [gate | up] and out[M, N / 2] = silu(x @ gate.T) * (x @ up.T) (_gemv_store)."""
+    rm, rn = _gemv_rows(M, N, BM, R, SWIGLU)
     kk = tl.arange(0, C)[:, None] * E + tl.arange(0, E)[None, :]  # [C, E]
     # Rows past M or N wrap to valid rows (read, never stored).
     w_ptrs = w_ptr + (rn % N)[:, None, None] * K + kk[None, :, :]
@@ -165,7 +186,7 @@ def gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, R: tl.constexp
             acc += tl.sum(w[None, :, :, :].to(tl.float32) * x.to(tl.float32), axis=3)
             w = w_next
             x = x_next
-    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N)
+    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, SWIGLU)
 
 
 @kiln.jit
@@ -341,14 +362,34 @@ def _desc(a, block):
     return kiln.TensorDescriptor(a, [rows, cols], [cols, 1], block)
 
 
-def linear(x, w, out, scratch=None, stream=None, device=None, gemv=None):
+def swiglu_out_features(op, N, swiglu):
+    """The columns of a linear's out: N, or N / 2 with swiglu (w = [gate | up], N even)."""
+    if not swiglu:
+        return N
+    if N % 2:
+        raise ValueError(f"{op}: expected an even number of weight rows with swiglu=True "
+                         f"([gate | up]), found {N}")
+    return N // 2
+
+
+def check_swiglu_plan(op, swiglu, takes_gemv):
+    if swiglu and not takes_gemv:
+        raise ValueError(f"{op}: swiglu=True needs the CUDA-core plan (up to "
+                         f"{GEMV_MAX_M['float']} rows of x, or gemv=True up to {DECODE_MAX_M}); "
+                         f"run the linear, then silu_mul")
+
+
+def linear(x, w, out, scratch=None, stream=None, device=None, gemv=None, swiglu=False):
     """out[M, N] = x[M, K] @ w[N, K].T (fp32 accumulation). x and w share one dtype (fp32, bf16,
     fp16); out is any of those. `scratch`: an fp32 array of at least
     `linear_scratch_numel(M, N, K)` elements for split-K in decode (optional). `gemv`: None
-    (the plan by M), True (CUDA cores, up to 64 rows) or False (tensor cores)."""
+    (the plan by M), True (CUDA cores, up to 64 rows) or False (tensor cores). `swiglu`
+    (CUDA-core plan): w = [gate | up] and out[M, N / 2] = silu_mul(x @ w.T), the same bits as
+    the two ops, in one kernel."""
     M, K = check_array("linear", "x", x, (None, None), FLOAT_DTYPES)
     N, _ = check_array("linear", "w", w, (None, K), FLOAT_DTYPES)
-    check_array("linear", "out", out, (M, N), FLOAT_DTYPES)
+    check_array("linear", "out", out, (M, swiglu_out_features("linear", N, swiglu)),
+                FLOAT_DTYPES)
     if out is x or out is w:
         raise ValueError("linear: expected 'out' to be another array than 'x' and 'w' (other "
                          "programs still read them while it is written)")
@@ -364,13 +405,14 @@ def linear(x, w, out, scratch=None, stream=None, device=None, gemv=None):
     itemsize = 4 if dt == "float32" else 2
     sms = 132 if cpu else _sm_count(_device_index(x))
     cfg = linear_config(M, N, K, itemsize, cpu, sms, split_ok=scratch is not None, gemv=gemv)
+    check_swiglu_plan("linear", swiglu, cfg["kernel"] == "gemv")
     if M == 0 or N == 0:
         return out
     if cfg.pop("kernel") == "gemv":
         two = cfg["EVEN"] and K == 2 * cfg["C"] * cfg["E"] and two_step_prefetch()
         gemv_kernel[(cfg["programs"],)](x, w, out, M, N, K, BM=cfg["BM"], R=cfg["R"],
                                         C=cfg["C"], E=cfg["E"], EVEN=cfg["EVEN"], TWO=two,
-                                        num_warps=cfg["num_warps"],
+                                        SWIGLU=bool(swiglu), num_warps=cfg["num_warps"],
                                         **launch_opts(dev, stream, pdl=True))
         return out
     opts = launch_opts(dev, stream)

@@ -35,11 +35,12 @@ import kiln
 import kiln.language as tl
 
 from ._common import FLOAT_DTYPES, check_array, dtype_name, launch_device, launch_opts
-from .linear import (_device_index, _gemv_rows, _gemv_store, _sm_count, gemv_config,
-                     splitk_reduce_kernel, two_step_prefetch, uses_gemv)
+from .linear import (_device_index, _gemv_rows, _gemv_store, _sm_count, check_swiglu_plan,
+                     gemv_config, splitk_reduce_kernel, swiglu_out_features, two_step_prefetch,
+                     uses_gemv)
 
 __all__ = ["quantize_int8", "quantize_int4", "dequantize_int8", "dequantize_int4",
-           "linear_int8", "linear_int4", "quant_scratch_numel"]
+           "linear_int8", "linear_int4", "quant_scratch_numel", "quant_takes_gemv"]
 
 
 @kiln.jit
@@ -166,14 +167,15 @@ def _wait_then_x(x_ptrs, wmask, EVEN: tl.constexpr):
 
 @kiln.jit
 def gemv_int8_kernel(x_ptr, q_ptr, s_ptr, out_ptr, M, N, K, KW, BM: tl.constexpr,
-                     R: tl.constexpr, C: tl.constexpr, EVEN: tl.constexpr):
+                     R: tl.constexpr, C: tl.constexpr, EVEN: tl.constexpr,
+                     SWIGLU: tl.constexpr = False):
     """out[BM rows, R rows] = x @ (q * s).T on CUDA cores, KW = K / 4 words per weight row.
     Tile [BM, R, C, 4]: one word of 4 consecutive K per thread and row (lanes on consecutive
     words: 128-byte warp accesses), C words along K over the lanes, warps and repeats, R
     weight rows and BM rows of x in every thread; x loaded as [BM, 1, C, 4] (8 bytes a
     thread), which anchors that layout. Loads one step ahead and EVEN (KW a multiple of C)
     as in linear's gemv_kernel."""
-    rm, rn = _gemv_rows(M, N, BM, R)
+    rm, rn = _gemv_rows(M, N, BM, R, SWIGLU)
     rc = tl.arange(0, C)
     j = tl.arange(0, 4)[None, None, None, :]
     q_ptrs = q_ptr.to(tl.pointer_type(tl.int32)) + (rn % N)[:, None] * KW + rc[None, :]
@@ -201,7 +203,7 @@ def gemv_int8_kernel(x_ptr, q_ptr, s_ptr, out_ptr, M, N, K, KW, BM: tl.constexpr
         words = words_next
         x = x_next
     scale = tl.load(s_ptr + rn % N)
-    _gemv_store(tl.sum(acc, axis=2) * scale[None, :], out_ptr, rm, rn, M, N)
+    _gemv_store(tl.sum(acc, axis=2) * scale[None, :], out_ptr, rm, rn, M, N, SWIGLU)
 
 
 @kiln.jit
@@ -236,11 +238,11 @@ def _next_words(p_ptrs, s_ptrs, s_rows, rc, w0, KW, GROUP_WORDS: tl.constexpr,
 @kiln.jit
 def gemv_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
                      GROUP_WORDS: tl.constexpr, BM: tl.constexpr, R: tl.constexpr,
-                     C: tl.constexpr, EVEN: tl.constexpr):
+                     C: tl.constexpr, EVEN: tl.constexpr, SWIGLU: tl.constexpr = False):
     """As gemv_int8_kernel for int4: KW = K / 8 words per packed row (8 consecutive K each,
     k even in the low nibble of its byte), x loaded as [BM, 1, C, 8] (16 bytes a thread);
     every word lies in one group (GROUP_WORDS words), whose scale multiplies the word's sum."""
-    rm, rn = _gemv_rows(M, N, BM, R)
+    rm, rn = _gemv_rows(M, N, BM, R, SWIGLU)
     rc = tl.arange(0, C)
     j = tl.arange(0, 8)[None, None, None, :]
     p_ptrs = p_ptr.to(tl.pointer_type(tl.int32)) + (rn % N)[:, None] * KW + rc[None, :]
@@ -265,7 +267,7 @@ def gemv_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
         words = words_next
         scale = scale_next
         x = x_next
-    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N)
+    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, SWIGLU)
 
 
 # Packed 16-bit math (GPU, bf16/fp16 x): a word's 8 int4 codes become 4 pairs of 16-bit
@@ -366,13 +368,14 @@ def _x_words(xw_ptrs, mask):
 def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
                             GROUP_WORDS: tl.constexpr, BM: tl.constexpr, R: tl.constexpr,
                             C: tl.constexpr, EVEN: tl.constexpr, F16: tl.constexpr,
-                            TWO: tl.constexpr = False, AHEAD: tl.constexpr = 1):
+                            TWO: tl.constexpr = False, AHEAD: tl.constexpr = 1,
+                            SWIGLU: tl.constexpr = False):
     """gemv_int4_kernel with packed 16-bit math (GPU; bf16 x, or fp16 with F16): x read as 32-bit
     words of two elements ([BM, C] tiles of words 0..3 of each 8-element piece), permuted once
     per step into the pairs (x_i, x_{i+4}) the codes unpack to, and each (row of x, weight
     row, word) summed by _WORD_ASM. TWO (KW exactly two steps, EVEN): both steps' words and
     scales are loaded before gdc_wait, as linear's gemv_kernel does."""
-    rm, rn = _gemv_rows(M, N, BM, R)
+    rm, rn = _gemv_rows(M, N, BM, R, SWIGLU)
     rc = tl.arange(0, C)
     p_ptrs = p_ptr.to(tl.pointer_type(tl.int32)) + (rn % N)[:, None] * KW + rc[None, :]
     s_rows = s_ptr + (rn % N)[:, None] * N_GROUPS
@@ -414,7 +417,7 @@ def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
                 words = words_next
                 scale = scale_next
             x0, x1, x2, x3 = x0n, x1n, x2n, x3n
-    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N)
+    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, SWIGLU)
 
 
 # ---------------------------------------------------------------- quantizers (numpy)
@@ -516,6 +519,12 @@ def _takes_gemv(M, K, group, gemv, wq=None):
     return fits and uses_gemv(M, gemv, kind)
 
 
+def quant_takes_gemv(M, K, group=None, gemv=None, wq=None):
+    """Whether linear_int8 (group None) / linear_int4 (its group) run M rows of x on the
+    CUDA-core plan (which can fuse swiglu); `wq` the quantized weight, if at hand."""
+    return _takes_gemv(M, K, group, gemv, wq)
+
+
 def quant_scratch_numel(M, N, K, group=None, cpu=False, sms=132, gemv=None):
     """fp32 elements of the `scratch` `linear_int8` (group None) or `linear_int4` (its group)
     splits K into for these sizes (0: none)."""
@@ -525,9 +534,9 @@ def quant_scratch_numel(M, N, K, group=None, cpu=False, sms=132, gemv=None):
     return splits * M * N if splits > 1 else 0
 
 
-def _check_x_out(op, x, out, N):
+def _check_x_out(op, x, out, N, swiglu=False):
     M, K = check_array(op, "x", x, (None, None), FLOAT_DTYPES)
-    check_array(op, "out", out, (M, N), FLOAT_DTYPES)
+    check_array(op, "out", out, (M, swiglu_out_features(op, N, swiglu)), FLOAT_DTYPES)
     if out is x:
         raise ValueError(f"{op}: expected 'out' to be another array than 'x' (other programs "
                          f"still read it while it is written)")
@@ -546,10 +555,13 @@ def _packed_math(x, dev):
             and os.environ.get(INT4_PACKED_ENV, "1") != "0")
 
 
-def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, wq, gemv):
+def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, wq, gemv,
+            swiglu=False):
     dev = launch_device(device, x, wq, out)
     cpu = dev == "cpu"
-    if _takes_gemv(M, K, group, gemv, wq):
+    takes_gemv = _takes_gemv(M, K, group, gemv, wq)
+    check_swiglu_plan(op, swiglu, takes_gemv)
+    if takes_gemv:
         if M == 0 or N == 0:
             return out
         kind = "int8" if group is None else "int4"
@@ -558,6 +570,7 @@ def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, w
         words = K // (4 if group is None else 8)
         extra = (K // group,) if group is not None else ()
         consts = dict(GROUP_WORDS=group // 8) if group is not None else {}
+        consts["SWIGLU"] = bool(swiglu)
         # EVEN (whole steps) also needs a step of whole groups (int4) for its scale offsets.
         even = cfg["EVEN"] and (group is None or cfg["C"] % (group // 8) == 0)
         gk = gemv_int8_kernel if group is None else gemv_int4_kernel
@@ -600,30 +613,31 @@ def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, w
     return out
 
 
-def linear_int8(x, q, scales, out, scratch=None, stream=None, device=None, gemv=None):
+def linear_int8(x, q, scales, out, scratch=None, stream=None, device=None, gemv=None,
+                swiglu=False):
     """out[M, N] = x[M, K] @ (q[N, K] * scales[N, None]).T (q int8, scales fp32). `gemv`: None
-    (the plan by M), True (CUDA cores) or False (tensor cores)."""
+    (the plan by M), True (CUDA cores) or False (tensor cores). `swiglu` as in `linear`."""
     op = "linear_int8"
     N, K = check_array(op, "q", q, (None, None), ("int8",))
-    M, _ = _check_x_out(op, x, out, N)
+    M, _ = _check_x_out(op, x, out, N, swiglu)
     check_array(op, "x", x, (M, K), FLOAT_DTYPES)
     check_array(op, "scales", scales, (N,), ("float32",))
     return _launch(op, linear_int8_kernel, x, out, scratch, (q, scales), M, N, K, None,
-                   stream, device, q, gemv)
+                   stream, device, q, gemv, swiglu)
 
 
 def linear_int4(x, packed, scales, out, group=128, scratch=None, stream=None, device=None,
-                gemv=None):
+                gemv=None, swiglu=False):
     """out[M, N] = x[M, K] @ dequantize_int4(packed, scales, group).T (packed uint8 [N, K/2],
     scales fp32 [N, K / group]). `gemv` as in linear_int8 (the CUDA-core kernel needs a
-    group that is a multiple of 8)."""
+    group that is a multiple of 8), `swiglu` as in `linear`."""
     op = "linear_int4"
     N, half = check_array(op, "packed", packed, (None, None), ("uint8",))
     K = 2 * half
-    M, _ = _check_x_out(op, x, out, N)
+    M, _ = _check_x_out(op, x, out, N, swiglu)
     check_array(op, "x", x, (M, K), FLOAT_DTYPES)
     if isinstance(group, bool) or not isinstance(group, int) or group <= 0 or K % group:
         raise ValueError(f"{op}: expected a group that divides K = {K}, found {group!r}")
     check_array(op, "scales", scales, (N, K // group), ("float32",))
     return _launch(op, linear_int4_kernel, x, out, scratch, (packed, scales), M, N, K, group,
-                   stream, device, packed, gemv)
+                   stream, device, packed, gemv, swiglu)
