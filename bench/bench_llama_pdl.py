@@ -1,10 +1,11 @@
-"""A/B of programmatic dependent launch in kiln_models decode (KILN_MODELS_PDL=1 against 0).
+"""A/B of programmatic dependent launch in kiln_models decode (KILN_MODELS_PDL=1 against 0), or
+of another on/off setting read when a step is captured (`--env KILN_MODELS_FUSE_SWIGLU`).
 
 One process, one model per case (Llama-3.2-1B shapes, random bf16 weights), the two settings
 alternated three times with the decode graph re-captured each time; prints the median decode
 tokens/s (steps alone, 512-token prompts, 128 new tokens, best of 2 calls per setting).
 
-    python3 bench/bench_llama_pdl.py [b1] [int4] [int8] [b16]
+    python3 bench/bench_llama_pdl.py [--env NAME] [b1] [int4] [int8] [b16]
 """
 import os
 import sys
@@ -18,7 +19,7 @@ from kiln_models.generate import generate  # noqa: E402
 from kiln_models.model import LlamaModel  # noqa: E402
 
 
-def main(cases):
+def main(cases, env="KILN_MODELS_PDL"):
     cfg = preset("1b")
     rng = np.random.default_rng(0)
     for case in cases:
@@ -30,17 +31,21 @@ def main(cases):
         res = {"1": [], "0": []}
         for _ in range(3):
             for pdl in ("1", "0"):
-                os.environ["KILN_MODELS_PDL"] = pdl
+                os.environ[env] = pdl
                 m._graphs = {}  # re-captured with this setting's launches
                 generate(m, ps, 4)
                 r = max((generate(m, ps, 128) for _ in range(2)),
                         key=lambda x: x.decode_tokens_per_s)
                 res[pdl].append(r.decode_tokens_per_s)
         on, off = np.median(res["1"]), np.median(res["0"])
-        print(f"pdl_ab {case}: PDL on {on:.0f} tok/s {[round(v) for v in res['1']]}, off "
+        print(f"pdl_ab {case}: {env} on {on:.0f} tok/s {[round(v) for v in res['1']]}, off "
               f"{off:.0f} {[round(v) for v in res['0']]}: {on / off:.3f}x", flush=True)
         del m
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["b1", "int4", "b16"])
+    args = sys.argv[1:]
+    env = "KILN_MODELS_PDL"
+    if args[:1] == ["--env"]:
+        env, args = args[1], args[2:]
+    main(args or ["b1", "int4", "b16"], env)
