@@ -422,6 +422,22 @@ def test_linear_int8_int4_cpu(dt, shape):
     assert splits > 0 or M > 1  # the one-row case splits K
 
 
+def test_int4_groups_below_a_step_cpu():
+    # A group of 32 or 64 below the GPU tile kernels' K step of 128 takes a step per group
+    # (their two dots of K / 2 need K >= 32) instead of an error (the GPU twin:
+    # test_fused_swiglu_changes_no_result's int4 model, group 32); smaller groups are a
+    # clear error off the CUDA-core plan.
+    for M in (8, 4096):
+        for g in (32, 64):
+            assert quant._plan(M, 2048, 2048, False, 132, False, g)[0]["BLOCK_K"] == g
+    rng = np.random.default_rng(13)
+    w = rng.standard_normal((24, 96)).astype(np.float32)
+    p, s4 = quant.quantize_int4(w, 16)
+    with pytest.raises(ValueError, match="expected a group that is a multiple of 32, found 16"):
+        quant.linear_int4(np.zeros((5, 96), np.float32), p, s4, np.zeros((5, 24), np.float32),
+                          group=16, gemv=False)
+
+
 @pytest.mark.parametrize("dt", list(DTYPES), ids=str)
 def test_gemv_int_fields_cpu(dt):
     # The CUDA-core kernels read every field of a word: random codes (every int8 from -128 to

@@ -490,6 +490,9 @@ def _plan(M, N, K, cpu, sms, split_ok, k_align):
         cfg = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128 if k_align else 64, GROUP_M=8,
                    num_warps=8, num_stages=3)
         target = 0
+    if k_align and 32 <= k_align < cfg["BLOCK_K"] and cfg["BLOCK_K"] % k_align == 0:
+        # int4 groups below a step: a step per group (its two dots of K / 2 >= 16)
+        cfg["BLOCK_K"] = k_align
     tiles = kiln.cdiv(M, cfg["BLOCK_M"]) * kiln.cdiv(N, cfg["BLOCK_N"])
     splits = 1
     if split_ok and M <= 64 and tiles < (target + 1) // 2:
