@@ -1047,3 +1047,37 @@ def test_fused_swiglu_changes_no_result(device, dtype, quant, monkeypatch):
                 logits.append(out)
         runs.append(logits)
     assert all(np.array_equal(a, b) for a, b in zip(*runs))
+
+
+@pytest.mark.parametrize("device, dtype, quant", [
+    ("cpu", "fp32", None), ("cpu", "fp32", "int8"), ("cpu", "fp32", "int4"),
+    pytest.param("gpu", "bf16", None, marks=pytest.mark.gpu),
+    pytest.param("gpu", "bf16", "int4", marks=pytest.mark.gpu)])
+def test_fused_norm_decode_matches_separate_ops(device, dtype, quant, monkeypatch):
+    # Decode steps with the RMSNorms inside the linears and the residual adds in their
+    # stores (KILN_MODELS_FUSE_NORM, on by default) against add_rmsnorm kernels between
+    # them: the normalized x is not rounded to the activation dtype, so logits agree to
+    # rounding (fp32: 1e-5 of their scale; bf16: 2e-2), batches of 1 and 3.
+    from kiln_models import model as model_mod
+    ops = kiln_ops_or_skip()
+    prompts = [prompt(n, 130 + i) for i, n in enumerate((6, 13, 4))]
+    runs, fed = [], []  # the unfused run decodes the tokens the fused one was fed
+    for fuse in ("1", "0"):
+        monkeypatch.setenv(model_mod.FUSE_NORM_ENV, fuse)
+        m = LlamaModel(TINY, WEIGHTS, ops=ops, device=device, dtype=dtype, max_batch=3,
+                       max_tokens=64, max_seq_len=64, block_size=4, cuda_graphs=False,
+                       quant=quant, quant_group=32)
+        assert m._fuses_norm(3, True) == (fuse == "1") and not m._fuses_norm(3, False)
+        logits, k = [], 0
+        for ids, ps in ((["a"], prompts[:1]), (["b", "c", "d"], prompts)):
+            out = m.logits_numpy(m.prefill(list(zip(ids, ps))))
+            for _ in range(2):
+                if fuse == "1":
+                    fed.append(out.argmax(1))
+                out = m.logits_numpy(m.decode(ids, fed[k]))
+                k += 1
+                logits.append(out)
+        runs.append(logits)
+    tol = 1e-5 if dtype == "fp32" else 2e-2
+    for a, b in zip(*runs):
+        assert np.abs(a - b).max() <= tol * np.abs(b).max(), float(np.abs(a - b).max())

@@ -565,14 +565,14 @@ def _gemv_ptx(kind, M, N, K):
     cfg = lin.gemv_config(M, N, K, kind)
     consts = {n: cfg[n] for n in ("BM", "R", "C", "EVEN")}
     if kind == "float":
-        sig = {"x_ptr": "*bf16:16", "w_ptr": "*bf16:16", "out_ptr": "*bf16:16", "M": "i32",
-               "N": "i32:16", "K": "i32:16"}
+        sig = {"x_ptr": "*bf16:16", "w_ptr": "*bf16:16", "out_ptr": "*bf16:16",
+               "g_ptr": "*bf16:16", "eps": "fp32", "M": "i32", "N": "i32:16", "K": "i32:16"}
         kernel, consts = lin.gemv_kernel, consts | {"E": cfg["E"]}
     else:
         sig = {"x_ptr": "*bf16:16", "q_ptr" if kind == "int8" else "p_ptr":
                "*i8:16" if kind == "int8" else "*u8:16", "s_ptr": "*fp32:16",
-               "out_ptr": "*bf16:16", "M": "i32", "N": "i32:16", "K": "i32:16",
-               "KW": "i32:16"}
+               "out_ptr": "*bf16:16", "g_ptr": "*bf16:16", "eps": "fp32", "M": "i32",
+               "N": "i32:16", "K": "i32:16", "KW": "i32:16"}
         kernel = quant.gemv_int8_kernel
         if kind == "int4":
             sig["N_GROUPS"] = "i32:16"
@@ -1081,3 +1081,108 @@ def test_linear_swiglu_gpu(M):
         out = torch.full((M, I), float("nan"), device="cuda", dtype=torch.bfloat16)
         run(out, True)
         assert torch.equal(out, ref), name
+
+
+def _fusion_refs(x, w, g, eps, res):
+    """float64 references of linear with norm (rmsnorm(x) * g, unrounded), and with residual
+    (res + the product rounded to res's dtype)."""
+    xn = f64(x) / np.sqrt((f64(x) ** 2).mean(1, keepdims=True) + eps) * f64(g)
+    return xn @ f64(w).T, f64(res) + f64(rnd(f64(x) @ f64(w).T, res.dtype))
+
+
+@pytest.mark.parametrize("dt", list(DTYPES), ids=str)
+def test_linear_norm_and_residual_cpu(dt):
+    # norm=g: the RMSNorm of x inside the CUDA-core linear; residual=True: out += x @ w.T;
+    # every weight kind, 1 and 3 rows, K = 96 (a ragged last step), norm with swiglu.
+    dt = DTYPES[dt]
+    rng = np.random.default_rng(14)
+    N, K, eps = 40, 96, 1e-5
+    w = rng.standard_normal((N, K)).astype(np.float32)
+    g = rng.uniform(0.5, 1.5, K).astype(dt)
+    q8, s8 = quant.quantize_int8(w)
+    p4, s4 = quant.quantize_int4(w, 32)
+    kinds = {"float": (w.astype(dt), lambda x, o, **k: ops.linear(x, w.astype(dt), o, **k)),
+             "int8": (quant.dequantize_int8(q8, s8),
+                      lambda x, o, **k: quant.linear_int8(x, q8, s8, o, **k)),
+             "int4": (quant.dequantize_int4(p4, s4, 32),
+                      lambda x, o, **k: quant.linear_int4(x, p4, s4, o, group=32, **k))}
+    for name, (wd, run) in kinds.items():
+        for M in (1, 3):
+            x = (3 * rng.standard_normal((M, K))).astype(dt)
+            res = rng.standard_normal((M, N)).astype(dt)
+            ref_n, ref_r = _fusion_refs(x, wd, g, eps, res)
+            out = np.full((M, N), np.nan, dt)
+            run(x, out, gemv=True, norm=g, eps=eps)
+            close_linear(out, ref_n, dt)
+            out = res.copy()
+            run(x, out, gemv=True, residual=True)
+            close(out, ref_r, dt)
+            sw = np.full((M, N // 2), np.nan, dt)
+            run(x, sw, gemv=True, norm=g, eps=eps, swiglu=True)
+            gate, up = ref_n[:, :N // 2], ref_n[:, N // 2:]
+            close(sw, gate / (1 + np.exp(-gate)) * up, dt,
+                  rel=2e-2 if dt != np.float32 else None)
+
+
+def test_linear_fusion_errors_cpu():
+    x = np.zeros((2, 64), np.float32)
+    w = np.zeros((10, 64), np.float32)
+    out = np.zeros((2, 10), np.float32)
+    with pytest.raises(ValueError, match=r"linear: expected 'norm' of shape \[64\]"):
+        ops.linear(x, w, out, norm=np.ones(32, np.float32))
+    with pytest.raises(ValueError, match=r"linear: expected a float eps >= 0, found -1"):
+        ops.linear(x, w, out, norm=np.ones(64, np.float32), eps=-1)
+    with pytest.raises(ValueError, match=r"linear: expected residual=True or swiglu=True"):
+        ops.linear(x, w, np.zeros((2, 5), np.float32), residual=True, swiglu=True)
+    with pytest.raises(ValueError, match=r"linear: norm needs the CUDA-core plan"):
+        ops.linear(x, w, out, norm=np.ones(64, np.float32), gemv=False)
+    with pytest.raises(ValueError, match=r"linear: residual=True needs the CUDA-core plan"):
+        ops.linear(x, w, out, residual=True, gemv=False)
+    with pytest.raises(TypeError, match=r"linear_int8: expected residual True or False"):
+        quant.linear_int8(x, np.zeros((10, 64), np.int8), np.ones(10, np.float32), out,
+                          residual=1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M", [1, 3])
+def test_linear_norm_and_residual_gpu(M):
+    # The 1B model's fused decode linears in bf16 against float64: qkv with the norm
+    # (two-step prefetch), down with the residual (int4: the (2, 512) plan), gate_up with
+    # norm and swiglu, for bf16, int8 and packed int4 weights.
+    torch = _torch()
+    rng = np.random.default_rng(15)
+    eps = 1e-5
+    for N, K, what in ((3072, 2048, "norm"), (2048, 8192, "residual"),
+                       (2 * 1024, 2048, "swiglu")):
+        w = rng.standard_normal((N, K)).astype(np.float32) / np.sqrt(K)
+        q8, s8 = quant.quantize_int8(w)
+        p4, s4 = quant.quantize_int4(w, 128)
+        dev = {k: torch.from_numpy(a).cuda() for k, a in
+               dict(q8=q8, s8=s8, p4=p4, s4=s4).items()}
+        wb = torch.from_numpy(w).cuda().to(torch.bfloat16)
+        kinds = {"float": (wb.double(), lambda x, o, **k: ops.linear(x, wb, o, **k)),
+                 "int8": (torch.from_numpy(quant.dequantize_int8(q8, s8)).cuda().double(),
+                          lambda x, o, **k: quant.linear_int8(x, dev["q8"], dev["s8"], o, **k)),
+                 "int4": (torch.from_numpy(quant.dequantize_int4(p4, s4, 128)).cuda().double(),
+                          lambda x, o, **k: quant.linear_int4(x, dev["p4"], dev["s4"], o,
+                                                              group=128, **k))}
+        x = (3 * torch.randn(M, K, device="cuda")).to(torch.bfloat16)
+        g = torch.rand(K, device="cuda").add(0.5).to(torch.bfloat16)
+        xn = x.double() / (x.double().pow(2).mean(1, keepdim=True) + eps).sqrt() * g.double()
+        for name, (wd, run) in kinds.items():
+            if what == "residual":
+                res = torch.randn(M, N, device="cuda").to(torch.bfloat16)
+                out = res.clone()
+                run(x, out, residual=True)
+                ref = res.double() + (x.double() @ wd.T).to(torch.bfloat16).double()
+            elif what == "norm":
+                out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+                run(x, out, norm=g, eps=eps)
+                ref = xn @ wd.T
+            else:
+                out = torch.empty(M, N // 2, device="cuda", dtype=torch.bfloat16)
+                run(x, out, norm=g, eps=eps, swiglu=True)
+                gu = xn @ wd.T
+                ref = torch.nn.functional.silu(gu[:, :N // 2]) * gu[:, N // 2:]
+            err = ((out.double() - ref).norm() / ref.norm()).item()
+            assert err < 1.5e-2, (what, name, M, err)

@@ -12,8 +12,15 @@ row views of those buffers:
     attention -> linear(o) -> add_rmsnorm -> linear(gate_up) -> silu_mul -> linear(down)]
     -> final add_rmsnorm on the rows whose logits are needed -> linear(lm_head)
 
-(decode steps whose gate_up runs on the CUDA-core plan fold silu_mul into it: `linear(...,
-swiglu=True)`, the same bits; KILN_MODELS_FUSE_SWIGLU=0 keeps the two ops.)
+Decode steps whose linears run on the CUDA-core plan (one GPU) fuse the rest into them:
+
+    embedding -> per layer [linear(qkv, norm) -> decode attention -> linear(o, residual)
+    -> linear(gate_up, norm, swiglu) -> linear(down, residual)] -> linear(lm_head, norm)
+
+(`norm`: the RMSNorm of the residual stream inside the linear that reads it; `residual`: the
+linear adds its output into the residual stream; `swiglu`: silu_mul in gate_up's store, the
+same bits as the two ops). KILN_MODELS_FUSE_NORM=0 / KILN_MODELS_FUSE_SWIGLU=0 keep the
+separate ops.
 
 On the GPU the model launches on its own kiln.Stream, and with cuda_graphs (the GPU's
 default) a decode step of each batch size and sampling is captured once as a kiln.CUDAGraph
@@ -45,6 +52,8 @@ from .reference import rope_tables
 
 #: KILN_MODELS_FUSE_SWIGLU=0: decode steps run gate_up and silu_mul as two kernels.
 FUSE_SWIGLU_ENV = "KILN_MODELS_FUSE_SWIGLU"
+#: KILN_MODELS_FUSE_NORM=0: decode steps run add_rmsnorm kernels between the linears.
+FUSE_NORM_ENV = "KILN_MODELS_FUSE_NORM"
 
 __all__ = ["LlamaModel", "KVCacheFull"]
 
@@ -313,20 +322,39 @@ class LlamaModel:
             q, scales = self.ops.quantize_int4(w, g)
         return self.quant, a.upload(q, q.dtype), a.upload(scales, "fp32")
 
-    def _fuses_swiglu(self, T, decode):
-        """Whether gate_up of T decode rows runs with silu_mul in its kernel (the CUDA-core
-        plan; the same bits as the two ops). KILN_MODELS_FUSE_SWIGLU=0: never."""
-        ops, w = self.ops, self.layers[0].gate_up if self.layers else None
-        if not decode or w is None or os.environ.get(FUSE_SWIGLU_ENV, "1") == "0":
-            return False
-        gemv = True if self.batch_invariant else None
+    def _takes_gemv(self, T, w, K):
+        """Whether a decode linear of T rows with weight w (see _projection) runs on the
+        CUDA-core plan, where the ops fuse norms, residual adds and SwiGLU."""
+        ops, gemv = self.ops, (True if self.batch_invariant else None)
         if not isinstance(w, tuple):
             return hasattr(ops, "uses_gemv") and ops.uses_gemv(T, gemv)
         group = self.quant_group if w[0] == "int4" else None
-        return hasattr(ops, "quant_takes_gemv") and ops.quant_takes_gemv(
-            T, self.config.hidden_size, group, gemv, w[1])
+        return hasattr(ops, "quant_takes_gemv") and ops.quant_takes_gemv(T, K, group, gemv,
+                                                                          w[1])
 
-    def _linear(self, x, w, out, launch, decode=True, swiglu=False):
+    def _fuses_swiglu(self, T, decode):
+        """Whether gate_up of T decode rows runs with silu_mul in its kernel (the CUDA-core
+        plan; the same bits as the two ops). KILN_MODELS_FUSE_SWIGLU=0: never."""
+        if not decode or not self.layers or os.environ.get(FUSE_SWIGLU_ENV, "1") == "0":
+            return False
+        return self._takes_gemv(T, self.layers[0].gate_up, self.config.hidden_size)
+
+    def _fuses_norm(self, T, decode):
+        """Whether the RMSNorms of T decode rows run inside the linears that read them and
+        the residual adds inside the linears that write them (every projection and the head
+        on the CUDA-core plan, one GPU: tensor parallel adds partial sums first).
+        KILN_MODELS_FUSE_NORM=0: never."""
+        if (not decode or not self.layers or self.all_reduce is not None
+                or os.environ.get(FUSE_NORM_ENV, "1") == "0"):
+            return False
+        c, w = self.config, self.layers[0]
+        return all(self._takes_gemv(T, wt, k) for wt, k in (
+            (w.qkv, c.hidden_size), (w.o, c.num_attention_heads * c.head_dim),
+            (w.gate_up, c.hidden_size), (w.down, c.intermediate_size),
+            (self.lm_head, c.hidden_size)))
+
+    def _linear(self, x, w, out, launch, decode=True, swiglu=False, norm=None,
+                residual=False):
         """out = x @ w.T for a dense or quantized weight (see _projection). batch_invariant:
         the plan does not depend on the rows, so a row's result is the same in any batch:
         decode steps and the head on CUDA cores (one K order per row), a prefill's rows on
@@ -334,6 +362,10 @@ class LlamaModel:
         kw = dict(launch, scratch=self.linear_scratch)
         if swiglu:
             kw["swiglu"] = True
+        if norm is not None:
+            kw.update(norm=norm, eps=self.config.rms_norm_eps)
+        if residual:
+            kw["residual"] = True
         if self.batch_invariant:
             kw.update(gemv=bool(decode), scratch=None)
         if not isinstance(w, tuple):
@@ -564,6 +596,17 @@ class LlamaModel:
             r(self.mlp, T)
         ops.embedding(ids, self.embed, res, **ld)
         fuse_swiglu = self._fuses_swiglu(T, decode)
+        if self._fuses_norm(T, decode):
+            for i, w in enumerate(self.layers):
+                self._linear(res, w.qkv, qkv, ld, decode, norm=w.in_norm)
+                attend(i, qkv, attn)
+                self._linear(attn, w.o, res, ld, decode, residual=True)
+                self._linear(res, w.gate_up, mlp if fuse_swiglu else gu, ld, decode,
+                             swiglu=fuse_swiglu, norm=w.post_norm)
+                if not fuse_swiglu:
+                    ops.silu_mul(gu, mlp, **ld)
+                self._linear(mlp, w.down, res, ld, decode, residual=True)
+            return None, res  # every block's output is in res already
         for i, w in enumerate(self.layers):
             if i == 0:
                 ops.rmsnorm(res, w.in_norm, normed, eps, **ld)
@@ -590,9 +633,13 @@ class LlamaModel:
         return x, res
 
     def _head(self, x, res, B):
-        """The final norm and the LM head on B rows (x, res: [B, H])."""
+        """The final norm and the LM head on B rows (x, res: [B, H]; x None: the layers added
+        every output into res and the head's linear normalizes it)."""
         r, ld = self.arrays.rows, self.launch
         normed, logits = r(self.last_normed, B), r(self.logits, B)
+        if x is None:
+            self._linear(res, self.lm_head, logits, ld, norm=self.norm)
+            return logits
         self.ops.add_rmsnorm(x, res, self.norm, normed, self.config.rms_norm_eps, **ld)
         self._linear(normed, self.lm_head, logits, ld)
         return logits

@@ -108,11 +108,57 @@ def _gemv_rows(M, N, BM: tl.constexpr, R: tl.constexpr, SWIGLU: tl.constexpr = F
 
 
 @kiln.jit
-def _gemv_store(res, out_ptr, rm, rn, M, N, SWIGLU: tl.constexpr = False):
+def _norm_x(x, g, ss, NORM: tl.constexpr):
+    """fp32 x, times the norm weight g (NORM), and ss plus x's squares summed over the last
+    axis (NORM: the row's sum of squares accumulates over the K steps)."""
+    xf = x.to(tl.float32)
+    if NORM:
+        ss += tl.sum(xf * xf, axis=3)
+        xf = xf * g.to(tl.float32)
+    return xf, ss
+
+
+@kiln.jit
+def _g_tile(g_ptrs, off, mask, NORM: tl.constexpr):
+    """NORM: the norm weight's tile of a step (at element offset `off`, masked off: zeros);
+    otherwise a [1, 1, 1, 1] zero (a tensor: loops carry it)."""
+    if NORM:
+        if mask is None:
+            return tl.load(g_ptrs + off)
+        return tl.load(g_ptrs + off, mask=mask, other=0.0)
+    return tl.zeros((1, 1, 1, 1), dtype=tl.float32)
+
+
+@kiln.jit
+def _rstd(ss, K, eps):
+    """1 / sqrt(mean(x^2) + eps) per row of x from the per-lane sums ss [BM, 1, C] (the
+    RMSNorm of the row; its weight is applied to x in the loop)."""
+    return tl.rsqrt(tl.sum(tl.sum(ss, axis=2), axis=1) / K + eps)
+
+
+@kiln.jit
+def _gemv_resid(out_ptr, rm, rn, M, N, RESID: tl.constexpr):
+    """RESID: the residual stream's values out[rm, rn], loaded right after gdc_wait (not on
+    the epilogue's critical path); None otherwise."""
+    if RESID:
+        mask = (rm[:, None] < M) & (rn[None, :] < N)
+        return tl.load(out_ptr + rm[:, None] * N + rn[None, :], mask=mask, other=0.0)
+    return None
+
+
+@kiln.jit
+def _gemv_store(res, out_ptr, rm, rn, M, N, SWIGLU: tl.constexpr = False, rstd=None,
+                resid=None):
     """out[rm, rn] = res, the rows past M or N left out. SWIGLU (rows as _gemv_rows gives
     them): out[rm, j] = silu(gate_j) * up_j, out [M, N / 2], each of gate, up and silu rounded
-    to out's dtype first, as silu_mul does after an unfused linear (the same bits)."""
+    to out's dtype first, as silu_mul does after an unfused linear (the same bits). rstd
+    [BM]: res scaled per row first (RMSNorm of x); resid (_gemv_resid): out = resid + res,
+    res rounded to out's dtype first, as add_rmsnorm adds a linear's output."""
     dt = out_ptr.dtype.element_ty
+    if rstd is not None:
+        res = res * rstd[:, None]
+    if resid is not None:
+        res = resid.to(tl.float32) + res.to(dt).to(tl.float32)
     if SWIGLU:
         inter = N // 2
         g, u = tl.split(tl.reshape(res, (res.shape[0], res.shape[1] // 2, 2)))
@@ -128,9 +174,10 @@ def _gemv_store(res, out_ptr, rm, rn, M, N, SWIGLU: tl.constexpr = False):
 
 
 @kiln.jit
-def gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, R: tl.constexpr,
+def gemv_kernel(x_ptr, w_ptr, out_ptr, g_ptr, eps, M, N, K, BM: tl.constexpr, R: tl.constexpr,
                 C: tl.constexpr, E: tl.constexpr, EVEN: tl.constexpr, TWO: tl.constexpr = False,
-                SWIGLU: tl.constexpr = False):
+                SWIGLU: tl.constexpr = False, NORM: tl.constexpr = False,
+                RESID: tl.constexpr = False):
     """out[BM rows, R rows] of x @ w.T on CUDA cores. The tile is [BM, R, C, E]: E consecutive
     K (16 bytes) per thread, C pieces along K over the lanes and warps (and U = C / threads
     repeats per thread), R weight rows and BM rows of x in every thread. x is loaded as a 4-D
@@ -144,22 +191,32 @@ def gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, R: tl.constexp
     C * E): no K mask but the step's own (a scalar, without `other`: no register zeroing).
     TWO (K exactly two steps, EVEN): both steps' weights are loaded before gdc_wait (the whole
     row in flight while the kernel before finishes), then summed in the loop's order.
-    SWIGLU: w is [gate | up] and out[M, N / 2] = silu(x @ gate.T) * (x @ up.T) (_gemv_store)."""
+    SWIGLU: w is [gate | up] and out[M, N / 2] = silu(x @ gate.T) * (x @ up.T) (_gemv_store).
+    NORM: x is the residual stream and the result that of rmsnorm(x) * g (g_ptr [K], eps):
+    x times g in the loop, the rows' sums of squares beside it, the result scaled by their
+    rstd. RESID: out is the residual stream and gets out + x @ w.T."""
     rm, rn = _gemv_rows(M, N, BM, R, SWIGLU)
     kk = tl.arange(0, C)[:, None] * E + tl.arange(0, E)[None, :]  # [C, E]
     # Rows past M or N wrap to valid rows (read, never stored).
     w_ptrs = w_ptr + (rn % N)[:, None, None] * K + kk[None, :, :]
     x_ptrs = x_ptr + (rm % M)[:, None, None, None] * K + kk[None, None, :, :]
+    g_ptrs = g_ptr + kk[None, None, :, :]
     acc = tl.zeros((BM, R, C), dtype=tl.float32)
+    ss = tl.zeros((BM, 1, C), dtype=tl.float32)
     if TWO:
         w0 = tl.load(w_ptrs, eviction_policy="evict_first")
         w1 = tl.load(w_ptrs + C * E, eviction_policy="evict_first")
+        g = _g_tile(g_ptrs, 0, None, NORM)
+        g1 = _g_tile(g_ptrs, C * E, None, NORM)
         tl.extra.cuda.gdc_wait()  # PDL (_common.PDL_ENV): x is the kernel before's output
         tl.extra.cuda.gdc_launch_dependents()
         x0 = tl.load(x_ptrs)
         x1 = tl.load(x_ptrs + C * E)
-        acc += tl.sum(w0[None, :, :, :].to(tl.float32) * x0.to(tl.float32), axis=3)
-        acc += tl.sum(w1[None, :, :, :].to(tl.float32) * x1.to(tl.float32), axis=3)
+        resid = _gemv_resid(out_ptr, rm, rn, M, N, RESID)
+        xf, ss = _norm_x(x0, g, ss, NORM)
+        acc += tl.sum(w0[None, :, :, :].to(tl.float32) * xf, axis=3)
+        xf, ss = _norm_x(x1, g1, ss, NORM)
+        acc += tl.sum(w1[None, :, :, :].to(tl.float32) * xf, axis=3)
     else:
         kmask = kk < K
         if EVEN:
@@ -174,6 +231,8 @@ def gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, R: tl.constexp
             x = tl.load(x_ptrs)
         else:
             x = tl.load(x_ptrs, mask=kmask[None, None, :, :], other=0.0)
+        g = _g_tile(g_ptrs, 0, kmask[None, None, :, :], NORM)
+        resid = _gemv_resid(out_ptr, rm, rn, M, N, RESID)
         for k0 in range(C * E, K + C * E, C * E):
             if EVEN:  # (the last step's loads are masked off and their values unused)
                 w_next = tl.load(w_ptrs + k0, mask=k0 < K, eviction_policy="evict_first")
@@ -183,10 +242,16 @@ def gemv_kernel(x_ptr, w_ptr, out_ptr, M, N, K, BM: tl.constexpr, R: tl.constexp
                 w_next = tl.load(w_ptrs + k0, mask=kmask[None, :, :], other=0.0,
                                  eviction_policy="evict_first")
                 x_next = tl.load(x_ptrs + k0, mask=kmask[None, None, :, :], other=0.0)
-            acc += tl.sum(w[None, :, :, :].to(tl.float32) * x.to(tl.float32), axis=3)
+            g_next = _g_tile(g_ptrs, k0, ((k0 + kk) < K)[None, None, :, :], NORM)
+            xf, ss = _norm_x(x, g, ss, NORM)
+            acc += tl.sum(w[None, :, :, :].to(tl.float32) * xf, axis=3)
             w = w_next
             x = x_next
-    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, SWIGLU)
+            g = g_next
+    rstd = None
+    if NORM:
+        rstd = _rstd(ss, K, eps)
+    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, SWIGLU, rstd, resid)
 
 
 @kiln.jit
@@ -372,24 +437,52 @@ def swiglu_out_features(op, N, swiglu):
     return N // 2
 
 
-def check_swiglu_plan(op, swiglu, takes_gemv):
-    if swiglu and not takes_gemv:
-        raise ValueError(f"{op}: swiglu=True needs the CUDA-core plan (up to "
-                         f"{GEMV_MAX_M['float']} rows of x, or gemv=True up to {DECODE_MAX_M}); "
-                         f"run the linear, then silu_mul")
+def check_fused_plan(op, swiglu, norm, residual, takes_gemv):
+    """The fusions (swiglu, norm, residual) exist on the CUDA-core plan only."""
+    for name, on, instead in (("swiglu=True", swiglu, "the linear, then silu_mul"),
+                              ("norm", norm is not None, "rmsnorm, then the linear"),
+                              ("residual=True", residual, "the linear, then add_rmsnorm")):
+        if on and not takes_gemv:
+            raise ValueError(f"{op}: {name} needs the CUDA-core plan (up to "
+                             f"{GEMV_MAX_M['float']} rows of x, or gemv=True up to "
+                             f"{DECODE_MAX_M}); run {instead}")
 
 
-def linear(x, w, out, scratch=None, stream=None, device=None, gemv=None, swiglu=False):
+def check_fusions(op, x, K, norm, eps, residual, swiglu=False):
+    """The norm weight [K] of a fused RMSNorm (None: none) and its eps; residual: out is read
+    (a plain flag; not with swiglu)."""
+    if residual and swiglu:
+        raise ValueError(f"{op}: expected residual=True or swiglu=True, not both")
+    if norm is not None:
+        check_array(op, "norm", norm, (K,), FLOAT_DTYPES)
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps >= 0:
+            raise ValueError(f"{op}: expected a float eps >= 0, found {eps!r}")
+    if not isinstance(residual, bool):
+        raise TypeError(f"{op}: expected residual True or False, found {residual!r}")
+
+
+def fusion_consts(norm, eps, residual, x):
+    """(g_ptr, eps) arguments and NORM/RESID constexprs of the CUDA-core kernels."""
+    return (x if norm is None else norm, float(eps) if norm is not None else 0.0,
+            dict(NORM=norm is not None, RESID=bool(residual)))
+
+
+def linear(x, w, out, scratch=None, stream=None, device=None, gemv=None, swiglu=False,
+           norm=None, eps=1e-6, residual=False):
     """out[M, N] = x[M, K] @ w[N, K].T (fp32 accumulation). x and w share one dtype (fp32, bf16,
     fp16); out is any of those. `scratch`: an fp32 array of at least
     `linear_scratch_numel(M, N, K)` elements for split-K in decode (optional). `gemv`: None
     (the plan by M), True (CUDA cores, up to 64 rows) or False (tensor cores). `swiglu`
     (CUDA-core plan): w = [gate | up] and out[M, N / 2] = silu_mul(x @ w.T), the same bits as
-    the two ops, in one kernel."""
+    the two ops, in one kernel. `norm` (CUDA-core plan), a weight [K]: x is first normalized,
+    rmsnorm(x, eps) * norm (as ops.rmsnorm, without rounding the normalized x), in the same
+    kernel. `residual` (CUDA-core plan): out += x @ w.T (the product rounded to out's dtype,
+    then the sum, as add_rmsnorm adds)."""
     M, K = check_array("linear", "x", x, (None, None), FLOAT_DTYPES)
     N, _ = check_array("linear", "w", w, (None, K), FLOAT_DTYPES)
     check_array("linear", "out", out, (M, swiglu_out_features("linear", N, swiglu)),
                 FLOAT_DTYPES)
+    check_fusions("linear", x, K, norm, eps, residual, swiglu)
     if out is x or out is w:
         raise ValueError("linear: expected 'out' to be another array than 'x' and 'w' (other "
                          "programs still read them while it is written)")
@@ -405,14 +498,16 @@ def linear(x, w, out, scratch=None, stream=None, device=None, gemv=None, swiglu=
     itemsize = 4 if dt == "float32" else 2
     sms = 132 if cpu else _sm_count(_device_index(x))
     cfg = linear_config(M, N, K, itemsize, cpu, sms, split_ok=scratch is not None, gemv=gemv)
-    check_swiglu_plan("linear", swiglu, cfg["kernel"] == "gemv")
+    check_fused_plan("linear", swiglu, norm, residual, cfg["kernel"] == "gemv")
     if M == 0 or N == 0:
         return out
     if cfg.pop("kernel") == "gemv":
         two = cfg["EVEN"] and K == 2 * cfg["C"] * cfg["E"] and two_step_prefetch()
-        gemv_kernel[(cfg["programs"],)](x, w, out, M, N, K, BM=cfg["BM"], R=cfg["R"],
+        g, eps, fused = fusion_consts(norm, eps, residual, x)
+        gemv_kernel[(cfg["programs"],)](x, w, out, g, eps, M, N, K, BM=cfg["BM"], R=cfg["R"],
                                         C=cfg["C"], E=cfg["E"], EVEN=cfg["EVEN"], TWO=two,
-                                        SWIGLU=bool(swiglu), num_warps=cfg["num_warps"],
+                                        SWIGLU=bool(swiglu), **fused,
+                                        num_warps=cfg["num_warps"],
                                         **launch_opts(dev, stream, pdl=True))
         return out
     opts = launch_opts(dev, stream)

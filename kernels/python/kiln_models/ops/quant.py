@@ -35,9 +35,9 @@ import kiln
 import kiln.language as tl
 
 from ._common import FLOAT_DTYPES, check_array, dtype_name, launch_device, launch_opts
-from .linear import (_device_index, _gemv_rows, _gemv_store, _sm_count, check_swiglu_plan,
-                     gemv_config, splitk_reduce_kernel, swiglu_out_features, two_step_prefetch,
-                     uses_gemv)
+from .linear import (_device_index, _g_tile, _gemv_resid, _gemv_rows, _gemv_store, _norm_x, _rstd,
+                     _sm_count, check_fused_plan, check_fusions, fusion_consts, gemv_config,
+                     splitk_reduce_kernel, swiglu_out_features, two_step_prefetch, uses_gemv)
 
 __all__ = ["quantize_int8", "quantize_int4", "dequantize_int8", "dequantize_int4",
            "linear_int8", "linear_int4", "quant_scratch_numel", "quant_takes_gemv"]
@@ -166,28 +166,33 @@ def _wait_then_x(x_ptrs, wmask, EVEN: tl.constexpr):
 
 
 @kiln.jit
-def gemv_int8_kernel(x_ptr, q_ptr, s_ptr, out_ptr, M, N, K, KW, BM: tl.constexpr,
+def gemv_int8_kernel(x_ptr, q_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW, BM: tl.constexpr,
                      R: tl.constexpr, C: tl.constexpr, EVEN: tl.constexpr,
-                     SWIGLU: tl.constexpr = False):
+                     SWIGLU: tl.constexpr = False, NORM: tl.constexpr = False,
+                     RESID: tl.constexpr = False):
     """out[BM rows, R rows] = x @ (q * s).T on CUDA cores, KW = K / 4 words per weight row.
     Tile [BM, R, C, 4]: one word of 4 consecutive K per thread and row (lanes on consecutive
     words: 128-byte warp accesses), C words along K over the lanes, warps and repeats, R
     weight rows and BM rows of x in every thread; x loaded as [BM, 1, C, 4] (8 bytes a
     thread), which anchors that layout. Loads one step ahead and EVEN (KW a multiple of C)
-    as in linear's gemv_kernel."""
+    as in linear's gemv_kernel; SWIGLU, NORM (g_ptr, eps) and RESID as there."""
     rm, rn = _gemv_rows(M, N, BM, R, SWIGLU)
     rc = tl.arange(0, C)
     j = tl.arange(0, 4)[None, None, None, :]
     q_ptrs = q_ptr.to(tl.pointer_type(tl.int32)) + (rn % N)[:, None] * KW + rc[None, :]
     x_ptrs = x_ptr + (rm % M)[:, None, None, None] * K + rc[None, None, :, None] * 4 + j
+    g_ptrs = g_ptr + rc[None, None, :, None] * 4 + j
     inv = _inv_shift(j, 8)
     acc = tl.zeros((BM, R, C), dtype=tl.float32)
+    ss = tl.zeros((BM, 1, C), dtype=tl.float32)
     wmask = rc < KW
     if EVEN:
         words = tl.load(q_ptrs, eviction_policy="evict_first")
     else:
         words = tl.load(q_ptrs, mask=wmask[None, :], other=0, eviction_policy="evict_first")
     x = _wait_then_x(x_ptrs, wmask, EVEN)
+    g = _g_tile(g_ptrs, 0, wmask[None, None, :, None], NORM)
+    resid = _gemv_resid(out_ptr, rm, rn, M, N, RESID)
     for w0 in range(C, KW + C, C):
         if EVEN:
             words_next = tl.load(q_ptrs + w0, mask=w0 < KW, eviction_policy="evict_first")
@@ -197,13 +202,20 @@ def gemv_int8_kernel(x_ptr, q_ptr, s_ptr, out_ptr, M, N, K, KW, BM: tl.constexpr
             words_next = tl.load(q_ptrs + w0, mask=wmask[None, :], other=0,
                                  eviction_policy="evict_first")
             x_next = tl.load(x_ptrs + 4 * w0, mask=wmask[None, None, :, None], other=0.0)
+        g_next = _g_tile(g_ptrs, 4 * w0, ((w0 + rc) < KW)[None, None, :, None], NORM)
         # int8 -> the unsigned q + 128 (zero point 128) in every byte.
         f = _word_fields((words ^ -2139062144)[None, :, :, None], j, 8, 128)  # 0x80808080
-        acc += tl.sum(f * (x.to(tl.float32) * inv), axis=3)
+        xf, ss = _norm_x(x, g, ss, NORM)
+        acc += tl.sum(f * (xf * inv), axis=3)
         words = words_next
         x = x_next
+        g = g_next
     scale = tl.load(s_ptr + rn % N)
-    _gemv_store(tl.sum(acc, axis=2) * scale[None, :], out_ptr, rm, rn, M, N, SWIGLU)
+    rstd = None
+    if NORM:
+        rstd = _rstd(ss, K, eps)
+    _gemv_store(tl.sum(acc, axis=2) * scale[None, :], out_ptr, rm, rn, M, N, SWIGLU, rstd,
+                resid)
 
 
 @kiln.jit
@@ -236,9 +248,10 @@ def _next_words(p_ptrs, s_ptrs, s_rows, rc, w0, KW, GROUP_WORDS: tl.constexpr,
 
 
 @kiln.jit
-def gemv_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
+def gemv_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW, N_GROUPS,
                      GROUP_WORDS: tl.constexpr, BM: tl.constexpr, R: tl.constexpr,
-                     C: tl.constexpr, EVEN: tl.constexpr, SWIGLU: tl.constexpr = False):
+                     C: tl.constexpr, EVEN: tl.constexpr, SWIGLU: tl.constexpr = False,
+                     NORM: tl.constexpr = False, RESID: tl.constexpr = False):
     """As gemv_int8_kernel for int4: KW = K / 8 words per packed row (8 consecutive K each,
     k even in the low nibble of its byte), x loaded as [BM, 1, C, 8] (16 bytes a thread);
     every word lies in one group (GROUP_WORDS words), whose scale multiplies the word's sum."""
@@ -248,12 +261,16 @@ def gemv_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
     p_ptrs = p_ptr.to(tl.pointer_type(tl.int32)) + (rn % N)[:, None] * KW + rc[None, :]
     s_rows = s_ptr + (rn % N)[:, None] * N_GROUPS
     x_ptrs = x_ptr + (rm % M)[:, None, None, None] * K + rc[None, None, :, None] * 8 + j
+    g_ptrs = g_ptr + rc[None, None, :, None] * 8 + j
     inv = _inv_shift(j, 4)
     acc = tl.zeros((BM, R, C), dtype=tl.float32)
+    ss = tl.zeros((BM, 1, C), dtype=tl.float32)
     s_ptrs = s_rows + (rc // GROUP_WORDS)[None, :]
     wmask = rc < KW
     words, scale = _first_words(p_ptrs, s_ptrs, wmask, EVEN)
     x = _wait_then_x(x_ptrs, wmask, EVEN)
+    g = _g_tile(g_ptrs, 0, wmask[None, None, :, None], NORM)
+    resid = _gemv_resid(out_ptr, rm, rn, M, N, RESID)
     for w0 in range(C, KW + C, C):
         words_next, scale_next = _next_words(p_ptrs, s_ptrs, s_rows, rc, w0, KW, GROUP_WORDS,
                                              EVEN)
@@ -262,12 +279,18 @@ def gemv_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
         else:
             x_next = tl.load(x_ptrs + 8 * w0, mask=((w0 + rc) < KW)[None, None, :, None],
                              other=0.0)
+        g_next = _g_tile(g_ptrs, 8 * w0, ((w0 + rc) < KW)[None, None, :, None], NORM)
         f = _word_fields(words[None, :, :, None], j, 4, 8)
-        acc += tl.sum(f * (x.to(tl.float32) * inv), axis=3) * scale[None, :, :]
+        xf, ss = _norm_x(x, g, ss, NORM)
+        acc += tl.sum(f * (xf * inv), axis=3) * scale[None, :, :]
         words = words_next
         scale = scale_next
         x = x_next
-    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, SWIGLU)
+        g = g_next
+    rstd = None
+    if NORM:
+        rstd = _rstd(ss, K, eps)
+    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, SWIGLU, rstd, resid)
 
 
 # Packed 16-bit math (GPU, bf16/fp16 x): a word's 8 int4 codes become 4 pairs of 16-bit
@@ -335,6 +358,25 @@ def _word_asm(kind):
     return text
 
 
+# NORM (the fused RMSNorm): x's word times the norm weight's (a packed 16-bit product, rounded
+# as torch's `w * normed` is) and the word's two squares summed in fp32 for the row's rstd.
+_NORM_ASM = """{
+    .reg .b32 lo, hi;
+    .reg .f32 flo, fhi;
+    mul.rn.T $0, $2, $3;
+    TOF32
+    mul.f32 $1, flo, flo;
+    fma.rn.f32 $1, fhi, fhi, $1;
+}"""
+
+
+def _norm_asm(kind):
+    t, tof32 = ("bf16x2", _BF16_TO_F32) if kind == "bf16" else ("f16x2", _F16_TO_F32)
+    return _NORM_ASM.replace("TOF32", tof32.replace("acc", "$2")).replace("T", t)
+
+
+NORM_ASM_BF16 = tl.constexpr(_norm_asm("bf16"))
+NORM_ASM_F16 = tl.constexpr(_norm_asm("fp16"))
 WORD_ASM_BF16 = tl.constexpr(_word_asm("bf16"))
 WORD_ASM_F16 = tl.constexpr(_word_asm("fp16"))
 PAIRS_ASM = tl.constexpr(_PAIRS_ASM)
@@ -354,6 +396,34 @@ def _word_sums(words, x0, x1, x2, x3, F16: tl.constexpr):
 
 
 @kiln.jit
+def _g_words(gw_ptrs, gmask, NORM: tl.constexpr):
+    """NORM: the norm weight's words 0..3 of each piece ([1, C], as _x_words); else zeros
+    ([1, 1] tensors: loops carry them)."""
+    if NORM:
+        return _x_words(gw_ptrs, gmask)
+    z = tl.zeros((1, 1), dtype=tl.int32)
+    return z, z, z, z
+
+
+@kiln.jit
+def _norm_words(x0, x1, x2, x3, g0, g1, g2, g3, ss, F16: tl.constexpr, NORM: tl.constexpr):
+    """NORM: x's words times the norm weight's words (_g_words), and ss [BM, C] plus x's
+    squares; otherwise x's words and ss as given."""
+    if NORM:
+        asm = NORM_ASM_F16 if F16 else NORM_ASM_BF16
+        x0, s0 = tl.inline_asm_elementwise(asm, "=r,=f,r,r", [x0, g0],
+                                           dtype=(tl.int32, tl.float32), is_pure=True, pack=1)
+        x1, s1 = tl.inline_asm_elementwise(asm, "=r,=f,r,r", [x1, g1],
+                                           dtype=(tl.int32, tl.float32), is_pure=True, pack=1)
+        x2, s2 = tl.inline_asm_elementwise(asm, "=r,=f,r,r", [x2, g2],
+                                           dtype=(tl.int32, tl.float32), is_pure=True, pack=1)
+        x3, s3 = tl.inline_asm_elementwise(asm, "=r,=f,r,r", [x3, g3],
+                                           dtype=(tl.int32, tl.float32), is_pure=True, pack=1)
+        ss += (s0 + s1) + (s2 + s3)
+    return x0, x1, x2, x3, ss
+
+
+@kiln.jit
 def _x_words(xw_ptrs, mask):
     """The 32-bit words 0..3 (element pairs) of each 8-element piece of x at xw_ptrs ([BM, C]
     pointers to each piece's first word); `mask` None or [BM, C] (masked off: 0)."""
@@ -365,23 +435,27 @@ def _x_words(xw_ptrs, mask):
 
 
 @kiln.jit
-def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
+def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW, N_GROUPS,
                             GROUP_WORDS: tl.constexpr, BM: tl.constexpr, R: tl.constexpr,
                             C: tl.constexpr, EVEN: tl.constexpr, F16: tl.constexpr,
                             TWO: tl.constexpr = False, AHEAD: tl.constexpr = 1,
-                            SWIGLU: tl.constexpr = False):
+                            SWIGLU: tl.constexpr = False, NORM: tl.constexpr = False,
+                            RESID: tl.constexpr = False):
     """gemv_int4_kernel with packed 16-bit math (GPU; bf16 x, or fp16 with F16): x read as 32-bit
     words of two elements ([BM, C] tiles of words 0..3 of each 8-element piece), permuted once
     per step into the pairs (x_i, x_{i+4}) the codes unpack to, and each (row of x, weight
     row, word) summed by _WORD_ASM. TWO (KW exactly two steps, EVEN): both steps' words and
-    scales are loaded before gdc_wait, as linear's gemv_kernel does."""
+    scales are loaded before gdc_wait, as linear's gemv_kernel does. SWIGLU, NORM (x's words
+    times g's in 16 bits, _NORM_ASM) and RESID as in gemv_kernel."""
     rm, rn = _gemv_rows(M, N, BM, R, SWIGLU)
     rc = tl.arange(0, C)
     p_ptrs = p_ptr.to(tl.pointer_type(tl.int32)) + (rn % N)[:, None] * KW + rc[None, :]
     s_rows = s_ptr + (rn % N)[:, None] * N_GROUPS
     xw_ptrs = x_ptr.to(tl.pointer_type(tl.int32)) + (rm % M)[:, None] * (K // 2) + \
         rc[None, :] * 4
+    gw_ptrs = g_ptr.to(tl.pointer_type(tl.int32)) + rc[None, :] * 4
     acc = tl.zeros((BM, R, C), dtype=tl.float32)
+    ss = tl.zeros((BM, C), dtype=tl.float32)
     s_ptrs = s_rows + (rc // GROUP_WORDS)[None, :]
     wmask = rc < KW
     if TWO:
@@ -392,8 +466,13 @@ def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
         tl.extra.cuda.gdc_wait()  # PDL: the weights above are in flight meanwhile
         tl.extra.cuda.gdc_launch_dependents()
         x0, x1, x2, x3 = _x_words(xw_ptrs, None)
+        resid = _gemv_resid(out_ptr, rm, rn, M, N, RESID)
+        g0, g1, g2, g3 = _g_words(gw_ptrs, None, NORM)
+        x0, x1, x2, x3, ss = _norm_words(x0, x1, x2, x3, g0, g1, g2, g3, ss, F16, NORM)
         acc += _word_sums(words0, x0, x1, x2, x3, F16) * scale0[None, :, :]
         x0, x1, x2, x3 = _x_words(xw_ptrs + 4 * C, None)
+        g0, g1, g2, g3 = _g_words(gw_ptrs + 4 * C, None, NORM)
+        x0, x1, x2, x3, ss = _norm_words(x0, x1, x2, x3, g0, g1, g2, g3, ss, F16, NORM)
         acc += _word_sums(words1, x0, x1, x2, x3, F16) * scale1[None, :, :]
     else:
         words, scale = _first_words(p_ptrs, s_ptrs, wmask, EVEN)
@@ -403,11 +482,16 @@ def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
         tl.extra.cuda.gdc_wait()  # PDL: the weights above are in flight meanwhile (linear.py)
         tl.extra.cuda.gdc_launch_dependents()
         x0, x1, x2, x3 = _x_words(xw_ptrs, wmask[None, :])
+        g0, g1, g2, g3 = _g_words(gw_ptrs, wmask[None, :], NORM)
+        resid = _gemv_resid(out_ptr, rm, rn, M, N, RESID)
         for w0 in range(C, KW + C, C):
             words_next, scale_next = _next_words(p_ptrs, s_ptrs, s_rows, rc,
                                                  w0 + (AHEAD - 1) * C, KW, GROUP_WORDS, EVEN)
             x0n, x1n, x2n, x3n = _x_words(xw_ptrs + 4 * w0, ((w0 + rc) < KW)[None, :])
-            acc += _word_sums(words, x0, x1, x2, x3, F16) * scale[None, :, :]
+            g0n, g1n, g2n, g3n = _g_words(gw_ptrs + 4 * w0, ((w0 + rc) < KW)[None, :], NORM)
+            xa0, xa1, xa2, xa3, ss = _norm_words(x0, x1, x2, x3, g0, g1, g2, g3, ss, F16, NORM)
+            acc += _word_sums(words, xa0, xa1, xa2, xa3, F16) * scale[None, :, :]
+            g0, g1, g2, g3 = g0n, g1n, g2n, g3n
             if AHEAD == 2:
                 words = words_b
                 scale = scale_b
@@ -417,7 +501,10 @@ def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, M, N, K, KW, N_GROUPS,
                 words = words_next
                 scale = scale_next
             x0, x1, x2, x3 = x0n, x1n, x2n, x3n
-    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, SWIGLU)
+    rstd = None
+    if NORM:
+        rstd = _rstd(ss[:, None, :], K, eps)
+    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, SWIGLU, rstd, resid)
 
 
 # ---------------------------------------------------------------- quantizers (numpy)
@@ -559,11 +646,11 @@ def _packed_math(x, dev):
 
 
 def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, wq, gemv,
-            swiglu=False):
+            swiglu=False, norm=None, eps=0.0, residual=False):
     dev = launch_device(device, x, wq, out)
     cpu = dev == "cpu"
     takes_gemv = _takes_gemv(M, K, group, gemv, wq)
-    check_swiglu_plan(op, swiglu, takes_gemv)
+    check_fused_plan(op, swiglu, norm, residual, takes_gemv)
     if takes_gemv:
         if M == 0 or N == 0:
             return out
@@ -574,6 +661,8 @@ def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, w
         extra = (K // group,) if group is not None else ()
         consts = dict(GROUP_WORDS=group // 8) if group is not None else {}
         consts["SWIGLU"] = bool(swiglu)
+        g, eps, fused = fusion_consts(norm, eps, residual, x)
+        consts.update(fused)
         # EVEN (whole steps) also needs a step of whole groups (int4) for its scale offsets.
         even = cfg["EVEN"] and (group is None or cfg["C"] % (group // 8) == 0)
         gk = gemv_int8_kernel if group is None else gemv_int4_kernel
@@ -584,7 +673,7 @@ def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, w
             consts["AHEAD"] = cfg.get("AHEAD", 1)
         if cfg.get("maxnreg"):
             consts["maxnreg"] = cfg["maxnreg"]
-        gk[(cfg["programs"],)](x, *args, out, M, N, K, words, *extra, BM=cfg["BM"],
+        gk[(cfg["programs"],)](x, *args, out, g, eps, M, N, K, words, *extra, BM=cfg["BM"],
                                R=cfg["R"], C=cfg["C"], EVEN=even, num_warps=cfg["num_warps"],
                                **consts, **launch_opts(dev, stream, pdl=True))
         return out
@@ -617,23 +706,26 @@ def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, w
 
 
 def linear_int8(x, q, scales, out, scratch=None, stream=None, device=None, gemv=None,
-                swiglu=False):
+                swiglu=False, norm=None, eps=1e-6, residual=False):
     """out[M, N] = x[M, K] @ (q[N, K] * scales[N, None]).T (q int8, scales fp32). `gemv`: None
-    (the plan by M), True (CUDA cores) or False (tensor cores). `swiglu` as in `linear`."""
+    (the plan by M), True (CUDA cores) or False (tensor cores). `swiglu`, `norm` (and `eps`)
+    and `residual` as in `linear`."""
     op = "linear_int8"
     N, K = check_array(op, "q", q, (None, None), ("int8",))
     M, _ = _check_x_out(op, x, out, N, swiglu)
     check_array(op, "x", x, (M, K), FLOAT_DTYPES)
     check_array(op, "scales", scales, (N,), ("float32",))
+    check_fusions(op, x, K, norm, eps, residual, swiglu)
     return _launch(op, linear_int8_kernel, x, out, scratch, (q, scales), M, N, K, None,
-                   stream, device, q, gemv, swiglu)
+                   stream, device, q, gemv, swiglu, norm, eps, residual)
 
 
 def linear_int4(x, packed, scales, out, group=128, scratch=None, stream=None, device=None,
-                gemv=None, swiglu=False):
+                gemv=None, swiglu=False, norm=None, eps=1e-6, residual=False):
     """out[M, N] = x[M, K] @ dequantize_int4(packed, scales, group).T (packed uint8 [N, K/2],
     scales fp32 [N, K / group]). `gemv` as in linear_int8 (the CUDA-core kernel needs a
-    group that is a multiple of 8), `swiglu` as in `linear`."""
+    group that is a multiple of 8), `swiglu`, `norm` (and `eps`) and `residual` as in
+    `linear`."""
     op = "linear_int4"
     N, half = check_array(op, "packed", packed, (None, None), ("uint8",))
     K = 2 * half
@@ -642,5 +734,6 @@ def linear_int4(x, packed, scales, out, group=128, scratch=None, stream=None, de
     if isinstance(group, bool) or not isinstance(group, int) or group <= 0 or K % group:
         raise ValueError(f"{op}: expected a group that divides K = {K}, found {group!r}")
     check_array(op, "scales", scales, (N, K // group), ("float32",))
+    check_fusions(op, x, K, norm, eps, residual, swiglu)
     return _launch(op, linear_int4_kernel, x, out, scratch, (packed, scales), M, N, K, group,
-                   stream, device, packed, gemv, swiglu)
+                   stream, device, packed, gemv, swiglu, norm, eps, residual)
