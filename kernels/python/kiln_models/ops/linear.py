@@ -390,11 +390,11 @@ def gemv_config(M, N, K, kind="float", itemsize=2, cpu=False, sms=132):
             # (qkv, o, down) are slower so (bench/results/2026-11-26-h100-llama-session16.md).
             r, c = 32, 32
         elif kind == "int4" and bm == 1 and pieces >= 1024:
-            # Long K (down_proj, K 8192) at one row: 4 words of each of 2 rows a thread and
-            # step, 2 steps (both issued before gdc_wait). In the 1B model's decode (H100, PDL,
-            # graphs) int4 1795 -> 1856 tok/s against (4, 128); (4, 512), (1, 512), (2, 256),
-            # (2, 1024), 8 warps, two steps ahead were slower or within noise.
-            r, c = 2, 512
+            # Long K (down_proj, K 8192) at one row: 4 words of each of 4 rows a thread and
+            # step. In the 1B model's decode (H100, PDL, graphs) int4 1795 -> 1850 tok/s
+            # against (4, 128), and with the norms fused (2, 512) 1851 -> (4, 512) 1896;
+            # (1, 512), (2, 256), (2, 1024), 8 warps, two steps ahead: slower or within noise.
+            r, c = 4, 512
         elif kind == "int4" and bm == 1 and kiln.cdiv(N, r) <= 4 * sms:
             # Narrow layers whose programs fit one wave (o_proj: 512 programs of 96 registers,
             # 5 a SM): all of K (up to 256 words) a step, loaded before gdc_wait: 1.03x the
