@@ -410,6 +410,19 @@ void AxisInfoAnalysis::visit(Operation *op) {
         }
       })
       .Case<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp>([&](Operation *) { out = in(0); })
+      .Case([&](PtrCastOp) {
+        // The addresses are unchanged: their byte alignment and the runs of equal values
+        // stay. A run of consecutive elements stays one only where the element size does
+        // (an i64 address counts bytes): `p.to(tl.pointer_type(tl.int32))` of a 16-byte
+        // aligned uint8 pointer is still 16-byte aligned.
+        const AxisInfo &src = in(0);
+        bool sameStep = pointeeBytes(op->getOperand(0).getType()) == pointeeBytes(type);
+        for (unsigned d = 0; d < rank; ++d) {
+          out.divisibility[d] = src.divisibility[d];
+          out.constancy[d] = src.constancy[d];
+          out.contiguity[d] = sameStep ? src.contiguity[d] : 1;
+        }
+      })
       .Default([&](Operation *) {});
   // The user's hints (tl.multiple_of, tl.max_contiguous, tl.max_constancy) win, as in Triton.
   auto take = [&](StringRef name, SmallVectorImpl<int64_t> &field) {

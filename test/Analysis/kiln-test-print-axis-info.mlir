@@ -247,3 +247,30 @@ func.func @div_min_shift(%k: i32 {kiln.divisibility = 64 : i32},
   %rs = arith.divsi %r, %c2v : tensor<64xi32>
   return
 }
+
+// -----
+
+// Pointer casts keep the addresses: byte alignment and constancy stay, runs of consecutive
+// elements only where the element size does.
+func.func @ptr_casts(%p: !kiln.ptr<i8> {kiln.divisibility = 16 : i32}, %a: i64 {kiln.divisibility = 8 : i32}) {
+  // expected-remark @below {{contiguity = [1], divisibility = [16], constancy = [1]}}
+  %q = kiln.ptr_cast %p : !kiln.ptr<i8> -> !kiln.ptr<i32>
+  // expected-remark @below {{contiguity = [64], divisibility = [1073741824], constancy = [1]}}
+  %r = kiln.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+  // expected-remark @below {{contiguity = [1], divisibility = [16], constancy = [64]}}
+  %ps = kiln.splat %p : tensor<64x!kiln.ptr<i8>>
+  // expected-remark @below {{contiguity = [64], divisibility = [16], constancy = [1]}}
+  %pp = kiln.addptr %ps, %r : tensor<64x!kiln.ptr<i8>>, tensor<64xi32>
+  // Consecutive bytes are not consecutive i32 elements.
+  // expected-remark @below {{contiguity = [1], divisibility = [16], constancy = [1]}}
+  %qp = kiln.ptr_cast %pp : tensor<64x!kiln.ptr<i8>> -> tensor<64x!kiln.ptr<i32>>
+  // The same element size keeps the run.
+  // expected-remark @below {{contiguity = [64], divisibility = [16], constancy = [1]}}
+  %up = kiln.ptr_cast %pp : tensor<64x!kiln.ptr<i8>> -> tensor<64x!kiln.ptr<ui8>>
+  // An i64 address (bytes) to a pointer keeps its alignment.
+  // expected-remark @below {{contiguity = [1], divisibility = [8], constancy = [1]}}
+  %f = kiln.ptr_cast %a : i64 -> !kiln.ptr<f16>
+  // expected-remark @below {{contiguity = [1], divisibility = [16], constancy = [1]}}
+  %i = kiln.ptr_cast %q : !kiln.ptr<i32> -> i64
+  return
+}
