@@ -1186,3 +1186,30 @@ def test_linear_norm_and_residual_gpu(M):
                 ref = torch.nn.functional.silu(gu[:, :N // 2]) * gu[:, N // 2:]
             err = ((out.double() - ref).norm() / ref.norm()).item()
             assert err < 1.5e-2, (what, name, M, err)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("R, C", [(8, 32), (32, 8), (16, 16)])
+def test_gemv_int4_wide_gpu(R, C, monkeypatch):
+    # gemv_int4_wide_kernel (16-byte weight loads, a plan's WIDE key): qkv-, gate_up- (with
+    # swiglu) and down-shaped int4 linears at 1 and 3 rows against float64.
+    torch = _torch()
+    rng = np.random.default_rng(16)
+    orig = quant.gemv_config
+    monkeypatch.setattr(quant, "gemv_config", lambda *a, **k: orig(*a, **k) | dict(
+        R=R, C=C, WIDE=True, programs=-(-a[1] // R) * -(-a[0] // min(4, 1 << (a[0] - 1).bit_length()))))
+    for N, K, sw in ((3072, 2048, False), (2 * 2048, 2048, True), (2048, 8192, False)):
+        w = rng.standard_normal((N, K)).astype(np.float32)
+        p4, s4 = quant.quantize_int4(w, 128)
+        wd = torch.from_numpy(quant.dequantize_int4(p4, s4, 128)).cuda().double()
+        pd, sd = torch.from_numpy(p4).cuda(), torch.from_numpy(s4).cuda()
+        for M in (1, 3):
+            x = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+            out = torch.full((M, N // 2 if sw else N), float("nan"), device="cuda",
+                             dtype=torch.bfloat16)
+            quant.linear_int4(x, pd, sd, out, group=128, swiglu=sw)
+            ref = x.double() @ wd.T
+            if sw:
+                ref = torch.nn.functional.silu(ref[:, :N // 2]) * ref[:, N // 2:]
+            err = ((out.double() - ref).norm() / ref.norm()).item()
+            assert err < 1e-2, (N, K, M, err)

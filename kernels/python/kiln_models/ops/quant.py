@@ -507,6 +507,50 @@ def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, K
     _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, SWIGLU, rstd, resid)
 
 
+@kiln.jit
+def gemv_int4_wide_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW, N_GROUPS,
+                          GROUP_WORDS: tl.constexpr, BM: tl.constexpr, R: tl.constexpr,
+                          C: tl.constexpr, F16: tl.constexpr, SWIGLU: tl.constexpr = False):
+    """gemv_int4_packed_kernel with 16-byte weight loads: a thread reads 4 consecutive words
+    (32 codes) of each of its rows a step (C pieces of 4 words along K: 4C words a step),
+    which share one group scale (GROUP_WORDS a multiple of 4); KW a multiple of 4C. The words
+    are loaded as a 4-D [1, R, C, 4] tile, which anchors the layout of the [BM, R, C, 4]
+    products (its last dimension in-thread); x's words 0..3 of each word's 8 elements are
+    [BM, 1, C, 4] tiles."""
+    rm, rn = _gemv_rows(M, N, BM, R, SWIGLU)
+    rc = tl.arange(0, C)
+    wcol = rc[:, None] * 4 + tl.arange(0, 4)[None, :]  # [C, 4] words of a step
+    p_ptrs = p_ptr.to(tl.pointer_type(tl.int32)) + (rn % N)[None, :, None, None] * KW + \
+        wcol[None, None, :, :]
+    s_ptrs = s_ptr + (rn % N)[:, None] * N_GROUPS + (rc * 4 // GROUP_WORDS)[None, :]
+    xw_ptrs = x_ptr.to(tl.pointer_type(tl.int32)) + (rm % M)[:, None, None, None] * (K // 2) + \
+        wcol[None, None, :, :] * 4
+    acc = tl.zeros((BM, R, C), dtype=tl.float32)
+    words = tl.load(p_ptrs, eviction_policy="evict_first")
+    scale = tl.load(s_ptrs)
+    tl.extra.cuda.gdc_wait()  # PDL: the weights above are in flight meanwhile (linear.py)
+    tl.extra.cuda.gdc_launch_dependents()
+    x0, x1, x2, x3 = _x_words(xw_ptrs, None)
+    for w0 in range(4 * C, KW + 4 * C, 4 * C):
+        words_next = tl.load(p_ptrs + w0, mask=w0 < KW, eviction_policy="evict_first")
+        scale_next = tl.load(s_ptrs + w0 // GROUP_WORDS, mask=w0 < KW)
+        x0n = tl.load(xw_ptrs + 4 * w0, mask=w0 < KW)
+        x1n = tl.load(xw_ptrs + 4 * w0 + 1, mask=w0 < KW)
+        x2n = tl.load(xw_ptrs + 4 * w0 + 2, mask=w0 < KW)
+        x3n = tl.load(xw_ptrs + 4 * w0 + 3, mask=w0 < KW)
+        pa, pb, pc, pd = tl.inline_asm_elementwise(
+            PAIRS_ASM, "=r,=r,=r,=r,r,r,r,r", [x0, x1, x2, x3],
+            dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True, pack=1)
+        sums = tl.inline_asm_elementwise(
+            WORD_ASM_F16 if F16 else WORD_ASM_BF16, "=r,r,r,r,r,r",
+            [words, pa, pb, pc, pd], dtype=tl.float32, is_pure=True, pack=1)
+        acc += tl.sum(sums, axis=3) * scale[None, :, :]
+        words = words_next
+        scale = scale_next
+        x0, x1, x2, x3 = x0n, x1n, x2n, x3n
+    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, SWIGLU)
+
+
 # ---------------------------------------------------------------- quantizers (numpy)
 
 def _host_weights(op, w):
@@ -673,6 +717,15 @@ def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, w
             consts["AHEAD"] = cfg.get("AHEAD", 1)
         if cfg.get("maxnreg"):
             consts["maxnreg"] = cfg["maxnreg"]
+        if (gk is gemv_int4_packed_kernel and cfg.get("WIDE") and norm is None and not residual
+                and words % (4 * cfg["C"]) == 0 and consts["GROUP_WORDS"] % 4 == 0):
+            for k in ("EVEN", "TWO", "AHEAD", "NORM", "RESID"):
+                consts.pop(k, None)
+            gemv_int4_wide_kernel[(cfg["programs"],)](
+                x, *args, out, g, eps, M, N, K, words, *extra, BM=cfg["BM"], R=cfg["R"],
+                C=cfg["C"], num_warps=cfg["num_warps"], **consts,
+                **launch_opts(dev, stream, pdl=True))
+            return out
         gk[(cfg["programs"],)](x, *args, out, g, eps, M, N, K, words, *extra, BM=cfg["BM"],
                                R=cfg["R"], C=cfg["C"], EVEN=even, num_warps=cfg["num_warps"],
                                **consts, **launch_opts(dev, stream, pdl=True))
