@@ -1192,7 +1192,7 @@ def test_linear_norm_and_residual_gpu(M):
 @pytest.mark.parametrize("R, C", [(8, 32), (32, 8), (16, 16)])
 def test_gemv_int4_wide_gpu(R, C, monkeypatch):
     # gemv_int4_wide_kernel (16-byte weight loads, a plan's WIDE key): qkv-, gate_up- (with
-    # swiglu) and down-shaped int4 linears at 1 and 3 rows against float64.
+    # swiglu and the fused norm) and down-shaped int4 linears at 1 and 3 rows against float64.
     torch = _torch()
     rng = np.random.default_rng(16)
     orig = quant.gemv_config
@@ -1207,8 +1207,11 @@ def test_gemv_int4_wide_gpu(R, C, monkeypatch):
             x = torch.randn(M, K, device="cuda").to(torch.bfloat16)
             out = torch.full((M, N // 2 if sw else N), float("nan"), device="cuda",
                              dtype=torch.bfloat16)
-            quant.linear_int4(x, pd, sd, out, group=128, swiglu=sw)
-            ref = x.double() @ wd.T
+            g = torch.rand(K, device="cuda").add(0.5).to(torch.bfloat16)
+            quant.linear_int4(x, pd, sd, out, group=128, swiglu=sw, norm=g if sw else None)
+            xn = x.double() / (x.double().pow(2).mean(1, keepdim=True) + 1e-6).sqrt() * \
+                g.double() if sw else x.double()
+            ref = xn @ wd.T
             if sw:
                 ref = torch.nn.functional.silu(ref[:, :N // 2]) * ref[:, N // 2:]
             err = ((out.double() - ref).norm() / ref.norm()).item()

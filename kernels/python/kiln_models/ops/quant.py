@@ -510,13 +510,14 @@ def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, K
 @kiln.jit
 def gemv_int4_wide_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW, N_GROUPS,
                           GROUP_WORDS: tl.constexpr, BM: tl.constexpr, R: tl.constexpr,
-                          C: tl.constexpr, F16: tl.constexpr, SWIGLU: tl.constexpr = False):
+                          C: tl.constexpr, F16: tl.constexpr, SWIGLU: tl.constexpr = False,
+                          NORM: tl.constexpr = False):
     """gemv_int4_packed_kernel with 16-byte weight loads: a thread reads 4 consecutive words
     (32 codes) of each of its rows a step (C pieces of 4 words along K: 4C words a step),
     which share one group scale (GROUP_WORDS a multiple of 4); KW a multiple of 4C. The words
     are loaded as a 4-D [1, R, C, 4] tile, which anchors the layout of the [BM, R, C, 4]
     products (its last dimension in-thread); x's words 0..3 of each word's 8 elements are
-    [BM, 1, C, 4] tiles."""
+    [BM, 1, C, 4] tiles. SWIGLU and NORM as in gemv_int4_packed_kernel."""
     rm, rn = _gemv_rows(M, N, BM, R, SWIGLU)
     rc = tl.arange(0, C)
     wcol = rc[:, None] * 4 + tl.arange(0, 4)[None, :]  # [C, 4] words of a step
@@ -525,12 +526,15 @@ def gemv_int4_wide_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW,
     s_ptrs = s_ptr + (rn % N)[:, None] * N_GROUPS + (rc * 4 // GROUP_WORDS)[None, :]
     xw_ptrs = x_ptr.to(tl.pointer_type(tl.int32)) + (rm % M)[:, None, None, None] * (K // 2) + \
         wcol[None, None, :, :] * 4
+    gw_ptrs = g_ptr.to(tl.pointer_type(tl.int32)) + wcol[None, None, :, :] * 4
     acc = tl.zeros((BM, R, C), dtype=tl.float32)
+    ss = tl.zeros((BM, 1, C, 4), dtype=tl.float32)
     words = tl.load(p_ptrs, eviction_policy="evict_first")
     scale = tl.load(s_ptrs)
     tl.extra.cuda.gdc_wait()  # PDL: the weights above are in flight meanwhile (linear.py)
     tl.extra.cuda.gdc_launch_dependents()
     x0, x1, x2, x3 = _x_words(xw_ptrs, None)
+    g0, g1, g2, g3 = _g_words(gw_ptrs, None, NORM)
     for w0 in range(4 * C, KW + 4 * C, 4 * C):
         words_next = tl.load(p_ptrs + w0, mask=w0 < KW, eviction_policy="evict_first")
         scale_next = tl.load(s_ptrs + w0 // GROUP_WORDS, mask=w0 < KW)
@@ -538,6 +542,8 @@ def gemv_int4_wide_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW,
         x1n = tl.load(xw_ptrs + 4 * w0 + 1, mask=w0 < KW)
         x2n = tl.load(xw_ptrs + 4 * w0 + 2, mask=w0 < KW)
         x3n = tl.load(xw_ptrs + 4 * w0 + 3, mask=w0 < KW)
+        g0n, g1n, g2n, g3n = _g_words(gw_ptrs + 4 * w0, None, NORM)
+        x0, x1, x2, x3, ss = _norm_words(x0, x1, x2, x3, g0, g1, g2, g3, ss, F16, NORM)
         pa, pb, pc, pd = tl.inline_asm_elementwise(
             PAIRS_ASM, "=r,=r,=r,=r,r,r,r,r", [x0, x1, x2, x3],
             dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True, pack=1)
@@ -548,7 +554,11 @@ def gemv_int4_wide_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW,
         words = words_next
         scale = scale_next
         x0, x1, x2, x3 = x0n, x1n, x2n, x3n
-    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, SWIGLU)
+        g0, g1, g2, g3 = g0n, g1n, g2n, g3n
+    rstd = None
+    if NORM:
+        rstd = _rstd(tl.sum(ss, axis=3), K, eps)
+    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, SWIGLU, rstd)
 
 
 # ---------------------------------------------------------------- quantizers (numpy)
@@ -717,14 +727,15 @@ def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, w
             consts["AHEAD"] = cfg.get("AHEAD", 1)
         if cfg.get("maxnreg"):
             consts["maxnreg"] = cfg["maxnreg"]
-        if (gk is gemv_int4_packed_kernel and cfg.get("WIDE") and norm is None and not residual
-                and words % (4 * cfg["C"]) == 0 and consts["GROUP_WORDS"] % 4 == 0):
-            for k in ("EVEN", "TWO", "AHEAD", "NORM", "RESID"):
+        wide = cfg.get("WIDE")  # (R, C) of gemv_int4_wide_kernel, or True: cfg's
+        wr, wc = (cfg["R"], cfg["C"]) if wide is True else (wide or (0, 1))
+        if (gk is gemv_int4_packed_kernel and wide and not residual
+                and words % (4 * wc) == 0 and consts["GROUP_WORDS"] % 4 == 0):
+            for k in ("EVEN", "TWO", "AHEAD", "RESID"):
                 consts.pop(k, None)
-            gemv_int4_wide_kernel[(cfg["programs"],)](
-                x, *args, out, g, eps, M, N, K, words, *extra, BM=cfg["BM"], R=cfg["R"],
-                C=cfg["C"], num_warps=cfg["num_warps"], **consts,
-                **launch_opts(dev, stream, pdl=True))
+            gemv_int4_wide_kernel[(kiln.cdiv(N, wr) * kiln.cdiv(M, cfg["BM"]),)](
+                x, *args, out, g, eps, M, N, K, words, *extra, BM=cfg["BM"], R=wr, C=wc,
+                num_warps=cfg["num_warps"], **consts, **launch_opts(dev, stream, pdl=True))
             return out
         gk[(cfg["programs"],)](x, *args, out, g, eps, M, N, K, words, *extra, BM=cfg["BM"],
                                R=cfg["R"], C=cfg["C"], EVEN=even, num_warps=cfg["num_warps"],
