@@ -361,7 +361,8 @@ def gemv_config(M, N, K, kind="float", itemsize=2, cpu=False, sms=132):
     """The launch plan of the CUDA-core kernels (`gemv_kernel`, quant's int8/int4 ones): a dict
     with BM (rows of x per program), R (weight rows per program), C (pieces along K per step),
     E (K per piece: 16 bytes of a float weight, or one 32-bit word of int8/int4), EVEN (K a
-    multiple of a step), num_warps and programs (the 1-D grid)."""
+    multiple of a step), num_warps and programs (the 1-D grid); int4's may add WIDE, the
+    (R, C) of gemv_int4_wide_kernel where quant's launch can take it."""
     E = {"float": 16 // itemsize, "int8": 4, "int4": 8}[kind]
     bm = min(kiln.next_power_of_2(max(M, 1)), GEMV_BM)
     pieces = kiln.next_power_of_2(max(kiln.cdiv(K, E), 1))
@@ -401,6 +402,11 @@ def gemv_config(M, N, K, kind="float", itemsize=2, cpu=False, sms=132):
             # model's int4 decode. qkv (768 programs, 1.2 waves) is slower so (0.97x).
             c = 256
         cfg = dict(BM=bm, R=r, C=min(c, pieces), E=E, num_warps=4)
+        if kind == "int4" and bm == 1 and r == 32 and kiln.cdiv(N, 32) <= 8 * sms:
+            # gate_up (not the LM head): quant's 16-byte-load kernel, 32 rows x 16 pieces of
+            # 4 words a program where it applies (packed math, groups of whole pieces):
+            # 1.025x the model's int4 decode (H100, 4 alternations); the head is slower so.
+            cfg["WIDE"] = (32, 16)
     cfg["programs"] = kiln.cdiv(N, cfg["R"]) * kiln.cdiv(M, bm)
     cfg["EVEN"] = K > 0 and K % (cfg["C"] * E) == 0
     return cfg
