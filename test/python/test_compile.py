@@ -381,3 +381,24 @@ def narrow_sum(x_ptr, out_ptr, BLOCK: tl.constexpr):
 def test_sum_dtype_rules():
     kiln.compile(narrow_sum, signature={"x_ptr": "*i8", "out_ptr": "*i32"},
                  constexprs={"BLOCK": 128})
+
+
+@kiln.jit
+def packed_math_kernel(x_ptr, y_ptr, o_ptr, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + i, mask=i < BLOCK - 1, other=0.0)
+    y = tl.load(y_ptr + i)
+    tl.store(o_ptr + i, (x - y) * y + x)
+
+
+@pytest.mark.parametrize("dt, suffix", [("bf16", "bf16x2"), ("fp16", "f16x2")])
+def test_16_bit_math_is_packed(dt, suffix):
+    # 16-bit float math on pairs of elements a thread holds runs as packed x2 instructions
+    # (LLVM's SLP vectorizer over loads that hand out <2 x bf16> / <2 x half> words), as
+    # Triton emits it: half the instructions, and pairs kept in one 32-bit register.
+    sig = {"x_ptr": f"*{dt}:16", "y_ptr": f"*{dt}:16", "o_ptr": f"*{dt}:16"}
+    ptx = kiln.compile(packed_math_kernel, signature=sig, constexprs={"BLOCK": 1024},
+                       target="sm_90a", num_warps=4).asm["ptx"]
+    assert len(re.findall(rf"\bsub(\.rn)?\.{suffix}\b", ptx)) == 4, ptx
+    assert len(re.findall(rf"\bfma\.rn\.{suffix}\b", ptx)) == 4
+    assert not re.search(rf"\b(sub|fma\.rn)\.{dt.replace('fp', 'f')}\s", ptx)

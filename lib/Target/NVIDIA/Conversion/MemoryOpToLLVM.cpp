@@ -113,6 +113,16 @@ SmallVector<Value> toWords(OpBuilder &b, Location loc, ArrayRef<Value> elems, un
   SmallVector<Value> words;
   unsigned perWord = wordBits / elemBits;
   for (unsigned w = 0; w < elems.size() / perWord; ++w) {
+    // Floats go into a vector of their own type (<2 x bf16> for a 32-bit word), which LLVM's
+    // SLP vectorizer takes as it is for packed math (sub.bf16x2, ...) on the values stored.
+    Type t0 = elems[w * perWord].getType();
+    if (perWord > 1 && isa<FloatType>(t0)) {
+      Value v = LLVM::UndefOp::create(b, loc, VectorType::get({(int64_t)perWord}, t0));
+      for (unsigned k = 0; k < perWord; ++k)
+        v = LLVM::InsertElementOp::create(b, loc, v, elems[w * perWord + k], i32Const(b, loc, k));
+      words.push_back(LLVM::BitcastOp::create(b, loc, intTy(b, wordBits), v));
+      continue;
+    }
     SmallVector<Value> ints;
     for (unsigned k = 0; k < perWord; ++k) {
       Value e = elems[w * perWord + k];
@@ -144,6 +154,13 @@ SmallVector<Value> fromWords(OpBuilder &b, Location loc, ArrayRef<Value> words, 
   SmallVector<Value> out;
   unsigned perWord = wordBits / elemBits;
   for (Value w : words) {
+    // Floats come out of a vector of their own type (see toWords).
+    if (perWord > 1 && isa<FloatType>(elemType)) {
+      Value v = LLVM::BitcastOp::create(b, loc, VectorType::get({(int64_t)perWord}, elemType), w);
+      for (unsigned k = 0; k < perWord; ++k)
+        out.push_back(LLVM::ExtractElementOp::create(b, loc, v, i32Const(b, loc, k)));
+      continue;
+    }
     SmallVector<Value> ints;
     if (perWord == 1) {
       ints.push_back(w);
