@@ -8,7 +8,8 @@ beside, in one run:
     multiple of BLOCK_M), with the same grid, tiles, num_warps and num_stages. Before
     bench/common.py this was the bench's only Triton column: "triton" in the results files
     written until then is this kernel;
-  - torch SDPA on its flash backend.
+  - torch SDPA on its flash backend ("sdpa"), and SDPA as a user gets it, no backend forced
+    ("sdpa_default": cuDNN's on an H100 with torch 2.11): the peer issue #23 measures against.
 
 Each case: q, k, v fp16 (B, H, S, D) from randn; every output against SDPA's (max abs error),
 then each timed as the median of --rep per-launch CUDA-event timings (common.time_calls). Both
@@ -138,10 +139,16 @@ def bench_case(B, H, S, D, dtype, causal, args, peers):
         except Exception as e:
             report(f"{key}_sdpa_ERROR", repr(e).replace("\n", " ")[:500])
             ms["sdpa"] = float("nan")
+    try:  # the default backend choice, outside sdpa_flash()
+        check("sdpa_default", sdpa_fn())
+        ms["sdpa_default"] = bench_ms(sdpa_fn, args.rep)
+    except Exception as e:
+        report(f"{key}_sdpa_default_ERROR", repr(e).replace("\n", " ")[:500])
+        ms["sdpa_default"] = float("nan")
     for name, t in ms.items():
         report(f"{key}_{name}_ms", float(t))
         report(f"{key}_{name}_tflops", flops / t / 1e9, "{:.1f}")
-    for peer in ("triton", "triton_tutorial", "sdpa"):
+    for peer in ("triton", "triton_tutorial", "sdpa", "sdpa_default"):
         if peer in ms:
             report(f"{key}_kiln_vs_{peer}", ms[peer] / ms["kiln"])
     if "kiln_plain" in ms:
@@ -222,14 +229,17 @@ def main():
                      common.fmt(err.get("triton_tutorial"), ".1e"), tiles["kiln"],
                      tiles.get("triton", "-"), tiles.get("triton_tutorial", "-"),
                      common.fmt(tf.get("kiln_plain")),
-                     common.fmt(ms.get("triton", nan) / ms.get("kiln_plain", nan), ".3f")])
+                     common.fmt(ms.get("triton", nan) / ms.get("kiln_plain", nan), ".3f"),
+                     common.fmt(tf.get("sdpa_default")),
+                     common.fmt(ms.get("sdpa_default", nan) / k, ".3f")])
     print()
     common.markdown_table(
         ["case", "Kiln ms", "Triton ms", "Triton tutorial ms", "SDPA ms", "Kiln TFLOP/s",
          "Triton TFLOP/s", "Triton tutorial TFLOP/s", "SDPA TFLOP/s", "Kiln/Triton",
-         "Kiln/Triton tutorial", "Kiln/SDPA", "Kiln max err", "Triton max err",
+         "Kiln/Triton tutorial", "Kiln/SDPA flash", "Kiln max err", "Triton max err",
          "Triton tutorial max err", "Kiln tiles", "Triton tiles", "Triton tutorial tiles",
-         "Kiln plain TFLOP/s", "plain/Triton"], rows, align="l" + "r" * 14 + "lll" + "rr")
+         "Kiln plain TFLOP/s", "plain/Triton", "SDPA default TFLOP/s", "Kiln/SDPA default"],
+        rows, align="l" + "r" * 14 + "lll" + "rrrr")
     print("\nratios are speed (time of the peer / time of Kiln): >= 1 means Kiln is as fast or"
           " faster; errors are max |out - SDPA flash|; tiles BLOCK_MxBLOCK_NxWARPSxSTAGES, each"
           " Triton kernel at the fastest of Kiln's and --triton-tiles; Triton: the same source"
