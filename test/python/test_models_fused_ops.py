@@ -1,0 +1,249 @@
+"""kernels/python/kiln_models/ops: what the CUDA-core linears fuse and their plan variants
+(issue #24). CPU backend against float64 numpy: swiglu=True bitwise linear + silu_mul, norm=
+(RMSNorm of x inside the linear) and residual=True (out += x @ w.T) for bf16/fp32, int8 and
+int4 weights, their errors. GPU (marker `gpu`): the same on the 1B model's shapes, the packed
+int4 kernel's two-steps-ahead prefetch (bitwise), the 16-byte-load int4 kernel.
+"""
+import numpy as np
+import pytest
+
+from test_models_ops import (DTYPES, _torch, close, close_linear, f64, ops,  # noqa: F401
+                             quant, rnd)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("K", [8192, 8000])
+def test_gemv_int4_two_steps_ahead_gpu(K, monkeypatch):
+    # AHEAD = 2 (the packed int4 kernel keeps two steps of weights in flight): the same sums
+    # in the same order as one step ahead, bitwise; whole steps (K 8192: 8 steps of 128
+    # words) and a ragged last step (K 8000: 1000 words, masked), 1 and 3 rows of x.
+    torch = _torch()
+    rng = np.random.default_rng(9)
+    N = 2048
+    w = rng.standard_normal((N, K)).astype(np.float32)
+    p, s4 = quant.quantize_int4(w, 8)
+    pd, sd = torch.from_numpy(p).cuda(), torch.from_numpy(s4).cuda()
+    ref_w = torch.from_numpy(quant.dequantize_int4(p, s4, 8)).cuda().double()
+    orig = quant.gemv_config
+    for M in (1, 3):
+        x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+        res = []
+        for ahead in (1, 2):
+            monkeypatch.setattr(quant, "gemv_config",
+                                lambda *a, **k: orig(*a, **k) | {"AHEAD": ahead})
+            out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+            quant.linear_int4(x, pd, sd, out, group=8)
+            res.append(out)
+        assert torch.equal(res[0], res[1]), (K, M)
+        ref = x.double() @ ref_w.T
+        assert ((res[1].double() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+def _swiglu_cases(rng, dt, N, K):
+    """(name, run(x, out, swiglu), dequantized w): the CUDA-core linears of each weight kind."""
+    w = rng.standard_normal((N, K)).astype(np.float32)
+    q8, s8 = quant.quantize_int8(w)
+    p4, s4 = quant.quantize_int4(w, 32)
+    wd = w.astype(dt)
+    return [
+        ("float", lambda x, out, sw: ops.linear(x, wd, out, gemv=True, swiglu=sw)),
+        ("int8", lambda x, out, sw: quant.linear_int8(x, q8, s8, out, gemv=True, swiglu=sw)),
+        ("int4", lambda x, out, sw: quant.linear_int4(x, p4, s4, out, group=32, gemv=True,
+                                                      swiglu=sw)),
+    ]
+
+
+@pytest.mark.parametrize("dt", list(DTYPES), ids=str)
+def test_linear_swiglu_is_linear_then_silu_mul_cpu(dt):
+    # swiglu=True (silu_mul in the CUDA-core linear's store): bitwise the linear followed by
+    # silu_mul, for every weight kind; I = 45 gate rows (not a whole number of programs' R / 2),
+    # 1 and 3 rows of x, K = 96 (not a whole step: masked).
+    dt = DTYPES[dt]
+    rng = np.random.default_rng(11)
+    I, K = 45, 96
+    for name, run in _swiglu_cases(rng, dt, 2 * I, K):
+        for M in (1, 3):
+            x = rng.standard_normal((M, K)).astype(dt)
+            gu = np.full((M, 2 * I), np.nan, dt)
+            run(x, gu, False)
+            ref = np.full((M, I), np.nan, dt)
+            ops.silu_mul(gu, ref)
+            out = np.full((M, I), np.nan, dt)
+            run(x, out, True)
+            np.testing.assert_array_equal(out, ref, err_msg=f"{name} M={M}")
+
+
+def test_linear_swiglu_errors_cpu():
+    x = np.zeros((2, 64), np.float32)
+    w = np.zeros((10, 64), np.float32)
+    with pytest.raises(ValueError, match=r"linear: expected 'out' of shape \[2, 5\]"):
+        ops.linear(x, w, np.zeros((2, 10), np.float32), swiglu=True)
+    with pytest.raises(ValueError, match=r"linear: expected an even number of weight rows"):
+        ops.linear(x, np.zeros((9, 64), np.float32), np.zeros((2, 4), np.float32), swiglu=True)
+    with pytest.raises(ValueError, match=r"linear: swiglu=True needs the CUDA-core plan"):
+        ops.linear(x, w, np.zeros((2, 5), np.float32), swiglu=True, gemv=False)
+    p4, s4 = quant.quantize_int4(np.zeros((10, 64), np.float32), 32)
+    with pytest.raises(ValueError, match=r"linear_int4: swiglu=True needs the CUDA-core plan"):
+        quant.linear_int4(np.zeros((8, 64), np.float32), p4, s4, np.zeros((8, 5), np.float32),
+                          group=32, swiglu=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M", [1, 3])
+def test_linear_swiglu_gpu(M):
+    # The 1B model's gate_up (I 8192, K 2048) in bf16: bf16 gemv, int8, int4 (packed bf16x2
+    # math, the wide-layer plan at one row), swiglu=True bitwise the linear then silu_mul.
+    torch = _torch()
+    rng = np.random.default_rng(12)
+    I, K = 8192, 2048
+    x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    w = torch.from_numpy(rng.standard_normal((2 * I, K)).astype(np.float32))
+    q8, s8 = (torch.from_numpy(a).cuda() for a in quant.quantize_int8(w.numpy()))
+    p4, s4 = (torch.from_numpy(a).cuda() for a in quant.quantize_int4(w.numpy(), 128))
+    wb = w.cuda().to(torch.bfloat16)
+    runs = {"float": lambda out, sw: ops.linear(x, wb, out, swiglu=sw),
+            "int8": lambda out, sw: quant.linear_int8(x, q8, s8, out, swiglu=sw),
+            "int4": lambda out, sw: quant.linear_int4(x, p4, s4, out, group=128, swiglu=sw)}
+    for name, run in runs.items():
+        gu = torch.empty(M, 2 * I, device="cuda", dtype=torch.bfloat16)
+        run(gu, False)
+        ref = torch.empty(M, I, device="cuda", dtype=torch.bfloat16)
+        ops.silu_mul(gu, ref)
+        out = torch.full((M, I), float("nan"), device="cuda", dtype=torch.bfloat16)
+        run(out, True)
+        assert torch.equal(out, ref), name
+
+
+def _fusion_refs(x, w, g, eps, res):
+    """float64 references of linear with norm (rmsnorm(x) * g, unrounded), and with residual
+    (res + the product rounded to res's dtype)."""
+    xn = f64(x) / np.sqrt((f64(x) ** 2).mean(1, keepdims=True) + eps) * f64(g)
+    return xn @ f64(w).T, f64(res) + f64(rnd(f64(x) @ f64(w).T, res.dtype))
+
+
+@pytest.mark.parametrize("dt", list(DTYPES), ids=str)
+def test_linear_norm_and_residual_cpu(dt):
+    # norm=g: the RMSNorm of x inside the CUDA-core linear; residual=True: out += x @ w.T;
+    # every weight kind, 1 and 3 rows, K = 96 (a ragged last step), norm with swiglu.
+    dt = DTYPES[dt]
+    rng = np.random.default_rng(14)
+    N, K, eps = 40, 96, 1e-5
+    w = rng.standard_normal((N, K)).astype(np.float32)
+    g = rng.uniform(0.5, 1.5, K).astype(dt)
+    q8, s8 = quant.quantize_int8(w)
+    p4, s4 = quant.quantize_int4(w, 32)
+    kinds = {"float": (w.astype(dt), lambda x, o, **k: ops.linear(x, w.astype(dt), o, **k)),
+             "int8": (quant.dequantize_int8(q8, s8),
+                      lambda x, o, **k: quant.linear_int8(x, q8, s8, o, **k)),
+             "int4": (quant.dequantize_int4(p4, s4, 32),
+                      lambda x, o, **k: quant.linear_int4(x, p4, s4, o, group=32, **k))}
+    for name, (wd, run) in kinds.items():
+        for M in (1, 3):
+            x = (3 * rng.standard_normal((M, K))).astype(dt)
+            res = rng.standard_normal((M, N)).astype(dt)
+            ref_n, ref_r = _fusion_refs(x, wd, g, eps, res)
+            out = np.full((M, N), np.nan, dt)
+            run(x, out, gemv=True, norm=g, eps=eps)
+            close_linear(out, ref_n, dt)
+            out = res.copy()
+            run(x, out, gemv=True, residual=True)
+            close(out, ref_r, dt)
+            sw = np.full((M, N // 2), np.nan, dt)
+            run(x, sw, gemv=True, norm=g, eps=eps, swiglu=True)
+            gate, up = ref_n[:, :N // 2], ref_n[:, N // 2:]
+            close(sw, gate / (1 + np.exp(-gate)) * up, dt,
+                  rel=2e-2 if dt != np.float32 else None)
+
+
+def test_linear_fusion_errors_cpu():
+    x = np.zeros((2, 64), np.float32)
+    w = np.zeros((10, 64), np.float32)
+    out = np.zeros((2, 10), np.float32)
+    with pytest.raises(ValueError, match=r"linear: expected 'norm' of shape \[64\]"):
+        ops.linear(x, w, out, norm=np.ones(32, np.float32))
+    with pytest.raises(ValueError, match=r"linear: expected a float eps >= 0, found -1"):
+        ops.linear(x, w, out, norm=np.ones(64, np.float32), eps=-1)
+    with pytest.raises(ValueError, match=r"linear: expected residual=True or swiglu=True"):
+        ops.linear(x, w, np.zeros((2, 5), np.float32), residual=True, swiglu=True)
+    with pytest.raises(ValueError, match=r"linear: norm needs the CUDA-core plan"):
+        ops.linear(x, w, out, norm=np.ones(64, np.float32), gemv=False)
+    with pytest.raises(ValueError, match=r"linear: residual=True needs the CUDA-core plan"):
+        ops.linear(x, w, out, residual=True, gemv=False)
+    with pytest.raises(TypeError, match=r"linear_int8: expected residual True or False"):
+        quant.linear_int8(x, np.zeros((10, 64), np.int8), np.ones(10, np.float32), out,
+                          residual=1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M", [1, 3])
+def test_linear_norm_and_residual_gpu(M):
+    # The 1B model's fused decode linears in bf16 against float64: qkv with the norm
+    # (two-step prefetch), down with the residual (int4: the (2, 512) plan), gate_up with
+    # norm and swiglu, for bf16, int8 and packed int4 weights.
+    torch = _torch()
+    rng = np.random.default_rng(15)
+    eps = 1e-5
+    for N, K, what in ((3072, 2048, "norm"), (2048, 8192, "residual"),
+                       (2 * 1024, 2048, "swiglu")):
+        w = rng.standard_normal((N, K)).astype(np.float32) / np.sqrt(K)
+        q8, s8 = quant.quantize_int8(w)
+        p4, s4 = quant.quantize_int4(w, 128)
+        dev = {k: torch.from_numpy(a).cuda() for k, a in
+               dict(q8=q8, s8=s8, p4=p4, s4=s4).items()}
+        wb = torch.from_numpy(w).cuda().to(torch.bfloat16)
+        kinds = {"float": (wb.double(), lambda x, o, **k: ops.linear(x, wb, o, **k)),
+                 "int8": (torch.from_numpy(quant.dequantize_int8(q8, s8)).cuda().double(),
+                          lambda x, o, **k: quant.linear_int8(x, dev["q8"], dev["s8"], o, **k)),
+                 "int4": (torch.from_numpy(quant.dequantize_int4(p4, s4, 128)).cuda().double(),
+                          lambda x, o, **k: quant.linear_int4(x, dev["p4"], dev["s4"], o,
+                                                              group=128, **k))}
+        x = (3 * torch.randn(M, K, device="cuda")).to(torch.bfloat16)
+        g = torch.rand(K, device="cuda").add(0.5).to(torch.bfloat16)
+        xn = x.double() / (x.double().pow(2).mean(1, keepdim=True) + eps).sqrt() * g.double()
+        for name, (wd, run) in kinds.items():
+            if what == "residual":
+                res = torch.randn(M, N, device="cuda").to(torch.bfloat16)
+                out = res.clone()
+                run(x, out, residual=True)
+                ref = res.double() + (x.double() @ wd.T).to(torch.bfloat16).double()
+            elif what == "norm":
+                out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+                run(x, out, norm=g, eps=eps)
+                ref = xn @ wd.T
+            else:
+                out = torch.empty(M, N // 2, device="cuda", dtype=torch.bfloat16)
+                run(x, out, norm=g, eps=eps, swiglu=True)
+                gu = xn @ wd.T
+                ref = torch.nn.functional.silu(gu[:, :N // 2]) * gu[:, N // 2:]
+            err = ((out.double() - ref).norm() / ref.norm()).item()
+            assert err < 1.5e-2, (what, name, M, err)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("R, C", [(8, 32), (32, 8), (16, 16)])
+def test_gemv_int4_wide_gpu(R, C, monkeypatch):
+    # gemv_int4_wide_kernel (16-byte weight loads, a plan's WIDE key): qkv-, gate_up- (with
+    # swiglu and the fused norm) and down-shaped int4 linears at 1 and 3 rows against float64.
+    torch = _torch()
+    rng = np.random.default_rng(16)
+    orig = quant.gemv_config
+    monkeypatch.setattr(quant, "gemv_config",
+                        lambda *a, **k: orig(*a, **k) | dict(WIDE=(R, C)))
+    for N, K, sw in ((3072, 2048, False), (2 * 2048, 2048, True), (2048, 8192, False)):
+        w = rng.standard_normal((N, K)).astype(np.float32)
+        p4, s4 = quant.quantize_int4(w, 128)
+        wd = torch.from_numpy(quant.dequantize_int4(p4, s4, 128)).cuda().double()
+        pd, sd = torch.from_numpy(p4).cuda(), torch.from_numpy(s4).cuda()
+        for M in (1, 3):
+            x = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+            out = torch.full((M, N // 2 if sw else N), float("nan"), device="cuda",
+                             dtype=torch.bfloat16)
+            g = torch.rand(K, device="cuda").add(0.5).to(torch.bfloat16)
+            quant.linear_int4(x, pd, sd, out, group=128, swiglu=sw, norm=g if sw else None)
+            xn = x.double() / (x.double().pow(2).mean(1, keepdim=True) + 1e-6).sqrt() * \
+                g.double() if sw else x.double()
+            ref = xn @ wd.T
+            if sw:
+                ref = torch.nn.functional.silu(ref[:, :N // 2]) * ref[:, N // 2:]
+            err = ((out.double() - ref).norm() / ref.norm()).item()
+            assert err < 1e-2, (N, K, M, err)
