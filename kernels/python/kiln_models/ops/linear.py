@@ -147,6 +147,17 @@ def _gemv_resid(out_ptr, rm, rn, M, N, RESID: tl.constexpr):
 
 
 @kiln.jit
+def _gemv_finish(res, out_ptr, rm, rn, M, N, ss, K, eps, resid, SWIGLU: tl.constexpr,
+                 NORM: tl.constexpr):
+    """_gemv_store of the CUDA-core kernels' result [BM, R]; NORM: scaled by the rows' rstd
+    from ss ([BM, 1, C] per-lane sums of squares of x)."""
+    rstd = None
+    if NORM:
+        rstd = _rstd(ss, K, eps)
+    _gemv_store(res, out_ptr, rm, rn, M, N, SWIGLU, rstd, resid)
+
+
+@kiln.jit
 def _gemv_store(res, out_ptr, rm, rn, M, N, SWIGLU: tl.constexpr = False, rstd=None,
                 resid=None):
     """out[rm, rn] = res, the rows past M or N left out. SWIGLU (rows as _gemv_rows gives
@@ -248,10 +259,7 @@ def gemv_kernel(x_ptr, w_ptr, out_ptr, g_ptr, eps, M, N, K, BM: tl.constexpr, R:
             w = w_next
             x = x_next
             g = g_next
-    rstd = None
-    if NORM:
-        rstd = _rstd(ss, K, eps)
-    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, SWIGLU, rstd, resid)
+    _gemv_finish(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, ss, K, eps, resid, SWIGLU, NORM)
 
 
 @kiln.jit

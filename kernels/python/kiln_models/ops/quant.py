@@ -35,7 +35,7 @@ import kiln
 import kiln.language as tl
 
 from ._common import FLOAT_DTYPES, check_array, dtype_name, launch_device, launch_opts
-from .linear import (_device_index, _g_tile, _gemv_resid, _gemv_rows, _gemv_store, _norm_x, _rstd,
+from .linear import (_device_index, _g_tile, _gemv_finish, _gemv_resid, _gemv_rows, _norm_x,
                      _sm_count, check_fused_plan, check_fusions, fusion_consts, gemv_config,
                      splitk_reduce_kernel, swiglu_out_features, two_step_prefetch, uses_gemv)
 
@@ -211,11 +211,8 @@ def gemv_int8_kernel(x_ptr, q_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW, BM: 
         x = x_next
         g = g_next
     scale = tl.load(s_ptr + rn % N)
-    rstd = None
-    if NORM:
-        rstd = _rstd(ss, K, eps)
-    _gemv_store(tl.sum(acc, axis=2) * scale[None, :], out_ptr, rm, rn, M, N, SWIGLU, rstd,
-                resid)
+    _gemv_finish(tl.sum(acc, axis=2) * scale[None, :], out_ptr, rm, rn, M, N, ss, K, eps, resid,
+                 SWIGLU, NORM)
 
 
 @kiln.jit
@@ -287,10 +284,7 @@ def gemv_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW, N_GR
         scale = scale_next
         x = x_next
         g = g_next
-    rstd = None
-    if NORM:
-        rstd = _rstd(ss, K, eps)
-    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, SWIGLU, rstd, resid)
+    _gemv_finish(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, ss, K, eps, resid, SWIGLU, NORM)
 
 
 # Packed 16-bit math (GPU, bf16/fp16 x): a word's 8 int4 codes become 4 pairs of 16-bit
@@ -501,10 +495,8 @@ def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, K
                 words = words_next
                 scale = scale_next
             x0, x1, x2, x3 = x0n, x1n, x2n, x3n
-    rstd = None
-    if NORM:
-        rstd = _rstd(ss[:, None, :], K, eps)
-    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, SWIGLU, rstd, resid)
+    _gemv_finish(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, ss[:, None, :], K, eps, resid,
+                 SWIGLU, NORM)
 
 
 @kiln.jit
@@ -555,10 +547,8 @@ def gemv_int4_wide_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW,
         scale = scale_next
         x0, x1, x2, x3 = x0n, x1n, x2n, x3n
         g0, g1, g2, g3 = g0n, g1n, g2n, g3n
-    rstd = None
-    if NORM:
-        rstd = _rstd(tl.sum(ss, axis=3), K, eps)
-    _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, SWIGLU, rstd)
+    _gemv_finish(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, tl.sum(ss, axis=3), K, eps, None,
+                 SWIGLU, NORM)
 
 
 # ---------------------------------------------------------------- quantizers (numpy)
