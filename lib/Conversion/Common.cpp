@@ -134,3 +134,29 @@ LogicalResult kiln::checkGPUSupport(ModuleOp module) {
   });
   return success(ok);
 }
+
+LLVM::AtomicBinOp kiln::getLLVMAtomicBinOp(RMWKind kind, Type elem) {
+  bool isFloat = isa<FloatType>(elem);
+  switch (kind) {
+  case RMWKind::and_:
+    return LLVM::AtomicBinOp::_and;
+  case RMWKind::or_:
+    return LLVM::AtomicBinOp::_or;
+  case RMWKind::xor_:
+    return LLVM::AtomicBinOp::_xor;
+  case RMWKind::add:
+  case RMWKind::fadd:
+    return isFloat ? LLVM::AtomicBinOp::fadd : LLVM::AtomicBinOp::add;
+  case RMWKind::max:
+    return isFloat ? LLVM::AtomicBinOp::fmax : LLVM::AtomicBinOp::max;
+  case RMWKind::min:
+    return isFloat ? LLVM::AtomicBinOp::fmin : LLVM::AtomicBinOp::min;
+  case RMWKind::umax:
+    return LLVM::AtomicBinOp::umax;
+  case RMWKind::umin:
+    return LLVM::AtomicBinOp::umin;
+  case RMWKind::xchg:
+    return LLVM::AtomicBinOp::xchg;
+  }
+  return LLVM::AtomicBinOp::xchg;
+}

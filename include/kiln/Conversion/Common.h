@@ -1,14 +1,15 @@
 //===- Common.h - What the GPU and host lowerings share ---------*- C++ -*-===//
 //
 // This file declares the helpers both lowerings of the kiln dialect use: the checks every
-// kernel must pass, row-major strides, constant strings in the module, and applying a
-// reduce/scan combine region to scalar values.
+// kernel must pass, row-major strides, constant strings in the module, applying a
+// reduce/scan combine region to scalar values, and the LLVM atomicrmw of an RMW kind.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_CONVERSION_COMMON_H
 #define KILN_CONVERSION_COMMON_H
 
+#include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -43,6 +44,10 @@ mlir::LLVM::LLVMFuncOp getOrInsertFunction(mlir::OpBuilder &b, mlir::Operation *
 llvm::SmallVector<mlir::Value> applyCombineRegion(mlir::OpBuilder &b, mlir::Region &region,
                                                   mlir::ArrayRef<mlir::Value> acc,
                                                   mlir::ArrayRef<mlir::Value> next);
+
+/// The LLVM atomicrmw operation of an RMW kind on elements of `elem` (add and fadd by the
+/// element type; max/min signed or float).
+mlir::LLVM::AtomicBinOp getLLVMAtomicBinOp(RMWKind kind, mlir::Type elem);
 
 } // namespace kiln
 

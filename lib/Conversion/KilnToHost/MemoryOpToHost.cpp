@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Conversion/Common.h"
 #include "kiln/Conversion/KilnToHost.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -540,33 +541,6 @@ LLVM::AtomicOrdering failureOrdering(MemSemantic sem) {
   }
 }
 
-LLVM::AtomicBinOp toBinOp(RMWKind kind, Type elem) {
-  bool isFloat = isa<FloatType>(elem);
-  switch (kind) {
-  case RMWKind::and_:
-    return LLVM::AtomicBinOp::_and;
-  case RMWKind::or_:
-    return LLVM::AtomicBinOp::_or;
-  case RMWKind::xor_:
-    return LLVM::AtomicBinOp::_xor;
-  case RMWKind::add:
-    return isFloat ? LLVM::AtomicBinOp::fadd : LLVM::AtomicBinOp::add;
-  case RMWKind::fadd:
-    return LLVM::AtomicBinOp::fadd;
-  case RMWKind::max:
-    return isFloat ? LLVM::AtomicBinOp::fmax : LLVM::AtomicBinOp::max;
-  case RMWKind::min:
-    return isFloat ? LLVM::AtomicBinOp::fmin : LLVM::AtomicBinOp::min;
-  case RMWKind::umax:
-    return LLVM::AtomicBinOp::umax;
-  case RMWKind::umin:
-    return LLVM::AtomicBinOp::umin;
-  case RMWKind::xchg:
-    return LLVM::AtomicBinOp::xchg;
-  }
-  return LLVM::AtomicBinOp::xchg;
-}
-
 /// Runs `perLane(b, ptr, operands...)` for every lane whose mask is set, in order, and
 /// returns the tile of its results (zero for masked-out lanes): one scf.for over the lanes of
 /// each chunk (a large tile of `largeLanes` lanes: over all lanes, the buffer of the results
@@ -664,7 +638,7 @@ struct AtomicRMWConversion : OpConversionPattern<AtomicRMWOp> {
                                     true, options.debug, false)
                  : boundsCheck(rewriter, loc, op, adaptor.getPtr(), mask, byteSize(elem), true,
                                options.debug);
-    LLVM::AtomicBinOp bin = toBinOp(op.getKind(), elem);
+    LLVM::AtomicBinOp bin = getLLVMAtomicBinOp(op.getKind(), elem);
     LLVM::AtomicOrdering ordering = toOrdering(op.getSem());
     Value r = forEachLane(
         rewriter, loc, op, n, resTy, adaptor.getPtr(), mask, {adaptor.getVal()},

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Conversion/Common.h"
 #include "kiln/Target/NVIDIA/KilnToLLVM.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
@@ -87,33 +88,6 @@ Value emitAtom(OpBuilder &b, Location loc, Type resultType, StringRef opcode, Va
   return emitInlineAsm(b, loc, resultType, args, asmStr, constraints, /*sideEffects=*/true);
 }
 
-/// The LLVM atomicrmw operation of an RMW kind on `elem`.
-LLVM::AtomicBinOp llvmBinOp(RMWKind kind, Type elem) {
-  bool isFloat = isa<FloatType>(elem);
-  switch (kind) {
-  case RMWKind::and_:
-    return LLVM::AtomicBinOp::_and;
-  case RMWKind::or_:
-    return LLVM::AtomicBinOp::_or;
-  case RMWKind::xor_:
-    return LLVM::AtomicBinOp::_xor;
-  case RMWKind::add:
-  case RMWKind::fadd:
-    return isFloat ? LLVM::AtomicBinOp::fadd : LLVM::AtomicBinOp::add;
-  case RMWKind::max:
-    return isFloat ? LLVM::AtomicBinOp::fmax : LLVM::AtomicBinOp::max;
-  case RMWKind::min:
-    return isFloat ? LLVM::AtomicBinOp::fmin : LLVM::AtomicBinOp::min;
-  case RMWKind::umax:
-    return LLVM::AtomicBinOp::umax;
-  case RMWKind::umin:
-    return LLVM::AtomicBinOp::umin;
-  case RMWKind::xchg:
-    return LLVM::AtomicBinOp::xchg;
-  }
-  return LLVM::AtomicBinOp::xchg;
-}
-
 /// NVPTX's synchronization scope names: "block" (cta), "device" (gpu), "" (system).
 StringRef llvmSyncScope(MemScope scope) {
   switch (scope) {
@@ -132,8 +106,8 @@ StringRef llvmSyncScope(MemScope scope) {
 Value emitPredicatedRMW(ConversionPatternRewriter &rewriter, Location loc, AtomicRMWOp op,
                         Value pred, Value ptr, Value val) {
   auto rmw = [&]() -> Value {
-    return LLVM::AtomicRMWOp::create(rewriter, loc, llvmBinOp(op.getKind(), val.getType()), ptr,
-                                     val, LLVM::AtomicOrdering::monotonic,
+    return LLVM::AtomicRMWOp::create(rewriter, loc, getLLVMAtomicBinOp(op.getKind(), val.getType()),
+                                     ptr, val, LLVM::AtomicOrdering::monotonic,
                                      llvmSyncScope(op.getScope()))
         .getResult();
   };
