@@ -616,28 +616,45 @@ Value forEachLane(OpBuilder &b, Location loc, Operation *at, int64_t largeLanes,
   return pack(b, loc, resTy, results);
 }
 
+/// The converted result type, the lanes of a large tile (0: a register tile or a scalar), the
+/// element type and the mask of an atomic op: `mask` (null: every lane), each lane's address
+/// checked by the fault guard (an access outside every buffer is reported and skipped).
+struct AtomicLanes {
+  Type resTy;
+  int64_t n;
+  Type elem;
+  Value mask;
+};
+AtomicLanes atomicLanes(ConversionPatternRewriter &rewriter, const TypeConverter &converter,
+                        Operation *op, Value ptr, Value mask, bool debug) {
+  Location loc = op->getLoc();
+  Type type = op->getResult(0).getType();
+  Type resTy = converter.convertType(type);
+  bool large = isLargeTile(type);
+  int64_t n = large ? cast<RankedTensorType>(type).getNumElements() : 0;
+  Type elem = large ? converter.convertType(cast<RankedTensorType>(type).getElementType())
+                    : getTileElementType(resTy);
+  if (!mask && large)
+    mask = allTrueBuffer(rewriter, loc, op, n);
+  if (!mask && isTile(resTy))
+    mask = allTrue(rewriter, loc, getNumElements(resTy));
+  mask = large
+             ? largeBoundsCheck(rewriter, loc, op, ptr, mask, n, byteSize(elem), true, debug, false)
+             : boundsCheck(rewriter, loc, op, ptr, mask, byteSize(elem), true, debug);
+  return {resTy, n, elem, mask};
+}
+
 struct AtomicRMWConversion : OpConversionPattern<AtomicRMWOp> {
   AtomicRMWConversion(TypeConverter &tc, MLIRContext *ctx, const HostLoweringOptions &options)
       : OpConversionPattern(tc, ctx), options(options) {}
   LogicalResult matchAndRewrite(AtomicRMWOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Type resTy = getTypeConverter()->convertType(op.getType());
-    bool large = isLargeTile(op.getType());
-    int64_t n = large ? cast<RankedTensorType>(op.getType()).getNumElements() : 0;
-    Type elem =
-        large
-            ? getTypeConverter()->convertType(cast<RankedTensorType>(op.getType()).getElementType())
-            : getTileElementType(resTy);
-    Value mask = adaptor.getMask();
-    if (!mask && large)
-      mask = allTrueBuffer(rewriter, loc, op, n);
-    if (!mask && isTile(resTy))
-      mask = allTrue(rewriter, loc, getNumElements(resTy));
-    mask = large ? largeBoundsCheck(rewriter, loc, op, adaptor.getPtr(), mask, n, byteSize(elem),
-                                    true, options.debug, false)
-                 : boundsCheck(rewriter, loc, op, adaptor.getPtr(), mask, byteSize(elem), true,
-                               options.debug);
+    AtomicLanes lanes = atomicLanes(rewriter, *getTypeConverter(), op, adaptor.getPtr(),
+                                    adaptor.getMask(), options.debug);
+    Type resTy = lanes.resTy, elem = lanes.elem;
+    int64_t n = lanes.n;
+    Value mask = lanes.mask;
     LLVM::AtomicBinOp bin = getLLVMAtomicBinOp(op.getKind(), elem);
     LLVM::AtomicOrdering ordering = toOrdering(op.getSem());
     Value r = forEachLane(
@@ -657,20 +674,11 @@ struct AtomicCASConversion : OpConversionPattern<AtomicCASOp> {
   LogicalResult matchAndRewrite(AtomicCASOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Type resTy = getTypeConverter()->convertType(op.getType());
-    bool large = isLargeTile(op.getType());
-    int64_t n = large ? cast<RankedTensorType>(op.getType()).getNumElements() : 0;
-    Type elem =
-        large
-            ? getTypeConverter()->convertType(cast<RankedTensorType>(op.getType()).getElementType())
-            : getTileElementType(resTy);
-    Value mask =
-        large ? largeBoundsCheck(rewriter, loc, op, adaptor.getPtr(),
-                                 allTrueBuffer(rewriter, loc, op, n), n, byteSize(elem), true,
-                                 options.debug, false)
-              : boundsCheck(rewriter, loc, op, adaptor.getPtr(),
-                            isTile(resTy) ? allTrue(rewriter, loc, getNumElements(resTy)) : Value(),
-                            byteSize(elem), true, options.debug);
+    AtomicLanes lanes =
+        atomicLanes(rewriter, *getTypeConverter(), op, adaptor.getPtr(), Value(), options.debug);
+    Type resTy = lanes.resTy, elem = lanes.elem;
+    int64_t n = lanes.n;
+    Value mask = lanes.mask;
     // cmpxchg takes integers: floats go through their bits.
     Type intElem =
         isa<FloatType>(elem) ? Type(rewriter.getIntegerType(elem.getIntOrFloatBitWidth())) : elem;
