@@ -1,42 +1,14 @@
 """kernels/python/kiln_models/ops: what the CUDA-core linears fuse and their plan variants
 (issue #24). CPU backend against float64 numpy: swiglu=True bitwise linear + silu_mul, norm=
 (RMSNorm of x inside the linear) and residual=True (out += x @ w.T) for bf16/fp32, int8 and
-int4 weights, their errors. GPU (marker `gpu`): the same on the 1B model's shapes, the packed
-int4 kernel's two-steps-ahead prefetch (bitwise), the 16-byte-load int4 kernel.
+int4 weights, their errors. GPU (marker `gpu`): the same on the 1B model's shapes, the
+16-byte-load int4 kernel.
 """
 import numpy as np
 import pytest
 
 from test_models_ops import (DTYPES, _torch, close, close_linear, f64, ops,  # noqa: F401
                              quant, rnd)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("K", [8192, 8000])
-def test_gemv_int4_two_steps_ahead_gpu(K, monkeypatch):
-    # AHEAD = 2 (the packed int4 kernel keeps two steps of weights in flight): the same sums
-    # in the same order as one step ahead, bitwise; whole steps (K 8192: 8 steps of 128
-    # words) and a ragged last step (K 8000: 1000 words, masked), 1 and 3 rows of x.
-    torch = _torch()
-    rng = np.random.default_rng(9)
-    N = 2048
-    w = rng.standard_normal((N, K)).astype(np.float32)
-    p, s4 = quant.quantize_int4(w, 8)
-    pd, sd = torch.from_numpy(p).cuda(), torch.from_numpy(s4).cuda()
-    ref_w = torch.from_numpy(quant.dequantize_int4(p, s4, 8)).cuda().double()
-    orig = quant.gemv_config
-    for M in (1, 3):
-        x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-        res = []
-        for ahead in (1, 2):
-            monkeypatch.setattr(quant, "gemv_config",
-                                lambda *a, **k: orig(*a, **k) | {"AHEAD": ahead})
-            out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-            quant.linear_int4(x, pd, sd, out, group=8)
-            res.append(out)
-        assert torch.equal(res[0], res[1]), (K, M)
-        ref = x.double() @ ref_w.T
-        assert ((res[1].double() - ref).norm() / ref.norm()).item() < 1e-2
 
 
 def _swiglu_cases(rng, dt, N, K):

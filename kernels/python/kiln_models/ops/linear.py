@@ -462,7 +462,7 @@ def check_fused_plan(op, swiglu, norm, residual, takes_gemv):
                              f"{DECODE_MAX_M}); run {instead}")
 
 
-def check_fusions(op, x, K, norm, eps, residual, swiglu=False):
+def check_fusions(op, K, norm, eps, residual, swiglu=False):
     """The norm weight [K] of a fused RMSNorm (None: none) and its eps; residual: out is read
     (a plain flag; not with swiglu)."""
     if residual and swiglu:
@@ -496,7 +496,7 @@ def linear(x, w, out, scratch=None, stream=None, device=None, gemv=None, swiglu=
     N, _ = check_array("linear", "w", w, (None, K), FLOAT_DTYPES)
     check_array("linear", "out", out, (M, swiglu_out_features("linear", N, swiglu)),
                 FLOAT_DTYPES)
-    check_fusions("linear", x, K, norm, eps, residual, swiglu)
+    check_fusions("linear", K, norm, eps, residual, swiglu)
     if out is x or out is w:
         raise ValueError("linear: expected 'out' to be another array than 'x' and 'w' (other "
                          "programs still read them while it is written)")

@@ -377,16 +377,30 @@ PAIRS_ASM = tl.constexpr(_PAIRS_ASM)
 
 
 @kiln.jit
+def _pairs(x0, x1, x2, x3):
+    """x's words 0..3 of each 8-element piece (element pairs (0, 1) .. (6, 7)) permuted into
+    the pairs (x_i, x_{i+4}) the int4 codes unpack to (_PAIRS_ASM)."""
+    return tl.inline_asm_elementwise(
+        PAIRS_ASM, "=r,=r,=r,=r,r,r,r,r", [x0, x1, x2, x3],
+        dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True, pack=1)
+
+
+@kiln.jit
+def _sums_of_words(words, pa, pb, pc, pd, F16: tl.constexpr):
+    """Each word's sum of its 8 products with x's pairs (_pairs), fp32; the operands
+    broadcast against each other (_WORD_ASM)."""
+    return tl.inline_asm_elementwise(
+        WORD_ASM_F16 if F16 else WORD_ASM_BF16, "=r,r,r,r,r,r", [words, pa, pb, pc, pd],
+        dtype=tl.float32, is_pure=True, pack=1)
+
+
+@kiln.jit
 def _word_sums(words, x0, x1, x2, x3, F16: tl.constexpr):
     """[BM, R, C] sums of each word's 8 products with x, given as its [BM, C] 32-bit words
     x0..x3 (element pairs (0, 1) .. (6, 7) of each 8-element piece)."""
-    pa, pb, pc, pd = tl.inline_asm_elementwise(
-        PAIRS_ASM, "=r,=r,=r,=r,r,r,r,r", [x0, x1, x2, x3],
-        dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True, pack=1)
-    return tl.inline_asm_elementwise(
-        WORD_ASM_F16 if F16 else WORD_ASM_BF16, "=r,r,r,r,r,r",
-        [words[None, :, :], pa[:, None, :], pb[:, None, :], pc[:, None, :], pd[:, None, :]],
-        dtype=tl.float32, is_pure=True, pack=1)
+    pa, pb, pc, pd = _pairs(x0, x1, x2, x3)
+    return _sums_of_words(words[None, :, :], pa[:, None, :], pb[:, None, :], pc[:, None, :],
+                          pd[:, None, :], F16)
 
 
 @kiln.jit
@@ -432,9 +446,8 @@ def _x_words(xw_ptrs, mask):
 def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW, N_GROUPS,
                             GROUP_WORDS: tl.constexpr, BM: tl.constexpr, R: tl.constexpr,
                             C: tl.constexpr, EVEN: tl.constexpr, F16: tl.constexpr,
-                            TWO: tl.constexpr = False, AHEAD: tl.constexpr = 1,
-                            SWIGLU: tl.constexpr = False, NORM: tl.constexpr = False,
-                            RESID: tl.constexpr = False):
+                            TWO: tl.constexpr = False, SWIGLU: tl.constexpr = False,
+                            NORM: tl.constexpr = False, RESID: tl.constexpr = False):
     """gemv_int4_kernel with packed 16-bit math (GPU; bf16 x, or fp16 with F16): x read as 32-bit
     words of two elements ([BM, C] tiles of words 0..3 of each 8-element piece), permuted once
     per step into the pairs (x_i, x_{i+4}) the codes unpack to, and each (row of x, weight
@@ -470,30 +483,21 @@ def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, K
         acc += _word_sums(words1, x0, x1, x2, x3, F16) * scale1[None, :, :]
     else:
         words, scale = _first_words(p_ptrs, s_ptrs, wmask, EVEN)
-        if AHEAD == 2:  # the step after too: two steps of weights in flight
-            words_b, scale_b = _next_words(p_ptrs, s_ptrs, s_rows, rc, C, KW, GROUP_WORDS,
-                                           EVEN)
         tl.extra.cuda.gdc_wait()  # PDL: the weights above are in flight meanwhile (linear.py)
         tl.extra.cuda.gdc_launch_dependents()
         x0, x1, x2, x3 = _x_words(xw_ptrs, wmask[None, :])
         g0, g1, g2, g3 = _g_words(gw_ptrs, wmask[None, :], NORM)
         resid = _gemv_resid(out_ptr, rm, rn, M, N, RESID)
         for w0 in range(C, KW + C, C):
-            words_next, scale_next = _next_words(p_ptrs, s_ptrs, s_rows, rc,
-                                                 w0 + (AHEAD - 1) * C, KW, GROUP_WORDS, EVEN)
+            words_next, scale_next = _next_words(p_ptrs, s_ptrs, s_rows, rc, w0, KW,
+                                                 GROUP_WORDS, EVEN)
             x0n, x1n, x2n, x3n = _x_words(xw_ptrs + 4 * w0, ((w0 + rc) < KW)[None, :])
             g0n, g1n, g2n, g3n = _g_words(gw_ptrs + 4 * w0, ((w0 + rc) < KW)[None, :], NORM)
             xa0, xa1, xa2, xa3, ss = _norm_words(x0, x1, x2, x3, g0, g1, g2, g3, ss, F16, NORM)
             acc += _word_sums(words, xa0, xa1, xa2, xa3, F16) * scale[None, :, :]
             g0, g1, g2, g3 = g0n, g1n, g2n, g3n
-            if AHEAD == 2:
-                words = words_b
-                scale = scale_b
-                words_b = words_next
-                scale_b = scale_next
-            else:
-                words = words_next
-                scale = scale_next
+            words = words_next
+            scale = scale_next
             x0, x1, x2, x3 = x0n, x1n, x2n, x3n
     _gemv_finish(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, ss[:, None, :], K, eps, resid,
                  SWIGLU, NORM)
@@ -536,13 +540,8 @@ def gemv_int4_wide_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW,
         x3n = tl.load(xw_ptrs + 4 * w0 + 3, mask=w0 < KW)
         g0n, g1n, g2n, g3n = _g_words(gw_ptrs + 4 * w0, None, NORM)
         x0, x1, x2, x3, ss = _norm_words(x0, x1, x2, x3, g0, g1, g2, g3, ss, F16, NORM)
-        pa, pb, pc, pd = tl.inline_asm_elementwise(
-            PAIRS_ASM, "=r,=r,=r,=r,r,r,r,r", [x0, x1, x2, x3],
-            dtype=(tl.int32, tl.int32, tl.int32, tl.int32), is_pure=True, pack=1)
-        sums = tl.inline_asm_elementwise(
-            WORD_ASM_F16 if F16 else WORD_ASM_BF16, "=r,r,r,r,r,r",
-            [words, pa, pb, pc, pd], dtype=tl.float32, is_pure=True, pack=1)
-        acc += tl.sum(sums, axis=3) * scale[None, :, :]
+        pa, pb, pc, pd = _pairs(x0, x1, x2, x3)
+        acc += tl.sum(_sums_of_words(words, pa, pb, pc, pd, F16), axis=3) * scale[None, :, :]
         words = words_next
         scale = scale_next
         x0, x1, x2, x3 = x0n, x1n, x2n, x3n
@@ -714,14 +713,13 @@ def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, w
             gk = gemv_int4_packed_kernel
             consts["F16"] = dtype_name(x) == "float16"
             consts["TWO"] = even and words == 2 * cfg["C"] and two_step_prefetch()
-            consts["AHEAD"] = cfg.get("AHEAD", 1)
         if cfg.get("maxnreg"):
             consts["maxnreg"] = cfg["maxnreg"]
         wide = cfg.get("WIDE")  # (R, C) of gemv_int4_wide_kernel, or True: cfg's
         wr, wc = (cfg["R"], cfg["C"]) if wide is True else (wide or (0, 1))
         if (gk is gemv_int4_packed_kernel and wide and not residual
                 and words % (4 * wc) == 0 and consts["GROUP_WORDS"] % 4 == 0):
-            for k in ("EVEN", "TWO", "AHEAD", "RESID"):
+            for k in ("EVEN", "TWO", "RESID"):
                 consts.pop(k, None)
             gemv_int4_wide_kernel[(kiln.cdiv(N, wr) * kiln.cdiv(M, cfg["BM"]),)](
                 x, *args, out, g, eps, M, N, K, words, *extra, BM=cfg["BM"], R=wr, C=wc,
@@ -769,7 +767,7 @@ def linear_int8(x, q, scales, out, scratch=None, stream=None, device=None, gemv=
     M, _ = _check_x_out(op, x, out, N, swiglu)
     check_array(op, "x", x, (M, K), FLOAT_DTYPES)
     check_array(op, "scales", scales, (N,), ("float32",))
-    check_fusions(op, x, K, norm, eps, residual, swiglu)
+    check_fusions(op, K, norm, eps, residual, swiglu)
     return _launch(op, linear_int8_kernel, x, out, scratch, (q, scales), M, N, K, None,
                    stream, device, q, gemv, swiglu, norm, eps, residual)
 
@@ -788,6 +786,6 @@ def linear_int4(x, packed, scales, out, group=128, scratch=None, stream=None, de
     if isinstance(group, bool) or not isinstance(group, int) or group <= 0 or K % group:
         raise ValueError(f"{op}: expected a group that divides K = {K}, found {group!r}")
     check_array(op, "scales", scales, (N, K // group), ("float32",))
-    check_fusions(op, x, K, norm, eps, residual, swiglu)
+    check_fusions(op, K, norm, eps, residual, swiglu)
     return _launch(op, linear_int4_kernel, x, out, scratch, (packed, scales), M, N, K, group,
                    stream, device, packed, gemv, swiglu, norm, eps, residual)
