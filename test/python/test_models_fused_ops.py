@@ -7,8 +7,8 @@ int4 weights, their errors. GPU (marker `gpu`): the same on the 1B model's shape
 import numpy as np
 import pytest
 
-from test_models_ops import (DTYPES, _torch, close, close_linear, f64, ops,  # noqa: F401
-                             quant, rnd)
+from test_models_ops import (DTYPES, _torch, bf16, close, close_linear, f64,  # noqa: F401
+                             lin, ops, quant, rnd)
 
 
 def _swiglu_cases(rng, dt, N, K):
@@ -200,7 +200,7 @@ def test_gemv_int4_wide_gpu(R, C, monkeypatch):
     rng = np.random.default_rng(16)
     orig = quant.gemv_config
     monkeypatch.setattr(quant, "gemv_config",
-                        lambda *a, **k: orig(*a, **k) | dict(WIDE=(R, C)))
+                        lambda *a, **k: orig(*a, **k) | dict(WIDE=(R, C), PERSIST=None))
     for N, K, sw in ((3072, 2048, False), (2 * 2048, 2048, True), (2048, 8192, False)):
         w = rng.standard_normal((N, K)).astype(np.float32)
         p4, s4 = quant.quantize_int4(w, 128)
@@ -219,3 +219,140 @@ def test_gemv_int4_wide_gpu(R, C, monkeypatch):
                 ref = torch.nn.functional.silu(ref[:, :N // 2]) * ref[:, N // 2:]
             err = ((out.double() - ref).norm() / ref.norm()).item()
             assert err < 1e-2, (N, K, M, err)
+
+
+class _Spy:
+    """A kernel's stand-in that counts its launches (kernel[grid](...))."""
+
+    def __init__(self, kernel):
+        self.kernel, self.launches = kernel, 0
+
+    def __getitem__(self, grid):
+        self.launches += 1
+        return self.kernel[grid]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("persist", [(4, 4), (8, 5, 2), (16, 1), (4, 2, 2)])
+def test_gemv_int4_persist_gpu(persist, monkeypatch):
+    # gemv_int4_persist_kernel (a plan's PERSIST key (R, programs a SM[, tiles ahead]):
+    # programs loop over row tiles, x made
+    # once each): plain, swiglu + fused norm, residual and fused norm alone, N not a whole
+    # number of tiles, K of 128 and 256 words, at 1 and 3 rows against float64.
+    torch = _torch()
+    rng = np.random.default_rng(18)
+    orig = quant.gemv_config
+    monkeypatch.setattr(quant, "gemv_config",
+                        lambda *a, **k: orig(*a, **k) | dict(PERSIST=persist))
+    spy = _Spy(quant.gemv_int4_persist_kernel)
+    monkeypatch.setattr(quant, "gemv_int4_persist_kernel", spy)
+    for N, K, how in ((3072, 2048, "plain"), (2 * 2048, 2048, "swiglu"),
+                      (3000, 1024, "residual"), (5000, 2048, "norm")):
+        w = rng.standard_normal((N, K)).astype(np.float32)
+        p4, s4 = quant.quantize_int4(w, 128)
+        wd = torch.from_numpy(quant.dequantize_int4(p4, s4, 128)).cuda().double()
+        pd, sd = torch.from_numpy(p4).cuda(), torch.from_numpy(s4).cuda()
+        for M in (1, 3):
+            x = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+            sw = how == "swiglu"
+            out = torch.full((M, N // 2 if sw else N), float("nan"), device="cuda",
+                             dtype=torch.bfloat16)
+            g = torch.rand(K, device="cuda").add(0.5).to(torch.bfloat16)
+            xd = x.double()
+            if how in ("swiglu", "norm"):
+                xd = xd / (xd.pow(2).mean(1, keepdim=True) + 1e-6).sqrt() * g.double()
+            ref = xd @ wd.T
+            if how == "residual":
+                out = torch.randn(M, N, device="cuda").to(torch.bfloat16)
+                ref = ref + out.double()
+            quant.linear_int4(x, pd, sd, out, group=128, swiglu=sw,
+                              norm=g if how in ("swiglu", "norm") else None,
+                              residual=how == "residual")
+            if sw:
+                ref = torch.nn.functional.silu(ref[:, :N // 2]) * ref[:, N // 2:]
+            err = ((out.double() - ref).norm() / ref.norm()).item()
+            assert err < 1e-2, (N, K, M, how, err)
+    assert spy.launches == 8
+
+
+@pytest.mark.parametrize("dt", list(DTYPES), ids=str)
+@pytest.mark.parametrize("shape", [(1, 40, 256), (3, 33, 128)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_linear_int4_bf16_scales_cpu(dt, shape):
+    # int4 with bf16 scales (what a 16-bit model uploads): both plans give x @ the weights
+    # dequantized with the bf16 scales, and exactly what fp32 scales of the same values give.
+    dt = DTYPES[dt]
+    M, N, K = shape
+    rng = np.random.default_rng(M * N)
+    w = rng.standard_normal((N, K)).astype(np.float32)
+    x = rng.standard_normal((M, K)).astype(dt)
+    p, s4 = quant.quantize_int4(w, 64)
+    sb = s4.astype(bf16)
+    ref = f64(x) @ f64(quant.dequantize_int4(p, sb.astype(np.float32), 64)).T
+    for gemv in (True, False):
+        out = np.full((M, N), np.nan, dt)
+        quant.linear_int4(x, p, sb, out, group=64, gemv=gemv)
+        close_linear(out, ref, dt)
+        same = np.full((M, N), np.nan, dt)
+        quant.linear_int4(x, p, sb.astype(np.float32), same, group=64, gemv=gemv)
+        assert np.array_equal(f64(out), f64(same))
+    with pytest.raises(TypeError, match="linear_int4: expected .scales. of dtype float32 or bf"):
+        quant.linear_int4(x, p, s4.astype(np.float16), out, group=64)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M", [1, 3, 16, 300])
+def test_linear_int4_bf16_scales_gpu(M):
+    # bf16 scales on the GPU's int4 plans (the persistent kernel at one row of the wide
+    # layers, the packed/wide ones, tensor-core tiles at 300 rows): bitwise the fp32 scales
+    # holding the same values, and near x @ the dequantized weights.
+    torch = _torch()
+    rng = np.random.default_rng(M)
+    for N, K, sw in ((2 * 8192, 2048, M <= 4), (13000, 2048, False), (2048, 8192, False)):
+        w = rng.standard_normal((N, K)).astype(np.float32)
+        p, s4 = quant.quantize_int4(w, 128)
+        s4 = s4.astype(bf16).astype(np.float32)
+        pd = torch.from_numpy(p).cuda()
+        sf, sb = torch.from_numpy(s4).cuda(), torch.from_numpy(s4).cuda().to(torch.bfloat16)
+        x = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+        scratch = torch.empty(max(quant.quant_scratch_numel(M, N, K, 128), 1), device="cuda")
+        outs = []
+        for s in (sf, sb):
+            out = torch.full((M, N // 2 if sw else N), float("nan"), device="cuda",
+                             dtype=torch.bfloat16)
+            quant.linear_int4(x, pd, s, out, group=128, swiglu=sw, scratch=scratch)
+            outs.append(out)
+        assert torch.equal(outs[0], outs[1]), (N, K, M)
+        ref = x.double() @ torch.from_numpy(quant.dequantize_int4(p, s4)).cuda().double().T
+        if sw:
+            ref = torch.nn.functional.silu(ref[:, :N // 2]) * ref[:, N // 2:]
+        err = ((outs[1].double() - ref).norm() / ref.norm()).item()
+        assert err < 1e-2, (N, K, M, err)
+
+
+def test_gemv_int4_persist_plan_ptx():
+    # The one-row int4 plans of the 1B model's wide layers take the persistent kernel
+    # (gate_up, LM head); the others keep theirs. Its sm_90a PTX (no GPU needed) for
+    # gate_up: the first two tiles' words loaded before the loop and one tile ahead in it,
+    # 16 bytes a load (R 8 x 256 words on 128 threads: 4 loads a tile).
+    import kiln
+    plan = {name: lin.gemv_config(1, N, K, "int4").get("PERSIST")
+            for name, (N, K) in {"qkv": (3072, 2048), "o": (2048, 2048),
+                                 "gate_up": (16384, 2048), "down": (2048, 8192),
+                                 "head": (128256, 2048)}.items()}
+    assert plan == dict(qkv=None, o=None, gate_up=(8, 4, 2), down=None, head=(8, 4, 2))
+    # a 16-bit model keeps those two's int4 scales in bf16 (read once a 4-word piece)
+    sd = {name: quant.int4_scale_dtype(N, K, 128, "bfloat16")
+          for name, (N, K) in {"qkv": (3072, 2048), "gate_up": (16384, 2048),
+                               "down": (2048, 8192), "head": (128256, 2048)}.items()}
+    assert sd == dict(qkv="float32", gate_up="bfloat16", down="float32", head="bfloat16")
+    assert quant.int4_scale_dtype(16384, 2048, 128, "float32") == "float32"
+    sig = {"x_ptr": "*bf16:16", "p_ptr": "*u8:16", "s_ptr": "*bf16:16", "out_ptr": "*bf16:16",
+           "g_ptr": "*bf16:16", "eps": "fp32", "M": "i32", "N": "i32:16", "K": "i32:16",
+           "KW": "i32:16", "N_GROUPS": "i32:16"}
+    k = kiln.compile(quant.gemv_int4_persist_kernel, signature=sig, target="sm_90a",
+                     num_warps=4, constexprs=dict(BM=1, R=8, C=64, GROUP_WORDS=16, F16=False,
+                                                  DEPTH=2, SWIGLU=True, NORM=True))
+    ptx = k.asm["ptx"]
+    assert ptx.count("L2::cache_hint.v4.b32") == 12
+    assert "griddepcontrol.wait" in ptx

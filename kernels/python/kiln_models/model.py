@@ -87,7 +87,8 @@ class LlamaModel:
     min(max_seq_len, 512)); max_seq_len: tokens per request, prompt and output (default
     min(config.max_position_embeddings, 2048)); block_size, num_blocks: the paged KV cache
     (default: enough blocks for max_batch requests of max_seq_len). quant: None, "int8"
-    (per-channel scales) or "int4" (two per byte, scales per group of quant_group K): the
+    (per-channel scales) or "int4" (two per byte, scales per group of quant_group K, fp32 or
+    bf16 as ops.int4_scale_dtype picks): the
     decoder layers' projections and the LM head quantized from `weights` at load (weight-only;
     activations and the embedding stay in `dtype`; a tied head gets its own quantized copy
     of the embedding, whose lookups keep the dense table; `quant_head=False` keeps the head
@@ -321,7 +322,10 @@ class LlamaModel:
                 raise ValueError(f"LlamaModel: int4 quant_group={g!r} does not divide the "
                                  f"{K} input features of {name}")
             q, scales = self.ops.quantize_int4(w, g)
-        return self.quant, a.upload(q, q.dtype), a.upload(scales, "fp32")
+        sd = "float32"
+        if self.quant == "int4" and hasattr(self.ops, "int4_scale_dtype"):
+            sd = self.ops.int4_scale_dtype(w.shape[0], w.shape[1], self.quant_group, self.dtype)
+        return self.quant, a.upload(q, q.dtype), a.upload(scales, sd)
 
     def _takes_gemv(self, T, w, K):
         """Whether a decode linear of T rows with weight w (see _projection) runs on the

@@ -35,12 +35,14 @@ import kiln
 import kiln.language as tl
 
 from ._common import FLOAT_DTYPES, check_array, dtype_name, launch_device, launch_opts
-from .linear import (_device_index, _g_tile, _gemv_finish, _gemv_resid, _gemv_rows, _norm_x,
-                     _sm_count, check_fused_plan, check_fusions, fusion_consts, gemv_config,
-                     splitk_reduce_kernel, swiglu_out_features, two_step_prefetch, uses_gemv)
+from .linear import (_device_index, _g_tile, _gemv_finish, _gemv_resid, _gemv_rows,
+                     _gemv_store, _norm_x, _rstd, _sm_count, _tile_rows, check_fused_plan,
+                     check_fusions, fusion_consts, gemv_config, splitk_reduce_kernel,
+                     swiglu_out_features, two_step_prefetch, uses_gemv)
 
 __all__ = ["quantize_int8", "quantize_int4", "dequantize_int8", "dequantize_int4",
-           "linear_int8", "linear_int4", "quant_scratch_numel", "quant_takes_gemv"]
+           "linear_int8", "linear_int4", "quant_scratch_numel", "quant_takes_gemv",
+           "int4_scale_dtype"]
 
 
 @kiln.jit
@@ -115,7 +117,7 @@ def linear_int4_kernel(x_ptr, p_ptr, s_ptr, out_ptr, part_ptr, M, N, K, K_SPLIT,
         hi = ((b >> 4) - 8).to(a_even.dtype)
         part = tl.dot(a_even, lo.T, input_precision="ieee")
         part = tl.dot(a_odd, hi.T, part, input_precision="ieee")
-        scale = tl.load(s_ptrs + (k0 + k * BLOCK_K) // GROUP)
+        scale = tl.load(s_ptrs + (k0 + k * BLOCK_K) // GROUP).to(tl.float32)
         acc += part * scale[None, :]
         x_ptrs += BLOCK_K
         p_ptrs += BLOCK_K // 2
@@ -224,7 +226,7 @@ def _first_words(p_ptrs, s_ptrs, wmask, EVEN: tl.constexpr):
     else:
         words = tl.load(p_ptrs, mask=wmask[None, :], other=0, eviction_policy="evict_first")
         scale = tl.load(s_ptrs, mask=wmask[None, :], other=0.0)
-    return words, scale
+    return words, scale.to(tl.float32)
 
 
 @kiln.jit
@@ -241,7 +243,7 @@ def _next_words(p_ptrs, s_ptrs, s_rows, rc, w0, KW, GROUP_WORDS: tl.constexpr,
                         eviction_policy="evict_first")
         scale = tl.load(s_rows + ((w0 + rc) // GROUP_WORDS)[None, :], mask=wmask[None, :],
                         other=0.0)
-    return words, scale
+    return words, scale.to(tl.float32)
 
 
 @kiln.jit
@@ -468,8 +470,8 @@ def gemv_int4_packed_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, K
     if TWO:
         words0 = tl.load(p_ptrs, eviction_policy="evict_first")
         words1 = tl.load(p_ptrs + C, eviction_policy="evict_first")
-        scale0 = tl.load(s_ptrs)
-        scale1 = tl.load(s_ptrs + C // GROUP_WORDS)
+        scale0 = tl.load(s_ptrs).to(tl.float32)
+        scale1 = tl.load(s_ptrs + C // GROUP_WORDS).to(tl.float32)
         tl.extra.cuda.gdc_wait()  # PDL: the weights above are in flight meanwhile
         tl.extra.cuda.gdc_launch_dependents()
         x0, x1, x2, x3 = _x_words(xw_ptrs, None)
@@ -526,14 +528,14 @@ def gemv_int4_wide_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW,
     acc = tl.zeros((BM, R, C), dtype=tl.float32)
     ss = tl.zeros((BM, 1, C, 4), dtype=tl.float32)
     words = tl.load(p_ptrs, eviction_policy="evict_first")
-    scale = tl.load(s_ptrs)
+    scale = tl.load(s_ptrs).to(tl.float32)
     tl.extra.cuda.gdc_wait()  # PDL: the weights above are in flight meanwhile (linear.py)
     tl.extra.cuda.gdc_launch_dependents()
     x0, x1, x2, x3 = _x_words(xw_ptrs, None)
     g0, g1, g2, g3 = _g_words(gw_ptrs, None, NORM)
     for w0 in range(4 * C, KW + 4 * C, 4 * C):
         words_next = tl.load(p_ptrs + w0, mask=w0 < KW, eviction_policy="evict_first")
-        scale_next = tl.load(s_ptrs + w0 // GROUP_WORDS, mask=w0 < KW)
+        scale_next = tl.load(s_ptrs + w0 // GROUP_WORDS, mask=w0 < KW).to(tl.float32)
         x0n = tl.load(xw_ptrs + 4 * w0, mask=w0 < KW)
         x1n = tl.load(xw_ptrs + 4 * w0 + 1, mask=w0 < KW)
         x2n = tl.load(xw_ptrs + 4 * w0 + 2, mask=w0 < KW)
@@ -548,6 +550,93 @@ def gemv_int4_wide_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW,
         g0, g1, g2, g3 = g0n, g1n, g2n, g3n
     _gemv_finish(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, tl.sum(ss, axis=3), K, eps, None,
                  SWIGLU, NORM)
+
+
+@kiln.jit
+def gemv_int4_persist_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW, N_GROUPS,
+                             GROUP_WORDS: tl.constexpr, BM: tl.constexpr, R: tl.constexpr,
+                             C: tl.constexpr, F16: tl.constexpr, DEPTH: tl.constexpr = 1,
+                             SWIGLU: tl.constexpr = False, NORM: tl.constexpr = False,
+                             RESID: tl.constexpr = False):
+    """gemv_int4_wide_kernel as a persistent kernel, for M <= BM and a row of KW = 4C words
+    (all of K a tile): program p takes row tiles p, p + G, ... (G programs, R rows a tile).
+    x's words, their pairs and (NORM) its rstd are made once per program, not per tile: a
+    thread keeps the same K columns for every tile. The words and scales of the DEPTH (1 or
+    2) tiles after the current one are in flight during its math (the first DEPTH tiles'
+    are loaded before gdc_wait, while the kernel before finishes), so the weights stream
+    with no gap between tiles, no program launches and no x reloads between them. RESID:
+    the next tile's residual rows are loaded with its words (the first tile's beside x's).
+    SWIGLU, NORM and RESID as in gemv_int4_packed_kernel."""
+    pid = tl.program_id(0)
+    n_prog = tl.num_programs(0)
+    n_tiles = tl.cdiv(N, R)
+    rm = tl.arange(0, BM)
+    rc = tl.arange(0, C)
+    wcol = rc[:, None] * 4 + tl.arange(0, 4)[None, :]  # [C, 4]: the row's words
+    p_base = p_ptr.to(tl.pointer_type(tl.int32)) + wcol[None, None, :, :]
+    s_cols = (rc * 4 // GROUP_WORDS)[None, :]
+    rn = _tile_rows(pid, N, R, SWIGLU)
+    words, scale = _persist_tile(p_base, s_ptr, s_cols, rn, N, KW, N_GROUPS, pid < n_tiles)
+    rn1 = rn
+    words1 = words
+    scale1 = scale
+    if DEPTH == 2:
+        rn1 = _tile_rows(pid + n_prog, N, R, SWIGLU)
+        words1, scale1 = _persist_tile(p_base, s_ptr, s_cols, rn1, N, KW, N_GROUPS,
+                                       pid + n_prog < n_tiles)
+    tl.extra.cuda.gdc_wait()  # PDL: the first tiles' weights are in flight meanwhile
+    tl.extra.cuda.gdc_launch_dependents()
+    resid = _gemv_resid(out_ptr, rm, rn, M, N, True)  # (unused without RESID)
+    xw_ptrs = x_ptr.to(tl.pointer_type(tl.int32)) + (rm % M)[:, None, None, None] * (K // 2) + \
+        wcol[None, None, :, :] * 4
+    gw_ptrs = g_ptr.to(tl.pointer_type(tl.int32)) + wcol[None, None, :, :] * 4
+    x0, x1, x2, x3 = _x_words(xw_ptrs, None)
+    g0, g1, g2, g3 = _g_words(gw_ptrs, None, NORM)
+    ss = tl.zeros((BM, 1, C, 4), dtype=tl.float32)
+    x0, x1, x2, x3, ss = _norm_words(x0, x1, x2, x3, g0, g1, g2, g3, ss, F16, NORM)
+    pa, pb, pc, pd = _pairs(x0, x1, x2, x3)
+    rstd = None
+    if NORM:
+        rstd = _rstd(tl.sum(ss, axis=3), K, eps)
+    for t in range(pid, n_tiles, n_prog):
+        tn = t + DEPTH * n_prog
+        rn_n = _tile_rows(tn, N, R, SWIGLU)
+        words_n, scale_n = _persist_tile(p_base, s_ptr, s_cols, rn_n, N, KW, N_GROUPS,
+                                         tn < n_tiles)
+        if RESID:  # tile t + G's residual rows (rows past N: masked off)
+            if DEPTH == 2:
+                resid_n = _gemv_resid(out_ptr, rm, rn1, M, N, True)
+            else:
+                resid_n = _gemv_resid(out_ptr, rm, rn_n, M, N, True)
+        else:
+            resid_n = resid
+        acc = tl.sum(_sums_of_words(words, pa, pb, pc, pd, F16), axis=3) * scale[None, :, :]
+        _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, SWIGLU, rstd,
+                    _if(resid, RESID))
+        if DEPTH == 2:
+            rn, words, scale = rn1, words1, scale1
+            rn1, words1, scale1 = rn_n, words_n, scale_n
+        else:
+            rn, words, scale = rn_n, words_n, scale_n
+        resid = resid_n
+
+
+@kiln.jit
+def _if(value, ON: tl.constexpr):
+    """value, or None where ON is false."""
+    if ON:
+        return value
+    return None
+
+
+@kiln.jit
+def _persist_tile(p_base, s_ptr, s_cols, rn, N, KW, N_GROUPS, ok):
+    """The int4 words [1, R, C, 4] and group scales [R, C] of weight rows rn (ok: a scalar,
+    false past the last tile)."""
+    words = tl.load(p_base + (rn % N)[None, :, None, None] * KW, mask=ok,
+                    eviction_policy="evict_first")
+    scale = tl.load(s_ptr + (rn % N)[:, None] * N_GROUPS + s_cols, mask=ok).to(tl.float32)
+    return words, scale
 
 
 # ---------------------------------------------------------------- quantizers (numpy)
@@ -652,6 +741,30 @@ def _takes_gemv(M, K, group, gemv, wq=None):
     return fits and uses_gemv(M, gemv, kind)
 
 
+def _persist_plan(cfg, M, K, group):
+    """The (R, programs a SM[, tiles ahead]) of gemv_int4_persist_kernel where plan `cfg`
+    (gemv_config's) asks for it and it applies: M rows in one row block, a row of at most
+    256 words (K <= 2048), a power of two, groups of whole 4-word pieces; else None."""
+    words = K // 8
+    persist = cfg.get("PERSIST")
+    if (persist and group is not None and M <= cfg["BM"] and 4 <= words <= 256
+            and kiln.next_power_of_2(words) == words and (group // 8) % 4 == 0):
+        return persist
+    return None
+
+
+def int4_scale_dtype(N, K, group=128, dtype="bfloat16", sms=132):
+    """The dtype a model keeps an int4 weight's scales in for activations of `dtype` (a name):
+    bfloat16 where its one-row decode plan is the persistent kernel (a scale a 4-word piece:
+    2-byte scales save ~3% of the bytes at no math; 1B model, H100: 1.011x the int4 decode
+    step), float32 otherwise and for fp32 models (the packed kernels convert a scale per
+    word: all-bf16 scales made their layers 2% slower). linear_int4 takes either."""
+    if str(dtype) in ("float32", "fp32") or group % 8:
+        return "float32"
+    cfg = gemv_config(1, N, K, "int4", sms=sms)
+    return "bfloat16" if _persist_plan(cfg, 1, K, group) else "float32"
+
+
 def quant_takes_gemv(M, K, group=None, gemv=None, wq=None):
     """Whether linear_int8 (group None) / linear_int4 (its group) run M rows of x on the
     CUDA-core plan (which can fuse swiglu); `wq` the quantized weight, if at hand."""
@@ -715,6 +828,18 @@ def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, w
             consts["TWO"] = even and words == 2 * cfg["C"] and two_step_prefetch()
         if cfg.get("maxnreg"):
             consts["maxnreg"] = cfg["maxnreg"]
+        persist = _persist_plan(cfg, M, K, group)
+        if gk is gemv_int4_packed_kernel and persist:
+            for k in ("EVEN", "TWO"):
+                consts.pop(k, None)
+            pr, per_sm, depth = (tuple(persist) + (1,))[:3]
+            tiles = kiln.cdiv(N, pr)
+            each = kiln.cdiv(tiles, per_sm * (132 if cpu else _sm_count(_device_index(x))))
+            gemv_int4_persist_kernel[(kiln.cdiv(tiles, each),)](
+                x, *args, out, g, eps, M, N, K, words, *extra, BM=cfg["BM"], R=pr,
+                C=words // 4, DEPTH=depth, num_warps=cfg["num_warps"], **consts,
+                **launch_opts(dev, stream, pdl=True))
+            return out
         wide = cfg.get("WIDE")  # (R, C) of gemv_int4_wide_kernel, or True: cfg's
         wr, wc = (cfg["R"], cfg["C"]) if wide is True else (wide or (0, 1))
         if (gk is gemv_int4_packed_kernel and wide and not residual
@@ -775,8 +900,10 @@ def linear_int8(x, q, scales, out, scratch=None, stream=None, device=None, gemv=
 def linear_int4(x, packed, scales, out, group=128, scratch=None, stream=None, device=None,
                 gemv=None, swiglu=False, norm=None, eps=1e-6, residual=False):
     """out[M, N] = x[M, K] @ dequantize_int4(packed, scales, group).T (packed uint8 [N, K/2],
-    scales fp32 [N, K / group]). `gemv` as in linear_int8 (the CUDA-core kernel needs a
-    group that is a multiple of 8), `swiglu`, `norm` (and `eps`) and `residual` as in
+    scales fp32 or bf16 [N, K / group]: bf16 scales, as GPTQ/AWQ checkpoints keep 16-bit
+    ones, are 1/32 of a byte per weight instead of 1/16, about 3% of int4's bytes; the
+    kernels scale in fp32 either way). `gemv` as in linear_int8 (the CUDA-core kernel needs
+    a group that is a multiple of 8), `swiglu`, `norm` (and `eps`) and `residual` as in
     `linear`."""
     op = "linear_int4"
     N, half = check_array(op, "packed", packed, (None, None), ("uint8",))
@@ -785,7 +912,7 @@ def linear_int4(x, packed, scales, out, group=128, scratch=None, stream=None, de
     check_array(op, "x", x, (M, K), FLOAT_DTYPES)
     if isinstance(group, bool) or not isinstance(group, int) or group <= 0 or K % group:
         raise ValueError(f"{op}: expected a group that divides K = {K}, found {group!r}")
-    check_array(op, "scales", scales, (N, K // group), ("float32",))
+    check_array(op, "scales", scales, (N, K // group), ("float32", "bfloat16"))
     check_fusions(op, K, norm, eps, residual, swiglu)
     return _launch(op, linear_int4_kernel, x, out, scratch, (packed, scales), M, N, K, group,
                    stream, device, packed, gemv, swiglu, norm, eps, residual)
