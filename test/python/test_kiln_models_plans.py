@@ -7,27 +7,39 @@ CPU backend; GPU twins marked `gpu`.
 import numpy as np
 import pytest
 
+from kiln_models import checkpoint
+
 from test_kiln_models import (NUMPY, TINY, WEIGHTS, LlamaModel, gen, kiln_ops_or_skip,  # noqa: F401
                               prompt, tiny_model)
 
 
-@pytest.mark.parametrize("device, dtype", [("cpu", "fp32"),
-                                           pytest.param("gpu", "bf16", marks=pytest.mark.gpu)])
-def test_batch_invariant_logits_equal_alone(device, dtype):
+@pytest.mark.parametrize("device, dtype, quant", [
+    ("cpu", "fp32", None), ("cpu", "fp32", "int4"),
+    pytest.param("gpu", "bf16", None, marks=pytest.mark.gpu),
+    pytest.param("gpu", "bf16", "int4", marks=pytest.mark.gpu)])
+def test_batch_invariant_logits_equal_alone(device, dtype, quant):
     """batch_invariant: a request's prefill and decode logits are bitwise those it gets alone
-    (batches of 6 take the row-block CUDA-core linears and batch 1's attention splits)."""
+    (batches of 6 take the row-block CUDA-core linears and batch 1's attention splits; int4:
+    a lone row not its one-row kernels)."""
     ops = kiln_ops_or_skip()
     kw = dict(max_batch=6, max_tokens=96, max_seq_len=64, block_size=4, device=device,
-              dtype=dtype, batch_invariant=True, cuda_graphs=False, ops=ops)
+              dtype=dtype, batch_invariant=True, cuda_graphs=False, ops=ops, quant=quant,
+              quant_group=32 if device == "cpu" else 128)
+    config, weights = TINY, WEIGHTS
+    if quant and device == "gpu":  # K 2048 and a 16k head: where int4 has one-row kernels
+        config = TINY.replace(hidden_size=2048, intermediate_size=8192, num_hidden_layers=1,
+                              num_attention_heads=32, num_key_value_heads=8, head_dim=64,
+                              vocab_size=16384)
+        weights = checkpoint.random_weights(config, seed=5)
     prompts = [prompt(n, 80 + i) for i, n in enumerate((3, 17, 9, 12, 5, 20))]
     ids = [f"r{i}" for i in range(len(prompts))]
-    batched = LlamaModel(TINY, WEIGHTS, **kw)
+    batched = LlamaModel(config, weights, **kw)
     logits = [batched.logits_numpy(batched.prefill(list(zip(ids, prompts))))]
     fed = [logits[0].argmax(1)]
     for _ in range(3):
         logits.append(batched.logits_numpy(batched.decode(ids, fed[-1])))
         fed.append(logits[-1].argmax(1))
-    alone = LlamaModel(TINY, WEIGHTS, **kw)
+    alone = LlamaModel(config, weights, **kw)
     for i, (seq, p) in enumerate(zip(ids, prompts)):
         got = [alone.logits_numpy(alone.prefill([(seq, p)]))[0]]
         for step in range(3):

@@ -233,12 +233,13 @@ class _Spy:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("persist", [(4, 4), (8, 5, 2), (16, 1), (4, 2, 2)])
+@pytest.mark.parametrize("persist", [(4, 4), (8, 5, 2), (16, 1), (4, 2, 2), (8, 3, 2, 8, 8),
+                                     (16, 2, 1, 8, 8)])
 def test_gemv_int4_persist_gpu(persist, monkeypatch):
-    # gemv_int4_persist_kernel (a plan's PERSIST key (R, programs a SM[, tiles ahead]):
-    # programs loop over row tiles, x made
-    # once each): plain, swiglu + fused norm, residual and fused norm alone, N not a whole
-    # number of tiles, K of 128 and 256 words, at 1 and 3 rows against float64.
+    # gemv_int4_persist_kernel (a plan's PERSIST key (R, programs a SM[, tiles ahead, words
+    # a piece, warps]): programs loop over row tiles, x made once each): plain, swiglu +
+    # fused norm, residual and fused norm alone, N not a whole number of tiles, K of 128 and
+    # 256 words, at 1 and 3 rows against float64.
     torch = _torch()
     rng = np.random.default_rng(18)
     orig = quant.gemv_config
@@ -340,7 +341,8 @@ def test_gemv_int4_persist_plan_ptx():
             for name, (N, K) in {"qkv": (3072, 2048), "o": (2048, 2048),
                                  "gate_up": (16384, 2048), "down": (2048, 8192),
                                  "head": (128256, 2048)}.items()}
-    assert plan == dict(qkv=None, o=None, gate_up=(8, 4, 2), down=None, head=(8, 4, 2))
+    assert plan == dict(qkv=None, o=None, gate_up=(8, 4, 2, 4, 4), down=None,
+                        head=(8, 3, 2, 8, 8))
     # a 16-bit model keeps those two's int4 scales in bf16 (read once a 4-word piece)
     sd = {name: quant.int4_scale_dtype(N, K, 128, "bfloat16")
           for name, (N, K) in {"qkv": (3072, 2048), "gate_up": (16384, 2048),

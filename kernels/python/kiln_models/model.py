@@ -381,6 +381,8 @@ class LlamaModel:
         elif w[0] == "int8":
             self.ops.linear_int8(x, w[1], w[2], out, **kw)
         else:
+            if self.batch_invariant:
+                kw["invariant"] = True
             self.ops.linear_int4(x, w[1], w[2], out, group=self.quant_group, **kw)
 
     # ------------------------------------------------------------------------- steps

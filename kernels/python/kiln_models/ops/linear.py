@@ -370,13 +370,16 @@ def linear_config(M, N, K, itemsize=2, cpu=False, sms=132, split_ok=True, gemv=N
     return cfg
 
 
-def gemv_config(M, N, K, kind="float", itemsize=2, cpu=False, sms=132):
+def gemv_config(M, N, K, kind="float", itemsize=2, cpu=False, sms=132, invariant=False):
     """The launch plan of the CUDA-core kernels (`gemv_kernel`, quant's int8/int4 ones): a dict
     with BM (rows of x per program), R (weight rows per program), C (pieces along K per step),
     E (K per piece: 16 bytes of a float weight, or one 32-bit word of int8/int4), EVEN (K a
     multiple of a step), num_warps and programs (the 1-D grid); int4's may add WIDE, the
-    (R, C) of gemv_int4_wide_kernel, and PERSIST, the (R, programs a SM, tiles ahead) of
-    gemv_int4_persist_kernel, where quant's launch can take them (PERSIST first)."""
+    (R, C) of gemv_int4_wide_kernel, and PERSIST, the (R, programs a SM, tiles ahead, words
+    a piece, warps) of gemv_int4_persist_kernel, where quant's launch can take them (PERSIST
+    first). invariant: no
+    one-row plans of their own (int4's sum a row's K in another order than its batches' row
+    blocks do), so that a row's result does not depend on the batch."""
     E = {"float": 16 // itemsize, "int8": 4, "int4": 8}[kind]
     bm = min(kiln.next_power_of_2(max(M, 1)), GEMV_BM)
     pieces = kiln.next_power_of_2(max(kiln.cdiv(K, E), 1))
@@ -398,7 +401,9 @@ def gemv_config(M, N, K, kind="float", itemsize=2, cpu=False, sms=132):
                 "int8": {1: (4, 256), 2: (4, 256), 4: (2, 256)}}[kind][bm]
         while r > 2 and kiln.cdiv(N, r) * kiln.cdiv(M, bm) < 3 * sms:
             r //= 2
-        if kind == "int4" and bm == 1 and kiln.cdiv(N, 32) >= 3 * sms:
+        if kind == "int4" and bm == 1 and invariant:
+            pass  # the row blocks' plans: one K order for a row in any batch
+        elif kind == "int4" and bm == 1 and kiln.cdiv(N, 32) >= 3 * sms:
             # Wide int4 layers (gate_up, the LM head) at one row: one warp per 8 weight rows
             # (C = 32 words along K: the K sum stays in the warp), 32 rows a program. H100,
             # L2 emptied: LM head 86 -> 70 us, gate_up 16.8 -> 13.9 us; narrower layers
@@ -423,11 +428,14 @@ def gemv_config(M, N, K, kind="float", itemsize=2, cpu=False, sms=132):
             cfg["WIDE"] = (32, 16)
         if kind == "int4" and bm == 1 and r == 32:
             # gate_up and the LM head where quant's persistent kernel applies (packed math,
-            # K <= 2048): 8-row tiles of all of K, 4 programs a SM (128 registers), the two
-            # tiles after the current one in flight. In the model (H100, 3 rounds each, one
-            # process): gate_up 1.011x, head 1.009x the plans above; ncu, L2 cold: head
-            # 62.1 -> 52.0 us (DRAM 68% -> 81% of peak), gate_up 11.1 us either way.
-            cfg["PERSIST"] = (8, 4, 2)
+            # K <= 2048): 8-row tiles of all of K, the two tiles after the current one in
+            # flight; gate_up 4 programs a SM of 4 warps (128 registers), 4-word pieces; the
+            # head 3 a SM of 8 warps, 8-word pieces (a warp a row). In the model (H100, 2-3
+            # rounds each, one process): gate_up 1.011x, head 1.009x the plans above, and the
+            # head's 8 warps 1.009x its 4; ncu, L2 cold: head 62.1 -> 52.0 us (DRAM 68% -> 81%
+            # of peak), gate_up 11.1 us either way.
+            wide = kiln.cdiv(N, 32) <= 8 * sms
+            cfg["PERSIST"] = (8, 4, 2, 4, 4) if wide else (8, 3, 2, 8, 8)
     cfg["programs"] = kiln.cdiv(N, cfg["R"]) * kiln.cdiv(M, bm)
     cfg["EVEN"] = K > 0 and K % (cfg["C"] * E) == 0
     return cfg

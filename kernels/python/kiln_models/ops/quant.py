@@ -556,10 +556,12 @@ def gemv_int4_wide_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW,
 def gemv_int4_persist_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW, N_GROUPS,
                              GROUP_WORDS: tl.constexpr, BM: tl.constexpr, R: tl.constexpr,
                              C: tl.constexpr, F16: tl.constexpr, DEPTH: tl.constexpr = 1,
+                             V: tl.constexpr = 4,
                              SWIGLU: tl.constexpr = False, NORM: tl.constexpr = False,
                              RESID: tl.constexpr = False):
     """gemv_int4_wide_kernel as a persistent kernel, for M <= BM and a row of KW = 4C words
-    (all of K a tile): program p takes row tiles p, p + G, ... (G programs, R rows a tile).
+    (all of K a tile, C pieces of V words): program p takes row tiles p, p + G, ... (G
+    programs, R rows a tile).
     x's words, their pairs and (NORM) its rstd are made once per program, not per tile: a
     thread keeps the same K columns for every tile. The words and scales of the DEPTH (1 or
     2) tiles after the current one are in flight during its math (the first DEPTH tiles'
@@ -572,9 +574,9 @@ def gemv_int4_persist_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, 
     n_tiles = tl.cdiv(N, R)
     rm = tl.arange(0, BM)
     rc = tl.arange(0, C)
-    wcol = rc[:, None] * 4 + tl.arange(0, 4)[None, :]  # [C, 4]: the row's words
+    wcol = rc[:, None] * V + tl.arange(0, V)[None, :]  # [C, V]: the row's words
     p_base = p_ptr.to(tl.pointer_type(tl.int32)) + wcol[None, None, :, :]
-    s_cols = (rc * 4 // GROUP_WORDS)[None, :]
+    s_cols = (rc * V // GROUP_WORDS)[None, :]
     rn = _tile_rows(pid, N, R, SWIGLU)
     words, scale = _persist_tile(p_base, s_ptr, s_cols, rn, N, KW, N_GROUPS, pid < n_tiles)
     rn1 = rn
@@ -592,7 +594,7 @@ def gemv_int4_persist_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, 
     gw_ptrs = g_ptr.to(tl.pointer_type(tl.int32)) + wcol[None, None, :, :] * 4
     x0, x1, x2, x3 = _x_words(xw_ptrs, None)
     g0, g1, g2, g3 = _g_words(gw_ptrs, None, NORM)
-    ss = tl.zeros((BM, 1, C, 4), dtype=tl.float32)
+    ss = tl.zeros((BM, 1, C, V), dtype=tl.float32)
     x0, x1, x2, x3, ss = _norm_words(x0, x1, x2, x3, g0, g1, g2, g3, ss, F16, NORM)
     pa, pb, pc, pd = _pairs(x0, x1, x2, x3)
     rstd = None
@@ -742,13 +744,18 @@ def _takes_gemv(M, K, group, gemv, wq=None):
 
 
 def _persist_plan(cfg, M, K, group):
-    """The (R, programs a SM[, tiles ahead]) of gemv_int4_persist_kernel where plan `cfg`
-    (gemv_config's) asks for it and it applies: M rows in one row block, a row of at most
-    256 words (K <= 2048), a power of two, groups of whole 4-word pieces; else None."""
+    """(R, programs a SM, tiles ahead, words a piece, warps) of gemv_int4_persist_kernel
+    where plan `cfg` (gemv_config's PERSIST, whose last three default to 1, 4 and the plan's
+    num_warps) asks for it and it applies: M rows in one row block, a row of at most 256
+    words (K <= 2048), a power of two, groups of whole pieces; else None."""
     words = K // 8
     persist = cfg.get("PERSIST")
-    if (persist and group is not None and M <= cfg["BM"] and 4 <= words <= 256
-            and kiln.next_power_of_2(words) == words and (group // 8) % 4 == 0):
+    if not persist or group is None:
+        return None
+    persist = (tuple(persist) + (1, 4, cfg["num_warps"])[len(persist) - 2:])[:5]
+    v = persist[3]
+    if (M <= cfg["BM"] and v <= words <= 256 and kiln.next_power_of_2(words) == words
+            and (group // 8) % v == 0):
         return persist
     return None
 
@@ -802,7 +809,7 @@ def _packed_math(x, dev):
 
 
 def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, wq, gemv,
-            swiglu=False, norm=None, eps=0.0, residual=False):
+            swiglu=False, norm=None, eps=0.0, residual=False, invariant=False):
     dev = launch_device(device, x, wq, out)
     cpu = dev == "cpu"
     takes_gemv = _takes_gemv(M, K, group, gemv, wq)
@@ -811,7 +818,7 @@ def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, w
         if M == 0 or N == 0:
             return out
         kind = "int8" if group is None else "int4"
-        cfg = gemv_config(M, N, K, kind, cpu=cpu,
+        cfg = gemv_config(M, N, K, kind, cpu=cpu, invariant=invariant,
                           sms=132 if cpu else _sm_count(_device_index(x)))
         words = K // (4 if group is None else 8)
         extra = (K // group,) if group is not None else ()
@@ -832,12 +839,12 @@ def _launch(op, kernel, x, out, scratch, args, M, N, K, group, stream, device, w
         if gk is gemv_int4_packed_kernel and persist:
             for k in ("EVEN", "TWO"):
                 consts.pop(k, None)
-            pr, per_sm, depth = (tuple(persist) + (1,))[:3]
+            pr, per_sm, depth, v, warps = persist
             tiles = kiln.cdiv(N, pr)
             each = kiln.cdiv(tiles, per_sm * (132 if cpu else _sm_count(_device_index(x))))
             gemv_int4_persist_kernel[(kiln.cdiv(tiles, each),)](
                 x, *args, out, g, eps, M, N, K, words, *extra, BM=cfg["BM"], R=pr,
-                C=words // 4, DEPTH=depth, num_warps=cfg["num_warps"], **consts,
+                C=words // v, V=v, DEPTH=depth, num_warps=warps, **consts,
                 **launch_opts(dev, stream, pdl=True))
             return out
         wide = cfg.get("WIDE")  # (R, C) of gemv_int4_wide_kernel, or True: cfg's
@@ -898,13 +905,16 @@ def linear_int8(x, q, scales, out, scratch=None, stream=None, device=None, gemv=
 
 
 def linear_int4(x, packed, scales, out, group=128, scratch=None, stream=None, device=None,
-                gemv=None, swiglu=False, norm=None, eps=1e-6, residual=False):
+                gemv=None, swiglu=False, norm=None, eps=1e-6, residual=False,
+                invariant=False):
     """out[M, N] = x[M, K] @ dequantize_int4(packed, scales, group).T (packed uint8 [N, K/2],
     scales fp32 or bf16 [N, K / group]: bf16 scales, as GPTQ/AWQ checkpoints keep 16-bit
     ones, are 1/32 of a byte per weight instead of 1/16, about 3% of int4's bytes; the
     kernels scale in fp32 either way). `gemv` as in linear_int8 (the CUDA-core kernel needs
     a group that is a multiple of 8), `swiglu`, `norm` (and `eps`) and `residual` as in
-    `linear`."""
+    `linear`. invariant=True (with gemv=True): one row takes the plan of the row blocks of
+    any batch (not the faster one-row kernels, which sum K in another order), so a row's
+    result does not depend on M: batch-invariant serving."""
     op = "linear_int4"
     N, half = check_array(op, "packed", packed, (None, None), ("uint8",))
     K = 2 * half
@@ -915,4 +925,4 @@ def linear_int4(x, packed, scales, out, group=128, scratch=None, stream=None, de
     check_array(op, "scales", scales, (N, K // group), ("float32", "bfloat16"))
     check_fusions(op, K, norm, eps, residual, swiglu)
     return _launch(op, linear_int4_kernel, x, out, scratch, (packed, scales), M, N, K, group,
-                   stream, device, packed, gemv, swiglu, norm, eps, residual)
+                   stream, device, packed, gemv, swiglu, norm, eps, residual, bool(invariant))
