@@ -341,14 +341,60 @@ _F16_TO_F32 = """{
     }"""
 
 
-def _word_asm(kind):
+# Two words a call (pack=2, the persistent kernel's 4- or 8-word pieces): their 16 products
+# with x's pairs summed in one 16-bit accumulator (8 products a half instead of 4: a relative
+# rounding of 2^-9 (bf16) per product and sum, still far below int4's own error), its two
+# halves returned as two fp32 values that the piece's sum adds: 2 instructions for the two
+# words' conversion instead of 6 (3 a word).
+_WORD2_ASM = """{
+    .reg .b32 t0, t1, t2, t3, u0, u1, u2, u3, s, one, bias, acc, lo, hi;
+    .reg .f32 flo, fhi;
+    mov.b32 one, ONE;
+    mov.b32 bias, BIAS;
+    lop3.b32 t0, $2, 0x000F000F, MAGIC, 0xEA;
+    shr.u32 s, $2, 4;
+    lop3.b32 t1, s, 0x000F000F, MAGIC, 0xEA;
+    shr.u32 s, $2, 8;
+    lop3.b32 t2, s, 0x000F000F, MAGIC, 0xEA;
+    shr.u32 s, $2, 12;
+    lop3.b32 t3, s, 0x000F000F, MAGIC, 0xEA;
+    lop3.b32 u0, $3, 0x000F000F, MAGIC, 0xEA;
+    shr.u32 s, $3, 4;
+    lop3.b32 u1, s, 0x000F000F, MAGIC, 0xEA;
+    shr.u32 s, $3, 8;
+    lop3.b32 u2, s, 0x000F000F, MAGIC, 0xEA;
+    shr.u32 s, $3, 12;
+    lop3.b32 u3, s, 0x000F000F, MAGIC, 0xEA;
+    fma.rn.T t0, t0, one, bias;
+    fma.rn.T t1, t1, one, bias;
+    fma.rn.T t2, t2, one, bias;
+    fma.rn.T t3, t3, one, bias;
+    fma.rn.T u0, u0, one, bias;
+    fma.rn.T u1, u1, one, bias;
+    fma.rn.T u2, u2, one, bias;
+    fma.rn.T u3, u3, one, bias;
+    mul.rn.T acc, t0, $4;
+    fma.rn.T acc, t1, $6, acc;
+    fma.rn.T acc, t2, $8, acc;
+    fma.rn.T acc, t3, $10, acc;
+    fma.rn.T acc, u0, $5, acc;
+    fma.rn.T acc, u1, $7, acc;
+    fma.rn.T acc, u2, $9, acc;
+    fma.rn.T acc, u3, $11, acc;
+    TOF32
+    mov.b32 $0, flo;
+    mov.b32 $1, fhi;
+}"""
+
+
+def _word_asm(kind, text=None):
     if kind == "bf16":
         sub = dict(ONE="0x3F803F80", BIAS="0xC308C308", MAGIC="0x43004300", T="bf16x2",
                    TOF32=_BF16_TO_F32)
     else:  # fp16: 1.0, -(1024 + 8), 1024
         sub = dict(ONE="0x3C003C00", BIAS="0xE408E408", MAGIC="0x64006400", T="f16x2",
                    TOF32=_F16_TO_F32)
-    text = _WORD_ASM
+    text = text or _WORD_ASM
     for k in ("ONE", "BIAS", "MAGIC", "TOF32", "T"):
         text = text.replace(k, sub[k])
     return text
@@ -375,6 +421,8 @@ NORM_ASM_BF16 = tl.constexpr(_norm_asm("bf16"))
 NORM_ASM_F16 = tl.constexpr(_norm_asm("fp16"))
 WORD_ASM_BF16 = tl.constexpr(_word_asm("bf16"))
 WORD_ASM_F16 = tl.constexpr(_word_asm("fp16"))
+WORD2_ASM_BF16 = tl.constexpr(_word_asm("bf16", _WORD2_ASM))
+WORD2_ASM_F16 = tl.constexpr(_word_asm("fp16", _WORD2_ASM))
 PAIRS_ASM = tl.constexpr(_PAIRS_ASM)
 
 
@@ -394,6 +442,16 @@ def _sums_of_words(words, pa, pb, pc, pd, F16: tl.constexpr):
     return tl.inline_asm_elementwise(
         WORD_ASM_F16 if F16 else WORD_ASM_BF16, "=r,r,r,r,r,r", [words, pa, pb, pc, pd],
         dtype=tl.float32, is_pure=True, pack=1)
+
+
+@kiln.jit
+def _half_sums_of_word_pairs(words, pa, pb, pc, pd, F16: tl.constexpr):
+    """_sums_of_words two words at a time along the last axis (in-thread, even length):
+    elements 2i and 2i + 1 hold two fp32 halves of words 2i and 2i + 1's 16 products,
+    whose sum is theirs (_WORD2_ASM)."""
+    return tl.inline_asm_elementwise(
+        WORD2_ASM_F16 if F16 else WORD2_ASM_BF16, "=r,=r,r,r,r,r,r,r,r,r,r,r",
+        [words, pa, pb, pc, pd], dtype=tl.float32, is_pure=True, pack=2)
 
 
 @kiln.jit
@@ -556,7 +614,7 @@ def gemv_int4_wide_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW,
 def gemv_int4_persist_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW, N_GROUPS,
                              GROUP_WORDS: tl.constexpr, BM: tl.constexpr, R: tl.constexpr,
                              C: tl.constexpr, F16: tl.constexpr, DEPTH: tl.constexpr = 1,
-                             V: tl.constexpr = 4,
+                             V: tl.constexpr = 4, PAIRED: tl.constexpr = True,
                              SWIGLU: tl.constexpr = False, NORM: tl.constexpr = False,
                              RESID: tl.constexpr = False):
     """gemv_int4_wide_kernel as a persistent kernel, for M <= BM and a row of KW = 4C words
@@ -612,7 +670,11 @@ def gemv_int4_persist_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, 
                 resid_n = _gemv_resid(out_ptr, rm, rn_n, M, N, True)
         else:
             resid_n = resid
-        acc = tl.sum(_sums_of_words(words, pa, pb, pc, pd, F16), axis=3) * scale[None, :, :]
+        if PAIRED:
+            sums = _half_sums_of_word_pairs(words, pa, pb, pc, pd, F16)
+        else:
+            sums = _sums_of_words(words, pa, pb, pc, pd, F16)
+        acc = tl.sum(sums, axis=3) * scale[None, :, :]
         _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, SWIGLU, rstd,
                     _if(resid, RESID))
         if DEPTH == 2:
@@ -633,11 +695,13 @@ def _if(value, ON: tl.constexpr):
 
 @kiln.jit
 def _persist_tile(p_base, s_ptr, s_cols, rn, N, KW, N_GROUPS, ok):
-    """The int4 words [1, R, C, 4] and group scales [R, C] of weight rows rn (ok: a scalar,
-    false past the last tile)."""
-    words = tl.load(p_base + (rn % N)[None, :, None, None] * KW, mask=ok,
+    """The int4 words [1, R, C, V] and group scales [R, C] of weight rows rn (ok: a scalar,
+    false past the last tile; rows past N read row N - 1, never stored: a min, not the
+    remainder's dozen instructions a row and tile)."""
+    rows = tl.minimum(rn, N - 1)
+    words = tl.load(p_base + rows[None, :, None, None] * KW, mask=ok,
                     eviction_policy="evict_first")
-    scale = tl.load(s_ptr + (rn % N)[:, None] * N_GROUPS + s_cols, mask=ok).to(tl.float32)
+    scale = tl.load(s_ptr + rows[:, None] * N_GROUPS + s_cols, mask=ok).to(tl.float32)
     return words, scale
 
 
