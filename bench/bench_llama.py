@@ -15,6 +15,7 @@ tokens/s when matplotlib is there.
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +37,18 @@ SHAPES = {  # Llama-3.2-1B (ANCHORS.md) and a small one for trying the script
                   tie_word_embeddings=True, rope_theta=500000.0, max_position_embeddings=8192,
                   rms_norm_eps=1e-5),
 }
+
+
+def gpu_state():
+    """The GPU's SM clock and temperature now (nvidia-smi), or "" without it: int4's CUDA-core
+    kernels are issue-bound, so their speed follows the clock, which a warm GPU lowers."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,temperature.gpu",
+                              "--format=csv,noheader,nounits"], capture_output=True,
+                             text=True, timeout=10).stdout.split("\n")[0].split(",")
+        return f" [SM {int(out[0])} MHz, {int(out[1])} C]"
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        return ""
 
 
 def timed(fn, reps, sync):
@@ -141,7 +154,8 @@ def main():
         decode[B] = (total, r.decode_tokens_per_s, t_g)
         rows += [(f"decode 512+128 b{B}", "kiln (whole call)", total),
                  (f"decode 512+128 b{B}", "HF eager generate", t_g)]
-        print(f"decode b{B}: kiln {total * 1e3:.1f} ms total ({B * 128 / total:.0f} tok/s; "
+        print(f"decode b{B}{gpu_state()}: kiln {total * 1e3:.1f} ms total "
+              f"({B * 128 / total:.0f} tok/s; "
               f"decode steps alone {r.decode_tokens_per_s:.0f} tok/s), HF generate "
               f"{t_g * 1e3:.1f} ms ({B * 128 / t_g:.0f} tok/s): {t_g / total:.2f}x")
 
@@ -170,7 +184,7 @@ def main():
         rows.append((f"decode b1 {q}", "kiln", (r.prefill_seconds + r.decode_seconds)))
         print(f"decode b1 {q}: decode steps {r.decode_tokens_per_s:.0f} tok/s; bf16 steps "
               f"again {bf16_b1[-1]:.0f}: {r.decode_tokens_per_s / max(bf16_b1):.2f}x the "
-              f"fastest bf16 figure ({max(bf16_b1):.0f})")
+              f"fastest bf16 figure ({max(bf16_b1):.0f}){gpu_state()}")
         del qm
 
     print(f"\n### Llama {args.config} on {dev}, bf16 ({time.strftime('%Y-%m-%d')})\n")
