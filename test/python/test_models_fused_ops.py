@@ -274,6 +274,20 @@ def test_gemv_int4_persist_gpu(persist, monkeypatch):
             err = ((out.double() - ref).norm() / ref.norm()).item()
             assert err < 1e-2, (N, K, M, how, err)
     assert spy.launches == 8
+    # x far from 1 and fp16 x: the kernel's fp16 pairs are x scaled by a power of two per row
+    w = rng.standard_normal((3072, 2048)).astype(np.float32)
+    p4, s4 = quant.quantize_int4(w, 128)
+    wd = torch.from_numpy(quant.dequantize_int4(p4, s4, 128)).cuda().double()
+    pd, sd = torch.from_numpy(p4).cuda(), torch.from_numpy(s4).cuda()
+    for dt, mag in ((torch.bfloat16, 3e4), (torch.bfloat16, 1e-4), (torch.float16, 1.0),
+                    (torch.float16, 200.0)):
+        x = (torch.randn(1, 2048, device="cuda") * mag).to(dt)
+        out = torch.empty(1, 3072, device="cuda", dtype=dt)
+        quant.linear_int4(x, pd, sd, out, group=128)
+        ref = x.double() @ wd.T
+        err = ((out.double() - ref).norm() / ref.norm()).item()
+        assert err < 1e-2, (dt, mag, err)
+    assert spy.launches == 12
 
 
 @pytest.mark.parametrize("dt", list(DTYPES), ids=str)
