@@ -191,6 +191,14 @@ def test_linear_norm_and_residual_gpu(M):
             assert err < 1.5e-2, (what, name, M, err)
 
 
+def _int4_gpu(torch, rng, N, K):
+    """A random [N, K] weight quantized to int4 (group 128): its dequantized values (float64)
+    and the codes and scales, on the GPU."""
+    p4, s4 = quant.quantize_int4(rng.standard_normal((N, K)).astype(np.float32), 128)
+    wd = torch.from_numpy(quant.dequantize_int4(p4, s4, 128)).cuda().double()
+    return wd, torch.from_numpy(p4).cuda(), torch.from_numpy(s4).cuda()
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("R, C", [(8, 32), (32, 8), (16, 16)])
 def test_gemv_int4_wide_gpu(R, C, monkeypatch):
@@ -202,10 +210,7 @@ def test_gemv_int4_wide_gpu(R, C, monkeypatch):
     monkeypatch.setattr(quant, "gemv_config",
                         lambda *a, **k: orig(*a, **k) | dict(WIDE=(R, C), PERSIST=None))
     for N, K, sw in ((3072, 2048, False), (2 * 2048, 2048, True), (2048, 8192, False)):
-        w = rng.standard_normal((N, K)).astype(np.float32)
-        p4, s4 = quant.quantize_int4(w, 128)
-        wd = torch.from_numpy(quant.dequantize_int4(p4, s4, 128)).cuda().double()
-        pd, sd = torch.from_numpy(p4).cuda(), torch.from_numpy(s4).cuda()
+        wd, pd, sd = _int4_gpu(torch, rng, N, K)
         for M in (1, 3):
             x = torch.randn(M, K, device="cuda").to(torch.bfloat16)
             out = torch.full((M, N // 2 if sw else N), float("nan"), device="cuda",
@@ -249,10 +254,7 @@ def test_gemv_int4_persist_gpu(persist, monkeypatch):
     monkeypatch.setattr(quant, "gemv_int4_persist_kernel", spy)
     for N, K, how in ((3072, 2048, "plain"), (2 * 2048, 2048, "swiglu"),
                       (3000, 1024, "residual"), (5000, 2048, "norm")):
-        w = rng.standard_normal((N, K)).astype(np.float32)
-        p4, s4 = quant.quantize_int4(w, 128)
-        wd = torch.from_numpy(quant.dequantize_int4(p4, s4, 128)).cuda().double()
-        pd, sd = torch.from_numpy(p4).cuda(), torch.from_numpy(s4).cuda()
+        wd, pd, sd = _int4_gpu(torch, rng, N, K)
         for M in (1, 3):
             x = torch.randn(M, K, device="cuda").to(torch.bfloat16)
             sw = how == "swiglu"
@@ -275,10 +277,7 @@ def test_gemv_int4_persist_gpu(persist, monkeypatch):
             assert err < 1e-2, (N, K, M, how, err)
     assert spy.launches == 8
     # x far from 1 and fp16 x: the kernel's fp16 pairs are x scaled by a power of two per row
-    w = rng.standard_normal((3072, 2048)).astype(np.float32)
-    p4, s4 = quant.quantize_int4(w, 128)
-    wd = torch.from_numpy(quant.dequantize_int4(p4, s4, 128)).cuda().double()
-    pd, sd = torch.from_numpy(p4).cuda(), torch.from_numpy(s4).cuda()
+    wd, pd, sd = _int4_gpu(torch, rng, 3072, 2048)
     for dt, mag in ((torch.bfloat16, 3e4), (torch.bfloat16, 1e-4), (torch.float16, 1.0),
                     (torch.float16, 200.0)):
         x = (torch.randn(1, 2048, device="cuda") * mag).to(dt)

@@ -59,29 +59,34 @@ _PAIRS_ASM = """{
     prmt.b32 $3, $5, $7, 0x7632;
 }"""
 
-_WORD_ASM = """{
-    .reg .b32 t0, t1, t2, t3, s, one, bias, acc, lo, hi;
-    .reg .f32 flo, fhi;
-    mov.b32 one, ONE;
-    mov.b32 bias, BIAS;
-    lop3.b32 t0, $1, 0x000F000F, MAGIC, 0xEA;
-    shr.u32 s, $1, 4;
-    lop3.b32 t1, s, 0x000F000F, MAGIC, 0xEA;
-    shr.u32 s, $1, 8;
-    lop3.b32 t2, s, 0x000F000F, MAGIC, 0xEA;
-    shr.u32 s, $1, 12;
-    lop3.b32 t3, s, 0x000F000F, MAGIC, 0xEA;
-    fma.rn.T t0, t0, one, bias;
-    fma.rn.T t1, t1, one, bias;
-    fma.rn.T t2, t2, one, bias;
-    fma.rn.T t3, t3, one, bias;
-    mul.rn.T acc, t0, $2;
-    fma.rn.T acc, t1, $3, acc;
-    fma.rn.T acc, t2, $4, acc;
-    fma.rn.T acc, t3, $5, acc;
-    TOF32
-    add.f32 $0, flo, fhi;
-}"""
+def _asm(lines):
+    """A PTX block of `lines`, one an indented line."""
+    return "{\n" + "".join(f"    {line}\n" for line in lines) + "}"
+
+
+def _codes(src, d):
+    """Lines putting word `src`'s code pairs (i, i + 4) for i = 0..3 in d0..d3 as M + q."""
+    lines = [f"lop3.b32 {d}0, {src}, 0x000F000F, MAGIC, 0xEA;"]
+    for i in (1, 2, 3):
+        lines += [f"shr.u32 s, {src}, {4 * i};", f"lop3.b32 {d}{i}, s, 0x000F000F, MAGIC, 0xEA;"]
+    return lines
+
+
+def _unbias(d):
+    """Lines turning d0..d3 from M + q into q - 8 (exact)."""
+    return [f"fma.rn.T {d}{i}, {d}{i}, one, bias;" for i in range(4)]
+
+
+def _products(pairs):
+    """Lines summing the products of (code register, x pair operand) `pairs` into acc."""
+    (c, x), rest = pairs[0], pairs[1:]
+    return [f"mul.rn.T acc, {c}, {x};"] + [f"fma.rn.T acc, {c}, {x}, acc;" for c, x in rest]
+
+
+_WORD_ASM = _asm([".reg .b32 t0, t1, t2, t3, s, one, bias, acc, lo, hi;", ".reg .f32 flo, fhi;",
+                  "mov.b32 one, ONE;", "mov.b32 bias, BIAS;"] + _codes("$1", "t") +
+                 _unbias("t") + _products([("t0", "$2"), ("t1", "$3"), ("t2", "$4"),
+                                           ("t3", "$5")]) + ["TOF32", "add.f32 $0, flo, fhi;"])
 
 _BF16_TO_F32 = """shl.b32 lo, acc, 16;
     and.b32 hi, acc, 0xFFFF0000;
@@ -101,45 +106,12 @@ _F16_TO_F32 = """{
 # rounding of 2^-9 (bf16) per product and sum, still far below int4's own error), its two
 # halves returned as two fp32 values that the piece's sum adds: 2 instructions for the two
 # words' conversion instead of 6 (3 a word).
-_WORD2_ASM = """{
-    .reg .b32 t0, t1, t2, t3, u0, u1, u2, u3, s, one, bias, acc, lo, hi;
-    .reg .f32 flo, fhi;
-    mov.b32 one, ONE;
-    mov.b32 bias, BIAS;
-    lop3.b32 t0, $2, 0x000F000F, MAGIC, 0xEA;
-    shr.u32 s, $2, 4;
-    lop3.b32 t1, s, 0x000F000F, MAGIC, 0xEA;
-    shr.u32 s, $2, 8;
-    lop3.b32 t2, s, 0x000F000F, MAGIC, 0xEA;
-    shr.u32 s, $2, 12;
-    lop3.b32 t3, s, 0x000F000F, MAGIC, 0xEA;
-    lop3.b32 u0, $3, 0x000F000F, MAGIC, 0xEA;
-    shr.u32 s, $3, 4;
-    lop3.b32 u1, s, 0x000F000F, MAGIC, 0xEA;
-    shr.u32 s, $3, 8;
-    lop3.b32 u2, s, 0x000F000F, MAGIC, 0xEA;
-    shr.u32 s, $3, 12;
-    lop3.b32 u3, s, 0x000F000F, MAGIC, 0xEA;
-    fma.rn.T t0, t0, one, bias;
-    fma.rn.T t1, t1, one, bias;
-    fma.rn.T t2, t2, one, bias;
-    fma.rn.T t3, t3, one, bias;
-    fma.rn.T u0, u0, one, bias;
-    fma.rn.T u1, u1, one, bias;
-    fma.rn.T u2, u2, one, bias;
-    fma.rn.T u3, u3, one, bias;
-    mul.rn.T acc, t0, $4;
-    fma.rn.T acc, t1, $6, acc;
-    fma.rn.T acc, t2, $8, acc;
-    fma.rn.T acc, t3, $10, acc;
-    fma.rn.T acc, u0, $5, acc;
-    fma.rn.T acc, u1, $7, acc;
-    fma.rn.T acc, u2, $9, acc;
-    fma.rn.T acc, u3, $11, acc;
-    TOF32
-    mov.b32 $0, flo;
-    mov.b32 $1, fhi;
-}"""
+_WORD2_ASM = _asm([".reg .b32 t0, t1, t2, t3, u0, u1, u2, u3, s, one, bias, acc, lo, hi;",
+                   ".reg .f32 flo, fhi;", "mov.b32 one, ONE;", "mov.b32 bias, BIAS;"] +
+                  _codes("$2", "t") + _codes("$3", "u") + _unbias("t") + _unbias("u") +
+                  _products([("t0", "$4"), ("t1", "$6"), ("t2", "$8"), ("t3", "$10"),
+                             ("u0", "$5"), ("u1", "$7"), ("u2", "$9"), ("u3", "$11")]) +
+                  ["TOF32", "mov.b32 $0, flo;", "mov.b32 $1, fhi;"])
 
 
 # The persistent kernel's math for fp16 x (X16): x's pairs scaled once a program by a power
