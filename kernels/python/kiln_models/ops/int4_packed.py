@@ -254,13 +254,18 @@ def _sums_of_words(words, pa, pb, pc, pd, F16: tl.constexpr):
 
 
 @kiln.jit
-def _half_sums_of_word_pairs(words, pa, pb, pc, pd, F16: tl.constexpr):
+def _half_sums_of_word_pairs(words, pa, pb, pc, pd, F16: tl.constexpr, X16: tl.constexpr):
     """_sums_of_words two words at a time along the last axis (in-thread, even length):
     elements 2i and 2i + 1 hold two fp32 halves of words 2i and 2i + 1's 16 products,
-    whose sum is theirs (_WORD2_ASM)."""
-    return tl.inline_asm_elementwise(
-        WORD2_ASM_F16 if F16 else WORD2_ASM_BF16, "=r,=r,r,r,r,r,r,r,r,r,r,r",
-        [words, pa, pb, pc, pd], dtype=tl.float32, is_pure=True, pack=2)
+    whose sum is theirs (_WORD2_ASM; X16: fp16 pairs of _x16_pairs, _WORD2_X16_ASM)."""
+    if X16:
+        asm = WORD2_X16_ASM
+    elif F16:
+        asm = WORD2_ASM_F16
+    else:
+        asm = WORD2_ASM_BF16
+    return tl.inline_asm_elementwise(asm, "=r,=r,r,r,r,r,r,r,r,r,r,r", [words, pa, pb, pc, pd],
+                                     dtype=tl.float32, is_pure=True, pack=2)
 
 
 @kiln.jit
@@ -461,7 +466,7 @@ def gemv_int4_wide_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW,
 def gemv_int4_persist_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, KW, N_GROUPS,
                              GROUP_WORDS: tl.constexpr, BM: tl.constexpr, R: tl.constexpr,
                              C: tl.constexpr, F16: tl.constexpr, DEPTH: tl.constexpr = 1,
-                             V: tl.constexpr = 4, PAIRED: tl.constexpr = True,
+                             V: tl.constexpr = 4,
                              X16: tl.constexpr = False,
                              SWIGLU: tl.constexpr = False, NORM: tl.constexpr = False,
                              RESID: tl.constexpr = False):
@@ -474,8 +479,8 @@ def gemv_int4_persist_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, 
     are loaded before gdc_wait, while the kernel before finishes), so the weights stream
     with no gap between tiles, no program launches and no x reloads between them. RESID:
     the next tile's residual rows are loaded with its words (the first tile's beside x's).
-    PAIRED: two words a 16-bit accumulator (_WORD2_ASM); X16 (fp16 x): x's pairs scaled by a
-    power of two and the fp16 math of _WORD2_X16_ASM. SWIGLU, NORM and RESID as in
+    Two words a 16-bit accumulator (_WORD2_ASM); X16 (fp16 x): x's pairs scaled by a power
+    of two and the fp16 math of _WORD2_X16_ASM. SWIGLU, NORM and RESID as in
     gemv_int4_packed_kernel."""
     pid = tl.program_id(0)
     n_prog = tl.num_programs(0)
@@ -526,14 +531,7 @@ def gemv_int4_persist_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, 
                 resid_n = _gemv_resid(out_ptr, rm, rn_n, M, N, True)
         else:
             resid_n = resid
-        if X16:
-            sums = tl.inline_asm_elementwise(
-                WORD2_X16_ASM, "=r,=r,r,r,r,r,r,r,r,r,r,r", [words, pa, pb, pc, pd],
-                dtype=tl.float32, is_pure=True, pack=2)
-        elif PAIRED:
-            sums = _half_sums_of_word_pairs(words, pa, pb, pc, pd, F16)
-        else:
-            sums = _sums_of_words(words, pa, pb, pc, pd, F16)
+        sums = _half_sums_of_word_pairs(words, pa, pb, pc, pd, F16, X16)
         acc = tl.sum(sums, axis=3) * scale[None, :, :]
         _gemv_store(tl.sum(acc, axis=2), out_ptr, rm, rn, M, N, SWIGLU, rstd,
                     _if(resid, RESID))
