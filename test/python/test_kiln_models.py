@@ -938,13 +938,29 @@ def test_hf_state_dict_and_config_taken_directly(tmp_path, dtype):
 
 def test_queued_decode_steps_equal_the_reference(backend):
     # cuda_graphs=True: after the first decode step, generate() queues the others without
-    # waiting (decode_tokens_async: each step's tokens copied on the device from the step
-    # before, the ids read back once at the end).
+    # waiting (decode_steps_async: the steps' inputs uploaded at once, each step's tokens the
+    # device's choices of the step before, the ids read back once at the end).
     model = tiny_model(backend, cuda_graphs=True)
     prompts = [prompt(n, 40 + n) for n in (3, 9, 5)]
     got = gen.generate(model, prompts, 8).tokens
     assert got == [REF.greedy(p, 8) for p in prompts]
     assert gen.generate(model, prompts[:2], 3).tokens == [REF.greedy(p, 3) for p in prompts[:2]]
     with pytest.raises(ValueError, match="no captured decode step"):
-        model.decode_tokens_async(["nope"], gen.SamplingParams(top_k=3, temperature=1.0), 1,
-                                  model.next_tokens)
+        model.decode_steps_async(["nope"], gen.SamplingParams(top_k=3, temperature=1.0), 1, 2)
+
+
+def test_queued_steps_sample_as_single_steps_and_check_the_cache_first(backend):
+    # The queued steps' inputs are made at once on the host (positions, slots across block
+    # boundaries, the sampler's step): sampling equals the step-by-step run, and a cache too
+    # small fails before anything is queued, the requests' lengths unchanged.
+    sp = gen.SamplingParams(temperature=0.8, top_k=5, seed=11)
+    prompts = [prompt(n, 60 + n) for n in (6, 2)]
+    queued = gen.generate(tiny_model(backend, cuda_graphs=True), prompts, 11, sp).tokens
+    single = gen.generate(tiny_model(backend, cuda_graphs=False), prompts, 11, sp).tokens
+    assert queued == single
+    model = tiny_model(backend, cuda_graphs=True, num_blocks=4)
+    model.prefill([("a", prompt(5, 1))])
+    model.decode_tokens(["a"], np.array([1]), gen.SamplingParams(), 1)
+    with pytest.raises(kv_cache.KVCacheFull, match="needs 3 more blocks, 2 of 4 free"):
+        model.decode_steps_async(["a"], gen.SamplingParams(), 2, 12)
+    assert model.kv.lengths["a"] == 6 and len(model.kv.tables["a"]) == 2

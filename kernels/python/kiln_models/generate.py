@@ -8,9 +8,10 @@ previous tokens, positions, slots, block tables, context lengths, the sampling s
 model's fixed input arrays, the kernels run on fixed row views, and the chosen tokens land in
 the model's fixed next_tokens array; on the GPU the step is a CUDA graph replayed per token
 (LlamaModel.decode_tokens). With graphs and no stop token the steps after the first are
-queued without waiting (LlamaModel.decode_tokens_async: each step's input tokens are copied on
-the device from the previous step's choices, the ids come back in one copy at the end), so the
-GPU does not sit idle while the host reads a token and prepares the next step.
+queued without waiting (LlamaModel.decode_steps_async: the host prepares all their other inputs
+first and uploads them in one copy, each step reads the tokens the previous one chose on the
+device, the ids come back in one copy at the end), so the GPU does not sit idle while the host
+reads a token and prepares the next step.
 """
 
 import dataclasses
@@ -122,7 +123,7 @@ def generate(model, prompts, new_tokens, sampling=None, stop_token=None):
         prefill_s = time.perf_counter() - start
         start = time.perf_counter()
         if stop_token is None and model.cuda_graphs and new_tokens > 2 and \
-                hasattr(model, "decode_tokens_async"):
+                hasattr(model, "decode_steps_async"):
             # The first step runs (and is captured) as usual; the others are queued back to
             # back, each reading the tokens the one before chose on the device, and the ids
             # come back in one copy at the end.
@@ -130,10 +131,8 @@ def generate(model, prompts, new_tokens, sampling=None, stop_token=None):
             tokens = model.decode_tokens(seqs, np.array([o[-1] for o in out]), sampling, 1)
             for o, tok in zip(out, tokens):
                 o.append(int(tok))
-            history = model.arrays.zeros((new_tokens - 2, B), "int32")
-            for step in range(2, new_tokens):
-                model.decode_tokens_async(seqs, sampling, step, history[step - 2])
-            for row in model.arrays.download(history):
+            history = model.decode_steps_async(seqs, sampling, 2, new_tokens - 2)
+            for row in model.arrays.download(history)[:, :B]:
                 for o, tok in zip(out, row):
                     o.append(int(tok))
             decoded = B * (new_tokens - 1)

@@ -177,7 +177,6 @@ class LlamaModel:
         self.last_residual = a.empty((B, H), act)
         self.last_normed = a.empty((B, H), act)
         self.logits = a.empty((B, c.vocab_size), act)
-        self.next_tokens = a.zeros((B,), "int32")
         # the step's inputs: host mirrors, copied into fixed device buffers
         self.h_ids, self.ids = np.zeros(T, np.int32), a.zeros((T,), "int32")
         self.h_positions, self.positions = np.zeros(T, np.int32), a.zeros((T,), "int32")
@@ -197,7 +196,11 @@ class LlamaModel:
                                                  self.dec_context_lens) = \
             [(self.h_dec[i * B:(i + 1) * B], a.rows(self.dec, (i + 1) * B, i * B))
              for i in range(4)]
+        # the chosen tokens land in the ids row: a queued step reads its predecessor's choices
+        self.next_tokens = self.dec_ids
         self.h_step, self.step = self.h_dec[4 * B:4 * B + 1], a.rows(self.dec, 4 * B + 1, 4 * B)
+        # queued steps' inputs after the ids row, and their choices (decode_steps_async)
+        self._staged = self._history = None
         self.h_dec_tables = self.h_dec[4 * B + 1:].reshape(B, max_blocks)
         self._dec_rows = [None] * B  # (request, blocks) each host table row holds
         self.dec_tables = a.reshape(a.rows(self.dec, n, 4 * B + 1), (B, max_blocks))
@@ -457,24 +460,80 @@ class LlamaModel:
             self._graphs[(B, sampling)] = self._capture(B, sampling)
         return out
 
-    def decode_tokens_async(self, seq_ids, sampling, step, history):
-        """Queues one decode step whose input tokens are the ones the device chose last for
-        these requests, in this order (what the previous decode_tokens, decode_tokens_async or
-        select left in next_tokens), and a copy of the new choices into `history` (a device
-        int32 row of at least len(seq_ids)); it waits for nothing, so the host prepares the
-        next step while the device runs this one (the host otherwise leaves the GPU idle
-        between steps while it reads each token back). Needs the captured step of this batch
-        size and sampling (one decode_tokens call first)."""
+    def decode_steps_async(self, seq_ids, sampling, first_step, steps):
+        """Queues `steps` decode steps of these requests, in this order, and waits for none of
+        them. Each step's input tokens are the ones the device chose last (what the previous
+        decode_tokens, decode_steps_async or select left in next_tokens); step s samples with
+        step first_step + s. Returns a device int32 [steps, max_batch] view of the model's
+        history buffer whose row s holds step s's choices in its first len(seq_ids) entries
+        (valid until the next call). The requests' cache grows by `steps` tokens at once
+        (KVCacheFull before anything is queued when the blocks are short).
+
+        The host makes every step's other inputs (positions, slots, context lengths, block
+        tables) at once, with no per-step Python, and uploads them in one copy: a step costs
+        the device a copy of its inputs, the graph, and a copy of its choices, and nothing
+        allocates (the device would otherwise wait while the host prepares each step or
+        while the driver allocates). Needs the captured step of this batch size and sampling
+        (one decode_tokens call first)."""
         B = len(seq_ids)
         graph = self._graphs.get((B, sampling))
         if graph is None:
-            raise ValueError(f"decode_tokens_async: no captured decode step for batch {B} "
+            raise ValueError(f"decode_steps_async: no captured decode step for batch {B} "
                              f"and {sampling}; run decode_tokens once first (cuda_graphs=True)")
-        self._decode_inputs(seq_ids, np.zeros(B, np.int64), step)
-        r = self.arrays.rows
-        self.arrays.copy(r(self.dec_ids, B), r(self.next_tokens, B))
-        graph.replay()
-        self.arrays.copy(r(history, B), r(self.next_tokens, B))
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"decode_steps_async: steps must be a positive int, got {steps!r}")
+        host = self._stage_steps(seq_ids, first_step, steps)
+        a, r, Bm, S = self.arrays, self.arrays.rows, self.max_batch, steps
+        if self._staged is None or self._staged.shape[0] < S:
+            a.synchronize()  # the steps queued by an earlier call may still read the old ones
+            rows = min(max(S, 128), self.max_seq_len)
+            self._staged = a.empty((rows, host.shape[1]), "int32")
+            self._history = a.empty((rows, Bm), "int32")
+        staged = r(self._staged, S)
+        a.copy_in(staged, host)
+        inputs, chosen = r(self.dec, self.h_dec.size, Bm), r(self.next_tokens, B)
+        for s in range(S):
+            a.copy(inputs, a.reshape(r(staged, s + 1, s), (host.shape[1],)))
+            graph.replay()
+            a.copy(r(a.reshape(r(self._history, s + 1, s), (Bm,)), B), chosen)
+        return r(self._history, S)
+
+    def _stage_steps(self, seq_ids, first_step, S):
+        """The inputs after the ids row of S decode steps of these requests, as host rows of
+        the packed input buffer ([S, size - max_batch]); reserves their cache blocks."""
+        B, kv, Bm = len(seq_ids), self.kv, self.max_batch
+        self._check_batch("decode", B)
+        if len(set(seq_ids)) != B:
+            raise ValueError("decode: a request appears twice in the batch")
+        bs = kv.block_size
+        start = np.empty(B, np.int64)
+        for b, seq in enumerate(seq_ids):
+            n = kv.lengths.get(seq)
+            if n is None:
+                raise ValueError(f"decode: request {seq!r} was not prefilled")
+            if n + S > self.max_seq_len:
+                raise ValueError(f"decode: request {seq!r} would hold {n + S} tokens, beyond "
+                                 f"max_seq_len={self.max_seq_len}")
+            start[b] = n
+        need = [max(0, (n + S - 1) // bs + 1 - len(kv.tables[seq]))
+                for seq, n in zip(seq_ids, start)]
+        if sum(need) > kv.allocator.num_free:
+            raise KVCacheFull(f"KV cache full: the batch needs {sum(need)} more blocks, "
+                              f"{kv.allocator.num_free} of {kv.allocator.num_blocks} free")
+        host = np.zeros((S, self.h_dec.size - Bm), np.int32)
+        tables = host[0, 3 * Bm + 1:].reshape(Bm, -1)
+        for b, (seq, k) in enumerate(zip(seq_ids, need)):
+            if k:
+                kv.tables[seq].extend(kv.allocator.allocate(k))
+            kv.table_row(seq, tables[b])
+            kv.lengths[seq] = int(start[b]) + S
+        pos = start[None, :] + np.arange(S)[:, None]  # [S, B]
+        host[:, :B] = pos
+        host[:, Bm:Bm + B] = tables[np.arange(B)[None, :], pos // bs] * bs + pos % bs
+        host[:, 2 * Bm:2 * Bm + B] = pos + 1
+        host[:, 3 * Bm] = first_step + np.arange(S)
+        host[1:, 3 * Bm + 1:] = host[0, 3 * Bm + 1:]
+        return host
 
     def select(self, logits, sampling, step):
         """The next token of each row of `logits` (a [B, V] view from prefill or decode), on
