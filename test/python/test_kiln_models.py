@@ -629,6 +629,21 @@ def test_cli_model_dir_with_a_broken_checkpoint(tmp_path, capsys):
 
 
 @pytest.mark.gpu
+def test_gpu_models_share_one_stream_unless_given_one():
+    # graphs launched on a second stream slow every graph's kernels for the rest of the
+    # process (docs/models.md): models built without a stream share the device's one
+    import kiln
+    from kiln_models.model import shared_stream
+    ops = kiln_ops_or_skip()
+    a, b = (tiny_model((ops, "gpu")) for _ in range(2))
+    assert a.stream is b.stream is shared_stream()
+    own = kiln.Stream()
+    c = tiny_model((ops, "gpu"), stream=own, cuda_graphs=True)
+    assert c.stream is own and c.launch["stream"] == own.handle
+    assert gen.generate(c, [prompt(5, 2)], 6).tokens == [REF.greedy(prompt(5, 2), 6)]
+
+
+@pytest.mark.gpu
 def test_cli_generate_tiny_on_gpu_equals_cpu():
     kiln_ops_or_skip()
     args = ["generate", "--config", "tiny", "--random-weights", "--batch", "3",
