@@ -589,6 +589,13 @@ def test_decode_compiles_to_ptx(dtype, D, Hq, Hkv, splits, combine, rope):
     assert ptx.index("st.global") > ptx.index(body)
     if (dtype, D) == ("bfloat16", 64):  # s^T = k q^T: 64 keys x 16 heads on wgmma
         assert "wgmma.mma_async.sync.aligned.m64n16k16" in body
+    if rope and (dtype, D, combine) == ("bfloat16", 64, 2):
+        # RoPE's cos and sin rows depend on the position only: loaded before gdc_wait with
+        # the position and slot (2 + 4 table loads more than without RoPE), not after it
+        plain = compile_decode(dtype, D, Hq, Hkv, splits, combine, False)[0]
+        early = [len(re.findall(r"ld\.global", p.split("griddepcontrol.wait")[0]))
+                 for p in (plain, ptx)]
+        assert early[1] - early[0] >= 6, early
     elif size == 2:  # 8 warps: mma.sync
         assert "mma.sync.aligned.m16n8k16" in body
     # the registers hold the current and the prefetched K/V tiles: nothing spills
