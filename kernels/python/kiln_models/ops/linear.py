@@ -428,14 +428,15 @@ def gemv_config(M, N, K, kind="float", itemsize=2, cpu=False, sms=132, invariant
             cfg["WIDE"] = (32, 16)
         if kind == "int4" and bm == 1 and r == 32:
             # gate_up and the LM head where quant's persistent kernel applies (packed math,
-            # K <= 2048): 8-row tiles of all of K, the two tiles after the current one in
-            # flight; gate_up 4 programs a SM of 4 warps (128 registers), 4-word pieces; the
-            # head 3 a SM of 8 warps, 8-word pieces (a warp a row). In the model (H100, 2-3
-            # rounds each, one process): gate_up 1.011x, head 1.009x the plans above, and the
-            # head's 8 warps 1.009x its 4; ncu, L2 cold: head 62.1 -> 52.0 us (DRAM 68% -> 81%
-            # of peak), gate_up 11.1 us either way.
+            # K <= 2048): 8-row tiles of all of K; gate_up 4 programs a SM of 4 warps (127
+            # registers), 4-word pieces, the tile after the current one in flight; the head 3
+            # a SM of 8 warps, 8-word pieces (a warp a row), two tiles in flight. In the model
+            # (H100, 2-3 rounds each, one process): gate_up 1.011x, head 1.009x the plans
+            # above, and the head's 8 warps 1.009x its 4; ncu, L2 cold: head 62.1 -> 52.0 us
+            # (DRAM 68% -> 81% of peak), gate_up 11.1 us either way; since the epilogue lags
+            # a tile, gate_up's one tile in flight is 1.009x its two (2064-2073 vs 2037-2054).
             wide = kiln.cdiv(N, 32) <= 8 * sms
-            cfg["PERSIST"] = (8, 4, 2, 4, 4) if wide else (8, 3, 2, 8, 8)
+            cfg["PERSIST"] = (8, 4, 1, 4, 4) if wide else (8, 3, 2, 8, 8)
     cfg["programs"] = kiln.cdiv(N, cfg["R"]) * kiln.cdiv(M, bm)
     cfg["EVEN"] = K > 0 and K % (cfg["C"] * E) == 0
     return cfg
