@@ -588,6 +588,7 @@ def test_cli_errors(args, match, capsys):
     (["--requests", "0"], "--requests must be at least 1"),
     (["--kv-tokens", "20"], "--kv-tokens 20 cannot hold the longest request (96 tokens)"),
     (["--check-solo", "--temperature", "1"], "--check-solo compares greedy runs"),
+    (["--max-tokens", "0"], "--max-tokens must be at least 1"),
 ])
 def test_cli_serve_errors(args, match, capsys):
     from kiln_models import llama
@@ -598,6 +599,8 @@ def test_cli_serve_errors(args, match, capsys):
 
 @pytest.mark.parametrize("device, extra", [
     ("cpu", []), pytest.param("gpu", [], marks=pytest.mark.gpu),
+    # prompts up to 20 tokens prefilled 8 a step: the longer ones in pieces
+    ("cpu", ["--max-tokens", "8"]),
     # bf16 batches of up to 6: equal to alone only with plans fixed per row
     pytest.param("gpu", ["--dtype", "bf16", "--batch-invariant", "--max-batch", "6"],
                  marks=pytest.mark.gpu)])
@@ -611,7 +614,7 @@ def test_cli_serve_in_flight_batching_equals_solo(device, extra):
                        "--new-tokens-range", "1", "9", "--max-batch", "3", "--kv-tokens",
                        "64", "--block-size", "4", "--check-solo", *extra], out=out) == 0
     text = out.getvalue()
-    batch = extra[-1] if extra else "3"
+    batch = extra[-1] if "--max-batch" in extra else "3"
     assert f"7 requests, prompts 2-20, outputs 1-9, max batch {batch}, KV cache 64 tokens" \
         in text
     assert "time to first token: p50 " in text and "per-token latency: p50 " in text
@@ -755,6 +758,29 @@ def test_scheduler_in_flight_batching_equals_solo_runs(backend, graphs):
     assert stats["ttft_ms_p50"] <= stats["ttft_ms_p99"]
 
 
+@pytest.mark.parametrize("graphs", [False, True])
+def test_scheduler_prefills_long_prompts_in_pieces(backend, graphs):
+    # prompts longer than max_tokens (8) are prefilled alone, a piece of 8 a step, while the
+    # running requests keep decoding; every request's tokens are still its solo run's
+    from kiln_models.scheduler import Scheduler
+    model = tiny_model(backend, max_batch=3, max_tokens=8, num_blocks=16, cuda_graphs=graphs)
+    sched = Scheduler(model)
+    lengths = [(5, 9), (20, 4), (3, 6), (13, 1), (8, 5), (17, 3)]
+    reqs = [sched.add(prompt(p, 70 + i), n) for i, (p, n) in enumerate(lengths)]
+    first_step = {}
+    while sched.step():
+        for r in reqs:
+            if r.tokens and r.id not in first_step:
+                first_step[r.id] = sched.steps
+    for r in reqs:
+        assert r.tokens == REF.greedy(r.prompt, r.max_new_tokens), r.id
+        assert r.prefilled == r.prompt.size
+    # the 20-token prompt took 3 steps (8 + 8 + 4), during which request 0 kept decoding
+    assert first_step[reqs[1].id] - first_step[reqs[0].id] == 3
+    assert len(reqs[0].tokens) == 9 and model.kv.allocator.num_free == 16
+    assert not model.kv.tables and sched.prefilling is None
+
+
 def test_scheduler_stop_token_and_errors():
     from kiln_models.scheduler import Scheduler
     model = tiny_model(NUMPY, max_batch=2, max_tokens=16, num_blocks=6)
@@ -764,8 +790,6 @@ def test_scheduler_stop_token_and_errors():
     r = sched.add(p, 8, stop_token=want[2])
     sched.run()
     assert r.tokens == want[:want.index(want[2]) + 1]
-    with pytest.raises(ValueError, match="longer than the model's max_tokens=16"):
-        sched.add(prompt(17, 1), 2)
     with pytest.raises(ValueError, match="exceed the model's max_seq_len=64"):
         sched.add(prompt(10, 1), 60)
     with pytest.raises(ValueError, match="needs 7 KV blocks, the cache has 6"):

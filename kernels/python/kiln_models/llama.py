@@ -85,6 +85,10 @@ def build_parser():
     s.add_argument("--max-batch", type=int, default=8, help="requests running at once")
     s.add_argument("--kv-tokens", type=int,
                    help="KV cache size in tokens (default: max-batch requests of the longest)")
+    s.add_argument("--max-tokens", type=int,
+                   help="tokens a prefill step takes (default: max-batch prompts of the "
+                        "longest, at most 8192, at least the longest); a longer prompt is "
+                        "prefilled in pieces")
     s.add_argument("--check-solo", action="store_true",
                    help="also run each request alone and compare its tokens")
     q = sub.add_parser("quant-error", help="logits of the --quant model against the "
@@ -180,6 +184,8 @@ def _generate(args, out):
 
 def _serve(args, out):
     _positive(args, "requests", "prompt_lens", "new_tokens_range", "max_batch")
+    if args.max_tokens is not None:
+        _positive(args, "max_tokens")
     (plo, phi), (nlo, nhi) = args.prompt_lens, args.new_tokens_range
     if args.check_solo and args.temperature:
         raise ValueError("--check-solo compares greedy runs: drop --temperature")
@@ -194,7 +200,7 @@ def _serve(args, out):
                              f"({seq_len} tokens)")
         blocks = args.kv_tokens // args.block_size
     model = LlamaModel(config, weights, device=device, dtype=dtype, max_batch=args.max_batch,
-                       max_tokens=max(phi, min(args.max_batch * phi, 8192)),
+                       max_tokens=args.max_tokens or max(phi, min(args.max_batch * phi, 8192)),
                        max_seq_len=seq_len, block_size=args.block_size, num_blocks=blocks,
                        quant=args.quant, quant_group=args.quant_group,
                        cuda_graphs=_graphs(args, device), batch_invariant=args.batch_invariant)

@@ -3,8 +3,10 @@
 Requests wait in arrival order. Each step first admits waiting requests while the batch has
 room (max_batch), their prompts fit one prefill (max_tokens) and the KV cache can hold their
 whole budget (prompt + max_new_tokens, so that a running request never runs out of blocks):
-those are prefilled together and get their first token. Then every other running request
-decodes one token, in one batch. A request that has its max_new_tokens (or produced its stop
+those are prefilled together and get their first token. A prompt longer than max_tokens is
+prefilled alone in pieces of max_tokens, one piece a step (generate()'s pieces, so its tokens
+are still those of its solo run), and gets its first token with the last piece; nothing else
+is admitted meanwhile. Then every other running request decodes one token, in one batch. A request that has its max_new_tokens (or produced its stop
 token) leaves the batch and its blocks go back to the free list, where the next waiting request
 finds them. With greedy decoding a request's tokens are those it gets decoded alone.
 """
@@ -31,6 +33,7 @@ class Request:
     stop_token: int = None
     id: str = None
     tokens: list = dataclasses.field(default_factory=list)
+    prefilled: int = 0  # prompt tokens in the cache (a long prompt's pieces so far)
     arrival: float = None
     token_times: list = dataclasses.field(default_factory=list)
 
@@ -60,6 +63,7 @@ class Scheduler:
         self.waiting, self.running, self.finished = [], [], []
         self.steps = 0
         self._committed = 0  # KV blocks promised to running requests (their whole budget)
+        self.prefilling = None  # the long prompt being prefilled in pieces
 
     def add(self, prompt, max_new_tokens, stop_token=None):
         """Queues a request; returns it (its tokens fill in as the scheduler runs)."""
@@ -72,9 +76,6 @@ class Scheduler:
                 max_new_tokens < 1:
             raise ValueError(f"Scheduler.add: max_new_tokens must be a positive int, got "
                              f"{max_new_tokens!r}")
-        if prompt.size > m.max_tokens:
-            raise ValueError(f"Scheduler.add: a prompt of {prompt.size} tokens is longer than "
-                             f"the model's max_tokens={m.max_tokens} per prefill")
         if prompt.size + max_new_tokens > m.max_seq_len:
             raise ValueError(f"Scheduler.add: {prompt.size} prompt + {max_new_tokens} new "
                              f"tokens exceed the model's max_seq_len={m.max_seq_len}")
@@ -92,17 +93,38 @@ class Scheduler:
         return self.model.kv.blocks_for(prompt_len + new_tokens - 1)
 
     def _admit(self):
+        """The waiting requests prefilled together this step; a long prompt at the head of
+        the queue, when the batch has room and its blocks fit, becomes `prefilling` instead
+        (alone: the group is then empty)."""
         m, group, tokens = self.model, [], 0
         while self.waiting and len(self.running) + len(group) < m.max_batch:
             r = self.waiting[0]
             need = self._blocks(r.prompt.size, r.max_new_tokens)
-            if tokens + r.prompt.size > m.max_tokens or \
-                    self._committed + need > m.kv.allocator.num_blocks:
+            if self._committed + need > m.kv.allocator.num_blocks:
+                break
+            if r.prompt.size > m.max_tokens:
+                if not group:
+                    self.prefilling = self.waiting.pop(0)
+                    self._committed += need
+                break
+            if tokens + r.prompt.size > m.max_tokens:
                 break
             group.append(self.waiting.pop(0))
             tokens += r.prompt.size
             self._committed += need
         return group
+
+    def _prefill_piece(self):
+        """The next piece of the long prompt being prefilled; with its last, the request
+        gets its first token and joins the batch."""
+        m, r = self.model, self.prefilling
+        piece = r.prompt[r.prefilled:r.prefilled + m.max_tokens]
+        logits = m.prefill([(r.id, piece)])
+        r.prefilled += piece.size
+        if r.prefilled == r.prompt.size:
+            self._record([r], m.select(logits, self.sampling, 0))
+            self.running.append(r)
+            self.prefilling = None
 
     def _record(self, requests, tokens):
         now = time.perf_counter()
@@ -122,9 +144,13 @@ class Scheduler:
         whether work remains."""
         m = self.model
         decoding = list(self.running)
-        group = self._admit()
-        if group:
+        group = [] if self.prefilling else self._admit()
+        if self.prefilling:
+            self._prefill_piece()
+        elif group:
             logits = m.prefill([(r.id, r.prompt) for r in group])
+            for r in group:
+                r.prefilled = r.prompt.size
             self._record(group, m.select(logits, self.sampling, 0))
             self.running.extend(group)
         if decoding:
@@ -132,12 +158,13 @@ class Scheduler:
                                      np.array([r.tokens[-1] for r in decoding]), self.sampling,
                                      self.steps + 1)
             self._record(decoding, tokens)
-        if not group and not decoding and self.waiting:
+        if not group and not decoding and self.waiting and self.prefilling is None and \
+                not self.running:
             raise RuntimeError("Scheduler: no request can be admitted into an empty batch "
-                               "(the model's max_tokens or KV cache is too small)")
+                               "(the model's KV cache is too small)")
         self.steps += 1
         self._retire()
-        return bool(self.waiting or self.running)
+        return bool(self.waiting or self.running or self.prefilling)
 
     def run(self):
         """Steps until every queued request has finished; returns them in finishing order."""
