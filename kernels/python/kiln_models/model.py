@@ -70,10 +70,10 @@ def shared_stream():
     """The kiln.Stream of the current device that models built without a `stream` share (made
     at first use). One stream, not one per model: once CUDA graphs have been launched on a
     second stream, every graph's kernels launch slower for the rest of the process (H100,
-    driver 580: a 1B int4 model's decode 2054 -> 1999 tok/s, 1768 -> 1674 without PDL; a second
-    model's graph on the first one's stream changes nothing: 2060). Models on one stream run
-    one after another, as one thread drives them anyway; give each its own stream to overlap
-    them."""
+    driver 580: ~2.5% of an int4 decode step, ~5% without PDL; a second model's graph on the
+    first one's stream costs nothing; bench/results/2026-11-26-h100-llama-session19.md).
+    Models on one stream run one after another, as one thread drives them anyway; give each
+    its own stream to overlap them."""
     import kiln
     dev = kiln.runtime.driver.current_device()
     with _streams_lock:

@@ -406,7 +406,8 @@ def _decode_kernel(qkv, k_cache, v_cache, block_tables, context_lens, out, part_
         cs_row = pos.to(tl.int64) * HALF
         # q's cos and sin are loaded in q^T's own [D, GROUP_PAD] shape: a [D] tile broadcast
         # into q^T with [:, None] made Kiln load K and V in the loop with 2-byte accesses
-        # (the tables depend on the position only: loaded before gdc_wait, 1.007x int4 decode)
+        # (the tables depend on the position only: loaded before gdc_wait, off the critical
+        # path that starts when the kernel before finishes)
         cs_off = cs_row + (offs_d % HALF)[:, None] + 0 * g[None, :]
         q_cos = tl.load(cos + cs_off)
         q_sin = tl.load(sin + cs_off)

@@ -520,9 +520,9 @@ def gemv_int4_persist_kernel(x_ptr, p_ptr, s_ptr, out_ptr, g_ptr, eps, M, N, K, 
         else:
             rstd = back
     # A tile's epilogue (the sum across the row's pieces, SWIGLU, the store) comes after the
-    # next tile's math, which does not wait for it (1.005x the 1B int4 decode step on the H100:
-    # the cross-lane sums had been the top stall, a shared-memory scoreboard wait); the
-    # first iteration stores nothing (rows past N) and the last tile's follows the loop.
+    # next tile's math, which does not wait for it: the cross-lane sums' shared-memory waits
+    # were the kernel's top stall (ncu in bench/results/2026-11-26-h100-llama-session19.md).
+    # The first iteration stores nothing (rows past N); the last tile's follows the loop.
     acc_prev = tl.zeros((BM, R, C), dtype=tl.float32)
     rn_prev = rn + 2 * N
     resid_prev = resid

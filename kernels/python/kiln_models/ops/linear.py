@@ -433,8 +433,8 @@ def gemv_config(M, N, K, kind="float", itemsize=2, cpu=False, sms=132, invariant
             # a SM of 8 warps, 8-word pieces (a warp a row), two tiles in flight. In the model
             # (H100, 2-3 rounds each, one process): gate_up 1.011x, head 1.009x the plans
             # above, and the head's 8 warps 1.009x its 4; ncu, L2 cold: head 62.1 -> 52.0 us
-            # (DRAM 68% -> 81% of peak), gate_up 11.1 us either way; since the epilogue lags
-            # a tile, gate_up's one tile in flight is 1.009x its two (2064-2073 vs 2037-2054).
+            # (DRAM 68% -> 81% of peak), gate_up 11.1 us either way; with the epilogue a tile
+            # behind, one tile in flight beats two for gate_up (fewer registers).
             wide = kiln.cdiv(N, 32) <= 8 * sms
             cfg["PERSIST"] = (8, 4, 1, 4, 4) if wide else (8, 3, 2, 8, 8)
     cfg["programs"] = kiln.cdiv(N, cfg["R"]) * kiln.cdiv(M, bm)
