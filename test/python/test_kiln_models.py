@@ -843,6 +843,91 @@ def test_model_quantization_errors():
         LlamaModel(QCONFIG, QWEIGHTS, ops=models_numpy_ops, quant="int4", quant_group=96)
 
 
+@pytest.mark.parametrize("quant, tied, head", [("int4", True, True), ("int8", False, True),
+                                               ("int4", False, False)])
+def test_quantized_checkpoint_loads_as_quantizing_at_load(backend, tmp_path, quant, tied, head):
+    # checkpoint.save_quantized writes the projections (and the LM head, a tied one as its
+    # own copy) quantized; from_pretrained loads them as saved: the same model, bitwise, as
+    # quantizing the dense checkpoint at load
+    config = QCONFIG.replace(tie_word_embeddings=tied)
+    weights = checkpoint.random_weights(config, seed=9, norm_noise=0.1)
+    dense, qdir = str(tmp_path / "dense"), str(tmp_path / "q")
+    checkpoint.save_checkpoint(dense, config, weights)
+    q = checkpoint.save_quantized(dense, qdir, quant, 128, head)
+    assert checkpoint.read_quantization(qdir) == q == dict(
+        method=quant, group_size=128 if quant == "int4" else None, head=head)
+    names = set(checkpoint.read_safetensors(os.path.join(qdir, "model.safetensors")))
+    assert "model.layers.1.mlp.down_proj.qweight" in names and \
+        "model.layers.1.mlp.down_proj.weight" not in names
+    assert ("lm_head.qweight" in names) == head and ("lm_head.weight" in names) == (
+        not tied and not head)
+    kw = dict(device=backend[1], ops=backend[0], max_batch=2, max_tokens=32, max_seq_len=32)
+    saved = LlamaModel.from_pretrained(qdir, **kw)
+    fresh = LlamaModel(config, weights, quant=quant, quant_head=head, **kw)
+    assert (saved.quant, saved.quant_head) == (quant, head)
+    ids = prompt(20, 71)
+    for t, m in enumerate((saved, fresh)):
+        got = [m.logits_numpy(m.prefill([("a", ids[:14])]))[0]]
+        got += [m.logits_numpy(m.decode(["a"], ids[14:15]))[0]]
+        if t == 0:
+            want = got
+    assert all(np.array_equal(a, b) for a, b in zip(want, got))
+
+
+def test_quantized_checkpoint_errors(tmp_path, capsys):
+    from kiln_models import llama
+    dense, qdir = str(tmp_path / "dense"), str(tmp_path / "q")
+    checkpoint.save_checkpoint(dense, QCONFIG, QWEIGHTS)
+    checkpoint.save_quantized(dense, qdir, "int4", 128)
+    with pytest.raises(ValueError, match="is saved with quant='int4', got quant='int8'"):
+        LlamaModel.from_pretrained(qdir, ops=models_numpy_ops, quant="int8")
+    with pytest.raises(ValueError, match="tensor parallelism shards a dense one"):
+        LlamaModel.from_pretrained_shard(qdir, 0, 2, lambda x: None, ops=models_numpy_ops)
+    w = checkpoint.load_weights(qdir, QCONFIG, checkpoint.read_quantization(qdir))
+    with pytest.raises(ValueError, match="the weights are quantized"):
+        LlamaModel(QCONFIG, w, ops=models_numpy_ops)
+    name = "model.layers.0.mlp.up_proj.qweight"
+    with pytest.raises(ValueError, match=f"'{name}' has dtype int8, int4 weights are uint8"):
+        LlamaModel(QCONFIG, dict(w, **{name: w[name].astype(np.int8)}), ops=models_numpy_ops,
+                   quant="int4")
+    with pytest.raises(ValueError, match="scales' has shape"):
+        LlamaModel(QCONFIG, w, ops=models_numpy_ops, quant="int4", quant_group=64)
+    assert llama.main(["quantize", "--model", qdir, "--out", str(tmp_path / "again"),
+                       "--quant", "int8"]) == 2
+    assert "is saved quantized already" in capsys.readouterr().err
+    with open(os.path.join(qdir, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["kiln_quantization"]["method"] = "int3"
+    with open(os.path.join(qdir, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    with pytest.raises(ValueError, match="kiln_quantization=.* is not supported: expected "
+                                         "method 'int8' or 'int4'"):
+        LlamaModel.from_pretrained(qdir, ops=models_numpy_ops)
+
+
+def test_cli_quantize_then_generate(tmp_path):
+    import io
+    from kiln_models import llama
+    kiln_ops_or_skip()
+    dense, qdir = str(tmp_path / "dense"), str(tmp_path / "q")
+    checkpoint.save_checkpoint(dense, TINY, checkpoint.random_weights(TINY, 4))
+    out = io.StringIO()
+    assert llama.main(["quantize", "--model", dense, "--out", qdir, "--quant", "int4",
+                       "--quant-group", "64"], out=out) == 0
+    assert f"as int4 (group 64), LM head quantized, to {qdir}" in out.getvalue()
+    args = ["--device", "cpu", "--dtype", "fp32", "--batch", "2", "--prompt-len", "6",
+            "--new-tokens", "4", "--seed", "3"]
+    texts = []
+    for extra in (["--model", qdir], ["--model", dense, "--quant", "int4", "--quant-group",
+                                      "64"]):
+        out = io.StringIO()
+        assert llama.main(["generate", *extra, *args], out=out) == 0
+        texts.append([ln for ln in out.getvalue().splitlines() if ln.startswith("ids[")])
+        assert "(int4 weights)" in out.getvalue()
+    assert len(texts[0]) == 2 and texts[0] == texts[1]
+    assert llama.main(["generate", "--model", qdir, "--quant", "int8", *args]) == 2
+
+
 @pytest.mark.parametrize("device", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
 def test_cli_quant_error_and_quantized_generate(device, capsys):
     import io

@@ -17,6 +17,7 @@ import struct
 import numpy as np
 
 __all__ = ["SafetensorsFile", "read_safetensors", "save_safetensors", "llama_tensor_shapes",
+           "read_quantization", "quantized_tensor_shapes", "save_quantized",
            "load_weights", "save_checkpoint", "random_weights", "np_dtype"]
 
 try:
@@ -201,6 +202,59 @@ def llama_tensor_shapes(config):
     return shapes
 
 
+#: config.json's entry of a checkpoint saved quantized (save_quantized):
+#: {"method": "int8" | "int4", "group_size": int4's K group, "head": whether the LM head is}
+QUANT_KEY = "kiln_quantization"
+_PROJECTIONS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
+
+
+def read_quantization(model_dir):
+    """The QUANT_KEY entry of `model_dir`'s config.json (checked), or None: a dense
+    checkpoint."""
+    path = os.path.join(model_dir, "config.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            q = json.load(f).get(QUANT_KEY)
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return None  # LlamaConfig.from_json reports what is wrong with the file
+    if q is None:
+        return None
+    method = q.get("method") if isinstance(q, dict) else None
+    group = q.get("group_size") if isinstance(q, dict) else None
+    if method not in ("int8", "int4") or not isinstance(q.get("head"), bool) or (
+            method == "int4" and (isinstance(group, bool) or not isinstance(group, int)
+                                  or group < 2 or group % 2)):
+        raise ValueError(f"{path}: {QUANT_KEY}={q!r} is not supported: expected method "
+                         f"'int8' or 'int4', an even int4 group_size and a boolean head")
+    return {"method": method, "group_size": group if method == "int4" else None,
+            "head": q["head"]}
+
+
+def quantized_tensor_shapes(config, quant):
+    """{name: (shape, safetensors dtype codes)} of a checkpoint saved with `quant`
+    (read_quantization's dict): each projection (and the LM head with quant["head"], a
+    tied one too) as `<name>.qweight` (int8 [N, K] or int4 pairs uint8 [N, K / 2]) and
+    `<name>.scales` (fp32 [N] or [N, K / group]), the rest as llama_tensor_shapes."""
+    out, g = {}, quant["group_size"]
+    shapes = dict(llama_tensor_shapes(config))
+    if quant["head"] and config.tie_word_embeddings:
+        shapes["lm_head.weight"] = (config.vocab_size, config.hidden_size)
+    for name, shape in shapes.items():
+        base = name[:-len(".weight")]
+        if base.split(".", 3)[-1] in _PROJECTIONS or (base == "lm_head" and quant["head"]):
+            N, K = shape
+            if quant["method"] == "int8":
+                out[base + ".qweight"], out[base + ".scales"] = ((N, K), ("I8",)), \
+                    ((N,), ("F32",))
+            else:
+                out[base + ".qweight"], out[base + ".scales"] = ((N, K // 2), ("U8",)), \
+                    ((N, K // g), ("F32",))
+        elif not (base == "lm_head" and config.tie_word_embeddings):
+            out[name] = (shape, _FLOAT_CODES)
+    return out
+
+
 def _open_files(model_dir):
     """{tensor name: SafetensorsFile} of the checkpoint in `model_dir`."""
     index_path = os.path.join(model_dir, "model.safetensors.index.json")
@@ -232,21 +286,25 @@ def _open_files(model_dir):
     raise ValueError(f"{model_dir}: no model.safetensors or model.safetensors.index.json")
 
 
-def load_weights(model_dir, config):
+def load_weights(model_dir, config, quant=None):
     """{HF name: numpy array} of every tensor `config` needs, read from the checkpoint in
     `model_dir` (tensors the model does not use, such as rotary inv_freq buffers, are
-    skipped). A tied checkpoint that still holds lm_head.weight is fine (it is not read)."""
+    skipped). A tied checkpoint that still holds lm_head.weight is fine (it is not read).
+    quant (read_quantization's dict): the quantized checkpoint's tensors instead."""
     where = _open_files(model_dir)
     weights = {}
-    for name, shape in llama_tensor_shapes(config).items():
+    wanted = quantized_tensor_shapes(config, quant) if quant else {
+        name: (shape, _FLOAT_CODES) for name, shape in llama_tensor_shapes(config).items()}
+    for name, (shape, codes) in wanted.items():
         if name not in where:
             raise ValueError(f"{model_dir}: checkpoint has no tensor '{name}'"
                              + (" (the config says tie_word_embeddings is false)"
                                 if name == "lm_head.weight" else ""))
         f = where[name]
-        if f.dtype_code(name) not in _FLOAT_CODES:
-            raise ValueError(f"{f.path}: tensor '{name}' has dtype {f.dtype_code(name)}, a "
-                             f"weight must be one of {', '.join(_FLOAT_CODES)}")
+        if f.dtype_code(name) not in codes:
+            raise ValueError(f"{f.path}: tensor '{name}' has dtype {f.dtype_code(name)}, "
+                             f"a {'weight' if codes == _FLOAT_CODES else 'quantized one'} "
+                             f"must be one of {', '.join(codes)}")
         if f.shape(name) != shape:
             raise ValueError(f"{f.path}: tensor '{name}' has shape {list(f.shape(name))}, "
                              f"the config needs {list(shape)}")
@@ -254,12 +312,14 @@ def load_weights(model_dir, config):
     return weights
 
 
-def save_checkpoint(model_dir, config, weights, max_shard_bytes=None):
+def save_checkpoint(model_dir, config, weights, max_shard_bytes=None, quant=None):
     """Writes config.json and the weights (HF names) as model.safetensors, or as shards of at
-    most `max_shard_bytes` with model.safetensors.index.json."""
+    most `max_shard_bytes` with model.safetensors.index.json. quant: the QUANT_KEY entry of a
+    quantized checkpoint's weights (save_quantized)."""
     os.makedirs(model_dir, exist_ok=True)
     with open(os.path.join(model_dir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(config.to_dict(), f, indent=2)
+        json.dump(dict(config.to_dict(), **({QUANT_KEY: quant} if quant else {})), f,
+                  indent=2)
     if max_shard_bytes is None:
         save_safetensors(weights, os.path.join(model_dir, "model.safetensors"),
                          {"format": "pt"})
@@ -281,6 +341,37 @@ def save_checkpoint(model_dir, config, weights, max_shard_bytes=None):
     with open(os.path.join(model_dir, "model.safetensors.index.json"), "w",
               encoding="utf-8") as f:
         json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
+
+
+def save_quantized(src_dir, dst_dir, method, group_size=128, head=True,
+                   max_shard_bytes=None):
+    """Quantizes the dense checkpoint in `src_dir` (int8 per row or int4 per group of
+    `group_size` K, as LlamaModel's quant= does at load; head: the LM head too, a tied one as
+    its own copy) and writes it to `dst_dir` (quantized_tensor_shapes' names, QUANT_KEY in
+    config.json): LlamaModel.from_pretrained(dst_dir) then loads it without quantizing.
+    Returns the QUANT_KEY entry."""
+    from .config import LlamaConfig
+    from .ops.quant import quantize_int4, quantize_int8
+    quant = {"method": method, "group_size": group_size if method == "int4" else None,
+             "head": bool(head)}
+    if method not in ("int8", "int4"):
+        raise ValueError(f"save_quantized: method must be 'int8' or 'int4', got {method!r}")
+    config = LlamaConfig.from_json(src_dir)
+    weights = load_weights(src_dir, config)
+    out = {}
+    for name in quantized_tensor_shapes(config, quant):
+        if name.endswith(".scales"):
+            continue
+        if not name.endswith(".qweight"):
+            out[name] = weights[name]
+            continue
+        base = name[:-len(".qweight")]
+        w = weights.get(base + ".weight", weights["model.embed_tokens.weight"])  # tied head
+        w = np.asarray(w, np.float32)
+        q, scales = quantize_int8(w) if method == "int8" else quantize_int4(w, group_size)
+        out[name], out[base + ".scales"] = q, scales
+    save_checkpoint(dst_dir, config, out, max_shard_bytes, quant)
+    return quant
 
 
 def random_weights(config, seed=0, dtype="float32", std=0.02, norm_noise=0.0):

@@ -8,6 +8,8 @@
         [--kv-tokens N] [--check-solo] [--batch-invariant] ...
     python -m kiln_models.llama quant-error (--model DIR | --config ...) --quant int8|int4
         [--batch N] [--prompt-len P] [--new-tokens T] ...
+    python -m kiln_models.llama quantize --model DIR --out DIR2 --quant int8|int4
+        [--quant-group G] [--no-quant-head]
 
 generate: random prompt ids from the seed; prints the prefill and decode tokens/s, the model's
 peak device memory (weights, KV cache and buffers it allocated) and the generated ids. The
@@ -20,15 +22,18 @@ near-tie among the top logits can round the other way).
 quant-error: the logits of the --quant model against the unquantized one (same dtype) on
 random prompts and decode steps: max and mean relative error, top-1 agreement, memory.
 --quant int8|int4 quantizes the decoder projections at load in every command.
+quantize: writes DIR's projections (and LM head) quantized to DIR2, which the other commands
+(and LlamaModel.from_pretrained) then load as saved, without quantizing.
 """
 
 import argparse
+import os
 import sys
 import time
 
 import numpy as np
 
-from .checkpoint import load_weights, random_weights
+from .checkpoint import load_weights, random_weights, read_quantization, save_quantized
 from .config import LlamaConfig, preset
 from .generate import SamplingParams, generate
 from .kv_cache import KVCacheFull
@@ -91,6 +96,12 @@ def build_parser():
                         "prefilled in pieces")
     s.add_argument("--check-solo", action="store_true",
                    help="also run each request alone and compare its tokens")
+    z = sub.add_parser("quantize", help="save a dense checkpoint's projections quantized")
+    z.add_argument("--model", required=True, metavar="DIR", help="the dense HF checkpoint")
+    z.add_argument("--out", required=True, metavar="DIR", help="where to write it")
+    z.add_argument("--quant", required=True, choices=["int8", "int4"])
+    z.add_argument("--quant-group", type=int, default=128, help="int4 scale group (K)")
+    z.add_argument("--no-quant-head", action="store_true", help="keep the LM head dense")
     q = sub.add_parser("quant-error", help="logits of the --quant model against the "
                        "unquantized one on random prompts")
     _common(q)
@@ -129,8 +140,19 @@ def _load(args, seq_len):
     # default: fp32 on the CPU; on the GPU the checkpoint's 16-bit dtype, else bf16
     dtype = args.dtype or ("fp32" if device == "cpu" else
                            {"float16": "fp16"}.get(config.torch_dtype, "bf16"))
+    saved = None if args.random_weights else read_quantization(args.model)
+    args.quant_head = True
+    if saved is not None:  # saved by `quantize`: loads as saved
+        if args.command == "quant-error":
+            raise ValueError(f"quant-error compares with the dense model: {args.model} is "
+                             f"saved quantized ({saved['method']})")
+        if args.quant not in (None, saved["method"]):
+            raise ValueError(f"--quant {args.quant}: {args.model} is saved as "
+                             f"{saved['method']}")
+        args.quant, args.quant_head = saved["method"], saved["head"]
+        args.quant_group = saved["group_size"] or args.quant_group
     weights = random_weights(config, args.seed, dtype) if args.random_weights else \
-        load_weights(args.model, config)
+        load_weights(args.model, config, saved)
     return config, weights, device, dtype
 
 
@@ -161,8 +183,8 @@ def _generate(args, out):
     model = LlamaModel(config, weights, device=device, dtype=dtype, max_batch=args.batch,
                        max_tokens=args.batch * args.prompt_len, max_seq_len=seq_len,
                        block_size=args.block_size, quant=args.quant,
-                       quant_group=args.quant_group, cuda_graphs=_graphs(args, device),
-                       batch_invariant=args.batch_invariant)
+                       quant_group=args.quant_group, quant_head=args.quant_head,
+                       cuda_graphs=_graphs(args, device), batch_invariant=args.batch_invariant)
     del weights
     sampling = SamplingParams(args.temperature, args.top_k, args.top_p, args.seed)
     rng = np.random.default_rng(args.seed)
@@ -203,7 +225,8 @@ def _serve(args, out):
                        max_tokens=args.max_tokens or max(phi, min(args.max_batch * phi, 8192)),
                        max_seq_len=seq_len, block_size=args.block_size, num_blocks=blocks,
                        quant=args.quant, quant_group=args.quant_group,
-                       cuda_graphs=_graphs(args, device), batch_invariant=args.batch_invariant)
+                       quant_head=args.quant_head, cuda_graphs=_graphs(args, device),
+                       batch_invariant=args.batch_invariant)
     del weights
     sampling = SamplingParams(args.temperature, args.top_k, args.top_p, args.seed)
     rng = np.random.default_rng(args.seed)
@@ -272,6 +295,20 @@ def _quant_error(args, out):
     return 0
 
 
+def _quantize(args, out):
+    if read_quantization(args.model) is not None:
+        raise ValueError(f"{args.model} is saved quantized already")
+    start = time.perf_counter()
+    q = save_quantized(args.model, args.out, args.quant, args.quant_group,
+                       not args.no_quant_head)
+    size = sum(os.path.getsize(os.path.join(args.out, f)) for f in os.listdir(args.out))
+    print(f"saved {args.model} as {q['method']}" + (f" (group {q['group_size']})"
+                                                   if q["group_size"] else "") +
+          f", LM head {'quantized' if q['head'] else 'dense'}, to {args.out}: {_mib(size)} "
+          f"in {time.perf_counter() - start:.1f} s", file=out)
+    return 0
+
+
 def main(argv=None, out=None):
     """Runs the command line; returns the exit status (2 on a bad argument or input)."""
     out = out or sys.stdout
@@ -282,6 +319,8 @@ def main(argv=None, out=None):
             return 0
         if args.command == "quant-error":
             return _quant_error(args, out)
+        if args.command == "quantize":
+            return _quantize(args, out)
         return _serve(args, out)
     except (ValueError, KVCacheFull) as e:
         print(f"error: {e}", file=sys.stderr)

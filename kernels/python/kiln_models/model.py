@@ -46,7 +46,8 @@ import threading
 import numpy as np
 
 from .arrays import Arrays, dtype_name
-from .checkpoint import llama_tensor_shapes, load_weights, random_weights
+from .checkpoint import (llama_tensor_shapes, load_weights, quantized_tensor_shapes,
+                         random_weights, read_quantization)
 from .config import LlamaConfig
 from .kv_cache import KVCacheFull, PagedKVCache
 from .ops._common import dependent_launches
@@ -236,9 +237,21 @@ class LlamaModel:
 
     @classmethod
     def from_pretrained(cls, model_dir, **kwargs):
-        """The model of the HF checkpoint in `model_dir` (config.json + safetensors)."""
+        """The model of the HF checkpoint in `model_dir` (config.json + safetensors); a
+        checkpoint saved by checkpoint.save_quantized loads quantized as it was saved (quant=,
+        quant_group= and quant_head= may repeat its settings, not change them)."""
         config = LlamaConfig.from_json(model_dir)
-        return cls(config, load_weights(model_dir, config), **kwargs)
+        q = read_quantization(model_dir)
+        if q is not None:
+            have = dict(quant=q["method"], quant_group=q["group_size"] or 128,
+                        quant_head=q["head"])
+            for key, value in have.items():
+                if kwargs.get(key, value) != value:
+                    raise ValueError(f"LlamaModel.from_pretrained: {model_dir} is saved with "
+                                     f"{key}={value!r}, got {key}={kwargs[key]!r} (quantize "
+                                     f"the dense checkpoint at load for other settings)")
+            kwargs.update(have)
+        return cls(config, load_weights(model_dir, config, q), **kwargs)
 
     @classmethod
     def from_pretrained_shard(cls, model_dir, rank, size, all_reduce, **kwargs):
@@ -246,6 +259,10 @@ class LlamaModel:
         (see parallel.py); `all_reduce` sums across the ranks."""
         from .parallel import shard_weights
         config = LlamaConfig.from_json(model_dir)
+        if read_quantization(model_dir) is not None:
+            raise ValueError(f"LlamaModel.from_pretrained_shard: {model_dir} is a quantized "
+                             f"checkpoint; tensor parallelism shards a dense one (quant= "
+                             f"quantizes each rank's shard at load)")
         local, weights = shard_weights(config, load_weights(model_dir, config), rank, size)
         return cls(local, weights, all_reduce=all_reduce, **kwargs)
 
@@ -256,7 +273,14 @@ class LlamaModel:
 
     def _upload_weights(self, weights):
         c, a, act = self.config, self.arrays, self.dtype
-        shapes = llama_tensor_shapes(c)
+        # weights saved quantized (checkpoint.save_quantized): <projection>.qweight / .scales
+        pre = any(str(k).endswith(".qweight") for k in weights)
+        if pre and self.quant is None:
+            raise ValueError("LlamaModel: the weights are quantized (<projection>.qweight): "
+                             "pass quant='int8' or 'int4' as they were saved")
+        shapes = {n: sh for n, (sh, _) in quantized_tensor_shapes(c, dict(
+            method=self.quant, group_size=self.quant_group, head=self.quant_head)).items()} \
+            if pre else llama_tensor_shapes(c)
         for name, shape in shapes.items():
             if name not in weights:
                 raise ValueError(f"LlamaModel: weights have no tensor '{name}'")
@@ -265,27 +289,38 @@ class LlamaModel:
             if got != shape:
                 raise ValueError(f"LlamaModel: tensor '{name}' has shape {list(got)}, the "
                                  f"config needs {list(shape)}")
+            want = {"int8": "int8", "int4": "uint8"}.get(self.quant)
+            if name.endswith(".qweight") and _host_array(w).dtype != np.dtype(want):
+                raise ValueError(f"LlamaModel: tensor '{name}' has dtype "
+                                 f"{_host_array(w).dtype}, {self.quant} weights are {want}")
 
         def host(name):
             return _host_array(weights[name])
+
+        def proj(name, parts):
+            """Projection `name` of the HF projections `parts` (rows concatenated: the
+            quantization is per row, so saved parts concatenate to the fused one's)."""
+            if pre:
+                return self._projection(name, None, tuple(np.concatenate(
+                    [host(f"{p}.{kind}") for p in parts]) for kind in ("qweight", "scales")))
+            return self._projection(name, np.concatenate([host(p + ".weight") for p in parts]))
 
         self.embed = a.upload(host("model.embed_tokens.weight"), act)
         self.layers = []
         for i in range(c.num_hidden_layers):
             p, w = f"model.layers.{i}.", _Layer()
             w.in_norm = a.upload(host(p + "input_layernorm.weight"), act)
-            w.qkv = self._projection(p + "self_attn.qkv_proj", np.concatenate(
-                [host(p + f"self_attn.{n}_proj.weight") for n in "qkv"]))
-            w.o = self._projection(p + "self_attn.o_proj", host(p + "self_attn.o_proj.weight"))
+            w.qkv = proj(p + "self_attn.qkv_proj", [p + f"self_attn.{n}_proj" for n in "qkv"])
+            w.o = proj(p + "self_attn.o_proj", [p + "self_attn.o_proj"])
             w.post_norm = a.upload(host(p + "post_attention_layernorm.weight"), act)
-            w.gate_up = self._projection(p + "mlp.gate_up_proj", np.concatenate(
-                [host(p + "mlp.gate_proj.weight"), host(p + "mlp.up_proj.weight")]))
-            w.down = self._projection(p + "mlp.down_proj", host(p + "mlp.down_proj.weight"))
+            w.gate_up = proj(p + "mlp.gate_up_proj", [p + "mlp.gate_proj", p + "mlp.up_proj"])
+            w.down = proj(p + "mlp.down_proj", [p + "mlp.down_proj"])
             self.layers.append(w)
         self.norm = a.upload(host("model.norm.weight"), act)
         head = "model.embed_tokens.weight" if c.tie_word_embeddings else "lm_head.weight"
         if self.quant_head:  # the head is the largest projection of a decode step
-            self.lm_head = self._projection("lm_head", host(head))
+            self.lm_head = proj("lm_head", ["lm_head"]) if pre else \
+                self._projection("lm_head", host(head))
         else:
             self.lm_head = self.embed if c.tie_word_embeddings else a.upload(host(head), act)
 
@@ -332,13 +367,17 @@ class LlamaModel:
         # sample(): the probabilities of the rows, B * V fp32
         self.sample_scratch = a.empty((B * c.vocab_size,), "fp32")
 
-    def _projection(self, name, w):
+    def _projection(self, name, w, saved=None):
         """A decoder projection's device weight: the array in the activation dtype, or
-        ("int8", q, scales) / ("int4", packed, scales) quantized on the host."""
+        ("int8", q, scales) / ("int4", packed, scales) quantized on the host (or `saved`, the
+        (q, scales) of a quantized checkpoint)."""
         a = self.arrays
         if self.quant is None:
             return a.upload(w, self.dtype)
-        if self.quant == "int8":
+        if saved is not None:
+            q, scales = saved
+            N, K = q.shape[0], q.shape[1] * (2 if self.quant == "int4" else 1)
+        elif self.quant == "int8":
             q, scales = self.ops.quantize_int8(w)
         else:
             K, g = w.shape[1], self.quant_group
@@ -346,9 +385,11 @@ class LlamaModel:
                 raise ValueError(f"LlamaModel: int4 quant_group={g!r} does not divide the "
                                  f"{K} input features of {name}")
             q, scales = self.ops.quantize_int4(w, g)
+        if saved is None:
+            N, K = w.shape
         sd = "float32"
         if self.quant == "int4" and hasattr(self.ops, "int4_scale_dtype"):
-            sd = self.ops.int4_scale_dtype(w.shape[0], w.shape[1], self.quant_group, self.dtype)
+            sd = self.ops.int4_scale_dtype(N, K, self.quant_group, self.dtype)
         return self.quant, a.upload(q, q.dtype), a.upload(scales, sd)
 
     def _takes_gemv(self, T, w, K):
