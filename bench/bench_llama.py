@@ -9,9 +9,12 @@ Measures (ANCHORS.md's LLM rows): prefill of 4 x 2048 tokens (logits of the last
 decode of 128 new tokens after 512-token prompts at batch 1 and 16 (HF: generate with a
 static cache, the time of the whole call as ANCHORS.md; Kiln: the same total, and its decode
 steps alone), int4 and int8 weight-only decode at batch 1 (in this process after torch ran,
-and in a subprocess where only Kiln runs); the last-position logits of a
-prompt against HF's (bf16) as a sanity line. Prints a markdown table last and writes a PNG of
-tokens/s when matplotlib is there.
+and in a subprocess where only Kiln runs); the last-position logits of a prompt against HF's
+(bf16) as a sanity line; then the checkpoint in fp32 against HF (logits and 128 greedy
+tokens), 64 requests served in flight (`kiln_models.llama serve`, each checked against its
+solo run) and, on a host of two GPUs or more, tensor parallelism (bench_llama_tp.py); each
+skipped with --no-fp32 / --no-serve / --no-tp. Prints a markdown table last and writes a PNG
+of tokens/s when matplotlib is there.
 """
 import argparse
 import os
@@ -97,6 +100,50 @@ def kiln_only_quant(model_dir, reps):
     print(json.dumps(out))
 
 
+def fp32_check(model_dir, rng, V):
+    """Must-show 1 on this GPU: the checkpoint in fp32, Kiln against HF eager in one process:
+    the last-position logits of a 64-token prompt (max relative error, expected <= 1e-4) and
+    128 greedy tokens (expected equal)."""
+    import torch
+    import transformers
+    from kiln_models.generate import generate
+    from kiln_models.model import LlamaModel
+    hf = transformers.LlamaForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa")
+    hf = hf.to(device="cuda", dtype=torch.float32).eval()  # (bf16 weights: exact in fp32)
+    m = LlamaModel.from_pretrained(model_dir, device="gpu", dtype="fp32", max_batch=1,
+                                   max_tokens=256, max_seq_len=256)
+    prompt = rng.integers(0, V, 64)
+    ids = torch.tensor(prompt[None], device="cuda")
+    with torch.no_grad():
+        ref = hf(ids, logits_to_keep=1).logits[0, -1].double().cpu().numpy()
+        want = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=128,
+                           min_new_tokens=128, do_sample=False,
+                           pad_token_id=0)[0, 64:].tolist()
+    got = m.logits_numpy(m.prefill([("fp32", prompt)]))[0].astype(np.float64)
+    m.release("fp32")
+    rel = np.abs(got - ref).max() / np.abs(ref).max()
+    tokens = generate(m, [prompt], 128).tokens[0]
+    same = next((i for i, (a, b) in enumerate(zip(tokens, want)) if a != b), len(want))
+    print(f"fp32 vs HF eager: logits max rel err {rel:.2e} (<= 1e-4: "
+          f"{'yes' if rel <= 1e-4 else 'NO'}); greedy tokens equal for {same} of 128")
+    del hf, m
+    torch.cuda.empty_cache()
+
+
+def tail(what, cmd, env, lines):
+    """Runs `cmd` (a command that prints its own figures) and prints its last `lines`."""
+    try:
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        out = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()
+               and "warn" not in ln.lower()]
+        print(f"{what} ({' '.join(os.path.basename(c) for c in cmd[1:4])} ..., exit "
+              f"{r.returncode}):")
+        for ln in out[-lines:]:
+            print(f"  {ln}")
+    except (OSError, subprocess.SubprocessError) as e:
+        print(f"{what}: failed ({type(e).__name__}: {e})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", default="1b", choices=sorted(SHAPES))
@@ -104,6 +151,9 @@ def main():
     ap.add_argument("--png", default=os.environ.get("OUT", ".") + "/llama_tokens_per_s.png")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--no-fp32", action="store_true", help="skip the fp32 check against HF")
+    ap.add_argument("--no-serve", action="store_true", help="skip in-flight batching")
+    ap.add_argument("--no-tp", action="store_true", help="skip tensor parallelism")
     ap.add_argument("--kiln-only-quant", metavar="DIR", help=argparse.SUPPRESS)
     args = ap.parse_args()
     reps = 2 if args.quick else args.reps
@@ -233,6 +283,28 @@ def main():
     except (OSError, ValueError, IndexError, KeyError, subprocess.SubprocessError) as e:
         print(f"kiln-only process: failed ({type(e).__name__}: {e}) "
               f"{r.stderr[-400:] if r is not None else ''}")
+
+    if not args.no_fp32:
+        fp32_check(tmp, rng, V)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.join(HERE, "..", "kernels", "python")] +
+        [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    if not args.no_serve:  # must-show 3, the served requests against their solo runs
+        tail("in-flight batching", [sys.executable, "-m", "kiln_models.llama", "serve",
+                                    "--model", tmp, "--requests", "64", "--prompt-lens", "32", "2048",
+                                    "--new-tokens-range", "16", "512", "--max-batch", "16",
+                                    "--kv-tokens", "32768", "--device", "gpu", "--dtype",
+                                    "bf16", "--check-solo", "--batch-invariant"], env, 6)
+    if not args.no_tp:  # must-show 4, on a host of two GPUs or more
+        n = torch.cuda.device_count()
+        if n >= 2:
+            tail(f"tensor parallelism over {n} GPUs", [
+                sys.executable, "-m", "torch.distributed.run", "--standalone",
+                f"--nproc_per_node={n}", os.path.join(HERE, "bench_llama_tp.py")],
+                dict(env, GRAPHS="1"), 12)
+        else:
+            print("tensor parallelism: one GPU here (run bench/bench_llama_tp.py with "
+                  "torch.distributed.run on a host of two or more)")
 
     print(f"\n### Llama {args.config} on {dev}, bf16 ({time.strftime('%Y-%m-%d')})\n")
     print("| work | kiln | HF eager | torch.compile | kiln vs HF eager |")
