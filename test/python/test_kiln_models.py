@@ -1073,6 +1073,27 @@ def test_queued_decode_steps_equal_the_reference(backend):
         model.decode_steps_async(["nope"], gen.SamplingParams(top_k=3, temperature=1.0), 1, 2)
 
 
+def test_queued_steps_with_a_stop_token(backend, monkeypatch):
+    # greedy with a stop token: generate() queues QUEUE_STEPS (3 here) at a time; a request
+    # that stopped leaves the batch after them (a host step of the smaller batch follows, its
+    # graph captured once), its later tokens dropped. (Weights of std 0.3: greedy tokens
+    # that vary, so that the stop falls inside the queued steps.)
+    monkeypatch.setattr(gen, "QUEUE_STEPS", 3)
+    weights = checkpoint.random_weights(TINY, seed=5, std=0.3, norm_noise=0.1)
+    ref = reference.ReferenceLlama(TINY, weights)
+    prompts = [prompt(n, 80 + n) for n in (4, 9, 6)]
+    full = [ref.greedy(p, 14) for p in prompts]
+    stop = full[1][2]
+    assert all(stop not in f for f in (full[0], full[2], full[1][:2]))
+    want = [full[0], full[1][:3], full[2]]
+    model = LlamaModel(TINY, weights, ops=backend[0], device=backend[1], max_batch=4,
+                       max_tokens=64, max_seq_len=64, block_size=4, cuda_graphs=True)
+    got = gen.generate(model, prompts, 14, stop_token=stop)
+    assert got.tokens == want and got.decode_tokens == 13 + 2 + 13
+    assert sorted(b for b, _ in model._graphs) == [2, 3]
+    assert model.kv.allocator.num_free == model.kv.allocator.num_blocks
+
+
 def test_queued_steps_sample_as_single_steps_and_check_the_cache_first(backend):
     # The queued steps' inputs are made at once on the host (positions, slots across block
     # boundaries, the sampler's step): sampling equals the step-by-step run, and a cache too

@@ -2,16 +2,18 @@
 sampling, both on the device.
 
 generate() prefills the prompts (several per prefill, as many as the model's max_tokens
-allows; a longer prompt alone, in pieces of max_tokens, each after the cached ones), picks each request's first token from the prefill logits, then runs decode steps for
-the whole batch. A decode step touches only fixed buffers: the host copies its inputs (the
-previous tokens, positions, slots, block tables, context lengths, the sampling step) into the
-model's fixed input arrays, the kernels run on fixed row views, and the chosen tokens land in
-the model's fixed next_tokens array; on the GPU the step is a CUDA graph replayed per token
-(LlamaModel.decode_tokens). With graphs and no stop token the steps after the first are
-queued without waiting (LlamaModel.decode_steps_async: the host prepares all their other inputs
-first and uploads them in one copy, each step reads the tokens the previous one chose on the
-device, the ids come back in one copy at the end), so the GPU does not sit idle while the host
-reads a token and prepares the next step.
+allows; a longer prompt alone, in pieces of max_tokens, each after the cached ones), picks
+each request's first token from the prefill logits, then runs decode steps for the whole
+batch. A decode step touches only fixed buffers: the host copies its inputs (the previous
+tokens, positions, slots, block tables, context lengths, the sampling step) into the model's
+fixed input arrays, the kernels run on fixed row views, and the chosen tokens land in the
+model's fixed next_tokens array; on the GPU the step is a CUDA graph replayed per token
+(LlamaModel.decode_tokens). With graphs the steps after the first are queued without waiting
+(LlamaModel.decode_steps_async: the host prepares all their other inputs first and uploads
+them in one copy, each step reads the tokens the previous one chose on the device, the ids
+come back in one copy), all of them without a stop token and QUEUE_STEPS at a time with one
+(greedy; sampling with a stop token goes step by step), so the GPU does not sit idle while
+the host reads a token and prepares the next step.
 """
 
 import dataclasses
@@ -21,6 +23,10 @@ import time
 import numpy as np
 
 __all__ = ["SamplingParams", "GenerationResult", "generate"]
+
+#: Steps queued at a time when generate() decodes greedily with a stop token (a request that
+#: stops stays in the batch until they end; its tokens after the stop are dropped).
+QUEUE_STEPS = 16
 
 _ids = itertools.count()
 
@@ -85,8 +91,9 @@ def _chunks(prompts, max_batch, max_tokens):
 def generate(model, prompts, new_tokens, sampling=None, stop_token=None):
     """Generates `new_tokens` ids after each prompt of `prompts` (lists or int arrays),
     decoding them all as one batch; a request that produces `stop_token` (when given) ends
-    there, its last id the stop token, and leaves the batch. Returns a GenerationResult. The
-    requests' KV cache blocks are freed at the end (also on error)."""
+    there, its last id the stop token, and leaves the batch (greedy with graphs: at the end of
+    the QUEUE_STEPS queued with it). Returns a GenerationResult. The requests' KV cache
+    blocks are freed at the end (also on error)."""
     sampling = sampling or SamplingParams()
     prompts = [np.asarray(p) for p in prompts]
     if not prompts or len(prompts) > model.max_batch:
@@ -122,29 +129,37 @@ def generate(model, prompts, new_tokens, sampling=None, stop_token=None):
                 out[i].append(int(tok))
         prefill_s = time.perf_counter() - start
         start = time.perf_counter()
-        if stop_token is None and model.cuda_graphs and new_tokens > 2 and \
-                hasattr(model, "decode_steps_async"):
-            # The first step runs (and is captured) as usual; the others are queued back to
-            # back, each reading the tokens the one before chose on the device, and the ids
-            # come back in one copy at the end.
-            B = len(seqs)
-            tokens = model.decode_tokens(seqs, np.array([o[-1] for o in out]), sampling, 1)
-            for o, tok in zip(out, tokens):
-                o.append(int(tok))
-            history = model.decode_steps_async(seqs, sampling, 2, new_tokens - 2)
-            for row in model.arrays.download(history)[:, :B]:
-                for o, tok in zip(out, row):
-                    o.append(int(tok))
-            decoded = B * (new_tokens - 1)
-        for step in range(1, new_tokens) if not decoded else ():
-            live = [i for i, o in enumerate(out) if o[-1] != stop_token]
-            if not live:
-                break
-            tokens = model.decode_tokens([seqs[i] for i in live],
-                                         np.array([out[i][-1] for i in live]), sampling, step)
-            for i, tok in zip(live, tokens):
-                out[i].append(int(tok))
-            decoded += len(live)
+        # With graphs, after a step from the host's tokens (the first, or the first after the
+        # batch changed: it captures the step of that size once), steps are queued on the
+        # device, each reading the tokens the one before chose, their ids read back once per
+        # call: all the rest without a stop token; with one, QUEUE_STEPS at a time, a request
+        # that stopped leaving the batch after them (its later tokens dropped).
+        # (sampling with a stop token keeps the step-by-step loop: a sample depends on the
+        # request's row, which a request that stops changes for the ones after it)
+        queued = model.cuda_graphs and hasattr(model, "decode_steps_async") and (
+            stop_token is None or sampling.greedy)
+        live = [i for i, o in enumerate(out) if stop_token is None or o[-1] != stop_token]
+        step, on_device = 1, False
+        while live and step < new_tokens:
+            ids = [seqs[i] for i in live]
+            if on_device:
+                S = new_tokens - step if stop_token is None else \
+                    min(QUEUE_STEPS, new_tokens - step)
+                rows = model.arrays.download(
+                    model.decode_steps_async(ids, sampling, step, S))[:, :len(live)]
+            else:
+                S, rows = 1, [model.decode_tokens(ids, np.array([out[i][-1] for i in live]),
+                                                  sampling, step)]
+                on_device = queued
+            for row in rows:
+                for i, tok in zip(live, row):
+                    if stop_token is None or out[i][-1] != stop_token:
+                        out[i].append(int(tok))
+                        decoded += 1
+            step += S
+            still = [i for i in live if stop_token is None or out[i][-1] != stop_token]
+            on_device = on_device and still == live
+            live = still
         decode_s = time.perf_counter() - start
     finally:
         for s in seqs:
