@@ -103,9 +103,10 @@ def decode_attention(qkv, k_cache, v_cache, block_tables, context_lens, out, n_h
 
 
 def sample(logits, out, temperature, top_k, top_p, seed, step, scratch=None, stream=None,
-           device=None):
-    """Top-k / top-p sampling with numpy's generator seeded by (seed, step); step an int or
-    an int32 array [1] (read when the call runs, as the kernel reads it on the device)."""
+           device=None, keys=None):
+    """Top-k / top-p sampling with numpy's generator seeded by (seed, step, the row's key:
+    keys[b] or b); step an int or an int32 array [1] (read when the call runs, as the kernel
+    reads it on the device)."""
     step = int(np.asarray(step).reshape(-1)[0])
     for b in range(logits.shape[0]):
         z = _f32(logits[b]) / np.float32(temperature)
@@ -116,7 +117,7 @@ def sample(logits, out, temperature, top_k, top_p, seed, step, scratch=None, str
         p /= p.sum()
         keep = np.searchsorted(np.cumsum(p), top_p) + 1
         order, p = order[:keep], p[:keep] / p[:keep].sum()
-        u = np.random.default_rng([seed, step, b]).random()
+        u = np.random.default_rng([seed, step, int(keys[b]) if keys is not None else b]).random()
         out[b] = order[min(np.searchsorted(np.cumsum(p), u), len(order) - 1)]
 
 

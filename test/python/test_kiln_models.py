@@ -1094,6 +1094,22 @@ def test_queued_steps_with_a_stop_token(backend, monkeypatch):
     assert model.kv.allocator.num_free == model.kv.allocator.num_blocks
 
 
+def test_sampled_requests_keep_their_draws_when_others_stop(backend, monkeypatch):
+    # a request's draws are keyed by its prompt index, not its row: when request 1 stops
+    # (inside queued steps or not), requests 0 and 2 sample what they sample without it
+    monkeypatch.setattr(gen, "QUEUE_STEPS", 3)
+    sp = gen.SamplingParams(temperature=1.0, top_k=8, seed=3)
+    prompts = [prompt(n, 80 + n) for n in (4, 9, 6)]
+    free = gen.generate(tiny_model(backend), prompts, 14, sp).tokens
+    stop = next(t for t in free[1][2:6] if all(t not in f for f in (free[0], free[2])))
+    want = [free[0], free[1][:free[1].index(stop) + 1], free[2]]
+    for graphs in (False, True):
+        model = tiny_model(backend, cuda_graphs=graphs)
+        assert gen.generate(model, prompts, 14, sp, stop).tokens == want, graphs
+    alone = gen.generate(tiny_model(backend, cuda_graphs=True), prompts[:1], 14, sp).tokens
+    assert alone[0] == free[0]  # prompt index 0 alone: the same draws
+
+
 def test_queued_steps_sample_as_single_steps_and_check_the_cache_first(backend):
     # The queued steps' inputs are made at once on the host (positions, slots across block
     # boundaries, the sampler's step): sampling equals the step-by-step run, and a cache too

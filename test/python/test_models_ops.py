@@ -358,6 +358,31 @@ def test_sample_is_deterministic_cpu():
     assert all(not np.array_equal(a, o) for o in others)
 
 
+def test_sample_keys_make_a_draw_independent_of_its_row_cpu():
+    # keys[b] replaces the row in the draw's Philox counter: a request keeps its samples
+    # whatever its row in the batch (a stop token shifting the rows after it, say)
+    rng = np.random.default_rng(5)
+    V = 300
+    row, other = (rng.standard_normal(V).astype(np.float32) * 3 for _ in range(2))
+    out = np.full(3, -1, np.int32)
+    ops.sample(np.stack([row, other, row]), out, 1.0, 0, 1.0, 9, 3,
+               scratch=np.zeros(3 * V, np.float32), keys=np.array([11, 4, 11], np.int32))
+    alone = [_sample_keyed(row, k) for k in (11, 4)]
+    assert out[0] == out[2] == alone[0]
+    assert out[1] == _sample_keyed(other, 4)
+    assert len({_sample_keyed(row, k) for k in range(24)}) > 1  # keys draw differently
+    with pytest.raises(ValueError, match="keys"):
+        ops.sample(row[None], np.zeros(1, np.int32), 1.0, 0, 1.0, 9, 3,
+                   scratch=np.zeros(V, np.float32), keys=np.zeros(2, np.int32))
+
+
+def _sample_keyed(row, key):
+    out = np.full(1, -1, np.int32)
+    ops.sample(row[None], out, 1.0, 0, 1.0, 9, 3, scratch=np.zeros(row.size, np.float32),
+               keys=np.array([key], np.int32))
+    return int(out[0])
+
+
 def test_sample_follows_softmax_cpu():
     # 2048 draws of a 6-token distribution (one row per draw): frequencies within 4 sigma.
     row = np.array([2.0, 1.0, 0.5, 0.0, -1.0, -3.0], np.float32)
@@ -704,11 +729,12 @@ def test_linear_prefill_ptx_sm90a():
 
 def test_sampling_and_norm_ptx_sm90a():
     sig = {"logits_ptr": "*bf16:16", "out_ptr": "*i32:16", "p_ptr": "*fp32:16",
-           "step_ptr": "*i32:16", "V": "i32:16", "inv_t": "fp32", "top_k": "i32", "top_p": "fp32",
-           "seed": "i32", "step": "i32"}
+           "step_ptr": "*i32:16", "keys_ptr": "*i32:16", "V": "i32:16", "inv_t": "fp32",
+           "top_k": "i32", "top_p": "fp32", "seed": "i32", "step": "i32"}
     k = kiln.compile(sampling.sample_kernel, signature=sig,
                      constexprs={"U": 4, "BLOCK": 4096, "TOP_K": True, "TOP_P": True,
-                                 "STEP_IN_MEMORY": True}, target="sm_90a", num_warps=16)
+                                 "STEP_IN_MEMORY": True, "KEYS": True}, target="sm_90a",
+                     num_warps=16)
     # A vocabulary of a multiple of 16 (128256) is read in 16-byte loads.
     assert "bar.sync" in k.asm["ptx"] and "ld.global.v4.b32" in k.asm["ptx"]
     k = kiln.compile(sampling.argmax_kernel, signature={"logits_ptr": "*bf16:16",

@@ -11,9 +11,9 @@ model's fixed next_tokens array; on the GPU the step is a CUDA graph replayed pe
 (LlamaModel.decode_tokens). With graphs the steps after the first are queued without waiting
 (LlamaModel.decode_steps_async: the host prepares all their other inputs first and uploads
 them in one copy, each step reads the tokens the previous one chose on the device, the ids
-come back in one copy), all of them without a stop token and QUEUE_STEPS at a time with one
-(greedy; sampling with a stop token goes step by step), so the GPU does not sit idle while
-the host reads a token and prepares the next step.
+come back in one copy), all of them without a stop token and QUEUE_STEPS at a time with one,
+so the GPU does not sit idle while the host reads a token and prepares the next step. A
+request's samples are keyed by its prompt index (SamplingParams), not by its row in the batch.
 """
 
 import dataclasses
@@ -24,8 +24,8 @@ import numpy as np
 
 __all__ = ["SamplingParams", "GenerationResult", "generate"]
 
-#: Steps queued at a time when generate() decodes greedily with a stop token (a request that
-#: stops stays in the batch until they end; its tokens after the stop are dropped).
+#: Steps queued at a time when generate() has a stop token (a request that stops stays in the
+#: batch until they end; its tokens after the stop are dropped).
 QUEUE_STEPS = 16
 
 _ids = itertools.count()
@@ -35,7 +35,8 @@ _ids = itertools.count()
 class SamplingParams:
     """temperature 0 is greedy (argmax, the first maximum as torch.argmax); otherwise logits
     / temperature, then the top_k most likely tokens (0: all), then the smallest prefix whose
-    probability reaches top_p, sampled deterministically from (seed, step)."""
+    probability reaches top_p, sampled deterministically from (seed, step, the request's key:
+    generate()'s prompt index, the scheduler's arrival number), whatever the request's row."""
 
     temperature: float = 0.0
     top_k: int = 0
@@ -91,8 +92,8 @@ def _chunks(prompts, max_batch, max_tokens):
 def generate(model, prompts, new_tokens, sampling=None, stop_token=None):
     """Generates `new_tokens` ids after each prompt of `prompts` (lists or int arrays),
     decoding them all as one batch; a request that produces `stop_token` (when given) ends
-    there, its last id the stop token, and leaves the batch (greedy with graphs: at the end of
-    the QUEUE_STEPS queued with it). Returns a GenerationResult. The requests' KV cache
+    there, its last id the stop token, and leaves the batch (with graphs: at the end of the
+    QUEUE_STEPS queued with it). Returns a GenerationResult. The requests' KV cache
     blocks are freed at the end (also on error)."""
     sampling = sampling or SamplingParams()
     prompts = [np.asarray(p) for p in prompts]
@@ -125,7 +126,7 @@ def generate(model, prompts, new_tokens, sampling=None, stop_token=None):
                     logits = model.prefill([(seqs[group[0]], p[lo:lo + n])])
             else:
                 logits = model.prefill([(seqs[i], prompts[i]) for i in group])
-            for i, tok in zip(group, model.select(logits, sampling, 0)):
+            for i, tok in zip(group, model.select(logits, sampling, 0, keys=group)):
                 out[i].append(int(tok))
         prefill_s = time.perf_counter() - start
         start = time.perf_counter()
@@ -134,10 +135,9 @@ def generate(model, prompts, new_tokens, sampling=None, stop_token=None):
         # device, each reading the tokens the one before chose, their ids read back once per
         # call: all the rest without a stop token; with one, QUEUE_STEPS at a time, a request
         # that stopped leaving the batch after them (its later tokens dropped).
-        # (sampling with a stop token keeps the step-by-step loop: a sample depends on the
-        # request's row, which a request that stops changes for the ones after it)
-        queued = model.cuda_graphs and hasattr(model, "decode_steps_async") and (
-            stop_token is None or sampling.greedy)
+        # (a request's draws are keyed by its prompt index, not its row: the same whether or
+        # not the requests before it left the batch)
+        queued = model.cuda_graphs and hasattr(model, "decode_steps_async")
         live = [i for i, o in enumerate(out) if stop_token is None or o[-1] != stop_token]
         step, on_device = 1, False
         while live and step < new_tokens:
@@ -146,10 +146,10 @@ def generate(model, prompts, new_tokens, sampling=None, stop_token=None):
                 S = new_tokens - step if stop_token is None else \
                     min(QUEUE_STEPS, new_tokens - step)
                 rows = model.arrays.download(
-                    model.decode_steps_async(ids, sampling, step, S))[:, :len(live)]
+                    model.decode_steps_async(ids, sampling, step, S, keys=live))[:, :len(live)]
             else:
                 S, rows = 1, [model.decode_tokens(ids, np.array([out[i][-1] for i in live]),
-                                                  sampling, step)]
+                                                  sampling, step, keys=live)]
                 on_device = queued
             for row in rows:
                 for i, tok in zip(live, row):

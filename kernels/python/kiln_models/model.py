@@ -210,8 +210,9 @@ class LlamaModel:
         self.block_tables = a.zeros((B, max_blocks), "int32")
         self.h_context_lens, self.context_lens = np.zeros(B, np.int32), a.zeros((B,), "int32")
         # a decode step's inputs packed in one buffer, copied in one piece: token ids,
-        # positions, slots, context lengths ([B] each), the sampler's step, block tables
-        n = 4 * B + 1 + B * max_blocks
+        # positions, slots, context lengths, the sampler's keys ([B] each), the sampler's
+        # step, block tables
+        n = 5 * B + 1 + B * max_blocks
         self.h_dec, self.dec = np.zeros(n, np.int32), a.zeros((n,), "int32")
         (self.h_dec_ids, self.dec_ids), (self.h_dec_positions, self.dec_positions), \
             (self.h_dec_slots, self.dec_slots), (self.h_dec_context_lens,
@@ -220,12 +221,14 @@ class LlamaModel:
              for i in range(4)]
         # the chosen tokens land in the ids row: a queued step reads its predecessor's choices
         self.next_tokens = self.dec_ids
-        self.h_step, self.step = self.h_dec[4 * B:4 * B + 1], a.rows(self.dec, 4 * B + 1, 4 * B)
+        # the sampler's draw key of each row: a request's own (generate: its prompt index)
+        self.h_dec_keys, self.dec_keys = self.h_dec[4 * B:5 * B], a.rows(self.dec, 5 * B, 4 * B)
+        self.h_step, self.step = self.h_dec[5 * B:5 * B + 1], a.rows(self.dec, 5 * B + 1, 5 * B)
         # queued steps' inputs after the ids row, and their choices (decode_steps_async)
         self._staged = self._history = None
-        self.h_dec_tables = self.h_dec[4 * B + 1:].reshape(B, max_blocks)
+        self.h_dec_tables = self.h_dec[5 * B + 1:].reshape(B, max_blocks)
         self._dec_rows = [None] * B  # (request, blocks) each host table row holds
-        self.dec_tables = a.reshape(a.rows(self.dec, n, 4 * B + 1), (B, max_blocks))
+        self.dec_tables = a.reshape(a.rows(self.dec, n, 5 * B + 1), (B, max_blocks))
         self._plan_scratch()
         if a.device == "gpu":
             # the weights went up on the legacy stream, which a non-blocking stream does not
@@ -506,12 +509,13 @@ class LlamaModel:
         prefilled). Returns the [B, V] logits view."""
         return self._decode_kernels(self._decode_inputs(seq_ids, tokens))
 
-    def decode_tokens(self, seq_ids, tokens, sampling, step):
+    def decode_tokens(self, seq_ids, tokens, sampling, step, keys=None):
         """One decode step that also picks the next token of each request (`sampling`, a
-        SamplingParams; `step` seeds the sampler); returns them as a host int array. With
-        cuda_graphs, the step's kernels are replayed from a graph captured after the first
-        step of this batch size and sampling."""
-        B = self._decode_inputs(seq_ids, tokens, step)
+        SamplingParams; `step` seeds the sampler, `keys` (ints, one a request; default the
+        rows) key each request's draws, so that a request samples the same whatever its row);
+        returns them as a host int array. With cuda_graphs, the step's kernels are replayed
+        from a graph captured after the first step of this batch size and sampling."""
+        B = self._decode_inputs(seq_ids, tokens, step, keys)
         graph = self._graphs.get((B, sampling))
         if graph is not None:
             graph.replay()
@@ -522,11 +526,12 @@ class LlamaModel:
             self._graphs[(B, sampling)] = self._capture(B, sampling)
         return out
 
-    def decode_steps_async(self, seq_ids, sampling, first_step, steps):
+    def decode_steps_async(self, seq_ids, sampling, first_step, steps, keys=None):
         """Queues `steps` decode steps of these requests, in this order, and waits for none of
         them. Each step's input tokens are the ones the device chose last (what the previous
         decode_tokens, decode_steps_async or select left in next_tokens); step s samples with
-        step first_step + s. Returns a device int32 [steps, max_batch] view of the model's
+        step first_step + s and the requests' `keys` (decode_tokens). Returns a device int32
+        [steps, max_batch] view of the model's
         history buffer whose row s holds step s's choices in its first len(seq_ids) entries
         (valid until the next call). The requests' cache grows by `steps` tokens at once
         (KVCacheFull before anything is queued when the blocks are short).
@@ -544,7 +549,7 @@ class LlamaModel:
                              f"and {sampling}; run decode_tokens once first (cuda_graphs=True)")
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ValueError(f"decode_steps_async: steps must be a positive int, got {steps!r}")
-        host = self._stage_steps(seq_ids, first_step, steps)
+        host = self._stage_steps(seq_ids, first_step, steps, keys)
         a, r, Bm, S = self.arrays, self.arrays.rows, self.max_batch, steps
         if self._staged is None or self._staged.shape[0] < S:
             a.synchronize()  # the steps queued by an earlier call may still read the old ones
@@ -560,7 +565,7 @@ class LlamaModel:
             a.copy(r(a.reshape(r(self._history, s + 1, s), (Bm,)), B), chosen)
         return r(self._history, S)
 
-    def _stage_steps(self, seq_ids, first_step, S):
+    def _stage_steps(self, seq_ids, first_step, S, keys=None):
         """The inputs after the ids row of S decode steps of these requests, as host rows of
         the packed input buffer ([S, size - max_batch]); reserves their cache blocks."""
         B, kv, Bm = len(seq_ids), self.kv, self.max_batch
@@ -583,7 +588,7 @@ class LlamaModel:
             raise KVCacheFull(f"KV cache full: the batch needs {sum(need)} more blocks, "
                               f"{kv.allocator.num_free} of {kv.allocator.num_blocks} free")
         host = np.zeros((S, self.h_dec.size - Bm), np.int32)
-        tables = host[0, 3 * Bm + 1:].reshape(Bm, -1)
+        tables = host[0, 4 * Bm + 1:].reshape(Bm, -1)
         for b, (seq, k) in enumerate(zip(seq_ids, need)):
             if k:
                 kv.tables[seq].extend(kv.allocator.allocate(k))
@@ -593,20 +598,24 @@ class LlamaModel:
         host[:, :B] = pos
         host[:, Bm:Bm + B] = tables[np.arange(B)[None, :], pos // bs] * bs + pos % bs
         host[:, 2 * Bm:2 * Bm + B] = pos + 1
-        host[:, 3 * Bm] = first_step + np.arange(S)
-        host[1:, 3 * Bm + 1:] = host[0, 3 * Bm + 1:]
+        host[:, 3 * Bm:3 * Bm + B] = _keys(keys, B)
+        host[:, 4 * Bm] = first_step + np.arange(S)
+        host[1:, 4 * Bm + 1:] = host[0, 4 * Bm + 1:]
         return host
 
-    def select(self, logits, sampling, step):
+    def select(self, logits, sampling, step, keys=None):
         """The next token of each row of `logits` (a [B, V] view from prefill or decode), on
-        the device (argmax, or sample() seeded by `step`); a host int array."""
+        the device (argmax, or sample() seeded by `step` and the rows' `keys`, as
+        decode_tokens); a host int array."""
+        B = logits.shape[0]
+        self.h_dec_keys[:B] = _keys(keys, B)
         self.h_step[0] = step
+        self.arrays.copy_in(self.dec_keys, self.h_dec_keys)
         self.arrays.copy_in(self.step, self.h_step)
         self._pick(logits, sampling)
-        B = logits.shape[0]
         return self.arrays.download(self.arrays.rows(self.next_tokens, B)).astype(np.int64)
 
-    def _decode_inputs(self, seq_ids, tokens, step=0):
+    def _decode_inputs(self, seq_ids, tokens, step=0, keys=None):
         """Checks a decode step's requests and copies its inputs into the fixed buffers;
         returns the batch size."""
         B = len(seq_ids)
@@ -648,6 +657,7 @@ class LlamaModel:
             if rows[b] != (seq, len(table)):  # the row holds another table: rewrite it
                 kv.table_row(seq, self.h_dec_tables[b])
                 rows[b] = (seq, len(table))
+        self.h_dec_keys[:B] = _keys(keys, B)
         self.h_step[0] = step
         self.arrays.copy_in(self.dec, self.h_dec)
         return B
@@ -685,6 +695,7 @@ class LlamaModel:
         else:
             self.ops.sample(logits, out, float(sampling.temperature), sampling.top_k,
                             float(sampling.top_p), sampling.seed, self.step,
+                            keys=self.arrays.rows(self.dec_keys, logits.shape[0]),
                             scratch=self.sample_scratch, **self.launch)
 
     def _capture(self, B, sampling):
@@ -818,6 +829,17 @@ class LlamaModel:
             if seq not in kv.tables:
                 kv.add(seq)
             kv.reserve(seq, kv.lengths[seq] + n)
+
+
+def _keys(keys, B):
+    """The sampler's draw keys of B rows: `keys` (one int a request) or the rows."""
+    if keys is None:
+        return np.arange(B, dtype=np.int32)
+    keys = np.asarray(keys)
+    if keys.shape != (B,) or not np.issubdtype(keys.dtype, np.integer) or \
+            (keys.size and (keys.min() < 0 or keys.max() >= 2**31)):
+        raise ValueError(f"sampling keys must be {B} ints in [0, 2^31), got {keys!r}")
+    return keys.astype(np.int32)
 
 
 def _host_array(w):

@@ -6,9 +6,11 @@ whole budget (prompt + max_new_tokens, so that a running request never runs out 
 those are prefilled together and get their first token. A prompt longer than max_tokens is
 prefilled alone in pieces of max_tokens, one piece a step (generate()'s pieces, so its tokens
 are still those of its solo run), and gets its first token with the last piece; nothing else
-is admitted meanwhile. Then every other running request decodes one token, in one batch. A request that has its max_new_tokens (or produced its stop
-token) leaves the batch and its blocks go back to the free list, where the next waiting request
-finds them. With greedy decoding a request's tokens are those it gets decoded alone.
+is admitted meanwhile. Then every other running request decodes one token, in one batch. A
+request that has its max_new_tokens (or produced its stop token) leaves the batch and its
+blocks go back to the free list, where the next waiting request finds them. With greedy
+decoding a request's tokens are those it gets decoded alone; sampled, they are drawn from
+(seed, the scheduler's step, the request's arrival number), whatever its row.
 """
 
 import dataclasses
@@ -33,6 +35,7 @@ class Request:
     stop_token: int = None
     id: str = None
     tokens: list = dataclasses.field(default_factory=list)
+    key: int = 0  # the sampler's draw key (its arrival number: the same in any batch)
     prefilled: int = 0  # prompt tokens in the cache (a long prompt's pieces so far)
     arrival: float = None
     token_times: list = dataclasses.field(default_factory=list)
@@ -83,7 +86,8 @@ class Scheduler:
             raise ValueError(f"Scheduler.add: the request needs "
                              f"{self._blocks(prompt.size, max_new_tokens)} KV blocks, the "
                              f"cache has {m.kv.allocator.num_blocks}")
-        r = Request(prompt, max_new_tokens, stop_token, f"req{next(_ids)}",
+        n = next(_ids)
+        r = Request(prompt, max_new_tokens, stop_token, f"req{n}", key=n % 2**31,
                     arrival=time.perf_counter())
         self.waiting.append(r)
         return r
@@ -122,7 +126,7 @@ class Scheduler:
         logits = m.prefill([(r.id, piece)])
         r.prefilled += piece.size
         if r.prefilled == r.prompt.size:
-            self._record([r], m.select(logits, self.sampling, 0))
+            self._record([r], m.select(logits, self.sampling, 0, keys=[r.key]))
             self.running.append(r)
             self.prefilling = None
 
@@ -151,12 +155,12 @@ class Scheduler:
             logits = m.prefill([(r.id, r.prompt) for r in group])
             for r in group:
                 r.prefilled = r.prompt.size
-            self._record(group, m.select(logits, self.sampling, 0))
+            self._record(group, m.select(logits, self.sampling, 0, keys=[r.key for r in group]))
             self.running.extend(group)
         if decoding:
             tokens = m.decode_tokens([r.id for r in decoding],
                                      np.array([r.tokens[-1] for r in decoding]), self.sampling,
-                                     self.steps + 1)
+                                     self.steps + 1, keys=[r.key for r in decoding])
             self._record(decoding, tokens)
         if not group and not decoding and self.waiting and self.prefilling is None and \
                 not self.running:

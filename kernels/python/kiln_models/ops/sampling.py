@@ -26,10 +26,11 @@ top-k set's renormalized distribution), then one draw:
   3. top-p: the same bisection for the largest t with sum{e >= t} >= top_p * sum{e >= t_k}
      (the nucleus: HF keeps the smallest set of largest probabilities reaching top_p, ties at
      its edge included here), over the top-k candidates when top-k is on;
-  4. u = Philox(seed; counter (step, row, 0, 0)) as a uniform in [0, 1); the token is the first
+  4. u = Philox(seed; counter (step, key, 0, 0)) as a uniform in [0, 1), key the row's entry of
+     `keys` (a request's own) or the row; the token is the first
      kept one whose running sum of e (in vocabulary order, e recomputed from the logits)
      exceeds u * sum{kept e}.
-Deterministic for a given (seed, step, row); `step` may be an int or an int32 device array of
+Deterministic for a given (seed, step, key); `step` may be an int or an int32 device array of
 shape [1] read by the kernel (so that a captured CUDA graph draws new numbers when the
 counter is advanced between replays).
 
@@ -195,9 +196,9 @@ def _exclusive_row_offsets(x):
 
 
 @kiln.jit
-def sample_kernel(logits_ptr, out_ptr, p_ptr, step_ptr, V, inv_t, top_k, top_p, seed, step,
-                  U: tl.constexpr, BLOCK: tl.constexpr, TOP_K: tl.constexpr,
-                  TOP_P: tl.constexpr, STEP_IN_MEMORY: tl.constexpr):
+def sample_kernel(logits_ptr, out_ptr, p_ptr, step_ptr, keys_ptr, V, inv_t, top_k, top_p,
+                  seed, step, U: tl.constexpr, BLOCK: tl.constexpr, TOP_K: tl.constexpr,
+                  TOP_P: tl.constexpr, STEP_IN_MEMORY: tl.constexpr, KEYS: tl.constexpr):
     row = tl.program_id(0)
     base = logits_ptr + row.to(tl.int64) * V
     p_row = p_ptr + row.to(tl.int64) * V
@@ -283,7 +284,10 @@ def sample_kernel(logits_ptr, out_ptr, p_ptr, step_ptr, V, inv_t, top_k, top_p, 
     else:
         stp = step
     ctr = stp.to(tl.uint32)
-    r0, r1, r2, r3 = tl.philox(seed, ctr, row.to(tl.uint32), ctr * 0, ctr * 0)
+    key = row
+    if KEYS:  # the row's draw key (a request's own, whatever its row)
+        key = tl.load(keys_ptr + row)
+    r0, r1, r2, r3 = tl.philox(seed, ctr, key.to(tl.uint32), ctr * 0, ctr * 0)
     u = tl.uint_to_uniform_float(r0)
     cnt, z, amin, bmax = _scan(p_row, n, t, U, BLOCK)
     target = u * z
@@ -365,12 +369,13 @@ def argmax(logits, out, scratch=None, stream=None, device=None):
 
 
 def sample(logits, out, temperature, top_k, top_p, seed, step, scratch=None, stream=None,
-           device=None):
+           device=None, keys=None):
     """out[B] (int32) = one token per row of logits[B, V], drawn from softmax(logits / T)
     restricted to the top_k largest (0: off) and then to the top_p nucleus (1.0: off).
-    temperature 0 is greedy (`argmax`). Deterministic for (seed, step, row). `step`: an int,
-    or an int32 array of shape [1] read on the device. `scratch`: an fp32 array of at least
-    B * V elements (the probabilities; required unless temperature is 0)."""
+    temperature 0 is greedy (`argmax`). Deterministic for (seed, step, key), the key of row b
+    keys[b] (an int32 array of B, read on the device) or b. `step`: an int, or an int32 array
+    of shape [1] read on the device. `scratch`: an fp32 array of at least B * V elements (the
+    probabilities; required unless temperature is 0)."""
     op = "sample"
     B, V = check_array(op, "logits", logits, (None, None), FLOAT_DTYPES)
     check_array(op, "out", out, (B,), ("int32",))
@@ -389,6 +394,8 @@ def sample(logits, out, temperature, top_k, top_p, seed, step, scratch=None, str
             not 0 <= step < 2**32:
         raise ValueError(f"{op}: expected 'step' to be an int in [0, 2^32) or an int32 array of "
                          f"shape [1], found {step!r}")
+    if keys is not None:
+        check_array(op, "keys", keys, (B,), ("int32",))
     if temperature == 0.0:  # (the scratch of B * V holds the split argmax's 2 * B * splits)
         ok = scratch is not None and dtype_name(scratch) == "float32" and \
             _numel(scratch) >= argmax_scratch_numel(B, V, launch_device(device, logits) == "cpu")
@@ -407,9 +414,10 @@ def sample(logits, out, temperature, top_k, top_p, seed, step, scratch=None, str
         use_k = 0 < top_k < V
         use_p = top_p < 1.0
         sample_kernel[(B,)](logits, out, scratch, step if step_in_memory else out,
-                            V, 1.0 / temperature, top_k if use_k else 0, top_p, int(seed),
+                            out if keys is None else keys, V, 1.0 / temperature,
+                            top_k if use_k else 0, top_p, int(seed),
                             0 if step_in_memory else int(step), U=unroll, BLOCK=block,
                             TOP_K=use_k, TOP_P=use_p, STEP_IN_MEMORY=step_in_memory,
-                            num_warps=warps,
+                            KEYS=keys is not None, num_warps=warps,
                             **launch_opts(dev, stream))
     return out
