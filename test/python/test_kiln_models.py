@@ -895,6 +895,10 @@ def test_quantized_checkpoint_errors(tmp_path, capsys):
     assert llama.main(["quantize", "--model", qdir, "--out", str(tmp_path / "again"),
                        "--quant", "int8"]) == 2
     assert "is saved quantized already" in capsys.readouterr().err
+    assert llama.main(["quantize", "--model", dense, "--out", str(tmp_path / "g48"),
+                       "--quant", "int4", "--quant-group", "48"]) == 2
+    assert "tensor 'model.layers.0.self_attn.q_proj': quantize_int4: expected an even group " \
+        "dividing K = 128, found 48" in capsys.readouterr().err
     with open(os.path.join(qdir, "config.json")) as f:
         cfg = json.load(f)
     cfg["kiln_quantization"]["method"] = "int3"

@@ -368,7 +368,10 @@ def save_quantized(src_dir, dst_dir, method, group_size=128, head=True,
         base = name[:-len(".qweight")]
         w = weights.get(base + ".weight", weights["model.embed_tokens.weight"])  # tied head
         w = np.asarray(w, np.float32)
-        q, scales = quantize_int8(w) if method == "int8" else quantize_int4(w, group_size)
+        try:
+            q, scales = quantize_int8(w) if method == "int8" else quantize_int4(w, group_size)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"save_quantized: {src_dir}: tensor '{base}': {e}") from None
         out[name], out[base + ".scales"] = q, scales
     save_checkpoint(dst_dir, config, out, max_shard_bytes, quant)
     return quant
