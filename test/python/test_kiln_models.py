@@ -909,6 +909,25 @@ def test_quantized_checkpoint_errors(tmp_path, capsys):
         LlamaModel.from_pretrained(qdir, ops=models_numpy_ops)
 
 
+def test_cli_generate_stop_token():
+    import io
+    from kiln_models import llama
+    kiln_ops_or_skip()
+    args = ["generate", "--config", "tiny", "--random-weights", "--device", "cpu", "--dtype",
+            "fp32", "--batch", "2", "--prompt-len", "5", "--new-tokens", "6", "--seed", "2"]
+    outs = []
+    for extra in ([], None):
+        if extra is None:  # stop at the first request's third id
+            extra = ["--stop-token", outs[0][0].split()[3]]
+        out = io.StringIO()
+        assert llama.main([*args, *extra], out=out) == 0
+        outs.append([ln for ln in out.getvalue().splitlines() if ln.startswith("ids[")])
+    stop = outs[1][0].split()[-1]
+    full = outs[0][0].split()[1:]
+    assert outs[1][0].split()[1:] == full[:full.index(stop) + 1]
+    assert llama.main([*args, "--stop-token", "-1"]) == 2
+
+
 def test_cli_quantize_then_generate(tmp_path):
     import io
     from kiln_models import llama

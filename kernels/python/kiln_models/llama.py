@@ -3,6 +3,7 @@
     python -m kiln_models.llama generate (--model DIR | --config tiny|1b --random-weights)
         [--batch N] [--prompt-len P] [--new-tokens T] [--dtype fp32|bf16|fp16]
         [--device cpu|gpu] [--seed S] [--temperature X --top-k K --top-p P] [--no-warmup]
+        [--stop-token ID]
     python -m kiln_models.llama serve (--model DIR | --config ... --random-weights)
         [--requests R] [--prompt-lens LO HI] [--new-tokens-range LO HI] [--max-batch B]
         [--kv-tokens N] [--check-solo] [--batch-invariant] ...
@@ -80,6 +81,8 @@ def build_parser():
     g.add_argument("--prompt-len", type=int, default=16, help="tokens per prompt")
     g.add_argument("--new-tokens", type=int, default=16, help="tokens generated per request")
     g.add_argument("--no-warmup", action="store_true", help="time the first run too")
+    g.add_argument("--stop-token", type=int, metavar="ID",
+                   help="a request that produces this id ends there (an end-of-text id)")
     s = sub.add_parser("serve", help="in-flight batching of random requests")
     _common(s)
     s.add_argument("--requests", type=int, default=16)
@@ -191,9 +194,9 @@ def _generate(args, out):
     prompts = [rng.integers(0, config.vocab_size, args.prompt_len) for _ in range(args.batch)]
     _banner(args, config, dtype, device, f"batch {args.batch}, prompt {args.prompt_len}, "
             f"new tokens {args.new_tokens}", out)
-    if not args.no_warmup:
-        generate(model, prompts, min(2, args.new_tokens), sampling)
-    result = generate(model, prompts, args.new_tokens, sampling)
+    if not args.no_warmup:  # (3 tokens: the first step, captured, and a queued one)
+        generate(model, prompts, min(3, args.new_tokens), sampling)
+    result = generate(model, prompts, args.new_tokens, sampling, args.stop_token)
     print(f"prefill: {result.prefill_tokens} tokens in {result.prefill_seconds * 1e3:.2f} "
           f"ms: {result.prefill_tokens_per_s:.1f} tokens/s", file=out)
     print(f"decode: {result.decode_tokens} tokens in {result.decode_seconds * 1e3:.2f} ms: "
