@@ -194,7 +194,8 @@ def _generate(args, out):
     prompts = [rng.integers(0, config.vocab_size, args.prompt_len) for _ in range(args.batch)]
     _banner(args, config, dtype, device, f"batch {args.batch}, prompt {args.prompt_len}, "
             f"new tokens {args.new_tokens}", out)
-    if not args.no_warmup:  # (3 tokens: the first step, captured, and a queued one)
+    if not args.no_warmup:  # 3 tokens: the first step, its capture and a queued one (the
+        # queued steps' buffers, of 128 steps, exist before the timed run; longer runs grow them)
         generate(model, prompts, min(3, args.new_tokens), sampling)
     result = generate(model, prompts, args.new_tokens, sampling, args.stop_token)
     print(f"prefill: {result.prefill_tokens} tokens in {result.prefill_seconds * 1e3:.2f} "
