@@ -367,7 +367,6 @@ def save_quantized(src_dir, dst_dir, method, group_size=128, head=True,
             continue
         base = name[:-len(".qweight")]
         w = weights.get(base + ".weight", weights["model.embed_tokens.weight"])  # tied head
-        w = np.asarray(w, np.float32)
         try:
             q, scales = quantize_int8(w) if method == "int8" else quantize_int4(w, group_size)
         except (TypeError, ValueError) as e:

@@ -224,6 +224,9 @@ class LlamaModel:
         # the sampler's draw key of each row: a request's own (generate: its prompt index)
         self.h_dec_keys, self.dec_keys = self.h_dec[4 * B:5 * B], a.rows(self.dec, 5 * B, 4 * B)
         self.h_step, self.step = self.h_dec[5 * B:5 * B + 1], a.rows(self.dec, 5 * B + 1, 5 * B)
+        # keys and step, adjacent: select() copies them in one piece
+        self._h_keys_step, self._keys_step = self.h_dec[4 * B:5 * B + 1], \
+            a.rows(self.dec, 5 * B + 1, 4 * B)
         # queued steps' inputs after the ids row, and their choices (decode_steps_async)
         self._staged = self._history = None
         self.h_dec_tables = self.h_dec[5 * B + 1:].reshape(B, max_blocks)
@@ -531,10 +534,10 @@ class LlamaModel:
         them. Each step's input tokens are the ones the device chose last (what the previous
         decode_tokens, decode_steps_async or select left in next_tokens); step s samples with
         step first_step + s and the requests' `keys` (decode_tokens). Returns a device int32
-        [steps, max_batch] view of the model's
-        history buffer whose row s holds step s's choices in its first len(seq_ids) entries
-        (valid until the next call). The requests' cache grows by `steps` tokens at once
-        (KVCacheFull before anything is queued when the blocks are short).
+        [steps, max_batch] view of the model's history buffer whose row s holds step s's
+        choices in its first len(seq_ids) entries (valid until the next call). The requests'
+        cache grows by `steps` tokens at once (KVCacheFull before anything is queued when the
+        blocks are short).
 
         The host makes every step's other inputs (positions, slots, context lengths, block
         tables) at once, with no per-step Python, and uploads them in one copy: a step costs
@@ -610,8 +613,7 @@ class LlamaModel:
         B = logits.shape[0]
         self.h_dec_keys[:B] = _keys(keys, B)
         self.h_step[0] = step
-        self.arrays.copy_in(self.dec_keys, self.h_dec_keys)
-        self.arrays.copy_in(self.step, self.h_step)
+        self.arrays.copy_in(self._keys_step, self._h_keys_step)
         self._pick(logits, sampling)
         return self.arrays.download(self.arrays.rows(self.next_tokens, B)).astype(np.int64)
 
