@@ -100,10 +100,11 @@ def kiln_only_quant(model_dir, reps):
     print(json.dumps(out))
 
 
-def fp32_check(model_dir, rng, V):
+def fp32_check(model_dir, rng, V, bf16):
     """Must-show 1 on this GPU: the checkpoint in fp32, Kiln against HF eager in one process:
     the last-position logits of a 64-token prompt (max relative error, expected <= 1e-4) and
-    128 greedy tokens (expected equal)."""
+    128 greedy tokens (expected equal). `bf16` = (prompt, Kiln's bf16 logits, HF's bf16
+    logits): both measured against HF in fp32 on that prompt, what bf16 rounding costs each."""
     import torch
     import transformers
     from kiln_models.generate import generate
@@ -119,9 +120,18 @@ def fp32_check(model_dir, rng, V):
         want = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=128,
                            min_new_tokens=128, do_sample=False,
                            pad_token_id=0)[0, 64:].tolist()
+        b_prompt, b_kiln, b_hf = bf16
+        exact = hf(torch.tensor(b_prompt[None], device="cuda"),
+                   logits_to_keep=1).logits[0, -1].double().cpu().numpy()
     got = m.logits_numpy(m.prefill([("fp32", prompt)]))[0].astype(np.float64)
     m.release("fp32")
     rel = np.abs(got - ref).max() / np.abs(ref).max()
+
+    def err(x):
+        return np.abs(np.asarray(x, np.float64) - exact).max() / np.abs(exact).max()
+    print(f"bf16 models against HF in fp32 (the bf16 check's prompt): kiln bf16 "
+          f"{err(b_kiln):.2e}, HF bf16 {err(b_hf):.2e} (<= 2e-2: kiln "
+          f"{'yes' if err(b_kiln) <= 2e-2 else 'NO'}, HF {'yes' if err(b_hf) <= 2e-2 else 'NO'})")
     tokens = generate(m, [prompt], 128).tokens[0]
     same = next((i for i, (a, b) in enumerate(zip(tokens, want)) if a != b), len(want))
     print(f"fp32 vs HF eager: logits max rel err {rel:.2e} (<= 1e-4: "
@@ -188,7 +198,8 @@ def main():
     with torch.no_grad():
         ref = hf(torch.tensor(prompt[None], device="cuda"), logits_to_keep=1).logits[0, -1]
     logits = model.prefill([("check", prompt)])
-    ours = torch.from_numpy(np.asarray(model.logits_numpy(logits), np.float32)[0]).cuda()
+    ours_np = np.asarray(model.logits_numpy(logits), np.float32)[0]
+    ours = torch.from_numpy(ours_np).cuda()
     model.release("check")
     rel = ((ours - ref.float()).abs().max() / ref.float().abs().max()).item()
     print(f"logits vs HF (bf16, 64-token prompt): max rel err {rel:.3e}; argmax "
@@ -285,7 +296,7 @@ def main():
               f"{r.stderr[-400:] if r is not None else ''}")
 
     if not args.no_fp32:
-        fp32_check(tmp, rng, V)
+        fp32_check(tmp, rng, V, (prompt, ours_np, ref.float().cpu().numpy()))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [os.path.join(HERE, "..", "kernels", "python")] +
         [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
