@@ -12,6 +12,7 @@
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "kiln/Passes.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
@@ -614,6 +615,19 @@ Tile kiln::Builder::cast(const Tile &x, DType dst, StringRef rounding) {
   return bitcast(where(beyond, toward, bits), dst);
 }
 
+/// The value a loop's iteration argument `arg` starts from (scf.for's init, scf.while's
+/// operand for its `before` region); null for other block arguments.
+static Value loopInitialValue(BlockArgument arg) {
+  Operation *parent = arg.getOwner()->getParentOp();
+  if (auto loop = dyn_cast_or_null<scf::ForOp>(parent))
+    if (arg.getOwner() == loop.getBody() && arg.getArgNumber() > 0)
+      return loop.getInitArgs()[arg.getArgNumber() - 1];
+  if (auto loop = dyn_cast_or_null<scf::WhileOp>(parent))
+    if (arg.getOwner() == loop.getBeforeBody())
+      return loop.getInits()[arg.getArgNumber()];
+  return Value();
+}
+
 Tile kiln::Builder::hint(const Tile &x, StringRef kind, ArrayRef<int64_t> values) {
   requireKernel(kind);
   StringRef attr;
@@ -644,7 +658,19 @@ Tile kiln::Builder::hint(const Tile &x, StringRef kind, ArrayRef<int64_t> values
   }
   // Recorded on the op that computes the value (a function argument has its own
   // specialization); the axis analysis reads it there.
-  if (Operation *def = t.value.getDefiningOp(); def && def->getNumResults() == 1)
+  Value holder = t.value;
+  // A loop-carried value (tutorial 08's `tl.multiple_of(a_ptrs, [16, 16])` in its K loop,
+  // the result unused: Triton records the hint on the loop, for its block argument). The
+  // fact holds at every iteration, the first included, so it is recorded on the value the
+  // loop starts from; the axis analysis carries it through the loop's steps (what a step
+  // keeps aligned stays aligned), which never claims more than the hint.
+  while (auto arg = dyn_cast<BlockArgument>(holder)) {
+    Value init = loopInitialValue(arg);
+    if (!init)
+      break;
+    holder = init;
+  }
+  if (Operation *def = holder.getDefiningOp(); def && def->getNumResults() == 1)
     def->setAttr(attr, DenseI64ArrayAttr::get(&ctx, field));
   return t;
 }
