@@ -9,6 +9,11 @@ rebound). Written here in the style of Triton's tutorials 03 and 09, not copied 
     mm_device_desc_persistent
                          the same with the descriptors made in the kernel
                          (tl.make_tensor_descriptor; needs kiln/triton.set_allocator)
+    mm_grouped           a group of GEMMs of different sizes in one launch (tutorial 08's
+                         shape): NUM_SM programs walk the tiles of every problem; each
+                         problem's A, B, C addresses are int64 values loaded from tables and
+                         cast to pointers (tl.pointer_type), its sizes and leading dimensions
+                         loaded from int32 tables; B stored K x N
 """
 import kiln
 import kiln.language as tl
@@ -122,3 +127,52 @@ def mm_device_desc_persistent(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_SIZE_M: tl.con
                                        block_shape=[BLOCK_SIZE_M, BLOCK_SIZE_N])
     _persistent_tiles(a_desc, b_desc, c_desc, M, N, K, dtype, BLOCK_SIZE_M, BLOCK_SIZE_N,
                       BLOCK_SIZE_K, GROUP_SIZE_M, NUM_SMS, FLATTEN)
+
+
+@kiln.jit
+def mm_grouped(group_a_ptrs, group_b_ptrs, group_c_ptrs, group_gemm_sizes, g_lds, group_size,
+               NUM_SM: tl.constexpr, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+               BLOCK_SIZE_K: tl.constexpr):
+    tile_idx = tl.program_id(0)
+    last_problem_end = 0
+    for g in range(group_size):
+        gm = tl.load(group_gemm_sizes + g * 3)
+        gn = tl.load(group_gemm_sizes + g * 3 + 1)
+        gk = tl.load(group_gemm_sizes + g * 3 + 2)
+        num_m_tiles = tl.cdiv(gm, BLOCK_SIZE_M)
+        num_n_tiles = tl.cdiv(gn, BLOCK_SIZE_N)
+        num_tiles = num_m_tiles * num_n_tiles
+        # this program's tiles of problem g, if any
+        while tile_idx >= last_problem_end and tile_idx < last_problem_end + num_tiles:
+            k = gk
+            lda = tl.load(g_lds + g * 3)
+            ldb = tl.load(g_lds + g * 3 + 1)
+            ldc = tl.load(g_lds + g * 3 + 2)
+            a_ptr = tl.load(group_a_ptrs + g).to(tl.pointer_type(tl.float16))
+            b_ptr = tl.load(group_b_ptrs + g).to(tl.pointer_type(tl.float16))
+            c_ptr = tl.load(group_c_ptrs + g).to(tl.pointer_type(tl.float16))
+            tile_in_problem = tile_idx - last_problem_end
+            tile_m = tile_in_problem // num_n_tiles
+            tile_n = tile_in_problem % num_n_tiles
+            offs_am = tile_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+            offs_bn = tile_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+            offs_k = tl.arange(0, BLOCK_SIZE_K)
+            a_ptrs = a_ptr + offs_am[:, None] * lda + offs_k[None, :]
+            b_ptrs = b_ptr + offs_k[:, None] * ldb + offs_bn[None, :]
+            accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+            for kk in range(0, tl.cdiv(k, BLOCK_SIZE_K)):
+                # the problems' sizes are multiples of the tiles (as in the tutorial)
+                tl.multiple_of(a_ptrs, [16, 16])
+                tl.multiple_of(b_ptrs, [16, 16])
+                a = tl.load(a_ptrs)
+                b = tl.load(b_ptrs)
+                accumulator += tl.dot(a, b)
+                a_ptrs += BLOCK_SIZE_K
+                b_ptrs += BLOCK_SIZE_K * ldb
+            c = accumulator.to(tl.float16)
+            offs_cm = tile_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+            offs_cn = tile_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+            c_ptrs = c_ptr + ldc * offs_cm[:, None] + offs_cn[None, :]
+            tl.store(c_ptrs, c)
+            tile_idx += NUM_SM
+        last_problem_end = last_problem_end + num_tiles

@@ -1,0 +1,76 @@
+"""bench/cliff_sources.py (issue #23's matmul formulations, run by bench/bench_cliffs.py
+under Kiln and Triton) on Kiln's CPU backend against numpy: the benchmark's sources compute
+what they claim, in CI, without a GPU. The speed side is bench/bench_cliffs.py's."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import kiln
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "bench"))
+import cliff_sources as cs  # noqa: E402
+
+CPU = dict(device="cpu")
+
+
+def ref_nt(a, b):
+    return a.astype(np.float64) @ b.astype(np.float64).T
+
+
+def close(got, want):
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=2e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize("M,N,K", [(64, 64, 64), (40, 72, 96)])
+def test_pointer_matmul_b_stored_n_by_k(M, N, K):
+    rng = np.random.default_rng(M + N)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((N, K)).astype(np.float16)
+    c = np.full((M, N), np.nan, np.float16)
+    BM, BN = 32, 32
+    tiles = kiln.cdiv(M, BM) * kiln.cdiv(N, BN)
+    cs.mm_ptr_nt[(tiles,)](a, b, c, M, N, K, K, 1, K, 1, N, 1, BLOCK_SIZE_M=BM,
+                           BLOCK_SIZE_N=BN, BLOCK_SIZE_K=16, GROUP_SIZE_M=2, **CPU)
+    close(c, ref_nt(a, b))
+
+
+@pytest.mark.parametrize("kernel", ["mm_desc_nt", "mm_desc_persistent",
+                                    "mm_desc_persistent_flat"])
+def test_descriptor_matmuls(kernel):
+    rng = np.random.default_rng(3)
+    M, N, K, BM, BN, BK = 96, 64, 48, 32, 32, 16
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((N, K)).astype(np.float16)
+    c = np.full((M, N), np.nan, np.float16)
+    TD = kiln.TensorDescriptor
+    descs = [TD.from_tensor(a, [BM, BK]), TD.from_tensor(b, [BN, BK]),
+             TD.from_tensor(c, [BM, BN])]
+    meta = dict(BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN, BLOCK_SIZE_K=BK, GROUP_SIZE_M=2, **CPU)
+    tiles = (M // BM) * (N // BN)
+    if kernel == "mm_desc_nt":
+        cs.mm_desc_nt[(tiles,)](*descs, M, N, K, **meta)
+    else:  # 4 programs walking 6 tiles
+        cs.mm_desc_persistent[(4,)](*descs, M, N, K, NUM_SMS=4,
+                                    FLATTEN=kernel.endswith("flat"), **meta)
+    close(c, ref_nt(a, b))
+
+
+def test_grouped_gemm_with_pointer_tables():
+    # Three problems of different sizes; A, B, C reached through int64 address tables, as
+    # tutorial 08's grouped GEMM does (B stored K x N); 5 programs walk all their tiles.
+    rng = np.random.default_rng(5)
+    problems = [(64, 32, 48), (32, 96, 32), (96, 64, 16)]
+    A = [rng.standard_normal((m, k)).astype(np.float16) for m, n, k in problems]
+    B = [rng.standard_normal((k, n)).astype(np.float16) for m, n, k in problems]
+    C = [np.full((m, n), np.nan, np.float16) for m, n, k in problems]
+    table = [np.array([x.ctypes.data for x in xs], np.int64) for xs in (A, B, C)]
+    sizes = np.array([x for p in problems for x in p], np.int32)
+    lds = np.array([x for a, b in zip(A, B) for x in (a.shape[1], b.shape[1], b.shape[1])],
+                   np.int32)
+    cs.mm_grouped[(5,)](*table, sizes, lds, len(problems), NUM_SM=5, BLOCK_SIZE_M=32,
+                        BLOCK_SIZE_N=32, BLOCK_SIZE_K=16, **CPU)
+    for a, b, c in zip(A, B, C):
+        close(c, a.astype(np.float64) @ b.astype(np.float64))
