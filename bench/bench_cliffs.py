@@ -1,19 +1,31 @@
 #!/usr/bin/env python3
-"""Issue #23's regression benchmark: matmul formulations the way users write them
-(bench/cliff_sources.py), each run under Kiln and under Triton on the same source (Triton
-through common.twin: the text unchanged, imports rebound), both autotuned over the same
-configurations, beside cuBLAS (torch.matmul). Prints one markdown table with the ratios
-and Triton timed against itself (the run-to-run noise a ratio near 1 must be read with).
+"""Issue #23's regression benchmark: kernels written the way users write them, each run
+under Kiln and under Triton on the same source (Triton through common.twin: the text
+unchanged, imports rebound), both autotuned over the same configurations, with Triton's best
+timed again (the run-to-run noise a ratio near 1 must be read with). Sections:
 
-    python3 bench/bench_cliffs.py [--shapes 4096x4096x4096,...] [--dtypes fp16,bf16]
-        [--cases ptr_nt,desc_nt,desc_persistent,desc_persistent_flat,device_desc_persistent]
+    matmul     bench/cliff_sources.py: pointer, host-descriptor, persistent (flattened or
+               not) and device-descriptor matmul, B stored N x K, beside cuBLAS
+               (torch.matmul); checked against torch.matmul(a.float(), b.float().T)
+    grouped    bench/cliff_sources.py mm_grouped: a group of GEMMs in one launch (tutorial
+               08's shape), beside cuBLAS one torch.matmul a problem
+    attention  bench/cliffs_attention.py: attention forward and backward in tutorial 06's
+               style (K loaded transposed by pointers), causal and not, D 64 and 128
+    rows       bench/cliffs_norms.py: layer-norm, RMSNorm and group-norm backward with
+               per-program partial weight gradients, and a fused cross-entropy, in the style
+               of a popular Triton LLM-kernel library
 
-B is stored N x K in every case (loaded [BLOCK_N, BLOCK_K] and used as b.T, as tutorial 09
-does); the result is checked against torch.matmul(a.float(), b.float().T).
+    python3 bench/bench_cliffs.py [--sections matmul,grouped,attention,rows] [--quick]
+        [--shapes 4096x4096x4096,...] [--dtypes fp16,bf16] [--cases ptr_nt,...]
+
+Prints a markdown table a section (ratios as speed: above 1 Kiln is faster) and a summary
+line: the lowest Kiln/Triton ratio and the noise range.
 """
 import argparse
+import importlib
 import os
 import sys
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
@@ -52,35 +64,19 @@ def launcher(case, mod, lib, a, b, c, cfg, sms):
     return lambda: mod.mm_desc_persistent[grid](*descs, M, N, K, **meta, **persistent)
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--shapes", default="4096x4096x4096,8192x8192x8192")
-    p.add_argument("--dtypes", default="fp16,bf16")
-    p.add_argument("--cases", default=",".join(CASES))
-    p.add_argument("--configs", default=None,
-                   help="BMxBNxBKxWARPSxSTAGES,... (both libraries; default tutorial 09's)")
-    args = p.parse_args(argv)
-    common.setup_paths()
-    torch = common._torch()
-    import kiln
-    import cliff_sources as ks
-    triton, _ = common.triton_or_none()
-    tw = common.twin(ks) if triton is not None else None
-    if triton is not None:
-        from triton.tools.tensor_descriptor import TensorDescriptor as TTD
+# A group of GEMMs of different sizes (M, N, K), as a MoE layer's experts or a batch of
+# differently shaped projections; multiples of every tile below.
+GROUPED = [(2048, 4096, 4096), (1024, 4096, 4096), (4096, 4096, 4096), (512, 4096, 4096),
+           (1024, 2048, 4096), (2048, 1024, 2048), (256, 4096, 4096), (3072, 4096, 1024)]
+GROUPED_CONFIGS = [(128, 128, 64, 4, 3), (128, 256, 64, 8, 3), (128, 128, 32, 4, 4),
+                   (64, 128, 64, 4, 4)]
 
-        class _TritonLib:
-            TensorDescriptor = TTD
-        tlib = _TritonLib()
-        # scratch for descriptors made in kernels (tutorial 09 sets one)
-        triton.set_allocator(lambda size, align, stream:
-                             torch.empty(size, dtype=torch.int8, device="cuda"))
-    kiln.set_allocator(lambda size, align, stream:
-                       torch.empty(size, dtype=torch.int8, device="cuda"))
+
+def matmul_rows(ctx, args):
+    """The matmul formulations at each dtype and shape; each row: Kiln, Triton and cuBLAS
+    TFLOP/s."""
+    torch, common, timer, sms = ctx.torch, ctx.common, ctx.timer, ctx.sms
     configs = common.parse_configs(args.configs) if args.configs else CONFIGS
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    timer = common.do_bench
-    print(common.device_line())
     rows = []
     for dname in args.dtypes.split(","):
         dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[dname]
@@ -94,44 +90,169 @@ def main(argv=None):
             cublas = tflops(flop, timer(lambda: torch.matmul(a, b.T, out=cc)))
             for case in args.cases.split(","):
                 row = {"case": case, "dtype": dname, "shape": f"{M}x{N}x{K}",
-                       "cublas": cublas}
+                       "peer": cublas, "peer_name": "cuBLAS"}
                 c = torch.full((M, N), float("nan"), device="cuda", dtype=dtype)
-                t, cfg, _ = common.best_of(lambda g: launcher(case, ks, kiln, a, b, c, g, sms),
-                                           configs, timer, f"kiln {case}")
+                t, cfg, _ = common.best_of(
+                    lambda g: launcher(case, ctx.kiln_mod, ctx.kiln, a, b, c, g, sms),
+                    configs, timer, f"kiln {case}")
                 row.update(kiln=tflops(flop, t), kiln_cfg=cfg,
                            kiln_err=relerr(c, ref) if cfg else None)
-                if tw is not None:
+                if ctx.triton_mod is not None:
                     ct = torch.full((M, N), float("nan"), device="cuda", dtype=dtype)
                     tt, tcfg, tfn = common.best_of(
-                        lambda g: launcher(case, tw, tlib, a, b, ct, g, sms), configs, timer,
-                        f"triton {case}")
+                        lambda g: launcher(case, ctx.triton_mod, ctx.triton_lib, a, b, ct, g,
+                                           sms), configs, timer, f"triton {case}")
                     row.update(triton=tflops(flop, tt), triton_cfg=tcfg,
                                triton_err=relerr(ct, ref) if tcfg else None)
                     if tfn is not None:  # Triton against itself: the noise of one ratio
                         row["triton_again"] = tflops(flop, timer(tfn))
-                for key, value in row.items():
-                    if key not in ("case", "dtype", "shape"):
-                        common.report(f"cliff_{case}_{dname}_{row['shape']}_{key}",
-                                      fmt_config(value) if isinstance(value, tuple) else value)
                 rows.append(row)
                 del c
             del a, b, cc, ref
             torch.cuda.empty_cache()
+    return rows
 
+
+def grouped_rows(ctx, args):
+    """mm_grouped over GROUPED (fp16, B K x N), one launch of NUM_SM programs, against
+    cuBLAS one torch.matmul a problem."""
+    torch, common, timer, sms = ctx.torch, ctx.common, ctx.timer, ctx.sms
+    torch.manual_seed(0)
+    problems = GROUPED[:4] if ctx.quick else GROUPED
+    A = [torch.randn(m, k, device="cuda", dtype=torch.float16) for m, n, k in problems]
+    B = [torch.randn(k, n, device="cuda", dtype=torch.float16) for m, n, k in problems]
+    refs = [torch.matmul(a.float(), b.float()) for a, b in zip(A, B)]
+    flop = sum(2.0 * m * n * k for m, n, k in problems)
+    cc = [torch.empty(m, n, device="cuda", dtype=torch.float16) for m, n, k in problems]
+
+    def cublas():
+        for a, b, c in zip(A, B, cc):
+            torch.matmul(a, b, out=c)
+    row = {"case": "grouped", "dtype": "fp16", "shape": f"{len(problems)} GEMMs",
+           "peer": tflops(flop, timer(cublas)), "peer_name": "cuBLAS"}
+    sizes = torch.tensor([x for p in problems for x in p], device="cuda", dtype=torch.int32)
+    lds = torch.tensor([x for a, b in zip(A, B) for x in (a.stride(0), b.stride(0),
+                                                            b.shape[1])],
+                       device="cuda", dtype=torch.int32)
+
+    def run(mod):
+        C = [torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+             for m, n, k in problems]
+        ptrs = [torch.tensor([t.data_ptr() for t in ts], device="cuda", dtype=torch.int64)
+                for ts in (A, B, C)]
+
+        def make(cfg):
+            BM, BN, BK, warps, stages = cfg
+            return lambda: mod.mm_grouped[(sms,)](*ptrs, sizes, lds, len(problems), NUM_SM=sms,
+                                                  BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN,
+                                                  BLOCK_SIZE_K=BK, num_warps=warps,
+                                                  num_stages=stages)
+        t, cfg, fn = common.best_of(make, GROUPED_CONFIGS, timer, "grouped")
+        err = max(relerr(c, r) for c, r in zip(C, refs)) if cfg else None
+        return t, cfg, fn, err
+    t, cfg, _, err = run(ctx.kiln_mod)
+    row.update(kiln=tflops(flop, t), kiln_cfg=cfg, kiln_err=err)
+    if ctx.triton_mod is not None:
+        tt, tcfg, tfn, terr = run(ctx.triton_mod)
+        row.update(triton=tflops(flop, tt), triton_cfg=tcfg, triton_err=terr)
+        if tfn is not None:
+            row["triton_again"] = tflops(flop, timer(tfn))
+    return [row]
+
+
+SECTIONS = {
+    "matmul": ("Matmul formulations, B stored N x K", "TFLOP/s", matmul_rows),
+    "grouped": ("Grouped GEMM (tutorial 08's shape), fp16", "TFLOP/s", grouped_rows),
+    "attention": ("cliffs_attention", None, None),
+    "rows": ("cliffs_norms", None, None),
+}
+
+
+def section(name):
+    """(title, unit, rows(ctx, args)) of a section; the last two live in their own modules."""
+    title, unit, fn = SECTIONS[name]
+    if fn is not None:
+        return title, unit, fn
+    mod = importlib.import_module(title)
+    return mod.TITLE, mod.UNIT, lambda ctx, args: mod.rows(ctx)
+
+
+def print_table(title, unit, rows, common):
     def ratio(x, y):
         return fmt(x / y if x and y and x == x and y == y else None, ".3f")
-    common.markdown_table(
-        ["case", "dtype", "M x N x K", "Kiln TFLOP/s", "Kiln tiles", "Triton TFLOP/s",
-         "Triton tiles", "cuBLAS TFLOP/s", "Kiln/Triton", "Triton/Triton", "Kiln/cuBLAS",
-         "Kiln rel. error", "Triton rel. error"],
-        [[r["case"], r["dtype"], r["shape"], fmt(r["kiln"]), fmt_config(r["kiln_cfg"]),
-          fmt(r.get("triton")), fmt_config(r.get("triton_cfg")), fmt(r["cublas"]),
-          ratio(r["kiln"], r.get("triton")), ratio(r.get("triton_again"), r.get("triton")),
-          ratio(r["kiln"], r["cublas"]), fmt(r.get("kiln_err"), ".1e"),
-          fmt(r.get("triton_err"), ".1e")] for r in rows],
-        align="lll",
-        title=f"Matmul formulations, B stored N x K (do_bench medians) — "
-              f"{common.device_name()}")
+    peer = next((r["peer_name"] for r in rows if r.get("peer_name")), None)
+    headers = ["case", "dtype", "shape", f"Kiln {unit}", "Kiln config", f"Triton {unit}",
+               "Triton config"] + ([f"{peer} {unit}"] if peer else []) + \
+        ["Kiln/Triton", "Triton/Triton"] + ([f"Kiln/{peer}"] if peer else []) + \
+        ["Kiln error", "Triton error"]
+    table = []
+    for r in rows:
+        table.append([r["case"], r["dtype"], r["shape"], fmt(r.get("kiln")),
+                      fmt_config(r.get("kiln_cfg")), fmt(r.get("triton")),
+                      fmt_config(r.get("triton_cfg"))] +
+                     ([fmt(r.get("peer"))] if peer else []) +
+                     [ratio(r.get("kiln"), r.get("triton")),
+                      ratio(r.get("triton_again"), r.get("triton"))] +
+                     ([ratio(r.get("kiln"), r.get("peer"))] if peer else []) +
+                     [fmt(r.get("kiln_err"), ".1e"), fmt(r.get("triton_err"), ".1e")])
+    common.markdown_table(headers, table, align="lll",
+                          title=f"{title} (do_bench medians) — {common.device_name()}")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sections", default=",".join(SECTIONS))
+    p.add_argument("--quick", action="store_true", help="fewer shapes")
+    p.add_argument("--shapes", default="4096x4096x4096,8192x8192x8192", help="matmul")
+    p.add_argument("--dtypes", default="fp16,bf16", help="matmul")
+    p.add_argument("--cases", default=",".join(CASES), help="matmul")
+    p.add_argument("--configs", default=None,
+                   help="matmul: BMxBNxBKxWARPSxSTAGES,... (both libraries; default "
+                        "tutorial 09's)")
+    args = p.parse_args(argv)
+    common.setup_paths()
+    torch = common._torch()
+    import kiln
+    import cliff_sources as ks
+    triton, _ = common.triton_or_none()
+    ctx = types.SimpleNamespace(torch=torch, kiln=kiln, triton=triton, common=common,
+                                timer=common.do_bench, quick=args.quick, kiln_mod=ks,
+                                triton_mod=None, triton_lib=None,
+                                sms=torch.cuda.get_device_properties(0).multi_processor_count)
+    if triton is not None:
+        from triton.tools.tensor_descriptor import TensorDescriptor as TTD
+        ctx.triton_mod = common.twin(ks)
+        ctx.triton_lib = types.SimpleNamespace(TensorDescriptor=TTD)
+        # scratch for descriptors made in kernels (tutorial 09 sets one)
+        triton.set_allocator(lambda size, align, stream:
+                             torch.empty(size, dtype=torch.int8, device="cuda"))
+    kiln.set_allocator(lambda size, align, stream:
+                       torch.empty(size, dtype=torch.int8, device="cuda"))
+    if args.quick and args.shapes == p.get_default("shapes"):
+        args.shapes = "4096x4096x4096"
+    print(common.device_line())
+    ratios, noise = [], []
+    for name in args.sections.split(","):
+        title, unit, fn = section(name)
+        rows = fn(ctx, args)
+        for r in rows:
+            for key, value in r.items():
+                if key not in ("case", "dtype", "shape", "peer_name"):
+                    common.report(f"cliff_{r['case']}_{r['dtype']}_{r['shape']}_{key}"
+                                  .replace(" ", "_"),
+                                  fmt_config(value) if isinstance(value, tuple) else value)
+            if r.get("kiln") and r.get("triton"):
+                ratios.append((r["kiln"] / r["triton"], f"{r['case']} {r['dtype']} "
+                               f"{r['shape']}"))
+            if r.get("triton_again") and r.get("triton"):
+                noise.append(r["triton_again"] / r["triton"])
+        print_table(title, unit, rows, common)
+    if ratios:
+        low = min(ratios)
+        print(f"\nsummary: {len(ratios)} formulations, Kiln/Triton {low[0]:.3f} ({low[1]}) to "
+              f"{max(ratios)[0]:.3f}; below 0.97: {sum(r < 0.97 for r, _ in ratios)}; "
+              f"Triton/Triton {min(noise, default=float('nan')):.3f}-"
+              f"{max(noise, default=float('nan')):.3f}")
 
 
 if __name__ == "__main__":

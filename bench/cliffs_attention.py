@@ -1,0 +1,169 @@
+"""Issue #23's attention section (run by bench/bench_cliffs.py): flash attention forward and
+backward written in the style of Triton's tutorial 06 (bench/cliff_sources_attention.py: K
+loaded transposed by pointer arithmetic, an exp2 online softmax, causal in two stages; the
+backward a preprocess kernel and one kernel computing dK/dV then dQ), run under Kiln and
+under Triton on the same source (common.twin), both over the same configurations through the
+same host launchers, beside torch's scaled_dot_product_attention with no backend forced
+("SDPA default").
+
+Rows: attn_fwd[_causal] (one forward) and attn_bwd[_causal] (the preprocess and the
+backward kernel; each library's backward reads the O and M of its own forward at its best
+configuration). TFLOP/s: forward 4 * B * H * S^2 * D, backward 2.5 times that, both halved
+when causal. The SDPA peer of a backward row times torch.autograd.grad of SDPA's output
+(the backward alone, its graph kept). Errors (kiln_err, triton_err): ||x - ref|| / ||ref||
+(common.relerr, float64) against SDPA in fp16 on the same inputs: O for the forward, the
+largest of dQ, dK, dV's for the backward.
+
+    python3 bench/cliffs_attention.py [--quick]      (this section alone)
+"""
+import math
+import os
+import sys
+
+TITLE = "Attention in the style of Triton's tutorial 06 (K loaded transposed by pointers)"
+UNIT = "TFLOP/s"
+
+# (B, H, S, D)
+SHAPES = [(4, 32, 4096, 128), (1, 32, 16384, 128), (4, 32, 4096, 64)]
+QUICK_SHAPES = [(4, 32, 4096, 128), (4, 32, 4096, 64)]
+# forward (BLOCK_M, BLOCK_N, warps, stages)
+FWD_CONFIGS = [(128, 64, 8, 3), (128, 128, 8, 3)]
+# backward (BLOCK_M1, BLOCK_N1, BLOCK_M2, BLOCK_N2, warps, stages): tutorial 06's tiles
+BWD_CONFIGS = [(32, 128, 128, 32, 4, 5), (32, 128, 128, 32, 8, 5)]
+BLK_SLICE_FACTOR = 2
+PRE_BLOCK = 128  # rows per program of the preprocess kernel
+
+
+def fwd_launcher(mod, q, k, v, o, m, causal, cfg):
+    """A forward call of `mod` (the Kiln module or its Triton twin) at cfg: O into o, the
+    base-2 logsumexp into m ((B, H, S) fp32)."""
+    BM, BN, warps, stages = cfg
+    B, H, S, D = q.shape
+    sm_scale = 1.0 / math.sqrt(D)
+    grid = (S // BM, B * H)
+    return lambda: mod.attn_fwd[grid](
+        q, k, v, sm_scale, m, o, *q.stride(), *k.stride(), *v.stride(), *o.stride(), H, S,
+        HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN, STAGE=3 if causal else 1, num_warps=warps,
+        num_stages=stages)
+
+
+def bwd_launcher(mod, q, k, v, o, m, do, dq, dk, dv, delta, causal, cfg):
+    """A backward call of `mod` at cfg: the preprocess (delta) then dQ, dK, dV. q, k, v, o,
+    do, dq, dk, dv share their strides."""
+    M1, N1, M2, N2, warps, stages = cfg
+    assert N1 == M2, "one program computes dK/dV of BLOCK_N1 keys and dQ of BLOCK_M2 queries"
+    B, H, S, D = q.shape
+    sm_scale = 1.0 / math.sqrt(D)
+
+    def call():
+        mod.attn_bwd_preprocess[(S // PRE_BLOCK, B * H)](
+            o, do, delta, *o.stride(), H, S, BLOCK_M=PRE_BLOCK, HEAD_DIM=D)
+        mod.attn_bwd[(S // N1, B * H)](
+            q, k, v, sm_scale, do, dq, dk, dv, m, delta, *q.stride(), H, S,
+            BLOCK_M1=M1, BLOCK_N1=N1, BLOCK_M2=M2, BLOCK_N2=N2,
+            BLK_SLICE_FACTOR=BLK_SLICE_FACTOR, HEAD_DIM=D, CAUSAL=causal, num_warps=warps,
+            num_stages=stages)
+    return call
+
+
+def _libraries(ctx, src):
+    libs = [("kiln", src)]
+    if ctx.triton is not None:
+        libs.append(("triton", ctx.common.twin(src)))
+    return libs
+
+
+def rows(ctx):
+    torch, common, timer = ctx.torch, ctx.common, ctx.timer
+    common.setup_paths()
+    import cliff_sources_attention as src
+    F = torch.nn.functional
+    libs = _libraries(ctx, src)
+    out = []
+    for B, H, S, D in (QUICK_SHAPES if ctx.quick else SHAPES):
+        for causal in ((True,) if ctx.quick else (False, True)):
+            torch.manual_seed(0)
+            q, k, v, do = (torch.randn(B, H, S, D, device="cuda", dtype=torch.float16)
+                           for _ in range(4))
+            shape = f"{B}x{H}x{S} d{D}"
+            flop = 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)
+            suffix = "_causal" if causal else ""
+            # SDPA: the reference and the peer
+            qr, kr, vr = (x.detach().clone().requires_grad_() for x in (q, k, v))
+            ref_o = F.scaled_dot_product_attention(qr, kr, vr, is_causal=causal)
+            ref_grads = torch.autograd.grad(ref_o, (qr, kr, vr), do, retain_graph=True)
+            fwd = {"case": "attn_fwd" + suffix, "dtype": "fp16", "shape": shape,
+                   "peer_name": "SDPA default"}
+            bwd = dict(fwd, case="attn_bwd" + suffix)
+            with torch.no_grad():
+                fwd["peer"] = common.tflops(flop, timer(
+                    lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)))
+            bwd["peer"] = common.tflops(2.5 * flop, timer(
+                lambda: torch.autograd.grad(ref_o, (qr, kr, vr), do, retain_graph=True)))
+            for lib, mod in libs:
+                o = torch.full_like(q, float("nan"))
+                m = torch.full((B, H, S), float("nan"), device="cuda", dtype=torch.float32)
+                t, cfg, fn = common.best_of(
+                    lambda c: fwd_launcher(mod, q, k, v, o, m, causal, c), FWD_CONFIGS,
+                    timer, f"{lib} attn_fwd{suffix} {shape}")
+                fwd.update({lib: common.tflops(flop, t), f"{lib}_cfg": cfg,
+                            f"{lib}_err": common.relerr(o, ref_o) if cfg else None})
+                if lib == "triton" and fn is not None:
+                    fwd["triton_again"] = common.tflops(flop, timer(fn))
+                if cfg is None:  # no forward: no O and M for the backward
+                    bwd.update({lib: math.nan, f"{lib}_cfg": None, f"{lib}_err": None})
+                    continue
+                dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
+                delta = torch.empty((B, H, S), device="cuda", dtype=torch.float32)
+                t, cfg, fn = common.best_of(
+                    lambda c: bwd_launcher(mod, q, k, v, o, m, do, dq, dk, dv, delta, causal,
+                                           c), BWD_CONFIGS, timer,
+                    f"{lib} attn_bwd{suffix} {shape}")
+                err = max(common.relerr(g, r) for g, r in zip((dq, dk, dv), ref_grads)) \
+                    if cfg else None
+                bwd.update({lib: common.tflops(2.5 * flop, t), f"{lib}_cfg": cfg,
+                            f"{lib}_err": err})
+                if lib == "triton" and fn is not None:
+                    bwd["triton_again"] = common.tflops(2.5 * flop, timer(fn))
+                del o, m, dq, dk, dv, delta
+            for row in (fwd, bwd):
+                for key in ("triton", "triton_cfg", "triton_again", "triton_err"):
+                    row.setdefault(key, None)
+            out += [fwd, bwd]
+            del q, k, v, do, qr, kr, vr, ref_o, ref_grads
+            torch.cuda.empty_cache()
+    return out
+
+
+def main(argv=None):
+    import argparse
+    import types
+    p = argparse.ArgumentParser(description=TITLE)
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args(argv)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import common
+    common.setup_paths()
+    torch = common._torch()
+    import kiln
+    triton, _ = common.triton_or_none()
+    ctx = types.SimpleNamespace(
+        torch=torch, kiln=kiln, triton=triton, common=common, timer=common.do_bench,
+        sms=torch.cuda.get_device_properties(0).multi_processor_count, quick=args.quick)
+    print(common.device_line())
+    fmt, fc = common.fmt, common.fmt_config
+
+    def ratio(x, y):
+        return fmt(x / y if x and y and x == x and y == y else None, ".3f")
+    common.markdown_table(
+        ["case", "dtype", "shape", f"Kiln {UNIT}", "Kiln cfg", f"Triton {UNIT}", "Triton cfg",
+         f"SDPA {UNIT}", "Kiln/Triton", "Triton/Triton", "Kiln err", "Triton err"],
+        [[r["case"], r["dtype"], r["shape"], fmt(r["kiln"]), fc(r["kiln_cfg"]),
+          fmt(r["triton"]), fc(r["triton_cfg"]), fmt(r.get("peer")),
+          ratio(r["kiln"], r["triton"]), ratio(r["triton_again"], r["triton"]),
+          fmt(r["kiln_err"], ".1e"), fmt(r["triton_err"], ".1e")] for r in rows(ctx)],
+        align="lll", title=f"{TITLE} — {common.device_name()}")
+
+
+if __name__ == "__main__":
+    main()
