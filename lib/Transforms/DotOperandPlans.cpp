@@ -105,9 +105,27 @@ bool isZeroOther(Value other) {
   return matchPattern(other, m_AnyZeroFloat()) || matchPattern(other, m_Zero());
 }
 
-/// A load the pipeline can turn into async copies: one use (the dot, or a 2-D transpose
-/// whose one use is the dot), not volatile, zero where masked off, 16-bit floats or 8-bit
-/// types, its operands computable for any iteration.
+/// Whether every use of `load` is an operand of a dot of `loop`'s body, directly or through a
+/// 2-D transpose read by that dot only (tutorial 06's backward multiplies by a loaded qT and
+/// by its transpose). Each dot then gets a ring and a copy of its own; the load goes once no
+/// dot reads it any more.
+static bool onlyDotsRead(LoadOp load, scf::ForOp loop) {
+  for (Operation *user : load->getUsers()) {
+    if (auto trans = dyn_cast<TransOp>(user)) {
+      if (!trans->hasOneUse() || trans->getBlock() != loop.getBody())
+        return false;
+      user = *trans->getUsers().begin();
+    }
+    auto dot = dyn_cast<DotOp>(user);
+    if (!dot || dot->getBlock() != loop.getBody())
+      return false;
+  }
+  return true;
+}
+
+/// A load the pipeline can turn into async copies: read by dots only (onlyDotsRead; the dot,
+/// or a 2-D transpose whose one use is the dot), not volatile, zero where masked off, 16-bit
+/// floats or 8-bit types, its operands computable for any iteration.
 FailureOr<CopyPlan> planCopy(Value operand, scf::ForOp loop) {
   if (auto trans = operand.getDefiningOp<TransOp>()) {
     // B.T of a block loaded N x K (or A.T of one loaded K x M): the ring holds the block as
@@ -123,7 +141,8 @@ FailureOr<CopyPlan> planCopy(Value operand, scf::ForOp loop) {
   if (auto desc = operand.getDefiningOp<DescriptorLoadOp>())
     return planTmaCopy(desc, operand, loop);
   auto load = operand.getDefiningOp<LoadOp>();
-  if (!load || load->getBlock() != loop.getBody() || !operand.hasOneUse() || load.getIsVolatile())
+  if (!load || load->getBlock() != loop.getBody() || !onlyDotsRead(load, loop) ||
+      load.getIsVolatile())
     return failure();
   Type elem = getElementTypeOrSelf(load.getType());
   if (!elem.isF16() && !elem.isBF16() && !elem.isInteger(8) && !isFp8Type(elem))

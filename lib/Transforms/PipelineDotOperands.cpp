@@ -188,20 +188,24 @@ FailureOr<LoopSchedule> scheduleLoop(scf::ForOp loop, MutableArrayRef<DotPlan> p
 }
 
 /// Step 4 of pipelineLoop: the copies replace the loads of `plans` (the last ones were issued
-/// from them); the original address computations may now be dead (their clones took over), an
-/// op in several slices erased once; a load before the loop goes when nothing else reads it,
-/// else its one-slot buffer is noted in `onceBuffers` for later loops.
+/// from them; a load several dots read goes with the last); the original address computations
+/// may now be dead (their clones took over), an op in several slices erased once; a load
+/// before the loop goes when nothing else reads it, else its one-slot buffer is noted in
+/// `onceBuffers` for later loops.
 void eraseReplacedLoads(IRRewriter &rewriter, MutableArrayRef<DotPlan> plans, ArrayRef<Value> aBufs,
                         OnceBuffers &onceBuffers) {
+  // A load several dots read (each through a copy of its own) goes with the last of them.
+  llvm::SmallPtrSet<Operation *, 32> erased;
   for (DotPlan &plan : plans)
     for (const CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b})
       if (copy) {
         if (copy->trans)
           rewriter.eraseOp(copy->trans);
-        rewriter.eraseOp(copy->desc ? DescriptorLoadOp(copy->desc).getOperation()
-                                    : LoadOp(copy->load).getOperation());
+        Operation *load = copy->desc ? DescriptorLoadOp(copy->desc).getOperation()
+                                     : LoadOp(copy->load).getOperation();
+        if (load->use_empty() && erased.insert(load).second)
+          rewriter.eraseOp(load);
       }
-  llvm::SmallPtrSet<Operation *, 32> erased;
   for (DotPlan &plan : plans) {
     for (const CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b})
       if (copy)

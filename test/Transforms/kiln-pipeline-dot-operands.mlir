@@ -611,3 +611,59 @@ func.func @tma_block_pointers(%ad: !kiln.tensormap, %ab: !kiln.ptr<f16>, %bd: !k
   }
   return %r#0 : tensor<128x128xf32>
 }
+
+// -----
+
+// One loaded block read by two dots, as is and transposed (tutorial 06's backward: dot(k, qT)
+// and dot(ds, qT.T)): each dot gets a ring and a copy of its own (the second transposed), and
+// the load goes with the last of them (A of both: loads before the loop, one-slot buffers).
+// CHECK-LABEL: func.func @two_dots_read_one_load(
+// CHECK-DAG: %[[R1:.*]] = kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 32, 64], f16>
+// CHECK-DAG: %[[R2:.*]] = kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 64, 32], f16>
+// CHECK: scf.for
+// CHECK: kiln_gpu.shared_dot
+// CHECK: kiln_gpu.shared_dot
+// CHECK-DAG: kiln_gpu.async_copy %[[R1]][%{{.*}}], %{{.*}}, %{{.*}} :
+// CHECK-DAG: kiln_gpu.async_copy %[[R2]][%{{.*}}], %{{.*}}, %{{.*}} {transposed} :
+// CHECK-NOT: kiln.load
+// CHECK-NOT: kiln.trans
+// CHECK: scf.yield
+// mma.sync reads both rings too.
+// MMA-LABEL: func.func @two_dots_read_one_load(
+// MMA: kiln_gpu.async_copy {{.*}} {transposed}
+// MMA: scf.for
+// MMA: kiln_gpu.shared_dot
+// MMA: kiln_gpu.shared_dot
+func.func @two_dots_read_one_load(%A: !kiln.ptr<f16>, %B: !kiln.ptr<f16>, %K: i32)
+    -> (tensor<64x64xf32>, tensor<64x32xf32>) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %acc0 = arith.constant dense<0.0> : tensor<64x64xf32>
+  %acc1 = arith.constant dense<0.0> : tensor<64x32xf32>
+  %r64 = kiln.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+  %r32 = kiln.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  %rows = kiln.expand_dims %r32 {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+  %cols = kiln.expand_dims %r64 {axis = 0 : i32} : tensor<64xi32> -> tensor<1x64xi32>
+  %c64t = arith.constant dense<64> : tensor<32x1xi32>
+  %row = arith.muli %rows, %c64t : tensor<32x1xi32>
+  %rb = kiln.broadcast %row : tensor<32x1xi32> -> tensor<32x64xi32>
+  %cb = kiln.broadcast %cols : tensor<1x64xi32> -> tensor<32x64xi32>
+  %off = arith.addi %rb, %cb : tensor<32x64xi32>
+  %bp = kiln.splat %B : tensor<32x64x!kiln.ptr<f16>>
+  %b0 = kiln.addptr %bp, %off : tensor<32x64x!kiln.ptr<f16>>, tensor<32x64xi32>
+  %step = arith.constant dense<2048> : tensor<32x64xi32>
+  %ap = kiln.splat %A : tensor<64x32x!kiln.ptr<f16>>
+  %a = kiln.load %ap : tensor<64x32x!kiln.ptr<f16>>
+  %ap2 = kiln.splat %A : tensor<64x64x!kiln.ptr<f16>>
+  %a2 = kiln.load %ap2 : tensor<64x64x!kiln.ptr<f16>>
+  %res:3 = scf.for %k = %c0 to %K step %c1 iter_args(%c = %acc0, %e = %acc1, %bps = %b0)
+      -> (tensor<64x64xf32>, tensor<64x32xf32>, tensor<32x64x!kiln.ptr<f16>>) : i32 {
+    %b = kiln.load %bps : tensor<32x64x!kiln.ptr<f16>>
+    %d = kiln.dot %a, %b, %c : tensor<64x32xf16> * tensor<32x64xf16> -> tensor<64x64xf32>
+    %bt = kiln.trans %b {order = array<i32: 1, 0>} : tensor<32x64xf16> -> tensor<64x32xf16>
+    %d2 = kiln.dot %a2, %bt, %e : tensor<64x64xf16> * tensor<64x32xf16> -> tensor<64x32xf32>
+    %next = kiln.addptr %bps, %step : tensor<32x64x!kiln.ptr<f16>>, tensor<32x64xi32>
+    scf.yield %d, %d2, %next : tensor<64x64xf32>, tensor<64x32xf32>, tensor<32x64x!kiln.ptr<f16>>
+  }
+  return %res#0, %res#1 : tensor<64x64xf32>, tensor<64x32xf32>
+}

@@ -117,3 +117,33 @@ def test_backward(D, tiles, causal):
     for name, got, want in zip(("dq", "dk", "dv"), (dq, dk, dv), ref):
         err = relmax(got, want)
         assert err < 1e-2, f"{name}: max |grad - ref| / max |ref| = {err:.3g}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+def test_tutorial_attention_on_the_gpu(D, causal):
+    # The bench's launchers at its own tiles, Kiln on the GPU against torch's SDPA (fp16): the
+    # backward's loads read by two dots each (qT and dO, K^T) go through rings of their own.
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device for torch")
+    import cliffs_attention as bench
+    F = torch.nn.functional
+    B, H, S = 1, 2, 512
+    torch.manual_seed(D + causal)
+    q, k, v, do = (torch.randn(B, H, S, D, device="cuda", dtype=torch.float16) for _ in range(4))
+    qr, kr, vr = (x.clone().requires_grad_() for x in (q, k, v))
+    ref = F.scaled_dot_product_attention(qr, kr, vr, is_causal=causal)
+    grads = torch.autograd.grad(ref, (qr, kr, vr), do)
+    o = torch.full_like(q, float("nan"))
+    m = torch.full((B, H, S), float("nan"), device="cuda", dtype=torch.float32)
+    bench.fwd_launcher(ca, q, k, v, o, m, causal, bench.FWD_CONFIGS[0])()
+    dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
+    delta = torch.empty((B, H, S), device="cuda", dtype=torch.float32)
+    for cfg in bench.BWD_CONFIGS:
+        bench.bwd_launcher(ca, q, k, v, o, m, do, dq, dk, dv, delta, causal, cfg)()
+        torch.cuda.synchronize()
+        for got, want in ((o, ref), (dq, grads[0]), (dk, grads[1]), (dv, grads[2])):
+            err = ((got.double() - want.double()).norm() / want.double().norm()).item()
+            assert err < 5e-3, (cfg, err)
