@@ -605,10 +605,12 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
         Value previous = slotAfter(stages - 1);
         kgpu::MBarrierArriveOp::create(rewriter, loc, empties, previous, fromIteration(1));
       }
-      if (lateCopies && tma)
+      // Every warp is past its wait for the previous iteration's dot, so the slot it read
+      // may be overwritten: a barrier is all the copies need. (With cp.async an async_wait of
+      // distance - 1 groups here waited for nothing, the top of the iteration having waited
+      // already, and its lowering added a second proxy fence an iteration.)
+      if (lateCopies)
         kgpu::BarrierOp::create(rewriter, loc);
-      else if (lateCopies)
-        kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(distance - 1));
       issueCopies();
     }
     rewriter.replaceOp(dot, shared.getResult());

@@ -7,7 +7,7 @@
 // group each. The accumulator only goes from one iteration's dot to the next, so each dot runs
 // on (pending = 1) while the next iteration starts; the copies of iteration i + 2 go into the
 // slot iteration i - 1 read, right after iteration i's dot (which waited for all dots but
-// itself) and a second wait whose barrier orders every warpgroup's wait before them. After
+// itself) and a barrier that orders every warpgroup's wait before them. After
 // the loop every dot and copy is waited for (dot_wait on the accumulator, then the copies).
 // CHECK-LABEL: func.func @k_loop(
 // CHECK: %[[RA:.*]] = kiln_gpu.local_alloc {operand = 0 : i32} : <[3, 64, 32], f16>
@@ -23,7 +23,7 @@
 // CHECK: %[[LOOP:.*]]:2 = scf.for %[[IV:.*]] = %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}, %[[SLOT:.*]] = %{{.*}})
 // CHECK-NEXT: kiln_gpu.async_wait {pending = 1 : i32}
 // CHECK-NEXT: %[[D:.*]] = kiln_gpu.shared_dot %[[RA]][%[[SLOT]]], %[[RB]][%[[SLOT]]], %[[ACC]] {pending = 1 : i32}
-// CHECK-NEXT: kiln_gpu.async_wait {pending = 1 : i32}
+// CHECK-NEXT: kiln_gpu.barrier
 // CHECK: %[[WS:.*]] = arith.remui
 // CHECK: kiln_gpu.async_copy %[[RA]][%[[WS]]]
 // CHECK: kiln_gpu.async_copy %[[RB]][%[[WS]]]
