@@ -268,6 +268,24 @@ FailureOr<DotPlan> planDot(DotOp dot, scf::ForOp loop, unsigned numWarps, bool w
   return plan;
 }
 
+void shareBRings(MutableArrayRef<DotPlan> plans, bool wgmma) {
+  if (!wgmma)
+    return;
+  for (unsigned i = 0; i < plans.size(); ++i) {
+    CopyPlan &b = plans[i].b;
+    if (!b.load || getElementTypeOrSelf(b.load.getType()).getIntOrFloatBitWidth() != 16)
+      continue;
+    for (unsigned j = 0; j < i; ++j) {
+      const CopyPlan &owner = plans[j].b;
+      if (plans[j].bSharedWith || owner.load != b.load)
+        continue;
+      plans[i].bSharedWith = j;
+      plans[i].bTransposedView = bool(owner.trans) != bool(b.trans);
+      break;
+    }
+  }
+}
+
 /// The iteration argument `dot`'s result becomes when its only use is `loop`'s yield.
 std::optional<unsigned> getYieldedIterArg(scf::ForOp loop, DotOp dot) {
   if (!dot->hasOneUse() || dot->getUses().begin()->getOwner() != loop.getBody()->getTerminator())

@@ -63,6 +63,10 @@ struct DotPlan {
   std::optional<CopyPlan> a; ///< ASource::Ring
   LoadOp aOnce;              ///< ASource::Once
   CopyPlan b;
+  /// Set by shareBRings: the earlier plan whose B ring this dot reads (its copy is that
+  /// plan's), as it is or transposed (bTransposedView: shared_dot's b_transposed).
+  std::optional<unsigned> bSharedWith;
+  bool bTransposedView = false;
 };
 
 /// Collects into `ops` the body ops computing `v` from loop invariants only; false if `v`
@@ -107,6 +111,11 @@ Value i32Constant(OpBuilder &b, Location loc, int64_t v);
 /// there; B must be a copyable load of the loop. 8-bit operands are read K-major from rings
 /// only (-kiln-assign-layouts makes their rings K-major). mma.sync reads both from rings.
 FailureOr<DotPlan> planDot(DotOp dot, scf::ForOp loop, unsigned numWarps, bool wgmma);
+
+/// With wgmma, a dot whose B is the block an earlier plan's B copies (the same 16-bit load,
+/// as it is or transposed: tutorial 06's backward reads qT for k @ qT and its transpose for
+/// ds @ qT^T) reads that plan's ring instead of a copy of its own (DotPlan::bSharedWith).
+void shareBRings(MutableArrayRef<DotPlan> plans, bool wgmma);
 
 /// The iteration argument `dot`'s result becomes when its only use is `loop`'s yield.
 std::optional<unsigned> getYieldedIterArg(scf::ForOp loop, DotOp dot);

@@ -128,7 +128,8 @@ FailureOr<LoopSchedule> scheduleLoop(scf::ForOp loop, MutableArrayRef<DotPlan> p
   int64_t perStage = 0, once = 0;
   for (DotPlan &plan : plans) {
     RankedTensorType aTy = plan.dot.getA().getType(), bTy = plan.dot.getB().getType();
-    perStage += getSharedSlotBytes(bufferType(bTy, 1));
+    if (!plan.bSharedWith) // (a B read from another plan's ring takes no bytes of its own)
+      perStage += getSharedSlotBytes(bufferType(bTy, 1));
     if (plan.aSource == ASource::Ring)
       perStage += getSharedSlotBytes(bufferType(aTy, 1));
     else if (plan.aSource == ASource::Once)
@@ -258,6 +259,7 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   auto bufferType = [&](RankedTensorType tile, unsigned slots) {
     return ringBufferType(ctx, tile, slots);
   };
+  shareBRings(plans, wgmma);
   FailureOr<LoopSchedule> schedule = scheduleLoop(loop, plans, allDots, askedStages, wgmma, budget);
   if (failed(schedule))
     return failure();
@@ -292,6 +294,10 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
           rewriter, loc, bufferType(aTy, plan.aSource == ASource::Ring ? stages : 1),
           rewriter.getI32IntegerAttr(0), tmaMajor(true, plan.a ? &*plan.a : nullptr));
     aBufs.push_back(aBuf);
+    if (plan.bSharedWith) {
+      bBufs.push_back(bBufs[*plan.bSharedWith]);
+      continue;
+    }
     bBufs.push_back(kgpu::LocalAllocOp::create(rewriter, loc, bufferType(bTy, stages),
                                                rewriter.getI32IntegerAttr(1),
                                                tmaMajor(false, &plan.b)));
@@ -460,8 +466,9 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
       if (plan.aSource == ASource::Ring)
         emitCopy(rewriter, *plan.a, loopIv, iv, loopArgs, loop.getInitArgs(), s, inRange, aBuf,
                  slot, barriers);
-      emitCopy(rewriter, plan.b, loopIv, iv, loopArgs, loop.getInitArgs(), s, inRange, bBuf, slot,
-               barriers);
+      if (!plan.bSharedWith)
+        emitCopy(rewriter, plan.b, loopIv, iv, loopArgs, loop.getInitArgs(), s, inRange, bBuf,
+                 slot, barriers);
     }
     endGroup(slot);
   }
@@ -562,8 +569,9 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
       if (plan.aSource == ASource::Ring)
         emitCopy(rewriter, *plan.a, iv, ahead, args, args, distance, inRange, aBuf, writeSlot,
                  barriers, &frontierArgs, &divisions);
-      emitCopy(rewriter, plan.b, iv, ahead, args, args, distance, inRange, bBuf, writeSlot,
-               barriers, &frontierArgs, &divisions);
+      if (!plan.bSharedWith)
+        emitCopy(rewriter, plan.b, iv, ahead, args, args, distance, inRange, bBuf, writeSlot,
+                 barriers, &frontierArgs, &divisions);
     }
     endGroup(writeSlot);
   };
@@ -597,6 +605,8 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     auto shared =
         kgpu::SharedDotOp::create(rewriter, dot.getLoc(), dot.getType(), a, aSlot, bBuf, slot, c,
                                   accumulate, overlap || deferred || waitAtUses ? 1 : 0);
+    if (plan.bTransposedView)
+      shared.setBTransposed(true);
     sharedDots.push_back(shared);
     if (copiesAfterDot) {
       rewriter.setInsertionPointAfter(shared);

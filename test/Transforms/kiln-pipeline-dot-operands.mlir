@@ -615,25 +615,31 @@ func.func @tma_block_pointers(%ad: !kiln.tensormap, %ab: !kiln.ptr<f16>, %bd: !k
 // -----
 
 // One loaded block read by two dots, as is and transposed (tutorial 06's backward: dot(k, qT)
-// and dot(ds, qT.T)): each dot gets a ring and a copy of its own (the second transposed), and
-// the load goes with the last of them (A of both: loads before the loop, one-slot buffers).
+// and dot(ds, qT.T)). With wgmma both read one ring, filled by one copy: the second reads the
+// slot transposed (b_transposed); the load and the transpose go. On the mma.sync path (ldmatrix
+// reads a ring one way) each dot gets a ring and a copy of its own, the second transposed.
+// (A of both: loads before the loop, one-slot buffers.)
 // CHECK-LABEL: func.func @two_dots_read_one_load(
-// CHECK-DAG: %[[R1:.*]] = kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 32, 64], f16>
-// CHECK-DAG: %[[R2:.*]] = kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 64, 32], f16>
+// CHECK: %[[R1:.*]] = kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 32, 64], f16>
+// CHECK-NOT: kiln_gpu.local_alloc {operand = 1
 // CHECK: scf.for
-// CHECK: kiln_gpu.shared_dot
-// CHECK: kiln_gpu.shared_dot
-// CHECK-DAG: kiln_gpu.async_copy %[[R1]][%{{.*}}], %{{.*}}, %{{.*}} :
-// CHECK-DAG: kiln_gpu.async_copy %[[R2]][%{{.*}}], %{{.*}}, %{{.*}} {transposed} :
+// CHECK: kiln_gpu.shared_dot %{{.*}}, %[[R1]][%[[S:.*]]], %{{.*}} {pending = 1 : i32}
+// CHECK: kiln_gpu.shared_dot %{{.*}}, %[[R1]][%[[S]]], %{{.*}} {b_transposed, pending = 1 : i32}
+// CHECK: kiln_gpu.async_copy %[[R1]][%{{.*}}], %{{.*}}, %{{.*}} :
+// CHECK-NOT: kiln_gpu.async_copy
 // CHECK-NOT: kiln.load
 // CHECK-NOT: kiln.trans
 // CHECK: scf.yield
-// mma.sync reads both rings too.
 // MMA-LABEL: func.func @two_dots_read_one_load(
+// MMA-DAG: kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 32, 64], f16>
+// MMA-DAG: kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 64, 32], f16>
 // MMA: kiln_gpu.async_copy {{.*}} {transposed}
 // MMA: scf.for
 // MMA: kiln_gpu.shared_dot
+// MMA-NOT: b_transposed
 // MMA: kiln_gpu.shared_dot
+// MMA-NOT: b_transposed
+// MMA: scf.yield
 func.func @two_dots_read_one_load(%A: !kiln.ptr<f16>, %B: !kiln.ptr<f16>, %K: i32)
     -> (tensor<64x64xf32>, tensor<64x32xf32>) {
   %c0 = arith.constant 0 : i32

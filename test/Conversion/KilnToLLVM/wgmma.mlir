@@ -513,3 +513,30 @@ module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma} {
     return
   }
 }
+
+// -----
+
+// One B ring read by two dots: as it holds its slots (32 x 64, N-major: wgmma's B transpose
+// flag 1) and, with b_transposed, as their transpose (K 64 x N 32 of the same bytes: K-major,
+// flag 0, the K-major descriptor 0x4000004000000000).
+// CHECK-LABEL: llvm.func @b_transposed
+// CHECK-COUNT-2: m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 0, 1;
+// CHECK: llvm.mlir.constant(4611686293305294848 : i64)
+// CHECK-COUNT-4: m64n32k16.f32.f16.f16 {{.*}}, p, 1, 1, 0, 0;
+#wg = #kiln_gpu.blocked<{sizePerThread = [1, 2], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0], wgmma = true}>
+module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.threads_per_warp = 32 : i32, kiln_gpu.wgmma} {
+  func.func @b_transposed(%pc: !kiln.ptr<f32>, %s: i32) {
+    %a = kiln_gpu.local_alloc {k_major = true, operand = 0 : i32} : !kiln_gpu.shared<[2, 64, 32], f16>
+    %b = kiln_gpu.local_alloc {k_major = false, operand = 1 : i32} : !kiln_gpu.shared<[2, 32, 64], f16>
+    %z = arith.constant dense<0.0> : tensor<64x64xf32, #wg>
+    %d = kiln_gpu.shared_dot %a[%s], %b[%s], %z : !kiln_gpu.shared<[2, 64, 32], f16>, !kiln_gpu.shared<[2, 32, 64], f16>, tensor<64x64xf32, #wg>
+    %a2 = kiln_gpu.local_alloc {k_major = true, operand = 0 : i32} : !kiln_gpu.shared<[2, 64, 64], f16>
+    %z2 = arith.constant dense<0.0> : tensor<64x32xf32, #wg>
+    %e = kiln_gpu.shared_dot %a2[%s], %b[%s], %z2 {b_transposed} : !kiln_gpu.shared<[2, 64, 64], f16>, !kiln_gpu.shared<[2, 32, 64], f16>, tensor<64x32xf32, #wg>
+    %p = kiln.splat %pc : tensor<64x64x!kiln.ptr<f32>, #wg>
+    kiln.store %p, %d : tensor<64x64x!kiln.ptr<f32>, #wg>
+    %p2 = kiln.splat %pc : tensor<64x32x!kiln.ptr<f32>, #wg>
+    kiln.store %p2, %e : tensor<64x32x!kiln.ptr<f32>, #wg>
+    return
+  }
+}

@@ -213,6 +213,28 @@ func.func @dot_shapes(%c: tensor<64x64xf32>) {
 
 // -----
 
+func.func @dot_b_transposed_shape(%c: tensor<64x64xf32>) {
+  %a = kiln_gpu.local_alloc {operand = 0 : i32} : !kiln_gpu.shared<[2, 64, 32], f16>
+  %b = kiln_gpu.local_alloc {operand = 1 : i32} : !kiln_gpu.shared<[2, 32, 64], f16>
+  %s = arith.constant 0 : i32
+  // expected-error @+1 {{found 64x32, 64x32 (the slot transposed)}}
+  %d = kiln_gpu.shared_dot %a[%s], %b[%s], %c {b_transposed} : !kiln_gpu.shared<[2, 64, 32], f16>, !kiln_gpu.shared<[2, 32, 64], f16>, tensor<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @dot_b_transposed_8_bit(%c: tensor<64x32xi32>) {
+  %a = kiln_gpu.local_alloc {operand = 0 : i32} : !kiln_gpu.shared<[2, 64, 64], i8>
+  %b = kiln_gpu.local_alloc {operand = 1 : i32} : !kiln_gpu.shared<[2, 32, 64], i8>
+  %s = arith.constant 0 : i32
+  // expected-error @+1 {{expected 8-bit B read as its ring holds it (K-major), found b_transposed}}
+  %d = kiln_gpu.shared_dot %a[%s], %b[%s], %c {b_transposed} : !kiln_gpu.shared<[2, 64, 64], i8>, !kiln_gpu.shared<[2, 32, 64], i8>, tensor<64x32xi32>
+  return
+}
+
+// -----
+
 func.func @dot_operand_role(%c: tensor<64x64xf32>) {
   %a = kiln_gpu.local_alloc {operand = 1 : i32} : !kiln_gpu.shared<[2, 64, 32], f16>
   %b = kiln_gpu.local_alloc {operand = 1 : i32} : !kiln_gpu.shared<[2, 32, 64], f16>

@@ -85,6 +85,8 @@ module attributes {kiln_gpu.num_warps = 8 : i32, kiln_gpu.threads_per_warp = 32 
 // CHECK: kiln_gpu.dot_wait %[[D]] {pending = 1 : i32} : tensor<64x64xf32>
 // CHECK: kiln_gpu.shared_dot %{{.*}}, %[[B]][%{{.*}}], %[[W]] : tensor<64x32xf16>, <[3, 32, 64], f16>, tensor<64x64xf32>
 // CHECK: kiln_gpu.shared_dot %[[A]][%{{.*}}], %[[B]][%{{.*}}], %{{.*}} accumulate %{{.*}} {pending = 1 : i32} : !kiln_gpu.shared<[1, 64, 32], f16>, <[3, 32, 64], f16>, tensor<64x64xf32>
+// B read as the transpose of its slot (K 64 x N 32 from a 32 x 64 slot):
+// CHECK: kiln_gpu.shared_dot %{{.*}}, %[[B]][%{{.*}}], %{{.*}} {b_transposed} : tensor<64x64xf16>, <[3, 32, 64], f16>, tensor<64x32xf32>
 func.func @rings(%p: tensor<32x64x!kiln.ptr<f16>>, %m: tensor<32x64xi1>, %r: tensor<64x32xf16>,
                  %c: tensor<64x64xf32>, %first: i1) -> tensor<64x64xf32> {
   %a = kiln_gpu.local_alloc {operand = 0 : i32, k_major = true} : !kiln_gpu.shared<[1, 64, 32], f16>
@@ -98,6 +100,9 @@ func.func @rings(%p: tensor<32x64x!kiln.ptr<f16>>, %m: tensor<32x64xi1>, %r: ten
   %w1 = kiln_gpu.dot_wait %d {pending = 1 : i32} : tensor<64x64xf32>
   %e = kiln_gpu.shared_dot %r, %b[%s], %w : tensor<64x32xf16>, !kiln_gpu.shared<[3, 32, 64], f16>, tensor<64x64xf32>
   %f = kiln_gpu.shared_dot %a[%s], %b[%s], %e accumulate %first {pending = 1 : i32} : !kiln_gpu.shared<[1, 64, 32], f16>, !kiln_gpu.shared<[3, 32, 64], f16>, tensor<64x64xf32>
+  %ds = arith.constant dense<1.0> : tensor<64x64xf16>
+  %c2 = arith.constant dense<0.0> : tensor<64x32xf32>
+  %g = kiln_gpu.shared_dot %ds, %b[%s], %c2 {b_transposed} : tensor<64x64xf16>, !kiln_gpu.shared<[3, 32, 64], f16>, tensor<64x32xf32>
   return %f : tensor<64x64xf32>
 }
 

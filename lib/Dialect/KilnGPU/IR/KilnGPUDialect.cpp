@@ -284,10 +284,15 @@ LogicalResult SharedDotOp::verify() {
     return emitOpError("expected no slot for A in registers");
   if (aTile && aTile.getRank() != 2)
     return emitOpError("expected A in registers to be a 2-D tile, found ") << aTile;
-  ArrayRef<int64_t> as = aRing ? aRing.getTileShape() : aTile.getShape(), bs = b.getTileShape();
+  ArrayRef<int64_t> as = aRing ? aRing.getTileShape() : aTile.getShape();
+  // B's K x N: the slot's shape, or its transpose with b_transposed.
+  SmallVector<int64_t, 2> bs(b.getTileShape());
+  if (getBTransposed())
+    std::swap(bs[0], bs[1]);
   if (c.getRank() != 2 || as[1] != bs[0] || c.getDimSize(0) != as[0] || c.getDimSize(1) != bs[1])
     return emitOpError("expected A (M x K), B (K x N) and C (M x N), found ")
-           << as[0] << "x" << as[1] << ", " << bs[0] << "x" << bs[1] << " and " << c;
+           << as[0] << "x" << as[1] << ", " << bs[0] << "x" << bs[1]
+           << (getBTransposed() ? " (the slot transposed)" : "") << " and " << c;
   Type e = aRing ? aRing.getElementType() : aTile.getElementType();
   bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(e);
   bool floats = (e.isF16() || e.isBF16() || fp8) && c.getElementType().isF32();
@@ -300,6 +305,9 @@ LogicalResult SharedDotOp::verify() {
     // wgmma reads 8-bit operands K-major from shared memory only.
     if (aTile)
       return emitOpError("expected an 8-bit A from a ring, found A in registers");
+    if (getBTransposed())
+      return emitOpError("expected 8-bit B read as its ring holds it (K-major), found "
+                         "b_transposed");
     for (Value ring : {Value(getA()), Value(getB())})
       if (auto alloc = ring.getDefiningOp<LocalAllocOp>();
           alloc && !alloc.getKMajor().value_or(true))

@@ -368,6 +368,9 @@ struct SharedMmaDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
     if (!numWarps || !layout ||
         layout != getMmaAccumulatorLayout(ctx, cTy.getShape(), numWarps.getInt()))
       return failure(); // wgmma's (WgmmaDotToLLVM.cpp)
+    if (op.getBTransposed())
+      return op.emitOpError("expected B read as its ring holds it on the mma.sync path, found "
+                            "b_transposed (wgmma only)");
     auto aAlloc = op.getA().getDefiningOp<kgpu::LocalAllocOp>();
     auto bAlloc = op.getB().getDefiningOp<kgpu::LocalAllocOp>();
     if (!aAlloc || !bAlloc)

@@ -117,6 +117,13 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
   std::map<std::tuple<unsigned, unsigned, unsigned>, unsigned> slot;
   for (auto [i, pos] : llvm::enumerate(kgpu::getThreadElements(layout, shape)))
     slot[{pos.rep[0], pos.rep[1], pos.elem[1]}] = i;
+  // The warp id read from lane 0 (shfl.sync.idx): the same value, but one ptxas knows to be
+  // warp-uniform, so the descriptors made from it live in uniform registers, as Triton's do,
+  // instead of being moved into them (R2UR) before every wgmma of every iteration (tutorial
+  // 06's forward at D 64: 8 R2UR and 15 MOV more an iteration than Triton, 303 SASS
+  // instructions against 278).
+  warp = emitInlineAsm(b, loc, b.getI32Type(), warp, "shfl.sync.idx.b32 $0, $1, 0, 31, -1;",
+                       "=r,r", /*sideEffects=*/false);
   Value group = LLVM::LShrOp::create(b, loc, warp, i32Const(b, loc, 2));
   // The warpgroups take the 64-row blocks in turn (the rows of the wgmma accumulator layout):
   // block mb of warpgroup g is rows 64 * (mb * G + g). The first shared row of this
@@ -469,6 +476,8 @@ struct SharedDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
     };
     Value bBase = slotAddress(adaptor.getB(), adaptor.getBSlot(), bAlloc);
     OperandLayout bL = getRingOperandLayout(bAlloc);
+    if (op.getBTransposed())
+      bL = transposedOperand(bL);
     Type inElem = bAlloc.getResult().getType().getElementType();
     SmallVector<Value> acc = unpackStruct(b, loc, adaptor.getC());
     bool zeroAcc = isZeroAccumulator(op.getC());

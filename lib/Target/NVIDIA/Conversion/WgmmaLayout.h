@@ -119,6 +119,16 @@ inline OperandLayout getRingOperandLayout(gpu::LocalAllocOp alloc) {
   return layout;
 }
 
+/// The layout of a B operand that is the transpose of a ring's slot (shared_dot's
+/// b_transposed): the same bytes, K and N exchanged and read with the other major-ness. The
+/// offset of (n, k) here is that of (k, n) in `slot` (emitOffset takes the major coordinate
+/// along the contiguous dimension either way), so the two views agree element for element.
+inline OperandLayout transposedOperand(OperandLayout slot) {
+  std::swap(slot.mn, slot.k);
+  slot.kMajor = !slot.kMajor;
+  return slot;
+}
+
 /// The row of blocked row `L` under the wgmma accumulator layout of `numWarps` warps
 /// (BlockedEncodingAttr with wgmma = true): blocked row r * 8W + 8w + i (w = 4g + v) is row
 /// 64 * ((r / 2) * W / 4 + g) + 16v + 8 * (r % 2) + i, where wgmma puts it. In bits: the

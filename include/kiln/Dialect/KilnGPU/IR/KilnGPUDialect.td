@@ -407,6 +407,10 @@ def KilnGPU_SharedDotOp : Op<KilnGPU_Dialect, "shared_dot",
     With `accumulate` false the product is not added to C (the result is a @ b; wgmma's
     scale-d): a loop that restarts its accumulator at zero now and then (a flattened
     persistent matmul, at each new tile) keeps C's registers chained from dot to dot.
+    With `b_transposed` B is the transpose of the ring's slot (N x K): two dots of a loop read
+    one loaded block, one as it is and one transposed (tutorial 06's backward: k @ qT and
+    ds @ qT^T), from one ring; wgmma reads the slot with the other major-ness (its bytes serve
+    both views). wgmma only (the mma.sync path reads each ring one way).
 
     ```mlir
     %d = kiln_gpu.shared_dot %a[%i], %b[%i], %c
@@ -417,13 +421,16 @@ def KilnGPU_SharedDotOp : Op<KilnGPU_Dialect, "shared_dot",
     %e = kiln_gpu.shared_dot %a[%i], %b[%i], %acc accumulate %notFirst
         : !kiln_gpu.shared<[3, 128, 64], f16>, !kiln_gpu.shared<[3, 64, 128], f16>,
           tensor<128x128xf32>
+    %t = kiln_gpu.shared_dot %ds, %b[%i], %acc2 {b_transposed}
+        : tensor<128x128xf16>, !kiln_gpu.shared<[3, 64, 128], f16>, tensor<128x64xf32>
     ```
   }];
   let arguments = (ins AnyTypeOf<[KilnGPU_SharedBufferType, AnyRankedTensor]>:$a,
                        Optional<I32>:$a_slot, KilnGPU_SharedBufferType:$b, I32:$b_slot,
                        AnyRankedTensor:$c, Optional<I1>:$accumulate,
                        DefaultValuedAttr<ConfinedAttr<I32Attr, [IntMinValue<0>, IntMaxValue<1>]>,
-                                         "0">:$pending);
+                                         "0">:$pending,
+                       UnitAttr:$b_transposed);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $a (`[` $a_slot^ `]`)? `,` $b `[` $b_slot `]` `,` $c (`accumulate` $accumulate^)? attr-dict
