@@ -3,11 +3,13 @@ beside, in one run:
   - Triton on the same source ("triton"): the twin of kiln_kernels.flash_attention (its text
     under Triton's imports, bench/common.py), launched by the same host code
     (attention_forward) with the same tiles, num_warps, num_stages and loop (overlap);
-  - Triton's own formulation ("triton_tutorial"): a kernel of the same algorithm in the
-    structure of Triton's fused-attention tutorial (bench/triton_peers.py; S a
-    multiple of BLOCK_M), with the same grid, tiles, num_warps and num_stages. Before
-    bench/common.py this was the bench's only Triton column: "triton" in the results files
-    written until then is this kernel;
+  - Triton on a formulation in the structure of Triton's fused-attention tutorial
+    ("triton_tutorial"): bench/cliff_sources_attention.py's forward (the cliff benchmark's
+    source, K loaded transposed by pointers, S a multiple of BLOCK_M) under Triton, at the
+    same tiles, num_warps and num_stages. (Until session 20 this column was a Triton-only
+    kernel of the same structure, bench/triton_peers.py; before bench/common.py it was the
+    bench's only Triton column: "triton" in the results files written until then is that
+    kernel);
   - torch SDPA on its flash backend ("sdpa"), and SDPA as a user gets it, no backend forced
     ("sdpa_default": cuDNN's on an H100 with torch 2.11): the peer issue #23 measures against.
 
@@ -88,10 +90,14 @@ def bench_case(B, H, S, D, dtype, causal, args, peers):
                 block_n=c_bn, num_warps=c_nw, num_stages=c_ns, overlap=overlap)
         makers["triton"] = (twin_call, cfgs)
     if "tutorial" in peers:
-        def tutorial_call(cfg):
-            return lambda: peers["tutorial"].triton_attention(q, k, v, outs["triton_tutorial"],
-                                                              causal, sm_scale, *cfg)
-        makers["triton_tutorial"] = (tutorial_call, [c for c in cfgs if S % c[0] == 0])
+        import cliffs_attention
+        lse = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
+
+        def tutorial_call(cfg):  # (its sm_scale is 1 / sqrt(D), as here)
+            return cliffs_attention.fwd_launcher(peers["tutorial"], q, k, v,
+                                                 outs["triton_tutorial"], lse, causal, cfg)
+        makers["triton_tutorial"] = (tutorial_call, [c for c in cfgs if S % c[0] == 0 and
+                                                     c[0] % c[1] == 0])
 
     def sdpa_fn():
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm_scale)
@@ -179,8 +185,9 @@ def main():
     ap.add_argument("--triton-tiles", default="128x64x8x3,128x64x8x4,128x128x8x3",
                     help="BMxBNxWARPSxSTAGES,...: Triton also runs at these; its fastest counts")
     ap.add_argument("--peers", default="twin,tutorial",
-                    help="Triton peers to time: twin (the same source), tutorial (Triton's "
-                    "formulation); empty: Kiln and SDPA only")
+                    help="Triton peers to time: twin (the same source), tutorial (the "
+                    "tutorial-style source of bench_cliffs.py, under Triton); empty: Kiln and "
+                    "SDPA only")
     args = ap.parse_args()
     import torch
     import torch.nn.functional as F
@@ -197,8 +204,8 @@ def main():
             if "twin" in wanted:
                 peers["twin"] = common.twin(k_fa)
             if "tutorial" in wanted:
-                import triton_peers
-                peers["tutorial"] = triton_peers
+                import cliff_sources_attention
+                peers["tutorial"] = common.twin(cliff_sources_attention)
     torch.manual_seed(0)
     dtype = torch.float16 if args.dtype == "fp16" else torch.bfloat16
     print(common.device_line(), flush=True)
