@@ -204,15 +204,15 @@ cmd_attention() {
     done
   fi
   if [ -n "${ATTN_DUMP:-}" ]; then
-    # Triton's PTX and SASS of its kernels (the twin, _attn_fwd*, and the tutorial peer,
-    # t_attn_fwd*), and Kiln's (the non-causal D=128 variant the bench runs), to
+    # Triton's PTX and SASS of its kernels (the twin, _attn_fwd*, and the tutorial-style peer,
+    # attn_fwd*: bench/cliff_sources_attention.py), and Kiln's (the non-causal D=128 variant the bench runs), to
     # $OUT/attention-dump.tgz.
     local d=/tmp/attn-dump
     rm -rf "$d" /tmp/attn-triton-cache && mkdir -p "$d"
     TRITON_CACHE_DIR=/tmp/attn-triton-cache "$PY" bench/bench_attention.py --rep 2 \
       --shapes 4x32x4096 --causal false >/dev/null 2>&1
     local pat
-    for pat in "t_attn_fwd*" "_attn_fwd*"; do
+    for pat in "attn_fwd*" "_attn_fwd*"; do
       find /tmp/attn-triton-cache -name "$pat.ptx" -exec cp {} "$d/" \;
       find /tmp/attn-triton-cache -name "$pat.cubin" -exec cp {} "$d/" \;
     done
