@@ -122,8 +122,8 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
   // instead of being moved into them (R2UR) before every wgmma of every iteration (tutorial
   // 06's forward at D 64: 8 R2UR and 15 MOV more an iteration than Triton, 303 SASS
   // instructions against 278).
-  warp = emitInlineAsm(b, loc, b.getI32Type(), warp, "shfl.sync.idx.b32 $0, $1, 0, 31, -1;",
-                       "=r,r", /*sideEffects=*/false);
+  warp = emitInlineAsm(b, loc, b.getI32Type(), warp, "shfl.sync.idx.b32 $0, $1, 0, 31, -1;", "=r,r",
+                       /*sideEffects=*/false);
   Value group = LLVM::LShrOp::create(b, loc, warp, i32Const(b, loc, 2));
   // The warpgroups take the 64-row blocks in turn (the rows of the wgmma accumulator layout):
   // block mb of warpgroup g is rows 64 * (mb * G + g). The first shared row of this
