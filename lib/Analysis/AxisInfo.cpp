@@ -110,6 +110,27 @@ void AxisInfoAnalysis::ensure(Value v) {
   visit(def);
 }
 
+static SmallVector<Value> getIncomingValues(Block &block, unsigned argNumber);
+
+/// Whether `v` is `arg` itself or a block argument that receives nothing but `arg`: a while
+/// loop's body argument forwarded unchanged from its condition block's (scf.while's `after`
+/// argument the condition passes `arg` to, or the CFG block after scf-to-cf).
+static bool isForwardOf(Value v, Value arg) {
+  if (v == arg)
+    return true;
+  auto forwarded = dyn_cast<BlockArgument>(v);
+  if (!forwarded)
+    return false;
+  Block *block = forwarded.getOwner();
+  if (auto loop = dyn_cast_or_null<scf::WhileOp>(block->getParentOp());
+      loop && block == loop.getAfterBody())
+    return loop.getConditionOp().getArgs()[forwarded.getArgNumber()] == arg;
+  if (block->hasNoPredecessors())
+    return false;
+  SmallVector<Value> incoming = getIncomingValues(*block, forwarded.getArgNumber());
+  return llvm::all_of(incoming, [&](Value in) { return in == arg; });
+}
+
 AxisInfo AxisInfoAnalysis::getInductionInfo(Value arg, ArrayRef<Value> incoming) {
   SmallVector<int64_t> shape = shapeOrScalar(arg.getType());
   unsigned rank = shape.size();
@@ -128,10 +149,10 @@ AxisInfo AxisInfoAnalysis::getInductionInfo(Value arg, ArrayRef<Value> incoming)
   for (Value in : incoming) {
     if (!in)
       return AxisInfo::unknown(rank);
-    if (in == arg)
+    if (isForwardOf(in, arg))
       continue;
     Operation *def = in.getDefiningOp();
-    if (def && isa<AddPtrOp, arith::AddIOp>(def) && def->getOperand(0) == arg) {
+    if (def && isa<AddPtrOp, arith::AddIOp>(def) && isForwardOf(def->getOperand(0), arg)) {
       // A step: runs survive where the increment is constant; alignment is what both keep.
       Value inc = def->getOperand(1);
       ensure(inc);
@@ -189,16 +210,16 @@ void AxisInfoAnalysis::visitBlockArguments(Block &block) {
         break; // unknown: div is not used
       // The back edge of an induction: arg + x adds x's divisibility.
       if (auto add = in.getDefiningOp<arith::AddIOp>()) {
-        if (add.getLhs() == arg) {
+        if (isForwardOf(add.getLhs(), arg)) {
           div = std::min(div, get(add.getRhs()).divisibility[0]);
           continue;
         }
-        if (add.getRhs() == arg) {
+        if (isForwardOf(add.getRhs(), arg)) {
           div = std::min(div, get(add.getLhs()).divisibility[0]);
           continue;
         }
       }
-      if (in == arg)
+      if (isForwardOf(in, arg))
         continue;
       div = std::min(div, get(in).divisibility[0]);
     }
@@ -233,6 +254,24 @@ void AxisInfoAnalysis::visit(Operation *op) {
     for (auto [i, arg] : llvm::enumerate(forOp.getRegionIterArgs()))
       if (isa<IntegerType, PointerType>(getElementTypeOrSelf(arg.getType())))
         infos[arg] = getInductionInfo(arg, {forOp.getInitArgs()[i], yield.getOperand(i)});
+    return;
+  }
+  // A while loop's carried values as inductions too: the condition block's arguments keep
+  // what the initial values and the body's steps keep; the body's arguments are what the
+  // condition forwards.
+  if (auto whileOp = dyn_cast<scf::WhileOp>(op)) {
+    scf::YieldOp yield = whileOp.getYieldOp();
+    for (auto [i, arg] : llvm::enumerate(whileOp.getBeforeArguments()))
+      if (isa<IntegerType, PointerType>(getElementTypeOrSelf(arg.getType())))
+        infos[arg] = getInductionInfo(arg, {whileOp.getInits()[i], yield.getOperand(i)});
+    scf::ConditionOp condition = whileOp.getConditionOp();
+    for (auto [i, arg] : llvm::enumerate(whileOp.getAfterArguments())) {
+      auto from = dyn_cast<BlockArgument>(condition.getArgs()[i]);
+      if (from && from.getOwner() == whileOp.getBeforeBody() && infos.count(from)) {
+        AxisInfo info = infos.lookup(from);
+        infos[arg] = info;
+      }
+    }
     return;
   }
   if (op->getNumResults() != 1)

@@ -616,15 +616,25 @@ Tile kiln::Builder::cast(const Tile &x, DType dst, StringRef rounding) {
 }
 
 /// The value a loop's iteration argument `arg` starts from (scf.for's init, scf.while's
-/// operand for its `before` region); null for other block arguments.
+/// operand for its `before` region, and for its `after` region the value the condition
+/// forwards when that is a `before` argument, as the language's `while` loops are built);
+/// null for other block arguments.
 static Value loopInitialValue(BlockArgument arg) {
   Operation *parent = arg.getOwner()->getParentOp();
   if (auto loop = dyn_cast_or_null<scf::ForOp>(parent))
     if (arg.getOwner() == loop.getBody() && arg.getArgNumber() > 0)
       return loop.getInitArgs()[arg.getArgNumber() - 1];
-  if (auto loop = dyn_cast_or_null<scf::WhileOp>(parent))
-    if (arg.getOwner() == loop.getBeforeBody())
+  if (auto loop = dyn_cast_or_null<scf::WhileOp>(parent)) {
+    Block *before = loop.getBeforeBody();
+    if (arg.getOwner() == before)
       return loop.getInits()[arg.getArgNumber()];
+    auto condition =
+        before->empty() ? scf::ConditionOp() : dyn_cast<scf::ConditionOp>(before->back());
+    if (arg.getOwner() == loop.getAfterBody() && condition)
+      if (auto in = dyn_cast<BlockArgument>(condition.getArgs()[arg.getArgNumber()]);
+          in && in.getOwner() == before)
+        return loop.getInits()[in.getArgNumber()];
+  }
   return Value();
 }
 

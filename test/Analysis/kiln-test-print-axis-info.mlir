@@ -274,3 +274,80 @@ func.func @ptr_casts(%p: !kiln.ptr<i8> {kiln.divisibility = 16 : i32}, %a: i64 {
   %i = kiln.ptr_cast %q : !kiln.ptr<i32> -> i64
   return
 }
+
+// -----
+
+// A pointer tile carried by a while loop (`while i < n: ...; ptrs += 64`): the condition
+// block's argument is an induction like a for loop's (init 16-byte aligned, step 128 bytes),
+// and the body's argument is what the condition forwards.
+func.func @while_pointer(%p: !kiln.ptr<f16> {kiln.divisibility = 16 : i32}, %n: i32) {
+  // expected-remark @below {{contiguity = [1], divisibility = [1073741824], constancy = [1]}}
+  %c0 = arith.constant 0 : i32
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [1]}}
+  %c1 = arith.constant 1 : i32
+  // expected-remark @below {{contiguity = [64], divisibility = [1073741824], constancy = [1]}}
+  %r = kiln.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+  // expected-remark @below {{contiguity = [1], divisibility = [16], constancy = [64]}}
+  %ps = kiln.splat %p : tensor<64x!kiln.ptr<f16>>
+  // expected-remark @below {{contiguity = [64], divisibility = [16], constancy = [1]}}
+  %p0 = kiln.addptr %ps, %r : tensor<64x!kiln.ptr<f16>>, tensor<64xi32>
+  %out:2 = scf.while (%q = %p0, %i = %c0) : (tensor<64x!kiln.ptr<f16>>, i32) -> (tensor<64x!kiln.ptr<f16>>, i32) {
+    // expected-remark @below {{contiguity = [1], divisibility = [1073741824], constancy = [64]}}
+    %z = arith.constant dense<0> : tensor<64xi32>
+    // expected-remark @below {{contiguity = [64], divisibility = [16], constancy = [1]}}
+    %seen = kiln.addptr %q, %z : tensor<64x!kiln.ptr<f16>>, tensor<64xi32>
+    // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [1]}}
+    %more = arith.cmpi slt, %i, %n : i32
+    scf.condition(%more) %q, %i : tensor<64x!kiln.ptr<f16>>, i32
+  } do {
+  ^bb0(%qa: tensor<64x!kiln.ptr<f16>>, %ia: i32):
+    // expected-remark @below {{contiguity = [1], divisibility = [1073741824], constancy = [64]}}
+    %z = arith.constant dense<0> : tensor<64xi32>
+    // expected-remark @below {{contiguity = [64], divisibility = [16], constancy = [1]}}
+    %same = kiln.addptr %qa, %z : tensor<64x!kiln.ptr<f16>>, tensor<64xi32>
+    // expected-remark @below {{contiguity = [1], divisibility = [64], constancy = [64]}}
+    %inc = arith.constant dense<64> : tensor<64xi32>
+    // expected-remark @below {{contiguity = [64], divisibility = [16], constancy = [1]}}
+    %next = kiln.addptr %qa, %inc : tensor<64x!kiln.ptr<f16>>, tensor<64xi32>
+    // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [1]}}
+    %i1 = arith.addi %ia, %c1 : i32
+    scf.yield %next, %i1 : tensor<64x!kiln.ptr<f16>>, i32
+  }
+  return
+}
+
+// -----
+
+// The same after scf-to-cf: the body block's argument receives only the condition block's,
+// so the back edge's `qa + 64` is that argument's step.
+func.func @cfg_while_pointer(%p: !kiln.ptr<f16> {kiln.divisibility = 16 : i32}, %n: i32) {
+  // expected-remark @below {{contiguity = [1], divisibility = [1073741824], constancy = [1]}}
+  %c0 = arith.constant 0 : i32
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [1]}}
+  %c1 = arith.constant 1 : i32
+  // expected-remark @below {{contiguity = [64], divisibility = [1073741824], constancy = [1]}}
+  %r = kiln.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+  // expected-remark @below {{contiguity = [1], divisibility = [16], constancy = [64]}}
+  %ps = kiln.splat %p : tensor<64x!kiln.ptr<f16>>
+  // expected-remark @below {{contiguity = [64], divisibility = [16], constancy = [1]}}
+  %p0 = kiln.addptr %ps, %r : tensor<64x!kiln.ptr<f16>>, tensor<64xi32>
+  cf.br ^before(%p0, %c0 : tensor<64x!kiln.ptr<f16>>, i32)
+^before(%q: tensor<64x!kiln.ptr<f16>>, %i: i32):
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [1]}}
+  %more = arith.cmpi slt, %i, %n : i32
+  cf.cond_br %more, ^after(%q, %i : tensor<64x!kiln.ptr<f16>>, i32), ^done
+^after(%qa: tensor<64x!kiln.ptr<f16>>, %ia: i32):
+  // expected-remark @below {{contiguity = [1], divisibility = [1073741824], constancy = [64]}}
+  %z = arith.constant dense<0> : tensor<64xi32>
+  // expected-remark @below {{contiguity = [64], divisibility = [16], constancy = [1]}}
+  %same = kiln.addptr %qa, %z : tensor<64x!kiln.ptr<f16>>, tensor<64xi32>
+  // expected-remark @below {{contiguity = [1], divisibility = [64], constancy = [64]}}
+  %inc = arith.constant dense<64> : tensor<64xi32>
+  // expected-remark @below {{contiguity = [64], divisibility = [16], constancy = [1]}}
+  %next = kiln.addptr %qa, %inc : tensor<64x!kiln.ptr<f16>>, tensor<64xi32>
+  // expected-remark @below {{contiguity = [1], divisibility = [1], constancy = [1]}}
+  %i1 = arith.addi %ia, %c1 : i32
+  cf.br ^before(%next, %i1 : tensor<64x!kiln.ptr<f16>>, i32)
+^done:
+  return
+}
