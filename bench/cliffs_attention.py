@@ -136,33 +136,14 @@ def rows(ctx):
 
 
 def main(argv=None):
+    """This section alone: bench_cliffs.py's run of it (same context, table and summary)."""
     import argparse
-    import types
     p = argparse.ArgumentParser(description=TITLE)
     p.add_argument("--quick", action="store_true")
     args = p.parse_args(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import common
-    common.setup_paths()
-    torch = common._torch()
-    import kiln
-    triton, _ = common.triton_or_none()
-    ctx = types.SimpleNamespace(
-        torch=torch, kiln=kiln, triton=triton, common=common, timer=common.do_bench,
-        sms=torch.cuda.get_device_properties(0).multi_processor_count, quick=args.quick)
-    print(common.device_line())
-    fmt, fc = common.fmt, common.fmt_config
-
-    def ratio(x, y):
-        return fmt(x / y if x and y and x == x and y == y else None, ".3f")
-    common.markdown_table(
-        ["case", "dtype", "shape", f"Kiln {UNIT}", "Kiln cfg", f"Triton {UNIT}", "Triton cfg",
-         f"SDPA {UNIT}", "Kiln/Triton", "Triton/Triton", "Kiln err", "Triton err"],
-        [[r["case"], r["dtype"], r["shape"], fmt(r["kiln"]), fc(r["kiln_cfg"]),
-          fmt(r["triton"]), fc(r["triton_cfg"]), fmt(r.get("peer")),
-          ratio(r["kiln"], r["triton"]), ratio(r["triton_again"], r["triton"]),
-          fmt(r["kiln_err"], ".1e"), fmt(r["triton_err"], ".1e")] for r in rows(ctx)],
-        align="lll", title=f"{TITLE} — {common.device_name()}")
+    import bench_cliffs
+    bench_cliffs.main(["--sections", "attention"] + (["--quick"] if args.quick else []))
 
 
 if __name__ == "__main__":

@@ -107,8 +107,8 @@ bool isZeroOther(Value other) {
 
 /// Whether every use of `load` is an operand of a dot of `loop`'s body, directly or through a
 /// 2-D transpose read by that dot only (tutorial 06's backward multiplies by a loaded qT and
-/// by its transpose). Each dot then gets a ring and a copy of its own; the load goes once no
-/// dot reads it any more.
+/// by its transpose). Each dot then gets a ring and a copy of its own, or with wgmma reads an
+/// earlier dot's ring (shareBRings); the load goes once no dot reads it any more.
 static bool onlyDotsRead(LoadOp load, scf::ForOp loop) {
   for (Operation *user : load->getUsers()) {
     if (auto trans = dyn_cast<TransOp>(user)) {

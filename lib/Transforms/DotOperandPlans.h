@@ -83,8 +83,8 @@ bool isZeroOther(Value other);
 
 /// A load the pipeline can turn into async copies: read by dots of the loop only (each
 /// directly or through a 2-D transpose whose one use is the dot; each dot gets a copy of its
-/// own), not volatile, zero where masked off, 16-bit floats or 8-bit types, its operands
-/// computable for any iteration.
+/// own unless shareBRings lets it read another's ring), not volatile, zero where masked off, 16-bit
+/// floats or 8-bit types, its operands computable for any iteration.
 FailureOr<CopyPlan> planCopy(Value operand, scf::ForOp loop);
 
 /// `x * n` for an integer or integer tile `x` and a constant `n`.

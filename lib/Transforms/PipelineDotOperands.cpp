@@ -195,7 +195,7 @@ FailureOr<LoopSchedule> scheduleLoop(scf::ForOp loop, MutableArrayRef<DotPlan> p
 /// `onceBuffers` for later loops.
 void eraseReplacedLoads(IRRewriter &rewriter, MutableArrayRef<DotPlan> plans, ArrayRef<Value> aBufs,
                         OnceBuffers &onceBuffers) {
-  // A load several dots read (each through a copy of its own) goes with the last of them.
+  // A load several dots read goes with the last of them.
   llvm::SmallPtrSet<Operation *, 32> erased;
   for (DotPlan &plan : plans)
     for (const CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b})
