@@ -82,6 +82,11 @@ SmallVector<int64_t> kiln::getScratchParts(Operation *op) {
     auto dst = cast<RankedTensorType>(op->getResult(0).getType());
     if (isa<kgpu::ConvertLayoutOp>(op) && src == dst)
       return parts; // no data moves
+    if (isa<kgpu::ConvertLayoutOp>(op))
+      if (auto bands = kgpu::planColumnBands(src, dst)) { // one band at a time
+        parts.push_back(dst.getDimSize(0) * bands->rowStride * storageBytes(dst.getElementType()));
+        return parts;
+      }
     parts.push_back(paddedElements(dst.getNumElements()) * storageBytes(dst.getElementType()));
   } else if (isa<AtomicRMWOp, AtomicCASOp>(op)) {
     Type result = op->getResult(0).getType();

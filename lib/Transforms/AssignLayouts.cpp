@@ -14,6 +14,7 @@
 #include "kiln/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/Debug.h"
 
@@ -269,6 +270,67 @@ const SliceEdge *findSlicedAccumulator(func::FuncOp func, ValueGroups &groups,
   return found;
 }
 
+/// The groups whose layout will be a tensor-core accumulator's (step 3's mmaLayoutOf, less
+/// its diagnostics).
+DenseSet<Value> tensorCoreGroups(func::FuncOp func, ValueGroups &groups, unsigned numWarps,
+                                 bool wgmma) {
+  MLIRContext *ctx = func.getContext();
+  DenseSet<Value> roots;
+  func.walk([&](Operation *op) {
+    if (auto dot = dyn_cast<DotOp>(op)) {
+      ArrayRef<int64_t> shape = dot.getType().getShape();
+      if (takesMmaAccumulatorLayout(dot) &&
+          ((wgmma && fitsWgmma(dot) && getWgmmaAccumulatorLayout(ctx, shape, numWarps)) ||
+           getMmaAccumulatorLayout(ctx, shape, numWarps)))
+        roots.insert(groups.find(dot.getResult()));
+    } else if (auto dot = dyn_cast<kiln::gpu::SharedDotOp>(op)) {
+      roots.insert(groups.find(dot.getResult()));
+    }
+  });
+  return roots;
+}
+
+/// Step 2c: a 2-D store of a tensor-core accumulator that its fragment layout would write one
+/// element at a time -- the column pairs a thread holds are not proven aligned (a C pointer
+/// loaded from a table, an unknown row stride) or the memory is contiguous down the columns --
+/// stores through a kiln_gpu.convert_layout instead: the pointers (and mask) then take a
+/// blocked layout of their own, coalesced along the contiguous dimension (a warp writes 32
+/// consecutive elements, not 8 rows of 4 scattered ones). Returns the conversions made; their
+/// groups place warps along the rows (chooseBlocked), so the conversion moves one band of
+/// columns at a time (kiln::gpu::planColumnBands).
+SmallVector<Operation *> convertAccumulatorStores(func::FuncOp func, ValueGroups &groups,
+                                                  unsigned numWarps, bool wgmma) {
+  DenseSet<Value> tensorCore = tensorCoreGroups(func, groups, numWarps, wgmma);
+  SmallVector<StoreOp> stores;
+  func.walk([&](StoreOp store) {
+    auto type = dyn_cast<RankedTensorType>(store.getValue().getType());
+    if (type && type.getRank() == 2 && tensorCore.contains(groups.find(store.getValue())))
+      stores.push_back(store);
+  });
+  if (stores.empty())
+    return {};
+  AxisInfoAnalysis axis(func);
+  SmallVector<Operation *> converts;
+  for (StoreOp store : stores) {
+    Value ptr = store.getPtr();
+    const AxisInfo &info = axis.get(ptr);
+    unsigned fast = info.contiguity[1] >= info.contiguity[0] ? 1 : 0;
+    // Less than a 32-byte sector of 16-bit elements in a row: nothing to coalesce.
+    if (info.contiguity[fast] < 16)
+      continue;
+    bool pairs = fast == 1 && axis.getPtrVectorWidth(ptr, 1, kMaxAccessBits) >= 2 &&
+                 (!store.getMask() || axis.getMaskConstancy(store.getMask(), 1) >= 2);
+    if (pairs)
+      continue; // the fragment layout writes whole pairs
+    OpBuilder b(store);
+    Value value = store.getValue();
+    auto cvt = kiln::gpu::ConvertLayoutOp::create(b, store.getLoc(), value.getType(), value);
+    store.getValueMutable().assign(cvt);
+    converts.push_back(cvt);
+  }
+  return converts;
+}
+
 /// Step 4b: an A read from registers whose group took another layout (a layout from a slice
 /// or a conflict) is converted to the wgmma fragment layout.
 void convertRegisterOperands(func::FuncOp func, unsigned numWarps) {
@@ -400,7 +462,7 @@ struct KilnAssignLayoutsPass final : kiln::impl::KilnAssignLayoutsBase<KilnAssig
 
   LogicalResult assign(func::FuncOp func);
   BlockedEncodingAttr chooseBlocked(ArrayRef<int64_t> shape, Value ptr,
-                                    const AxisInfoAnalysis &axis);
+                                    const AxisInfoAnalysis &axis, bool warpsAlongRows);
 };
 
 /// Gives the slice requirement of `edge` its own tile: a kiln_gpu.convert_layout between the
@@ -424,6 +486,8 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
   ValueGroups groups;
   SmallVector<SliceEdge> edges;
   DenseMap<Value, SliceEdge *> sliceOf; // sliced group root -> edge
+  bool storesChecked = false;
+  SmallVector<Operation *> rowConverts; // step 2c's conversions
   // A tile sliced from two different layouts, or a sliced dot accumulator, gets a conversion
   // and the grouping starts over (each round removes one conflict).
   for (unsigned round = 0;; ++round) {
@@ -435,8 +499,16 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
     const SliceEdge *conflict = findSliceConflict(groups, edges, sliceOf);
     if (!conflict)
       conflict = findSlicedAccumulator(func, groups, sliceOf);
-    if (!conflict)
-      break;
+    if (!conflict) {
+      SmallVector<Operation *> converts =
+          storesChecked ? SmallVector<Operation *>()
+                        : convertAccumulatorStores(func, groups, numWarps, wgmma);
+      storesChecked = true;
+      if (converts.empty())
+        break;
+      rowConverts.append(converts);
+      continue; // group again: the stores' pointers leave the accumulators' groups
+    }
     if (round > 4096)
       return conflict->op->emitError("layout assignment does not converge");
     insertConversion(*conflict);
@@ -521,6 +593,9 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
   if (badSharedDot)
     return failure();
   DenseMap<Value, Attribute> layoutOf; // group root -> layout
+  DenseSet<Value> rowRoots; // the groups step 2c's conversions store: warps along the rows
+  for (Operation *cvt : rowConverts)
+    rowRoots.insert(groups.find(cvt->getResult(0)));
   std::function<Attribute(Value)> resolve = [&](Value root) -> Attribute {
     if (Attribute done = layoutOf.lookup(root))
       return done;
@@ -538,7 +613,8 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
             cast<RankedTensorType>(v.getType()).getNumElements() >
                 cast<RankedTensorType>(shapeSource.getType()).getNumElements())
           shapeSource = v;
-      layout = chooseBlocked(cast<RankedTensorType>(shapeSource.getType()).getShape(), ptr, axis);
+      layout = chooseBlocked(cast<RankedTensorType>(shapeSource.getType()).getShape(), ptr, axis,
+                             rowRoots.contains(root));
     }
     layoutOf[root] = layout;
     return layout;
@@ -562,7 +638,8 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
 }
 
 BlockedEncodingAttr KilnAssignLayoutsPass::chooseBlocked(ArrayRef<int64_t> shape, Value ptr,
-                                                         const AxisInfoAnalysis &axis) {
+                                                         const AxisInfoAnalysis &axis,
+                                                         bool warpsAlongRows) {
   unsigned rank = shape.size();
   // Fastest dimension first: by contiguity of the anchor, the last dimension on ties.
   SmallVector<unsigned> order;
@@ -578,6 +655,13 @@ BlockedEncodingAttr KilnAssignLayoutsPass::chooseBlocked(ArrayRef<int64_t> shape
     llvm::stable_sort(
         order, [&](unsigned a, unsigned b) { return info.contiguity[a] > info.contiguity[b]; });
     vec = axis.getPtrVectorWidth(ptr, order[0], kMaxAccessBits);
+    // A converted accumulator's store: as wide as its mask is constant, no wider (a thread
+    // writing a block one element at a time would leave gaps in each warp's row).
+    if (warpsAlongRows)
+      for (Operation *user : ptr.getUsers())
+        if (auto store = dyn_cast<StoreOp>(user); store && store.getMask())
+          vec = std::min<int64_t>(
+              vec, std::max<int64_t>(1, axis.getMaskConstancy(store.getMask(), order[0])));
     // Leave every thread some work before widening the per-thread block.
     vec = std::min<int64_t>(vec, std::max<int64_t>(1, numel / numThreads));
     vec = std::min<int64_t>(vec, shape[order[0]]);
@@ -606,13 +690,17 @@ BlockedEncodingAttr KilnAssignLayoutsPass::chooseBlocked(ArrayRef<int64_t> shape
     lanes /= t;
   }
   tpw[order.back()] *= lanes; // Tile smaller than a warp: replicate along the slowest dim.
+  // Warps along the fastest dimension first, or (warpsAlongRows) the slowest first.
+  SmallVector<unsigned> warpOrder(order);
+  if (warpsAlongRows)
+    std::reverse(warpOrder.begin(), warpOrder.end());
   unsigned warps = numWarps;
-  for (unsigned d : order) {
+  for (unsigned d : warpOrder) {
     unsigned w = std::min<int64_t>(warps, std::max<int64_t>(1, shape[d] / (spt[d] * tpw[d])));
     wpc[d] = w;
     warps /= w;
   }
-  wpc[order.back()] *= warps;
+  wpc[warpOrder.back()] *= warps;
   return BlockedEncodingAttr::get(&getContext(), spt, tpw, wpc, order, /*wgmma=*/false);
 }
 

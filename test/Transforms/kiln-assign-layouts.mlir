@@ -146,3 +146,69 @@ func.func @wgmma_accumulator(%pa: !kiln.ptr<f16>, %pb: !kiln.ptr<f16>, %pc: !kil
   kiln.store %q, %m : tensor<128x!kiln.ptr<f32>>
   return
 }
+
+// -----
+
+// A wgmma accumulator stored through pointers contiguous along the columns but not proven
+// aligned (a row stride of unknown divisibility): the fragment layout would write one element
+// at a time, 8 rows of a warp at once, so the store goes through a convert_layout to a blocked
+// layout of its own, a warp writing 32 consecutive elements of a row, warps along the rows.
+// With the pointer and the stride divisible by 16 the fragment layout writes whole pairs and
+// the store keeps it.
+// WG-DAG: #[[ACC:blocked[0-9]*]] = #kiln_gpu.blocked<{sizePerThread = [1, 2], threadsPerWarp = [8, 4], warpsPerCTA = [8, 1], order = [1, 0], wgmma = true}>
+// WG-DAG: #[[ROWS:blocked[0-9]*]] = #kiln_gpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [1, 32], warpsPerCTA = [8, 1], order = [1, 0]}>
+// WG-LABEL: func.func @unaligned_accumulator_store
+// WG: kiln.dot {{.*}} -> tensor<128x256xf32, #[[ACC]]>
+// WG: arith.truncf {{.*}} : tensor<128x256xf32, #[[ACC]]> to tensor<128x256xf16, #[[ACC]]>
+// WG: kiln_gpu.convert_layout {{.*}} : tensor<128x256xf16, #[[ACC]]> -> tensor<128x256xf16, #[[ROWS]]>
+// WG: kiln.store {{.*}} : tensor<128x256x!kiln.ptr<f16>, #[[ROWS]]>
+// WG-LABEL: func.func @aligned_accumulator_store
+// WG-NOT: kiln_gpu.convert_layout
+// WG: kiln.store {{.*}} : tensor<128x256x!kiln.ptr<f16>, #[[ACC]]>
+func.func @unaligned_accumulator_store(%pa: !kiln.ptr<f16>, %pb: !kiln.ptr<f16>,
+                                       %pc: !kiln.ptr<f16>, %ldc: i32) {
+  %ra = kiln.splat %pa : tensor<128x64x!kiln.ptr<f16>>
+  %rb = kiln.splat %pb : tensor<64x256x!kiln.ptr<f16>>
+  %a = kiln.load %ra : tensor<128x64x!kiln.ptr<f16>>
+  %b = kiln.load %rb : tensor<64x256x!kiln.ptr<f16>>
+  %zero = arith.constant dense<0.0> : tensor<128x256xf32>
+  %d = kiln.dot %a, %b, %zero : tensor<128x64xf16> * tensor<64x256xf16> -> tensor<128x256xf32>
+  %h = arith.truncf %d : tensor<128x256xf32> to tensor<128x256xf16>
+  %rm = kiln.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
+  %rn = kiln.make_range {end = 256 : i32, start = 0 : i32} : tensor<256xi32>
+  %em = kiln.expand_dims %rm {axis = 1 : i32} : tensor<128xi32> -> tensor<128x1xi32>
+  %ldcs = kiln.splat %ldc : tensor<128x1xi32>
+  %om = arith.muli %em, %ldcs : tensor<128x1xi32>
+  %omb = kiln.broadcast %om : tensor<128x1xi32> -> tensor<128x256xi32>
+  %en = kiln.expand_dims %rn {axis = 0 : i32} : tensor<256xi32> -> tensor<1x256xi32>
+  %onb = kiln.broadcast %en : tensor<1x256xi32> -> tensor<128x256xi32>
+  %off = arith.addi %omb, %onb : tensor<128x256xi32>
+  %p = kiln.splat %pc : tensor<128x256x!kiln.ptr<f16>>
+  %ps = kiln.addptr %p, %off : tensor<128x256x!kiln.ptr<f16>>, tensor<128x256xi32>
+  kiln.store %ps, %h : tensor<128x256x!kiln.ptr<f16>>
+  return
+}
+func.func @aligned_accumulator_store(%pa: !kiln.ptr<f16>, %pb: !kiln.ptr<f16>,
+                                     %pc: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
+                                     %ldc: i32 {kiln.divisibility = 16 : i32}) {
+  %ra = kiln.splat %pa : tensor<128x64x!kiln.ptr<f16>>
+  %rb = kiln.splat %pb : tensor<64x256x!kiln.ptr<f16>>
+  %a = kiln.load %ra : tensor<128x64x!kiln.ptr<f16>>
+  %b = kiln.load %rb : tensor<64x256x!kiln.ptr<f16>>
+  %zero = arith.constant dense<0.0> : tensor<128x256xf32>
+  %d = kiln.dot %a, %b, %zero : tensor<128x64xf16> * tensor<64x256xf16> -> tensor<128x256xf32>
+  %h = arith.truncf %d : tensor<128x256xf32> to tensor<128x256xf16>
+  %rm = kiln.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
+  %rn = kiln.make_range {end = 256 : i32, start = 0 : i32} : tensor<256xi32>
+  %em = kiln.expand_dims %rm {axis = 1 : i32} : tensor<128xi32> -> tensor<128x1xi32>
+  %ldcs = kiln.splat %ldc : tensor<128x1xi32>
+  %om = arith.muli %em, %ldcs : tensor<128x1xi32>
+  %omb = kiln.broadcast %om : tensor<128x1xi32> -> tensor<128x256xi32>
+  %en = kiln.expand_dims %rn {axis = 0 : i32} : tensor<256xi32> -> tensor<1x256xi32>
+  %onb = kiln.broadcast %en : tensor<1x256xi32> -> tensor<128x256xi32>
+  %off = arith.addi %omb, %onb : tensor<128x256xi32>
+  %p = kiln.splat %pc : tensor<128x256x!kiln.ptr<f16>>
+  %ps = kiln.addptr %p, %off : tensor<128x256x!kiln.ptr<f16>>, tensor<128x256xi32>
+  kiln.store %ps, %h : tensor<128x256x!kiln.ptr<f16>>
+  return
+}

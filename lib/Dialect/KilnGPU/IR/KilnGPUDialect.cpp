@@ -207,6 +207,36 @@ SmallVector<ElemPos> kiln::gpu::getThreadElements(Attribute layout, ArrayRef<int
   return out;
 }
 
+std::optional<ColumnBands> kiln::gpu::planColumnBands(RankedTensorType src, RankedTensorType dst) {
+  // Bytes of one band (without its padding).
+  constexpr int64_t kBandBytes = 16 * 1024;
+  if (src.getRank() != 2 || src.getShape() != dst.getShape() ||
+      !src.getElementType().isIntOrFloat())
+    return std::nullopt;
+  ArrayRef<int64_t> shape = src.getShape();
+  int64_t period = 1;
+  for (Attribute layout : {src.getEncoding(), dst.getEncoding()}) {
+    auto blocked = dyn_cast_or_null<BlockedEncodingAttr>(layout);
+    if (!blocked)
+      return std::nullopt;
+    int64_t tile[2];
+    for (unsigned d = 0; d < 2; ++d) {
+      tile[d] = int64_t(blocked.getSizePerThread()[d]) * blocked.getThreadsPerWarp()[d] *
+                blocked.getWarpsPerCTA()[d];
+      if (tile[d] > shape[d])
+        return std::nullopt; // wraps around: owners replicate
+    }
+    period = std::max(period, tile[1]);
+  }
+  int64_t bytes = std::max<int64_t>(1, src.getElementTypeBitWidth() / 8);
+  int64_t width = period;
+  while (width * 2 < shape[1] && shape[0] * width * 2 * bytes <= kBandBytes)
+    width *= 2;
+  if (width >= shape[1] || shape[0] * width * bytes > 2 * kBandBytes)
+    return std::nullopt;
+  return ColumnBands{width, shape[1] / width, width + std::max<int64_t>(1, 16 / bytes)};
+}
+
 unsigned kiln::gpu::getElemsPerThread(RankedTensorType type) {
   if (!type.getEncoding())
     return type.getNumElements();

@@ -16,6 +16,8 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <optional>
+
 #include "kiln/Dialect/KilnGPU/IR/KilnGPUDialect.h.inc"
 
 #define GET_ATTRDEF_CLASSES
@@ -47,6 +49,21 @@ struct ElemPos {
 /// register order: the fastest dimension of `order` varies fastest, sizePerThread blocks
 /// innermost. Every thread owns the same number.
 llvm::SmallVector<ElemPos> getThreadElements(mlir::Attribute layout, llvm::ArrayRef<int64_t> shape);
+/// How a 2-D tile moves between two blocked layouts through shared memory in bands of
+/// columns (planColumnBands): `count` bands of `width` columns, each row of a band
+/// `rowStride` elements apart (the width and 16 bytes of padding, so that the 8 rows an mma
+/// fragment store touches start in different banks and vector accesses stay aligned).
+struct ColumnBands {
+  int64_t width = 0;
+  int64_t count = 0;
+  int64_t rowStride = 0;
+};
+/// Bands for converting `src` to `dst` (both 2-D, blocked, integer or float elements, each
+/// layout's tile within the shape) when the tile is wide enough for two or more bands of at
+/// most 16 KiB each: every band is a whole number of both layouts' column periods, so which
+/// band an element falls in is known from its register alone. None otherwise (the whole tile
+/// then moves at once).
+std::optional<ColumnBands> planColumnBands(mlir::RankedTensorType src, mlir::RankedTensorType dst);
 /// Number of elements one thread holds.
 unsigned getElemsPerThread(mlir::RankedTensorType type);
 /// The blocked layout at the root of a (possibly nested) slice layout.
