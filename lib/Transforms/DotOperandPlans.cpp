@@ -27,37 +27,16 @@ using namespace kiln;
 
 namespace kiln::pipeline {
 
-/// Collects into `ops` the body ops computing `v` from loop invariants only; false if `v`
-/// depends on the induction variable, an iteration argument or an impure op.
-bool collectInvariantChain(Value v, scf::ForOp loop, llvm::SetVector<Operation *> &ops) {
-  if (isa<BlockArgument>(v))
-    return cast<BlockArgument>(v).getOwner() != loop.getBody();
-  Operation *def = v.getDefiningOp();
-  if (!loop->isProperAncestor(def))
-    return true;
-  if (def->getBlock() != loop.getBody() || def->getNumRegions() || !isPure(def))
-    return false;
-  if (!ops.insert(def))
-    return true;
-  return llvm::all_of(def->getOperands(),
-                      [&](Value o) { return collectInvariantChain(o, loop, ops); });
-}
-
 /// Accepts, for getAddressSlice, the iteration arguments that are inductions: `p` yielded as
 /// `addptr(p, inc)` (Triton's `a_ptrs += BLOCK_K * stride_ak`) or an integer `x` yielded as
 /// `x + inc` (a block pointer's offset moved by `tl.advance`), `inc` loop-invariant; records
 /// them and the ops computing their increments in `plan`.
 std::function<bool(BlockArgument)> inductionAcceptor(CopyPlan &plan, scf::ForOp loop,
                                                      llvm::SetVector<Operation *> &increments) {
-  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
-  return [&plan, loop, yield, &increments](BlockArgument arg) mutable {
+  return [&plan, loop, &increments](BlockArgument arg) mutable {
     unsigned idx = arg.getArgNumber() - 1;
-    Value next = yield.getOperand(idx), inc;
-    if (auto add = next.getDefiningOp<AddPtrOp>(); add && add.getPtr() == arg)
-      inc = add.getOffset();
-    else if (auto addi = next.getDefiningOp<arith::AddIOp>())
-      inc = addi.getLhs() == arg ? addi.getRhs() : addi.getRhs() == arg ? addi.getLhs() : Value();
-    if (!inc || !collectInvariantChain(inc, loop, increments))
+    Value inc = getInductionIncrement(arg, loop, increments);
+    if (!inc)
       return false; // not an induction: the next value is not known yet
     if (!llvm::is_contained(llvm::make_first_range(plan.inductions), idx))
       plan.inductions.push_back({idx, inc});

@@ -69,10 +69,6 @@ struct DotPlan {
   bool bTransposedView = false;
 };
 
-/// Collects into `ops` the body ops computing `v` from loop invariants only; false if `v`
-/// depends on the induction variable, an iteration argument or an impure op.
-bool collectInvariantChain(Value v, scf::ForOp loop, llvm::SetVector<Operation *> &ops);
-
 /// A descriptor load the TMA can copy into a ring: one use (the dot), 16-bit floats, a 2-D
 /// block TMA boxes cover (nvidia::getTensorMapBox), offsets computable for any iteration from the
 /// induction variable and loop invariants.

@@ -63,3 +63,32 @@ void kiln::noteTmaBoxRows(func::FuncOp func, unsigned arg, int32_t rows) {
   all[arg] = all[arg] ? std::min(all[arg], rows) : rows;
   module->setAttr(kTmaBoxRowsAttr, DenseI32ArrayAttr::get(module.getContext(), all));
 }
+
+bool kiln::collectInvariantChain(Value v, scf::ForOp loop, llvm::SetVector<Operation *> &ops) {
+  if (isa<BlockArgument>(v))
+    return cast<BlockArgument>(v).getOwner() != loop.getBody();
+  Operation *def = v.getDefiningOp();
+  if (!loop->isProperAncestor(def))
+    return true;
+  if (def->getBlock() != loop.getBody() || def->getNumRegions() || !isPure(def))
+    return false;
+  if (!ops.insert(def))
+    return true;
+  return llvm::all_of(def->getOperands(),
+                      [&](Value o) { return collectInvariantChain(o, loop, ops); });
+}
+
+Value kiln::getInductionIncrement(BlockArgument arg, scf::ForOp loop,
+                                  llvm::SetVector<Operation *> &incOps) {
+  if (arg.getOwner() != loop.getBody() || arg.getArgNumber() == 0)
+    return Value();
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  Value next = yield.getOperand(arg.getArgNumber() - 1), inc;
+  if (auto add = next.getDefiningOp<AddPtrOp>(); add && add.getPtr() == arg)
+    inc = add.getOffset();
+  else if (auto addi = next.getDefiningOp<arith::AddIOp>())
+    inc = addi.getLhs() == arg ? addi.getRhs() : addi.getRhs() == arg ? addi.getLhs() : Value();
+  if (!inc || !collectInvariantChain(inc, loop, incOps))
+    return Value();
+  return inc;
+}

@@ -13,6 +13,7 @@
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace kiln {
 
@@ -23,6 +24,16 @@ namespace kiln {
 mlir::FailureOr<llvm::SmallVector<mlir::Operation *>>
 getAddressSlice(mlir::Operation *op, mlir::scf::ForOp loop,
                 llvm::function_ref<bool(mlir::BlockArgument)> acceptIterArg = nullptr);
+/// Collects into `ops` the body ops computing `v` from loop invariants only; false if `v`
+/// depends on the induction variable, an iteration argument or an impure op.
+bool collectInvariantChain(mlir::Value v, mlir::scf::ForOp loop,
+                           llvm::SetVector<mlir::Operation *> &ops);
+/// The increment of iteration argument `arg` of `loop` when it is an induction: yielded as
+/// `addptr(arg, inc)` (Triton's `a_ptrs += BLOCK_K * stride_ak`) or an integer `arg + inc`
+/// (either side), `inc` computed from loop invariants, its ops in the body added to `incOps`;
+/// null otherwise.
+mlir::Value getInductionIncrement(mlir::BlockArgument arg, mlir::scf::ForOp loop,
+                                  llvm::SetVector<mlir::Operation *> &incOps);
 /// `cond` (i1) in the shape of `like` (a splat for tiles).
 mlir::Value splatMaskLike(mlir::OpBuilder &b, mlir::Location loc, mlir::Value cond,
                           mlir::Type like);

@@ -63,30 +63,68 @@ func.func @not_pipelined(%x: !kiln.ptr<i32>, %n: i32) {
 
 // -----
 
-// With num-stages = 1 only the loads feeding dots are prefetched (as Triton's pipeliner):
-// the dot's operand load moves ahead, the row load that feeds an add stays in place.
+// With num-stages = 1 the loads feeding dots are prefetched, and in a loop of dots the other
+// loads when their prefetched values take at most 8 registers a thread: the dot's operand
+// load moves ahead, the 64 x 64 f32 row load that feeds an add (32 registers a thread on
+// 4 warps) stays in place.
 // OFF-LABEL: func.func @dot_operands_only(
 // OFF: %[[FIRST:.*]] = kiln.load %{{.*}}, %{{.*}} : tensor<16x16x!kiln.ptr<f16>>
 // OFF: scf.for %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}, %[[S:.*]] = %{{.*}}, %[[CUR:.*]] = %[[FIRST]])
 // OFF: kiln.load %{{.*}}, %{{.*}} : tensor<16x16x!kiln.ptr<f16>>
-// OFF: kiln.load %{{.*}} : tensor<16x16x!kiln.ptr<f32>>
+// OFF: kiln.load %{{.*}} : tensor<64x64x!kiln.ptr<f32>>
 // OFF: kiln.dot %{{.*}}, %[[CUR]], %[[ACC]]
-func.func @dot_operands_only(%a: !kiln.ptr<f16>, %x: !kiln.ptr<f32>, %n: i32) -> (tensor<16x16xf32>, tensor<16x16xf32>) {
+func.func @dot_operands_only(%a: !kiln.ptr<f16>, %x: !kiln.ptr<f32>, %n: i32) -> (tensor<16x16xf32>, tensor<64x64xf32>) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %zero = arith.constant dense<0.0> : tensor<16x16xf32>
+  %zero64 = arith.constant dense<0.0> : tensor<64x64xf32>
+  %pa = kiln.splat %a : tensor<16x16x!kiln.ptr<f16>>
+  %lhs = kiln.load %pa : tensor<16x16x!kiln.ptr<f16>>
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero, %s = %zero64) -> (tensor<16x16xf32>, tensor<64x64xf32>) : i32 {
+    %off = kiln.splat %i : tensor<16x16xi32>
+    %pb = kiln.addptr %pa, %off : tensor<16x16x!kiln.ptr<f16>>, tensor<16x16xi32>
+    %b = kiln.load %pb : tensor<16x16x!kiln.ptr<f16>>
+    %off64 = kiln.splat %i : tensor<64x64xi32>
+    %px = kiln.splat %x : tensor<64x64x!kiln.ptr<f32>>
+    %pxi = kiln.addptr %px, %off64 : tensor<64x64x!kiln.ptr<f32>>, tensor<64x64xi32>
+    %v = kiln.load %pxi : tensor<64x64x!kiln.ptr<f32>>
+    %s2 = arith.addf %s, %v : tensor<64x64xf32>
+    %d = kiln.dot %lhs, %b, %acc : tensor<16x16xf16> * tensor<16x16xf16> -> tensor<16x16xf32>
+    scf.yield %d, %s2 : tensor<16x16xf32>, tensor<64x64xf32>
+  }
+  return %r#0, %r#1 : tensor<16x16xf32>, tensor<64x64xf32>
+}
+
+// -----
+
+// In a loop of dots a small load beside them is prefetched too (tutorial 06's backward loads
+// a row statistic beside each tile), here through an offset the loop advances by a fixed step
+// (an induction, not the induction variable): the first iteration's load reads at the initial
+// offset, the next one's at the offset plus the step, computed at the top of the body.
+// OFF-LABEL: func.func @small_load_beside_dot(
+// OFF: %[[M0:.*]] = kiln.load %{{.*}}, %{{.*}} : tensor<16x!kiln.ptr<f32>>
+// OFF: scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[CUR:.*]] = %{{.*}}, %[[OFF:.*]] = %{{.*}}, %{{.*}} = %[[M0]]
+// OFF: %[[NOFF:.*]] = arith.addi %[[OFF]], %{{.*}} : i32
+// OFF: %[[NR:.*]] = kiln.splat %[[NOFF]] : tensor<16xi32>
+// OFF: kiln.load %{{.*}}, %{{.*}} : tensor<16x!kiln.ptr<f32>>
+// OFF: kiln.dot
+func.func @small_load_beside_dot(%a: !kiln.ptr<f16>, %m: !kiln.ptr<f32>, %n: i32, %step: i32) -> tensor<16x16xf32> {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
   %zero = arith.constant dense<0.0> : tensor<16x16xf32>
   %pa = kiln.splat %a : tensor<16x16x!kiln.ptr<f16>>
   %lhs = kiln.load %pa : tensor<16x16x!kiln.ptr<f16>>
-  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero, %s = %zero) -> (tensor<16x16xf32>, tensor<16x16xf32>) : i32 {
-    %off = kiln.splat %i : tensor<16x16xi32>
-    %pb = kiln.addptr %pa, %off : tensor<16x16x!kiln.ptr<f16>>, tensor<16x16xi32>
-    %b = kiln.load %pb : tensor<16x16x!kiln.ptr<f16>>
-    %px = kiln.splat %x : tensor<16x16x!kiln.ptr<f32>>
-    %pxi = kiln.addptr %px, %off : tensor<16x16x!kiln.ptr<f32>>, tensor<16x16xi32>
-    %v = kiln.load %pxi : tensor<16x16x!kiln.ptr<f32>>
-    %s2 = arith.addf %s, %v : tensor<16x16xf32>
-    %d = kiln.dot %lhs, %b, %acc : tensor<16x16xf16> * tensor<16x16xf16> -> tensor<16x16xf32>
-    scf.yield %d, %s2 : tensor<16x16xf32>, tensor<16x16xf32>
+  %pm = kiln.splat %m : tensor<16x!kiln.ptr<f32>>
+  %r:3 = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero, %cur = %zero, %o = %c0) -> (tensor<16x16xf32>, tensor<16x16xf32>, i32) : i32 {
+    %ov = kiln.splat %o : tensor<16xi32>
+    %pmi = kiln.addptr %pm, %ov : tensor<16x!kiln.ptr<f32>>, tensor<16xi32>
+    %row = kiln.load %pmi : tensor<16x!kiln.ptr<f32>>
+    %row2 = kiln.expand_dims %row {axis = 0 : i32} : tensor<16xf32> -> tensor<1x16xf32>
+    %rowb = kiln.broadcast %row2 : tensor<1x16xf32> -> tensor<16x16xf32>
+    %d = kiln.dot %lhs, %lhs, %acc : tensor<16x16xf16> * tensor<16x16xf16> -> tensor<16x16xf32>
+    %e = arith.addf %d, %rowb : tensor<16x16xf32>
+    %o2 = arith.addi %o, %step : i32
+    scf.yield %d, %e, %o2 : tensor<16x16xf32>, tensor<16x16xf32>, i32
   }
-  return %r#0, %r#1 : tensor<16x16xf32>, tensor<16x16xf32>
+  return %r#1 : tensor<16x16xf32>
 }
