@@ -252,8 +252,13 @@ void AxisInfoAnalysis::visit(Operation *op) {
     infos[forOp.getInductionVar()] = iv;
     auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
     for (auto [i, arg] : llvm::enumerate(forOp.getRegionIterArgs()))
-      if (isa<IntegerType, PointerType>(getElementTypeOrSelf(arg.getType())))
+      if (isa<IntegerType, PointerType>(getElementTypeOrSelf(arg.getType()))) {
         infos[arg] = getInductionInfo(arg, {forOp.getInitArgs()[i], yield.getOperand(i)});
+        // What the loop leaves is one more step (or the initial value): the same lattice
+        // (a row pointer walked across channels, then walked back, stays aligned).
+        AxisInfo info = infos.lookup(arg);
+        infos[forOp.getResult(i)] = info;
+      }
     return;
   }
   // A while loop's carried values as inductions too: the condition block's arguments keep
@@ -270,6 +275,7 @@ void AxisInfoAnalysis::visit(Operation *op) {
       if (from && from.getOwner() == whileOp.getBeforeBody() && infos.count(from)) {
         AxisInfo info = infos.lookup(from);
         infos[arg] = info;
+        infos[whileOp.getResult(i)] = info; // the loop leaves what the condition forwards
       }
     }
     return;
