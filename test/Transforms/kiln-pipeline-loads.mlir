@@ -128,3 +128,40 @@ func.func @small_load_beside_dot(%a: !kiln.ptr<f16>, %m: !kiln.ptr<f32>, %n: i32
   }
   return %r#1 : tensor<16x16xf32>
 }
+
+// -----
+
+// A loop whose dots already hold many registers (a 128 x 256 f32 result: 256 a thread on 4
+// warps) does not carry a small load across iterations; the load (and its address) moves to
+// the top of the body instead, ahead of the ring's wait and barrier, so that its latency runs
+// under them.
+// OFF-LABEL: func.func @small_load_hoisted(
+// OFF: scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (tensor<128x256xf32>, tensor<128x256xf32>)
+// OFF-NEXT: kiln.splat
+// OFF-NEXT: kiln.addptr
+// OFF-NEXT: kiln.load %{{.*}} : tensor<256x!kiln.ptr<f32>>
+// OFF-NEXT: kiln_gpu.async_wait {pending = 0 : i32}
+// OFF-NEXT: kiln_gpu.barrier
+func.func @small_load_hoisted(%a: !kiln.ptr<f16>, %b: !kiln.ptr<f16>, %m: !kiln.ptr<f32>, %n: i32) -> tensor<128x256xf32> {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %zero = arith.constant dense<0.0> : tensor<128x256xf32>
+  %pa = kiln.splat %a : tensor<128x64x!kiln.ptr<f16>>
+  %pb = kiln.splat %b : tensor<64x256x!kiln.ptr<f16>>
+  %lhs = kiln.load %pa : tensor<128x64x!kiln.ptr<f16>>
+  %rhs = kiln.load %pb : tensor<64x256x!kiln.ptr<f16>>
+  %pm = kiln.splat %m : tensor<256x!kiln.ptr<f32>>
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero, %e = %zero) -> (tensor<128x256xf32>, tensor<128x256xf32>) : i32 {
+    kiln_gpu.async_wait {pending = 0 : i32}
+    kiln_gpu.barrier
+    %d = kiln.dot %lhs, %rhs, %acc : tensor<128x64xf16> * tensor<64x256xf16> -> tensor<128x256xf32>
+    %iv = kiln.splat %i : tensor<256xi32>
+    %pmi = kiln.addptr %pm, %iv : tensor<256x!kiln.ptr<f32>>, tensor<256xi32>
+    %row = kiln.load %pmi : tensor<256x!kiln.ptr<f32>>
+    %row2 = kiln.expand_dims %row {axis = 0 : i32} : tensor<256xf32> -> tensor<1x256xf32>
+    %rowb = kiln.broadcast %row2 : tensor<1x256xf32> -> tensor<128x256xf32>
+    %e2 = arith.addf %d, %rowb : tensor<128x256xf32>
+    scf.yield %d, %e2 : tensor<128x256xf32>, tensor<128x256xf32>
+  }
+  return %r#1 : tensor<128x256xf32>
+}
