@@ -89,6 +89,10 @@ def test_aligned_c_keeps_the_fragment_layout():
     assert scratch_bytes(unaligned.asm["ptx"]) == 128 * (64 + 8) * 2
 
 
+def triton_cdiv(a, b):
+    return (a + b - 1) // b
+
+
 def torch_or_skip():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
@@ -98,15 +102,21 @@ def torch_or_skip():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("BM,BN,BK,warps", [(128, 256, 64, 8), (64, 64, 32, 4),
-                                             (128, 128, 32, 4)])
+                                             (128, 128, 32, 4), (64, 128, 32, 8)])
 @pytest.mark.parametrize("layout", ["offset", "odd_stride", "column_major"])
 @pytest.mark.parametrize("out", ["fp16", "fp32"])
-def test_unaligned_accumulator_stores(BM, BN, BK, warps, layout, out):
+@pytest.mark.parametrize("ragged", [False, True])
+def test_unaligned_accumulator_stores(BM, BN, BK, warps, layout, out, ragged):
+    # (64, 128, 32, 8): 8 rows a warp, too few for wgmma: the mma.sync accumulator layout.
+    # ragged: M and N not multiples of the tile, so the converted store's mask cuts rows and
+    # columns of the last tiles.
     torch = torch_or_skip()
     torch.manual_seed(0)
-    M, N, K = 2 * BM, 3 * BN, 4 * BK
-    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
-    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    Mp, Np, K = 2 * BM, 3 * BN, 4 * BK
+    M, N = (Mp - 5, Np - 7) if ragged else (Mp, Np)
+    # A and B loaded unmasked: the last tiles read the padding rows and columns
+    a = torch.randn(Mp, K, device="cuda", dtype=torch.float16)[:M]
+    b = torch.randn(K, Np, device="cuda", dtype=torch.float16)[:, :N]
     dtype = {"fp16": torch.float16, "fp32": torch.float32}[out]
     if layout == "offset":  # C one element past an aligned address
         base = torch.full((M * N + 1,), float("nan"), device="cuda", dtype=dtype)
@@ -117,7 +127,7 @@ def test_unaligned_accumulator_stores(BM, BN, BK, warps, layout, out):
     else:  # column-major C
         base = torch.full((N, M), float("nan"), device="cuda", dtype=dtype)
         c = base.t()
-    grid = (M // BM, N // BN)
+    grid = (triton_cdiv(M, BM), triton_cdiv(N, BN))
     matmul_strided_c[grid](a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0),
                            c.stride(1), BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, num_warps=warps,
                            num_stages=3)
