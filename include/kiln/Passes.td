@@ -17,7 +17,12 @@ def KilnAssignLayouts : Pass<"kiln-assign-layouts", "mlir::ModuleOp"> {
     of its result's layout), and picks one blocked layout per group from the axis analysis of
     its largest memory access: the most contiguous dimension first, as many elements per
     thread as contiguity, alignment and 128-bit accesses allow, then lanes and warps spread
-    over the tile. Conflicting requirements are reported (they need a layout conversion).
+    over the tile. A tile that must be the slice of two layouts gets a
+    `kiln_gpu.convert_layout`. Dot accumulators on tensor cores take the mma or wgmma fragment
+    layout; a 2-D store of one that the fragment would write one element at a time (C of
+    unknown alignment or row stride, a mask not constant over column pairs, C contiguous down
+    its columns) goes through a `convert_layout` to a coalesced blocked layout of its own,
+    warps along the rows, as Triton stores accumulators.
   }];
   let options = [
     Option<"numWarps", "num-warps", "unsigned", "4", "warps per program">,
@@ -287,19 +292,27 @@ def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {
   let summary = "prefetch the next iteration's loads of scf.for loops (software pipelining)";
   let description = [{
     For every `scf.for`, each load in its body whose pointer, mask and `other` depend only on
-    the induction variable and loop invariants is issued one iteration early: the first
+    the induction variable, inductions (iteration arguments yielded as `addptr(x, inc)` or
+    `x + inc`, `inc` loop-invariant: the next iteration's value is computed at the top of the
+    body) and loop invariants is issued one iteration early: the first
     iteration's load moves before the loop (masked by `lb < ub`), each iteration loads the
     next one's (masked by `iv + step < ub`) before its own work, and the value is carried in
     an iteration argument. The loads of iteration i+1 are then in flight while iteration i
     computes — what Triton's `num_stages` does. Volatile loads and loads whose address depends
-    on loop-carried values or other loads stay in place. As in Triton, a store in the loop is
+    on other loop-carried values or other loads stay in place. As in Triton, a store in the loop is
     assumed not to write what a later iteration's prefetched load reads.
 
     num-stages = 0 decides per loop with a register cost model: a loop is pipelined when its
     prefetched tiles add at most 32 registers per thread (tile elements x element bits / 32,
     over the program's 32 x num-warps threads); >= 2 pipelines every loop it can; 1 (the GPU
-    pipeline's default) prefetches only loads whose value goes into dots (their operands, as
-    Triton's pipeliner does; on sm_90a most of those became cp.async rings already). Measured
+    pipeline's default) prefetches loads whose value goes into dots (their operands; on sm_90a
+    most of those became cp.async rings already) and, in a loop of dots, the other loads of at
+    most 8 registers a thread while the dots' results and 4x those registers stay within 176
+    (tutorial 06's backward: its row statistics, which Triton streams through cp.async, waited
+    in the iteration that used them: 0.92x -> 0.98x Triton at D 128); a small load over that
+    budget moves, with its address, to the top of the body ahead of the rings' waits and
+    barriers instead (past ops that write no global memory; at D 64 on 4 warps, 0.90x ->
+    0.96x; bench/results/2026-11-26-h200-cliffs-session21.md). Measured
     on the H100, for other loads: always-on speeds up loops over small row tiles (LayerNorm backward 0.77x -> 0.85x of Triton) but slows loops over large
     tiles, whose prefetched tile doubles the live registers (cross-entropy over a 32000
     vocabulary 1.19x -> 0.50x) (bench/results/2026-11-22-h100-pipelining.md); the cost model

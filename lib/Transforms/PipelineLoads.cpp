@@ -2,9 +2,13 @@
 //
 // This file implements -kiln-pipeline-loads: software pipelining of scf.for loops with a
 // prefetch distance of one iteration. A load whose operands are computed, inside the body,
-// only from the induction variable and loop invariants (its "address slice") is cloned before
-// the loop for the first iteration and at the top of the body for the next one, masked so that
-// no iteration past the end touches memory; its value travels in a new iteration argument.
+// only from the induction variable, inductions (values the loop advances by an invariant
+// step) and loop invariants (its "address slice") is cloned before the loop for the first
+// iteration and at the top of the body for the next one, masked so that no iteration past the
+// end touches memory; its value travels in a new iteration argument. Which loads: num-stages
+// 1 (the default) takes dot operands and, in a loop of dots, other small loads while the
+// registers allow (else such a load moves to the top of the body); 0 any load within a
+// register budget; 2 every load.
 //
 //===----------------------------------------------------------------------===//
 
