@@ -270,18 +270,27 @@ const SliceEdge *findSlicedAccumulator(func::FuncOp func, ValueGroups &groups,
   return found;
 }
 
+/// The tensor-core accumulator layout of a kiln.dot (the wgmma one where it fits, else the
+/// mma.sync one), or null: the dot then runs on CUDA cores in a blocked layout.
+Attribute dotAccumulatorLayout(DotOp dot, unsigned numWarps, bool wgmma) {
+  if (!takesMmaAccumulatorLayout(dot))
+    return {};
+  MLIRContext *ctx = dot.getContext();
+  ArrayRef<int64_t> shape = dot.getType().getShape();
+  if (wgmma && fitsWgmma(dot))
+    if (auto layout = getWgmmaAccumulatorLayout(ctx, shape, numWarps))
+      return layout;
+  return getMmaAccumulatorLayout(ctx, shape, numWarps);
+}
+
 /// The groups whose layout will be a tensor-core accumulator's (step 3's mmaLayoutOf, less
-/// its diagnostics).
+/// its diagnostics: a shared_dot always takes one or fails there).
 DenseSet<Value> tensorCoreGroups(func::FuncOp func, ValueGroups &groups, unsigned numWarps,
                                  bool wgmma) {
-  MLIRContext *ctx = func.getContext();
   DenseSet<Value> roots;
   func.walk([&](Operation *op) {
     if (auto dot = dyn_cast<DotOp>(op)) {
-      ArrayRef<int64_t> shape = dot.getType().getShape();
-      if (takesMmaAccumulatorLayout(dot) &&
-          ((wgmma && fitsWgmma(dot) && getWgmmaAccumulatorLayout(ctx, shape, numWarps)) ||
-           getMmaAccumulatorLayout(ctx, shape, numWarps)))
+      if (dotAccumulatorLayout(dot, numWarps, wgmma))
         roots.insert(groups.find(dot.getResult()));
     } else if (auto dot = dyn_cast<kiln::gpu::SharedDotOp>(op)) {
       roots.insert(groups.find(dot.getResult()));
@@ -540,15 +549,7 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
   // Accumulators of dots on tensor cores take the mma fragment layout.
   DenseMap<Value, Attribute> mmaLayoutOf; // group root -> layout
   func.walk([&](DotOp dot) {
-    if (!takesMmaAccumulatorLayout(dot))
-      return;
-    if (wgmma && fitsWgmma(dot))
-      if (auto layout =
-              getWgmmaAccumulatorLayout(&getContext(), dot.getType().getShape(), numWarps)) {
-        mmaLayoutOf.try_emplace(groups.find(dot.getResult()), layout);
-        return;
-      }
-    if (auto layout = getMmaAccumulatorLayout(&getContext(), dot.getType().getShape(), numWarps))
+    if (Attribute layout = dotAccumulatorLayout(dot, numWarps, wgmma))
       mmaLayoutOf.try_emplace(groups.find(dot.getResult()), layout);
   });
   // Dots reading shared rings run on wgmma on sm_90a, else on mma.sync with both operands
