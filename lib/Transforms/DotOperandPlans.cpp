@@ -164,12 +164,9 @@ void emitCopy(OpBuilder &b, const CopyPlan &plan, Value loopIv, Value iv, ValueR
       b.clone(*op, map);
   for (auto [idx, inc] : plan.inductions) {
     Value base = args[idx];
-    Value at = base;
-    if (ahead != 0 && isa<PointerType>(getElementTypeOrSelf(base.getType())))
-      at = AddPtrOp::create(b, loc, base.getType(), base,
-                            scaleBy(b, loc, map.lookupOrDefault(inc), ahead));
-    else if (ahead != 0)
-      at = arith::AddIOp::create(b, loc, base, scaleBy(b, loc, map.lookupOrDefault(inc), ahead));
+    Value at = ahead == 0 ? base
+                          : emitInductionStep(b, loc, base,
+                                              scaleBy(b, loc, map.lookupOrDefault(inc), ahead));
     map.map(loopArgs[idx], at);
   }
   for (Operation *op : plan.slice)

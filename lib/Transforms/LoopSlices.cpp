@@ -92,3 +92,9 @@ Value kiln::getInductionIncrement(BlockArgument arg, scf::ForOp loop,
     return Value();
   return inc;
 }
+
+Value kiln::emitInductionStep(OpBuilder &b, Location loc, Value base, Value step) {
+  if (isa<PointerType>(getElementTypeOrSelf(base.getType())))
+    return AddPtrOp::create(b, loc, base.getType(), base, step);
+  return arith::AddIOp::create(b, loc, base, step);
+}

@@ -34,6 +34,10 @@ bool collectInvariantChain(mlir::Value v, mlir::scf::ForOp loop,
 /// null otherwise.
 mlir::Value getInductionIncrement(mlir::BlockArgument arg, mlir::scf::ForOp loop,
                                   llvm::SetVector<mlir::Operation *> &incOps);
+/// `base` advanced by `step`: `addptr(base, step)` for pointers, `base + step` for integers
+/// (an induction of getInductionIncrement moved on by its increment, or a multiple of it).
+mlir::Value emitInductionStep(mlir::OpBuilder &b, mlir::Location loc, mlir::Value base,
+                              mlir::Value step);
 /// `cond` (i1) in the shape of `like` (a splat for tiles).
 mlir::Value splatMaskLike(mlir::OpBuilder &b, mlir::Location loc, mlir::Value cond,
                           mlir::Type like);

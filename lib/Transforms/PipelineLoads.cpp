@@ -225,12 +225,8 @@ LogicalResult pipeline(scf::ForOp loop, bool automatic, bool dotOperandsOnly, un
                   b.clone(*op, incMap);
                 for (auto &[arg, inc] : inductions) {
                   Value arg2 = body->getArgument(arg.getArgNumber());
-                  Value step = incMap.lookupOrDefault(inc);
-                  Value stepped =
-                      isa<PointerType>(getElementTypeOrSelf(arg2.getType()))
-                          ? Value(AddPtrOp::create(b, yieldLoc, arg2.getType(), arg2, step))
-                          : Value(arith::AddIOp::create(b, yieldLoc, arg2, step));
-                  atNext.map(arg2, stepped);
+                  atNext.map(arg2,
+                             emitInductionStep(b, yieldLoc, arg2, incMap.lookupOrDefault(inc)));
                 }
                 SmallVector<Value> out;
                 for (auto &[load, slice] : candidates)
