@@ -154,7 +154,10 @@ def KilnPipelineDotOperands : Pass<"kiln-pipeline-dot-operands", "mlir::ModuleOp
     with several dots and 4 or more slots, the last one runs on when its result only reaches
     the next iteration and a register A comes from an earlier dot (flash attention's p @ v),
     with a `dot_wait` before the accumulator's first use. Otherwise copies run `num-stages -
-    1` ahead. Stages are reduced until the rings fit in shared memory.
+    1` ahead, and the last dot of a body whose result only the yield reads is issued without
+    waiting for itself (wgmma): the body's ops before it that it does not read, free of memory
+    effects (tutorial 06's row sum of p), move after it, and a `dot_wait` before the yield
+    retires it. Stages are reduced until the rings fit in shared memory.
 
     Operands from `kiln.descriptor_load` (2-D, f16/bf16, rows of at least 32 bytes) are
     copied by the tensor memory accelerator instead (`kiln_gpu.tma_copy`) on the same

@@ -14,6 +14,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -400,6 +402,59 @@ void waitAtFirstUses(IRRewriter &rewriter, ArrayRef<kgpu::SharedDotOp> dots) {
                                         rewriter.getI32IntegerAttr(int32_t(later)));
     result.replaceAllUsesExcept(wait.getResult(), wait);
   }
+}
+
+/// Lets `dot`, the last dot of its loop body, run on while the body finishes: the ops before
+/// it that it does not read (directly, through other ops or in their regions), free of memory
+/// effects, whose users all come after it, move right after it (in their order); it is issued
+/// without waiting for itself and waited for before the yield. Nothing moves, and the dot
+/// waits for itself, when its result is read by anything but the yield or nothing would run
+/// beside it. (Tutorial 06's forward: the row sum of p and its shuffles run under p @ v.)
+void overlapLastDot(IRRewriter &rewriter, kgpu::SharedDotOp dot) {
+  Block *body = dot->getBlock();
+  Operation *yield = body->getTerminator();
+  Value result = dot.getResult();
+  if (!llvm::all_of(result.getUsers(), [&](Operation *user) { return user == yield; }))
+    return;
+  // What the dot reads, in the body.
+  llvm::SmallPtrSet<Operation *, 32> feeds;
+  SmallVector<Value> worklist(dot->getOperands());
+  while (!worklist.empty()) {
+    Operation *def = worklist.pop_back_val().getDefiningOp();
+    if (!def || def->getBlock() != body || !feeds.insert(def).second)
+      continue;
+    llvm::append_range(worklist, def->getOperands());
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(def->getRegions(), captured);
+    llvm::append_range(worklist, captured);
+  }
+  SmallVector<Operation *> before;
+  for (Operation &op : *body) {
+    if (&op == dot.getOperation())
+      break;
+    before.push_back(&op);
+  }
+  llvm::SmallPtrSet<Operation *, 32> moved;
+  for (Operation *op : llvm::reverse(before)) {
+    if (feeds.contains(op) || !isMemoryEffectFree(op))
+      continue;
+    bool usersAfter = llvm::all_of(op->getUsers(), [&](Operation *user) {
+      Operation *at = body->findAncestorOpInBlock(*user);
+      return at && (moved.contains(at) || dot->isBeforeInBlock(at));
+    });
+    if (!usersAfter)
+      continue;
+    op->moveAfter(dot);
+    moved.insert(op);
+  }
+  // (constants and other ops without operands give the dot nothing to run beside)
+  if (llvm::none_of(moved, [](Operation *op) { return op->getNumOperands() > 0; }))
+    return;
+  dot.setPending(1);
+  rewriter.setInsertionPoint(yield);
+  auto wait = kgpu::DotWaitOp::create(rewriter, dot.getLoc(), result.getType(), result,
+                                      rewriter.getI32IntegerAttr(0));
+  result.replaceAllUsesExcept(wait.getResult(), wait);
 }
 
 /// Notes for each tensor map a loop's TMA copies read the rows of its boxes (noteTmaBoxRows):

@@ -154,6 +154,11 @@ bool hasDotReadAfterLaterDot(ArrayRef<DotPlan> plans);
 /// dot of an iteration is done when the next begins.
 void waitAtFirstUses(IRRewriter &rewriter, ArrayRef<kgpu::SharedDotOp> dots);
 
+/// Lets `dot`, the last dot of its loop body, run on while the body finishes: the ops before
+/// it that it does not read and that have no memory effects move after it, and it is waited
+/// for before the yield (when the yield is its only reader and something moved).
+void overlapLastDot(IRRewriter &rewriter, kgpu::SharedDotOp dot);
+
 /// Notes for each tensor map a loop's TMA copies read the rows of its boxes (noteTmaBoxRows):
 /// the whole block, up to 256 rows (the TMA's limit). False when a descriptor is not a kernel
 /// argument.
