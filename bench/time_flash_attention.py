@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Times kiln_kernels.flash_attention's forward alone, no peer: CUDA-event medians of $REPS
+(default 40) launches after warm-up, at D 128 (and D 64 with $D64=1), fp16, 4 x 32 x 4096 and
+1 x 32 x 16384, causal and not; one line a case (TFLOP/s, max error against SDPA). For A/B
+runs of two compiler builds: run it once per build, alternating fresh processes, each with its
+own KILN_CACHE_DIR (bench/results/2026-11-27-h100-attention-session22.md).
+
+    python3 bench/time_flash_attention.py
+"""
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernels",
+                                "python"))
+
+
+def main():
+    import torch
+    from kiln_kernels import flash_attention as fa
+    reps = int(os.environ.get("REPS", "40"))
+    dims = [128] + ([64] if os.environ.get("D64") else [])
+    for D in dims:
+        for B, H, S in ((4, 32, 4096), (1, 32, 16384)):
+            for causal in (False, True):
+                torch.manual_seed(0)
+                q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.float16)
+                           for _ in range(3))
+                o = torch.empty_like(q)
+
+                def run():
+                    fa.attention_forward(q, k, v, o, causal=causal)
+                for _ in range(5):
+                    run()
+                torch.cuda.synchronize()
+                times = []
+                for _ in range(reps):
+                    start = torch.cuda.Event(enable_timing=True)
+                    end = torch.cuda.Event(enable_timing=True)
+                    start.record()
+                    run()
+                    end.record()
+                    end.synchronize()
+                    times.append(start.elapsed_time(end))
+                ms = statistics.median(times)
+                flops = 4 * B * H * S * S * D * (0.5 if causal else 1.0)
+                ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                err = (o.float() - ref.float()).abs().max().item()
+                print(f"D{D} {B}x{H}x{S} causal={int(causal)}: {flops / ms / 1e9:7.1f} TFLOP/s  "
+                      f"err {err:.1e}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
