@@ -451,10 +451,7 @@ void overlapLastDot(IRRewriter &rewriter, kgpu::SharedDotOp dot) {
   if (llvm::none_of(moved, [](Operation *op) { return op->getNumOperands() > 0; }))
     return;
   dot.setPending(1);
-  rewriter.setInsertionPoint(yield);
-  auto wait = kgpu::DotWaitOp::create(rewriter, dot.getLoc(), result.getType(), result,
-                                      rewriter.getI32IntegerAttr(0));
-  result.replaceAllUsesExcept(wait.getResult(), wait);
+  waitAtFirstUses(rewriter, dot); // (the yield)
 }
 
 /// Notes for each tensor map a loop's TMA copies read the rows of its boxes (noteTmaBoxRows):
