@@ -16,6 +16,7 @@ import kiln.language as tl
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "bench"))
 import cliff_sources as cs  # noqa: E402
+from cuda_torch import torch_or_skip  # noqa: E402
 
 GROUPED_SIG = {"group_a_ptrs": "*i64", "group_b_ptrs": "*i64", "group_c_ptrs": "*i64",
                "group_gemm_sizes": "*i32", "g_lds": "*i32", "group_size": "i32"}
@@ -91,13 +92,6 @@ def test_aligned_c_keeps_the_fragment_layout():
 
 def triton_cdiv(a, b):
     return (a + b - 1) // b
-
-
-def torch_or_skip():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch without CUDA")
-    return torch
 
 
 @pytest.mark.gpu

@@ -8,6 +8,7 @@ import pytest
 
 import kiln
 import kiln.language as tl
+from cuda_torch import torch_or_skip  # noqa: E402
 
 CPU = dict(device="cpu")
 
@@ -142,12 +143,6 @@ def test_descriptor_parameters_in_ptx():
 
 
 # ---------------------------------------------------------------- GPU
-
-def torch_or_skip():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch without CUDA")
-    return torch
 
 
 @pytest.mark.gpu

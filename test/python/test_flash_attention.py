@@ -23,6 +23,7 @@ import kiln
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "kernels", "python"))
 
 from kiln_kernels import flash_attention as fa  # noqa: E402
+from cuda_torch import torch_or_skip  # noqa: E402
 
 CPU = dict(device="cpu")
 # max |out - ref| for outputs of magnitude ~1: fp16 p and output roundings (2^-11), bf16's
@@ -204,12 +205,6 @@ def test_errors():
 
 
 # ---------------------------------------------------------------- GPU: against torch SDPA
-
-def torch_or_skip():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch without CUDA")
-    return torch
 
 
 @pytest.mark.gpu

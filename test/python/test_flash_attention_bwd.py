@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "kernels"
 
 from kiln_kernels import flash_attention as fa  # noqa: E402
 from kiln_kernels import flash_attention_bwd as fab  # noqa: E402
+from cuda_torch import torch_or_skip  # noqa: E402
 
 CPU = dict(device="cpu")
 # max |grad - ref| / max |ref| per gradient: dS and P are rounded to the input dtype before
@@ -186,12 +187,6 @@ def test_bwd_compiles_to_ptx(D, causal):
 
 
 # ---------------------------------------------------------------- GPU
-
-def torch_or_skip():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA GPU")
-    return torch
 
 
 def check_grads(got, want, rtol):

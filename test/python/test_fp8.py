@@ -21,6 +21,7 @@ import kiln.language as tl
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_dot_scan import WGMMA_SHAPES, matmul_kernel  # noqa: E402
+from cuda_torch import torch_or_skip  # noqa: E402
 
 try:
     import ml_dtypes
@@ -196,12 +197,6 @@ def test_dot_runs_on_wgmma(fmt, ptx_type):
 
 
 # ---------------------------------------------------------------- GPU
-
-def torch_or_skip():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch without CUDA")
-    return torch
 
 
 TORCH_TYPES = {"fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2"}

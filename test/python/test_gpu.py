@@ -8,6 +8,7 @@ import pytest
 
 import kiln
 import kiln.language as tl
+from cuda_torch import torch_or_skip  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -17,13 +18,6 @@ NAN_BITS = 0x7FC00000  # poison: a quiet NaN in every fp32 word
 def relerr(out, ref):
     out, ref = np.asarray(out, np.float64), np.asarray(ref, np.float64)
     return float(np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-300))
-
-
-def torch_or_skip():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch without CUDA")
-    return torch
 
 
 # Triton's tutorial 01 kernel, imports changed.

@@ -18,6 +18,7 @@ from kiln_kernels import (cross_entropy, kl_div, layernorm, rmsnorm, rope,  # no
                           softmax, swiglu)
 from llm_cases import (CE_SHAPES, KL_REDUCTIONS, KL_SHAPES, NORM_SHAPES,  # noqa: E402
                        ROPE_SHAPES, SOFTMAX_SHAPES, SWIGLU_SHAPES, TOL)
+from cuda_torch import torch_or_skip  # noqa: E402
 
 # ---------------------------------------------------------------- compile-only (no GPU)
 
@@ -120,12 +121,6 @@ def test_compiles_to_ptx(name):
 
 
 # ---------------------------------------------------------------- GPU: against torch
-
-def torch_or_skip():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch without CUDA")
-    return torch
 
 
 def relerr(out, ref):

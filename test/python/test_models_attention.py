@@ -27,6 +27,7 @@ import kiln
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "kernels", "python"))
 
 from kiln_models.ops import attention as att  # noqa: E402
+from cuda_torch import torch_or_skip  # noqa: E402
 
 CPU = dict(device="cpu")
 # max |out - ref| for outputs of magnitude ~1: fp32 (exact products), bf16 (p and the output
@@ -780,12 +781,6 @@ def test_rope_cache_errors():
 
 
 # ---------------------------------------------------------------- GPU: torch CUDA tensors
-
-def torch_or_skip():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch without CUDA")
-    return torch
 
 
 def to_cuda(case, dtype):
