@@ -8,15 +8,15 @@ own KILN_CACHE_DIR (bench/results/2026-11-27-h100-attention-session22.md).
     python3 bench/time_flash_attention.py
 """
 import os
-import statistics
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernels",
-                                "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
 
 
 def main():
     import torch
+    common.setup_paths()
     from kiln_kernels import flash_attention as fa
     reps = int(os.environ.get("REPS", "40"))
     dims = [128] + ([64] if os.environ.get("D64") else [])
@@ -27,27 +27,13 @@ def main():
                 q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.float16)
                            for _ in range(3))
                 o = torch.empty_like(q)
-
-                def run():
-                    fa.attention_forward(q, k, v, o, causal=causal)
-                for _ in range(5):
-                    run()
-                torch.cuda.synchronize()
-                times = []
-                for _ in range(reps):
-                    start = torch.cuda.Event(enable_timing=True)
-                    end = torch.cuda.Event(enable_timing=True)
-                    start.record()
-                    run()
-                    end.record()
-                    end.synchronize()
-                    times.append(start.elapsed_time(end))
-                ms = statistics.median(times)
+                ms = common.time_calls(lambda: fa.attention_forward(q, k, v, o, causal=causal),
+                                       reps, warmup=5)
                 flops = 4 * B * H * S * S * D * (0.5 if causal else 1.0)
                 ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
                 err = (o.float() - ref.float()).abs().max().item()
-                print(f"D{D} {B}x{H}x{S} causal={int(causal)}: {flops / ms / 1e9:7.1f} TFLOP/s  "
-                      f"err {err:.1e}", flush=True)
+                print(f"D{D} {B}x{H}x{S} causal={int(causal)}: "
+                      f"{common.tflops(flops, ms):7.1f} TFLOP/s  err {err:.1e}", flush=True)
 
 
 if __name__ == "__main__":

@@ -434,21 +434,22 @@ void overlapLastDot(IRRewriter &rewriter, kgpu::SharedDotOp dot) {
       break;
     before.push_back(&op);
   }
-  llvm::SmallPtrSet<Operation *, 32> moved;
+  // (constants and other ops without operands give the dot nothing to run beside)
+  bool work = false;
   for (Operation *op : llvm::reverse(before)) {
     if (feeds.contains(op) || !isMemoryEffectFree(op))
       continue;
+    // (users moved already are after the dot too)
     bool usersAfter = llvm::all_of(op->getUsers(), [&](Operation *user) {
       Operation *at = body->findAncestorOpInBlock(*user);
-      return at && (moved.contains(at) || dot->isBeforeInBlock(at));
+      return at && dot->isBeforeInBlock(at);
     });
     if (!usersAfter)
       continue;
     op->moveAfter(dot);
-    moved.insert(op);
+    work |= op->getNumOperands() > 0;
   }
-  // (constants and other ops without operands give the dot nothing to run beside)
-  if (llvm::none_of(moved, [](Operation *op) { return op->getNumOperands() > 0; }))
+  if (!work)
     return;
   dot.setPending(1);
   waitAtFirstUses(rewriter, dot); // (the yield)

@@ -633,10 +633,7 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   if (waitAtUses)
     waitAtFirstUses(rewriter, sharedDots);
   else if (wgmma && !overlap && !deferredArg)
-    overlapLastDot(rewriter,
-                   *llvm::max_element(sharedDots, [](kgpu::SharedDotOp x, kgpu::SharedDotOp y) {
-                     return x->isBeforeInBlock(y.getOperation());
-                   }));
+    overlapLastDot(rewriter, sharedDots.back()); // (in block order, as the plans)
   if (copyBarriers) {
     // Every dot of the iteration is done: each warp says so for this slot, then the copies
     // go into the slot of the iteration before. (Issued right after the dots instead, their
