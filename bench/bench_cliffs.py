@@ -4,7 +4,8 @@ under Kiln and under Triton on the same source (Triton through common.twin: the 
 unchanged, imports rebound), both autotuned over the same configurations, with Triton's best
 timed again (the run-to-run noise a ratio near 1 must be read with). Sections:
 
-    matmul     bench/cliff_sources.py: pointer, host-descriptor, persistent (flattened or
+    matmul     bench/cliff_sources.py: pointer (B stored K x N as in tutorial 03, and
+               N x K), host-descriptor, persistent (flattened or
                not) and device-descriptor matmul, B stored N x K, beside cuBLAS
                (torch.matmul); checked against torch.matmul(a.float(), b.float().T)
     grouped    bench/cliff_sources.py mm_grouped: a group of GEMMs in one launch (tutorial
@@ -31,21 +32,26 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 from common import fmt, fmt_config, relerr, tflops  # noqa: E402
 
-CASES = ("ptr_nt", "desc_nt", "desc_persistent", "desc_persistent_flat",
+CASES = ("ptr", "ptr_nt", "desc_nt", "desc_persistent", "desc_persistent_flat",
          "device_desc_persistent")
 # (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages): tutorial 09's Hopper configurations
 CONFIGS = [(128, 256, 64, 8, 3), (128, 256, 64, 8, 4), (128, 128, 64, 8, 4),
            (128, 128, 64, 4, 4)]
 
 
-def launcher(case, mod, lib, a, b, c, cfg, sms):
-    """A call of `case` from module `mod` (Kiln's or Triton's) at cfg."""
+def launcher(case, mod, lib, a, b, c, cfg, sms, b_kn=None):
+    """A call of `case` from module `mod` (Kiln's or Triton's) at cfg (`b_kn`: B stored
+    K x N, for case ptr)."""
     BM, BN, BK, warps, stages = cfg
     M, K = a.shape
     N = b.shape[0]
     tiles = ((M + BM - 1) // BM) * ((N + BN - 1) // BN)
     meta = dict(BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN, BLOCK_SIZE_K=BK, GROUP_SIZE_M=8,
                 num_warps=warps, num_stages=stages)
+    if case == "ptr":
+        return lambda: mod.mm_ptr[(tiles,)](a, b_kn, c, M, N, K, a.stride(0), a.stride(1),
+                                            b_kn.stride(0), b_kn.stride(1), c.stride(0),
+                                            c.stride(1), **meta, ACTIVATION="")
     if case == "ptr_nt":
         return lambda: mod.mm_ptr_nt[(tiles,)](a, b, c, M, N, K, a.stride(0), a.stride(1),
                                                b.stride(0), b.stride(1), c.stride(0),
@@ -88,12 +94,13 @@ def matmul_rows(ctx, args):
             flop = 2.0 * M * N * K
             cc = torch.empty(M, N, device="cuda", dtype=dtype)
             cublas = tflops(flop, timer(lambda: torch.matmul(a, b.T, out=cc)))
+            b_kn = b.T.contiguous() if "ptr" in args.cases.split(",") else None
             for case in args.cases.split(","):
                 row = {"case": case, "dtype": dname, "shape": f"{M}x{N}x{K}",
                        "peer": cublas, "peer_name": "cuBLAS"}
                 c = torch.full((M, N), float("nan"), device="cuda", dtype=dtype)
                 t, cfg, _ = common.best_of(
-                    lambda g: launcher(case, ctx.kiln_mod, ctx.kiln, a, b, c, g, sms),
+                    lambda g: launcher(case, ctx.kiln_mod, ctx.kiln, a, b, c, g, sms, b_kn),
                     configs, timer, f"kiln {case}")
                 row.update(kiln=tflops(flop, t), kiln_cfg=cfg,
                            kiln_err=relerr(c, ref) if cfg else None)
@@ -101,14 +108,14 @@ def matmul_rows(ctx, args):
                     ct = torch.full((M, N), float("nan"), device="cuda", dtype=dtype)
                     tt, tcfg, tfn = common.best_of(
                         lambda g: launcher(case, ctx.triton_mod, ctx.triton_lib, a, b, ct, g,
-                                           sms), configs, timer, f"triton {case}")
+                                           sms, b_kn), configs, timer, f"triton {case}")
                     row.update(triton=tflops(flop, tt), triton_cfg=tcfg,
                                triton_err=relerr(ct, ref) if tcfg else None)
                     if tfn is not None:  # Triton against itself: the noise of one ratio
                         row["triton_again"] = tflops(flop, timer(tfn))
                 rows.append(row)
                 del c
-            del a, b, cc, ref
+            del a, b, b_kn, cc, ref
             torch.cuda.empty_cache()
     return rows
 

@@ -233,6 +233,34 @@ def KilnGuardIntegerOps : Pass<"kiln-guard-integer-ops", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect", "::kiln::KilnDialect"];
 }
 
+def KilnPointerTilesToDescriptors
+    : Pass<"kiln-pointer-tiles-to-descriptors", "mlir::ModuleOp"> {
+  let summary = "loads of dot operands through advancing pointer tiles as descriptor loads";
+  let description = [{
+    A loop's `kiln.load` of a 2-D f16/bf16 tile that feeds a `kiln.dot`, through a pointer
+    tile the loop advances (`ptrs = base + idx0[:, None] * s0 + idx1[None, :]`, `ptrs += c *
+    s_d`, `idx_d = start + arange` or `(start + arange) % M`, masked by `idx_d < bound` or by
+    `idx_d < E - k * a` on the advancing dimension, `other` +0.0), becomes a
+    `kiln.descriptor_load` of a tensor map argument appended to the function, which the
+    launcher encodes from the arguments named by its `kiln.tensor_map_recipe`; on sm_90a
+    -kiln-pipeline-dot-operands then copies it with the tensor memory accelerator. The base
+    must be an argument specialized 16-byte aligned, the row stride an argument or constant
+    of a multiple of 16 bytes, the extents arguments or constants. Where that assumes run-time
+    facts (starts not negative, wrapped indices within M, extents and stride positive), the
+    loop is versioned under `scf.if`: the rewritten loop where they hold, the original
+    elsewhere. Other loads are left alone.
+
+    ```mlir
+    // before: %a = kiln.load %ptrs, %mask, %zero : tensor<128x64x!kiln.ptr<f16>>  (in a loop)
+    // after:  %a = kiln.descriptor_load %map, %base[%row0, %k64] shape [%m, %k] strides [%s]
+    //             : !kiln.ptr<f16> -> tensor<128x64xf16>
+    //         with %map: !kiln.tensormap {kiln.tensor_map_recipe = array<i64: 0, 104, 2, 128,
+    //             64, 3, 5, 6>} appended to the function
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
+}
+
 def KilnLowerDescriptors : Pass<"kiln-lower-descriptors", "mlir::ModuleOp"> {
   let summary = "tensor descriptor loads and stores as masked loads and stores";
   let description = [{

@@ -12,6 +12,10 @@
 #include "kiln/Compiler.h"
 #include "kiln/Dialect/Kiln/IR/LibDevice.h"
 #include "kiln/Frontend/Builder.h"
+#include "kiln/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -31,6 +35,8 @@ struct facade::Session::Impl {
   std::vector<Tile> values;
   std::string kernel, file;
   unsigned line = 0, col = 0;
+  /// Recipes of the tensor maps the last finishKernel's compiler pass appended.
+  std::vector<std::vector<int64_t>> compilerMaps;
 
   static std::shared_ptr<mlir::MLIRContext> newContext() {
     auto ctx = std::make_shared<mlir::MLIRContext>(mlir::MLIRContext::Threading::DISABLED);
@@ -105,10 +111,26 @@ Handle facade::Session::appendTensorMapArgument() {
   return impl->add(impl->builder.appendTensorMapArgument());
 }
 
-KernelSource facade::Session::finishKernel() {
+KernelSource facade::Session::finishKernel(bool tmaPointerTiles) {
   mlir::OwningOpRef<mlir::ModuleOp> module = impl->builder.finishKernel();
   impl->values.clear();
+  impl->compilerMaps.clear();
+  if (tmaPointerTiles) {
+    mlir::PassManager pm(impl->ctx.get());
+    pm.addPass(createKilnPointerTilesToDescriptors());
+    if (mlir::failed(pm.run(*module)))
+      throw CompileError(impl->kernel, impl->file, impl->line, impl->col,
+                         "internal error: -kiln-pointer-tiles-to-descriptors failed");
+    for (auto func : module->getOps<mlir::func::FuncOp>())
+      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+        if (auto recipe = func.getArgAttrOfType<mlir::DenseI64ArrayAttr>(i, kTensorMapRecipeAttr))
+          impl->compilerMaps.emplace_back(recipe.asArrayRef().begin(), recipe.asArrayRef().end());
+  }
   return makeKernelSource(impl->ctx, std::move(module));
+}
+
+std::vector<std::vector<int64_t>> facade::Session::compilerTensorMaps() const {
+  return impl->compilerMaps;
 }
 
 void facade::Session::error(const std::string &message) {

@@ -16,6 +16,7 @@
 #include "Launcher.h"
 #include "LauncherArgs.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -369,7 +370,13 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
         for (int64_t s : m.strides)
           d.strides.push_back(value(s)); // all but the last (1), as encodeTensorMap takes them
         auto box = kiln::rt::getTensorMapBox(m.block, itemSizeOf(m.dtype), boxRows);
-        if (box)
+        // A compiler's map with an extent or stride that is not positive: none (the kernel's
+        // loop of pointer loads runs instead, -kiln-pointer-tiles-to-descriptors).
+        auto positive = [](const std::vector<int64_t> &v) {
+          return std::all_of(v.begin(), v.end(), [](int64_t e) { return e > 0; });
+        };
+        bool encodable = !m.guarded || (positive(d.shape) && positive(d.strides));
+        if (box && encodable)
           kiln::rt::encodeTensorMap(d.map, *box, kindOfDType(m.dtype), bits[m.base], d.shape,
                                     d.strides);
       }
@@ -470,14 +477,18 @@ Launcher::Variant *Launcher::compileVariant(const std::string &keyRef, PyObject 
       continue;
     }
     // A tensor map the kernel made from its arguments (CodeGenerator.derived_tensor_map):
-    // [base, dtype code, rank, block..., extent sources..., stride sources...].
+    // [base, dtype code, rank, block..., extent sources..., stride sources...], and 1 after
+    // them for a map the compiler made (DerivedMap::guarded).
     std::vector<int64_t> r;
     for (pyb::handle x : pyb::reinterpret_borrow<pyb::list>(h))
       r.push_back(x.cast<int64_t>());
     Variant::DerivedMap m;
     size_t rank = r.size() >= 3 ? size_t(r[2]) : 0;
-    if (rank == 0 || r.size() != 3 + 3 * rank - 1)
+    if (rank == 0 || (r.size() != 3 + 3 * rank - 1 && r.size() != 3 + 3 * rank))
       throw pyb::value_error("internal error: kernel '" + name + "': bad tensor map recipe");
+    m.guarded = r.size() == 3 + 3 * rank;
+    if (m.guarded)
+      r.pop_back();
     m.base = int(r[0]);
     m.dtype = char(r[1]);
     m.block.assign(r.begin() + 3, r.begin() + 3 + rank);

@@ -74,6 +74,9 @@ public:
       std::vector<int64_t> block;
       /// Per extent, then per stride: a Python parameter index, or -1 - value (a constant).
       std::vector<int64_t> shape, strides;
+      /// Made by the compiler (-kiln-pointer-tiles-to-descriptors), whose kernel reads it only
+      /// where its extents and strides are positive: left unencoded elsewhere.
+      bool guarded = false;
     };
     std::vector<DerivedMap> derivedMaps;
     /// (globals dict, name, value) the kernel read at compile time.

@@ -37,6 +37,23 @@ def test_pointer_matmul_b_stored_n_by_k(M, N, K):
     close(c, ref_nt(a, b))
 
 
+@pytest.mark.parametrize("act", ["", "leaky_relu"])
+def test_pointer_matmul_b_stored_k_by_n(act):
+    rng = np.random.default_rng(5)
+    M, N, K = 40, 72, 96
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.full((M, N), np.nan, np.float16)
+    BM, BN = 32, 32
+    tiles = kiln.cdiv(M, BM) * kiln.cdiv(N, BN)
+    cs.mm_ptr[(tiles,)](a, b, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN,
+                        BLOCK_SIZE_K=16, GROUP_SIZE_M=2, ACTIVATION=act, **CPU)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    if act:
+        want = np.where(want >= 0, want, 0.01 * want)
+    close(c, want)
+
+
 @pytest.mark.parametrize("kernel", ["mm_desc_nt", "mm_desc_persistent",
                                     "mm_desc_persistent_flat"])
 def test_descriptor_matmuls(kernel):

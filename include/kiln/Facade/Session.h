@@ -58,8 +58,14 @@ public:
   Handle arg(unsigned index);
   /// A tensor map parameter appended to the kernel (Builder::appendTensorMapArgument).
   Handle appendTensorMapArgument();
-  /// Ends and verifies the kernel; returns its module, in memory, for the compiler.
-  KernelSource finishKernel();
+  /// Ends and verifies the kernel; returns its module, in memory, for the compiler. With
+  /// `tmaPointerTiles` (a target whose dots copy tensor maps with the TMA: sm_90a), loops'
+  /// loads of dot operands through advancing pointer tiles become loads of tensor maps the
+  /// compiler appends (-kiln-pointer-tiles-to-descriptors; see compilerTensorMaps).
+  KernelSource finishKernel(bool tmaPointerTiles = false);
+  /// The tensor maps the last finishKernel appended, in parameter order, each the recipe the
+  /// launcher encodes it from (kTensorMapRecipeAttr: parameter numbers of the kernel).
+  std::vector<std::vector<int64_t>> compilerTensorMaps() const;
   /// Throws CompileError with `message` at the current location.
   [[noreturn]] void error(const std::string &message);
 

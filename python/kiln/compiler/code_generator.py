@@ -51,6 +51,25 @@ _UNSUPPORTED_EXPR = {
 }
 
 
+def _launcher_recipe(kernel, recipe, arg_params):
+    """A tensor map recipe of the compiler (kernel parameter numbers: base, dtype code, rank,
+    block, then per extent and per stride a parameter number or -1 - value) in the
+    launcher's terms (CodeGenerator.derived_tensor_map): the arguments' indices, and a final
+    1 (the kernel reads the map only where its extents and strides are positive)."""
+    rank = recipe[2]
+
+    def index(p):
+        ap = arg_params[p] if 0 <= p < len(arg_params) else None
+        if not isinstance(ap, int) or ap >> 16:
+            raise RuntimeError(f"internal error: kernel '{kernel}': a tensor map recipe "
+                               f"names parameter {p}, which is not a plain argument")
+        return ap
+
+    out = [index(recipe[0]), recipe[1], rank, *recipe[3:3 + rank]]
+    out += [index(s) if s >= 0 else s for s in recipe[3 + rank:]]
+    return out + [1]
+
+
 def _descriptor_params(name, spec, index, arg_specs, arg_params):
     """The kernel parameters of a tensor descriptor argument with spec
     "tensordesc:<dtype>:<block, 'x'-separated>:<per extent 'D' (a multiple of 16) or '-'>":
@@ -208,7 +227,13 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
                                                 block)
             self.exec_block(tree.body)
             self._set_loc(tree, info)
-            source = self.session.finish_kernel()
+            # sm_90a: the compiler may turn a loop's pointer tiles of dot operands into loads
+            # of tensor maps it appends to the kernel (-kiln-pointer-tiles-to-descriptors),
+            # each encoded at launch from the arguments its recipe names.
+            source = self.session.finish_kernel(
+                tma_pointer_tiles=getattr(self, "target_arch", None) == "sm_90a")
+            for recipe in self.session.compiler_tensor_maps():
+                arg_params.append(_launcher_recipe(info.name, recipe, arg_params))
         except _C.BuildError as e:
             raise self._from_build_error(e) from None
         finally:

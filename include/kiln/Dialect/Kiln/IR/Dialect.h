@@ -50,6 +50,11 @@ struct GlobalMemory : mlir::SideEffects::Resource::Base<GlobalMemory> {
 /// Name of the function argument attribute asserting divisibility (as in Triton's
 /// tt.divisibility): an integer is a multiple of it, a pointer's address is.
 inline constexpr llvm::StringLiteral kDivisibilityAttr = "kiln.divisibility";
+/// Name of the attribute of a tensor map argument the compiler added
+/// (-kiln-pointer-tiles-to-descriptors): how the launcher encodes it from the other arguments,
+/// [base argument, dtype code ('h' f16, 'H' bf16), rank, block..., extents..., strides...]
+/// with each extent and stride an argument number, or -1 - value for a constant.
+inline constexpr llvm::StringLiteral kTensorMapRecipeAttr = "kiln.tensor_map_recipe";
 } // namespace kiln
 
 #define GET_OP_CLASSES

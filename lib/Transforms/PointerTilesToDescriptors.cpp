@@ -1,0 +1,636 @@
+//===- PointerTilesToDescriptors.cpp - Pointer tiles of dots as descriptor loads -===//
+//
+// This file implements -kiln-pointer-tiles-to-descriptors (see Passes.td): a loop's load of a
+// 2-D f16/bf16 tile that feeds a dot, through pointers the loop advances (Triton's tutorial
+// matmul: `a_ptrs += BLOCK_K * stride_ak`), becomes a kiln.descriptor_load of a tensor map the
+// launcher encodes from the kernel's arguments, so that -kiln-pipeline-dot-operands copies it
+// with the tensor memory accelerator instead of cp.async.
+//
+// What it takes, all checked on the IR:
+//   ptrs(t)  = splat(base) + idx0[:, None] * s0 + idx1[None, :]          (t-th iteration,
+//              + t * step along one dimension d          advanced by addptr(ptrs, c * s_d))
+//   idx_d    = start_d + arange(B_d), or (start_d + arange(B_d)) % M_d    (wrapped)
+//   mask     = a conjunction of idx_d < bound_d, bound_d loop-invariant, or E - k * a on the
+//              advancing dimension (k the induction variable from 0, a * k's step = c)
+//   other    = 0 (or none)
+// `base` is a pointer argument specialized 16-byte aligned, s0 an argument specialized to a
+// multiple of 16 bytes (or such a constant), the bounds arguments or constants. Then the
+// element (i, j) of iteration t is at coordinates (start_0 + i + t*step_0, start_1 + j +
+// t*step_1) of the row-major tensor [extent_0, extent_1] with row stride s0, and the pointer
+// load reads it exactly where the tensor holds it and the descriptor load does (zero
+// elsewhere), provided the coordinates are not negative and no index wraps. A dimension's
+// extent is its mask's bound, its wrap M, else 2^31 - 1 (unmasked: every coordinate is read).
+// Where that needs a run-time fact (start_d >= 0; start_d + B_d <= M_d for a wrapped index),
+// the loop is versioned: scf.if (facts) { the loop with descriptor loads } else { the loop
+// as it was } (Triton's `% M` on the rows of the last, partial tiles).
+//
+// Each new tensor map is an argument appended to the function, carrying its recipe
+// (kTensorMapRecipeAttr: base argument, dtype code, rank, block, extents and stride as
+// argument numbers or -1 - constant) for the front end to hand the launcher.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoopSlices.h"
+#include "kiln/Dialect/Kiln/IR/Dialect.h"
+#include "kiln/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+
+#include <map>
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNPOINTERTILESTODESCRIPTORS
+#include "kiln/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+constexpr int64_t kUnbounded = 2147483647; // an unmasked dimension's extent: INT32_MAX
+
+/// The integer constant `v` is, scalar or splat (arith.constant, kiln.splat of one).
+std::optional<int64_t> constInt(Value v) {
+  if (!v)
+    return std::nullopt;
+  if (auto splat = v.getDefiningOp<SplatOp>())
+    return constInt(splat.getSrc());
+  APInt value;
+  if (matchPattern(v, m_ConstantInt(&value)))
+    return value.getSExtValue();
+  return std::nullopt;
+}
+
+/// The scalar a tile splats (kiln.splat's operand), else null.
+Value splatScalar(Value v) {
+  if (auto splat = v.getDefiningOp<SplatOp>())
+    return splat.getSrc();
+  return Value();
+}
+
+/// A scalar or a constant.
+struct Scalar {
+  Value value; // null: `constant`
+  int64_t constant = 0;
+  static Scalar of(Value v) {
+    if (auto c = constInt(v))
+      return {Value(), *c};
+    return {v, 0};
+  }
+  bool isConst() const { return !value; }
+};
+
+/// One dimension of a pointer tile: idx[i] = start + i (mod wrap), times stride.
+struct Dim {
+  Value index; // the 1-D index tile (i32)
+  Scalar stride{Value(), 1};
+  Scalar start;     // first index
+  Value wrap;       // M when the index is taken % M, else null
+  int64_t step = 0; // coordinates advanced per iteration
+  Scalar extent{Value(), kUnbounded};
+  bool present = false;
+};
+
+/// A load the pass rewrites: its pointer tile's base and dimensions.
+struct Plan {
+  mutable LoadOp load;
+  BlockArgument base; // pointer argument of the function
+  std::array<Dim, 2> dims;
+};
+
+/// Looks through sign extension.
+Value stripExt(Value v) {
+  while (auto ext = v.getDefiningOp<arith::ExtSIOp>())
+    v = ext.getIn();
+  return v;
+}
+
+/// Adds to `dims` the per-dimension terms of the integer offset tile `off` (rank 2): sums of
+/// expand_dims(idx) * stride, broadcast; false for anything else.
+bool decomposeOffset(Value off, std::array<Dim, 2> &dims) {
+  if (constInt(off) == 0)
+    return true;
+  Operation *op = off.getDefiningOp();
+  if (!op)
+    return false;
+  if (auto b = dyn_cast<BroadcastOp>(op))
+    return decomposeOffset(b.getSrc(), dims);
+  if (auto ext = dyn_cast<arith::ExtSIOp>(op))
+    return decomposeOffset(ext.getIn(), dims);
+  if (auto add = dyn_cast<arith::AddIOp>(op))
+    return decomposeOffset(add.getLhs(), dims) && decomposeOffset(add.getRhs(), dims);
+  if (auto expand = dyn_cast<ExpandDimsOp>(op)) {
+    auto src = cast<RankedTensorType>(expand.getSrc().getType());
+    if (src.getRank() != 1 || !src.getElementType().isInteger(32))
+      return false;
+    Dim &d = dims[expand.getAxis() == 1 ? 0 : 1];
+    if (d.present)
+      return false;
+    d.present = true;
+    d.index = expand.getSrc();
+    return true;
+  }
+  if (auto mul = dyn_cast<arith::MulIOp>(op)) {
+    for (auto [tile, factor] :
+         {std::pair(mul.getLhs(), mul.getRhs()), std::pair(mul.getRhs(), mul.getLhs())}) {
+      Scalar s;
+      if (auto c = constInt(factor))
+        s = {Value(), *c};
+      else if (Value v = splatScalar(factor))
+        s = {stripExt(v), 0};
+      else
+        continue;
+      std::array<Dim, 2> inner;
+      if (!decomposeOffset(tile, inner) || inner[0].present == inner[1].present)
+        return false;
+      Dim &in = inner[0].present ? inner[0] : inner[1];
+      if (!in.stride.isConst() || in.stride.constant != 1)
+        return false;
+      in.stride = s;
+      Dim &d = inner[0].present ? dims[0] : dims[1];
+      if (d.present)
+        return false;
+      d = in;
+      return true;
+    }
+  }
+  return false;
+}
+
+/// The base argument and dimensions of the pointer tile `ptrs`: splat(base) moved by offsets.
+bool decomposePointers(Value ptrs, BlockArgument &base, std::array<Dim, 2> &dims) {
+  Operation *op = ptrs.getDefiningOp();
+  if (!op)
+    return false;
+  if (auto b = dyn_cast<BroadcastOp>(op))
+    return decomposePointers(b.getSrc(), base, dims);
+  if (auto add = dyn_cast<AddPtrOp>(op))
+    return decomposePointers(add.getPtr(), base, dims) && decomposeOffset(add.getOffset(), dims);
+  if (auto splat = dyn_cast<SplatOp>(op)) {
+    base = dyn_cast<BlockArgument>(splat.getSrc());
+    return base && isa<func::FuncOp>(base.getOwner()->getParentOp());
+  }
+  return false;
+}
+
+/// idx = start + arange(n), or (start + arange(n)) % M.
+bool decomposeIndex(Dim &d, int64_t n) {
+  Value v = d.index;
+  if (auto rem = v.getDefiningOp<arith::RemSIOp>()) {
+    d.wrap = splatScalar(rem.getRhs());
+    if (!d.wrap)
+      return false;
+    v = rem.getLhs();
+  }
+  Value start;
+  if (auto add = v.getDefiningOp<arith::AddIOp>()) {
+    for (auto [s, r] :
+         {std::pair(add.getLhs(), add.getRhs()), std::pair(add.getRhs(), add.getLhs())})
+      if (r.getDefiningOp<MakeRangeOp>() && (splatScalar(s) || constInt(s))) {
+        start = s;
+        v = r;
+        break;
+      }
+    if (!start)
+      return false;
+  }
+  auto range = v.getDefiningOp<MakeRangeOp>();
+  if (!range || int64_t(range.getEnd()) - int64_t(range.getStart()) != n)
+    return false;
+  int64_t first = range.getStart();
+  if (!start) {
+    d.start = {Value(), first};
+  } else if (auto c = constInt(start)) {
+    d.start = {Value(), *c + first};
+  } else {
+    if (first != 0)
+      return false;
+    d.start = {splatScalar(start), 0};
+  }
+  return d.start.value || d.start.constant >= 0;
+}
+
+/// A bound of the mask: idx_dim < bound.
+struct Bound {
+  Value index;
+  Value bound;
+  int dim = -1;
+};
+
+/// The 1-D index tile and dimension a rank-2 compare operand expands (through broadcast).
+Value peelIndex(Value v, int &dim) {
+  if (auto b = v.getDefiningOp<BroadcastOp>())
+    return peelIndex(b.getSrc(), dim);
+  auto expand = v.getDefiningOp<ExpandDimsOp>();
+  if (!expand || cast<RankedTensorType>(expand.getSrc().getType()).getRank() != 1)
+    return Value();
+  dim = expand.getAxis() == 1 ? 0 : 1;
+  return expand.getSrc();
+}
+
+/// idx < bound from a compare whose index side `peel` finds.
+bool boundOf(arith::CmpIOp cmp, llvm::function_ref<Value(Value)> peel, Bound &out) {
+  Value idx, bound;
+  if (cmp.getPredicate() == arith::CmpIPredicate::slt) {
+    idx = peel(cmp.getLhs());
+    bound = splatScalar(cmp.getRhs());
+  } else if (cmp.getPredicate() == arith::CmpIPredicate::sgt) {
+    idx = peel(cmp.getRhs());
+    bound = splatScalar(cmp.getLhs());
+  }
+  if (!idx || !bound)
+    return false;
+  out.index = idx;
+  out.bound = bound;
+  return true;
+}
+
+/// The bounds of a rank-2 mask: a conjunction of per-dimension compares.
+bool decomposeMask(Value mask, SmallVectorImpl<Bound> &bounds) {
+  if (auto c = constInt(mask); c && *c != 0)
+    return true;
+  Operation *op = mask.getDefiningOp();
+  if (!op)
+    return false;
+  if (auto b = dyn_cast<BroadcastOp>(op))
+    return decomposeMask(b.getSrc(), bounds);
+  if (auto a = dyn_cast<arith::AndIOp>(op))
+    return decomposeMask(a.getLhs(), bounds) && decomposeMask(a.getRhs(), bounds);
+  Bound b;
+  if (auto expand = dyn_cast<ExpandDimsOp>(op)) { // (idx < bound)[None, :]
+    auto cmp = expand.getSrc().getDefiningOp<arith::CmpIOp>();
+    if (!cmp || cast<RankedTensorType>(cmp.getType()).getRank() != 1 ||
+        !boundOf(
+            cmp, [](Value v) { return v; }, b))
+      return false;
+    b.dim = expand.getAxis() == 1 ? 0 : 1;
+  } else if (auto cmp = dyn_cast<arith::CmpIOp>(op)) { // idx[None, :] < bound
+    int dim = -1;
+    if (!boundOf(
+            cmp, [&](Value v) { return peelIndex(v, dim); }, b))
+      return false;
+    b.dim = dim;
+  } else {
+    return false;
+  }
+  bounds.push_back(b);
+  return true;
+}
+
+/// Whether `v` is defined outside `loop`.
+bool isInvariant(Value v, scf::ForOp loop) {
+  return !loop->isAncestor(v.getParentRegion()->getParentOp());
+}
+
+/// What the host encodes a map field from: argument number, or -1 - constant.
+std::optional<int64_t> recipeSource(const Scalar &s, func::FuncOp func, bool stride) {
+  if (s.isConst())
+    return s.constant > 0 ? std::optional<int64_t>(-1 - s.constant) : std::nullopt;
+  auto arg = dyn_cast<BlockArgument>(s.value);
+  if (!arg || arg.getOwner() != &func.getBody().front())
+    return std::nullopt;
+  auto type = dyn_cast<IntegerType>(arg.getType());
+  if (!type || (type.getWidth() != 32 && !(stride && type.getWidth() == 64)))
+    return std::nullopt;
+  return int64_t(arg.getArgNumber());
+}
+
+/// The plan for `load` in `loop`, or failure.
+FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func) {
+  auto type = dyn_cast<RankedTensorType>(load.getType());
+  if (!type || type.getRank() != 2 ||
+      !(type.getElementType().isF16() || type.getElementType().isBF16()))
+    return failure();
+  if (load.getIsVolatile())
+    return failure();
+  // Only tiles that feed dots (directly or transposed): the TMA copies those.
+  for (Operation *user : load->getUsers()) {
+    if (auto t = dyn_cast<TransOp>(user)) {
+      if (!llvm::all_of(t->getUsers(), [](Operation *u) { return isa<DotOp>(u); }))
+        return failure();
+    } else if (auto dot = dyn_cast<DotOp>(user)) {
+      if (dot.getC() == load.getResult())
+        return failure();
+    } else {
+      return failure();
+    }
+  }
+  if (Value other = load.getOther()) { // +0.0, as the TMA fills
+    Value o = splatScalar(other) ? splatScalar(other) : other;
+    if (!matchPattern(o, m_PosZeroFloat()))
+      return failure();
+  }
+  auto ptrArg = dyn_cast<BlockArgument>(load.getPtr());
+  if (!ptrArg || ptrArg.getOwner() != loop.getBody() || ptrArg.getArgNumber() == 0)
+    return failure();
+  llvm::SetVector<Operation *> incOps;
+  Value inc = getInductionIncrement(ptrArg, loop, incOps);
+  if (!inc)
+    return failure();
+
+  Plan plan;
+  plan.load = load;
+  Value init = loop.getInitArgs()[ptrArg.getArgNumber() - 1];
+  if (!decomposePointers(init, plan.base, plan.dims) || !plan.dims[0].present ||
+      !plan.dims[1].present)
+    return failure();
+  auto div = func.getArgAttrOfType<IntegerAttr>(plan.base.getArgNumber(), kDivisibilityAttr);
+  if (!div || div.getInt() % 16)
+    return failure();
+  std::array<Dim, 2> &dims = plan.dims;
+  const int64_t elemBytes = 2;
+  // The columns are contiguous; the row stride is a multiple of 16 bytes.
+  if (!dims[1].stride.isConst() || dims[1].stride.constant != 1)
+    return failure();
+  if (dims[0].stride.isConst()) {
+    if (dims[0].stride.constant <= 0 || (dims[0].stride.constant * elemBytes) % 16)
+      return failure();
+  } else {
+    auto arg = dyn_cast<BlockArgument>(dims[0].stride.value);
+    if (!arg || arg.getOwner() != &func.getBody().front())
+      return failure();
+    auto sdiv = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), kDivisibilityAttr);
+    if (!sdiv || (sdiv.getInt() * elemBytes) % 16)
+      return failure();
+  }
+  for (int d = 0; d < 2; ++d) {
+    if (!isInvariant(dims[d].index, loop) || !decomposeIndex(dims[d], type.getDimSize(d)))
+      return failure();
+    if (dims[d].start.value && !isInvariant(dims[d].start.value, loop))
+      return failure();
+  }
+
+  // The increment: c along the columns (a constant), or c * s0 along the rows (where the
+  // row stride is a constant dividing c, both are tried: the mask decides).
+  SmallVector<std::pair<int, int64_t>, 2> steps;
+  if (auto c = constInt(inc); c && *c > 0) {
+    steps.push_back({1, *c});
+    if (dims[0].stride.isConst() && *c % dims[0].stride.constant == 0)
+      steps.push_back({0, *c / dims[0].stride.constant});
+  } else if (Value incScalar = splatScalar(inc); incScalar && !dims[0].stride.isConst()) {
+    if (auto mul = stripExt(incScalar).getDefiningOp<arith::MulIOp>())
+      for (auto [s, c] :
+           {std::pair(mul.getLhs(), mul.getRhs()), std::pair(mul.getRhs(), mul.getLhs())})
+        if (stripExt(s) == dims[0].stride.value && constInt(c) && *constInt(c) > 0) {
+          steps.push_back({0, *constInt(c)});
+          break;
+        }
+  }
+
+  // The mask's bounds, one per dimension at most, on the pointer's own index tiles.
+  SmallVector<Bound, 2> bounds;
+  if (load.getMask() && !decomposeMask(load.getMask(), bounds))
+    return failure();
+  std::array<Bound *, 2> boundOfDim{nullptr, nullptr};
+  for (Bound &b : bounds) {
+    if (b.dim < 0 || boundOfDim[b.dim] || b.index != dims[b.dim].index ||
+        !b.bound.getType().isInteger(32))
+      return failure();
+    boundOfDim[b.dim] = &b;
+  }
+  auto lb = constInt(loop.getLowerBound()), ls = constInt(loop.getStep());
+  if (!ls || *ls <= 0)
+    return failure();
+  // Each dimension's extent for a step along `stepDim`, or failure.
+  auto assignExtents = [&](int stepDim, int64_t step, std::array<Dim, 2> &out) {
+    for (int d = 0; d < 2; ++d) {
+      Dim &dim = out[d];
+      dim.step = d == stepDim ? step : 0;
+      if (dim.wrap && dim.step)
+        return false;
+      Bound *b = boundOfDim[d];
+      if (!b) {
+        // Unmasked: the wrap, else any row (an unmasked column bound is not taken: the row
+        // stride bounds the columns of a tensor map).
+        if (dim.wrap)
+          dim.extent = Scalar::of(dim.wrap);
+        else if (d == 1)
+          return false;
+        continue;
+      }
+      if (isInvariant(b->bound, loop)) {
+        // idx < E on a dimension the loop does not advance.
+        if (dim.step || (dim.wrap && b->bound != dim.wrap))
+          return false;
+        dim.extent = Scalar::of(b->bound);
+        continue;
+      }
+      // idx < E - a * k on the advancing dimension, k from 0 by ls, a * ls the step.
+      auto sub = b->bound.getDefiningOp<arith::SubIOp>();
+      if (!sub || !dim.step || !isInvariant(sub.getLhs(), loop) || lb != 0)
+        return false;
+      Value f = sub.getRhs(), iv = loop.getInductionVar();
+      std::optional<int64_t> a;
+      if (f == iv)
+        a = 1;
+      else if (auto mul = f.getDefiningOp<arith::MulIOp>())
+        a = mul.getLhs() == iv   ? constInt(mul.getRhs())
+            : mul.getRhs() == iv ? constInt(mul.getLhs())
+                                 : std::nullopt;
+      if (!a || *a * *ls != dim.step)
+        return false;
+      dim.extent = Scalar::of(sub.getLhs());
+    }
+    return true;
+  };
+  bool found = false;
+  for (auto [stepDim, step] : steps) {
+    std::array<Dim, 2> candidate = dims;
+    if (assignExtents(stepDim, step, candidate)) {
+      dims = candidate;
+      found = true;
+      break;
+    }
+  }
+  if (!found)
+    return failure();
+  // Every field the host encodes must come from the arguments.
+  for (int d = 0; d < 2; ++d)
+    if (!recipeSource(dims[d].extent, func, false))
+      return failure();
+  if (!recipeSource(dims[0].stride, func, true))
+    return failure();
+  return plan;
+}
+
+/// The plans of the loads directly in `loop`'s body.
+SmallVector<Plan> planLoop(scf::ForOp loop, func::FuncOp func) {
+  SmallVector<Plan> plans;
+  for (auto load : loop.getBody()->getOps<LoadOp>())
+    if (FailureOr<Plan> p = planLoad(load, loop, func); succeeded(p))
+      plans.push_back(*p);
+  return plans;
+}
+
+Value constI32(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
+}
+
+Value materialize(OpBuilder &b, Location loc, const Scalar &s) {
+  return s.isConst() ? constI32(b, loc, s.constant) : s.value;
+}
+
+/// Whether the plans assume facts only known at run time (see emitGuard).
+bool needsGuard(ArrayRef<Plan> plans) {
+  return llvm::any_of(plans, [](const Plan &p) {
+    return llvm::any_of(
+               p.dims,
+               [](const Dim &d) { return !d.start.isConst() || d.wrap || !d.extent.isConst(); }) ||
+           !p.dims[0].stride.isConst();
+  });
+}
+
+/// The run-time facts the plans assume: starts not negative, wrapped indices not wrapping,
+/// and a tensor map the host can encode (extents and row stride positive; else the launcher
+/// leaves it unencoded and the loop as it was runs).
+Value emitGuard(OpBuilder &b, Location loc, ArrayRef<Plan> plans) {
+  Value guard = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+  auto conj = [&](Value c) { guard = arith::AndIOp::create(b, loc, guard, c); };
+  auto positive = [&](Value v) {
+    Value zero = arith::ConstantIntOp::create(b, loc, v.getType(), 0);
+    conj(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, v, zero));
+  };
+  for (const Plan &p : plans) {
+    for (int d = 0; d < 2; ++d) {
+      const Dim &dim = p.dims[d];
+      if (!dim.start.isConst())
+        conj(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, dim.start.value,
+                                   constI32(b, loc, 0)));
+      if (dim.wrap) {
+        // start + B <= M, in 64 bits (no overflow).
+        Type i64 = b.getI64Type();
+        Value start = arith::ExtSIOp::create(b, loc, i64, materialize(b, loc, dim.start));
+        int64_t n = cast<RankedTensorType>(p.load.getType()).getDimSize(d);
+        Value end =
+            arith::AddIOp::create(b, loc, start, arith::ConstantIntOp::create(b, loc, i64, n));
+        Value m = arith::ExtSIOp::create(b, loc, i64, dim.wrap);
+        conj(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, end, m));
+      }
+      if (!dim.extent.isConst())
+        positive(dim.extent.value);
+    }
+    if (!p.dims[0].stride.isConst())
+      positive(p.dims[0].stride.value);
+  }
+  return guard;
+}
+
+/// The tensor map argument for `plan` (one per distinct recipe), appended to `func`.
+BlockArgument mapArgument(func::FuncOp func, const Plan &plan,
+                          std::map<SmallVector<int64_t>, unsigned> &maps) {
+  auto type = cast<RankedTensorType>(plan.load.getType());
+  SmallVector<int64_t> recipe{plan.base.getArgNumber(),
+                              type.getElementType().isF16() ? int64_t('h') : int64_t('H'), 2,
+                              type.getDimSize(0), type.getDimSize(1)};
+  for (int d = 0; d < 2; ++d)
+    recipe.push_back(*recipeSource(plan.dims[d].extent, func, false));
+  recipe.push_back(*recipeSource(plan.dims[0].stride, func, true));
+  auto [it, added] = maps.try_emplace(recipe, func.getNumArguments());
+  if (added) {
+    OpBuilder b(func.getContext());
+    auto attrs =
+        b.getDictionaryAttr(b.getNamedAttr(kTensorMapRecipeAttr, b.getDenseI64ArrayAttr(recipe)));
+    (void)func.insertArgument(it->second, TensorMapType::get(func.getContext()), attrs,
+                              func.getLoc());
+  }
+  return func.getArgument(it->second);
+}
+
+/// Replaces each planned load of `loop` by the descriptor load of its block.
+/// `resultUnused(i)`: whether the loop's i-th result is read after it (the pointers it no longer
+/// reads are then carried unchanged).
+void rewriteLoads(scf::ForOp loop, ArrayRef<Plan> plans, func::FuncOp func,
+                  std::map<SmallVector<int64_t>, unsigned> &maps,
+                  llvm::function_ref<bool(unsigned)> resultUnused) {
+  for (const Plan &p : plans) {
+    LoadOp load = p.load;
+    OpBuilder b(load);
+    Location loc = load.getLoc();
+    BlockArgument map = mapArgument(func, p, maps);
+    // The iteration number t = (k - lb) / step.
+    Value t = loop.getInductionVar();
+    if (constInt(loop.getLowerBound()) != 0)
+      t = arith::SubIOp::create(b, loc, t, loop.getLowerBound());
+    if (constInt(loop.getStep()) != 1)
+      t = arith::DivSIOp::create(b, loc, t, loop.getStep());
+    if (!t.getType().isInteger(32))
+      t = arith::TruncIOp::create(b, loc, b.getI32Type(), t);
+    SmallVector<Value, 2> offsets, shape;
+    for (const Dim &d : p.dims) {
+      Value at = materialize(b, loc, d.start);
+      if (d.step)
+        at = arith::AddIOp::create(b, loc, at,
+                                   arith::MulIOp::create(b, loc, t, constI32(b, loc, d.step)));
+      offsets.push_back(at);
+      shape.push_back(materialize(b, loc, d.extent));
+    }
+    Value stride =
+        p.dims[0].stride.isConst()
+            ? Value(arith::ConstantIntOp::create(b, loc, b.getI64Type(), p.dims[0].stride.constant))
+            : p.dims[0].stride.value;
+    if (!stride.getType().isInteger(64))
+      stride = arith::ExtSIOp::create(b, loc, b.getI64Type(), stride);
+    auto desc = DescriptorLoadOp::create(b, loc, load.getType(), map, p.base, offsets, shape,
+                                         ValueRange{stride});
+    auto ptrArg = cast<BlockArgument>(load.getPtr());
+    load.replaceAllUsesWith(desc.getResult());
+    load->erase();
+    // The pointers are no longer read: carry them unchanged (canonicalization drops them).
+    unsigned i = ptrArg.getArgNumber() - 1;
+    auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+    Operation *next = yield.getOperand(i).getDefiningOp();
+    if (resultUnused(i) && next && next->hasOneUse() &&
+        llvm::all_of(ptrArg.getUsers(), [&](Operation *u) { return u == next; })) {
+      yield->setOperand(i, ptrArg);
+      next->erase();
+    }
+  }
+}
+
+struct KilnPointerTilesToDescriptorsPass final
+    : kiln::impl::KilnPointerTilesToDescriptorsBase<KilnPointerTilesToDescriptorsPass> {
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isDeclaration())
+        continue;
+      std::map<SmallVector<int64_t>, unsigned> maps;
+      SmallVector<scf::ForOp> loops;
+      func.walk([&](scf::ForOp loop) { loops.push_back(loop); });
+      for (scf::ForOp loop : loops) {
+        SmallVector<Plan> plans = planLoop(loop, func);
+        if (plans.empty())
+          continue;
+        if (!needsGuard(plans)) {
+          rewriteLoads(loop, plans, func, maps,
+                       [&](unsigned i) { return loop.getResult(i).use_empty(); });
+          continue;
+        }
+        // A loop that tl.range(flatten=True) fuses with its outer one stays a single loop.
+        if (auto outer = loop->getParentOfType<scf::ForOp>(); outer && outer->hasAttr(kFlattenAttr))
+          continue;
+        OpBuilder b(loop);
+        Location loc = loop.getLoc();
+        Value guard = emitGuard(b, loc, plans);
+        // scf.if (guard) { loop with descriptor loads } else { loop as it was }.
+        auto ifOp = scf::IfOp::create(b, loc, loop.getResultTypes(), guard,
+                                      /*withElseRegion=*/true);
+        loop->replaceAllUsesWith(ifOp.getResults());
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        auto fast = cast<scf::ForOp>(b.clone(*loop));
+        scf::YieldOp::create(b, loc, fast.getResults());
+        loop->moveBefore(ifOp.elseBlock(), ifOp.elseBlock()->end());
+        b.setInsertionPointToEnd(ifOp.elseBlock());
+        scf::YieldOp::create(b, loc, loop.getResults());
+        rewriteLoads(fast, planLoop(fast, func), func, maps,
+                     [&](unsigned i) { return ifOp.getResult(i).use_empty(); });
+      }
+    }
+  }
+};
+
+} // namespace

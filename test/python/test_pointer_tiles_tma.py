@@ -1,0 +1,194 @@
+"""A matmul written with pointers, as Triton's tutorial 03 writes it, copies its operands with
+the tensor memory accelerator on sm_90a (-kiln-pointer-tiles-to-descriptors): the loop's
+pointer tiles become loads of tensor maps the compiler appends to the kernel and the launcher
+encodes from the arguments, in a loop versioned on the facts that takes (tiles whose rows
+`% M` do not wrap, extents and strides positive); other tiles run the loop as written. The
+IR and PTX for sm_90a, the recipes the launcher gets, and (marker `gpu`) results against
+torch at shapes that take either loop, strided and sliced operands, K = 0, bf16."""
+import re
+
+import numpy as np
+import pytest
+
+import kiln
+import kiln.language as tl
+
+from cuda_torch import torch_or_skip
+
+
+@kiln.jit
+def tutorial_mm(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                stride_cm, stride_cn, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                GROUP_M: tl.constexpr, ACTIVATION: tl.constexpr):
+    # B stored K x N; rows of A and columns of B wrap (% M, % N); K masked.
+    pid = tl.program_id(axis=0)
+    num_m = tl.cdiv(M, BM)
+    num_n = tl.cdiv(N, BN)
+    in_group = GROUP_M * num_n
+    first_m = (pid // in_group) * GROUP_M
+    size_m = min(num_m - first_m, GROUP_M)
+    pid_m = first_m + ((pid % in_group) % size_m)
+    pid_n = (pid % in_group) // size_m
+    offs_am = (pid_m * BM + tl.arange(0, BM)) % M
+    offs_bn = (pid_n * BN + tl.arange(0, BN)) % N
+    offs_k = tl.arange(0, BK)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK * stride_ak
+        b_ptrs += BK * stride_bk
+    if ACTIVATION == "leaky_relu":
+        acc = tl.where(acc >= 0, acc, 0.01 * acc)
+    c = acc.to(c_ptr.dtype.element_ty)
+    offs_cm = pid_m * BM + tl.arange(0, BM)
+    offs_cn = pid_n * BN + tl.arange(0, BN)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    tl.store(c_ptrs, c, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+@kiln.jit
+def other_one_mm(a_ptr, b_ptr, c_ptr, K, N, stride_am, stride_bk, BM: tl.constexpr,
+                 BN: tl.constexpr, BK: tl.constexpr):
+    # other=1.0: the TMA fills zeros, so this load stays a pointer load.
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BK, other=1.0)
+        b = tl.load(b_ptrs, mask=(rk[:, None] < K - k * BK) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK
+        b_ptrs += BK * stride_bk
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+SIG = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp16:16", "M": "i32:16",
+       "N": "i32:16", "K": "i32:16", "stride_am": "i32:16", "stride_ak": "i32:1",
+       "stride_bk": "i32:16", "stride_bn": "i32:1", "stride_cm": "i32:16", "stride_cn": "i32:1"}
+CONSTS = {"BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "ACTIVATION": ""}
+
+
+def test_tutorial_matmul_copies_operands_with_the_tma_on_sm90a():
+    k = kiln.compile(tutorial_mm, signature=SIG, constexprs=CONSTS, target="sm_90a",
+                     num_warps=8, num_stages=3)
+    ir = k.asm["kiln"]
+    # Two tensor maps appended, A's (base a_ptr, f16, [128, 64], extents M and K, row stride
+    # stride_am) and B's ([64, 128], extents K and N, row stride stride_bk), in kernel
+    # parameter numbers (the stride-1 parameters are constants, not parameters).
+    recipes = re.findall(r"kiln\.tensor_map_recipe = array<i64: ([0-9, ]+)>", ir)
+    assert recipes == ["0, 104, 2, 128, 64, 3, 5, 6", "1, 104, 2, 64, 128, 5, 4, 7"], recipes
+    ptx = k.asm["ptx"]
+    # The versioned loop: TMA copies where the tile does not wrap, cp.async elsewhere.
+    assert "cp.async.bulk.tensor.2d.shared::cluster" in ptx
+    assert "cp.async.cg.shared.global" in ptx
+    assert len(re.findall(r"\.param \.align 64 \.b8 tutorial_mm_param_\d+\[128\]", ptx)) == 2
+
+
+def test_no_tensor_maps_where_the_tma_cannot_copy():
+    # sm_80 has no TMA; other=1.0 is not what the TMA fills.
+    k = kiln.compile(tutorial_mm, signature=SIG, constexprs=CONSTS, target="sm_80",
+                     num_warps=8, num_stages=3)
+    assert "tensor_map_recipe" not in k.asm["kiln"]
+    sig = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp32:16", "K": "i32:16",
+           "N": "i32", "stride_am": "i32:16", "stride_bk": "i32:16"}
+    k = kiln.compile(other_one_mm, signature=sig, constexprs={"BM": 64, "BN": 64, "BK": 32},
+                     target="sm_90a", num_warps=4, num_stages=3)
+    recipes = re.findall(r"kiln\.tensor_map_recipe = array<i64: ([0-9, ]+)>", k.asm["kiln"])
+    assert recipes == ["1, 104, 2, 32, 64, 3, 4, 6"], recipes  # B only
+
+
+def test_unaligned_operands_keep_pointer_loads():
+    # A row stride not known to be a multiple of 16 bytes: no tensor map for A.
+    sig = dict(SIG, stride_am="i32")
+    k = kiln.compile(tutorial_mm, signature=sig, constexprs=CONSTS, target="sm_90a",
+                     num_warps=8, num_stages=3)
+    recipes = re.findall(r"kiln\.tensor_map_recipe = array<i64: ([0-9, ]+)>", k.asm["kiln"])
+    assert len(recipes) == 1 and recipes[0].startswith("1, "), recipes
+
+
+# ---------------------------------------------------------------- GPU
+
+def run_tutorial(torch, a, b, c, BM=128, BN=128, BK=64, warps=8, stages=3, act=""):
+    M, K = a.shape
+    N = b.shape[1]
+    grid = (kiln.cdiv(M, BM) * kiln.cdiv(N, BN),)
+    tutorial_mm[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                      c.stride(0), c.stride(1), BM=BM, BN=BN, BK=BK, GROUP_M=8,
+                      ACTIVATION=act, num_warps=warps, num_stages=stages)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,K", [(512, 512, 512), (200, 136, 100), (384, 256, 1000),
+                                   (128, 128, 16), (1000, 520, 64)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_tutorial_matmul_on_gpu(M, N, K, dtype):
+    torch = torch_or_skip()
+    dt = getattr(torch, dtype)
+    torch.manual_seed(0)
+    a = torch.randn(M, K, device="cuda", dtype=dt)
+    b = torch.randn(K, N, device="cuda", dtype=dt)
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
+    run_tutorial(torch, a, b, c)
+    ref = (a.float() @ b.float()).to(dt)
+    torch.testing.assert_close(c.float(), ref.float(), rtol=2e-2, atol=5e-2)
+
+
+@pytest.mark.gpu
+def test_tutorial_matmul_strided_operands_on_gpu():
+    # A a column slice of a wider matrix (row stride 3 K), B a row slice, C strided: the
+    # tensor maps take the row strides; the epilogue's leaky_relu as in the tutorial.
+    torch = torch_or_skip()
+    torch.manual_seed(1)
+    M, N, K = 384, 256, 192
+    big_a = torch.randn(M, 3 * K, device="cuda", dtype=torch.float16)
+    a = big_a[:, K:2 * K]
+    big_b = torch.randn(2 * K, N, device="cuda", dtype=torch.float16)
+    b = big_b[K:]
+    big_c = torch.full((M, 2 * N), float("nan"), device="cuda", dtype=torch.float16)
+    c = big_c[:, :N]
+    run_tutorial(torch, a, b, c, act="leaky_relu")
+    ref = a.float() @ b.float()
+    ref = torch.where(ref >= 0, ref, 0.01 * ref).half()
+    torch.testing.assert_close(c.float(), ref.float(), rtol=2e-2, atol=5e-2)
+    assert torch.isnan(big_c[:, N:]).all()  # nothing written past C
+
+
+@pytest.mark.gpu
+def test_tutorial_matmul_k_zero_on_gpu():
+    # K = 0: the tensor maps cannot be encoded (an extent 0); the loop runs no iteration
+    # either way and C is zero.
+    torch = torch_or_skip()
+    a = torch.empty(256, 0, device="cuda", dtype=torch.float16)
+    b = torch.empty(0, 128, device="cuda", dtype=torch.float16)
+    c = torch.full((256, 128), float("nan"), device="cuda", dtype=torch.float16)
+    run_tutorial(torch, a, b, c)
+    assert (c == 0).all()
+
+
+@pytest.mark.gpu
+def test_tutorial_matmul_in_a_cuda_graph_on_gpu():
+    # The launcher encodes the tensor maps at capture; replays read the captured inputs.
+    torch = torch_or_skip()
+    torch.manual_seed(2)
+    a = torch.randn(256, 128, device="cuda", dtype=torch.float16)
+    b = torch.randn(128, 256, device="cuda", dtype=torch.float16)
+    c = torch.zeros(256, 256, device="cuda", dtype=torch.float16)
+    run_tutorial(torch, a, b, c)  # compile outside the capture
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(s), torch.cuda.graph(g, stream=s):
+        run_tutorial(torch, a, b, c)
+    torch.cuda.current_stream().wait_stream(s)
+    a.copy_(torch.randn_like(a))
+    g.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(c.float(), (a.float() @ b.float()).half().float(), rtol=2e-2,
+                               atol=5e-2)
