@@ -94,10 +94,11 @@ int64_t sharedBytesOfAllocs(func::FuncOp func) {
 }
 
 /// sm_90a: a store of a 2-D f16/bf16 block through a tensor map argument goes through a
-/// one-slot shared buffer and TMA stores of whole-block boxes. At the kernel's top level the
-/// buffer is allocated at the store (it may take the bytes of rings that are dead by then);
-/// inside loops and ifs (a persistent matmul's epilogue) it is allocated at the kernel's
-/// entry, live beside the loop's rings, and only when they all fit in `budget` bytes.
+/// one-slot shared buffer and TMA stores of whole-block boxes. Outside loops (the kernel's top
+/// level, or under an scf.if there) the buffer is allocated at the store (it may take the
+/// bytes of rings that are dead by then); inside loops (a persistent matmul's epilogue) it is
+/// allocated at the kernel's entry, live beside the loop's rings, and only when they all fit
+/// in `budget` bytes.
 LogicalResult storeThroughTma(OpBuilder &b, DescriptorStoreOp store, int64_t budget) {
   auto func = store->getParentOfType<func::FuncOp>();
   auto arg = dyn_cast<BlockArgument>(store.getDesc());
@@ -113,7 +114,9 @@ LogicalResult storeThroughTma(OpBuilder &b, DescriptorStoreOp store, int64_t bud
   // A slot laid out as a ring of B (K x N, contiguous along N): the boxes' layout.
   auto bufferType =
       kiln::gpu::SharedBufferType::get(ctx, {1, type.getDimSize(0), type.getDimSize(1)}, elem);
-  bool nested = store->getParentOp() != func.getOperation();
+  // Not in a loop (at the top level, or under scf.if only): the buffer is allocated at the
+  // store, once.
+  bool nested = store->getParentOfType<scf::ForOp>() || store->getParentOfType<scf::WhileOp>();
   if (nested && sharedBytesOfAllocs(func) + kiln::getSharedSlotBytes(bufferType) > budget)
     return failure();
   OpBuilder::InsertionGuard guard(b);

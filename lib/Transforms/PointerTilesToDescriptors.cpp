@@ -96,9 +96,10 @@ struct Dim {
   bool present = false;
 };
 
-/// A load the pass rewrites: its pointer tile's base and dimensions.
+/// A load or store the pass rewrites: its block type, its pointer tile's base and dimensions.
 struct Plan {
-  mutable LoadOp load;
+  Operation *op = nullptr;
+  RankedTensorType type;
   BlockArgument base; // pointer argument of the function
   std::array<Dim, 2> dims;
 };
@@ -300,6 +301,68 @@ std::optional<int64_t> recipeSource(const Scalar &s, func::FuncOp func, bool str
   return int64_t(arg.getArgNumber());
 }
 
+/// The base, strides and index forms of the pointer tile `ptrs` into `plan` (`plan.type` its
+/// block), or failure: a pointer argument specialized 16-byte aligned, contiguous columns, a
+/// row stride of a multiple of 16 bytes, indices start + arange (% M).
+LogicalResult planPointers(Value ptrs, func::FuncOp func, Plan &plan) {
+  std::array<Dim, 2> &dims = plan.dims;
+  if (!decomposePointers(ptrs, plan.base, dims) || !dims[0].present || !dims[1].present)
+    return failure();
+  auto div = func.getArgAttrOfType<IntegerAttr>(plan.base.getArgNumber(), kDivisibilityAttr);
+  if (!div || div.getInt() % 16)
+    return failure();
+  const int64_t elemBytes = 2;
+  if (!dims[1].stride.isConst() || dims[1].stride.constant != 1)
+    return failure();
+  if (dims[0].stride.isConst()) {
+    if (dims[0].stride.constant <= 0 || (dims[0].stride.constant * elemBytes) % 16)
+      return failure();
+  } else {
+    auto arg = dyn_cast<BlockArgument>(dims[0].stride.value);
+    if (!arg || arg.getOwner() != &func.getBody().front())
+      return failure();
+    auto sdiv = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), kDivisibilityAttr);
+    if (!sdiv || (sdiv.getInt() * elemBytes) % 16)
+      return failure();
+  }
+  for (int d = 0; d < 2; ++d)
+    if (!decomposeIndex(dims[d], plan.type.getDimSize(d)))
+      return failure();
+  return success();
+}
+
+/// The plan for a store of a 2-D f16/bf16 block through a pointer tile, masked by bounds
+/// on its own indices (none wrapped), or failure.
+FailureOr<Plan> planStore(StoreOp store, func::FuncOp func) {
+  auto type = dyn_cast<RankedTensorType>(store.getValue().getType());
+  if (!type || type.getRank() != 2 ||
+      !(type.getElementType().isF16() || type.getElementType().isBF16()))
+    return failure();
+  Plan plan;
+  plan.op = store;
+  plan.type = type;
+  if (failed(planPointers(store.getPtr(), func, plan)))
+    return failure();
+  SmallVector<Bound, 2> bounds;
+  if (store.getMask() && !decomposeMask(store.getMask(), bounds))
+    return failure();
+  std::array<bool, 2> bounded{false, false};
+  for (Bound &b : bounds) {
+    if (b.dim < 0 || bounded[b.dim] || b.index != plan.dims[b.dim].index ||
+        !b.bound.getType().isInteger(32))
+      return failure();
+    bounded[b.dim] = true;
+    plan.dims[b.dim].extent = Scalar::of(b.bound);
+  }
+  for (int d = 0; d < 2; ++d)
+    if (plan.dims[d].wrap || (d == 1 && !bounded[d]) ||
+        !recipeSource(plan.dims[d].extent, func, false))
+      return failure();
+  if (!recipeSource(plan.dims[0].stride, func, true))
+    return failure();
+  return plan;
+}
+
 /// The plan for `load` in `loop`, or failure.
 FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func) {
   auto type = dyn_cast<RankedTensorType>(load.getType());
@@ -334,32 +397,14 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func) {
     return failure();
 
   Plan plan;
-  plan.load = load;
+  plan.op = load;
+  plan.type = type;
   Value init = loop.getInitArgs()[ptrArg.getArgNumber() - 1];
-  if (!decomposePointers(init, plan.base, plan.dims) || !plan.dims[0].present ||
-      !plan.dims[1].present)
-    return failure();
-  auto div = func.getArgAttrOfType<IntegerAttr>(plan.base.getArgNumber(), kDivisibilityAttr);
-  if (!div || div.getInt() % 16)
+  if (failed(planPointers(init, func, plan)))
     return failure();
   std::array<Dim, 2> &dims = plan.dims;
-  const int64_t elemBytes = 2;
-  // The columns are contiguous; the row stride is a multiple of 16 bytes.
-  if (!dims[1].stride.isConst() || dims[1].stride.constant != 1)
-    return failure();
-  if (dims[0].stride.isConst()) {
-    if (dims[0].stride.constant <= 0 || (dims[0].stride.constant * elemBytes) % 16)
-      return failure();
-  } else {
-    auto arg = dyn_cast<BlockArgument>(dims[0].stride.value);
-    if (!arg || arg.getOwner() != &func.getBody().front())
-      return failure();
-    auto sdiv = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), kDivisibilityAttr);
-    if (!sdiv || (sdiv.getInt() * elemBytes) % 16)
-      return failure();
-  }
   for (int d = 0; d < 2; ++d) {
-    if (!isInvariant(dims[d].index, loop) || !decomposeIndex(dims[d], type.getDimSize(d)))
+    if (!isInvariant(dims[d].index, loop))
       return failure();
     if (dims[d].start.value && !isInvariant(dims[d].start.value, loop))
       return failure();
@@ -505,7 +550,7 @@ Value emitGuard(OpBuilder &b, Location loc, ArrayRef<Plan> plans) {
         // start + B <= M, in 64 bits (no overflow).
         Type i64 = b.getI64Type();
         Value start = arith::ExtSIOp::create(b, loc, i64, materialize(b, loc, dim.start));
-        int64_t n = cast<RankedTensorType>(p.load.getType()).getDimSize(d);
+        int64_t n = p.type.getDimSize(d);
         Value end =
             arith::AddIOp::create(b, loc, start, arith::ConstantIntOp::create(b, loc, i64, n));
         Value m = arith::ExtSIOp::create(b, loc, i64, dim.wrap);
@@ -523,7 +568,7 @@ Value emitGuard(OpBuilder &b, Location loc, ArrayRef<Plan> plans) {
 /// The tensor map argument for `plan` (one per distinct recipe), appended to `func`.
 BlockArgument mapArgument(func::FuncOp func, const Plan &plan,
                           std::map<SmallVector<int64_t>, unsigned> &maps) {
-  auto type = cast<RankedTensorType>(plan.load.getType());
+  RankedTensorType type = plan.type;
   SmallVector<int64_t> recipe{plan.base.getArgNumber(),
                               type.getElementType().isF16() ? int64_t('h') : int64_t('H'), 2,
                               type.getDimSize(0), type.getDimSize(1)};
@@ -542,13 +587,56 @@ BlockArgument mapArgument(func::FuncOp func, const Plan &plan,
 }
 
 /// Replaces each planned load of `loop` by the descriptor load of its block.
+/// A descriptor access's offsets (start + t * step), extents and row stride (i64) for `p`.
+std::tuple<SmallVector<Value, 2>, SmallVector<Value, 2>, Value>
+emitBlockOperands(OpBuilder &b, Location loc, const Plan &p, Value t) {
+  SmallVector<Value, 2> offsets, shape;
+  for (const Dim &d : p.dims) {
+    Value at = materialize(b, loc, d.start);
+    if (d.step)
+      at = arith::AddIOp::create(b, loc, at,
+                                 arith::MulIOp::create(b, loc, t, constI32(b, loc, d.step)));
+    offsets.push_back(at);
+    shape.push_back(materialize(b, loc, d.extent));
+  }
+  Value stride =
+      p.dims[0].stride.isConst()
+          ? Value(arith::ConstantIntOp::create(b, loc, b.getI64Type(), p.dims[0].stride.constant))
+          : p.dims[0].stride.value;
+  if (!stride.getType().isInteger(64))
+    stride = arith::ExtSIOp::create(b, loc, b.getI64Type(), stride);
+  return {offsets, shape, stride};
+}
+
+/// Replaces the planned store by the descriptor store of its block, under scf.if where the
+/// plan assumes run-time facts (the store as it was elsewhere).
+void rewriteStore(const Plan &p, func::FuncOp func,
+                  std::map<SmallVector<int64_t>, unsigned> &maps) {
+  auto store = cast<StoreOp>(p.op);
+  OpBuilder b(store);
+  Location loc = store.getLoc();
+  BlockArgument map = mapArgument(func, p, maps);
+  bool guarded = needsGuard(p);
+  if (guarded) {
+    auto ifOp = scf::IfOp::create(b, loc, TypeRange{}, emitGuard(b, loc, p),
+                                  /*withElseRegion=*/true);
+    store->moveBefore(ifOp.elseBlock()->getTerminator());
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  }
+  auto [offsets, shape, stride] = emitBlockOperands(b, loc, p, Value());
+  DescriptorStoreOp::create(b, loc, map, p.base, offsets, store.getValue(), shape,
+                            ValueRange{stride});
+  if (!guarded)
+    store->erase();
+}
+
 /// `resultUnused(i)`: whether the loop's i-th result is read after it (the pointers it no longer
 /// reads are then carried unchanged).
 void rewriteLoads(scf::ForOp loop, ArrayRef<Plan> plans, func::FuncOp func,
                   std::map<SmallVector<int64_t>, unsigned> &maps,
                   llvm::function_ref<bool(unsigned)> resultUnused) {
   for (const Plan &p : plans) {
-    LoadOp load = p.load;
+    auto load = cast<LoadOp>(p.op);
     OpBuilder b(load);
     Location loc = load.getLoc();
     BlockArgument map = mapArgument(func, p, maps);
@@ -560,21 +648,7 @@ void rewriteLoads(scf::ForOp loop, ArrayRef<Plan> plans, func::FuncOp func,
       t = arith::DivSIOp::create(b, loc, t, loop.getStep());
     if (!t.getType().isInteger(32))
       t = arith::TruncIOp::create(b, loc, b.getI32Type(), t);
-    SmallVector<Value, 2> offsets, shape;
-    for (const Dim &d : p.dims) {
-      Value at = materialize(b, loc, d.start);
-      if (d.step)
-        at = arith::AddIOp::create(b, loc, at,
-                                   arith::MulIOp::create(b, loc, t, constI32(b, loc, d.step)));
-      offsets.push_back(at);
-      shape.push_back(materialize(b, loc, d.extent));
-    }
-    Value stride =
-        p.dims[0].stride.isConst()
-            ? Value(arith::ConstantIntOp::create(b, loc, b.getI64Type(), p.dims[0].stride.constant))
-            : p.dims[0].stride.value;
-    if (!stride.getType().isInteger(64))
-      stride = arith::ExtSIOp::create(b, loc, b.getI64Type(), stride);
+    auto [offsets, shape, stride] = emitBlockOperands(b, loc, p, t);
     auto desc = DescriptorLoadOp::create(b, loc, load.getType(), map, p.base, offsets, shape,
                                          ValueRange{stride});
     auto ptrArg = cast<BlockArgument>(load.getPtr());
@@ -629,6 +703,12 @@ struct KilnPointerTilesToDescriptorsPass final
         rewriteLoads(fast, planLoop(fast, func), func, maps,
                      [&](unsigned i) { return ifOp.getResult(i).use_empty(); });
       }
+      // Stores of blocks (a matmul's C) through the TMA as well.
+      SmallVector<StoreOp> stores;
+      func.walk([&](StoreOp store) { stores.push_back(store); });
+      for (StoreOp store : stores)
+        if (FailureOr<Plan> p = planStore(store, func); succeeded(p))
+          rewriteStore(*p, func, maps);
     }
   }
 };

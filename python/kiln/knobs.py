@@ -164,6 +164,9 @@ class compilation_knobs(base_knobs):
                                         on=lambda raw: raw == "1")
     log_compiles = _knob("KILN_LOG_COMPILES", bool, False)
     libdevice_path = _knob("KILN_LIBDEVICE", str, None)
+    # sm_90a: a loop's pointer tiles of dot operands copied by the TMA
+    # (-kiln-pointer-tiles-to-descriptors); KILN_TMA_POINTER_TILES=0 keeps the pointer loads.
+    tma_pointer_tiles = _knob("KILN_TMA_POINTER_TILES", bool, True)
 
 
 class autotuning_knobs(base_knobs):

@@ -79,16 +79,21 @@ def test_tutorial_matmul_copies_operands_with_the_tma_on_sm90a():
     k = kiln.compile(tutorial_mm, signature=SIG, constexprs=CONSTS, target="sm_90a",
                      num_warps=8, num_stages=3)
     ir = k.asm["kiln"]
-    # Two tensor maps appended, A's (base a_ptr, f16, [128, 64], extents M and K, row stride
-    # stride_am) and B's ([64, 128], extents K and N, row stride stride_bk), in kernel
-    # parameter numbers (the stride-1 parameters are constants, not parameters).
+    # Three tensor maps appended, A's (base a_ptr, f16, [128, 64], extents M and K, row stride
+    # stride_am), B's ([64, 128], extents K and N, row stride stride_bk) and C's ([128, 128],
+    # extents M and N from the store's mask, row stride stride_cm), in kernel parameter
+    # numbers (the stride-1 parameters are constants, not parameters).
     recipes = re.findall(r"kiln\.tensor_map_recipe = array<i64: ([0-9, ]+)>", ir)
-    assert recipes == ["0, 104, 2, 128, 64, 3, 5, 6", "1, 104, 2, 64, 128, 5, 4, 7"], recipes
+    assert recipes == ["0, 104, 2, 128, 64, 3, 5, 6", "1, 104, 2, 64, 128, 5, 4, 7",
+                       "2, 104, 2, 128, 128, 3, 4, 8"], recipes
     ptx = k.asm["ptx"]
-    # The versioned loop: TMA copies where the tile does not wrap, cp.async elsewhere.
+    # The versioned loop: TMA copies where the tile does not wrap, cp.async elsewhere; C
+    # through shared memory and TMA stores where its tile starts inside, pointers elsewhere.
     assert "cp.async.bulk.tensor.2d.shared::cluster" in ptx
     assert "cp.async.cg.shared.global" in ptx
-    assert len(re.findall(r"\.param \.align 64 \.b8 tutorial_mm_param_\d+\[128\]", ptx)) == 2
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx
+    assert "st.global" in ptx
+    assert len(re.findall(r"\.param \.align 64 \.b8 tutorial_mm_param_\d+\[128\]", ptx)) == 3
 
 
 def test_no_tensor_maps_where_the_tma_cannot_copy():
@@ -105,8 +110,9 @@ def test_no_tensor_maps_where_the_tma_cannot_copy():
 
 
 def test_unaligned_operands_keep_pointer_loads():
-    # A row stride not known to be a multiple of 16 bytes: no tensor map for A.
-    sig = dict(SIG, stride_am="i32")
+    # A row stride not known to be a multiple of 16 bytes: no tensor map for A; nor for C
+    # when it is fp32 (the launcher encodes f16 and bf16 maps).
+    sig = dict(SIG, stride_am="i32", c_ptr="*fp32:16")
     k = kiln.compile(tutorial_mm, signature=sig, constexprs=CONSTS, target="sm_90a",
                      num_warps=8, num_stages=3)
     recipes = re.findall(r"kiln\.tensor_map_recipe = array<i64: ([0-9, ]+)>", k.asm["kiln"])
@@ -192,3 +198,12 @@ def test_tutorial_matmul_in_a_cuda_graph_on_gpu():
     torch.cuda.synchronize()
     torch.testing.assert_close(c.float(), (a.float() @ b.float()).half().float(), rtol=2e-2,
                                atol=5e-2)
+
+
+def test_knob_keeps_pointer_loads():
+    with kiln.knobs.compilation.scope():
+        kiln.knobs.compilation.tma_pointer_tiles = False
+        k = kiln.compile(tutorial_mm, signature=SIG, constexprs=CONSTS, target="sm_90a",
+                         num_warps=8, num_stages=3)
+    assert "tensor_map_recipe" not in k.asm["kiln"]
+    assert "cp.async.bulk.tensor" not in k.asm["ptx"]

@@ -381,6 +381,13 @@ def _device_arch(device=None):
         _C.current_device() if device is None else device)
 
 
+def _tma_pointer_tiles(arch):
+    """Whether the front end hands loops' pointer tiles of dot operands to the TMA (sm_90a,
+    unless knobs.compilation.tma_pointer_tiles is off)."""
+    from .. import knobs
+    return arch == "sm_90a" and bool(knobs.compilation.tma_pointer_tiles)
+
+
 @functools.lru_cache(maxsize=None)
 def _arch_of(device):
     return _C.get_arch(device)
@@ -521,6 +528,8 @@ class JITFunction(_C.Launcher):
                   ("maxnreg", str(maxnreg)), ("enable_fp_fusion", str(bool(fp_fusion))),
                   ("device", _HOST_ARCH if host else "gpu"), ("debug", str(bool(debug)))]
         arch = _HOST_ARCH if host else _device_arch(device)
+        tma = _tma_pointer_tiles(arch)
+        parts.append(("tma_pointer_tiles", str(tma)))
         key = hashlib.sha256(repr((frontend_version(), self.cache_key, self._locations(), arch,
                                    parts)).encode()).hexdigest()
         cached = load_ir(key)
@@ -534,6 +543,7 @@ class JITFunction(_C.Launcher):
             gen = CodeGenerator(self.info, debug=debug)
             gen.num_warps = num_warps  # extra.cuda.num_warps()/num_threads() are constexprs
             gen.target_arch = arch  # tl.target_info.current_target()
+            gen.tma_pointer_tiles = tma
             source, arg_params = gen.generate(specs, values)
             globals_used = gen.globals_used
             store_ir(key, source.text, arg_params)
@@ -719,6 +729,7 @@ def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages
     gen = CodeGenerator(fn.info)
     gen.num_warps = num_warps
     gen.target_arch = target
+    gen.tma_pointer_tiles = _tma_pointer_tiles(target)
     source, _ = gen.generate(specs, values)
     try:
         r = _C.compile_module(source, target, num_warps=num_warps, num_stages=num_stages,
