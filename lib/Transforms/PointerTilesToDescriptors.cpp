@@ -1,4 +1,4 @@
-//===- PointerTilesToDescriptors.cpp - Pointer tiles of dots as descriptor loads -===//
+//===- PointerTilesToDescriptors.cpp - Matmul pointer tiles as descriptor accesses -===//
 //
 // This file implements -kiln-pointer-tiles-to-descriptors (see Passes.td): a loop's load of a
 // 2-D f16/bf16 tile that feeds a dot, through pointers the loop advances (Triton's tutorial
@@ -23,6 +23,11 @@
 // Where that needs a run-time fact (start_d >= 0; start_d + B_d <= M_d for a wrapped index),
 // the loop is versioned: scf.if (facts) { the loop with descriptor loads } else { the loop
 // as it was } (Triton's `% M` on the rows of the last, partial tiles).
+//
+// A store of a 2-D f16/bf16 block through such a pointer tile (no wrap; a matmul's C),
+// masked by bounds on its own row and column indices, becomes a kiln.descriptor_store the same
+// way, under scf.if where it assumes run-time facts (the pointer store elsewhere):
+// -kiln-lower-descriptors then stores it through shared memory and the TMA.
 //
 // Each new tensor map is an argument appended to the function, carrying its recipe
 // (kTensorMapRecipeAttr: base argument, dtype code, rank, block, extents and stride as

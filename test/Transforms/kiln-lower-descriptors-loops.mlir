@@ -29,3 +29,27 @@ func.func @epilogue_in_loop(%d: !kiln.tensormap, %base: !kiln.ptr<f16>, %m: i32,
   }
   return
 }
+
+// -----
+
+// A store under scf.if but in no loop (-kiln-pointer-tiles-to-descriptors' versioned C store)
+// allocates its buffer at the store, as at the top level: it may reuse the bytes of rings dead
+// by then, so it needs no room beside them (the SMALL budget takes it too).
+// CHECK-LABEL: func.func @guarded_epilogue(
+// CHECK: %[[RING:.*]] = kiln_gpu.local_alloc {operand = 1 : i32} : <[3, 128, 128], f16>
+// CHECK: scf.if
+// CHECK-NEXT: %[[BUF:.*]] = kiln_gpu.local_alloc {k_major = false, operand = 1 : i32} : <[1, 128, 128], f16>
+// CHECK-NEXT: kiln_gpu.tma_store %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}}, %[[BUF]]
+// SMALL-LABEL: func.func @guarded_epilogue(
+// SMALL: kiln_gpu.tma_store
+func.func @guarded_epilogue(%d: !kiln.tensormap, %base: !kiln.ptr<f16>, %m: i32, %n: i32,
+                            %s: i64, %go: i1) {
+  %c0 = arith.constant 0 : i32
+  %ring = kiln_gpu.local_alloc {operand = 1 : i32} : !kiln_gpu.shared<[3, 128, 128], f16>
+  %v = arith.constant dense<1.0> : tensor<128x128xf16>
+  scf.if %go {
+    kiln.descriptor_store %d, %base[%c0, %c0], %v shape [%m, %n] strides [%s]
+        : !kiln.ptr<f16>, tensor<128x128xf16>
+  }
+  return
+}

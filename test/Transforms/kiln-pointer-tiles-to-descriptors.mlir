@@ -223,3 +223,56 @@ func.func @left_alone(%a: !kiln.ptr<f16>, %b: !kiln.ptr<f16> {kiln.divisibility 
   kiln.store %cp, %res#4 : tensor<32x32x!kiln.ptr<f32>>
   return
 }
+
+// -----
+
+// A matmul's C store: rows and columns masked by M and N on the store's own indices. It
+// becomes a descriptor store of a map [M, N] with row stride %sc, under scf.if on the facts it
+// takes (row start >= 0, extents and stride > 0); the pointer store stays for the else branch.
+// An fp32 store, or one whose columns are unmasked, is left alone.
+// CHECK-LABEL: func.func @store_c(
+// CHECK-SAME: %[[C:[a-z0-9]+]]: !kiln.ptr<f16> {kiln.divisibility = 16 : i32}, %[[M:[a-z0-9]+]]: i32, %[[N:[a-z0-9]+]]: i32, %[[SC:[a-z0-9]+]]: i32 {kiln.divisibility = 16 : i32}
+// CHECK-SAME: %[[MAP:[a-z0-9]+]]: !kiln.tensormap {kiln.tensor_map_recipe = array<i64: 0, 104, 2, 32, 64, 1, 2, 3>})
+// CHECK: %[[ROW0:.*]] = arith.muli
+// CHECK: arith.cmpi sge, %[[ROW0]]
+// CHECK: scf.if
+// CHECK: kiln.descriptor_store %[[MAP]], %[[C]][%[[ROW0]], %{{.*}}], %{{.*}} shape[%[[M]], %[[N]]] strides[%{{.*}}] : <f16>, tensor<32x64xf16>
+// CHECK-NEXT: } else {
+// CHECK-NEXT: kiln.store %{{.*}}, %{{.*}}, %{{.*}} : tensor<32x64x!kiln.ptr<f16>>
+// CHECK: kiln.store %{{.*}}, %{{.*}}, %{{.*}} : tensor<32x64x!kiln.ptr<f32>>
+// CHECK: kiln.store %{{.*}}, %{{.*}}, %{{.*}} : tensor<32x64x!kiln.ptr<f16>>
+// CHECK-NOT: descriptor_store
+func.func @store_c(%c: !kiln.ptr<f16> {kiln.divisibility = 16 : i32}, %m: i32, %n: i32,
+                   %sc: i32 {kiln.divisibility = 16 : i32},
+                   %c32p: !kiln.ptr<f32> {kiln.divisibility = 16 : i32}, %v: tensor<32x64xf16>,
+                   %w: tensor<32x64xf32>) {
+  %pid = kiln.program_id x : i32
+  %c32 = arith.constant 32 : i32
+  %row0 = arith.muli %pid, %c32 : i32
+  %r = kiln.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  %rs = kiln.splat %row0 : tensor<32xi32>
+  %rows = arith.addi %rs, %r : tensor<32xi32>
+  %cols = kiln.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+  %scs = kiln.splat %sc : tensor<32x1xi32>
+  %r2 = kiln.expand_dims %rows {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+  %ro = arith.muli %scs, %r2 : tensor<32x1xi32>
+  %c2 = kiln.expand_dims %cols {axis = 0 : i32} : tensor<64xi32> -> tensor<1x64xi32>
+  %rob = kiln.broadcast %ro : tensor<32x1xi32> -> tensor<32x64xi32>
+  %cob = kiln.broadcast %c2 : tensor<1x64xi32> -> tensor<32x64xi32>
+  %off = arith.addi %rob, %cob : tensor<32x64xi32>
+  %cb = kiln.splat %c : tensor<32x64x!kiln.ptr<f16>>
+  %ptrs = kiln.addptr %cb, %off : tensor<32x64x!kiln.ptr<f16>>, tensor<32x64xi32>
+  %ms = kiln.splat %m : tensor<32x1xi32>
+  %inr = arith.cmpi slt, %r2, %ms : tensor<32x1xi32>
+  %ns = kiln.splat %n : tensor<1x64xi32>
+  %inc = arith.cmpi slt, %c2, %ns : tensor<1x64xi32>
+  %inrb = kiln.broadcast %inr : tensor<32x1xi1> -> tensor<32x64xi1>
+  %incb = kiln.broadcast %inc : tensor<1x64xi1> -> tensor<32x64xi1>
+  %mask = arith.andi %inrb, %incb : tensor<32x64xi1>
+  kiln.store %ptrs, %v, %mask : tensor<32x64x!kiln.ptr<f16>>
+  %fb = kiln.splat %c32p : tensor<32x64x!kiln.ptr<f32>>
+  %fptrs = kiln.addptr %fb, %off : tensor<32x64x!kiln.ptr<f32>>, tensor<32x64xi32>
+  kiln.store %fptrs, %w, %mask : tensor<32x64x!kiln.ptr<f32>>
+  kiln.store %ptrs, %v, %inrb : tensor<32x64x!kiln.ptr<f16>>
+  return
+}
