@@ -44,6 +44,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <map>
 
@@ -336,12 +337,45 @@ LogicalResult planPointers(Value ptrs, func::FuncOp func, Plan &plan) {
   return success();
 }
 
-/// The plan for a store of a 2-D f16/bf16 block through a pointer tile, masked by bounds
-/// on its own indices (none wrapped), or failure.
+/// Whether `v` is computed from a kiln.dot's result (through the ops of its function, and
+/// through the results of loops and ifs to what they yield): a matmul's epilogue, whose
+/// store the TMA takes from the dot's fragments. Other stores (of elementwise kernels) keep
+/// their coalesced pointer stores.
+bool fedByDot(Value v) {
+  SmallVector<Value> work{v};
+  llvm::SmallPtrSet<Operation *, 32> seen;
+  while (!work.empty() && seen.size() < 64) {
+    Value x = work.pop_back_val();
+    Operation *op = x.getDefiningOp();
+    if (!op || !seen.insert(op).second)
+      continue;
+    if (isa<DotOp>(op))
+      return true;
+    if (isa<LoadOp, DescriptorLoadOp>(op))
+      continue;
+    unsigned i = cast<OpResult>(x).getResultNumber();
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      work.push_back(loop.getBody()->getTerminator()->getOperand(i));
+    } else if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
+      for (Region *r : {&ifOp.getThenRegion(), &ifOp.getElseRegion()})
+        if (!r->empty())
+          work.push_back(r->front().getTerminator()->getOperand(i));
+    } else if (op->getNumRegions() == 0) {
+      for (Value operand : op->getOperands())
+        if (isa<RankedTensorType>(operand.getType()))
+          work.push_back(operand);
+    }
+  }
+  return false;
+}
+
+/// The plan for a store of a 2-D f16/bf16 block computed from a dot through a pointer tile,
+/// masked by bounds on its own indices (none wrapped), or failure.
 FailureOr<Plan> planStore(StoreOp store, func::FuncOp func) {
   auto type = dyn_cast<RankedTensorType>(store.getValue().getType());
   if (!type || type.getRank() != 2 ||
-      !(type.getElementType().isF16() || type.getElementType().isBF16()))
+      !(type.getElementType().isF16() || type.getElementType().isBF16()) ||
+      !fedByDot(store.getValue()))
     return failure();
   Plan plan;
   plan.op = store;

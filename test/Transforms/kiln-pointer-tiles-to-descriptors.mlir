@@ -229,23 +229,30 @@ func.func @left_alone(%a: !kiln.ptr<f16>, %b: !kiln.ptr<f16> {kiln.divisibility 
 // A matmul's C store: rows and columns masked by M and N on the store's own indices. It
 // becomes a descriptor store of a map [M, N] with row stride %sc, under scf.if on the facts it
 // takes (row start >= 0, extents and stride > 0); the pointer store stays for the else branch.
-// An fp32 store, or one whose columns are unmasked, is left alone.
+// An fp32 store, one whose columns are unmasked and one of a value no dot computed (an
+// elementwise kernel's store stays coalesced) are left alone.
 // CHECK-LABEL: func.func @store_c(
 // CHECK-SAME: %[[C:[a-z0-9]+]]: !kiln.ptr<f16> {kiln.divisibility = 16 : i32}, %[[M:[a-z0-9]+]]: i32, %[[N:[a-z0-9]+]]: i32, %[[SC:[a-z0-9]+]]: i32 {kiln.divisibility = 16 : i32}
 // CHECK-SAME: %[[MAP:[a-z0-9]+]]: !kiln.tensormap {kiln.tensor_map_recipe = array<i64: 0, 104, 2, 32, 64, 1, 2, 3>})
+// CHECK: %[[V:.*]] = arith.truncf
 // CHECK: %[[ROW0:.*]] = arith.muli
 // CHECK: arith.cmpi sge, %[[ROW0]]
 // CHECK: scf.if
-// CHECK: kiln.descriptor_store %[[MAP]], %[[C]][%[[ROW0]], %{{.*}}], %{{.*}} shape[%[[M]], %[[N]]] strides[%{{.*}}] : <f16>, tensor<32x64xf16>
+// CHECK: kiln.descriptor_store %[[MAP]], %[[C]][%[[ROW0]], %{{.*}}], %[[V]] shape[%[[M]], %[[N]]] strides[%{{.*}}] : <f16>, tensor<32x64xf16>
 // CHECK-NEXT: } else {
 // CHECK-NEXT: kiln.store %{{.*}}, %{{.*}}, %{{.*}} : tensor<32x64x!kiln.ptr<f16>>
 // CHECK: kiln.store %{{.*}}, %{{.*}}, %{{.*}} : tensor<32x64x!kiln.ptr<f32>>
 // CHECK: kiln.store %{{.*}}, %{{.*}}, %{{.*}} : tensor<32x64x!kiln.ptr<f16>>
+// CHECK: kiln.store %{{.*}}, %{{.*}}, %{{.*}} : tensor<32x64x!kiln.ptr<f16>>
 // CHECK-NOT: descriptor_store
 func.func @store_c(%c: !kiln.ptr<f16> {kiln.divisibility = 16 : i32}, %m: i32, %n: i32,
                    %sc: i32 {kiln.divisibility = 16 : i32},
-                   %c32p: !kiln.ptr<f32> {kiln.divisibility = 16 : i32}, %v: tensor<32x64xf16>,
-                   %w: tensor<32x64xf32>) {
+                   %c32p: !kiln.ptr<f32> {kiln.divisibility = 16 : i32}, %x: tensor<32x16xf16>,
+                   %y: tensor<16x64xf16>, %u: tensor<32x64xf16>) {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = kiln.splat %zero : tensor<32x64xf32>
+  %w = kiln.dot %x, %y, %acc : tensor<32x16xf16> * tensor<16x64xf16> -> tensor<32x64xf32>
+  %v = arith.truncf %w : tensor<32x64xf32> to tensor<32x64xf16>
   %pid = kiln.program_id x : i32
   %c32 = arith.constant 32 : i32
   %row0 = arith.muli %pid, %c32 : i32
@@ -274,5 +281,6 @@ func.func @store_c(%c: !kiln.ptr<f16> {kiln.divisibility = 16 : i32}, %m: i32, %
   %fptrs = kiln.addptr %fb, %off : tensor<32x64x!kiln.ptr<f32>>, tensor<32x64xi32>
   kiln.store %fptrs, %w, %mask : tensor<32x64x!kiln.ptr<f32>>
   kiln.store %ptrs, %v, %inrb : tensor<32x64x!kiln.ptr<f16>>
+  kiln.store %ptrs, %u, %mask : tensor<32x64x!kiln.ptr<f16>>
   return
 }
