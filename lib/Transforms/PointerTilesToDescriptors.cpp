@@ -19,7 +19,8 @@
 // t*step_1) of the row-major tensor [extent_0, extent_1] with row stride s0, and the pointer
 // load reads it exactly where the tensor holds it and the descriptor load does (zero
 // elsewhere), provided the coordinates are not negative and no index wraps. A dimension's
-// extent is its mask's bound, its wrap M, else 2^31 - 1 (unmasked: every coordinate is read).
+// extent is its mask's bound, its wrap M, else 2^31 - 1 (unmasked: every coordinate is read;
+// the driver encodes such extents whatever the row stride, measured on the H100).
 // Where that needs a run-time fact (start_d >= 0; start_d + B_d <= M_d for a wrapped index),
 // the loop is versioned: scf.if (facts) { the loop with descriptor loads } else { the loop
 // as it was } (Triton's `% M` on the rows of the last, partial tiles).
@@ -394,8 +395,7 @@ FailureOr<Plan> planStore(StoreOp store, func::FuncOp func) {
     plan.dims[b.dim].extent = Scalar::of(b.bound);
   }
   for (int d = 0; d < 2; ++d)
-    if (plan.dims[d].wrap || (d == 1 && !bounded[d]) ||
-        !recipeSource(plan.dims[d].extent, func, false))
+    if (plan.dims[d].wrap || !recipeSource(plan.dims[d].extent, func, false))
       return failure();
   if (!recipeSource(plan.dims[0].stride, func, true))
     return failure();
@@ -489,12 +489,10 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func) {
         return false;
       Bound *b = boundOfDim[d];
       if (!b) {
-        // Unmasked: the wrap, else any row (an unmasked column bound is not taken: the row
-        // stride bounds the columns of a tensor map).
+        // Unmasked: the wrap, else every coordinate (the driver takes extents past the row
+        // stride).
         if (dim.wrap)
           dim.extent = Scalar::of(dim.wrap);
-        else if (d == 1)
-          return false;
         continue;
       }
       if (isInvariant(b->bound, loop)) {
@@ -543,11 +541,30 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func) {
 }
 
 /// The plans of the loads directly in `loop`'s body.
+/// Whether some use of `load` is an operand of a dot (directly or transposed).
+bool feedsDot(LoadOp load) {
+  return llvm::any_of(load->getUsers(), [](Operation *u) {
+    if (isa<DotOp>(u))
+      return true;
+    return isa<TransOp>(u) && llvm::any_of(u->getUsers(), [](Operation *v) {
+             return isa<DotOp>(v);
+           });
+  });
+}
+
+/// The plans of the loads directly in `loop`'s body: all of the loads that feed its dots, or
+/// none (the rings copy a loop's operands all by the TMA or all by cp.async, so one operand
+/// the pass cannot take keeps the others cp.async copies too).
 SmallVector<Plan> planLoop(scf::ForOp loop, func::FuncOp func) {
   SmallVector<Plan> plans;
-  for (auto load : loop.getBody()->getOps<LoadOp>())
-    if (FailureOr<Plan> p = planLoad(load, loop, func); succeeded(p))
-      plans.push_back(*p);
+  for (auto load : loop.getBody()->getOps<LoadOp>()) {
+    if (!feedsDot(load))
+      continue;
+    FailureOr<Plan> p = planLoad(load, loop, func);
+    if (failed(p))
+      return {};
+    plans.push_back(*p);
+  }
   return plans;
 }
 

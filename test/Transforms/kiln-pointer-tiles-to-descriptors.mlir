@@ -164,8 +164,9 @@ func.func @matmul_kn(%b: !kiln.ptr<bf16> {kiln.divisibility = 16 : i32},
 
 // -----
 
-// Left alone: a base not known 16-byte aligned; a tile no dot reads; columns unmasked (a
-// tensor map's row stride bounds its columns); a mask on the wrong index; other not zero.
+// Left alone, all the loads of the loop (whose dots the rings feed all by the TMA or all by
+// cp.async): bases not known 16-byte aligned (masked and not); a mask bounding a dimension
+// the loop does not advance by the induction variable; other not zero.
 // CHECK-LABEL: func.func @left_alone(
 // CHECK-NOT: kiln.tensormap
 // CHECK-NOT: scf.if
@@ -190,7 +191,7 @@ func.func @left_alone(%a: !kiln.ptr<f16>, %b: !kiln.ptr<f16> {kiln.divisibility 
   %one = arith.constant 1 : i32
   %c32 = arith.constant 32 : i32
   %res:5 = scf.for %i = %c0 to %k step %one
-      iter_args(%pa = %aptrs, %pb = %bptrs, %pc = %bptrs, %pd = %bptrs, %acc = %acc0)
+      iter_args(%pa = %aptrs, %pb = %aptrs, %pc = %bptrs, %pd = %bptrs, %acc = %acc0)
       -> (tensor<32x32x!kiln.ptr<f16>>, tensor<32x32x!kiln.ptr<f16>>, tensor<32x32x!kiln.ptr<f16>>,
           tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xf32>) : i32 {
     %done = arith.muli %i, %c32 : i32
@@ -229,11 +230,12 @@ func.func @left_alone(%a: !kiln.ptr<f16>, %b: !kiln.ptr<f16> {kiln.divisibility 
 // A matmul's C store: rows and columns masked by M and N on the store's own indices. It
 // becomes a descriptor store of a map [M, N] with row stride %sc, under scf.if on the facts it
 // takes (row start >= 0, extents and stride > 0); the pointer store stays for the else branch.
-// An fp32 store, one whose columns are unmasked and one of a value no dot computed (an
-// elementwise kernel's store stays coalesced) are left alone.
+// A store masked on its rows only writes every column: extent 2^31 - 1. An fp32 store and
+// one of a value no dot computed (an elementwise kernel's store stays coalesced) are left
+// alone.
 // CHECK-LABEL: func.func @store_c(
 // CHECK-SAME: %[[C:[a-z0-9]+]]: !kiln.ptr<f16> {kiln.divisibility = 16 : i32}, %[[M:[a-z0-9]+]]: i32, %[[N:[a-z0-9]+]]: i32, %[[SC:[a-z0-9]+]]: i32 {kiln.divisibility = 16 : i32}
-// CHECK-SAME: %[[MAP:[a-z0-9]+]]: !kiln.tensormap {kiln.tensor_map_recipe = array<i64: 0, 104, 2, 32, 64, 1, 2, 3>})
+// CHECK-SAME: %[[MAP:[a-z0-9]+]]: !kiln.tensormap {kiln.tensor_map_recipe = array<i64: 0, 104, 2, 32, 64, 1, 2, 3>}, %[[MAP2:[a-z0-9]+]]: !kiln.tensormap {kiln.tensor_map_recipe = array<i64: 0, 104, 2, 32, 64, 1, -2147483648, 3>})
 // CHECK: %[[V:.*]] = arith.truncf
 // CHECK: %[[ROW0:.*]] = arith.muli
 // CHECK: arith.cmpi sge, %[[ROW0]]
@@ -242,7 +244,10 @@ func.func @left_alone(%a: !kiln.ptr<f16>, %b: !kiln.ptr<f16> {kiln.divisibility 
 // CHECK-NEXT: } else {
 // CHECK-NEXT: kiln.store %{{.*}}, %{{.*}}, %{{.*}} : tensor<32x64x!kiln.ptr<f16>>
 // CHECK: kiln.store %{{.*}}, %{{.*}}, %{{.*}} : tensor<32x64x!kiln.ptr<f32>>
-// CHECK: kiln.store %{{.*}}, %{{.*}}, %{{.*}} : tensor<32x64x!kiln.ptr<f16>>
+// CHECK: scf.if
+// CHECK: kiln.descriptor_store %[[MAP2]]
+// CHECK: } else {
+// CHECK-NEXT: kiln.store %{{.*}}, %[[V]], %{{.*}} : tensor<32x64x!kiln.ptr<f16>>
 // CHECK: kiln.store %{{.*}}, %{{.*}}, %{{.*}} : tensor<32x64x!kiln.ptr<f16>>
 // CHECK-NOT: descriptor_store
 func.func @store_c(%c: !kiln.ptr<f16> {kiln.divisibility = 16 : i32}, %m: i32, %n: i32,
@@ -282,5 +287,45 @@ func.func @store_c(%c: !kiln.ptr<f16> {kiln.divisibility = 16 : i32}, %m: i32, %
   kiln.store %fptrs, %w, %mask : tensor<32x64x!kiln.ptr<f32>>
   kiln.store %ptrs, %v, %inrb : tensor<32x64x!kiln.ptr<f16>>
   kiln.store %ptrs, %u, %mask : tensor<32x64x!kiln.ptr<f16>>
+  return
+}
+
+// -----
+
+// Unmasked tiles (kernels that assume K a multiple of BLOCK_K): every coordinate is read, as
+// the pointer load reads every address: extents 2^31 - 1 (-1 - value: -2147483648). Only the
+// row stride's sign is left to check at run time.
+// CHECK-LABEL: func.func @unmasked(
+// CHECK-SAME: !kiln.tensormap {kiln.tensor_map_recipe = array<i64: 0, 104, 2, 32, 32, -2147483648, -2147483648, 1>})
+// CHECK: %[[G:.*]] = arith.cmpi sgt, %{{.*}}, %{{.*}} : i32
+// CHECK: scf.if
+// CHECK: kiln.descriptor_load
+func.func @unmasked(%a: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
+                    %sa: i32 {kiln.divisibility = 16 : i32}, %k: i32, %c: !kiln.ptr<f32>) {
+  %r = kiln.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  %r2 = kiln.expand_dims %r {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+  %sas = kiln.splat %sa : tensor<32x1xi32>
+  %ro = arith.muli %r2, %sas : tensor<32x1xi32>
+  %k2 = kiln.expand_dims %r {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+  %rob = kiln.broadcast %ro : tensor<32x1xi32> -> tensor<32x32xi32>
+  %kob = kiln.broadcast %k2 : tensor<1x32xi32> -> tensor<32x32xi32>
+  %off = arith.addi %rob, %kob : tensor<32x32xi32>
+  %ab = kiln.splat %a : tensor<32x32x!kiln.ptr<f16>>
+  %aptrs = kiln.addptr %ab, %off : tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xi32>
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc0 = kiln.splat %zero : tensor<32x32xf32>
+  %c0 = arith.constant 0 : i32
+  %one = arith.constant 1 : i32
+  %c32 = arith.constant 32 : i32
+  %res:2 = scf.for %i = %c0 to %k step %one iter_args(%pa = %aptrs, %acc = %acc0)
+      -> (tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xf32>) : i32 {
+    %x = kiln.load %pa : tensor<32x32x!kiln.ptr<f16>>
+    %d = kiln.dot %x, %x, %acc : tensor<32x32xf16> * tensor<32x32xf16> -> tensor<32x32xf32>
+    %s = kiln.splat %c32 : tensor<32x32xi32>
+    %pa2 = kiln.addptr %pa, %s : tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xi32>
+    scf.yield %pa2, %d : tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xf32>
+  }
+  %cp = kiln.splat %c : tensor<32x32x!kiln.ptr<f32>>
+  kiln.store %cp, %res#1 : tensor<32x32x!kiln.ptr<f32>>
   return
 }

@@ -105,18 +105,24 @@ def test_no_tensor_maps_where_the_tma_cannot_copy():
            "N": "i32", "stride_am": "i32:16", "stride_bk": "i32:16"}
     k = kiln.compile(other_one_mm, signature=sig, constexprs={"BM": 64, "BN": 64, "BK": 32},
                      target="sm_90a", num_warps=4, num_stages=3)
-    recipes = re.findall(r"kiln\.tensor_map_recipe = array<i64: ([0-9, ]+)>", k.asm["kiln"])
-    assert recipes == ["1, 104, 2, 32, 64, 3, 4, 6"], recipes  # B only
+    # A loop's operands go all by the TMA or all by cp.async: A keeps B a pointer load too.
+    assert "tensor_map_recipe" not in k.asm["kiln"]
+    assert "cp.async.bulk.tensor.2d.shared" not in k.asm["ptx"]
 
 
 def test_unaligned_operands_keep_pointer_loads():
-    # A row stride not known to be a multiple of 16 bytes: no tensor map for A; nor for C
-    # when it is fp32 (the launcher encodes f16 and bf16 maps).
-    sig = dict(SIG, stride_am="i32", c_ptr="*fp32:16")
+    # A row stride not known to be a multiple of 16 bytes: no tensor map for A, so none for
+    # B (the loop's operands all by cp.async); C's store still through the TMA. With an fp32
+    # C none at all (the launcher encodes f16 and bf16 maps).
+    sig = dict(SIG, stride_am="i32")
     k = kiln.compile(tutorial_mm, signature=sig, constexprs=CONSTS, target="sm_90a",
                      num_warps=8, num_stages=3)
     recipes = re.findall(r"kiln\.tensor_map_recipe = array<i64: ([0-9, ]+)>", k.asm["kiln"])
-    assert len(recipes) == 1 and recipes[0].startswith("1, "), recipes
+    assert recipes == ["2, 104, 2, 128, 128, 3, 4, 8"], recipes
+    assert "cp.async.cg.shared.global" in k.asm["ptx"]
+    k = kiln.compile(tutorial_mm, signature=dict(sig, c_ptr="*fp32:16"), constexprs=CONSTS,
+                     target="sm_90a", num_warps=8, num_stages=3)
+    assert "tensor_map_recipe" not in k.asm["kiln"]
 
 
 # ---------------------------------------------------------------- GPU
