@@ -546,9 +546,8 @@ bool feedsDot(LoadOp load) {
   return llvm::any_of(load->getUsers(), [](Operation *u) {
     if (isa<DotOp>(u))
       return true;
-    return isa<TransOp>(u) && llvm::any_of(u->getUsers(), [](Operation *v) {
-             return isa<DotOp>(v);
-           });
+    return isa<TransOp>(u) &&
+           llvm::any_of(u->getUsers(), [](Operation *v) { return isa<DotOp>(v); });
   });
 }
 
