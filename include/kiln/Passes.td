@@ -248,10 +248,11 @@ def KilnPointerTilesToDescriptors
     of a multiple of 16 bytes, the extents arguments or constants. Where that assumes run-time
     facts (starts not negative, wrapped indices within M, extents and stride positive), the
     loop is versioned under `scf.if`: the rewritten loop where they hold, the original
-    elsewhere. A store of a 2-D f16/bf16 block through such a pointer tile (no wrap), masked
-    by bounds on its own indices (a matmul's C), becomes a `kiln.descriptor_store` the same
-    way, under `scf.if` where it assumes run-time facts. Other loads and stores are left
-    alone.
+    elsewhere. Unmasked dimensions get extent 2^31 - 1 (every coordinate read). A loop is
+    taken only when all the loads feeding its dots are. A store of a 2-D f16/bf16 block
+    computed from a dot (a matmul's C) through such a pointer tile (no wrap), masked by
+    bounds on its own indices or not, becomes a `kiln.descriptor_store` the same way, under
+    `scf.if` where it assumes run-time facts. Other loads and stores are left alone.
 
     ```mlir
     // before: %a = kiln.load %ptrs, %mask, %zero : tensor<128x64x!kiln.ptr<f16>>  (in a loop)

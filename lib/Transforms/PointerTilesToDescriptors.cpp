@@ -21,14 +21,18 @@
 // elsewhere), provided the coordinates are not negative and no index wraps. A dimension's
 // extent is its mask's bound, its wrap M, else 2^31 - 1 (unmasked: every coordinate is read;
 // the driver encodes such extents whatever the row stride, measured on the H100).
-// Where that needs a run-time fact (start_d >= 0; start_d + B_d <= M_d for a wrapped index),
-// the loop is versioned: scf.if (facts) { the loop with descriptor loads } else { the loop
-// as it was } (Triton's `% M` on the rows of the last, partial tiles).
+// Where that needs a run-time fact (start_d >= 0; start_d + B_d <= M_d for a wrapped index;
+// extents and row stride positive, else the launcher cannot encode the map), the loop is
+// versioned: scf.if (facts) { the loop with descriptor loads } else { the loop as it was }
+// (Triton's `% M` on the rows of the last, partial tiles). A loop is taken only when every
+// load feeding its dots is (the rings copy a loop's operands all by the TMA or all by
+// cp.async).
 //
-// A store of a 2-D f16/bf16 block through such a pointer tile (no wrap; a matmul's C),
-// masked by bounds on its own row and column indices, becomes a kiln.descriptor_store the same
-// way, under scf.if where it assumes run-time facts (the pointer store elsewhere):
-// -kiln-lower-descriptors then stores it through shared memory and the TMA.
+// A store of a 2-D f16/bf16 block computed from a dot (a matmul's C) through such a pointer
+// tile (no wrap), masked by bounds on its own row and column indices, becomes a
+// kiln.descriptor_store the same way, under scf.if where it assumes run-time facts (the
+// pointer store elsewhere): -kiln-lower-descriptors then stores it through shared memory and
+// the TMA.
 //
 // Each new tensor map is an argument appended to the function, carrying its recipe
 // (kTensorMapRecipeAttr: base argument, dtype code, rank, block, extents and stride as

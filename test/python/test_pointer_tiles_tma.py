@@ -213,3 +213,49 @@ def test_knob_keeps_pointer_loads():
                          num_warps=8, num_stages=3)
     assert "tensor_map_recipe" not in k.asm["kiln"]
     assert "cp.async.bulk.tensor" not in k.asm["ptx"]
+
+
+@kiln.jit
+def unmasked_mm(a_ptr, b_ptr, c_ptr, K, stride_am, stride_bk, stride_cm, BM: tl.constexpr,
+                BN: tl.constexpr, BK: tl.constexpr):
+    # No masks anywhere (M, N, K multiples of the tiles): every dimension's extent is 2^31 - 1.
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc)
+        a_ptrs += BK
+        b_ptrs += BK * stride_bk
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc.to(tl.float16))
+
+
+def test_unmasked_matmul_takes_the_tma_on_sm90a():
+    sig = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp16:16", "K": "i32:16",
+           "stride_am": "i32:16", "stride_bk": "i32:16", "stride_cm": "i32:16"}
+    k = kiln.compile(unmasked_mm, signature=sig, constexprs={"BM": 128, "BN": 128, "BK": 64},
+                     target="sm_90a", num_warps=8, num_stages=3)
+    recipes = re.findall(r"kiln\.tensor_map_recipe = array<i64: ([-0-9, ]+)>", k.asm["kiln"])
+    big = "-2147483648"
+    assert recipes == [f"0, 104, 2, 128, 64, {big}, {big}, 4",
+                       f"1, 104, 2, 64, 128, {big}, {big}, 5",
+                       f"2, 104, 2, 128, 128, {big}, {big}, 6"], recipes
+    assert "cp.async.bulk.tensor.2d.shared::cluster" in k.asm["ptx"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,K", [(256, 384, 512), (128, 128, 64)])
+def test_unmasked_matmul_on_gpu(M, N, K):
+    torch = torch_or_skip()
+    torch.manual_seed(3)
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    big_c = torch.full((M + 8, N), float("nan"), device="cuda", dtype=torch.float16)
+    c = big_c[:M]
+    unmasked_mm[(M // 128, N // 128)](a, b, c, K, a.stride(0), b.stride(0), c.stride(0),
+                                      BM=128, BN=128, BK=64, num_warps=8, num_stages=3)
+    torch.testing.assert_close(c.float(), (a.float() @ b.float()).half().float(), rtol=2e-2,
+                               atol=5e-2)
+    assert torch.isnan(big_c[M:]).all()  # nothing written past C's rows
