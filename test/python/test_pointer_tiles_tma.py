@@ -5,9 +5,10 @@ encodes from the arguments, in a loop versioned on the facts that takes (tiles w
 `% M` do not wrap, extents and strides positive); other tiles run the loop as written. The
 IR and PTX for sm_90a, the recipes the launcher gets, and (marker `gpu`) results against
 torch at shapes that take either loop, strided and sliced operands, K = 0, bf16."""
+import os
 import re
+import sys
 
-import numpy as np
 import pytest
 
 import kiln
@@ -15,39 +16,11 @@ import kiln.language as tl
 
 from cuda_torch import torch_or_skip
 
-
-@kiln.jit
-def tutorial_mm(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-                stride_cm, stride_cn, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                GROUP_M: tl.constexpr, ACTIVATION: tl.constexpr):
-    # B stored K x N; rows of A and columns of B wrap (% M, % N); K masked.
-    pid = tl.program_id(axis=0)
-    num_m = tl.cdiv(M, BM)
-    num_n = tl.cdiv(N, BN)
-    in_group = GROUP_M * num_n
-    first_m = (pid // in_group) * GROUP_M
-    size_m = min(num_m - first_m, GROUP_M)
-    pid_m = first_m + ((pid % in_group) % size_m)
-    pid_n = (pid % in_group) // size_m
-    offs_am = (pid_m * BM + tl.arange(0, BM)) % M
-    offs_bn = (pid_n * BN + tl.arange(0, BN)) % N
-    offs_k = tl.arange(0, BK)
-    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
-        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=0.0)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0)
-        acc = tl.dot(a, b, acc)
-        a_ptrs += BK * stride_ak
-        b_ptrs += BK * stride_bk
-    if ACTIVATION == "leaky_relu":
-        acc = tl.where(acc >= 0, acc, 0.01 * acc)
-    c = acc.to(c_ptr.dtype.element_ty)
-    offs_cm = pid_m * BM + tl.arange(0, BM)
-    offs_cn = pid_n * BN + tl.arange(0, BN)
-    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-    tl.store(c_ptrs, c, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "bench"))
+# Tutorial 03's matmul as bench_cliffs runs it (case ptr): B stored K x N, rows of A and
+# columns of B taken % M and % N, K masked, an optional leaky_relu epilogue.
+from cliff_sources import mm_ptr as tutorial_mm  # noqa: E402
 
 
 @kiln.jit
@@ -72,7 +45,8 @@ def other_one_mm(a_ptr, b_ptr, c_ptr, K, N, stride_am, stride_bk, BM: tl.constex
 SIG = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp16:16", "M": "i32:16",
        "N": "i32:16", "K": "i32:16", "stride_am": "i32:16", "stride_ak": "i32:1",
        "stride_bk": "i32:16", "stride_bn": "i32:1", "stride_cm": "i32:16", "stride_cn": "i32:1"}
-CONSTS = {"BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "ACTIVATION": ""}
+CONSTS = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8,
+          "ACTIVATION": ""}
 
 
 def test_tutorial_matmul_copies_operands_with_the_tma_on_sm90a():
@@ -93,7 +67,7 @@ def test_tutorial_matmul_copies_operands_with_the_tma_on_sm90a():
     assert "cp.async.cg.shared.global" in ptx
     assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx
     assert "st.global" in ptx
-    assert len(re.findall(r"\.param \.align 64 \.b8 tutorial_mm_param_\d+\[128\]", ptx)) == 3
+    assert len(re.findall(r"\.param \.align 64 \.b8 mm_ptr_param_\d+\[128\]", ptx)) == 3
 
 
 def test_no_tensor_maps_where_the_tma_cannot_copy():
@@ -132,8 +106,9 @@ def run_tutorial(torch, a, b, c, BM=128, BN=128, BK=64, warps=8, stages=3, act="
     N = b.shape[1]
     grid = (kiln.cdiv(M, BM) * kiln.cdiv(N, BN),)
     tutorial_mm[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                      c.stride(0), c.stride(1), BM=BM, BN=BN, BK=BK, GROUP_M=8,
-                      ACTIVATION=act, num_warps=warps, num_stages=stages)
+                      c.stride(0), c.stride(1), BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN,
+                      BLOCK_SIZE_K=BK, GROUP_SIZE_M=8, ACTIVATION=act, num_warps=warps,
+                      num_stages=stages)
 
 
 @pytest.mark.gpu
