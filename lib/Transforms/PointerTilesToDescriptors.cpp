@@ -51,6 +51,7 @@
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
+#include <limits>
 #include <map>
 
 namespace kiln {
@@ -63,7 +64,7 @@ using namespace kiln;
 
 namespace {
 
-constexpr int64_t kUnbounded = 2147483647; // an unmasked dimension's extent: INT32_MAX
+constexpr int64_t kUnbounded = std::numeric_limits<int32_t>::max(); // an unmasked extent
 
 /// The integer constant `v` is, scalar or splat (arith.constant, kiln.splat of one).
 std::optional<int64_t> constInt(Value v) {
@@ -294,9 +295,19 @@ bool decomposeMask(Value mask, SmallVectorImpl<Bound> &bounds) {
   return true;
 }
 
-/// Whether `v` is defined outside `loop`.
-bool isInvariant(Value v, scf::ForOp loop) {
-  return !loop->isAncestor(v.getParentRegion()->getParentOp());
+/// The bound of each dimension in `mask` (null: none): idx_d < bound_d on the pointer tile's
+/// own index tiles, one per dimension at most, i32; failure for any other mask.
+LogicalResult maskBounds(Value mask, const std::array<Dim, 2> &dims, std::array<Value, 2> &out) {
+  out = {Value(), Value()};
+  SmallVector<Bound, 2> bounds;
+  if (mask && !decomposeMask(mask, bounds))
+    return failure();
+  for (Bound &b : bounds) {
+    if (b.dim < 0 || out[b.dim] || b.index != dims[b.dim].index || !b.bound.getType().isInteger(32))
+      return failure();
+    out[b.dim] = b.bound;
+  }
+  return success();
 }
 
 /// What the host encodes a map field from: argument number, or -1 - constant.
@@ -387,17 +398,12 @@ FailureOr<Plan> planStore(StoreOp store, func::FuncOp func) {
   plan.type = type;
   if (failed(planPointers(store.getPtr(), func, plan)))
     return failure();
-  SmallVector<Bound, 2> bounds;
-  if (store.getMask() && !decomposeMask(store.getMask(), bounds))
+  std::array<Value, 2> bounds;
+  if (failed(maskBounds(store.getMask(), plan.dims, bounds)))
     return failure();
-  std::array<bool, 2> bounded{false, false};
-  for (Bound &b : bounds) {
-    if (b.dim < 0 || bounded[b.dim] || b.index != plan.dims[b.dim].index ||
-        !b.bound.getType().isInteger(32))
-      return failure();
-    bounded[b.dim] = true;
-    plan.dims[b.dim].extent = Scalar::of(b.bound);
-  }
+  for (int d = 0; d < 2; ++d)
+    if (bounds[d])
+      plan.dims[d].extent = Scalar::of(bounds[d]);
   for (int d = 0; d < 2; ++d)
     if (plan.dims[d].wrap || !recipeSource(plan.dims[d].extent, func, false))
       return failure();
@@ -447,9 +453,9 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func) {
     return failure();
   std::array<Dim, 2> &dims = plan.dims;
   for (int d = 0; d < 2; ++d) {
-    if (!isInvariant(dims[d].index, loop))
+    if (!loop.isDefinedOutsideOfLoop(dims[d].index))
       return failure();
-    if (dims[d].start.value && !isInvariant(dims[d].start.value, loop))
+    if (dims[d].start.value && !loop.isDefinedOutsideOfLoop(dims[d].start.value))
       return failure();
   }
 
@@ -470,17 +476,9 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func) {
         }
   }
 
-  // The mask's bounds, one per dimension at most, on the pointer's own index tiles.
-  SmallVector<Bound, 2> bounds;
-  if (load.getMask() && !decomposeMask(load.getMask(), bounds))
+  std::array<Value, 2> boundOfDim;
+  if (failed(maskBounds(load.getMask(), dims, boundOfDim)))
     return failure();
-  std::array<Bound *, 2> boundOfDim{nullptr, nullptr};
-  for (Bound &b : bounds) {
-    if (b.dim < 0 || boundOfDim[b.dim] || b.index != dims[b.dim].index ||
-        !b.bound.getType().isInteger(32))
-      return failure();
-    boundOfDim[b.dim] = &b;
-  }
   auto lb = constInt(loop.getLowerBound()), ls = constInt(loop.getStep());
   if (!ls || *ls <= 0)
     return failure();
@@ -491,24 +489,24 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func) {
       dim.step = d == stepDim ? step : 0;
       if (dim.wrap && dim.step)
         return false;
-      Bound *b = boundOfDim[d];
-      if (!b) {
+      Value bound = boundOfDim[d];
+      if (!bound) {
         // Unmasked: the wrap, else every coordinate (the driver takes extents past the row
         // stride).
         if (dim.wrap)
           dim.extent = Scalar::of(dim.wrap);
         continue;
       }
-      if (isInvariant(b->bound, loop)) {
+      if (loop.isDefinedOutsideOfLoop(bound)) {
         // idx < E on a dimension the loop does not advance.
-        if (dim.step || (dim.wrap && b->bound != dim.wrap))
+        if (dim.step || (dim.wrap && bound != dim.wrap))
           return false;
-        dim.extent = Scalar::of(b->bound);
+        dim.extent = Scalar::of(bound);
         continue;
       }
       // idx < E - a * k on the advancing dimension, k from 0 by ls, a * ls the step.
-      auto sub = b->bound.getDefiningOp<arith::SubIOp>();
-      if (!sub || !dim.step || !isInvariant(sub.getLhs(), loop) || lb != 0)
+      auto sub = bound.getDefiningOp<arith::SubIOp>();
+      if (!sub || !dim.step || !loop.isDefinedOutsideOfLoop(sub.getLhs()) || lb != 0)
         return false;
       Value f = sub.getRhs(), iv = loop.getInductionVar();
       std::optional<int64_t> a;
@@ -754,12 +752,16 @@ struct KilnPointerTilesToDescriptorsPass final
                                       /*withElseRegion=*/true);
         loop->replaceAllUsesWith(ifOp.getResults());
         b.setInsertionPointToStart(ifOp.thenBlock());
-        auto fast = cast<scf::ForOp>(b.clone(*loop));
+        IRMapping cloned;
+        auto fast = cast<scf::ForOp>(b.clone(*loop, cloned));
         scf::YieldOp::create(b, loc, fast.getResults());
         loop->moveBefore(ifOp.elseBlock(), ifOp.elseBlock()->end());
         b.setInsertionPointToEnd(ifOp.elseBlock());
         scf::YieldOp::create(b, loc, loop.getResults());
-        rewriteLoads(fast, planLoop(fast, func), func, maps,
+        // The plans' values are defined outside the loop: only their loads move to the clone.
+        for (Plan &p : plans)
+          p.op = cloned.lookup(p.op);
+        rewriteLoads(fast, plans, func, maps,
                      [&](unsigned i) { return ifOp.getResult(i).use_empty(); });
       }
       // Stores of blocks (a matmul's C) through the TMA as well.
