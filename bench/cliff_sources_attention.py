@@ -12,6 +12,10 @@ multiple of the tiles (no bounds masks, as in the tutorial).
                         blocks left of the diagonal without a mask, then the diagonal block
                         with one. Writes O (the output's dtype) and M, the row logsumexp of
                         the scaled scores in base 2 (fp32), which the backward reads.
+    attn_fwd_desc       attn_fwd through host tensor descriptors over (B * H * S, D), the
+                        tutorial's path on GPUs with the TMA: q loaded once, each key block's
+                        K^T as the transpose of its [BLOCK_N, D] block, O stored by the
+                        descriptor; contiguous (B, H, S, D) tensors.
     attn_bwd_preprocess Delta = rowsum(O * dO) (fp32), grid (S // BLOCK_M, B * H).
     attn_bwd            grid (S // BLOCK_N1, B * H), BLOCK_N1 == BLOCK_M2: each program first
                         computes dK, dV of keys [pid * BLOCK_N1, +BLOCK_N1) looping over query
@@ -109,6 +113,76 @@ def attn_fwd(Q, K, V, sm_scale, M, Out,
     tl.store(M + off_hz * N_CTX + offs_m, m_i)
     o_ptrs = Out + offs_m[:, None] * stride_om + offs_d[None, :] * stride_od
     tl.store(o_ptrs, acc.to(Out.type.element_ty))
+
+
+@kiln.jit
+def _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, offset_y, start_m, qk_scale,
+                         N_CTX, offs_m, offs_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                         STAGE: tl.constexpr):
+    # _attn_fwd_inner with K and V read through tensor descriptors over (B * H * S, D):
+    # a key block is the rows [offset_y + start_n, + BLOCK_N), K^T its transpose.
+    if STAGE == 1:
+        lo, hi = 0, start_m * BLOCK_M
+    elif STAGE == 2:
+        lo, hi = start_m * BLOCK_M, (start_m + 1) * BLOCK_M
+        lo = tl.multiple_of(lo, BLOCK_M)
+    else:
+        lo, hi = 0, N_CTX
+    row = offset_y + lo
+    for start_n in tl.range(lo, hi, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        kT = desc_k.load([row, 0]).T
+        s = tl.dot(q, kT)
+        if STAGE == 2:
+            visible = offs_m[:, None] >= (start_n + offs_n[None, :])
+            s = tl.where(visible, s * qk_scale, -1.0e6)
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            s = s - m_new[:, None]
+        else:
+            m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+            s = s * qk_scale - m_new[:, None]
+        p = tl.math.exp2(s)
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = desc_v.load([row, 0])
+        acc = tl.dot(p.to(v.dtype), v, acc)
+        m_i = m_new
+        row += BLOCK_N
+    return acc, l_i, m_i
+
+
+@kiln.jit
+def attn_fwd_desc(desc_q, desc_k, desc_v, sm_scale, M, desc_o, H, N_CTX,
+                  HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  STAGE: tl.constexpr):
+    """attn_fwd through host tensor descriptors (the tutorial's path where the GPU has the
+    TMA): q, k, v and o contiguous, each described as a (B * H * S, D) matrix, blocks
+    [BLOCK_M, D] (q, o) and [BLOCK_N, D] (k, v)."""
+    tl.static_assert(BLOCK_M % BLOCK_N == 0)
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    offset_y = off_hz * N_CTX
+    q_row = offset_y + start_m * BLOCK_M
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    q = desc_q.load([q_row, 0])
+    if STAGE & 1:
+        acc, l_i, m_i = _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, offset_y,
+                                             start_m, qk_scale, N_CTX, offs_m, offs_n,
+                                             BLOCK_M, BLOCK_N, 4 - STAGE)
+    if STAGE & 2:
+        acc, l_i, m_i = _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, offset_y,
+                                             start_m, qk_scale, N_CTX, offs_m, offs_n,
+                                             BLOCK_M, BLOCK_N, 2)
+    m_i += tl.math.log2(l_i)
+    acc = acc / l_i[:, None]
+    tl.store(M + off_hz * N_CTX + offs_m, m_i)
+    desc_o.store([q_row, 0], acc.to(desc_o.dtype))
 
 
 @kiln.jit

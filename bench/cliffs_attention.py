@@ -6,7 +6,8 @@ under Triton on the same source (common.twin), both over the same configurations
 same host launchers, beside torch's scaled_dot_product_attention with no backend forced
 ("SDPA default").
 
-Rows: attn_fwd[_causal] (one forward) and attn_bwd[_causal] (the preprocess and the
+Rows: attn_fwd[_causal] (one forward), attn_fwd_desc[_causal] (the forward through host
+tensor descriptors, as the tutorial runs it on GPUs with the TMA) and attn_bwd[_causal] (the preprocess and the
 backward kernel; each library's backward reads the O and M of its own forward at its best
 configuration). TFLOP/s: forward 4 * B * H * S^2 * D, backward 2.5 times that, both halved
 when causal. The SDPA peer of a backward row times torch.autograd.grad of SDPA's output
@@ -20,7 +21,8 @@ import math
 import os
 import sys
 
-TITLE = "Attention in the style of Triton's tutorial 06 (K loaded transposed by pointers)"
+TITLE = ("Attention in the style of Triton's tutorial 06 (K loaded transposed by pointers, "
+         "or through host descriptors)")
 UNIT = "TFLOP/s"
 
 # (B, H, S, D)
@@ -47,6 +49,21 @@ def fwd_launcher(mod, q, k, v, o, m, causal, cfg):
         num_stages=stages)
 
 
+def fwd_desc_launcher(mod, td, q, k, v, o, m, causal, cfg):
+    """attn_fwd_desc of `mod` at cfg through `td` (the library's TensorDescriptor class): q,
+    k, v, o contiguous, described as (B * H * S, D) matrices."""
+    BM, BN, warps, stages = cfg
+    B, H, S, D = q.shape
+    rows = B * H * S
+    descs = [td(x, shape=[rows, D], strides=[D, 1], block_shape=[b, D])
+             for x, b in ((q, BM), (k, BN), (v, BN))]
+    desc_o = td(o, shape=[rows, D], strides=[D, 1], block_shape=[BM, D])
+    grid = (S // BM, B * H)
+    return lambda: mod.attn_fwd_desc[grid](
+        *descs, 1.0 / math.sqrt(D), m, desc_o, H, S, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN,
+        STAGE=3 if causal else 1, num_warps=warps, num_stages=stages)
+
+
 def bwd_launcher(mod, q, k, v, o, m, do, dq, dk, dv, delta, causal, cfg):
     """A backward call of `mod` at cfg: the preprocess (delta) then dQ, dK, dV. q, k, v, o,
     do, dq, dk, dv share their strides."""
@@ -67,10 +84,23 @@ def bwd_launcher(mod, q, k, v, o, m, do, dq, dk, dv, delta, causal, cfg):
 
 
 def _libraries(ctx, src):
-    libs = [("kiln", src)]
+    """(name, module, TensorDescriptor class) of Kiln and, when installed, Triton's twin."""
+    libs = [("kiln", src, ctx.kiln.TensorDescriptor)]
     if ctx.triton is not None:
-        libs.append(("triton", ctx.common.twin(src)))
+        libs.append(("triton", ctx.common.twin(src), ctx.triton_lib.TensorDescriptor))
     return libs
+
+
+def _time_forward(ctx, row, lib, make, flop, label):
+    """Times the forward `make(cfg)` over FWD_CONFIGS into `row` (lib's rate and best
+    config; for Triton its best timed again, the noise); the best config, None if none ran
+    (the best call ran last: its output is in place)."""
+    common, timer = ctx.common, ctx.timer
+    t, cfg, fn = common.best_of(make, FWD_CONFIGS, timer, label)
+    row.update({lib: common.tflops(flop, t), f"{lib}_cfg": cfg})
+    if lib == "triton" and fn is not None:
+        row["triton_again"] = common.tflops(flop, timer(fn))
+    return cfg
 
 
 def rows(ctx):
@@ -95,21 +125,26 @@ def rows(ctx):
             fwd = {"case": "attn_fwd" + suffix, "dtype": "fp16", "shape": shape,
                    "peer_name": "SDPA default"}
             bwd = dict(fwd, case="attn_bwd" + suffix)
+            fwd_desc = dict(fwd, case="attn_fwd_desc" + suffix)
             with torch.no_grad():
                 fwd["peer"] = common.tflops(flop, timer(
                     lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)))
+            fwd_desc["peer"] = fwd["peer"]
             bwd["peer"] = common.tflops(2.5 * flop, timer(
                 lambda: torch.autograd.grad(ref_o, (qr, kr, vr), do, retain_graph=True)))
-            for lib, mod in libs:
+            for lib, mod, td in libs:
                 o = torch.full_like(q, float("nan"))
                 m = torch.full((B, H, S), float("nan"), device="cuda", dtype=torch.float32)
-                t, cfg, fn = common.best_of(
-                    lambda c: fwd_launcher(mod, q, k, v, o, m, causal, c), FWD_CONFIGS,
-                    timer, f"{lib} attn_fwd{suffix} {shape}")
-                fwd.update({lib: common.tflops(flop, t), f"{lib}_cfg": cfg,
-                            f"{lib}_err": common.relerr(o, ref_o) if cfg else None})
-                if lib == "triton" and fn is not None:
-                    fwd["triton_again"] = common.tflops(flop, timer(fn))
+                cfg = _time_forward(
+                    ctx, fwd_desc, lib,
+                    lambda c: fwd_desc_launcher(mod, td, q, k, v, o, m, causal, c), flop,
+                    f"{lib} attn_fwd_desc{suffix} {shape}")
+                fwd_desc[f"{lib}_err"] = common.relerr(o, ref_o) if cfg else None
+                o.fill_(float("nan"))
+                cfg = _time_forward(ctx, fwd, lib,
+                                    lambda c: fwd_launcher(mod, q, k, v, o, m, causal, c),
+                                    flop, f"{lib} attn_fwd{suffix} {shape}")
+                fwd[f"{lib}_err"] = common.relerr(o, ref_o) if cfg else None
                 if cfg is None:  # no forward: no O and M for the backward
                     bwd.update({lib: math.nan, f"{lib}_cfg": None, f"{lib}_err": None})
                     continue
@@ -126,10 +161,10 @@ def rows(ctx):
                 if lib == "triton" and fn is not None:
                     bwd["triton_again"] = common.tflops(2.5 * flop, timer(fn))
                 del o, m, dq, dk, dv, delta
-            for row in (fwd, bwd):
+            for row in (fwd, fwd_desc, bwd):
                 for key in ("triton", "triton_cfg", "triton_again", "triton_err"):
                     row.setdefault(key, None)
-            out += [fwd, bwd]
+            out += [fwd, fwd_desc, bwd]
             del q, k, v, do, qr, kr, vr, ref_o, ref_grads
             torch.cuda.empty_cache()
     return out

@@ -80,6 +80,19 @@ std::pair<Value, Value> kiln::emitDescriptorBlockAddress(OpBuilder &b, Location 
   return {ptrs, mask};
 }
 
+Value kiln::lowerDescriptorLoad(DescriptorLoadOp load) {
+  OpBuilder b(load);
+  Location loc = load.getLoc();
+  RankedTensorType type = load.getType();
+  auto [ptrs, mask] = emitDescriptorBlockAddress(b, loc, type, load.getBase(), load.getOffsets(),
+                                                 load.getShape(), load.getStrides());
+  Value zero = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
+  Value v = LoadOp::create(b, loc, ptrs, mask, zero);
+  load.replaceAllUsesWith(v);
+  load->erase();
+  return v;
+}
+
 namespace {
 
 /// Bytes of shared memory the rings and buffers of `func` take if none shares bytes with
@@ -149,21 +162,15 @@ struct KilnLowerDescriptorsPass
         continue;
       }
       if (auto load = dyn_cast<DescriptorLoadOp>(op)) {
-        RankedTensorType type = load.getType();
-        auto [ptrs, mask] = emitDescriptorBlockAddress(
-            b, loc, type, load.getBase(), load.getOffsets(), load.getShape(), load.getStrides());
-        Value zero = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
-        Value v = LoadOp::create(b, loc, ptrs, mask, zero);
-        load.replaceAllUsesWith(v);
-      } else {
-        auto store = cast<DescriptorStoreOp>(op);
-        auto type = cast<RankedTensorType>(store.getValue().getType());
-        auto [ptrs, mask] =
-            emitDescriptorBlockAddress(b, loc, type, store.getBase(), store.getOffsets(),
-                                       store.getShape(), store.getStrides());
-        StoreOp::create(b, loc, ptrs, store.getValue(), mask, CacheModifierAttr(),
-                        EvictionPolicyAttr());
+        (void)lowerDescriptorLoad(load);
+        continue;
       }
+      auto store = cast<DescriptorStoreOp>(op);
+      auto type = cast<RankedTensorType>(store.getValue().getType());
+      auto [ptrs, mask] = emitDescriptorBlockAddress(
+          b, loc, type, store.getBase(), store.getOffsets(), store.getShape(), store.getStrides());
+      StoreOp::create(b, loc, ptrs, store.getValue(), mask, CacheModifierAttr(),
+                      EvictionPolicyAttr());
       op->erase();
     }
   }

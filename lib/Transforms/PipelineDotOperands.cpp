@@ -8,9 +8,10 @@
 //
 // Each dot of the body is planned on its own: B must be a load of the loop; A is one too (a
 // ring), or a load before the loop (copied once, with the first group, into a one-slot
-// buffer: flash attention's q), or a tile the body computes (flash attention's p, which wgmma
-// reads from registers). The dots of one loop share its slot argument and its copy groups:
-// each iteration commits one group holding every ring's copy for one later iteration.
+// buffer: flash attention's q, also through a descriptor), or a tile the body computes (flash
+// attention's p, which wgmma reads from registers). The dots of one loop share its slot argument
+// and its copy groups: each iteration commits one group holding every ring's copy for one later
+// iteration.
 //
 // Group accounting, for copies running D iterations ahead: the prologue commits D groups
 // (iterations 0 .. D-1); iteration i commits one more (iteration i + D). When iteration i
@@ -69,6 +70,7 @@
 #include "kiln/Dialect/KilnGPU/IR/DotLayouts.h"
 #include "kiln/Passes.h"
 #include "kiln/Target/NVIDIA/TensorMap.h"
+#include "kiln/Transforms/DescriptorAccess.h"
 
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
@@ -159,9 +161,9 @@ FailureOr<LoopSchedule> scheduleLoop(scf::ForOp loop, MutableArrayRef<DotPlan> p
         ++cpAsyncCopies;
       }
     }
-    if (plan.aSource == ASource::Once)
-      ++cpAsyncCopies;
   }
+  // (A loaded once before the loop is copied by cp.async either way: with TMA rings it is
+  // waited for before the loop.)
   bool tma = tmaCopies > 0;
   if (tma && cpAsyncCopies)
     return failure();
@@ -472,6 +474,15 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     }
     endGroup(slot);
   }
+  // With TMA rings the one-slot buffers' cp.async copies are not in any barrier's count:
+  // they complete, and every warp sees them, before the loop (the rings' copies run on).
+  if (tma && llvm::any_of(llvm::zip(plans, aFilled), [](auto planFilled) {
+        return std::get<0>(planFilled).aSource == ASource::Once && !std::get<1>(planFilled);
+      })) {
+    kgpu::AsyncCommitOp::create(rewriter, loc);
+    kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(0));
+    kgpu::BarrierOp::create(rewriter, loc);
+  }
 
   // Step 3: the loop, rewritten. The current slot travels in a new iteration argument: 0, 1, ...,
   // S-1, 0, ...; with TMA copies so does the parity of the barrier phase the slot is at (it flips
@@ -691,6 +702,14 @@ struct KilnPipelineDotOperandsPass final
     OnceBuffers onceBuffers;
     for (auto &[op, list] : dots) {
       auto loop = cast<scf::ForOp>(op);
+      // A read through a descriptor before the loop (tutorial 06's q = desc_q.load(...)) is
+      // copied once like a pointer load: its masked load now, which -kiln-lower-descriptors
+      // would make of it anyway (the TMA takes only loads of a loop).
+      if (wgmma)
+        for (DotOp dot : list)
+          if (auto desc = dot.getA().getDefiningOp<DescriptorLoadOp>();
+              desc && !loop->isAncestor(desc))
+            (void)lowerDescriptorLoad(desc);
       SmallVector<DotPlan, 2> plans;
       for (DotOp dot : list)
         if (FailureOr<DotPlan> plan = planDot(dot, loop, numWarps, wgmma); succeeded(plan))

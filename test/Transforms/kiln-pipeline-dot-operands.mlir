@@ -736,3 +736,57 @@ func.func @two_dots_read_one_load(%A: !kiln.ptr<f16>, %B: !kiln.ptr<f16>, %K: i3
   }
   return %res#0, %res#1 : tensor<64x64xf32>, tensor<64x32xf32>
 }
+
+// -----
+
+// Tutorial 06's forward through tensor descriptors: q is a descriptor load before the loop,
+// k (read transposed) and v descriptor loads of the loop. The TMA fills k's and v's rings;
+// q becomes its block's masked address and is copied once by cp.async into a one-slot buffer,
+// which is not in the rings' barrier counts: it is waited for (and every warp synchronized)
+// before the loop. mma.sync reads no descriptor rings: nothing changes there.
+// CHECK-LABEL: func.func @tma_attention(
+// CHECK-NOT: kiln.descriptor_load
+// CHECK: %[[QBUF:.*]] = kiln_gpu.local_alloc {k_major = true, operand = 0 : i32} : <[1, 64, 32], f16>
+// CHECK: %[[K:.*]] = kiln_gpu.local_alloc {k_major = true, operand = 1 : i32} : <[3, 32, 32], f16>
+// CHECK: %[[V:.*]] = kiln_gpu.local_alloc {k_major = false, operand = 1 : i32} : <[3, 32, 32], f16>
+// CHECK: kiln_gpu.mbarrier_alloc : <3>
+// CHECK: kiln_gpu.async_copy %[[QBUF]][%{{.*}}], %{{[^,]*}}, %{{[^ ]*}} : <[1, 64, 32], f16>
+// CHECK: kiln_gpu.tma_copy %{{.*}}, %[[K]]
+// CHECK: kiln_gpu.tma_copy %{{.*}}, %[[V]]
+// CHECK: kiln_gpu.tma_copy %{{.*}}, %[[K]]
+// CHECK: kiln_gpu.tma_copy %{{.*}}, %[[V]]
+// CHECK-NEXT: kiln_gpu.async_commit
+// CHECK-NEXT: kiln_gpu.async_wait {pending = 0 : i32}
+// CHECK-NEXT: kiln_gpu.barrier
+// CHECK: scf.for
+// CHECK-NOT: kiln_gpu.async_copy
+// CHECK: kiln_gpu.shared_dot %[[QBUF]][%{{.*}}], %[[K]][%{{.*}}]
+// CHECK: kiln_gpu.shared_dot %{{.*}}, %[[V]][%{{.*}}]
+// CHECK: scf.yield
+// MMA-LABEL: func.func @tma_attention(
+// MMA-NOT: kiln_gpu.local_alloc
+// MMA-COUNT-3: kiln.descriptor_load
+func.func @tma_attention(%qd: !kiln.tensormap, %qb: !kiln.ptr<f16>, %kd: !kiln.tensormap,
+                         %kb: !kiln.ptr<f16>, %vd: !kiln.tensormap, %vb: !kiln.ptr<f16>,
+                         %rows: i32, %dim: i32, %s: i64, %y: i32, %n: i32) -> tensor<64x32xf32> {
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %zero_s = arith.constant dense<0.0> : tensor<64x32xf32>
+  %acc0 = arith.constant dense<0.0> : tensor<64x32xf32>
+  %q = kiln.descriptor_load %qd, %qb[%y, %c0] shape [%rows, %dim] strides [%s]
+      : !kiln.ptr<f16> -> tensor<64x32xf16>
+  %acc = scf.for %j = %c0 to %n step %c32 iter_args(%o = %acc0) -> (tensor<64x32xf32>) : i32 {
+    %row = arith.addi %y, %j : i32
+    %k = kiln.descriptor_load %kd, %kb[%row, %c0] shape [%rows, %dim] strides [%s]
+        : !kiln.ptr<f16> -> tensor<32x32xf16>
+    %kt = kiln.trans %k {order = array<i32: 1, 0>} : tensor<32x32xf16> -> tensor<32x32xf16>
+    %sc = kiln.dot %q, %kt, %zero_s : tensor<64x32xf16> * tensor<32x32xf16> -> tensor<64x32xf32>
+    %e = math.exp2 %sc : tensor<64x32xf32>
+    %p = arith.truncf %e : tensor<64x32xf32> to tensor<64x32xf16>
+    %v = kiln.descriptor_load %vd, %vb[%row, %c0] shape [%rows, %dim] strides [%s]
+        : !kiln.ptr<f16> -> tensor<32x32xf16>
+    %d = kiln.dot %p, %v, %o : tensor<64x32xf16> * tensor<32x32xf16> -> tensor<64x32xf32>
+    scf.yield %d : tensor<64x32xf32>
+  }
+  return %acc : tensor<64x32xf32>
+}
