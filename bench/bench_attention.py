@@ -23,9 +23,12 @@ Run: PYTHONPATH=<staged kiln package>:kernels/python python3 bench/bench_attenti
      [--shapes 4x32x4096,1x32x16384] [--head-dim 128] [--dtype fp16] [--causal both]
      [--rep 100] [--block-m 128 --block-n 64 --warps 8 --stages 3]
      [--triton-tiles 128x64x8x3,128x64x8x4,128x128x8x3] [--overlap on|off|both]
-     [--peers twin,tutorial]
-Kiln's row is its rotated loop (overlap=True) with --overlap on or both, the plain loop with
-off; both also times the plain loop (columns "Kiln plain").
+     [--peers twin,tutorial] [--descriptors auto|off]
+Kiln's row is attention_forward's default path: through tensor descriptors
+(_attn_fwd_desc, descriptor_tile_config's tiles) for these contiguous inputs, unless
+--descriptors off; the Triton twin takes the same path and tiles. On the pointer path Kiln's
+row is its rotated loop (overlap=True) with --overlap on or both, the plain loop with off;
+both also times the plain loop (columns "Kiln plain").
 """
 import argparse
 import math
@@ -60,20 +63,27 @@ def sdpa_flash():
 def bench_case(B, H, S, D, dtype, causal, args, peers):
     key = f"attn_{'fp16' if dtype == torch.float16 else 'bf16'}_b{B}_h{H}_s{S}_d{D}" + \
           ("_causal" if causal else "")
-    bm0, bn0, nw0, ns0 = k_fa.tile_config(D)
-    bm, bn = args.block_m or bm0, args.block_n or bn0
-    nw, ns = args.warps or nw0, args.stages or ns0
-    report(f"{key}_tiles", f"BLOCK_M={bm},BLOCK_N={bn},num_warps={nw},num_stages={ns}")
     sm_scale = 1.0 / math.sqrt(D)
     q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=dtype) for _ in range(3))
     outs = {name: torch.empty_like(q) for name in ("kiln", "kiln_plain", "triton",
                                                    "triton_tutorial")}
+    # the path attention_forward takes by default: descriptors for contiguous tensors with
+    # whole blocks (_attn_fwd_desc), else pointers (_attn_fwd)
+    desc_tiles = k_fa.descriptor_tile_config(D, causal)
+    descriptors = args.descriptors == "auto" and k_fa._descriptor_path(
+        q, k, v, outs["kiln"], args.block_m or desc_tiles[0])
+    bm0, bn0, nw0, ns0 = desc_tiles if descriptors else k_fa.tile_config(D)
+    bm, bn = args.block_m or bm0, args.block_n or bn0
+    nw, ns = args.warps or nw0, args.stages or ns0
+    report(f"{key}_tiles", f"BLOCK_M={bm},BLOCK_N={bn},num_warps={nw},num_stages={ns}")
+    report(f"{key}_path", "descriptors" if descriptors else "pointers")
     overlap = args.overlap != "off"
 
     def kiln_call(out, overlap):
         return lambda: k_fa.attention_forward(q, k, v, out, None, causal=causal,
                                               sm_scale=sm_scale, block_m=bm, block_n=bn,
-                                              num_warps=nw, num_stages=ns, overlap=overlap)
+                                              num_warps=nw, num_stages=ns, overlap=overlap,
+                                              descriptors=descriptors)
 
     # Triton runs at Kiln's tiles and at each of --triton-tiles; its fastest is the peer.
     cfgs = [(bm, bn, nw, ns)]
@@ -87,7 +97,8 @@ def bench_case(B, H, S, D, dtype, causal, args, peers):
             c_bm, c_bn, c_nw, c_ns = cfg
             return lambda: peers["twin"].attention_forward(
                 q, k, v, outs["triton"], None, causal=causal, sm_scale=sm_scale, block_m=c_bm,
-                block_n=c_bn, num_warps=c_nw, num_stages=c_ns, overlap=overlap)
+                block_n=c_bn, num_warps=c_nw, num_stages=c_ns, overlap=overlap,
+                descriptors=descriptors)
         makers["triton"] = (twin_call, cfgs)
     if "tutorial" in peers:
         import cliffs_attention
@@ -114,7 +125,7 @@ def bench_case(B, H, S, D, dtype, causal, args, peers):
     with sdpa_flash():
         ref = sdpa_fn()
         impls = [("kiln", kiln_call(outs["kiln"], overlap))]
-        if args.overlap == "both":
+        if args.overlap == "both" and not descriptors:
             impls.append(("kiln_plain", kiln_call(outs["kiln_plain"], False)))
         for name, fn in impls:
             try:
@@ -180,6 +191,9 @@ def main():
     ap.add_argument("--block-n", type=int, default=0)
     ap.add_argument("--warps", type=int, default=0)
     ap.add_argument("--stages", type=int, default=0)
+    ap.add_argument("--descriptors", default="auto", choices=["auto", "off"],
+                    help="auto: attention_forward's default path (descriptors for contiguous "
+                         "tensors with whole blocks), off: the pointer kernel")
     ap.add_argument("--overlap", default="both", choices=["on", "off", "both"],
                     help="Kiln's rotated loop (overlap=True); both: also times the plain loop")
     ap.add_argument("--triton-tiles", default="128x64x8x3,128x64x8x4,128x128x8x3",

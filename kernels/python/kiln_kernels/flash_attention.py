@@ -29,6 +29,11 @@ BLOCK_M / BLOCK_N of them) are masked with j <= i. The masked loop also masks ke
 so any sequence length works; the non-causal walk sends only its last, partial key block
 through it.
 
+On the GPU, contiguous inputs whose sequence length is a multiple of BLOCK_M take
+_attn_fwd_desc instead: the same walk with q, K, V and the output read and written through
+tensor descriptors over (B * H * S, D) matrices, so that on sm_90a the TMA copies the key and
+value blocks into the dot rings and stores the output (every block whole, no masks).
+
 Inputs are (B, H, S, D) with any strides (the kernel takes them in elements; offsets inside
 one (batch, head) are 32-bit, the batch and head offsets 64-bit); fp16 or bf16, head dims
 16..256 that are powers of two (the host wrapper picks tiles for 64 and 128). K and V may
@@ -193,6 +198,67 @@ def _attn_fwd(Q, K, V, Out, LSE, sm_scale,
         tl.store(LSE + off_hz.to(tl.int64) * N_CTX + offs_m, lse, mask=row_ok)
 
 
+@kiln.jit
+def _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, kv_row, qk_scale, offs_m, lo, hi,
+                         BLOCK_N: tl.constexpr, DIAGONAL: tl.constexpr):
+    """_attn_fwd_inner's whole key blocks [lo, hi) through descriptors: block j is rows
+    [kv_row + j, + BLOCK_N) of K and V seen as (B * H_KV * S, D) matrices; K^T is the
+    transpose of K's block. DIAGONAL: keys after the query row get probability 0."""
+    offs_n = tl.arange(0, BLOCK_N)
+    for start_n in range(lo, hi, BLOCK_N):
+        kT = desc_k.load([kv_row + start_n, 0]).T
+        qk = tl.dot(q, kT)
+        if DIAGONAL:
+            qk = qk * qk_scale
+            qk = tl.where(offs_m[:, None] >= (start_n + offs_n)[None, :], qk, float("-inf"))
+            m_ij = tl.maximum(m_i, tl.max(qk, axis=1))
+            qk = qk - m_ij[:, None]
+        else:
+            m_ij = tl.maximum(m_i, tl.max(qk, axis=1) * qk_scale)
+            qk = qk * qk_scale - m_ij[:, None]
+        p = tl.exp2(qk)
+        alpha = tl.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None]
+        v = desc_v.load([kv_row + start_n, 0])
+        acc = tl.dot(p.to(v.dtype), v, acc)
+        m_i = m_ij
+    return acc, l_i, m_i
+
+
+@kiln.jit
+def _attn_fwd_desc(desc_q, desc_k, desc_v, desc_o, LSE, sm_scale, H, N_CTX,
+                   HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                   CAUSAL: tl.constexpr, GROUP: tl.constexpr = 1):
+    """_attn_fwd for contiguous q, k, v and out with N_CTX a multiple of BLOCK_M, through
+    tensor descriptors over (B * H * S, D) (K and V: (B * H_KV * S, D)), so that on sm_90a
+    the TMA copies K and V into the dot rings (no address arithmetic in the loop; q is copied
+    once) and the output block goes out through a TMA store. Every block is whole: no bounds
+    masks. Grid (N_CTX // BLOCK_M, Z * H)."""
+    tl.static_assert(BLOCK_M % BLOCK_N == 0, "BLOCK_M must be a multiple of BLOCK_N")
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    q_row = off_hz * N_CTX + start_m * BLOCK_M
+    kv_row = ((off_hz // H) * (H // GROUP) + (off_hz % H) // GROUP) * N_CTX
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    q = desc_q.load([q_row, 0])
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.4426950408889634  # log2(e)
+    hi = start_m * BLOCK_M if CAUSAL else N_CTX
+    acc, l_i, m_i = _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, kv_row, qk_scale,
+                                         offs_m, 0, hi, BLOCK_N, False)
+    if CAUSAL:
+        acc, l_i, m_i = _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, kv_row,
+                                             qk_scale, offs_m, hi, hi + BLOCK_M, BLOCK_N, True)
+    out = acc / l_i[:, None]
+    desc_o.store([q_row, 0], out.to(desc_o.dtype))
+    if LSE is not None:
+        lse = (m_i + tl.log2(l_i)) * 0.6931471805599453  # ln(2): back to natural log
+        tl.store(LSE + off_hz.to(tl.int64) * N_CTX + offs_m, lse)
+
+
 # ---------------------------------------------------------------- host side
 
 def tile_config(head_dim, cpu=False):
@@ -218,6 +284,28 @@ def overlap_default(head_dim, cpu=False):
     return not cpu and head_dim >= 128
 
 
+def descriptor_tile_config(head_dim, causal=False):
+    """(BLOCK_M, BLOCK_N, num_warps, num_stages) of the descriptor path (_attn_fwd_desc) on the
+    GPU. Measured on the H100 (session 24, kiln_kernels' forward at 4x32x4096 and 1x32x16384,
+    fp16, two rounds in one process): at D = 128, 128x128 tiles with 3 stages averaged 516
+    TFLOP/s over the 8 timings (causal and not), 2 stages 506, 128x64 with 4 stages 499; at
+    D = 64 128x128 tiles with 2 stages ran 467-516 non-causal against 422-455 for 128x64 with
+    3 or 4, but causal 320-375 against 383-427 for 128x64 with 4 stages (the diagonal blocks
+    of 128 keys mask half their work)."""
+    if head_dim <= 64:
+        return (128, 64, 8, 4) if causal else (128, 128, 8, 2)
+    return 128, 128, 8, 3
+
+
+def _descriptor_path(q, k, v, out, block_m):
+    """Whether _attn_fwd_desc can run: torch CUDA tensors, all four contiguous (each a
+    (B * H * S, D) matrix for a descriptor), S a multiple of BLOCK_M (every block whole:
+    a block past a head's end would read the next head's rows, and write them for O)."""
+    return (torch is not None and all(isinstance(x, torch.Tensor) and x.is_cuda
+                                      and x.is_contiguous() for x in (q, k, v, out))
+            and q.shape[2] % block_m == 0)
+
+
 def check_shapes(who, q, k, v, *like_q):
     """(B, H, S, D) of q; k and v (B, H_KV, S, D) with H a multiple of H_KV (grouped-query
     attention; H_KV = H is the usual case); each of like_q q's shape. A ValueError else."""
@@ -241,13 +329,16 @@ def _strides(a):
 
 
 def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block_m=None,
-                      block_n=None, num_warps=None, num_stages=None, overlap=None, **launch):
+                      block_n=None, num_warps=None, num_stages=None, overlap=None,
+                      descriptors=None, **launch):
     """Launches _attn_fwd on arrays (torch tensors, CUDA or CPU, or numpy arrays) of shape
     (B, H, S, D); writes `out` (same shape, any strides) and, when given, `lse` (fp32,
     contiguous (B, H, S)). sm_scale (default 1/sqrt(D)) must be positive. Tiles default to
     tile_config(D) (its CPU tiles with device="cpu"); overlap (default: overlap_default) takes
     the rotated loop for whole key blocks (_attn_fwd_inner_overlap); `launch` goes to the launch
-    (device="cpu", debug=True, ...)."""
+    (device="cpu", debug=True, ...). descriptors (default: where it can run, see
+    _descriptor_path) launches _attn_fwd_desc instead, with descriptor_tile_config's tiles
+    unless given; True where it cannot run is a ValueError."""
     B, H, S, D = check_shapes("attention", q, k, v, out)
     if D not in (16, 32, 64, 128, 256):
         raise ValueError(f"attention: expected a head dimension of 16, 32, 64, 128 or 256, "
@@ -257,6 +348,15 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
                          f"{k.dtype} and {v.dtype}")
     cpu = launch.get("device") == "cpu"
     bm, bn, nw, ns = tile_config(D, cpu=cpu)
+    if descriptors is None or descriptors:
+        dbm = block_m or descriptor_tile_config(D, causal)[0]
+        usable = not cpu and _descriptor_path(q, k, v, out, dbm)
+        if descriptors and not usable:
+            raise ValueError("attention: descriptors=True needs contiguous CUDA torch tensors "
+                             f"and a sequence length that is a multiple of BLOCK_M ({dbm})")
+        descriptors = usable
+        if descriptors:
+            bm, bn, nw, ns = descriptor_tile_config(D, causal)
     bm, bn = block_m or bm, block_n or bn
     nw, ns = num_warps or nw, num_stages or ns
     if bm % bn:
@@ -272,6 +372,15 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
     if B * H == 0 or S == 0:
         return out
     grid = (kiln.cdiv(S, bm), B * H)
+    if descriptors:
+        def desc(x, rows):
+            return kiln.TensorDescriptor(x.view(-1, D), shape=[x.numel() // D, D],
+                                         strides=[D, 1], block_shape=[rows, D])
+        _attn_fwd_desc[grid](desc(q, bm), desc(k, bn), desc(v, bn), desc(out, bm), lse,
+                             float(sm_scale), H, S, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
+                             CAUSAL=bool(causal), GROUP=H // int(k.shape[1]), num_warps=nw,
+                             num_stages=ns, **launch)
+        return out
     _attn_fwd[grid](q, k, v, out, lse, float(sm_scale), *_strides(q), *_strides(k),
                     *_strides(v), *_strides(out), B, H, S, HEAD_DIM=D, BLOCK_M=bm,
                     BLOCK_N=bn, CAUSAL=bool(causal), EVEN_N=S % bn == 0,
@@ -280,12 +389,12 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
     return out
 
 
-def _forward_with_lse(q, k, v, causal, sm_scale, overlap):
+def _forward_with_lse(q, k, v, causal, sm_scale, overlap, descriptors=None):
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     lse = torch.empty(q.shape[:3], device=q.device, dtype=torch.float32)
     launch = {"device": "cpu"} if q.device.type == "cpu" else {}
     attention_forward(q, k, v, out, lse, causal=causal, sm_scale=sm_scale, overlap=overlap,
-                      **launch)
+                      descriptors=descriptors, **launch)
     return out, lse
 
 
@@ -295,8 +404,8 @@ if torch is not None:
         and the logsumexp; no gradient flows through the returned logsumexp."""
 
         @staticmethod
-        def forward(ctx, q, k, v, causal, sm_scale, overlap):
-            out, lse = _forward_with_lse(q, k, v, causal, sm_scale, overlap)
+        def forward(ctx, q, k, v, causal, sm_scale, overlap, descriptors):
+            out, lse = _forward_with_lse(q, k, v, causal, sm_scale, overlap, descriptors)
             ctx.save_for_backward(q, k, v, out, lse)
             ctx.causal, ctx.sm_scale = causal, sm_scale
             ctx.set_materialize_grads(False)
@@ -308,33 +417,35 @@ if torch is not None:
             from .flash_attention_bwd import attention_backward
             q, k, v, out, lse = ctx.saved_tensors
             if dout is None:
-                return None, None, None, None, None, None
+                return None, None, None, None, None, None, None
             dq, dk, dv = (torch.empty_like(x, memory_format=torch.contiguous_format)
                           for x in (q, k, v))
             launch = {"device": "cpu"} if q.device.type == "cpu" else {}
             attention_backward(q, k, v, out, dout, lse, dq, dk, dv, causal=ctx.causal,
                                sm_scale=ctx.sm_scale, **launch)
-            return dq, dk, dv, None, None, None
+            return dq, dk, dv, None, None, None, None
 
 
-def attention(q, k, v, causal=False, sm_scale=None, return_lse=False, overlap=None):
+def attention(q, k, v, causal=False, sm_scale=None, return_lse=False, overlap=None,
+              descriptors=None):
     """Flash attention on torch tensors (B, H, S, D), fp16 or bf16 (CUDA, or CPU on the CPU
     backend): softmax(q k^T * sm_scale) v, sm_scale defaulting to 1/sqrt(D). Returns the
     output (q's dtype, contiguous) and, with return_lse, the fp32 logsumexp (B, H, S).
     Differentiable: when q, k or v requires grad (and grad mode is on), the output's backward
-    runs flash_attention_bwd's kernels (the logsumexp takes no gradient)."""
+    runs flash_attention_bwd's kernels (the logsumexp takes no gradient). overlap and
+    descriptors: attention_forward's."""
     if torch is None:
         raise RuntimeError("kiln_kernels.flash_attention.attention needs torch; "
                            "attention_forward takes numpy arrays")
     if q.dtype not in (torch.float16, torch.bfloat16):
         raise ValueError(f"attention: expected fp16 or bf16 inputs, found {q.dtype}")
     if torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v)):
-        out, lse = KilnAttention.apply(q, k, v, bool(causal), sm_scale, overlap)
+        out, lse = KilnAttention.apply(q, k, v, bool(causal), sm_scale, overlap, descriptors)
         return (out, lse) if return_lse else out
     if return_lse:
-        return _forward_with_lse(q, k, v, causal, sm_scale, overlap)
+        return _forward_with_lse(q, k, v, causal, sm_scale, overlap, descriptors)
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     launch = {"device": "cpu"} if q.device.type == "cpu" else {}
     attention_forward(q, k, v, out, None, causal=causal, sm_scale=sm_scale, overlap=overlap,
-                      **launch)
+                      descriptors=descriptors, **launch)
     return out
