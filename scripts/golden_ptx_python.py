@@ -294,9 +294,10 @@ def elementwise_cases():
 
 
 def attention_cases():
-    """bench/bench_attention.py (fp16, B4 H32 S4096, D 128 by default, causal both, overlap
-    both, LSE not written; --head-dim 64, --dtype bf16) with attention_forward's tiles
-    (tile_config); the forward with the logsumexp as attention(..., return_lse=True) runs it
+    """bench/bench_attention.py (fp16, B4 H32 S4096, D 128 by default, causal both, LSE not
+    written; --head-dim 64, --dtype bf16): its default path, the descriptor kernel at
+    descriptor_tile_config's tiles, and with --descriptors off the pointer kernel at
+    tile_config's (overlap both); the forward with the logsumexp as attention(..., return_lse=True) runs it
     for bench/bench_attention_bwd.py; the backward's three kernels at bwd_tile_config's tiles
     (D 128: dK/dV 64x128, dQ 128x64, 8 warps, 2 stages; D 64: 3 stages), causal both."""
     cases = []
@@ -319,6 +320,25 @@ def attention_cases():
                           dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
                                EVEN_N=S % bn == 0, OVERLAP=overlap, GROUP=1), nw, ns))
 
+    def fwd_desc(dt, D, causal, lse=False):
+        # attention_forward's default for contiguous tensors with whole blocks (these):
+        # _attn_fwd_desc through (B * H * S, D) descriptors at descriptor_tile_config's tiles
+        bm, bn, nw, ns = flash_attention.descriptor_tile_config(D, causal)
+        rows = Bt * H * S
+        args = dict(desc_q=Desc(dt, (rows, D), (bm, D)), desc_k=Desc(dt, (rows, D), (bn, D)),
+                    desc_v=Desc(dt, (rows, D), (bn, D)), desc_o=Desc(dt, (rows, D), (bm, D)),
+                    LSE=Ptr("fp32") if lse else None, sm_scale=D ** -0.5, H=H, N_CTX=S)
+        cfg = f"{dt}_d{D}{'_causal' if causal else ''}_desc{'_lse' if lse else ''}"
+        cases.append(Case(flash_attention._attn_fwd_desc, cfg, args,
+                          dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, GROUP=1),
+                          nw, ns))
+
+    for causal in (False, True):
+        fwd_desc("fp16", 128, causal)             # bench_attention's default path
+        fwd_desc("fp16", 64, causal)
+    fwd_desc("bf16", 128, False)
+    fwd_desc("fp16", 128, True, lse=True)         # the training forward (attention())
+    # the pointer kernel: strided inputs, partial blocks, --descriptors off
     for causal in (False, True):
         fwd("fp16", 128, causal)                  # the default: rotated loop at D 128
         fwd("fp16", 128, causal, overlap=False)   # bench_attention's plain column
@@ -411,6 +431,7 @@ CASES = (softmax_cases() + norm_cases() + loss_cases() + elementwise_cases() +
 HELPERS = {
     "_attn_fwd_inner": "_attn_fwd",
     "_attn_fwd_inner_overlap": "_attn_fwd",
+    "_attn_fwd_inner_desc": "_attn_fwd_desc",
     "_bwd_dkdv_inner": "_attn_bwd_dkdv",
     "_bwd_dkdv_head": "_attn_bwd_dkdv",
     "_bwd_dq_inner": "_attn_bwd_dq",

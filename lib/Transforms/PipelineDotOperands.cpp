@@ -307,7 +307,16 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   // With TMA copies after a running-on dot (4 or more slots), each slot also gets a barrier
   // every warp arrives on once its reads of the slot are done; thread 0 waits on it before
   // overwriting the slot, instead of a CTA barrier every iteration.
-  bool emptyBarriers = tma && overlap && !lateCopies;
+  // TMA rings of a loop whose dots are all done within their iteration (3 or more slots):
+  // the same empty barriers, every warp arriving at the end of the body (its dots done), and
+  // the copies stay at the top, S - 1 ahead, thread 0 waiting on the empty barrier of the
+  // slot they overwrite (the previous iteration's) instead of a CTA barrier: only its
+  // warpgroup waits for the other's previous iteration. Tutorial 06's forward through
+  // descriptors on the H100 (where that barrier cost 2.7 stalls per issue): +5-11% at D 128,
+  // +0-5% at D 64; copies at the end of the body instead (as cp.async's on barriers, below)
+  // lost 6-7% at D 64, the next iteration's copies then starting an iteration later.
+  bool endEmpties = tma && !overlap && !deferredArg && stages >= 3;
+  bool emptyBarriers = (tma && overlap && !lateCopies) || endEmpties;
   // cp.async rings of a loop whose dots are waited for where they are read (3 or more slots)
   // complete on barriers too, with no CTA barrier in the loop: each thread arrives on the
   // slot's barrier once its copies have landed (one arrival per thread) and every thread
@@ -645,16 +654,17 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     waitAtFirstUses(rewriter, sharedDots);
   else if (wgmma && !overlap && !deferredArg)
     overlapLastDot(rewriter, sharedDots.back()); // (in block order, as the plans)
-  if (copyBarriers) {
-    // Every dot of the iteration is done: each warp says so for this slot, then the copies
-    // go into the slot of the iteration before. (Issued right after the dots instead, their
-    // address registers made ptxas wait for p @ v before the softmax rather than after it:
+  if (copyBarriers || endEmpties) {
+    // Every dot of the iteration is done: each warp says so for this slot, then (cp.async)
+    // the copies go into the slot of the iteration before. (Issued right after the dots instead,
+    // their address registers made ptxas wait for p @ v before the softmax rather than after it:
     // 244 registers against 227, and no faster on the H100; at the top of the iteration,
     // 0.95-0.99x Triton against 1.03-1.09x here.)
     rewriter.setInsertionPoint(forOp.getBody()->getTerminator());
     Value yes = arith::ConstantOp::create(rewriter, loc, rewriter.getBoolAttr(true));
     kgpu::MBarrierArriveOp::create(rewriter, loc, empties, slot, yes);
-    issueCopies();
+    if (copyBarriers)
+      issueCopies();
   }
   // The frontier for the copies of the next iteration, i + D + 1, off the copies' path, in a
   // branch of its own (taken while that iteration exists): in the same block as the dots,

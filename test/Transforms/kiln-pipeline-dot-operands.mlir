@@ -743,13 +743,18 @@ func.func @two_dots_read_one_load(%A: !kiln.ptr<f16>, %B: !kiln.ptr<f16>, %K: i3
 // k (read transposed) and v descriptor loads of the loop. The TMA fills k's and v's rings;
 // q becomes its block's masked address and is copied once by cp.async into a one-slot buffer,
 // which is not in the rings' barrier counts: it is waited for (and every warp synchronized)
-// before the loop. mma.sync reads no descriptor rings: nothing changes there.
+// before the loop. Both dots are done within the iteration, so the loop has no CTA barrier:
+// each warp arrives on the slot's empty barrier at the end of the body, and at the top
+// thread 0 waits on the empty barrier of the slot it overwrites (the previous iteration's,
+// from iteration 1 on) before issuing the copies 2 ahead. mma.sync reads no descriptor
+// rings: nothing changes there.
 // CHECK-LABEL: func.func @tma_attention(
 // CHECK-NOT: kiln.descriptor_load
 // CHECK: %[[QBUF:.*]] = kiln_gpu.local_alloc {k_major = true, operand = 0 : i32} : <[1, 64, 32], f16>
 // CHECK: %[[K:.*]] = kiln_gpu.local_alloc {k_major = true, operand = 1 : i32} : <[3, 32, 32], f16>
 // CHECK: %[[V:.*]] = kiln_gpu.local_alloc {k_major = false, operand = 1 : i32} : <[3, 32, 32], f16>
-// CHECK: kiln_gpu.mbarrier_alloc : <3>
+// CHECK: %[[FULL:.*]] = kiln_gpu.mbarrier_alloc : <3>
+// CHECK: %[[EMPTY:.*]] = kiln_gpu.mbarrier_alloc {arrivals = 4 : i32} : <3>
 // CHECK: kiln_gpu.async_copy %[[QBUF]][%{{.*}}], %{{[^,]*}}, %{{[^ ]*}} : <[1, 64, 32], f16>
 // CHECK: kiln_gpu.tma_copy %{{.*}}, %[[K]]
 // CHECK: kiln_gpu.tma_copy %{{.*}}, %[[V]]
@@ -758,11 +763,24 @@ func.func @two_dots_read_one_load(%A: !kiln.ptr<f16>, %B: !kiln.ptr<f16>, %K: i3
 // CHECK-NEXT: kiln_gpu.async_commit
 // CHECK-NEXT: kiln_gpu.async_wait {pending = 0 : i32}
 // CHECK-NEXT: kiln_gpu.barrier
-// CHECK: scf.for
+// CHECK: scf.for %[[IV:[^ ]*]] = {{.*}} iter_args(%{{[^ ]*}} = %{{[^,]*}}, %[[SLOT:[^ ]*]] = %{{[^,]*}}, %[[PHASE:[^ ]*]] = %{{[^)]*}})
+// CHECK-NEXT: kiln_gpu.mbarrier_wait %[[FULL]][%[[SLOT]]], %[[PHASE]] : <3>
+// CHECK-NOT: kiln_gpu.barrier
+// CHECK: %[[WRITE:.*]] = arith.remui
+// CHECK: %[[SECOND:.*]] = arith.cmpi sge, %[[IV]]
+// CHECK-NEXT: kiln_gpu.mbarrier_wait %[[EMPTY]][%[[WRITE]]], %{{.*}} if %[[SECOND]] : <3>
+// CHECK-NEXT: kiln_gpu.mbarrier_expect %[[FULL]][%[[WRITE]]]
+// CHECK: kiln_gpu.tma_copy %{{.*}}, %[[K]][%[[WRITE]]]
+// CHECK: kiln_gpu.tma_copy %{{.*}}, %[[V]][%[[WRITE]]]
 // CHECK-NOT: kiln_gpu.async_copy
-// CHECK: kiln_gpu.shared_dot %[[QBUF]][%{{.*}}], %[[K]][%{{.*}}]
-// CHECK: kiln_gpu.shared_dot %{{.*}}, %[[V]][%{{.*}}]
+// CHECK-NOT: kiln_gpu.barrier
+// CHECK: kiln_gpu.shared_dot %[[QBUF]][%{{.*}}], %[[K]][%[[SLOT]]]
+// CHECK: kiln_gpu.shared_dot %{{.*}}, %[[V]][%[[SLOT]]]
+// CHECK: kiln_gpu.dot_wait
+// CHECK: kiln_gpu.mbarrier_arrive %[[EMPTY]][%[[SLOT]]], %true : <3>
+// CHECK-NOT: kiln_gpu.barrier
 // CHECK: scf.yield
+// CHECK: kiln_gpu.barrier
 // MMA-LABEL: func.func @tma_attention(
 // MMA-NOT: kiln_gpu.local_alloc
 // MMA-COUNT-3: kiln.descriptor_load
