@@ -261,7 +261,18 @@ def KilnPointerTilesToDescriptors
     //         with %map: !kiln.tensormap {kiln.tensor_map_recipe = array<i64: 0, 104, 2, 128,
     //             64, 3, 5, 6>} appended to the function
     ```
+
+    With `attention-tiles` it also takes loads whose tile is contiguous along its rows (K
+    loaded transposed by pointers, `K + offs_d[:, None] + offs_n[None, :] * s_n`: the
+    transpose of the descriptor block [BLOCK_N, D]) and whose base a program moves
+    (`K += off_z * s_z + off_h * s_h`: the row coordinate gains `off / s_row`, versioned on
+    `off >= 0`, `off % s_row == 0` and the last row coordinate within int32). Not yet run by
+    the compiler's pipelines: built and lit-tested, not yet measured on a GPU.
   }];
+  let options = [
+    Option<"attentionTiles", "attention-tiles", "bool", "false",
+           "also take row-contiguous tiles and bases moved by a scalar offset">
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
 }
 

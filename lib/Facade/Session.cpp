@@ -111,13 +111,14 @@ Handle facade::Session::appendTensorMapArgument() {
   return impl->add(impl->builder.appendTensorMapArgument());
 }
 
-KernelSource facade::Session::finishKernel(bool tmaPointerTiles) {
+KernelSource facade::Session::finishKernel(bool tmaPointerTiles, bool attentionTiles) {
   mlir::OwningOpRef<mlir::ModuleOp> module = impl->builder.finishKernel();
   impl->values.clear();
   impl->compilerMaps.clear();
   if (tmaPointerTiles) {
     mlir::PassManager pm(impl->ctx.get());
-    pm.addPass(createKilnPointerTilesToDescriptors());
+    pm.addPass(
+        createKilnPointerTilesToDescriptors(KilnPointerTilesToDescriptorsOptions{attentionTiles}));
     if (mlir::failed(pm.run(*module)))
       throw CompileError(impl->kernel, impl->file, impl->line, impl->col,
                          "internal error: -kiln-pointer-tiles-to-descriptors failed");

@@ -114,6 +114,9 @@ struct Plan {
   RankedTensorType type;
   BlockArgument base; // pointer argument of the function
   std::array<Dim, 2> dims;
+  int rowDim = 0;   // the dimension of the map's rows (the other is contiguous): 1 for a tile
+                    // read as the transpose of its block (attention-tiles)
+  Value baseOffset; // elements the program moves the base by (attention-tiles), else null
 };
 
 /// Looks through sign extension.
@@ -176,16 +179,27 @@ bool decomposeOffset(Value off, std::array<Dim, 2> &dims) {
 }
 
 /// The base argument and dimensions of the pointer tile `ptrs`: splat(base) moved by offsets.
-bool decomposePointers(Value ptrs, BlockArgument &base, std::array<Dim, 2> &dims) {
+/// With `baseOffset`, the splatted pointer may also be the base moved by a scalar
+/// (`K += off_z * s_z + off_h * s_h`), returned there.
+bool decomposePointers(Value ptrs, BlockArgument &base, std::array<Dim, 2> &dims,
+                       Value *baseOffset = nullptr) {
   Operation *op = ptrs.getDefiningOp();
   if (!op)
     return false;
   if (auto b = dyn_cast<BroadcastOp>(op))
-    return decomposePointers(b.getSrc(), base, dims);
+    return decomposePointers(b.getSrc(), base, dims, baseOffset);
   if (auto add = dyn_cast<AddPtrOp>(op))
-    return decomposePointers(add.getPtr(), base, dims) && decomposeOffset(add.getOffset(), dims);
+    return decomposePointers(add.getPtr(), base, dims, baseOffset) &&
+           decomposeOffset(add.getOffset(), dims);
   if (auto splat = dyn_cast<SplatOp>(op)) {
-    base = dyn_cast<BlockArgument>(splat.getSrc());
+    Value src = splat.getSrc();
+    if (auto moved = src.getDefiningOp<AddPtrOp>(); moved && baseOffset) {
+      if (!moved.getOffset().getType().isInteger(32) && !moved.getOffset().getType().isInteger(64))
+        return false;
+      *baseOffset = moved.getOffset();
+      src = moved.getPtr();
+    }
+    base = dyn_cast<BlockArgument>(src);
     return base && isa<func::FuncOp>(base.getOwner()->getParentOp());
   }
   return false;
@@ -325,22 +339,33 @@ std::optional<int64_t> recipeSource(const Scalar &s, func::FuncOp func, bool str
 
 /// The base, strides and index forms of the pointer tile `ptrs` into `plan` (`plan.type` its
 /// block), or failure: a pointer argument specialized 16-byte aligned, contiguous columns, a
-/// row stride of a multiple of 16 bytes, indices start + arange (% M).
-LogicalResult planPointers(Value ptrs, func::FuncOp func, Plan &plan) {
+/// row stride of a multiple of 16 bytes, indices start + arange (% M). With `attentionTiles`
+/// the rows may be the contiguous dimension instead (plan.rowDim 1) and the base moved by a
+/// scalar (plan.baseOffset).
+LogicalResult planPointers(Value ptrs, func::FuncOp func, Plan &plan, bool attentionTiles) {
   std::array<Dim, 2> &dims = plan.dims;
-  if (!decomposePointers(ptrs, plan.base, dims) || !dims[0].present || !dims[1].present)
+  Value offset;
+  if (!decomposePointers(ptrs, plan.base, dims, attentionTiles ? &offset : nullptr) ||
+      !dims[0].present || !dims[1].present)
     return failure();
+  plan.baseOffset = offset;
   auto div = func.getArgAttrOfType<IntegerAttr>(plan.base.getArgNumber(), kDivisibilityAttr);
   if (!div || div.getInt() % 16)
     return failure();
   const int64_t elemBytes = 2;
-  if (!dims[1].stride.isConst() || dims[1].stride.constant != 1)
+  auto unit = [](const Dim &d) { return d.stride.isConst() && d.stride.constant == 1; };
+  if (unit(dims[1]))
+    plan.rowDim = 0;
+  else if (attentionTiles && unit(dims[0]))
+    plan.rowDim = 1;
+  else
     return failure();
-  if (dims[0].stride.isConst()) {
-    if (dims[0].stride.constant <= 0 || (dims[0].stride.constant * elemBytes) % 16)
+  const Dim &row = dims[plan.rowDim];
+  if (row.stride.isConst()) {
+    if (row.stride.constant <= 0 || (row.stride.constant * elemBytes) % 16)
       return failure();
   } else {
-    auto arg = dyn_cast<BlockArgument>(dims[0].stride.value);
+    auto arg = dyn_cast<BlockArgument>(row.stride.value);
     if (!arg || arg.getOwner() != &func.getBody().front())
       return failure();
     auto sdiv = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), kDivisibilityAttr);
@@ -396,7 +421,7 @@ FailureOr<Plan> planStore(StoreOp store, func::FuncOp func) {
   Plan plan;
   plan.op = store;
   plan.type = type;
-  if (failed(planPointers(store.getPtr(), func, plan)))
+  if (failed(planPointers(store.getPtr(), func, plan, /*attentionTiles=*/false)))
     return failure();
   std::array<Value, 2> bounds;
   if (failed(maskBounds(store.getMask(), plan.dims, bounds)))
@@ -413,7 +438,7 @@ FailureOr<Plan> planStore(StoreOp store, func::FuncOp func) {
 }
 
 /// The plan for `load` in `loop`, or failure.
-FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func) {
+FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func, bool attentionTiles) {
   auto type = dyn_cast<RankedTensorType>(load.getType());
   if (!type || type.getRank() != 2 ||
       !(type.getElementType().isF16() || type.getElementType().isBF16()))
@@ -449,9 +474,16 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func) {
   plan.op = load;
   plan.type = type;
   Value init = loop.getInitArgs()[ptrArg.getArgNumber() - 1];
-  if (failed(planPointers(init, func, plan)))
+  if (failed(planPointers(init, func, plan, attentionTiles)))
+    return failure();
+  if (plan.baseOffset && !loop.isDefinedOutsideOfLoop(plan.baseOffset))
+    return failure();
+  // A tile read as the transpose of its block goes to one dot as it is (the rings then take
+  // the block's transpose as the dot's operand).
+  if (plan.rowDim == 1 && (!load->hasOneUse() || !isa<DotOp>(*load->getUsers().begin())))
     return failure();
   std::array<Dim, 2> &dims = plan.dims;
+  const int r = plan.rowDim, c = 1 - r;
   for (int d = 0; d < 2; ++d) {
     if (!loop.isDefinedOutsideOfLoop(dims[d].index))
       return failure();
@@ -459,19 +491,19 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func) {
       return failure();
   }
 
-  // The increment: c along the columns (a constant), or c * s0 along the rows (where the
-  // row stride is a constant dividing c, both are tried: the mask decides).
+  // The increment: n along the contiguous dimension (a constant), or n * s_r along the rows
+  // (where the row stride is a constant dividing n, both are tried: the mask decides).
   SmallVector<std::pair<int, int64_t>, 2> steps;
-  if (auto c = constInt(inc); c && *c > 0) {
-    steps.push_back({1, *c});
-    if (dims[0].stride.isConst() && *c % dims[0].stride.constant == 0)
-      steps.push_back({0, *c / dims[0].stride.constant});
-  } else if (Value incScalar = splatScalar(inc); incScalar && !dims[0].stride.isConst()) {
+  if (auto n = constInt(inc); n && *n > 0) {
+    steps.push_back({c, *n});
+    if (dims[r].stride.isConst() && *n % dims[r].stride.constant == 0)
+      steps.push_back({r, *n / dims[r].stride.constant});
+  } else if (Value incScalar = splatScalar(inc); incScalar && !dims[r].stride.isConst()) {
     if (auto mul = stripExt(incScalar).getDefiningOp<arith::MulIOp>())
-      for (auto [s, c] :
+      for (auto [s, f] :
            {std::pair(mul.getLhs(), mul.getRhs()), std::pair(mul.getRhs(), mul.getLhs())})
-        if (stripExt(s) == dims[0].stride.value && constInt(c) && *constInt(c) > 0) {
-          steps.push_back({0, *constInt(c)});
+        if (stripExt(s) == dims[r].stride.value && constInt(f) && *constInt(f) > 0) {
+          steps.push_back({r, *constInt(f)});
           break;
         }
   }
@@ -533,11 +565,16 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func) {
   }
   if (!found)
     return failure();
+  // A base moved by a program shifts the row coordinates, not a mask's or a wrap's bounds
+  // (they count the tile's own indices): its rows must be unmasked.
+  if (plan.baseOffset &&
+      (dims[r].wrap || !dims[r].extent.isConst() || dims[r].extent.constant != kUnbounded))
+    return failure();
   // Every field the host encodes must come from the arguments.
   for (int d = 0; d < 2; ++d)
     if (!recipeSource(dims[d].extent, func, false))
       return failure();
-  if (!recipeSource(dims[0].stride, func, true))
+  if (!recipeSource(dims[r].stride, func, true))
     return failure();
   return plan;
 }
@@ -556,12 +593,12 @@ bool feedsDot(LoadOp load) {
 /// The plans of the loads directly in `loop`'s body: all of the loads that feed its dots, or
 /// none (the rings copy a loop's operands all by the TMA or all by cp.async, so one operand
 /// the pass cannot take keeps the others cp.async copies too).
-SmallVector<Plan> planLoop(scf::ForOp loop, func::FuncOp func) {
+SmallVector<Plan> planLoop(scf::ForOp loop, func::FuncOp func, bool attentionTiles) {
   SmallVector<Plan> plans;
   for (auto load : loop.getBody()->getOps<LoadOp>()) {
     if (!feedsDot(load))
       continue;
-    FailureOr<Plan> p = planLoad(load, loop, func);
+    FailureOr<Plan> p = planLoad(load, loop, func, attentionTiles);
     if (failed(p))
       return {};
     plans.push_back(*p);
@@ -583,14 +620,28 @@ bool needsGuard(ArrayRef<Plan> plans) {
     return llvm::any_of(
                p.dims,
                [](const Dim &d) { return !d.start.isConst() || d.wrap || !d.extent.isConst(); }) ||
-           !p.dims[0].stride.isConst();
+           !p.dims[p.rowDim].stride.isConst() || p.baseOffset;
   });
+}
+
+/// `v` (an i32 or i64 scalar) as i64.
+Value toI64(OpBuilder &b, Location loc, Value v) {
+  return v.getType().isInteger(64) ? v : arith::ExtSIOp::create(b, loc, b.getI64Type(), v);
+}
+
+/// The row stride of `p`, i64.
+Value rowStride(OpBuilder &b, Location loc, const Plan &p) {
+  const Scalar &s = p.dims[p.rowDim].stride;
+  return s.isConst() ? Value(arith::ConstantIntOp::create(b, loc, b.getI64Type(), s.constant))
+                     : toI64(b, loc, s.value);
 }
 
 /// The run-time facts the plans assume: starts not negative, wrapped indices not wrapping,
 /// and a tensor map the host can encode (extents and row stride positive; else the launcher
-/// leaves it unencoded and the loop as it was runs).
-Value emitGuard(OpBuilder &b, Location loc, ArrayRef<Plan> plans) {
+/// leaves it unencoded and the loop as it was runs). A base moved by `off` elements: off not
+/// negative, a whole number of rows, and (in `loop`) the last row coordinate the loop reads,
+/// off / s_r + start_r + (trips - 1) * step_r + B_r, within int32.
+Value emitGuard(OpBuilder &b, Location loc, ArrayRef<Plan> plans, scf::ForOp loop = {}) {
   Value guard = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
   auto conj = [&](Value c) { guard = arith::AndIOp::create(b, loc, guard, c); };
   auto positive = [&](Value v) {
@@ -616,8 +667,39 @@ Value emitGuard(OpBuilder &b, Location loc, ArrayRef<Plan> plans) {
       if (!dim.extent.isConst())
         positive(dim.extent.value);
     }
-    if (!p.dims[0].stride.isConst())
-      positive(p.dims[0].stride.value);
+    if (!p.dims[p.rowDim].stride.isConst())
+      positive(p.dims[p.rowDim].stride.value);
+    if (p.baseOffset && loop) {
+      Type i64 = b.getI64Type();
+      auto c64 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, i64, v); };
+      auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) {
+        return arith::CmpIOp::create(b, loc, pred, x, y);
+      };
+      Value off = toI64(b, loc, p.baseOffset), s = rowStride(b, loc, p);
+      // (a stride of 0 or less fails the guard above; divide by 1 then)
+      Value safe =
+          arith::SelectOp::create(b, loc, cmp(arith::CmpIPredicate::sgt, s, c64(0)), s, c64(1));
+      conj(cmp(arith::CmpIPredicate::sge, off, c64(0)));
+      conj(cmp(arith::CmpIPredicate::eq, arith::RemSIOp::create(b, loc, off, safe), c64(0)));
+      const Dim &row = p.dims[p.rowDim];
+      Value last = arith::AddIOp::create(b, loc, arith::DivSIOp::create(b, loc, off, safe),
+                                         toI64(b, loc, materialize(b, loc, row.start)));
+      last = arith::AddIOp::create(b, loc, last, c64(p.type.getDimSize(p.rowDim)));
+      if (row.step) {
+        // trips = ceil((ub - lb) / st), st > 0; the last iteration is trips - 1.
+        Value lb = toI64(b, loc, loop.getLowerBound()), ub = toI64(b, loc, loop.getUpperBound());
+        Value st = toI64(b, loc, loop.getStep());
+        Value span = arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, ub, lb), c64(0));
+        Value trips = arith::DivSIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, span, arith::SubIOp::create(b, loc, st, c64(1))),
+            st);
+        Value lastT =
+            arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, trips, c64(1)), c64(0));
+        last = arith::AddIOp::create(b, loc, last,
+                                     arith::MulIOp::create(b, loc, lastT, c64(row.step)));
+      }
+      conj(cmp(arith::CmpIPredicate::sle, last, c64(std::numeric_limits<int32_t>::max())));
+    }
   }
   return guard;
 }
@@ -626,12 +708,13 @@ Value emitGuard(OpBuilder &b, Location loc, ArrayRef<Plan> plans) {
 BlockArgument mapArgument(func::FuncOp func, const Plan &plan,
                           std::map<SmallVector<int64_t>, unsigned> &maps) {
   RankedTensorType type = plan.type;
+  const int r = plan.rowDim, c = 1 - r;
   SmallVector<int64_t> recipe{plan.base.getArgNumber(),
                               type.getElementType().isF16() ? int64_t('h') : int64_t('H'), 2,
-                              type.getDimSize(0), type.getDimSize(1)};
-  for (int d = 0; d < 2; ++d)
+                              type.getDimSize(r), type.getDimSize(c)};
+  for (int d : {r, c})
     recipe.push_back(*recipeSource(plan.dims[d].extent, func, false));
-  recipe.push_back(*recipeSource(plan.dims[0].stride, func, true));
+  recipe.push_back(*recipeSource(plan.dims[r].stride, func, true));
   auto [it, added] = maps.try_emplace(recipe, func.getNumArguments());
   if (added) {
     OpBuilder b(func.getContext());
@@ -643,26 +726,23 @@ BlockArgument mapArgument(func::FuncOp func, const Plan &plan,
   return func.getArgument(it->second);
 }
 
-/// Replaces each planned load of `loop` by the descriptor load of its block.
-/// A descriptor access's offsets (start + t * step), extents and row stride (i64) for `p`.
+/// A descriptor access's offsets (start + t * step; the rows' plus `rows`, the base's offset
+/// in rows, where not null), extents and row stride (i64) for `p`, rows first.
 std::tuple<SmallVector<Value, 2>, SmallVector<Value, 2>, Value>
-emitBlockOperands(OpBuilder &b, Location loc, const Plan &p, Value t) {
+emitBlockOperands(OpBuilder &b, Location loc, const Plan &p, Value t, Value rows = {}) {
   SmallVector<Value, 2> offsets, shape;
-  for (const Dim &d : p.dims) {
+  for (int i : {p.rowDim, 1 - p.rowDim}) {
+    const Dim &d = p.dims[i];
     Value at = materialize(b, loc, d.start);
     if (d.step)
       at = arith::AddIOp::create(b, loc, at,
                                  arith::MulIOp::create(b, loc, t, constI32(b, loc, d.step)));
+    if (rows && i == p.rowDim)
+      at = arith::AddIOp::create(b, loc, at, rows);
     offsets.push_back(at);
     shape.push_back(materialize(b, loc, d.extent));
   }
-  Value stride =
-      p.dims[0].stride.isConst()
-          ? Value(arith::ConstantIntOp::create(b, loc, b.getI64Type(), p.dims[0].stride.constant))
-          : p.dims[0].stride.value;
-  if (!stride.getType().isInteger(64))
-    stride = arith::ExtSIOp::create(b, loc, b.getI64Type(), stride);
-  return {offsets, shape, stride};
+  return {offsets, shape, rowStride(b, loc, p)};
 }
 
 /// Replaces the planned store by the descriptor store of its block, under scf.if where the
@@ -705,11 +785,29 @@ void rewriteLoads(scf::ForOp loop, ArrayRef<Plan> plans, func::FuncOp func,
       t = arith::DivSIOp::create(b, loc, t, loop.getStep());
     if (!t.getType().isInteger(32))
       t = arith::TruncIOp::create(b, loc, b.getI32Type(), t);
-    auto [offsets, shape, stride] = emitBlockOperands(b, loc, p, t);
-    auto desc = DescriptorLoadOp::create(b, loc, load.getType(), map, p.base, offsets, shape,
-                                         ValueRange{stride});
+    // The base's offset in rows, before the loop (the guard ensured it whole and in range).
+    Value rows;
+    if (p.baseOffset) {
+      OpBuilder pre(loop);
+      rows = arith::TruncIOp::create(
+          pre, loc, pre.getI32Type(),
+          arith::DivSIOp::create(pre, loc, toI64(pre, loc, p.baseOffset), rowStride(pre, loc, p)));
+    }
+    auto [offsets, shape, stride] = emitBlockOperands(b, loc, p, t, rows);
+    auto type = cast<RankedTensorType>(load.getType());
+    Value block;
+    if (p.rowDim == 0) {
+      block =
+          DescriptorLoadOp::create(b, loc, type, map, p.base, offsets, shape, ValueRange{stride});
+    } else { // the transpose of the block [B1, B0]
+      auto blockType =
+          RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)}, type.getElementType());
+      Value desc = DescriptorLoadOp::create(b, loc, blockType, map, p.base, offsets, shape,
+                                            ValueRange{stride});
+      block = TransOp::create(b, loc, type, desc, ArrayRef<int32_t>{1, 0});
+    }
     auto ptrArg = cast<BlockArgument>(load.getPtr());
-    load.replaceAllUsesWith(desc.getResult());
+    load.replaceAllUsesWith(block);
     load->erase();
     // The pointers are no longer read: carry them unchanged (canonicalization drops them).
     unsigned i = ptrArg.getArgNumber() - 1;
@@ -725,6 +823,7 @@ void rewriteLoads(scf::ForOp loop, ArrayRef<Plan> plans, func::FuncOp func,
 
 struct KilnPointerTilesToDescriptorsPass final
     : kiln::impl::KilnPointerTilesToDescriptorsBase<KilnPointerTilesToDescriptorsPass> {
+  using Base::Base;
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isDeclaration())
@@ -733,7 +832,7 @@ struct KilnPointerTilesToDescriptorsPass final
       SmallVector<scf::ForOp> loops;
       func.walk([&](scf::ForOp loop) { loops.push_back(loop); });
       for (scf::ForOp loop : loops) {
-        SmallVector<Plan> plans = planLoop(loop, func);
+        SmallVector<Plan> plans = planLoop(loop, func, attentionTiles);
         if (plans.empty())
           continue;
         if (!needsGuard(plans)) {
@@ -746,7 +845,7 @@ struct KilnPointerTilesToDescriptorsPass final
           continue;
         OpBuilder b(loop);
         Location loc = loop.getLoc();
-        Value guard = emitGuard(b, loc, plans);
+        Value guard = emitGuard(b, loc, plans, loop);
         // scf.if (guard) { loop with descriptor loads } else { loop as it was }.
         auto ifOp = scf::IfOp::create(b, loc, loop.getResultTypes(), guard,
                                       /*withElseRegion=*/true);

@@ -167,6 +167,10 @@ class compilation_knobs(base_knobs):
     # sm_90a: a loop's pointer tiles of dot operands copied by the TMA
     # (-kiln-pointer-tiles-to-descriptors); KILN_TMA_POINTER_TILES=0 keeps the pointer loads.
     tma_pointer_tiles = _knob("KILN_TMA_POINTER_TILES", bool, True)
+    # with it, also tiles read transposed (K^T by pointers) and bases a program moves
+    # (K += off_z * stride_z): the pass's attention-tiles, off until measured on a GPU;
+    # KILN_TMA_ATTENTION_TILES=1 turns it on.
+    tma_attention_tiles = _knob("KILN_TMA_ATTENTION_TILES", bool, False)
 
 
 class autotuning_knobs(base_knobs):

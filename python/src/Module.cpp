@@ -102,7 +102,8 @@ PYBIND11_MODULE(_C, m) {
       .def("begin_kernel", &Session::beginKernel)
       .def("arg", &Session::arg)
       .def("append_tensor_map_argument", &Session::appendTensorMapArgument)
-      .def("finish_kernel", &Session::finishKernel, pyb::arg("tma_pointer_tiles") = false)
+      .def("finish_kernel", &Session::finishKernel, pyb::arg("tma_pointer_tiles") = false,
+           pyb::arg("attention_tiles") = false)
       .def("compiler_tensor_maps", &Session::compilerTensorMaps)
       .def("error", &Session::error)
       .def("dtype", &Session::dtype)

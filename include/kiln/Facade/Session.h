@@ -61,8 +61,10 @@ public:
   /// Ends and verifies the kernel; returns its module, in memory, for the compiler. With
   /// `tmaPointerTiles` (a target whose dots copy tensor maps with the TMA: sm_90a), loops'
   /// loads of dot operands through advancing pointer tiles become loads of tensor maps the
-  /// compiler appends (-kiln-pointer-tiles-to-descriptors; see compilerTensorMaps).
-  KernelSource finishKernel(bool tmaPointerTiles = false);
+  /// compiler appends (-kiln-pointer-tiles-to-descriptors; see compilerTensorMaps). With
+  /// `attentionTiles` too, also tiles read transposed and bases a program moves (the pass's
+  /// attention-tiles; off by default until measured on a GPU).
+  KernelSource finishKernel(bool tmaPointerTiles = false, bool attentionTiles = false);
   /// The tensor maps the last finishKernel appended, in parameter order, each the recipe the
   /// launcher encodes it from (kTensorMapRecipeAttr: parameter numbers of the kernel).
   std::vector<std::vector<int64_t>> compilerTensorMaps() const;

@@ -231,7 +231,8 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
             # of tensor maps it appends to the kernel (-kiln-pointer-tiles-to-descriptors),
             # each encoded at launch from the arguments its recipe names.
             source = self.session.finish_kernel(
-                tma_pointer_tiles=getattr(self, "tma_pointer_tiles", False))
+                tma_pointer_tiles=getattr(self, "tma_pointer_tiles", False),
+                attention_tiles=getattr(self, "tma_attention_tiles", False))
             for recipe in self.session.compiler_tensor_maps():
                 arg_params.append(_launcher_recipe(info.name, recipe, arg_params))
         except _C.BuildError as e:

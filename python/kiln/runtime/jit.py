@@ -388,6 +388,13 @@ def _tma_pointer_tiles(arch):
     return arch == "sm_90a" and bool(knobs.compilation.tma_pointer_tiles)
 
 
+def _tma_attention_tiles(arch):
+    """Whether the TMA also takes pointer tiles read transposed and bases a program moves
+    (knobs.compilation.tma_attention_tiles, with _tma_pointer_tiles)."""
+    from .. import knobs
+    return _tma_pointer_tiles(arch) and bool(knobs.compilation.tma_attention_tiles)
+
+
 @functools.lru_cache(maxsize=None)
 def _arch_of(device):
     return _C.get_arch(device)
@@ -528,8 +535,9 @@ class JITFunction(_C.Launcher):
                   ("maxnreg", str(maxnreg)), ("enable_fp_fusion", str(bool(fp_fusion))),
                   ("device", _HOST_ARCH if host else "gpu"), ("debug", str(bool(debug)))]
         arch = _HOST_ARCH if host else _device_arch(device)
-        tma = _tma_pointer_tiles(arch)
+        tma, attention_tiles = _tma_pointer_tiles(arch), _tma_attention_tiles(arch)
         parts.append(("tma_pointer_tiles", str(tma)))
+        parts.append(("tma_attention_tiles", str(attention_tiles)))
         key = hashlib.sha256(repr((frontend_version(), self.cache_key, self._locations(), arch,
                                    parts)).encode()).hexdigest()
         cached = load_ir(key)
@@ -544,6 +552,7 @@ class JITFunction(_C.Launcher):
             gen.num_warps = num_warps  # extra.cuda.num_warps()/num_threads() are constexprs
             gen.target_arch = arch  # tl.target_info.current_target()
             gen.tma_pointer_tiles = tma
+            gen.tma_attention_tiles = attention_tiles
             source, arg_params = gen.generate(specs, values)
             globals_used = gen.globals_used
             store_ir(key, source.text, arg_params)
@@ -730,6 +739,7 @@ def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages
     gen.num_warps = num_warps
     gen.target_arch = target
     gen.tma_pointer_tiles = _tma_pointer_tiles(target)
+    gen.tma_attention_tiles = _tma_attention_tiles(target)
     source, _ = gen.generate(specs, values)
     try:
         r = _C.compile_module(source, target, num_warps=num_warps, num_stages=num_stages,

@@ -1,0 +1,193 @@
+// RUN: kiln-opt %s -split-input-file -kiln-pointer-tiles-to-descriptors=attention-tiles=1 | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-pointer-tiles-to-descriptors | FileCheck %s --check-prefix=PLAIN
+
+// Tutorial 06's forward by pointers: the program moves K's base by off (its batch and head),
+// K is loaded transposed (a [D, BLOCK_N] tile contiguous along its rows, keys strided by
+// %sk) and advanced by BLOCK_N keys an iteration. With attention-tiles the load becomes the
+// transpose of the descriptor block [BLOCK_N, D] = [32, 64] of the map over K's rows
+// (recipe: base %K, rows then columns, extents unbounded, row stride %sk), at row coordinate
+// off / sk + 32 t; the loop is versioned on off >= 0, off % sk == 0, the last row coordinate
+// within int32 and sk > 0. Without the option the loop is left as it is.
+// CHECK-LABEL: func.func @attention_kt(
+// CHECK-SAME: !kiln.tensormap {kiln.tensor_map_recipe = array<i64: 0, 104, 2, 32, 64, -2147483648, -2147483648, 1>})
+// CHECK: %[[OFF:.*]] = arith.muli %{{.*}}, %{{.*}} : i64
+// CHECK: arith.cmpi sge, %[[OFF]], %{{.*}} : i64
+// CHECK: arith.remsi %[[OFF]]
+// CHECK: arith.cmpi sle, %{{.*}}, %{{.*}} : i64
+// CHECK: scf.if
+// CHECK: %[[ROWS64:.*]] = arith.divsi %[[OFF]], %{{.*}} : i64
+// CHECK: %[[ROWS:.*]] = arith.trunci %[[ROWS64]] : i64 to i32
+// CHECK: scf.for
+// CHECK: %[[AT:.*]] = arith.addi %{{.*}}, %[[ROWS]] : i32
+// CHECK: %[[BLOCK:.*]] = kiln.descriptor_load %{{.*}}, %arg0[%[[AT]], %{{.*}}] shape[%{{.*}}, %{{.*}}] strides[%{{.*}}] : <f16> -> tensor<32x64xf16>
+// CHECK: %[[KT:.*]] = kiln.trans %[[BLOCK]] {order = array<i32: 1, 0>} : tensor<32x64xf16> -> tensor<64x32xf16>
+// CHECK: kiln.dot %{{.*}}, %[[KT]], %{{.*}}
+// CHECK: } else {
+// CHECK: kiln.load
+// PLAIN-LABEL: func.func @attention_kt(
+// PLAIN-NOT: kiln.descriptor_load
+// PLAIN-NOT: scf.if
+func.func @attention_kt(%K: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
+                        %sk: i32 {kiln.divisibility = 16 : i32}, %sz: i64, %z: i64,
+                        %n: i32, %q: tensor<128x64xf16>, %c: !kiln.ptr<f32>) {
+  %off = arith.muli %z, %sz : i64
+  %Kz = kiln.addptr %K, %off : !kiln.ptr<f16>, i64
+  %rd = kiln.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+  %rn = kiln.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  %d2 = kiln.expand_dims %rd {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+  %n2 = kiln.expand_dims %rn {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+  %sks = kiln.splat %sk : tensor<1x32xi32>
+  %no = arith.muli %n2, %sks : tensor<1x32xi32>
+  %db = kiln.broadcast %d2 : tensor<64x1xi32> -> tensor<64x32xi32>
+  %nb = kiln.broadcast %no : tensor<1x32xi32> -> tensor<64x32xi32>
+  %o = arith.addi %db, %nb : tensor<64x32xi32>
+  %kb = kiln.splat %Kz : tensor<64x32x!kiln.ptr<f16>>
+  %kptrs = kiln.addptr %kb, %o : tensor<64x32x!kiln.ptr<f16>>, tensor<64x32xi32>
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc0 = kiln.splat %zero : tensor<128x32xf32>
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %step = arith.muli %sk, %c32 : i32
+  %res:2 = scf.for %i = %c0 to %n step %c32 iter_args(%pk = %kptrs, %acc = %acc0)
+      -> (tensor<64x32x!kiln.ptr<f16>>, tensor<128x32xf32>) : i32 {
+    %kt = kiln.load %pk : tensor<64x32x!kiln.ptr<f16>>
+    %s = kiln.dot %q, %kt, %acc : tensor<128x64xf16> * tensor<64x32xf16> -> tensor<128x32xf32>
+    %inc = kiln.splat %step : tensor<64x32xi32>
+    %pk2 = kiln.addptr %pk, %inc : tensor<64x32x!kiln.ptr<f16>>, tensor<64x32xi32>
+    scf.yield %pk2, %s : tensor<64x32x!kiln.ptr<f16>>, tensor<128x32xf32>
+  }
+  %cp = kiln.splat %c : tensor<128x32x!kiln.ptr<f32>>
+  kiln.store %cp, %res#1 : tensor<128x32x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// A transposed tile that a second dot also reads is left alone: the rings take the
+// transpose of a descriptor block for one dot only.
+// CHECK-LABEL: func.func @kt_two_dots(
+// CHECK-NOT: kiln.descriptor_load
+// CHECK: return
+func.func @kt_two_dots(%K: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
+                       %sk: i32 {kiln.divisibility = 16 : i32}, %n: i32,
+                       %q: tensor<32x32xf16>, %c: !kiln.ptr<f32>) {
+  %r = kiln.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  %d2 = kiln.expand_dims %r {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+  %n2 = kiln.expand_dims %r {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+  %sks = kiln.splat %sk : tensor<1x32xi32>
+  %no = arith.muli %n2, %sks : tensor<1x32xi32>
+  %db = kiln.broadcast %d2 : tensor<32x1xi32> -> tensor<32x32xi32>
+  %nb = kiln.broadcast %no : tensor<1x32xi32> -> tensor<32x32xi32>
+  %o = arith.addi %db, %nb : tensor<32x32xi32>
+  %kb = kiln.splat %K : tensor<32x32x!kiln.ptr<f16>>
+  %kptrs = kiln.addptr %kb, %o : tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xi32>
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc0 = kiln.splat %zero : tensor<32x32xf32>
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %step = arith.muli %sk, %c32 : i32
+  %res:2 = scf.for %i = %c0 to %n step %c32 iter_args(%pk = %kptrs, %acc = %acc0)
+      -> (tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xf32>) : i32 {
+    %kt = kiln.load %pk : tensor<32x32x!kiln.ptr<f16>>
+    %s = kiln.dot %q, %kt, %acc : tensor<32x32xf16> * tensor<32x32xf16> -> tensor<32x32xf32>
+    %s2 = kiln.dot %kt, %q, %s : tensor<32x32xf16> * tensor<32x32xf16> -> tensor<32x32xf32>
+    %inc = kiln.splat %step : tensor<32x32xi32>
+    %pk2 = kiln.addptr %pk, %inc : tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xi32>
+    scf.yield %pk2, %s2 : tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xf32>
+  }
+  %cp = kiln.splat %c : tensor<32x32x!kiln.ptr<f32>>
+  kiln.store %cp, %res#1 : tensor<32x32x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// A row-contiguous tile stepping along its contiguous dimension (B loaded [K, N] from
+// N x K storage, 64 elements of K an iteration) with its rows masked (n < N): taken with the
+// base as it is (the mask's bound is the map's row extent, %n), left alone when the program
+// moves the base (the mask counts the tile's own indices, which the map's row coordinates,
+// shifted by off / sk, do not).
+// CHECK-LABEL: func.func @masked_rows(
+// CHECK-SAME: !kiln.tensormap {kiln.tensor_map_recipe = array<i64: 0, 104, 2, 32, 64, 3, -2147483648, 1>})
+// CHECK: kiln.descriptor_load
+func.func @masked_rows(%K: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
+                       %sk: i32 {kiln.divisibility = 16 : i32}, %t: i32, %n: i32,
+                       %q: tensor<128x64xf16>, %c: !kiln.ptr<f32>) {
+  %rd = kiln.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+  %rn = kiln.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  %d2 = kiln.expand_dims %rd {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+  %n2 = kiln.expand_dims %rn {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+  %sks = kiln.splat %sk : tensor<1x32xi32>
+  %no = arith.muli %n2, %sks : tensor<1x32xi32>
+  %db = kiln.broadcast %d2 : tensor<64x1xi32> -> tensor<64x32xi32>
+  %nb = kiln.broadcast %no : tensor<1x32xi32> -> tensor<64x32xi32>
+  %o = arith.addi %db, %nb : tensor<64x32xi32>
+  %kb = kiln.splat %K : tensor<64x32x!kiln.ptr<f16>>
+  %kptrs = kiln.addptr %kb, %o : tensor<64x32x!kiln.ptr<f16>>, tensor<64x32xi32>
+  %ns = kiln.splat %n : tensor<32xi32>
+  %ok = arith.cmpi slt, %rn, %ns : tensor<32xi32>
+  %ok2 = kiln.expand_dims %ok {axis = 0 : i32} : tensor<32xi1> -> tensor<1x32xi1>
+  %mask = kiln.broadcast %ok2 : tensor<1x32xi1> -> tensor<64x32xi1>
+  %z16 = arith.constant 0.000000e+00 : f16
+  %other = kiln.splat %z16 : tensor<64x32xf16>
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc0 = kiln.splat %zero : tensor<128x32xf32>
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c64 = arith.constant 64 : i32
+  %res:2 = scf.for %i = %c0 to %t step %c1 iter_args(%pk = %kptrs, %acc = %acc0)
+      -> (tensor<64x32x!kiln.ptr<f16>>, tensor<128x32xf32>) : i32 {
+    %kt = kiln.load %pk, %mask, %other : tensor<64x32x!kiln.ptr<f16>>
+    %s = kiln.dot %q, %kt, %acc : tensor<128x64xf16> * tensor<64x32xf16> -> tensor<128x32xf32>
+    %inc = kiln.splat %c64 : tensor<64x32xi32>
+    %pk2 = kiln.addptr %pk, %inc : tensor<64x32x!kiln.ptr<f16>>, tensor<64x32xi32>
+    scf.yield %pk2, %s : tensor<64x32x!kiln.ptr<f16>>, tensor<128x32xf32>
+  }
+  %cp = kiln.splat %c : tensor<128x32x!kiln.ptr<f32>>
+  kiln.store %cp, %res#1 : tensor<128x32x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @moved_base_masked_rows(
+// CHECK-NOT: kiln.descriptor_load
+// CHECK: return
+func.func @moved_base_masked_rows(%K: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
+                                  %sk: i32 {kiln.divisibility = 16 : i32}, %t: i32, %n: i32,
+                                  %q: tensor<128x64xf16>, %c: !kiln.ptr<f32>, %off: i64) {
+  %Kz = kiln.addptr %K, %off : !kiln.ptr<f16>, i64
+  %rd = kiln.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+  %rn = kiln.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  %d2 = kiln.expand_dims %rd {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+  %n2 = kiln.expand_dims %rn {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+  %sks = kiln.splat %sk : tensor<1x32xi32>
+  %no = arith.muli %n2, %sks : tensor<1x32xi32>
+  %db = kiln.broadcast %d2 : tensor<64x1xi32> -> tensor<64x32xi32>
+  %nb = kiln.broadcast %no : tensor<1x32xi32> -> tensor<64x32xi32>
+  %o = arith.addi %db, %nb : tensor<64x32xi32>
+  %kb = kiln.splat %Kz : tensor<64x32x!kiln.ptr<f16>>
+  %kptrs = kiln.addptr %kb, %o : tensor<64x32x!kiln.ptr<f16>>, tensor<64x32xi32>
+  %ns = kiln.splat %n : tensor<32xi32>
+  %ok = arith.cmpi slt, %rn, %ns : tensor<32xi32>
+  %ok2 = kiln.expand_dims %ok {axis = 0 : i32} : tensor<32xi1> -> tensor<1x32xi1>
+  %mask = kiln.broadcast %ok2 : tensor<1x32xi1> -> tensor<64x32xi1>
+  %z16 = arith.constant 0.000000e+00 : f16
+  %other = kiln.splat %z16 : tensor<64x32xf16>
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc0 = kiln.splat %zero : tensor<128x32xf32>
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c64 = arith.constant 64 : i32
+  %res:2 = scf.for %i = %c0 to %t step %c1 iter_args(%pk = %kptrs, %acc = %acc0)
+      -> (tensor<64x32x!kiln.ptr<f16>>, tensor<128x32xf32>) : i32 {
+    %kt = kiln.load %pk, %mask, %other : tensor<64x32x!kiln.ptr<f16>>
+    %s = kiln.dot %q, %kt, %acc : tensor<128x64xf16> * tensor<64x32xf16> -> tensor<128x32xf32>
+    %inc = kiln.splat %c64 : tensor<64x32xi32>
+    %pk2 = kiln.addptr %pk, %inc : tensor<64x32x!kiln.ptr<f16>>, tensor<64x32xi32>
+    scf.yield %pk2, %s : tensor<64x32x!kiln.ptr<f16>>, tensor<128x32xf32>
+  }
+  %cp = kiln.splat %c : tensor<128x32x!kiln.ptr<f32>>
+  kiln.store %cp, %res#1 : tensor<128x32x!kiln.ptr<f32>>
+  return
+}

@@ -1,0 +1,139 @@
+"""Attention written with pointers, as Triton's tutorial 06 writes it (the program moves K's
+and V's bases to its batch and head, K is loaded transposed), copies K and V with the tensor
+memory accelerator on sm_90a when knobs.compilation.tma_attention_tiles is on
+(KILN_TMA_ATTENTION_TILES=1; -kiln-pointer-tiles-to-descriptors' attention-tiles, off by
+default until measured on a GPU): K^T becomes the transpose of a descriptor block [BLOCK_N, D]
+of a map over K's rows, at row coordinate off / stride_n + n, in a loop versioned on off
+being whole rows (else the pointer loop runs: (B, S, H, D) storage, whose head offsets are
+not). Checked here: the recipes and PTX for sm_90a, and the transformation's arithmetic on
+the CPU backend, where the pass is forced on and every descriptor load is the masked load of
+its block; (marker `gpu`) the tutorial's forward against torch with the knob on. (Loops that
+compute their pointers from the induction variable each iteration, as kiln_kernels'
+pointer forward does, are not taken: the pass follows pointers a loop carries and advances.)"""
+import os
+import re
+import sys
+
+import numpy as np
+import pytest
+
+import kiln
+import kiln.compiler.code_generator as code_generator
+import kiln.runtime.jit as jit
+
+from cuda_torch import torch_or_skip
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+import cliff_sources_attention as ca  # noqa: E402
+from test_cliff_attention import inputs, reference, relmax, strides  # noqa: E402
+
+
+def attn_signature():
+    sig = {"Q": "*fp16:16", "K": "*fp16:16", "V": "*fp16:16", "sm_scale": "fp32",
+           "M": "*fp32:16", "Out": "*fp16:16"}
+    for t in "qkvo":
+        sig.update({f"stride_{t}{d}": "i32:16" for d in ("zhm" if t in "qo" else "zhn")})
+        sig[f"stride_{t}d"] = "i32:1"
+    sig.update(H="i32:16", N_CTX="i32:16")
+    return sig
+
+
+def compile_tutorial(attention_tiles, D=64, stage=1):
+    with kiln.knobs.compilation.scope():
+        kiln.knobs.compilation.tma_attention_tiles = attention_tiles
+        return kiln.compile(ca.attn_fwd, signature=attn_signature(),
+                            constexprs=dict(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64, STAGE=stage),
+                            target="sm_90a", num_warps=8, num_stages=3)
+
+
+def test_tutorial_attention_copies_k_and_v_with_the_tma_on_sm90a():
+    k = compile_tutorial(True)
+    recipes = re.findall(r"kiln\.tensor_map_recipe = array<i64: ([0-9, -]+)>", k.asm["kiln"])
+    # (kernel parameter numbers: the stride-1 parameters are constants, not parameters)
+    names = [n for n, spec in attn_signature().items() if not spec.endswith(":1")]
+    # K's map: base K, fp16, the block [BLOCK_N, D] (K^T's transpose), rows and columns
+    # unbounded (the tutorial masks nothing), row stride stride_kn; V's the same over V.
+    want = [[names.index("K"), ord("h"), 2, 64, 64, -2**31, -2**31, names.index("stride_kn")],
+            [names.index("V"), ord("h"), 2, 64, 64, -2**31, -2**31, names.index("stride_vn")]]
+    assert [[int(x) for x in r.split(",")] for r in recipes] == want
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global" in k.asm["ptx"]
+
+
+def test_attention_tiles_off_by_default():
+    assert not kiln.knobs.compilation.tma_attention_tiles
+    k = compile_tutorial(False)
+    assert "tensor_map_recipe" not in k.asm["kiln"]
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global" not in k.asm["ptx"]
+
+
+@pytest.fixture
+def pass_on_the_cpu(monkeypatch):
+    """The pass with attention-tiles on the CPU backend (it runs for sm_90a only): the maps
+    are not encoded there and each descriptor load is its block's masked load, so results
+    show whether the rewritten loop reads what the pointer loop read. Yields the recipes the
+    front end hands the launcher."""
+    monkeypatch.setattr(jit, "_tma_pointer_tiles", lambda arch: True)
+    monkeypatch.setattr(kiln.knobs.compilation, "tma_attention_tiles", True)
+    seen = []
+    original = code_generator._launcher_recipe
+
+    def record(kernel, recipe, arg_params):
+        seen.append((kernel, tuple(recipe)))
+        return original(kernel, recipe, arg_params)
+    monkeypatch.setattr(code_generator, "_launcher_recipe", record)
+    # compiled here, not taken from the IR cache, nor left in it or in the kernels' variants
+    monkeypatch.setattr(jit, "load_ir", lambda key: None)
+    monkeypatch.setattr(jit, "store_ir", lambda key, mlir, arg_params: None)
+    kernels = (ca.attn_fwd,)
+    for k in kernels:
+        k._clear_variants()
+    yield seen
+    for k in kernels:
+        k._clear_variants()
+
+
+@pytest.mark.parametrize("layout", ["bhsd", "bshd"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_tutorial_forward_through_the_pass_on_cpu(pass_on_the_cpu, causal, layout):
+    B, H, S, D = 2, 2, 64, 32
+    if layout == "bshd":  # head offsets not whole rows: the loop as written runs
+        q, k, v = (x.transpose(0, 2, 1, 3) for x in inputs((B, S, H, D), 9 + causal, 3))
+    else:
+        q, k, v = inputs((B, H, S, D), 9 + causal, 3)
+    o = np.full(q.shape, np.nan, np.float16)
+    m = np.full((B, H, S), np.nan, np.float32)
+    ca.attn_fwd[(S // 32, B * H)](q, k, v, 0.2, m, o, *strides(q), *strides(k), *strides(v),
+                                  *strides(o), H, S, HEAD_DIM=D, BLOCK_M=32, BLOCK_N=16,
+                                  STAGE=3 if causal else 1, device="cpu")
+    assert any(name == "attn_fwd" for name, _ in pass_on_the_cpu)
+    ref_o, ref_m = reference(q, k, v, q, causal, 0.2)[:2]
+    assert relmax(o, ref_o) < 1e-2
+    np.testing.assert_allclose(m, ref_m, rtol=0, atol=2e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["bhsd", "bshd"])
+@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_tutorial_attention_with_attention_tiles_on_gpu(D, causal, layout):
+    torch = torch_or_skip()
+    import cliffs_attention as bench
+    B, H, S = 2, 4, 1024
+    torch.manual_seed(D + causal)
+    shape = (B, S, H, D) if layout == "bshd" else (B, H, S, D)
+    q, k, v = (torch.randn(*shape, device="cuda", dtype=torch.float16) for _ in range(3))
+    if layout == "bshd":  # the loop as written runs (head offsets not whole rows)
+        q, k, v = (x.transpose(1, 2) for x in (q, k, v))
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    with kiln.knobs.compilation.scope():
+        kiln.knobs.compilation.tma_attention_tiles = True
+        for cfg in bench.FWD_CONFIGS:
+            o = torch.full((B, H, S, D), float("nan"), device="cuda", dtype=torch.float16)
+            m = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
+            bench.fwd_launcher(ca, q, k, v, o, m, causal, cfg)()
+            torch.cuda.synchronize()
+            err = ((o.double() - ref.double()).norm() / ref.double().norm()).item()
+            assert err < 5e-3, (cfg, err)
+
+
