@@ -336,7 +336,8 @@ private:
   std::vector<void *> params;
 };
 
-/// Where compiled kernels live on disk: $KILN_CACHE_DIR, else ~/.cache/kiln.
+/// Where compiled kernels live on disk: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else
+/// ~/.cache/kiln (an empty variable counts as unset).
 KILN_EXPORT std::string getCacheDir();
 
 /// Statistics of a JIT, for tests and benchmarks.

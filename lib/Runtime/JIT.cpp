@@ -96,12 +96,18 @@ struct JIT::Impl {
 };
 
 std::string kiln::rt::getCacheDir() {
-  if (const char *dir = std::getenv("KILN_CACHE_DIR"))
+  // An empty variable is an unset one (as kiln.knobs reads it): "" is no directory, and would
+  // put the cache in whatever directory the process runs in.
+  auto env = [](const char *name) -> const char * {
+    const char *v = std::getenv(name);
+    return v && *v ? v : nullptr;
+  };
+  if (const char *dir = env("KILN_CACHE_DIR"))
     return dir;
   llvm::SmallString<128> path;
-  if (const char *xdg = std::getenv("XDG_CACHE_HOME"))
+  if (const char *xdg = env("XDG_CACHE_HOME"))
     path = xdg;
-  else if (const char *home = std::getenv("HOME"))
+  else if (const char *home = env("HOME"))
     llvm::sys::path::append(path, home, ".cache");
   else
     path = "/tmp";

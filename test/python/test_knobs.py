@@ -13,6 +13,8 @@ KNOBS = [("cache", "dir", "KILN_CACHE_DIR"),
          ("compilation", "allow_non_constexpr_globals", "KILN_ALLOW_NON_CONSTEXPR_GLOBALS"),
          ("compilation", "log_compiles", "KILN_LOG_COMPILES"),
          ("compilation", "libdevice_path", "KILN_LIBDEVICE"),
+         ("compilation", "tma_pointer_tiles", "KILN_TMA_POINTER_TILES"),
+         ("compilation", "tma_attention_tiles", "KILN_TMA_ATTENTION_TILES"),
          ("autotuning", "print", "KILN_PRINT_AUTOTUNING"),
          ("runtime", "debug", "KILN_DEBUG"),
          ("runtime", "backend", "KILN_BACKEND"),
@@ -34,6 +36,8 @@ def test_every_knob_names_its_variable_and_has_a_default():
     assert kiln.knobs.runtime.debug is False and kiln.knobs.autotuning.print is True
     assert kiln.knobs.runtime.backend is None and kiln.knobs.runtime.cpu_threads is None
     assert kiln.knobs.cache.dir.endswith(os.path.join("", "kiln"))
+    assert kiln.knobs.compilation.tma_pointer_tiles is True
+    assert kiln.knobs.compilation.tma_attention_tiles is False  # until measured on a GPU
 
 
 def test_setting_a_knob_writes_its_variable_and_reading_follows_it(monkeypatch):
@@ -158,3 +162,16 @@ def test_plain_globals_key_the_ir_cache_and_are_checked(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"kernel 'k': global 'SCALE' changed since the "
                                          r"kernel was compiled \(was 4.0, now 5.0\)"):
         c.k[(1,)](x, out, BLOCK=16, device="cpu")
+
+
+def test_an_empty_cache_dir_variable_is_unset(monkeypatch, tmp_path):
+    # KILN_CACHE_DIR="" reads as the default, in the knob and in the runtime alike (it once
+    # put the cache in the working directory)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("KILN_CACHE_DIR", "")
+    want = os.path.join(str(tmp_path), "kiln")
+    assert kiln.knobs.cache.dir == want
+    assert kiln._C.cache_dir() == want
+    monkeypatch.setenv("XDG_CACHE_HOME", "")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert kiln._C.cache_dir() == os.path.join(str(tmp_path), ".cache", "kiln")
