@@ -1,13 +1,13 @@
 """Attention written with pointers, as Triton's tutorial 06 writes it (the program moves K's
 and V's bases to its batch and head, K is loaded transposed), copies K and V with the tensor
-memory accelerator on sm_90a when knobs.compilation.tma_attention_tiles is on
-(KILN_TMA_ATTENTION_TILES=1; -kiln-pointer-tiles-to-descriptors' attention-tiles, off by
-default until measured on a GPU): K^T becomes the transpose of a descriptor block [BLOCK_N, D]
+memory accelerator on sm_90a while knobs.compilation.tma_attention_tiles is on (the
+default; KILN_TMA_ATTENTION_TILES=0 turns off -kiln-pointer-tiles-to-descriptors'
+attention-tiles): K^T becomes the transpose of a descriptor block [BLOCK_N, D]
 of a map over K's rows, at row coordinate off / stride_n + n, in a loop versioned on off
 being whole rows (else the pointer loop runs: (B, S, H, D) storage, whose head offsets are
 not). Checked here: the recipes and PTX for sm_90a, and the transformation's arithmetic on
 the CPU backend, where the pass is forced on and every descriptor load is the masked load of
-its block; (marker `gpu`) the tutorial's forward against torch with the knob on. (Loops that
+its block; (marker `gpu`) the tutorial's forward against torch by default. (Loops that
 compute their pointers from the induction variable each iteration, as kiln_kernels'
 pointer forward does, are not taken: the pass follows pointers a loop carries and advances.)"""
 import os
@@ -40,8 +40,10 @@ def attn_signature():
 
 
 def compile_tutorial(attention_tiles, D=64, stage=1):
+    """attention_tiles None: the knob as it is (its default)."""
     with kiln.knobs.compilation.scope():
-        kiln.knobs.compilation.tma_attention_tiles = attention_tiles
+        if attention_tiles is not None:
+            kiln.knobs.compilation.tma_attention_tiles = attention_tiles
         return kiln.compile(ca.attn_fwd, signature=attn_signature(),
                             constexprs=dict(HEAD_DIM=D, BLOCK_M=128, BLOCK_N=64, STAGE=stage),
                             target="sm_90a", num_warps=8, num_stages=3)
@@ -60,8 +62,10 @@ def test_tutorial_attention_copies_k_and_v_with_the_tma_on_sm90a():
     assert "cp.async.bulk.tensor.2d.shared::cluster.global" in k.asm["ptx"]
 
 
-def test_attention_tiles_off_by_default():
-    assert not kiln.knobs.compilation.tma_attention_tiles
+def test_attention_tiles_on_by_default_and_the_knob_turns_them_off():
+    assert kiln.knobs.compilation.tma_attention_tiles
+    k = compile_tutorial(None)
+    assert "tensor_map_recipe" in k.asm["kiln"]
     k = compile_tutorial(False)
     assert "tensor_map_recipe" not in k.asm["kiln"]
     assert "cp.async.bulk.tensor.2d.shared::cluster.global" not in k.asm["ptx"]

@@ -37,7 +37,7 @@ def test_every_knob_names_its_variable_and_has_a_default():
     assert kiln.knobs.runtime.backend is None and kiln.knobs.runtime.cpu_threads is None
     assert kiln.knobs.cache.dir.endswith(os.path.join("", "kiln"))
     assert kiln.knobs.compilation.tma_pointer_tiles is True
-    assert kiln.knobs.compilation.tma_attention_tiles is False  # until measured on a GPU
+    assert kiln.knobs.compilation.tma_attention_tiles is True
 
 
 def test_setting_a_knob_writes_its_variable_and_reading_follows_it(monkeypatch):
