@@ -16,19 +16,23 @@ beside, in one run:
 Each case: q, k, v fp16 (B, H, S, D) from randn; every output against SDPA's (max abs error),
 then each timed as the median of --rep per-launch CUDA-event timings (common.time_calls). Both
 Triton kernels run at Kiln's tiles and at each of --triton-tiles; each one's fastest is its
-figure. Prints key=value lines (ms, TFLOP/s with flops = 4 * B * H * S^2 * D, halved for
+figure. Then Kiln, its plain loop, the twin's fastest and SDPA default run again in --rounds
+interleaved rounds (the order rotated and reversed each round: the H100 slows as it heats,
+and a fixed order favours what goes first) and each figure is the median of its rounds. Prints key=value lines (ms, TFLOP/s with flops = 4 * B * H * S^2 * D, halved for
 causal, and Kiln's ratio to each peer as speed: >1 is faster) and a markdown table last.
 
 Run: PYTHONPATH=<staged kiln package>:kernels/python python3 bench/bench_attention.py
      [--shapes 4x32x4096,1x32x16384] [--head-dim 128] [--dtype fp16] [--causal both]
      [--rep 100] [--block-m 128 --block-n 64 --warps 8 --stages 3]
-     [--triton-tiles 128x64x8x3,128x64x8x4,128x128x8x3] [--overlap on|off|both]
+     [--triton-tiles 128x64x8x3,128x64x8x4,128x128x8x3] [--overlap auto|on|off|both]
      [--peers twin,tutorial] [--descriptors auto|off]
 Kiln's row is attention_forward's default path: through tensor descriptors
 (_attn_fwd_desc, descriptor_tile_config's tiles) for these contiguous inputs, unless
 --descriptors off; the Triton twin takes the same path and tiles. On the pointer path Kiln's
-row is its rotated loop (overlap=True) with --overlap on or both, the plain loop with off;
-both also times the plain loop (columns "Kiln plain").
+row and the twin's take attention_forward's default loop (--overlap auto: the rotated one on
+the pointer path at D128, the plain one on the descriptor path), the rotated loop
+(overlap=True) with --overlap on or both, the plain loop with off; both also times the plain
+loop (columns "Kiln plain").
 """
 import argparse
 import math
@@ -77,7 +81,7 @@ def bench_case(B, H, S, D, dtype, causal, args, peers):
     nw, ns = args.warps or nw0, args.stages or ns0
     report(f"{key}_tiles", f"BLOCK_M={bm},BLOCK_N={bn},num_warps={nw},num_stages={ns}")
     report(f"{key}_path", "descriptors" if descriptors else "pointers")
-    overlap = args.overlap != "off"
+    overlap = {"auto": None, "off": False}.get(args.overlap, True)
 
     def kiln_call(out, overlap):
         return lambda: k_fa.attention_forward(q, k, v, out, None, causal=causal,
@@ -125,7 +129,8 @@ def bench_case(B, H, S, D, dtype, causal, args, peers):
     with sdpa_flash():
         ref = sdpa_fn()
         impls = [("kiln", kiln_call(outs["kiln"], overlap))]
-        if args.overlap == "both" and not descriptors:
+        finals = dict(impls[:1])
+        if args.overlap == "both":
             impls.append(("kiln_plain", kiln_call(outs["kiln_plain"], False)))
         for name, fn in impls:
             try:
@@ -143,9 +148,12 @@ def bench_case(B, H, S, D, dtype, causal, args, peers):
                            repr(t).replace("\n", " ")[:300])
                 else:
                     report(f"{key}_{name}_{common.fmt_config(cfg)}_ms", float(t))
-            t, cfg, _ = common.best_of(make, name_cfgs, lambda fn: bench_ms(fn, args.rep),
-                                       f"{key} {name}", on_result=log)
+            t, cfg, best_fn = common.best_of(make, name_cfgs,
+                                             lambda fn: bench_ms(fn, args.rep),
+                                             f"{key} {name}", on_result=log)
             ms[name] = float(t)
+            if best_fn is not None:
+                finals[name] = best_fn
             if cfg is not None:
                 tiles[name] = common.fmt_config(cfg)
                 report(f"{key}_{name}_tiles", tiles[name])
@@ -159,9 +167,26 @@ def bench_case(B, H, S, D, dtype, causal, args, peers):
     try:  # the default backend choice, outside sdpa_flash()
         check("sdpa_default", sdpa_fn())
         ms["sdpa_default"] = bench_ms(sdpa_fn, args.rep)
+        finals["sdpa_default"] = sdpa_fn
     except Exception as e:
         report(f"{key}_sdpa_default_ERROR", repr(e).replace("\n", " ")[:500])
         ms["sdpa_default"] = float("nan")
+    if "kiln_plain" in ms and ms["kiln_plain"] == ms["kiln_plain"]:
+        finals["kiln_plain"] = impls[1][1]
+    if args.rounds > 0 and "kiln" in finals and ms["kiln"] == ms["kiln"]:
+        # The figures above ran one after another, the peers last, on a GPU whose clock
+        # falls as it heats (an H100 at its power limit: 1.9 -> 1.5 GHz within one case).
+        # Time Kiln, its plain loop, Triton's best and SDPA default again in --rounds rounds,
+        # the order rotated and reversed from round to round; each figure is its median.
+        names = list(finals)
+        runs = {name: [] for name in names}
+        for r in range(args.rounds):
+            order = names[r % len(names):] + names[:r % len(names)]
+            for name in order[::-1] if r % 2 else order:
+                runs[name].append(float(bench_ms(finals[name], args.rep)))
+        for name in names:
+            ms[name] = sorted(runs[name])[len(runs[name]) // 2]
+            report(f"{key}_{name}_rounds_ms", " ".join(f"{t:.4f}" for t in runs[name]))
     for name, t in ms.items():
         report(f"{key}_{name}_ms", float(t))
         report(f"{key}_{name}_tflops", flops / t / 1e9, "{:.1f}")
@@ -187,6 +212,10 @@ def main():
     ap.add_argument("--causal", default="both", choices=["both", "false", "true"])
     ap.add_argument("--rep", type=int, default=100, help="timed launches per impl")
     ap.add_argument("--tol", type=float, default=1e-2, help="max abs error vs SDPA")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="then Kiln, its plain loop, Triton's best and SDPA default timed again "
+                    "in this many interleaved rounds (order rotated), medians reported; 0: "
+                    "each timed once, one after another")
     ap.add_argument("--block-m", type=int, default=0, help="0: tile_config's")
     ap.add_argument("--block-n", type=int, default=0)
     ap.add_argument("--warps", type=int, default=0)
@@ -194,8 +223,9 @@ def main():
     ap.add_argument("--descriptors", default="auto", choices=["auto", "off"],
                     help="auto: attention_forward's default path (descriptors for contiguous "
                          "tensors with whole blocks), off: the pointer kernel")
-    ap.add_argument("--overlap", default="both", choices=["on", "off", "both"],
-                    help="Kiln's rotated loop (overlap=True); both: also times the plain loop")
+    ap.add_argument("--overlap", default="auto", choices=["auto", "on", "off", "both"],
+                    help="auto: attention_forward's default loop; on: the rotated loop "
+                    "(overlap=True); both: on, and also times the plain loop")
     ap.add_argument("--triton-tiles", default="128x64x8x3,128x64x8x4,128x128x8x3",
                     help="BMxBNxWARPSxSTAGES,...: Triton also runs at these; its fastest counts")
     ap.add_argument("--peers", default="twin,tutorial",

@@ -320,7 +320,7 @@ def attention_cases():
                           dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal,
                                EVEN_N=S % bn == 0, OVERLAP=overlap, GROUP=1), nw, ns))
 
-    def fwd_desc(dt, D, causal, lse=False):
+    def fwd_desc(dt, D, causal, lse=False, overlap=False):
         # attention_forward's default for contiguous tensors with whole blocks (these):
         # _attn_fwd_desc through (B * H * S, D) descriptors at descriptor_tile_config's tiles
         bm, bn, nw, ns = flash_attention.descriptor_tile_config(D, causal)
@@ -328,16 +328,18 @@ def attention_cases():
         args = dict(desc_q=Desc(dt, (rows, D), (bm, D)), desc_k=Desc(dt, (rows, D), (bn, D)),
                     desc_v=Desc(dt, (rows, D), (bn, D)), desc_o=Desc(dt, (rows, D), (bm, D)),
                     LSE=Ptr("fp32") if lse else None, sm_scale=D ** -0.5, H=H, N_CTX=S)
-        cfg = f"{dt}_d{D}{'_causal' if causal else ''}_desc{'_lse' if lse else ''}"
+        cfg = (f"{dt}_d{D}{'_causal' if causal else ''}_desc{'_lse' if lse else ''}"
+               f"{'_overlap' if overlap else ''}")
         cases.append(Case(flash_attention._attn_fwd_desc, cfg, args,
-                          dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, GROUP=1),
-                          nw, ns))
+                          dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, GROUP=1,
+                               OVERLAP=overlap, LONGEST_FIRST=causal), nw, ns))
 
     for causal in (False, True):
         fwd_desc("fp16", 128, causal)             # bench_attention's default path
         fwd_desc("fp16", 64, causal)
     fwd_desc("bf16", 128, False)
     fwd_desc("fp16", 128, True, lse=True)         # the training forward (attention())
+    fwd_desc("fp16", 128, False, overlap=True)    # overlap=True: the rotated loop
     # the pointer kernel: strided inputs, partial blocks, --descriptors off
     for causal in (False, True):
         fwd("fp16", 128, causal)                  # the default: rotated loop at D 128
@@ -432,6 +434,7 @@ HELPERS = {
     "_attn_fwd_inner": "_attn_fwd",
     "_attn_fwd_inner_overlap": "_attn_fwd",
     "_attn_fwd_inner_desc": "_attn_fwd_desc",
+    "_attn_fwd_inner_desc_overlap": "_attn_fwd_desc",
     "_bwd_dkdv_inner": "_attn_bwd_dkdv",
     "_bwd_dkdv_head": "_attn_bwd_dkdv",
     "_bwd_dq_inner": "_attn_bwd_dq",

@@ -100,6 +100,12 @@ def test_attention_cpu_tail(causal, overlap):
     run_cpu((2, 1, 100, 64), "float16", causal, debug=True, overlap=overlap)
 
 
+def test_attention_cpu_longest_first():
+    # Query blocks launched last-first (the descriptor path's causal default) through
+    # pointers, with a partial last query block.
+    run_cpu((2, 1, 100, 64), "float16", True, debug=True, longest_first=True)
+
+
 @pytest.mark.parametrize("S", [16, 128])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_attention_cpu_overlap(S, causal):
@@ -134,11 +140,14 @@ def test_attention_cpu_torch():
     assert np.abs(lse.double().numpy() - ref_lse).max() < LSE_ATOL
 
 
+@pytest.mark.parametrize("overlap", [False, True], ids=["plain", "overlap"])
 @pytest.mark.parametrize("causal,group", [(False, 1), (True, 1), (True, 2)],
                          ids=["full", "causal", "causal-gqa"])
-def test_descriptor_kernel_cpu(causal, group):
+def test_descriptor_kernel_cpu(causal, group, overlap):
     # _attn_fwd_desc (the GPU's path for contiguous inputs) on the CPU backend, descriptors
-    # over (B * H * S, D) numpy matrices, grouped-query heads included
+    # over (B * H * S, D) numpy matrices, grouped-query heads included; overlap: the rotated
+    # loop, whose first iteration reads block lo's values and last block hi - 1's keys again;
+    # causal blocks launched last-first (LONGEST_FIRST, attention_forward's default)
     B, H, S, D, BM, BN = 2, 4, 64, 32, 32, 16
     q, _, _ = inputs((B, H, S, D), "float16", seed=3)
     _, k, v = inputs((B, H // group, S, D), "float16", seed=4)
@@ -150,7 +159,8 @@ def test_descriptor_kernel_cpu(causal, group):
                                      block_shape=[rows, D])
     fa._attn_fwd_desc[(S // BM, B * H)](desc(q, BM), desc(k, BN), desc(v, BN), desc(out, BM),
                                         lse, 0.2, H, S, HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN,
-                                        CAUSAL=causal, GROUP=group, **CPU)
+                                        CAUSAL=causal, GROUP=group, OVERLAP=overlap,
+                                        LONGEST_FIRST=causal, **CPU)
     kr, vr = (np.repeat(x, group, axis=1) for x in (k, v))
     ref, ref_lse = reference(q, kr, vr, causal, 0.2)
     assert np.abs(out.astype(np.float64) - ref).max() < ATOL["float16"]
@@ -251,7 +261,8 @@ def test_errors():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("path", ["plain", "overlap", "descriptors"])
+@pytest.mark.parametrize("path", ["plain", "overlap", "descriptors-plain",
+                                  "descriptors-overlap"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("D", [64, 128])
@@ -265,9 +276,9 @@ def test_attention_gpu(S, D, causal, dtype, path):
     q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=t) for _ in range(3))
     # pointers (plain or rotated loop), or descriptors where the sequence takes whole blocks
     # (else the default falls back to pointers)
-    descriptors = None if path == "descriptors" else False
+    descriptors = None if path.startswith("descriptors") else False
     out, lse = fa.attention(q, k, v, causal=causal, return_lse=True,
-                            overlap=path == "overlap", descriptors=descriptors)
+                            overlap=path.endswith("overlap"), descriptors=descriptors)
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     assert out.dtype == t and out.shape == q.shape
     err = (out.double() - ref.double()).abs().max().item()

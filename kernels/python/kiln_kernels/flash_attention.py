@@ -140,13 +140,16 @@ def _attn_fwd(Q, K, V, Out, LSE, sm_scale,
               Z, H, N_CTX,
               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
               CAUSAL: tl.constexpr, EVEN_N: tl.constexpr = False,
-              OVERLAP: tl.constexpr = False, GROUP: tl.constexpr = 1):
+              OVERLAP: tl.constexpr = False, GROUP: tl.constexpr = 1,
+              LONGEST_FIRST: tl.constexpr = False):
     """Grid (cdiv(N_CTX, BLOCK_M), Z * H). Out has Q's shape; LSE (optional, fp32, contiguous
     (Z, H, N_CTX)) receives each row's natural-log logsumexp of the scaled scores. EVEN_N
     (N_CTX % BLOCK_N == 0, the host's promise) drops the key-bound masks. GROUP: query heads
-    per key/value head (grouped-query attention; K and V have H / GROUP heads)."""
+    per key/value head (grouped-query attention; K and V have H / GROUP heads). LONGEST_FIRST:
+    program 0 of each head takes the last query block (causal: the most keys), so that light
+    blocks, not heavy ones, end the grid."""
     tl.static_assert(BLOCK_M % BLOCK_N == 0, "BLOCK_M must be a multiple of BLOCK_N")
-    start_m = tl.program_id(0)
+    start_m = tl.num_programs(0) - 1 - tl.program_id(0) if LONGEST_FIRST else tl.program_id(0)
     off_hz = tl.program_id(1)
     off_z = (off_hz // H).to(tl.int64)
     off_h = (off_hz % H).to(tl.int64)
@@ -227,16 +230,45 @@ def _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, kv_row, qk_scale, off
 
 
 @kiln.jit
+def _attn_fwd_inner_desc_overlap(acc, l_i, m_i, q, desc_k, desc_v, kv_row, qk_scale, lo, hi,
+                                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """_attn_fwd_inner_desc's loop rotated as _attn_fwd_inner_overlap's (whole key blocks
+    [lo, hi), hi > lo): iteration j multiplies q by block j's keys and adds block j - 1's
+    p @ v, so that the softmax of block j runs beside the tensor cores' p @ v. Descriptor loads
+    take no mask: the first iteration reads block lo's values (p = 0 there), the last reads
+    block hi - 1's keys again (its scores are not used), so no row outside [lo, hi) is read."""
+    p = tl.zeros([BLOCK_M, BLOCK_N], dtype=q.dtype)
+    for start_n in range(lo, hi + BLOCK_N, BLOCK_N):
+        has_keys = start_n < hi
+        kT = desc_k.load([kv_row + tl.minimum(start_n, hi - BLOCK_N), 0]).T
+        v = desc_v.load([kv_row + tl.maximum(start_n - BLOCK_N, lo), 0])
+        qk = tl.dot(q, kT)
+        acc = tl.dot(p, v, acc)
+        m_ij = tl.where(has_keys, tl.maximum(m_i, tl.max(qk, axis=1) * qk_scale), m_i)
+        p_f32 = tl.exp2(qk * qk_scale - m_ij[:, None])
+        # (m_i is -inf until the first block: -inf - -inf must not reach exp2)
+        alpha = tl.where(has_keys, tl.exp2(m_i - m_ij), 1.0)
+        l_i = l_i * alpha + tl.where(has_keys, tl.sum(p_f32, axis=1), 0.0)
+        acc = acc * alpha[:, None]
+        p = p_f32.to(q.dtype)
+        m_i = m_ij
+    return acc, l_i, m_i
+
+
+@kiln.jit
 def _attn_fwd_desc(desc_q, desc_k, desc_v, desc_o, LSE, sm_scale, H, N_CTX,
                    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                   CAUSAL: tl.constexpr, GROUP: tl.constexpr = 1):
+                   CAUSAL: tl.constexpr, GROUP: tl.constexpr = 1,
+                   OVERLAP: tl.constexpr = False, LONGEST_FIRST: tl.constexpr = False):
     """_attn_fwd for contiguous q, k, v and out with N_CTX a multiple of BLOCK_M, through
     tensor descriptors over (B * H * S, D) (K and V: (B * H_KV * S, D)), so that on sm_90a
     the TMA copies K and V into the dot rings (no address arithmetic in the loop; q is copied
     once) and the output block goes out through a TMA store. Every block is whole: no bounds
-    masks. Grid (N_CTX // BLOCK_M, Z * H)."""
+    masks. Grid (N_CTX // BLOCK_M, Z * H). OVERLAP: whole key blocks through the rotated loop
+    (_attn_fwd_inner_desc_overlap). LONGEST_FIRST: program 0 of each head takes the last query
+    block (causal: the most keys), so that the light blocks, not the heavy ones, end the grid."""
     tl.static_assert(BLOCK_M % BLOCK_N == 0, "BLOCK_M must be a multiple of BLOCK_N")
-    start_m = tl.program_id(0)
+    start_m = tl.num_programs(0) - 1 - tl.program_id(0) if LONGEST_FIRST else tl.program_id(0)
     off_hz = tl.program_id(1)
     q_row = off_hz * N_CTX + start_m * BLOCK_M
     kv_row = ((off_hz // H) * (H // GROUP) + (off_hz % H) // GROUP) * N_CTX
@@ -247,8 +279,14 @@ def _attn_fwd_desc(desc_q, desc_k, desc_v, desc_o, LSE, sm_scale, H, N_CTX,
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
     qk_scale = sm_scale * 1.4426950408889634  # log2(e)
     hi = start_m * BLOCK_M if CAUSAL else N_CTX
-    acc, l_i, m_i = _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, kv_row, qk_scale,
-                                         offs_m, 0, hi, BLOCK_N, False)
+    if OVERLAP:
+        if hi > 0:
+            acc, l_i, m_i = _attn_fwd_inner_desc_overlap(acc, l_i, m_i, q, desc_k, desc_v,
+                                                         kv_row, qk_scale, 0, hi, BLOCK_M,
+                                                         BLOCK_N)
+    else:
+        acc, l_i, m_i = _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, kv_row,
+                                             qk_scale, offs_m, 0, hi, BLOCK_N, False)
     if CAUSAL:
         acc, l_i, m_i = _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, kv_row,
                                              qk_scale, offs_m, hi, hi + BLOCK_M, BLOCK_N, True)
@@ -330,15 +368,19 @@ def _strides(a):
 
 def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block_m=None,
                       block_n=None, num_warps=None, num_stages=None, overlap=None,
-                      descriptors=None, **launch):
+                      descriptors=None, longest_first=None, **launch):
     """Launches _attn_fwd on arrays (torch tensors, CUDA or CPU, or numpy arrays) of shape
     (B, H, S, D); writes `out` (same shape, any strides) and, when given, `lse` (fp32,
     contiguous (B, H, S)). sm_scale (default 1/sqrt(D)) must be positive. Tiles default to
-    tile_config(D) (its CPU tiles with device="cpu"); overlap (default: overlap_default) takes
-    the rotated loop for whole key blocks (_attn_fwd_inner_overlap); `launch` goes to the launch
+    tile_config(D) (its CPU tiles with device="cpu"); overlap takes the rotated loop for whole
+    key blocks (_attn_fwd_inner_overlap; default: overlap_default); `launch` goes to the launch
     (device="cpu", debug=True, ...). descriptors (default: where it can run, see
     _descriptor_path) launches _attn_fwd_desc instead, with descriptor_tile_config's tiles
-    unless given; True where it cannot run is a ValueError."""
+    unless given; True where it cannot run is a ValueError. Its loop is the plain one unless
+    overlap=True (_attn_fwd_inner_desc_overlap: 2-4% slower at D128 and 7-30% at D64 on an
+    H100, interleaved timings of session 25). longest_first (default: causal through
+    descriptors) launches the query blocks of each head last-first: the causal blocks with the
+    most keys go first."""
     B, H, S, D = check_shapes("attention", q, k, v, out)
     if D not in (16, 32, 64, 128, 256):
         raise ValueError(f"attention: expected a head dimension of 16, 32, 64, 128 or 256, "
@@ -372,20 +414,25 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
     if B * H == 0 or S == 0:
         return out
     grid = (kiln.cdiv(S, bm), B * H)
+    if longest_first is None:  # (session 25, interleaved: +0-4% through descriptors, -2.5 to
+        longest_first = bool(causal) and descriptors  # +2.7% through pointers)
+    longest_first = bool(longest_first)
     if descriptors:
         def desc(x, rows):
             return kiln.TensorDescriptor(x.view(-1, D), shape=[x.numel() // D, D],
                                          strides=[D, 1], block_shape=[rows, D])
         _attn_fwd_desc[grid](desc(q, bm), desc(k, bn), desc(v, bn), desc(out, bm), lse,
                              float(sm_scale), H, S, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
-                             CAUSAL=bool(causal), GROUP=H // int(k.shape[1]), num_warps=nw,
-                             num_stages=ns, **launch)
+                             CAUSAL=bool(causal), GROUP=H // int(k.shape[1]),
+                             OVERLAP=bool(overlap), LONGEST_FIRST=longest_first,
+                             num_warps=nw, num_stages=ns, **launch)
         return out
     _attn_fwd[grid](q, k, v, out, lse, float(sm_scale), *_strides(q), *_strides(k),
                     *_strides(v), *_strides(out), B, H, S, HEAD_DIM=D, BLOCK_M=bm,
                     BLOCK_N=bn, CAUSAL=bool(causal), EVEN_N=S % bn == 0,
                     OVERLAP=overlap_default(D, cpu) if overlap is None else bool(overlap),
-                    GROUP=H // int(k.shape[1]), num_warps=nw, num_stages=ns, **launch)
+                    GROUP=H // int(k.shape[1]), LONGEST_FIRST=longest_first, num_warps=nw,
+                    num_stages=ns, **launch)
     return out
 
 
