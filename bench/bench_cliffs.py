@@ -2,7 +2,10 @@
 """Issue #23's regression benchmark: kernels written the way users write them, each run
 under Kiln and under Triton on the same source (Triton through common.twin: the text
 unchanged, imports rebound), both autotuned over the same configurations, with Triton's best
-timed again (the run-to-run noise a ratio near 1 must be read with). Sections:
+timed again (the run-to-run noise a ratio near 1 must be read with). Then each one's best
+(and the peer, cuBLAS or SDPA default, where a row has one) is timed again in 6 rounds, the
+order reversed from round to round, and the figures are those rounds' medians: an H100 slows
+as it heats, so what is timed first runs faster (common.interleaved). Sections:
 
     matmul     bench/cliff_sources.py: pointer (B stored K x N as in tutorial 03, and
                N x K), host-descriptor, persistent (flattened or
@@ -93,17 +96,21 @@ def matmul_rows(ctx, args):
             ref = torch.matmul(a.float(), b.float().T)
             flop = 2.0 * M * N * K
             cc = torch.empty(M, N, device="cuda", dtype=dtype)
-            cublas = tflops(flop, timer(lambda: torch.matmul(a, b.T, out=cc)))
+
+            def cublas_fn():
+                torch.matmul(a, b.T, out=cc)
+            cublas = tflops(flop, timer(cublas_fn))
             b_kn = b.T.contiguous() if "ptr" in args.cases.split(",") else None
             for case in args.cases.split(","):
                 row = {"case": case, "dtype": dname, "shape": f"{M}x{N}x{K}",
                        "peer": cublas, "peer_name": "cuBLAS"}
                 c = torch.full((M, N), float("nan"), device="cuda", dtype=dtype)
-                t, cfg, _ = common.best_of(
+                t, cfg, kfn = common.best_of(
                     lambda g: launcher(case, ctx.kiln_mod, ctx.kiln, a, b, c, g, sms, b_kn),
                     configs, timer, f"kiln {case}")
                 row.update(kiln=tflops(flop, t), kiln_cfg=cfg,
                            kiln_err=relerr(c, ref) if cfg else None)
+                tfn = None
                 if ctx.triton_mod is not None:
                     ct = torch.full((M, N), float("nan"), device="cuda", dtype=dtype)
                     tt, tcfg, tfn = common.best_of(
@@ -113,6 +120,8 @@ def matmul_rows(ctx, args):
                                triton_err=relerr(ct, ref) if tcfg else None)
                     if tfn is not None:  # Triton against itself: the noise of one ratio
                         row["triton_again"] = tflops(flop, timer(tfn))
+                common.interleaved(row, {"kiln": kfn, "triton": tfn, "peer": cublas_fn},
+                                   timer, lambda ms: tflops(flop, ms))
                 rows.append(row)
                 del c
             del a, b, b_kn, cc, ref
@@ -157,13 +166,15 @@ def grouped_rows(ctx, args):
         t, cfg, fn = common.best_of(make, GROUPED_CONFIGS, timer, "grouped")
         err = max(relerr(c, r) for c, r in zip(C, refs)) if cfg else None
         return t, cfg, fn, err
-    t, cfg, _, err = run(ctx.kiln_mod)
+    t, cfg, kfn, err = run(ctx.kiln_mod)
     row.update(kiln=tflops(flop, t), kiln_cfg=cfg, kiln_err=err)
     if ctx.triton_mod is not None:
         tt, tcfg, tfn, terr = run(ctx.triton_mod)
         row.update(triton=tflops(flop, tt), triton_cfg=tcfg, triton_err=terr)
         if tfn is not None:
             row["triton_again"] = tflops(flop, timer(tfn))
+        common.interleaved(row, {"kiln": kfn, "triton": tfn}, timer,
+                           lambda ms: tflops(flop, ms))
     return [row]
 
 

@@ -262,6 +262,7 @@ def rows(ctx, shapes=None):
             cfgs = configs(case, shape, ctx.quick)
             row = {"case": case, "dtype": "bf16", "shape": shape_text(shape)}
             libs = [("kiln", ks, kw)] + ([("triton", tw, {})] if tw is not None else [])
+            finals = {}
             for name, mod, extra in libs:
                 out = new_outputs(torch, case, t)
                 ms, cfg, fn = common.best_of(
@@ -280,7 +281,10 @@ def rows(ctx, shapes=None):
                 if name == "triton":
                     row["triton_again"] = (common.gbps(moved, timer(fn)) if fn is not None
                                            else math.nan)
-                out = fn = None  # free the outputs before the next library's
+                finals[name] = fn
+                out = fn = None
+            common.interleaved(row, finals, timer, lambda ms: common.gbps(moved, ms))
+            finals = None  # (frees the outputs)
             if tw is None:
                 row.update(triton=math.nan, triton_cfg=None, triton_again=math.nan,
                            triton_err=None)

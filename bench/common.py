@@ -460,6 +460,25 @@ def best_of(make, configs, timer, label="", on_result=None):
     return best
 
 
+def interleaved(row, fns, timer, rate, rounds=6):
+    """Times each call of `fns` ({"kiln": call, "triton": call}, a None call left out) again
+    in `rounds` rounds, the order reversed from round to round, and sets row[name] to
+    rate(median). An H100 at its power limit slows within seconds (1.9 -> 1.5 GHz): timed one
+    after the other, what goes first runs on a cooler card. row[name + "_rounds"] keeps the
+    rounds' rates."""
+    fns = {name: fn for name, fn in fns.items() if fn is not None}
+    if len(fns) < 2:
+        return row
+    names, times = list(fns), {name: [] for name in fns}
+    for r in range(rounds):
+        for name in names[::-1] if r % 2 else names:
+            times[name].append(float(timer(fns[name])))
+    for name in names:
+        row[name] = rate(statistics.median(times[name]))
+        row[f"{name}_rounds"] = [rate(t) for t in times[name]]
+    return row
+
+
 def fmt_config(cfg):
     if cfg is None:
         return "-"
