@@ -142,6 +142,23 @@ def test_cuda_graph_on_device1(torch2):
     assert relerr(out, 1.5 * x.double() + y.double()) < 1e-7
 
 
+def test_flash_attention_descriptors_on_device1(torch2):
+    # kiln_kernels' descriptor path (tensor maps encoded from the tensors) on cuda:1 while
+    # the current device is 0, against SDPA on cuda:1.
+    torch = torch2
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "kernels", "python"))
+    from kiln_kernels import flash_attention as fa
+    torch.manual_seed(5)
+    q, k, v = (torch.randn(1, 2, 256, 64, device="cuda:1", dtype=torch.float16)
+               for _ in range(3))
+    out = fa.attention(q, k, v, causal=True, descriptors=True)
+    torch.cuda.synchronize(1)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert out.device == q.device
+    assert (out.double() - ref.double()).abs().max().item() < 2e-2
+    assert torch.cuda.current_device() == 0
+
+
 def test_kiln_arrays_on_device1():
     if kiln.device_count() < 2:
         pytest.skip("fewer than two GPUs")

@@ -292,6 +292,43 @@ def test_attention_gpu(S, D, causal, dtype, path):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_attention_descriptors_in_a_cuda_graph_and_on_a_side_stream(causal):
+    # The descriptor path (contiguous inputs) captured in a CUDA graph on a side stream: the
+    # launcher encodes the tensor maps at capture, the replay reads the captured buffers'
+    # new contents; then a launch on a side stream ordered by events only.
+    torch = torch_or_skip()
+    F = torch.nn.functional
+    torch.manual_seed(3)
+    B, H, S, D = 2, 4, 512, 128
+    q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.float16) for _ in range(3))
+    out = torch.empty_like(q)
+    fa.attention_forward(q, k, v, out, causal=causal, descriptors=True)  # compile first
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(s), torch.cuda.graph(g, stream=s):
+        fa.attention_forward(q, k, v, out, causal=causal, descriptors=True)
+    torch.cuda.current_stream().wait_stream(s)
+    for x in (q, k, v):
+        x.copy_(torch.randn_like(x))
+    out.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    assert (out.double() - ref.double()).abs().max().item() < ATOL["float16"]
+
+    side = torch.cuda.Stream()
+    out2 = torch.full_like(q, float("nan"))
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fa.attention_forward(q, k, v, out2, causal=causal, descriptors=True)
+        done = out2 * 1  # ordered after the launch on the side stream
+    side.synchronize()
+    assert (done.double() - ref.double()).abs().max().item() < ATOL["float16"]
+
+
+@pytest.mark.gpu
 def test_attention_gpu_strided_and_scale():
     torch = torch_or_skip()
     F = torch.nn.functional
