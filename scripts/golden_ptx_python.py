@@ -433,6 +433,7 @@ CASES = (softmax_cases() + norm_cases() + loss_cases() + elementwise_cases() +
 HELPERS = {
     "_attn_fwd_inner": "_attn_fwd",
     "_attn_fwd_inner_overlap": "_attn_fwd",
+    "_overlap_softmax": "_attn_fwd",
     "_attn_fwd_inner_desc": "_attn_fwd_desc",
     "_attn_fwd_inner_desc_overlap": "_attn_fwd_desc",
     "_bwd_dkdv_inner": "_attn_bwd_dkdv",

@@ -98,6 +98,19 @@ def _attn_fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kk, stri
 
 
 @kiln.jit
+def _overlap_softmax(qk, acc, l_i, m_i, has_keys, qk_scale, dtype: tl.constexpr):
+    """The online softmax of a rotated loop's block of scores qk (has_keys: the block exists;
+    else m_i, l_i and acc are kept): acc rescaled to the new row maxima, l_i, the maxima and
+    p (dtype) for the next iteration's p @ v."""
+    m_ij = tl.where(has_keys, tl.maximum(m_i, tl.max(qk, axis=1) * qk_scale), m_i)
+    p_f32 = tl.exp2(qk * qk_scale - m_ij[:, None])
+    # (m_i is -inf until the first block: -inf - -inf must not reach exp2)
+    alpha = tl.where(has_keys, tl.exp2(m_i - m_ij), 1.0)
+    l_i = l_i * alpha + tl.where(has_keys, tl.sum(p_f32, axis=1), 0.0)
+    return acc * alpha[:, None], l_i, m_ij, p_f32.to(dtype)
+
+
+@kiln.jit
 def _attn_fwd_inner_overlap(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kk, stride_vn,
                             stride_vk, qk_scale, lo, hi, HEAD_DIM: tl.constexpr,
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
@@ -120,14 +133,7 @@ def _attn_fwd_inner_overlap(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_
                     mask=start_n > lo, other=0.0)
         qk = tl.dot(q, kT)
         acc = tl.dot(p, v, acc)
-        m_ij = tl.where(has_keys, tl.maximum(m_i, tl.max(qk, axis=1) * qk_scale), m_i)
-        p_f32 = tl.exp2(qk * qk_scale - m_ij[:, None])
-        # (m_i is -inf until the first block: -inf - -inf must not reach exp2)
-        alpha = tl.where(has_keys, tl.exp2(m_i - m_ij), 1.0)
-        l_i = l_i * alpha + tl.where(has_keys, tl.sum(p_f32, axis=1), 0.0)
-        acc = acc * alpha[:, None]
-        p = p_f32.to(q.dtype)
-        m_i = m_ij
+        acc, l_i, m_i, p = _overlap_softmax(qk, acc, l_i, m_i, has_keys, qk_scale, q.dtype)
     return acc, l_i, m_i
 
 
@@ -244,14 +250,7 @@ def _attn_fwd_inner_desc_overlap(acc, l_i, m_i, q, desc_k, desc_v, kv_row, qk_sc
         v = desc_v.load([kv_row + tl.maximum(start_n - BLOCK_N, lo), 0])
         qk = tl.dot(q, kT)
         acc = tl.dot(p, v, acc)
-        m_ij = tl.where(has_keys, tl.maximum(m_i, tl.max(qk, axis=1) * qk_scale), m_i)
-        p_f32 = tl.exp2(qk * qk_scale - m_ij[:, None])
-        # (m_i is -inf until the first block: -inf - -inf must not reach exp2)
-        alpha = tl.where(has_keys, tl.exp2(m_i - m_ij), 1.0)
-        l_i = l_i * alpha + tl.where(has_keys, tl.sum(p_f32, axis=1), 0.0)
-        acc = acc * alpha[:, None]
-        p = p_f32.to(q.dtype)
-        m_i = m_ij
+        acc, l_i, m_i, p = _overlap_softmax(qk, acc, l_i, m_i, has_keys, qk_scale, q.dtype)
     return acc, l_i, m_i
 
 
