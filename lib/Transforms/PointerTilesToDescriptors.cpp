@@ -636,6 +636,18 @@ Value rowStride(OpBuilder &b, Location loc, const Plan &p) {
                      : toI64(b, loc, s.value);
 }
 
+/// The offset of `p`'s moved base in rows, off / s_r (i64; a row stride of 0 or less, which
+/// the guard rejects, divides by 1). The guard and the rewritten loop build the same ops, so
+/// that CSE leaves one division a program.
+Value rowsOfOffset(OpBuilder &b, Location loc, const Plan &p) {
+  Type i64 = b.getI64Type();
+  Value s = rowStride(b, loc, p), zero = arith::ConstantIntOp::create(b, loc, i64, 0);
+  Value safe = arith::SelectOp::create(
+      b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, s, zero), s,
+      arith::ConstantIntOp::create(b, loc, i64, 1));
+  return arith::DivSIOp::create(b, loc, toI64(b, loc, p.baseOffset), safe);
+}
+
 /// The run-time facts the plans assume: starts not negative, wrapped indices not wrapping,
 /// and a tensor map the host can encode (extents and row stride positive; else the launcher
 /// leaves it unencoded and the loop as it was runs). A base moved by `off` elements: off not
@@ -675,15 +687,14 @@ Value emitGuard(OpBuilder &b, Location loc, ArrayRef<Plan> plans, scf::ForOp loo
       auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) {
         return arith::CmpIOp::create(b, loc, pred, x, y);
       };
-      Value off = toI64(b, loc, p.baseOffset), s = rowStride(b, loc, p);
-      // (a stride of 0 or less fails the guard above; divide by 1 then)
-      Value safe =
-          arith::SelectOp::create(b, loc, cmp(arith::CmpIPredicate::sgt, s, c64(0)), s, c64(1));
+      Value off = toI64(b, loc, p.baseOffset), rows = rowsOfOffset(b, loc, p);
       conj(cmp(arith::CmpIPredicate::sge, off, c64(0)));
-      conj(cmp(arith::CmpIPredicate::eq, arith::RemSIOp::create(b, loc, off, safe), c64(0)));
+      // off a whole number of rows: rows * s_r == off (no remainder: one division only)
+      conj(cmp(arith::CmpIPredicate::eq, arith::MulIOp::create(b, loc, rows, rowStride(b, loc, p)),
+               off));
       const Dim &row = p.dims[p.rowDim];
-      Value last = arith::AddIOp::create(b, loc, arith::DivSIOp::create(b, loc, off, safe),
-                                         toI64(b, loc, materialize(b, loc, row.start)));
+      Value last =
+          arith::AddIOp::create(b, loc, rows, toI64(b, loc, materialize(b, loc, row.start)));
       last = arith::AddIOp::create(b, loc, last, c64(p.type.getDimSize(p.rowDim)));
       if (row.step) {
         // trips = ceil((ub - lb) / st), st > 0; the last iteration is trips - 1.
@@ -789,9 +800,7 @@ void rewriteLoads(scf::ForOp loop, ArrayRef<Plan> plans, func::FuncOp func,
     Value rows;
     if (p.baseOffset) {
       OpBuilder pre(loop);
-      rows = arith::TruncIOp::create(
-          pre, loc, pre.getI32Type(),
-          arith::DivSIOp::create(pre, loc, toI64(pre, loc, p.baseOffset), rowStride(pre, loc, p)));
+      rows = arith::TruncIOp::create(pre, loc, pre.getI32Type(), rowsOfOffset(pre, loc, p));
     }
     auto [offsets, shape, stride] = emitBlockOperands(b, loc, p, t, rows);
     auto type = cast<RankedTensorType>(load.getType());

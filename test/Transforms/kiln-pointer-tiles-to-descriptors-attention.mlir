@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s -split-input-file -kiln-pointer-tiles-to-descriptors=attention-tiles=1 | FileCheck %s
 // RUN: kiln-opt %s -split-input-file -kiln-pointer-tiles-to-descriptors | FileCheck %s --check-prefix=PLAIN
+// RUN: kiln-opt %s -split-input-file -kiln-pointer-tiles-to-descriptors=attention-tiles=1 -cse | FileCheck %s --check-prefix=CSE
 
 // Tutorial 06's forward by pointers: the program moves K's base by off (its batch and head),
 // K is loaded transposed (a [D, BLOCK_N] tile contiguous along its rows, keys strided by
@@ -11,8 +12,10 @@
 // CHECK-LABEL: func.func @attention_kt(
 // CHECK-SAME: !kiln.tensormap {kiln.tensor_map_recipe = array<i64: 0, 104, 2, 32, 64, -2147483648, -2147483648, 1>})
 // CHECK: %[[OFF:.*]] = arith.muli %{{.*}}, %{{.*}} : i64
+// CHECK: %[[Q:.*]] = arith.divsi %[[OFF]], %{{.*}} : i64
 // CHECK: arith.cmpi sge, %[[OFF]], %{{.*}} : i64
-// CHECK: arith.remsi %[[OFF]]
+// CHECK: %[[BACK:.*]] = arith.muli %[[Q]], %{{.*}} : i64
+// CHECK: arith.cmpi eq, %[[BACK]], %[[OFF]] : i64
 // CHECK: arith.cmpi sle, %{{.*}}, %{{.*}} : i64
 // CHECK: scf.if
 // CHECK: %[[ROWS64:.*]] = arith.divsi %[[OFF]], %{{.*}} : i64
@@ -24,6 +27,15 @@
 // CHECK: kiln.dot %{{.*}}, %[[KT]], %{{.*}}
 // CHECK: } else {
 // CHECK: kiln.load
+
+// The guard and the rewritten loop divide the base's offset by the row stride with the same
+// ops: after CSE, one division a program (and no remainder).
+// CSE-LABEL: func.func @attention_kt(
+// CSE: %[[OFF:.*]] = arith.muli %{{.*}}, %{{.*}} : i64
+// CSE: arith.divsi %[[OFF]],
+// CSE-NOT: arith.divsi %[[OFF]],
+// CSE-NOT: arith.remsi
+// CSE: return
 // PLAIN-LABEL: func.func @attention_kt(
 // PLAIN-NOT: kiln.descriptor_load
 // PLAIN-NOT: scf.if
