@@ -63,7 +63,7 @@ public:
   /// loads of dot operands through advancing pointer tiles become loads of tensor maps the
   /// compiler appends (-kiln-pointer-tiles-to-descriptors; see compilerTensorMaps). With
   /// `attentionTiles` too, also tiles read transposed and bases a program moves (the pass's
-  /// attention-tiles; off by default until measured on a GPU).
+  /// attention-tiles; the Python front end asks for both on sm_90a by default).
   KernelSource finishKernel(bool tmaPointerTiles = false, bool attentionTiles = false);
   /// The tensor maps the last finishKernel appended, in parameter order, each the recipe the
   /// launcher encodes it from (kTensorMapRecipeAttr: parameter numbers of the kernel).
