@@ -127,6 +127,7 @@ def rows(ctx):
                    "peer_name": "SDPA default"}
             bwd = dict(fwd, case="attn_bwd" + suffix)
             fwd_desc = dict(fwd, case="attn_fwd_desc" + suffix)
+
             def sdpa_fn():
                 with torch.no_grad():
                     F.scaled_dot_product_attention(q, k, v, is_causal=causal)
@@ -164,9 +165,8 @@ def rows(ctx):
                     bwd["triton_again"] = common.tflops(2.5 * flop, timer(fn))
                 bwd.setdefault("_fns", {})[lib] = fn
                 del o, m, dq, dk, dv, delta
-            # Kiln's and Triton's best of each row again, interleaved (the outputs they write
-            # are checked already)
-            # (and SDPA default beside the forwards)
+            # Kiln's and Triton's best of each row again, interleaved, SDPA default beside the
+            # forwards (the outputs they write are checked already)
             for row, f in ((fwd, flop), (fwd_desc, flop), (bwd, 2.5 * flop)):
                 fns = row.pop("_fns", {})
                 if row is not bwd:
