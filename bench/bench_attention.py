@@ -18,8 +18,9 @@ then each timed as the median of --rep per-launch CUDA-event timings (common.tim
 Triton kernels run at Kiln's tiles and at each of --triton-tiles; each one's fastest is its
 figure. Then Kiln, its plain loop, the twin's fastest and SDPA default run again in --rounds
 interleaved rounds (the order rotated and reversed each round: the H100 slows as it heats,
-and a fixed order favours what goes first) and each figure is the median of its rounds. Prints key=value lines (ms, TFLOP/s with flops = 4 * B * H * S^2 * D, halved for
-causal, and Kiln's ratio to each peer as speed: >1 is faster) and a markdown table last.
+and a fixed order favours what goes first) and each figure is the median of its rounds.
+Prints key=value lines (ms, TFLOP/s with flops = 4 * B * H * S^2 * D, halved for causal,
+and Kiln's ratio to each peer as speed: >1 is faster) and a markdown table last.
 
 Run: PYTHONPATH=<staged kiln package>:kernels/python python3 bench/bench_attention.py
      [--shapes 4x32x4096,1x32x16384] [--head-dim 128] [--dtype fp16] [--causal both]

@@ -7,13 +7,13 @@ same host launchers, beside torch's scaled_dot_product_attention with no backend
 ("SDPA default").
 
 Rows: attn_fwd[_causal] (one forward), attn_fwd_desc[_causal] (the forward through host
-tensor descriptors, as the tutorial runs it on GPUs with the TMA) and attn_bwd[_causal] (the preprocess and the
-backward kernel; each library's backward reads the O and M of its own forward at its best
-configuration). TFLOP/s: forward 4 * B * H * S^2 * D, backward 2.5 times that, both halved
-when causal. The SDPA peer of a backward row times torch.autograd.grad of SDPA's output
-(the backward alone, its graph kept). Errors (kiln_err, triton_err): ||x - ref|| / ||ref||
-(common.relerr, float64) against SDPA in fp16 on the same inputs: O for the forward, the
-largest of dQ, dK, dV's for the backward.
+tensor descriptors, as the tutorial runs it on GPUs with the TMA) and attn_bwd[_causal] (the
+preprocess and the backward kernel; each library's backward reads the O and M of its own
+forward at its best configuration). TFLOP/s: forward 4 * B * H * S^2 * D, backward 2.5 times
+that, both halved when causal. The SDPA peer of a backward row times torch.autograd.grad of
+SDPA's output (the backward alone, its graph kept). Errors (kiln_err, triton_err):
+||x - ref|| / ||ref|| (common.relerr, float64) against SDPA in fp16 on the same inputs: O
+for the forward, the largest of dQ, dK, dV's for the backward.
 
     python3 bench/cliffs_attention.py [--quick]      (this section alone)
 """

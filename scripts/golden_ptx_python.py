@@ -297,7 +297,8 @@ def attention_cases():
     """bench/bench_attention.py (fp16, B4 H32 S4096, D 128 by default, causal both, LSE not
     written; --head-dim 64, --dtype bf16): its default path, the descriptor kernel at
     descriptor_tile_config's tiles, and with --descriptors off the pointer kernel at
-    tile_config's (overlap both); the forward with the logsumexp as attention(..., return_lse=True) runs it
+    tile_config's (overlap both); the forward with the logsumexp as
+    attention(..., return_lse=True) runs it
     for bench/bench_attention_bwd.py; the backward's three kernels at bwd_tile_config's tiles
     (D 128: dK/dV 64x128, dQ 128x64, 8 warps, 2 stages; D 64: 3 stages), causal both."""
     cases = []
