@@ -38,6 +38,7 @@ loop (columns "Kiln plain").
 import argparse
 import math
 import os
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -179,14 +180,10 @@ def bench_case(B, H, S, D, dtype, causal, args, peers):
         # falls as it heats (an H100 at its power limit: 1.9 -> 1.5 GHz within one case).
         # Time Kiln, its plain loop, Triton's best and SDPA default again in --rounds rounds,
         # the order rotated and reversed from round to round; each figure is its median.
-        names = list(finals)
-        runs = {name: [] for name in names}
-        for r in range(args.rounds):
-            order = names[r % len(names):] + names[:r % len(names)]
-            for name in order[::-1] if r % 2 else order:
-                runs[name].append(float(bench_ms(finals[name], args.rep)))
-        for name in names:
-            ms[name] = sorted(runs[name])[len(runs[name]) // 2]
+        runs = common.interleaved_times(finals, lambda fn: bench_ms(fn, args.rep), args.rounds,
+                                        rotate=True)
+        for name in runs:
+            ms[name] = statistics.median(runs[name])
             report(f"{key}_{name}_rounds_ms", " ".join(f"{t:.4f}" for t in runs[name]))
     for name, t in ms.items():
         report(f"{key}_{name}_ms", float(t))

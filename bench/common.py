@@ -460,22 +460,31 @@ def best_of(make, configs, timer, label="", on_result=None):
     return best
 
 
+def interleaved_times(fns, timer, rounds, rotate=False):
+    """{name: [timer(call) per round]} for the calls of `fns` ({name: call}), timed in `rounds`
+    rounds, the order reversed from round to round (rotate: also rotated by one each round, so
+    that with three or more calls each goes first in turn). An H100 at its power limit slows
+    within seconds (1.9 -> 1.5 GHz): timed one after the other, what goes first runs on a
+    cooler card."""
+    names, times = list(fns), {name: [] for name in fns}
+    for r in range(rounds):
+        order = names[r % len(names):] + names[:r % len(names)] if rotate else names
+        for name in order[::-1] if r % 2 else order:
+            times[name].append(float(timer(fns[name])))
+    return times
+
+
 def interleaved(row, fns, timer, rate, rounds=6):
     """Times each call of `fns` ({"kiln": call, "triton": call}, a None call left out) again
-    in `rounds` rounds, the order reversed from round to round, and sets row[name] to
-    rate(median). An H100 at its power limit slows within seconds (1.9 -> 1.5 GHz): timed one
-    after the other, what goes first runs on a cooler card. row[name + "_rounds"] keeps the
-    rounds' rates."""
+    in `rounds` interleaved rounds (interleaved_times) and sets row[name] to rate(median).
+    row[name + "_rounds"] keeps the rounds' rates."""
     fns = {name: fn for name, fn in fns.items() if fn is not None}
     if len(fns) < 2:
         return row
-    names, times = list(fns), {name: [] for name in fns}
-    for r in range(rounds):
-        for name in names[::-1] if r % 2 else names:
-            times[name].append(float(timer(fns[name])))
-    for name in names:
-        row[name] = rate(statistics.median(times[name]))
-        row[f"{name}_rounds"] = [rate(t) for t in times[name]]
+    times = interleaved_times(fns, timer, rounds)
+    for name, ts in times.items():
+        row[name] = rate(statistics.median(ts))
+        row[f"{name}_rounds"] = [rate(t) for t in ts]
     return row
 
 
