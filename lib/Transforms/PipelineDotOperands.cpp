@@ -552,11 +552,18 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   };
   waitForSlot();
   ValueRange args = forOp.getRegionIterArgs();
-  // The slot `n` iterations after this one's, modulo the ring.
+  // The slot `n` iterations after this one's (0 < n < S), modulo the ring. Without a power-of-
+  // two ring the remainder is a compare and a select (the slot is below S): an unsigned
+  // remainder by 3 or 5 was a multiply-high chain on the uniform datapath every iteration,
+  // whose dispatch stalls ncu sampled in tutorial 06's backward.
   auto slotAfter = [&](int64_t n) -> Value {
-    return arith::RemUIOp::create(
-        rewriter, loc, arith::AddIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, n)),
-        i32Constant(rewriter, loc, stages));
+    Value sum = arith::AddIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, n));
+    Value ring = i32Constant(rewriter, loc, stages);
+    if (llvm::isPowerOf2_64(stages))
+      return arith::RemUIOp::create(rewriter, loc, sum, ring);
+    Value wraps = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::uge, sum, ring);
+    return arith::SelectOp::create(rewriter, loc, wraps,
+                                   arith::SubIOp::create(rewriter, loc, sum, ring), sum);
   };
   // Whether this is iteration `n` or a later one.
   auto fromIteration = [&](int64_t n) {

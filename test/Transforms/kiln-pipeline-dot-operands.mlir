@@ -24,7 +24,11 @@
 // CHECK-NEXT: kiln_gpu.async_wait {pending = 1 : i32}
 // CHECK-NEXT: %[[D:.*]] = kiln_gpu.shared_dot %[[RA]][%[[SLOT]]], %[[RB]][%[[SLOT]]], %[[ACC]] {pending = 1 : i32}
 // CHECK-NEXT: kiln_gpu.barrier
-// CHECK: %[[WS:.*]] = arith.remui
+// (3 slots: the write slot wraps by a compare and a select, not a remainder)
+// CHECK: %[[WSUM:.*]] = arith.addi %[[SLOT]], %{{.*}} : i32
+// CHECK: %[[WRAP:.*]] = arith.cmpi uge, %[[WSUM]], %{{.*}} : i32
+// CHECK: %[[WSUB:.*]] = arith.subi %[[WSUM]], %{{.*}} : i32
+// CHECK: %[[WS:.*]] = arith.select %[[WRAP]], %[[WSUB]], %[[WSUM]] : i32
 // CHECK: kiln_gpu.async_copy %[[RA]][%[[WS]]]
 // CHECK: kiln_gpu.async_copy %[[RB]][%[[WS]]]
 // CHECK: kiln_gpu.async_commit
@@ -766,7 +770,8 @@ func.func @two_dots_read_one_load(%A: !kiln.ptr<f16>, %B: !kiln.ptr<f16>, %K: i3
 // CHECK: scf.for %[[IV:[^ ]*]] = {{.*}} iter_args(%{{[^ ]*}} = %{{[^,]*}}, %[[SLOT:[^ ]*]] = %{{[^,]*}}, %[[PHASE:[^ ]*]] = %{{[^)]*}})
 // CHECK-NEXT: kiln_gpu.mbarrier_wait %[[FULL]][%[[SLOT]]], %[[PHASE]] : <3>
 // CHECK-NOT: kiln_gpu.barrier
-// CHECK: %[[WRITE:.*]] = arith.remui
+// CHECK-NOT: arith.remui
+// CHECK: %[[WRITE:.*]] = arith.select
 // CHECK: %[[SECOND:.*]] = arith.cmpi sge, %[[IV]]
 // CHECK-NEXT: kiln_gpu.mbarrier_wait %[[EMPTY]][%[[WRITE]]], %{{.*}} if %[[SECOND]] : <3>
 // CHECK-NEXT: kiln_gpu.mbarrier_expect %[[FULL]][%[[WRITE]]]
