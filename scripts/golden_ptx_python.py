@@ -435,6 +435,7 @@ HELPERS = {
     "_attn_fwd_inner": "_attn_fwd",
     "_attn_fwd_inner_overlap": "_attn_fwd",
     "_overlap_softmax": "_attn_fwd",
+    "_softmax_step": "_attn_fwd",
     "_attn_fwd_inner_desc": "_attn_fwd_desc",
     "_attn_fwd_inner_desc_overlap": "_attn_fwd_desc",
     "_bwd_dkdv_inner": "_attn_bwd_dkdv",

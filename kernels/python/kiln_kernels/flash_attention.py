@@ -70,31 +70,41 @@ def _attn_fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kk, stri
             kT = tl.load(kT_ptrs)
             v = tl.load(v_ptrs)
         qk = tl.dot(q, kT)
-        # Every row keeps at least one key of the first block it masks (the key at the row's
-        # own position, or key start_n < N_CTX), so m_ij is finite and no exp2 sees inf - inf.
-        if DIAGONAL or BOUNDS:
-            qk = qk * qk_scale
-            if DIAGONAL:
-                keep = offs_m[:, None] >= cols[None, :]
-                if BOUNDS:
-                    keep = keep & key_ok[None, :]
-            else:
-                keep = key_ok[None, :]
-            qk = tl.where(keep, qk, float("-inf"))
-            m_ij = tl.maximum(m_i, tl.max(qk, axis=1))
-            qk = qk - m_ij[:, None]
-        else:
-            # qk_scale > 0: the row maximum is scaled once, and scaling and centring fuse
-            # into one fma per score
-            m_ij = tl.maximum(m_i, tl.max(qk, axis=1) * qk_scale)
-            qk = qk * qk_scale - m_ij[:, None]
-        p = tl.exp2(qk)
-        alpha = tl.exp2(m_i - m_ij)
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None]
+        p, acc, l_i, m_i = _softmax_step(qk, acc, l_i, m_i, qk_scale, offs_m, cols,
+                                         key_ok if BOUNDS else None, DIAGONAL, BOUNDS)
         acc = tl.dot(p.to(v.dtype), v, acc)
-        m_i = m_ij
     return acc, l_i, m_i
+
+
+@kiln.jit
+def _softmax_step(qk, acc, l_i, m_i, qk_scale, offs_m, cols, key_ok,
+                  DIAGONAL: tl.constexpr, BOUNDS: tl.constexpr):
+    """One key block's online softmax for the plain loops: the scores qk of keys `cols`
+    scaled by qk_scale (DIAGONAL: keys after the query row `offs_m` get probability 0; BOUNDS:
+    keys where key_ok is false too). Returns p (fp32), acc rescaled to the new row maxima, l_i
+    and the maxima."""
+    # Every row keeps at least one key of the first block it masks (the key at the row's
+    # own position, or key start_n < N_CTX), so m_ij is finite and no exp2 sees inf - inf.
+    if DIAGONAL or BOUNDS:
+        qk = qk * qk_scale
+        if DIAGONAL:
+            keep = offs_m[:, None] >= cols[None, :]
+            if BOUNDS:
+                keep = keep & key_ok[None, :]
+        else:
+            keep = key_ok[None, :]
+        qk = tl.where(keep, qk, float("-inf"))
+        m_ij = tl.maximum(m_i, tl.max(qk, axis=1))
+        qk = qk - m_ij[:, None]
+    else:
+        # qk_scale > 0: the row maximum is scaled once, and scaling and centring fuse
+        # into one fma per score
+        m_ij = tl.maximum(m_i, tl.max(qk, axis=1) * qk_scale)
+        qk = qk * qk_scale - m_ij[:, None]
+    p = tl.exp2(qk)
+    alpha = tl.exp2(m_i - m_ij)
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    return p, acc * alpha[:, None], l_i, m_ij
 
 
 @kiln.jit
@@ -217,21 +227,10 @@ def _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, kv_row, qk_scale, off
     for start_n in range(lo, hi, BLOCK_N):
         kT = desc_k.load([kv_row + start_n, 0]).T
         qk = tl.dot(q, kT)
-        if DIAGONAL:
-            qk = qk * qk_scale
-            qk = tl.where(offs_m[:, None] >= (start_n + offs_n)[None, :], qk, float("-inf"))
-            m_ij = tl.maximum(m_i, tl.max(qk, axis=1))
-            qk = qk - m_ij[:, None]
-        else:
-            m_ij = tl.maximum(m_i, tl.max(qk, axis=1) * qk_scale)
-            qk = qk * qk_scale - m_ij[:, None]
-        p = tl.exp2(qk)
-        alpha = tl.exp2(m_i - m_ij)
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None]
+        p, acc, l_i, m_i = _softmax_step(qk, acc, l_i, m_i, qk_scale, offs_m, start_n + offs_n,
+                                         None, DIAGONAL, False)
         v = desc_v.load([kv_row + start_n, 0])
         acc = tl.dot(p.to(v.dtype), v, acc)
-        m_i = m_ij
     return acc, l_i, m_i
 
 
