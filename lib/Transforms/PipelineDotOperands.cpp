@@ -555,7 +555,8 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   // The slot `n` iterations after this one's (0 < n < S), modulo the ring. Without a power-of-
   // two ring the remainder is a compare and a select (the slot is below S): an unsigned
   // remainder by 3 or 5 was a multiply-high chain on the uniform datapath every iteration,
-  // whose dispatch stalls ncu sampled in tutorial 06's backward.
+  // among the dispatch stalls ncu sampled in tutorial 06's backward (the change itself timed
+  // within noise: bench/results/2026-11-27-h100-h200-session26.md).
   auto slotAfter = [&](int64_t n) -> Value {
     Value sum = arith::AddIOp::create(rewriter, loc, slot, i32Constant(rewriter, loc, n));
     Value ring = i32Constant(rewriter, loc, stages);
