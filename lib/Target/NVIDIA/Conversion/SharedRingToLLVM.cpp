@@ -266,14 +266,19 @@ struct AsyncWaitLowering final : ConvertOpToLLVMPattern<kgpu::AsyncWaitOp> {
   const TargetInfo &target;
 };
 
+/// Whether this is thread 0 and `cond` (when given) holds.
+Value threadZeroAnd(ConversionPatternRewriter &b, Location loc, const TargetInfo &target,
+                    Value cond) {
+  Value first = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, target.getThreadId(b, loc),
+                                     i32Const(b, loc, 0));
+  return cond ? LLVM::AndOp::create(b, loc, first, cond) : first;
+}
+
 /// Emits `body` in a block that only thread 0 enters, and only where `cond` holds: a real
 /// branch, so that the other warps skip the code instead of running it predicated off.
 void emitOnThreadZero(ConversionPatternRewriter &b, Location loc, const TargetInfo &target,
                       Value cond, llvm::function_ref<void()> body) {
-  Value first = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, target.getThreadId(b, loc),
-                                     i32Const(b, loc, 0));
-  if (cond)
-    first = LLVM::AndOp::create(b, loc, first, cond);
+  Value first = threadZeroAnd(b, loc, target, cond);
   Block *current = b.getInsertionBlock();
   Block *after = b.splitBlock(current, b.getInsertionPoint());
   Block *then = b.createBlock(after);
@@ -368,6 +373,13 @@ struct MBarrierExpectLowering final : ConvertOpToLLVMPattern<kgpu::MBarrierExpec
                                 ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
     Value bar = barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot());
+    if (op.getBranchless()) {
+      emitAsm(
+          b, loc, "@$0 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$1], $2;", "b,r,r",
+          {threadZeroAnd(b, loc, target, adaptor.getPred()), bar, i32Const(b, loc, op.getBytes())});
+      b.eraseOp(op);
+      return success();
+    }
     emitOnThreadZero(b, loc, target, adaptor.getPred(), [&] {
       emitAsm(b, loc, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
               {bar, i32Const(b, loc, op.getBytes())});
@@ -424,10 +436,18 @@ struct MBarrierWaitLowering final : ConvertOpToLLVMPattern<kgpu::MBarrierWaitOp>
               "@!done bra.uni wait${:uid};\n}",
               "r,r", {bar, adaptor.getPhase()});
     };
-    if (adaptor.getPred())
+    if (adaptor.getPred() && op.getBranchless()) {
+      // Every thread runs the loop; all but thread 0 (where pred holds) leave it at once.
+      emitAsm(b, loc,
+              "{\n.reg .pred done;\nnot.pred done, $2;\nwait${:uid}:\n"
+              "@!done mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
+              "@!done bra wait${:uid};\n}",
+              "r,r,b", {bar, adaptor.getPhase(), threadZeroAnd(b, loc, target, adaptor.getPred())});
+    } else if (adaptor.getPred()) {
       emitOnThreadZero(b, loc, target, adaptor.getPred(), spin);
-    else
+    } else {
       spin();
+    }
     b.eraseOp(op);
     return success();
   }
@@ -468,18 +488,27 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
     Value slotBase = emitSlotAddress(b, loc, adaptor.getBuffer(), adaptor.getSlot(), type);
     Value map = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), adaptor.getDesc());
     Value bar = barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot());
-    emitOnThreadZero(b, loc, target, adaptor.getPred(), [&] {
+    // (branchless: every thread computes the boxes' addresses, thread 0 issues them)
+    Value issue = op.getBranchless() ? threadZeroAnd(b, loc, target, adaptor.getPred()) : Value();
+    auto boxes = [&] {
       for (int64_t strip = 0; strip < grid.strips; ++strip)
         for (int64_t g = 0; g < grid.groups; ++g) {
           int64_t row = g * grid.boxRows;
           Value dst = LLVM::AddOp::create(b, loc, slotBase, c(grid.slotOffset(strip, row)));
           auto [inner, outer] = grid.coordsOf(b, loc, adaptor.getCoords(), strip, row);
-          emitAsm(b, loc,
-                  "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                  "[$0], [$1, {$2, $3}], [$4];",
-                  "r,l,r,r,r", {dst, map, inner, outer, bar});
+          std::string copy =
+              "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+              "[$0], [$1, {$2, $3}], [$4];";
+          if (issue)
+            emitAsm(b, loc, "@$5 " + copy, "r,l,r,r,r,b", {dst, map, inner, outer, bar, issue});
+          else
+            emitAsm(b, loc, copy, "r,l,r,r,r", {dst, map, inner, outer, bar});
         }
-    });
+    };
+    if (issue)
+      boxes();
+    else
+      emitOnThreadZero(b, loc, target, adaptor.getPred(), boxes);
     b.eraseOp(op);
     return success();
   }

@@ -292,13 +292,16 @@ def KilnGPU_MBarrierExpectOp : Op<KilnGPU_Dialect, "mbarrier_expect",
     Where `pred` holds, one thread arrives on barrier `slot` expecting `bytes` bytes
     (mbarrier.arrive.expect_tx): its phase completes once the copies issued for this slot have
     written them. Issued before the copies of its group.
+    With `branchless`, thread 0's work is predicated instead of branched around, so that the
+    loop it sits in has no thread-dependent branch and ptxas lets a wgmma run across it (a
+    dot left running over the loop's back edge).
 
     ```mlir
     kiln_gpu.mbarrier_expect %bars[%slot], %pred {bytes = 32768 : i32} : !kiln_gpu.mbarriers<4>
     ```
   }];
   let arguments = (ins KilnGPU_MBarriersType:$barriers, I32:$slot, I1:$pred,
-                       ConfinedAttr<I32Attr, [IntMinValue<1>]>:$bytes);
+                       ConfinedAttr<I32Attr, [IntMinValue<1>]>:$bytes, UnitAttr:$branchless);
   let assemblyFormat = "$barriers `[` $slot `]` `,` $pred attr-dict `:` type($barriers)";
 }
 
@@ -309,7 +312,9 @@ def KilnGPU_MBarrierWaitOp : Op<KilnGPU_Dialect, "mbarrier_wait",
     Every thread spins on mbarrier.try_wait.parity: afterwards the copies of that phase are
     visible to it and to the tensor cores. With `pred`, only thread 0 waits, and only where
     `pred` holds (the thread that issues the TMA copies waits until every warp is done with
-    the slot they overwrite).
+    the slot they overwrite). With `branchless` (and `pred`), every thread runs the spin loop,
+    the others leaving it at once, instead of a branch around it, so that the loop it sits in
+    has no thread-dependent branch and ptxas lets a wgmma run across it.
 
     ```mlir
     kiln_gpu.mbarrier_wait %full[%slot], %phase : !kiln_gpu.mbarriers<4>
@@ -317,7 +322,7 @@ def KilnGPU_MBarrierWaitOp : Op<KilnGPU_Dialect, "mbarrier_wait",
     ```
   }];
   let arguments = (ins KilnGPU_MBarriersType:$barriers, I32:$slot, I32:$phase,
-                       Optional<I1>:$pred);
+                       Optional<I1>:$pred, UnitAttr:$branchless);
   let assemblyFormat = [{
     $barriers `[` $slot `]` `,` $phase (`if` $pred^)? attr-dict `:` type($barriers)
   }];
@@ -332,6 +337,9 @@ def KilnGPU_TmaCopyOp : Op<KilnGPU_Dialect, "tma_copy",
     `kiln::rt::getTensorMapBox`: column strips of the swizzle width, whole blocks of up to
     256 rows), completing on barrier `slot` of `barriers`. Elements outside the tensor are
     written as zero.
+    With `branchless`, thread 0's work is predicated instead of branched around, so that the
+    loop it sits in has no thread-dependent branch and ptxas lets a wgmma run across it (a
+    dot left running over the loop's back edge).
 
     ```mlir
     kiln_gpu.tma_copy %desc[%i, %k], %a[%slot], %bars, %pred
@@ -340,7 +348,7 @@ def KilnGPU_TmaCopyOp : Op<KilnGPU_Dialect, "tma_copy",
   }];
   let arguments = (ins KilnGPU_TensorMap:$desc, Variadic<I32>:$coords,
                        KilnGPU_SharedBufferType:$buffer, I32:$slot,
-                       KilnGPU_MBarriersType:$barriers, I1:$pred);
+                       KilnGPU_MBarriersType:$barriers, I1:$pred, UnitAttr:$branchless);
   let assemblyFormat = [{
     $desc `[` $coords `]` `,` $buffer `[` $slot `]` `,` $barriers `,` $pred attr-dict `:`
     type($desc) `,` type($buffer) `,` type($barriers)
