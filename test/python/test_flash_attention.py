@@ -256,6 +256,9 @@ def test_errors():
         fa.attention_forward(q, q, q, np.zeros_like(q), block_m=32, block_n=64, **CPU)
     with pytest.raises(ValueError, match="positive, finite sm_scale, found -0.5"):
         fa.attention_forward(q, q, q, np.zeros_like(q), sm_scale=-0.5, **CPU)
+    with pytest.raises(ValueError,
+                       match="expected overlap None, False, True or 'fa3', found 'FA3'"):
+        fa.attention_forward(q, q, q, np.zeros_like(q), overlap="FA3", **CPU)
 
 
 # ---------------------------------------------------------------- GPU: against torch SDPA

@@ -413,6 +413,9 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
     descriptors) launches the query blocks of each head last-first: the causal blocks with the
     most keys go first."""
     B, H, S, D = check_shapes("attention", q, k, v, out)
+    if overlap not in (None, False, True, "fa3"):
+        raise ValueError(f"attention: expected overlap None, False, True or 'fa3', found "
+                         f"{overlap!r}")
     if D not in (16, 32, 64, 128, 256):
         raise ValueError(f"attention: expected a head dimension of 16, 32, 64, 128 or 256, "
                          f"found {D}")
