@@ -372,7 +372,7 @@ Operation *firstUseIn(Block *body, Value v) {
 /// In a loop whose dots are waited for where they are read, the iteration argument through
 /// which the last dot's result reaches the next iteration when that dot may run on across the
 /// back edge: its result only goes to the yield, and the body first reads the argument after
-/// an earlier dot of the body was issued (so a wait there sits after a later wgmma).
+/// its first dot, before which the next iteration waits for it.
 std::optional<unsigned> getCarriedAccumulator(scf::ForOp loop, ArrayRef<DotPlan> plans) {
   if (plans.size() < 2)
     return std::nullopt;

@@ -145,7 +145,7 @@ Operation *firstUseIn(Block *body, Value v);
 /// In a loop whose dots are waited for where they are read, the iteration argument through
 /// which the last dot's result reaches the next iteration when that dot may run on across the
 /// back edge (its result only goes to the yield, and the body first reads the argument after
-/// an earlier dot was issued).
+/// its first dot, before which the next iteration waits for it).
 std::optional<unsigned> getCarriedAccumulator(scf::ForOp loop, ArrayRef<DotPlan> plans);
 
 /// Whether some dot of the body is first read after a later dot was issued: flash attention

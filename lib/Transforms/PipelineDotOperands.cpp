@@ -115,7 +115,7 @@ struct LoopSchedule {
   bool lateCopies;                     ///< copies issued after the running dot (3 slots)
   unsigned distance;                   ///< how many iterations ahead copies run
   /// (TMA, dots waited for where read) the last dot runs on across the back edge: its
-  /// accumulator argument, waited for where the next iteration first reads it
+  /// accumulator argument, waited for before the next iteration's first dot
   std::optional<unsigned> carriedArg;
 };
 
@@ -193,7 +193,7 @@ FailureOr<LoopSchedule> scheduleLoop(scf::ForOp loop, MutableArrayRef<DotPlan> p
   // back edge when its result only goes to the next iteration, which first reads it after
   // issuing a dot of its own (FlashAttention-3's order: q @ k_j issued, acc rescaled, then
   // p @ v). ptxas moves a wait for it within its iteration up to the top of the softmax;
-  // in the next iteration, after a later wgmma, it stays there.
+  // across the back edge, before the next iteration's first dot, it stays there.
   std::optional<unsigned> carriedArg;
   if (waitAtUses && tma && stages >= 3)
     carriedArg = getCarriedAccumulator(loop, plans);
