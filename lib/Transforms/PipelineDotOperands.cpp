@@ -679,9 +679,9 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     // before its first dot (ptxas cannot tell which group a wait_group 1 leaves running across
     // the back edge, and then serializes every wgmma), then each warp is done with the slot
     // the previous iteration read. The copies go at the end of the body, S - 1 ahead, into
-    // that slot: thread 0 waits until every warp has arrived on it (this iteration). Thread
-    // 0's waits and copies are predicated, not branched around (branchless): ptxas also
-    // serializes every wgmma of a loop where one runs across a thread-dependent branch.
+    // that slot: warp 0 waits until every warp has arrived on it (this iteration), behind a
+    // branch ptxas knows to be warp-uniform (whole_warp: thread 0's spin loop there made ptxas
+    // build the loop's wgmma descriptors in vector registers), then thread 0 copies.
     for (size_t i = 0; i + 1 < sharedDots.size(); ++i)
       waitAtFirstUse(rewriter, sharedDots, i);
     BlockArgument acc = forOp.getRegionIterArgs()[*carriedArg];
@@ -694,10 +694,9 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     kgpu::MBarrierArriveOp::create(rewriter, loc, empties, previous, second);
     rewriter.setInsertionPoint(forOp.getBody()->getTerminator());
     issueCopies();
-    forOp.getBody()->walk([](Operation *op) {
-      if (isa<kgpu::MBarrierExpectOp, kgpu::TmaCopyOp>(op) ||
-          (isa<kgpu::MBarrierWaitOp>(op) && cast<kgpu::MBarrierWaitOp>(op).getPred()))
-        op->setAttr("branchless", UnitAttr::get(op->getContext()));
+    forOp.getBody()->walk([](kgpu::MBarrierWaitOp wait) {
+      if (wait.getPred())
+        wait.setWholeWarp(true);
     });
   } else if (waitAtUses) {
     waitAtFirstUses(rewriter, sharedDots);

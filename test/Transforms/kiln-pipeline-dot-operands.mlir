@@ -823,9 +823,9 @@ func.func @tma_attention(%qd: !kiln.tensormap, %qb: !kiln.ptr<f16>, %kd: !kiln.t
 // dot_wait of the accumulator argument, all groups), then each warp arrives on the empty
 // barrier of the slot the previous iteration read (from iteration 1 on). Nothing waits for it
 // within its iteration, so ptxas cannot move that wait up into the softmax. The copies go at
-// the end of the body, 2 ahead, into that slot; thread 0's wait, expect and copies are
-// branchless (ptxas serializes every wgmma of a loop where one runs across a thread-dependent
-// branch). After the loop, a wait for the last p @ v.
+// the end of the body, 2 ahead, into that slot: warp 0 waits on it (whole_warp: a warp-uniform
+// branch, where thread 0's spin loop made ptxas build the descriptors in vector registers),
+// then thread 0 expects and copies. After the loop, a wait for the last p @ v.
 // CHECK-LABEL: func.func @tma_attention_carried(
 // CHECK: %[[K:.*]] = kiln_gpu.local_alloc {k_major = true, operand = 1 : i32} : <[3, 32, 32], f16>
 // CHECK: %[[V:.*]] = kiln_gpu.local_alloc {k_major = false, operand = 1 : i32} : <[3, 32, 32], f16>
@@ -843,10 +843,10 @@ func.func @tma_attention(%qd: !kiln.tensormap, %qb: !kiln.ptr<f16>, %kd: !kiln.t
 // CHECK: %[[D:.*]] = kiln_gpu.shared_dot %{{.*}}, %[[V]][%[[SLOT]]], %{{.*}} {pending = 1 : i32}
 // CHECK-NEXT: kiln_gpu.dot_wait %[[S]] {pending = 1 : i32}
 // CHECK-NOT: kiln_gpu.dot_wait %[[D]]
-// CHECK: kiln_gpu.mbarrier_wait %[[EMPTY]][%{{.*}}], %{{.*}} if %{{.*}} {branchless} : <3>
-// CHECK-NEXT: kiln_gpu.mbarrier_expect %[[FULL]][%{{.*}}], %{{.*}} {branchless, bytes = 4096 : i32} : <3>
-// CHECK: kiln_gpu.tma_copy {{.*}} {branchless}
-// CHECK: kiln_gpu.tma_copy {{.*}} {branchless}
+// CHECK: kiln_gpu.mbarrier_wait %[[EMPTY]][%{{.*}}], %{{.*}} if %{{.*}} {whole_warp} : <3>
+// CHECK-NEXT: kiln_gpu.mbarrier_expect %[[FULL]][%{{.*}}], %{{.*}} {bytes = 4096 : i32} : <3>
+// CHECK: kiln_gpu.tma_copy {{.*}} : !kiln.tensormap
+// CHECK: kiln_gpu.tma_copy {{.*}} : !kiln.tensormap
 // CHECK-NOT: kiln_gpu.mbarrier_arrive
 // CHECK: scf.yield %[[D]],
 // CHECK: kiln_gpu.dot_wait %[[LOOP]]#0 : tensor<64x32xf32>

@@ -134,28 +134,29 @@ module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma, kiln_gpu.tma_bo
 
 // -----
 
-// branchless (a loop whose last dot runs on across its back edge): no branch around thread
-// 0's work. The expect, each box's copy, and the empty-barrier spin are predicated on thread 0
-// and the op's predicate; every thread runs the spin loop, the others leaving it at once.
-// CHECK-LABEL: llvm.func @branchless(
-// CHECK-SAME: %[[AD:[^:]*]]: !llvm.ptr {{.*}}, %[[I:[^:]*]]: i32, %[[S:[^:]*]]: i32, %[[P:[^:]*]]: i1, %[[PH:[^:]*]]: i32)
-// CHECK-NOT: llvm.cond_br
-// CHECK: %[[GO:.*]] = llvm.and %{{.*}}, %[[P]] : i1
-// CHECK-NEXT: llvm.inline_asm has_side_effects "{\0A.reg .pred done;\0Anot.pred done, $2;\0Await${:uid}:\0A@!done mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\0A@!done bra wait${:uid};\0A}", "r,r,b" %{{.*}}, %[[PH]], %[[GO]]
-// CHECK: %[[GO2:.*]] = llvm.and %{{.*}}, %[[P]] : i1
-// CHECK: llvm.inline_asm has_side_effects "@$0 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$1], $2;", "b,r,r" %[[GO2]]
-// CHECK: %[[GO3:.*]] = llvm.and %{{.*}}, %[[P]] : i1
-// CHECK: llvm.inline_asm has_side_effects "@$5 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];", "r,l,r,r,r,b" %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[GO3]]
-// CHECK-NOT: llvm.cond_br
+// whole_warp (a loop whose last dot runs on across its back edge): warp 0 waits, all its
+// lanes, behind a branch on the warp id read from lane 0 once at the top of the kernel
+// (shfl.sync.idx: ptxas knows it to be warp-uniform) and the op's predicate; the spin loop
+// inside is the plain one. Two such waits share the one shfl.
+// CHECK-LABEL: llvm.func @whole_warp(
+// CHECK-SAME: %[[S:[^:]*]]: i32, %[[P:[^:]*]]: i1, %[[PH:[^:]*]]: i32)
+// CHECK: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x
+// CHECK: %[[ID:.*]] = llvm.lshr %[[TID]], %{{.*}} : i32
+// CHECK: %[[WARP:.*]] = llvm.inline_asm {kiln_gpu.warp_from_lane_zero} "shfl.sync.idx.b32 $0, $1, 0, 31, -1;", "=r,r" %[[ID]]
+// CHECK-NOT: shfl.sync.idx
+// CHECK: %[[ZERO:.*]] = llvm.icmp "eq" %[[WARP]], %{{.*}} : i32
+// CHECK: %[[GO:.*]] = llvm.and %[[ZERO]], %[[P]] : i1
+// CHECK: llvm.cond_br %[[GO]], ^[[WAIT:.*]], ^[[AFTER:[^ ]*]]
+// CHECK: ^[[WAIT]]:
+// CHECK: llvm.inline_asm has_side_effects "{\0A.reg .pred done;\0Await${:uid}:\0Ambarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\0A@!done bra.uni wait${:uid};\0A}", "r,r" %{{.*}}, %[[PH]]
+// CHECK: llvm.icmp "eq" %[[WARP]]
+// CHECK-NOT: shfl.sync.idx
 // CHECK: llvm.return
-module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma, kiln_gpu.tma_box_rows = array<i32: 64, 0, 0, 0, 0>} {
-  func.func @branchless(%ad: !kiln.tensormap, %i: i32, %s: i32, %p: i1, %ph: i32) {
-    %a = kiln_gpu.local_alloc {k_major = true, operand = 0 : i32} : !kiln_gpu.shared<[2, 64, 16], bf16>
-    %bars = kiln_gpu.mbarrier_alloc : !kiln_gpu.mbarriers<2>
+module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma} {
+  func.func @whole_warp(%s: i32, %p: i1, %ph: i32) {
     %empty = kiln_gpu.mbarrier_alloc {arrivals = 4 : i32} : !kiln_gpu.mbarriers<2>
-    kiln_gpu.mbarrier_wait %empty[%s], %ph if %p {branchless} : !kiln_gpu.mbarriers<2>
-    kiln_gpu.mbarrier_expect %bars[%s], %p {branchless, bytes = 2048 : i32} : !kiln_gpu.mbarriers<2>
-    kiln_gpu.tma_copy %ad[%i, %i], %a[%s], %bars, %p {branchless} : !kiln.tensormap, !kiln_gpu.shared<[2, 64, 16], bf16>, !kiln_gpu.mbarriers<2>
+    kiln_gpu.mbarrier_wait %empty[%s], %ph if %p {whole_warp} : !kiln_gpu.mbarriers<2>
+    kiln_gpu.mbarrier_wait %empty[%s], %ph if %p {whole_warp} : !kiln_gpu.mbarriers<2>
     return
   }
 }

@@ -266,19 +266,51 @@ struct AsyncWaitLowering final : ConvertOpToLLVMPattern<kgpu::AsyncWaitOp> {
   const TargetInfo &target;
 };
 
-/// Whether this is thread 0 and `cond` (when given) holds.
-Value threadZeroAnd(ConversionPatternRewriter &b, Location loc, const TargetInfo &target,
-                    Value cond) {
-  Value first = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, target.getThreadId(b, loc),
-                                     i32Const(b, loc, 0));
-  return cond ? LLVM::AndOp::create(b, loc, first, cond) : first;
-}
-
 /// Emits `body` in a block that only thread 0 enters, and only where `cond` holds: a real
 /// branch, so that the other warps skip the code instead of running it predicated off.
 void emitOnThreadZero(ConversionPatternRewriter &b, Location loc, const TargetInfo &target,
                       Value cond, llvm::function_ref<void()> body) {
-  Value first = threadZeroAnd(b, loc, target, cond);
+  Value first = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, target.getThreadId(b, loc),
+                                     i32Const(b, loc, 0));
+  if (cond)
+    first = LLVM::AndOp::create(b, loc, first, cond);
+  Block *current = b.getInsertionBlock();
+  Block *after = b.splitBlock(current, b.getInsertionPoint());
+  Block *then = b.createBlock(after);
+  b.setInsertionPointToEnd(current);
+  LLVM::CondBrOp::create(b, loc, first, then, after);
+  b.setInsertionPointToEnd(then);
+  body();
+  LLVM::BrOp::create(b, loc, after);
+  b.setInsertionPointToStart(after);
+}
+
+/// Marks the kernel-entry op that reads the warp id from lane 0 (emitOnWarpZero).
+constexpr llvm::StringLiteral kWarpFromLaneZeroAttr = "kiln_gpu.warp_from_lane_zero";
+
+/// Emits `body` in a block that warp 0 enters, all its lanes, and only where `cond` holds. The
+/// warp id is read once, at the top of the kernel, from lane 0 (shfl.sync.idx): ptxas knows
+/// the branch to be warp-uniform, so the code around it stays on the uniform datapath.
+void emitOnWarpZero(ConversionPatternRewriter &b, Location loc, const TargetInfo &target,
+                    Value cond, llvm::function_ref<void()> body) {
+  auto func = b.getInsertionBlock()->getParent()->getParentOfType<FunctionOpInterface>();
+  Block &entry = func.getFunctionBody().front();
+  Value warp;
+  for (Operation &op : entry)
+    if (op.hasAttr(kWarpFromLaneZeroAttr))
+      warp = op.getResult(0);
+  if (!warp) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&entry);
+    Value id = LLVM::LShrOp::create(b, loc, target.getThreadId(b, loc),
+                                    i32Const(b, loc, llvm::Log2_32(kgpu::kWarpSize)));
+    warp = emitInlineAsm(b, loc, b.getI32Type(), id, "shfl.sync.idx.b32 $0, $1, 0, 31, -1;", "=r,r",
+                         /*sideEffects=*/false);
+    warp.getDefiningOp()->setAttr(kWarpFromLaneZeroAttr, b.getUnitAttr());
+  }
+  Value first = LLVM::AndOp::create(
+      b, loc, LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, warp, i32Const(b, loc, 0)),
+      cond);
   Block *current = b.getInsertionBlock();
   Block *after = b.splitBlock(current, b.getInsertionPoint());
   Block *then = b.createBlock(after);
@@ -373,13 +405,6 @@ struct MBarrierExpectLowering final : ConvertOpToLLVMPattern<kgpu::MBarrierExpec
                                 ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
     Value bar = barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot());
-    if (op.getBranchless()) {
-      emitAsm(
-          b, loc, "@$0 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$1], $2;", "b,r,r",
-          {threadZeroAnd(b, loc, target, adaptor.getPred()), bar, i32Const(b, loc, op.getBytes())});
-      b.eraseOp(op);
-      return success();
-    }
     emitOnThreadZero(b, loc, target, adaptor.getPred(), [&] {
       emitAsm(b, loc, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
               {bar, i32Const(b, loc, op.getBytes())});
@@ -436,18 +461,12 @@ struct MBarrierWaitLowering final : ConvertOpToLLVMPattern<kgpu::MBarrierWaitOp>
               "@!done bra.uni wait${:uid};\n}",
               "r,r", {bar, adaptor.getPhase()});
     };
-    if (adaptor.getPred() && op.getBranchless()) {
-      // Every thread runs the loop; all but thread 0 (where pred holds) leave it at once.
-      emitAsm(b, loc,
-              "{\n.reg .pred done;\nnot.pred done, $2;\nwait${:uid}:\n"
-              "@!done mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\n"
-              "@!done bra wait${:uid};\n}",
-              "r,r,b", {bar, adaptor.getPhase(), threadZeroAnd(b, loc, target, adaptor.getPred())});
-    } else if (adaptor.getPred()) {
+    if (adaptor.getPred() && op.getWholeWarp())
+      emitOnWarpZero(b, loc, target, adaptor.getPred(), spin);
+    else if (adaptor.getPred())
       emitOnThreadZero(b, loc, target, adaptor.getPred(), spin);
-    } else {
+    else
       spin();
-    }
     b.eraseOp(op);
     return success();
   }
@@ -488,27 +507,18 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
     Value slotBase = emitSlotAddress(b, loc, adaptor.getBuffer(), adaptor.getSlot(), type);
     Value map = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), adaptor.getDesc());
     Value bar = barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot());
-    // (branchless: every thread computes the boxes' addresses, thread 0 issues them)
-    Value issue = op.getBranchless() ? threadZeroAnd(b, loc, target, adaptor.getPred()) : Value();
-    auto boxes = [&] {
+    emitOnThreadZero(b, loc, target, adaptor.getPred(), [&] {
       for (int64_t strip = 0; strip < grid.strips; ++strip)
         for (int64_t g = 0; g < grid.groups; ++g) {
           int64_t row = g * grid.boxRows;
           Value dst = LLVM::AddOp::create(b, loc, slotBase, c(grid.slotOffset(strip, row)));
           auto [inner, outer] = grid.coordsOf(b, loc, adaptor.getCoords(), strip, row);
-          std::string copy =
-              "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-              "[$0], [$1, {$2, $3}], [$4];";
-          if (issue)
-            emitAsm(b, loc, "@$5 " + copy, "r,l,r,r,r,b", {dst, map, inner, outer, bar, issue});
-          else
-            emitAsm(b, loc, copy, "r,l,r,r,r", {dst, map, inner, outer, bar});
+          emitAsm(b, loc,
+                  "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                  "[$0], [$1, {$2, $3}], [$4];",
+                  "r,l,r,r,r", {dst, map, inner, outer, bar});
         }
-    };
-    if (issue)
-      boxes();
-    else
-      emitOnThreadZero(b, loc, target, adaptor.getPred(), boxes);
+    });
     b.eraseOp(op);
     return success();
   }
