@@ -408,10 +408,11 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
     unless given; True where it cannot run is a ValueError. Its loop is the plain one unless
     overlap=True (_attn_fwd_inner_desc_overlap: 2-4% slower at D128 and 7-30% at D64 on an
     H100, interleaved timings of session 25); overlap="fa3" takes FlashAttention-3's order
-    there (_attn_fwd_inner_desc_fa3; session 26, not yet run on a GPU; the pointer path takes
-    the rotated loop for it). longest_first (default: causal through
-    descriptors) launches the query blocks of each head last-first: the causal blocks with the
-    most keys go first."""
+    there (_attn_fwd_inner_desc_fa3; on an H100 at D128 0.99-1.01x the plain loop
+    non-causal and 0.95-0.97x causal, at D64 0.67-0.80x, session 27; the pointer path takes
+    the rotated loop for it). longest_first (default: causal through descriptors) launches
+    the query blocks of each head last-first: the causal blocks with the most keys go
+    first."""
     B, H, S, D = check_shapes("attention", q, k, v, out)
     if overlap not in (None, False, True, "fa3"):
         raise ValueError(f"attention: expected overlap None, False, True or 'fa3', found "
