@@ -25,7 +25,7 @@ and Kiln's ratio to each peer as speed: >1 is faster) and a markdown table last.
 Run: PYTHONPATH=<staged kiln package>:kernels/python python3 bench/bench_attention.py
      [--shapes 4x32x4096,1x32x16384] [--head-dim 128] [--dtype fp16] [--causal both]
      [--rep 100] [--block-m 128 --block-n 64 --warps 8 --stages 3]
-     [--triton-tiles 128x64x8x3,128x64x8x4,128x128x8x3] [--overlap auto|on|off|both]
+     [--triton-tiles 128x64x8x3,128x64x8x4,128x128x8x3] [--overlap auto|on|off|both|fa3|fa3-both]
      [--peers twin,tutorial] [--descriptors auto|off]
 Kiln's row is attention_forward's default path: through tensor descriptors
 (_attn_fwd_desc, descriptor_tile_config's tiles) for these contiguous inputs, unless
@@ -83,7 +83,8 @@ def bench_case(B, H, S, D, dtype, causal, args, peers):
     nw, ns = args.warps or nw0, args.stages or ns0
     report(f"{key}_tiles", f"BLOCK_M={bm},BLOCK_N={bn},num_warps={nw},num_stages={ns}")
     report(f"{key}_path", "descriptors" if descriptors else "pointers")
-    overlap = {"auto": None, "off": False}.get(args.overlap, True)
+    overlap = {"auto": None, "off": False, "fa3": "fa3", "fa3-both": "fa3"}.get(args.overlap,
+                                                                               True)
 
     def kiln_call(out, overlap):
         return lambda: k_fa.attention_forward(q, k, v, out, None, causal=causal,
@@ -132,7 +133,7 @@ def bench_case(B, H, S, D, dtype, causal, args, peers):
         ref = sdpa_fn()
         impls = [("kiln", kiln_call(outs["kiln"], overlap))]
         finals = dict(impls[:1])
-        if args.overlap == "both":
+        if args.overlap in ("both", "fa3-both"):
             impls.append(("kiln_plain", kiln_call(outs["kiln_plain"], False)))
         for name, fn in impls:
             try:
@@ -221,9 +222,12 @@ def main():
     ap.add_argument("--descriptors", default="auto", choices=["auto", "off"],
                     help="auto: attention_forward's default path (descriptors for contiguous "
                          "tensors with whole blocks), off: the pointer kernel")
-    ap.add_argument("--overlap", default="auto", choices=["auto", "on", "off", "both"],
+    ap.add_argument("--overlap", default="auto",
+                    choices=["auto", "on", "off", "both", "fa3", "fa3-both"],
                     help="auto: attention_forward's default loop; on: the rotated loop "
-                    "(overlap=True); both: on, and also times the plain loop")
+                    "(overlap=True); both: on, and also times the plain loop; fa3: "
+                    "FlashAttention-3's order on the descriptor path (overlap='fa3', the "
+                    "twin too); fa3-both: fa3, and also times the plain loop")
     ap.add_argument("--triton-tiles", default="128x64x8x3,128x64x8x4,128x128x8x3",
                     help="BMxBNxWARPSxSTAGES,...: Triton also runs at these; its fastest counts")
     ap.add_argument("--peers", default="twin,tutorial",

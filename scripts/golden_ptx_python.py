@@ -330,7 +330,7 @@ def attention_cases():
                     desc_v=Desc(dt, (rows, D), (bn, D)), desc_o=Desc(dt, (rows, D), (bm, D)),
                     LSE=Ptr("fp32") if lse else None, sm_scale=D ** -0.5, H=H, N_CTX=S)
         cfg = (f"{dt}_d{D}{'_causal' if causal else ''}_desc{'_lse' if lse else ''}"
-               f"{'_overlap' if overlap else ''}")
+               f"{'_fa3' if overlap == 2 else '_overlap' if overlap else ''}")
         cases.append(Case(flash_attention._attn_fwd_desc, cfg, args,
                           dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=causal, GROUP=1,
                                OVERLAP=overlap, LONGEST_FIRST=causal), nw, ns))
@@ -341,6 +341,8 @@ def attention_cases():
     fwd_desc("bf16", 128, False)
     fwd_desc("fp16", 128, True, lse=True)         # the training forward (attention())
     fwd_desc("fp16", 128, False, overlap=True)    # overlap=True: the rotated loop
+    fwd_desc("fp16", 128, False, overlap=2)       # overlap="fa3": FA3's order, p @ v carried
+    fwd_desc("fp16", 128, True, overlap=2)
     # the pointer kernel: strided inputs, partial blocks, --descriptors off
     for causal in (False, True):
         fwd("fp16", 128, causal)                  # the default: rotated loop at D 128
@@ -438,6 +440,7 @@ HELPERS = {
     "_softmax_step": "_attn_fwd",
     "_attn_fwd_inner_desc": "_attn_fwd_desc",
     "_attn_fwd_inner_desc_overlap": "_attn_fwd_desc",
+    "_attn_fwd_inner_desc_fa3": "_attn_fwd_desc",
     "_bwd_dkdv_inner": "_attn_bwd_dkdv",
     "_bwd_dkdv_head": "_attn_bwd_dkdv",
     "_bwd_dq_inner": "_attn_bwd_dq",

@@ -369,6 +369,23 @@ Operation *firstUseIn(Block *body, Value v) {
   return first;
 }
 
+/// In a loop whose dots are waited for where they are read, the iteration argument through
+/// which the last dot's result reaches the next iteration when that dot may run on across the
+/// back edge: its result only goes to the yield, and the body first reads the argument after
+/// its first dot, before which the next iteration waits for it.
+std::optional<unsigned> getCarriedAccumulator(scf::ForOp loop, ArrayRef<DotPlan> plans) {
+  if (plans.size() < 2)
+    return std::nullopt;
+  std::optional<unsigned> idx = getYieldedIterArg(loop, plans.back().dot);
+  if (!idx)
+    return std::nullopt;
+  Block *body = loop.getBody();
+  Operation *first = firstUseIn(body, loop.getRegionIterArgs()[*idx]);
+  if (first == body->getTerminator() || !plans.front().dot->isBeforeInBlock(first))
+    return std::nullopt;
+  return idx;
+}
+
 /// Whether some dot of the body is first read after a later dot was issued: flash attention
 /// rotated so that iteration j multiplies q by block j's keys and then adds block j - 1's
 /// p @ v, with the softmax of block j after both. Each dot is then waited for only where its
@@ -390,18 +407,21 @@ bool hasDotReadAfterLaterDot(ArrayRef<DotPlan> plans) {
 /// keep running; a dot read by nothing but the yield is waited for before it, so that every
 /// dot of an iteration is done when the next begins.
 void waitAtFirstUses(IRRewriter &rewriter, ArrayRef<kgpu::SharedDotOp> dots) {
-  for (size_t i = 0; i < dots.size(); ++i) {
-    kgpu::SharedDotOp dot = dots[i];
-    Value result = dot.getResult();
-    Operation *first = firstUseIn(dot->getBlock(), result);
-    auto later = llvm::count_if(dots.drop_front(i + 1), [&](kgpu::SharedDotOp d) {
-      return d.getOperation()->isBeforeInBlock(first);
-    });
-    rewriter.setInsertionPoint(first);
-    auto wait = kgpu::DotWaitOp::create(rewriter, dot.getLoc(), result.getType(), result,
-                                        rewriter.getI32IntegerAttr(int32_t(later)));
-    result.replaceAllUsesExcept(wait.getResult(), wait);
-  }
+  for (size_t i = 0; i < dots.size(); ++i)
+    waitAtFirstUse(rewriter, dots, i);
+}
+
+void waitAtFirstUse(IRRewriter &rewriter, ArrayRef<kgpu::SharedDotOp> dots, size_t index) {
+  kgpu::SharedDotOp dot = dots[index];
+  Value result = dot.getResult();
+  Operation *first = firstUseIn(dot->getBlock(), result);
+  auto later = llvm::count_if(dots.drop_front(index + 1), [&](kgpu::SharedDotOp d) {
+    return d.getOperation()->isBeforeInBlock(first);
+  });
+  rewriter.setInsertionPoint(first);
+  auto wait = kgpu::DotWaitOp::create(rewriter, dot.getLoc(), result.getType(), result,
+                                      rewriter.getI32IntegerAttr(int32_t(later)));
+  result.replaceAllUsesExcept(wait.getResult(), wait);
 }
 
 /// Lets `dot`, the last dot of its loop body, run on while the body finishes: the ops before

@@ -142,6 +142,12 @@ std::optional<unsigned> getDeferredAccumulator(scf::ForOp loop, ArrayRef<DotPlan
 /// none before).
 Operation *firstUseIn(Block *body, Value v);
 
+/// In a loop whose dots are waited for where they are read, the iteration argument through
+/// which the last dot's result reaches the next iteration when that dot may run on across the
+/// back edge (its result only goes to the yield, and the body first reads the argument after
+/// its first dot, before which the next iteration waits for it).
+std::optional<unsigned> getCarriedAccumulator(scf::ForOp loop, ArrayRef<DotPlan> plans);
+
 /// Whether some dot of the body is first read after a later dot was issued: flash attention
 /// rotated so that iteration j multiplies q by block j's keys and then adds block j - 1's
 /// p @ v, with the softmax of block j after both. Each dot is then waited for only where its
@@ -153,6 +159,9 @@ bool hasDotReadAfterLaterDot(ArrayRef<DotPlan> plans);
 /// keep running; a dot read by nothing but the yield is waited for before it, so that every
 /// dot of an iteration is done when the next begins.
 void waitAtFirstUses(IRRewriter &rewriter, ArrayRef<kgpu::SharedDotOp> dots);
+
+/// waitAtFirstUses for dots[index] alone.
+void waitAtFirstUse(IRRewriter &rewriter, ArrayRef<kgpu::SharedDotOp> dots, size_t index);
 
 /// Lets `dot`, the last dot of its loop body, run on while the body finishes: the ops before
 /// it that it does not read and that have no memory effects move after it, and it is waited

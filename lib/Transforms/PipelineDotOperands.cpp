@@ -114,6 +114,9 @@ struct LoopSchedule {
   bool waitAtUses;                     ///< dots are waited for where their results are read
   bool lateCopies;                     ///< copies issued after the running dot (3 slots)
   unsigned distance;                   ///< how many iterations ahead copies run
+  /// (TMA, dots waited for where read) the last dot runs on across the back edge: its
+  /// accumulator argument, waited for before the next iteration's first dot
+  std::optional<unsigned> carriedArg;
 };
 
 /// Step 1 of pipelineLoop: the schedule of `loop` with `plans` for `stages` slots asked for
@@ -186,8 +189,16 @@ FailureOr<LoopSchedule> scheduleLoop(scf::ForOp loop, MutableArrayRef<DotPlan> p
   bool waitAtUses = wgmma && allDots && !deferredArg && hasDotReadAfterLaterDot(plans);
   bool lateCopies = overlap && stages == 3;
   unsigned distance = (overlap && !lateCopies) || deferredArg ? stages - 2 : stages - 1;
-  return LoopSchedule{stages,  tma,        groupBytes, accArg,  deferredArg,
-                      overlap, waitAtUses, lateCopies, distance};
+  // With TMA rings and dots waited for where they are read, the last dot runs on across the
+  // back edge when its result only goes to the next iteration, which first reads it after
+  // issuing a dot of its own (FlashAttention-3's order: q @ k_j issued, acc rescaled, then
+  // p @ v). ptxas moves a wait for it within its iteration up to the top of the softmax;
+  // across the back edge, before the next iteration's first dot, it stays there.
+  std::optional<unsigned> carriedArg;
+  if (waitAtUses && tma && stages >= 3)
+    carriedArg = getCarriedAccumulator(loop, plans);
+  return LoopSchedule{stages,  tma,        groupBytes, accArg,   deferredArg,
+                      overlap, waitAtUses, lateCopies, distance, carriedArg};
 }
 
 /// Step 4 of pipelineLoop: the copies replace the loads of `plans` (the last ones were issued
@@ -234,8 +245,10 @@ void eraseReplacedLoads(IRRewriter &rewriter, MutableArrayRef<DotPlan> plans, Ar
 void drainAfterLoop(IRRewriter &rewriter, scf::ForOp forOp, const LoopSchedule &schedule) {
   Location loc = forOp.getLoc();
   rewriter.setInsertionPointAfter(forOp);
-  if (schedule.overlap || schedule.deferredArg) {
-    Value result = forOp.getResult(schedule.overlap ? *schedule.accArg : *schedule.deferredArg);
+  if (schedule.overlap || schedule.deferredArg || schedule.carriedArg) {
+    Value result = forOp.getResult(schedule.overlap       ? *schedule.accArg
+                                   : schedule.deferredArg ? *schedule.deferredArg
+                                                          : *schedule.carriedArg);
     auto done = kgpu::DotWaitOp::create(rewriter, loc, result.getType(), result);
     result.replaceAllUsesExcept(done.getResult(), done);
   }
@@ -270,6 +283,7 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   const bool waitAtUses = schedule->waitAtUses, lateCopies = schedule->lateCopies;
   const int64_t groupBytes = schedule->groupBytes;
   const std::optional<unsigned> accArg = schedule->accArg, deferredArg = schedule->deferredArg;
+  const std::optional<unsigned> carriedArg = schedule->carriedArg;
 
   // Step 2: rings and the prologue: iterations 0 .. distance - 1, one group each; the one-slot
   // buffers join the first.
@@ -608,7 +622,8 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   // slot's barrier of every warp being done with it (no CTA barrier), so its warpgroup issues
   // its wgmma before the copies instead of after them.
   bool copiesAfterDot = lateCopies || (tma && overlap);
-  if (!copiesAfterDot && !copyBarriers)
+  // (A carried last dot: the copies go at the end of the body, see below.)
+  if (!copiesAfterDot && !copyBarriers && !carriedArg)
     issueCopies();
 
   // The dots read the rings.
@@ -658,11 +673,37 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     if (overlap)
       waitInsideIfs(rewriter, shared.getResult());
   }
-  if (waitAtUses)
+  if (carriedArg) {
+    // Every dot but the last is waited for where it is read. The last runs on across the back
+    // edge, beside the rest of its iteration (the softmax): the next iteration waits for it
+    // before its first dot (ptxas cannot tell which group a wait_group 1 leaves running across
+    // the back edge, and then serializes every wgmma), then each warp is done with the slot
+    // the previous iteration read. The copies go at the end of the body, S - 1 ahead, into
+    // that slot: warp 0 waits until every warp has arrived on it (this iteration), behind a
+    // branch ptxas knows to be warp-uniform (whole_warp: thread 0's spin loop there made ptxas
+    // build the loop's wgmma descriptors in vector registers), then thread 0 copies.
+    for (size_t i = 0; i + 1 < sharedDots.size(); ++i)
+      waitAtFirstUse(rewriter, sharedDots, i);
+    BlockArgument acc = forOp.getRegionIterArgs()[*carriedArg];
+    rewriter.setInsertionPoint(sharedDots.front());
+    auto done = kgpu::DotWaitOp::create(rewriter, loc, acc.getType(), acc);
+    acc.replaceAllUsesExcept(done.getResult(), done);
+    rewriter.setInsertionPointAfter(done);
+    Value previous = slotAfter(stages - 1);
+    Value second = fromIteration(1);
+    kgpu::MBarrierArriveOp::create(rewriter, loc, empties, previous, second);
+    rewriter.setInsertionPoint(forOp.getBody()->getTerminator());
+    issueCopies();
+    forOp.getBody()->walk([](kgpu::MBarrierWaitOp wait) {
+      if (wait.getPred())
+        wait.setWholeWarp(true);
+    });
+  } else if (waitAtUses) {
     waitAtFirstUses(rewriter, sharedDots);
-  else if (wgmma && !overlap && !deferredArg)
+  } else if (wgmma && !overlap && !deferredArg) {
     overlapLastDot(rewriter, sharedDots.back()); // (in block order, as the plans)
-  if (copyBarriers || endEmpties) {
+  }
+  if (copyBarriers || (endEmpties && !carriedArg)) {
     // Every dot of the iteration is done: each warp says so for this slot, then (cp.async)
     // the copies go into the slot of the iteration before. (Issued right after the dots instead,
     // their address registers made ptxas wait for p @ v before the softmax rather than after it:

@@ -813,3 +813,67 @@ func.func @tma_attention(%qd: !kiln.tensormap, %qb: !kiln.ptr<f16>, %kd: !kiln.t
   }
   return %acc : tensor<64x32xf32>
 }
+
+// -----
+
+// FlashAttention-3's order through descriptors: q @ k_j issued, the accumulator rescaled (its
+// first read), then p @ v issued with p carried in fp32; the softmax after both never reads
+// acc. Dots are waited for where they are read, and p @ v runs on across the back edge (its
+// result only goes to the yield): the next iteration waits for it before its first dot (a
+// dot_wait of the accumulator argument, all groups), then each warp arrives on the empty
+// barrier of the slot the previous iteration read (from iteration 1 on). Nothing waits for it
+// within its iteration, so ptxas cannot move that wait up into the softmax. The copies go at
+// the end of the body, 2 ahead, into that slot: warp 0 waits on it (whole_warp: a warp-uniform
+// branch, where thread 0's spin loop made ptxas build the descriptors in vector registers),
+// then thread 0 expects and copies. After the loop, a wait for the last p @ v.
+// CHECK-LABEL: func.func @tma_attention_carried(
+// CHECK: %[[K:.*]] = kiln_gpu.local_alloc {k_major = true, operand = 1 : i32} : <[3, 32, 32], f16>
+// CHECK: %[[V:.*]] = kiln_gpu.local_alloc {k_major = false, operand = 1 : i32} : <[3, 32, 32], f16>
+// CHECK: %[[FULL:.*]] = kiln_gpu.mbarrier_alloc : <3>
+// CHECK: %[[EMPTY:.*]] = kiln_gpu.mbarrier_alloc {arrivals = 4 : i32} : <3>
+// CHECK: %[[LOOP:.*]]:5 = scf.for %[[IV:[^ ]*]] = {{.*}} iter_args(%[[O:[^ ]*]] = %{{[^,]*}}, %{{[^ ]*}} = %{{[^,]*}}, %{{[^ ]*}} = %{{[^,]*}}, %[[SLOT:[^ ]*]] = %{{[^,]*}}, %[[PHASE:[^ ]*]] = %{{[^)]*}})
+// CHECK-NEXT: kiln_gpu.mbarrier_wait %[[FULL]][%[[SLOT]]], %[[PHASE]] : <3>
+// CHECK-NOT: kiln_gpu.tma_copy
+// CHECK: %[[DONE:.*]] = kiln_gpu.dot_wait %[[O]] : tensor<64x32xf32>
+// CHECK: %[[PREV:.*]] = arith.select
+// CHECK: %[[SECOND:.*]] = arith.cmpi sge, %[[IV]]
+// CHECK-NEXT: kiln_gpu.mbarrier_arrive %[[EMPTY]][%[[PREV]]], %[[SECOND]] : <3>
+// CHECK-NEXT: %[[S:.*]] = kiln_gpu.shared_dot %{{.*}}, %[[K]][%[[SLOT]]], %{{.*}} {pending = 1 : i32}
+// CHECK: arith.mulf %[[DONE]]
+// CHECK: %[[D:.*]] = kiln_gpu.shared_dot %{{.*}}, %[[V]][%[[SLOT]]], %{{.*}} {pending = 1 : i32}
+// CHECK-NEXT: kiln_gpu.dot_wait %[[S]] {pending = 1 : i32}
+// CHECK-NOT: kiln_gpu.dot_wait %[[D]]
+// CHECK: kiln_gpu.mbarrier_wait %[[EMPTY]][%{{.*}}], %{{.*}} if %{{.*}} {whole_warp} : <3>
+// CHECK-NEXT: kiln_gpu.mbarrier_expect %[[FULL]][%{{.*}}], %{{.*}} {bytes = 4096 : i32} : <3>
+// CHECK: kiln_gpu.tma_copy {{.*}} : !kiln.tensormap
+// CHECK: kiln_gpu.tma_copy {{.*}} : !kiln.tensormap
+// CHECK-NOT: kiln_gpu.mbarrier_arrive
+// CHECK: scf.yield %[[D]],
+// CHECK: kiln_gpu.dot_wait %[[LOOP]]#0 : tensor<64x32xf32>
+// CHECK-NEXT: kiln_gpu.barrier
+func.func @tma_attention_carried(%qd: !kiln.tensormap, %qb: !kiln.ptr<f16>, %kd: !kiln.tensormap,
+                                 %kb: !kiln.ptr<f16>, %vd: !kiln.tensormap, %vb: !kiln.ptr<f16>,
+                                 %rows: i32, %dim: i32, %s: i64, %y: i32, %n: i32) -> tensor<64x32xf32> {
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %zero_s = arith.constant dense<0.0> : tensor<64x32xf32>
+  %ones = arith.constant dense<1.0> : tensor<64x32xf32>
+  %q = kiln.descriptor_load %qd, %qb[%y, %c0] shape [%rows, %dim] strides [%s]
+      : !kiln.ptr<f16> -> tensor<64x32xf16>
+  %r:3 = scf.for %j = %c0 to %n step %c32 iter_args(%o = %zero_s, %pf = %zero_s, %al = %ones)
+      -> (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>) : i32 {
+    %row = arith.addi %y, %j : i32
+    %k = kiln.descriptor_load %kd, %kb[%row, %c0] shape [%rows, %dim] strides [%s]
+        : !kiln.ptr<f16> -> tensor<32x32xf16>
+    %kt = kiln.trans %k {order = array<i32: 1, 0>} : tensor<32x32xf16> -> tensor<32x32xf16>
+    %v = kiln.descriptor_load %vd, %vb[%row, %c0] shape [%rows, %dim] strides [%s]
+        : !kiln.ptr<f16> -> tensor<32x32xf16>
+    %sc = kiln.dot %q, %kt, %zero_s : tensor<64x32xf16> * tensor<32x32xf16> -> tensor<64x32xf32>
+    %os = arith.mulf %o, %al : tensor<64x32xf32>
+    %p = arith.truncf %pf : tensor<64x32xf32> to tensor<64x32xf16>
+    %d = kiln.dot %p, %v, %os : tensor<64x32xf16> * tensor<32x32xf16> -> tensor<64x32xf32>
+    %e = math.exp2 %sc : tensor<64x32xf32>
+    scf.yield %d, %e, %e : tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>
+  }
+  return %r#0 : tensor<64x32xf32>
+}

@@ -140,14 +140,15 @@ def test_attention_cpu_torch():
     assert np.abs(lse.double().numpy() - ref_lse).max() < LSE_ATOL
 
 
-@pytest.mark.parametrize("overlap", [False, True], ids=["plain", "overlap"])
+@pytest.mark.parametrize("overlap", [False, True, 2], ids=["plain", "overlap", "fa3"])
 @pytest.mark.parametrize("causal,group", [(False, 1), (True, 1), (True, 2)],
                          ids=["full", "causal", "causal-gqa"])
 def test_descriptor_kernel_cpu(causal, group, overlap):
     # _attn_fwd_desc (the GPU's path for contiguous inputs) on the CPU backend, descriptors
     # over (B * H * S, D) numpy matrices, grouped-query heads included; overlap: the rotated
-    # loop, whose first iteration reads block lo's values and last block hi - 1's keys again;
-    # causal blocks launched last-first (LONGEST_FIRST, attention_forward's default)
+    # loop, whose first iteration reads block lo's values and last block hi - 1's keys again
+    # (2: in FlashAttention-3's order, acc rescaled before p @ v, p carried in fp32); causal
+    # blocks launched last-first (LONGEST_FIRST, attention_forward's default)
     B, H, S, D, BM, BN = 2, 4, 64, 32, 32, 16
     q, _, _ = inputs((B, H, S, D), "float16", seed=3)
     _, k, v = inputs((B, H // group, S, D), "float16", seed=4)
@@ -255,6 +256,9 @@ def test_errors():
         fa.attention_forward(q, q, q, np.zeros_like(q), block_m=32, block_n=64, **CPU)
     with pytest.raises(ValueError, match="positive, finite sm_scale, found -0.5"):
         fa.attention_forward(q, q, q, np.zeros_like(q), sm_scale=-0.5, **CPU)
+    with pytest.raises(ValueError,
+                       match="expected overlap None, False, True or 'fa3', found 'FA3'"):
+        fa.attention_forward(q, q, q, np.zeros_like(q), overlap="FA3", **CPU)
 
 
 # ---------------------------------------------------------------- GPU: against torch SDPA
@@ -262,7 +266,7 @@ def test_errors():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("path", ["plain", "overlap", "descriptors-plain",
-                                  "descriptors-overlap"])
+                                  "descriptors-overlap", "descriptors-fa3"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("D", [64, 128])
@@ -277,8 +281,9 @@ def test_attention_gpu(S, D, causal, dtype, path):
     # pointers (plain or rotated loop), or descriptors where the sequence takes whole blocks
     # (else the default falls back to pointers)
     descriptors = None if path.startswith("descriptors") else False
-    out, lse = fa.attention(q, k, v, causal=causal, return_lse=True,
-                            overlap=path.endswith("overlap"), descriptors=descriptors)
+    overlap = "fa3" if path.endswith("fa3") else path.endswith("overlap")
+    out, lse = fa.attention(q, k, v, causal=causal, return_lse=True, overlap=overlap,
+                            descriptors=descriptors)
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     assert out.dtype == t and out.shape == q.shape
     err = (out.double() - ref.double()).abs().max().item()

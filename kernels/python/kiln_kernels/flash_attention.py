@@ -254,6 +254,33 @@ def _attn_fwd_inner_desc_overlap(acc, l_i, m_i, q, desc_k, desc_v, kv_row, qk_sc
 
 
 @kiln.jit
+def _attn_fwd_inner_desc_fa3(acc, l_i, m_i, q, desc_k, desc_v, kv_row, qk_scale, lo, hi,
+                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """_attn_fwd_inner_desc_overlap in FlashAttention-3's order: iteration j issues q @ k_j,
+    rescales acc by the previous block's alpha, issues p_(j-1) @ v_(j-1), then runs the
+    softmax of block j, which never reads acc; p is carried in fp32 and converted where it is
+    multiplied. So p @ v's result is first read in the next iteration, after its q @ k: the
+    compiler waits for it there (see -kiln-pipeline-dot-operands, carried last dot), and the
+    softmax runs while the tensor cores add p @ v."""
+    p = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    alpha = tl.full([BLOCK_M], 1.0, dtype=tl.float32)
+    for start_n in range(lo, hi + BLOCK_N, BLOCK_N):
+        has_keys = start_n < hi
+        kT = desc_k.load([kv_row + tl.minimum(start_n, hi - BLOCK_N), 0]).T
+        v = desc_v.load([kv_row + tl.maximum(start_n - BLOCK_N, lo), 0])
+        qk = tl.dot(q, kT)
+        acc = acc * alpha[:, None]
+        acc = tl.dot(p.to(q.dtype), v, acc)
+        m_ij = tl.where(has_keys, tl.maximum(m_i, tl.max(qk, axis=1) * qk_scale), m_i)
+        p = tl.exp2(qk * qk_scale - m_ij[:, None])
+        # (m_i is -inf until the first block: -inf - -inf must not reach exp2)
+        alpha = tl.where(has_keys, tl.exp2(m_i - m_ij), 1.0)
+        l_i = l_i * alpha + tl.where(has_keys, tl.sum(p, axis=1), 0.0)
+        m_i = m_ij
+    return acc, l_i, m_i
+
+
+@kiln.jit
 def _attn_fwd_desc(desc_q, desc_k, desc_v, desc_o, LSE, sm_scale, H, N_CTX,
                    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                    CAUSAL: tl.constexpr, GROUP: tl.constexpr = 1,
@@ -277,7 +304,11 @@ def _attn_fwd_desc(desc_q, desc_k, desc_v, desc_o, LSE, sm_scale, H, N_CTX,
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
     qk_scale = sm_scale * 1.4426950408889634  # log2(e)
     hi = start_m * BLOCK_M if CAUSAL else N_CTX
-    if OVERLAP:
+    if OVERLAP == 2:
+        if hi > 0:
+            acc, l_i, m_i = _attn_fwd_inner_desc_fa3(acc, l_i, m_i, q, desc_k, desc_v, kv_row,
+                                                     qk_scale, 0, hi, BLOCK_M, BLOCK_N)
+    elif OVERLAP:
         if hi > 0:
             acc, l_i, m_i = _attn_fwd_inner_desc_overlap(acc, l_i, m_i, q, desc_k, desc_v,
                                                          kv_row, qk_scale, 0, hi, BLOCK_M,
@@ -376,10 +407,16 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
     _descriptor_path) launches _attn_fwd_desc instead, with descriptor_tile_config's tiles
     unless given; True where it cannot run is a ValueError. Its loop is the plain one unless
     overlap=True (_attn_fwd_inner_desc_overlap: 2-4% slower at D128 and 7-30% at D64 on an
-    H100, interleaved timings of session 25). longest_first (default: causal through
-    descriptors) launches the query blocks of each head last-first: the causal blocks with the
-    most keys go first."""
+    H100, interleaved timings of session 25); overlap="fa3" takes FlashAttention-3's order
+    there (_attn_fwd_inner_desc_fa3; on an H100 at D128 0.99-1.01x the plain loop
+    non-causal and 0.95-0.97x causal, at D64 0.67-0.80x, session 27; the pointer path takes
+    the rotated loop for it). longest_first (default: causal through descriptors) launches
+    the query blocks of each head last-first: the causal blocks with the most keys go
+    first."""
     B, H, S, D = check_shapes("attention", q, k, v, out)
+    if overlap not in (None, False, True, "fa3"):
+        raise ValueError(f"attention: expected overlap None, False, True or 'fa3', found "
+                         f"{overlap!r}")
     if D not in (16, 32, 64, 128, 256):
         raise ValueError(f"attention: expected a head dimension of 16, 32, 64, 128 or 256, "
                          f"found {D}")
@@ -422,7 +459,8 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
         _attn_fwd_desc[grid](desc(q, bm), desc(k, bn), desc(v, bn), desc(out, bm), lse,
                              float(sm_scale), H, S, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
                              CAUSAL=bool(causal), GROUP=H // int(k.shape[1]),
-                             OVERLAP=bool(overlap), LONGEST_FIRST=longest_first,
+                             OVERLAP=2 if overlap == "fa3" else bool(overlap),
+                             LONGEST_FIRST=longest_first,
                              num_warps=nw, num_stages=ns, **launch)
         return out
     _attn_fwd[grid](q, k, v, out, lse, float(sm_scale), *_strides(q), *_strides(k),

@@ -134,6 +134,35 @@ module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma, kiln_gpu.tma_bo
 
 // -----
 
+// whole_warp (a loop whose last dot runs on across its back edge): warp 0 waits, all its
+// lanes, behind a branch on the warp id read from lane 0 once at the top of the kernel
+// (shfl.sync.idx: ptxas knows it to be warp-uniform) and the op's predicate; the spin loop
+// inside is the plain one. Two such waits share the one shfl.
+// CHECK-LABEL: llvm.func @whole_warp(
+// CHECK-SAME: %[[S:[^:]*]]: i32, %[[P:[^:]*]]: i1, %[[PH:[^:]*]]: i32)
+// CHECK: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x
+// CHECK: %[[ID:.*]] = llvm.lshr %[[TID]], %{{.*}} : i32
+// CHECK: %[[WARP:.*]] = llvm.inline_asm {kiln_gpu.warp_from_lane_zero} "shfl.sync.idx.b32 $0, $1, 0, 31, -1;", "=r,r" %[[ID]]
+// CHECK-NOT: shfl.sync.idx
+// CHECK: %[[ZERO:.*]] = llvm.icmp "eq" %[[WARP]], %{{.*}} : i32
+// CHECK: %[[GO:.*]] = llvm.and %[[ZERO]], %[[P]] : i1
+// CHECK: llvm.cond_br %[[GO]], ^[[WAIT:.*]], ^[[AFTER:[^ ]*]]
+// CHECK: ^[[WAIT]]:
+// CHECK: llvm.inline_asm has_side_effects "{\0A.reg .pred done;\0Await${:uid}:\0Ambarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;\0A@!done bra.uni wait${:uid};\0A}", "r,r" %{{.*}}, %[[PH]]
+// CHECK: llvm.icmp "eq" %[[WARP]]
+// CHECK-NOT: shfl.sync.idx
+// CHECK: llvm.return
+module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma} {
+  func.func @whole_warp(%s: i32, %p: i1, %ph: i32) {
+    %empty = kiln_gpu.mbarrier_alloc {arrivals = 4 : i32} : !kiln_gpu.mbarriers<2>
+    kiln_gpu.mbarrier_wait %empty[%s], %ph if %p {whole_warp} : !kiln_gpu.mbarriers<2>
+    kiln_gpu.mbarrier_wait %empty[%s], %ph if %p {whole_warp} : !kiln_gpu.mbarriers<2>
+    return
+  }
+}
+
+// -----
+
 // tma_store: every thread stores its elements into the buffer (the layout gives each thread
 // runs of 8 f16 along the columns: one 16-byte vector store each, 2 per thread) at their
 // swizzled N-major offset: (col >> 6) * (32 rows * 128) + row * 128 + (col & 63) * 2, then

@@ -145,3 +145,13 @@ func.func @mbarrier_wait_phase(%s: i32, %ph: i64) {
   "kiln_gpu.mbarrier_wait"(%bars, %s, %ph) {operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (!kiln_gpu.mbarriers<3>, i32, i64) -> ()
   return
 }
+
+// -----
+
+// whole_warp says which threads wait where the predicate holds (warp 0): it needs one.
+func.func @mbarrier_wait_whole_warp(%s: i32, %ph: i32) {
+  %bars = kiln_gpu.mbarrier_alloc : !kiln_gpu.mbarriers<3>
+  // expected-error @+1 {{'kiln_gpu.mbarrier_wait' op expected a predicate with whole_warp (warp 0 waits where it holds)}}
+  kiln_gpu.mbarrier_wait %bars[%s], %ph {whole_warp} : !kiln_gpu.mbarriers<3>
+  return
+}

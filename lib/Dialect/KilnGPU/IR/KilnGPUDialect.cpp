@@ -291,6 +291,12 @@ LogicalResult AsyncCopyOp::verify() {
   return success();
 }
 
+LogicalResult MBarrierWaitOp::verify() {
+  if (getWholeWarp() && !getPred())
+    return emitOpError("expected a predicate with whole_warp (warp 0 waits where it holds)");
+  return success();
+}
+
 LogicalResult TmaCopyOp::verify() {
   auto buffer = getBuffer().getType();
   if (getCoords().size() != buffer.getTileShape().size())

@@ -309,18 +309,24 @@ def KilnGPU_MBarrierWaitOp : Op<KilnGPU_Dialect, "mbarrier_wait",
     Every thread spins on mbarrier.try_wait.parity: afterwards the copies of that phase are
     visible to it and to the tensor cores. With `pred`, only thread 0 waits, and only where
     `pred` holds (the thread that issues the TMA copies waits until every warp is done with
-    the slot they overwrite).
+    the slot they overwrite). With `whole_warp` (and `pred`), warp 0 waits, all its lanes,
+    behind a branch on the warp id read from lane 0, which ptxas knows to be warp-uniform: a
+    spin loop behind thread 0's branch in a loop whose last dot runs on across the back edge
+    made ptxas build that loop's wgmma descriptors in vector registers, moved to uniform ones
+    before every wgmma (45 R2UR an iteration of FlashAttention-3's order at D 128, against 2).
 
     ```mlir
     kiln_gpu.mbarrier_wait %full[%slot], %phase : !kiln_gpu.mbarriers<4>
     kiln_gpu.mbarrier_wait %empty[%slot], %phase if %pred : !kiln_gpu.mbarriers<4>
+    kiln_gpu.mbarrier_wait %empty[%slot], %phase if %pred {whole_warp} : !kiln_gpu.mbarriers<4>
     ```
   }];
   let arguments = (ins KilnGPU_MBarriersType:$barriers, I32:$slot, I32:$phase,
-                       Optional<I1>:$pred);
+                       Optional<I1>:$pred, UnitAttr:$whole_warp);
   let assemblyFormat = [{
     $barriers `[` $slot `]` `,` $phase (`if` $pred^)? attr-dict `:` type($barriers)
   }];
+  let hasVerifier = 1;
 }
 
 def KilnGPU_TmaCopyOp : Op<KilnGPU_Dialect, "tma_copy",
