@@ -411,7 +411,8 @@ void waitAtFirstUses(IRRewriter &rewriter, ArrayRef<kgpu::SharedDotOp> dots) {
     waitAtFirstUse(rewriter, dots, i);
 }
 
-void waitAtFirstUse(IRRewriter &rewriter, ArrayRef<kgpu::SharedDotOp> dots, size_t index) {
+kgpu::DotWaitOp waitAtFirstUse(IRRewriter &rewriter, ArrayRef<kgpu::SharedDotOp> dots,
+                               size_t index) {
   kgpu::SharedDotOp dot = dots[index];
   Value result = dot.getResult();
   Operation *first = firstUseIn(dot->getBlock(), result);
@@ -422,6 +423,7 @@ void waitAtFirstUse(IRRewriter &rewriter, ArrayRef<kgpu::SharedDotOp> dots, size
   auto wait = kgpu::DotWaitOp::create(rewriter, dot.getLoc(), result.getType(), result,
                                       rewriter.getI32IntegerAttr(int32_t(later)));
   result.replaceAllUsesExcept(wait.getResult(), wait);
+  return wait;
 }
 
 /// Lets `dot`, the last dot of its loop body, run on while the body finishes: the ops before
