@@ -767,8 +767,10 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
                                    second);
     rewriter.setInsertionPoint(forOp.getBody()->getTerminator());
     if (splitLast) {
-      issueCopies(0);
+      // (V first: its slot was free at this iteration's top, K's waits for every warp's
+      // q @ k; issued after K, V's copy waited behind that and landed late.)
       issueCopies(1);
+      issueCopies(0);
     } else {
       issueCopies(-1);
     }

@@ -825,11 +825,11 @@ func.func @tma_attention(%qd: !kiln.tensormap, %qb: !kiln.ptr<f16>, %kd: !kiln.t
 // within its iteration, so ptxas cannot move that wait up into the softmax. K and V have
 // barriers of their own: the prologue copies K for iterations 0-2 and V for 0-1 (q joins the
 // first group); every thread waits for V's slot right before p @ v, and each warp is done
-// with K's slot once it has waited for q @ k. At the end of the body warp 0 waits on K's empty
-// barrier of this iteration's slot (whole_warp: a warp-uniform branch, where thread 0's spin
-// loop made ptxas build the descriptors in vector registers) and thread 0 copies K 3 ahead
-// into it; then V 2 ahead into the slot the previous iteration read. After the loop, a wait
-// for the last p @ v.
+// with K's slot once it has waited for q @ k. At the end of the body warp 0 waits on V's empty
+// barrier of the slot the previous iteration read (whole_warp: a warp-uniform branch, where
+// thread 0's spin loop made ptxas build the descriptors in vector registers) and thread 0
+// copies V 2 ahead into it; then the same on K's empty barrier of this iteration's slot and K
+// 3 ahead into it. After the loop, a wait for the last p @ v.
 // CHECK-LABEL: func.func @tma_attention_carried(
 // CHECK: %[[K:.*]] = kiln_gpu.local_alloc {k_major = true, operand = 1 : i32} : <[3, 32, 32], f16>
 // CHECK: %[[V:.*]] = kiln_gpu.local_alloc {k_major = false, operand = 1 : i32} : <[3, 32, 32], f16>
@@ -860,12 +860,12 @@ func.func @tma_attention(%qd: !kiln.tensormap, %qb: !kiln.ptr<f16>, %kd: !kiln.t
 // CHECK-NEXT: kiln_gpu.dot_wait %[[S]] {pending = 1 : i32}
 // CHECK: kiln_gpu.mbarrier_arrive %[[EMPTY]][%[[SLOT]]], %{{.*}} : <3>
 // CHECK-NOT: kiln_gpu.dot_wait %[[D]]
-// CHECK: kiln_gpu.mbarrier_wait %[[EMPTY]][%[[SLOT]]], %[[PHASE]] if %{{.*}} {whole_warp} : <3>
-// CHECK-NEXT: kiln_gpu.mbarrier_expect %[[FULL]][%[[SLOT]]], %{{.*}} {bytes = 2048 : i32} : <3>
-// CHECK: kiln_gpu.tma_copy {{.*}}, %[[K]][%[[SLOT]]], %[[FULL]]
 // CHECK: kiln_gpu.mbarrier_wait %[[VEMPTY]][%[[PREV2:.*]]], %{{.*}} if %{{.*}} {whole_warp} : <3>
 // CHECK-NEXT: kiln_gpu.mbarrier_expect %[[VFULL]][%[[PREV2]]], %{{.*}} {bytes = 2048 : i32} : <3>
 // CHECK: kiln_gpu.tma_copy {{.*}}, %[[V]][%[[PREV2]]], %[[VFULL]]
+// CHECK: kiln_gpu.mbarrier_wait %[[EMPTY]][%[[SLOT]]], %[[PHASE]] if %{{.*}} {whole_warp} : <3>
+// CHECK-NEXT: kiln_gpu.mbarrier_expect %[[FULL]][%[[SLOT]]], %{{.*}} {bytes = 2048 : i32} : <3>
+// CHECK: kiln_gpu.tma_copy {{.*}}, %[[K]][%[[SLOT]]], %[[FULL]]
 // CHECK-NOT: kiln_gpu.mbarrier_arrive
 // CHECK: scf.yield %[[D]],
 // CHECK: kiln_gpu.dot_wait %[[LOOP]]#0 : tensor<64x32xf32>
