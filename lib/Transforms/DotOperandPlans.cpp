@@ -411,8 +411,7 @@ void waitAtFirstUses(IRRewriter &rewriter, ArrayRef<kgpu::SharedDotOp> dots) {
     waitAtFirstUse(rewriter, dots, i);
 }
 
-kgpu::DotWaitOp waitAtFirstUse(IRRewriter &rewriter, ArrayRef<kgpu::SharedDotOp> dots,
-                               size_t index) {
+void waitAtFirstUse(IRRewriter &rewriter, ArrayRef<kgpu::SharedDotOp> dots, size_t index) {
   kgpu::SharedDotOp dot = dots[index];
   Value result = dot.getResult();
   Operation *first = firstUseIn(dot->getBlock(), result);
@@ -423,7 +422,6 @@ kgpu::DotWaitOp waitAtFirstUse(IRRewriter &rewriter, ArrayRef<kgpu::SharedDotOp>
   auto wait = kgpu::DotWaitOp::create(rewriter, dot.getLoc(), result.getType(), result,
                                       rewriter.getI32IntegerAttr(int32_t(later)));
   result.replaceAllUsesExcept(wait.getResult(), wait);
-  return wait;
 }
 
 /// Lets `dot`, the last dot of its loop body, run on while the body finishes: the ops before

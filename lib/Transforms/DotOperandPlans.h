@@ -160,9 +160,8 @@ bool hasDotReadAfterLaterDot(ArrayRef<DotPlan> plans);
 /// dot of an iteration is done when the next begins.
 void waitAtFirstUses(IRRewriter &rewriter, ArrayRef<kgpu::SharedDotOp> dots);
 
-/// waitAtFirstUses for dots[index] alone; returns the wait (in the dot's block).
-kgpu::DotWaitOp waitAtFirstUse(IRRewriter &rewriter, ArrayRef<kgpu::SharedDotOp> dots,
-                               size_t index);
+/// waitAtFirstUses for dots[index] alone.
+void waitAtFirstUse(IRRewriter &rewriter, ArrayRef<kgpu::SharedDotOp> dots, size_t index);
 
 /// Lets `dot`, the last dot of its loop body, run on while the body finishes: the ops before
 /// it that it does not read and that have no memory effects move after it, and it is waited

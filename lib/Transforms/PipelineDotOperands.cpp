@@ -117,9 +117,6 @@ struct LoopSchedule {
   /// (TMA, dots waited for where read) the last dot runs on across the back edge: its
   /// accumulator argument, waited for before the next iteration's first dot
   std::optional<unsigned> carriedArg;
-  /// (carriedArg) TMA bytes of the last dot's own rings, which then get barriers of their own
-  /// and are released where that dot is waited for; 0: one group for every ring
-  int64_t lateBytes = 0;
 };
 
 /// Step 1 of pipelineLoop: the schedule of `loop` with `plans` for `stages` slots asked for
@@ -200,24 +197,8 @@ FailureOr<LoopSchedule> scheduleLoop(scf::ForOp loop, MutableArrayRef<DotPlan> p
   std::optional<unsigned> carriedArg;
   if (waitAtUses && tma && stages >= 3)
     carriedArg = getCarriedAccumulator(loop, plans);
-  // Its rings (none shared with another dot's) are then filled apart from the others: the
-  // earlier dots' slots are free once those dots are waited for, within the iteration.
-  int64_t lateBytes = 0;
-  const DotPlan &last = plans.back();
-  bool shared = last.bSharedWith || llvm::any_of(plans, [&](const DotPlan &p) {
-                  return p.bSharedWith && *p.bSharedWith + 1 == plans.size();
-                });
-  if (carriedArg && !shared) {
-    for (const CopyPlan *copy : {last.a ? &*last.a : nullptr, &last.b})
-      if (copy && copy->desc) {
-        RankedTensorType t = DescriptorLoadOp(copy->desc).getType();
-        lateBytes += t.getNumElements() * t.getElementTypeBitWidth() / 8;
-      }
-    if (lateBytes == groupBytes)
-      lateBytes = 0;
-  }
-  return LoopSchedule{stages,     tma,        groupBytes, accArg,     deferredArg, overlap,
-                      waitAtUses, lateCopies, distance,   carriedArg, lateBytes};
+  return LoopSchedule{stages,  tma,        groupBytes, accArg,   deferredArg,
+                      overlap, waitAtUses, lateCopies, distance, carriedArg};
 }
 
 /// Step 4 of pipelineLoop: the copies replace the loads of `plans` (the last ones were issued
@@ -303,13 +284,6 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   const int64_t groupBytes = schedule->groupBytes;
   const std::optional<unsigned> accArg = schedule->accArg, deferredArg = schedule->deferredArg;
   const std::optional<unsigned> carriedArg = schedule->carriedArg;
-  // The copy groups: every ring (-1), or with a carried last dot's rings apart (lateBytes),
-  // the earlier dots' rings (0) and the last dot's (1).
-  const int64_t lateBytes = schedule->lateBytes;
-  const bool splitLast = lateBytes > 0;
-  auto inGroup = [&](size_t plan, int group) {
-    return group < 0 || (plan + 1 == plans.size()) == (group == 1);
-  };
 
   // Step 2: rings and the prologue: iterations 0 .. distance - 1, one group each; the one-slot
   // buffers join the first.
@@ -373,18 +347,6 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   if (emptyBarriers || copyBarriers)
     empties = kgpu::MBarrierAllocOp::create(rewriter, loc, kgpu::MBarriersType::get(ctx, stages),
                                             rewriter.getI32IntegerAttr(int32_t(numWarps)));
-  Value lateFull, lateEmpties;
-  if (splitLast) {
-    lateFull = kgpu::MBarrierAllocOp::create(rewriter, loc, kgpu::MBarriersType::get(ctx, stages),
-                                             rewriter.getI32IntegerAttr(1));
-    lateEmpties =
-        kgpu::MBarrierAllocOp::create(rewriter, loc, kgpu::MBarriersType::get(ctx, stages),
-                                      rewriter.getI32IntegerAttr(int32_t(numWarps)));
-  }
-  auto fullOf = [&](int group) { return group == 1 ? lateFull : barriers; };
-  auto bytesOf = [&](int group) {
-    return group < 0 ? groupBytes : group == 1 ? lateBytes : groupBytes - lateBytes;
-  };
   // Integer divisions in the copies' scalar address work (a flattened persistent loop's tile
   // index from the induction variable) are done a stage early: their results (the frontier)
   // are computed for iteration i + D + 1 at the end of iteration i and carried, so the copies
@@ -503,10 +465,10 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     return next;
   };
   // The start of a copy group for slot `slot`: one arrival expecting all its TMA bytes.
-  auto startGroup = [&](Value slot, Value inRange, int group) {
+  auto startGroup = [&](Value slot, Value inRange) {
     if (tma)
-      kgpu::MBarrierExpectOp::create(rewriter, loc, fullOf(group), slot, inRange,
-                                     rewriter.getI32IntegerAttr(int32_t(bytesOf(group))));
+      kgpu::MBarrierExpectOp::create(rewriter, loc, barriers, slot, inRange,
+                                     rewriter.getI32IntegerAttr(int32_t(groupBytes)));
   };
   auto endGroup = [&](Value slot) {
     if (!tma)
@@ -516,31 +478,24 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   };
   Value loopIv = loop.getInductionVar();
   ValueRange loopArgs = loop.getRegionIterArgs();
-  // (The earlier dots' rings of a split group are filled S ahead, the last dot's S - 1.)
-  for (unsigned s = 0; s < (splitLast ? stages : distance); ++s) {
+  for (unsigned s = 0; s < distance; ++s) {
     Value iv =
         s == 0 ? loop.getLowerBound() : ivAfter(rewriter, loc, loop, loop.getLowerBound(), s);
     Value inRange = emitInRange(rewriter, loc, loop, iv);
     Value slot = i32Constant(rewriter, loc, s);
-    for (int group : splitLast ? SmallVector<int>{0, 1} : SmallVector<int>{-1}) {
-      if (group == 1 && s >= distance)
-        continue;
-      startGroup(slot, inRange, group);
-      for (auto [i, plan, aBuf, bBuf, filled] : llvm::enumerate(plans, aBufs, bBufs, aFilled)) {
-        if (s == 0 && group < 1 && plan.aSource == ASource::Once && !filled)
-          kgpu::AsyncCopyOp::create(rewriter, plan.aOnce.getLoc(), aBuf, slot, plan.aOnce.getPtr(),
-                                    plan.aOnce.getMask());
-        if (!inGroup(i, group))
-          continue;
-        if (plan.aSource == ASource::Ring)
-          emitCopy(rewriter, *plan.a, loopIv, iv, loopArgs, loop.getInitArgs(), s, inRange, aBuf,
-                   slot, fullOf(group));
-        if (!plan.bSharedWith)
-          emitCopy(rewriter, plan.b, loopIv, iv, loopArgs, loop.getInitArgs(), s, inRange, bBuf,
-                   slot, fullOf(group));
-      }
-      endGroup(slot);
+    startGroup(slot, inRange);
+    for (auto [plan, aBuf, bBuf, filled] : llvm::zip(plans, aBufs, bBufs, aFilled)) {
+      if (s == 0 && plan.aSource == ASource::Once && !filled)
+        kgpu::AsyncCopyOp::create(rewriter, plan.aOnce.getLoc(), aBuf, slot, plan.aOnce.getPtr(),
+                                  plan.aOnce.getMask());
+      if (plan.aSource == ASource::Ring)
+        emitCopy(rewriter, *plan.a, loopIv, iv, loopArgs, loop.getInitArgs(), s, inRange, aBuf,
+                 slot, barriers);
+      if (!plan.bSharedWith)
+        emitCopy(rewriter, plan.b, loopIv, iv, loopArgs, loop.getInitArgs(), s, inRange, bBuf, slot,
+                 barriers);
     }
+    endGroup(slot);
   }
   // With TMA rings the one-slot buffers' cp.async copies are not in any barrier's count:
   // they complete, and every warp sees them, before the loop (the rings' copies run on).
@@ -631,20 +586,12 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     return arith::CmpIOp::create(rewriter, loc, pred, iv,
                                  ivAfter(rewriter, loc, forOp, forOp.getLowerBound(), n));
   };
-  // Starts iteration i + distance in the slots iteration i - 1 read (`group`: every ring, -1,
-  // or the last dot's, 1), or (the earlier dots' rings of a split group, 0) iteration i + S in
-  // the slots this iteration read: warp 0 waits until every warp is done with them (each
-  // arrives after waiting for those dots, this iteration).
-  auto issueCopies = [&](int group) {
-    int64_t d = group == 0 ? stages : distance;
-    Value ahead = ivAfter(rewriter, loc, forOp, iv, d);
+  // Starts iteration i + distance in the slots iteration i - 1 read.
+  auto issueCopies = [&] {
+    Value ahead = ivAfter(rewriter, loc, forOp, iv, distance);
     Value inRange = emitInRange(rewriter, loc, forOp, ahead);
-    Value writeSlot = group == 0 ? slot : slotAfter(distance);
-    if (group == 0) {
-      Value yes = arith::ConstantOp::create(rewriter, loc, rewriter.getBoolAttr(true));
-      kgpu::MBarrierWaitOp::create(rewriter, loc, empties, slot, forOp.getRegionIterArgs().back(),
-                                   yes);
-    } else if (emptyBarriers || copyBarriers) {
+    Value writeSlot = slotAfter(distance);
+    if (emptyBarriers || copyBarriers) {
       // The slot was iteration i - back's (back = S - distance: 2 for TMA, 1 for cp.async):
       // thread 0 (TMA) or every thread (cp.async) waits until every warp is done with it, at
       // the phase parity of that use (this iteration's, flipped where the slot index wrapped
@@ -656,19 +603,17 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
                                  arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
                                                        slot, i32Constant(rewriter, loc, back)));
       Value phase = arith::XOrIOp::create(rewriter, loc, forOp.getRegionIterArgs().back(), wrapped);
-      kgpu::MBarrierWaitOp::create(rewriter, loc, group == 1 ? lateEmpties : empties, writeSlot,
-                                   phase, copyBarriers ? Value() : fromIteration(back));
+      kgpu::MBarrierWaitOp::create(rewriter, loc, empties, writeSlot, phase,
+                                   copyBarriers ? Value() : fromIteration(back));
     }
-    startGroup(writeSlot, inRange, group);
-    for (auto [i, plan, aBuf, bBuf] : llvm::enumerate(plans, aBufs, bBufs)) {
-      if (!inGroup(i, group))
-        continue;
+    startGroup(writeSlot, inRange);
+    for (auto [plan, aBuf, bBuf] : llvm::zip(plans, aBufs, bBufs)) {
       if (plan.aSource == ASource::Ring)
-        emitCopy(rewriter, *plan.a, iv, ahead, args, args, d, inRange, aBuf, writeSlot,
-                 fullOf(group), &frontierArgs, &divisions);
+        emitCopy(rewriter, *plan.a, iv, ahead, args, args, distance, inRange, aBuf, writeSlot,
+                 barriers, &frontierArgs, &divisions);
       if (!plan.bSharedWith)
-        emitCopy(rewriter, plan.b, iv, ahead, args, args, d, inRange, bBuf, writeSlot,
-                 fullOf(group), &frontierArgs, &divisions);
+        emitCopy(rewriter, plan.b, iv, ahead, args, args, distance, inRange, bBuf, writeSlot,
+                 barriers, &frontierArgs, &divisions);
     }
     endGroup(writeSlot);
   };
@@ -679,7 +624,7 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   bool copiesAfterDot = lateCopies || (tma && overlap);
   // (A carried last dot: the copies go at the end of the body, see below.)
   if (!copiesAfterDot && !copyBarriers && !carriedArg)
-    issueCopies(-1);
+    issueCopies();
 
   // The dots read the rings.
   SmallVector<kgpu::SharedDotOp> sharedDots;
@@ -719,7 +664,7 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
       // already, and its lowering added a second proxy fence an iteration.)
       if (lateCopies)
         kgpu::BarrierOp::create(rewriter, loc);
-      issueCopies(-1);
+      issueCopies();
     }
     rewriter.replaceOp(dot, shared.getResult());
     if (reset)
@@ -737,25 +682,8 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     // that slot: warp 0 waits until every warp has arrived on it (this iteration), behind a
     // branch ptxas knows to be warp-uniform (whole_warp: thread 0's spin loop there made ptxas
     // build the loop's wgmma descriptors in vector registers), then thread 0 copies.
-    // With the last dot's rings apart (splitLast), that is only their slot (its own barriers,
-    // waited for right before that dot): each warp is done with the earlier dots' slot once
-    // it has waited for them, and their copies go S ahead, into this iteration's slot (the
-    // K and V of FlashAttention-3's order: the slot of K_j no longer waits for V_(j-1)'s dot,
-    // and K is copied two iterations ahead instead of one).
-    kgpu::DotWaitOp lastEarlyWait;
-    for (size_t i = 0; i + 1 < sharedDots.size(); ++i) {
-      kgpu::DotWaitOp wait = waitAtFirstUse(rewriter, sharedDots, i);
-      if (!lastEarlyWait || lastEarlyWait->isBeforeInBlock(wait))
-        lastEarlyWait = wait;
-    }
-    if (splitLast) {
-      rewriter.setInsertionPointAfter(lastEarlyWait);
-      Value yes = arith::ConstantOp::create(rewriter, loc, rewriter.getBoolAttr(true));
-      kgpu::MBarrierArriveOp::create(rewriter, loc, empties, slot, yes);
-      rewriter.setInsertionPoint(sharedDots.back());
-      kgpu::MBarrierWaitOp::create(rewriter, loc, lateFull, slot, forOp.getRegionIterArgs().back(),
-                                   Value());
-    }
+    for (size_t i = 0; i + 1 < sharedDots.size(); ++i)
+      waitAtFirstUse(rewriter, sharedDots, i);
     BlockArgument acc = forOp.getRegionIterArgs()[*carriedArg];
     rewriter.setInsertionPoint(sharedDots.front());
     auto done = kgpu::DotWaitOp::create(rewriter, loc, acc.getType(), acc);
@@ -763,17 +691,9 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     rewriter.setInsertionPointAfter(done);
     Value previous = slotAfter(stages - 1);
     Value second = fromIteration(1);
-    kgpu::MBarrierArriveOp::create(rewriter, loc, splitLast ? lateEmpties : empties, previous,
-                                   second);
+    kgpu::MBarrierArriveOp::create(rewriter, loc, empties, previous, second);
     rewriter.setInsertionPoint(forOp.getBody()->getTerminator());
-    if (splitLast) {
-      // (V first: its slot was free at this iteration's top, K's waits for every warp's
-      // q @ k; issued after K, V's copy waited behind that and landed late.)
-      issueCopies(1);
-      issueCopies(0);
-    } else {
-      issueCopies(-1);
-    }
+    issueCopies();
     forOp.getBody()->walk([](kgpu::MBarrierWaitOp wait) {
       if (wait.getPred())
         wait.setWholeWarp(true);
@@ -793,7 +713,7 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     Value yes = arith::ConstantOp::create(rewriter, loc, rewriter.getBoolAttr(true));
     kgpu::MBarrierArriveOp::create(rewriter, loc, empties, slot, yes);
     if (copyBarriers)
-      issueCopies(-1);
+      issueCopies();
   }
   // The frontier for the copies of the next iteration, i + D + 1, off the copies' path, in a
   // branch of its own (taken while that iteration exists): in the same block as the dots,

@@ -820,52 +820,33 @@ func.func @tma_attention(%qd: !kiln.tensormap, %qb: !kiln.ptr<f16>, %kd: !kiln.t
 // first read), then p @ v issued with p carried in fp32; the softmax after both never reads
 // acc. Dots are waited for where they are read, and p @ v runs on across the back edge (its
 // result only goes to the yield): the next iteration waits for it before its first dot (a
-// dot_wait of the accumulator argument, all groups), then each warp arrives on V's empty
+// dot_wait of the accumulator argument, all groups), then each warp arrives on the empty
 // barrier of the slot the previous iteration read (from iteration 1 on). Nothing waits for it
-// within its iteration, so ptxas cannot move that wait up into the softmax. K and V have
-// barriers of their own: the prologue copies K for iterations 0-2 and V for 0-1 (q joins the
-// first group); every thread waits for V's slot right before p @ v, and each warp is done
-// with K's slot once it has waited for q @ k. At the end of the body warp 0 waits on V's empty
-// barrier of the slot the previous iteration read (whole_warp: a warp-uniform branch, where
-// thread 0's spin loop made ptxas build the descriptors in vector registers) and thread 0
-// copies V 2 ahead into it; then the same on K's empty barrier of this iteration's slot and K
-// 3 ahead into it. After the loop, a wait for the last p @ v.
+// within its iteration, so ptxas cannot move that wait up into the softmax. The copies go at
+// the end of the body, 2 ahead, into that slot: warp 0 waits on it (whole_warp: a warp-uniform
+// branch, where thread 0's spin loop made ptxas build the descriptors in vector registers),
+// then thread 0 expects and copies. After the loop, a wait for the last p @ v.
 // CHECK-LABEL: func.func @tma_attention_carried(
 // CHECK: %[[K:.*]] = kiln_gpu.local_alloc {k_major = true, operand = 1 : i32} : <[3, 32, 32], f16>
 // CHECK: %[[V:.*]] = kiln_gpu.local_alloc {k_major = false, operand = 1 : i32} : <[3, 32, 32], f16>
 // CHECK: %[[FULL:.*]] = kiln_gpu.mbarrier_alloc : <3>
 // CHECK: %[[EMPTY:.*]] = kiln_gpu.mbarrier_alloc {arrivals = 4 : i32} : <3>
-// CHECK: %[[VFULL:.*]] = kiln_gpu.mbarrier_alloc : <3>
-// CHECK: %[[VEMPTY:.*]] = kiln_gpu.mbarrier_alloc {arrivals = 4 : i32} : <3>
-// CHECK: kiln_gpu.mbarrier_expect %[[FULL]][%{{.*}}], %{{.*}} {bytes = 2048 : i32} : <3>
-// CHECK: kiln_gpu.async_copy
-// CHECK: kiln_gpu.tma_copy {{.*}}, %[[K]][%{{.*}}], %[[FULL]]
-// CHECK: kiln_gpu.mbarrier_expect %[[VFULL]]
-// CHECK: kiln_gpu.tma_copy {{.*}}, %[[V]][%{{.*}}], %[[VFULL]]
-// CHECK: kiln_gpu.tma_copy {{.*}}, %[[K]][%{{.*}}], %[[FULL]]
-// CHECK: kiln_gpu.tma_copy {{.*}}, %[[V]][%{{.*}}], %[[VFULL]]
-// CHECK: kiln_gpu.tma_copy {{.*}}, %[[K]][%{{.*}}], %[[FULL]]
-// CHECK-NOT: kiln_gpu.tma_copy
 // CHECK: %[[LOOP:.*]]:5 = scf.for %[[IV:[^ ]*]] = {{.*}} iter_args(%[[O:[^ ]*]] = %{{[^,]*}}, %{{[^ ]*}} = %{{[^,]*}}, %{{[^ ]*}} = %{{[^,]*}}, %[[SLOT:[^ ]*]] = %{{[^,]*}}, %[[PHASE:[^ ]*]] = %{{[^)]*}})
 // CHECK-NEXT: kiln_gpu.mbarrier_wait %[[FULL]][%[[SLOT]]], %[[PHASE]] : <3>
 // CHECK-NOT: kiln_gpu.tma_copy
 // CHECK: %[[DONE:.*]] = kiln_gpu.dot_wait %[[O]] : tensor<64x32xf32>
 // CHECK: %[[PREV:.*]] = arith.select
 // CHECK: %[[SECOND:.*]] = arith.cmpi sge, %[[IV]]
-// CHECK-NEXT: kiln_gpu.mbarrier_arrive %[[VEMPTY]][%[[PREV]]], %[[SECOND]] : <3>
+// CHECK-NEXT: kiln_gpu.mbarrier_arrive %[[EMPTY]][%[[PREV]]], %[[SECOND]] : <3>
 // CHECK-NEXT: %[[S:.*]] = kiln_gpu.shared_dot %{{.*}}, %[[K]][%[[SLOT]]], %{{.*}} {pending = 1 : i32}
 // CHECK: arith.mulf %[[DONE]]
-// CHECK: kiln_gpu.mbarrier_wait %[[VFULL]][%[[SLOT]]], %[[PHASE]] : <3>
-// CHECK-NEXT: %[[D:.*]] = kiln_gpu.shared_dot %{{.*}}, %[[V]][%[[SLOT]]], %{{.*}} {pending = 1 : i32}
+// CHECK: %[[D:.*]] = kiln_gpu.shared_dot %{{.*}}, %[[V]][%[[SLOT]]], %{{.*}} {pending = 1 : i32}
 // CHECK-NEXT: kiln_gpu.dot_wait %[[S]] {pending = 1 : i32}
-// CHECK: kiln_gpu.mbarrier_arrive %[[EMPTY]][%[[SLOT]]], %{{.*}} : <3>
 // CHECK-NOT: kiln_gpu.dot_wait %[[D]]
-// CHECK: kiln_gpu.mbarrier_wait %[[VEMPTY]][%[[PREV2:.*]]], %{{.*}} if %{{.*}} {whole_warp} : <3>
-// CHECK-NEXT: kiln_gpu.mbarrier_expect %[[VFULL]][%[[PREV2]]], %{{.*}} {bytes = 2048 : i32} : <3>
-// CHECK: kiln_gpu.tma_copy {{.*}}, %[[V]][%[[PREV2]]], %[[VFULL]]
-// CHECK: kiln_gpu.mbarrier_wait %[[EMPTY]][%[[SLOT]]], %[[PHASE]] if %{{.*}} {whole_warp} : <3>
-// CHECK-NEXT: kiln_gpu.mbarrier_expect %[[FULL]][%[[SLOT]]], %{{.*}} {bytes = 2048 : i32} : <3>
-// CHECK: kiln_gpu.tma_copy {{.*}}, %[[K]][%[[SLOT]]], %[[FULL]]
+// CHECK: kiln_gpu.mbarrier_wait %[[EMPTY]][%{{.*}}], %{{.*}} if %{{.*}} {whole_warp} : <3>
+// CHECK-NEXT: kiln_gpu.mbarrier_expect %[[FULL]][%{{.*}}], %{{.*}} {bytes = 4096 : i32} : <3>
+// CHECK: kiln_gpu.tma_copy {{.*}} : !kiln.tensormap
+// CHECK: kiln_gpu.tma_copy {{.*}} : !kiln.tensormap
 // CHECK-NOT: kiln_gpu.mbarrier_arrive
 // CHECK: scf.yield %[[D]],
 // CHECK: kiln_gpu.dot_wait %[[LOOP]]#0 : tensor<64x32xf32>
