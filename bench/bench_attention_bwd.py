@@ -8,18 +8,23 @@ without the key-bound masks and grouped-query heads of the current source.)
 Each case: q, k, v, dO (B, H, S, D) from randn; the forward (Kiln's) gives O and the
 logsumexp; Kiln's and Triton's dq, dk, dv are checked against SDPA's (max |g - ref| / max
 |ref|), then each backward is timed as the median of per-launch CUDA-event timings (the three
-kernels together; SDPA: torch.autograd.grad of its output). TFLOP/s counts 2.5x the forward's
-flops (five products against two: 10 * B * H * S^2 * D, halved for causal). Kiln and Triton
-run at each of --tiles (m1xn1:m2xn2:warps:stages; dK/dV tiles, then dQ tiles); each one's
-fastest is its figure, and the table names it.
+kernels together; SDPA: torch.autograd.grad of its output, on its flash backend and on the
+backend torch picks by default, "SDPA default", the peer issue #23 measures against). TFLOP/s
+counts 2.5x the forward's flops (five products against two: 10 * B * H * S^2 * D, halved for
+causal). Kiln and Triton run at each of --tiles (m1xn1:m2xn2:warps:stages; dK/dV tiles, then
+dQ tiles); each one's fastest is chosen, and the table names it. Then Kiln's and Triton's
+fastest and SDPA default run again in --rounds interleaved rounds (common.interleaved_times,
+the order rotated and reversed each round: the H100 slows as it heats, and a fixed order
+favours what goes first); each figure is the median of its rounds.
 
 Run: PYTHONPATH=<staged kiln package>:kernels/python python3 bench/bench_attention_bwd.py
      [--shapes 4x32x4096,1x32x16384] [--head-dim 128] [--dtype fp16] [--causal both]
-     [--rep 50] [--tiles 64x128:128x64:8:2,...]
+     [--rep 50] [--rounds 5] [--tiles 64x128:128x64:8:2,...]
 """
 import argparse
 import math
 import os
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -55,6 +60,8 @@ def bench_case(B, H, S, D, dtype, causal, args):
     with sdpa_flash():
         o_sdpa = F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal, scale=sm_scale)
     ref = torch.autograd.grad(o_sdpa, (qs, ks, vs), do, retain_graph=True)
+    # (the default backend's graph: torch picks the backward's backend with the forward's)
+    o_default = F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal, scale=sm_scale)
 
     def kiln_fn(tiles):
         g = grads["kiln"]
@@ -74,8 +81,11 @@ def bench_case(B, H, S, D, dtype, causal, args):
         with sdpa_flash():
             torch.autograd.grad(o_sdpa, (qs, ks, vs), do, retain_graph=True)
 
+    def sdpa_default_fn():
+        return torch.autograd.grad(o_default, (qs, ks, vs), do, retain_graph=True)
+
     flops = 10.0 * B * H * S * S * D * (0.5 if causal else 1.0)
-    best, err = {}, {}
+    best, err, finals = {}, {}, {}
     for name, make in (("kiln", kiln_fn), ("triton", triton_fn))[:2 if t_fab else 1]:
         for spec in args.tiles.split(","):
             tiles = parse_tiles(spec)
@@ -92,10 +102,28 @@ def bench_case(B, H, S, D, dtype, causal, args):
                 if name not in best or t < best[name][0]:
                     best[name] = (t, spec)
                     err[name] = e
+                    finals[name] = fn
             except Exception as ex:  # one failing configuration must not hide the others
                 report(f"{key}_{name}_{spec}_ERROR", repr(ex).replace("\n", " ")[:400])
     best["sdpa"] = (bench_ms(sdpa_fn, args.rep), "flash")
-    ms = {n: best.get(n, (float("nan"), "-"))[0] for n in ("kiln", "triton", "sdpa")}
+    try:
+        e = rel_err(sdpa_default_fn(), ref)
+        if not e < args.tol:
+            raise ValueError(f"SDPA default's gradients differ from its flash backend's: {e:.3e}")
+        best["sdpa_default"] = (bench_ms(sdpa_default_fn, args.rep), "default")
+        finals["sdpa_default"] = sdpa_default_fn
+    except Exception as ex:
+        report(f"{key}_sdpa_default_ERROR", repr(ex).replace("\n", " ")[:400])
+    ms = {n: best.get(n, (float("nan"), "-"))[0]
+          for n in ("kiln", "triton", "sdpa", "sdpa_default")}
+    if args.rounds > 0 and "kiln" in finals and len(finals) > 1:
+        # The figures above ran one after another on a GPU whose clock falls as it heats:
+        # the finalists again in interleaved rounds, each figure the median of its rounds.
+        runs = common.interleaved_times(finals, lambda fn: bench_ms(fn, args.rep), args.rounds,
+                                        rotate=True)
+        for name, ts in runs.items():
+            ms[name] = statistics.median(ts)
+            report(f"{key}_{name}_rounds_ms", " ".join(f"{x:.4f}" for x in ts))
     for name, t in ms.items():
         report(f"{key}_{name}_ms", t)
         report(f"{key}_{name}_tflops", flops / t / 1e9, "{:.1f}")
@@ -113,6 +141,10 @@ def main():
     ap.add_argument("--causal", default="both", choices=["false", "true", "both"])
     ap.add_argument("--rep", type=int, default=50)
     ap.add_argument("--tol", type=float, default=2e-2)
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="then Kiln's and Triton's fastest and SDPA default timed again in this "
+                    "many interleaved rounds (order rotated), medians reported; 0: each timed "
+                    "once, one after another")
     ap.add_argument("--tiles", default="64x128:128x64:8:2,64x128:128x64:8:3,"
                                        "32x128:128x32:8:3,64x64:64x64:4:3")
     args = ap.parse_args()
@@ -140,15 +172,18 @@ def main():
                 report(f"attn_bwd_b{B}_h{H}_s{S}_causal{int(causal)}_ERROR",
                        repr(e).replace("\n", " ")[:500])
             torch.cuda.empty_cache()
-    print("\n| case | Kiln ms | Triton ms | SDPA ms | Kiln TFLOP/s | Triton TFLOP/s | SDPA TFLOP/s "
-          "| Kiln/Triton | Kiln/SDPA | Kiln rel. err | Triton rel. err | Kiln tiles | Triton tiles |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    print("\n| case | Kiln ms | Triton ms | SDPA flash ms | SDPA default ms | Kiln TFLOP/s "
+          "| Triton TFLOP/s | SDPA flash TFLOP/s | SDPA default TFLOP/s | Kiln/Triton "
+          "| Kiln/SDPA flash | Kiln/SDPA default | Kiln rel. err | Triton rel. err | Kiln tiles "
+          "| Triton tiles |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     for key, flops, ms, ek, et, tk, tt in ROWS:
         tf = {n: flops / t / 1e9 for n, t in ms.items()}
         print(f"| {key} | {ms['kiln']:.3f} | {ms['triton']:.3f} | {ms['sdpa']:.3f} | "
-              f"{tf['kiln']:.1f} | {tf['triton']:.1f} | {tf['sdpa']:.1f} | "
-              f"{ms['triton'] / ms['kiln']:.3f} | {ms['sdpa'] / ms['kiln']:.3f} | {ek:.1e} | "
-              f"{et:.1e} | {tk} | {tt} |")
+              f"{ms['sdpa_default']:.3f} | {tf['kiln']:.1f} | {tf['triton']:.1f} | "
+              f"{tf['sdpa']:.1f} | {tf['sdpa_default']:.1f} | {ms['triton'] / ms['kiln']:.3f} | "
+              f"{ms['sdpa'] / ms['kiln']:.3f} | {ms['sdpa_default'] / ms['kiln']:.3f} | "
+              f"{ek:.1e} | {et:.1e} | {tk} | {tt} |")
     print("\nratios are speed (time of the peer / time of Kiln): >= 1 means Kiln is faster")
 
 

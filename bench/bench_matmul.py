@@ -10,6 +10,9 @@ for int8) and Kiln's ratio to each peer (speed: > 1, Kiln is faster), and errors
 Timing (common.time_calls): median per call of --reps timings, each of --batch back-to-back
 calls between two CUDA events, the device drained after each (batch 10: the host's launch
 work overlaps the GPU's, as in a model; batch 1: each call alone, launch work included).
+pointer then times Kiln, Triton at its fastest configuration and cuBLAS again in --rounds
+interleaved rounds (common.interleaved_times: the order rotated and reversed each round), and
+each figure is the median of its rounds.
 Errors: ||C - ref|| / ||ref|| against a matmul of the same inputs in fp32 (fp64 for the
 epilogue; int8 exact).
 
@@ -55,6 +58,7 @@ Configurations are BLOCK_MxBLOCK_NxBLOCK_KxWARPSxSTAGES.
 """
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 
@@ -215,6 +219,20 @@ def library_launch(mm, a, b, c, bias, activation, cfg):
                                           **meta)
 
 
+def interleave(B, row, finals, flop):
+    """Times `finals` ({name: call}: Kiln, Triton at its fastest configuration, cuBLAS) again
+    in --rounds interleaved rounds (common.interleaved_times, the order rotated and reversed
+    each round: an H100 at its power limit slows within seconds, and timed one after the
+    other what goes first runs on a cooler card); row[name] becomes the rate of the median,
+    row[name + "_rounds"] the rounds' rates."""
+    if B.args.rounds <= 0 or len(finals) < 2:
+        return
+    runs = common.interleaved_times(finals, B.timer, B.args.rounds, rotate=True)
+    for name, ts in runs.items():
+        row[name] = tflops(flop, statistics.median(ts))
+        row[f"{name}_rounds"] = " ".join(f"{tflops(flop, x):.1f}" for x in ts)
+
+
 def peer_columns(r, unit="TFLOP/s", cublas="cuBLAS"):
     """The columns every table has: Kiln, Triton (its tiles), cuBLAS, the two ratios."""
     t, c = r.get("triton"), r.get("cublas")
@@ -250,14 +268,19 @@ def v_pointer(B):
             torch.cuda.synchronize()
             row["kiln_err"] = relerr(c, ref)
             row["kiln"] = tflops(flop, B.timer(run))
+            finals = {"kiln": run}
             if tw is not None:
                 ct = torch.empty_like(c)
                 t, cfg = B.best_triton(lambda cfg: ptr_launch(tw.matmul_kernel, a, b, ct, cfg),
                                        kcfg, f"{dname} {M}x{N}x{K}")
                 row.update(triton=tflops(flop, t), triton_cfg=cfg,
                            triton_err=relerr(ct, ref) if cfg else None)
+                if cfg:
+                    finals["triton"] = ptr_launch(tw.matmul_kernel, a, b, ct, cfg)
             cc = torch.empty_like(c)
-            row["cublas"] = tflops(flop, B.timer(lambda: torch.matmul(a, b, out=cc)))
+            finals["cublas"] = lambda: torch.matmul(a, b, out=cc)
+            row["cublas"] = tflops(flop, B.timer(finals["cublas"]))
+            interleave(B, row, finals, flop)
             B.emit(row)
             del a, b, c, ref
             torch.cuda.empty_cache()
@@ -718,6 +741,9 @@ def parse_args(argv=None):
     ap.add_argument("--triton-stages", type=int, default=0, help="Triton at Kiln's tiles "
                     "with this many stages only, not autotuned")
     ap.add_argument("--no-triton", action="store_true", help="Kiln and cuBLAS only")
+    ap.add_argument("--rounds", type=int, default=5, help="pointer: Kiln, Triton's fastest "
+                    "configuration and cuBLAS timed again in this many interleaved rounds "
+                    "(order rotated), medians reported; 0: each timed once, one after another")
     ap.add_argument("--orders", default="col,row", help="fp8, int8: B column-major (col) "
                     "and/or row-major (row)")
     ap.add_argument("--dump", default=None, help="tma: write the Kiln TMA kernel's PTX to DIR")
