@@ -266,6 +266,20 @@ struct AsyncWaitLowering final : ConvertOpToLLVMPattern<kgpu::AsyncWaitOp> {
   const TargetInfo &target;
 };
 
+/// Emits `body` in a block entered only where `cond` holds, then goes on after it.
+void emitIf(ConversionPatternRewriter &b, Location loc, Value cond,
+            llvm::function_ref<void()> body) {
+  Block *current = b.getInsertionBlock();
+  Block *after = b.splitBlock(current, b.getInsertionPoint());
+  Block *then = b.createBlock(after);
+  b.setInsertionPointToEnd(current);
+  LLVM::CondBrOp::create(b, loc, cond, then, after);
+  b.setInsertionPointToEnd(then);
+  body();
+  LLVM::BrOp::create(b, loc, after);
+  b.setInsertionPointToStart(after);
+}
+
 /// Emits `body` in a block that only thread 0 enters, and only where `cond` holds: a real
 /// branch, so that the other warps skip the code instead of running it predicated off.
 void emitOnThreadZero(ConversionPatternRewriter &b, Location loc, const TargetInfo &target,
@@ -274,15 +288,7 @@ void emitOnThreadZero(ConversionPatternRewriter &b, Location loc, const TargetIn
                                      i32Const(b, loc, 0));
   if (cond)
     first = LLVM::AndOp::create(b, loc, first, cond);
-  Block *current = b.getInsertionBlock();
-  Block *after = b.splitBlock(current, b.getInsertionPoint());
-  Block *then = b.createBlock(after);
-  b.setInsertionPointToEnd(current);
-  LLVM::CondBrOp::create(b, loc, first, then, after);
-  b.setInsertionPointToEnd(then);
-  body();
-  LLVM::BrOp::create(b, loc, after);
-  b.setInsertionPointToStart(after);
+  emitIf(b, loc, first, body);
 }
 
 /// Marks the kernel-entry op that reads the warp id from lane 0 (emitOnWarpZero).
@@ -311,15 +317,7 @@ void emitOnWarpZero(ConversionPatternRewriter &b, Location loc, const TargetInfo
   Value first = LLVM::AndOp::create(
       b, loc, LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, warp, i32Const(b, loc, 0)),
       cond);
-  Block *current = b.getInsertionBlock();
-  Block *after = b.splitBlock(current, b.getInsertionPoint());
-  Block *then = b.createBlock(after);
-  b.setInsertionPointToEnd(current);
-  LLVM::CondBrOp::create(b, loc, first, then, after);
-  b.setInsertionPointToEnd(then);
-  body();
-  LLVM::BrOp::create(b, loc, after);
-  b.setInsertionPointToStart(after);
+  emitIf(b, loc, first, body);
 }
 
 /// The rows of the TMA boxes of tensor map argument `desc`, as the host encodes them
