@@ -1,4 +1,4 @@
-"""One rank of test_kiln_models.py's tensor-parallel test (started by torch.distributed.run):
+"""One rank of test_kiln_models_quant_tp.py's tensor-parallel test (started by torch.distributed.run):
 loads its shard of the checkpoint in argv[1] (kiln_models.parallel), all-reduces through
 torch.distributed (gloo on the CPU, NCCL on GPUs), and writes the last-position logits of a
 prompt and the greedy ids of two prompts to argv[2]/rank<r>.npz."""

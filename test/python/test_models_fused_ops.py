@@ -7,8 +7,9 @@ int4 weights, their errors. GPU (marker `gpu`): the same on the 1B model's shape
 import numpy as np
 import pytest
 
-from test_models_ops import (DTYPES, _torch, bf16, close, close_linear, f64,  # noqa: F401
-                             lin, ops, quant, rnd)
+from test_models_ops import (DTYPES, bf16, close, close_linear, f64, lin, ops,  # noqa: F401
+                             quant, rnd)
+from test_models_ops_gpu import _torch
 
 
 def _swiglu_cases(rng, dt, N, K):
