@@ -78,6 +78,7 @@ import numpy as np
 
 import kiln
 import kiln.language as tl
+from kiln_kernels.flash_attention import _softmax_step  # the library's online-softmax step
 
 from ._attention_checks import (MAX_SPLITS, _check_array, _check_cache,
                                 _check_heads, _check_qkv, _check_rope, _check_scale,
@@ -185,25 +186,13 @@ def _prefill_inner(acc, l_i, m_i, q, k_base, v_base, bt, stride_n: tl.constexpr,
         else:
             v = tl.load(v_ptrs)
         qk = tl.dot(q, kT, input_precision="ieee")
-        if MASKED:
-            # Every row sees key lo (lo <= the block's first position), so the first masked
-            # block gives each row a finite maximum and no exp2 sees inf - inf. Keys at or
-            # past hi (not read: zeros) lie after every stored row's position (hi is at least
-            # the last row's position + 1 or the context's end), so the causal mask hides them.
-            keep = qpos[:, None] >= cols[None, :]
-            qk = tl.where(keep, qk * qk_scale, float("-inf"))
-            m_ij = tl.maximum(m_i, tl.max(qk, axis=1))
-            qk = qk - m_ij[:, None]
-        else:
-            # qk_scale > 0: scale the row maximum once, then scale and centre in one fma
-            m_ij = tl.maximum(m_i, tl.max(qk, axis=1) * qk_scale)
-            qk = qk * qk_scale - m_ij[:, None]
-        p = tl.exp2(qk)
-        alpha = tl.exp2(m_i - m_ij)
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None]
+        # MASKED: every row sees key lo (lo <= the block's first position), so the first
+        # masked block gives each row a finite maximum. Keys at or past hi (not read: zeros)
+        # lie after every stored row's position (hi is at least the last row's position + 1
+        # or the context's end), so the causal mask (keys after qpos) hides them.
+        p, acc, l_i, m_i = _softmax_step(qk, acc, l_i, m_i, qk_scale, qpos, cols, None,
+                                         MASKED, False)
         acc = tl.dot(p.to(v.dtype), v, acc, input_precision="ieee")
-        m_i = m_ij
     return acc, l_i, m_i
 
 
