@@ -603,8 +603,11 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
                                  arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
                                                        slot, i32Constant(rewriter, loc, back)));
       Value phase = arith::XOrIOp::create(rewriter, loc, forOp.getRegionIterArgs().back(), wrapped);
-      kgpu::MBarrierWaitOp::create(rewriter, loc, empties, writeSlot, phase,
-                                   copyBarriers ? Value() : fromIteration(back));
+      auto wait = kgpu::MBarrierWaitOp::create(rewriter, loc, empties, writeSlot, phase,
+                                               copyBarriers ? Value() : fromIteration(back));
+      // (A carried last dot: warp 0 waits, behind a warp-uniform branch; see below.)
+      if (carriedArg)
+        wait.setWholeWarp(true);
     }
     startGroup(writeSlot, inRange);
     for (auto [plan, aBuf, bBuf] : llvm::zip(plans, aBufs, bBufs)) {
@@ -694,10 +697,6 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
     kgpu::MBarrierArriveOp::create(rewriter, loc, empties, previous, second);
     rewriter.setInsertionPoint(forOp.getBody()->getTerminator());
     issueCopies();
-    forOp.getBody()->walk([](kgpu::MBarrierWaitOp wait) {
-      if (wait.getPred())
-        wait.setWholeWarp(true);
-    });
   } else if (waitAtUses) {
     waitAtFirstUses(rewriter, sharedDots);
   } else if (wgmma && !overlap && !deferredArg) {
