@@ -216,7 +216,9 @@ module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma} {
 
 // int8 -> int32: k32 steps (32 bytes of K), s32.s8.s8 with "r" registers, no input scales
 // and no transpose flags; both rings K-major with 64-byte rows (mode 2). K = 64: two wgmmas,
-// the second 32 bytes (2) further along both operands' rows.
+// the second 32 bytes (2) further along both operands' rows. One-slot buffers (filled once,
+// read in a loop) get that offset added inside the asm (da, db), where LLVM cannot hoist it
+// out of a loop: only the base descriptors stay live across it.
 // CHECK-LABEL: llvm.func @int8(
 // CHECK: %[[AFIX:.*]] = llvm.mlir.constant(-9223371899415822336 : i64) : i64
 // CHECK-NEXT: %[[ADESC:.*]] = llvm.or %{{.*}}, %[[AFIX]]
@@ -224,9 +226,8 @@ module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma} {
 // CHECK-NEXT: %[[BDESC:.*]] = llvm.or %{{.*}}, %[[BFIX]]
 // CHECK-NEXT: "wgmma.fence.sync.aligned;"
 // CHECK-NEXT: llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, $34, 0;\0Awgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 {$0, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15}, $32, $33, p;\0A}", "=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,l,l,r" %{{.*}}, %[[ADESC]], %[[BDESC]], %{{.*}} : (i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i64, i64, i32) -> !llvm.struct<(i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32)>
-// CHECK: llvm.add %[[ADESC]]
-// CHECK: llvm.add %[[BDESC]]
-// CHECK-NEXT: "{{.*}}m64n32k32.s32.s8.s8 {{.*}}, $32, $33, p;{{.*}}"
+// CHECK-NOT: llvm.add %[[ADESC]]
+// CHECK: "{\0A.reg .pred p;\0A.reg .b64 da;\0Aadd.s64 da, $32, 2;\0A.reg .b64 db;\0Aadd.s64 db, $33, 2;\0Asetp.ne.b32 p, $34, 0;\0Awgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 {{.*}}, da, db, p;\0A}", {{.*}}, %[[ADESC]], %[[BDESC]], %{{.*}} :
 // CHECK-NOT: wgmma.mma_async
 // CHECK: "wgmma.commit_group.sync.aligned;"
 // CHECK-NEXT: "wgmma.wait_group.sync.aligned 0;", "=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15" {{.*}} : (i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32) -> !llvm.struct<(i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32)>
@@ -289,16 +290,15 @@ module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma} {
 
 // N = 512 is two n256 wgmmas per k step (128 registers each: A $256, B $257, scale-d $258),
 // the second with B's descriptor 256 columns on: 4 strips of 64 columns x 16 rows x 128
-// bytes = 8192 bytes (+512).
+// bytes = 8192 bytes (+512, added inside the asm: a one-slot buffer).
 // CHECK-LABEL: llvm.func @n512(
 // CHECK: %[[ADESC:.*]] = llvm.or %{{.*}}, %{{.*}} : i64
 // CHECK: %[[BFIX:.*]] = llvm.mlir.constant(4611686293313683456 : i64) : i64
 // CHECK-NEXT: %[[BDESC:.*]] = llvm.or %{{.*}}, %[[BFIX]] : i64
 // CHECK-NEXT: "wgmma.fence.sync.aligned;"
 // CHECK-NEXT: llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, $258, 0;\0Awgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {$0, $1, {{(\$[0-9]+, ){125}\$}}127}, $256, $257, p, 1, 1, 0, 1;\0A}", "{{(=f,){128}0}},1,{{([0-9]+,){125}1}}27,l,l,r" {{.*}}, %[[ADESC]], %[[BDESC]], %{{.*}} : ({{(f32, ){128}i}}64, i64, i32)
-// CHECK: %[[N1:.*]] = llvm.mlir.constant(512 : i64) : i64
-// CHECK-NEXT: %[[B1:.*]] = llvm.add %[[BDESC]], %[[N1]] : i64
-// CHECK-NEXT: "{{.*}}m64n256k16.f32.f16.f16{{.*}}" {{.*}}, %[[ADESC]], %[[B1]], %{{.*}} :
+// CHECK-NEXT: llvm.extractvalue
+// CHECK: "{\0A.reg .pred p;\0A.reg .b64 db;\0Aadd.s64 db, $257, 512;\0Asetp.ne.b32 p, $258, 0;\0A{{.*}}m64n256k16.f32.f16.f16{{.*}}, $256, db, p, 1, 1, 0, 1;\0A}", {{.*}}, %[[ADESC]], %[[BDESC]], %{{.*}} :
 // CHECK-NOT: wgmma.mma_async
 // CHECK: "wgmma.commit_group.sync.aligned;"
 // CHECK-NEXT: "wgmma.wait_group.sync.aligned 0;", "{{(=f,){128}(=f,){128}0}},1,{{([0-9]+,){200}([0-9]+,){53}2}}55" {{.*}} : ({{(f32, ){200}(f32, ){55}f}}32)

@@ -131,7 +131,8 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
                 const OperandLayout &aL, Value aBase, const OperandLayout &bL, Value bBase,
                 SmallVector<Value> &acc, unsigned pending = 0,
                 function_ref<std::array<Value, 4>(int64_t, int64_t)> aFragment = nullptr,
-                bool zeroAcc = false, Value accumulate = nullptr) {
+                bool zeroAcc = false, Value accumulate = nullptr, bool aOnce = false,
+                bool bOnce = false) {
   MLIRContext *ctx = b.getContext();
   bool integer = inElem.isInteger(8);
   Type accElem = integer ? Type(b.getI32Type()) : Type(b.getF32Type());
@@ -200,7 +201,22 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
       if (aFragment)
         aText = "{" + num(2 * n) + ", " + num(2 * n + 1) + ", " + num(2 * n + 2) + ", " +
                 num(2 * n + 3) + "}";
-      std::string asmStr = "{\n.reg .pred p;\nsetp.ne.b32 p, " + num(2 * n + aCount + 1) +
+      // A descriptor of a one-slot buffer (aOnce, bOnce: filled once, read in a loop) gets
+      // its sub-matrix offset added inside the asm (da, db), which LLVM does not hoist: hoisted,
+      // the descriptors of every sub-matrix of such a buffer stayed live across the loop, and
+      // ptxas kept them in vector registers, moved into uniform ones (R2UR) before every wgmma
+      // (tutorial 06's backward at D 64: 69 R2UR and 44 bytes of spills, against 47 and none
+      // with each descriptor made beside its wgmma; ptxas 13.0).
+      auto offsetsIn = [&](int64_t aUnits, int64_t bUnits) {
+        std::string s;
+        if (aUnits)
+          s += ".reg .b64 da;\nadd.s64 da, " + num(2 * n) + ", " + std::to_string(aUnits) + ";\n";
+        if (bUnits)
+          s += ".reg .b64 db;\nadd.s64 db, " + num(2 * n + aCount) + ", " + std::to_string(bUnits) +
+               ";\n";
+        return s;
+      };
+      std::string asmStr = "{\n.reg .pred p;\n@OFFSETS@setp.ne.b32 p, " + num(2 * n + aCount + 1) +
                            ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(nInstr) +
                            "k" + std::to_string(kStep) + "." + types + " {";
       std::string constraints;
@@ -210,7 +226,7 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
       }
       // Floats: the input scales (1) and, for 16-bit types, the transpose flags (A in
       // registers has none, only B). Integers have neither.
-      asmStr += "}, " + aText + ", " + num(2 * n + aCount) + ", p";
+      asmStr += "}, " + aText + ", @B@, p";
       if (!integer)
         asmStr += ", 1, 1";
       if (transposable)
@@ -225,13 +241,20 @@ void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
         SmallVector<Value> args;
         for (unsigned r : regs)
           args.push_back(acc[r]);
+        int64_t aUnits = aOnce && !aFragment ? aL.unitsAt(mb * groups * 64, kk) : 0;
+        int64_t bUnits = bOnce ? bL.unitsAt(n0, kk) : 0;
         if (aFragment)
           llvm::append_range(args, aRegs.at({mb, kk}));
         else
-          args.push_back(aL.descriptorAt(b, loc, aDesc, mb * groups * 64, kk));
-        args.push_back(bL.descriptorAt(b, loc, bDesc, n0, kk));
+          args.push_back(aOnce ? aDesc : aL.descriptorAt(b, loc, aDesc, mb * groups * 64, kk));
+        args.push_back(bOnce ? bDesc : bL.descriptorAt(b, loc, bDesc, n0, kk));
         args.push_back(kk == 0 ? firstScale : one);
-        Value d = emitInlineAsm(b, loc, resTy, args, asmStr, constraints, true);
+        std::string text = asmStr;
+        text.replace(text.find("@OFFSETS@"), 9, offsetsIn(aUnits, bUnits));
+        if (aUnits)
+          text.replace(text.find("}, " + aText + ", @B@"), 3 + aText.size(), "}, da");
+        text.replace(text.find("@B@"), 3, bUnits ? "db" : num(2 * n + aCount));
+        Value d = emitInlineAsm(b, loc, resTy, args, text, constraints, true);
         for (auto [i, r] : llvm::enumerate(regs))
           acc[r] = LLVM::ExtractValueOp::create(b, loc, d, i);
       }
@@ -491,6 +514,9 @@ struct SharedDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
       return op.emitOpError("expected A in registers under the warpgroup accumulator layout "
                             "(run -kiln-assign-layouts), found ")
              << aTile;
+    auto isOnce = [](kgpu::LocalAllocOp alloc) {
+      return alloc.getResult().getType().getShape()[0] == 1;
+    };
     auto slotAddress = [&](Value ring, Value slot, kgpu::LocalAllocOp alloc) {
       return emitSlotAddress(b, loc, ring, slot, alloc.getResult().getType());
     };
@@ -507,11 +533,13 @@ struct SharedDotLowering final : ConvertOpToLLVMPattern<kgpu::SharedDotOp> {
       RegisterFragments aRegs(b, loc, adaptor.getA(), aTile);
       auto aFragment = [&](int64_t mb, int64_t kk) { return aRegs.get(b, loc, mb, kk); };
       emitWgmmas(b, loc, target, layout, cTy.getShape(), inElem, aL, bBase, bL, bBase, acc,
-                 op.getPending(), aFragment, zeroAcc, adaptor.getAccumulate());
+                 op.getPending(), aFragment, zeroAcc, adaptor.getAccumulate(), false,
+                 isOnce(bAlloc));
     } else {
       Value aBase = slotAddress(adaptor.getA(), adaptor.getASlot(), aAlloc);
       emitWgmmas(b, loc, target, layout, cTy.getShape(), inElem, getRingOperandLayout(aAlloc),
-                 aBase, bL, bBase, acc, op.getPending(), nullptr, zeroAcc, adaptor.getAccumulate());
+                 aBase, bL, bBase, acc, op.getPending(), nullptr, zeroAcc, adaptor.getAccumulate(),
+                 isOnce(aAlloc), isOnce(bAlloc));
     }
     b.replaceOp(op, packStruct(b, loc, getTypeConverter()->convertType(cTy), acc));
     return success();

@@ -80,13 +80,16 @@ struct OperandLayout {
         b, loc, wide, LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(int64_t(fixed))));
   }
 
+  /// The offset of the sub-matrix at (mn0, k0) in 16-byte units: what descriptorAt adds.
+  int64_t unitsAt(int64_t mn0, int64_t k0) const { return subMatrixOffset(mn0, k0) >> 4; }
+
   /// The descriptor of the sub-matrix at (mn0, k0) from the base descriptor: one 64-bit add
   /// of its offset in 16-byte units to the start address field. Shared addresses stay below
   /// 2^18 bytes (228 KiB per block on sm_90), so the 14-bit field never carries into LBO.
   mlir::Value descriptorAt(mlir::OpBuilder &b, mlir::Location loc, mlir::Value baseDesc,
                            int64_t mn0, int64_t k0) const {
     using namespace mlir;
-    int64_t units = subMatrixOffset(mn0, k0) >> 4;
+    int64_t units = unitsAt(mn0, k0);
     if (!units)
       return baseDesc;
     return LLVM::AddOp::create(
