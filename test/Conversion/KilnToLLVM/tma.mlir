@@ -142,7 +142,7 @@ module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma, kiln_gpu.tma_bo
 // CHECK-SAME: %[[S:[^:]*]]: i32, %[[P:[^:]*]]: i1, %[[PH:[^:]*]]: i32)
 // CHECK: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x
 // CHECK: %[[ID:.*]] = llvm.lshr %[[TID]], %{{.*}} : i32
-// CHECK: %[[WARP:.*]] = llvm.inline_asm {kiln_gpu.warp_from_lane_zero} "shfl.sync.idx.b32 $0, $1, 0, 31, -1;", "=r,r" %[[ID]]
+// CHECK: %[[WARP:.*]] = llvm.inline_asm {kiln_gpu.uniform_warp_id = "thread_id / 32"} "shfl.sync.idx.b32 $0, $1, 0, 31, -1;", "=r,r" %[[ID]]
 // CHECK-NOT: shfl.sync.idx
 // CHECK: %[[ZERO:.*]] = llvm.icmp "eq" %[[WARP]], %{{.*}} : i32
 // CHECK: %[[GO:.*]] = llvm.and %[[ZERO]], %[[P]] : i1

@@ -49,6 +49,15 @@ mlir::Value emitInlineAsm(mlir::OpBuilder &b, mlir::Location loc, mlir::Type res
                           mlir::ValueRange args, llvm::StringRef asmStr,
                           llvm::StringRef constraints, bool sideEffects);
 
+/// A warp id read from lane 0 (shfl.sync.idx) once, at the top of the kernel: the value
+/// `makeWarpId` builds there, but one ptxas knows to be warp-uniform, so the code it feeds
+/// (wgmma descriptors, a branch for one warp) stays on the uniform datapath. Emitted beside
+/// each use inside a loop it would stay there (LLVM does not move inline asm): one shfl and
+/// one R2UR an iteration. The read is marked `kiln_gpu.uniform_warp_id = kind` and found
+/// again by that mark, so each kind of warp id is read once per kernel.
+mlir::Value emitEntryUniformWarpId(mlir::OpBuilder &b, mlir::Location loc, mlir::Attribute kind,
+                                   llvm::function_ref<mlir::Value(mlir::OpBuilder &)> makeWarpId);
+
 /// Address (in shared memory, address space 3) of a module-level buffer of `count` elements
 /// of `elemType`, created on first use under `name`.
 mlir::Value getSharedBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,

@@ -291,29 +291,16 @@ void emitOnThreadZero(ConversionPatternRewriter &b, Location loc, const TargetIn
   emitIf(b, loc, first, body);
 }
 
-/// Marks the kernel-entry op that reads the warp id from lane 0 (emitOnWarpZero).
-constexpr llvm::StringLiteral kWarpFromLaneZeroAttr = "kiln_gpu.warp_from_lane_zero";
-
 /// Emits `body` in a block that warp 0 enters, all its lanes, and only where `cond` holds. The
-/// warp id is read once, at the top of the kernel, from lane 0 (shfl.sync.idx): ptxas knows
-/// the branch to be warp-uniform, so the code around it stays on the uniform datapath.
+/// warp id is read once, at the top of the kernel, from lane 0 (emitEntryUniformWarpId): ptxas
+/// knows the branch to be warp-uniform, so the code around it stays on the uniform datapath.
 void emitOnWarpZero(ConversionPatternRewriter &b, Location loc, const TargetInfo &target,
                     Value cond, llvm::function_ref<void()> body) {
-  auto func = b.getInsertionBlock()->getParent()->getParentOfType<FunctionOpInterface>();
-  Block &entry = func.getFunctionBody().front();
-  Value warp;
-  for (Operation &op : entry)
-    if (op.hasAttr(kWarpFromLaneZeroAttr))
-      warp = op.getResult(0);
-  if (!warp) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&entry);
-    Value id = LLVM::LShrOp::create(b, loc, target.getThreadId(b, loc),
-                                    i32Const(b, loc, llvm::Log2_32(kgpu::kWarpSize)));
-    warp = emitInlineAsm(b, loc, b.getI32Type(), id, "shfl.sync.idx.b32 $0, $1, 0, 31, -1;", "=r,r",
-                         /*sideEffects=*/false);
-    warp.getDefiningOp()->setAttr(kWarpFromLaneZeroAttr, b.getUnitAttr());
-  }
+  Value warp =
+      emitEntryUniformWarpId(b, loc, b.getStringAttr("thread_id / 32"), [&](OpBuilder &entry) {
+        return LLVM::LShrOp::create(entry, loc, target.getThreadId(entry, loc),
+                                    i32Const(entry, loc, llvm::Log2_32(kgpu::kWarpSize)));
+      });
   Value first = LLVM::AndOp::create(
       b, loc, LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, warp, i32Const(b, loc, 0)),
       cond);

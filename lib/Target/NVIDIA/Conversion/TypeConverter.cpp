@@ -96,6 +96,22 @@ Value kiln::emitInlineAsm(OpBuilder &b, Location loc, Type resultType, ValueRang
   return op.getNumResults() ? op.getResult(0) : Value();
 }
 
+Value kiln::emitEntryUniformWarpId(OpBuilder &b, Location loc, Attribute kind,
+                                   llvm::function_ref<Value(OpBuilder &)> makeWarpId) {
+  constexpr llvm::StringLiteral kMark = "kiln_gpu.uniform_warp_id";
+  auto func = b.getInsertionBlock()->getParent()->getParentOfType<FunctionOpInterface>();
+  Block &entry = func.getFunctionBody().front();
+  for (Operation &op : entry)
+    if (op.getAttr(kMark) == kind)
+      return op.getResult(0);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&entry);
+  Value warp = emitInlineAsm(b, loc, b.getI32Type(), makeWarpId(b),
+                             "shfl.sync.idx.b32 $0, $1, 0, 31, -1;", "=r,r", /*sideEffects=*/false);
+  warp.getDefiningOp()->setAttr(kMark, kind);
+  return warp;
+}
+
 Value kiln::getSharedBuffer(OpBuilder &b, Location loc, Operation *op, Type elemType,
                             unsigned count, StringRef name, unsigned alignment) {
   auto module = op->getParentOfType<ModuleOp>();

@@ -98,32 +98,18 @@ void emitWgmmaWait(OpBuilder &b, Location loc, SmallVector<Value> &acc, unsigned
 /// `zeroAcc` C is known to be zero: the first wgmma of each accumulator block overwrites it
 /// (scale-d = 0), so no register is zeroed first. `accumulate` (i1, when given) is the first
 /// wgmma's scale-d at run time: false overwrites C.
-/// Marks the kernel-entry op that reads the warp id from lane 0 (its value: the warps along M).
-constexpr llvm::StringLiteral kUniformWarpIdAttr = "kiln_gpu.uniform_warp_id";
-
-/// The warp id of the accumulator layout read from lane 0 (shfl.sync.idx): the same value, but
-/// one ptxas knows to be warp-uniform, so the descriptors made from it live in uniform
-/// registers, as Triton's do, instead of being moved into them (R2UR) before every wgmma of
-/// every iteration (tutorial 06's forward at D 64: 8 R2UR and 15 MOV more an iteration than
-/// Triton). Read once, at the top of the kernel, for every dot: emitted beside each dot it
-/// stayed in the loop (LLVM does not move inline asm), one shfl and R2UR an iteration.
+/// The warp id of the accumulator layout read from lane 0 (emitEntryUniformWarpId): the
+/// descriptors made from it live in uniform registers, as Triton's do, instead of being moved
+/// into them (R2UR) before every wgmma of every iteration (tutorial 06's forward at D 64: 8
+/// R2UR and 15 MOV more an iteration than Triton). Read once per warp count along M.
 Value emitUniformWarpId(OpBuilder &b, Location loc, kgpu::BlockedEncodingAttr layout,
                         const TargetInfo &target) {
-  unsigned W = layout.getWarpsPerCTA()[0];
-  auto func = b.getInsertionBlock()->getParent()->getParentOfType<FunctionOpInterface>();
-  Block &entry = func.getFunctionBody().front();
-  for (Operation &op : entry)
-    if (auto marked = op.getAttrOfType<IntegerAttr>(kUniformWarpIdAttr);
-        marked && marked.getInt() == W)
-      return op.getResult(0);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&entry);
-  // Thread ids of the accumulator layout: warp w, lane = 4 * row + column pair.
-  Value warp = emitThreadIds(b, loc, layout, target).warp[0];
-  warp = emitInlineAsm(b, loc, b.getI32Type(), warp, "shfl.sync.idx.b32 $0, $1, 0, 31, -1;", "=r,r",
-                       /*sideEffects=*/false);
-  warp.getDefiningOp()->setAttr(kUniformWarpIdAttr, b.getI32IntegerAttr(W));
-  return warp;
+  return emitEntryUniformWarpId(b, loc, b.getI32IntegerAttr(layout.getWarpsPerCTA()[0]),
+                                [&](OpBuilder &entry) {
+                                  // Thread ids of the accumulator layout: warp w, lane = 4 *
+                                  // row + column pair.
+                                  return emitThreadIds(entry, loc, layout, target).warp[0];
+                                });
 }
 
 void emitWgmmas(OpBuilder &b, Location loc, const TargetInfo &target,
@@ -350,7 +336,6 @@ struct WgmmaDotLowering final : ConvertOpToLLVMPattern<DotOp> {
     const int64_t eb = elementBytes(inElem);
     bool eightBit = isEightBit(inElem);
     auto layout = cast<kgpu::BlockedEncodingAttr>(cTy.getEncoding());
-    unsigned W = layout.getWarpsPerCTA()[0];
 
     // A whose registers already are wgmma's A fragments (the accumulator layout of an M x K
     // 16-bit tile: a previous dot's result, as flash attention's p) feeds the wgmmas directly.
