@@ -24,7 +24,10 @@
 // Where that needs a run-time fact (start_d >= 0; start_d + B_d <= M_d for a wrapped index;
 // extents and row stride positive, else the launcher cannot encode the map), the loop is
 // versioned: scf.if (facts) { the loop with descriptor loads } else { the loop as it was }
-// (Triton's `% M` on the rows of the last, partial tiles). A loop is taken only when every
+// (Triton's `% M` on the rows of the last, partial tiles). A wrapped index needs no such fact
+// where its slices that wrap are never stored (SliceFlow.h: the tile's rows only reach a
+// store masked by start_d + arange(B_d) < M_d): the descriptor reads them as zeros past the
+// tensor's end, and the edge tiles run the TMA too. A loop is taken only when every
 // load feeding its dots is (the rings copy a loop's operands all by the TMA or all by
 // cp.async).
 //
@@ -41,6 +44,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LoopSlices.h"
+#include "SliceFlow.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "kiln/Passes.h"
 
@@ -101,9 +105,10 @@ struct Scalar {
 struct Dim {
   Value index; // the 1-D index tile (i32)
   Scalar stride{Value(), 1};
-  Scalar start;     // first index
-  Value wrap;       // M when the index is taken % M, else null
-  int64_t step = 0; // coordinates advanced per iteration
+  Scalar start;             // first index
+  Value wrap;               // M when the index is taken % M, else null
+  bool wrapDropped = false; // the wrapped slices are never stored (SliceFlow.h)
+  int64_t step = 0;         // coordinates advanced per iteration
   Scalar extent{Value(), kUnbounded};
   bool present = false;
 };
@@ -437,6 +442,31 @@ FailureOr<Plan> planStore(StoreOp store, func::FuncOp func) {
   return plan;
 }
 
+/// Whether the slices along `d` of `load`'s tile, whose index `dim` wraps at M, are stored
+/// only under a mask `start + arange(n) < M` on the same start (SliceFlow.h): those that
+/// wrap, start + i >= M, are then never stored, and a descriptor load may read them as the
+/// zeros past the tensor's end.
+bool wrappedSlicesDropped(LoadOp load, int d, const Dim &dim) {
+  int64_t n = cast<RankedTensorType>(load.getType()).getDimSize(d);
+  auto drops = [&](StoreOp store, int sd) {
+    SmallVector<Bound, 2> bounds;
+    if (!store.getMask() || !decomposeMask(store.getMask(), bounds))
+      return false;
+    return llvm::any_of(bounds, [&](const Bound &b) {
+      if (b.dim != sd || !computedAlike(b.bound, dim.wrap))
+        return false;
+      Dim idx;
+      idx.index = b.index;
+      if (!decomposeIndex(idx, n) || idx.wrap)
+        return false;
+      return idx.start.isConst()
+                 ? dim.start.isConst() && idx.start.constant == dim.start.constant
+                 : !dim.start.isConst() && computedAlike(idx.start.value, dim.start.value);
+    });
+  };
+  return slicesOnlyReachDroppingStores(load.getResult(), d, drops);
+}
+
 /// The plan for `load` in `loop`, or failure.
 FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func, bool attentionTiles) {
   auto type = dyn_cast<RankedTensorType>(load.getType());
@@ -576,6 +606,10 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func, bool a
       return failure();
   if (!recipeSource(dims[r].stride, func, true))
     return failure();
+  // (Its extent is M: the wrap, as its mask's bound if it has one.)
+  for (int d = 0; d < 2; ++d)
+    if (dims[d].wrap)
+      dims[d].wrapDropped = wrappedSlicesDropped(load, d, dims[d]);
   return plan;
 }
 
@@ -648,7 +682,8 @@ Value rowsOfOffset(OpBuilder &b, Location loc, const Plan &p) {
   return arith::DivSIOp::create(b, loc, toI64(b, loc, p.baseOffset), safe);
 }
 
-/// The run-time facts the plans assume: starts not negative, wrapped indices not wrapping,
+/// The run-time facts the plans assume: starts not negative, wrapped indices not wrapping
+/// (unless the slices that wrap are never stored),
 /// and a tensor map the host can encode (extents and row stride positive; else the launcher
 /// leaves it unencoded and the loop as it was runs). A base moved by `off` elements: off not
 /// negative, a whole number of rows, and (in `loop`) the last row coordinate the loop reads,
@@ -666,7 +701,7 @@ Value emitGuard(OpBuilder &b, Location loc, ArrayRef<Plan> plans, scf::ForOp loo
       if (!dim.start.isConst())
         conj(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, dim.start.value,
                                    constI32(b, loc, 0)));
-      if (dim.wrap) {
+      if (dim.wrap && !dim.wrapDropped) {
         // start + B <= M, in 64 bits (no overflow).
         Type i64 = b.getI64Type();
         Value start = arith::ExtSIOp::create(b, loc, i64, materialize(b, loc, dim.start));

@@ -107,6 +107,219 @@ func.func @matmul_nt(%a: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
 
 // -----
 
+// Tutorial 03's edge tiles: the rows of A taken % M and of B (stored N x K) % N reach memory
+// only through C's store masked by ra < M and cn < N (through leaky_relu and .to(f16)), so
+// the rows that wrap are never stored: the guard does not ask start + block <= M (or N), and
+// the descriptors read those rows as zeros past the tensor's end.
+// CHECK-LABEL: func.func @matmul_edge_tiles(
+// CHECK-NOT: arith.cmpi sle
+// CHECK: scf.if
+// CHECK: kiln.descriptor_load
+// CHECK: kiln.descriptor_load
+// CHECK: } else {
+// CHECK: kiln.load
+func.func @matmul_edge_tiles(%a: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
+                     %b: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
+                     %m: i32 {kiln.divisibility = 16 : i32}, %n: i32 {kiln.divisibility = 16 : i32},
+                     %k: i32 {kiln.divisibility = 16 : i32},
+                     %sa: i32 {kiln.divisibility = 16 : i32}, %sb: i32 {kiln.divisibility = 16 : i32},
+                     %c: !kiln.ptr<f16>) {
+  %pid = kiln.program_id x : i32
+  %c16 = arith.constant 16 : i32
+  %row0 = arith.muli %pid, %c16 : i32
+  %r = kiln.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+  %rs = kiln.splat %row0 : tensor<16xi32>
+  %ra = arith.addi %rs, %r : tensor<16xi32>
+  %ms = kiln.splat %m : tensor<16xi32>
+  %rows = arith.remsi %ra, %ms : tensor<16xi32>
+  %cn = kiln.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  %ns = kiln.splat %n : tensor<32xi32>
+  %cols = arith.remsi %cn, %ns : tensor<32xi32>
+  %kr = kiln.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  // a_ptrs = a + rows[:, None] * sa + kr[None, :]
+  %r2 = kiln.expand_dims %rows {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+  %sas = kiln.splat %sa : tensor<16x1xi32>
+  %ro = arith.muli %r2, %sas : tensor<16x1xi32>
+  %ab = kiln.splat %a : tensor<16x1x!kiln.ptr<f16>>
+  %ap1 = kiln.addptr %ab, %ro : tensor<16x1x!kiln.ptr<f16>>, tensor<16x1xi32>
+  %k2 = kiln.expand_dims %kr {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+  %one = arith.constant 1 : i32
+  %ones = kiln.splat %one : tensor<1x32xi32>
+  %ko = arith.muli %k2, %ones : tensor<1x32xi32>
+  %apb = kiln.broadcast %ap1 : tensor<16x1x!kiln.ptr<f16>> -> tensor<16x32x!kiln.ptr<f16>>
+  %kob = kiln.broadcast %ko : tensor<1x32xi32> -> tensor<16x32xi32>
+  %aptrs = kiln.addptr %apb, %kob : tensor<16x32x!kiln.ptr<f16>>, tensor<16x32xi32>
+  // b_ptrs = b + cols[:, None] * sb + kr[None, :]
+  %c2 = kiln.expand_dims %cols {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+  %sbs = kiln.splat %sb : tensor<32x1xi32>
+  %co = arith.muli %c2, %sbs : tensor<32x1xi32>
+  %bb = kiln.splat %b : tensor<32x1x!kiln.ptr<f16>>
+  %bp1 = kiln.addptr %bb, %co : tensor<32x1x!kiln.ptr<f16>>, tensor<32x1xi32>
+  %bpb = kiln.broadcast %bp1 : tensor<32x1x!kiln.ptr<f16>> -> tensor<32x32x!kiln.ptr<f16>>
+  %kob2 = kiln.broadcast %ko : tensor<1x32xi32> -> tensor<32x32xi32>
+  %bptrs = kiln.addptr %bpb, %kob2 : tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xi32>
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc0 = kiln.splat %zero : tensor<16x32xf32>
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %c31 = arith.constant 31 : i32
+  %kp = arith.addi %k, %c31 : i32
+  %nk = arith.divsi %kp, %c32 : i32
+  %res:3 = scf.for %i = %c0 to %nk step %one iter_args(%pa = %aptrs, %acc = %acc0, %pb = %bptrs)
+      -> (tensor<16x32x!kiln.ptr<f16>>, tensor<16x32xf32>, tensor<32x32x!kiln.ptr<f16>>) : i32 {
+    %ke = kiln.expand_dims %kr {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+    %done = arith.muli %i, %c32 : i32
+    %left = arith.subi %k, %done : i32
+    %ls = kiln.splat %left : tensor<1x32xi32>
+    %in = arith.cmpi slt, %ke, %ls : tensor<1x32xi32>
+    %ina = kiln.broadcast %in : tensor<1x32xi1> -> tensor<16x32xi1>
+    %h0 = arith.constant 0.000000e+00 : f16
+    %za = kiln.splat %h0 : tensor<16x32xf16>
+    %x = kiln.load %pa, %ina, %za : tensor<16x32x!kiln.ptr<f16>>
+    %inb = kiln.broadcast %in : tensor<1x32xi1> -> tensor<32x32xi1>
+    %zb = kiln.splat %h0 : tensor<32x32xf16>
+    %y = kiln.load %pb, %inb, %zb : tensor<32x32x!kiln.ptr<f16>>
+    %yt = kiln.trans %y {order = array<i32: 1, 0>} : tensor<32x32xf16> -> tensor<32x32xf16>
+    %d = kiln.dot %x, %yt, %acc : tensor<16x32xf16> * tensor<32x32xf16> -> tensor<16x32xf32>
+    %s32a = kiln.splat %c32 : tensor<16x32xi32>
+    %pa2 = kiln.addptr %pa, %s32a : tensor<16x32x!kiln.ptr<f16>>, tensor<16x32xi32>
+    %s32b = kiln.splat %c32 : tensor<32x32xi32>
+    %pb2 = kiln.addptr %pb, %s32b : tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xi32>
+    scf.yield %pa2, %d, %pb2 : tensor<16x32x!kiln.ptr<f16>>, tensor<16x32xf32>, tensor<32x32x!kiln.ptr<f16>>
+  }
+  // c + ra[:, None] * n + cn[None, :], leaky_relu, .to(f16), masked
+  %cr2 = kiln.expand_dims %ra {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+  %nss = kiln.splat %n : tensor<16x1xi32>
+  %cro = arith.muli %cr2, %nss : tensor<16x1xi32>
+  %crb = kiln.broadcast %cro : tensor<16x1xi32> -> tensor<16x32xi32>
+  %cc2 = kiln.expand_dims %cn {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+  %ccb = kiln.broadcast %cc2 : tensor<1x32xi32> -> tensor<16x32xi32>
+  %coff = arith.addi %crb, %ccb : tensor<16x32xi32>
+  %cbase = kiln.splat %c : tensor<16x32x!kiln.ptr<f16>>
+  %cp = kiln.addptr %cbase, %coff : tensor<16x32x!kiln.ptr<f16>>, tensor<16x32xi32>
+  %rok = arith.cmpi slt, %ra, %ms : tensor<16xi32>
+  %rok2 = kiln.expand_dims %rok {axis = 1 : i32} : tensor<16xi1> -> tensor<16x1xi1>
+  %rokb = kiln.broadcast %rok2 : tensor<16x1xi1> -> tensor<16x32xi1>
+  %cok = arith.cmpi slt, %cn, %ns : tensor<32xi32>
+  %cok2 = kiln.expand_dims %cok {axis = 0 : i32} : tensor<32xi1> -> tensor<1x32xi1>
+  %cokb = kiln.broadcast %cok2 : tensor<1x32xi1> -> tensor<16x32xi1>
+  %cmask = arith.andi %rokb, %cokb : tensor<16x32xi1>
+  %zf = kiln.splat %zero : tensor<16x32xf32>
+  %pos = arith.cmpf ogt, %res#1, %zf : tensor<16x32xf32>
+  %slope = arith.constant 0.0100000002 : f32
+  %slopes = kiln.splat %slope : tensor<16x32xf32>
+  %neg = arith.mulf %res#1, %slopes : tensor<16x32xf32>
+  %act = arith.select %pos, %res#1, %neg : tensor<16x32xi1>, tensor<16x32xf32>
+  %h = arith.truncf %act : tensor<16x32xf32> to tensor<16x32xf16>
+  kiln.store %cp, %h, %cmask : tensor<16x32x!kiln.ptr<f16>>
+  return
+}
+
+
+// -----
+
+// The same with C's store masked by its rows only: the columns B's wrapped rows make are
+// stored, so B's wrap still needs the run-time fact (one start + block <= N check).
+// CHECK-LABEL: func.func @matmul_edge_rows_only(
+// CHECK: arith.cmpi sle
+// CHECK-NOT: arith.cmpi sle
+// CHECK: scf.if
+func.func @matmul_edge_rows_only(%a: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
+                     %b: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
+                     %m: i32 {kiln.divisibility = 16 : i32}, %n: i32 {kiln.divisibility = 16 : i32},
+                     %k: i32 {kiln.divisibility = 16 : i32},
+                     %sa: i32 {kiln.divisibility = 16 : i32}, %sb: i32 {kiln.divisibility = 16 : i32},
+                     %c: !kiln.ptr<f16>) {
+  %pid = kiln.program_id x : i32
+  %c16 = arith.constant 16 : i32
+  %row0 = arith.muli %pid, %c16 : i32
+  %r = kiln.make_range {end = 16 : i32, start = 0 : i32} : tensor<16xi32>
+  %rs = kiln.splat %row0 : tensor<16xi32>
+  %ra = arith.addi %rs, %r : tensor<16xi32>
+  %ms = kiln.splat %m : tensor<16xi32>
+  %rows = arith.remsi %ra, %ms : tensor<16xi32>
+  %cn = kiln.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  %ns = kiln.splat %n : tensor<32xi32>
+  %cols = arith.remsi %cn, %ns : tensor<32xi32>
+  %kr = kiln.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  // a_ptrs = a + rows[:, None] * sa + kr[None, :]
+  %r2 = kiln.expand_dims %rows {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+  %sas = kiln.splat %sa : tensor<16x1xi32>
+  %ro = arith.muli %r2, %sas : tensor<16x1xi32>
+  %ab = kiln.splat %a : tensor<16x1x!kiln.ptr<f16>>
+  %ap1 = kiln.addptr %ab, %ro : tensor<16x1x!kiln.ptr<f16>>, tensor<16x1xi32>
+  %k2 = kiln.expand_dims %kr {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+  %one = arith.constant 1 : i32
+  %ones = kiln.splat %one : tensor<1x32xi32>
+  %ko = arith.muli %k2, %ones : tensor<1x32xi32>
+  %apb = kiln.broadcast %ap1 : tensor<16x1x!kiln.ptr<f16>> -> tensor<16x32x!kiln.ptr<f16>>
+  %kob = kiln.broadcast %ko : tensor<1x32xi32> -> tensor<16x32xi32>
+  %aptrs = kiln.addptr %apb, %kob : tensor<16x32x!kiln.ptr<f16>>, tensor<16x32xi32>
+  // b_ptrs = b + cols[:, None] * sb + kr[None, :]
+  %c2 = kiln.expand_dims %cols {axis = 1 : i32} : tensor<32xi32> -> tensor<32x1xi32>
+  %sbs = kiln.splat %sb : tensor<32x1xi32>
+  %co = arith.muli %c2, %sbs : tensor<32x1xi32>
+  %bb = kiln.splat %b : tensor<32x1x!kiln.ptr<f16>>
+  %bp1 = kiln.addptr %bb, %co : tensor<32x1x!kiln.ptr<f16>>, tensor<32x1xi32>
+  %bpb = kiln.broadcast %bp1 : tensor<32x1x!kiln.ptr<f16>> -> tensor<32x32x!kiln.ptr<f16>>
+  %kob2 = kiln.broadcast %ko : tensor<1x32xi32> -> tensor<32x32xi32>
+  %bptrs = kiln.addptr %bpb, %kob2 : tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xi32>
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc0 = kiln.splat %zero : tensor<16x32xf32>
+  %c0 = arith.constant 0 : i32
+  %c32 = arith.constant 32 : i32
+  %c31 = arith.constant 31 : i32
+  %kp = arith.addi %k, %c31 : i32
+  %nk = arith.divsi %kp, %c32 : i32
+  %res:3 = scf.for %i = %c0 to %nk step %one iter_args(%pa = %aptrs, %acc = %acc0, %pb = %bptrs)
+      -> (tensor<16x32x!kiln.ptr<f16>>, tensor<16x32xf32>, tensor<32x32x!kiln.ptr<f16>>) : i32 {
+    %ke = kiln.expand_dims %kr {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+    %done = arith.muli %i, %c32 : i32
+    %left = arith.subi %k, %done : i32
+    %ls = kiln.splat %left : tensor<1x32xi32>
+    %in = arith.cmpi slt, %ke, %ls : tensor<1x32xi32>
+    %ina = kiln.broadcast %in : tensor<1x32xi1> -> tensor<16x32xi1>
+    %h0 = arith.constant 0.000000e+00 : f16
+    %za = kiln.splat %h0 : tensor<16x32xf16>
+    %x = kiln.load %pa, %ina, %za : tensor<16x32x!kiln.ptr<f16>>
+    %inb = kiln.broadcast %in : tensor<1x32xi1> -> tensor<32x32xi1>
+    %zb = kiln.splat %h0 : tensor<32x32xf16>
+    %y = kiln.load %pb, %inb, %zb : tensor<32x32x!kiln.ptr<f16>>
+    %yt = kiln.trans %y {order = array<i32: 1, 0>} : tensor<32x32xf16> -> tensor<32x32xf16>
+    %d = kiln.dot %x, %yt, %acc : tensor<16x32xf16> * tensor<32x32xf16> -> tensor<16x32xf32>
+    %s32a = kiln.splat %c32 : tensor<16x32xi32>
+    %pa2 = kiln.addptr %pa, %s32a : tensor<16x32x!kiln.ptr<f16>>, tensor<16x32xi32>
+    %s32b = kiln.splat %c32 : tensor<32x32xi32>
+    %pb2 = kiln.addptr %pb, %s32b : tensor<32x32x!kiln.ptr<f16>>, tensor<32x32xi32>
+    scf.yield %pa2, %d, %pb2 : tensor<16x32x!kiln.ptr<f16>>, tensor<16x32xf32>, tensor<32x32x!kiln.ptr<f16>>
+  }
+  // c + ra[:, None] * n + cn[None, :], leaky_relu, .to(f16), masked
+  %cr2 = kiln.expand_dims %ra {axis = 1 : i32} : tensor<16xi32> -> tensor<16x1xi32>
+  %nss = kiln.splat %n : tensor<16x1xi32>
+  %cro = arith.muli %cr2, %nss : tensor<16x1xi32>
+  %crb = kiln.broadcast %cro : tensor<16x1xi32> -> tensor<16x32xi32>
+  %cc2 = kiln.expand_dims %cn {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+  %ccb = kiln.broadcast %cc2 : tensor<1x32xi32> -> tensor<16x32xi32>
+  %coff = arith.addi %crb, %ccb : tensor<16x32xi32>
+  %cbase = kiln.splat %c : tensor<16x32x!kiln.ptr<f16>>
+  %cp = kiln.addptr %cbase, %coff : tensor<16x32x!kiln.ptr<f16>>, tensor<16x32xi32>
+  %rok = arith.cmpi slt, %ra, %ms : tensor<16xi32>
+  %rok2 = kiln.expand_dims %rok {axis = 1 : i32} : tensor<16xi1> -> tensor<16x1xi1>
+  %rokb = kiln.broadcast %rok2 : tensor<16x1xi1> -> tensor<16x32xi1>
+  %zf = kiln.splat %zero : tensor<16x32xf32>
+  %pos = arith.cmpf ogt, %res#1, %zf : tensor<16x32xf32>
+  %slope = arith.constant 0.0100000002 : f32
+  %slopes = kiln.splat %slope : tensor<16x32xf32>
+  %neg = arith.mulf %res#1, %slopes : tensor<16x32xf32>
+  %act = arith.select %pos, %res#1, %neg : tensor<16x32xi1>, tensor<16x32xf32>
+  %h = arith.truncf %act : tensor<16x32xf32> to tensor<16x32xf16>
+  kiln.store %cp, %h, %rokb : tensor<16x32x!kiln.ptr<f16>>
+  return
+}
+
+
+// -----
+
 // Tutorial 03's B, stored K x N: rows k advanced by 32 * stride_bk, columns n contiguous and
 // taken % N; the mask bounds the rows.
 // CHECK-LABEL: func.func @matmul_kn(

@@ -1,8 +1,10 @@
 """A matmul written with pointers, as Triton's tutorial 03 writes it, copies its operands with
 the tensor memory accelerator on sm_90a (-kiln-pointer-tiles-to-descriptors): the loop's
 pointer tiles become loads of tensor maps the compiler appends to the kernel and the launcher
-encodes from the arguments, in a loop versioned on the facts that takes (tiles whose rows
-`% M` do not wrap, extents and strides positive); other tiles run the loop as written. The
+encodes from the arguments, in a loop versioned on the facts that takes (starts not
+negative, extents and strides positive; tiles whose rows `% M` do not wrap, unless the rows
+that wrap are never stored, as C's masked store in the tutorial); other tiles run the loop as
+written. The
 IR and PTX for sm_90a, the recipes the launcher gets, and (marker `gpu`) results against
 torch at shapes that take either loop, strided and sliced operands, K = 0, bf16."""
 import os
@@ -70,6 +72,59 @@ def test_tutorial_matmul_copies_operands_with_the_tma_on_sm90a():
     assert len(re.findall(r"\.param \.align 64 \.b8 mm_ptr_param_\d+\[128\]", ptx)) == 3
 
 
+@kiln.jit
+def row_masked_mm(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, MASK_N: tl.constexpr):
+    # Tutorial 03's tiles (rows % M, columns % N); C's store masked by rows < M, and by
+    # columns < N only with MASK_N.
+    rm = (tl.program_id(0) * BM + tl.arange(0, BM)) % M
+    rn = (tl.program_id(1) * BN + tl.arange(0, BN)) % N
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BK, other=0.0)
+        b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BK, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK
+        b_ptrs += BK * stride_bk
+    cm = tl.program_id(0) * BM + tl.arange(0, BM)
+    cn = tl.program_id(1) * BN + tl.arange(0, BN)
+    mask = cm[:, None] < M
+    if MASK_N:
+        mask = mask & (cn[None, :] < N)
+    tl.store(c_ptr + cm[:, None] * stride_cm + cn[None, :], acc.to(tl.float16), mask=mask)
+
+
+def wrap_facts(kernel):
+    """The loop guard's `start + block <= M` facts (64-bit compares) in the IR for sm_90a."""
+    return len(re.findall(r"arith\.cmpi sle, .* : i64", kernel.asm["kiln"]))
+
+
+def test_edge_tiles_take_the_tma_where_wrapped_rows_are_never_stored():
+    # The tutorial's C store is masked by offs_cm < M and offs_cn < N, so the rows of A and
+    # columns of B that `% M`, `% N` wrap reach no stored element: the loop needs no fact that
+    # they do not wrap, and the edge tiles read zeros past the tensor's end through the TMA.
+    for act in ("", "leaky_relu"):
+        k = kiln.compile(tutorial_mm, signature=SIG, constexprs=dict(CONSTS, ACTIVATION=act),
+                         target="sm_90a", num_warps=8, num_stages=3)
+        assert wrap_facts(k) == 0
+    sig = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp16:16", "M": "i32:16",
+           "N": "i32:16", "K": "i32:16", "stride_am": "i32:16", "stride_bk": "i32:16",
+           "stride_cm": "i32:16"}
+    consts = {"BM": 128, "BN": 128, "BK": 64}
+    k = kiln.compile(row_masked_mm, signature=sig, constexprs=dict(consts, MASK_N=True),
+                     target="sm_90a", num_warps=8, num_stages=3)
+    assert "cp.async.bulk.tensor.2d.shared::cluster" in k.asm["ptx"]
+    assert wrap_facts(k) == 0
+    # Columns not masked at the store: B's wrapped columns are stored, so B's wrap keeps its
+    # fact (A's does not need one).
+    k = kiln.compile(row_masked_mm, signature=sig, constexprs=dict(consts, MASK_N=False),
+                     target="sm_90a", num_warps=8, num_stages=3)
+    assert wrap_facts(k) == 1
+
+
 def test_no_tensor_maps_where_the_tma_cannot_copy():
     # sm_80 has no TMA; other=1.0 is not what the TMA fills.
     k = kiln.compile(tutorial_mm, signature=SIG, constexprs=CONSTS, target="sm_80",
@@ -125,6 +180,28 @@ def test_tutorial_matmul_on_gpu(M, N, K, dtype):
     run_tutorial(torch, a, b, c)
     ref = (a.float() @ b.float()).to(dt)
     torch.testing.assert_close(c.float(), ref.float(), rtol=2e-2, atol=5e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mask_n", [True, False])
+def test_row_masked_matmul_edge_tiles_on_gpu(mask_n):
+    # Edge tiles in both dimensions (row strides multiples of 16 elements, so that the TMA
+    # takes the loop); without MASK_N the columns past N are stored, from B's wrapped
+    # columns, as the pointer loads read them (C is wide enough to hold them).
+    torch = torch_or_skip()
+    torch.manual_seed(3)
+    M, N, K = 200, 144, 96
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    width = N if mask_n else 256
+    c = torch.full((M, width), float("nan"), device="cuda", dtype=torch.float16)
+    row_masked_mm[(kiln.cdiv(M, 128), kiln.cdiv(N, 128))](
+        a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0), BM=128, BN=128, BK=64,
+        MASK_N=mask_n, num_warps=8, num_stages=3)
+    ref = a.float() @ b.float()
+    if not mask_n:
+        ref = ref[:, torch.arange(width, device="cuda") % N]
+    torch.testing.assert_close(c.float(), ref.half().float(), rtol=2e-2, atol=5e-2)
 
 
 @pytest.mark.gpu
