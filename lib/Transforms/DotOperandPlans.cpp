@@ -63,14 +63,32 @@ LogicalResult sliceWithInductions(CopyPlan &plan, Operation *op, scf::ForOp loop
   return success();
 }
 
-/// A descriptor load the TMA can copy into a ring: one use (the dot), 16-bit floats, a 2-D
-/// block TMA boxes cover (nvidia::getTensorMapBox), offsets computable for any iteration from the
+/// Whether every use of `v` is an operand of a dot of `loop`'s body, directly or through a
+/// 2-D transpose read by that dot only (tutorial 06's backward multiplies by a loaded qT and
+/// by its transpose).
+static bool onlyDotsRead(Value v, scf::ForOp loop) {
+  for (Operation *user : v.getUsers()) {
+    if (auto trans = dyn_cast<TransOp>(user)) {
+      if (!trans->hasOneUse() || trans->getBlock() != loop.getBody())
+        return false;
+      user = *trans->getUsers().begin();
+    }
+    auto dot = dyn_cast<DotOp>(user);
+    if (!dot || dot->getBlock() != loop.getBody())
+      return false;
+  }
+  return true;
+}
+
+/// A descriptor load the TMA can copy into a ring: read by dots only (onlyDotsRead; each gets
+/// a ring of its own unless shareBRings lets it read another's), 16-bit floats, a 2-D block
+/// TMA boxes cover (nvidia::getTensorMapBox), offsets computable for any iteration from the
 /// induction variable, inductions and loop invariants.
 FailureOr<CopyPlan> planTmaCopy(DescriptorLoadOp desc, Value operand, scf::ForOp loop) {
   RankedTensorType type = desc.getType();
   Type elem = type.getElementType();
-  if (desc->getBlock() != loop.getBody() || !operand.hasOneUse() || type.getRank() != 2 ||
-      (!elem.isF16() && !elem.isBF16()) ||
+  if (desc->getBlock() != loop.getBody() || !onlyDotsRead(desc.getResult(), loop) ||
+      type.getRank() != 2 || (!elem.isF16() && !elem.isBF16()) ||
       !nvidia::getTensorMapBox(std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
                                elem.getIntOrFloatBitWidth() / 8))
     return failure();
@@ -84,24 +102,6 @@ FailureOr<CopyPlan> planTmaCopy(DescriptorLoadOp desc, Value operand, scf::ForOp
 /// Whether a load's `other` is a float or integer zero.
 bool isZeroOther(Value other) {
   return matchPattern(other, m_AnyZeroFloat()) || matchPattern(other, m_Zero());
-}
-
-/// Whether every use of `load` is an operand of a dot of `loop`'s body, directly or through a
-/// 2-D transpose read by that dot only (tutorial 06's backward multiplies by a loaded qT and
-/// by its transpose). Each dot then gets a ring and a copy of its own, or with wgmma reads an
-/// earlier dot's ring (shareBRings); the load goes once no dot reads it any more.
-static bool onlyDotsRead(LoadOp load, scf::ForOp loop) {
-  for (Operation *user : load->getUsers()) {
-    if (auto trans = dyn_cast<TransOp>(user)) {
-      if (!trans->hasOneUse() || trans->getBlock() != loop.getBody())
-        return false;
-      user = *trans->getUsers().begin();
-    }
-    auto dot = dyn_cast<DotOp>(user);
-    if (!dot || dot->getBlock() != loop.getBody())
-      return false;
-  }
-  return true;
 }
 
 /// A load the pipeline can turn into async copies: read by dots only (onlyDotsRead; the dot,
@@ -122,7 +122,9 @@ FailureOr<CopyPlan> planCopy(Value operand, scf::ForOp loop) {
   if (auto desc = operand.getDefiningOp<DescriptorLoadOp>())
     return planTmaCopy(desc, operand, loop);
   auto load = operand.getDefiningOp<LoadOp>();
-  if (!load || load->getBlock() != loop.getBody() || !onlyDotsRead(load, loop) ||
+  // Each dot reading the load gets a ring and a copy of its own, or with wgmma reads an
+  // earlier dot's ring (shareBRings); the load goes once no dot reads it any more.
+  if (!load || load->getBlock() != loop.getBody() || !onlyDotsRead(load.getResult(), loop) ||
       load.getIsVolatile())
     return failure();
   Type elem = getElementTypeOrSelf(load.getType());
@@ -251,11 +253,12 @@ void shareBRings(MutableArrayRef<DotPlan> plans, bool wgmma) {
     return;
   for (unsigned i = 0; i < plans.size(); ++i) {
     CopyPlan &b = plans[i].b;
-    if (!b.load || getElementTypeOrSelf(b.load.getType()).getIntOrFloatBitWidth() != 16)
+    Value block = b.load ? b.load.getResult() : b.desc ? b.desc.getResult() : Value();
+    if (!block || getElementTypeOrSelf(block.getType()).getIntOrFloatBitWidth() != 16)
       continue;
     for (unsigned j = 0; j < i; ++j) {
       const CopyPlan &owner = plans[j].b;
-      if (plans[j].bSharedWith || owner.load != b.load)
+      if (plans[j].bSharedWith || owner.load != b.load || owner.desc != b.desc)
         continue;
       plans[i].bSharedWith = j;
       plans[i].bTransposedView = bool(owner.trans) != bool(b.trans);

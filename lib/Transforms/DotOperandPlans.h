@@ -69,7 +69,8 @@ struct DotPlan {
   bool bTransposedView = false;
 };
 
-/// A descriptor load the TMA can copy into a ring: one use (the dot), 16-bit floats, a 2-D
+/// A descriptor load the TMA can copy into a ring: read by dots of the loop only (as planCopy's
+/// loads; shareBRings lets a later dot read the first one's ring), 16-bit floats, a 2-D
 /// block TMA boxes cover (nvidia::getTensorMapBox), offsets computable for any iteration from the
 /// induction variable and loop invariants.
 FailureOr<CopyPlan> planTmaCopy(DescriptorLoadOp desc, Value operand, scf::ForOp loop);

@@ -154,7 +154,7 @@ FailureOr<LoopSchedule> scheduleLoop(scf::ForOp loop, MutableArrayRef<DotPlan> p
   int64_t tmaCopies = 0, cpAsyncCopies = 0, groupBytes = 0;
   for (DotPlan &plan : plans) {
     for (const CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b}) {
-      if (!copy)
+      if (!copy || (copy == &plan.b && plan.bSharedWith)) // (another plan's copy)
         continue;
       if (copy->desc) {
         ++tmaCopies;

@@ -508,9 +508,13 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func, bool a
     return failure();
   if (plan.baseOffset && !loop.isDefinedOutsideOfLoop(plan.baseOffset))
     return failure();
-  // A tile read as the transpose of its block goes to one dot as it is (the rings then take
-  // the block's transpose as the dot's operand).
-  if (plan.rowDim == 1 && (!load->hasOneUse() || !isa<DotOp>(*load->getUsers().begin())))
+  // A tile read as the transpose of its block goes to dots as it is or transposed back
+  // (tutorial 06's backward: k @ qT and ds @ qT^T); the rings then take the block's
+  // transpose, or the block, as the dot's operand.
+  if (plan.rowDim == 1 && llvm::any_of(load->getUsers(), [](Operation *u) {
+        auto t = dyn_cast<TransOp>(u);
+        return t && !(t.getOrder().size() == 2 && t.getOrder()[0] == 1);
+      }))
     return failure();
   std::array<Dim, 2> &dims = plan.dims;
   const int r = plan.rowDim, c = 1 - r;
@@ -849,6 +853,12 @@ void rewriteLoads(scf::ForOp loop, ArrayRef<Plan> plans, func::FuncOp func,
       Value desc = DescriptorLoadOp::create(b, loc, blockType, map, p.base, offsets, shape,
                                             ValueRange{stride});
       block = TransOp::create(b, loc, type, desc, ArrayRef<int32_t>{1, 0});
+      // A transpose of the tile is the block itself.
+      for (Operation *user : llvm::make_early_inc_range(load->getUsers()))
+        if (auto t = dyn_cast<TransOp>(user)) {
+          t.replaceAllUsesWith(desc);
+          t->erase();
+        }
     }
     auto ptrArg = cast<BlockArgument>(load.getPtr());
     load.replaceAllUsesWith(block);
