@@ -516,6 +516,23 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func, bool a
         return t && !(t.getOrder().size() == 2 && t.getOrder()[0] == 1);
       }))
     return failure();
+  // A tile several dots read (their rings share one TMA copy) goes to the TMA when its rows
+  // take 256 bytes or more. Measured on the H100 (bench/results/2026-11-27-h100-session29.md,
+  // tutorial 06's causal backward, qT and do read by two dots each): rows of 256 bytes (D 128)
+  // ran 4-7% faster than cp.async, rows of 128 bytes (D 64) 2.5-3% slower (more barrier and
+  // wait stalls per instruction under ncu).
+  auto dotsReading = [](Value v) {
+    llvm::SmallPtrSet<Operation *, 4> dots;
+    for (Operation *u : v.getUsers())
+      if (isa<TransOp>(u))
+        dots.insert(u->user_begin(), u->user_end());
+      else
+        dots.insert(u);
+    return dots.size();
+  };
+  if (dotsReading(load.getResult()) > 1 &&
+      type.getDimSize(1 - plan.rowDim) * 2 < 256) // (16-bit elements)
+    return failure();
   std::array<Dim, 2> &dims = plan.dims;
   const int r = plan.rowDim, c = 1 - r;
   for (int d = 0; d < 2; ++d) {

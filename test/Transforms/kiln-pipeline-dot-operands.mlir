@@ -743,6 +743,49 @@ func.func @two_dots_read_one_load(%A: !kiln.ptr<f16>, %B: !kiln.ptr<f16>, %K: i3
 
 // -----
 
+// The same block through a tensor descriptor (tutorial 06's backward at D 128 after
+// -kiln-pointer-tiles-to-descriptors): one TMA ring both dots read, the second transposed;
+// one copy an iteration, and the slot's barrier expects that one block's bytes.
+// CHECK-LABEL: func.func @tma_two_dots_read_one_block(
+// CHECK: %[[R:.*]] = kiln_gpu.local_alloc {k_major = false, operand = 1 : i32} : <[3, 32, 64], f16>
+// CHECK-NOT: kiln_gpu.local_alloc {k_major = {{.*}}, operand = 1
+// CHECK: kiln_gpu.mbarrier_expect %{{.*}} {bytes = 4096 : i32}
+// CHECK: scf.for
+// CHECK: kiln_gpu.shared_dot %{{.*}}, %[[R]][%[[S:.*]]], %{{.*}} {pending = 1 : i32}
+// CHECK: kiln_gpu.shared_dot %{{.*}}, %[[R]][%[[S]]], %{{.*}} {b_transposed, pending = 1 : i32}
+// CHECK: kiln_gpu.mbarrier_expect %{{.*}} {bytes = 4096 : i32}
+// CHECK: kiln_gpu.tma_copy %{{.*}}, %[[R]][%{{.*}}]
+// CHECK-NOT: kiln_gpu.tma_copy
+// CHECK-NOT: kiln.descriptor_load
+// CHECK-NOT: kiln.trans
+// CHECK: scf.yield
+func.func @tma_two_dots_read_one_block(%bd: !kiln.tensormap, %bb: !kiln.ptr<f16>, %n: i32,
+                                      %k: i32, %sb: i64, %kt: i32, %A: !kiln.ptr<f16>)
+    -> (tensor<64x64xf32>, tensor<64x32xf32>) {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c32 = arith.constant 32 : i32
+  %acc0 = arith.constant dense<0.0> : tensor<64x64xf32>
+  %acc1 = arith.constant dense<0.0> : tensor<64x32xf32>
+  %ap = kiln.splat %A : tensor<64x32x!kiln.ptr<f16>>
+  %a = kiln.load %ap : tensor<64x32x!kiln.ptr<f16>>
+  %ap2 = kiln.splat %A : tensor<64x64x!kiln.ptr<f16>>
+  %a2 = kiln.load %ap2 : tensor<64x64x!kiln.ptr<f16>>
+  %res:2 = scf.for %i = %c0 to %kt step %c1 iter_args(%c = %acc0, %e = %acc1)
+      -> (tensor<64x64xf32>, tensor<64x32xf32>) : i32 {
+    %row = arith.muli %i, %c32 : i32
+    %b = kiln.descriptor_load %bd, %bb[%row, %c0] shape [%k, %n] strides [%sb]
+        : !kiln.ptr<f16> -> tensor<32x64xf16>
+    %d = kiln.dot %a, %b, %c : tensor<64x32xf16> * tensor<32x64xf16> -> tensor<64x64xf32>
+    %bt = kiln.trans %b {order = array<i32: 1, 0>} : tensor<32x64xf16> -> tensor<64x32xf16>
+    %d2 = kiln.dot %a2, %bt, %e : tensor<64x64xf16> * tensor<64x32xf16> -> tensor<64x32xf32>
+    scf.yield %d, %d2 : tensor<64x64xf32>, tensor<64x32xf32>
+  }
+  return %res#0, %res#1 : tensor<64x64xf32>, tensor<64x32xf32>
+}
+
+// -----
+
 // Tutorial 06's forward through tensor descriptors: q is a descriptor load before the loop,
 // k (read transposed) and v descriptor loads of the loop. The TMA fills k's and v's rings;
 // q becomes its block's masked address and is copied once by cp.async into a one-slot buffer,

@@ -71,6 +71,36 @@ def test_attention_tiles_on_by_default_and_the_knob_turns_them_off():
     assert "cp.async.bulk.tensor.2d.shared::cluster.global" not in k.asm["ptx"]
 
 
+def bwd_signature():
+    sig = {n: "*fp16:16" for n in ("Q", "K", "V", "DO", "DQ", "DK", "DV")}
+    sig.update(sm_scale="fp32", M="*fp32:16", Delta="*fp32:16", stride_z="i32:16",
+               stride_h="i32:16", stride_tok="i32:16", stride_d="i32:1", H="i32",
+               N_CTX="i32:16")
+    return sig
+
+
+@pytest.mark.parametrize("D", [64, 128])
+def test_tutorial_backward_tiles_two_dots_read(D):
+    # The backward's loops read qT (loaded transposed) and do by two dots each, one of them
+    # transposed back: at D 128 (rows of 256 bytes) both go to TMA rings the two dots share
+    # (one copy each an iteration); at D 64 the loops keep cp.async (measured slower through
+    # the TMA on the H100).
+    k = kiln.compile(ca.attn_bwd, signature=bwd_signature(), target="sm_90a",
+                     constexprs=dict(BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32,
+                                     BLK_SLICE_FACTOR=2, HEAD_DIM=D, CAUSAL=True),
+                     num_warps=8, num_stages=5)
+    recipes = re.findall(r"kiln\.tensor_map_recipe = array<i64: ([-0-9, ]+)>", k.asm["kiln"])
+    if D == 64:
+        assert recipes == [] and "cp.async.bulk.tensor" not in k.asm["ptx"]
+        return
+    # qT and do (blocks [16, 128] on the diagonal, [32, 128] below it), K^T and V^T
+    # ([16, 128] and [32, 128] in the dQ loops): eight maps, over rows of the (B H S, D) views.
+    assert len(recipes) == 8, recipes
+    assert {tuple(int(x) for x in r.split(", "))[3:5] for r in recipes} == {(16, 128),
+                                                                            (32, 128)}
+    assert "cp.async.bulk.tensor.2d.shared::cluster" in k.asm["ptx"]
+
+
 @pytest.fixture
 def pass_on_the_cpu(monkeypatch):
     """The pass with attention-tiles on the CPU backend (it runs for sm_90a only): the maps
