@@ -172,10 +172,9 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func, bool a
       }))
     return failure();
   // A tile several dots read (their rings share one TMA copy) goes to the TMA when its rows
-  // take 256 bytes or more. Measured on the H100 (bench/results/2026-11-27-h100-session29.md,
-  // tutorial 06's causal backward, qT and do read by two dots each): rows of 256 bytes (D 128)
-  // ran 4-7% faster than cp.async, rows of 128 bytes (D 64) 2.5-3% slower (more barrier and
-  // wait stalls per instruction under ncu).
+  // take 256 bytes or more: with narrower rows (tutorial 06's backward at D 64, blocks of 2-4
+  // KiB) the loop's short iterations waited longer at its barriers than the TMA saved in
+  // address work, and ran slower than with cp.async (docs/internals.md).
   auto dotsReading = [](Value v) {
     llvm::SmallPtrSet<Operation *, 4> dots;
     for (Operation *u : v.getUsers())
