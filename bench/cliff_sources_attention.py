@@ -16,6 +16,11 @@ multiple of the tiles (no bounds masks, as in the tutorial).
                         tutorial's path on GPUs with the TMA: q loaded once, each key block's
                         K^T as the transpose of its [BLOCK_N, D] block, O stored by the
                         descriptor; contiguous (B, H, S, D) tensors.
+    attn_fwd_fa2        FlashAttention-2's Triton style, grid (S // BLOCK_M, B * H): the key
+                        loop computes K's and V's pointers from start_n every iteration (none
+                        carried), K read as [BLOCK_N, D] and transposed in the dot; causal:
+                        the loop stops after the diagonal block and masks every block by
+                        offs_m >= offs_n. Writes O only.
     attn_bwd_preprocess Delta = rowsum(O * dO) (fp32), grid (S // BLOCK_M, B * H).
     attn_bwd            grid (S // BLOCK_N1, B * H), BLOCK_N1 == BLOCK_M2: each program first
                         computes dK, dV of keys [pid * BLOCK_N1, +BLOCK_N1) looping over query
@@ -323,3 +328,41 @@ def attn_bwd(Q, K, V, sm_scale, DO, DQ, DK, DV, M, Delta,
                       start_m, 0, end_n // BLOCK_N2, BLOCK_M2, BLOCK_N2, HEAD_DIM, False)
     dq *= sm_scale
     tl.store(DQ + q_offs, dq.to(DQ.dtype.element_ty))
+
+
+@kiln.jit
+def attn_fwd_fa2(Q, K, V, sm_scale, Out, stride_z, stride_h, stride_n, H,
+                 N_CTX, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                 CAUSAL: tl.constexpr):
+    """Q, K, V and Out share their strides (batch, head, token; the head dimension
+    contiguous)."""
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    base = (off_hz // H).to(tl.int64) * stride_z + (off_hz % H).to(tl.int64) * stride_h
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = tl.load(Q + base + offs_m[:, None] * stride_n + offs_d[None, :])
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    end_n = (start_m + 1) * BLOCK_M if CAUSAL else N_CTX
+    for start_n in range(0, end_n, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        cols = start_n + offs_n
+        k = tl.load(K + base + cols[:, None] * stride_n + offs_d[None, :])
+        qk = tl.dot(q, tl.trans(k)) * qk_scale
+        if CAUSAL:
+            qk = tl.where(offs_m[:, None] >= cols[None, :], qk, float("-inf"))
+        m_ij = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.math.exp2(qk - m_ij[:, None])
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = tl.load(V + base + cols[:, None] * stride_n + offs_d[None, :])
+        acc = tl.dot(p.to(v.dtype), v, acc)
+        m_i = m_ij
+    acc = acc / l_i[:, None]
+    tl.store(Out + base + offs_m[:, None] * stride_n + offs_d[None, :],
+             acc.to(Out.dtype.element_ty))

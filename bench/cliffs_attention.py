@@ -7,7 +7,9 @@ same host launchers, beside torch's scaled_dot_product_attention with no backend
 ("SDPA default").
 
 Rows: attn_fwd[_causal] (one forward), attn_fwd_desc[_causal] (the forward through host
-tensor descriptors, as the tutorial runs it on GPUs with the TMA) and attn_bwd[_causal] (the
+tensor descriptors, as the tutorial runs it on GPUs with the TMA), attn_fwd_fa2[_causal] (a
+forward in FlashAttention-2's Triton style: K's and V's pointers computed from the loop's
+start_n, causal by a mask up to the diagonal) and attn_bwd[_causal] (the
 preprocess and the backward kernel; each library's backward reads the O and M of its own
 forward at its best configuration). TFLOP/s: forward 4 * B * H * S^2 * D, backward 2.5 times
 that, both halved when causal. The SDPA peer of a backward row times torch.autograd.grad of
@@ -47,6 +49,17 @@ def fwd_launcher(mod, q, k, v, o, m, causal, cfg):
         q, k, v, sm_scale, m, o, *q.stride(), *k.stride(), *v.stride(), *o.stride(), H, S,
         HEAD_DIM=D, BLOCK_M=BM, BLOCK_N=BN, STAGE=3 if causal else 1, num_warps=warps,
         num_stages=stages)
+
+
+def fwd_fa2_launcher(mod, q, k, v, o, causal, cfg):
+    """attn_fwd_fa2 of `mod` at cfg (FlashAttention-2's Triton style: pointers computed from
+    the loop's start_n): O into o. q, k, v and o share their strides."""
+    BM, BN, warps, stages = cfg
+    B, H, S, D = q.shape
+    grid = (S // BM, B * H)
+    return lambda: mod.attn_fwd_fa2[grid](
+        q, k, v, 1.0 / math.sqrt(D), o, *q.stride()[:3], H, S, HEAD_DIM=D, BLOCK_M=BM,
+        BLOCK_N=BN, CAUSAL=causal, num_warps=warps, num_stages=stages)
 
 
 def fwd_desc_launcher(mod, td, q, k, v, o, m, causal, cfg):
@@ -127,12 +140,13 @@ def rows(ctx):
                    "peer_name": "SDPA default"}
             bwd = dict(fwd, case="attn_bwd" + suffix)
             fwd_desc = dict(fwd, case="attn_fwd_desc" + suffix)
+            fwd_fa2 = dict(fwd, case="attn_fwd_fa2" + suffix)
 
             def sdpa_fn():
                 with torch.no_grad():
                     F.scaled_dot_product_attention(q, k, v, is_causal=causal)
             fwd["peer"] = common.tflops(flop, timer(sdpa_fn))
-            fwd_desc["peer"] = fwd["peer"]
+            fwd_desc["peer"] = fwd_fa2["peer"] = fwd["peer"]
             bwd["peer"] = common.tflops(2.5 * flop, timer(
                 lambda: torch.autograd.grad(ref_o, (qr, kr, vr), do, retain_graph=True)))
             for lib, mod, td in libs:
@@ -148,6 +162,12 @@ def rows(ctx):
                                     lambda c: fwd_launcher(mod, q, k, v, o, m, causal, c),
                                     flop, f"{lib} attn_fwd{suffix} {shape}")
                 fwd[f"{lib}_err"] = common.relerr(o, ref_o) if cfg else None
+                o2 = torch.full_like(q, float("nan"))
+                cfg2 = _time_forward(ctx, fwd_fa2, lib,
+                                     lambda c: fwd_fa2_launcher(mod, q, k, v, o2, causal, c),
+                                     flop, f"{lib} attn_fwd_fa2{suffix} {shape}")
+                fwd_fa2[f"{lib}_err"] = common.relerr(o2, ref_o) if cfg2 else None
+                del o2
                 if cfg is None:  # no forward: no O and M for the backward
                     bwd.update({lib: math.nan, f"{lib}_cfg": None, f"{lib}_err": None})
                     continue
@@ -167,15 +187,15 @@ def rows(ctx):
                 del o, m, dq, dk, dv, delta
             # Kiln's and Triton's best of each row again, interleaved, SDPA default beside the
             # forwards (the outputs they write are checked already)
-            for row, f in ((fwd, flop), (fwd_desc, flop), (bwd, 2.5 * flop)):
+            for row, f in ((fwd, flop), (fwd_desc, flop), (fwd_fa2, flop), (bwd, 2.5 * flop)):
                 fns = row.pop("_fns", {})
                 if row is not bwd:
                     fns["peer"] = sdpa_fn
                 common.interleaved(row, fns, timer, lambda ms, f=f: common.tflops(f, ms))
-            for row in (fwd, fwd_desc, bwd):
+            for row in (fwd, fwd_desc, fwd_fa2, bwd):
                 for key in ("triton", "triton_cfg", "triton_again", "triton_err"):
                     row.setdefault(key, None)
-            out += [fwd, fwd_desc, bwd]
+            out += [fwd, fwd_desc, fwd_fa2, bwd]
             del q, k, v, do, qr, kr, vr, ref_o, ref_grads
             torch.cuda.empty_cache()
     return out
