@@ -74,8 +74,7 @@ bool slicesOnlyReachDroppingStores(Value v, int dim,
         ArrayRef<int32_t> order = trans.getOrder();
         ok = order.size() == 2 && reach(trans.getResult(), order[0] == d ? 0 : 1);
       } else if (auto store = dyn_cast<StoreOp>(user)) {
-        ok = use.get() == store.getValue() && use.get() != store.getPtr() &&
-             use.get() != store.getMask() && storeDrops(store, d);
+        ok = &use == &store.getValueMutable() && storeDrops(store, d);
       } else if (auto loop = dyn_cast<scf::ForOp>(user)) {
         OpResult result = loop.getTiedLoopResult(&use);
         BlockArgument arg = loop.getTiedLoopRegionIterArg(&use);
