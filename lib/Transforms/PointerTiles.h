@@ -47,6 +47,8 @@ struct Dim {
   Scalar start;             // first index
   Value wrap;               // M when the index is taken % M, else null
   bool wrapDropped = false; // the wrapped slices are never stored (SliceFlow.h)
+  bool startFromIv = false; // start = iv + ivPlus (the loop's induction variable; in the loop)
+  Value ivPlus;             // loop invariant, or null: start = iv
   int64_t step = 0;         // coordinates advanced per iteration
   Scalar extent{Value(), kUnbounded};
   bool present = false;

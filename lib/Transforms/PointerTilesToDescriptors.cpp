@@ -147,19 +147,20 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func, bool a
     if (!matchPattern(o, m_PosZeroFloat()))
       return failure();
   }
+  // Pointers the loop carries and advances (`a_ptrs += BLOCK_K * stride_ak`), or computed in
+  // the body from the induction variable (`K + (start_n + offs_n)[None, :] * stride_kn`).
   auto ptrArg = dyn_cast<BlockArgument>(load.getPtr());
-  if (!ptrArg || ptrArg.getOwner() != loop.getBody() || ptrArg.getArgNumber() == 0)
-    return failure();
+  bool carried = ptrArg && ptrArg.getOwner() == loop.getBody() && ptrArg.getArgNumber() != 0;
   llvm::SetVector<Operation *> incOps;
-  Value inc = getInductionIncrement(ptrArg, loop, incOps);
-  if (!inc)
+  Value inc;
+  if (carried && !(inc = getInductionIncrement(ptrArg, loop, incOps)))
     return failure();
 
   Plan plan;
   plan.op = load;
   plan.type = type;
-  Value init = loop.getInitArgs()[ptrArg.getArgNumber() - 1];
-  if (failed(planPointers(init, func, plan, attentionTiles)))
+  Value ptrs = carried ? loop.getInitArgs()[ptrArg.getArgNumber() - 1] : load.getPtr();
+  if (failed(planPointers(ptrs, func, plan, attentionTiles)))
     return failure();
   if (plan.baseOffset && !loop.isDefinedOutsideOfLoop(plan.baseOffset))
     return failure();
@@ -190,16 +191,34 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func, bool a
   std::array<Dim, 2> &dims = plan.dims;
   const int r = plan.rowDim, c = 1 - r;
   for (int d = 0; d < 2; ++d) {
-    if (!loop.isDefinedOutsideOfLoop(dims[d].index))
+    Dim &dim = dims[d];
+    if (loop.isDefinedOutsideOfLoop(dim.index) &&
+        (!dim.start.value || loop.isDefinedOutsideOfLoop(dim.start.value)))
+      continue;
+    // In the body: start = iv + c (c invariant), not wrapped, with pointers not carried.
+    if (carried || dim.wrap || !dim.start.value)
       return failure();
-    if (dims[d].start.value && !loop.isDefinedOutsideOfLoop(dims[d].start.value))
+    Value iv = loop.getInductionVar(), v = dim.start.value;
+    if (auto add = v.getDefiningOp<arith::AddIOp>()) {
+      for (auto [x, y] :
+           {std::pair(add.getLhs(), add.getRhs()), std::pair(add.getRhs(), add.getLhs())})
+        if (x == iv && loop.isDefinedOutsideOfLoop(y)) {
+          dim.ivPlus = y;
+          v = x;
+          break;
+        }
+    }
+    if (v != iv || v.getType() != dim.start.value.getType())
       return failure();
+    dim.startFromIv = true;
   }
 
   // The increment: n along the contiguous dimension (a constant), or n * s_r along the rows
   // (where the row stride is a constant dividing n, both are tried: the mask decides).
   SmallVector<std::pair<int, int64_t>, 2> steps;
-  if (auto n = constInt(inc); n && *n > 0) {
+  if (!carried) {
+    steps.push_back({-1, 0}); // (the coordinates are the body's own start values)
+  } else if (auto n = constInt(inc); n && *n > 0) {
     steps.push_back({c, *n});
     if (dims[r].stride.isConst() && *n % dims[r].stride.constant == 0)
       steps.push_back({r, *n / dims[r].stride.constant});
@@ -373,9 +392,17 @@ Value emitGuard(OpBuilder &b, Location loc, ArrayRef<Plan> plans, scf::ForOp loo
   for (const Plan &p : plans) {
     for (int d = 0; d < 2; ++d) {
       const Dim &dim = p.dims[d];
-      if (!dim.start.isConst())
+      if (dim.startFromIv) {
+        // start = iv + c grows with iv (the step is positive): its least is lb + c.
+        Value lo = toI64(b, loc, loop.getLowerBound());
+        if (dim.ivPlus)
+          lo = arith::AddIOp::create(b, loc, lo, toI64(b, loc, dim.ivPlus));
+        conj(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, lo,
+                                   arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0)));
+      } else if (!dim.start.isConst()) {
         conj(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, dim.start.value,
                                    constI32(b, loc, 0)));
+      }
       if (dim.wrap && !dim.wrapDropped) {
         // start + B <= M, in 64 bits (no overflow).
         Type i64 = b.getI64Type();
@@ -403,8 +430,12 @@ Value emitGuard(OpBuilder &b, Location loc, ArrayRef<Plan> plans, scf::ForOp loo
       conj(cmp(arith::CmpIPredicate::eq, arith::MulIOp::create(b, loc, rows, rowStride(b, loc, p)),
                off));
       const Dim &row = p.dims[p.rowDim];
-      Value last =
-          arith::AddIOp::create(b, loc, rows, toI64(b, loc, materialize(b, loc, row.start)));
+      // (start = iv + c stays below ub + c)
+      Value first =
+          toI64(b, loc, row.startFromIv ? loop.getUpperBound() : materialize(b, loc, row.start));
+      if (row.startFromIv && row.ivPlus)
+        first = arith::AddIOp::create(b, loc, first, toI64(b, loc, row.ivPlus));
+      Value last = arith::AddIOp::create(b, loc, rows, first);
       last = arith::AddIOp::create(b, loc, last, c64(p.type.getDimSize(p.rowDim)));
       if (row.step) {
         // trips = ceil((ub - lb) / st), st > 0; the last iteration is trips - 1.
@@ -531,9 +562,11 @@ void rewriteLoads(scf::ForOp loop, ArrayRef<Plan> plans, func::FuncOp func,
           t->erase();
         }
     }
-    auto ptrArg = cast<BlockArgument>(load.getPtr());
+    auto ptrArg = dyn_cast<BlockArgument>(load.getPtr());
     load.replaceAllUsesWith(block);
     load->erase();
+    if (!ptrArg || ptrArg.getOwner() != loop.getBody())
+      continue; // pointers computed in the body: dead now, for canonicalization
     // The pointers are no longer read: carry them unchanged (canonicalization drops them).
     unsigned i = ptrArg.getArgNumber() - 1;
     auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
@@ -583,8 +616,12 @@ struct KilnPointerTilesToDescriptorsPass final
         b.setInsertionPointToEnd(ifOp.elseBlock());
         scf::YieldOp::create(b, loc, loop.getResults());
         // The plans' values are defined outside the loop: only their loads move to the clone.
-        for (Plan &p : plans)
+        for (Plan &p : plans) {
           p.op = cloned.lookup(p.op);
+          for (Dim &d : p.dims) // (a start the body computes from the induction variable)
+            if (d.startFromIv)
+              d.start.value = cloned.lookupOrDefault(d.start.value);
+        }
         rewriteLoads(fast, plans, func, maps,
                      [&](unsigned i) { return ifOp.getResult(i).use_empty(); });
       }

@@ -255,3 +255,101 @@ func.func @qt_two_dots(%Q: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
   kiln.store %cp, %res#1 : tensor<64x128x!kiln.ptr<f32>>
   return
 }
+
+// -----
+
+// K^T's pointers computed in the body from the induction variable (kiln_kernels' pointer
+// forward: cols = start_n + arange, K + d[:, None] + cols[None, :] * sk) rather than carried
+// and advanced: the row coordinate is the body's own start_n (plus the base's rows), the
+// guard asks start_n's least value, lo, not to be negative, and the last row within int32.
+// CHECK-LABEL: func.func @attention_kt_iv(
+// CHECK-SAME: %{{.*}}: !kiln.tensormap {kiln.tensor_map_recipe = array<i64: 0, 104, 2, 32, 64, -2147483648, -2147483648, 1>})
+// CHECK: %[[LO:.*]] = arith.extsi %arg4 : i32 to i64
+// CHECK: arith.cmpi sge, %[[LO]], %{{.*}} : i64
+// CHECK: scf.if
+// CHECK: %[[ROWS:.*]] = arith.trunci %{{.*}} : i64 to i32
+// CHECK: scf.for %[[IV:.*]] = %arg4 to %arg5
+// CHECK: %[[AT:.*]] = arith.addi %[[IV]], %[[ROWS]] : i32
+// CHECK: kiln.descriptor_load %{{.*}}, %arg0[%[[AT]], %{{.*}}] {{.*}} -> tensor<32x64xf16>
+// CHECK: } else {
+// CHECK: kiln.load
+func.func @attention_kt_iv(%K: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
+                           %sk: i32 {kiln.divisibility = 16 : i32}, %sz: i64, %z: i64,
+                           %lo: i32, %n: i32, %q: tensor<128x64xf16>, %c: !kiln.ptr<f32>) {
+  %off = arith.muli %z, %sz : i64
+  %Kz = kiln.addptr %K, %off : !kiln.ptr<f16>, i64
+  %rd = kiln.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+  %rn = kiln.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  %d2 = kiln.expand_dims %rd {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+  %db = kiln.broadcast %d2 : tensor<64x1xi32> -> tensor<64x32xi32>
+  %kb = kiln.splat %Kz : tensor<64x32x!kiln.ptr<f16>>
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc0 = kiln.splat %zero : tensor<128x32xf32>
+  %c32 = arith.constant 32 : i32
+  %res = scf.for %i = %lo to %n step %c32 iter_args(%acc = %acc0) -> (tensor<128x32xf32>) : i32 {
+    %is = kiln.splat %i : tensor<32xi32>
+    %cols = arith.addi %is, %rn : tensor<32xi32>
+    %n2 = kiln.expand_dims %cols {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+    %sks = kiln.splat %sk : tensor<1x32xi32>
+    %no = arith.muli %n2, %sks : tensor<1x32xi32>
+    %nb = kiln.broadcast %no : tensor<1x32xi32> -> tensor<64x32xi32>
+    %o = arith.addi %db, %nb : tensor<64x32xi32>
+    %kptrs = kiln.addptr %kb, %o : tensor<64x32x!kiln.ptr<f16>>, tensor<64x32xi32>
+    %ns = kiln.splat %n : tensor<32xi32>
+    %ok = arith.cmpi slt, %cols, %ns : tensor<32xi32>
+    %ok2 = kiln.expand_dims %ok {axis = 0 : i32} : tensor<32xi1> -> tensor<1x32xi1>
+    %okb = kiln.broadcast %ok2 : tensor<1x32xi1> -> tensor<64x32xi1>
+    %h0 = arith.constant 0.000000e+00 : f16
+    %zk = kiln.splat %h0 : tensor<64x32xf16>
+    %kt = kiln.load %kptrs : tensor<64x32x!kiln.ptr<f16>>
+    %s = kiln.dot %q, %kt, %acc : tensor<128x64xf16> * tensor<64x32xf16> -> tensor<128x32xf32>
+    scf.yield %s : tensor<128x32xf32>
+  }
+  %cp = kiln.splat %c : tensor<128x32x!kiln.ptr<f32>>
+  kiln.store %cp, %res : tensor<128x32x!kiln.ptr<f32>>
+  return
+}
+
+// -----
+
+// The same with the keys masked (cols < n): a moved base's rows must be unmasked (the map's
+// extent cannot bound one head's rows), so the loop is left as it is.
+// CHECK-LABEL: func.func @attention_kt_iv_masked(
+// CHECK-NOT: kiln.descriptor_load
+// CHECK: return
+func.func @attention_kt_iv_masked(%K: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
+                           %sk: i32 {kiln.divisibility = 16 : i32}, %sz: i64, %z: i64,
+                           %lo: i32, %n: i32, %q: tensor<128x64xf16>, %c: !kiln.ptr<f32>) {
+  %off = arith.muli %z, %sz : i64
+  %Kz = kiln.addptr %K, %off : !kiln.ptr<f16>, i64
+  %rd = kiln.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32>
+  %rn = kiln.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32>
+  %d2 = kiln.expand_dims %rd {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+  %db = kiln.broadcast %d2 : tensor<64x1xi32> -> tensor<64x32xi32>
+  %kb = kiln.splat %Kz : tensor<64x32x!kiln.ptr<f16>>
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc0 = kiln.splat %zero : tensor<128x32xf32>
+  %c32 = arith.constant 32 : i32
+  %res = scf.for %i = %lo to %n step %c32 iter_args(%acc = %acc0) -> (tensor<128x32xf32>) : i32 {
+    %is = kiln.splat %i : tensor<32xi32>
+    %cols = arith.addi %is, %rn : tensor<32xi32>
+    %n2 = kiln.expand_dims %cols {axis = 0 : i32} : tensor<32xi32> -> tensor<1x32xi32>
+    %sks = kiln.splat %sk : tensor<1x32xi32>
+    %no = arith.muli %n2, %sks : tensor<1x32xi32>
+    %nb = kiln.broadcast %no : tensor<1x32xi32> -> tensor<64x32xi32>
+    %o = arith.addi %db, %nb : tensor<64x32xi32>
+    %kptrs = kiln.addptr %kb, %o : tensor<64x32x!kiln.ptr<f16>>, tensor<64x32xi32>
+    %ns = kiln.splat %n : tensor<32xi32>
+    %ok = arith.cmpi slt, %cols, %ns : tensor<32xi32>
+    %ok2 = kiln.expand_dims %ok {axis = 0 : i32} : tensor<32xi1> -> tensor<1x32xi1>
+    %okb = kiln.broadcast %ok2 : tensor<1x32xi1> -> tensor<64x32xi1>
+    %h0 = arith.constant 0.000000e+00 : f16
+    %zk = kiln.splat %h0 : tensor<64x32xf16>
+    %kt = kiln.load %kptrs, %okb, %zk : tensor<64x32x!kiln.ptr<f16>>
+    %s = kiln.dot %q, %kt, %acc : tensor<128x64xf16> * tensor<64x32xf16> -> tensor<128x32xf32>
+    scf.yield %s : tensor<128x32xf32>
+  }
+  %cp = kiln.splat %c : tensor<128x32x!kiln.ptr<f32>>
+  kiln.store %cp, %res : tensor<128x32x!kiln.ptr<f32>>
+  return
+}

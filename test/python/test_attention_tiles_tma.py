@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import kiln
+import kiln.language as tl
 import kiln.compiler.code_generator as code_generator
 import kiln.runtime.jit as jit
 
@@ -101,6 +102,28 @@ def test_tutorial_backward_tiles_two_dots_read(D):
     assert "cp.async.bulk.tensor.2d.shared::cluster" in k.asm["ptx"]
 
 
+@kiln.jit
+def kt_from_iv(Q, K, V, Out, stride_h, stride_n, N_CTX, BLOCK_M: tl.constexpr,
+               BLOCK_N: tl.constexpr, D: tl.constexpr):
+    """out = q K^T V over whole key blocks, K^T and V read through pointers the body computes
+    from the loop's start_n (FlashAttention-2's Triton style), not carried and advanced."""
+    off_h = tl.program_id(1).to(tl.int64) * stride_h
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, D)
+    q = tl.load(Q + off_h + offs_m[:, None] * stride_n + offs_d[None, :])
+    acc = tl.zeros([BLOCK_M, D], dtype=tl.float32)
+    Kh = K + off_h
+    Vh = V + off_h
+    for start_n in range(0, N_CTX, BLOCK_N):
+        cols = start_n + offs_n
+        kT = tl.load(Kh + offs_d[:, None] + cols[None, :] * stride_n)
+        s = tl.dot(q, kT)
+        v = tl.load(Vh + cols[:, None] * stride_n + offs_d[None, :])
+        acc = tl.dot(s.to(v.dtype), v, acc)
+    tl.store(Out + off_h + offs_m[:, None] * stride_n + offs_d[None, :], acc)
+
+
 @pytest.fixture
 def pass_on_the_cpu(monkeypatch):
     """The pass with attention-tiles on the CPU backend (it runs for sm_90a only): the maps
@@ -119,7 +142,7 @@ def pass_on_the_cpu(monkeypatch):
     # compiled here, not taken from the IR cache, nor left in it or in the kernels' variants
     monkeypatch.setattr(jit, "load_ir", lambda key: None)
     monkeypatch.setattr(jit, "store_ir", lambda key, mlir, arg_params: None)
-    kernels = (ca.attn_fwd,)
+    kernels = (ca.attn_fwd, kt_from_iv)
     for k in kernels:
         k._clear_variants()
     yield seen
@@ -171,3 +194,25 @@ def test_tutorial_attention_with_attention_tiles_on_gpu(D, causal, layout):
             assert err < 5e-3, (cfg, err)
 
 
+def test_pointers_from_the_induction_variable_through_the_pass_on_cpu(pass_on_the_cpu):
+    # K^T and V become descriptor blocks at row coordinate off / stride_n + start_n; the
+    # results match the pointer loop's.
+    H, S, D = 2, 64, 32
+    q, k, v = (x * 0.25 for x in inputs((H, S, D), 21, 3))
+    out = np.full((H, S, D), np.nan, np.float32)
+    kt_from_iv[(S // 32, H)](q, k, v, out, S * D, D, S, BLOCK_M=32, BLOCK_N=16, D=D,
+                             device="cpu")
+    assert [r for name, r in pass_on_the_cpu if name == "kt_from_iv"], pass_on_the_cpu
+    want = np.einsum("hmd,hnd,hne->hme", q.astype(np.float64), k.astype(np.float64),
+                     v.astype(np.float64))
+    assert relmax(out, want) < 1e-2
+
+
+def test_pointers_from_the_induction_variable_take_the_tma_on_sm90a():
+    sig = {"Q": "*fp16:16", "K": "*fp16:16", "V": "*fp16:16", "Out": "*fp32:16",
+           "stride_h": "i32:16", "stride_n": "i32:16", "N_CTX": "i32:16"}
+    k = kiln.compile(kt_from_iv, signature=sig, target="sm_90a", num_warps=4, num_stages=3,
+                     constexprs={"BLOCK_M": 64, "BLOCK_N": 64, "D": 64})
+    recipes = re.findall(r"kiln\.tensor_map_recipe = array<i64: ([-0-9, ]+)>", k.asm["kiln"])
+    assert len(recipes) == 2, recipes  # K^T's block and V's, [64, 64] over K's and V's rows
+    assert "cp.async.bulk.tensor.2d.shared::cluster" in k.asm["ptx"]
