@@ -358,10 +358,15 @@ def descriptor_tile_config(head_dim, causal=False):
     TFLOP/s over the 8 timings (causal and not), 2 stages 506, 128x64 with 4 stages 499; at
     D = 64 128x128 tiles with 2 stages ran 467-516 non-causal against 422-455 for 128x64 with
     3 or 4, but causal 320-375 against 383-427 for 128x64 with 4 stages (the diagonal blocks
-    of 128 keys mask half their work)."""
+    of 128 keys mask half their work). Causal at D = 128, 128x64 tiles with 2 stages: 98 KiB of
+    shared memory and 128 registers a thread, so two programs share an SM (a causal grid's
+    programs run for unequal times) (session 30, H100, five alternating readings): 494-507 TFLOP/s at 4k against 455-468 for 128x128 with 3 stages
+    (229 KiB, one program an SM); at 16k 531-565 against 542-560, within the spread. Non-causal
+    the two ran alike (4k 530-545 against 515-536, 16k 548-571 against 557-563), and 128x128
+    stays."""
     if head_dim <= 64:
         return (128, 64, 8, 4) if causal else (128, 128, 8, 2)
-    return 128, 128, 8, 3
+    return (128, 64, 8, 2) if causal else (128, 128, 8, 3)
 
 
 def _descriptor_path(q, k, v, out, block_m):
