@@ -136,6 +136,9 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
     return failure();
   if (auto shared = module->getAttrOfType<IntegerAttr>(kDynamicSharedAttr))
     out.sharedBytes = unsigned(shared.getInt());
+  // A warp-specialized kernel launches a producer warpgroup beside the warps asked for.
+  if (auto warps = module->getAttrOfType<IntegerAttr>(kiln::gpu::kLaunchWarpsAttr))
+    out.numWarps = unsigned(warps.getInt());
   if (!host) {
     // Static shared memory: the address-space-3 globals with a size (the ops' scratch pool,
     // mbarriers); the dynamic rings' extern symbol has none.

@@ -110,6 +110,8 @@ struct CompiledKernel {
   std::string cubinError;       ///< why there is no cubin, when one was asked for
   std::string hostAssembly;     ///< host: assembly, when asked for
   std::vector<char> hostObject; ///< host: the relocatable object the runtime links
+  /// Warps to launch: CompileOptions::numWarps, and in a warp-specialized kernel (sm_90a
+  /// attention loops fed by the TMA) a producer warpgroup beside them.
   unsigned numWarps = 4;
   unsigned sharedBytes = 0; ///< dynamic shared memory to launch with (shared rings)
   /// Static shared memory: the module's shared-memory globals (the ops' scratch pool).

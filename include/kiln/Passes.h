@@ -46,6 +46,11 @@ struct GPUPipelineOptions {
   int64_t ringBudget = 224 * 1024;
   /// Registers per thread the kernels may use, 16..255 (.maxnreg); 0: no cap.
   unsigned maxnreg = 0;
+  /// sm_90a: attention loops fed by the TMA get a producer warpgroup (-kiln-warp-specialize);
+  /// not with a register cap (the roles move registers between them). Off: on the H100 it
+  /// ran 0.96-1.01x the kernel without it (bench/results/2026-11-27-h100-session30.md); it is
+  /// the base FlashAttention-3's ping-pong and a persistent schedule would build on.
+  bool warpSpecialize = false;
 };
 
 /// kiln (no layouts) -> LLVM dialect + NVVM, ready for translation to LLVM IR.

@@ -336,6 +336,50 @@ def KilnFlattenLoops : Pass<"kiln-flatten-loops", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
 }
 
+def KilnWarpSpecialize : Pass<"kiln-warp-specialize", "mlir::ModuleOp"> {
+  let summary = "a producer warpgroup issues a loop's TMA copies, the other warps run its dots";
+  let description = [{
+    On sm_90a, after layouts are assigned: a kernel whose one loop with TMA rings has several
+    dots (attention: q @ k, p @ v) and empty barriers (the consumers say when a slot is free)
+    is split by role. The program gets a producer warpgroup beside its warps (the layouts'
+    warps, the consumers): the producer gives registers back (`set_max_registers`) and runs a
+    copy of the loop that keeps only the ring side, i.e. the wait on the slot's empty barrier,
+    the `mbarrier_expect` and the `tma_copy` ops and the scalar arithmetic they need, issued
+    by its first thread (`kiln_gpu.leader_warp`). The consumers take the registers and run the
+    loop without those ops, and everything after it. The code before the loop (barrier set-up,
+    the first copies) stays where both roles run it; its barriers stay over every thread
+    (`kiln_gpu.all_threads`), and every other barrier becomes named barrier 1 over the
+    consumers' threads (module attribute `kiln_gpu.consumer_warps`). The launch takes the
+    extra warps from `kiln_gpu.launch_warps`. The consumers no longer stop on a slot's empty
+    barrier before they issue a copy, so the warpgroups run apart from one another
+    (FlashAttention-3's producer warpgroup). Other kernels are left as they are. The GPU
+    pipeline leaves the pass off (GPUPipelineOptions::warpSpecialize): on the H100 the
+    producer alone did not make the loop faster, and setmaxnreg made it slower.
+
+    ```mlir
+    // before: scf.for ... { wait full; wait empty (thread 0); expect; tma_copy ...; dots ...;
+    //                       arrive empty }
+    // after:
+    %w = kiln_gpu.warp_id : i32
+    %producer = arith.cmpi uge, %w, %c8 : i32
+    scf.if %producer {
+      kiln_gpu.set_max_registers 40
+      scf.for ... { wait empty; expect; tma_copy ... }  // {kiln_gpu.leader_warp = 8}
+    } else {
+      kiln_gpu.set_max_registers 232 increase
+      scf.for ... { wait full; dots ...; arrive empty }
+      ... (the rest of the kernel)
+    }
+    ```
+  }];
+  let options = [
+    Option<"producerRegisters", "producer-registers", "unsigned", "40",
+           "registers per thread the producer warpgroup keeps (24..256, a multiple of 8)">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
+                           "::kiln::gpu::KilnGPUDialect"];
+}
+
 def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {
   let summary = "prefetch the next iteration's loads of scf.for loops (software pipelining)";
   let description = [{

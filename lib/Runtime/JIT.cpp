@@ -219,7 +219,7 @@ std::shared_ptr<JIT::Entry> JIT::lookupOrCompile(const kiln::KernelSource &sourc
   ++stats.compiles;
   entry->kernel.name = compiled.name;
   entry->kernel.signature = compiled.signature;
-  entry->kernel.numWarps = options.numWarps;
+  entry->kernel.numWarps = compiled.numWarps; // the launch's (a producer warpgroup added)
   entry->kernel.sharedBytes = compiled.sharedBytes;
   entry->kernel.tensorMapBoxRows = compiled.tensorMapBoxRows;
   entry->kernel.tensorMapBoxRows.resize(entry->kernel.signature.size(), 0);

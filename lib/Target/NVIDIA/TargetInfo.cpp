@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Target/TargetInfo.h"
+#include "kiln/Dialect/KilnGPU/IR/Dialect.h"
 #include "kiln/Target/NVIDIA/KilnToLLVM.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -226,7 +227,23 @@ public:
     return w;
   }
 
-  void barrier(OpBuilder &b, Location loc) const override { NVVM::Barrier0Op::create(b, loc); }
+  /// bar.sync 0 over the program's threads; in a warp-specialized kernel (kConsumerWarpsAttr
+  /// on the module) named barrier 1 over the consumer warps' threads, which are the only ones
+  /// to reach the ops that emit it (see emitAllThreadsBarrier for the others).
+  void barrier(OpBuilder &b, Location loc) const override {
+    auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+    auto consumers =
+        module ? module->getAttrOfType<IntegerAttr>(kiln::gpu::kConsumerWarpsAttr) : IntegerAttr();
+    if (!consumers) {
+      NVVM::Barrier0Op::create(b, loc);
+      return;
+    }
+    Type i32 = b.getI32Type();
+    Value id = LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(1));
+    Value threads = LLVM::ConstantOp::create(
+        b, loc, i32, b.getI32IntegerAttr(int32_t(consumers.getInt() * kiln::gpu::kWarpSize)));
+    NVVM::BarrierOp::create(b, loc, Type(), id, threads, NVVM::BarrierReductionAttr(), Value());
+  }
 
   Value emitExp2Approx(OpBuilder &b, Location loc, Value x) const override {
     auto asmOp = LLVM::InlineAsmOp::create(

@@ -155,3 +155,12 @@ func.func @mbarrier_wait_whole_warp(%s: i32, %ph: i32) {
   kiln_gpu.mbarrier_wait %bars[%s], %ph {whole_warp} : !kiln_gpu.mbarriers<3>
   return
 }
+
+// -----
+
+// setmaxnreg takes 24 to 256 registers, a multiple of 8.
+func.func @set_max_registers_count() {
+  // expected-error @+1 {{'kiln_gpu.set_max_registers' op expected a register count from 24 to 256, a multiple of 8, found 100}}
+  kiln_gpu.set_max_registers 100 increase
+  return
+}

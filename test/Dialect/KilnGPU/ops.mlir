@@ -125,3 +125,16 @@ func.func @mbarriers(%slot: i32, %phase: i32, %p: i1) {
   kiln_gpu.mbarrier_wait %empty[%slot], %phase if %p : !kiln_gpu.mbarriers<4>
   return
 }
+
+// The ops of a warp-specialized kernel: the warp's index, read once from lane 0, and the
+// registers a warpgroup gives back or takes (setmaxnreg).
+// CHECK-LABEL: func.func @warp_roles(
+// CHECK: %[[W:.*]] = kiln_gpu.warp_id : i32
+// CHECK: kiln_gpu.set_max_registers 40
+// CHECK-NEXT: kiln_gpu.set_max_registers 232 increase
+func.func @warp_roles() -> i32 {
+  %w = kiln_gpu.warp_id : i32
+  kiln_gpu.set_max_registers 40
+  kiln_gpu.set_max_registers 232 increase
+  return %w : i32
+}

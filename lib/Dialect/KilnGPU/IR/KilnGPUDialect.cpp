@@ -297,6 +297,13 @@ LogicalResult MBarrierWaitOp::verify() {
   return success();
 }
 
+LogicalResult SetMaxRegistersOp::verify() {
+  int64_t n = getCount();
+  if (n < 24 || n > 256 || n % 8)
+    return emitOpError("expected a register count from 24 to 256, a multiple of 8, found ") << n;
+  return success();
+}
+
 LogicalResult TmaCopyOp::verify() {
   auto buffer = getBuffer().getType();
   if (getCoords().size() != buffer.getTileShape().size())

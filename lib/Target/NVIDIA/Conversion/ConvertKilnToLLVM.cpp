@@ -3,7 +3,8 @@
 // This file implements -kiln-convert-to-llvm: it checks that every op can be lowered (naming
 // the ones the GPU path does not support yet), runs the axis analysis, and applies the Kiln,
 // arith, math (libdevice), cf and func patterns in one conversion. Kernels become llvm.funcs
-// marked nvvm.kernel with maxntid = 32 * num_warps, and nvvm.maxnreg = N where the pass's
+// marked nvvm.kernel with maxntid = 32 * num_warps (the launch's warps, kLaunchWarpsAttr, in a
+// warp-specialized kernel), and nvvm.maxnreg = N where the pass's
 // maxnreg option caps the registers per thread (Triton's maxnreg).
 //
 //===----------------------------------------------------------------------===//
@@ -213,6 +214,10 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
     unsigned numWarps = 4;
     if (auto attr = module->getAttrOfType<IntegerAttr>(kgpu::kNumWarpsAttr))
       numWarps = attr.getInt();
+    // A warp-specialized kernel launches a producer warpgroup beside the layouts' warps.
+    unsigned launchWarps = numWarps;
+    if (auto attr = module->getAttrOfType<IntegerAttr>(kgpu::kLaunchWarpsAttr))
+      launchWarps = attr.getInt();
 
     AxisInfoAnalysis axis(module);
     // Alignment facts on pointer arguments carry over to LLVM; the rest were for the analysis.
@@ -289,7 +294,7 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
         continue;
       func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
       func->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
-                    DenseI32ArrayAttr::get(ctx, {int32_t(numWarps * kgpu::kWarpSize), 1, 1}));
+                    DenseI32ArrayAttr::get(ctx, {int32_t(launchWarps * kgpu::kWarpSize), 1, 1}));
       if (maxnreg)
         func->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
                       IntegerAttr::get(IntegerType::get(ctx, 32), int64_t(maxnreg)));

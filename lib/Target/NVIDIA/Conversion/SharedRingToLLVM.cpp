@@ -33,6 +33,7 @@
 #include "kiln/Target/NVIDIA/TensorMap.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
 #include <map>
 
@@ -280,12 +281,30 @@ void emitIf(ConversionPatternRewriter &b, Location loc, Value cond,
   b.setInsertionPointToStart(after);
 }
 
-/// Emits `body` in a block that only thread 0 enters, and only where `cond` holds: a real
-/// branch, so that the other warps skip the code instead of running it predicated off.
+/// The first warp of the warpgroup that executes `op`: 0, or a warp-specialized kernel's
+/// producer warpgroup (kLeaderWarpAttr).
+unsigned getLeaderWarp(Operation *op) {
+  auto attr = op->getAttrOfType<IntegerAttr>(kgpu::kLeaderWarpAttr);
+  return attr ? unsigned(attr.getInt()) : 0;
+}
+
+/// The barrier an op emits: over the program's threads where the op is marked
+/// kAllThreadsAttr (a warp-specialized kernel's code both roles run), else target.barrier.
+void emitBarrierOf(Operation *op, ConversionPatternRewriter &b, Location loc,
+                   const TargetInfo &target) {
+  if (op->hasAttr(kgpu::kAllThreadsAttr))
+    NVVM::Barrier0Op::create(b, loc);
+  else
+    target.barrier(b, loc);
+}
+
+/// Emits `body` in a block that only thread 0 of warp `leaderWarp` enters, and only where
+/// `cond` holds: a real branch, so that the other warps skip the code instead of running it
+/// predicated off.
 void emitOnThreadZero(ConversionPatternRewriter &b, Location loc, const TargetInfo &target,
-                      Value cond, llvm::function_ref<void()> body) {
+                      Value cond, llvm::function_ref<void()> body, unsigned leaderWarp = 0) {
   Value first = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, target.getThreadId(b, loc),
-                                     i32Const(b, loc, 0));
+                                     i32Const(b, loc, int32_t(leaderWarp * kgpu::kWarpSize)));
   if (cond)
     first = LLVM::AndOp::create(b, loc, first, cond);
   emitIf(b, loc, first, body);
@@ -295,15 +314,16 @@ void emitOnThreadZero(ConversionPatternRewriter &b, Location loc, const TargetIn
 /// warp id is read once, at the top of the kernel, from lane 0 (emitEntryUniformWarpId): ptxas
 /// knows the branch to be warp-uniform, so the code around it stays on the uniform datapath.
 void emitOnWarpZero(ConversionPatternRewriter &b, Location loc, const TargetInfo &target,
-                    Value cond, llvm::function_ref<void()> body) {
+                    Value cond, llvm::function_ref<void()> body, unsigned leaderWarp = 0) {
   Value warp =
       emitEntryUniformWarpId(b, loc, b.getStringAttr("thread_id / 32"), [&](OpBuilder &entry) {
         return LLVM::LShrOp::create(entry, loc, target.getThreadId(entry, loc),
                                     i32Const(entry, loc, llvm::Log2_32(kgpu::kWarpSize)));
       });
-  Value first = LLVM::AndOp::create(
-      b, loc, LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, warp, i32Const(b, loc, 0)),
-      cond);
+  Value first = LLVM::AndOp::create(b, loc,
+                                    LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, warp,
+                                                         i32Const(b, loc, int32_t(leaderWarp))),
+                                    cond);
   emitIf(b, loc, first, body);
 }
 
@@ -376,7 +396,7 @@ struct MBarrierAllocLowering final : ConvertOpToLLVMPattern<kgpu::MBarrierAllocO
     for (int64_t i = 0; i < count; ++i)
       emitAsm(b, loc, init, "b,r", {first, barrierAddress(b, loc, bars, i32Const(b, loc, i))});
     emitAsm(b, loc, "fence.mbarrier_init.release.cluster;");
-    target.barrier(b, loc);
+    emitBarrierOf(op, b, loc, target);
     b.replaceOp(op, bars);
     return success();
   }
@@ -390,10 +410,13 @@ struct MBarrierExpectLowering final : ConvertOpToLLVMPattern<kgpu::MBarrierExpec
                                 ConversionPatternRewriter &b) const override {
     Location loc = op.getLoc();
     Value bar = barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot());
-    emitOnThreadZero(b, loc, target, adaptor.getPred(), [&] {
-      emitAsm(b, loc, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
-              {bar, i32Const(b, loc, op.getBytes())});
-    });
+    emitOnThreadZero(
+        b, loc, target, adaptor.getPred(),
+        [&] {
+          emitAsm(b, loc, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
+                  {bar, i32Const(b, loc, op.getBytes())});
+        },
+        getLeaderWarp(op));
     b.eraseOp(op);
     return success();
   }
@@ -447,9 +470,9 @@ struct MBarrierWaitLowering final : ConvertOpToLLVMPattern<kgpu::MBarrierWaitOp>
               "r,r", {bar, adaptor.getPhase()});
     };
     if (adaptor.getPred() && op.getWholeWarp())
-      emitOnWarpZero(b, loc, target, adaptor.getPred(), spin);
+      emitOnWarpZero(b, loc, target, adaptor.getPred(), spin, getLeaderWarp(op));
     else if (adaptor.getPred())
-      emitOnThreadZero(b, loc, target, adaptor.getPred(), spin);
+      emitOnThreadZero(b, loc, target, adaptor.getPred(), spin, getLeaderWarp(op));
     else
       spin();
     b.eraseOp(op);
@@ -492,18 +515,21 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
     Value slotBase = emitSlotAddress(b, loc, adaptor.getBuffer(), adaptor.getSlot(), type);
     Value map = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), adaptor.getDesc());
     Value bar = barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot());
-    emitOnThreadZero(b, loc, target, adaptor.getPred(), [&] {
-      for (int64_t strip = 0; strip < grid.strips; ++strip)
-        for (int64_t g = 0; g < grid.groups; ++g) {
-          int64_t row = g * grid.boxRows;
-          Value dst = LLVM::AddOp::create(b, loc, slotBase, c(grid.slotOffset(strip, row)));
-          auto [inner, outer] = grid.coordsOf(b, loc, adaptor.getCoords(), strip, row);
-          emitAsm(b, loc,
-                  "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                  "[$0], [$1, {$2, $3}], [$4];",
-                  "r,l,r,r,r", {dst, map, inner, outer, bar});
-        }
-    });
+    emitOnThreadZero(
+        b, loc, target, adaptor.getPred(),
+        [&] {
+          for (int64_t strip = 0; strip < grid.strips; ++strip)
+            for (int64_t g = 0; g < grid.groups; ++g) {
+              int64_t row = g * grid.boxRows;
+              Value dst = LLVM::AddOp::create(b, loc, slotBase, c(grid.slotOffset(strip, row)));
+              auto [inner, outer] = grid.coordsOf(b, loc, adaptor.getCoords(), strip, row);
+              emitAsm(b, loc,
+                      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                      "[$0], [$1, {$2, $3}], [$4];",
+                      "r,l,r,r,r", {dst, map, inner, outer, bar});
+            }
+        },
+        getLeaderWarp(op));
     b.eraseOp(op);
     return success();
   }
@@ -589,11 +615,41 @@ struct BarrierLowering final : ConvertOpToLLVMPattern<kgpu::BarrierOp> {
       : ConvertOpToLLVMPattern(converter), target(target) {}
   LogicalResult matchAndRewrite(kgpu::BarrierOp op, OpAdaptor,
                                 ConversionPatternRewriter &b) const override {
-    target.barrier(b, op.getLoc());
+    emitBarrierOf(op, b, op.getLoc(), target);
     b.eraseOp(op);
     return success();
   }
   const TargetInfo &target;
+};
+
+/// The warp id, read from lane 0 at the kernel's entry (the one emitOnWarpZero reads).
+struct WarpIdLowering final : ConvertOpToLLVMPattern<kgpu::WarpIdOp> {
+  WarpIdLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
+      : ConvertOpToLLVMPattern(converter), target(target) {}
+  LogicalResult matchAndRewrite(kgpu::WarpIdOp op, OpAdaptor,
+                                ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value warp =
+        emitEntryUniformWarpId(b, loc, b.getStringAttr("thread_id / 32"), [&](OpBuilder &entry) {
+          return LLVM::LShrOp::create(entry, loc, target.getThreadId(entry, loc),
+                                      i32Const(entry, loc, llvm::Log2_32(kgpu::kWarpSize)));
+        });
+    b.replaceOp(op, warp);
+    return success();
+  }
+  const TargetInfo &target;
+};
+
+struct SetMaxRegistersLowering final : ConvertOpToLLVMPattern<kgpu::SetMaxRegistersOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult matchAndRewrite(kgpu::SetMaxRegistersOp op, OpAdaptor,
+                                ConversionPatternRewriter &b) const override {
+    emitAsm(b, op.getLoc(),
+            std::string("setmaxnreg.") + (op.getIncrease() ? "inc" : "dec") + ".sync.aligned.u32 " +
+                std::to_string(op.getCount()) + ";");
+    b.eraseOp(op);
+    return success();
+  }
 };
 
 } // namespace
@@ -609,12 +665,11 @@ void kiln::populateSharedRingToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                             RewritePatternSet &patterns,
                                             const AxisInfoAnalysis &axisInfo,
                                             const TargetInfo &target) {
-  patterns.add<LocalAllocLowering, AsyncArriveLowering>(converter);
+  patterns.add<LocalAllocLowering, AsyncArriveLowering, SetMaxRegistersLowering>(converter);
   patterns.add<FixedAsmLowering<kgpu::AsyncCommitOp>>(converter, "cp.async.commit_group;");
   patterns.add<FixedAsmLowering<kgpu::ProxyFenceOp>>(converter, "fence.proxy.async.shared::cta;");
   patterns.add<AsyncCopyLowering>(converter, axisInfo, target);
-  patterns
-      .add<AsyncWaitLowering, MBarrierAllocLowering, MBarrierExpectLowering, MBarrierArriveLowering,
-           MBarrierWaitLowering, TmaCopyLowering, TmaStoreLowering, BarrierLowering>(converter,
-                                                                                     target);
+  patterns.add<AsyncWaitLowering, MBarrierAllocLowering, MBarrierExpectLowering,
+               MBarrierArriveLowering, MBarrierWaitLowering, TmaCopyLowering, TmaStoreLowering,
+               BarrierLowering, WarpIdLowering>(converter, target);
 }

@@ -35,6 +35,19 @@ inline constexpr llvm::StringLiteral kNumWarpsAttr = "kiln_gpu.num_warps";
 /// Module attribute (unit): the target has warpgroup MMA (wgmma, sm_90a), so dots on tensor
 /// cores take the warpgroup accumulator layout and lower to wgmma.
 inline constexpr llvm::StringLiteral kWgmmaAttr = "kiln_gpu.wgmma";
+/// Module attribute (warp-specialized kernels, -kiln-warp-specialize): the warps a program is
+/// launched with, the layouts' kNumWarpsAttr warps (the consumers) and a producer warpgroup.
+inline constexpr llvm::StringLiteral kLaunchWarpsAttr = "kiln_gpu.launch_warps";
+/// Module attribute beside kLaunchWarpsAttr: the consumer warps, warps 0 .. n - 1. Their
+/// barriers are named barrier 1 over their threads, not bar.sync 0 over the program's.
+inline constexpr llvm::StringLiteral kConsumerWarpsAttr = "kiln_gpu.consumer_warps";
+/// Op attribute (warp-specialized kernels): the first warp of the warpgroup that executes
+/// the op; its thread-0 or warp-0 work (a TMA copy, an expect_tx, a wait on an empty barrier)
+/// goes to this warp's lane 0 or this warp.
+inline constexpr llvm::StringLiteral kLeaderWarpAttr = "kiln_gpu.leader_warp";
+/// Op attribute (unit, warp-specialized kernels): a barrier the op emits is over every thread
+/// of the program (both roles reach it), not over the consumers only.
+inline constexpr llvm::StringLiteral kAllThreadsAttr = "kiln_gpu.all_threads";
 /// Threads per warp on NVIDIA GPUs (PTX ISA 5.2.2, "warp size").
 inline constexpr unsigned kWarpSize = 32;
 

@@ -392,6 +392,41 @@ def KilnGPU_BarrierOp : Op<KilnGPU_Dialect, "barrier",
   let assemblyFormat = "attr-dict";
 }
 
+def KilnGPU_WarpIdOp : Op<KilnGPU_Dialect, "warp_id", [Pure]> {
+  let summary = "the warp's index in the program (thread id / 32, read once from lane 0)";
+  let description = [{
+    The index of the executing warp among the program's warps, read at the kernel's entry
+    from lane 0 so that ptxas knows it to be warp-uniform: a branch on it (a warp-specialized
+    kernel's roles) keeps the code around it on the uniform datapath.
+
+    ```mlir
+    %w = kiln_gpu.warp_id : i32
+    ```
+  }];
+  let results = (outs I32:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def KilnGPU_SetMaxRegistersOp : Op<KilnGPU_Dialect, "set_max_registers",
+    [MemoryEffects<[MemRead<DefaultResource>, MemWrite<DefaultResource>]>]> {
+  let summary = "change the executing warpgroup's registers per thread (setmaxnreg)";
+  let description = [{
+    Every warp of a warpgroup executes it (setmaxnreg.sync.aligned): with `increase`, the
+    warpgroup waits until the program's pool has `count` registers per thread for it; without,
+    it gives those above `count` back. A warp-specialized kernel's producer warpgroup, which
+    only issues copies, gives registers to the consumers that run the dots. `count` is 24 to
+    256, a multiple of 8 (PTX ISA, setmaxnreg).
+
+    ```mlir
+    kiln_gpu.set_max_registers 40
+    kiln_gpu.set_max_registers 232 increase
+    ```
+  }];
+  let arguments = (ins I32Attr:$count, UnitAttr:$increase);
+  let assemblyFormat = "$count (`increase` $increase^)? attr-dict";
+  let hasVerifier = 1;
+}
+
 def KilnGPU_SharedDotOp : Op<KilnGPU_Dialect, "shared_dot",
     [MemoryEffects<[MemRead<DefaultResource>]>, AllTypesMatch<["c", "result"]>,
      AttrSizedOperandSegments]> {

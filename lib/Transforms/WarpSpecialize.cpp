@@ -1,0 +1,308 @@
+//===- WarpSpecialize.cpp - A producer warpgroup for a loop's TMA copies --===//
+//
+// This file implements -kiln-warp-specialize (see Passes.td): in a kernel whose one loop with
+// TMA rings runs several dots and frees its slots through empty barriers, a producer
+// warpgroup beside the program's warps runs the loop's ring side, and the program's warps
+// (the consumers, the warps every layout was assigned over) run the rest.
+//
+// Why it is sound. -kiln-pipeline-dot-operands already gives such a loop the shape of a
+// producer and consumers: every iteration waits on its slot's full barrier; thread 0 waits on
+// the empty barrier of the slot it is about to overwrite (every consumer warp arrives there
+// once it is done with the slot), then announces the bytes (expect_tx) and issues the copies,
+// all from scalars the loop computes from its induction variable and its slot and phase
+// arguments. Moving that work to another warpgroup changes who waits, not what is waited
+// for: the copies still wait for the slot to be free, and the consumers still wait for the
+// copies. The producer's loop has the same bounds and the same slot and phase arithmetic, so
+// its iteration i copies what the consumers' iteration i reads, as thread 0 did. Nothing after
+// the loop touches its rings.
+//
+// What the consumers gain: no warp of theirs stops on an empty barrier or issues copies
+// between its dots, so the two warpgroups of an attention program are no longer tied to each
+// other's progress at every iteration (thread 0 waited for the slowest warp of the previous
+// iteration before its warpgroup's next dot).
+//
+// Registers: the launch has 32 * (n + 4) threads, so ptxas gives each at most
+// 65536 / (32 * (n + 4)) registers; the producer gives all but `producer-registers` back
+// (setmaxnreg.dec) and the consumers take them (setmaxnreg.inc).
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Dialect/KilnGPU/IR/Dialect.h"
+#include "kiln/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNWARPSPECIALIZE
+#include "kiln/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+namespace kgpu = kiln::gpu;
+
+namespace {
+
+/// Registers a thread of an SM has for a program of `warps` warps when one program fills it.
+constexpr int64_t kRegistersPerSM = 65536;
+/// Warps of a warpgroup (wgmma and setmaxnreg work on whole warpgroups).
+constexpr unsigned kWarpgroupWarps = 4;
+
+bool isTensorTyped(Operation *op) {
+  auto shaped = [](Type t) { return isa<ShapedType>(t); };
+  return llvm::any_of(op->getResultTypes(), shaped) || llvm::any_of(op->getOperandTypes(), shaped);
+}
+
+/// The plan for one kernel: its ring loop, the ring-side ops of its body (in body order), the
+/// ops they need, and the loop's iteration arguments the producer carries.
+struct Plan {
+  scf::ForOp loop;
+  SmallVector<Operation *> ringOps;   // mbarrier_wait (empty), mbarrier_expect, tma_copy
+  llvm::SetVector<Operation *> slice; // scalar ops of the body the ring ops need
+  SmallVector<unsigned> carried;      // iteration arguments the producer keeps
+  SmallVector<Operation *> moved;     // tensor ops before the loop, for the consumers
+};
+
+/// Adds to `plan.slice` the body's ops `v` depends on, and the iteration arguments it reads
+/// to `args`. Fails on anything but scalar ops free of memory effects.
+LogicalResult addSlice(Value v, Plan &plan, llvm::SetVector<unsigned> &args) {
+  Block *body = plan.loop.getBody();
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    if (arg.getOwner() == body && arg.getArgNumber() > 0)
+      args.insert(arg.getArgNumber() - 1);
+    return success();
+  }
+  Operation *def = v.getDefiningOp();
+  if (def->getBlock() != body || plan.slice.contains(def))
+    return success();
+  if (def->getNumRegions() || !isMemoryEffectFree(def) || isTensorTyped(def))
+    return failure();
+  for (Value operand : def->getOperands())
+    if (failed(addSlice(operand, plan, args)))
+      return failure();
+  plan.slice.insert(def);
+  return success();
+}
+
+/// The plan for `func`, or failure where the kernel does not have the shape the file comment
+/// describes (it is then left as it is).
+FailureOr<Plan> planKernel(func::FuncOp func) {
+  if (!func.getBody().hasOneBlock())
+    return failure();
+  Block &top = func.getBody().front();
+  Plan plan;
+  for (Operation &op : top) {
+    auto loop = dyn_cast<scf::ForOp>(op);
+    bool copies = false;
+    op.walk([&](kgpu::TmaCopyOp) { copies = true; });
+    if (!copies || !loop)
+      continue;
+    if (plan.loop)
+      return failure(); // v1: one ring loop per kernel
+    plan.loop = loop;
+  }
+  if (!plan.loop || top.getTerminator()->getNumOperands())
+    return failure();
+  scf::ForOp loop = plan.loop;
+  Block *body = loop.getBody();
+
+  // The loop: TMA copies and its ring ops at the top of its body, several dots, no other
+  // kind of copy or barrier, and empty barriers the consumers arrive on.
+  unsigned dots = 0;
+  bool other = false;
+  loop.walk([&](Operation *op) {
+    if (isa<kgpu::SharedDotOp>(op))
+      ++dots;
+    else if (isa<kgpu::AsyncCopyOp, kgpu::AsyncWaitOp, kgpu::AsyncArriveOp, kgpu::BarrierOp,
+                 kgpu::MBarrierAllocOp, kgpu::LocalAllocOp, kgpu::TmaStoreOp>(op))
+      other = true;
+    else if (isa<kgpu::TmaCopyOp, kgpu::MBarrierExpectOp>(op) && op->getBlock() != body)
+      other = true;
+  });
+  if (other || dots < 2)
+    return failure();
+  llvm::SmallPtrSet<Value, 4> empty;
+  for (auto arrive : body->getOps<kgpu::MBarrierArriveOp>())
+    empty.insert(arrive.getBarriers());
+  bool waited = false;
+  for (Operation &op : *body) {
+    auto wait = dyn_cast<kgpu::MBarrierWaitOp>(op);
+    if (wait && empty.contains(wait.getBarriers())) {
+      waited = true;
+      plan.ringOps.push_back(&op);
+    } else if (isa<kgpu::TmaCopyOp, kgpu::MBarrierExpectOp>(op)) {
+      if (!waited)
+        return failure(); // a copy that does not wait for its slot to be free
+      plan.ringOps.push_back(&op);
+    }
+  }
+  if (!waited)
+    return failure();
+
+  // The scalar work the ring ops need, with the iteration arguments it carries.
+  llvm::SetVector<unsigned> args;
+  for (Operation *op : plan.ringOps)
+    for (Value v : op->getOperands())
+      if (failed(addSlice(v, plan, args)))
+        return failure();
+  auto yield = cast<scf::YieldOp>(body->getTerminator());
+  for (unsigned i = 0; i < args.size(); ++i) { // grows while the yields need more
+    if (isa<ShapedType>(loop.getRegionIterArgs()[args[i]].getType()))
+      return failure();
+    if (failed(addSlice(yield.getOperand(args[i]), plan, args)))
+      return failure();
+  }
+  plan.carried.assign(args.begin(), args.end());
+  llvm::sort(plan.carried);
+
+  // Before the loop: both roles run scalar work, the rings' and barriers' set-up and the
+  // first TMA copies (thread 0's). Tensor values, and the cp.async copies of one-slot
+  // buffers (q, copied by the threads of its layout), are the consumers' (moved after the
+  // split, in order).
+  for (Operation &op : top) {
+    if (&op == loop.getOperation())
+      break;
+    if (isa<kgpu::LocalAllocOp, kgpu::MBarrierAllocOp, kgpu::MBarrierExpectOp, kgpu::TmaCopyOp,
+            kgpu::BarrierOp>(op))
+      continue;
+    if (isa<kgpu::AsyncCopyOp, kgpu::AsyncCommitOp, kgpu::AsyncWaitOp>(op)) {
+      plan.moved.push_back(&op);
+      continue;
+    }
+    if (op.getNumRegions() || !isMemoryEffectFree(&op))
+      return failure();
+    if (isTensorTyped(&op))
+      plan.moved.push_back(&op);
+  }
+  // What stays before the split must not read a moved value.
+  llvm::SmallPtrSet<Operation *, 16> movedSet(plan.moved.begin(), plan.moved.end());
+  for (Operation &op : top) {
+    if (&op == loop.getOperation())
+      break;
+    if (movedSet.contains(&op))
+      continue;
+    for (Value v : op.getOperands())
+      if (v.getDefiningOp() && movedSet.contains(v.getDefiningOp()))
+        return failure();
+  }
+  for (Operation *op : plan.slice)
+    for (Value v : op->getOperands())
+      if (v.getDefiningOp() && movedSet.contains(v.getDefiningOp()))
+        return failure();
+  return plan;
+}
+
+/// The producer's loop: `plan.loop`'s bounds, the carried scalars, the slice and the ring ops
+/// in body order (marked to be issued by the producer's first warp).
+void buildProducerLoop(OpBuilder &b, const Plan &plan, unsigned leaderWarp) {
+  scf::ForOp loop = plan.loop;
+  SmallVector<Value> inits;
+  for (unsigned i : plan.carried)
+    inits.push_back(loop.getInitArgs()[i]);
+  auto producer = scf::ForOp::create(b, loop.getLoc(), loop.getLowerBound(), loop.getUpperBound(),
+                                     loop.getStep(), inits);
+  Block *body = producer.getBody();
+  IRMapping map;
+  map.map(loop.getInductionVar(), producer.getInductionVar());
+  for (auto [i, arg] : llvm::enumerate(plan.carried))
+    map.map(loop.getRegionIterArgs()[arg], producer.getRegionIterArgs()[i]);
+  OpBuilder inner = OpBuilder::atBlockBegin(body);
+  llvm::SmallPtrSet<Operation *, 8> ring(plan.ringOps.begin(), plan.ringOps.end());
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    if (!plan.slice.contains(&op) && !ring.contains(&op))
+      continue;
+    Operation *copy = inner.clone(op, map);
+    if (ring.contains(&op))
+      copy->setAttr(kgpu::kLeaderWarpAttr, inner.getI32IntegerAttr(int32_t(leaderWarp)));
+  }
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  SmallVector<Value> next;
+  for (unsigned i : plan.carried)
+    next.push_back(map.lookupOrDefault(yield.getOperand(i)));
+  // (scf::ForOp::create gives the body a yield only when it carries nothing.)
+  if (body->mightHaveTerminator())
+    body->getTerminator()->erase();
+  inner.setInsertionPointToEnd(body);
+  scf::YieldOp::create(inner, loop.getLoc(), next);
+}
+
+struct KilnWarpSpecializePass final : kiln::impl::KilnWarpSpecializeBase<KilnWarpSpecializePass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto warpsAttr = module->getAttrOfType<IntegerAttr>(kgpu::kNumWarpsAttr);
+    if (!warpsAttr || !module->hasAttr(kgpu::kWgmmaAttr))
+      return;
+    unsigned warps = unsigned(warpsAttr.getInt());
+    if (warps % kWarpgroupWarps || producerRegisters < 24 || producerRegisters > 256 ||
+        producerRegisters % 8)
+      return;
+    // The consumers' share of the SM's registers, a multiple of 8, at most 240.
+    int64_t consumerRegisters =
+        (kRegistersPerSM - int64_t(kWarpgroupWarps * kgpu::kWarpSize) * producerRegisters) /
+        int64_t(warps * kgpu::kWarpSize);
+    consumerRegisters = std::min<int64_t>(240, consumerRegisters / 8 * 8);
+    if (consumerRegisters < int64_t(producerRegisters))
+      return;
+
+    SmallVector<std::pair<func::FuncOp, Plan>> plans;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (FailureOr<Plan> plan = planKernel(func); succeeded(plan))
+        plans.emplace_back(func, std::move(*plan));
+    if (plans.empty())
+      return;
+    MLIRContext *ctx = module.getContext();
+    Type i32 = IntegerType::get(ctx, 32);
+    module->setAttr(kgpu::kLaunchWarpsAttr, IntegerAttr::get(i32, warps + kWarpgroupWarps));
+    module->setAttr(kgpu::kConsumerWarpsAttr, IntegerAttr::get(i32, warps));
+
+    for (auto &[func, plan] : plans) {
+      scf::ForOp loop = plan.loop;
+      Location loc = loop.getLoc();
+      Block &top = func.getBody().front();
+      // The barriers both roles reach: the set-up before the split.
+      for (Operation &op : top) {
+        if (&op == loop.getOperation())
+          break;
+        if (isa<kgpu::MBarrierAllocOp, kgpu::BarrierOp>(op))
+          op.setAttr(kgpu::kAllThreadsAttr, UnitAttr::get(ctx));
+      }
+      OpBuilder b(loop);
+      Value warp = kgpu::WarpIdOp::create(b, loc, i32);
+      Value isProducer = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::uge, warp,
+          arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(int32_t(warps))));
+      auto split = scf::IfOp::create(b, loc, TypeRange(), isProducer, /*withElseRegion=*/true);
+
+      OpBuilder producer = split.getThenBodyBuilder();
+      kgpu::SetMaxRegistersOp::create(producer, loc, int32_t(producerRegisters), false);
+      buildProducerLoop(producer, plan, warps);
+
+      // The consumers: the tensor values before the loop, the loop without its ring side,
+      // and the rest of the kernel.
+      Block *consumer = split.elseBlock();
+      OpBuilder cb = OpBuilder::atBlockBegin(consumer);
+      auto grow = kgpu::SetMaxRegistersOp::create(cb, loc, int32_t(consumerRegisters), true);
+      Operation *at = grow;
+      auto moveHere = [&](Operation *op) {
+        op->moveAfter(at);
+        at = op;
+      };
+      for (Operation *op : plan.moved)
+        moveHere(op);
+      SmallVector<Operation *> rest;
+      for (Operation *op = loop.getOperation(); op != top.getTerminator(); op = op->getNextNode())
+        rest.push_back(op);
+      for (Operation *op : rest)
+        moveHere(op);
+      for (Operation *op : llvm::reverse(plan.ringOps))
+        op->erase();
+    }
+  }
+};
+
+} // namespace
