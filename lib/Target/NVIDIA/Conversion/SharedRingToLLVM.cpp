@@ -357,6 +357,18 @@ struct BoxGrid {
     return {LLVM::AddOp::create(b, loc, coords[1], i32Const(b, loc, strip * boxInner)),
             LLVM::AddOp::create(b, loc, coords[0], i32Const(b, loc, row))};
   }
+  /// Calls `copy(slot address, inner, outer)` for each box of the block at `coords`: the
+  /// box's address in the slot at `slotBase` and its tensor coordinates.
+  void forEachBox(OpBuilder &b, Location loc, Value slotBase, ValueRange coords,
+                  llvm::function_ref<void(Value, Value, Value)> copy) const {
+    for (int64_t strip = 0; strip < strips; ++strip)
+      for (int64_t g = 0; g < groups; ++g) {
+        int64_t row = g * boxRows;
+        Value at = LLVM::AddOp::create(b, loc, slotBase, i32Const(b, loc, slotOffset(strip, row)));
+        auto [inner, outer] = coordsOf(b, loc, coords, strip, row);
+        copy(at, inner, outer);
+      }
+  }
 };
 
 /// The i32 shared address of barrier `slot` of `barriers` (8 bytes each).
@@ -511,23 +523,20 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
     BoxGrid grid(block, *box, layout);
 
     // Thread 0 issues every box, each at constant offsets from the slot and the block.
-    auto c = [&](int64_t v) { return i32Const(b, loc, v); };
     Value slotBase = emitSlotAddress(b, loc, adaptor.getBuffer(), adaptor.getSlot(), type);
     Value map = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), adaptor.getDesc());
     Value bar = barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot());
     emitOnThreadZero(
         b, loc, target, adaptor.getPred(),
         [&] {
-          for (int64_t strip = 0; strip < grid.strips; ++strip)
-            for (int64_t g = 0; g < grid.groups; ++g) {
-              int64_t row = g * grid.boxRows;
-              Value dst = LLVM::AddOp::create(b, loc, slotBase, c(grid.slotOffset(strip, row)));
-              auto [inner, outer] = grid.coordsOf(b, loc, adaptor.getCoords(), strip, row);
-              emitAsm(b, loc,
-                      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                      "[$0], [$1, {$2, $3}], [$4];",
-                      "r,l,r,r,r", {dst, map, inner, outer, bar});
-            }
+          grid.forEachBox(
+              b, loc, slotBase, adaptor.getCoords(), [&](Value dst, Value inner, Value outer) {
+                emitAsm(
+                    b, loc,
+                    "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                    "[$0], [$1, {$2, $3}], [$4];",
+                    "r,l,r,r,r", {dst, map, inner, outer, bar});
+              });
         },
         getLeaderWarp(op));
     b.eraseOp(op);
@@ -556,7 +565,6 @@ struct TmaStoreLowering final : ConvertOpToLLVMPattern<kgpu::TmaStoreOp> {
     auto box = nvidia::getTensorMapBox({tile[0], tile[1]}, unsigned(layout.elemBytes), boxRows);
     if (!box || layout.kMajor || box->swizzleBytes != layout.swizzle)
       return op.emitOpError("expected a buffer in the layout of the TMA boxes of its block");
-    auto c = [&](int64_t v) { return i32Const(b, loc, v); };
     Value base = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), adaptor.getBuffer());
 
     // Every thread writes its elements where the boxes read them: runs of a thread's
@@ -590,15 +598,11 @@ struct TmaStoreLowering final : ConvertOpToLLVMPattern<kgpu::TmaStoreOp> {
     BoxGrid grid(tile, *box, layout);
     Value map = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), adaptor.getDesc());
     emitOnThreadZero(b, loc, target, Value(), [&] {
-      for (int64_t strip = 0; strip < grid.strips; ++strip)
-        for (int64_t g = 0; g < grid.groups; ++g) {
-          int64_t row = g * grid.boxRows;
-          Value src = LLVM::AddOp::create(b, loc, base, c(grid.slotOffset(strip, row)));
-          auto [inner, outer] = grid.coordsOf(b, loc, adaptor.getCoords(), strip, row);
-          emitAsm(b, loc,
-                  "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];",
-                  "l,r,r,r", {map, inner, outer, src});
-        }
+      grid.forEachBox(b, loc, base, adaptor.getCoords(), [&](Value src, Value inner, Value outer) {
+        emitAsm(b, loc,
+                "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];",
+                "l,r,r,r", {map, inner, outer, src});
+      });
       emitAsm(b, loc, "cp.async.bulk.commit_group;");
       // The buffer may be reused (or the program end) once the copies have read it.
       emitAsm(b, loc, "cp.async.bulk.wait_group.read 0;");
