@@ -310,16 +310,21 @@ void emitOnThreadZero(ConversionPatternRewriter &b, Location loc, const TargetIn
   emitIf(b, loc, first, body);
 }
 
-/// Emits `body` in a block that warp 0 enters, all its lanes, and only where `cond` holds. The
-/// warp id is read once, at the top of the kernel, from lane 0 (emitEntryUniformWarpId): ptxas
-/// knows the branch to be warp-uniform, so the code around it stays on the uniform datapath.
+/// thread_id / 32, read once at the kernel's entry from lane 0 (emitEntryUniformWarpId).
+Value emitUniformWarp(OpBuilder &b, Location loc, const TargetInfo &target) {
+  return emitEntryUniformWarpId(b, loc, b.getStringAttr("thread_id / 32"), [&](OpBuilder &entry) {
+    return LLVM::LShrOp::create(entry, loc, target.getThreadId(entry, loc),
+                                i32Const(entry, loc, llvm::Log2_32(kgpu::kWarpSize)));
+  });
+}
+
+/// Emits `body` in a block that warp `leaderWarp` (0 but in a warp-specialized kernel's
+/// producer) enters, all its lanes, and only where `cond` holds. The warp id is read once, at
+/// the top of the kernel, from lane 0 (emitUniformWarp): ptxas knows the branch to be
+/// warp-uniform, so the code around it stays on the uniform datapath.
 void emitOnWarpZero(ConversionPatternRewriter &b, Location loc, const TargetInfo &target,
                     Value cond, llvm::function_ref<void()> body, unsigned leaderWarp = 0) {
-  Value warp =
-      emitEntryUniformWarpId(b, loc, b.getStringAttr("thread_id / 32"), [&](OpBuilder &entry) {
-        return LLVM::LShrOp::create(entry, loc, target.getThreadId(entry, loc),
-                                    i32Const(entry, loc, llvm::Log2_32(kgpu::kWarpSize)));
-      });
+  Value warp = emitUniformWarp(b, loc, target);
   Value first = LLVM::AndOp::create(b, loc,
                                     LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, warp,
                                                          i32Const(b, loc, int32_t(leaderWarp))),
@@ -632,13 +637,7 @@ struct WarpIdLowering final : ConvertOpToLLVMPattern<kgpu::WarpIdOp> {
       : ConvertOpToLLVMPattern(converter), target(target) {}
   LogicalResult matchAndRewrite(kgpu::WarpIdOp op, OpAdaptor,
                                 ConversionPatternRewriter &b) const override {
-    Location loc = op.getLoc();
-    Value warp =
-        emitEntryUniformWarpId(b, loc, b.getStringAttr("thread_id / 32"), [&](OpBuilder &entry) {
-          return LLVM::LShrOp::create(entry, loc, target.getThreadId(entry, loc),
-                                      i32Const(entry, loc, llvm::Log2_32(kgpu::kWarpSize)));
-        });
-    b.replaceOp(op, warp);
+    b.replaceOp(op, emitUniformWarp(b, op.getLoc(), target));
     return success();
   }
   const TargetInfo &target;
