@@ -16,14 +16,17 @@
 // its iteration i copies what the consumers' iteration i reads, as thread 0 did. Nothing after
 // the loop touches its rings.
 //
-// What the consumers gain: no warp of theirs stops on an empty barrier or issues copies
-// between its dots, so the two warpgroups of an attention program are no longer tied to each
-// other's progress at every iteration (thread 0 waited for the slowest warp of the previous
-// iteration before its warpgroup's next dot).
+// What it was for: no consumer warp stops on an empty barrier or issues copies between its
+// dots, so the two warpgroups of an attention program are no longer tied to each other's
+// progress at every iteration. On the H100 (kiln_kernels' forward at D 128, session 30) that
+// alone changed nothing (0.99-1.01x) and setmaxnreg cost 1-4%, so the GPU pipeline leaves the
+// pass off; it is the base for two consumer warpgroups taking turns at the tensor cores.
 //
-// Registers: the launch has 32 * (n + 4) threads, so ptxas gives each at most
-// 65536 / (32 * (n + 4)) registers; the producer gives all but `producer-registers` back
-// (setmaxnreg.dec) and the consumers take them (setmaxnreg.inc).
+// Registers: the launch has 32 * (n + 4) threads. With setmaxnreg in the kernel, ptxas gives
+// each thread the most registers that launch allows (65536 / (32 * (n + 4)) rounded down to 8:
+// 168 at 384 threads, what ncu read on the H100); the producer gives all but
+// `producer-registers` back (setmaxnreg.dec) and the consumers take them (setmaxnreg.inc), the
+// two counts chosen to fit that pool (an increase the pool cannot meet would wait forever).
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,7 +50,7 @@ namespace kgpu = kiln::gpu;
 
 namespace {
 
-/// Registers a thread of an SM has for a program of `warps` warps when one program fills it.
+/// 32-bit registers of an SM (sm_90), which one program of warps and producer shares.
 constexpr int64_t kRegistersPerSM = 65536;
 /// Warps of a warpgroup (wgmma and setmaxnreg work on whole warpgroups).
 constexpr unsigned kWarpgroupWarps = 4;
