@@ -211,12 +211,12 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
     MLIRContext *ctx = &getContext();
     if (failed(checkGPUSupport(module)) || failed(checkLaidOut(module)))
       return signalPassFailure();
-    unsigned numWarps = 4;
-    if (auto attr = module->getAttrOfType<IntegerAttr>(kgpu::kNumWarpsAttr))
-      numWarps = attr.getInt();
-    // A warp-specialized kernel launches a producer warpgroup beside the layouts' warps.
-    unsigned launchWarps = numWarps;
+    // The launch's warps: the layouts', and in a warp-specialized kernel a producer warpgroup
+    // beside them (kLaunchWarpsAttr).
+    unsigned launchWarps = 4;
     if (auto attr = module->getAttrOfType<IntegerAttr>(kgpu::kLaunchWarpsAttr))
+      launchWarps = attr.getInt();
+    else if (auto attr = module->getAttrOfType<IntegerAttr>(kgpu::kNumWarpsAttr))
       launchWarps = attr.getInt();
 
     AxisInfoAnalysis axis(module);

@@ -527,7 +527,8 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
       return op.emitOpError("expected a slot in the layout of the TMA boxes of its block");
     BoxGrid grid(block, *box, layout);
 
-    // Thread 0 issues every box, each at constant offsets from the slot and the block.
+    // One thread (thread 0, or the first of a warp-specialized kernel's producer) issues
+    // every box, each at constant offsets from the slot and the block.
     Value slotBase = emitSlotAddress(b, loc, adaptor.getBuffer(), adaptor.getSlot(), type);
     Value map = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), adaptor.getDesc());
     Value bar = barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot());
