@@ -64,7 +64,8 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
   pm.addPass(createKilnAssignLayouts(KilnAssignLayoutsOptions{options.numWarps, options.wgmma}));
   // sm_90a, when asked: a producer warpgroup issues an attention loop's TMA copies
   if (options.wgmma && options.warpSpecialize && !options.maxnreg)
-    pm.addPass(createKilnWarpSpecialize());
+    pm.addPass(createKilnWarpSpecialize(
+        KilnWarpSpecializeOptions{options.producerRegisters, options.pingPong}));
   pm.addPass(createSCFToControlFlowPass());
   // layouts -> LLVM + NVVM
   pm.addPass(createKilnConvertToLLVM(KilnConvertToLLVMOptions{options.maxnreg}));

@@ -51,6 +51,10 @@ struct GPUPipelineOptions {
   /// ran 0.96-1.01x the kernel without it (bench/results/2026-11-27-h100-session30.md); it is
   /// the base FlashAttention-3's ping-pong and a persistent schedule would build on.
   bool warpSpecialize = false;
+  /// With warpSpecialize: the two consumer warpgroups take turns issuing the loop's dots.
+  bool pingPong = false;
+  /// With warpSpecialize: registers per thread the producer warpgroup keeps.
+  unsigned producerRegisters = 40;
 };
 
 /// kiln (no layouts) -> LLVM dialect + NVVM, ready for translation to LLVM IR.

@@ -374,7 +374,9 @@ def KilnWarpSpecialize : Pass<"kiln-warp-specialize", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"producerRegisters", "producer-registers", "unsigned", "40",
-           "registers per thread the producer warpgroup keeps (24..256, a multiple of 8)">
+           "registers per thread the producer warpgroup keeps (24..256, a multiple of 8)">,
+    Option<"pingPong", "ping-pong", "bool", "false",
+           "two consumer warpgroups take turns issuing the loop's dots (named barriers 2, 3)">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
                            "::kiln::gpu::KilnGPUDialect"];

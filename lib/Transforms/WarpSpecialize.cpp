@@ -60,14 +60,23 @@ bool isTensorTyped(Operation *op) {
   return llvm::any_of(op->getResultTypes(), shaped) || llvm::any_of(op->getOperandTypes(), shaped);
 }
 
-/// The plan for one kernel: its ring loop, the ring-side ops of its body (in body order), the
-/// ops they need, and the loop's iteration arguments the producer carries.
+/// The plan for one kernel: its ring loop and the ifs around it, the ring-side ops of its
+/// body (in body order), the ops they need, and the loop's iteration arguments the producer
+/// carries.
 struct Plan {
   scf::ForOp loop;
+  SmallVector<scf::IfOp, 2> nest;     // the ifs the loop is in (then-blocks), outermost first
   SmallVector<Operation *> ringOps;   // mbarrier_wait (empty), mbarrier_expect, tma_copy
   llvm::SetVector<Operation *> slice; // scalar ops of the body the ring ops need
+  llvm::SetVector<Operation *> outer; // scalar ops of the ifs' blocks the producer needs
+  SmallVector<Operation *> hoisted;   // ring and barrier allocations in the ifs' blocks
   SmallVector<unsigned> carried;      // iteration arguments the producer keeps
-  SmallVector<Operation *> moved;     // tensor ops before the loop, for the consumers
+  SmallVector<Operation *> moved;     // tensor ops before the split, for the consumers
+
+  /// The top-level op the split goes before: the outermost if, or the loop.
+  Operation *anchor() {
+    return nest.empty() ? loop.getOperation() : nest.front().getOperation();
+  }
 };
 
 /// Adds to `plan.slice` the body's ops `v` depends on, and the iteration arguments it reads
@@ -91,6 +100,29 @@ LogicalResult addSlice(Value v, Plan &plan, llvm::SetVector<unsigned> &args) {
   return success();
 }
 
+/// Adds to `plan.outer` what the producer needs of `v` when the ifs' blocks define it: scalar
+/// ops free of memory effects, cloned into the producer's copy of the ifs (allocations are
+/// hoisted before the split instead). Values of the kernel's top block are there already.
+LogicalResult addOuter(Value v, Plan &plan) {
+  Operation *def = v.getDefiningOp();
+  if (!def || plan.outer.contains(def))
+    return success();
+  Block *top = &plan.anchor()->getParentOfType<func::FuncOp>().getBody().front();
+  if (def->getBlock() == top)
+    return success();
+  if (!llvm::any_of(plan.nest, [&](scf::IfOp nest) { return def->getBlock() == nest.thenBlock(); }))
+    return failure();
+  if (isa<kgpu::LocalAllocOp, kgpu::MBarrierAllocOp>(def))
+    return success(); // hoisted
+  if (def->getNumRegions() || !isMemoryEffectFree(def) || isTensorTyped(def))
+    return failure();
+  for (Value operand : def->getOperands())
+    if (failed(addOuter(operand, plan)))
+      return failure();
+  plan.outer.insert(def);
+  return success();
+}
+
 /// The plan for `func`, or failure where the kernel does not have the shape the file comment
 /// describes (it is then left as it is).
 FailureOr<Plan> planKernel(func::FuncOp func) {
@@ -98,18 +130,24 @@ FailureOr<Plan> planKernel(func::FuncOp func) {
     return failure();
   Block &top = func.getBody().front();
   Plan plan;
-  for (Operation &op : top) {
-    auto loop = dyn_cast<scf::ForOp>(op);
-    bool copies = false;
-    op.walk([&](kgpu::TmaCopyOp) { copies = true; });
-    if (!copies || !loop)
-      continue;
-    if (plan.loop)
-      return failure(); // v1: one ring loop per kernel
+  // The one loop whose body issues TMA copies, in the kernel's top block or in the then-blocks
+  // of ifs there (a loop that may run no iteration: FlashAttention-3's order).
+  bool several = false;
+  func.walk([&](scf::ForOp loop) {
+    if (loop.getBody()->getOps<kgpu::TmaCopyOp>().empty())
+      return;
+    several |= bool(plan.loop);
     plan.loop = loop;
-  }
-  if (!plan.loop || top.getTerminator()->getNumOperands())
+  });
+  if (!plan.loop || several || top.getTerminator()->getNumOperands())
     return failure();
+  for (Operation *at = plan.loop; at->getBlock() != &top;) {
+    auto nest = dyn_cast<scf::IfOp>(at->getParentOp());
+    if (!nest || at->getBlock() != nest.thenBlock())
+      return failure();
+    plan.nest.insert(plan.nest.begin(), nest);
+    at = nest;
+  }
   scf::ForOp loop = plan.loop;
   Block *body = loop.getBody();
 
@@ -162,12 +200,38 @@ FailureOr<Plan> planKernel(func::FuncOp func) {
   plan.carried.assign(args.begin(), args.end());
   llvm::sort(plan.carried);
 
+  // What the producer's copy of the ifs and the loop reads from the ifs' blocks.
+  SmallVector<Value> needed = {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()};
+  for (unsigned i : plan.carried)
+    needed.push_back(loop.getInitArgs()[i]);
+  for (scf::IfOp nest : plan.nest)
+    needed.push_back(nest.getCondition());
+  auto outside = [&](Operation *op) {
+    for (Value v : op->getOperands())
+      if (!loop.getRegion().isAncestor(v.getParentRegion()))
+        needed.push_back(v);
+  };
+  for (Operation *op : plan.ringOps)
+    outside(op);
+  for (Operation *op : plan.slice)
+    outside(op);
+  for (Value v : needed)
+    if (failed(addOuter(v, plan)))
+      return failure();
+  for (scf::IfOp nest : plan.nest)
+    for (Operation &op : *nest.thenBlock())
+      if (isa<kgpu::LocalAllocOp, kgpu::MBarrierAllocOp>(op)) {
+        if (op.getNumOperands())
+          return failure();
+        plan.hoisted.push_back(&op);
+      }
+
   // Before the loop: both roles run scalar work, the rings' and barriers' set-up and the
   // first TMA copies (thread 0's). Tensor values, and the cp.async copies of one-slot
   // buffers (q, copied by the threads of its layout), are the consumers' (moved after the
   // split, in order).
   for (Operation &op : top) {
-    if (&op == loop.getOperation())
+    if (&op == plan.anchor())
       break;
     if (isa<kgpu::LocalAllocOp, kgpu::MBarrierAllocOp, kgpu::MBarrierExpectOp, kgpu::TmaCopyOp,
             kgpu::BarrierOp>(op))
@@ -184,7 +248,7 @@ FailureOr<Plan> planKernel(func::FuncOp func) {
   // What stays before the split must not read a moved value.
   llvm::SmallPtrSet<Operation *, 16> movedSet(plan.moved.begin(), plan.moved.end());
   for (Operation &op : top) {
-    if (&op == loop.getOperation())
+    if (&op == plan.anchor())
       break;
     if (movedSet.contains(&op))
       continue;
@@ -192,7 +256,10 @@ FailureOr<Plan> planKernel(func::FuncOp func) {
       if (v.getDefiningOp() && movedSet.contains(v.getDefiningOp()))
         return failure();
   }
-  for (Operation *op : plan.slice)
+  for (Value v : needed)
+    if (v.getDefiningOp() && movedSet.contains(v.getDefiningOp()))
+      return failure();
+  for (Operation *op : llvm::concat<Operation *const>(plan.slice, plan.outer))
     for (Value v : op->getOperands())
       if (v.getDefiningOp() && movedSet.contains(v.getDefiningOp()))
         return failure();
@@ -200,16 +267,17 @@ FailureOr<Plan> planKernel(func::FuncOp func) {
 }
 
 /// The producer's loop: `plan.loop`'s bounds, the carried scalars, the slice and the ring ops
-/// in body order (marked to be issued by the producer's first warp).
-void buildProducerLoop(OpBuilder &b, const Plan &plan, unsigned leaderWarp) {
+/// in body order (marked to be issued by the producer's first warp); `map` holds the
+/// producer's copies of the ifs' values.
+void buildProducerLoop(OpBuilder &b, const Plan &plan, unsigned leaderWarp, IRMapping &map) {
   scf::ForOp loop = plan.loop;
   SmallVector<Value> inits;
   for (unsigned i : plan.carried)
-    inits.push_back(loop.getInitArgs()[i]);
-  auto producer = scf::ForOp::create(b, loop.getLoc(), loop.getLowerBound(), loop.getUpperBound(),
-                                     loop.getStep(), inits);
+    inits.push_back(map.lookupOrDefault(loop.getInitArgs()[i]));
+  auto producer = scf::ForOp::create(
+      b, loop.getLoc(), map.lookupOrDefault(loop.getLowerBound()),
+      map.lookupOrDefault(loop.getUpperBound()), map.lookupOrDefault(loop.getStep()), inits);
   Block *body = producer.getBody();
-  IRMapping map;
   map.map(loop.getInductionVar(), producer.getInductionVar());
   for (auto [i, arg] : llvm::enumerate(plan.carried))
     map.map(loop.getRegionIterArgs()[arg], producer.getRegionIterArgs()[i]);
@@ -233,6 +301,52 @@ void buildProducerLoop(OpBuilder &b, const Plan &plan, unsigned leaderWarp) {
   scf::YieldOp::create(inner, loop.getLoc(), next);
 }
 
+/// The producer's side: the ifs the loop is in, without results, each with the scalar ops of
+/// its block the producer needs, and the producer's loop innermost.
+void buildProducer(OpBuilder &b, const Plan &plan, unsigned leaderWarp) {
+  IRMapping map;
+  OpBuilder at = b;
+  for (scf::IfOp nest : plan.nest) {
+    auto copy = scf::IfOp::create(at, nest.getLoc(), TypeRange(),
+                                  map.lookupOrDefault(nest.getCondition()),
+                                  /*withElseRegion=*/false);
+    at = copy.getThenBodyBuilder();
+    for (Operation &op : nest.thenBlock()->without_terminator())
+      if (plan.outer.contains(&op))
+        at.clone(op, map);
+  }
+  buildProducerLoop(at, plan, leaderWarp, map);
+}
+
+/// FlashAttention-3's ping-pong between the consumers' two warpgroups: each waits for its
+/// turn (named barrier 2 + its index) before it issues the loop's first dot and hands the
+/// turn to the other (barrier 3 - its index) once it has issued the last, so that one
+/// warpgroup's dots run on the tensor cores while the other computes between its dots.
+/// Warpgroup 1 hands warpgroup 0 the first turn before the loop. A warpgroup holding the
+/// turn only waits for its own dots, so the turns cannot deadlock; the other's last hand-over
+/// is left unmatched at the kernel's end (barrier 2 is used for nothing else).
+void addPingPong(scf::ForOp loop, Value warp, unsigned warps) {
+  SmallVector<kgpu::SharedDotOp, 4> dots(loop.getBody()->getOps<kgpu::SharedDotOp>());
+  if (dots.size() < 2)
+    return;
+  Location loc = loop.getLoc();
+  OpBuilder b(loop);
+  auto constant = [&](int32_t v) { return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v)); };
+  Value group = arith::DivUIOp::create(b, loc, warp, constant(int32_t(kWarpgroupWarps)));
+  Value mine = arith::AddIOp::create(b, loc, group, constant(2));
+  Value other = arith::SubIOp::create(b, loc, constant(3), group);
+  int32_t threads = int32_t(warps * kgpu::kWarpSize);
+  Value second = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, group, constant(0));
+  Value firstTurn = constant(2);
+  auto first = scf::IfOp::create(b, loc, TypeRange(), second, /*withElseRegion=*/false);
+  OpBuilder handOver = first.getThenBodyBuilder();
+  kgpu::NamedBarrierOp::create(handOver, loc, firstTurn, threads, /*arrive=*/true);
+  b.setInsertionPoint(dots.front());
+  kgpu::NamedBarrierOp::create(b, loc, mine, threads, /*arrive=*/false);
+  b.setInsertionPointAfter(dots.back());
+  kgpu::NamedBarrierOp::create(b, loc, other, threads, /*arrive=*/true);
+}
+
 struct KilnWarpSpecializePass final : kiln::impl::KilnWarpSpecializeBase<KilnWarpSpecializePass> {
   using Base::Base;
   void runOnOperation() override {
@@ -252,7 +366,7 @@ struct KilnWarpSpecializePass final : kiln::impl::KilnWarpSpecializeBase<KilnWar
     if (consumerRegisters < int64_t(producerRegisters))
       return;
 
-    SmallVector<std::pair<func::FuncOp, Plan>> plans;
+    SmallVector<std::pair<func::FuncOp, Plan>, 1> plans;
     for (auto func : module.getOps<func::FuncOp>())
       if (FailureOr<Plan> plan = planKernel(func); succeeded(plan))
         plans.emplace_back(func, std::move(*plan));
@@ -265,16 +379,20 @@ struct KilnWarpSpecializePass final : kiln::impl::KilnWarpSpecializeBase<KilnWar
 
     for (auto &[func, plan] : plans) {
       scf::ForOp loop = plan.loop;
+      Operation *anchor = plan.anchor();
       Location loc = loop.getLoc();
       Block &top = func.getBody().front();
+      // The rings and barriers the ifs allocate are set up before the split, by every thread.
+      for (Operation *op : plan.hoisted)
+        op->moveBefore(anchor);
       // The barriers both roles reach: the set-up before the split.
       for (Operation &op : top) {
-        if (&op == loop.getOperation())
+        if (&op == anchor)
           break;
         if (isa<kgpu::MBarrierAllocOp, kgpu::BarrierOp>(op))
           op.setAttr(kgpu::kAllThreadsAttr, UnitAttr::get(ctx));
       }
-      OpBuilder b(loop);
+      OpBuilder b(anchor);
       Value warp = kgpu::WarpIdOp::create(b, loc, i32);
       Value isProducer = arith::CmpIOp::create(
           b, loc, arith::CmpIPredicate::uge, warp,
@@ -283,7 +401,7 @@ struct KilnWarpSpecializePass final : kiln::impl::KilnWarpSpecializeBase<KilnWar
 
       OpBuilder producer = split.getThenBodyBuilder();
       kgpu::SetMaxRegistersOp::create(producer, loc, int32_t(producerRegisters), false);
-      buildProducerLoop(producer, plan, warps);
+      buildProducer(producer, plan, warps);
 
       // The consumers: the tensor values before the loop, the loop without its ring side,
       // and the rest of the kernel.
@@ -298,12 +416,14 @@ struct KilnWarpSpecializePass final : kiln::impl::KilnWarpSpecializeBase<KilnWar
       for (Operation *op : plan.moved)
         moveHere(op);
       SmallVector<Operation *> rest;
-      for (Operation *op = loop.getOperation(); op != top.getTerminator(); op = op->getNextNode())
+      for (Operation *op = anchor; op != top.getTerminator(); op = op->getNextNode())
         rest.push_back(op);
       for (Operation *op : rest)
         moveHere(op);
       for (Operation *op : llvm::reverse(plan.ringOps))
         op->erase();
+      if (pingPong && warps == 2 * kWarpgroupWarps)
+        addPingPong(loop, warp, warps);
     }
   }
 };

@@ -164,3 +164,12 @@ func.func @set_max_registers_count() {
   kiln_gpu.set_max_registers 100 increase
   return
 }
+
+// -----
+
+// A named barrier counts whole warps.
+func.func @named_barrier_threads(%id: i32) {
+  // expected-error @+1 {{'kiln_gpu.named_barrier' op expected a thread count from 32 to 1024, a multiple of 32, found 100}}
+  kiln_gpu.named_barrier %id, 100 arrive
+  return
+}

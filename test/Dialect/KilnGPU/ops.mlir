@@ -138,3 +138,14 @@ func.func @warp_roles() -> i32 {
   kiln_gpu.set_max_registers 232 increase
   return %w : i32
 }
+
+// Named barriers with a thread count: a consumer warpgroup waits for its turn at one and
+// hands the turn over at the other (ping-pong).
+// CHECK-LABEL: func.func @ping_pong(
+// CHECK: kiln_gpu.named_barrier %{{.*}}, 256
+// CHECK-NEXT: kiln_gpu.named_barrier %{{.*}}, 256 arrive
+func.func @ping_pong(%mine: i32, %other: i32) {
+  kiln_gpu.named_barrier %mine, 256
+  kiln_gpu.named_barrier %other, 256 arrive
+  return
+}

@@ -297,6 +297,13 @@ LogicalResult MBarrierWaitOp::verify() {
   return success();
 }
 
+LogicalResult NamedBarrierOp::verify() {
+  int64_t n = getThreads(), warp = kWarpSize;
+  if (n < warp || n > 1024 || n % warp)
+    return emitOpError("expected a thread count from 32 to 1024, a multiple of 32, found ") << n;
+  return success();
+}
+
 LogicalResult SetMaxRegistersOp::verify() {
   int64_t n = getCount();
   if (n < 24 || n > 256 || n % 8)

@@ -632,6 +632,24 @@ struct BarrierLowering final : ConvertOpToLLVMPattern<kgpu::BarrierOp> {
   const TargetInfo &target;
 };
 
+/// bar.sync / bar.arrive on a named barrier (the id a warp-uniform value).
+struct NamedBarrierLowering final : ConvertOpToLLVMPattern<kgpu::NamedBarrierOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult matchAndRewrite(kgpu::NamedBarrierOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value threads = i32Const(b, loc, int32_t(op.getThreads()));
+    // (nvvm.barrier.arrive has no LLVM IR translation in MLIR 22: PTX text.)
+    if (op.getArrive())
+      emitAsm(b, loc, "bar.arrive $0, $1;", "r,r", {adaptor.getId(), threads});
+    else
+      NVVM::BarrierOp::create(b, loc, Type(), adaptor.getId(), threads,
+                              NVVM::BarrierReductionAttr(), Value());
+    b.eraseOp(op);
+    return success();
+  }
+};
+
 /// The warp id, read from lane 0 at the kernel's entry (the one emitOnWarpZero reads).
 struct WarpIdLowering final : ConvertOpToLLVMPattern<kgpu::WarpIdOp> {
   WarpIdLowering(const LLVMTypeConverter &converter, const TargetInfo &target)
@@ -669,7 +687,8 @@ void kiln::populateSharedRingToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                             RewritePatternSet &patterns,
                                             const AxisInfoAnalysis &axisInfo,
                                             const TargetInfo &target) {
-  patterns.add<LocalAllocLowering, AsyncArriveLowering, SetMaxRegistersLowering>(converter);
+  patterns.add<LocalAllocLowering, AsyncArriveLowering, SetMaxRegistersLowering,
+               NamedBarrierLowering>(converter);
   patterns.add<FixedAsmLowering<kgpu::AsyncCommitOp>>(converter, "cp.async.commit_group;");
   patterns.add<FixedAsmLowering<kgpu::ProxyFenceOp>>(converter, "fence.proxy.async.shared::cta;");
   patterns.add<AsyncCopyLowering>(converter, axisInfo, target);

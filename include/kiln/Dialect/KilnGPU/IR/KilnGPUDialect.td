@@ -392,6 +392,27 @@ def KilnGPU_BarrierOp : Op<KilnGPU_Dialect, "barrier",
   let assemblyFormat = "attr-dict";
 }
 
+def KilnGPU_NamedBarrierOp : Op<KilnGPU_Dialect, "named_barrier",
+    [MemoryEffects<[MemRead<DefaultResource>, MemWrite<DefaultResource>]>]> {
+  let summary = "wait at, or arrive on, named barrier `id` of `threads` threads";
+  let description = [{
+    Hardware barrier `id` (0-15) completes once `threads` threads have reached it: without
+    `arrive` the executing warp waits there (bar.sync), with `arrive` it counts itself and
+    goes on (bar.arrive). `threads` is a multiple of the warp size, at most 1024. Two
+    consumer warpgroups take turns at the tensor cores through a pair of them
+    (-kiln-warp-specialize's ping-pong): each waits at its own before it issues its dots and
+    arrives on the other's after; `id` is then computed from the warp id.
+
+    ```mlir
+    kiln_gpu.named_barrier %id, 256
+    kiln_gpu.named_barrier %other, 256 arrive
+    ```
+  }];
+  let arguments = (ins I32:$id, I32Attr:$threads, UnitAttr:$arrive);
+  let assemblyFormat = "$id `,` $threads (`arrive` $arrive^)? attr-dict";
+  let hasVerifier = 1;
+}
+
 def KilnGPU_WarpIdOp : Op<KilnGPU_Dialect, "warp_id", [Pure]> {
   let summary = "the warp's index in the program (thread id / 32, read once from lane 0)";
   let description = [{
