@@ -31,7 +31,8 @@ Kiln's row is attention_forward's default path: through tensor descriptors
 (_attn_fwd_desc, descriptor_tile_config's tiles) for these contiguous inputs, unless
 --descriptors off; the Triton twin takes the same path and tiles. On the pointer path Kiln's
 row and the twin's take attention_forward's default loop (--overlap auto: the rotated one on
-the pointer path at D128, the plain one on the descriptor path), the rotated loop
+the pointer path at D128; on the descriptor path FlashAttention-3's order, warp-specialized,
+at D128 on sm_90, else the plain one), the rotated loop
 (overlap=True) with --overlap on or both, the plain loop with off; both also times the plain
 loop (columns "Kiln plain").
 """
@@ -75,7 +76,11 @@ def bench_case(B, H, S, D, dtype, causal, args, peers):
                                                    "triton_tutorial")}
     # the path attention_forward takes by default: descriptors for contiguous tensors with
     # whole blocks (_attn_fwd_desc), else pointers (_attn_fwd)
-    desc_tiles = k_fa.descriptor_tile_config(D, causal)
+    overlap = {"auto": None, "off": False, "fa3": "fa3", "fa3-both": "fa3"}.get(args.overlap,
+                                                                               True)
+    # (the descriptor path's default loop: FlashAttention-3's order at D 128 on sm_90)
+    desc_overlap = k_fa.descriptor_overlap_default(D, q.device) if overlap is None else overlap
+    desc_tiles = k_fa.descriptor_tile_config(D, causal, desc_overlap)
     descriptors = args.descriptors == "auto" and k_fa._descriptor_path(
         q, k, v, outs["kiln"], args.block_m or desc_tiles[0])
     bm0, bn0, nw0, ns0 = desc_tiles if descriptors else k_fa.tile_config(D)
@@ -83,8 +88,6 @@ def bench_case(B, H, S, D, dtype, causal, args, peers):
     nw, ns = args.warps or nw0, args.stages or ns0
     report(f"{key}_tiles", f"BLOCK_M={bm},BLOCK_N={bn},num_warps={nw},num_stages={ns}")
     report(f"{key}_path", "descriptors" if descriptors else "pointers")
-    overlap = {"auto": None, "off": False, "fa3": "fa3", "fa3-both": "fa3"}.get(args.overlap,
-                                                                               True)
 
     def kiln_call(out, overlap):
         return lambda: k_fa.attention_forward(q, k, v, out, None, causal=causal,

@@ -62,10 +62,11 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
   pm.addPass(createKilnPipelineLoads(KilnPipelineLoadsOptions{prefetch, options.numWarps}));
   // tiles -> layouts
   pm.addPass(createKilnAssignLayouts(KilnAssignLayoutsOptions{options.numWarps, options.wgmma}));
-  // sm_90a, when asked: a producer warpgroup issues an attention loop's TMA copies
-  if (options.wgmma && options.warpSpecialize && !options.maxnreg)
-    pm.addPass(createKilnWarpSpecialize(
-        KilnWarpSpecializeOptions{options.producerRegisters, options.pingPong}));
+  // sm_90a: a producer warpgroup issues the TMA copies of a loop marked
+  // tl.range(..., warp_specialize=True) (warpSpecialize: of every loop that fits)
+  if (options.wgmma && !options.maxnreg)
+    pm.addPass(createKilnWarpSpecialize(KilnWarpSpecializeOptions{
+        options.producerRegisters, options.pingPong, options.warpSpecialize}));
   pm.addPass(createSCFToControlFlowPass());
   // layouts -> LLVM + NVVM
   pm.addPass(createKilnConvertToLLVM(KilnConvertToLLVMOptions{options.maxnreg}));

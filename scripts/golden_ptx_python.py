@@ -324,7 +324,8 @@ def attention_cases():
     def fwd_desc(dt, D, causal, lse=False, overlap=False):
         # attention_forward's default for contiguous tensors with whole blocks (these):
         # _attn_fwd_desc through (B * H * S, D) descriptors at descriptor_tile_config's tiles
-        bm, bn, nw, ns = flash_attention.descriptor_tile_config(D, causal)
+        bm, bn, nw, ns = flash_attention.descriptor_tile_config(
+            D, causal, "fa3" if overlap == 2 else overlap)
         rows = Bt * H * S
         args = dict(desc_q=Desc(dt, (rows, D), (bm, D)), desc_k=Desc(dt, (rows, D), (bn, D)),
                     desc_v=Desc(dt, (rows, D), (bn, D)), desc_o=Desc(dt, (rows, D), (bm, D)),

@@ -23,6 +23,9 @@ namespace kiln {
 /// Attribute of an scf.for from `tl.range(..., flatten=True)`: -kiln-flatten-loops fuses it
 /// with its inner loop.
 inline constexpr llvm::StringLiteral kFlattenAttr = "kiln.flatten";
+/// Attribute of an scf.for from `tl.range(..., warp_specialize=True)`: -kiln-warp-specialize
+/// gives the loop a producer warpgroup (sm_90a).
+inline constexpr llvm::StringLiteral kWarpSpecializeAttr = "kiln.warp_specialize";
 #define GEN_PASS_DECL
 #include "kiln/Passes.h.inc"
 
@@ -46,15 +49,16 @@ struct GPUPipelineOptions {
   int64_t ringBudget = 224 * 1024;
   /// Registers per thread the kernels may use, 16..255 (.maxnreg); 0: no cap.
   unsigned maxnreg = 0;
-  /// sm_90a: attention loops fed by the TMA get a producer warpgroup (-kiln-warp-specialize);
-  /// not with a register cap (the roles move registers between them). Off: on the H100 it
-  /// ran 0.96-1.01x the kernel without it (bench/results/2026-11-27-h100-session30.md); it is
-  /// the base FlashAttention-3's ping-pong and a persistent schedule would build on.
+  /// sm_90a: every loop fed by the TMA that fits gets a producer warpgroup
+  /// (-kiln-warp-specialize); off, only loops marked tl.range(..., warp_specialize=True) do.
+  /// Never with a register cap (the roles move registers between them). Off by default: on
+  /// the H100 a producer alone ran 0.96-1.01x the plain attention loop
+  /// (bench/results/2026-11-27-h100-session30.md).
   bool warpSpecialize = false;
-  /// With warpSpecialize: the two consumer warpgroups take turns issuing the loop's dots.
-  bool pingPong = false;
-  /// With warpSpecialize: registers per thread the producer warpgroup keeps.
-  unsigned producerRegisters = 40;
+  /// The two consumer warpgroups of a warp-specialized loop take turns issuing its dots.
+  bool pingPong = true;
+  /// Registers per thread the producer warpgroup of a warp-specialized loop keeps.
+  unsigned producerRegisters = 24;
 };
 
 /// kiln (no layouts) -> LLVM dialect + NVVM, ready for translation to LLVM IR.

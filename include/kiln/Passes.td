@@ -373,10 +373,14 @@ def KilnWarpSpecialize : Pass<"kiln-warp-specialize", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"producerRegisters", "producer-registers", "unsigned", "40",
+    Option<"producerRegisters", "producer-registers", "unsigned", "24",
            "registers per thread the producer warpgroup keeps (24..256, a multiple of 8)">,
-    Option<"pingPong", "ping-pong", "bool", "false",
-           "two consumer warpgroups take turns issuing the loop's dots (named barriers 2, 3)">
+    Option<"pingPong", "ping-pong", "bool", "true",
+           "two consumer warpgroups take turns issuing the loop's dots when it issues them "
+           "back to back (named barriers 2 and 3)">,
+    Option<"allLoops", "all-loops", "bool", "true",
+           "every loop that fits; false: only loops marked kiln.warp_specialize "
+           "(tl.range(..., warp_specialize=True))">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
                            "::kiln::gpu::KilnGPUDialect"];

@@ -476,7 +476,8 @@ Handle facade::Session::dot(Handle a, Handle b, Handle acc, const std::string &i
 
 std::vector<Handle> facade::Session::forLoop(Handle lb, Handle ub, Handle step,
                                              const std::vector<Handle> &inits, const ForBody &body,
-                                             const std::vector<std::string> &names, bool flatten) {
+                                             const std::vector<std::string> &names, bool flatten,
+                                             bool warpSpecialize) {
   std::vector<Tile> results = impl->builder.forLoop(
       impl->get(lb), impl->get(ub), impl->get(step), impl->tiles(inits),
       [&](const Tile &iv, llvm::ArrayRef<Tile> iters) {
@@ -484,7 +485,7 @@ std::vector<Handle> facade::Session::forLoop(Handle lb, Handle ub, Handle step,
         std::vector<Handle> next = body(ivh, impl->handles(iters.vec()));
         return impl->tiles(next);
       },
-      names, flatten);
+      names, flatten, warpSpecialize);
   return impl->handles(results);
 }
 

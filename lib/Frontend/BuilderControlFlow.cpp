@@ -52,7 +52,8 @@ Tile kiln::Builder::loopCarried(const Tile &value, const Tile &init, StringRef n
 
 std::vector<Tile> kiln::Builder::forLoop(const Tile &lb, const Tile &ub, const Tile &step,
                                          ArrayRef<Tile> inits, const ForBody &body,
-                                         ArrayRef<std::string> names, bool flatten) {
+                                         ArrayRef<std::string> names, bool flatten,
+                                         bool warpSpecialize) {
   requireKernel("a for loop");
   const std::pair<const Tile *, const char *> bounds[] = {
       {&lb, "lower bound"}, {&ub, "upper bound"}, {&step, "step"}};
@@ -75,6 +76,8 @@ std::vector<Tile> kiln::Builder::forLoop(const Tile &lb, const Tile &ub, const T
       scf::ForOp::create(b, loc, lbv, ubv, stepv, initValues, nullptr, ivType.isUnsigned());
   if (flatten)
     forOp->setAttr(kFlattenAttr, b.getUnitAttr());
+  if (warpSpecialize)
+    forOp->setAttr(kWarpSpecializeAttr, b.getUnitAttr());
   std::vector<Tile> results;
   {
     OpBuilder::InsertionGuard guard(b);

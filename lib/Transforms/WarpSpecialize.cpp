@@ -74,9 +74,7 @@ struct Plan {
   SmallVector<Operation *> moved;     // tensor ops before the split, for the consumers
 
   /// The top-level op the split goes before: the outermost if, or the loop.
-  Operation *anchor() {
-    return nest.empty() ? loop.getOperation() : nest.front().getOperation();
-  }
+  Operation *anchor() { return nest.empty() ? loop.getOperation() : nest.front().getOperation(); }
 };
 
 /// Adds to `plan.slice` the body's ops `v` depends on, and the iteration arguments it reads
@@ -125,7 +123,7 @@ LogicalResult addOuter(Value v, Plan &plan) {
 
 /// The plan for `func`, or failure where the kernel does not have the shape the file comment
 /// describes (it is then left as it is).
-FailureOr<Plan> planKernel(func::FuncOp func) {
+FailureOr<Plan> planKernel(func::FuncOp func, bool allLoops) {
   if (!func.getBody().hasOneBlock())
     return failure();
   Block &top = func.getBody().front();
@@ -134,7 +132,8 @@ FailureOr<Plan> planKernel(func::FuncOp func) {
   // of ifs there (a loop that may run no iteration: FlashAttention-3's order).
   bool several = false;
   func.walk([&](scf::ForOp loop) {
-    if (loop.getBody()->getOps<kgpu::TmaCopyOp>().empty())
+    if (loop.getBody()->getOps<kgpu::TmaCopyOp>().empty() ||
+        (!allLoops && !loop->hasAttr(kiln::kWarpSpecializeAttr)))
       return;
     several |= bool(plan.loop);
     plan.loop = loop;
@@ -274,9 +273,9 @@ void buildProducerLoop(OpBuilder &b, const Plan &plan, unsigned leaderWarp, IRMa
   SmallVector<Value> inits;
   for (unsigned i : plan.carried)
     inits.push_back(map.lookupOrDefault(loop.getInitArgs()[i]));
-  auto producer = scf::ForOp::create(
-      b, loop.getLoc(), map.lookupOrDefault(loop.getLowerBound()),
-      map.lookupOrDefault(loop.getUpperBound()), map.lookupOrDefault(loop.getStep()), inits);
+  auto producer = scf::ForOp::create(b, loop.getLoc(), map.lookupOrDefault(loop.getLowerBound()),
+                                     map.lookupOrDefault(loop.getUpperBound()),
+                                     map.lookupOrDefault(loop.getStep()), inits);
   Block *body = producer.getBody();
   map.map(loop.getInductionVar(), producer.getInductionVar());
   for (auto [i, arg] : llvm::enumerate(plan.carried))
@@ -307,9 +306,9 @@ void buildProducer(OpBuilder &b, const Plan &plan, unsigned leaderWarp) {
   IRMapping map;
   OpBuilder at = b;
   for (scf::IfOp nest : plan.nest) {
-    auto copy = scf::IfOp::create(at, nest.getLoc(), TypeRange(),
-                                  map.lookupOrDefault(nest.getCondition()),
-                                  /*withElseRegion=*/false);
+    auto copy =
+        scf::IfOp::create(at, nest.getLoc(), TypeRange(), map.lookupOrDefault(nest.getCondition()),
+                          /*withElseRegion=*/false);
     at = copy.getThenBodyBuilder();
     for (Operation &op : nest.thenBlock()->without_terminator())
       if (plan.outer.contains(&op))
@@ -322,16 +321,34 @@ void buildProducer(OpBuilder &b, const Plan &plan, unsigned leaderWarp) {
 /// turn (named barrier 2 + its index) before it issues the loop's first dot and hands the
 /// turn to the other (barrier 3 - its index) once it has issued the last, so that one
 /// warpgroup's dots run on the tensor cores while the other computes between its dots.
-/// Warpgroup 1 hands warpgroup 0 the first turn before the loop. A warpgroup holding the
-/// turn only waits for its own dots, so the turns cannot deadlock; the other's last hand-over
-/// is left unmatched at the kernel's end (barrier 2 is used for nothing else).
+/// Warpgroup 1 hands warpgroup 0 the first turn before the loop, and warpgroup 0 takes the
+/// last hand-over after it. A warpgroup holding the turn only waits for its own dots, so the
+/// turns cannot deadlock.
 void addPingPong(scf::ForOp loop, Value warp, unsigned warps) {
   SmallVector<kgpu::SharedDotOp, 4> dots(loop.getBody()->getOps<kgpu::SharedDotOp>());
   if (dots.size() < 2)
     return;
+  // Only dots issued back to back: a turn that waited for one of its own dots would hold
+  // the tensor cores' turn across the work between them (attention's plain order). A wait
+  // (a dot's own, or a dot_wait) after k of the turn's dots leaves them running when it
+  // lets `pending` >= k groups run on.
+  llvm::SmallPtrSet<Operation *, 4> issued;
+  for (Operation *op = dots.front(); op != dots.back(); op = op->getNextNode()) {
+    uint32_t pending = UINT32_MAX;
+    if (auto dot = dyn_cast<kgpu::SharedDotOp>(op)) {
+      issued.insert(op);
+      pending = dot.getPending();
+    } else if (auto wait = dyn_cast<kgpu::DotWaitOp>(op)) {
+      pending = wait.getPending();
+    }
+    if (pending < issued.size())
+      return;
+  }
   Location loc = loop.getLoc();
   OpBuilder b(loop);
-  auto constant = [&](int32_t v) { return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v)); };
+  auto constant = [&](int32_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+  };
   Value group = arith::DivUIOp::create(b, loc, warp, constant(int32_t(kWarpgroupWarps)));
   Value mine = arith::AddIOp::create(b, loc, group, constant(2));
   Value other = arith::SubIOp::create(b, loc, constant(3), group);
@@ -341,10 +358,27 @@ void addPingPong(scf::ForOp loop, Value warp, unsigned warps) {
   auto first = scf::IfOp::create(b, loc, TypeRange(), second, /*withElseRegion=*/false);
   OpBuilder handOver = first.getThenBodyBuilder();
   kgpu::NamedBarrierOp::create(handOver, loc, firstTurn, threads, /*arrive=*/true);
+  // After the loop warpgroup 0 takes the last turn back, so that barrier 2 ends as it began.
+  b.setInsertionPointAfter(loop);
+  Value firstGroup = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, group, constant(0));
+  auto takeBackIf = scf::IfOp::create(b, loc, TypeRange(), firstGroup, /*withElseRegion=*/false);
+  OpBuilder takeBack = takeBackIf.getThenBodyBuilder();
+  kgpu::NamedBarrierOp::create(takeBack, loc, firstTurn, threads, /*arrive=*/false);
   b.setInsertionPoint(dots.front());
   kgpu::NamedBarrierOp::create(b, loc, mine, threads, /*arrive=*/false);
   b.setInsertionPointAfter(dots.back());
   kgpu::NamedBarrierOp::create(b, loc, other, threads, /*arrive=*/true);
+  // The last dot hands the turn over as soon as it is issued, waiting for none of the turn's
+  // dots, where their results are read behind dot_waits of their own (or chained into a
+  // later dot) and its own was not awaited at issue either.
+  kgpu::SharedDotOp last = dots.back();
+  bool guarded = last.getPending() > 0 && llvm::all_of(issued, [](Operation *dot) {
+                   return llvm::all_of(dot->getUsers(), [](Operation *user) {
+                     return isa<kgpu::DotWaitOp, kgpu::SharedDotOp>(user);
+                   });
+                 });
+  if (guarded)
+    last.setPending(std::max<uint32_t>(last.getPending(), issued.size() + 1));
 }
 
 struct KilnWarpSpecializePass final : kiln::impl::KilnWarpSpecializeBase<KilnWarpSpecializePass> {
@@ -368,7 +402,7 @@ struct KilnWarpSpecializePass final : kiln::impl::KilnWarpSpecializeBase<KilnWar
 
     SmallVector<std::pair<func::FuncOp, Plan>, 1> plans;
     for (auto func : module.getOps<func::FuncOp>())
-      if (FailureOr<Plan> plan = planKernel(func); succeeded(plan))
+      if (FailureOr<Plan> plan = planKernel(func, allLoops); succeeded(plan))
         plans.emplace_back(func, std::move(*plan));
     if (plans.empty())
       return;

@@ -168,7 +168,9 @@ PYBIND11_MODULE(_C, m) {
       .def("dot", &Session::dot, pyb::arg("a"), pyb::arg("b"), pyb::arg("acc") = -1,
            pyb::arg("input_precision") = "", pyb::arg("out_dtype") = "fp32",
            pyb::arg("max_num_imprecise_acc") = 0)
-      .def("for_loop", &Session::forLoop)
+      .def("for_loop", &Session::forLoop, pyb::arg("lb"), pyb::arg("ub"), pyb::arg("step"),
+           pyb::arg("inits"), pyb::arg("body"), pyb::arg("names") = std::vector<std::string>(),
+           pyb::arg("flatten") = false, pyb::arg("warp_specialize") = false)
       .def("if_then_else", &Session::ifThenElse)
       .def("while_loop", &Session::whileLoop);
 

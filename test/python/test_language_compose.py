@@ -352,6 +352,17 @@ def test_range_accepts_every_triton_keyword():
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
 
 
+def test_range_warp_specialize_marks_its_loop():
+    # tl.range(..., warp_specialize=True) marks its loop for -kiln-warp-specialize (sm_90a: a
+    # producer warpgroup for a loop of TMA-fed dots, as kiln_kernels' FlashAttention-3 loop);
+    # a loop that does not fit (here: no dots) compiles as written, on the program's warps.
+    sig = {"x_ptr": "*fp32:16", "out_ptr": "*fp32:16", "n": "i32"}
+    k = kiln.compile(range_keywords_kernel, signature=sig, constexprs={"BLOCK": 32},
+                     target="sm_90a", num_warps=4)
+    assert k.asm["kiln"].count("kiln.warp_specialize") == 1
+    assert ".maxntid 128, 1, 1" in k.asm["ptx"] and "setmaxnreg" not in k.asm["ptx"]
+
+
 def test_range_signature_is_triton_36():
     params = inspect.signature(tl.range.__init__).parameters
     assert list(params)[1:] == ["arg1", "arg2", "step", "num_stages", "loop_unroll_factor",

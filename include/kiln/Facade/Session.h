@@ -247,7 +247,7 @@ public:
 
   std::vector<Handle> forLoop(Handle lb, Handle ub, Handle step, const std::vector<Handle> &inits,
                               const ForBody &body, const std::vector<std::string> &names = {},
-                              bool flatten = false);
+                              bool flatten = false, bool warpSpecialize = false);
   /// `elseFn` may be empty (no else branch) only when `thenFn` yields nothing.
   std::vector<Handle> ifThenElse(Handle cond, const BranchBody &thenFn, const BranchBody &elseFn,
                                  const std::vector<std::string> &names = {});

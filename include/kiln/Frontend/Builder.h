@@ -404,10 +404,12 @@ public:
   /// for iv in range(lb, ub, step): scf.for whose induction variable has the integer
   /// promotion of the bounds' dtypes (int32 for literals). Yielded values must keep the
   /// dtype and shape of their init values; `names` name them in errors. Returns the results.
-  /// `flatten` (tl.range's flatten=True) marks the loop kFlattenAttr.
+  /// `flatten` (tl.range's flatten=True) marks the loop kFlattenAttr, `warpSpecialize`
+  /// (warp_specialize=True) kWarpSpecializeAttr.
   std::vector<Tile> forLoop(const Tile &lb, const Tile &ub, const Tile &step,
                             llvm::ArrayRef<Tile> inits, const ForBody &body,
-                            llvm::ArrayRef<std::string> names = {}, bool flatten = false);
+                            llvm::ArrayRef<std::string> names = {}, bool flatten = false,
+                            bool warpSpecialize = false);
   /// if cond: then else: else, as scf.if; both branches must yield values of the same dtypes
   /// and shapes. `elseFn` may be empty only when `thenFn` yields nothing.
   std::vector<Tile> ifThenElse(const Tile &cond, const BranchBody &thenFn,

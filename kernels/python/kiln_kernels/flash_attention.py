@@ -254,23 +254,33 @@ def _attn_fwd_inner_desc_overlap(acc, l_i, m_i, q, desc_k, desc_v, kv_row, qk_sc
 
 
 @kiln.jit
-def _attn_fwd_inner_desc_fa3(acc, l_i, m_i, q, desc_k, desc_v, kv_row, qk_scale, lo, hi,
-                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+def _attn_fwd_inner_desc_fa3(acc, l_i, m_i, q, desc_k, desc_v, kv_row, qk_scale, lo, hi, diag,
+                             offs_m, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                             CAUSAL: tl.constexpr):
     """_attn_fwd_inner_desc_overlap in FlashAttention-3's order: iteration j issues q @ k_j,
     rescales acc by the previous block's alpha, issues p_(j-1) @ v_(j-1), then runs the
     softmax of block j, which never reads acc; p is carried in fp32 and converted where it is
     multiplied. So p @ v's result is first read in the next iteration, after its q @ k: the
     compiler waits for it there (see -kiln-pipeline-dot-operands, carried last dot), and the
-    softmax runs while the tensor cores add p @ v."""
+    softmax runs while the tensor cores add p @ v. CAUSAL: the blocks from `diag` on (the
+    diagonal) mask keys after the query row, in the same loop, so that one producer
+    warpgroup streams every block (warp_specialize: on sm_90a a producer warpgroup issues
+    the copies and the two warpgroups of the 128 query rows take turns at the tensor
+    cores)."""
     p = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     alpha = tl.full([BLOCK_M], 1.0, dtype=tl.float32)
-    for start_n in range(lo, hi + BLOCK_N, BLOCK_N):
+    offs_n = tl.arange(0, BLOCK_N)
+    for start_n in tl.range(lo, hi + BLOCK_N, BLOCK_N, warp_specialize=True):
         has_keys = start_n < hi
         kT = desc_k.load([kv_row + tl.minimum(start_n, hi - BLOCK_N), 0]).T
         v = desc_v.load([kv_row + tl.maximum(start_n - BLOCK_N, lo), 0])
         qk = tl.dot(q, kT)
         acc = acc * alpha[:, None]
         acc = tl.dot(p.to(q.dtype), v, acc)
+        if CAUSAL:
+            if start_n >= diag:
+                qk = tl.where(offs_m[:, None] >= (start_n + offs_n)[None, :], qk,
+                              float("-inf"))
         m_ij = tl.where(has_keys, tl.maximum(m_i, tl.max(qk, axis=1) * qk_scale), m_i)
         p = tl.exp2(qk * qk_scale - m_ij[:, None])
         # (m_i is -inf until the first block: -inf - -inf must not reach exp2)
@@ -305,9 +315,12 @@ def _attn_fwd_desc(desc_q, desc_k, desc_v, desc_o, LSE, sm_scale, H, N_CTX,
     qk_scale = sm_scale * 1.4426950408889634  # log2(e)
     hi = start_m * BLOCK_M if CAUSAL else N_CTX
     if OVERLAP == 2:
-        if hi > 0:
+        # (causal: the diagonal blocks are the loop's last)
+        fa3_hi = hi + BLOCK_M if CAUSAL else hi
+        if fa3_hi > 0:
             acc, l_i, m_i = _attn_fwd_inner_desc_fa3(acc, l_i, m_i, q, desc_k, desc_v, kv_row,
-                                                     qk_scale, 0, hi, BLOCK_M, BLOCK_N)
+                                                     qk_scale, 0, fa3_hi, hi, offs_m, BLOCK_M,
+                                                     BLOCK_N, CAUSAL)
     elif OVERLAP:
         if hi > 0:
             acc, l_i, m_i = _attn_fwd_inner_desc_overlap(acc, l_i, m_i, q, desc_k, desc_v,
@@ -316,7 +329,7 @@ def _attn_fwd_desc(desc_q, desc_k, desc_v, desc_o, LSE, sm_scale, H, N_CTX,
     else:
         acc, l_i, m_i = _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, kv_row,
                                              qk_scale, offs_m, 0, hi, BLOCK_N, False)
-    if CAUSAL:
+    if CAUSAL and OVERLAP != 2:
         acc, l_i, m_i = _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, kv_row,
                                              qk_scale, offs_m, hi, hi + BLOCK_M, BLOCK_N, True)
     out = acc / l_i[:, None]
@@ -351,7 +364,19 @@ def overlap_default(head_dim, cpu=False):
     return not cpu and head_dim >= 128
 
 
-def descriptor_tile_config(head_dim, causal=False):
+def descriptor_overlap_default(head_dim, device):
+    """The descriptor path's loop by default: FlashAttention-3's order ("fa3") at D = 128 on
+    an sm_90 GPU, where its loop is warp-specialized (a producer warpgroup, the consumers'
+    two warpgroups taking turns at the tensor cores): on the H100 (session 31, five
+    interleaved rounds) 575 / 604 TFLOP/s at 4x32x4096 / 1x32x16384 against 538 / 559 for
+    the plain loop, causal 497 / 590 against 506 / 547. Else None (the plain loop; at D = 64
+    FlashAttention-3's order ran 0.74-0.95x SDPA default against 1.02-1.15x)."""
+    if head_dim != 128 or torch is None:
+        return None
+    return "fa3" if torch.cuda.get_device_capability(device)[0] == 9 else None
+
+
+def descriptor_tile_config(head_dim, causal=False, overlap=None):
     """(BLOCK_M, BLOCK_N, num_warps, num_stages) of the descriptor path (_attn_fwd_desc) on the
     GPU. Measured on the H100 (session 24, kiln_kernels' forward at 4x32x4096 and 1x32x16384,
     fp16, two rounds in one process): at D = 128, 128x128 tiles with 3 stages averaged 516
@@ -363,9 +388,14 @@ def descriptor_tile_config(head_dim, causal=False):
     programs run for unequal times) (session 30, H100, five alternating readings): 494-507 TFLOP/s at 4k against 455-468 for 128x128 with 3 stages
     (229 KiB, one program an SM); at 16k 531-565 against 542-560, within the spread. Non-causal
     the two ran alike (4k 530-545 against 515-536, 16k 548-571 against 557-563), and 128x128
-    stays."""
+    stays. FlashAttention-3's order (overlap="fa3") at D = 128 takes 128x128 tiles with 3
+    stages, causal too: its loop is warp-specialized only with empty barriers on the rings,
+    which 3 stages give, and 2 x 128 x 128 registers of scores and probabilities leave one
+    program an SM in any case."""
     if head_dim <= 64:
         return (128, 64, 8, 4) if causal else (128, 128, 8, 2)
+    if overlap == "fa3":
+        return (128, 128, 8, 3)
     return (128, 64, 8, 2) if causal else (128, 128, 8, 3)
 
 
@@ -410,12 +440,12 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
     key blocks (_attn_fwd_inner_overlap; default: overlap_default); `launch` goes to the launch
     (device="cpu", debug=True, ...). descriptors (default: where it can run, see
     _descriptor_path) launches _attn_fwd_desc instead, with descriptor_tile_config's tiles
-    unless given; True where it cannot run is a ValueError. Its loop is the plain one unless
-    overlap=True (_attn_fwd_inner_desc_overlap: 2-4% slower at D128 and 7-30% at D64 on an
-    H100, interleaved timings of session 25); overlap="fa3" takes FlashAttention-3's order
-    there (_attn_fwd_inner_desc_fa3; on an H100 at D128 0.99-1.01x the plain loop
-    non-causal and 0.95-0.97x causal, at D64 0.67-0.80x, session 27; the pointer path takes
-    the rotated loop for it). longest_first (default: causal through descriptors) launches
+    unless given; True where it cannot run is a ValueError. Its loop by default is
+    descriptor_overlap_default's (FlashAttention-3's order, warp-specialized, at D = 128 on
+    sm_90; else the plain one); overlap=False takes the plain one, overlap=True the rotated
+    one (_attn_fwd_inner_desc_overlap: 2-4% slower at D128 and 7-30% at D64 on an H100,
+    interleaved timings of session 25), overlap="fa3" FlashAttention-3's order
+    (_attn_fwd_inner_desc_fa3; on the pointer path the rotated loop). longest_first (default: causal through descriptors) launches
     the query blocks of each head last-first: the causal blocks with the most keys go
     first."""
     B, H, S, D = check_shapes("attention", q, k, v, out)
@@ -431,14 +461,16 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
     cpu = launch.get("device") == "cpu"
     bm, bn, nw, ns = tile_config(D, cpu=cpu)
     if descriptors is None or descriptors:
-        dbm = block_m or descriptor_tile_config(D, causal)[0]
+        dbm = block_m or descriptor_tile_config(D, causal, overlap)[0]
         usable = not cpu and _descriptor_path(q, k, v, out, dbm)
         if descriptors and not usable:
             raise ValueError("attention: descriptors=True needs contiguous CUDA torch tensors "
                              f"and a sequence length that is a multiple of BLOCK_M ({dbm})")
         descriptors = usable
         if descriptors:
-            bm, bn, nw, ns = descriptor_tile_config(D, causal)
+            if overlap is None:
+                overlap = descriptor_overlap_default(D, q.device)
+            bm, bn, nw, ns = descriptor_tile_config(D, causal, overlap)
     bm, bn = block_m or bm, block_n or bn
     nw, ns = num_warps or nw, num_stages or ns
     if bm % bn:

@@ -234,17 +234,17 @@ class StatementsMixin:
                 raise self.error("range() takes no keyword arguments", it)
             if not 1 <= len(args) <= 3:
                 raise self.error(f"range expected 1 to 3 arguments, got {len(args)}", it)
-            flatten = False
+            flatten = warp_specialize = False
             lb, ub, step = (constexpr(0), args[0], constexpr(1)) if len(args) == 1 else \
                 (args[0], args[1], args[2] if len(args) == 3 else constexpr(1))
         elif fn is tl_range:
             r = tl_range(*args, **self._range_kwargs(tl_range, kwargs, it))
             lb, ub, step = r.start, r.end, r.step
-            flatten = r.flatten
+            flatten, warp_specialize = r.flatten, r.warp_specialize
         else:
             raise self.error(f"expected range(...), tl.range(...) or tl.static_range(...) as "
                              f"the loop iterator, found {_describe(fn)}", it)
-        self._runtime_for(node, lb, ub, step, flatten)
+        self._runtime_for(node, lb, ub, step, flatten, warp_specialize)
 
     def _range_kwargs(self, tl_range, kwargs, node):
         """tl.range's keywords; one Triton 3.6 does not have is an error naming those it has."""
@@ -267,7 +267,7 @@ class StatementsMixin:
                 raise self.error(f"loop-carried '{n}' changes structure in the loop")
         return out
 
-    def _runtime_for(self, node, lb, ub, step, flatten=False):
+    def _runtime_for(self, node, lb, ub, step, flatten=False, warp_specialize=False):
         frame = self.frame
         target = node.target.id
         negative = isinstance(step, constexpr) and isinstance(step.value, int) and step.value < 0
@@ -312,7 +312,8 @@ class StatementsMixin:
 
         try:
             results = self.session.for_loop(lbt.handle, ubt.handle, stept.handle, inits, body,
-                                            _flat_names(names, structs), flatten)
+                                            _flat_names(names, structs), flatten,
+                                            warp_specialize)
         finally:
             frame.scope = liveins
             self.node = node

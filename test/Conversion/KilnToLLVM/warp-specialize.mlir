@@ -5,7 +5,7 @@
 // both roles run keeps bar.sync 0 (kiln_gpu.all_threads: the mbarriers' init barrier and the
 // barrier op); the producer gives registers back and its first thread (warp 8's lane 0, thread
 // 256) issues the expect_tx; the consumers take the registers, and their barriers are named
-// barrier 1 over their 256 threads.
+// barrier 1 over their 256 threads; their named barriers take the value's id.
 // CHECK-LABEL: llvm.func @roles(
 // CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>
 // CHECK: %[[W:.*]] = llvm.inline_asm {kiln_gpu.uniform_warp_id = "thread_id / 32"} "shfl.sync.idx.b32
@@ -25,6 +25,12 @@
 // CHECK-NEXT: %[[ID:.*]] = llvm.mlir.constant(1 : i32) : i32
 // CHECK-NEXT: %[[N:.*]] = llvm.mlir.constant(256 : i32) : i32
 // CHECK-NEXT: nvvm.barrier id = %[[ID]] number_of_threads = %[[N]]
+// The consumers' warpgroups take turns at named barriers whose id is a value (ping-pong):
+// bar.sync, and bar.arrive as PTX text.
+// CHECK-NEXT: %[[T:.*]] = llvm.mlir.constant(256 : i32) : i32
+// CHECK-NEXT: nvvm.barrier id = %arg0 number_of_threads = %[[T]]
+// CHECK-NEXT: %[[T2:.*]] = llvm.mlir.constant(256 : i32) : i32
+// CHECK-NEXT: llvm.inline_asm has_side_effects "bar.arrive $0, $1;", "r,r" %arg0, %[[T2]]
 // CHECK-NOT: nvvm.barrier0
 module attributes {kiln_gpu.num_warps = 8 : i32, kiln_gpu.consumer_warps = 8 : i32, kiln_gpu.launch_warps = 12 : i32, kiln_gpu.wgmma} {
   func.func @roles(%s: i32, %pred: i1) {
@@ -39,6 +45,8 @@ module attributes {kiln_gpu.num_warps = 8 : i32, kiln_gpu.consumer_warps = 8 : i
     } else {
       kiln_gpu.set_max_registers 232 increase
       kiln_gpu.barrier
+      kiln_gpu.named_barrier %s, 256
+      kiln_gpu.named_barrier %s, 256 arrive
     }
     return
   }

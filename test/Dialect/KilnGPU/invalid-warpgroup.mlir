@@ -65,12 +65,12 @@ func.func @expect_zero(%s: i32, %p: i1) {
 
 // -----
 
-// A shared_dot leaves at most one earlier dot running.
+// A shared_dot leaves at most seven earlier dots running (wgmma.wait_group's range).
 func.func @shared_dot_pending(%c: tensor<64x64xf32>, %s: i32) {
   %a = kiln_gpu.local_alloc {operand = 0 : i32} : !kiln_gpu.shared<[2, 64, 32], f16>
   %b = kiln_gpu.local_alloc {operand = 1 : i32} : !kiln_gpu.shared<[2, 32, 64], f16>
-  // expected-error @+1 {{'kiln_gpu.shared_dot' op attribute 'pending' failed to satisfy constraint: 32-bit signless integer attribute whose minimum value is 0 whose maximum value is 1}}
-  %d = kiln_gpu.shared_dot %a[%s], %b[%s], %c {pending = 2 : i32} : !kiln_gpu.shared<[2, 64, 32], f16>, !kiln_gpu.shared<[2, 32, 64], f16>, tensor<64x64xf32>
+  // expected-error @+1 {{'kiln_gpu.shared_dot' op attribute 'pending' failed to satisfy constraint: 32-bit signless integer attribute whose minimum value is 0 whose maximum value is 7}}
+  %d = kiln_gpu.shared_dot %a[%s], %b[%s], %c {pending = 8 : i32} : !kiln_gpu.shared<[2, 64, 32], f16>, !kiln_gpu.shared<[2, 32, 64], f16>, tensor<64x64xf32>
   return
 }
 

@@ -687,8 +687,9 @@ void kiln::populateSharedRingToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                             RewritePatternSet &patterns,
                                             const AxisInfoAnalysis &axisInfo,
                                             const TargetInfo &target) {
-  patterns.add<LocalAllocLowering, AsyncArriveLowering, SetMaxRegistersLowering,
-               NamedBarrierLowering>(converter);
+  patterns
+      .add<LocalAllocLowering, AsyncArriveLowering, SetMaxRegistersLowering, NamedBarrierLowering>(
+          converter);
   patterns.add<FixedAsmLowering<kgpu::AsyncCommitOp>>(converter, "cp.async.commit_group;");
   patterns.add<FixedAsmLowering<kgpu::ProxyFenceOp>>(converter, "fence.proxy.async.shared::cta;");
   patterns.add<AsyncCopyLowering>(converter, axisInfo, target);

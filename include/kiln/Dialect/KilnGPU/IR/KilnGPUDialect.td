@@ -462,7 +462,9 @@ def KilnGPU_SharedDotOp : Op<KilnGPU_Dialect, "shared_dot",
     After issuing its tensor-core work the dot waits until at most `pending` of the program's
     earlier shared_dots are still running: with `pending = 0` its result is ready; with 1 the
     result may only feed the next shared_dot (as its `c`) or a `dot_wait`, and the previous
-    dot's operand slots may be overwritten once every thread has passed it. A dot left running
+    dot's operand slots may be overwritten once every thread has passed it; with n > 1 (a
+    warpgroup that hands the tensor cores to the other as soon as its dots are issued) it
+    waits for none of the n - 1 dots issued before it either. A dot left running
     with A in registers needs those registers unchanged until a later wait retires it (the
     pipelining pass only defers such a dot when its A is computed from an earlier dot's
     result, whose wait comes first).
@@ -490,7 +492,7 @@ def KilnGPU_SharedDotOp : Op<KilnGPU_Dialect, "shared_dot",
   let arguments = (ins AnyTypeOf<[KilnGPU_SharedBufferType, AnyRankedTensor]>:$a,
                        Optional<I32>:$a_slot, KilnGPU_SharedBufferType:$b, I32:$b_slot,
                        AnyRankedTensor:$c, Optional<I1>:$accumulate,
-                       DefaultValuedAttr<ConfinedAttr<I32Attr, [IntMinValue<0>, IntMaxValue<1>]>,
+                       DefaultValuedAttr<ConfinedAttr<I32Attr, [IntMinValue<0>, IntMaxValue<7>]>,
                                          "0">:$pending,
                        UnitAttr:$b_transposed);
   let results = (outs AnyRankedTensor:$result);
