@@ -32,7 +32,10 @@ through it.
 On the GPU, contiguous inputs whose sequence length is a multiple of BLOCK_M take
 _attn_fwd_desc instead: the same walk with q, K, V and the output read and written through
 tensor descriptors over (B * H * S, D) matrices, so that on sm_90a the TMA copies the key and
-value blocks into the dot rings and stores the output (every block whole, no masks).
+value blocks into the dot rings and stores the output (every block whole, no masks). At D 128
+on sm_90 its default loop is FlashAttention-3's order (_attn_fwd_inner_desc_fa3, causal
+diagonal included) marked tl.range(..., warp_specialize=True): a producer warpgroup issues
+the copies and the two warpgroups of the query block take turns at the tensor cores.
 
 Inputs are (B, H, S, D) with any strides (the kernel takes them in elements; offsets inside
 one (batch, head) are 32-bit, the batch and head offsets 64-bit); fp16 or bf16, head dims
