@@ -32,7 +32,7 @@ Kiln's row is attention_forward's default path: through tensor descriptors
 --descriptors off; the Triton twin takes the same path and tiles. On the pointer path Kiln's
 row and the twin's take attention_forward's default loop (--overlap auto: the rotated one on
 the pointer path at D128; on the descriptor path FlashAttention-3's order, warp-specialized,
-at D128 on sm_90, else the plain one), the rotated loop
+at D128 on sm_90 but causal at S <= 4096, else the plain one), the rotated loop
 (overlap=True) with --overlap on or both, the plain loop with off; both also times the plain
 loop (columns "Kiln plain").
 """
@@ -79,7 +79,8 @@ def bench_case(B, H, S, D, dtype, causal, args, peers):
     overlap = {"auto": None, "off": False, "fa3": "fa3", "fa3-both": "fa3"}.get(args.overlap,
                                                                                True)
     # (the descriptor path's default loop: FlashAttention-3's order at D 128 on sm_90)
-    desc_overlap = k_fa.descriptor_overlap_default(D, q.device) if overlap is None else overlap
+    desc_overlap = (k_fa.descriptor_overlap_default(D, q.device, causal, S) if overlap is None
+                    else overlap)
     desc_tiles = k_fa.descriptor_tile_config(D, causal, desc_overlap)
     descriptors = args.descriptors == "auto" and k_fa._descriptor_path(
         q, k, v, outs["kiln"], args.block_m or desc_tiles[0])

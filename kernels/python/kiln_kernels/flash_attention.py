@@ -367,14 +367,16 @@ def overlap_default(head_dim, cpu=False):
     return not cpu and head_dim >= 128
 
 
-def descriptor_overlap_default(head_dim, device):
+def descriptor_overlap_default(head_dim, device, causal=False, seq_len=None):
     """The descriptor path's loop by default: FlashAttention-3's order ("fa3") at D = 128 on
     an sm_90 GPU, where its loop is warp-specialized (a producer warpgroup, the consumers'
-    two warpgroups taking turns at the tensor cores): on the H100 (session 31, five
-    interleaved rounds) 575 / 604 TFLOP/s at 4x32x4096 / 1x32x16384 against 538 / 559 for
-    the plain loop, causal 497 / 590 against 506 / 547. Else None (the plain loop; at D = 64
-    FlashAttention-3's order ran 0.74-0.95x SDPA default against 1.02-1.15x)."""
-    if head_dim != 128 or torch is None:
+    two warpgroups taking turns at the tensor cores): on the H100 (session 31, three runs of
+    interleaved rounds) 554-575 / 573-604 TFLOP/s at 4x32x4096 / 1x32x16384 against 530-551 /
+    548-563 for the plain loop, causal at 16k 578-590 against 536-551. Causal at S <= 4096 the
+    plain loop's 128x64 tiles (two programs an SM) ran ahead (502-508 against 483-497), so it
+    keeps them. Else None (the plain loop; at D = 64 FlashAttention-3's order ran 0.74-0.95x
+    SDPA default against 1.02-1.15x)."""
+    if head_dim != 128 or torch is None or (causal and seq_len is not None and seq_len <= 4096):
         return None
     return "fa3" if torch.cuda.get_device_capability(device)[0] == 9 else None
 
@@ -472,7 +474,7 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
         descriptors = usable
         if descriptors:
             if overlap is None:
-                overlap = descriptor_overlap_default(D, q.device)
+                overlap = descriptor_overlap_default(D, q.device, causal, S)
             bm, bn, nw, ns = descriptor_tile_config(D, causal, overlap)
     bm, bn = block_m or bm, block_n or bn
     nw, ns = num_warps or nw, num_stages or ns
