@@ -404,7 +404,14 @@ struct KilnWarpSpecializePass final : kiln::impl::KilnWarpSpecializeBase<KilnWar
         (kRegistersPerSM - int64_t(kWarpgroupWarps * kgpu::kWarpSize) * producerRegisters) /
         int64_t(warps * kgpu::kWarpSize);
     consumerRegisters = std::min<int64_t>(240, consumerRegisters / 8 * 8);
-    if (consumerRegisters < int64_t(producerRegisters))
+    // Each thread starts with the launch's share of the SM (at most 248 after rounding to 8):
+    // the producer must give some back and the consumers take more (setmaxnreg.inc to fewer
+    // registers than a thread holds is not an increase). One consumer warpgroup (4 warps:
+    // 248 a thread to start with) does not qualify.
+    int64_t start =
+        std::min<int64_t>(255, kRegistersPerSM / int64_t((warps + kWarpgroupWarps) *
+                                                         kgpu::kWarpSize)) / 8 * 8;
+    if (consumerRegisters <= start || int64_t(producerRegisters) >= start)
       return;
 
     SmallVector<std::pair<func::FuncOp, Plan>, 1> plans;

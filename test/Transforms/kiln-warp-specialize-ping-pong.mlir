@@ -1,4 +1,11 @@
 // RUN: kiln-opt %s -split-input-file -kiln-pipeline-dot-operands="num-warps=8 num-stages=3" -kiln-assign-layouts="num-warps=8 wgmma=true" -kiln-warp-specialize="all-loops=false" | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-pipeline-dot-operands="num-warps=4 num-stages=3" -kiln-assign-layouts="num-warps=4 wgmma=true" -kiln-warp-specialize="all-loops=false" | FileCheck %s --check-prefix=FOUR
+
+// On 4 warps (one consumer warpgroup) a thread starts with 248 registers, more than the
+// consumers could take: no split.
+// FOUR-NOT: kiln_gpu.launch_warps
+// FOUR-NOT: kiln_gpu.warp_id
+// FOUR-NOT: set_max_registers
 
 // FlashAttention-3's order in a loop marked tl.range(..., warp_specialize=True), inside the
 // `if` that skips it when there are no keys: the rings and barriers the if allocated move

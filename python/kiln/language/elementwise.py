@@ -73,11 +73,11 @@ class _MappedSession:
             return self._session.broadcast_to(handle, self._shape)
         return handle
 
-    def for_loop(self, lb, ub, step, inits, body, names, flatten):
+    def for_loop(self, lb, ub, step, inits, body, names, flatten=False, warp_specialize=False):
         for h in (lb, ub, step):
             self._uniform(h, "the bounds of a run-time for loop")
         return self._session.for_loop(lb, ub, step, [self._tile(h) for h in inits], body,
-                                      names, flatten)
+                                      names, flatten, warp_specialize)
 
     def while_loop(self, inits, cond_fn, body_fn, names):
         # Names in <...> are the code generator's own (exit flags, a loop's index): they stay
