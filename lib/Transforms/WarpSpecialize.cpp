@@ -408,9 +408,9 @@ struct KilnWarpSpecializePass final : kiln::impl::KilnWarpSpecializeBase<KilnWar
     // the producer must give some back and the consumers take more (setmaxnreg.inc to fewer
     // registers than a thread holds is not an increase). One consumer warpgroup (4 warps:
     // 248 a thread to start with) does not qualify.
-    int64_t start =
-        std::min<int64_t>(255, kRegistersPerSM / int64_t((warps + kWarpgroupWarps) *
-                                                         kgpu::kWarpSize)) / 8 * 8;
+    int64_t start = std::min<int64_t>(255, kRegistersPerSM / int64_t((warps + kWarpgroupWarps) *
+                                                                     kgpu::kWarpSize)) /
+                    8 * 8;
     if (consumerRegisters <= start || int64_t(producerRegisters) >= start)
       return;
 
