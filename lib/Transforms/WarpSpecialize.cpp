@@ -224,13 +224,17 @@ FailureOr<Plan> planKernel(func::FuncOp func, bool allLoops) {
   for (Value v : needed)
     if (failed(addOuter(v, plan)))
       return failure();
-  for (scf::IfOp nest : plan.nest)
-    for (Operation &op : *nest.thenBlock())
+  // (Those before the next if or the loop: the rings and barriers it uses. Allocations after
+  // it stay with the consumers, their barriers over the consumers alone.)
+  for (auto [i, nest] : llvm::enumerate(plan.nest)) {
+    Operation *next = i + 1 < plan.nest.size() ? plan.nest[i + 1].getOperation() : loop;
+    for (Operation *op = &nest.thenBlock()->front(); op != next; op = op->getNextNode())
       if (isa<kgpu::LocalAllocOp, kgpu::MBarrierAllocOp>(op)) {
-        if (op.getNumOperands())
+        if (op->getNumOperands())
           return failure();
-        plan.hoisted.push_back(&op);
+        plan.hoisted.push_back(op);
       }
+  }
 
   // Before the loop: both roles run scalar work, the rings' and barriers' set-up and the
   // first TMA copies (thread 0's). Tensor values, and the cp.async copies of one-slot
