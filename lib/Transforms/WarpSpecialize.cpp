@@ -67,6 +67,11 @@ bool isTensorTyped(Operation *op) {
   return llvm::any_of(op->getResultTypes(), shaped) || llvm::any_of(op->getOperandTypes(), shaped);
 }
 
+/// Scalar arithmetic the producer may run a copy of: no regions, no memory effects, no tiles.
+bool isScalarPure(Operation *op) {
+  return !op->getNumRegions() && isMemoryEffectFree(op) && !isTensorTyped(op);
+}
+
 /// The plan for one kernel: its ring loop and the ifs around it, the ring-side ops of its
 /// body (in body order), the ops they need, and the loop's iteration arguments the producer
 /// carries.
@@ -96,7 +101,7 @@ LogicalResult addSlice(Value v, Plan &plan, llvm::SetVector<unsigned> &args) {
   Operation *def = v.getDefiningOp();
   if (def->getBlock() != body || plan.slice.contains(def))
     return success();
-  if (def->getNumRegions() || !isMemoryEffectFree(def) || isTensorTyped(def))
+  if (!isScalarPure(def))
     return failure();
   for (Value operand : def->getOperands())
     if (failed(addSlice(operand, plan, args)))
@@ -119,7 +124,7 @@ LogicalResult addOuter(Value v, Plan &plan) {
     return failure();
   if (isa<kgpu::LocalAllocOp, kgpu::MBarrierAllocOp>(def))
     return success(); // hoisted
-  if (def->getNumRegions() || !isMemoryEffectFree(def) || isTensorTyped(def))
+  if (!isScalarPure(def))
     return failure();
   for (Value operand : def->getOperands())
     if (failed(addOuter(operand, plan)))

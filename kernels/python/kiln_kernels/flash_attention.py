@@ -43,6 +43,7 @@ one (batch, head) are 32-bit, the batch and head offsets 64-bit); fp16 or bf16, 
 have fewer heads than Q (grouped-query attention, H a multiple of H_KV: query head h reads
 key/value head h // (H / H_KV)).
 """
+import functools
 import math
 
 import kiln
@@ -378,7 +379,14 @@ def descriptor_overlap_default(head_dim, device, causal=False, seq_len=None):
     SDPA default against 1.02-1.15x)."""
     if head_dim != 128 or torch is None or (causal and seq_len is not None and seq_len <= 4096):
         return None
-    return "fa3" if torch.cuda.get_device_capability(device)[0] == 9 else None
+    return "fa3" if _capability_major(device) == 9 else None
+
+
+@functools.lru_cache(maxsize=None)
+def _capability_major(device):
+    """The device's compute capability major, read once per device (attention_forward asks on
+    every launch)."""
+    return torch.cuda.get_device_capability(device)[0]
 
 
 def descriptor_tile_config(head_dim, causal=False, overlap=None):
