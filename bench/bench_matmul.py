@@ -47,6 +47,11 @@ Variants (positional, several in one run; `all`: every one but peers):
   library-fp8  kiln_kernels.matmul.matmul on e4m3 operands (column-major B), fp16 out,
                beside its twin, torch._scaled_mm and the library's fp16 matmul of the shape;
                also with a bias and gelu fused.
+  cpp          the C++ DSL's tutorial matmul (kernels/cpp/matmul.cpp, the same algorithm as
+               matmul_kernel, written with kiln::lang) through libkiln-cpp-matmul.so (--cpp-lib,
+               default build/bench/ or the GPU bundle's bench/), launched through ctypes on the
+               same tensors, beside matmul_kernel from Python, Triton autotuned on that source
+               and cuBLAS; fp16 (the C++ kernel's dtype), 128x256x64, 8 warps, --stages.
   peers        for kiln-bench --only=matmul (scripts/gpu.sh matmul): torch_matmul_<n>_tflops
                and triton_matmul_<n>_tflops at fp16 n^3, n = 4096 and 8192 (batch 1), with
                Kiln's pointer kernel from Python beside.
@@ -67,7 +72,7 @@ import common  # noqa: E402
 from common import fmt, fmt_config, relerr, tflops  # noqa: E402
 
 VARIANTS = ("pointer", "tma", "persistent", "epilogue", "fp8", "int8", "mma-sync",
-            "library-fp8", "peers")
+            "library-fp8", "cpp", "peers")
 ALIASES = {"python": "pointer", "mma_sync": "mma-sync", "library_fp8": "library-fp8",
            "descriptors": "tma"}
 ALL = tuple(v for v in VARIANTS if v != "peers")
@@ -86,6 +91,7 @@ DEFAULTS = {
     "int8": (25, 10, LLM_SHAPES, "int8", None),
     "mma-sync": (20, 10, SHAPES, "fp16,bf16", TRITON_16BIT),
     "library-fp8": (15, 10, LLM_SHAPES, "float8_e4m3fn", CONFIGS_8BIT),
+    "cpp": (25, 10, "4096x4096x4096,8192x8192x8192,4000x4000x4000", "fp16", TRITON_16BIT),
     "peers": (11, 1, "4096x4096x4096,8192x8192x8192", "fp16", TRITON_16BIT),
 }
 # The epilogue variant's cases: (M, N, K, bias, activation).
@@ -712,9 +718,97 @@ def v_peers(B):
         sys.stdout.flush()
 
 
+def load_cpp_matmul(path):
+    """kiln_cpp_matmul of libkiln-cpp-matmul.so (bench/cpp_matmul.cpp) as a Python call
+    raising RuntimeError with the C++ exception's message."""
+    import ctypes
+    if not path:
+        here = os.path.dirname(os.path.abspath(__file__))
+        for cand in (os.path.join(here, "..", "build", "bench", "libkiln-cpp-matmul.so"),
+                     os.path.join(os.environ.get("KILN_BUNDLE", "/tmp/kiln-bundle"), "bench",
+                                  "libkiln-cpp-matmul.so")):
+            if os.path.exists(cand):
+                path = cand
+                break
+    if not path:
+        raise FileNotFoundError("libkiln-cpp-matmul.so not found (ninja -C build "
+                                "kiln-cpp-matmul, or --cpp-lib PATH)")
+    lib = ctypes.CDLL(path)
+    f = lib.kiln_cpp_matmul
+    f.restype = ctypes.c_int
+    f.argtypes = [ctypes.c_uint64] * 3 + [ctypes.c_int32] * 3 + [ctypes.c_void_p] + \
+        [ctypes.c_int] * 4 + [ctypes.c_uint] * 2 + [ctypes.c_char_p, ctypes.c_size_t]
+    err = ctypes.create_string_buffer(1024)
+
+    def call(a, b, c, cfg, stream):
+        BM, BN, BK, warps, stages = cfg
+        M, K = a.shape
+        N = b.shape[1]
+        if f(a.data_ptr(), b.data_ptr(), c.data_ptr(), M, N, K, stream, BM, BN, BK, 8, warps,
+             stages, err, len(err)) != 0:
+            raise RuntimeError(err.value.decode())
+    return call
+
+
+def v_cpp(B):
+    torch, ks, tw = B.torch, B.ks, B.tw
+    kcfg = (128, 256, 64, 8, B.args.stages)
+    cpp = load_cpp_matmul(B.args.cpp_lib)
+    torch.manual_seed(0)
+    for dname in B.dtypes:
+        dtype = B.dtype(dname)
+        for M, N, K in B.shapes:
+            a = torch.randn(M, K, device="cuda", dtype=dtype)
+            b = torch.randn(K, N, device="cuda", dtype=dtype)
+            ref = torch.matmul(a.float(), b.float())
+            flop = 2.0 * M * N * K
+            row = {"dtype": dname, "shape": f"{M}x{N}x{K}"}
+            c = torch.full((M, N), float("nan"), device="cuda", dtype=dtype)
+            stream = torch.cuda.current_stream().cuda_stream
+            run = lambda: cpp(a, b, c, kcfg, stream)  # noqa: E731
+            run()
+            torch.cuda.synchronize()
+            row["cpp_err"] = relerr(c, ref)
+            cp = torch.full_like(c, float("nan"))
+            finals = {"cpp": run, "kiln": ptr_launch(ks.matmul_kernel, a, b, cp, kcfg)}
+            finals["kiln"]()
+            torch.cuda.synchronize()
+            row["kiln_err"] = relerr(cp, ref)
+            row["cpp"] = tflops(flop, B.timer(run))
+            row["kiln"] = tflops(flop, B.timer(finals["kiln"]))
+            if tw is not None:
+                ct = torch.empty_like(c)
+                t, cfg = B.best_triton(lambda cfg: ptr_launch(tw.matmul_kernel, a, b, ct, cfg),
+                                       kcfg, f"{dname} {M}x{N}x{K}")
+                row.update(triton=tflops(flop, t), triton_cfg=cfg)
+                if cfg:
+                    finals["triton"] = ptr_launch(tw.matmul_kernel, a, b, ct, cfg)
+            cc = torch.empty_like(c)
+            finals["cublas"] = lambda: torch.matmul(a, b, out=cc)
+            row["cublas"] = tflops(flop, B.timer(finals["cublas"]))
+            interleave(B, row, finals, flop)
+            B.emit(row)
+            del a, b, c, cp, ref
+            torch.cuda.empty_cache()
+
+    def ratio(r, peer):
+        return fmt(r["cpp"] / r[peer] if r.get(peer) else None, ".3f")
+    common.markdown_table(
+        ["dtype", "M x N x K", "C++ DSL TFLOP/s", "Python TFLOP/s", "Triton TFLOP/s",
+         "Triton tiles", "cuBLAS TFLOP/s", "C++/Python", "C++/Triton", "C++/cuBLAS",
+         "C++ rel. error", "Python rel. error"],
+        [[r["dtype"], r["shape"], fmt(r["cpp"]), fmt(r["kiln"]), fmt(r.get("triton")),
+          fmt_config(r.get("triton_cfg")), fmt(r["cublas"]), ratio(r, "kiln"),
+          ratio(r, "triton"), ratio(r, "cublas"), fmt(r["cpp_err"], ".1e"),
+          fmt(r["kiln_err"], ".1e")] for r in B.rows],
+        align="llrrrlrrrrrr",
+        title=B.title(f"Matmul, Triton's tutorial kernel from the C++ DSL and from Python "
+                      f"(Kiln {fmt_config(kcfg)}, GROUP_M=8)"))
+
+
 RUN = {"pointer": v_pointer, "tma": v_tma, "persistent": v_persistent,
        "epilogue": v_epilogue, "fp8": v_fp8, "int8": v_int8, "mma-sync": v_mma_sync,
-       "library-fp8": v_library_fp8, "peers": v_peers}
+       "library-fp8": v_library_fp8, "cpp": v_cpp, "peers": v_peers}
 
 
 def parse_args(argv=None):
@@ -747,6 +841,7 @@ def parse_args(argv=None):
     ap.add_argument("--orders", default="col,row", help="fp8, int8: B column-major (col) "
                     "and/or row-major (row)")
     ap.add_argument("--dump", default=None, help="tma: write the Kiln TMA kernel's PTX to DIR")
+    ap.add_argument("--cpp-lib", default="", help="cpp: libkiln-cpp-matmul.so's path")
     ap.add_argument("--only", choices=["all", "kiln", "triton"], default="all",
                     help="tma: time one kernel alone (for a profiler), else all")
     args = ap.parse_args(argv)

@@ -10,12 +10,15 @@
 #include "kiln/Compile.h"
 #include "kiln/Compiler.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
+#include "kiln/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -162,4 +165,53 @@ kiln::CompiledKernel kiln::compileKernel(const KernelSource &source,
     diagnostics.fail(name, "the kernel does not compile");
   compiled->signature = std::move(signature);
   return std::move(*compiled);
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor maps for pointer tiles
+//===----------------------------------------------------------------------===//
+
+FailureOr<std::vector<std::vector<int64_t>>> kiln::addPointerTileMaps(ModuleOp module,
+                                                                      bool attentionTiles) {
+  PassManager pm(module.getContext());
+  pm.addPass(
+      createKilnPointerTilesToDescriptors(KilnPointerTilesToDescriptorsOptions{attentionTiles}));
+  if (failed(pm.run(module)))
+    return failure();
+  std::vector<std::vector<int64_t>> recipes;
+  for (auto func : module.getOps<func::FuncOp>())
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (auto recipe = func.getArgAttrOfType<DenseI64ArrayAttr>(i, kTensorMapRecipeAttr))
+        recipes.emplace_back(recipe.asArrayRef().begin(), recipe.asArrayRef().end());
+  return recipes;
+}
+
+kiln::PointerTileMaps kiln::addPointerTileMaps(const KernelSource &source, bool attentionTiles) {
+  KernelSource::Impl &src = source.getImpl();
+  // Text is parsed into a context of its own, which the new source keeps.
+  std::shared_ptr<MLIRContext> ctx = src.ctx;
+  if (!src.module) {
+    ctx = std::make_shared<MLIRContext>(MLIRContext::Threading::DISABLED);
+    initializeContext(*ctx);
+  }
+  Diagnostics diagnostics(*ctx);
+  OwningOpRef<ModuleOp> module =
+      src.module ? OwningOpRef<ModuleOp>(src.module->clone())
+                 : parseSourceString<ModuleOp>(src.text, ctx.get(), src.bufferName);
+  if (!module)
+    diagnostics.fail("", "the kernel does not parse");
+  // The C++ DSL and text keep what the Python front end folds as it builds (`x * 1` of a
+  // parameter specialized to 1, constant steps): canonicalized first, as the pipeline begins.
+  PassManager pm(ctx.get());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (failed(pm.run(*module)))
+    diagnostics.fail(source.getName(), "internal error: canonicalization failed");
+  FailureOr<std::vector<std::vector<int64_t>>> recipes =
+      addPointerTileMaps(*module, attentionTiles);
+  if (failed(recipes))
+    diagnostics.fail(source.getName(), "internal error: -kiln-pointer-tiles-to-descriptors failed");
+  if (recipes->empty())
+    return {source, {}};
+  return {makeKernelSource(std::move(ctx), std::move(module)), std::move(*recipes)};
 }

@@ -128,6 +128,23 @@ struct CompiledKernel {
 /// sources (a source's module is cloned, never changed).
 KILN_EXPORT CompiledKernel compileKernel(const KernelSource &source, const CompileOptions &options);
 
+/// A kernel whose pointer tiles were rewritten to tensor-map accesses for the TMA (what the
+/// Python front end does on sm_90a): `source` with the maps appended as parameters after the
+/// kernel's own, and per appended map its recipe (kTensorMapRecipeAttr: base parameter, dtype
+/// code 'h' f16 / 'H' bf16, rank, block, then extents and row stride as parameter numbers or
+/// -1 - constant), which a launcher encodes with rt::encodeRecipeTensorMap.
+struct PointerTileMaps {
+  KernelSource source;
+  std::vector<std::vector<int64_t>> recipes;
+};
+
+/// Runs -kiln-pointer-tiles-to-descriptors (with `attentionTiles`: its attention-tiles option)
+/// on a copy of `source` (MLIR text is parsed into a context the result keeps); for a kernel
+/// the pass leaves as it is, returns `source` with no recipes. Call with the source's context
+/// free of other threads (as compileKernel). Throws CompileError if the text does not parse or
+/// the pass fails.
+KILN_EXPORT PointerTileMaps addPointerTileMaps(const KernelSource &source, bool attentionTiles);
+
 /// True when the compiler knows `arch`: "cpu", or sm_70 ... sm_120a (the NVPTX backend's).
 KILN_EXPORT bool isKnownTarget(const std::string &arch);
 

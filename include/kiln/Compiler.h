@@ -45,6 +45,11 @@ void initializeContext(mlir::MLIRContext &ctx);
 KernelSource makeKernelSource(std::shared_ptr<mlir::MLIRContext> ctx,
                               mlir::OwningOpRef<mlir::ModuleOp> module);
 
+/// -kiln-pointer-tiles-to-descriptors on `module` in place; the recipes of the tensor maps it
+/// appended, in parameter order (see PointerTileMaps), or failure.
+mlir::FailureOr<std::vector<std::vector<int64_t>>> addPointerTileMaps(mlir::ModuleOp module,
+                                                                      bool attentionTiles);
+
 /// Runs the GPU pipeline on `module` (in place) and emits LLVM IR and PTX, or for arch "cpu"
 /// the host pipeline and an object file. Errors are reported through the context's
 /// diagnostic handler. Front ends call compileKernel (kiln/Compile.h), which calls this.

@@ -235,6 +235,16 @@ KILN_EXPORT void encodeTensorMap(void *out, const TensorMapBox &box, ArgKind ele
                                  uint64_t base, const std::vector<int64_t> &shape,
                                  const std::vector<int64_t> &strides);
 
+/// Encodes into `out` (kTensorMapBytes, kTensorMapAlign-aligned) the tensor map the compiler
+/// appended to a kernel with `recipe` (kiln::addPointerTileMaps), from the launch's packed
+/// argument words `args` (one per parameter of the kernel before its maps, as `signature`
+/// passes them) and `boxRows`, the kernel's box rows for that map (getTensorMapBoxRows). Leaves
+/// zeros where the kernel never reads the map: `boxRows` 0, or an extent or the stride not
+/// positive (its loop of pointer loads runs instead). Throws Error for a malformed recipe.
+KILN_EXPORT void encodeRecipeTensorMap(void *out, const std::vector<int64_t> &recipe,
+                                       const std::vector<ArgKind> &signature, const uint64_t *args,
+                                       unsigned boxRows);
+
 /// A launch grid (programs along x, y, z).
 struct Grid {
   unsigned x = 1, y = 1, z = 1;

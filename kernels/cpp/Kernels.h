@@ -1,8 +1,9 @@
 //===- Kernels.h - Kiln's C++ kernel library ----------------------*- C++ -*-===//
 //
 // This file declares the kernels of kernels/ written in the C++ DSL (kiln::lang): vector add,
-// elementwise KL divergence and a masked 2-D strided copy. Each comes as the kernel object (to
-// trace, compile or launch with any specialization) and as a launcher with the usual grid.
+// elementwise KL divergence, a masked 2-D strided copy and Triton's tutorial matmul. Each comes as
+// the kernel object (to trace, compile or launch with any specialization) and as a launcher with
+// the usual grid.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 namespace kiln::kernels {
 
 using lang::Const;
+using lang::f16;
 using lang::f32;
 using lang::I32;
 using lang::Ptr;
@@ -40,6 +42,23 @@ using Copy2DKernel = lang::Kernel<void(Ptr<f32> src, Ptr<f32> dst, I32 M, I32 N,
 const Copy2DKernel &copy2DKernel();
 void copy2D(rt::CUstream stream, rt::CUdeviceptr src, rt::CUdeviceptr dst, int32_t M, int32_t N,
             int32_t srcStride, int32_t dstStride, int blockM = 32, int blockN = 64);
+
+/// c = a @ b for row-major fp16 a (M x K), b (K x N) and c (M x N), as Triton's tutorial 03
+/// writes it (pointer tiles, grouped order, masked K edge; fp32 accumulation); one BLOCK_M x
+/// BLOCK_N tile of c per program. Strides in elements.
+using MatmulKernel = lang::Kernel<void(Ptr<f16> a, Ptr<f16> b, Ptr<f16> c, I32 M, I32 N, I32 K,
+                                       I32 stride_am, I32 stride_ak, I32 stride_bk, I32 stride_bn,
+                                       I32 stride_cm, I32 stride_cn, Const<int> BLOCK_M,
+                                       Const<int> BLOCK_N, Const<int> BLOCK_K, Const<int> GROUP_M)>;
+const MatmulKernel &matmulKernel();
+/// Tiles, warps and ring stages of a matmul launch (defaults: the tutorial's fp16 H100 pick).
+struct MatmulConfig {
+  int blockM = 128, blockN = 256, blockK = 64, groupM = 8;
+  unsigned warps = 8, stages = 3;
+};
+/// Launches c = a @ b on contiguous row-major matrices.
+void matmul(rt::CUstream stream, rt::CUdeviceptr a, rt::CUdeviceptr b, rt::CUdeviceptr c, int32_t M,
+            int32_t N, int32_t K, const MatmulConfig &cfg = {});
 
 } // namespace kiln::kernels
 

@@ -12,10 +12,6 @@
 #include "kiln/Compiler.h"
 #include "kiln/Dialect/Kiln/IR/LibDevice.h"
 #include "kiln/Frontend/Builder.h"
-#include "kiln/Passes.h"
-
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Pass/PassManager.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -116,16 +112,12 @@ KernelSource facade::Session::finishKernel(bool tmaPointerTiles, bool attentionT
   impl->values.clear();
   impl->compilerMaps.clear();
   if (tmaPointerTiles) {
-    mlir::PassManager pm(impl->ctx.get());
-    pm.addPass(
-        createKilnPointerTilesToDescriptors(KilnPointerTilesToDescriptorsOptions{attentionTiles}));
-    if (mlir::failed(pm.run(*module)))
+    mlir::FailureOr<std::vector<std::vector<int64_t>>> recipes =
+        addPointerTileMaps(*module, attentionTiles);
+    if (mlir::failed(recipes))
       throw CompileError(impl->kernel, impl->file, impl->line, impl->col,
                          "internal error: -kiln-pointer-tiles-to-descriptors failed");
-    for (auto func : module->getOps<mlir::func::FuncOp>())
-      for (unsigned i = 0; i < func.getNumArguments(); ++i)
-        if (auto recipe = func.getArgAttrOfType<mlir::DenseI64ArrayAttr>(i, kTensorMapRecipeAttr))
-          impl->compilerMaps.emplace_back(recipe.asArrayRef().begin(), recipe.asArrayRef().end());
+    impl->compilerMaps = std::move(*recipes);
   }
   return makeKernelSource(impl->ctx, std::move(module));
 }

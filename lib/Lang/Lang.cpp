@@ -21,6 +21,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -578,8 +579,35 @@ namespace {
 struct Variant {
   std::vector<uint64_t> key;
   std::optional<kiln::KernelSource> source;
-  std::vector<std::array<const kiln::rt::Kernel *, kMaxWarpsLog2 + 1>> kernels;
-  std::vector<std::tuple<int, unsigned, unsigned, unsigned, const kiln::rt::Kernel *>> others;
+  /// The source with its pointer tiles through tensor maps (sm_90a devices), made on first use;
+  /// no recipes: the pass left the kernel as it was.
+  std::optional<kiln::PointerTileMaps> tma;
+  std::vector<std::array<detail::LoadedKernel, kMaxWarpsLog2 + 1>> kernels;
+  std::vector<std::tuple<int, unsigned, unsigned, unsigned, detail::LoadedKernel>> others;
+
+  /// The source a launch on `arch` compiles: on sm_90a (unless KILN_TMA_POINTER_TILES=0) the
+  /// one with tensor maps, as the Python front end compiles. Call with the context's lock held.
+  const kiln::KernelSource &sourceFor(const std::string &arch,
+                                      const std::vector<std::vector<int64_t>> *&maps) {
+    maps = nullptr;
+    if (arch != "sm_90a" || !tmaPointerTiles())
+      return *source;
+    if (!tma)
+      tma = kiln::addPointerTileMaps(*source, /*attentionTiles=*/true);
+    if (tma->recipes.empty())
+      return *source;
+    maps = &tma->recipes;
+    return tma->source;
+  }
+
+  /// KILN_TMA_POINTER_TILES=0 (read once) keeps the pointer loads, as in Python.
+  static bool tmaPointerTiles() {
+    static const bool on = [] {
+      const char *v = std::getenv("KILN_TMA_POINTER_TILES");
+      return !v || !*v || std::string(v) != "0";
+    }();
+    return on;
+  }
 };
 } // namespace
 
@@ -632,9 +660,9 @@ void detail::badDevice(const KernelState &state, int launchDevice, int bufferDev
                         ") but its buffers are on cuda:" + std::to_string(bufferDevice));
 }
 
-const kiln::rt::Kernel &detail::getKernel(KernelState &state, const uint64_t *key, size_t keySize,
-                                          const Launch &launch, int device, size_t numRuntimeArgs,
-                                          FunctionRef<KernelSource()> traceVariant) {
+detail::LoadedKernel detail::getKernel(KernelState &state, const uint64_t *key, size_t keySize,
+                                       const Launch &launch, int device, size_t numRuntimeArgs,
+                                       FunctionRef<KernelSource()> traceVariant) {
   unsigned numWarps = launch.warps, maxnreg = launch.regs, stages = launch.stages;
   unsigned slot = 0;
   while (slot <= kMaxWarpsLog2 && (1u << slot) != numWarps)
@@ -658,32 +686,62 @@ const kiln::rt::Kernel &detail::getKernel(KernelState &state, const uint64_t *ke
   if (size_t(device) >= v.kernels.size())
     v.kernels.resize(device + 1);
   if (plain) {
-    if (const kiln::rt::Kernel *k = v.kernels[device][slot])
-      return *k;
+    if (v.kernels[device][slot].kernel)
+      return v.kernels[device][slot];
   } else {
     for (auto &[dev, warps, nstages, regs, k] : v.others)
       if (dev == device && warps == numWarps && nstages == stages && regs == maxnreg)
-        return *k;
+        return k;
   }
   kiln::CompileOptions options;
   options.numWarps = numWarps;
   options.numStages = stages;
   options.maxnreg = maxnreg;
-  const kiln::rt::Kernel *k;
+  LoadedKernel k;
   {
     // The traced module lives in the shared context.
     std::lock_guard<std::recursive_mutex> ctxLock(shared().mutex);
-    k = &jit().get(*v.source, options, device);
+    const KernelSource &source = v.sourceFor(
+        jit().isHost() ? std::string(kiln::kHostArch) : kiln::rt::getArch(device), k.maps);
+    k.kernel = &jit().get(source, options, device);
   }
-  if (k->getSignature().size() != numRuntimeArgs)
+  size_t expected = numRuntimeArgs + (k.maps ? k.maps->size() : 0);
+  if (k.kernel->getSignature().size() != expected)
     throw kiln::rt::Error("kernel '" + state.name + "': compiled with " +
-                          std::to_string(k->getSignature().size()) + " parameters, expected " +
-                          std::to_string(numRuntimeArgs));
+                          std::to_string(k.kernel->getSignature().size()) +
+                          " parameters, expected " + std::to_string(expected));
   if (plain)
     v.kernels[device][slot] = k;
   else
     v.others.emplace_back(device, numWarps, stages, maxnreg, k);
-  return *k;
+  return k;
+}
+
+void detail::launchWithMaps(const KernelState &state, const LoadedKernel &k, kiln::rt::Grid grid,
+                            kiln::rt::CUstream stream, const uint64_t *words,
+                            size_t numRuntimeArgs) {
+  // Each map passed by value: the driver copies its 128 bytes at the launch.
+  struct alignas(kiln::rt::kTensorMapAlign) Map {
+    unsigned char bytes[kiln::rt::kTensorMapBytes];
+  };
+  const std::vector<std::vector<int64_t>> &maps = *k.maps;
+  std::vector<Map> storage(maps.size());
+  std::vector<void *> params(numRuntimeArgs + maps.size());
+  for (size_t i = 0; i < numRuntimeArgs; ++i)
+    params[i] = const_cast<uint64_t *>(&words[i]);
+  const std::vector<kiln::ArgKind> &signature = k.kernel->getSignature();
+  const std::vector<uint16_t> &rows = k.kernel->getTensorMapBoxRows();
+  for (size_t j = 0; j < maps.size(); ++j) {
+    size_t param = numRuntimeArgs + j;
+    try {
+      kiln::rt::encodeRecipeTensorMap(storage[j].bytes, maps[j], signature, words,
+                                      param < rows.size() ? rows[param] : 0);
+    } catch (const kiln::rt::Error &e) {
+      throw kiln::rt::Error("kernel '" + state.name + "': " + e.what());
+    }
+    params[param] = storage[j].bytes;
+  }
+  k.kernel->launchRaw(grid, stream, params.data());
 }
 
 const std::string &detail::getMLIR(KernelState &state, const uint64_t *key, size_t keySize,
@@ -730,18 +788,23 @@ kiln::KernelSource detail::traceKernel(const KernelState &state, const std::vect
   }
 }
 
-std::string detail::compilePTX(KernelState &state, const uint64_t *key, size_t keySize,
-                               const Target &target, FunctionRef<KernelSource()> traceVariant) {
+std::pair<std::string, std::vector<std::vector<int64_t>>>
+detail::compilePTX(KernelState &state, const uint64_t *key, size_t keySize, const Target &target,
+                   FunctionRef<KernelSource()> traceVariant) {
   std::lock_guard<std::mutex> lock(state.mutex);
-  const KernelSource &source = *state.variant(key, keySize, traceVariant).source;
+  Variant &v = state.variant(key, keySize, traceVariant);
   std::lock_guard<std::recursive_mutex> ctxLock(shared().mutex);
   kiln::CompileOptions options;
   options.arch = target.arch;
   options.numWarps = target.num_warps;
   options.numStages = target.num_stages;
   options.maxnreg = target.maxnreg;
+  const std::vector<std::vector<int64_t>> *maps = nullptr;
+  const KernelSource &source =
+      target.tma_pointer_tiles ? v.sourceFor(target.arch, maps) : *v.source;
   try {
-    return kiln::compileKernel(source, options).ptx;
+    return {kiln::compileKernel(source, options).ptx,
+            maps ? *maps : std::vector<std::vector<int64_t>>()};
   } catch (const CompileError &e) {
     // The first diagnostic names the user's C++ line: the traced ops carry it.
     std::string what = "does not compile for " + target.arch + ": " + e.getMessage();

@@ -556,3 +556,39 @@ void kiln::rt::encodeTensorMap(void *out, const TensorMapBox &box, ArgKind elemK
                                  byteStrides, box.dims, elementStrides, 0, swizzle, 3, 0),
         "cuTensorMapEncodeTiled");
 }
+
+void kiln::rt::encodeRecipeTensorMap(void *out, const std::vector<int64_t> &recipe,
+                                     const std::vector<ArgKind> &signature, const uint64_t *args,
+                                     unsigned boxRows) {
+  std::memset(out, 0, kTensorMapBytes);
+  // [base, dtype code, rank, block (rank), extents (rank), strides (rank - 1)]
+  const int64_t rank = recipe.size() >= 3 ? recipe[2] : 0;
+  if (rank < 1 || recipe.size() != size_t(3 * rank + 2) || recipe[0] < 0 ||
+      size_t(recipe[0]) >= signature.size() || (recipe[1] != 'h' && recipe[1] != 'H'))
+    throw Error("internal error: a malformed tensor map recipe");
+  // A field's value: a constant (-1 - value) or the word of a scalar parameter.
+  auto value = [&](int64_t source) -> int64_t {
+    if (source < 0)
+      return -1 - source;
+    if (size_t(source) >= signature.size())
+      throw Error("internal error: a tensor map recipe names parameter " + std::to_string(source) +
+                  " of " + std::to_string(signature.size()));
+    uint64_t word = args[source];
+    return signature[source] == ArgKind::I32 ? int64_t(int32_t(uint32_t(word))) : int64_t(word);
+  };
+  if (!boxRows)
+    return;
+  std::vector<int64_t> block(recipe.begin() + 3, recipe.begin() + 3 + rank), shape, strides;
+  for (int64_t i = 0; i < rank; ++i)
+    shape.push_back(int64_t(int32_t(value(recipe[3 + rank + i])))); // int32 extents
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    strides.push_back(value(recipe[3 + 2 * rank + i]));
+  auto positive = [](const std::vector<int64_t> &v) {
+    return std::all_of(v.begin(), v.end(), [](int64_t e) { return e > 0; });
+  };
+  std::optional<TensorMapBox> box = getTensorMapBox(block, 2, boxRows);
+  if (!box || !positive(shape) || !positive(strides))
+    return;
+  encodeTensorMap(out, *box, recipe[1] == 'h' ? ArgKind::F16 : ArgKind::BF16, args[recipe[0]],
+                  shape, strides);
+}

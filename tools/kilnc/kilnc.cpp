@@ -1,8 +1,8 @@
 //===- kilnc.cpp - The Kiln ahead-of-time kernel compiler -----------------===//
 //
 // This file implements kilnc: a kiln-dialect .mlir kernel in, the final MLIR, LLVM IR, PTX or
-// a cubin out. Malformed input gets a diagnostic and exit status 1; a failing pipeline also
-// writes a reproducer.
+// a cubin out (or what a launch needs: --emit=launch). Malformed input gets a diagnostic and exit
+// status 1; a failing pipeline also writes a reproducer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,6 +63,12 @@ cl::opt<bool> fpFusion("fp-fusion",
                        cl::desc("floating-point mul + add may contract to fma (Triton's "
                                 "enable_fp_fusion)"),
                        cl::init(true));
+cl::opt<bool> tmaPointerTiles(
+    "tma-pointer-tiles",
+    cl::desc("sm_90a: matmul loops' pointer tiles (and their C stores) through the TMA, as the "
+             "Python front end and the C++ DSL compile them: tensor maps appended to the "
+             "kernel's parameters, whose recipes --emit=launch prints"),
+    cl::init(false));
 cl::opt<bool> printIRAfterAll("print-ir-after-all", cl::desc("print the IR after every pass"),
                               cl::init(false));
 cl::opt<bool> debug("debug",
@@ -134,9 +140,15 @@ int main(int argc, char **argv) {
   options.printIRAfterAll = printIRAfterAll;
   options.reproducerPath = reproducer.empty() ? defaultReproducerPath() : reproducer.getValue();
   std::optional<kiln::CompiledKernel> result;
+  std::vector<std::vector<int64_t>> maps;
   try {
-    result = kiln::compileKernel(
-        kiln::KernelSource(file->getBuffer().str(), file->getBufferIdentifier().str()), options);
+    kiln::KernelSource source(file->getBuffer().str(), file->getBufferIdentifier().str());
+    if (tmaPointerTiles && arch == "sm_90a") {
+      kiln::PointerTileMaps withMaps = kiln::addPointerTileMaps(source, /*attentionTiles=*/true);
+      source = withMaps.source;
+      maps = std::move(withMaps.recipes);
+    }
+    result = kiln::compileKernel(source, options);
   } catch (const kiln::CompileError &e) {
     const std::string &all = e.getDiagnostics();
     llvm::errs() << (all.empty() ? std::string(e.what()) + "\n" : all);
@@ -188,6 +200,14 @@ int main(int argc, char **argv) {
     for (uint16_t rows : result->tensorMapBoxRows)
       output->os() << " " << rows;
     output->os() << "\n";
+    // --tma-pointer-tiles: per map appended after the kernel's own parameters, its recipe
+    // (kiln::PointerTileMaps; kiln::rt::encodeRecipeTensorMap encodes it at launch).
+    for (size_t i = 0; i < maps.size(); ++i) {
+      output->os() << "tensor_map " << result->signature.size() - maps.size() + i;
+      for (int64_t field : maps[i])
+        output->os() << " " << field;
+      output->os() << "\n";
+    }
     break;
   }
   case Emit::Default:

@@ -61,12 +61,19 @@ struct Target {
   unsigned num_warps = 4;
   unsigned num_stages = 3; ///< Triton's num_stages (CompileOptions::numStages)
   unsigned maxnreg = 0;    ///< a cap on registers per thread (16..255), 0: none
+  /// On sm_90a: the loads of matmul loops' dot operands through pointer tiles (and their C
+  /// stores) become TMA copies of tensor maps the compiler appends to the parameters, as a
+  /// launch on an sm_90a GPU runs them (Compiled::tensor_maps).
+  bool tma_pointer_tiles = false;
 };
 /// One specialization compiled ahead of time: the traced MLIR (with the C++ locations) and PTX.
 struct Compiled {
   std::string name;
   std::string mlir;
   std::string ptx;
+  /// The recipes of the tensor maps appended to the kernel's parameters (Target::
+  /// tma_pointer_tiles; kiln::PointerTileMaps), for rt::encodeRecipeTensorMap.
+  std::vector<std::vector<int64_t>> tensor_maps;
 };
 
 /// The process-wide JIT that launches use, created on first use: the host backend when
@@ -85,21 +92,33 @@ struct ArgSpec {
 };
 std::shared_ptr<KernelState> newKernelState(std::string name, const Loc &loc);
 const std::string &kernelName(const KernelState &state);
+/// A loaded kernel, and the recipes of the tensor maps the compiler appended to its
+/// parameters (on sm_90a, pointer tiles copied by the TMA; kiln::addPointerTileMaps), which
+/// each launch encodes from its arguments; null: none.
+struct LoadedKernel {
+  const rt::Kernel *kernel = nullptr;
+  const std::vector<std::vector<int64_t>> *maps = nullptr;
+};
 /// The loaded kernel of the variant `key` launched as `launch` (its device -1: the current
 /// one); on the first sight of `key`, `traceVariant` returns its module. The hot path: a
 /// lock, a key compare, a pointer read.
-const rt::Kernel &getKernel(KernelState &state, const uint64_t *key, size_t keySize,
-                            const Launch &launch, int device, size_t numRuntimeArgs,
-                            FunctionRef<KernelSource()> traceVariant);
+LoadedKernel getKernel(KernelState &state, const uint64_t *key, size_t keySize,
+                       const Launch &launch, int device, size_t numRuntimeArgs,
+                       FunctionRef<KernelSource()> traceVariant);
+/// Launches `k`, whose maps are not null: its `numRuntimeArgs` argument words, then each
+/// tensor map encoded from them.
+void launchWithMaps(const KernelState &state, const LoadedKernel &k, rt::Grid grid,
+                    rt::CUstream stream, const uint64_t *words, size_t numRuntimeArgs);
 /// The MLIR text of the variant `key`, traced on first sight.
 const std::string &getMLIR(KernelState &state, const uint64_t *key, size_t keySize,
                            FunctionRef<KernelSource()> traceVariant);
 /// Traces `body` (called with the runtime arguments' values) into a kernel module.
 KernelSource traceKernel(const KernelState &state, const std::vector<ArgSpec> &args,
                          FunctionRef<void(const Values &)> body);
-/// PTX of the variant `key` for `target`, compiled in process.
-std::string compilePTX(KernelState &state, const uint64_t *key, size_t keySize,
-                       const Target &target, FunctionRef<KernelSource()> traceVariant);
+/// PTX of the variant `key` for `target`, compiled in process, and its tensor maps' recipes.
+std::pair<std::string, std::vector<std::vector<int64_t>>>
+compilePTX(KernelState &state, const uint64_t *key, size_t keySize, const Target &target,
+           FunctionRef<KernelSource()> traceVariant);
 /// Throws rt::Error: "kernel 'k' argument 3: <message>".
 [[noreturn]] void badArgument(const KernelState &state, size_t index, const std::string &message);
 /// Throws rt::Error: the launch's .device() differs from its buffers' device.
@@ -268,15 +287,17 @@ public:
     Packed p = pack(std::index_sequence_for<P...>{}, args...);
     if (launch.dev >= 0 && p.device >= 0 && launch.dev != p.device)
       detail::badDevice(*state, launch.dev, p.device);
-    const rt::Kernel &k =
+    detail::LoadedKernel k =
         detail::getKernel(*state, p.key.data(), p.key.size(), launch,
                           launch.dev >= 0 ? launch.dev : p.device, NR, [&] { return trace(p); });
     if (launch.grid.x == 0 || launch.grid.y == 0 || launch.grid.z == 0)
       return;
+    if (k.maps)
+      return detail::launchWithMaps(*state, k, launch.grid, stream, p.bits.data(), NR);
     std::array<void *, NR + 1> params;
     for (size_t i = 0; i < NR; ++i)
       params[i] = &p.bits[i];
-    k.launchRaw(launch.grid, stream, params.data());
+    k.kernel->launchRaw(launch.grid, stream, params.data());
   }
 
   /// The traced MLIR of the specialization these arguments select (no GPU needed; device
@@ -290,9 +311,9 @@ public:
   template <class... A> Compiled compile(const Target &target, const A &...args) const {
     Packed p = pack(std::index_sequence_for<P...>{}, args...);
     std::string text = mlir(args...);
-    std::string ptx =
+    auto [ptx, maps] =
         detail::compilePTX(*state, p.key.data(), p.key.size(), target, [&] { return trace(p); });
-    return Compiled{name(), std::move(text), std::move(ptx)};
+    return Compiled{name(), std::move(text), std::move(ptx), std::move(maps)};
   }
   template <class... A> Compiled compile(const A &...args) const {
     return compile(Target{}, args...);

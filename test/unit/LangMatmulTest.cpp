@@ -1,0 +1,152 @@
+//===- LangMatmulTest.cpp - The C++ DSL's tutorial matmul through the TMA -===//
+//
+// This file tests that the C++ door compiles a tutorial matmul as the Python door does: on
+// sm_90a (Target::tma_pointer_tiles, what launches on an sm_90a GPU compile) the pointer
+// tiles of A and B become TMA copies of tensor maps the compiler appends, and the C store a
+// TMA store; without it (or off sm_90a) cp.async rings. rt::encodeRecipeTensorMap's checks
+// run without a GPU; GPU_* launch the matmul and skip without one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/kiln.h"
+
+#include "Kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
+
+using namespace kiln::lang;
+using kiln::rt::CUdeviceptr;
+
+namespace {
+
+bool contains(const std::string &haystack, const std::string &needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+constexpr CUdeviceptr kAligned = 0x10000;
+
+/// The tutorial's launch arguments for contiguous M x K, K x N, M x N matrices.
+Compiled compileMatmul(const Target &target, int32_t M, int32_t N, int32_t K) {
+  return kiln::kernels::matmulKernel().compile(target, kAligned, kAligned, kAligned, M, N, K, K, 1,
+                                               N, 1, N, 1, 128, 128, 64, 8);
+}
+
+} // namespace
+
+TEST(LangMatmul, TmaPointerTilesOnSm90a) {
+  Target h100{"sm_90a", 8, 3, 0, /*tma_pointer_tiles=*/true};
+  Compiled c = compileMatmul(h100, 4096, 4096, 4096);
+  // A, B and C: three maps, each with its base parameter (0, 1, 2), f16, rank 2.
+  ASSERT_EQ(c.tensor_maps.size(), 3u) << c.ptx;
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_EQ(c.tensor_maps[i].size(), 8u);
+    EXPECT_EQ(c.tensor_maps[i][0], int64_t(i));
+    EXPECT_EQ(c.tensor_maps[i][1], int64_t('h'));
+    EXPECT_EQ(c.tensor_maps[i][2], 2);
+  }
+  EXPECT_TRUE(contains(c.ptx, "cp.async.bulk.tensor.2d.shared::cluster.global")) << c.ptx;
+  EXPECT_TRUE(contains(c.ptx, "cp.async.bulk.tensor.2d.global.shared::cta")) << c.ptx;
+  EXPECT_TRUE(contains(c.ptx, "wgmma.mma_async")) << c.ptx;
+  // The loop as written stays beside the TMA loop for what the pass only assumes.
+  EXPECT_TRUE(contains(c.ptx, "cp.async.cg.shared.global")) << c.ptx;
+
+  // Without the option, and on plain sm_90, the pointer loads feed cp.async rings only.
+  Target plain{"sm_90a", 8, 3, 0, false};
+  Compiled p = compileMatmul(plain, 4096, 4096, 4096);
+  EXPECT_TRUE(p.tensor_maps.empty());
+  EXPECT_FALSE(contains(p.ptx, "cp.async.bulk.tensor")) << p.ptx;
+  Target sm90{"sm_90", 8, 3, 0, true};
+  Compiled q = compileMatmul(sm90, 4096, 4096, 4096);
+  EXPECT_TRUE(q.tensor_maps.empty());
+  EXPECT_FALSE(contains(q.ptx, "cp.async.bulk.tensor")) << q.ptx;
+}
+
+TEST(LangMatmul, RowStrideNotAMultipleOf16BytesKeepsPointers) {
+  // K = 300: A's rows are 600 bytes apart, so its map cannot be proven; the loop is taken only
+  // when every operand of its dots is, so it keeps its pointer loads (cp.async rings).
+  Target h100{"sm_90a", 8, 3, 0, true};
+  Compiled c = compileMatmul(h100, 512, 512, 300);
+  EXPECT_FALSE(contains(c.ptx, "cp.async.bulk.tensor.2d.shared::cluster.global")) << c.ptx;
+}
+
+TEST(LangMatmul, RecipeEncodingChecksWithoutGPU) {
+  alignas(64) unsigned char map[128];
+  std::vector<kiln::ArgKind> sig = {kiln::ArgKind::Pointer, kiln::ArgKind::I32, kiln::ArgKind::I32};
+  uint64_t words[3] = {0x10000, 64, 128};
+  // [base, dtype, rank, block 64 x 64, extents (parameter 1, constant 256), stride (param 2)]
+  std::vector<int64_t> recipe = {0, 'h', 2, 64, 64, 1, -1 - 256, 2};
+  // Box rows 0: the kernel never reads the map; it stays zeros (no driver call).
+  std::memset(map, 0xab, sizeof(map));
+  kiln::rt::encodeRecipeTensorMap(map, recipe, sig, words, 0);
+  for (unsigned char byte : map)
+    ASSERT_EQ(byte, 0);
+  // An extent that is not positive: the kernel's pointer loop runs; zeros again.
+  uint64_t negative[3] = {0x10000, uint64_t(uint32_t(-5)), 128};
+  kiln::rt::encodeRecipeTensorMap(map, recipe, sig, negative, 64);
+  for (unsigned char byte : map)
+    ASSERT_EQ(byte, 0);
+  // Malformed recipes are errors, not reads past the arguments.
+  auto malformed = [&](std::vector<int64_t> r) {
+    EXPECT_THROW(kiln::rt::encodeRecipeTensorMap(map, r, sig, words, 64), kiln::rt::Error);
+  };
+  malformed({0, 'h', 2, 64, 64, 1, 2});       // a field short
+  malformed({5, 'h', 2, 64, 64, 1, -257, 2}); // base past the parameters
+  malformed({0, 'f', 2, 64, 64, 1, -257, 2}); // not f16 / bf16
+  malformed({0, 'h', 2, 64, 64, 7, -257, 2}); // an extent from parameter 7 of 3
+}
+
+namespace {
+/// fp16 bits of a multiple of 1/64 below 2^15 in magnitude (exact in fp16), and back.
+uint16_t toHalf(float x) {
+  if (x == 0.0f)
+    return 0;
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  int exp = int((bits >> 23) & 0xff) - 127 + 15;
+  return uint16_t(((bits >> 16) & 0x8000u) | uint32_t(exp) << 10 | ((bits >> 13) & 0x3ffu));
+}
+float fromHalf(uint16_t h) {
+  int exp = (h >> 10) & 0x1f;
+  float v = exp == 0 ? std::ldexp(float(h & 0x3ff), -24)
+                     : std::ldexp(1024.0f + float(h & 0x3ff), exp - 25);
+  return (h & 0x8000) ? -v : v;
+}
+} // namespace
+
+TEST(LangMatmul, GPU_TutorialMatmulThroughTheTMA) {
+  if (!kiln::rt::hasGPU())
+    GTEST_SKIP() << "no GPU";
+  // 512^3 whole tiles; 1000 x 776 x 328 edge tiles (wrapped rows, the K edge masked); K = 200
+  // rows of 400 bytes: the cp.async rings on any GPU.
+  for (auto [M, N, K] : {std::tuple{512, 512, 512}, {1000, 776, 328}, {300, 264, 200}}) {
+    std::vector<uint16_t> a(size_t(M) * K), b(size_t(K) * N), c(size_t(M) * N, 0x7e00);
+    std::vector<float> af(a.size()), bf(b.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      a[i] = toHalf(af[i] = float(int(i * 7 % 17) - 8) / 8.0f);
+    for (size_t i = 0; i < b.size(); ++i)
+      b[i] = toHalf(bf[i] = float(int(i * 5 % 13) - 6) / 8.0f);
+    kiln::rt::DeviceBuffer da(a.size() * 2), db(b.size() * 2), dc(c.size() * 2);
+    da.copyFromHost(a.data(), a.size() * 2);
+    db.copyFromHost(b.data(), b.size() * 2);
+    dc.copyFromHost(c.data(), c.size() * 2);
+    kiln::kernels::matmul(nullptr, da.get(), db.get(), dc.get(), M, N, K);
+    kiln::rt::synchronize();
+    dc.copyToHost(c.data(), c.size() * 2);
+    int64_t bad = 0;
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        double ref = 0;
+        for (int k = 0; k < K; ++k)
+          ref += double(af[size_t(i) * K + k]) * bf[size_t(k) * N + j];
+        double got = fromHalf(c[size_t(i) * N + j]);
+        bad += !(std::fabs(got - ref) <= std::ldexp(std::fabs(ref), -11) + 1e-6);
+      }
+    EXPECT_EQ(bad, 0) << M << "x" << N << "x" << K;
+  }
+}
