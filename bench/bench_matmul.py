@@ -256,9 +256,10 @@ def peer_headers(unit="TFLOP/s", cublas="cuBLAS"):
 
 # ============================================================================ variants
 
-def v_pointer(B):
-    torch, ks, tw = B.torch, B.ks, B.tw
-    kcfg = (128, 256, 64, 8, B.args.stages)
+def pointer_cases(B):
+    """Yields (row, a, b, ref, flop) for each --dtypes x --shapes case of the pointer
+    variants (fresh random inputs, fp32 reference); frees them after each case."""
+    torch = B.torch
     torch.manual_seed(0)
     for dname in B.dtypes:
         dtype = B.dtype(dname)
@@ -266,30 +267,44 @@ def v_pointer(B):
             a = torch.randn(M, K, device="cuda", dtype=dtype)
             b = torch.randn(K, N, device="cuda", dtype=dtype)
             ref = torch.matmul(a.float(), b.float())
-            flop = 2.0 * M * N * K
-            row = {"dtype": dname, "shape": f"{M}x{N}x{K}"}
-            c = torch.empty(M, N, device="cuda", dtype=dtype)
-            run = ptr_launch(ks.matmul_kernel, a, b, c, kcfg)
-            run()
-            torch.cuda.synchronize()
-            row["kiln_err"] = relerr(c, ref)
-            row["kiln"] = tflops(flop, B.timer(run))
-            finals = {"kiln": run}
-            if tw is not None:
-                ct = torch.empty_like(c)
-                t, cfg = B.best_triton(lambda cfg: ptr_launch(tw.matmul_kernel, a, b, ct, cfg),
-                                       kcfg, f"{dname} {M}x{N}x{K}")
-                row.update(triton=tflops(flop, t), triton_cfg=cfg,
-                           triton_err=relerr(ct, ref) if cfg else None)
-                if cfg:
-                    finals["triton"] = ptr_launch(tw.matmul_kernel, a, b, ct, cfg)
-            cc = torch.empty_like(c)
-            finals["cublas"] = lambda: torch.matmul(a, b, out=cc)
-            row["cublas"] = tflops(flop, B.timer(finals["cublas"]))
-            interleave(B, row, finals, flop)
-            B.emit(row)
-            del a, b, c, ref
+            yield {"dtype": dname, "shape": f"{M}x{N}x{K}"}, a, b, ref, 2.0 * M * N * K
+            del a, b, ref
             torch.cuda.empty_cache()
+
+
+def pointer_peers(B, row, finals, a, b, ref, kcfg, flop):
+    """Triton autotuned on matmul_kernel's source and cuBLAS for one case: their rates (and
+    Triton's tiles and error) in `row`, their calls in `finals`."""
+    torch, tw = B.torch, B.tw
+    ct = torch.empty(a.shape[0], b.shape[1], device="cuda", dtype=a.dtype)
+    if tw is not None:
+        t, cfg = B.best_triton(lambda cfg: ptr_launch(tw.matmul_kernel, a, b, ct, cfg),
+                               kcfg, f"{row['dtype']} {row['shape']}")
+        row.update(triton=tflops(flop, t), triton_cfg=cfg)
+        if cfg:
+            ptr_launch(tw.matmul_kernel, a, b, ct, cfg)()
+            torch.cuda.synchronize()
+            row["triton_err"] = relerr(ct, ref)
+            finals["triton"] = ptr_launch(tw.matmul_kernel, a, b, ct, cfg)
+    cc = torch.empty_like(ct)
+    finals["cublas"] = lambda: torch.matmul(a, b, out=cc)
+    row["cublas"] = tflops(flop, B.timer(finals["cublas"]))
+
+
+def v_pointer(B):
+    ks = B.ks
+    kcfg = (128, 256, 64, 8, B.args.stages)
+    for row, a, b, ref, flop in pointer_cases(B):
+        c = B.torch.empty(a.shape[0], b.shape[1], device="cuda", dtype=a.dtype)
+        run = ptr_launch(ks.matmul_kernel, a, b, c, kcfg)
+        run()
+        B.torch.cuda.synchronize()
+        row["kiln_err"] = relerr(c, ref)
+        row["kiln"] = tflops(flop, B.timer(run))
+        finals = {"kiln": run}
+        pointer_peers(B, row, finals, a, b, ref, kcfg, flop)
+        interleave(B, row, finals, flop)
+        B.emit(row)
     common.markdown_table(
         ["dtype", "M x N x K"] + peer_headers() + ["Kiln rel. error", "Triton rel. error"],
         [[r["dtype"], r["shape"]] + peer_columns(r) +
@@ -751,57 +766,38 @@ def load_cpp_matmul(path):
 
 
 def v_cpp(B):
-    torch, ks, tw = B.torch, B.ks, B.tw
+    torch, ks = B.torch, B.ks
     kcfg = (128, 256, 64, 8, B.args.stages)
     cpp = load_cpp_matmul(B.args.cpp_lib)
-    torch.manual_seed(0)
-    for dname in B.dtypes:
-        dtype = B.dtype(dname)
-        for M, N, K in B.shapes:
-            a = torch.randn(M, K, device="cuda", dtype=dtype)
-            b = torch.randn(K, N, device="cuda", dtype=dtype)
-            ref = torch.matmul(a.float(), b.float())
-            flop = 2.0 * M * N * K
-            row = {"dtype": dname, "shape": f"{M}x{N}x{K}"}
-            c = torch.full((M, N), float("nan"), device="cuda", dtype=dtype)
-            stream = torch.cuda.current_stream().cuda_stream
-            run = lambda: cpp(a, b, c, kcfg, stream)  # noqa: E731
-            run()
+    stream = torch.cuda.current_stream().cuda_stream
+    for row, a, b, ref, flop in pointer_cases(B):
+        c = torch.full((a.shape[0], b.shape[1]), float("nan"), device="cuda", dtype=a.dtype)
+        cp = torch.full_like(c, float("nan"))
+        finals = {"cpp": lambda: cpp(a, b, c, kcfg, stream),
+                  "kiln": ptr_launch(ks.matmul_kernel, a, b, cp, kcfg)}
+        for name, out in (("cpp", c), ("kiln", cp)):
+            finals[name]()
             torch.cuda.synchronize()
-            row["cpp_err"] = relerr(c, ref)
-            cp = torch.full_like(c, float("nan"))
-            finals = {"cpp": run, "kiln": ptr_launch(ks.matmul_kernel, a, b, cp, kcfg)}
-            finals["kiln"]()
-            torch.cuda.synchronize()
-            row["kiln_err"] = relerr(cp, ref)
-            row["cpp"] = tflops(flop, B.timer(run))
-            row["kiln"] = tflops(flop, B.timer(finals["kiln"]))
-            if tw is not None:
-                ct = torch.empty_like(c)
-                t, cfg = B.best_triton(lambda cfg: ptr_launch(tw.matmul_kernel, a, b, ct, cfg),
-                                       kcfg, f"{dname} {M}x{N}x{K}")
-                row.update(triton=tflops(flop, t), triton_cfg=cfg)
-                if cfg:
-                    finals["triton"] = ptr_launch(tw.matmul_kernel, a, b, ct, cfg)
-            cc = torch.empty_like(c)
-            finals["cublas"] = lambda: torch.matmul(a, b, out=cc)
-            row["cublas"] = tflops(flop, B.timer(finals["cublas"]))
-            interleave(B, row, finals, flop)
-            B.emit(row)
-            del a, b, c, cp, ref
-            torch.cuda.empty_cache()
+            row[f"{name}_err"] = relerr(out, ref)
+            row[name] = tflops(flop, B.timer(finals[name]))
+        pointer_peers(B, row, finals, a, b, ref, kcfg, flop)
+        if "triton" in finals:  # Triton against itself: the run-to-run noise
+            finals["triton_again"] = finals["triton"]
+        interleave(B, row, finals, flop)
+        B.emit(row)
 
     def ratio(r, peer):
         return fmt(r["cpp"] / r[peer] if r.get(peer) else None, ".3f")
     common.markdown_table(
         ["dtype", "M x N x K", "C++ DSL TFLOP/s", "Python TFLOP/s", "Triton TFLOP/s",
          "Triton tiles", "cuBLAS TFLOP/s", "C++/Python", "C++/Triton", "C++/cuBLAS",
-         "C++ rel. error", "Python rel. error"],
+         "Triton/Triton", "C++ rel. error", "Python rel. error"],
         [[r["dtype"], r["shape"], fmt(r["cpp"]), fmt(r["kiln"]), fmt(r.get("triton")),
           fmt_config(r.get("triton_cfg")), fmt(r["cublas"]), ratio(r, "kiln"),
-          ratio(r, "triton"), ratio(r, "cublas"), fmt(r["cpp_err"], ".1e"),
-          fmt(r["kiln_err"], ".1e")] for r in B.rows],
-        align="llrrrlrrrrrr",
+          ratio(r, "triton"), ratio(r, "cublas"),
+          fmt(r["triton_again"] / r["triton"] if r.get("triton_again") else None, ".3f"),
+          fmt(r["cpp_err"], ".1e"), fmt(r["kiln_err"], ".1e")] for r in B.rows],
+        align="llrrrlrrrrrrr",
         title=B.title(f"Matmul, Triton's tutorial kernel from the C++ DSL and from Python "
                       f"(Kiln {fmt_config(kcfg)}, GROUP_M=8)"))
 

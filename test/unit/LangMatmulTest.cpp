@@ -11,10 +11,10 @@
 #include "kiln/kiln.h"
 
 #include "Kernels.h"
+#include "examples/MatmulCheck.h"
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstring>
 #include <string>
 #include <tuple>
@@ -101,52 +101,21 @@ TEST(LangMatmul, RecipeEncodingChecksWithoutGPU) {
   malformed({0, 'h', 2, 64, 64, 7, -257, 2}); // an extent from parameter 7 of 3
 }
 
-namespace {
-/// fp16 bits of a multiple of 1/64 below 2^15 in magnitude (exact in fp16), and back.
-uint16_t toHalf(float x) {
-  if (x == 0.0f)
-    return 0;
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  int exp = int((bits >> 23) & 0xff) - 127 + 15;
-  return uint16_t(((bits >> 16) & 0x8000u) | uint32_t(exp) << 10 | ((bits >> 13) & 0x3ffu));
-}
-float fromHalf(uint16_t h) {
-  int exp = (h >> 10) & 0x1f;
-  float v = exp == 0 ? std::ldexp(float(h & 0x3ff), -24)
-                     : std::ldexp(1024.0f + float(h & 0x3ff), exp - 25);
-  return (h & 0x8000) ? -v : v;
-}
-} // namespace
-
 TEST(LangMatmul, GPU_TutorialMatmulThroughTheTMA) {
   if (!kiln::rt::hasGPU())
     GTEST_SKIP() << "no GPU";
   // 512^3 whole tiles; 1000 x 776 x 328 edge tiles (wrapped rows, the K edge masked); K = 200
   // rows of 400 bytes: the cp.async rings on any GPU.
   for (auto [M, N, K] : {std::tuple{512, 512, 512}, {1000, 776, 328}, {300, 264, 200}}) {
-    std::vector<uint16_t> a(size_t(M) * K), b(size_t(K) * N), c(size_t(M) * N, 0x7e00);
-    std::vector<float> af(a.size()), bf(b.size());
-    for (size_t i = 0; i < a.size(); ++i)
-      a[i] = toHalf(af[i] = float(int(i * 7 % 17) - 8) / 8.0f);
-    for (size_t i = 0; i < b.size(); ++i)
-      b[i] = toHalf(bf[i] = float(int(i * 5 % 13) - 6) / 8.0f);
-    kiln::rt::DeviceBuffer da(a.size() * 2), db(b.size() * 2), dc(c.size() * 2);
-    da.copyFromHost(a.data(), a.size() * 2);
-    db.copyFromHost(b.data(), b.size() * 2);
-    dc.copyFromHost(c.data(), c.size() * 2);
+    kiln::examples::MatmulInputs in(M, N, K);
+    kiln::rt::DeviceBuffer da(in.a.size() * 2), db(in.b.size() * 2), dc(in.c.size() * 2);
+    da.copyFromHost(in.a.data(), in.a.size() * 2);
+    db.copyFromHost(in.b.data(), in.b.size() * 2);
+    dc.copyFromHost(in.c.data(), in.c.size() * 2);
     kiln::kernels::matmul(nullptr, da.get(), db.get(), dc.get(), M, N, K);
     kiln::rt::synchronize();
-    dc.copyToHost(c.data(), c.size() * 2);
-    int64_t bad = 0;
-    for (int i = 0; i < M; ++i)
-      for (int j = 0; j < N; ++j) {
-        double ref = 0;
-        for (int k = 0; k < K; ++k)
-          ref += double(af[size_t(i) * K + k]) * bf[size_t(k) * N + j];
-        double got = fromHalf(c[size_t(i) * N + j]);
-        bad += !(std::fabs(got - ref) <= std::ldexp(std::fabs(ref), -11) + 1e-6);
-      }
+    dc.copyToHost(in.c.data(), in.c.size() * 2);
+    int64_t bad = in.countWrong();
     EXPECT_EQ(bad, 0) << M << "x" << N << "x" << K;
   }
 }

@@ -10,37 +10,17 @@
 //===----------------------------------------------------------------------===//
 
 #include "Kernels.h"
+#include "MatmulCheck.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
 using kiln::rt::Buffer;
 
 static bool onHost() { return kiln::lang::jit().isHost(); }
-
-/// fp16 bits of `x`, a multiple of 1/64 of magnitude below 2^15 (exact in fp16).
-static uint16_t toHalf(float x) {
-  if (x == 0.0f)
-    return 0;
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  uint32_t sign = (bits >> 16) & 0x8000u;
-  int exp = int((bits >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = (bits >> 13) & 0x3ffu;
-  return uint16_t(sign | uint32_t(exp) << 10 | mant);
-}
-
-static float fromHalf(uint16_t h) {
-  int exp = (h >> 10) & 0x1f;
-  float mant = float(h & 0x3ff);
-  float v = exp == 0 ? std::ldexp(mant, -24) : std::ldexp(1024.0f + mant, exp - 25);
-  return (h & 0x8000) ? -v : v;
-}
 
 static kiln::kernels::MatmulConfig config() {
   kiln::kernels::MatmulConfig cfg;
@@ -50,34 +30,18 @@ static kiln::kernels::MatmulConfig config() {
 }
 
 static bool run(int32_t M, int32_t N, int32_t K) {
-  std::vector<uint16_t> a(size_t(M) * K), b(size_t(K) * N), c(size_t(M) * N, 0x7e00); // NaN
-  std::vector<float> af(a.size()), bf(b.size());
-  for (size_t i = 0; i < a.size(); ++i)
-    a[i] = toHalf(af[i] = float(int(i * 7 % 17) - 8) / 8.0f);
-  for (size_t i = 0; i < b.size(); ++i)
-    b[i] = toHalf(bf[i] = float(int(i * 5 % 13) - 6) / 8.0f);
-  Buffer da(a.size() * 2, onHost()), db(b.size() * 2, onHost()), dc(c.size() * 2, onHost());
-  da.copyFromHost(a.data(), a.size() * 2);
-  db.copyFromHost(b.data(), b.size() * 2);
-  dc.copyFromHost(c.data(), c.size() * 2); // poisoned
+  kiln::examples::MatmulInputs in(M, N, K);
+  Buffer da(in.a.size() * 2, onHost()), db(in.b.size() * 2, onHost()),
+      dc(in.c.size() * 2, onHost());
+  da.copyFromHost(in.a.data(), in.a.size() * 2);
+  db.copyFromHost(in.b.data(), in.b.size() * 2);
+  dc.copyFromHost(in.c.data(), in.c.size() * 2); // poisoned
   kiln::kernels::matmul(nullptr, da.get(), db.get(), dc.get(), M, N, K, config());
   if (!onHost())
     kiln::rt::synchronize();
-  dc.copyToHost(c.data(), c.size() * 2);
-  double err = 0, norm = 0;
-  int64_t bad = 0;
-  for (int32_t i = 0; i < M; ++i)
-    for (int32_t j = 0; j < N; ++j) {
-      double ref = 0;
-      for (int32_t k = 0; k < K; ++k)
-        ref += double(af[size_t(i) * K + k]) * bf[size_t(k) * N + j];
-      double got = fromHalf(c[size_t(i) * N + j]);
-      // The sum is exact in fp32; fp16 rounds it to 11 significant bits.
-      bad += !(std::fabs(got - ref) <= std::ldexp(std::fabs(ref), -11) + 1e-6);
-      err += (got - ref) * (got - ref);
-      norm += ref * ref;
-    }
-  double rel = std::sqrt(err / (norm > 0 ? norm : 1));
+  dc.copyToHost(in.c.data(), in.c.size() * 2);
+  double rel = 0;
+  int64_t bad = in.countWrong(&rel);
   std::printf("matmul %dx%dx%d: %s (||c - ref|| / ||ref|| = %.2e, %lld wrong elements)\n", M, N, K,
               bad ? "FAIL" : "PASS", rel, (long long)bad);
   return bad == 0;
