@@ -235,6 +235,17 @@ KILN_EXPORT void encodeTensorMap(void *out, const TensorMapBox &box, ArgKind ele
                                  uint64_t base, const std::vector<int64_t> &shape,
                                  const std::vector<int64_t> &strides);
 
+/// encodeTensorMap of `block` boxes where a kernel reads the map, else zeros into `out`: the
+/// kernel copies through it (`boxRows` > 0, getTensorMapBoxRows) and the TMA can (getTensor
+/// MapBox), and for a `guarded` map (one the compiler made, read only where its extents and
+/// strides are positive: the loop as written runs otherwise) every extent and stride is
+/// positive.
+KILN_EXPORT void encodeTensorMapIfRead(void *out, const std::vector<int64_t> &block,
+                                       ArgKind elemKind, uint64_t base,
+                                       const std::vector<int64_t> &shape,
+                                       const std::vector<int64_t> &strides, unsigned boxRows,
+                                       bool guarded);
+
 /// Encodes into `out` (kTensorMapBytes, kTensorMapAlign-aligned) the tensor map the compiler
 /// appended to a kernel with `recipe` (kiln::addPointerTileMaps), from the launch's packed
 /// argument words `args` (one per parameter of the kernel before its maps, as `signature`

@@ -510,7 +510,7 @@ Value kiln::lang::dot(const Operand &a, const Operand &b, const Operand &acc,
 Values detail::forRange(const Operand &lo, const Operand &hi, const Operand &step,
                         const std::vector<Operand> &inits,
                         FunctionRef<Yield(const Value &, const Values &)> body, const Loc &loc,
-                        bool flatten) {
+                        bool flatten, bool warpSpecialize) {
   Trace &t = enter(loc, "for_range");
   Tile l = Access::tile(t, lo), h = Access::tile(t, hi), s = Access::tile(t, step);
   std::vector<Tile> initTiles = tilesOf(t, inits);
@@ -521,7 +521,7 @@ Values detail::forRange(const Operand &lo, const Operand &hi, const Operand &ste
         Yield next = body(Access::wrap(t, iv), wrapAll(t, iters));
         return tilesOf(t, next);
       },
-      {}, flatten);
+      {}, flatten, warpSpecialize);
   return wrapAll(t, results);
 }
 

@@ -560,7 +560,6 @@ void kiln::rt::encodeTensorMap(void *out, const TensorMapBox &box, ArgKind elemK
 void kiln::rt::encodeRecipeTensorMap(void *out, const std::vector<int64_t> &recipe,
                                      const std::vector<ArgKind> &signature, const uint64_t *args,
                                      unsigned boxRows) {
-  std::memset(out, 0, kTensorMapBytes);
   // [base, dtype code, rank, block (rank), extents (rank), strides (rank - 1)]
   const int64_t rank = recipe.size() >= 3 ? recipe[2] : 0;
   if (rank < 1 || recipe.size() != size_t(3 * rank + 2) || recipe[0] < 0 ||
@@ -576,19 +575,32 @@ void kiln::rt::encodeRecipeTensorMap(void *out, const std::vector<int64_t> &reci
     uint64_t word = args[source];
     return signature[source] == ArgKind::I32 ? int64_t(int32_t(uint32_t(word))) : int64_t(word);
   };
-  if (!boxRows)
-    return;
   std::vector<int64_t> block(recipe.begin() + 3, recipe.begin() + 3 + rank), shape, strides;
   for (int64_t i = 0; i < rank; ++i)
     shape.push_back(int64_t(int32_t(value(recipe[3 + rank + i])))); // int32 extents
   for (int64_t i = 0; i + 1 < rank; ++i)
     strides.push_back(value(recipe[3 + 2 * rank + i]));
+  encodeTensorMapIfRead(out, block, recipe[1] == 'h' ? ArgKind::F16 : ArgKind::BF16,
+                        args[recipe[0]], shape, strides, boxRows, /*guarded=*/true);
+}
+
+void kiln::rt::encodeTensorMapIfRead(void *out, const std::vector<int64_t> &block, ArgKind elemKind,
+                                     uint64_t base, const std::vector<int64_t> &shape,
+                                     const std::vector<int64_t> &strides, unsigned boxRows,
+                                     bool guarded) {
+  std::memset(out, 0, kTensorMapBytes);
+  if (!boxRows)
+    return;
+  unsigned elemBytes =
+      elemKind == ArgKind::I8                                                             ? 1
+      : elemKind == ArgKind::F16 || elemKind == ArgKind::BF16 || elemKind == ArgKind::I16 ? 2
+      : elemKind == ArgKind::F32 || elemKind == ArgKind::I32                              ? 4
+                                                                                          : 8;
   auto positive = [](const std::vector<int64_t> &v) {
     return std::all_of(v.begin(), v.end(), [](int64_t e) { return e > 0; });
   };
-  std::optional<TensorMapBox> box = getTensorMapBox(block, 2, boxRows);
-  if (!box || !positive(shape) || !positive(strides))
+  std::optional<TensorMapBox> box = getTensorMapBox(block, elemBytes, boxRows);
+  if (!box || (guarded && !(positive(shape) && positive(strides))))
     return;
-  encodeTensorMap(out, *box, recipe[1] == 'h' ? ArgKind::F16 : ArgKind::BF16, args[recipe[0]],
-                  shape, strides);
+  encodeTensorMap(out, *box, elemKind, base, shape, strides);
 }

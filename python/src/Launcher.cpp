@@ -361,7 +361,7 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
       const auto &rows = variant->kernel->getTensorMapBoxRows();
       unsigned boxRows = j < rows.size() ? rows[j] : 0;
       std::memset(d.map, 0, sizeof(d.map));
-      if (!variant->host && boxRows) {
+      if (!variant->host) {
         auto value = [&](int64_t src) { return src < 0 ? -1 - src : int64_t(bits[src]); };
         d.shape.clear();
         d.strides.clear();
@@ -369,16 +369,10 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
           d.shape.push_back(int64_t(int32_t(value(s)))); // int32 extents
         for (int64_t s : m.strides)
           d.strides.push_back(value(s)); // all but the last (1), as encodeTensorMap takes them
-        auto box = kiln::rt::getTensorMapBox(m.block, itemSizeOf(m.dtype), boxRows);
-        // A compiler's map with an extent or stride that is not positive: none (the kernel's
-        // loop of pointer loads runs instead, -kiln-pointer-tiles-to-descriptors).
-        auto positive = [](const std::vector<int64_t> &v) {
-          return std::all_of(v.begin(), v.end(), [](int64_t e) { return e > 0; });
-        };
-        bool encodable = !m.guarded || (positive(d.shape) && positive(d.strides));
-        if (box && encodable)
-          kiln::rt::encodeTensorMap(d.map, *box, kindOfDType(m.dtype), bits[m.base], d.shape,
-                                    d.strides);
+        // A compiler's map (guarded) with an extent or stride that is not positive: none (the
+        // kernel's loop of pointer loads runs instead, -kiln-pointer-tiles-to-descriptors).
+        kiln::rt::encodeTensorMapIfRead(d.map, m.block, kindOfDType(m.dtype), bits[m.base], d.shape,
+                                        d.strides, boxRows, m.guarded);
       }
       ptrs[j] = d.map;
       continue;

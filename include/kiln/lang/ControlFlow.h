@@ -39,7 +39,7 @@ using Yield = std::vector<Operand>;
 Values forRange(const Operand &lo, const Operand &hi, const Operand &step,
                 const std::vector<Operand> &inits,
                 FunctionRef<Yield(const Value &, const Values &)> body, const Loc &loc,
-                bool flatten = false);
+                bool flatten = false, bool warpSpecialize = false);
 Values ifThenElse(const Operand &cond, FunctionRef<Yield()> thenFn,
                   const FunctionRef<Yield()> *elseFn, const Loc &loc);
 Values whileLoop(const std::vector<Operand> &inits, FunctionRef<Operand(const Values &)> cond,
@@ -90,6 +90,18 @@ void for_range_flat(const Operand &lo, const Operand &hi, const Operand &step, B
       lo, hi, step, {},
       [&](const Value &iv, const Values &) { return detail::invokeToYield(body, iv); }, loc,
       /*flatten=*/true);
+}
+/// `for i in tl.range(lo, hi, step, warp_specialize=True)` with loop-carried values: on
+/// sm_90a a loop whose dots the TMA feeds through rings with empty barriers gets a producer
+/// warpgroup that issues the copies while the others compute (see docs/language.md);
+/// elsewhere, a plain loop. Returns the final values.
+template <class Body, std::enable_if_t<std::is_invocable_v<Body &, Value, Values>, int> = 0>
+Values for_range_ws(const Operand &lo, const Operand &hi, const Operand &step, const Values &inits,
+                    Body &&body, Loc loc = {}) {
+  return detail::forRange(
+      lo, hi, step, std::vector<Operand>(inits.begin(), inits.end()),
+      [&](const Value &iv, const Values &c) { return detail::invokeToYield(body, iv, c); }, loc,
+      /*flatten=*/false, /*warpSpecialize=*/true);
 }
 /// One loop-carried value: `acc = init; for i in range(lo, hi, step): acc = body(i, acc)`;
 /// returns the final acc. The body must keep acc's dtype and shape.
