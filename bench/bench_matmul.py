@@ -48,7 +48,7 @@ Variants (positional, several in one run; `all`: every one but peers):
                beside its twin, torch._scaled_mm and the library's fp16 matmul of the shape;
                also with a bias and gelu fused.
   cpp          the C++ DSL's tutorial matmul (kernels/cpp/matmul.cpp, the same algorithm as
-               matmul_kernel, written with kiln::lang) through libkiln-cpp-matmul.so (--cpp-lib,
+               matmul_kernel, written with kiln::lang) through libkiln-cpp-kernels.so (--cpp-lib,
                default build/bench/ or the GPU bundle's bench/), launched through ctypes on the
                same tensors, beside matmul_kernel from Python, Triton autotuned on that source
                and cuBLAS; fp16 (the C++ kernel's dtype), 128x256x64, 8 warps, --stages.
@@ -734,34 +734,19 @@ def v_peers(B):
 
 
 def load_cpp_matmul(path):
-    """kiln_cpp_matmul of libkiln-cpp-matmul.so (bench/cpp_matmul.cpp) as a Python call
-    raising RuntimeError with the C++ exception's message."""
+    """kiln_cpp_matmul of libkiln-cpp-kernels.so (bench/cpp_kernels.cpp) as a Python call."""
     import ctypes
-    if not path:
-        here = os.path.dirname(os.path.abspath(__file__))
-        for cand in (os.path.join(here, "..", "build", "bench", "libkiln-cpp-matmul.so"),
-                     os.path.join(os.environ.get("KILN_BUNDLE", "/tmp/kiln-bundle"), "bench",
-                                  "libkiln-cpp-matmul.so")):
-            if os.path.exists(cand):
-                path = cand
-                break
-    if not path:
-        raise FileNotFoundError("libkiln-cpp-matmul.so not found (ninja -C build "
-                                "kiln-cpp-matmul, or --cpp-lib PATH)")
-    lib = ctypes.CDLL(path)
+    lib = common.cpp_kernels(path)
     f = lib.kiln_cpp_matmul
     f.restype = ctypes.c_int
     f.argtypes = [ctypes.c_uint64] * 3 + [ctypes.c_int32] * 3 + [ctypes.c_void_p] + \
         [ctypes.c_int] * 4 + [ctypes.c_uint] * 2 + [ctypes.c_char_p, ctypes.c_size_t]
-    err = ctypes.create_string_buffer(1024)
 
     def call(a, b, c, cfg, stream):
         BM, BN, BK, warps, stages = cfg
         M, K = a.shape
-        N = b.shape[1]
-        if f(a.data_ptr(), b.data_ptr(), c.data_ptr(), M, N, K, stream, BM, BN, BK, 8, warps,
-             stages, err, len(err)) != 0:
-            raise RuntimeError(err.value.decode())
+        lib.call(f, a.data_ptr(), b.data_ptr(), c.data_ptr(), M, b.shape[1], K, stream, BM, BN,
+                 BK, 8, warps, stages)
     return call
 
 
@@ -837,7 +822,7 @@ def parse_args(argv=None):
     ap.add_argument("--orders", default="col,row", help="fp8, int8: B column-major (col) "
                     "and/or row-major (row)")
     ap.add_argument("--dump", default=None, help="tma: write the Kiln TMA kernel's PTX to DIR")
-    ap.add_argument("--cpp-lib", default="", help="cpp: libkiln-cpp-matmul.so's path")
+    ap.add_argument("--cpp-lib", default="", help="cpp: libkiln-cpp-kernels.so's path")
     ap.add_argument("--only", choices=["all", "kiln", "triton"], default="all",
                     help="tma: time one kernel alone (for a profiler), else all")
     args = ap.parse_args(argv)

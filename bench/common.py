@@ -624,3 +624,29 @@ def markdown_table(headers, rows, align=None, title=None, file=None):
     print("|" + "|".join("---:" if a == "r" else "---" for a in align) + "|", file=out)
     for r in rows:
         print("| " + " | ".join(str(c) for c in r) + " |", file=out, flush=True)
+
+
+def cpp_kernels(path=""):
+    """libkiln-cpp-kernels.so (bench/cpp_kernels.cpp: the C++ DSL's kernels behind C
+    functions) loaded with ctypes: `path`, else build/bench/ or the GPU bundle's bench/
+    ($KILN_BUNDLE, default /tmp/kiln-bundle). Each function takes an error buffer and its
+    size last and returns 0 or -1; `call(f, *args)` raises RuntimeError with the C++ message."""
+    import ctypes
+    here = os.path.dirname(os.path.abspath(__file__))
+    for cand in ([path] if path else
+                 [os.path.join(here, "..", "build", "bench", "libkiln-cpp-kernels.so"),
+                  os.path.join(os.environ.get("KILN_BUNDLE", "/tmp/kiln-bundle"), "bench",
+                               "libkiln-cpp-kernels.so")]):
+        if os.path.exists(cand):
+            lib = ctypes.CDLL(cand)
+            break
+    else:
+        raise FileNotFoundError("libkiln-cpp-kernels.so not found (ninja -C build "
+                                "kiln-cpp-kernels, or give its path)")
+    err = ctypes.create_string_buffer(1024)
+
+    def call(f, *args):
+        if f(*args, err, len(err)) != 0:
+            raise RuntimeError(err.value.decode())
+    lib.call = call
+    return lib

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs the prebuilt GPU-side binaries (stripped libkiln.so, kiln-bench, runtime and C++ DSL
-# tests, the C++ DSL matmul library) and the headers the Python extension builds against into
+# tests, the C++ DSL kernels' library) and the headers the Python extension builds against into
 # .carry/kiln-gpu.tar.xz so that they fit the device tool's transfer limit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,9 +13,10 @@ cp build/test/runtime/kiln-runtime-tests build/test/runtime/kiln-cache-worker "$
 ninja -C build kiln-lang-tests-shared >/dev/null
 mkdir -p "$stage/test/unit"
 strip --strip-unneeded -o "$stage/test/unit/kiln-lang-tests" build/test/unit/kiln-lang-tests-shared
-# The C++ DSL's tutorial matmul behind a C function, for bench_matmul.py's cpp variant.
-ninja -C build kiln-cpp-matmul >/dev/null
-strip --strip-unneeded -o "$stage/bench/libkiln-cpp-matmul.so" build/bench/libkiln-cpp-matmul.so
+# The C++ DSL's matmul and attention behind C functions (bench_matmul.py cpp,
+# bench_cpp_attention.py).
+ninja -C build kiln-cpp-kernels >/dev/null
+strip --strip-unneeded -o "$stage/bench/libkiln-cpp-kernels.so" build/bench/libkiln-cpp-kernels.so
 # What building only the Python extension there needs (scripts/gpu.sh python): the MLIR-free
 # headers (facade, runtime, the compile door, dtypes, specialization, the C++ DSL); the
 # extension links lib/libkiln.so above.

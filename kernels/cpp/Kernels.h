@@ -1,7 +1,8 @@
 //===- Kernels.h - Kiln's C++ kernel library ----------------------*- C++ -*-===//
 //
 // This file declares the kernels of kernels/ written in the C++ DSL (kiln::lang): vector add,
-// elementwise KL divergence, a masked 2-D strided copy and Triton's tutorial matmul. Each comes as
+// elementwise KL divergence, a masked 2-D strided copy, Triton's tutorial matmul and a
+// FlashAttention-2-style attention forward. Each comes as
 // the kernel object (to trace, compile or launch with any specialization) and as a launcher with
 // the usual grid.
 //
@@ -59,6 +60,20 @@ struct MatmulConfig {
 /// Launches c = a @ b on contiguous row-major matrices.
 void matmul(rt::CUstream stream, rt::CUdeviceptr a, rt::CUdeviceptr b, rt::CUdeviceptr c, int32_t M,
             int32_t N, int32_t K, const MatmulConfig &cfg = {});
+
+/// Non-causal attention of (B, H, N_CTX, HEAD_DIM) fp16 tensors sharing their strides (the
+/// head dimension contiguous), FlashAttention-2's Triton style; N_CTX a multiple of BLOCK_M
+/// and BLOCK_N. WS: the key loop is for_range_ws (a producer warpgroup on sm_90a).
+using Fa2AttentionKernel =
+    lang::Kernel<void(Ptr<f16> Q, Ptr<f16> K, Ptr<f16> V, Ptr<f16> Out, lang::F32 sm_scale,
+                      I32 stride_z, I32 stride_h, I32 stride_n, I32 H, I32 N_CTX,
+                      Const<int> HEAD_DIM, Const<int> BLOCK_M, Const<int> BLOCK_N, Const<bool> WS)>;
+const Fa2AttentionKernel &attentionFa2Kernel();
+/// Launches it on contiguous (B, H, S, D) q, k, v and out.
+void attentionFa2(rt::CUstream stream, rt::CUdeviceptr q, rt::CUdeviceptr k, rt::CUdeviceptr v,
+                  rt::CUdeviceptr out, int32_t B, int32_t H, int32_t S, int32_t D, float smScale,
+                  bool warpSpecialize, int blockM = 128, int blockN = 64, unsigned warps = 8,
+                  unsigned stages = 3);
 
 } // namespace kiln::kernels
 

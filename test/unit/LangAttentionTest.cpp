@@ -10,72 +10,28 @@
 
 #include "kiln/kiln.h"
 
+#include "Kernels.h"
+#include "LangTestSupport.h"
 #include "examples/MatmulCheck.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <limits>
 #include <string>
 #include <vector>
 
 using namespace kiln::lang;
-using kiln::rt::CUdeviceptr;
 
 namespace {
 
-bool contains(const std::string &haystack, const std::string &needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-using AttentionKernel =
-    Kernel<void(Ptr<f16> Q, Ptr<f16> K, Ptr<f16> V, Ptr<f16> Out, F32 sm_scale, I32 stride_z,
-                I32 stride_h, I32 stride_n, I32 H, I32 N_CTX, Const<int> HEAD_DIM,
-                Const<int> BLOCK_M, Const<int> BLOCK_N, Const<bool> WS)>;
-
-/// Non-causal attention of (B, H, N_CTX, HEAD_DIM) fp16 tensors sharing their strides.
-const AttentionKernel &attentionKernel() {
-  static const AttentionKernel kernel =
-      kiln::kernel("attention_fa2", [](Ptr<f16> Q, Ptr<f16> K, Ptr<f16> V, Ptr<f16> Out,
-                                       F32 sm_scale, I32 stride_z, I32 stride_h, I32 stride_n,
-                                       I32 H, I32 N_CTX, Const<int> HEAD_DIM, Const<int> BLOCK_M,
-                                       Const<int> BLOCK_N, Const<bool> WS) {
-        Value start_m = program_id(0), off_hz = program_id(1);
-        Value base = (off_hz / H).to(int64) * stride_z + (off_hz % H).to(int64) * stride_h;
-        Value offs_m = start_m * BLOCK_M + arange(0, BLOCK_M);
-        Value offs_n = arange(0, BLOCK_N);
-        Value offs_d = arange(0, HEAD_DIM);
-        Value q = load(Q + base + offs_m[{Slice_, None_}] * stride_n + offs_d[{None_, Slice_}]);
-        Value qk_scale = sm_scale * 1.44269504;
-        Values init = {zeros({BLOCK_M, HEAD_DIM}, float32), zeros({BLOCK_M}, float32),
-                       full({BLOCK_M}, -std::numeric_limits<double>::infinity(), float32)};
-        auto body = [&](Value start_n, Values c) -> Values {
-          Value cols = start_n + offs_n;
-          Value k = load(K + base + cols[{Slice_, None_}] * stride_n + offs_d[{None_, Slice_}]);
-          Value qk = dot(q, trans(k)) * qk_scale;
-          Value m_ij = maximum(c[2], max(qk, 1));
-          Value p = exp2(qk - m_ij[{Slice_, None_}]);
-          Value alpha = exp2(c[2] - m_ij);
-          Value l_i = c[1] * alpha + sum(p, 1);
-          Value acc = c[0] * alpha[{Slice_, None_}];
-          Value v = load(V + base + cols[{Slice_, None_}] * stride_n + offs_d[{None_, Slice_}]);
-          return {dot(p.to(float16), v, acc), l_i, m_ij};
-        };
-        Values r = WS ? for_range_ws(0, N_CTX, BLOCK_N, init, body)
-                      : for_range(0, N_CTX, BLOCK_N, init, body);
-        Value out = r[0] / r[1][{Slice_, None_}];
-        store(Out + base + offs_m[{Slice_, None_}] * stride_n + offs_d[{None_, Slice_}],
-              out.to(float16));
-      });
-  return kernel;
-}
-
-constexpr CUdeviceptr kAligned = 0x10000;
+using kiln::test::contains;
+using kiln::test::kAligned;
 
 Compiled compileAttention(const Target &target, bool ws) {
   // (4, 32, 4096, 128) contiguous: strides 32 * 4096 * 128, 4096 * 128, 128.
-  return attentionKernel().compile(target, kAligned, kAligned, kAligned, kAligned, 0.088f,
-                                   32 * 4096 * 128, 4096 * 128, 128, 32, 4096, 128, 128, 128, ws);
+  return kiln::kernels::attentionFa2Kernel().compile(target, kAligned, kAligned, kAligned, kAligned,
+                                                     0.088f, 32 * 4096 * 128, 4096 * 128, 128, 32,
+                                                     4096, 128, 128, 128, ws);
 }
 
 } // namespace
@@ -90,13 +46,13 @@ TEST(LangAttention, KAndVThroughTheTMAOnSm90a) {
 }
 
 TEST(LangAttention, ForRangeWsMarksTheLoop) {
-  std::string text =
-      attentionKernel().mlir(kAligned, kAligned, kAligned, kAligned, 0.088f, 32 * 4096 * 128,
-                             4096 * 128, 128, 32, 4096, 128, 128, 128, true);
+  std::string text = kiln::kernels::attentionFa2Kernel().mlir(
+      kAligned, kAligned, kAligned, kAligned, 0.088f, 32 * 4096 * 128, 4096 * 128, 128, 32, 4096,
+      128, 128, 128, true);
   EXPECT_TRUE(contains(text, "kiln.warp_specialize")) << text;
-  EXPECT_FALSE(contains(attentionKernel().mlir(kAligned, kAligned, kAligned, kAligned, 0.088f,
-                                               32 * 4096 * 128, 4096 * 128, 128, 32, 4096, 128, 128,
-                                               128, false),
+  EXPECT_FALSE(contains(kiln::kernels::attentionFa2Kernel().mlir(
+                            kAligned, kAligned, kAligned, kAligned, 0.088f, 32 * 4096 * 128,
+                            4096 * 128, 128, 32, 4096, 128, 128, 128, false),
                         "kiln.warp_specialize"));
   // On sm_90a with the TMA rings: a producer warpgroup (setmaxnreg) beside the 8 warps.
   Compiled c = compileAttention(Target{"sm_90a", 8, 3, 0, true}, true);
@@ -150,8 +106,9 @@ TEST(LangAttention, GPU_Fa2LoopMatchesReference) {
     dk.copyFromHost(k.data(), n * 2);
     dv.copyFromHost(v.data(), n * 2);
     dout.copyFromHost(out.data(), n * 2);
-    attentionKernel()(grid(S / 128, B * H).num_warps(8).num_stages(3), nullptr, dq, dk, dv, dout,
-                      scale, H * S * D, S * D, D, H, S, D, 128, 64, ws);
+    kiln::kernels::attentionFa2Kernel()(grid(S / 128, B * H).num_warps(8).num_stages(3), nullptr,
+                                        dq, dk, dv, dout, scale, H * S * D, S * D, D, H, S, D, 128,
+                                        64, ws);
     kiln::rt::synchronize();
     std::vector<uint16_t> got(n);
     dout.copyToHost(got.data(), n * 2);

@@ -11,6 +11,7 @@
 #include "kiln/kiln.h"
 
 #include "Kernels.h"
+#include "LangTestSupport.h"
 #include "examples/MatmulCheck.h"
 
 #include <gtest/gtest.h>
@@ -21,15 +22,11 @@
 #include <vector>
 
 using namespace kiln::lang;
-using kiln::rt::CUdeviceptr;
 
 namespace {
 
-bool contains(const std::string &haystack, const std::string &needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-constexpr CUdeviceptr kAligned = 0x10000;
+using kiln::test::contains;
+using kiln::test::kAligned;
 
 /// The tutorial's launch arguments for contiguous M x K, K x N, M x N matrices.
 Compiled compileMatmul(const Target &target, int32_t M, int32_t N, int32_t K) {

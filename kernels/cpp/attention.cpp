@@ -1,0 +1,61 @@
+//===- attention.cpp - FlashAttention-2's Triton style in the C++ DSL -----===//
+//
+// This file implements a non-causal attention forward in kiln::lang as FlashAttention-2's
+// Triton style writes it: a BLOCK_M-row block of queries per program, K and V tiles loaded by
+// pointers computed from the loop's start_n, the online softmax in base 2. On sm_90a the
+// compiler copies K and V with the TMA (tensor maps it appends); with WS the loop is
+// `for_range_ws` (tl.range(..., warp_specialize=True)): a producer warpgroup issues the
+// copies and the two consumer warpgroups take turns at the tensor cores.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#include <limits>
+
+using namespace kiln::lang;
+
+const kiln::kernels::Fa2AttentionKernel &kiln::kernels::attentionFa2Kernel() {
+  static const Fa2AttentionKernel kernel =
+      kiln::kernel("attention_fa2", [](Ptr<f16> Q, Ptr<f16> K, Ptr<f16> V, Ptr<f16> Out,
+                                       F32 sm_scale, I32 stride_z, I32 stride_h, I32 stride_n,
+                                       I32 H, I32 N_CTX, Const<int> HEAD_DIM, Const<int> BLOCK_M,
+                                       Const<int> BLOCK_N, Const<bool> WS) {
+        Value start_m = program_id(0), off_hz = program_id(1);
+        Value base = (off_hz / H).to(int64) * stride_z + (off_hz % H).to(int64) * stride_h;
+        Value offs_m = start_m * BLOCK_M + arange(0, BLOCK_M);
+        Value offs_n = arange(0, BLOCK_N);
+        Value offs_d = arange(0, HEAD_DIM);
+        Value q = load(Q + base + offs_m[{Slice_, None_}] * stride_n + offs_d[{None_, Slice_}]);
+        Value qk_scale = sm_scale * 1.44269504;
+        Values init = {zeros({BLOCK_M, HEAD_DIM}, float32), zeros({BLOCK_M}, float32),
+                       full({BLOCK_M}, -std::numeric_limits<double>::infinity(), float32)};
+        auto body = [&](Value start_n, Values c) -> Values {
+          Value cols = start_n + offs_n;
+          Value k = load(K + base + cols[{Slice_, None_}] * stride_n + offs_d[{None_, Slice_}]);
+          Value qk = dot(q, trans(k)) * qk_scale;
+          Value m_ij = maximum(c[2], max(qk, 1));
+          Value p = exp2(qk - m_ij[{Slice_, None_}]);
+          Value alpha = exp2(c[2] - m_ij);
+          Value l_i = c[1] * alpha + sum(p, 1);
+          Value acc = c[0] * alpha[{Slice_, None_}];
+          Value v = load(V + base + cols[{Slice_, None_}] * stride_n + offs_d[{None_, Slice_}]);
+          return {dot(p.to(float16), v, acc), l_i, m_ij};
+        };
+        Values r = WS ? for_range_ws(0, N_CTX, BLOCK_N, init, body)
+                      : for_range(0, N_CTX, BLOCK_N, init, body);
+        Value out = r[0] / r[1][{Slice_, None_}];
+        store(Out + base + offs_m[{Slice_, None_}] * stride_n + offs_d[{None_, Slice_}],
+              out.to(float16));
+      });
+  return kernel;
+}
+
+void kiln::kernels::attentionFa2(rt::CUstream stream, rt::CUdeviceptr q, rt::CUdeviceptr k,
+                                 rt::CUdeviceptr v, rt::CUdeviceptr out, int32_t B, int32_t H,
+                                 int32_t S, int32_t D, float smScale, bool warpSpecialize,
+                                 int blockM, int blockN, unsigned warps, unsigned stages) {
+  attentionFa2Kernel()(grid(cdiv(S, blockM), B * H).num_warps(warps).num_stages(stages), stream, q,
+                       k, v, out, smScale, H * S * D, S * D, D, H, S, D, blockM, blockN,
+                       warpSpecialize);
+}
