@@ -64,6 +64,32 @@ struct Trace {
 
 thread_local Trace *currentTrace = nullptr;
 std::atomic<uint64_t> nextTraceId{1};
+/// Whether the variant being traced is for debug launches (device_assert kept), as the
+/// Python front end traces with its debug flag.
+thread_local bool tracingDebug = false;
+
+/// Sets tracingDebug for one variant lookup (which traces a new variant).
+struct DebugTrace {
+  explicit DebugTrace(bool on) : saved(tracingDebug) { tracingDebug = on; }
+  ~DebugTrace() { tracingDebug = saved; }
+  bool saved;
+};
+
+/// The variant key of a launch: `key`, and for debug a trailing word, so that debug and plain
+/// variants are traced apart without copying the key of a plain launch.
+struct VariantKey {
+  VariantKey(const uint64_t *key, size_t size, bool debug) : data(key), size(size) {
+    if (debug) {
+      copy.assign(key, key + size);
+      copy.push_back(1);
+      data = copy.data();
+      this->size = copy.size();
+    }
+  }
+  const uint64_t *data;
+  size_t size;
+  std::vector<uint64_t> copy;
+};
 
 /// The trace a DSL call at `loc` builds into, with the Builder's location set to `loc`.
 Trace &enter(const Loc &loc, const char *what) {
@@ -413,6 +439,13 @@ void kiln::lang::device_print(const std::string &prefix, const Values &args, boo
   t.builder.print(prefix, tilesOf(t, args), hex);
 }
 
+void kiln::lang::device_assert(const Operand &cond, const std::string &msg, Loc loc) {
+  Trace &t = enter(loc, "device_assert");
+  Tile c = Access::tile(t, cond);
+  if (tracingDebug) // as Triton: nothing outside debug mode
+    t.builder.deviceAssert(c, msg);
+}
+
 /// Builder's combine body for a DSL combine function: the region's block arguments as Values
 /// in, the yielded tiles out.
 static Builder::CombineBody combineBody(Trace &t, const Combine &combine) {
@@ -682,7 +715,9 @@ detail::LoadedKernel detail::getKernel(KernelState &state, const uint64_t *key, 
     device = kiln::rt::currentDevice();
   bool plain = !maxnreg && stages == Launch().stages;
   std::lock_guard<std::mutex> lock(state.mutex);
-  Variant &v = state.variant(key, keySize, traceVariant);
+  VariantKey vk(key, keySize, launch.dbg);
+  DebugTrace debugTrace(launch.dbg);
+  Variant &v = state.variant(vk.data, vk.size, traceVariant);
   if (size_t(device) >= v.kernels.size())
     v.kernels.resize(device + 1);
   if (plain) {
@@ -697,6 +732,7 @@ detail::LoadedKernel detail::getKernel(KernelState &state, const uint64_t *key, 
   options.numWarps = numWarps;
   options.numStages = stages;
   options.maxnreg = maxnreg;
+  options.debug = launch.dbg;
   LoadedKernel k;
   {
     // The traced module lives in the shared context.
@@ -792,13 +828,16 @@ std::pair<std::string, std::vector<std::vector<int64_t>>>
 detail::compilePTX(KernelState &state, const uint64_t *key, size_t keySize, const Target &target,
                    FunctionRef<KernelSource()> traceVariant) {
   std::lock_guard<std::mutex> lock(state.mutex);
-  Variant &v = state.variant(key, keySize, traceVariant);
+  VariantKey vk(key, keySize, target.debug);
+  DebugTrace debugTrace(target.debug);
+  Variant &v = state.variant(vk.data, vk.size, traceVariant);
   std::lock_guard<std::recursive_mutex> ctxLock(shared().mutex);
   kiln::CompileOptions options;
   options.arch = target.arch;
   options.numWarps = target.num_warps;
   options.numStages = target.num_stages;
   options.maxnreg = target.maxnreg;
+  options.debug = target.debug;
   const std::vector<std::vector<int64_t>> *maps = nullptr;
   const KernelSource &source =
       target.tma_pointer_tiles ? v.sourceFor(target.arch, maps) : *v.source;

@@ -115,6 +115,12 @@ Value xor_sum(const Operand &x, int axis, bool keep_dims = false, Loc loc = {});
 /// of a tile on its line (the host backend to stdout, the GPU through vprintf).
 void device_print(const std::string &prefix, const Values &args = {}, bool hex = false,
                   Loc loc = {});
+/// tl.device_assert(cond, msg): where `cond` is false in some element the launch fails with
+/// `msg`, the kernel's name, its C++ line and the program id (rt::Error on the host backend; on
+/// the GPU the kernel traps, which leaves the context unusable, as in CUDA). Checked only in
+/// debug launches (`Launch::debug()`, `Target::debug`); elsewhere compiled out, as Triton's
+/// outside TRITON_DEBUG.
+void device_assert(const Operand &cond, const std::string &msg = "", Loc loc = {});
 
 /// A combine function of tl.reduce / tl.associative_scan: the values of one side (one per
 /// input) and of the other; returns the combined values, one per input, of their dtypes.

@@ -26,6 +26,7 @@ struct Launch {
   unsigned stages = 3; ///< Triton's num_stages (kiln::CompileOptions::numStages)
   unsigned regs = 0;   ///< 0: no cap
   int dev = -1;        ///< -1: the device of the DeviceBuffer arguments, else the current one
+  bool dbg = false;    ///< device_assert checked (Launch::debug)
   /// Triton's `num_warps=`: 1, 2, 4, 8, 16 or 32.
   Launch &num_warps(unsigned n) {
     warps = n;
@@ -41,6 +42,12 @@ struct Launch {
   /// GPU; the host backend ignores it.
   Launch &maxnreg(unsigned n) {
     regs = n;
+    return *this;
+  }
+  /// Triton's debug mode: device_assert is checked (else compiled out), and on the GPU int32
+  /// address arithmetic is checked for wraps (CompileOptions::debug). A variant of its own.
+  Launch &debug(bool on = true) {
+    dbg = on;
     return *this;
   }
   /// The GPU to run on (its ordinal). Without it, a launch runs on the device of its
@@ -65,6 +72,7 @@ struct Target {
   /// stores) become TMA copies of tensor maps the compiler appends to the parameters, as a
   /// launch on an sm_90a GPU runs them (Compiled::tensor_maps).
   bool tma_pointer_tiles = false;
+  bool debug = false; ///< device_assert checked (Launch::debug)
 };
 /// One specialization compiled ahead of time: the traced MLIR (with the C++ locations) and PTX.
 struct Compiled {
