@@ -171,6 +171,16 @@ kiln::CompiledKernel kiln::compileKernel(const KernelSource &source,
 // Tensor maps for pointer tiles
 //===----------------------------------------------------------------------===//
 
+/// The recipes on `module`'s parameters, in order.
+static std::vector<std::vector<int64_t>> recipesOf(ModuleOp module) {
+  std::vector<std::vector<int64_t>> recipes;
+  for (auto func : module.getOps<func::FuncOp>())
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (auto recipe = func.getArgAttrOfType<DenseI64ArrayAttr>(i, kiln::kTensorMapRecipeAttr))
+        recipes.emplace_back(recipe.asArrayRef().begin(), recipe.asArrayRef().end());
+  return recipes;
+}
+
 FailureOr<std::vector<std::vector<int64_t>>> kiln::addPointerTileMaps(ModuleOp module,
                                                                       bool attentionTiles) {
   PassManager pm(module.getContext());
@@ -178,12 +188,12 @@ FailureOr<std::vector<std::vector<int64_t>>> kiln::addPointerTileMaps(ModuleOp m
       createKilnPointerTilesToDescriptors(KilnPointerTilesToDescriptorsOptions{attentionTiles}));
   if (failed(pm.run(module)))
     return failure();
-  std::vector<std::vector<int64_t>> recipes;
-  for (auto func : module.getOps<func::FuncOp>())
-    for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      if (auto recipe = func.getArgAttrOfType<DenseI64ArrayAttr>(i, kTensorMapRecipeAttr))
-        recipes.emplace_back(recipe.asArrayRef().begin(), recipe.asArrayRef().end());
-  return recipes;
+  return recipesOf(module);
+}
+
+std::vector<std::vector<int64_t>> kiln::tensorMapRecipes(const KernelSource &source) {
+  KernelSource::Impl &src = source.getImpl();
+  return src.module ? recipesOf(*src.module) : std::vector<std::vector<int64_t>>();
 }
 
 kiln::PointerTileMaps kiln::addPointerTileMaps(const KernelSource &source, bool attentionTiles) {

@@ -145,6 +145,11 @@ struct PointerTileMaps {
 /// the pass fails.
 KILN_EXPORT PointerTileMaps addPointerTileMaps(const KernelSource &source, bool attentionTiles);
 
+/// The recipes of `source`'s tensor map parameters (kTensorMapRecipeAttr: the compiler's, and
+/// the C++ DSL's make_tensor_descriptor maps, whose recipes end in a 0: read unguarded), in
+/// parameter order; none for MLIR text not yet parsed.
+KILN_EXPORT std::vector<std::vector<int64_t>> tensorMapRecipes(const KernelSource &source);
+
 /// True when the compiler knows `arch`: "cpu", or sm_70 ... sm_120a (the NVPTX backend's).
 KILN_EXPORT bool isKnownTarget(const std::string &arch);
 

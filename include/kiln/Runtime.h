@@ -251,7 +251,9 @@ KILN_EXPORT void encodeTensorMapIfRead(void *out, const std::vector<int64_t> &bl
 /// argument words `args` (one per parameter of the kernel before its maps, as `signature`
 /// passes them) and `boxRows`, the kernel's box rows for that map (getTensorMapBoxRows). Leaves
 /// zeros where the kernel never reads the map: `boxRows` 0, or an extent or the stride not
-/// positive (its loop of pointer loads runs instead). Throws Error for a malformed recipe.
+/// positive (its loop of pointer loads runs instead), unless the recipe ends in a 0 guard
+/// flag (the C++ DSL's make_tensor_descriptor: the kernel reads the map unguarded, so a
+/// map the driver refuses throws). Throws Error for a malformed recipe.
 KILN_EXPORT void encodeRecipeTensorMap(void *out, const std::vector<int64_t> &recipe,
                                        const std::vector<ArgKind> &signature, const uint64_t *args,
                                        unsigned boxRows);

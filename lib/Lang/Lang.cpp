@@ -11,8 +11,11 @@
 #include "kiln/kiln.h"
 
 #include "kiln/Compiler.h"
+#include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "kiln/Frontend/Builder.h"
 
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
@@ -24,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <tuple>
 
@@ -60,6 +64,8 @@ struct Trace {
   /// A deque: Values keep pointers into it while it grows.
   std::deque<Tile> tiles;
   Trace *outer;
+  /// Tensor map parameters of make_tensor_descriptor: recipe -> the parameter.
+  std::map<std::vector<int64_t>, Tile> derivedMaps;
 };
 
 thread_local Trace *currentTrace = nullptr;
@@ -446,6 +452,97 @@ void kiln::lang::device_assert(const Operand &cond, const std::string &msg, Loc 
     t.builder.deviceAssert(c, msg);
 }
 
+namespace {
+/// A map recipe field for `t` (kiln::addPointerTileMaps' form): a parameter number of an
+/// integer parameter (`aligned`: specialized a multiple of 16 bytes of fp16), or -1 - a
+/// positive constant (a multiple of 8 when aligned); none otherwise.
+std::optional<int64_t> recipeSource(const Tile &t, bool aligned) {
+  if (std::optional<int64_t> c = mlir::getConstantIntValue(t.value))
+    return *c > 0 && (!aligned || *c % 8 == 0) ? std::optional<int64_t>(-1 - *c) : std::nullopt;
+  auto arg = mlir::dyn_cast<mlir::BlockArgument>(t.value);
+  auto func = arg ? mlir::dyn_cast<mlir::func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
+  if (!func || !t.dtype.isInt() || t.isTile())
+    return std::nullopt;
+  auto div = func.getArgAttrOfType<mlir::IntegerAttr>(arg.getArgNumber(), kiln::kDivisibilityAttr);
+  if (aligned && (!div || div.getInt() % 8))
+    return std::nullopt;
+  return int64_t(arg.getArgNumber());
+}
+} // namespace
+
+TensorDescriptor kiln::lang::make_tensor_descriptor(const Operand &base,
+                                                    const std::vector<Operand> &shape,
+                                                    const std::vector<Operand> &strides,
+                                                    const std::vector<int64_t> &block, Loc loc) {
+  Trace &t = enter(loc, "make_tensor_descriptor");
+  Builder &b = t.builder;
+  if (shape.size() != strides.size() || shape.size() != block.size() || block.empty())
+    b.error("expected shape, strides and block_shape of one non-zero rank for "
+            "make_tensor_descriptor, found " +
+            std::to_string(shape.size()) + ", " + std::to_string(strides.size()) + " and " +
+            std::to_string(block.size()));
+  Tile baseTile = Access::tile(t, base), last = Access::tile(t, strides.back());
+  if (!baseTile.dtype.isPointer() || baseTile.isTile())
+    b.error("expected a pointer as the base of make_tensor_descriptor, found " +
+            baseTile.dtype.str());
+  if (mlir::getConstantIntValue(last.value) != std::optional<int64_t>(1))
+    b.error("expected the constant 1 as the last stride of make_tensor_descriptor (a "
+            "contiguous last dimension)");
+  TensorDescriptor d;
+  d.base = Access::wrap(t, baseTile);
+  d.block = block;
+  std::vector<int64_t> recipe;
+  DType elem = baseTile.dtype.getPointee();
+  auto baseArg = mlir::dyn_cast<mlir::BlockArgument>(baseTile.value);
+  if (block.size() == 2 && baseArg && (elem == DType::fp16() || elem == DType::bf16())) {
+    auto func = mlir::cast<mlir::func::FuncOp>(baseArg.getOwner()->getParentOp());
+    auto div =
+        func.getArgAttrOfType<mlir::IntegerAttr>(baseArg.getArgNumber(), kiln::kDivisibilityAttr);
+    if (div && div.getInt() % 16 == 0)
+      recipe = {baseArg.getArgNumber(), elem == DType::fp16() ? 'h' : 'H', 2, block[0], block[1]};
+  }
+  for (size_t i = 0; i < shape.size(); ++i) {
+    d.shape.push_back(Access::wrap(t, Access::tile(t, shape[i])));
+    if (!recipe.empty()) {
+      std::optional<int64_t> src = recipeSource(Access::tile(t, shape[i]), false);
+      src ? recipe.push_back(*src) : recipe.clear();
+    }
+  }
+  for (size_t i = 0; i + 1 < strides.size(); ++i) {
+    d.strides.push_back(Access::wrap(t, Access::tile(t, strides[i])));
+    if (!recipe.empty()) {
+      std::optional<int64_t> src = recipeSource(Access::tile(t, strides[i]), true);
+      src ? recipe.push_back(*src) : recipe.clear();
+    }
+  }
+  if (!recipe.empty()) {
+    recipe.push_back(0); // the kernel always reads it (no guarded loop as written)
+    auto it = t.derivedMaps.find(recipe);
+    if (it == t.derivedMaps.end())
+      it = t.derivedMaps.emplace(recipe, b.appendTensorMapArgument()).first;
+    d.map = Access::wrap(t, it->second);
+  }
+  return d;
+}
+
+Value TensorDescriptor::load(const std::vector<Operand> &offsets, Loc loc) const {
+  Trace &t = enter(loc, "TensorDescriptor::load");
+  std::vector<Tile> offs = tilesOf(t, offsets), shapeTiles = tilesOf(t, shape),
+                    strideTiles = tilesOf(t, strides);
+  return Access::wrap(t, t.builder.descriptorLoad(map.valid() ? Access::unwrap(t, map) : Tile(),
+                                                  Access::unwrap(t, base), offs, shapeTiles,
+                                                  strideTiles, block));
+}
+
+void TensorDescriptor::store(const std::vector<Operand> &offsets, const Operand &value,
+                             Loc loc) const {
+  Trace &t = enter(loc, "TensorDescriptor::store");
+  std::vector<Tile> offs = tilesOf(t, offsets), shapeTiles = tilesOf(t, shape),
+                    strideTiles = tilesOf(t, strides);
+  t.builder.descriptorStore(map.valid() ? Access::unwrap(t, map) : Tile(), Access::unwrap(t, base),
+                            offs, Access::tile(t, value), shapeTiles, strideTiles, block);
+}
+
 /// Builder's combine body for a DSL combine function: the region's block arguments as Values
 /// in, the yielded tiles out.
 static Builder::CombineBody combineBody(Trace &t, const Combine &combine) {
@@ -618,20 +715,28 @@ struct Variant {
   std::vector<std::array<detail::LoadedKernel, kMaxWarpsLog2 + 1>> kernels;
   std::vector<std::tuple<int, unsigned, unsigned, unsigned, detail::LoadedKernel>> others;
 
-  /// The source a launch on `arch` compiles: on sm_90a (unless KILN_TMA_POINTER_TILES=0) the
-  /// one with tensor maps, as the Python front end compiles. Call with the context's lock held.
-  const kiln::KernelSource &sourceFor(const std::string &arch,
+  /// The source a launch on `arch` compiles: on sm_90a (unless KILN_TMA_POINTER_TILES=0, or
+  /// `pointerTiles` false) the one with the compiler's tensor maps, as the Python front end
+  /// compiles; `maps`: the recipes of every map parameter (make_tensor_descriptor's too), null
+  /// for none. Call with the context's lock held.
+  const kiln::KernelSource &sourceFor(const std::string &arch, bool pointerTiles,
                                       const std::vector<std::vector<int64_t>> *&maps) {
     maps = nullptr;
-    if (arch != "sm_90a" || !tmaPointerTiles())
+    if (arch != "sm_90a" || !pointerTiles || !tmaPointerTiles()) {
+      if (!plainMaps)
+        plainMaps = kiln::tensorMapRecipes(*source);
+      if (!plainMaps->empty())
+        maps = &*plainMaps;
       return *source;
+    }
     if (!tma)
       tma = kiln::addPointerTileMaps(*source, /*attentionTiles=*/true);
-    if (tma->recipes.empty())
-      return *source;
-    maps = &tma->recipes;
+    if (!tma->recipes.empty())
+      maps = &tma->recipes;
     return tma->source;
   }
+  /// The recipes of the traced source's own maps (make_tensor_descriptor's), made on first use.
+  std::optional<std::vector<std::vector<int64_t>>> plainMaps;
 
   /// KILN_TMA_POINTER_TILES=0 (read once) keeps the pointer loads, as in Python.
   static bool tmaPointerTiles() {
@@ -737,8 +842,9 @@ detail::LoadedKernel detail::getKernel(KernelState &state, const uint64_t *key, 
   {
     // The traced module lives in the shared context.
     std::lock_guard<std::recursive_mutex> ctxLock(shared().mutex);
-    const KernelSource &source = v.sourceFor(
-        jit().isHost() ? std::string(kiln::kHostArch) : kiln::rt::getArch(device), k.maps);
+    const KernelSource &source =
+        v.sourceFor(jit().isHost() ? std::string(kiln::kHostArch) : kiln::rt::getArch(device),
+                    /*pointerTiles=*/true, k.maps);
     k.kernel = &jit().get(source, options, device);
   }
   size_t expected = numRuntimeArgs + (k.maps ? k.maps->size() : 0);
@@ -817,7 +923,14 @@ kiln::KernelSource detail::traceKernel(const KernelState &state, const std::vect
       values.push_back(Access::wrap(trace, arg));
     }
     body(values);
-    return kiln::makeKernelSource(shared().ctx, b.finishKernel());
+    mlir::OwningOpRef<mlir::ModuleOp> module = b.finishKernel();
+    // The recipes of make_tensor_descriptor's maps, on their parameters (as the compiler's).
+    for (auto func : module->getOps<mlir::func::FuncOp>())
+      for (const auto &[recipe, map] : trace.derivedMaps)
+        func.setArgAttr(mlir::cast<mlir::BlockArgument>(map.value).getArgNumber(),
+                        kiln::kTensorMapRecipeAttr,
+                        mlir::DenseI64ArrayAttr::get(func.getContext(), recipe));
+    return kiln::makeKernelSource(shared().ctx, std::move(module));
   } catch (const kiln::CompileError &e) {
     throw CompileError(e.getKernel().empty() ? state.name : e.getKernel(), e.getFile(), e.getLine(),
                        e.getColumn(), e.getMessage());
@@ -839,8 +952,7 @@ detail::compilePTX(KernelState &state, const uint64_t *key, size_t keySize, cons
   options.maxnreg = target.maxnreg;
   options.debug = target.debug;
   const std::vector<std::vector<int64_t>> *maps = nullptr;
-  const KernelSource &source =
-      target.tma_pointer_tiles ? v.sourceFor(target.arch, maps) : *v.source;
+  const KernelSource &source = v.sourceFor(target.arch, target.tma_pointer_tiles, maps);
   try {
     return {kiln::compileKernel(source, options).ptx,
             maps ? *maps : std::vector<std::vector<int64_t>>()};

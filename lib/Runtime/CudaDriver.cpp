@@ -560,9 +560,11 @@ void kiln::rt::encodeTensorMap(void *out, const TensorMapBox &box, ArgKind elemK
 void kiln::rt::encodeRecipeTensorMap(void *out, const std::vector<int64_t> &recipe,
                                      const std::vector<ArgKind> &signature, const uint64_t *args,
                                      unsigned boxRows) {
-  // [base, dtype code, rank, block (rank), extents (rank), strides (rank - 1)]
+  // [base, dtype code, rank, block (rank), extents (rank), strides (rank - 1)], then
+  // optionally a guard flag (0: the kernel reads the map unguarded; absent: guarded)
   const int64_t rank = recipe.size() >= 3 ? recipe[2] : 0;
-  if (rank < 1 || recipe.size() != size_t(3 * rank + 2) || recipe[0] < 0 ||
+  const bool flagged = rank >= 1 && recipe.size() == size_t(3 * rank + 3);
+  if (rank < 1 || (recipe.size() != size_t(3 * rank + 2) && !flagged) || recipe[0] < 0 ||
       size_t(recipe[0]) >= signature.size() || (recipe[1] != 'h' && recipe[1] != 'H'))
     throw Error("internal error: a malformed tensor map recipe");
   // A field's value: a constant (-1 - value) or the word of a scalar parameter.
@@ -581,7 +583,8 @@ void kiln::rt::encodeRecipeTensorMap(void *out, const std::vector<int64_t> &reci
   for (int64_t i = 0; i + 1 < rank; ++i)
     strides.push_back(value(recipe[3 + 2 * rank + i]));
   encodeTensorMapIfRead(out, block, recipe[1] == 'h' ? ArgKind::F16 : ArgKind::BF16,
-                        args[recipe[0]], shape, strides, boxRows, /*guarded=*/true);
+                        args[recipe[0]], shape, strides, boxRows,
+                        /*guarded=*/!flagged || recipe.back() != 0);
 }
 
 void kiln::rt::encodeTensorMapIfRead(void *out, const std::vector<int64_t> &block, ArgKind elemKind,

@@ -116,3 +116,82 @@ TEST(LangMatmul, GPU_TutorialMatmulThroughTheTMA) {
     EXPECT_EQ(bad, 0) << M << "x" << N << "x" << K;
   }
 }
+
+namespace {
+/// Triton's tutorial 09 matmul with descriptors made in the kernel: one BLOCK_M x BLOCK_N
+/// tile of c = a @ b per program, contiguous fp16 matrices.
+using DescMatmul =
+    Kernel<void(Ptr<f16>, Ptr<f16>, Ptr<f16>, I32, I32, I32, Const<int>, Const<int>, Const<int>)>;
+const DescMatmul &descriptorMatmul() {
+  static const DescMatmul kernel =
+      kiln::kernel("desc_matmul", [](Ptr<f16> a, Ptr<f16> b, Ptr<f16> c, I32 M, I32 N, I32 K,
+                                     Const<int> BLOCK_M, Const<int> BLOCK_N, Const<int> BLOCK_K) {
+        TensorDescriptor a_desc = make_tensor_descriptor(a, {M, K}, {K, 1}, {BLOCK_M, BLOCK_K});
+        TensorDescriptor b_desc = make_tensor_descriptor(b, {K, N}, {N, 1}, {BLOCK_K, BLOCK_N});
+        TensorDescriptor c_desc = make_tensor_descriptor(c, {M, N}, {N, 1}, {BLOCK_M, BLOCK_N});
+        Value pid = program_id(0), num_n = cdiv(N, BLOCK_N);
+        Value off_m = (pid / num_n) * BLOCK_M, off_n = (pid % num_n) * BLOCK_N;
+        Value acc = for_range(0, cdiv(K, BLOCK_K), 1, zeros({BLOCK_M, BLOCK_N}, float32),
+                              [&](Value k, Value acc) {
+                                Value x = a_desc.load({off_m, k * BLOCK_K});
+                                Value y = b_desc.load({k * BLOCK_K, off_n});
+                                return dot(x, y, acc);
+                              });
+        c_desc.store({off_m, off_n}, acc.to(float16));
+      });
+  return kernel;
+}
+
+/// Runs it on `in` (host buffers on the host backend); returns the wrong outputs.
+int64_t runDescriptorMatmul(kiln::examples::MatmulInputs &in, int bm, int bn, int bk) {
+  const bool host = kiln::lang::jit().isHost();
+  kiln::rt::Buffer da(in.a.size() * 2, host), db(in.b.size() * 2, host), dc(in.c.size() * 2, host);
+  da.copyFromHost(in.a.data(), in.a.size() * 2);
+  db.copyFromHost(in.b.data(), in.b.size() * 2);
+  dc.copyFromHost(in.c.data(), in.c.size() * 2);
+  auto ptr = [](const kiln::rt::Buffer &x) { return kiln::rt::CUdeviceptr(x.get()); };
+  descriptorMatmul()(grid(cdiv(in.M, bm) * cdiv(in.N, bn)).num_warps(host ? 4 : 8), nullptr,
+                     ptr(da), ptr(db), ptr(dc), in.M, in.N, in.K, bm, bn, bk);
+  if (!host)
+    kiln::rt::synchronize();
+  dc.copyToHost(in.c.data(), in.c.size() * 2);
+  return in.countWrong();
+}
+} // namespace
+
+TEST(LangMatmul, DescriptorsMadeInTheKernelTakeTensorMaps) {
+  // Extents and row strides from parameters specialized to multiples of 16: three maps, read
+  // unguarded (their recipes end in 0), TMA copies and store on sm_90a.
+  Compiled c = descriptorMatmul().compile(Target{"sm_90a", 8, 3}, kAligned, kAligned, kAligned, 512,
+                                          512, 512, 128, 128, 64);
+  ASSERT_EQ(c.tensor_maps.size(), 3u) << c.mlir;
+  for (const std::vector<int64_t> &r : c.tensor_maps) {
+    ASSERT_EQ(r.size(), 9u);
+    EXPECT_EQ(r.back(), 0);
+  }
+  EXPECT_TRUE(contains(c.ptx, "cp.async.bulk.tensor.2d.shared::cluster.global")) << c.ptx;
+  EXPECT_TRUE(contains(c.ptx, "cp.async.bulk.tensor.2d.global.shared::cta")) << c.ptx;
+  // K = 300: A's rows are 600 bytes apart, not a multiple of 16: no map for A (masked loads);
+  // B's and C's (N = 512) stay.
+  Compiled k300 = descriptorMatmul().compile(Target{"sm_90a", 8, 3}, kAligned, kAligned, kAligned,
+                                             512, 512, 300, 128, 128, 64);
+  EXPECT_EQ(k300.tensor_maps.size(), 2u) << k300.mlir;
+}
+
+TEST(LangMatmul, DescriptorsMadeInTheKernelRunOnTheHost) {
+  if (!kiln::lang::jit().isHost())
+    GTEST_SKIP() << "the GPU test below runs them there";
+  kiln::examples::MatmulInputs in(64, 96, 80);
+  EXPECT_EQ(runDescriptorMatmul(in, 32, 32, 32), 0);
+  kiln::examples::MatmulInputs edges(50, 70, 40); // K, M and N edges, strides not aligned
+  EXPECT_EQ(runDescriptorMatmul(edges, 32, 32, 32), 0);
+}
+
+TEST(LangMatmul, GPU_DescriptorsMadeInTheKernelThroughTheTMA) {
+  if (!kiln::rt::hasGPU())
+    GTEST_SKIP() << "no GPU";
+  kiln::examples::MatmulInputs in(512, 512, 512), edges(1000, 776, 328), odd(300, 260, 200);
+  EXPECT_EQ(runDescriptorMatmul(in, 128, 128, 64), 0);
+  EXPECT_EQ(runDescriptorMatmul(edges, 128, 128, 64), 0);
+  EXPECT_EQ(runDescriptorMatmul(odd, 128, 128, 64), 0);
+}

@@ -122,6 +122,35 @@ void device_print(const std::string &prefix, const Values &args = {}, bool hex =
 /// outside TRITON_DEBUG.
 void device_assert(const Operand &cond, const std::string &msg = "", Loc loc = {});
 
+/// A tensor descriptor made in the kernel (Triton's tl.make_tensor_descriptor): the
+/// row-major tensor of `shape` at `base` with `strides` in elements (the last the constant
+/// 1), read and written in blocks of `block_shape` (powers of two), zero outside the tensor
+/// on loads. Where the launcher can encode a tensor map from the launch's arguments (a 2-D
+/// fp16/bf16 tensor whose base is a 16-byte-aligned pointer parameter, extents integer
+/// parameters or constants, the row stride a parameter or constant of a multiple of 16 bytes)
+/// the kernel takes the map as an extra parameter (appended, encoded at each launch) and on
+/// sm_90a the TMA copies its blocks; elsewhere its accesses are masked loads and stores.
+class TensorDescriptor {
+public:
+  /// desc.load(offsets): the block at element `offsets` (one per dimension).
+  Value load(const std::vector<Operand> &offsets, Loc loc = {}) const;
+  /// desc.store(offsets, value): `value` (the block's shape) written where it falls inside.
+  void store(const std::vector<Operand> &offsets, const Operand &value, Loc loc = {}) const;
+  const std::vector<int64_t> &block_shape() const { return block; }
+
+private:
+  friend TensorDescriptor make_tensor_descriptor(const Operand &, const std::vector<Operand> &,
+                                                 const std::vector<Operand> &,
+                                                 const std::vector<int64_t> &, Loc);
+  Value map; ///< the tensor map parameter; invalid: none (masked accesses)
+  Value base;
+  Values shape, strides; ///< strides: all but the last (1)
+  std::vector<int64_t> block;
+};
+TensorDescriptor make_tensor_descriptor(const Operand &base, const std::vector<Operand> &shape,
+                                        const std::vector<Operand> &strides,
+                                        const std::vector<int64_t> &block_shape, Loc loc = {});
+
 /// A combine function of tl.reduce / tl.associative_scan: the values of one side (one per
 /// input) and of the other; returns the combined values, one per input, of their dtypes.
 using Combine = std::function<Values(const Values &, const Values &)>;
