@@ -501,20 +501,17 @@ TensorDescriptor kiln::lang::make_tensor_descriptor(const Operand &base,
     if (div && div.getInt() % 16 == 0)
       recipe = {baseArg.getArgNumber(), elem == DType::fp16() ? 'h' : 'H', 2, block[0], block[1]};
   }
-  for (size_t i = 0; i < shape.size(); ++i) {
-    d.shape.push_back(Access::wrap(t, Access::tile(t, shape[i])));
-    if (!recipe.empty()) {
-      std::optional<int64_t> src = recipeSource(Access::tile(t, shape[i]), false);
-      src ? recipe.push_back(*src) : recipe.clear();
-    }
-  }
-  for (size_t i = 0; i + 1 < strides.size(); ++i) {
-    d.strides.push_back(Access::wrap(t, Access::tile(t, strides[i])));
-    if (!recipe.empty()) {
-      std::optional<int64_t> src = recipeSource(Access::tile(t, strides[i]), true);
-      src ? recipe.push_back(*src) : recipe.clear();
-    }
-  }
+  // Extents, then the strides but the last; each a recipe field where it can be one.
+  auto field = [&](const Operand &o, bool stride, Values &into) {
+    Tile tile = Access::tile(t, o);
+    into.push_back(Access::wrap(t, tile));
+    std::optional<int64_t> src = recipe.empty() ? std::nullopt : recipeSource(tile, stride);
+    src ? recipe.push_back(*src) : recipe.clear();
+  };
+  for (const Operand &o : shape)
+    field(o, false, d.shape);
+  for (size_t i = 0; i + 1 < strides.size(); ++i)
+    field(strides[i], true, d.strides);
   if (!recipe.empty()) {
     recipe.push_back(0); // the kernel always reads it (no guarded loop as written)
     auto it = t.derivedMaps.find(recipe);

@@ -195,3 +195,19 @@ TEST(LangMatmul, GPU_DescriptorsMadeInTheKernelThroughTheTMA) {
   EXPECT_EQ(runDescriptorMatmul(edges, 128, 128, 64), 0);
   EXPECT_EQ(runDescriptorMatmul(odd, 128, 128, 64), 0);
 }
+
+TEST(LangMatmul, DescriptorErrorsNameTheKernelAndLine) {
+  auto bad = kiln::kernel("bad_desc", [](Ptr<f16> a, I32 M, I32 K) {
+    TensorDescriptor d = make_tensor_descriptor(a, {M, K}, {K, 2}, {64, 64});
+    d.store({0, 0}, zeros({64, 64}, float16));
+  });
+  const unsigned line = __LINE__ - 3;
+  try {
+    bad.mlir(kAligned, 128, 128);
+    ADD_FAILURE() << "expected a CompileError";
+  } catch (const CompileError &e) {
+    EXPECT_TRUE(contains(e.getMessage(), "expected the constant 1 as the last stride")) << e.what();
+    EXPECT_EQ(e.getKernel(), "bad_desc");
+    EXPECT_EQ(e.getLine(), line) << e.what();
+  }
+}
