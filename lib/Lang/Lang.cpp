@@ -14,7 +14,8 @@
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "kiln/Frontend/Builder.h"
 
-#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "LangTrace.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
@@ -26,12 +27,12 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <tuple>
 
 using namespace kiln::lang;
+using namespace kiln::lang::internal;
 using kiln::Builder;
 using kiln::Tile;
 
@@ -39,40 +40,18 @@ using kiln::Tile;
 // Traces
 //===----------------------------------------------------------------------===//
 
-namespace {
-/// What tracing and in-process compilation share: one MLIR context, used under one lock.
-/// Never destroyed, so kernels in static objects may be traced or compiled at any time.
-struct Shared {
-  std::recursive_mutex mutex;
-  /// Traced modules live in it (their KernelSources share it); used only under `mutex`.
-  std::shared_ptr<mlir::MLIRContext> ctx =
-      std::make_shared<mlir::MLIRContext>(mlir::MLIRContext::Threading::DISABLED);
-  Shared() { kiln::initializeContext(*ctx); }
-};
+namespace kiln::lang::internal {
 Shared &shared() {
   static Shared *s = new Shared();
   return *s;
 }
 
-/// One kernel being traced: its Builder and the tiles its Values point to.
-struct Trace {
-  Trace(uint64_t id, std::string kernel, Trace *outer)
-      : id(id), kernel(std::move(kernel)), builder(*shared().ctx), outer(outer) {}
-  uint64_t id;
-  std::string kernel;
-  Builder builder;
-  /// A deque: Values keep pointers into it while it grows.
-  std::deque<Tile> tiles;
-  Trace *outer;
-  /// Tensor map parameters of make_tensor_descriptor: recipe -> the parameter.
-  std::map<std::vector<int64_t>, Tile> derivedMaps;
-};
-
 thread_local Trace *currentTrace = nullptr;
-std::atomic<uint64_t> nextTraceId{1};
-/// Whether the variant being traced is for debug launches (device_assert kept), as the
-/// Python front end traces with its debug flag.
 thread_local bool tracingDebug = false;
+} // namespace kiln::lang::internal
+
+namespace {
+std::atomic<uint64_t> nextTraceId{1};
 
 /// Sets tracingDebug for one variant lookup (which traces a new variant).
 struct DebugTrace {
@@ -97,8 +76,12 @@ struct VariantKey {
   std::vector<uint64_t> copy;
 };
 
+} // namespace
+
+using kiln::lang::detail::Access;
+
 /// The trace a DSL call at `loc` builds into, with the Builder's location set to `loc`.
-Trace &enter(const Loc &loc, const char *what) {
+Trace &internal::enter(const Loc &loc, const char *what) {
   if (!currentTrace)
     throw CompileError("", loc.file, loc.line, loc.column,
                        std::string("kiln::lang::") + what +
@@ -107,80 +90,12 @@ Trace &enter(const Loc &loc, const char *what) {
   currentTrace->builder.setLocation(loc.file, loc.line, loc.column);
   return *currentTrace;
 }
-} // namespace
-
-namespace kiln::lang::detail {
-/// Converts between Values/Operands and Builder tiles of the current trace.
-struct Access {
-  static Value wrap(Trace &t, const Tile &tile) {
-    t.tiles.push_back(tile);
-    Value v;
-    v.tile = &t.tiles.back();
-    v.trace = t.id;
-    return v;
-  }
-  static const Tile &unwrap(Trace &t, const Value &v) {
-    if (!v.tile)
-      t.builder.error("expected a value, found an empty kiln::lang::Value (assign it first)");
-    if (v.trace != t.id)
-      t.builder.error("expected a value of this kernel, found one from another trace (a "
-                      "Value lives only while its kernel is traced)");
-    return *v.tile;
-  }
-  /// The Builder tile of an operand; a number becomes a weak literal.
-  static Tile tile(Trace &t, const Operand &o) {
-    Builder &b = t.builder;
-    switch (o.kind) {
-    case Operand::Kind::Value:
-      return unwrap(t, o.value);
-    case Operand::Kind::Int:
-      return b.intConst(o.i);
-    case Operand::Kind::UInt:
-      return o.u <= uint64_t(INT64_MAX) ? b.intConst(int64_t(o.u)) : b.uintConst(o.u);
-    case Operand::Kind::Float:
-      return b.floatConst(o.f);
-    case Operand::Kind::Bool:
-      return b.boolConst(o.b);
-    case Operand::Kind::None:
-      break;
-    }
-    b.error("expected a value, found None_");
-  }
-  /// An optional operand (None_ leaves it out).
-  static std::optional<Tile> optional(Trace &t, const Operand &o) {
-    if (o.isNone())
-      return std::nullopt;
-    return tile(t, o);
-  }
-  /// The tile of a scalar on the current trace (for Value's own methods).
-  static const Tile &self(const Value &v, const char *what) {
-    if (!currentTrace)
-      throw CompileError("", "<unknown>", 0, 0,
-                         std::string("kiln::lang::Value::") + what +
-                             " called outside a kernel body");
-    return unwrap(*currentTrace, v);
-  }
-  /// The dtype of an operand without building anything (numbers: their literal's kind).
-  static std::optional<kiln::DType> dtypeOf(Trace &t, const Operand &o) {
-    switch (o.kind) {
-    case Operand::Kind::Value:
-      return unwrap(t, o.value).dtype;
-    case Operand::Kind::Int:
-    case Operand::Kind::UInt:
-      return kiln::DType::int32();
-    case Operand::Kind::Bool:
-      return kiln::DType::int1();
-    case Operand::Kind::Float:
-      return kiln::DType::fp32();
-    case Operand::Kind::None:
-      break;
-    }
-    return std::nullopt;
-  }
-};
-} // namespace kiln::lang::detail
-
-using kiln::lang::detail::Access;
+Values internal::wrapAll(Trace &t, llvm::ArrayRef<Tile> tiles) {
+  Values values;
+  for (const Tile &tile : tiles)
+    values.push_back(Access::wrap(t, tile));
+  return values;
+}
 
 Value detail::literalValue(const Operand &literal) {
   Trace &t = enter(literal.getLoc(), "Value");
@@ -425,21 +340,6 @@ KILN_LANG_REDUCTION(argmin, argmin)
 KILN_LANG_REDUCTION(xor_sum, xorSum)
 #undef KILN_LANG_REDUCTION
 
-/// The Builder tiles of values or operands (numbers become weak literals).
-template <class Range> static std::vector<Tile> tilesOf(Trace &t, const Range &operands) {
-  std::vector<Tile> tiles;
-  for (const auto &o : operands)
-    tiles.push_back(Access::tile(t, o));
-  return tiles;
-}
-
-static Values wrapAll(Trace &t, llvm::ArrayRef<Tile> tiles) {
-  Values values;
-  for (const Tile &tile : tiles)
-    values.push_back(Access::wrap(t, tile));
-  return values;
-}
-
 void kiln::lang::device_print(const std::string &prefix, const Values &args, bool hex, Loc loc) {
   Trace &t = enter(loc, "device_print");
   t.builder.print(prefix, tilesOf(t, args), hex);
@@ -450,94 +350,6 @@ void kiln::lang::device_assert(const Operand &cond, const std::string &msg, Loc 
   Tile c = Access::tile(t, cond);
   if (tracingDebug) // as Triton: nothing outside debug mode
     t.builder.deviceAssert(c, msg);
-}
-
-namespace {
-/// A map recipe field for `t` (kiln::addPointerTileMaps' form): a parameter number of an
-/// integer parameter (`aligned`: specialized a multiple of 16 bytes of fp16), or -1 - a
-/// positive constant (a multiple of 8 when aligned); none otherwise.
-std::optional<int64_t> recipeSource(const Tile &t, bool aligned) {
-  if (std::optional<int64_t> c = mlir::getConstantIntValue(t.value))
-    return *c > 0 && (!aligned || *c % 8 == 0) ? std::optional<int64_t>(-1 - *c) : std::nullopt;
-  auto arg = mlir::dyn_cast<mlir::BlockArgument>(t.value);
-  auto func = arg ? mlir::dyn_cast<mlir::func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
-  if (!func || !t.dtype.isInt() || t.isTile())
-    return std::nullopt;
-  auto div = func.getArgAttrOfType<mlir::IntegerAttr>(arg.getArgNumber(), kiln::kDivisibilityAttr);
-  if (aligned && (!div || div.getInt() % 8))
-    return std::nullopt;
-  return int64_t(arg.getArgNumber());
-}
-} // namespace
-
-TensorDescriptor kiln::lang::make_tensor_descriptor(const Operand &base,
-                                                    const std::vector<Operand> &shape,
-                                                    const std::vector<Operand> &strides,
-                                                    const std::vector<int64_t> &block, Loc loc) {
-  Trace &t = enter(loc, "make_tensor_descriptor");
-  Builder &b = t.builder;
-  if (shape.size() != strides.size() || shape.size() != block.size() || block.empty())
-    b.error("expected shape, strides and block_shape of one non-zero rank for "
-            "make_tensor_descriptor, found " +
-            std::to_string(shape.size()) + ", " + std::to_string(strides.size()) + " and " +
-            std::to_string(block.size()));
-  Tile baseTile = Access::tile(t, base), last = Access::tile(t, strides.back());
-  if (!baseTile.dtype.isPointer() || baseTile.isTile())
-    b.error("expected a pointer as the base of make_tensor_descriptor, found " +
-            baseTile.dtype.str());
-  if (mlir::getConstantIntValue(last.value) != std::optional<int64_t>(1))
-    b.error("expected the constant 1 as the last stride of make_tensor_descriptor (a "
-            "contiguous last dimension)");
-  TensorDescriptor d;
-  d.base = Access::wrap(t, baseTile);
-  d.block = block;
-  std::vector<int64_t> recipe;
-  DType elem = baseTile.dtype.getPointee();
-  auto baseArg = mlir::dyn_cast<mlir::BlockArgument>(baseTile.value);
-  if (block.size() == 2 && baseArg && (elem == DType::fp16() || elem == DType::bf16())) {
-    auto func = mlir::cast<mlir::func::FuncOp>(baseArg.getOwner()->getParentOp());
-    auto div =
-        func.getArgAttrOfType<mlir::IntegerAttr>(baseArg.getArgNumber(), kiln::kDivisibilityAttr);
-    if (div && div.getInt() % 16 == 0)
-      recipe = {baseArg.getArgNumber(), elem == DType::fp16() ? 'h' : 'H', 2, block[0], block[1]};
-  }
-  // Extents, then the strides but the last; each a recipe field where it can be one.
-  auto field = [&](const Operand &o, bool stride, Values &into) {
-    Tile tile = Access::tile(t, o);
-    into.push_back(Access::wrap(t, tile));
-    std::optional<int64_t> src = recipe.empty() ? std::nullopt : recipeSource(tile, stride);
-    src ? recipe.push_back(*src) : recipe.clear();
-  };
-  for (const Operand &o : shape)
-    field(o, false, d.shape);
-  for (size_t i = 0; i + 1 < strides.size(); ++i)
-    field(strides[i], true, d.strides);
-  if (!recipe.empty()) {
-    recipe.push_back(0); // the kernel always reads it (no guarded loop as written)
-    auto it = t.derivedMaps.find(recipe);
-    if (it == t.derivedMaps.end())
-      it = t.derivedMaps.emplace(recipe, b.appendTensorMapArgument()).first;
-    d.map = Access::wrap(t, it->second);
-  }
-  return d;
-}
-
-Value TensorDescriptor::load(const std::vector<Operand> &offsets, Loc loc) const {
-  Trace &t = enter(loc, "TensorDescriptor::load");
-  std::vector<Tile> offs = tilesOf(t, offsets), shapeTiles = tilesOf(t, shape),
-                    strideTiles = tilesOf(t, strides);
-  return Access::wrap(t, t.builder.descriptorLoad(map.valid() ? Access::unwrap(t, map) : Tile(),
-                                                  Access::unwrap(t, base), offs, shapeTiles,
-                                                  strideTiles, block));
-}
-
-void TensorDescriptor::store(const std::vector<Operand> &offsets, const Operand &value,
-                             Loc loc) const {
-  Trace &t = enter(loc, "TensorDescriptor::store");
-  std::vector<Tile> offs = tilesOf(t, offsets), shapeTiles = tilesOf(t, shape),
-                    strideTiles = tilesOf(t, strides);
-  t.builder.descriptorStore(map.valid() ? Access::unwrap(t, map) : Tile(), Access::unwrap(t, base),
-                            offs, Access::tile(t, value), shapeTiles, strideTiles, block);
 }
 
 /// Builder's combine body for a DSL combine function: the region's block arguments as Values
