@@ -22,6 +22,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
@@ -676,8 +677,9 @@ void detail::launchWithMaps(const KernelState &state, const LoadedKernel &k, kil
     unsigned char bytes[kiln::rt::kTensorMapBytes];
   };
   const std::vector<std::vector<int64_t>> &maps = *k.maps;
-  std::vector<Map> storage(maps.size());
-  std::vector<void *> params(numRuntimeArgs + maps.size());
+  // On the stack for the usual few maps and parameters (this is every launch's path).
+  llvm::SmallVector<Map, 4> storage(maps.size());
+  llvm::SmallVector<void *, 32> params(numRuntimeArgs + maps.size());
   for (size_t i = 0; i < numRuntimeArgs; ++i)
     params[i] = const_cast<uint64_t *>(&words[i]);
   const std::vector<kiln::ArgKind> &signature = k.kernel->getSignature();

@@ -360,8 +360,9 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
       DescriptorArg &d = derived[i];
       const auto &rows = variant->kernel->getTensorMapBoxRows();
       unsigned boxRows = j < rows.size() ? rows[j] : 0;
-      std::memset(d.map, 0, sizeof(d.map));
-      if (!variant->host) {
+      if (variant->host) {
+        std::memset(d.map, 0, sizeof(d.map)); // unused there
+      } else {
         auto value = [&](int64_t src) { return src < 0 ? -1 - src : int64_t(bits[src]); };
         d.shape.clear();
         d.strides.clear();
