@@ -20,14 +20,16 @@ using namespace kiln::lang::internal;
 
 namespace {
 /// A map recipe field for `t` (kiln::addPointerTileMaps' form): a parameter number of an
-/// integer parameter (`aligned`: specialized a multiple of 16 bytes of fp16), or -1 - a
-/// positive constant (a multiple of 8 when aligned); none otherwise.
+/// int32 or int64 parameter (`aligned`: specialized a multiple of 16 bytes of fp16), or -1 - a
+/// positive constant (a multiple of 8 when aligned); none otherwise. As the Python front end's
+/// CodeGenerator.derived_tensor_map: no bool or unsigned parameter (whose words the launch
+/// would read as signed).
 std::optional<int64_t> recipeSource(const Tile &t, bool aligned) {
   if (std::optional<int64_t> c = mlir::getConstantIntValue(t.value))
     return *c > 0 && (!aligned || *c % 8 == 0) ? std::optional<int64_t>(-1 - *c) : std::nullopt;
   auto arg = mlir::dyn_cast<mlir::BlockArgument>(t.value);
   auto func = arg ? mlir::dyn_cast<mlir::func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
-  if (!func || !t.dtype.isInt() || t.isTile())
+  if (!func || t.isTile() || (t.dtype != DType::int32() && t.dtype != DType::int64()))
     return std::nullopt;
   auto div = func.getArgAttrOfType<mlir::IntegerAttr>(arg.getArgNumber(), kiln::kDivisibilityAttr);
   if (aligned && (!div || div.getInt() % 8))

@@ -211,3 +211,15 @@ TEST(LangMatmul, DescriptorErrorsNameTheKernelAndLine) {
     EXPECT_EQ(e.getLine(), line) << e.what();
   }
 }
+
+TEST(LangMatmul, DescriptorOfUnsignedExtentsHasNoMap) {
+  // As the Python front end: an extent from an unsigned parameter is not a map field (the
+  // launch would read its word as signed); the descriptor's accesses stay masked loads.
+  auto k = kiln::kernel("u32_desc", [](Ptr<f16> a, U32 M, I32 K) {
+    TensorDescriptor d = make_tensor_descriptor(a, {M, K}, {K, 1}, {64, 64});
+    d.store({0, 0}, zeros({64, 64}, float16));
+  });
+  Compiled c = k.compile(Target{"sm_90a", 4, 3}, kAligned, 128u, 128);
+  EXPECT_TRUE(c.tensor_maps.empty()) << c.mlir;
+  EXPECT_FALSE(contains(c.ptx, "cp.async.bulk.tensor")) << c.ptx;
+}
