@@ -171,13 +171,17 @@ kiln::CompiledKernel kiln::compileKernel(const KernelSource &source,
 // Tensor maps for pointer tiles
 //===----------------------------------------------------------------------===//
 
-/// The recipes on `module`'s parameters, in order.
-static std::vector<std::vector<int64_t>> recipesOf(ModuleOp module) {
+/// The recipes on `module`'s parameters, in order, and (if `params`) which parameters they are.
+static std::vector<std::vector<int64_t>> recipesOf(ModuleOp module,
+                                                   std::vector<unsigned> *params = nullptr) {
   std::vector<std::vector<int64_t>> recipes;
   for (auto func : module.getOps<func::FuncOp>())
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      if (auto recipe = func.getArgAttrOfType<DenseI64ArrayAttr>(i, kiln::kTensorMapRecipeAttr))
+      if (auto recipe = func.getArgAttrOfType<DenseI64ArrayAttr>(i, kiln::kTensorMapRecipeAttr)) {
         recipes.emplace_back(recipe.asArrayRef().begin(), recipe.asArrayRef().end());
+        if (params)
+          params->push_back(i);
+      }
   return recipes;
 }
 
@@ -222,6 +226,9 @@ kiln::PointerTileMaps kiln::addPointerTileMaps(const KernelSource &source, bool 
   if (failed(recipes))
     diagnostics.fail(source.getName(), "internal error: -kiln-pointer-tiles-to-descriptors failed");
   if (recipes->empty())
-    return {source, {}};
-  return {makeKernelSource(std::move(ctx), std::move(module)), std::move(*recipes)};
+    return {source, {}, {}};
+  std::vector<unsigned> params;
+  *recipes = recipesOf(*module, &params);
+  return {makeKernelSource(std::move(ctx), std::move(module)), std::move(*recipes),
+          std::move(params)};
 }

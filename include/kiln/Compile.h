@@ -136,6 +136,9 @@ KILN_EXPORT CompiledKernel compileKernel(const KernelSource &source, const Compi
 struct PointerTileMaps {
   KernelSource source;
   std::vector<std::vector<int64_t>> recipes;
+  /// The parameter each recipe's map is (the appended maps come last; text may have carried
+  /// recipes on earlier parameters already).
+  std::vector<unsigned> params;
 };
 
 /// Runs -kiln-pointer-tiles-to-descriptors (with `attentionTiles`: its attention-tiles option)

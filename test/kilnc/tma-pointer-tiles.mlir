@@ -20,6 +20,15 @@
 // PTX-NEXT: .param .align 64 .b8 matmul_param_14[128]
 // PTX: cp.async.bulk.tensor.2d.shared::cluster.global
 // PTX: cp.async.bulk.tensor.2d.global.shared::cta
+// A map the input already carries (a recipe on parameter 0, which shifts the kernel's own by
+// one) is listed under its own number, and the appended ones under theirs.
+// RUN: sed 's/func.func @matmul(/func.func @matmul(%%m: !kiln.tensormap {kiln.tensor_map_recipe = array<i64: 1, 104, 2, 128, 64, 4, 6, 7>}, /' %s \
+// RUN:   | kilnc - --arch=sm_90a --num-warps=8 --tma-pointer-tiles --emit=launch | FileCheck %s --check-prefix=CARRIED
+// CARRIED: tma_box_rows 0 0 0 0 0 0 0 0 0 0 0 0 0 128 64 128
+// CARRIED-NEXT: tensor_map 0 1 104 2 128 64 4 6 7
+// CARRIED-NEXT: tensor_map 13 1 104 2 128 64 4 6 7
+// CARRIED-NEXT: tensor_map 14 2 104 2 64 128 6 5 9
+// CARRIED-NEXT: tensor_map 15 3 104 2 128 128 4 5 11
 // Without the option (and off sm_90a) the kernel keeps its 12 parameters and cp.async rings.
 // RUN: kilnc %s --arch=sm_90a --num-warps=8 --emit=launch | FileCheck %s --check-prefix=PLAIN
 // RUN: kilnc %s --arch=sm_90 --num-warps=8 --tma-pointer-tiles --emit=launch | FileCheck %s --check-prefix=PLAIN

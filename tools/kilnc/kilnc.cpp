@@ -141,12 +141,14 @@ int main(int argc, char **argv) {
   options.reproducerPath = reproducer.empty() ? defaultReproducerPath() : reproducer.getValue();
   std::optional<kiln::CompiledKernel> result;
   std::vector<std::vector<int64_t>> maps;
+  std::vector<unsigned> mapParams;
   try {
     kiln::KernelSource source(file->getBuffer().str(), file->getBufferIdentifier().str());
     if (tmaPointerTiles && arch == "sm_90a") {
       kiln::PointerTileMaps withMaps = kiln::addPointerTileMaps(source, /*attentionTiles=*/true);
       source = withMaps.source;
       maps = std::move(withMaps.recipes);
+      mapParams = std::move(withMaps.params);
     }
     result = kiln::compileKernel(source, options);
   } catch (const kiln::CompileError &e) {
@@ -200,10 +202,11 @@ int main(int argc, char **argv) {
     for (uint16_t rows : result->tensorMapBoxRows)
       output->os() << " " << rows;
     output->os() << "\n";
-    // --tma-pointer-tiles: per map appended after the kernel's own parameters, its recipe
+    // --tma-pointer-tiles: per map parameter with a recipe (those appended after the kernel's
+    // own parameters, and any the input carried), its number and recipe
     // (kiln::PointerTileMaps; kiln::rt::encodeRecipeTensorMap encodes it at launch).
     for (size_t i = 0; i < maps.size(); ++i) {
-      output->os() << "tensor_map " << result->signature.size() - maps.size() + i;
+      output->os() << "tensor_map " << mapParams[i];
       for (int64_t field : maps[i])
         output->os() << " " << field;
       output->os() << "\n";
