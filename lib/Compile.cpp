@@ -171,9 +171,8 @@ kiln::CompiledKernel kiln::compileKernel(const KernelSource &source,
 // Tensor maps for pointer tiles
 //===----------------------------------------------------------------------===//
 
-/// The recipes on `module`'s parameters, in order, and (if `params`) which parameters they are.
-static std::vector<std::vector<int64_t>> recipesOf(ModuleOp module,
-                                                   std::vector<unsigned> *params = nullptr) {
+std::vector<std::vector<int64_t>> kiln::tensorMapRecipes(ModuleOp module,
+                                                         std::vector<unsigned> *params) {
   std::vector<std::vector<int64_t>> recipes;
   for (auto func : module.getOps<func::FuncOp>())
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
@@ -192,12 +191,12 @@ FailureOr<std::vector<std::vector<int64_t>>> kiln::addPointerTileMaps(ModuleOp m
       createKilnPointerTilesToDescriptors(KilnPointerTilesToDescriptorsOptions{attentionTiles}));
   if (failed(pm.run(module)))
     return failure();
-  return recipesOf(module);
+  return tensorMapRecipes(module);
 }
 
 std::vector<std::vector<int64_t>> kiln::tensorMapRecipes(const KernelSource &source) {
   KernelSource::Impl &src = source.getImpl();
-  return src.module ? recipesOf(*src.module) : std::vector<std::vector<int64_t>>();
+  return src.module ? tensorMapRecipes(*src.module) : std::vector<std::vector<int64_t>>();
 }
 
 kiln::PointerTileMaps kiln::addPointerTileMaps(const KernelSource &source, bool attentionTiles) {
@@ -228,7 +227,7 @@ kiln::PointerTileMaps kiln::addPointerTileMaps(const KernelSource &source, bool 
   if (recipes->empty())
     return {source, {}, {}};
   std::vector<unsigned> params;
-  *recipes = recipesOf(*module, &params);
+  *recipes = tensorMapRecipes(*module, &params);
   return {makeKernelSource(std::move(ctx), std::move(module)), std::move(*recipes),
           std::move(params)};
 }

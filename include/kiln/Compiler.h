@@ -45,8 +45,13 @@ void initializeContext(mlir::MLIRContext &ctx);
 KernelSource makeKernelSource(std::shared_ptr<mlir::MLIRContext> ctx,
                               mlir::OwningOpRef<mlir::ModuleOp> module);
 
-/// -kiln-pointer-tiles-to-descriptors on `module` in place; the recipes of the tensor maps it
-/// appended, in parameter order (see PointerTileMaps), or failure.
+/// The recipes on `module`'s parameters (kTensorMapRecipeAttr), in parameter order, and (if
+/// `params`) the parameters they are on.
+std::vector<std::vector<int64_t>> tensorMapRecipes(mlir::ModuleOp module,
+                                                   std::vector<unsigned> *params = nullptr);
+
+/// -kiln-pointer-tiles-to-descriptors on `module` in place; the recipes of its tensor map
+/// parameters afterwards, in parameter order (see PointerTileMaps), or failure.
 mlir::FailureOr<std::vector<std::vector<int64_t>>> addPointerTileMaps(mlir::ModuleOp module,
                                                                       bool attentionTiles);
 

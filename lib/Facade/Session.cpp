@@ -31,8 +31,8 @@ struct facade::Session::Impl {
   std::vector<Tile> values;
   std::string kernel, file;
   unsigned line = 0, col = 0;
-  /// Recipes of the tensor maps the last finishKernel's compiler pass appended.
-  std::vector<std::vector<int64_t>> compilerMaps;
+  /// The last finishKernel's tensor map recipes, with their parameters.
+  std::vector<std::pair<unsigned, std::vector<int64_t>>> recipes;
 
   static std::shared_ptr<mlir::MLIRContext> newContext() {
     auto ctx = std::make_shared<mlir::MLIRContext>(mlir::MLIRContext::Threading::DISABLED);
@@ -93,7 +93,7 @@ void facade::Session::beginKernel(const std::string &name, const std::vector<Arg
   std::vector<KernelArg> kargs;
   for (const ArgSpec &a : args) {
     KernelArg k{a.name, a.dtype == "tensormap" ? DType::int64() : impl->parseDType(a.dtype),
-                std::nullopt, a.dtype == "tensormap"};
+                std::nullopt, a.dtype == "tensormap", a.recipeField};
     if (a.divisibility)
       k.divisibility = a.divisibility;
     kargs.push_back(std::move(k));
@@ -103,27 +103,39 @@ void facade::Session::beginKernel(const std::string &name, const std::vector<Arg
 
 Handle facade::Session::arg(unsigned index) { return impl->add(impl->builder.arg(index)); }
 
-Handle facade::Session::appendTensorMapArgument() {
-  return impl->add(impl->builder.appendTensorMapArgument());
+std::optional<std::pair<Handle, unsigned>>
+facade::Session::derivedTensorMap(Handle base, const std::vector<Handle> &shape,
+                                  const std::vector<Handle> &strides,
+                                  const std::vector<int64_t> &block) {
+  std::vector<Tile> shapeTiles, strideTiles;
+  for (Handle h : shape)
+    shapeTiles.push_back(impl->get(h));
+  for (Handle h : strides)
+    strideTiles.push_back(impl->get(h));
+  std::optional<Tile> map =
+      impl->builder.derivedTensorMap(impl->get(base), shapeTiles, strideTiles, block);
+  if (!map)
+    return std::nullopt;
+  unsigned index = mlir::cast<mlir::BlockArgument>(map->value).getArgNumber();
+  return std::make_pair(impl->add(*map), index);
 }
 
 KernelSource facade::Session::finishKernel(bool tmaPointerTiles, bool attentionTiles) {
   mlir::OwningOpRef<mlir::ModuleOp> module = impl->builder.finishKernel();
   impl->values.clear();
-  impl->compilerMaps.clear();
-  if (tmaPointerTiles) {
-    mlir::FailureOr<std::vector<std::vector<int64_t>>> recipes =
-        addPointerTileMaps(*module, attentionTiles);
-    if (mlir::failed(recipes))
-      throw CompileError(impl->kernel, impl->file, impl->line, impl->col,
-                         "internal error: -kiln-pointer-tiles-to-descriptors failed");
-    impl->compilerMaps = std::move(*recipes);
-  }
+  impl->recipes.clear();
+  if (tmaPointerTiles && mlir::failed(addPointerTileMaps(*module, attentionTiles)))
+    throw CompileError(impl->kernel, impl->file, impl->line, impl->col,
+                       "internal error: -kiln-pointer-tiles-to-descriptors failed");
+  std::vector<unsigned> params;
+  std::vector<std::vector<int64_t>> recipes = kiln::tensorMapRecipes(*module, &params);
+  for (size_t i = 0; i < recipes.size(); ++i)
+    impl->recipes.emplace_back(params[i], std::move(recipes[i]));
   return makeKernelSource(impl->ctx, std::move(module));
 }
 
-std::vector<std::vector<int64_t>> facade::Session::compilerTensorMaps() const {
-  return impl->compilerMaps;
+std::vector<std::pair<unsigned, std::vector<int64_t>>> facade::Session::tensorMapRecipes() const {
+  return impl->recipes;
 }
 
 void facade::Session::error(const std::string &message) {

@@ -125,7 +125,10 @@ void kiln::Builder::beginKernel(StringRef name, ArrayRef<KernelArg> args) {
     error("expected a kernel name, found an empty string");
   SmallVector<Type> types;
   argTypes.clear();
+  recipeFields.clear();
+  derivedMaps.clear();
   for (const KernelArg &a : args) {
+    recipeFields.push_back(a.recipeField && !a.tensorMap);
     if (a.divisibility) {
       if (*a.divisibility <= 0)
         error("expected a positive divisibility for argument '" + a.name + "', found " +
@@ -167,6 +170,7 @@ Tile kiln::Builder::appendTensorMapArgument() {
   if (failed(fn.insertArgument(index, TensorMapType::get(&ctx), DictionaryAttr(), loc)))
     error("cannot add a tensor map argument to the kernel");
   argTypes.push_back(DType::int64()); // not a value the kernel computes with
+  recipeFields.push_back(false);
   return Tile{fn.getArgument(index), argTypes.back(), std::nullopt};
 }
 

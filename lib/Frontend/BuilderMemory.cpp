@@ -13,6 +13,8 @@
 #include "kiln/Passes.h"
 #include "kiln/Transforms/DescriptorAccess.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/APSInt.h"
@@ -157,6 +159,64 @@ void kiln::Builder::descriptorStore(const Tile &desc, const Tile &base, ArrayRef
   }
   DescriptorStoreOp::create(b, loc, desc.value, base.value, offs, v.value,
                             descriptorExtents(*this, shape), descriptorStrides(*this, strides));
+}
+
+std::optional<Tile> kiln::Builder::derivedTensorMap(const Tile &base, ArrayRef<Tile> shape,
+                                                    ArrayRef<Tile> strides,
+                                                    ArrayRef<int64_t> block) {
+  requireKernel("tl.make_tensor_descriptor");
+  auto fn = llvm::cast<func::FuncOp>(kernelOp);
+  // An argument of the kernel a recipe may name (its number), or none.
+  auto argument = [&](const Tile &t) -> std::optional<unsigned> {
+    auto arg = llvm::dyn_cast<BlockArgument>(t.value);
+    if (!arg || arg.getOwner() != &fn.getBody().front() || t.isTile() ||
+        !recipeFields[arg.getArgNumber()])
+      return std::nullopt;
+    return arg.getArgNumber();
+  };
+  auto divisibility = [&](unsigned i) {
+    auto div = fn.getArgAttrOfType<IntegerAttr>(i, kDivisibilityAttr);
+    return div ? div.getInt() : int64_t(1);
+  };
+  DType elem = base.dtype.getPointee();
+  std::optional<unsigned> b = argument(base);
+  if (block.size() != 2 || shape.size() != 2 || strides.size() != 1 || !b ||
+      !base.dtype.isPointer() || (elem != DType::fp16() && elem != DType::bf16()) ||
+      divisibility(*b) % 16)
+    return std::nullopt;
+  const int64_t itemsize = 2;
+  std::vector<int64_t> recipe = {*b, elem == DType::fp16() ? 'h' : 'H', 2, block[0], block[1]};
+  // An extent or stride: an int32/int64 argument (a stride specialized a multiple of 16
+  // bytes), or -1 - a positive constant (a stride a multiple of 16 bytes). No bool or unsigned
+  // argument: the launcher reads a field's word as a signed integer.
+  auto field = [&](const Tile &t, bool stride) -> std::optional<int64_t> {
+    if (t.isTile() || !t.dtype.isInt() || t.dtype.isBool())
+      return std::nullopt;
+    if (std::optional<int64_t> c = getConstantIntValue(t.value))
+      return *c > 0 && (!stride || *c * itemsize % 16 == 0) ? std::optional<int64_t>(-1 - *c)
+                                                            : std::nullopt;
+    std::optional<unsigned> a = argument(t);
+    if (!a || (t.dtype != DType::int32() && t.dtype != DType::int64()) ||
+        (stride && divisibility(*a) * itemsize % 16))
+      return std::nullopt;
+    return int64_t(*a);
+  };
+  for (auto [t, stride] :
+       {std::pair(&shape[0], false), std::pair(&shape[1], false), std::pair(&strides[0], true)}) {
+    std::optional<int64_t> f = field(*t, stride);
+    if (!f)
+      return std::nullopt;
+    recipe.push_back(*f);
+  }
+  recipe.push_back(0); // read unguarded
+  auto it = derivedMaps.find(recipe);
+  if (it == derivedMaps.end()) {
+    Tile map = appendTensorMapArgument();
+    unsigned index = llvm::cast<BlockArgument>(map.value).getArgNumber();
+    fn.setArgAttr(index, kTensorMapRecipeAttr, DenseI64ArrayAttr::get(&ctx, recipe));
+    it = derivedMaps.emplace(recipe, index).first;
+  }
+  return Tile{fn.getArgument(it->second), argTypes[it->second], std::nullopt};
 }
 
 Tile kiln::Builder::load(const Tile &ptr, std::optional<Tile> mask, std::optional<Tile> other,

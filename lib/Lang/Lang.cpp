@@ -735,12 +735,6 @@ kiln::KernelSource detail::traceKernel(const KernelState &state, const std::vect
     }
     body(values);
     mlir::OwningOpRef<mlir::ModuleOp> module = b.finishKernel();
-    // The recipes of make_tensor_descriptor's maps, on their parameters (as the compiler's).
-    for (auto func : module->getOps<mlir::func::FuncOp>())
-      for (const auto &[recipe, map] : trace.derivedMaps)
-        func.setArgAttr(mlir::cast<mlir::BlockArgument>(map.value).getArgNumber(),
-                        kiln::kTensorMapRecipeAttr,
-                        mlir::DenseI64ArrayAttr::get(func.getContext(), recipe));
     return kiln::makeKernelSource(shared().ctx, std::move(module));
   } catch (const kiln::CompileError &e) {
     throw CompileError(e.getKernel().empty() ? state.name : e.getKernel(), e.getFile(), e.getLine(),

@@ -50,8 +50,6 @@ struct Trace {
   /// A deque: Values keep pointers into it while it grows.
   std::deque<Tile> tiles;
   Trace *outer;
-  /// Tensor map parameters of make_tensor_descriptor: recipe -> the parameter.
-  std::map<std::vector<int64_t>, Tile> derivedMaps;
 };
 
 /// The kernel being traced on this thread (null outside a kernel body).

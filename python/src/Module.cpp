@@ -91,20 +91,23 @@ PYBIND11_MODULE(_C, m) {
   //===--------------------------------------------------------------------===//
 
   pyb::class_<kiln::facade::ArgSpec>(m, "ArgSpec")
-      .def(pyb::init([](std::string name, std::string dtype, int32_t divisibility) {
-             return kiln::facade::ArgSpec{std::move(name), std::move(dtype), divisibility};
-           }),
-           pyb::arg("name"), pyb::arg("dtype"), pyb::arg("divisibility") = 0);
+      .def(pyb::init(
+               [](std::string name, std::string dtype, int32_t divisibility, bool recipeField) {
+                 return kiln::facade::ArgSpec{std::move(name), std::move(dtype), divisibility,
+                                              recipeField};
+               }),
+           pyb::arg("name"), pyb::arg("dtype"), pyb::arg("divisibility") = 0,
+           pyb::arg("recipe_field") = true);
 
   pyb::class_<Session>(m, "Session")
       .def(pyb::init<>())
       .def("set_location", &Session::setLocation)
       .def("begin_kernel", &Session::beginKernel)
       .def("arg", &Session::arg)
-      .def("append_tensor_map_argument", &Session::appendTensorMapArgument)
+      .def("derived_tensor_map", &Session::derivedTensorMap)
       .def("finish_kernel", &Session::finishKernel, pyb::arg("tma_pointer_tiles") = false,
            pyb::arg("attention_tiles") = false)
-      .def("compiler_tensor_maps", &Session::compilerTensorMaps)
+      .def("tensor_map_recipes", &Session::tensorMapRecipes)
       .def("error", &Session::error)
       .def("dtype", &Session::dtype)
       .def("shape", &Session::shape)

@@ -360,3 +360,42 @@ def test_device_descriptor_with_a_launcher_encoded_map_on_the_cpu():
     k = kiln.compile(device_copy_f16_kernel, signature=sig, constexprs={"BM": 16, "BN": 32},
                      target="sm_90a")
     assert len(re.findall(r"\.param \.align 64 \.b8 \w+\[128\]", k.asm["ptx"])) == 2
+
+
+@kiln.jit
+def host_and_device_desc_kernel(in_desc, a_ptr, c_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    # a host descriptor beside two made in the kernel (one of them twice: one map)
+    a = tl.make_tensor_descriptor(a_ptr, [M, N], [N, 1], [BM, BN])
+    again = tl.make_tensor_descriptor(a_ptr, [M, N], [N, 1], [BM, BN])
+    c = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    off = tl.program_id(0) * BM
+    c.store([off, 0], a.load([off, 0]) + again.load([off, 0]) + in_desc.load([off, 0]))
+
+
+def test_host_and_device_descriptors_in_one_kernel():
+    """The maps of descriptors made in the kernel go after the host descriptor's parameters
+    (Builder::derivedTensorMap, one per distinct descriptor); the launcher fills each from
+    the recipe on it, in the launch's terms."""
+    a = (np.arange(64 * 32, dtype=np.float16).reshape(64, 32) / 64).astype(np.float16)
+    x = np.ones_like(a)
+    c = np.zeros_like(a)
+    host_and_device_desc_kernel[(4,)](kiln.TensorDescriptor.from_tensor(x, [16, 32]), a, c,
+                                      64, 32, BM=16, BN=32, **CPU)
+    np.testing.assert_array_equal(c, a * 2 + 1)
+    sig = {"in_desc": "tensordesc<fp16[16, 32]>", "a_ptr": "*fp16:16", "c_ptr": "*fp16:16",
+           "M": "i32:16", "N": "i32:16"}
+    k = kiln.compile(host_and_device_desc_kernel, signature=sig,
+                     constexprs={"BM": 16, "BN": 32}, target="sm_90a")
+    # the host descriptor's map and the two made in the kernel
+    assert len(re.findall(r"\.param \.align 64 \.b8 \w+\[128\]", k.asm["ptx"])) == 3
+
+
+@pytest.mark.gpu
+def test_host_and_device_descriptors_in_one_kernel_gpu():
+    torch = pytest.importorskip("torch")
+    a = torch.randn(256, 64, device="cuda", dtype=torch.float16)
+    x = torch.randn(256, 64, device="cuda", dtype=torch.float16)
+    c = torch.empty_like(a)
+    host_and_device_desc_kernel[(4,)](kiln.TensorDescriptor.from_tensor(x, [64, 64]), a, c,
+                                      256, 64, BM=64, BN=64)
+    torch.testing.assert_close(c, a + a + x, rtol=0, atol=0)

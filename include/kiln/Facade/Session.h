@@ -35,6 +35,9 @@ struct ArgSpec {
   std::string name;
   std::string dtype;
   int32_t divisibility = 0;
+  /// A tensor map recipe may name it (KernelArg::recipeField): false for the parts of a host
+  /// tensor descriptor.
+  bool recipeField = true;
 };
 
 /// Builds one kernel at a time through kiln::Builder (its own MLIRContext inside). Methods
@@ -56,18 +59,23 @@ public:
   void beginKernel(const std::string &name, const std::vector<ArgSpec> &args);
   /// Parameter `index` of the kernel.
   Handle arg(unsigned index);
-  /// A tensor map parameter appended to the kernel (Builder::appendTensorMapArgument).
-  Handle appendTensorMapArgument();
+  /// tl.make_tensor_descriptor's tensor map where a launcher can encode one
+  /// (Builder::derivedTensorMap): the map parameter's handle and number, or none.
+  std::optional<std::pair<Handle, unsigned>> derivedTensorMap(Handle base,
+                                                              const std::vector<Handle> &shape,
+                                                              const std::vector<Handle> &strides,
+                                                              const std::vector<int64_t> &block);
   /// Ends and verifies the kernel; returns its module, in memory, for the compiler. With
   /// `tmaPointerTiles` (a target whose dots copy tensor maps with the TMA: sm_90a), loops'
   /// loads of dot operands through advancing pointer tiles become loads of tensor maps the
-  /// compiler appends (-kiln-pointer-tiles-to-descriptors; see compilerTensorMaps). With
+  /// compiler appends (-kiln-pointer-tiles-to-descriptors; see tensorMapRecipes). With
   /// `attentionTiles` too, also tiles read transposed and bases a program moves (the pass's
   /// attention-tiles; the Python front end asks for both on sm_90a by default).
   KernelSource finishKernel(bool tmaPointerTiles = false, bool attentionTiles = false);
-  /// The tensor maps the last finishKernel appended, in parameter order, each the recipe the
-  /// launcher encodes it from (kTensorMapRecipeAttr: parameter numbers of the kernel).
-  std::vector<std::vector<int64_t>> compilerTensorMaps() const;
+  /// The tensor map parameters of the kernel the last finishKernel returned that a launcher
+  /// encodes from other arguments (derivedTensorMap's and the compiler's), in parameter order:
+  /// each its number and recipe (kTensorMapRecipeAttr: parameter numbers of the kernel).
+  std::vector<std::pair<unsigned, std::vector<int64_t>>> tensorMapRecipes() const;
   /// Throws CompileError with `message` at the current location.
   [[noreturn]] void error(const std::string &message);
 

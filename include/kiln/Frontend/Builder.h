@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -81,6 +82,10 @@ struct KernelArg {
   std::optional<int32_t> divisibility;
   /// The tensor map of a tensor descriptor argument (`!kiln.tensormap`; dtype unused).
   bool tensorMap = false;
+  /// A launcher can read this argument's own word for a tensor map recipe (see
+  /// Builder::derivedTensorMap); false for the parts of a host tensor descriptor, which the
+  /// Python launcher fills from the descriptor object.
+  bool recipeField = true;
 };
 
 /// Options of `load` with Triton's spellings: cache "" | ".ca" | ".cg" | ".cv", eviction
@@ -308,6 +313,17 @@ public:
   void descriptorStore(const Tile &desc, const Tile &base, llvm::ArrayRef<Tile> offsets,
                        const Tile &value, llvm::ArrayRef<Tile> shape, llvm::ArrayRef<Tile> strides,
                        llvm::ArrayRef<int64_t> block);
+  /// The tensor map of tl.make_tensor_descriptor(base, shape, strides + [1], block) where a
+  /// launcher can encode one from the launch's arguments, so that the TMA copies its blocks
+  /// (both front ends ask here): a 2-D fp16 or bf16 tensor whose base is a pointer argument
+  /// specialized 16-byte aligned, whose extents are int32/int64 arguments or positive constants,
+  /// and whose row stride is such an argument specialized a multiple of 16 bytes or a constant
+  /// multiple of 16 bytes. Returns the map parameter, appended once per distinct recipe with
+  /// the recipe on it (kTensorMapRecipeAttr: base, dtype code 'h' / 'H', rank, block, per
+  /// extent and stride an argument number or -1 - value, then 0: the kernel reads it
+  /// unguarded), or nullopt: the descriptor's accesses are then masked loads and stores.
+  std::optional<Tile> derivedTensorMap(const Tile &base, llvm::ArrayRef<Tile> shape,
+                                       llvm::ArrayRef<Tile> strides, llvm::ArrayRef<int64_t> block);
   /// store(ptr, value, mask): value and mask broadcast to ptr's shape, value cast to the
   /// pointee dtype.
   void store(const Tile &ptr, const Tile &value, std::optional<Tile> mask = std::nullopt,
@@ -561,6 +577,10 @@ private:
   /// The kernel being built: its name, argument dtypes, module and func.func.
   std::string kernelName;
   std::vector<DType> argTypes;
+  /// Per argument, KernelArg::recipeField.
+  std::vector<bool> recipeFields;
+  /// derivedTensorMap's parameters by recipe.
+  std::map<std::vector<int64_t>, unsigned> derivedMaps;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::Operation *kernelOp = nullptr;
 };

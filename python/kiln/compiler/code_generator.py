@@ -52,11 +52,16 @@ _UNSUPPORTED_EXPR = {
 
 
 def _launcher_recipe(kernel, recipe, arg_params):
-    """A tensor map recipe of the compiler (kernel parameter numbers: base, dtype code, rank,
-    block, then per extent and per stride a parameter number or -1 - value) in the
-    launcher's terms (CodeGenerator.derived_tensor_map): the arguments' indices, and a final
-    1 (the kernel reads the map only where its extents and strides are positive)."""
+    """A tensor map recipe on a kernel parameter (kTensorMapRecipeAttr: base, dtype code, rank,
+    block, then per extent and per stride a parameter number or -1 - value, and a final 0 for
+    a map the kernel reads unguarded: Builder::derivedTensorMap's) in the launcher's terms
+    (python/src/Launcher.cpp): the arguments' indices, and a final 1 for a map the compiler
+    made (the kernel reads it only where its extents and strides are positive)."""
     rank = recipe[2]
+    fields = 3 + 3 * rank - 1
+    if len(recipe) not in (fields, fields + 1):
+        raise RuntimeError(f"internal error: kernel '{kernel}': a malformed tensor map recipe "
+                           f"{list(recipe)}")
 
     def index(p):
         ap = arg_params[p] if 0 <= p < len(arg_params) else None
@@ -66,8 +71,9 @@ def _launcher_recipe(kernel, recipe, arg_params):
         return ap
 
     out = [index(recipe[0]), recipe[1], rank, *recipe[3:3 + rank]]
-    out += [index(s) if s >= 0 else s for s in recipe[3 + rank:]]
-    return out + [1]
+    out += [index(s) if s >= 0 else s for s in recipe[3 + rank:fields]]
+    guarded = len(recipe) == fields or recipe[fields] != 0
+    return out + [1] if guarded else out
 
 
 def _descriptor_params(name, spec, index, arg_specs, arg_params):
@@ -81,12 +87,15 @@ def _descriptor_params(name, spec, index, arg_specs, arg_params):
     block = [int(b) for b in block.split("x")]
     rank = len(block)
     itemsize = str_to_ty(dt).primitive_bitwidth // 8
-    arg_specs.append(_C.ArgSpec(f"{name}.map", "tensormap", 0))
-    arg_specs.append(_C.ArgSpec(f"{name}.base", "*" + dt, 16))
+    # (no tensor map recipe names these: their words are not the launch's arguments)
+    arg_specs.append(_C.ArgSpec(f"{name}.map", "tensormap", 0, False))
+    arg_specs.append(_C.ArgSpec(f"{name}.base", "*" + dt, 16, False))
     for d in range(rank):
-        arg_specs.append(_C.ArgSpec(f"{name}.shape{d}", "i32", 16 if flags[d] == "D" else 0))
+        arg_specs.append(_C.ArgSpec(f"{name}.shape{d}", "i32", 16 if flags[d] == "D" else 0,
+                                    False))
     for d in range(rank - 1):  # strides are multiples of 16 bytes (checked at launch)
-        arg_specs.append(_C.ArgSpec(f"{name}.stride{d}", "i64", max(1, 16 // itemsize)))
+        arg_specs.append(_C.ArgSpec(f"{name}.stride{d}", "i64", max(1, 16 // itemsize),
+                                    False))
     arg_params += [index | f << 16 for f in range(1, 3 + 2 * rank - 1)]
     return str_to_ty(dt), block
 
@@ -117,48 +126,32 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
     # Tensor maps the launcher encodes for descriptors made in the kernel
     # -----------------------------------------------------------------------------------
 
-    def derived_tensor_map(self, base, shape, strides, block, elem):
-        """A tensor map parameter for `tl.make_tensor_descriptor(base, shape, strides,
-        block)` when the launcher can encode it from the launch's arguments (so the TMA can
-        copy its blocks, as for a host TensorDescriptor): a 2-D fp16/bf16 tensor whose base is
-        a pointer parameter specialized 16-byte aligned, whose extents are integer parameters
-        or constants, and whose row stride is a parameter specialized a multiple of 16 or a
-        constant that is a multiple of 16 bytes. Returns the parameter's handle (one per
-        distinct descriptor), or None: then the descriptor's accesses are masked loads and
-        stores. The launcher reads the recipe from arg_params (a list entry: base index,
-        dtype code, rank, block, then per extent and per stride a parameter index, or
-        -1 - value for a constant; python/src/Launcher.cpp)."""
-        codes = {"fp16": "h", "bf16": "H"}
-        if len(block) != 2 or str(elem) not in codes:
-            return None
-        itemsize = 2
-
-        def source(x, aligned):
+    def derived_tensor_map(self, base, shape, strides, block):
+        """A tensor map parameter for `tl.make_tensor_descriptor(base, shape, strides + [1],
+        block)` when the launcher can encode it from the launch's arguments, so that the TMA
+        can copy its blocks as for a host TensorDescriptor (Builder::derivedTensorMap decides,
+        for both front ends): its handle (one per distinct descriptor), or None: then the
+        descriptor's accesses are masked loads and stores. The launcher reads the map's recipe
+        from arg_params (_generate turns the kernel's recipes into its terms)."""
+        def handle(x):
             v = x.value if isinstance(x, constexpr) else x
-            if isinstance(v, bool):
-                return None
-            if isinstance(v, int):
-                ok = v > 0 and (not aligned or (v * itemsize) % 16 == 0)
-                return -1 - v if ok else None
-            if not isinstance(v, tensor) or v.handle not in self._param_of:
-                return None
-            index, spec = self._param_of[v.handle]
-            ty, _, div = spec.partition(":")
-            if ty not in ("i32", "i64") or (aligned and (not div or (int(div) * itemsize) % 16)):
-                return None
-            return index
+            if isinstance(v, tensor):
+                return v.handle
+            if isinstance(v, int) and not isinstance(v, bool) and -2**63 <= v < 2**63:
+                return self.session.int_const(v)
+            return None
 
-        b = self._param_of.get(base.handle) if isinstance(base, tensor) else None
-        if b is None or not b[1].startswith("*") or not b[1].endswith(":16"):
+        handles = [handle(x) for x in (base, *shape, *strides)]
+        if any(h is None for h in handles):
             return None
-        srcs = [source(x, False) for x in shape] + [source(x, True) for x in strides]
-        if any(s is None for s in srcs):
+        made = self.session.derived_tensor_map(handles[0], handles[1:1 + len(shape)],
+                                               handles[1 + len(shape):], list(block))
+        if made is None:
             return None
-        recipe = (b[0], ord(codes[str(elem)]), len(block), *block, *srcs)
-        if recipe not in self._derived_maps:
-            self._derived_maps[recipe] = self.session.append_tensor_map_argument()
-            self._arg_params.append(list(recipe))
-        return self._derived_maps[recipe]
+        h, param = made
+        while len(self._arg_params) <= param:
+            self._arg_params.append(None)  # filled from the kernel's recipe in _generate
+        return h
 
     # -----------------------------------------------------------------------------------
     # Entry point
@@ -211,7 +204,6 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
         try:
             self.session.begin_kernel(info.name, arg_specs)
             self._arg_params = arg_params
-            self._derived_maps = {}
             self._param_of = {}  # handle of a runtime parameter -> (index, spec)
             for name, j in runtime:
                 scope[name] = tensor(self.session.arg(j))
@@ -233,8 +225,12 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
             source = self.session.finish_kernel(
                 tma_pointer_tiles=getattr(self, "tma_pointer_tiles", False),
                 attention_tiles=getattr(self, "tma_attention_tiles", False))
-            for recipe in self.session.compiler_tensor_maps():
-                arg_params.append(_launcher_recipe(info.name, recipe, arg_params))
+            for param, recipe in self.session.tensor_map_recipes():
+                entry = _launcher_recipe(info.name, recipe, arg_params)
+                if param < len(arg_params):
+                    arg_params[param] = entry
+                else:
+                    arg_params.append(entry)
         except _C.BuildError as e:
             raise self._from_build_error(e) from None
         finally:

@@ -191,7 +191,7 @@ def make_block_ptr(base, shape, strides, offsets, block_shape, order):
     desc = None
     last = _unwrap(strides[-1])
     if isinstance(last, _py.int) and not isinstance(last, _py.bool) and last == 1:
-        desc = g.derived_tensor_map(base, shape, strides[:-1], block, base.dtype.element_ty)
+        desc = g.derived_tensor_map(base, shape, strides[:-1], block)
     return block_pointer(base, shape, strides, offs, block, order, desc)
 
 

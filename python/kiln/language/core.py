@@ -617,7 +617,7 @@ def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="ze
         raise TypeError(f"expected a pointer as the base of tl.make_tensor_descriptor, found "
                         f"{_describe(base)}")
     # The launcher encodes a tensor map for it where it can (the TMA then copies its blocks).
-    desc = _gen().derived_tensor_map(base, shape, strides[:-1], block, base.dtype.element_ty)
+    desc = _gen().derived_tensor_map(base, shape, strides[:-1], block)
     return tensor_descriptor(desc, base.handle, [_t(x).handle for x in shape],
                              [_t(x).handle for x in strides[:-1]], base.dtype.element_ty,
                              block)
