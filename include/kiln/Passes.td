@@ -398,6 +398,32 @@ def KilnWarpSpecialize : Pass<"kiln-warp-specialize", "mlir::ModuleOp"> {
                            "::kiln::gpu::KilnGPUDialect"];
 }
 
+def KilnPeelDotLoops : Pass<"kiln-peel-dot-loops", "mlir::ModuleOp"> {
+  let summary = "peel a warp-specialized dot loop's first and last iterations where a dot goes";
+  let description = [{
+    After -kiln-warp-specialize: the consumers' loop (marked `kiln.warp_specialize`, its
+    copies gone to the producer) gets its first and last iterations peeled off, each under an
+    `scf.if` that says whether it runs, and the copies are canonicalized with what they start
+    from. Where that leaves a dot no work -- its register A a constant zero (it becomes its
+    C), or its result read by nothing but waits -- the dot goes, and the waits after it that
+    let its group run count one group fewer, so each still retires what it retired before.
+    Loops where no dot goes are left as they were. FlashAttention-3's order (q @ k_j and
+    p_(j-1) @ v_(j-1) in one iteration, one iteration more than there are key blocks) loses
+    its first p @ v (of the zeros p starts as) and, when the loop counts blocks with step 1,
+    its last q @ k (which no block reads).
+
+    ```mlir
+    // before: scf.for %i = %c0 to %n1 step %c1 iter_args(%p = %zeros, ...) { B(%i, %p) }
+    // after:
+    %r0 = scf.if %any -> (...) { B(%c0, %zeros) without the p @ v } else { scf.yield ... }
+    %r1 = scf.for %i = %c1 to %last step %c1 iter_args(... = %r0) { B(%i, ...) }
+    %r2 = scf.if %two -> (...) { B(%last, %r1) without the q @ k } else { scf.yield %r1 }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
+                           "::kiln::gpu::KilnGPUDialect"];
+}
+
 def KilnPipelineLoads : Pass<"kiln-pipeline-loads", "mlir::ModuleOp"> {
   let summary = "prefetch the next iteration's loads of scf.for loops (software pipelining)";
   let description = [{

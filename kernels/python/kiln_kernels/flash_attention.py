@@ -274,8 +274,13 @@ def _attn_fwd_inner_desc_fa3(acc, l_i, m_i, q, desc_k, desc_v, kv_row, qk_scale,
     p = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     alpha = tl.full([BLOCK_M], 1.0, dtype=tl.float32)
     offs_n = tl.arange(0, BLOCK_N)
-    for start_n in tl.range(lo, hi + BLOCK_N, BLOCK_N, warp_specialize=True):
-        has_keys = start_n < hi
+    # Blocks counted with step 1, so that the compiler sees which iteration is the last (it
+    # peels the first and the last, whose p @ v of zeros and q @ k no block reads go:
+    # -kiln-peel-dot-loops); hi - lo is a multiple of BLOCK_N.
+    n_blocks = (hi - lo) // BLOCK_N
+    for j in tl.range(0, n_blocks + 1, warp_specialize=True):
+        start_n = lo + j * BLOCK_N
+        has_keys = j < n_blocks
         kT = desc_k.load([kv_row + tl.minimum(start_n, hi - BLOCK_N), 0]).T
         v = desc_v.load([kv_row + tl.maximum(start_n - BLOCK_N, lo), 0])
         qk = tl.dot(q, kT)
