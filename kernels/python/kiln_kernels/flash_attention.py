@@ -378,11 +378,13 @@ def descriptor_overlap_default(head_dim, device, causal=False, seq_len=None):
     an sm_90 GPU, where its loop is warp-specialized (a producer warpgroup, the consumers'
     two warpgroups taking turns at the tensor cores): on the H100 (session 31, three runs of
     interleaved rounds) 554-575 / 573-604 TFLOP/s at 4x32x4096 / 1x32x16384 against 530-551 /
-    548-563 for the plain loop, causal at 16k 578-590 against 536-551. Causal at S <= 4096 the
-    plain loop's 128x64 tiles (two programs an SM) ran ahead (502-508 against 483-497), so it
-    keeps them. Else None (the plain loop; at D = 64 FlashAttention-3's order ran 0.74-0.95x
-    SDPA default against 1.02-1.15x)."""
-    if head_dim != 128 or torch is None or (causal and seq_len is not None and seq_len <= 4096):
+    548-563 for the plain loop, causal at 16k 578-590 against 536-551. Causal at S <= 4096
+    the plain loop's 128x64 tiles (two programs an SM) ran ahead until the compiler peeled
+    the loop's idle first p @ v and last q @ k (-kiln-peel-dot-loops; session 33, five
+    interleaved rounds: 524 against 498, SDPA default 511). Else None (the plain loop; at
+    D = 64 FlashAttention-3's order ran 0.84-0.92x SDPA default against 1.00-1.15x, session
+    33). `causal` and `seq_len` no longer change the choice."""
+    if head_dim != 128 or torch is None:
         return None
     return "fa3" if _capability_major(device) == 9 else None
 
