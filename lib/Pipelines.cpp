@@ -67,8 +67,8 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
   if (options.wgmma && !options.maxnreg)
     pm.addPass(createKilnWarpSpecialize(KilnWarpSpecializeOptions{
         options.producerRegisters, options.pingPong, options.warpSpecialize}));
-  // ... and where its consumers' loop issues a dot that does no work in its first or last
-  // iteration (FlashAttention-3's order), those iterations are peeled and the dots go
+  // a loop of dots that do no work in its first or last iteration (FlashAttention-3's order):
+  // those iterations peeled, the idle dots gone
   if (options.wgmma && !options.maxnreg)
     pm.addPass(createKilnPeelDotLoops());
   pm.addPass(createSCFToControlFlowPass());

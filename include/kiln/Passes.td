@@ -399,12 +399,13 @@ def KilnWarpSpecialize : Pass<"kiln-warp-specialize", "mlir::ModuleOp"> {
 }
 
 def KilnPeelDotLoops : Pass<"kiln-peel-dot-loops", "mlir::ModuleOp"> {
-  let summary = "peel a warp-specialized dot loop's first and last iterations where a dot goes";
+  let summary = "peel a dot loop's first and last iterations where a dot goes";
   let description = [{
-    After -kiln-warp-specialize: the consumers' loop (marked `kiln.warp_specialize`, its
-    copies gone to the producer) gets its first and last iterations peeled off, each under an
-    `scf.if` that says whether it runs, and the copies are canonicalized with what they start
-    from. Where that leaves a dot no work -- its register A a constant zero (it becomes its
+    On sm_90a, after the rings and -kiln-warp-specialize: a loop whose body issues several
+    `shared_dot`s, one with A in registers (an attention loop's `p @ v`; with a producer
+    warpgroup, the consumers' loop), gets its first and last
+    iterations peeled off, each under an `scf.if` that says whether it runs, and the copies
+    are canonicalized with what they start from. Where that leaves a dot no work -- its register A a constant zero (it becomes its
     C), or its result read by nothing but waits -- the dot goes, and the waits after it that
     let its group run count one group fewer, so each still retires what it retired before.
     Loops where no dot goes are left as they were. FlashAttention-3's order (q @ k_j and

@@ -1,8 +1,8 @@
 //===- PeelDotLoops.cpp - A rotated dot loop's first and last iterations --===//
 //
-// This file implements -kiln-peel-dot-loops (see Passes.td): the consumers' loop of a
-// warp-specialized kernel gets its first and its last iteration peeled off, each under an
-// scf.if that says it runs, wherever that lets a dot go:
+// This file implements -kiln-peel-dot-loops (see Passes.td): a loop of shared_dots (after
+// the rings, and after -kiln-warp-specialize: its consumers' loop) gets its first and its last
+// iteration peeled off, each under an scf.if that says it runs, wherever that lets a dot go:
 //
 //   for i in [lb, ub):  x = B(i, x)     =>   if lb < ub:        x = B(lb, x)
 //                                            for i in [lb + s, last):  x = B(i, x)
@@ -12,7 +12,8 @@
 // copies are canonicalized with the values they start from: what the loop carries in is
 // often a constant there, and the last index often decides a condition.
 //
-// Why. FlashAttention-3's order (kiln_kernels' _attn_fwd_inner_desc_fa3) issues q @ k_j and
+// Why. FlashAttention-3's order (kiln_kernels' _attn_fwd_inner_desc_fa3, and the rotated
+// loops of its other paths) issues q @ k_j and
 // p_(j-1) @ v_(j-1) together, so the loop runs one iteration more than there are key
 // blocks: its first p @ v multiplies the zeros p starts as, and its last q @ k is thrown
 // away (the row statistics keep their values where the block index says there are no more
@@ -29,7 +30,8 @@
 // running; without that p @ v it waits with none).
 //
 // Peeling is kept only where a dot went: other loops are left as they were. The copies are
-// straight-line code under uniform branches, beside the loop ptxas schedules as before.
+// the loop's body under uniform branches, beside the loop ptxas schedules as before (its
+// copies of a ring's thread-0 branches and barriers run as they would in the loop).
 //
 //===----------------------------------------------------------------------===//
 
@@ -203,13 +205,15 @@ unsigned peel(scf::ForOp loop) {
   return simplify(bounds, {first, final});
 }
 
-/// The loops the pass peels, in walk order.
+/// The loops the pass may peel, in walk order: their bodies issue several shared_dots, one
+/// with A in registers (a rotated attention loop's p @ v; a matmul's loop has neither).
 SmallVector<scf::ForOp> candidates(Operation *root) {
   SmallVector<scf::ForOp> loops;
   root->walk([&](scf::ForOp loop) {
-    Block *body = loop.getBody();
-    if (loop->hasAttr(kiln::kWarpSpecializeAttr) && !loop.getUnsignedCmp() &&
-        !body->getOps<kgpu::SharedDotOp>().empty() && body->getOps<kgpu::TmaCopyOp>().empty())
+    auto dots = loop.getBody()->getOps<kgpu::SharedDotOp>();
+    if (!loop.getUnsignedCmp() && std::distance(dots.begin(), dots.end()) >= 2 &&
+        llvm::any_of(dots,
+                     [](kgpu::SharedDotOp d) { return isa<RankedTensorType>(d.getA().getType()); }))
       loops.push_back(loop);
   });
   return loops;
@@ -218,9 +222,6 @@ SmallVector<scf::ForOp> candidates(Operation *root) {
 struct PeelDotLoops : kiln::impl::KilnPeelDotLoopsBase<PeelDotLoops> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    // Only where -kiln-warp-specialize split a kernel: its consumers' loop has no copies.
-    if (!module->hasAttr("kiln_gpu.consumer_warps"))
-      return;
     for (auto func : module.getOps<func::FuncOp>()) {
       SmallVector<scf::ForOp> loops = candidates(func);
       for (size_t k = 0; k < loops.size(); ++k) {

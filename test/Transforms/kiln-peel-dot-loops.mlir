@@ -86,22 +86,41 @@ module attributes {kiln_gpu.consumer_warps = 4 : i32} {
 
 // -----
 
-// Without -kiln-warp-specialize's split (no consumer_warps) the pass leaves the kernel alone.
-// CHECK-LABEL: func.func @unsplit(
-// CHECK-NOT: scf.if
+// A loop without warp specialization (the pointer path's rotated loop, step 64: its last
+// index is not known, but what its last iteration computes from q @ k is only p, which
+// nothing reads after the loop): the first iteration loses its p @ v of zeros, the last its
+// q @ k.
+// CHECK-LABEL: func.func @rotated(
+// CHECK: scf.if
+// CHECK: kiln_gpu.shared_dot %{{.*}}, %{{.*}}, %{{.*}} {pending = 1 : i32}
+// CHECK-NOT: kiln_gpu.shared_dot
+// CHECK: kiln_gpu.dot_wait %{{.*}} : tensor<64x64xf32>
+// CHECK: } else {
 // CHECK: scf.for
+// CHECK-COUNT-2: kiln_gpu.shared_dot
+// CHECK: scf.if
+// CHECK-NEXT: kiln_gpu.shared_dot %{{.*}}#1, %{{.*}}, %{{.*}}#0 {pending = 1 : i32}
+// CHECK-NOT: kiln_gpu.shared_dot
+// CHECK: return
 module {
-  func.func @unsplit(%q: !kiln_gpu.shared<[1, 64, 64], f16>, %v: !kiln_gpu.shared<[3, 64, 64], f16>, %n: i32) {
+  func.func @rotated(%q: !kiln_gpu.shared<[1, 64, 64], f16>, %k: !kiln_gpu.shared<[3, 64, 64], f16>,
+                     %v: !kiln_gpu.shared<[3, 64, 64], f16>, %hi: i32) -> tensor<64x64xf32> {
     %c0 = arith.constant 0 : i32
-    %c1 = arith.constant 1 : i32
+    %c64 = arith.constant 64 : i32
     %zero = arith.constant dense<0.000000e+00> : tensor<64x64xf32>
-    %r = scf.for %j = %c0 to %n step %c1 iter_args(%acc = %zero) -> (tensor<64x64xf32>) : i32 {
-      %a = kiln_gpu.dot_wait %acc : tensor<64x64xf32>
-      %ph = arith.truncf %zero : tensor<64x64xf32> to tensor<64x64xf16>
-      %pv = kiln_gpu.shared_dot %ph, %v[%c0], %a {pending = 1 : i32} : tensor<64x64xf16>, !kiln_gpu.shared<[3, 64, 64], f16>, tensor<64x64xf32>
-      scf.yield %pv : tensor<64x64xf32>
-    } {kiln.warp_specialize}
-    %done = kiln_gpu.dot_wait %r : tensor<64x64xf32>
-    return
+    %zh = arith.constant dense<0.000000e+00> : tensor<64x64xf16>
+    %end = arith.addi %hi, %c64 : i32
+    %r:2 = scf.for %s = %c0 to %end step %c64 iter_args(%acc = %zero, %p = %zh) -> (tensor<64x64xf32>, tensor<64x64xf16>) : i32 {
+      %has = arith.cmpi slt, %s, %hi : i32
+      %qk = kiln_gpu.shared_dot %q[%c0], %k[%c0], %zero {pending = 1 : i32} : !kiln_gpu.shared<[1, 64, 64], f16>, !kiln_gpu.shared<[3, 64, 64], f16>, tensor<64x64xf32>
+      %pv = kiln_gpu.shared_dot %p, %v[%c0], %acc {pending = 2 : i32} : tensor<64x64xf16>, !kiln_gpu.shared<[3, 64, 64], f16>, tensor<64x64xf32>
+      %sc = kiln_gpu.dot_wait %qk {pending = 1 : i32} : tensor<64x64xf32>
+      %a = kiln_gpu.dot_wait %pv : tensor<64x64xf32>
+      %hs = kiln.splat %has : tensor<64x64xi1>
+      %e = arith.select %hs, %sc, %zero : tensor<64x64xi1>, tensor<64x64xf32>
+      %pn = arith.truncf %e : tensor<64x64xf32> to tensor<64x64xf16>
+      scf.yield %a, %pn : tensor<64x64xf32>, tensor<64x64xf16>
+    }
+    return %r#0 : tensor<64x64xf32>
   }
 }

@@ -138,8 +138,12 @@ def _attn_fwd_inner_overlap(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
     p = tl.zeros([BLOCK_M, BLOCK_N], dtype=q.dtype)
-    for start_n in range(lo, hi + BLOCK_N, BLOCK_N):
-        has_keys = start_n < hi
+    # (blocks counted with step 1: the compiler then knows the last iteration and peels the
+    # first's p @ v and the last's q @ k, -kiln-peel-dot-loops)
+    n_blocks = (hi - lo) // BLOCK_N
+    for j in range(0, n_blocks + 1):
+        start_n = lo + j * BLOCK_N
+        has_keys = j < n_blocks
         cols = start_n + offs_n
         kT = tl.load(k_base + offs_d[:, None] * stride_kk + cols[None, :] * stride_kn,
                      mask=has_keys, other=0.0)
@@ -247,8 +251,10 @@ def _attn_fwd_inner_desc_overlap(acc, l_i, m_i, q, desc_k, desc_v, kv_row, qk_sc
     take no mask: the first iteration reads block lo's values (p = 0 there), the last reads
     block hi - 1's keys again (its scores are not used), so no row outside [lo, hi) is read."""
     p = tl.zeros([BLOCK_M, BLOCK_N], dtype=q.dtype)
-    for start_n in range(lo, hi + BLOCK_N, BLOCK_N):
-        has_keys = start_n < hi
+    n_blocks = (hi - lo) // BLOCK_N  # (step 1: see _attn_fwd_inner_overlap)
+    for j in range(0, n_blocks + 1):
+        start_n = lo + j * BLOCK_N
+        has_keys = j < n_blocks
         kT = desc_k.load([kv_row + tl.minimum(start_n, hi - BLOCK_N), 0]).T
         v = desc_v.load([kv_row + tl.maximum(start_n - BLOCK_N, lo), 0])
         qk = tl.dot(q, kT)

@@ -207,8 +207,12 @@ def _prefill_inner_overlap(acc, l_i, m_i, q, k_base, v_base, stride_n: tl.conste
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
     p = tl.zeros([BLOCK_M, BLOCK_N], dtype=q.dtype)
-    for start_n in range(lo, hi + BLOCK_N, BLOCK_N):
-        has_keys = start_n < hi
+    # (step 1, so that the compiler knows the last iteration and peels the idle dots of the
+    # first and the last: kiln_kernels.flash_attention's _attn_fwd_inner_overlap)
+    n_blocks = (hi - lo) // BLOCK_N
+    for j in range(0, n_blocks + 1):
+        start_n = lo + j * BLOCK_N
+        has_keys = j < n_blocks
         cols = start_n + offs_n
         kT = tl.load(k_base + offs_d[:, None] + cols[None, :] * stride_n, mask=has_keys,
                      other=0.0)
