@@ -154,6 +154,23 @@ func.func @expand_dims_of_splat(%x: i32) -> tensor<64x1xi32> {
 
 // -----
 
+// expand_dims of a constant splat is a constant, so that `acc * alpha[:, None]` with alpha a
+// constant 1.0 folds to acc.
+// CHECK-LABEL: func.func @expand_dims_of_constant
+// CHECK-SAME: (%[[ACC:.*]]: tensor<64x32xf32>)
+// CHECK-NOT: kiln.expand_dims
+// CHECK-NOT: arith.mulf
+// CHECK: return %[[ACC]]
+func.func @expand_dims_of_constant(%acc: tensor<64x32xf32>) -> tensor<64x32xf32> {
+  %ones = arith.constant dense<1.000000e+00> : tensor<64xf32>
+  %0 = kiln.expand_dims %ones {axis = 1 : i32} : tensor<64xf32> -> tensor<64x1xf32>
+  %1 = kiln.broadcast %0 : tensor<64x1xf32> -> tensor<64x32xf32>
+  %2 = arith.mulf %acc, %1 : tensor<64x32xf32>
+  return %2 : tensor<64x32xf32>
+}
+
+// -----
+
 // expand_dims of a range is not a splat: it stays.
 // CHECK-LABEL: func.func @expand_dims_kept
 // CHECK: kiln.make_range

@@ -95,6 +95,14 @@ OpFoldResult BroadcastOp::fold(FoldAdaptor adaptor) {
   return {};
 }
 
+/// A constant splat keeps its value in any shape (so that `acc * alpha[:, None]` with alpha a
+/// constant splat of 1.0 folds to acc).
+OpFoldResult ExpandDimsOp::fold(FoldAdaptor adaptor) {
+  if (auto splat = dyn_cast_or_null<SplatElementsAttr>(adaptor.getSrc()))
+    return splat.resizeSplat(getType());
+  return {};
+}
+
 namespace {
 /// broadcast(splat(x)) -> splat(x): a splat has no structure to stretch.
 struct BroadcastOfSplat final : OpRewritePattern<BroadcastOp> {

@@ -116,6 +116,7 @@ def Kiln_ExpandDimsOp : Kiln_Op<"expand_dims", [Pure, SameOperandsAndResultEleme
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
   let hasCanonicalizer = 1;
 }
 
