@@ -12,6 +12,12 @@ warps, 3 stages); then the best calls are timed again in --rounds interleaved ro
 (common.interleaved_times), Triton twice (its run-to-run noise), and each figure is the
 median of its rounds. TFLOP/s: 4 * B * H * S^2 * D. Errors: ||O - SDPA|| / ||SDPA||.
 
+A second table, for the D = 128 shapes: kernels/cpp/attention.cpp's FlashAttention-3 order
+(attentionFa3: descriptors made in the kernel, the warp-specialized loop the compiler peels;
+128x128 tiles, 8 warps, 3 stages) beside kiln_kernels.flash_attention's default path from
+Python (the same algorithm through host descriptors) and SDPA default, timed the same way
+(SDPA twice: its run-to-run noise).
+
     python3 bench/bench_cpp_attention.py [--shapes 4x32x4096x128,4x32x4096x64] [--rounds 5]
 """
 import argparse
@@ -44,13 +50,19 @@ def main(argv=None):
     f.argtypes = [ctypes.c_uint64] * 4 + [ctypes.c_int32] * 4 + [ctypes.c_float, ctypes.c_int,
                                                                   ctypes.c_void_p] + \
         [ctypes.c_int] * 2 + [ctypes.c_uint] * 2 + [ctypes.c_char_p, ctypes.c_size_t]
+    f3 = lib.kiln_cpp_attention_fa3
+    f3.restype = ctypes.c_int
+    f3.argtypes = [ctypes.c_uint64] * 4 + [ctypes.c_int32] * 4 + [ctypes.c_float,
+                                                                   ctypes.c_void_p] + \
+        [ctypes.c_int] * 2 + [ctypes.c_uint] * 2 + [ctypes.c_char_p, ctypes.c_size_t]
+    from kiln_kernels import flash_attention as fa
     triton, why = common.triton_or_none()
     tw = common.twin(src) if triton is not None else None
     print(common.device_line(triton=triton is not None), flush=True)
 
     def timer(fn):
         return common.time_calls(fn, args.reps, 5)
-    rows = []
+    rows, fa3_rows = [], []
     for shape in args.shapes.split(","):
         B, H, S, D = (int(x) for x in shape.split("x"))
         torch.manual_seed(0)
@@ -97,6 +109,26 @@ def main(argv=None):
             if key != "shape":
                 common.report(f"cpp_attention_{shape}_{key}",
                               common.fmt_config(value) if isinstance(value, tuple) else value)
+        if D == 128:
+            o3, o_py = torch.full_like(q, float("nan")), torch.full_like(q, float("nan"))
+            fa3 = {
+                "cpp_fa3": lambda: lib.call(f3, q.data_ptr(), k.data_ptr(), v.data_ptr(),
+                                            o3.data_ptr(), B, H, S, D, scale, stream, 128, 128,
+                                            8, 3),
+                "python": lambda: fa.attention_forward(q, k, v, o_py, sm_scale=scale),
+                "sdpa": sdpa, "sdpa_again": sdpa}
+            for fn in fa3.values():
+                fn()
+            torch.cuda.synchronize()
+            r3 = {"shape": row["shape"], "cpp_fa3_err": common.relerr(o3, ref),
+                  "python_err": common.relerr(o_py, ref)}
+            for name, ts in common.interleaved_times(fa3, timer, args.rounds,
+                                                     rotate=True).items():
+                r3[name] = common.tflops(flop, statistics.median(ts))
+            fa3_rows.append(r3)
+            for key, value in r3.items():
+                if key != "shape":
+                    common.report(f"cpp_attention_fa3_{shape}_{key}", value)
         del q, k, v, ref, outs
         torch.cuda.empty_cache()
 
@@ -113,6 +145,19 @@ def main(argv=None):
         align="lrrrrrrrrrrr",
         title=f"Attention forward (FA2 style, non-causal fp16) from the C++ DSL, TFLOP/s, "
               f"medians of {args.rounds} interleaved rounds — {common.device_name()}")
+    if fa3_rows:
+        common.markdown_table(
+            ["shape", "C++ fa3", "Python default", "SDPA default", "SDPA again",
+             "C++ fa3/Python", "C++ fa3/SDPA", "SDPA/SDPA", "C++ fa3 error", "Python error"],
+            [[x["shape"], common.fmt(x["cpp_fa3"]), common.fmt(x["python"]),
+              common.fmt(x["sdpa"]), common.fmt(x["sdpa_again"]), r(x, "cpp_fa3", "python"),
+              r(x, "cpp_fa3", "sdpa"), r(x, "sdpa_again", "sdpa"),
+              common.fmt(x["cpp_fa3_err"], ".1e"), common.fmt(x["python_err"], ".1e")]
+             for x in fa3_rows],
+            align="lrrrrrrrrr",
+            title=f"Attention forward (FlashAttention-3's order, non-causal fp16, D 128) from "
+                  f"the C++ DSL, TFLOP/s, medians of {args.rounds} interleaved rounds — "
+                  f"{common.device_name()}")
 
 
 if __name__ == "__main__":

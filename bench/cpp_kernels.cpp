@@ -58,3 +58,17 @@ kiln_cpp_attention_fa2(uint64_t q, uint64_t k, uint64_t v, uint64_t out, int32_t
       },
       error, errorSize);
 }
+
+/// The same attention in FlashAttention-3's order (kiln::kernels::attentionFa3: descriptors
+/// made in the kernel, the warp-specialized loop). 0, or -1 and `error`.
+extern "C" __attribute__((visibility("default"))) int
+kiln_cpp_attention_fa3(uint64_t q, uint64_t k, uint64_t v, uint64_t out, int32_t B, int32_t H,
+                       int32_t S, int32_t D, float smScale, void *stream, int blockM, int blockN,
+                       unsigned warps, unsigned stages, char *error, size_t errorSize) {
+  return guarded(
+      [&] {
+        kiln::kernels::attentionFa3(static_cast<kiln::rt::CUstream>(stream), q, k, v, out, B, H, S,
+                                    D, smScale, blockM, blockN, warps, stages);
+      },
+      error, errorSize);
+}

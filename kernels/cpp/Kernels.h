@@ -1,8 +1,8 @@
 //===- Kernels.h - Kiln's C++ kernel library ----------------------*- C++ -*-===//
 //
 // This file declares the kernels of kernels/ written in the C++ DSL (kiln::lang): vector add,
-// elementwise KL divergence, a masked 2-D strided copy, Triton's tutorial matmul and a
-// FlashAttention-2-style attention forward. Each comes as
+// elementwise KL divergence, a masked 2-D strided copy, Triton's tutorial matmul and attention
+// forwards in FlashAttention-2's and FlashAttention-3's orders. Each comes as
 // the kernel object (to trace, compile or launch with any specialization) and as a launcher with
 // the usual grid.
 //
@@ -74,6 +74,28 @@ void attentionFa2(rt::CUstream stream, rt::CUdeviceptr q, rt::CUdeviceptr k, rt:
                   rt::CUdeviceptr out, int32_t B, int32_t H, int32_t S, int32_t D, float smScale,
                   bool warpSpecialize, int blockM = 128, int blockN = 64, unsigned warps = 8,
                   unsigned stages = 3);
+
+/// Non-causal attention of contiguous (B, H, N_CTX, HEAD_DIM) fp16 tensors in
+/// FlashAttention-3's order, as kiln_kernels.flash_attention's default at D = 128 on sm_90a
+/// (its descriptor path): descriptors made in the kernel over the (ROWS = B * H * N_CTX,
+/// HEAD_DIM) views (the TMA copies their blocks on sm_90a); iteration j issues q @ k_j and
+/// p_(j-1) @ v_(j-1) together and runs the softmax of block j beside the second; the loop
+/// (step 1 over N_CTX / BLOCK_N + 1 iterations) is for_range_ws, so on sm_90a a producer
+/// warpgroup issues the copies, the two consumer warpgroups take turns at the tensor cores,
+/// and the compiler peels the first iteration's p @ v of zeros and the last one's unread
+/// q @ k. N_CTX a multiple of BLOCK_M and BLOCK_N; 16-byte-aligned tensors. Correct, but not
+/// yet fast: ptxas serializes its wgmmas (C7515, "non wgmma instructions defining accumulator
+/// registers ... between start and end of the pipeline stage"), which the Python door's
+/// kernel of the same algorithm does not trigger: 0.70x that kernel on the H100 (session 33).
+using Fa3AttentionKernel = lang::Kernel<void(
+    Ptr<f16> Q, Ptr<f16> K, Ptr<f16> V, Ptr<f16> Out, lang::F32 sm_scale, I32 ROWS, I32 N_CTX,
+    Const<int> HEAD_DIM, Const<int> BLOCK_M, Const<int> BLOCK_N)>;
+const Fa3AttentionKernel &attentionFa3Kernel();
+/// Launches it on contiguous (B, H, S, D) q, k, v and out (128x128 tiles, 8 warps, 3 stages:
+/// the library's at D = 128).
+void attentionFa3(rt::CUstream stream, rt::CUdeviceptr q, rt::CUdeviceptr k, rt::CUdeviceptr v,
+                  rt::CUdeviceptr out, int32_t B, int32_t H, int32_t S, int32_t D, float smScale,
+                  int blockM = 128, int blockN = 128, unsigned warps = 8, unsigned stages = 3);
 
 } // namespace kiln::kernels
 

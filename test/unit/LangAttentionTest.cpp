@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,61 +64,120 @@ TEST(LangAttention, ForRangeWsMarksTheLoop) {
   EXPECT_FALSE(contains(plain.ptx, "setmaxnreg")) << plain.ptx;
 }
 
-TEST(LangAttention, GPU_Fa2LoopMatchesReference) {
-  if (!kiln::rt::hasGPU())
-    GTEST_SKIP() << "no GPU";
-  using kiln::examples::fromHalf;
-  using kiln::examples::toHalf;
-  const int B = 1, H = 2, S = 512, D = 64;
-  const size_t n = size_t(B) * H * S * D;
-  std::vector<uint16_t> q(n), k(n), v(n), out(n, 0x7e00);
-  std::vector<float> qf(n), kf(n), vf(n);
-  for (size_t i = 0; i < n; ++i) {
-    q[i] = toHalf(qf[i] = float(int(i * 7 % 17) - 8) / 16.0f);
-    k[i] = toHalf(kf[i] = float(int(i * 5 % 13) - 6) / 16.0f);
-    v[i] = toHalf(vf[i] = float(int(i * 3 % 11) - 5) / 8.0f);
-  }
-  const float scale = 0.125f;
-  // Reference in double: softmax(q k^T * scale) v per head.
-  std::vector<double> ref(n);
-  for (int h = 0; h < B * H; ++h)
-    for (int i = 0; i < S; ++i) {
-      std::vector<double> s(S);
-      double mx = -1e300, l = 0;
-      for (int j = 0; j < S; ++j) {
-        double dotv = 0;
-        for (int d = 0; d < D; ++d)
-          dotv += double(qf[(size_t(h) * S + i) * D + d]) * kf[(size_t(h) * S + j) * D + d];
-        s[j] = dotv * scale;
-        mx = std::max(mx, s[j]);
-      }
-      for (int j = 0; j < S; ++j)
-        l += (s[j] = std::exp(s[j] - mx));
-      for (int d = 0; d < D; ++d) {
-        double o = 0;
-        for (int j = 0; j < S; ++j)
-          o += s[j] * vf[(size_t(h) * S + j) * D + d];
-        ref[(size_t(h) * S + i) * D + d] = o / l;
-      }
+/// fp16 q, k, v of (1, 2, 512, 64) and softmax(q k^T * scale) v in double.
+struct AttentionCase {
+  static constexpr int B = 1, H = 2, S = 512, D = 64;
+  static constexpr size_t n = size_t(B) * H * S * D;
+  static constexpr float scale = 0.125f;
+  std::vector<uint16_t> q, k, v;
+  std::vector<double> ref;
+
+  AttentionCase() : q(n), k(n), v(n), ref(n) {
+    using kiln::examples::toHalf;
+    std::vector<float> qf(n), kf(n), vf(n);
+    for (size_t i = 0; i < n; ++i) {
+      q[i] = toHalf(qf[i] = float(int(i * 7 % 17) - 8) / 16.0f);
+      k[i] = toHalf(kf[i] = float(int(i * 5 % 13) - 6) / 16.0f);
+      v[i] = toHalf(vf[i] = float(int(i * 3 % 11) - 5) / 8.0f);
     }
-  for (bool ws : {false, true}) {
-    kiln::rt::DeviceBuffer dq(n * 2), dk(n * 2), dv(n * 2), dout(n * 2);
+    for (int h = 0; h < B * H; ++h)
+      for (int i = 0; i < S; ++i) {
+        std::vector<double> s(S);
+        double mx = -1e300, l = 0;
+        for (int j = 0; j < S; ++j) {
+          double dotv = 0;
+          for (int d = 0; d < D; ++d)
+            dotv += double(qf[(size_t(h) * S + i) * D + d]) * kf[(size_t(h) * S + j) * D + d];
+          s[j] = dotv * scale;
+          mx = std::max(mx, s[j]);
+        }
+        for (int j = 0; j < S; ++j)
+          l += (s[j] = std::exp(s[j] - mx));
+        for (int d = 0; d < D; ++d) {
+          double o = 0;
+          for (int j = 0; j < S; ++j)
+            o += s[j] * vf[(size_t(h) * S + j) * D + d];
+          ref[(size_t(h) * S + i) * D + d] = o / l;
+        }
+      }
+  }
+
+  /// Runs `launch(q, k, v, out)` on copies (host buffers on the host backend; out starts as
+  /// NaN); the relative error of its output against the reference (NaN where any output is).
+  double run(const std::function<void(kiln::rt::CUdeviceptr, kiln::rt::CUdeviceptr,
+                                      kiln::rt::CUdeviceptr, kiln::rt::CUdeviceptr)> &launch) {
+    const bool host = kiln::lang::jit().isHost();
+    kiln::rt::Buffer dq(n * 2, host), dk(n * 2, host), dv(n * 2, host), dout(n * 2, host);
+    std::vector<uint16_t> out(n, 0x7e00);
     dq.copyFromHost(q.data(), n * 2);
     dk.copyFromHost(k.data(), n * 2);
     dv.copyFromHost(v.data(), n * 2);
     dout.copyFromHost(out.data(), n * 2);
-    kiln::kernels::attentionFa2Kernel()(grid(S / 128, B * H).num_warps(8).num_stages(3), nullptr,
-                                        dq, dk, dv, dout, scale, H * S * D, S * D, D, H, S, D, 128,
-                                        64, ws);
-    kiln::rt::synchronize();
-    std::vector<uint16_t> got(n);
-    dout.copyToHost(got.data(), n * 2);
+    auto ptr = [](const kiln::rt::Buffer &x) { return kiln::rt::CUdeviceptr(x.get()); };
+    launch(ptr(dq), ptr(dk), ptr(dv), ptr(dout));
+    if (!host)
+      kiln::rt::synchronize();
+    dout.copyToHost(out.data(), n * 2);
     double err = 0, norm = 0;
     for (size_t i = 0; i < n; ++i) {
-      double g = fromHalf(got[i]);
+      double g = kiln::examples::fromHalf(out[i]);
       err += (g - ref[i]) * (g - ref[i]);
       norm += ref[i] * ref[i];
     }
-    EXPECT_LT(std::sqrt(err / norm), 5e-3) << "ws = " << ws; // NaN fails too
+    return std::sqrt(err / norm);
+  }
+};
+
+TEST(LangAttention, GPU_Fa2LoopMatchesReference) {
+  if (!kiln::rt::hasGPU())
+    GTEST_SKIP() << "no GPU";
+  AttentionCase c;
+  const int B = c.B, H = c.H, S = c.S, D = c.D;
+  for (bool ws : {false, true}) {
+    double err = c.run([&](auto q, auto k, auto v, auto out) {
+      kiln::kernels::attentionFa2Kernel()(grid(S / 128, B * H).num_warps(8).num_stages(3), nullptr,
+                                          q, k, v, out, c.scale, H * S * D, S * D, D, H, S, D, 128,
+                                          64, ws);
+    });
+    EXPECT_LT(err, 5e-3) << "ws = " << ws; // NaN fails too
+  }
+}
+
+TEST(LangAttention, Fa3LoopIsWarpSpecializedAndPeeled) {
+  // On sm_90a: Q, K, V and Out through the TMA, a producer warpgroup, and the peeled first and last
+  // iterations (16 wgmmas in the loop, 8 + 8 outside it: no idle dot).
+  Compiled c = kiln::kernels::attentionFa3Kernel().compile(
+      Target{"sm_90a", 8, 3, 0, true}, kAligned, kAligned, kAligned, kAligned, 0.088f,
+      4 * 32 * 4096, 4096, 128, 128, 128);
+  EXPECT_EQ(c.tensor_maps.size(), 4u) << c.mlir; // Q, K, V, Out
+  EXPECT_TRUE(contains(c.ptx, "setmaxnreg.dec.sync.aligned.u32")) << c.ptx;
+  size_t wgmmas = 0;
+  for (size_t at = c.ptx.find("wgmma.mma_async"); at != std::string::npos;
+       at = c.ptx.find("wgmma.mma_async", at + 1))
+    ++wgmmas;
+  EXPECT_EQ(wgmmas, 32u);
+}
+
+TEST(LangAttention, Fa3LoopRunsOnTheHost) {
+  // The host backend reads the descriptors' blocks itself (masked accesses) and runs the
+  // loop as written: the rotated order's first and last iterations included.
+  if (!kiln::lang::jit().isHost())
+    GTEST_SKIP() << "the GPU test below runs it there";
+  AttentionCase c;
+  double err = c.run([&](auto q, auto k, auto v, auto out) {
+    kiln::kernels::attentionFa3(nullptr, q, k, v, out, c.B, c.H, c.S, c.D, c.scale, 64, 64, 4, 3);
+  });
+  EXPECT_LT(err, 5e-3); // NaN fails too
+}
+
+TEST(LangAttention, GPU_Fa3LoopMatchesReference) {
+  if (!kiln::rt::hasGPU())
+    GTEST_SKIP() << "no GPU";
+  AttentionCase c;
+  for (int blockN : {64, 128}) {
+    double err = c.run([&](auto q, auto k, auto v, auto out) {
+      kiln::kernels::attentionFa3(nullptr, q, k, v, out, c.B, c.H, c.S, c.D, c.scale, 128, blockN);
+    });
+    EXPECT_LT(err, 5e-3) << "BLOCK_N = " << blockN; // NaN fails too
   }
 }
