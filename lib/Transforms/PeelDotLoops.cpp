@@ -122,6 +122,30 @@ unsigned removeIdleDots(Block &block) {
   return removed;
 }
 
+/// In the peeled first iteration: a dot_wait on a constant (the wait for the previous
+/// iteration's dot, which the first iteration does not have) goes, where no shared_dot comes
+/// before it in the function (no group it could still retire). Kept, it ties the constant's
+/// registers to a wgmma wait, and ptxas then serializes every wgmma of the function (C7515:
+/// "non wgmma instructions defining accumulator registers of a wgmma between start and end
+/// of the pipeline stage"; the C++ kernel library's attentionFa3, session 33).
+void dropWaitsOnConstants(Block &block) {
+  for (auto wait : llvm::make_early_inc_range(block.getOps<kgpu::DotWaitOp>())) {
+    if (!matchPattern(wait.getSrc(), m_Constant()))
+      continue;
+    bool dotBefore = false;
+    wait->getParentOfType<func::FuncOp>().walk([&](Operation *op) {
+      if (op == wait.getOperation())
+        return WalkResult::interrupt();
+      dotBefore |= isa<kgpu::SharedDotOp>(op);
+      return WalkResult::advance();
+    });
+    if (dotBefore)
+      continue;
+    wait.getResult().replaceAllUsesWith(wait.getSrc());
+    wait->erase();
+  }
+}
+
 /// Clones `loop`'s body for index `iv` and carried values `args` into the then-block of a
 /// new scf.if on `cond` (else: `args`) at `b`; returns the if.
 scf::IfOp peelIteration(OpBuilder &b, scf::ForOp loop, Value cond, Value iv, ValueRange args) {
@@ -165,6 +189,8 @@ unsigned simplify(ArrayRef<Operation *> bounds, ArrayRef<scf::IfOp> ifs) {
   unsigned removed = 0;
   for (scf::IfOp ifOp : ifs)
     removed += removeIdleDots(*ifOp.thenBlock());
+  if (removed)
+    dropWaitsOnConstants(*scf::IfOp(ifs.front()).thenBlock());
   // What the removed dots read is dead now, and the ifs may drop results nobody reads.
   ops.clear();
   for (scf::IfOp ifOp : ifs)
