@@ -83,10 +83,10 @@ void attentionFa2(rt::CUstream stream, rt::CUdeviceptr q, rt::CUdeviceptr k, rt:
 /// (step 1 over N_CTX / BLOCK_N + 1 iterations) is for_range_ws, so on sm_90a a producer
 /// warpgroup issues the copies, the two consumer warpgroups take turns at the tensor cores,
 /// and the compiler peels the first iteration's p @ v of zeros and the last one's unread
-/// q @ k. N_CTX a multiple of BLOCK_M and BLOCK_N; 16-byte-aligned tensors. Correct, but not
-/// yet fast: ptxas serializes its wgmmas (C7515, "non wgmma instructions defining accumulator
-/// registers ... between start and end of the pipeline stage"), which the Python door's
-/// kernel of the same algorithm does not trigger: 0.70x that kernel on the H100 (session 33).
+/// q @ k. N_CTX a multiple of BLOCK_M and BLOCK_N; 16-byte-aligned tensors. On the H100
+/// (session 33) it first ran 0.70x the Python door's kernel: ptxas serialized its wgmmas
+/// (C7515) over a wait the peel left on a constant; without that wait (c68ee38) ptxas keeps
+/// them asynchronous (test/kilnc/wgmma-not-serialized.test), not yet timed on a GPU.
 using Fa3AttentionKernel = lang::Kernel<void(
     Ptr<f16> Q, Ptr<f16> K, Ptr<f16> V, Ptr<f16> Out, lang::F32 sm_scale, I32 ROWS, I32 N_CTX,
     Const<int> HEAD_DIM, Const<int> BLOCK_M, Const<int> BLOCK_N)>;
