@@ -231,6 +231,9 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
                     arg_params[param] = entry
                 else:
                     arg_params.append(entry)
+            if None in arg_params:
+                raise RuntimeError(f"internal error: kernel '{info.name}': a tensor map "
+                                   f"parameter without a recipe")
         except _C.BuildError as e:
             raise self._from_build_error(e) from None
         finally:
