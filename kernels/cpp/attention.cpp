@@ -14,8 +14,31 @@
 #include "Kernels.h"
 
 #include <limits>
+#include <string>
 
 using namespace kiln::lang;
+
+namespace {
+/// The attention launchers' shape contract: whole blocks of queries and keys (the kernels mask
+/// nothing), a head dimension the tiles take; else rt::Error naming the kernel.
+void checkAttentionShape(const char *kernel, int32_t B, int32_t H, int32_t S, int32_t D, int blockM,
+                         int blockN) {
+  auto pow2 = [](int64_t x) { return x > 0 && (x & (x - 1)) == 0; };
+  if (B <= 0 || H <= 0 || S <= 0)
+    throw kiln::rt::Error(std::string(kernel) + ": expected positive B, H and S, found " +
+                          std::to_string(B) + ", " + std::to_string(H) + " and " +
+                          std::to_string(S));
+  if (!pow2(D) || D < 16 || D > 256)
+    throw kiln::rt::Error(std::string(kernel) +
+                          ": expected a head dimension of 16, 32, 64, 128 or 256, found " +
+                          std::to_string(D));
+  if (!pow2(blockM) || !pow2(blockN) || S % blockM || S % blockN)
+    throw kiln::rt::Error(std::string(kernel) + ": expected S (" + std::to_string(S) +
+                          ") a multiple of BLOCK_M (" + std::to_string(blockM) + ") and BLOCK_N (" +
+                          std::to_string(blockN) +
+                          "), both powers of two (the kernel masks no keys or queries)");
+}
+} // namespace
 
 const kiln::kernels::Fa2AttentionKernel &kiln::kernels::attentionFa2Kernel() {
   static const Fa2AttentionKernel kernel =
@@ -57,6 +80,7 @@ void kiln::kernels::attentionFa2(rt::CUstream stream, rt::CUdeviceptr q, rt::CUd
                                  rt::CUdeviceptr v, rt::CUdeviceptr out, int32_t B, int32_t H,
                                  int32_t S, int32_t D, float smScale, bool warpSpecialize,
                                  int blockM, int blockN, unsigned warps, unsigned stages) {
+  checkAttentionShape("attention_fa2", B, H, S, D, blockM, blockN);
   attentionFa2Kernel()(grid(cdiv(S, blockM), B * H).num_warps(warps).num_stages(stages), stream, q,
                        k, v, out, smScale, H * S * D, S * D, D, H, S, D, blockM, blockN,
                        warpSpecialize);
@@ -115,6 +139,7 @@ void kiln::kernels::attentionFa3(rt::CUstream stream, rt::CUdeviceptr q, rt::CUd
                                  rt::CUdeviceptr v, rt::CUdeviceptr out, int32_t B, int32_t H,
                                  int32_t S, int32_t D, float smScale, int blockM, int blockN,
                                  unsigned warps, unsigned stages) {
+  checkAttentionShape("attention_fa3", B, H, S, D, blockM, blockN);
   attentionFa3Kernel()(grid(cdiv(S, blockM), B * H).num_warps(warps).num_stages(stages), stream, q,
                        k, v, out, smScale, B * H * S, S, D, blockM, blockN);
 }

@@ -170,6 +170,31 @@ TEST(LangAttention, Fa3LoopRunsOnTheHost) {
   EXPECT_LT(err, 5e-3); // NaN fails too
 }
 
+TEST(LangAttention, LaunchersRejectShapesTheKernelsWouldReadWrong) {
+  // Checked before anything launches (null pointers never reach a kernel): a ragged S would
+  // silently drop or misread its last keys, as the kernels mask nothing.
+  auto message = [](const std::function<void()> &launch) -> std::string {
+    try {
+      launch();
+    } catch (const kiln::rt::Error &e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_TRUE(contains(
+      message([] { kiln::kernels::attentionFa3(nullptr, 0, 0, 0, 0, 1, 2, 1000, 128, 0.1f); }),
+      "attention_fa3: expected S (1000) a multiple of BLOCK_M (128) and BLOCK_N (128)"));
+  EXPECT_TRUE(contains(
+      message([] { kiln::kernels::attentionFa2(nullptr, 0, 0, 0, 0, 1, 2, 192, 64, 0.1f, false); }),
+      "attention_fa2: expected S (192) a multiple of BLOCK_M (128)"));
+  EXPECT_TRUE(contains(
+      message([] { kiln::kernels::attentionFa3(nullptr, 0, 0, 0, 0, 1, 2, 512, 80, 0.1f); }),
+      "head dimension of 16, 32, 64, 128 or 256, found 80"));
+  EXPECT_TRUE(contains(
+      message([] { kiln::kernels::attentionFa2(nullptr, 0, 0, 0, 0, 0, 2, 512, 64, 0.1f, false); }),
+      "expected positive B, H and S"));
+}
+
 TEST(LangAttention, GPU_Fa3LoopMatchesReference) {
   if (!kiln::rt::hasGPU())
     GTEST_SKIP() << "no GPU";
