@@ -167,13 +167,10 @@ scf::IfOp peelIteration(OpBuilder &b, scf::ForOp loop, Value cond, Value iv, Val
 }
 
 /// Canonicalizes `ops` and the ops in the then-blocks of `ifs` (not the ifs, which later
-/// steps hold), then removes the idle dots of those blocks; returns how many went.
-unsigned simplify(ArrayRef<Operation *> bounds, ArrayRef<scf::IfOp> ifs) {
-  MLIRContext *ctx = bounds.front()->getContext();
-  RewritePatternSet patterns(ctx);
-  for (RegisteredOperationName name : ctx->getRegisteredOperations())
-    name.getCanonicalizationPatterns(patterns, ctx);
-  FrozenRewritePatternSet frozen(std::move(patterns));
+/// steps hold) with `frozen` (every op's canonicalization patterns), then removes the idle
+/// dots of those blocks; returns how many went.
+unsigned simplify(ArrayRef<Operation *> bounds, ArrayRef<scf::IfOp> ifs,
+                  const FrozenRewritePatternSet &frozen) {
   // A result nobody reads yields what the if started from: its computation is dead then.
   for (scf::IfOp ifOp : ifs)
     for (OpResult r : ifOp->getResults())
@@ -201,7 +198,7 @@ unsigned simplify(ArrayRef<Operation *> bounds, ArrayRef<scf::IfOp> ifs) {
 
 /// Peels `loop`'s first and last iterations (see the file comment); returns the number of
 /// dots that went.
-unsigned peel(scf::ForOp loop) {
+unsigned peel(scf::ForOp loop, const FrozenRewritePatternSet &frozen) {
   Location loc = loop.getLoc();
   OpBuilder b(loop);
   Value lb = loop.getLowerBound(), ub = loop.getUpperBound(), step = loop.getStep();
@@ -228,7 +225,7 @@ unsigned peel(scf::ForOp loop) {
   scf::IfOp final = peelIteration(after, loop, two, last, loop.getResults());
   loop.getResults().replaceUsesWithIf(
       final.getResults(), [&](OpOperand &use) { return !final->isAncestor(use.getOwner()); });
-  return simplify(bounds, {first, final});
+  return simplify(bounds, {first, final}, frozen);
 }
 
 /// The loops the pass may peel, in walk order: their bodies issue several shared_dots, one
@@ -248,15 +245,31 @@ SmallVector<scf::ForOp> candidates(Operation *root) {
 struct PeelDotLoops : kiln::impl::KilnPeelDotLoopsBase<PeelDotLoops> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    std::optional<FrozenRewritePatternSet> frozen; // made once, where a loop is tried
+    const StringRef mark = "kiln.peel_trial";
     for (auto func : module.getOps<func::FuncOp>()) {
-      SmallVector<scf::ForOp> loops = candidates(func);
-      for (size_t k = 0; k < loops.size(); ++k) {
-        // Tried on a copy first: a peel that removes no dot only makes code.
+      for (scf::ForOp loop : candidates(func)) {
+        if (!frozen) {
+          MLIRContext *ctx = &getContext();
+          RewritePatternSet patterns(ctx);
+          for (RegisteredOperationName name : ctx->getRegisteredOperations())
+            name.getCanonicalizationPatterns(patterns, ctx);
+          frozen.emplace(std::move(patterns));
+        }
+        // Tried on a copy first (the loop found there by a mark): a peel that removes no dot
+        // only makes code.
+        loop->setAttr(mark, UnitAttr::get(&getContext()));
         auto trial = cast<func::FuncOp>(func->clone());
-        unsigned removed = peel(candidates(trial)[k]);
+        loop->removeAttr(mark);
+        scf::ForOp copy;
+        trial.walk([&](scf::ForOp l) {
+          if (l->hasAttr(mark))
+            copy = l;
+        });
+        unsigned removed = peel(copy, *frozen);
         trial->erase();
         if (removed)
-          peel(loops[k]);
+          peel(loop, *frozen);
       }
     }
   }
