@@ -82,7 +82,8 @@ void retireGroup(kgpu::SharedDotOp dot) {
     std::optional<int32_t> pending = pendingOf(op);
     if (pending && *pending > issued)
       setPending(op, *pending - 1);
-    // Deeper regions wait on their own; a wait that covers everything ends the walk.
+    // (removeIdleDots keeps a dot with waits in regions after it); a wait that covers
+    // everything ends the walk.
     if (pending && *pending == 0)
       return;
   }
@@ -108,6 +109,14 @@ unsigned removeIdleDots(Block &block) {
       return isa<kgpu::DotWaitOp>(user) && user->use_empty();
     });
     if (!zeroA && !unread)
+      continue;
+    // retireGroup recounts the waits of this block only: a dot or wait in a region after the
+    // dot (none in the loops the pipeliner makes) keeps the dot.
+    bool nested = false;
+    for (Operation *op = dot->getNextNode(); op && !nested; op = op->getNextNode())
+      for (Region &r : op->getRegions())
+        r.walk([&](Operation *in) { nested |= isa<kgpu::SharedDotOp, kgpu::DotWaitOp>(in); });
+    if (nested)
       continue;
     retireGroup(dot);
     if (zeroA) {

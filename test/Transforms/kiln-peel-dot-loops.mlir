@@ -126,3 +126,36 @@ module {
     return %r#0 : tensor<64x64xf32>
   }
 }
+
+// -----
+
+// A wait in a region after the idle dot (no loop the pipeliner makes has one) would keep its
+// count if the dot went: the dot stays, and with no dot gone the loop is not peeled.
+// CHECK-LABEL: func.func @nested_wait(
+// CHECK-NOT: scf.if %{{.*}} -> (tensor<64x64xf32>, tensor<64x64xf16>)
+// CHECK: scf.for
+// CHECK-COUNT-2: kiln_gpu.shared_dot
+module {
+  func.func @nested_wait(%q: !kiln_gpu.shared<[1, 64, 64], f16>, %k: !kiln_gpu.shared<[3, 64, 64], f16>,
+                         %v: !kiln_gpu.shared<[3, 64, 64], f16>, %n: i32, %c: i1) -> tensor<64x64xf32> {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %zero = arith.constant dense<0.000000e+00> : tensor<64x64xf32>
+    %zh = arith.constant dense<0.000000e+00> : tensor<64x64xf16>
+    %r:2 = scf.for %j = %c0 to %n step %c1 iter_args(%acc = %zero, %p = %zh) -> (tensor<64x64xf32>, tensor<64x64xf16>) : i32 {
+      %qk = kiln_gpu.shared_dot %q[%c0], %k[%c0], %zero {pending = 1 : i32} : !kiln_gpu.shared<[1, 64, 64], f16>, !kiln_gpu.shared<[3, 64, 64], f16>, tensor<64x64xf32>
+      %pv = kiln_gpu.shared_dot %p, %v[%c0], %acc {pending = 2 : i32} : tensor<64x64xf16>, !kiln_gpu.shared<[3, 64, 64], f16>, tensor<64x64xf32>
+      %sc = scf.if %c -> (tensor<64x64xf32>) {
+        %w = kiln_gpu.dot_wait %qk {pending = 1 : i32} : tensor<64x64xf32>
+        scf.yield %w : tensor<64x64xf32>
+      } else {
+        %w = kiln_gpu.dot_wait %qk {pending = 1 : i32} : tensor<64x64xf32>
+        scf.yield %w : tensor<64x64xf32>
+      }
+      %a = kiln_gpu.dot_wait %pv : tensor<64x64xf32>
+      %pn = arith.truncf %sc : tensor<64x64xf32> to tensor<64x64xf16>
+      scf.yield %a, %pn : tensor<64x64xf32>, tensor<64x64xf16>
+    }
+    return %r#0 : tensor<64x64xf32>
+  }
+}
