@@ -304,7 +304,9 @@ def _prefill_kernel(qkv, k_cache, v_cache, cu_seqlens, block_tables, context_len
                                        qk_scale, qpos, diag_lo, diag_hi, HEAD_DIM, BLOCK_N,
                                        BLOCK_SIZE, False, True)
 
-    o = acc / l_i[:, None]  # rows past n (l_i 0 in empty blocks) are not stored
+    # (rows past n, l_i 0 in empty blocks, are not stored; one reciprocal a row, not a
+    # division an element)
+    o = acc * (1.0 / l_i)[:, None]
     tl.store(out + seq_start.to(tl.int64) * OUT_ROW + h * HEAD_DIM + offs_m[:, None] * OUT_ROW
              + offs_d[None, :], o.to(out.dtype.element_ty), mask=row_ok[:, None])
 
