@@ -100,6 +100,39 @@ def checked_copy(x_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, x)
 
 
+GELU_C: tl.constexpr = 0.5  # annotated: a constexpr to kernels, a float to Python
+
+
+@kiln.jit
+def annotated_scale(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.static_assert(GELU_C > 0, "an annotated global is a compile-time value")
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) * GELU_C)
+
+
+def test_a_global_annotated_constexpr_is_one_and_stays_constant():
+    global GELU_C
+    x = np.arange(16, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    annotated_scale[(1,)](x, out, BLOCK=16, device="cpu")
+    np.testing.assert_array_equal(out, 0.5 * x)
+    try:
+        GELU_C = 2.0  # as with tl.constexpr(...) globals (and Triton): an error, not a stale value
+        with pytest.raises(ValueError, match=r"kernel 'annotated_scale': global 'GELU_C' changed "
+                                             r"since the kernel was compiled \(was 0.5, now 2.0\)"):
+            annotated_scale[(1,)](x, out, BLOCK=16, device="cpu")
+    finally:
+        GELU_C = 0.5
+    annotated_scale[(1,)](x, out, BLOCK=16, device="cpu")
+    np.testing.assert_array_equal(out, 0.5 * x)
+    core = kiln.language.core
+    assert core.is_constexpr_annotated({"__annotations__": {"A": "tl.constexpr"}}, "A")
+    assert core.is_constexpr_annotated({"__annotations__": {"A": "constexpr"}}, "A")
+    assert not core.is_constexpr_annotated({"__annotations__": {"A": "float"}}, "A")
+    assert not core.is_constexpr_annotated({"__annotations__": {"A": float}}, "A")
+    assert not core.is_constexpr_annotated({}, "A")
+
+
 def test_knobs_change_what_the_next_compile_and_launch_do():
     x = np.arange(16, dtype=np.float32)
     out = np.zeros(16, np.float32)
@@ -147,7 +180,9 @@ def test_plain_globals_key_the_ir_cache_and_are_checked(tmp_path, monkeypatch):
     # keys the disk IR cache (the same source with another value compiles anew, never the
     # IR with the old one) and is checked at every launch, the IR from disk included.
     monkeypatch.setenv("KILN_CACHE_DIR", str(tmp_path / "cache"))
-    kiln.knobs.compilation.allow_non_constexpr_globals = True
+    # (through monkeypatch: the knob writes the variable, which later test modules must not see)
+    monkeypatch.setenv("KILN_ALLOW_NON_CONSTEXPR_GLOBALS", "1")
+    assert kiln.knobs.compilation.allow_non_constexpr_globals is True
     x = np.ones(16, np.float32)
     out = np.zeros(16, np.float32)
     a = _module(tmp_path, "kscale", 3.0)

@@ -354,14 +354,15 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
                 getattr(v, "__kiln_builtin__", False) or \
                 getattr(v, "__module__", "") .startswith("kiln.language"):
             return v
-        if self.allow_globals and isinstance(v, (bool, int, float, str, tuple)):
+        if isinstance(v, (bool, int, float, str, tuple)) and \
+                (self.allow_globals or lc.is_constexpr_annotated(g, name)):
             self.globals_used[(id(g), name)] = (g, name, v)
             return constexpr(v)
         raise self.error(
             f"cannot access global variable '{name}' ({type(v).__name__}) from a @kiln.jit "
             f"function: kernels read only globals that are constexpr "
-            f"(`{name} = tl.constexpr(...)`), dtypes, modules and @kiln.jit functions "
-            f"(KILN_ALLOW_NON_CONSTEXPR_GLOBALS=1 lifts this)")
+            f"(`{name} = tl.constexpr(...)` or `{name}: tl.constexpr = ...`), dtypes, modules "
+            f"and @kiln.jit functions (KILN_ALLOW_NON_CONSTEXPR_GLOBALS=1 lifts this)")
 
     def to_tensor(self, x, weak=True):
         """x as a tensor; Python numbers become (weak) literals."""

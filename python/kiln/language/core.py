@@ -12,6 +12,7 @@ operation on tensors is one call into ``kiln::Builder`` through it.
 """
 
 import builtins as _py
+import sys
 import threading
 
 __all__ = [
@@ -270,6 +271,26 @@ class constexpr:
 
     def __getitem__(self, i):
         return constexpr(self.value[_unwrap(i)])
+
+
+def is_constexpr_annotated(module_globals, name):
+    """Whether a module annotates its global `name` as constexpr (`SCALE: tl.constexpr =
+    0.5`, also spelled as a string under `from __future__ import annotations`): kernels read
+    such a global as a constexpr, though Python keeps the plain value. Triton 3.6 rejects it
+    (some later versions and forks accept it); LLM-kernel libraries write constants so."""
+    notes = module_globals.get("__annotations__")
+    if notes is None:  # (annotations kept by the module object only, as from Python 3.14)
+        module = sys.modules.get(module_globals.get("__name__", ""))
+        try:
+            notes = getattr(module, "__annotations__", None)
+        except Exception:
+            notes = None
+    note = notes.get(name) if isinstance(notes, dict) else None
+    if note is None:
+        return False
+    if isinstance(note, str):
+        return note.rsplit(".", 1)[-1] == "constexpr"
+    return note is constexpr or getattr(note, "__name__", None) == "constexpr"
 
 
 def _unwrap(x):

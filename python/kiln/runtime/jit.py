@@ -146,7 +146,9 @@ class _Dependencies(ast.NodeVisitor):
         elif isinstance(v, ConstexprFunction):
             if v not in self.constexpr_functions:
                 self.constexpr_functions.append(v)
-        elif g is not None and isinstance(v, (lc.constexpr, lc.dtype)):
+        elif g is not None and (isinstance(v, (lc.constexpr, lc.dtype)) or (
+                isinstance(v, (bool, int, float, str, tuple)) and
+                lc.is_constexpr_annotated(g, name))):
             self.globals.append((g, name, v))
         elif g is not None and isinstance(v, (bool, int, float, str, tuple)):
             # read by the kernel only with KILN_ALLOW_NON_CONSTEXPR_GLOBALS=1 (see
