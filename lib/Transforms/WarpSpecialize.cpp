@@ -37,6 +37,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Dialect/Kiln/IR/Dialect.h"
 #include "kiln/Dialect/KilnGPU/IR/Dialect.h"
 #include "kiln/Passes.h"
 
@@ -244,7 +245,8 @@ FailureOr<Plan> planKernel(func::FuncOp func, bool allLoops) {
   // Before the loop: both roles run scalar work, the rings' and barriers' set-up and the
   // first TMA copies (thread 0's). Tensor values, and the cp.async copies of one-slot
   // buffers (q, copied by the threads of its layout), are the consumers' (moved after the
-  // split, in order).
+  // split, in order). Loads only read: a tile's goes with the consumers, a scalar's stays
+  // where both roles run it (the producer's copies may need it, a block table's entry).
   for (Operation &op : top) {
     if (&op == plan.anchor())
       break;
@@ -253,6 +255,12 @@ FailureOr<Plan> planKernel(func::FuncOp func, bool allLoops) {
       continue;
     if (isa<kgpu::AsyncCopyOp, kgpu::AsyncCommitOp, kgpu::AsyncWaitOp>(op)) {
       plan.moved.push_back(&op);
+      continue;
+    }
+    auto load = dyn_cast<kiln::LoadOp>(op);
+    if (load && !load.getIsVolatile()) {
+      if (isTensorTyped(&op))
+        plan.moved.push_back(&op);
       continue;
     }
     if (op.getNumRegions() || !isMemoryEffectFree(&op))

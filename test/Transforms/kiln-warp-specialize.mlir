@@ -92,3 +92,48 @@ func.func @tma_matmul(%ad: !kiln.tensormap, %ab: !kiln.ptr<f16>, %bd: !kiln.tens
   kiln.store %po, %acc : tensor<128x128x!kiln.ptr<f32>>
   return
 }
+
+// -----
+
+// Loads before the loop only read: a tile's (a bias the output adds) goes to the consumers,
+// a scalar's (a scale) stays before the split, where both roles run it.
+// CHECK-LABEL: func.func @attention_with_loads_before(
+// CHECK: %[[SCALE:.*]] = kiln.load %{{.*}} : !kiln.ptr<f32>
+// CHECK: %[[W:.*]] = kiln_gpu.warp_id : i32
+// CHECK: scf.if
+// CHECK-NEXT: kiln_gpu.set_max_registers 24
+// CHECK-NOT: kiln.load
+// CHECK: } else {
+// CHECK-NEXT: kiln_gpu.set_max_registers 240 increase
+// CHECK: %[[BIAS:.*]] = kiln.load %{{.*}} : tensor<128x64x!kiln.ptr<f32>{{.*}}>
+// CHECK: scf.for
+// CHECK: arith.addf %{{.*}}, %[[BIAS]]
+// CHECK: arith.mulf %{{.*}}, %{{.*}}
+// CHECK: kiln.store
+func.func @attention_with_loads_before(%qd: !kiln.tensormap, %Q: !kiln.ptr<f16>, %kd: !kiln.tensormap, %K: !kiln.ptr<f16>,
+                     %vd: !kiln.tensormap, %V: !kiln.ptr<f16>, %O: !kiln.ptr<f32>, %B: !kiln.ptr<f32>,
+                     %S: !kiln.ptr<f32>, %rows: i32, %s: i64, %n: i32) {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %zero_s = arith.constant dense<0.0> : tensor<128x64xf32>
+  %acc0 = arith.constant dense<0.0> : tensor<128x64xf32>
+  %scale = kiln.load %S : !kiln.ptr<f32>
+  %pb = kiln.splat %B : tensor<128x64x!kiln.ptr<f32>>
+  %bias = kiln.load %pb : tensor<128x64x!kiln.ptr<f32>>
+  %q = kiln.descriptor_load %qd, %Q[%c0, %c0] shape [%rows, %c64] strides [%s] : !kiln.ptr<f16> -> tensor<128x64xf16>
+  %acc = scf.for %j = %c0 to %n step %c64 iter_args(%o = %acc0) -> (tensor<128x64xf32>) : i32 {
+    %kt = kiln.descriptor_load %kd, %K[%c0, %j] shape [%c64, %rows] strides [%s] : !kiln.ptr<f16> -> tensor<64x64xf16>
+    %sc = kiln.dot %q, %kt, %zero_s : tensor<128x64xf16> * tensor<64x64xf16> -> tensor<128x64xf32>
+    %e = math.exp2 %sc : tensor<128x64xf32>
+    %p = arith.truncf %e : tensor<128x64xf32> to tensor<128x64xf16>
+    %v = kiln.descriptor_load %vd, %V[%j, %c0] shape [%rows, %c64] strides [%s] : !kiln.ptr<f16> -> tensor<64x64xf16>
+    %d = kiln.dot %p, %v, %o : tensor<128x64xf16> * tensor<64x64xf16> -> tensor<128x64xf32>
+    scf.yield %d : tensor<128x64xf32>
+  }
+  %biased = arith.addf %acc, %bias : tensor<128x64xf32>
+  %ss = kiln.splat %scale : tensor<128x64xf32>
+  %scaled = arith.mulf %biased, %ss : tensor<128x64xf32>
+  %po = kiln.splat %O : tensor<128x64x!kiln.ptr<f32>>
+  kiln.store %po, %scaled : tensor<128x64x!kiln.ptr<f32>>
+  return
+}

@@ -375,6 +375,65 @@ def test_range_signature_is_triton_36():
 
 
 @kiln.jit
+def ws_loads_before_kernel(desc_q, desc_k, desc_v, out_ptr, bias_ptr, scale_ptr, N,
+                           D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    # A warp-specialized loop of two TMA-fed dots with loads before it: a scalar (both
+    # roles read it) and a tile (the consumers' alone).
+    scale = tl.load(scale_ptr)
+    rows, cols = tl.arange(0, BM), tl.arange(0, D)
+    bias = tl.load(bias_ptr + rows[:, None] * D + cols[None, :])
+    q = desc_q.load([0, 0])
+    acc = tl.zeros([BM, D], tl.float32)
+    for j in tl.range(0, N, BN, warp_specialize=True):
+        s = tl.dot(q, desc_k.load([j, 0]).T)
+        p = tl.exp2(s * 0.125)
+        acc = tl.dot(p.to(tl.float16), desc_v.load([j, 0]), acc)
+    tl.store(out_ptr + rows[:, None] * D + cols[None, :], (acc + bias) * scale)
+
+
+def _ws_loads_before_case(device):
+    """(arguments, reference) of ws_loads_before_kernel at BM 128, D 64, N 256, BN 64."""
+    rng = np.random.default_rng(6)
+    bm, d, n, bn = 128, 64, 256, 64
+    q, k, v = (rng.standard_normal((r, d)).astype(np.float16) * 0.5 for r in (bm, n, n))
+    bias = rng.standard_normal((bm, d)).astype(np.float32)
+    scale = np.array([0.75], np.float32)
+    s = q.astype(np.float32) @ k.astype(np.float32).T
+    p = np.exp2(s * 0.125).astype(np.float16).astype(np.float32)
+    ref = (p @ v.astype(np.float32) + bias) * scale[0]
+    return (q, k, v, bias, scale), ref
+
+
+def test_warp_specialized_loop_with_loads_before_it():
+    (q, k, v, bias, scale), ref = _ws_loads_before_case("cpu")
+    desc = lambda a, rows: kiln.TensorDescriptor(a, list(a.shape), [a.shape[1], 1], [rows, 64])  # noqa: E731
+    out = np.zeros_like(bias)
+    ws_loads_before_kernel[(1,)](desc(q, 128), desc(k, 64), desc(v, 64), out, bias, scale, 256,
+                                 D=64, BM=128, BN=64, **CPU)
+    np.testing.assert_allclose(out, ref, rtol=2e-2, atol=2e-2)
+    # sm_90a: the loads do not keep the loop from its producer warpgroup (compile only)
+    sig = {"desc_q": "tensordesc<fp16[128, 64]>", "desc_k": "tensordesc<fp16[64, 64]>",
+           "desc_v": "tensordesc<fp16[64, 64]>", "out_ptr": "*fp32:16", "bias_ptr": "*fp32:16",
+           "scale_ptr": "*fp32:16", "N": "i32:16"}
+    ptx = kiln.compile(ws_loads_before_kernel, signature=sig, constexprs=dict(D=64, BM=128, BN=64),
+                       target="sm_90a", num_warps=8, num_stages=3).asm["ptx"]
+    assert ptx.count("setmaxnreg") == 2
+
+
+@pytest.mark.gpu
+def test_warp_specialized_loop_with_loads_before_it_gpu():
+    from cuda_torch import torch_or_skip
+    torch = torch_or_skip()
+    args, ref = _ws_loads_before_case("cuda")
+    q, k, v, bias, scale = (torch.from_numpy(a).cuda() for a in args)
+    desc = lambda a, rows: kiln.TensorDescriptor(a, list(a.shape), [a.shape[1], 1], [rows, 64])  # noqa: E731
+    out = torch.zeros_like(bias)
+    ws_loads_before_kernel[(1,)](desc(q, 128), desc(k, 64), desc(v, 64), out, bias, scale, 256,
+                                 D=64, BM=128, BN=64, num_warps=8, num_stages=3)
+    np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=2e-2, atol=2e-2)
+
+
+@kiln.jit
 def range_flatten_kernel(x_ptr, out_ptr, tiles, K, BLOCK: tl.constexpr):
     # A persistent kernel's shape: a tile loop (flattened) around a K loop.
     o = tl.arange(0, BLOCK)
