@@ -126,11 +126,13 @@ def test_a_global_annotated_constexpr_is_one_and_stays_constant():
     annotated_scale[(1,)](x, out, BLOCK=16, device="cpu")
     np.testing.assert_array_equal(out, 0.5 * x)
     core = kiln.language.core
-    assert core.is_constexpr_annotated({"__annotations__": {"A": "tl.constexpr"}}, "A")
-    assert core.is_constexpr_annotated({"__annotations__": {"A": "constexpr"}}, "A")
-    assert not core.is_constexpr_annotated({"__annotations__": {"A": "float"}}, "A")
-    assert not core.is_constexpr_annotated({"__annotations__": {"A": float}}, "A")
-    assert not core.is_constexpr_annotated({}, "A")
+    assert core.is_constexpr_annotated({"__annotations__": {"A": "tl.constexpr"}}, "A", 1)
+    assert core.is_constexpr_annotated({"__annotations__": {"A": "constexpr"}}, "A", 1.5)
+    assert not core.is_constexpr_annotated({"__annotations__": {"A": "float"}}, "A", 1.5)
+    assert not core.is_constexpr_annotated({"__annotations__": {"A": float}}, "A", 1.5)
+    assert not core.is_constexpr_annotated({"__annotations__": {"A": "tl.constexpr"}}, "A",
+                                           [1, 2])  # (not a plain value)
+    assert not core.is_constexpr_annotated({}, "A", 1)
 
 
 def test_knobs_change_what_the_next_compile_and_launch_do():

@@ -354,8 +354,8 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
                 getattr(v, "__kiln_builtin__", False) or \
                 getattr(v, "__module__", "") .startswith("kiln.language"):
             return v
-        if isinstance(v, (bool, int, float, str, tuple)) and \
-                (self.allow_globals or lc.is_constexpr_annotated(g, name)):
+        if (self.allow_globals and isinstance(v, lc.PLAIN_GLOBAL_TYPES)) or \
+                lc.is_constexpr_annotated(g, name, v):
             self.globals_used[(id(g), name)] = (g, name, v)
             return constexpr(v)
         raise self.error(

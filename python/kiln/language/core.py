@@ -273,11 +273,18 @@ class constexpr:
         return constexpr(self.value[_unwrap(i)])
 
 
-def is_constexpr_annotated(module_globals, name):
-    """Whether a module annotates its global `name` as constexpr (`SCALE: tl.constexpr =
-    0.5`, also spelled as a string under `from __future__ import annotations`): kernels read
-    such a global as a constexpr, though Python keeps the plain value. Triton 3.6 rejects it
-    (some later versions and forks accept it); LLM-kernel libraries write constants so."""
+# The Python values a kernel may fold in from a module global (see is_constexpr_annotated).
+PLAIN_GLOBAL_TYPES = (bool, int, float, str, tuple)
+
+
+def is_constexpr_annotated(module_globals, name, value):
+    """Whether the global `name` holds a plain value (PLAIN_GLOBAL_TYPES) that its module
+    annotates as constexpr (`SCALE: tl.constexpr = 0.5`, also spelled as a string under `from
+    __future__ import annotations`): kernels read such a global as a constexpr, though Python
+    keeps the plain value. Triton 3.6 rejects it (some later versions and forks accept it);
+    LLM-kernel libraries write constants so."""
+    if not isinstance(value, PLAIN_GLOBAL_TYPES):
+        return False
     notes = module_globals.get("__annotations__")
     if notes is None:  # (annotations kept by the module object only, as from Python 3.14)
         module = sys.modules.get(module_globals.get("__name__", ""))

@@ -107,7 +107,7 @@ class _Dependencies(ast.NodeVisitor):
         self.info = info
         self.callees = []
         self.globals = []
-        self.plain = []  # module globals of plain Python values (bool, int, float, str, tuple)
+        self.plain = []  # module globals of plain Python values (lc.PLAIN_GLOBAL_TYPES)
         self.constexpr_functions = []  # tl.constexpr_function objects (their source is keyed)
 
     def _resolve(self, node):
@@ -146,11 +146,10 @@ class _Dependencies(ast.NodeVisitor):
         elif isinstance(v, ConstexprFunction):
             if v not in self.constexpr_functions:
                 self.constexpr_functions.append(v)
-        elif g is not None and (isinstance(v, (lc.constexpr, lc.dtype)) or (
-                isinstance(v, (bool, int, float, str, tuple)) and
-                lc.is_constexpr_annotated(g, name))):
+        elif g is not None and (isinstance(v, (lc.constexpr, lc.dtype)) or
+                                lc.is_constexpr_annotated(g, name, v)):
             self.globals.append((g, name, v))
-        elif g is not None and isinstance(v, (bool, int, float, str, tuple)):
+        elif g is not None and isinstance(v, lc.PLAIN_GLOBAL_TYPES):
             # read by the kernel only with KILN_ALLOW_NON_CONSTEXPR_GLOBALS=1 (see
             # JITFunction._plain_globals)
             self.plain.append((g, name, v))
