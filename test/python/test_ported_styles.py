@@ -1,0 +1,120 @@
+"""Idioms of Triton code written elsewhere, each in a kernel of our own that uses it the way
+those sources do, run on the CPU backend against numpy (session 34 ran such kernels, imports
+swapped, outside the repo; these keep the idioms under test):
+
+- a spin lock over `atomic_cas` / `atomic_xchg` guarding per-group partial sums, with a
+  first-writer count (Triton's layer-norm tutorial's backward);
+- a kernel parameter named `num_warps` (a constexpr the launch option also sets), a 0-d
+  accumulator from `tl.zeros(())`, `tensor.cast` and the pointee type of a scalar pointer;
+- a loop over rows bounded by the builtin `min` of a run-time value and
+  `tl.num_programs(0)`, with `tanh` imported by name from libdevice;
+- a constant the module annotates `NAME: tl.constexpr = ...`.
+"""
+import numpy as np
+
+import kiln
+import kiln.language as tl
+from kiln.language.extra.libdevice import tanh
+
+CPU = dict(device="cpu")
+HALF_LOG2E: tl.constexpr = 0.7213475204444817  # log2(e) / 2, annotated: a constexpr
+
+
+@kiln.jit
+def locked_group_sums(x_ptr, sums_ptr, lock_ptr, n_cols, GROUPS: tl.constexpr,
+                      BLOCK: tl.constexpr):
+    # Row r adds itself into the partial sum of group r % GROUPS under that group's lock; the
+    # first writer of a group stores instead of adding (its count was 0).
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    group = row % GROUPS
+    lock = lock_ptr + group
+    count = lock + GROUPS
+    part = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0) * 2.0
+    while tl.atomic_cas(lock, 0, 1) == 1:
+        pass
+    if tl.load(count) == 0:
+        tl.atomic_xchg(count, 1)
+    else:
+        part += tl.load(sums_ptr + group * n_cols + cols, mask=mask)
+    tl.store(sums_ptr + group * n_cols + cols, part, mask=mask)
+    tl.atomic_xchg(lock, 0)
+
+
+def test_spin_locked_partial_sums_across_programs():
+    rows, cols, groups = 157, 50, 6
+    x = np.random.default_rng(0).standard_normal((rows, cols)).astype(np.float32)
+    sums = np.full((groups, cols), np.nan, np.float32)  # the first writer must not read it
+    locks = np.zeros(2 * groups, np.int32)
+    locked_group_sums[(rows,)](x, sums, locks, cols, GROUPS=groups, BLOCK=64, **CPU)
+    ref = np.stack([2 * x[g::groups].sum(0) for g in range(groups)])
+    np.testing.assert_allclose(sums, ref, rtol=1e-5, atol=1e-5)
+    assert (locks[:groups] == 0).all() and (locks[groups:] == 1).all()
+
+
+@kiln.jit
+def support_mean(o_ptr, g_ptr, out_ptr, n_cols, block_size: tl.constexpr,
+                 num_warps: tl.constexpr):
+    # Per row: the mean of g over the support (o > 0), in two passes, rounded to o's type.
+    row = tl.program_id(0)
+    o_row = o_ptr + row * n_cols
+    acc = tl.zeros((), dtype=tl.float32)
+    cnt = tl.zeros((), dtype=tl.float32)
+    for i in range(0, tl.cdiv(n_cols, block_size)):
+        offs = i * block_size + tl.arange(0, block_size)
+        mask = offs < n_cols
+        o = tl.load(o_row + offs, mask=mask, other=0.0).cast(tl.float32)
+        g = tl.load(g_ptr + row * n_cols + offs, mask=mask, other=0.0)
+        acc += tl.sum(tl.where(o > 0.0, g, 0.0))
+        cnt += tl.sum(tl.where(o > 0.0, 1.0, 0.0))
+    mean = tl.cast(acc / tl.maximum(cnt, 1e-9), o_row.dtype.element_ty)
+    tl.store(out_ptr + row, mean.to(tl.float32) + num_warps * 0.0)
+
+
+def test_num_warps_parameter_zero_d_accumulators_and_cast():
+    rng = np.random.default_rng(1)
+    o = rng.standard_normal((5, 300)).astype(np.float16)
+    g = rng.standard_normal((5, 300)).astype(np.float32)
+    out = np.zeros(5, np.float32)
+    support_mean[(5,)](o, g, out, 300, block_size=128, num_warps=4, **CPU)
+    s = o > 0
+    ref = ((g * s).sum(1) / s.sum(1)).astype(np.float16).astype(np.float32)
+    np.testing.assert_allclose(out, ref, rtol=1e-3)
+
+
+@kiln.jit
+def tanh_rows(x_ptr, y_ptr, dsum_ptr, n_cols, ROWS_PER_PROGRAM: tl.constexpr,
+              BLOCK: tl.constexpr):
+    # Each program takes ROWS_PER_PROGRAM rows, never past the grid's size in rows (the
+    # builtin min of a run-time value and num_programs), and sums 1 - tanh^2 of its rows.
+    pid = tl.program_id(0)
+    start = pid * ROWS_PER_PROGRAM
+    end = min((pid + 1) * ROWS_PER_PROGRAM, tl.num_programs(0))
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    total = tl.zeros((BLOCK,), dtype=tl.float32)
+    x_ptr += start * n_cols
+    y_ptr += start * n_cols
+    for _ in tl.range(start, end):
+        t = tanh((tl.load(x_ptr + cols, mask=mask, other=0.0) * 2.0).cast(tl.float32))
+        tl.store(y_ptr + cols, t * tl.exp2(HALF_LOG2E * 0.0), mask=mask)
+        total += tl.where(mask, 1 - t * t, 0.0)
+        x_ptr += n_cols
+        y_ptr += n_cols
+    tl.store(dsum_ptr + pid * BLOCK + cols, total)
+
+
+def test_rows_bounded_by_min_of_num_programs_and_libdevice_tanh_by_name():
+    programs, per, cols = 6, 2, 40
+    x = np.random.default_rng(2).standard_normal((programs, cols)).astype(np.float32)
+    y = np.full_like(x, np.nan)
+    dsum = np.full((programs, 64), np.nan, np.float32)
+    tanh_rows[(programs,)](x, y, dsum, cols, ROWS_PER_PROGRAM=per, BLOCK=64, **CPU)
+    # rows reached: [0, min(2, 6)), [2, 4), [4, 6), then empty ranges
+    np.testing.assert_allclose(y, np.tanh(2 * x), rtol=1e-5, atol=1e-6)
+    t = np.tanh(2 * x)
+    for p in range(programs):
+        rows = range(p * per, min((p + 1) * per, programs))
+        ref = sum((1 - t[r] * t[r] for r in rows), np.zeros(cols, np.float32))
+        np.testing.assert_allclose(dsum[p, :cols], ref, rtol=1e-5, atol=1e-6)
