@@ -58,8 +58,6 @@ namespace kgpu = kiln::gpu;
 
 namespace {
 
-/// 32-bit registers of an SM (sm_90), which one program of warps and producer shares.
-constexpr int64_t kRegistersPerSM = 65536;
 /// Warps of a warpgroup (wgmma and setmaxnreg work on whole warpgroups).
 constexpr unsigned kWarpgroupWarps = 4;
 
@@ -418,16 +416,14 @@ struct KilnWarpSpecializePass final : kiln::impl::KilnWarpSpecializeBase<KilnWar
       return;
     // The consumers' share of the SM's registers, a multiple of 8, at most 240.
     int64_t consumerRegisters =
-        (kRegistersPerSM - int64_t(kWarpgroupWarps * kgpu::kWarpSize) * producerRegisters) /
+        (kgpu::kRegistersPerSM - int64_t(kWarpgroupWarps * kgpu::kWarpSize) * producerRegisters) /
         int64_t(warps * kgpu::kWarpSize);
     consumerRegisters = std::min<int64_t>(240, consumerRegisters / 8 * 8);
     // Each thread starts with the launch's share of the SM (at most 248 after rounding to 8):
     // the producer must give some back and the consumers take more (setmaxnreg.inc to fewer
     // registers than a thread holds is not an increase). One consumer warpgroup (4 warps:
     // 248 a thread to start with) does not qualify.
-    int64_t start = std::min<int64_t>(255, kRegistersPerSM / int64_t((warps + kWarpgroupWarps) *
-                                                                     kgpu::kWarpSize)) /
-                    8 * 8;
+    int64_t start = kgpu::getEntryRegisters(warps + kWarpgroupWarps);
     if (consumerRegisters <= start || int64_t(producerRegisters) >= start)
       return;
 

@@ -1,12 +1,15 @@
 // RUN: kiln-opt %s -convert-scf-to-cf -kiln-convert-to-llvm | FileCheck %s
 
 // The lowering of a warp-specialized kernel (-kiln-warp-specialize's output): the launch's
-// warps (kiln_gpu.launch_warps) give maxntid; the warp id is read once from lane 0; the set-up
+// warps (kiln_gpu.launch_warps) give maxntid, and the registers a thread starts with (65536 /
+// 384 rounded down to 8: 168) maxnreg, so that ptxas knows the count setmaxnreg changes (without
+// it ptxas may ignore setmaxnreg, C7508); the warp id is read once from lane 0; the set-up
 // both roles run keeps bar.sync 0 (kiln_gpu.all_threads: the mbarriers' init barrier and the
 // barrier op); the producer gives registers back and its first thread (warp 8's lane 0, thread
 // 256) issues the expect_tx; the consumers take the registers, and their barriers are named
 // barrier 1 over their 256 threads; their named barriers take the value's id.
 // CHECK-LABEL: llvm.func @roles(
+// CHECK-SAME: nvvm.maxnreg = 168 : i32
 // CHECK-SAME: nvvm.maxntid = array<i32: 384, 1, 1>
 // CHECK: %[[W:.*]] = llvm.inline_asm {kiln_gpu.uniform_warp_id = "thread_id / 32"} "shfl.sync.idx.b32
 // CHECK: "fence.mbarrier_init.release.cluster;"

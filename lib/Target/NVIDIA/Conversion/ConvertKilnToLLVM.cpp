@@ -5,7 +5,8 @@
 // arith, math (libdevice), cf and func patterns in one conversion. Kernels become llvm.funcs
 // marked nvvm.kernel with maxntid = 32 * num_warps (the launch's warps, kLaunchWarpsAttr, in a
 // warp-specialized kernel), and nvvm.maxnreg = N where the pass's
-// maxnreg option caps the registers per thread (Triton's maxnreg).
+// maxnreg option caps the registers per thread (Triton's maxnreg) or, in a warp-specialized
+// kernel, the registers its threads start with (kgpu::getEntryRegisters).
 //
 //===----------------------------------------------------------------------===//
 
@@ -295,9 +296,14 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
       func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), UnitAttr::get(ctx));
       func->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
                     DenseI32ArrayAttr::get(ctx, {int32_t(launchWarps * kgpu::kWarpSize), 1, 1}));
-      if (maxnreg)
+      // A warp-specialized kernel (never with a maxnreg cap) declares the registers each
+      // thread starts with, which its setmaxnreg ops change (getEntryRegisters).
+      int64_t cap = maxnreg;
+      if (!cap && module->hasAttr(kgpu::kLaunchWarpsAttr))
+        cap = kgpu::getEntryRegisters(launchWarps);
+      if (cap)
         func->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
-                      IntegerAttr::get(IntegerType::get(ctx, 32), int64_t(maxnreg)));
+                      IntegerAttr::get(IntegerType::get(ctx, 32), cap));
     }
   }
 };

@@ -29,6 +29,9 @@
 #define GET_OP_CLASSES
 #include "kiln/Dialect/KilnGPU/IR/KilnGPUOps.h.inc"
 
+#include <algorithm>
+#include <cstdint>
+
 namespace kiln::gpu {
 /// Module attribute: warps per program.
 inline constexpr llvm::StringLiteral kNumWarpsAttr = "kiln_gpu.num_warps";
@@ -50,6 +53,17 @@ inline constexpr llvm::StringLiteral kLeaderWarpAttr = "kiln_gpu.leader_warp";
 inline constexpr llvm::StringLiteral kAllThreadsAttr = "kiln_gpu.all_threads";
 /// Threads per warp on NVIDIA GPUs (PTX ISA 5.2.2, "warp size").
 inline constexpr unsigned kWarpSize = 32;
+/// 32-bit registers of an SM (sm_90), which one program's warps share.
+inline constexpr int64_t kRegistersPerSM = 65536;
+
+/// The registers per thread a program of `launchWarps` warps starts with when one program
+/// takes the SM's register file: its share, at most 255, rounded down to 8 (the unit
+/// setmaxnreg counts in). A warp-specialized kernel declares it (.maxnreg) so that ptxas
+/// knows the count at entry that setmaxnreg changes; without it ptxas may ignore setmaxnreg
+/// ("unable to determine register count at entry", C7508).
+inline int64_t getEntryRegisters(unsigned launchWarps) {
+  return std::min<int64_t>(255, kRegistersPerSM / int64_t(launchWarps * kWarpSize)) / 8 * 8;
+}
 
 /// The static position of one element a thread owns: per dimension of the tile, the
 /// repetition index and the index inside the thread's sizePerThread block.
