@@ -29,11 +29,12 @@
 // addPingPong) on FlashAttention-3's order, where a turn is the two dots issued back to back:
 // 548 / 587 -> 575 / 604 TFLOP/s at 4x32x4096 / 1x32x16384 (session 31).
 //
-// Registers: the launch has 32 * (n + 4) threads. With setmaxnreg in the kernel, ptxas gives
-// each thread the most registers that launch allows (65536 / (32 * (n + 4)) rounded down to 8:
-// 168 at 384 threads, what ncu read on the H100); the producer gives all but
-// `producer-registers` back (setmaxnreg.dec) and the consumers take them (setmaxnreg.inc), the
-// two counts chosen to fit that pool (an increase the pool cannot meet would wait forever).
+// Registers: the launch has 32 * (n + 4) threads, each starting with the most registers that
+// launch allows (kgpu::getEntryRegisters: 65536 / (32 * (n + 4)) rounded down to 8, 168 at 384
+// threads, which the lowering declares as the kernel's .maxnreg so that ptxas knows it); the
+// producer gives all but `producer-registers` back (setmaxnreg.dec) and the consumers take
+// them (setmaxnreg.inc), the two counts chosen to fit that pool (an increase the pool cannot
+// meet would wait forever).
 //
 //===----------------------------------------------------------------------===//
 
