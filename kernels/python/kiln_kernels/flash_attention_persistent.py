@@ -47,6 +47,10 @@ def _attn_fwd_persistent(Q, desc_k, desc_v, Out, LSE, sm_scale, H, N_CTX, n_tile
     l_prev = tl.full([BLOCK_M], 1.0, dtype=tl.float32)
     p = tl.zeros([BLOCK_M, BLOCK_N], dtype=Q.dtype.element_ty)
     alpha = tl.full([BLOCK_M], 1.0, dtype=tl.float32)
+    # i's key block within its tile, and the tile's row: counted, not divided (the consumers'
+    # branches read them every iteration; the producer's copies divide)
+    j = 0
+    t_row = pid * BLOCK_M
     for i in tl.range(0, total + 1, warp_specialize=True):
         has_keys = i < total
         # key block i (the last iteration re-reads block total - 1 and throws it away)
@@ -61,7 +65,6 @@ def _attn_fwd_persistent(Q, desc_k, desc_v, Out, LSE, sm_scale, H, N_CTX, n_tile
         hz_v = tile_v // n_m
         kv_v = ((hz_v // H) * (H // GROUP) + (hz_v % H) // GROUP) * N_CTX
         v = desc_v.load([kv_v + (iv % n) * BLOCK_N, 0])
-        j = i % n
         # (the first tile's q: in the loop, whose first iteration the compiler peels; a load
         # before it would keep the loop from being warp-specialized)
         if i == 0:
@@ -71,8 +74,7 @@ def _attn_fwd_persistent(Q, desc_k, desc_v, Out, LSE, sm_scale, H, N_CTX, n_tile
         # iteration) is in acc: written here, before the rescale zeroes it
         if j == 1:
             if i > 1:
-                done = pid + (i // n - 1) * progs
-                o_row = done * BLOCK_M
+                o_row = t_row - progs * BLOCK_M
                 out = acc * (1.0 / l_prev)[:, None]
                 tl.store(Out + (o_row + offs_r)[:, None] * HEAD_DIM + offs_d[None, :],
                          out.to(Out.dtype.element_ty))
@@ -96,8 +98,14 @@ def _attn_fwd_persistent(Q, desc_k, desc_v, Out, LSE, sm_scale, H, N_CTX, n_tile
         # free): the load runs under the rest of the iteration and the next one's copies
         if j == n - 1:
             if i + 1 < total:
-                t_row = (pid + (i // n + 1) * progs) * BLOCK_M
-                q = tl.load(Q + (t_row + offs_r)[:, None] * HEAD_DIM + offs_d[None, :])
+                q = tl.load(Q + (t_row + progs * BLOCK_M + offs_r)[:, None] * HEAD_DIM +
+                            offs_d[None, :])
+        # the next iteration's place
+        if j == n - 1:
+            j = 0
+            t_row += progs * BLOCK_M
+        else:
+            j += 1
     # the last tile: its last p @ v was issued by the loop's last iteration, whose turn of
     # the statistics saved them
     last = pid + (my_tiles - 1) * progs
