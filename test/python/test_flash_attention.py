@@ -264,9 +264,47 @@ def test_errors():
         fa.attention_forward(q, q, q, np.zeros_like(q), block_m=32, block_n=64, **CPU)
     with pytest.raises(ValueError, match="positive, finite sm_scale, found -0.5"):
         fa.attention_forward(q, q, q, np.zeros_like(q), sm_scale=-0.5, **CPU)
-    with pytest.raises(ValueError,
-                       match="expected overlap None, False, True or 'fa3', found 'FA3'"):
+    with pytest.raises(ValueError, match="expected overlap None, False, True, 'fa3' or "
+                                         "'persistent', found 'FA3'"):
         fa.attention_forward(q, q, q, np.zeros_like(q), overlap="FA3", **CPU)
+    with pytest.raises(ValueError, match="overlap='persistent' needs a non-causal attention.*"
+                                         "found causal"):
+        fa.attention_forward(q, q, q, np.zeros_like(q), causal=True, overlap="persistent",
+                             **CPU)
+    with pytest.raises(ValueError, match=r"at least 2 \* BLOCK_N \(128\), under 2\*\*31 "
+                                         r"elements, found \(1, 2, 64, 64\)"):
+        fa.attention_forward(q, q, q, np.zeros_like(q), overlap="persistent", block_m=64,
+                             block_n=64, **CPU)
+    with pytest.raises(ValueError, match="expected contiguous arrays, found out"):
+        fa.attention_forward(q, q, q, np.zeros((1, 2, 64, 128), np.float16)[..., ::2],
+                             overlap="persistent", block_m=32, block_n=16, **CPU)
+
+
+def test_persistent_through_attention_forward_cpu():
+    # overlap="persistent" runs flash_attention_persistent, bit for bit the forward's answer
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((2, 2, 64, 16)).astype(np.float32) for _ in range(3))
+    out, plain = np.full_like(q, np.nan), np.zeros_like(q)
+    lse, plain_lse = np.full((2, 2, 64), np.nan, np.float32), np.zeros((2, 2, 64), np.float32)
+    fa.attention_forward(q, k, v, out, lse, overlap="persistent", block_m=32, block_n=16, **CPU)
+    fa.attention_forward(q, k, v, plain, plain_lse, block_m=32, block_n=16, **CPU)
+    np.testing.assert_array_equal(out, plain)
+    np.testing.assert_array_equal(lse, plain_lse)
+
+
+def test_persistent_is_the_default_where_it_tiles(monkeypatch):
+    # non-causal D 128 on sm_90 takes the persistent kernel; causal, other dims, other GPUs and
+    # shapes it cannot tile keep FlashAttention-3's order (or the plain loop)
+    monkeypatch.setattr(fa, "_capability_major", lambda device: 9)
+    monkeypatch.setattr(fa, "torch", object())
+    assert fa.descriptor_overlap_default(128, "cuda", causal=False, seq_len=4096) == "persistent"
+    assert fa.descriptor_overlap_default(128, "cuda", causal=True, seq_len=4096) == "fa3"
+    assert fa.descriptor_overlap_default(64, "cuda", causal=False, seq_len=4096) is None
+    monkeypatch.setattr(fa, "_capability_major", lambda device: 10)
+    assert fa.descriptor_overlap_default(128, "cuda", causal=False, seq_len=4096) is None
+    assert fa._persistent_path(np.zeros((1, 1, 256, 1)), 128, 128)
+    assert not fa._persistent_path(np.zeros((1, 1, 128, 1)), 128, 128)   # one key block
+    assert not fa._persistent_path(np.zeros((1, 1, 384, 1)), 256, 128)   # S % BLOCK_M
 
 
 # ---------------------------------------------------------------- GPU: against torch SDPA
@@ -274,7 +312,7 @@ def test_errors():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("path", ["plain", "overlap", "descriptors-plain",
-                                  "descriptors-overlap", "descriptors-fa3"])
+                                  "descriptors-overlap", "descriptors-fa3", "default"])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("D", [64, 128])
@@ -288,8 +326,10 @@ def test_attention_gpu(S, D, causal, dtype, path):
     q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=t) for _ in range(3))
     # pointers (plain or rotated loop), or descriptors where the sequence takes whole blocks
     # (else the default falls back to pointers)
-    descriptors = None if path.startswith("descriptors") else False
+    descriptors = None if path.startswith("descriptors") or path == "default" else False
     overlap = "fa3" if path.endswith("fa3") else path.endswith("overlap")
+    if path == "default":  # the persistent kernel at D 128 non-causal where S tiles
+        overlap = None
     out, lse = fa.attention(q, k, v, causal=causal, return_lse=True, overlap=overlap,
                             descriptors=descriptors)
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)

@@ -393,10 +393,15 @@ def descriptor_overlap_default(head_dim, device, causal=False, seq_len=None):
     the loop's idle first p @ v and last q @ k (-kiln-peel-dot-loops; session 33, five
     interleaved rounds: 524 against 498, SDPA default 511). Else None (the plain loop; at
     D = 64 FlashAttention-3's order ran 0.84-0.92x SDPA default against 1.00-1.15x, session
-    33). `causal` and `seq_len` no longer change the choice."""
+    33). Non-causal, "persistent": the same order over every query block a program owns, one
+    program an SM (flash_attention_persistent; session 35, H200, five interleaved rounds:
+    585.5 / 605.9 TFLOP/s at 4x32x4096 / 1x32x16384 against 569.2 / 598.0 for "fa3", SDPA
+    default 590.3 / 594.0); attention_forward takes "fa3" where it cannot tile the shape."""
     if head_dim != 128 or torch is None:
         return None
-    return "fa3" if _capability_major(device) == 9 else None
+    if _capability_major(device) != 9:
+        return None
+    return "fa3" if causal or seq_len is None else "persistent"
 
 
 @functools.lru_cache(maxsize=None)
@@ -415,7 +420,8 @@ def descriptor_tile_config(head_dim, causal=False, overlap=None):
     3 or 4, but causal 320-375 against 383-427 for 128x64 with 4 stages (the diagonal blocks
     of 128 keys mask half their work). Causal at D = 128, 128x64 tiles with 2 stages: 98 KiB of
     shared memory and 128 registers a thread, so two programs share an SM (a causal grid's
-    programs run for unequal times) (session 30, H100, five alternating readings): 494-507 TFLOP/s at 4k against 455-468 for 128x128 with 3 stages
+    programs run for unequal times) (session 30, H100, five alternating readings): 494-507
+    TFLOP/s at 4k against 455-468 for 128x128 with 3 stages
     (229 KiB, one program an SM); at 16k 531-565 against 542-560, within the spread. Non-causal
     the two ran alike (4k 530-545 against 515-536, 16k 548-571 against 557-563), and 128x128
     stays. FlashAttention-3's order (overlap="fa3") at D = 128 takes 128x128 tiles with 3
@@ -424,7 +430,7 @@ def descriptor_tile_config(head_dim, causal=False, overlap=None):
     program an SM in any case."""
     if head_dim <= 64:
         return (128, 64, 8, 4) if causal else (128, 128, 8, 2)
-    if overlap == "fa3":
+    if overlap in ("fa3", "persistent"):
         return (128, 128, 8, 3)
     return (128, 64, 8, 2) if causal else (128, 128, 8, 3)
 
@@ -436,6 +442,14 @@ def _descriptor_path(q, k, v, out, block_m):
     return (torch is not None and all(isinstance(x, torch.Tensor) and x.is_cuda
                                       and x.is_contiguous() for x in (q, k, v, out))
             and q.shape[2] % block_m == 0)
+
+
+def _persistent_path(q, block_m, block_n):
+    """Whether flash_attention_persistent tiles q's shape: S a multiple of BLOCK_M (itself a
+    multiple of BLOCK_N), at least two key blocks, and 32-bit element offsets."""
+    S = q.shape[2]
+    return (S % block_m == 0 and block_m % block_n == 0 and S >= 2 * block_n
+            and math.prod(q.shape) < 2**31)
 
 
 def check_shapes(who, q, k, v, *like_q):
@@ -475,13 +489,16 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
     sm_90; else the plain one); overlap=False takes the plain one, overlap=True the rotated
     one (_attn_fwd_inner_desc_overlap: 2-4% slower at D128 and 7-30% at D64 on an H100,
     interleaved timings of session 25), overlap="fa3" FlashAttention-3's order
-    (_attn_fwd_inner_desc_fa3; on the pointer path the rotated loop). longest_first (default: causal through descriptors) launches
-    the query blocks of each head last-first: the causal blocks with the most keys go
-    first."""
+    (_attn_fwd_inner_desc_fa3; on the pointer path the rotated loop), overlap="persistent"
+    (non-causal, contiguous arrays; the default at D = 128 on sm_90 where it tiles the shape)
+    that order over all the query blocks a program owns, one program an SM
+    (flash_attention_persistent). longest_first (default: causal through descriptors)
+    launches the query blocks of each head last-first: the causal blocks with the most keys
+    go first."""
     B, H, S, D = check_shapes("attention", q, k, v, out)
-    if overlap not in (None, False, True, "fa3"):
-        raise ValueError(f"attention: expected overlap None, False, True or 'fa3', found "
-                         f"{overlap!r}")
+    if overlap not in (None, False, True, "fa3", "persistent"):
+        raise ValueError(f"attention: expected overlap None, False, True, 'fa3' or "
+                         f"'persistent', found {overlap!r}")
     if D not in (16, 32, 64, 128, 256):
         raise ValueError(f"attention: expected a head dimension of 16, 32, 64, 128 or 256, "
                          f"found {D}")
@@ -500,7 +517,16 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
         if descriptors:
             if overlap is None:
                 overlap = descriptor_overlap_default(D, q.device, causal, S)
+                if overlap == "persistent" and not _persistent_path(q, block_m or 128,
+                                                                    block_n or 128):
+                    overlap = "fa3"
             bm, bn, nw, ns = descriptor_tile_config(D, causal, overlap)
+    if overlap == "persistent" and (causal or not _persistent_path(q, block_m or bm,
+                                                                    block_n or bn)):
+        raise ValueError("attention: overlap='persistent' needs a non-causal attention whose "
+                         f"sequence length is a multiple of BLOCK_M ({block_m or bm}) and at "
+                         f"least 2 * BLOCK_N ({2 * (block_n or bn)}), under 2**31 elements"
+                         + (f", found causal" if causal else f", found {tuple(q.shape)}"))
     bm, bn = block_m or bm, block_n or bn
     nw, ns = num_warps or nw, num_stages or ns
     if bm % bn:
@@ -519,6 +545,10 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
     if longest_first is None:  # (session 25, interleaved: +0-4% through descriptors, -2.5 to
         longest_first = bool(causal) and descriptors  # +2.7% through pointers)
     longest_first = bool(longest_first)
+    if overlap == "persistent":
+        from .flash_attention_persistent import attention_forward_persistent
+        return attention_forward_persistent(q, k, v, out, lse, sm_scale, block_m=bm,
+                                            block_n=bn, num_warps=nw, num_stages=ns, **launch)
     if descriptors:
         def desc(x, rows):
             return kiln.TensorDescriptor(x.view(-1, D), shape=[x.numel() // D, D],

@@ -20,6 +20,9 @@ as `_attn_fwd_inner_desc_fa3` carries it, the consumers spilled in the loop). Th
 goes out by plain stores (a TMA store in the loop would need shared memory the rings
 take). Needs n >= 2 (S >= 2 * BLOCK_N) and S a multiple of BLOCK_M.
 """
+import functools
+import math
+
 import kiln
 import kiln.language as tl
 
@@ -117,23 +120,36 @@ def _attn_fwd_persistent(Q, desc_k, desc_v, Out, LSE, sm_scale, H, N_CTX, n_tile
         tl.store(LSE + o_row + offs_r, (m_prev + tl.log2(l_prev)) * 0.6931471805599453)
 
 
+@functools.lru_cache(maxsize=None)
+def _multiprocessors(device):
+    """The device's multiprocessor count, read once per device."""
+    import torch
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
 def attention_forward_persistent(q, k, v, out, lse=None, sm_scale=None, programs=None,
                                  block_m=128, block_n=128, num_warps=8, num_stages=3,
                                  **launch):
     """Non-causal attention of contiguous (B, H, S, D) arrays through _attn_fwd_persistent
     on `programs` programs (default: the GPU's multiprocessor count, 132 on the CPU)."""
     from .flash_attention import check_shapes
-    import math
     B, H, S, D = check_shapes("attention_persistent", q, k, v, out)
+    for name, x in (("q", q), ("k", k), ("v", v), ("out", out)):
+        if not (x.is_contiguous() if hasattr(x, "is_contiguous") else x.flags.c_contiguous):
+            raise ValueError(f"attention_persistent: expected contiguous arrays, found {name} "
+                             f"of shape {tuple(x.shape)} not contiguous")
+    if math.prod(q.shape) >= 2**31:
+        raise ValueError(f"attention_persistent: expected fewer than 2**31 elements in q "
+                         f"(32-bit offsets), found shape {tuple(q.shape)}")
     if S % block_m or S < 2 * block_n or block_m % block_n:
         raise ValueError(f"attention_persistent: expected S a multiple of BLOCK_M ({block_m}) "
                          f"and at least 2 * BLOCK_N ({2 * block_n}), found {S}")
+    if lse is not None and tuple(lse.shape) != (B, H, S):
+        raise ValueError(f"attention_persistent: expected lse of shape {(B, H, S)} (fp32, "
+                         f"contiguous), found {tuple(lse.shape)}")
     n_tiles = B * H * (S // block_m)
     if programs is None:
-        programs = 132
-        if launch.get("device") != "cpu":
-            import torch
-            programs = torch.cuda.get_device_properties(q.device).multi_processor_count
+        programs = 132 if launch.get("device") == "cpu" else _multiprocessors(q.device)
     programs = max(1, min(int(programs), n_tiles))
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
