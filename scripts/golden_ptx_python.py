@@ -41,7 +41,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import kiln  # noqa: E402
 import kiln_kernels  # noqa: E402
 from kiln_kernels import (cross_entropy, flash_attention, flash_attention_bwd,  # noqa: E402
-                          kl_div, layernorm, matmul, rmsnorm, rope, softmax, swiglu)
+                          flash_attention_persistent, kl_div, layernorm, matmul, rmsnorm, rope,
+                          softmax, swiglu)
 from kiln_kernels._utils import next_power_of_2, num_warps_for, row_block  # noqa: E402
 from golden_files import GoldenSet  # noqa: E402
 
@@ -344,6 +345,21 @@ def attention_cases():
     fwd_desc("fp16", 128, False, overlap=True)    # overlap=True: the rotated loop
     fwd_desc("fp16", 128, False, overlap=2)       # overlap="fa3": FA3's order, p @ v carried
     fwd_desc("fp16", 128, True, overlap=2)
+    def fwd_persistent(dt, D, lse=False):
+        # attention_forward's default non-causal at D 128 on sm_90 (overlap="persistent"):
+        # one program an SM (132 on the H100) over the B * H * S / BLOCK_M query blocks
+        bm, bn, nw, ns = flash_attention.descriptor_tile_config(D, False, "persistent")
+        rows = Bt * H * S
+        args = dict(Q=Ptr(dt), desc_k=Desc(dt, (rows, D), (bn, D)),
+                    desc_v=Desc(dt, (rows, D), (bn, D)), Out=Ptr(dt),
+                    LSE=Ptr("fp32") if lse else None, sm_scale=D ** -0.5, H=H, N_CTX=S,
+                    n_tiles=rows // bm)
+        cases.append(Case(flash_attention_persistent._attn_fwd_persistent,
+                          f"{dt}_d{D}{'_lse' if lse else ''}", args,
+                          dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, GROUP=1), nw, ns))
+
+    fwd_persistent("fp16", 128)                   # bench_attention's default path, non-causal
+    fwd_persistent("fp16", 128, lse=True)         # the training forward (attention())
     # the pointer kernel: strided inputs, partial blocks, --descriptors off
     for causal in (False, True):
         fwd("fp16", 128, causal)                  # the default: rotated loop at D 128
