@@ -260,6 +260,12 @@ def test_errors():
         fa.attention_forward(q, q, q.astype(np.float32), np.zeros_like(q), **CPU)
     with pytest.raises(ValueError, match=r"expected lse of shape \(1, 2, 64\)"):
         fa.attention_forward(q, q, q, np.zeros_like(q), np.zeros((1, 2, 32), np.float32), **CPU)
+    # the kernels write lse's rows as a contiguous fp32 (B, H, S) array
+    with pytest.raises(ValueError, match=r"\(fp32, contiguous\), found \(1, 2, 64\) float16"):
+        fa.attention_forward(q, q, q, np.zeros_like(q), np.zeros((1, 2, 64), np.float16), **CPU)
+    with pytest.raises(ValueError, match=r"found \(1, 2, 64\) float32 not contiguous"):
+        fa.attention_forward(q, q, q, np.zeros_like(q),
+                             np.zeros((1, 64, 2), np.float32).transpose(0, 2, 1), **CPU)
     with pytest.raises(ValueError, match=r"BLOCK_M \(32\) to be a multiple of BLOCK_N \(64\)"):
         fa.attention_forward(q, q, q, np.zeros_like(q), block_m=32, block_n=64, **CPU)
     with pytest.raises(ValueError, match="positive, finite sm_scale, found -0.5"):

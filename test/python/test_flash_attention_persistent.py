@@ -64,15 +64,18 @@ def test_persistent_forward_rejects_what_it_cannot_tile():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("B,H,S", [(2, 4, 1024), (1, 3, 256), (4, 32, 512)])
-def test_persistent_forward_gpu(B, H, S, dtype):
+@pytest.mark.parametrize("B,H,H_KV,S", [(2, 4, 4, 1024), (1, 3, 3, 256), (4, 32, 32, 512),
+                                        (2, 8, 2, 512)])  # (the last: grouped-query heads)
+def test_persistent_forward_gpu(B, H, H_KV, S, dtype):
     torch = torch_or_skip()
     t = getattr(torch, dtype)
     torch.manual_seed(0)
-    q, k, v = (torch.randn(B, H, S, 128, device="cuda", dtype=t) for _ in range(3))
+    q = torch.randn(B, H, S, 128, device="cuda", dtype=t)
+    k, v = (torch.randn(B, H_KV, S, 128, device="cuda", dtype=t) for _ in range(2))
     out = torch.full_like(q, float("nan"))
     lse = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
     fp.attention_forward_persistent(q, k, v, out, lse)
+    k, v = (x.repeat_interleave(H // H_KV, dim=1) for x in (k, v))
     ref = torch.nn.functional.scaled_dot_product_attention(q, k, v)
     err = (out.double() - ref.double()).abs().max().item()
     assert err < (1e-2 if dtype == "float16" else 3e-2), f"max |out - sdpa| = {err:.3g}"

@@ -452,6 +452,19 @@ def _persistent_path(q, block_m, block_n):
             and math.prod(q.shape) < 2**31)
 
 
+def check_lse(who, lse, B, H, S):
+    """A ValueError unless `lse` is None or a contiguous fp32 array of shape (B, H, S) (the
+    kernels write row b * H * S + h * S + s)."""
+    if lse is None:
+        return
+    dense = lse.is_contiguous() if hasattr(lse, "is_contiguous") else lse.flags.c_contiguous
+    if tuple(lse.shape) != (B, H, S) or str(lse.dtype) not in ("float32", "torch.float32") \
+            or not dense:
+        raise ValueError(f"{who}: expected lse of shape {(B, H, S)} (fp32, contiguous), found "
+                         f"{tuple(lse.shape)} {str(lse.dtype).replace('torch.', '')}"
+                         f"{'' if dense else ' not contiguous'}")
+
+
 def check_shapes(who, q, k, v, *like_q):
     """(B, H, S, D) of q; k and v (B, H_KV, S, D) with H a multiple of H_KV (grouped-query
     attention; H_KV = H is the usual case); each of like_q q's shape. A ValueError else."""
@@ -532,9 +545,7 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
     if bm % bn:
         raise ValueError(f"attention: expected BLOCK_M ({bm}) to be a multiple of BLOCK_N "
                          f"({bn})")
-    if lse is not None and tuple(lse.shape) != (B, H, S):
-        raise ValueError(f"attention: expected lse of shape {(B, H, S)} (fp32, contiguous), "
-                         f"found {tuple(lse.shape)}")
+    check_lse("attention", lse, B, H, S)
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
     if not (sm_scale > 0 and math.isfinite(sm_scale)):

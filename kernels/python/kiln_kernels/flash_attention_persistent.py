@@ -132,7 +132,7 @@ def attention_forward_persistent(q, k, v, out, lse=None, sm_scale=None, programs
                                  **launch):
     """Non-causal attention of contiguous (B, H, S, D) arrays through _attn_fwd_persistent
     on `programs` programs (default: the GPU's multiprocessor count, 132 on the CPU)."""
-    from .flash_attention import check_shapes
+    from .flash_attention import check_lse, check_shapes
     B, H, S, D = check_shapes("attention_persistent", q, k, v, out)
     for name, x in (("q", q), ("k", k), ("v", v), ("out", out)):
         if not (x.is_contiguous() if hasattr(x, "is_contiguous") else x.flags.c_contiguous):
@@ -144,9 +144,7 @@ def attention_forward_persistent(q, k, v, out, lse=None, sm_scale=None, programs
     if S % block_m or S < 2 * block_n or block_m % block_n:
         raise ValueError(f"attention_persistent: expected S a multiple of BLOCK_M ({block_m}) "
                          f"and at least 2 * BLOCK_N ({2 * block_n}), found {S}")
-    if lse is not None and tuple(lse.shape) != (B, H, S):
-        raise ValueError(f"attention_persistent: expected lse of shape {(B, H, S)} (fp32, "
-                         f"contiguous), found {tuple(lse.shape)}")
+    check_lse("attention_persistent", lse, B, H, S)
     n_tiles = B * H * (S // block_m)
     if programs is None:
         programs = 132 if launch.get("device") == "cpu" else _multiprocessors(q.device)
