@@ -539,7 +539,7 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
         raise ValueError("attention: overlap='persistent' needs a non-causal attention whose "
                          f"sequence length is a multiple of BLOCK_M ({block_m or bm}) and at "
                          f"least 2 * BLOCK_N ({2 * (block_n or bn)}), under 2**31 elements"
-                         + (f", found causal" if causal else f", found {tuple(q.shape)}"))
+                         + (", found causal" if causal else f", found {tuple(q.shape)}"))
     bm, bn = block_m or bm, block_n or bn
     nw, ns = num_warps or nw, num_stages or ns
     if bm % bn:
