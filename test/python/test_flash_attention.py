@@ -298,6 +298,30 @@ def test_persistent_through_attention_forward_cpu():
     np.testing.assert_array_equal(lse, plain_lse)
 
 
+def test_default_persistent_launch_glue(monkeypatch):
+    # On the GPU the default path hands its checked arguments to launch_persistent: here the
+    # descriptor path is forced on and the launch recorded, then replayed on the CPU backend
+    # against the forward's own answer.
+    from kiln_kernels import flash_attention_persistent as fp
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal((1, 2, 64, 16)).astype(np.float32) for _ in range(3))
+    out, lse = np.zeros_like(q), np.zeros((1, 2, 64), np.float32)
+    calls = []
+    monkeypatch.setattr(fa, "_descriptor_path", lambda *args: True)
+    monkeypatch.setattr(fa, "descriptor_overlap_default", lambda *args: "persistent")
+    monkeypatch.setattr(fa, "descriptor_tile_config", lambda *args: (64, 64, 4, 3))
+    monkeypatch.setattr(fp, "launch_persistent", lambda *args: calls.append(args))
+    fa.attention_forward(q, k, v, out, lse, sm_scale=0.3, block_m=32, block_n=16)
+    (args,) = calls
+    assert args[5:11] == (0.3, None, 32, 16, 4, 3)
+    monkeypatch.undo()
+    fp.launch_persistent(*args[:11], dict(args[11], device="cpu"))
+    plain, plain_lse = np.zeros_like(q), np.zeros_like(lse)
+    fa.attention_forward(q, k, v, plain, plain_lse, sm_scale=0.3, block_m=32, block_n=16, **CPU)
+    np.testing.assert_array_equal(out, plain)
+    np.testing.assert_array_equal(lse, plain_lse)
+
+
 def test_persistent_is_the_default_where_it_tiles(monkeypatch):
     # non-causal D 128 on sm_90 takes the persistent kernel; causal, other dims, other GPUs and
     # shapes it cannot tile keep FlashAttention-3's order (or the plain loop)

@@ -530,8 +530,9 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
         if descriptors:
             if overlap is None:
                 overlap = descriptor_overlap_default(D, q.device, causal, S)
-                if overlap == "persistent" and not _persistent_path(q, block_m or 128,
-                                                                    block_n or 128):
+                pbm, pbn = descriptor_tile_config(D, causal, overlap)[:2]
+                if overlap == "persistent" and not _persistent_path(q, block_m or pbm,
+                                                                    block_n or pbn):
                     overlap = "fa3"
             bm, bn, nw, ns = descriptor_tile_config(D, causal, overlap)
     if overlap == "persistent" and (causal or not _persistent_path(q, block_m or bm,
@@ -557,9 +558,13 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
         longest_first = bool(causal) and descriptors  # +2.7% through pointers)
     longest_first = bool(longest_first)
     if overlap == "persistent":
-        from .flash_attention_persistent import attention_forward_persistent
-        return attention_forward_persistent(q, k, v, out, lse, sm_scale, block_m=bm,
-                                            block_n=bn, num_warps=nw, num_stages=ns, **launch)
+        from . import flash_attention_persistent as fp
+        if descriptors:  # (contiguous CUDA tensors; shapes, tiles and lse checked above)
+            return fp.launch_persistent(q, k, v, out, lse, sm_scale, None, bm, bn, nw, ns,
+                                        launch)
+        return fp.attention_forward_persistent(q, k, v, out, lse, sm_scale, block_m=bm,
+                                               block_n=bn, num_warps=nw, num_stages=ns,
+                                               **launch)
     if descriptors:
         def desc(x, rows):
             return kiln.TensorDescriptor(x.view(-1, D), shape=[x.numel() // D, D],

@@ -145,12 +145,21 @@ def attention_forward_persistent(q, k, v, out, lse=None, sm_scale=None, programs
         raise ValueError(f"attention_persistent: expected S a multiple of BLOCK_M ({block_m}) "
                          f"and at least 2 * BLOCK_N ({2 * block_n}), found {S}")
     check_lse("attention_persistent", lse, B, H, S)
+    if sm_scale is None:
+        sm_scale = 1.0 / math.sqrt(D)
+    return launch_persistent(q, k, v, out, lse, sm_scale, programs, block_m, block_n,
+                             num_warps, num_stages, launch)
+
+
+def launch_persistent(q, k, v, out, lse, sm_scale, programs, block_m, block_n, num_warps,
+                      num_stages, launch):
+    """The launch of attention_forward_persistent, its arguments checked by the caller
+    (attention_forward checks them once for every path)."""
+    B, H, S, D = (int(x) for x in q.shape)
     n_tiles = B * H * (S // block_m)
     if programs is None:
         programs = 132 if launch.get("device") == "cpu" else _multiprocessors(q.device)
     programs = max(1, min(int(programs), n_tiles))
-    if sm_scale is None:
-        sm_scale = 1.0 / math.sqrt(D)
 
     def desc(x, rows):
         flat = x.reshape(-1, D)
