@@ -32,7 +32,8 @@ Kiln's row is attention_forward's default path: through tensor descriptors
 --descriptors off; the Triton twin takes the same path and tiles. On the pointer path Kiln's
 row and the twin's take attention_forward's default loop (--overlap auto: the rotated one on
 the pointer path at D128; on the descriptor path FlashAttention-3's order, warp-specialized,
-at D128 on sm_90, else the plain one), the rotated loop
+at D128 on sm_90, non-causal over every query block a program owns (the persistent kernel,
+which the twin then runs under Triton too), else the plain one), the rotated loop
 (overlap=True) with --overlap on or both, the plain loop with off; both also times the plain
 loop (columns "Kiln plain").
 """
