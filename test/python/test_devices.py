@@ -159,6 +159,23 @@ def test_flash_attention_descriptors_on_device1(torch2):
     assert torch.cuda.current_device() == 0
 
 
+def test_persistent_flash_attention_on_device1(torch2):
+    # The non-causal D 128 default (the persistent kernel, one program per multiprocessor of
+    # the tensors' device) on cuda:1 while the current device is 0, against SDPA there.
+    torch = torch2
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "kernels", "python"))
+    from kiln_kernels import flash_attention as fa
+    torch.manual_seed(6)
+    q, k, v = (torch.randn(2, 4, 512, 128, device="cuda:1", dtype=torch.float16)
+               for _ in range(3))
+    out = torch.full_like(q, float("nan"))
+    fa.attention_forward(q, k, v, out)
+    torch.cuda.synchronize(1)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    assert (out.double() - ref.double()).abs().max().item() < 2e-2
+    assert torch.cuda.current_device() == 0
+
+
 def test_kiln_arrays_on_device1():
     if kiln.device_count() < 2:
         pytest.skip("fewer than two GPUs")
