@@ -8,7 +8,9 @@ swapped, outside the repo; these keep the idioms under test):
   accumulator from `tl.zeros(())`, `tensor.cast` and the pointee type of a scalar pointer;
 - a loop over rows bounded by the builtin `min` of a run-time value and
   `tl.num_programs(0)`, with `tanh` imported by name from libdevice;
-- a constant the module annotates `NAME: tl.constexpr = ...`.
+- a constant the module annotates `NAME: tl.constexpr = ...`;
+- a @jit activation passed as a constexpr argument and called in the kernel
+  (`ACTIVATION: tl.constexpr`, `acc = ACTIVATION(acc)`, as xformers' fused matmul does).
 """
 import numpy as np
 
@@ -118,3 +120,37 @@ def test_rows_bounded_by_min_of_num_programs_and_libdevice_tanh_by_name():
         rows = range(p * per, min((p + 1) * per, programs))
         ref = sum((1 - t[r] * t[r] for r in rows), np.zeros(cols, np.float32))
         np.testing.assert_allclose(dsum[p, :cols], ref, rtol=1e-5, atol=1e-6)
+
+
+@kiln.jit
+def leaky(x):
+    return tl.where(x >= 0, x, 0.01 * x)
+
+
+@kiln.jit
+def squared(x):
+    return x * x
+
+
+@kiln.jit
+def bias_act(x_ptr, b_ptr, y_ptr, n, BLOCK: tl.constexpr, ACTIVATION: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    acc = tl.load(x_ptr + offs, mask=mask) + tl.load(b_ptr + offs, mask=mask)
+    if ACTIVATION is not None:  # (`if ACTIVATION:` is an error here, as in Triton)
+        acc = ACTIVATION(acc)
+    tl.store(y_ptr + offs, acc, mask=mask)
+
+
+def test_jit_function_passed_as_a_constexpr_and_called():
+    # each function (and None) is its own specialization, keyed by the function's source
+    rng = np.random.default_rng(3)
+    x, b = rng.standard_normal(100).astype(np.float32), rng.standard_normal(100).astype(np.float32)
+    for act, want in ((leaky, np.where(x + b >= 0, x + b, 0.01 * (x + b))),
+                      (squared, (x + b) ** 2), (None, x + b)):
+        y = np.full_like(x, np.nan)
+        bias_act[(4,)](x, b, y, 100, BLOCK=32, ACTIVATION=act, **CPU)
+        np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+    import pytest
+    with pytest.raises(kiln.CompilationError, match="unsupported call to"):
+        bias_act[(4,)](x, b, np.zeros_like(x), 100, BLOCK=32, ACTIVATION=3, **CPU)

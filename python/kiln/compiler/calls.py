@@ -34,6 +34,10 @@ class CallsMixin:
         from ..runtime.jit import JITFunction
         from .. import language as tl
         fn = self.visit(node.func)
+        if isinstance(fn, constexpr) and isinstance(fn.value, (JITFunction, ConstexprFunction)):
+            # a @kiln.jit function passed as a constexpr argument (`ACTIVATION: tl.constexpr`
+            # called as ACTIVATION(acc)), keyed by its source as any constexpr function
+            fn = fn.value
         if fn is tl.static_assert:
             return self._static_assert(node)
         if fn is tl.static_print:
