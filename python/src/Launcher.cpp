@@ -230,11 +230,23 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
   if (descs.size() < n)
     descs.resize(n);
   static thread_local std::vector<DescriptorArg> derived; // the kernel's own tensor maps
+  // Tuple arguments (rare): their elements' bits, and the host arrays among them.
+  static thread_local std::vector<std::vector<uint64_t>> tuples;
+  static thread_local std::vector<kiln::rt::HostBuffer> tupleBuffers;
+  tupleBuffers.clear();
   LaunchPlace place;
   for (size_t i = 0; i < n; ++i) {
     if (params[i].isConstexpr) {
       key += 'K';
       appendConstexpr(key, bound[i]);
+      bits[i] = 0;
+    } else if (PyTuple_Check(bound[i])) {
+      if (tuples.size() < n)
+        tuples.resize(n);
+      readTuple(params[i], bound[i], key, tuples[i], place, name, host ? &tupleBuffers : nullptr);
+      for (auto &buf : tupleBuffers)
+        if (buf.name.empty())
+          buf.name = pyb::str(params[i].name);
       bits[i] = 0;
     } else {
       readArg(params[i], bound[i], key, bits[i], place, name, host ? &hostBuffers[i] : nullptr,
@@ -355,6 +367,10 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
       storage[j] = bits[i];
       continue;
     }
+    if (field >= kTupleField && field < kDerivedMapField) { // an element of a tuple argument
+      storage[j] = tuples[i][size_t(field - kTupleField)];
+      continue;
+    }
     if (field == kDerivedMapField) { // encoded from the launch's arguments
       const Variant::DerivedMap &m = variant->derivedMaps[i];
       DescriptorArg &d = derived[i];
@@ -363,7 +379,12 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
       if (variant->host) {
         std::memset(d.map, 0, sizeof(d.map)); // unused there
       } else {
-        auto value = [&](int64_t src) { return src < 0 ? -1 - src : int64_t(bits[src]); };
+        // (a source is an argument's index, a tuple element's with its field, or -1 - value)
+        auto arg = [&](int64_t src) {
+          int f = int(src >> 16), a = int(src & 0xFFFF);
+          return f ? tuples[size_t(a)][size_t(f - kTupleField)] : bits[src];
+        };
+        auto value = [&](int64_t src) { return src < 0 ? -1 - src : int64_t(arg(src)); };
         d.shape.clear();
         d.strides.clear();
         for (int64_t s : m.shape)
@@ -372,7 +393,7 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
           d.strides.push_back(value(s)); // all but the last (1), as encodeTensorMap takes them
         // A compiler's map (guarded) with an extent or stride that is not positive: none (the
         // kernel's loop of pointer loads runs instead, -kiln-pointer-tiles-to-descriptors).
-        kiln::rt::encodeTensorMapIfRead(d.map, m.block, kindOfDType(m.dtype), bits[m.base], d.shape,
+        kiln::rt::encodeTensorMapIfRead(d.map, m.block, kindOfDType(m.dtype), arg(m.base), d.shape,
                                         d.strides, boxRows, m.guarded);
       }
       ptrs[j] = d.map;
@@ -412,6 +433,7 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
         buffers.push_back(hostBuffers[i]);
         buffers.back().name = pyb::str(params[i].name);
       }
+    buffers.insert(buffers.end(), tupleBuffers.begin(), tupleBuffers.end());
     {
       pyb::gil_scoped_release release;
       variant->kernel->launchHost(g, ptrs, buffers); // kiln::rt::Error: kiln.KilnError

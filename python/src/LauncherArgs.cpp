@@ -652,6 +652,29 @@ void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uint64_t &
   pointerArg(p, v, kernel, ptr, dtype, key, bits);
 }
 
+void readTuple(const Launcher::Param &p, PyObject *v, std::string &key, std::vector<uint64_t> &bits,
+               LaunchPlace &place, const std::string &kernel,
+               std::vector<kiln::rt::HostBuffer> *hostBufs) {
+  const Py_ssize_t size = PyTuple_GET_SIZE(v);
+  if (size > kMaxTupleElements)
+    typeError(argText(p, kernel) + ": expected a tuple of at most " +
+              std::to_string(kMaxTupleElements) + " elements, found " + std::to_string(size));
+  key += '(';
+  key += char(size);
+  bits.assign(size_t(size), 0);
+  for (Py_ssize_t k = 0; k < size; ++k) {
+    PyObject *e = PyTuple_GET_ITEM(v, k);
+    if (PyTuple_Check(e) || classify(e) == Access::Descriptor)
+      typeError(argText(p, kernel) + ": element " + std::to_string(k) + " is a " + typeName(e) +
+                "; a tuple argument holds tensors, ints, floats, bools and None");
+    kiln::rt::HostBuffer buf;
+    readArg(p, e, key, bits[size_t(k)], place, kernel, hostBufs ? &buf : nullptr, nullptr);
+    if (hostBufs && (buf.begin || buf.bytes))
+      hostBufs->push_back(buf);
+  }
+  key += ')';
+}
+
 /// The spec string Python compiles a parameter for, from its key tag.
 std::string specOf(const std::string &key, size_t &pos) {
   char tag = key[pos++];
@@ -684,6 +707,14 @@ std::string specOf(const std::string &key, size_t &pos) {
     s += ":" + key.substr(pos, rank);
     pos += rank;
     return s;
+  }
+  case '(': { // a tuple: "(spec,spec,...)"
+    int size = key[pos++];
+    std::string s = "(";
+    for (int k = 0; k < size; ++k)
+      s += (k ? "," : "") + specOf(key, pos);
+    ++pos; // ')'
+    return s + ")";
   }
   default:
     return "?";

@@ -86,6 +86,16 @@ void appendConstexpr(std::string &key, PyObject *v);
 void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uint64_t &bits,
              LaunchPlace &place, const std::string &kernel, kiln::rt::HostBuffer *hostBuf,
              DescriptorArg *desc);
+/// The arg_params field of element k of a tuple argument: index | (kTupleField + k) << 16
+/// (TUPLE_FIELD in python/kiln/compiler/code_generator.py); at most kMaxTupleElements.
+constexpr int kTupleField = 0x20;
+constexpr int kMaxTupleElements = kDerivedMapField - kTupleField;
+/// A tuple argument (Triton 3.3's tuple parameters): flat, of what readArg reads but tensor
+/// descriptors. Appends '(', the count, each element's tag and ')' to `key`; sets each
+/// element's bits in `bits`; appends the host arrays' memory to `hostBufs` when given.
+void readTuple(const Launcher::Param &p, PyObject *v, std::string &key, std::vector<uint64_t> &bits,
+               LaunchPlace &place, const std::string &kernel,
+               std::vector<kiln::rt::HostBuffer> *hostBufs);
 /// The spec string Python compiles a parameter for, from its key tag at `pos` (advanced).
 std::string specOf(const std::string &key, size_t &pos);
 /// The index of the parameter named `k` (interned names compare by pointer first), or n.

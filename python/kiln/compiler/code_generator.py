@@ -55,8 +55,9 @@ def _launcher_recipe(kernel, recipe, arg_params):
     """A tensor map recipe on a kernel parameter (kTensorMapRecipeAttr: base, dtype code, rank,
     block, then per extent and per stride a parameter number or -1 - value, and a final 0 for
     a map the kernel reads unguarded: Builder::derivedTensorMap's) in the launcher's terms
-    (python/src/Launcher.cpp): the arguments' indices, and a final 1 for a map the compiler
-    made (the kernel reads it only where its extents and strides are positive)."""
+    (python/src/Launcher.cpp): the arguments' indices (a tuple element's with its field), and
+    a final 1 for a map the compiler made (the kernel reads it only where its extents and
+    strides are positive)."""
     rank = recipe[2]
     fields = 3 + 3 * rank - 1
     if len(recipe) not in (fields, fields + 1):
@@ -64,8 +65,10 @@ def _launcher_recipe(kernel, recipe, arg_params):
                            f"{list(recipe)}")
 
     def index(p):
+        # a plain argument, or an element of a tuple argument (its arg_params entry as is)
         ap = arg_params[p] if 0 <= p < len(arg_params) else None
-        if not isinstance(ap, int) or ap >> 16:
+        if not isinstance(ap, int) or (ap >> 16 and not
+                                       TUPLE_FIELD <= ap >> 16 < TUPLE_FIELD + MAX_TUPLE_ELEMENTS):
             raise RuntimeError(f"internal error: kernel '{kernel}': a tensor map recipe "
                                f"names parameter {p}, which is not a plain argument")
         return ap
@@ -74,6 +77,19 @@ def _launcher_recipe(kernel, recipe, arg_params):
     out += [index(s) if s >= 0 else s for s in recipe[3 + rank:fields]]
     guarded = len(recipe) == fields or recipe[fields] != 0
     return out + [1] if guarded else out
+
+
+# The arg_params field of element k of a tuple argument: index | (kTupleField + k) << 16
+# (read by the launcher, python/src/Launcher.cpp).
+TUPLE_FIELD = 0x20
+MAX_TUPLE_ELEMENTS = 0x7F - TUPLE_FIELD
+
+
+def _tuple_specs(spec):
+    """The element specs of a tuple argument's spec "(spec,spec,...)" (flat: the launcher
+    reads no nested tuples)."""
+    inner = spec[1:-1]
+    return inner.split(",") if inner else []
 
 
 def _descriptor_params(name, spec, index, arg_specs, arg_params):
@@ -174,7 +190,7 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
         info = self.info
         tree = info.tree
         scope, arg_specs, arg_params = {}, [], []
-        runtime, descs = [], []
+        runtime, descs, tuples = [], [], []
         from ..language import tensor_descriptor
         for i, (name, spec, value) in enumerate(zip(info.arg_names, specs, values)):
             if spec == "constexpr":
@@ -184,6 +200,21 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
             elif spec.startswith("tensordesc:"):
                 descs.append((name, len(arg_specs), _descriptor_params(name, spec, i, arg_specs,
                                                                        arg_params)))
+            elif spec.startswith("("):
+                # a tuple of arguments (Triton 3.3's tuple parameters): each element a
+                # parameter of its own, the name bound to the tuple of their values
+                elems = []
+                for k, es in enumerate(_tuple_specs(spec)):
+                    if es == "none":
+                        elems.append(constexpr(None))
+                    elif es.endswith(":1"):
+                        elems.append(constexpr(1))
+                    else:
+                        ty, _, div = es.partition(":")
+                        elems.append(len(arg_specs))
+                        arg_specs.append(_C.ArgSpec(f"{name}[{k}]", ty, int(div) if div else 0))
+                        arg_params.append(i | (TUPLE_FIELD + k) << 16)
+                tuples.append((name, elems))
             elif spec.endswith(":1"):
                 scope[name] = constexpr(1)
             else:
@@ -212,6 +243,9 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
                 if name in info.const_params and \
                         specs[info.arg_names.index(name)].startswith("*"):
                     self.const_pointers.add(scope[name].handle)
+            for name, elems in tuples:
+                scope[name] = tuple(tensor(self.session.arg(e)) if isinstance(e, int) else e
+                                    for e in elems)
             for name, j, (dt, block) in descs:
                 rank = len(block)
                 h = [self.session.arg(j + k) for k in range(2 + 2 * rank - 1)]

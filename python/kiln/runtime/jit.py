@@ -672,6 +672,12 @@ def _descriptor_spec(where, s):
 
 
 def _spec_from_signature(where, s):
+    if isinstance(s, (tuple, list)):  # a tuple parameter: its elements' types
+        elems = [_spec_from_signature(f"{where}[{k}]", e) for k, e in enumerate(s)]
+        if any(e.startswith(("(", "tensordesc")) for e in elems):
+            raise TypeError(f"kiln.compile: {where}: expected a tuple of scalars and pointers "
+                            f"(no tuples or tensor descriptors inside), found {s!r}")
+        return "(" + ",".join(elems) + ")"
     if not isinstance(s, str):
         s = str(s)
     s = s.strip()
