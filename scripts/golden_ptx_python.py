@@ -461,6 +461,8 @@ HELPERS = {
     "_bwd_dkdv_inner": "_attn_bwd_dkdv",
     "_bwd_dkdv_head": "_attn_bwd_dkdv",
     "_bwd_dq_inner": "_attn_bwd_dq",
+    "_load_q": "_attn_fwd_persistent",
+    "_store_tile": "_attn_fwd_persistent",
     "_epilogue": "matmul_tma_kernel",
     "_tile": "matmul_tma_kernel",
 }

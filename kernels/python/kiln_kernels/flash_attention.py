@@ -452,12 +452,17 @@ def _persistent_path(q, block_m, block_n):
             and math.prod(q.shape) < 2**31)
 
 
+def is_dense(x):
+    """Whether a torch tensor or numpy array is contiguous (row-major)."""
+    return x.is_contiguous() if hasattr(x, "is_contiguous") else x.flags.c_contiguous
+
+
 def check_lse(who, lse, B, H, S):
     """A ValueError unless `lse` is None or a contiguous fp32 array of shape (B, H, S) (the
     kernels write row b * H * S + h * S + s)."""
     if lse is None:
         return
-    dense = lse.is_contiguous() if hasattr(lse, "is_contiguous") else lse.flags.c_contiguous
+    dense = is_dense(lse)
     if tuple(lse.shape) != (B, H, S) or str(lse.dtype) not in ("float32", "torch.float32") \
             or not dense:
         raise ValueError(f"{who}: expected lse of shape {(B, H, S)} (fp32, contiguous), found "

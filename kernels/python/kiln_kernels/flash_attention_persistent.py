@@ -28,6 +28,23 @@ import kiln.language as tl
 
 
 @kiln.jit
+def _load_q(Q, row, offs_r, offs_d, HEAD_DIM: tl.constexpr):
+    """The query tile whose first row is `row`."""
+    return tl.load(Q + (row + offs_r)[:, None] * HEAD_DIM + offs_d[None, :])
+
+
+@kiln.jit
+def _store_tile(Out, LSE, row, acc, l_i, m_i, offs_r, offs_d, HEAD_DIM: tl.constexpr):
+    """A finished tile: acc / l into Out's rows from `row`, and its logsumexp (natural log)
+    when LSE is given."""
+    out = acc * (1.0 / l_i)[:, None]
+    tl.store(Out + (row + offs_r)[:, None] * HEAD_DIM + offs_d[None, :],
+             out.to(Out.dtype.element_ty))
+    if LSE is not None:
+        tl.store(LSE + row + offs_r, (m_i + tl.log2(l_i)) * 0.6931471805599453)
+
+
+@kiln.jit
 def _attn_fwd_persistent(Q, desc_k, desc_v, Out, LSE, sm_scale, H, N_CTX, n_tiles,
                          HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          GROUP: tl.constexpr = 1):
@@ -71,19 +88,14 @@ def _attn_fwd_persistent(Q, desc_k, desc_v, Out, LSE, sm_scale, H, N_CTX, n_tile
         # (the first tile's q: in the loop, whose first iteration the compiler peels; a load
         # before it would keep the loop from being warp-specialized)
         if i == 0:
-            q = tl.load(Q + (pid * BLOCK_M + offs_r)[:, None] * HEAD_DIM + offs_d[None, :])
+            q = _load_q(Q, pid * BLOCK_M, offs_r, offs_d, HEAD_DIM)
         qk = tl.dot(q, kT)
         # the previous tile is complete once its last p @ v (issued at this tile's first
         # iteration) is in acc: written here, before the rescale zeroes it
         if j == 1:
             if i > 1:
-                o_row = t_row - progs * BLOCK_M
-                out = acc * (1.0 / l_prev)[:, None]
-                tl.store(Out + (o_row + offs_r)[:, None] * HEAD_DIM + offs_d[None, :],
-                         out.to(Out.dtype.element_ty))
-                if LSE is not None:
-                    tl.store(LSE + o_row + offs_r, (m_prev + tl.log2(l_prev)) *
-                             0.6931471805599453)
+                _store_tile(Out, LSE, t_row - progs * BLOCK_M, acc, l_prev, m_prev, offs_r,
+                            offs_d, HEAD_DIM)
         acc = acc * alpha[:, None]
         acc = tl.dot(p, v, acc)
         # a new tile: its statistics restart (m at -inf makes the next alpha 0)
@@ -101,8 +113,7 @@ def _attn_fwd_persistent(Q, desc_k, desc_v, Out, LSE, sm_scale, H, N_CTX, n_tile
         # free): the load runs under the rest of the iteration and the next one's copies
         if j == n - 1:
             if i + 1 < total:
-                q = tl.load(Q + (t_row + progs * BLOCK_M + offs_r)[:, None] * HEAD_DIM +
-                            offs_d[None, :])
+                q = _load_q(Q, t_row + progs * BLOCK_M, offs_r, offs_d, HEAD_DIM)
         # the next iteration's place
         if j == n - 1:
             j = 0
@@ -112,12 +123,7 @@ def _attn_fwd_persistent(Q, desc_k, desc_v, Out, LSE, sm_scale, H, N_CTX, n_tile
     # the last tile: its last p @ v was issued by the loop's last iteration, whose turn of
     # the statistics saved them
     last = pid + (my_tiles - 1) * progs
-    o_row = last * BLOCK_M
-    out = acc * (1.0 / l_prev)[:, None]
-    tl.store(Out + (o_row + offs_r)[:, None] * HEAD_DIM + offs_d[None, :],
-             out.to(Out.dtype.element_ty))
-    if LSE is not None:
-        tl.store(LSE + o_row + offs_r, (m_prev + tl.log2(l_prev)) * 0.6931471805599453)
+    _store_tile(Out, LSE, last * BLOCK_M, acc, l_prev, m_prev, offs_r, offs_d, HEAD_DIM)
 
 
 @functools.lru_cache(maxsize=None)
@@ -132,10 +138,10 @@ def attention_forward_persistent(q, k, v, out, lse=None, sm_scale=None, programs
                                  **launch):
     """Non-causal attention of contiguous (B, H, S, D) arrays through _attn_fwd_persistent
     on `programs` programs (default: the GPU's multiprocessor count, 132 on the CPU)."""
-    from .flash_attention import check_lse, check_shapes
+    from .flash_attention import check_lse, check_shapes, is_dense
     B, H, S, D = check_shapes("attention_persistent", q, k, v, out)
     for name, x in (("q", q), ("k", k), ("v", v), ("out", out)):
-        if not (x.is_contiguous() if hasattr(x, "is_contiguous") else x.flags.c_contiguous):
+        if not is_dense(x):
             raise ValueError(f"attention_persistent: expected contiguous arrays, found {name} "
                              f"of shape {tuple(x.shape)} not contiguous")
     if math.prod(q.shape) >= 2**31:
