@@ -198,6 +198,9 @@ Access classify(PyObject *obj) {
     std::string module = pyb::str(pyb::handle((PyObject *)type).attr("__module__"));
     if (module.rfind("torch", 0) == 0 && pyb::hasattr(h, "data_ptr") && pyb::hasattr(h, "dtype"))
       a = Access::Torch;
+    else if (module == "numpy" &&
+             pyb::isinstance(h, pyb::module_::import("numpy").attr("generic")))
+      a = Access::NumpyScalar; // (before __array_interface__, which numpy's scalars have too)
     else if (pyb::hasattr(h, "__cuda_array_interface__"))
       a = Access::CudaArrayInterface;
     else if (pyb::hasattr(h, "__array_interface__"))
@@ -368,6 +371,7 @@ static void readHostArray(const Launcher::Param &p, PyObject *v, const std::stri
     typeError(argText(p, kernel) + " is in GPU memory (" + typeName(v) +
               "); a kernel on the CPU backend takes host memory (numpy arrays, CPU torch "
               "tensors, __array_interface__ or CPU DLPack)");
+  case Access::NumpyScalar: // (read as its scalar before; here where an array must be)
   case Access::None:
     typeError(argText(p, kernel) +
               ": expected an array (numpy, CPU torch tensor, __array_interface__ or "
@@ -543,6 +547,16 @@ void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uint64_t &
   }
 
   const Access access = classify(v);
+  if (access == Access::NumpyScalar) {
+    // np.int64 (from np.prod(shape), a shape's element), np.float32, np.bool_: the Python
+    // scalar each holds, as if it had been passed (before, a 0-d array: a pointer).
+    pyb::object item = pyb::handle(v).attr("item")();
+    if (PyLong_Check(item.ptr()) || PyFloat_Check(item.ptr()) || PyBool_Check(item.ptr()))
+      return readArg(p, item.ptr(), key, bits, place, kernel, hostBuf, desc);
+    typeError("kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) +
+              "' is a numpy scalar of type " + typeName(v) +
+              ", expected an integer, float or bool scalar, or an array");
+  }
   if (desc && access == Access::Descriptor) {
     bits = 0;
     return readDescriptor(p, v, key, place, kernel, hostBuf, *desc);
@@ -643,6 +657,7 @@ void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uint64_t &
               "with device='cpu' to run the kernel on the host");
   case Access::Descriptor:
     typeError(argText(p, kernel) + ": a tensor descriptor cannot be a descriptor's base");
+  case Access::NumpyScalar: // (read as its scalar before; here where a tensor must be)
   case Access::None:
     typeError("kernel '" + kernel + "': argument '" + std::string(pyb::str(p.name)) +
               "': expected a tensor (torch, __cuda_array_interface__, __dlpack__ or "

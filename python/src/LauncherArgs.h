@@ -28,7 +28,8 @@ enum class Access : uint8_t {
   CudaArrayInterface,
   ArrayInterface,
   DLPack,
-  Descriptor, ///< kiln.TensorDescriptor (or Triton's: base, shape, strides, block_shape)
+  Descriptor,  ///< kiln.TensorDescriptor (or Triton's: base, shape, strides, block_shape)
+  NumpyScalar, ///< np.int64, np.float32, np.bool_...: the Python scalar its item() holds
   None
 };
 

@@ -108,8 +108,14 @@ def test_heuristics_computes_meta_parameters():
     k = _add_heuristic[(1,)](x, x, out, 37, **CPU)
     np.testing.assert_array_equal(out, 2 * x)
     assert k.constants["BLOCK"] == 64
+    # A keyword the heuristic computes may be passed: it is replaced (Triton's rule, which
+    # unsloth's launches rely on); positionally it would be given twice.
+    out[:] = 0
+    k = _add_heuristic[(1,)](x, x, out, 37, BLOCK=16, **CPU)
+    np.testing.assert_array_equal(out, 2 * x)
+    assert k.constants["BLOCK"] == 64
     with pytest.raises(ValueError, match="computed by kiln.heuristics"):
-        _add_heuristic[(1,)](x, x, out, 37, BLOCK=64, **CPU)
+        _add_heuristic[(1,)](x, x, out, 37, 64, **CPU)
     with pytest.raises(ValueError, match="not parameters of the kernel"):
         kiln.heuristics(values={"NOPE": lambda a: 1})(_add)
 

@@ -105,6 +105,33 @@ def test_scalar_kinds():
     assert c.constants == {"BLOCK": 16, "none_arg": None}
 
 
+def test_numpy_scalars_are_scalars():
+    # np.int64 (np.prod(shape), an element of a shape array), np.float32 and np.bool_ are the
+    # scalars they hold, specialized as such (they were read as 0-d arrays: pointers).
+    np = pytest.importorskip("numpy")
+
+    @kiln.jit
+    def k(x_ptr, n, f, b, BLOCK: tl.constexpr):
+        o = tl.arange(0, BLOCK)
+        v = tl.full([BLOCK], f, tl.float32)
+        if b:
+            v = v * 2
+        tl.store(x_ptr + o, v, mask=o < n)
+    c = k.warmup(FakeArray(ALIGNED), np.prod(np.array([4, 8])), np.float32(2.5), np.bool_(True),
+                 BLOCK=64)
+    assert c.signature == {"x_ptr": "*fp32:16", "n": "i32:16", "f": "fp32", "b": "i1"}
+    assert k.warmup(FakeArray(ALIGNED), np.int64(1), 1.0, False, BLOCK=64).constants["n"] == 1
+    assert k.warmup(FakeArray(ALIGNED), np.int32(7), np.float64(1.0), np.bool_(False),
+                    BLOCK=64).signature["n"] == "i32"
+    assert k.warmup(FakeArray(ALIGNED), np.uint64(2**40 + 1), 1.0, False,
+                    BLOCK=64).signature["n"] == "i64"
+    with pytest.raises(TypeError, match="argument 'f' is a numpy scalar of type"):
+        k.warmup(FakeArray(ALIGNED), 8, np.complex64(1), False, BLOCK=64)
+    x = np.zeros(8, np.float32)  # and launched on the CPU backend
+    k[(1,)](x, np.int64(5), np.float32(1.5), np.bool_(False), BLOCK=8, device="cpu")
+    np.testing.assert_array_equal(x, [1.5] * 5 + [0.0] * 3)
+
+
 def test_log_compiles_says_what_changed(capfd, monkeypatch):
     monkeypatch.setenv("KILN_LOG_COMPILES", "1")
     k = fresh_kernel()

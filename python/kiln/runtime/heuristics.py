@@ -7,7 +7,8 @@ arguments instead of tuned:
 
 Each function of `values` gets the dict of the launch's arguments (positional ones by name,
 keywords, and the values computed before it, in order) and returns the value passed to the
-kernel as that keyword. It stacks with @kiln.autotune on either side, as in Triton.
+kernel as that keyword (a keyword of that name given to the launch is read by the functions,
+then replaced, as in Triton). It stacks with @kiln.autotune on either side, as in Triton.
 """
 
 __all__ = ["Heuristics", "heuristics"]
@@ -35,10 +36,15 @@ class Heuristics:
                                 f"{type(f).__name__}")
 
     def _with_values(self, args, kwargs):
-        clash = set(self.values).intersection(kwargs)
+        # A keyword the launch passes is overwritten by its computed value, as in Triton (whose
+        # users rely on it: unsloth's kernels pass GEMMA=... to a heuristic reading
+        # args["GEMMA"]); passed positionally it would be given twice.
+        clash = [k for k in self.values if k in self.arg_names[:len(args)]]
         if clash:
-            raise ValueError(f"kernel '{self.__name__}': {sorted(clash)} are computed by "
-                             f"kiln.heuristics; do not pass them to the launch")
+            raise ValueError(f"kernel '{self.__name__}': {clash} are computed by "
+                             f"kiln.heuristics; pass them as keywords or not at all, not "
+                             f"positionally")
+        kwargs = dict(kwargs)
         named = {**dict(zip(self.arg_names, args)), **kwargs}
         for k, f in self.values.items():
             named[k] = kwargs[k] = f(named)
