@@ -198,8 +198,7 @@ Access classify(PyObject *obj) {
     std::string module = pyb::str(pyb::handle((PyObject *)type).attr("__module__"));
     if (module.rfind("torch", 0) == 0 && pyb::hasattr(h, "data_ptr") && pyb::hasattr(h, "dtype"))
       a = Access::Torch;
-    else if (module == "numpy" &&
-             pyb::isinstance(h, pyb::module_::import("numpy").attr("generic")))
+    else if (module == "numpy" && pyb::isinstance(h, pyb::module_::import("numpy").attr("generic")))
       a = Access::NumpyScalar; // (before __array_interface__, which numpy's scalars have too)
     else if (pyb::hasattr(h, "__cuda_array_interface__"))
       a = Access::CudaArrayInterface;
