@@ -125,13 +125,11 @@ Tile kiln::Builder::descriptorLoad(const Tile &desc, const Tile &base, ArrayRef<
       descriptorOffsets(*this, desc, base, offsets, shape, strides, block, "desc.load");
   DType elem = base.dtype.getPointee();
   auto type = RankedTensorType::get(block, toMLIR(elem, ctx));
-  if (!desc.value) { // built in the kernel: the masked load of the block, now
-    auto [ptrs, mask] =
-        emitDescriptorBlockAddress(b, loc, type, base.value, offs, descriptorExtents(*this, shape),
-                                   descriptorStrides(*this, strides));
-    Value zero = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
-    return Tile{LoadOp::create(b, loc, ptrs, mask, zero), elem, std::nullopt};
-  }
+  if (!desc.value) // built in the kernel: the masked load of the block, now
+    return Tile{emitDescriptorBlockLoad(b, loc, type, base.value, offs,
+                                        descriptorExtents(*this, shape),
+                                        descriptorStrides(*this, strides)),
+                elem, std::nullopt};
   // Extents and strides in the op's types (int32, int64): a host descriptor's parameters are,
   // a descriptor made from the kernel's arguments casts them.
   Value v =
@@ -151,10 +149,8 @@ void kiln::Builder::descriptorStore(const Tile &desc, const Tile &base, ArrayRef
           " for desc.store, found " + describe(value));
   Tile v = materialize(cast(value, base.dtype.getPointee()));
   if (!desc.value) { // built in the kernel: the masked store of the block, now
-    auto [ptrs, mask] = emitDescriptorBlockAddress(
-        b, loc, mlir::cast<RankedTensorType>(v.value.getType()), base.value, offs,
-        descriptorExtents(*this, shape), descriptorStrides(*this, strides));
-    StoreOp::create(b, loc, ptrs, v.value, mask, CacheModifierAttr(), EvictionPolicyAttr());
+    emitDescriptorBlockStore(b, loc, v.value, base.value, offs, descriptorExtents(*this, shape),
+                             descriptorStrides(*this, strides));
     return;
   }
   DescriptorStoreOp::create(b, loc, desc.value, base.value, offs, v.value,

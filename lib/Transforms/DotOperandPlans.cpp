@@ -10,6 +10,7 @@
 #include "LoopSlices.h"
 #include "kiln/Dialect/KilnGPU/IR/DotLayouts.h"
 #include "kiln/Target/NVIDIA/TensorMap.h"
+#include "kiln/Transforms/DescriptorAccess.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
@@ -138,6 +139,45 @@ FailureOr<CopyPlan> planCopy(Value operand, scf::ForOp loop) {
   if (failed(sliceWithInductions(plan, load, loop)))
     return failure();
   return plan;
+}
+
+DescriptorLoadOp loadBehindViews(Value operand) {
+  while (Operation *def = operand.getDefiningOp()) {
+    if (auto desc = dyn_cast<DescriptorLoadOp>(def))
+      return desc;
+    if (auto trans = dyn_cast<TransOp>(def); trans && trans.getType().getRank() == 2)
+      operand = trans.getSrc();
+    else if (auto reshape = dyn_cast<ReshapeOp>(def); reshape && !reshape.getAllowReorder())
+      operand = reshape.getSrc();
+    else
+      break;
+  }
+  return {};
+}
+
+void lowerDescriptorLoadForDot(DescriptorLoadOp desc) {
+  Value v = lowerDescriptorLoad(desc);
+  auto up = v.getDefiningOp<ReshapeOp>(); // the tile reshaped to the block, when they differ
+  if (!up)
+    return;
+  Value tile = up.getSrc();
+  for (Operation *user : llvm::make_early_inc_range(up->getUsers()))
+    if (auto down = dyn_cast<ReshapeOp>(user);
+        down && !down.getAllowReorder() && down.getType() == tile.getType()) {
+      down.getResult().replaceAllUsesWith(tile);
+      down->erase();
+    }
+  if (up->use_empty())
+    up->erase();
+}
+
+bool mixesCopyEngines(ArrayRef<DotPlan> plans) {
+  bool tma = false, cpAsync = false;
+  for (const DotPlan &plan : plans)
+    for (const CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b})
+      if (copy && !(copy == &plan.b && plan.bSharedWith))
+        (copy->desc ? tma : cpAsync) = true;
+  return tma && cpAsync;
 }
 
 /// `x * n` for an integer or integer tile `x` and a constant `n`.

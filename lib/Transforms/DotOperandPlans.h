@@ -164,6 +164,17 @@ void waitAtFirstUses(IRRewriter &rewriter, ArrayRef<kgpu::SharedDotOp> dots);
 /// waitAtFirstUses for dots[index] alone.
 void waitAtFirstUse(IRRewriter &rewriter, ArrayRef<kgpu::SharedDotOp> dots, size_t index);
 
+/// The descriptor load `operand` reads through 2-D transposes and reshapes (a dot's
+/// `tl.reshape(desc.load(...), (BN, BK)).T`), or none.
+DescriptorLoadOp loadBehindViews(Value operand);
+
+/// Replaces `desc` by its masked load (lowerDescriptorLoad); a reshape of its block back to
+/// the tile the load reads (a block's unit dimensions reshaped away) reads the load directly.
+void lowerDescriptorLoadForDot(DescriptorLoadOp desc);
+
+/// Whether some of `plans`' copies go through the TMA and others through cp.async.
+bool mixesCopyEngines(ArrayRef<DotPlan> plans);
+
 /// Lets `dot`, the last dot of its loop body, run on while the body finishes: the ops before
 /// it that it does not read and that have no memory effects move after it, and it is waited
 /// for before the yield (when the yield is its only reader and something moved).

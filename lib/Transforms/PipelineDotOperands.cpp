@@ -768,10 +768,36 @@ struct KilnPipelineDotOperandsPass final
           if (auto desc = dot.getA().getDefiningOp<DescriptorLoadOp>();
               desc && !loop->isAncestor(desc))
             (void)lowerDescriptorLoad(desc);
-      SmallVector<DotPlan, 2> plans;
+      // A descriptor load in the loop that the TMA cannot copy (a 3-D block [1, BN, BK] of
+      // expert weights, reshaped to 2-D for the dot) is its masked load now, so that the
+      // rings copy it with cp.async instead of the loop loading it where it is read.
       for (DotOp dot : list)
-        if (FailureOr<DotPlan> plan = planDot(dot, loop, numWarps, wgmma); succeeded(plan))
-          plans.push_back(*plan);
+        for (Value operand : {dot.getA(), dot.getB()})
+          if (DescriptorLoadOp desc = loadBehindViews(operand);
+              desc && desc->getBlock() == loop.getBody() &&
+              failed(planTmaCopy(desc, desc.getResult(), loop)))
+            lowerDescriptorLoadForDot(desc);
+      auto planAll = [&] {
+        SmallVector<DotPlan, 2> plans;
+        for (DotOp dot : list)
+          if (FailureOr<DotPlan> plan = planDot(dot, loop, numWarps, wgmma); succeeded(plan))
+            plans.push_back(*plan);
+        return plans;
+      };
+      SmallVector<DotPlan, 2> plans = planAll();
+      // A loop copies by the TMA or by cp.async, not both: where its operands would mix them
+      // (a TMA-able descriptor beside a masked load), the descriptor loads become masked loads
+      // too, so that every operand is copied ahead rather than none.
+      if (mixesCopyEngines(plans)) {
+        llvm::SetVector<Operation *> descs; // (one load several dots read, once)
+        for (DotPlan &plan : plans)
+          for (CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b})
+            if (copy && copy->desc)
+              descs.insert(copy->desc);
+        for (Operation *desc : descs)
+          lowerDescriptorLoadForDot(cast<DescriptorLoadOp>(desc));
+        plans = planAll();
+      }
       (void)pipelineLoop(loop, plans, plans.size() == list.size(), stages, numWarps, wgmma,
                          ringBudget, onceBuffers);
     }

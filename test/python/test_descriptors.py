@@ -327,6 +327,69 @@ def test_device_descriptor_matmul_without_alignment_takes_cp_async_rings_on_sm90
     assert "cp.async.bulk" not in ptx and "[128]" not in ptx
 
 
+@kiln.jit
+def expert_rows_kernel(w_ptr, out_ptr, E, N, K, e, n0, BN: tl.constexpr, BK: tl.constexpr):
+    # A 3-D weight descriptor read one expert at a time, its unit dimension reshaped away (as
+    # unsloth's MoE kernels and Triton's grouped GEMMs write it), and written back the same way.
+    w = tl.make_tensor_descriptor(w_ptr, shape=[E, N, K], strides=[N * K, K, 1],
+                                  block_shape=[1, BN, BK])
+    o = tl.make_tensor_descriptor(out_ptr, shape=[E, N, K], strides=[N * K, K, 1],
+                                  block_shape=[1, BN, BK])
+    x = tl.reshape(w.load([e, n0, 0]), (BN, BK))
+    o.store([e, n0, 0], tl.reshape(x * 2, (1, BN, BK)))
+
+
+@pytest.mark.parametrize("e,n0", [(0, 0), (2, 8), (3, 12), (4, 0), (-1, 0)])
+def test_device_descriptor_unit_dimensions(e, n0):
+    # Blocks [1, BN, BK] are accessed as their BN x BK tile: the expert's position checked as
+    # a scalar (an expert outside the tensor reads zeros and writes nothing), rows past N zero.
+    E, N, K = 4, 20, 16
+    w = np.arange(E * N * K, dtype=np.float32).reshape(E, N, K)
+    out = np.full_like(w, -1.0)
+    expert_rows_kernel[(1,)](w, out, E, N, K, e, n0, BN=16, BK=16, **CPU)
+    want = np.full_like(w, -1.0)
+    if 0 <= e < E:
+        want[e, n0:n0 + 16] = 2 * w[e, n0:n0 + 16]
+    np.testing.assert_array_equal(out, want)
+
+
+@kiln.jit
+def expert_matmul_kernel(x_ptr, w_ptr, y_ptr, E, N, K, M, BM: tl.constexpr, BN: tl.constexpr,
+                         BK: tl.constexpr):
+    # y[e] = x @ w[e].T over K by descriptors made in the kernel: W's blocks [1, BN, BK].
+    e = tl.program_id(0)
+    wd = tl.make_tensor_descriptor(w_ptr, shape=[E, N, K], strides=[N * K, K, 1],
+                                   block_shape=[1, BN, BK])
+    xd = tl.make_tensor_descriptor(x_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        x = xd.load([0, k])
+        w = tl.reshape(wd.load([e, 0, k]), (BN, BK))
+        acc += tl.dot(x, w.T)
+    r = tl.arange(0, BM)[:, None] * N + tl.arange(0, BN)[None, :]
+    tl.store(y_ptr + e * M * N + r, acc)
+
+
+def test_unit_dimension_blocks_feed_pipelined_dots():
+    # On the CPU, the product; for sm_90a, W's loads go through the rings (cp.async copies):
+    # before, the 3-D load and its reshape kept them out, each block loaded and waited for in
+    # its iteration (17 ld.global and no cp.async in unsloth's grouped GEMM with TMA loads).
+    E, N, K, M = 3, 16, 64, 16
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((M, K)).astype(np.float32)
+    w = rng.standard_normal((E, N, K)).astype(np.float32)
+    y = np.zeros((E, M, N), np.float32)
+    expert_matmul_kernel[(E,)](x, w, y, E, N, K, M, BM=16, BN=16, BK=16, **CPU)
+    np.testing.assert_allclose(y, np.einsum("mk,enk->emn", x, w), rtol=2e-2, atol=2e-2)
+    sig = {"x_ptr": "*fp16:16", "w_ptr": "*fp16:16", "y_ptr": "*fp32:16", "E": "i32",
+           "N": "i32:16", "K": "i32:16", "M": "i32:16"}
+    ptx = kiln.compile(expert_matmul_kernel, signature=sig,
+                       constexprs={"BM": 64, "BN": 128, "BK": 64}, target="sm_90a",
+                       num_warps=4, num_stages=3).asm["ptx"]
+    assert "wgmma.mma_async" in ptx and "cp.async.cg" in ptx
+    assert "ld.global" not in ptx.split("wgmma.mma_async")[0].split("$L__BB")[-1]
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(256, 256, 128), (200, 136, 72)],
                          ids=lambda s: "x".join(map(str, s)))

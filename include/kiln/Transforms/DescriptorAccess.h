@@ -19,13 +19,29 @@ namespace kiln {
 
 class DescriptorLoadOp;
 
-/// The pointer tile and the in-bounds mask (both of `blockType`'s shape) of the block at
-/// `offsets` (i32) of the row-major tensor of `shape` (i32) at `base` (a scalar pointer) with
-/// `strides` (i64, every dimension but the last).
+/// The shape of the tile a descriptor block of shape `block` is accessed as: `block` without
+/// its unit dimensions (their one position is a scalar), [1] when every dimension is 1.
+llvm::SmallVector<int64_t> getDescriptorTileShape(llvm::ArrayRef<int64_t> block);
+
+/// The pointer tile and the in-bounds mask (both of getDescriptorTileShape of `blockType`'s
+/// shape) of the block at `offsets` (i32) of the row-major tensor of `shape` (i32) at `base`
+/// (a scalar pointer) with `strides` (i64, every dimension but the last).
 std::pair<mlir::Value, mlir::Value>
 emitDescriptorBlockAddress(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType blockType,
                            mlir::Value base, mlir::ValueRange offsets, mlir::ValueRange shape,
                            mlir::ValueRange strides);
+
+/// The masked kiln.load of that block (zero outside the tensor), reshaped from its tile to
+/// `blockType` where they differ.
+mlir::Value emitDescriptorBlockLoad(mlir::OpBuilder &b, mlir::Location loc,
+                                    mlir::RankedTensorType blockType, mlir::Value base,
+                                    mlir::ValueRange offsets, mlir::ValueRange shape,
+                                    mlir::ValueRange strides);
+
+/// The masked kiln.store of `value` (a block) at that block.
+void emitDescriptorBlockStore(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
+                              mlir::Value base, mlir::ValueRange offsets, mlir::ValueRange shape,
+                              mlir::ValueRange strides);
 
 /// Replaces `load` by the masked kiln.load of its block (zero outside the tensor) and returns
 /// that load's result; `load` is erased.

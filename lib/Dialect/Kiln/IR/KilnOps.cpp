@@ -218,6 +218,14 @@ LogicalResult ReshapeOp::verify() {
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
   if (getSrc().getType() == getType())
     return getSrc();
+  // A reshape of a reshape (neither reordering) is one reshape of the first one's source.
+  if (auto inner = getSrc().getDefiningOp<ReshapeOp>();
+      inner && !inner.getAllowReorder() && !getAllowReorder()) {
+    if (inner.getSrc().getType() == getType())
+      return inner.getSrc();
+    getSrcMutable().assign(inner.getSrc());
+    return getResult();
+  }
   if (auto splat = dyn_cast_or_null<SplatElementsAttr>(adaptor.getSrc()))
     return splat.resizeSplat(getType());
   return {};
