@@ -10,13 +10,17 @@ swapped, outside the repo; these keep the idioms under test):
   `tl.num_programs(0)`, with `tanh` imported by name from libdevice;
 - a constant the module annotates `NAME: tl.constexpr = ...`;
 - a @jit activation passed as a constexpr argument and called in the kernel
-  (`ACTIVATION: tl.constexpr`, `acc = ACTIVATION(acc)`, as xformers' fused matmul does).
+  (`ACTIVATION: tl.constexpr`, `acc = ACTIVATION(acc)`, as xformers' fused matmul does);
+- session 36, from FlagGems, flash-linear-attention and unsloth: `.value` of a helper's
+  compile-time argument (`dtype.value`, `n.value`), `p.dtype.element_ty` of a block pointer,
+  `_log2` from `kiln.language.standard` on a constexpr, a heuristic computing `num_warps`.
 """
 import numpy as np
 
 import kiln
 import kiln.language as tl
 from kiln.language.extra.libdevice import tanh
+from kiln.language.standard import _log2
 
 CPU = dict(device="cpu")
 HALF_LOG2E: tl.constexpr = 0.7213475204444817  # log2(e) / 2, annotated: a constexpr
@@ -154,3 +158,87 @@ def test_jit_function_passed_as_a_constexpr_and_called():
     import pytest
     with pytest.raises(kiln.CompilationError, match="unsupported call to"):
         bias_act[(4,)](x, b, np.zeros_like(x), 100, BLOCK=32, ACTIVATION=3, **CPU)
+
+
+@kiln.jit
+def _lowest(dtype):
+    # FlagGems' get_dtype_min: Triton hands a helper its compile-time arguments as
+    # tl.constexpr objects, and this one reads the dtype through .value.
+    dtype_ = dtype.value
+    if dtype_.is_floating():
+        value: tl.constexpr = float("-inf")
+        return value
+    width: tl.constexpr = dtype_.int_bitwidth
+    value: tl.constexpr = -1 * 2 ** (width - 1)
+    return value
+
+
+@kiln.jit
+def _halve(n: tl.constexpr):
+    h: tl.constexpr = n.value // 2
+    return h
+
+
+@kiln.jit
+def masked_max(inp, out, M, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(inp + offs, mask=offs < M, other=_lowest(inp.type.element_ty))
+    tl.store(out, tl.max(x, 0) + 0 * _halve(BLOCK))
+
+
+def test_constexpr_value_of_helper_arguments():
+    for dt in (np.float32, np.int32, np.int16):
+        x = (np.random.default_rng(1).standard_normal(10) * 100 - 300).astype(dt)
+        o = np.zeros(1, dt)
+        masked_max[(1,)](x, o, 10, BLOCK=16, **CPU)
+        assert o[0] == x.max()
+
+
+@kiln.jit
+def block_ptr_double(x, y, T, D: tl.constexpr, BT: tl.constexpr, BD: tl.constexpr):
+    # flash-linear-attention's store: the block cast to what the block pointer points to.
+    i_t = tl.program_id(0)
+    p_x = tl.make_block_ptr(x, (T, D), (D, 1), (i_t * BT, 0), (BT, BD), (1, 0))
+    p_y = tl.make_block_ptr(y, (T, D), (D, 1), (i_t * BT, 0), (BT, BD), (1, 0))
+    b_x = tl.load(p_x, boundary_check=(0, 1)).to(tl.float32)
+    tl.store(p_y, (b_x * 2).to(p_y.dtype.element_ty), boundary_check=(0, 1))
+    tl.static_assert(p_y.dtype == y.dtype)
+
+
+def test_block_pointer_dtype_is_a_pointer_type():
+    x = np.random.default_rng(2).standard_normal((20, 24)).astype(np.float16)
+    y = np.zeros_like(x)
+    block_ptr_double[(3,)](x, y, 20, D=24, BT=8, BD=32, **CPU)
+    np.testing.assert_array_equal(y, 2 * x)
+
+
+@kiln.jit
+def log2_fill(X, N: tl.constexpr):
+    x = tl.load(X + tl.arange(0, N))
+    n_dims: tl.constexpr = _log2(x.shape[0])
+    tl.store(X + tl.arange(0, N), tl.zeros_like(x) + n_dims)
+
+
+def test_standard_log2_on_a_constexpr():
+    x = np.zeros(32, np.int32)
+    log2_fill[(1,)](x, N=32, **CPU)
+    assert (x == 5).all()
+
+
+@kiln.heuristics(values={"BLOCK_N": lambda args: kiln.next_power_of_2(args["N"]),
+                         "num_warps": lambda args: 2 if args["N"] <= 64 else 8})
+@kiln.jit
+def double_row(X, Y, N, BLOCK_N: tl.constexpr):
+    o = tl.arange(0, BLOCK_N)
+    tl.store(Y + o, tl.load(X + o, mask=o < N) * 2, mask=o < N)
+
+
+def test_heuristics_compute_launch_options():
+    # FlagGems' softmax backward: a heuristic sets num_warps as well as a meta-parameter.
+    for n, warps in ((50, 2), (100, 8)):
+        x = np.arange(n, dtype=np.float32)
+        y = np.zeros_like(x)
+        k = double_row[(1,)](x, y, n, **CPU)
+        np.testing.assert_array_equal(y, 2 * x)
+        assert k.constants["BLOCK_N"] == kiln.next_power_of_2(n)
+        assert k.metadata.num_warps == warps

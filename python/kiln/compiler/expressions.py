@@ -67,6 +67,10 @@ class ExpressionsMixin:
         target = _unwrap(obj)
         if isinstance(obj, constexpr) and node.attr == "type" and not hasattr(target, "type"):
             return obj.type  # Triton's constexpr_type of the value
+        if node.attr == "value" and not hasattr(target, "value"):
+            # Triton hands a helper its compile-time arguments as tl.constexpr objects, whose
+            # .value is the value (FlagGems' get_dtype_min: `dtype_ = dtype.value`).
+            return obj
         try:
             v = getattr(target, node.attr)
         except AttributeError:

@@ -31,7 +31,15 @@ class block_pointer:
         self.base, self.shape, self.strides = base, list(shape), list(strides)
         self.offsets = list(offsets)  # int32 tensors
         self.block, self.order, self._desc = list(block), tuple(order), desc
-        self.dtype = base.dtype.element_ty
+        self.element_ty = base.dtype.element_ty
+
+    @property
+    def dtype(self):
+        """As in Triton, a pointer type: `p.dtype.element_ty` is what the block holds
+        (flash-linear-attention's `b.to(p.dtype.element_ty)`)."""
+        return self.base.dtype
+
+    type = dtype
 
     @property
     def block_shape(self):
@@ -102,9 +110,9 @@ class block_pointer:
         if padding not in ("", "zero", "nan"):
             raise ValueError(f"tl.load of a block pointer: padding_option must be '', 'zero' "
                              f"or 'nan', found {padding!r}")
-        if padding == "nan" and not self.dtype.is_floating():
+        if padding == "nan" and not self.element_ty.is_floating():
             raise ValueError(f"tl.load of a block pointer: padding_option='nan' needs a "
-                             f"floating-point element type, found {self.dtype}")
+                             f"floating-point element type, found {self.element_ty}")
         g = _gen()
         plain = not _const_str(cache_modifier, "cache_modifier") and \
             not _const_str(eviction_policy, "eviction_policy") and not _unwrap(volatile)
@@ -115,7 +123,7 @@ class block_pointer:
         ptrs, mask = self._tile(checked)
         other = -1
         if mask is not None:
-            zero = 0.0 if self.dtype.is_floating() else 0
+            zero = 0.0 if self.element_ty.is_floating() else 0
             other = _t(constexpr(float("nan") if padding == "nan" else zero)).handle
         return _wrap(g.session.load(ptrs.handle, -1 if mask is None else mask.handle, other,
                                     _const_str(cache_modifier, "cache_modifier"),
@@ -141,7 +149,7 @@ class block_pointer:
         return None
 
     def __repr__(self):
-        return f"block_pointer<{self.dtype}, {self.block}>"
+        return f"block_pointer<{self.element_ty}, {self.block}>"
 
 
 def _tuple(x, what):

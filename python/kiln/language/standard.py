@@ -9,10 +9,33 @@ from .core import (_const_bool, _const_int, _describe, _dtype, _gen, _scan_axis,
                    _tensor_member_fn, _unwrap, _wrap, builtin, cast, constexpr,
                    reshape, tensor)
 from .math import exp, fdiv
+from .values import constexpr_function
 
 __all__ = ["zeros", "zeros_like", "cdiv", "sigmoid", "swizzle2d", "ravel", "reduce", "sum",
            "max", "min", "argmax", "argmin", "xor_sum", "reduce_or", "softmax", "cumsum",
            "cumprod"]
+
+
+# ---------------------------------------------------------------------------------------
+# Compile-time helpers (Triton's, which kernels import: FlagGems' topk and sort call
+# `_log2(x.shape[dim])` for a constexpr)
+# ---------------------------------------------------------------------------------------
+
+@constexpr_function
+def _log2(i):
+    """floor(log2(i)) of a positive int (0 for i <= 1), at compile time."""
+    log2 = 0
+    n = i
+    while n > 1:
+        n >>= 1
+        log2 += 1
+    return log2
+
+
+@constexpr_function
+def _is_power_of_two(i):
+    """Whether the int i is a power of two, at compile time."""
+    return (i & (i - 1)) == 0 and i != 0
 
 
 # ---------------------------------------------------------------------------------------

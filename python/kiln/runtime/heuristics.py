@@ -13,6 +13,9 @@ then replaced, as in Triton). It stacks with @kiln.autotune on either side, as i
 
 __all__ = ["Heuristics", "heuristics"]
 
+# The launch options a heuristic may compute beside the kernel's parameters.
+LAUNCH_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion"})
+
 
 class Heuristics:
     """A kernel launched with the meta-parameters `values` computes from its arguments."""
@@ -25,10 +28,13 @@ class Heuristics:
         self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
         self.__module__ = getattr(fn, "__module__", None)
         self.__doc__ = getattr(fn, "__doc__", None)
-        unknown = [k for k in self.values if k not in self.arg_names]
+        # Launch options may be computed too, as in Triton (FlagGems' softmax backward sets
+        # num_warps from N).
+        unknown = [k for k in self.values if k not in self.arg_names and k not in LAUNCH_OPTIONS]
         if unknown:
             raise ValueError(f"kiln.heuristics of kernel '{self.__name__}': {unknown} are not "
-                             f"parameters of the kernel (parameters: {self.arg_names})")
+                             f"parameters of the kernel (parameters: {self.arg_names}) nor "
+                             f"launch options ({', '.join(sorted(LAUNCH_OPTIONS))})")
         for k, f in self.values.items():
             if not callable(f):
                 raise TypeError(f"kiln.heuristics of kernel '{self.__name__}': the value of "
