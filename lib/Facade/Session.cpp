@@ -426,6 +426,7 @@ Handle facade::Session::reduceOp(const std::string &op, Handle x, int axis, bool
   using Fn = Tile (Builder::*)(const Tile &, int, bool);
   Fn fn = llvm::StringSwitch<Fn>(op)
               .Case("sum", &Builder::sum)
+              .Case("sum_in_dtype", &Builder::sumInDType)
               .Case("max", &Builder::max)
               .Case("min", &Builder::min)
               .Case("argmax", &Builder::argmax)

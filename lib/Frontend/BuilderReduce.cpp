@@ -95,10 +95,19 @@ Tile kiln::Builder::sum(const Tile &x, int axis, bool keepDims) {
     in = cast(x, x.dtype.isSigned() ? DType::int32() : DType::uint32());
   else if (x.dtype.isBool())
     in = cast(x, DType::int32());
-  if (in.dtype.isPointer())
-    error("expected a tile of numbers to sum, found " + in.dtype.str());
+  return sumInDType(in, axis, keepDims);
+}
+
+Tile kiln::Builder::sumInDType(const Tile &x, int axis, bool keepDims) {
+  if (x.dtype.isPointer())
+    error("expected a tile of numbers to sum, found " + x.dtype.str());
+  if (x.dtype.isBool()) // (modulo 2, as Triton's sum with dtype=int1)
+    return reduce(
+        {x}, axis,
+        [&](ArrayRef<Tile> a, ArrayRef<Tile> n) { return std::vector<Tile>{bitXor(a[0], n[0])}; },
+        keepDims)[0];
   return reduce(
-      {in}, axis,
+      {x}, axis,
       [&](ArrayRef<Tile> a, ArrayRef<Tile> n) { return std::vector<Tile>{add(a[0], n[0])}; },
       keepDims)[0];
 }

@@ -13,9 +13,12 @@ swapped, outside the repo; these keep the idioms under test):
   (`ACTIVATION: tl.constexpr`, `acc = ACTIVATION(acc)`, as xformers' fused matmul does);
 - session 36, from FlagGems, flash-linear-attention and unsloth: `.value` of a helper's
   compile-time argument (`dtype.value`, `n.value`), `p.dtype.element_ty` of a block pointer,
-  `_log2` from `kiln.language.standard` on a constexpr, a heuristic computing `num_warps`.
+  `_log2` from `kiln.language.standard` on a constexpr, a heuristic computing `num_warps`;
+  from Triton's own test_core: `tl.sum(x, dtype=tl.int8)` summing in int8 (it widened to int32:
+  a wrong answer), `x.shape == [2]` against a list literal, duplicate `expand_dims` axes an error.
 """
 import numpy as np
+import pytest
 
 import kiln
 import kiln.language as tl
@@ -242,3 +245,43 @@ def test_heuristics_compute_launch_options():
         np.testing.assert_array_equal(y, 2 * x)
         assert k.constants["BLOCK_N"] == kiln.next_power_of_2(n)
         assert k.metadata.num_warps == warps
+
+
+@kiln.jit
+def sum_in_dtype(out_ptr, init, IN: tl.constexpr, OUT: tl.constexpr):
+    x = tl.full((32, 32), init, dtype=IN)
+    tl.store(out_ptr, tl.sum(x, dtype=OUT).to(tl.int32))
+
+
+def test_sum_with_a_dtype_sums_in_it():
+    out = np.zeros(1, np.int32)
+    sum_in_dtype[(1,)](out, 7, IN=tl.int8, OUT=tl.int8, **CPU)
+    assert out[0] == (7 * 1024) % 256  # wraps in int8 (was 7168: summed in int32)
+    sum_in_dtype[(1,)](out, 1, IN=tl.int1, OUT=tl.int1, **CPU)
+    assert out[0] == 0  # 1024 ones modulo 2
+    sum_in_dtype[(1,)](out, 7, IN=tl.int8, OUT=tl.int32, **CPU)
+    assert out[0] == 7168
+
+
+@kiln.jit
+def join_shape(X, Z):
+    x = tl.load(X)
+    z = tl.join(x, x)
+    tl.static_assert(z.shape == [2])
+    tl.static_assert(z.shape == (2,))
+    tl.static_assert(x.shape == [])
+    tl.store(Z + tl.arange(0, 2), z)
+
+
+@kiln.jit
+def expand_twice(X, N: tl.constexpr):
+    t = tl.expand_dims(tl.arange(0, N), (0, -3))
+    tl.store(X + tl.arange(0, N), tl.reshape(t, (N,)))
+
+
+def test_shape_against_list_literals_and_expand_dims_axes():
+    z = np.zeros(2, np.float32)
+    join_shape[(1,)](np.ones(1, np.float32), z, **CPU)
+    assert (z == 1).all()
+    with pytest.raises(kiln.CompilationError, match=r"duplicate axes, normalized axes = \[0, 0\]"):
+        expand_twice[(1,)](np.zeros(32, np.int32), N=32, **CPU)

@@ -449,6 +449,9 @@ public:
                            bool keepDims = false);
   /// tl.sum: integers narrower than 32 bits accumulate as (u)int32, as in Triton.
   Tile sum(const Tile &x, int axis, bool keepDims = false);
+  /// The sum in x's own dtype (Triton's `sum(x, dtype=...)`: narrow integers wrap, int1 adds
+  /// modulo 2), without sum's widening of narrow integers to 32 bits.
+  Tile sumInDType(const Tile &x, int axis, bool keepDims = false);
   /// tl.max / tl.min (floats: maxnum/minnum, Triton's default NaN handling).
   Tile max(const Tile &x, int axis, bool keepDims = false);
   Tile min(const Tile &x, int axis, bool keepDims = false);

@@ -446,6 +446,9 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
         """a <op> b: Python arithmetic on constexprs, kiln::Builder on tensors."""
         if not isinstance(a, tensor) and not isinstance(b, tensor):
             x, y = _unwrap(a), _unwrap(b)
+            # A tensor's shape is a list (as in Triton); the kernel's [2] and (2,) are tuples
+            # here: Triton's `x.shape == [2]` compares them as sequences.
+            x, y = (tuple(v) if isinstance(v, list) else v for v in (x, y))
             if isinstance(x, tuple) or isinstance(y, tuple):
                 if op in ("eq", "ne", "add", "mul"):
                     return constexpr(_PY_BINOP[op](x, y)) if not (

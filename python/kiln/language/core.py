@@ -733,6 +733,8 @@ def expand_dims(input, axis):
     if len(axes) > 1:
         rank = len(x.shape) + len(axes)
         axes = sorted(a + rank if a < 0 else a for a in axes)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"expand_dims: duplicate axes, normalized axes = {axes}")
     for a in axes:
         x = _wrap(_gen().session.expand_dims(x.handle, a))
     return x

@@ -145,11 +145,12 @@ def _reduction(op, input, axis, keep_dims):
     g = _gen()
     x = _t(input)
     keep = _const_bool(keep_dims, "keep_dims")
+    name = "sum" if op == "sum_in_dtype" else op
     if _unwrap(axis) is not None:
-        return _wrap(g.session.reduce_op(op, x.handle, _const_int(axis, f"{op} axis"), keep))
+        return _wrap(g.session.reduce_op(op, x.handle, _const_int(axis, f"{name} axis"), keep))
     rank = len(x.shape)
     if rank == 0:
-        raise TypeError(f"expected a tile for tl.{op}, found {_describe(x)}")
+        raise TypeError(f"expected a tile for tl.{name}, found {_describe(x)}")
     if op in ("argmax", "argmin") and rank > 1:
         numel = 1
         for s in x.shape:
@@ -165,9 +166,10 @@ def _reduction(op, input, axis, keep_dims):
 @builtin
 def sum(input, axis=None, keep_dims=False, dtype=None):
     """Sum along `axis` (every axis when None); narrow integers accumulate in (u)int32.
-    `dtype` converts the input first."""
+    `dtype` converts the input first, and the sum is then in that dtype, as in Triton (an
+    int8 sum wraps, an int1 sum is modulo 2)."""
     if _unwrap(dtype) is not None:
-        input = cast(input, dtype)
+        return _reduction("sum_in_dtype", cast(input, dtype), axis, keep_dims)
     return _reduction("sum", input, axis, keep_dims)
 
 
