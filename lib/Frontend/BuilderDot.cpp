@@ -102,11 +102,19 @@ Tile kiln::Builder::dot(const Tile &a, const Tile &bb, std::optional<Tile> acc,
       (!acc->isTile() || acc->getShape() != ArrayRef<int64_t>(shape) || acc->dtype != result))
     error("expected the dot accumulator to be " + result.str() + fmtShape(shape) + ", found " +
           describe(*acc));
+  // An fp16 result (out_dtype=tl.float16) accumulates in fp32 and is rounded once a dot:
+  // the tensor cores' fp32 accumulators (wgmma, mma.sync) take it, where an fp16 accumulator
+  // left the dot to scalar FMAs (0 mma and 128 fma.rn.f16 for 128x128x64 on sm_90a). Triton
+  // accumulates in fp16; the fp32 sum is at least as accurate.
+  DType accDType = result == DType::fp16() ? DType::fp32() : result;
   auto dot2d = [&](const Tile &x, const Tile &y, std::optional<Tile> c) {
-    Tile init = c ? materialize(*c) : zeros({m, n}, result);
+    Tile init = c ? materialize(*c) : zeros({m, n}, accDType);
+    if (init.dtype != accDType)
+      init = materialize(cast(init, accDType));
     auto op = DotOp::create(b, loc, x.value, y.value, init.value, *precision,
                             uint32_t(maxNumImpreciseAcc));
-    return Tile{op.getResult(), result, std::nullopt};
+    Tile r{op.getResult(), accDType, std::nullopt};
+    return accDType == result ? r : materialize(cast(r, result));
   };
   if (!batched)
     return dot2d(a, bb, acc);

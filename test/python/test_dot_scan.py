@@ -924,3 +924,26 @@ def test_scan_errors():
                  {"WHAT": "scalar"})
     expect_error(scan_err_kernel, r"expected the combine function to return 1 values, found 2",
                  sig, {"WHAT": "combine"})
+
+
+def test_fp16_result_dot_takes_the_tensor_cores():
+    # out_dtype=tl.float16 accumulates in fp32 and rounds once a dot: on sm_90a wgmma with fp32
+    # accumulators, where the fp16 accumulator left it to scalar FMAs (0 mma, 128 fma.rn.f16,
+    # found running Triton's test_dot); the product then matches fp32 math rounded to fp16.
+    import re
+    sig = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "acc_ptr": "*fp16:16", "c_ptr": "*fp16:16"}
+    ptx = kiln.compile(tile_dot_kernel, signature=sig,
+                       constexprs={"M": 128, "N": 128, "K": 64, "MODE": "fp16-acc"},
+                       target="sm_90a", num_warps=4).asm["ptx"]
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16", ptx)
+    assert "fma.rn.f16" not in ptx
+    M, N, K = 32, 16, 64
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    acc = rng.standard_normal((M, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float16)
+    tile_dot_kernel[(1,)](a, b, acc, c, M=M, N=N, K=K, MODE="fp16-acc", device="cpu")
+    want = (a.astype(np.float32) @ b.astype(np.float32) + acc.astype(np.float32))
+    np.testing.assert_allclose(c.astype(np.float32), want.astype(np.float16).astype(np.float32),
+                               rtol=1e-3, atol=1e-2)
