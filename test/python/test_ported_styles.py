@@ -15,7 +15,8 @@ swapped, outside the repo; these keep the idioms under test):
   compile-time argument (`dtype.value`, `n.value`), `p.dtype.element_ty` of a block pointer,
   `_log2` from `kiln.language.standard` on a constexpr, a heuristic computing `num_warps`;
   from Triton's own test_core: `tl.sum(x, dtype=tl.int8)` summing in int8 (it widened to int32:
-  a wrong answer), `x.shape == [2]` against a list literal, duplicate `expand_dims` axes an error.
+  a wrong answer), `x.shape == [2]` against a list literal, duplicate `expand_dims` axes an error,
+  a conditional expression of two stores as a statement, `Z[None, None, :]` on a scalar pointer.
 """
 import numpy as np
 import pytest
@@ -285,3 +286,25 @@ def test_shape_against_list_literals_and_expand_dims_axes():
     assert (z == 1).all()
     with pytest.raises(kiln.CompilationError, match=r"duplicate axes, normalized axes = \[0, 0\]"):
         expand_twice[(1,)](np.zeros(32, np.int32), N=32, **CPU)
+
+
+@kiln.jit
+def store_either(XTrue, XFalse, Ret):
+    pid = tl.program_id(0)
+    tl.store(Ret + pid, tl.load(XTrue)) if pid % 2 == 0 else tl.store(Ret + pid, tl.load(XFalse))
+
+
+@kiln.jit
+def sum_to_scalar_ptr(X, Z, BM: tl.constexpr, BN: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :])
+    tl.store(Z[None, None, :], tl.sum(x, axis=None, keep_dims=True))
+
+
+def test_void_conditional_expression_and_scalar_slices():
+    ret = np.zeros(2, np.float32)
+    store_either[(2,)](np.array([3.0], np.float32), np.array([1.5], np.float32), ret, **CPU)
+    np.testing.assert_array_equal(ret, [3.0, 1.5])
+    x = np.random.default_rng(4).standard_normal((16, 16)).astype(np.float32)
+    z = np.zeros((1, 1), np.float32)
+    sum_to_scalar_ptr[(1,)](x, z, BM=16, BN=16, **CPU)
+    np.testing.assert_allclose(z[0, 0], x.sum(), rtol=1e-5)

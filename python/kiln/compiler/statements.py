@@ -56,6 +56,16 @@ class StatementsMixin:
     """CodeGenerator's statement visitors."""
 
     def visit_Expr(self, node):
+        if isinstance(node.value, ast.IfExp):
+            # `f(x) if c else g(x)` as a statement (its value unused; Triton's test_if: two
+            # tl.store calls, which return None) is `if c: f(x) else: g(x)`, whose arms need
+            # no common value.
+            e = node.value
+            stmt = ast.If(test=e.test, body=[ast.Expr(value=e.body)],
+                          orelse=[ast.Expr(value=e.orelse)])
+            for n in (stmt, *stmt.body, *stmt.orelse):
+                ast.copy_location(n, e)
+            return self.visit(stmt)
         self.visit(node.value)
 
     def visit_Pass(self, node):
