@@ -50,9 +50,10 @@ Tile kiln::Builder::dot(const Tile &a, const Tile &bb, std::optional<Tile> acc,
     error("expected the K dimensions of dot to match (a is " + Twine(batched ? "B x " : "") +
           "M x K, b is " + Twine(batched ? "B x " : "") + "K x N), found a " + describe(a) +
           " (K = " + Twine(k) + ") and b " + describe(bb) + " (K = " + Twine(kb) + ")");
+  // Triton on NVIDIA GPUs: M and N from 1, K from 16 (tile dimensions are powers of two).
   for (auto [name, d] : {std::pair<const char *, int64_t>{"M", m}, {"N", n}, {"K", k}})
-    if (d < kMinDotDim || !llvm::isPowerOf2_64(d))
-      error("expected every dot dimension to be a power of two >= " + Twine(kMinDotDim) +
+    if ((name[0] == 'K' && d < kMinDotDim) || !llvm::isPowerOf2_64(d))
+      error("expected dot dimensions that are powers of two, K >= " + Twine(kMinDotDim) +
             ", found " + name + " = " + Twine(d) + " (a " + describe(a) + ", b " + describe(bb) +
             ")");
 
@@ -111,9 +112,20 @@ Tile kiln::Builder::dot(const Tile &a, const Tile &bb, std::optional<Tile> acc,
     Tile init = c ? materialize(*c) : zeros({m, n}, accDType);
     if (init.dtype != accDType)
       init = materialize(cast(init, accDType));
-    auto op = DotOp::create(b, loc, x.value, y.value, init.value, *precision,
-                            uint32_t(maxNumImpreciseAcc));
-    Tile r{op.getResult(), accDType, std::nullopt};
+    Tile r;
+    if (m < kMinDotDim || n < kMinDotDim) {
+      // M or N under the tensor cores' 16 (a decode step's one query row, Triton's test_dot
+      // at M = 1 or N = 2): the products summed over K in the accumulator's dtype, on the
+      // CUDA cores (Triton pads such a dot onto the tensor cores; fp32 inputs are then exact
+      // here where Triton rounds them to TF32 by default).
+      Tile x3 = broadcastTo(expandDims(cast(x, accDType), 2), {m, k, n});
+      Tile y3 = broadcastTo(expandDims(cast(y, accDType), 0), {m, k, n});
+      r = add(sumInDType(mul(x3, y3), 1), init);
+    } else {
+      auto op = DotOp::create(b, loc, x.value, y.value, init.value, *precision,
+                              uint32_t(maxNumImpreciseAcc));
+      r = Tile{op.getResult(), accDType, std::nullopt};
+    }
     return accDType == result ? r : materialize(cast(r, result));
   };
   if (!batched)

@@ -50,9 +50,11 @@ TEST_F(BuilderDotScanTest, DotResultDtypesFollowTriton) {
             DType::int32());
   std::string ir = print(*b.finishKernel());
   EXPECT_NE(ir.find("kiln.dot"), std::string::npos) << ir;
-  EXPECT_NE(ir.find("tensor<32x16xf16> * tensor<16x64xf16> -> tensor<32x64xf16>"),
+  // out_dtype fp16: accumulated in fp32 (the tensor cores' accumulators), rounded once.
+  EXPECT_NE(ir.find("tensor<32x16xf16> * tensor<16x64xf16> -> tensor<32x64xf32>"),
             std::string::npos)
       << ir;
+  EXPECT_NE(ir.find("arith.truncf"), std::string::npos) << ir;
   EXPECT_NE(ir.find("tensor<16x32xi8> * tensor<32x16xi8> -> tensor<16x16xi32>"), std::string::npos)
       << ir;
 }
@@ -73,9 +75,9 @@ TEST_F(BuilderDotScanTest, DotErrors) {
   EXPECT_EQ(errorOf([&] { b.dot(tile(1, 16, 32), tile(1, 16, 16)); }),
             at("expected the K dimensions of dot to match (a is M x K, b is K x N), found a "
                "fp16[16, 32] (K = 32) and b fp16[16, 16] (K = 16)"));
-  EXPECT_EQ(errorOf([&] { b.dot(tile(1, 8, 16), tile(1, 16, 16)); }),
-            at("expected every dot dimension to be a power of two >= 16, found M = 8 (a "
-               "fp16[8, 16], b fp16[16, 16])"));
+  EXPECT_EQ(errorOf([&] { b.dot(tile(1, 16, 8), tile(1, 8, 16)); }),
+            at("expected dot dimensions that are powers of two, K >= 16, found K = 8 (a "
+               "fp16[16, 8], b fp16[8, 16])"));
   EXPECT_EQ(errorOf([&] { b.dot(tile(1, 16, 16), tile(2, 16, 16)); }),
             at("expected a and b of one dtype for dot, found fp16 and bf16"));
   EXPECT_EQ(errorOf([&] { b.dot(tile(4, 16, 16), tile(4, 16, 16)); }),
@@ -130,10 +132,10 @@ TEST_F(BuilderDotScanTest, BatchedDotErrors) {
             at("expected the K dimensions of dot to match (a is B x M x K, b is B x K x N), "
                "found a fp16[2, 32, 16] (K = 16) and b fp16[2, 32, 16] (K = 32)"));
   EXPECT_EQ(errorOf([&] {
-              b.dot(a, b.reshape(tile(1, 16, 16), {2, 16, 8}));
+              b.dot(b.reshape(tile(1, 64, 8), {2, 32, 8}), b.reshape(tile(1, 16, 16), {2, 8, 16}));
             }),
-            at("expected every dot dimension to be a power of two >= 16, found N = 8 (a "
-               "fp16[2, 32, 16], b fp16[2, 16, 8])"));
+            at("expected dot dimensions that are powers of two, K >= 16, found K = 8 (a "
+               "fp16[2, 32, 8], b fp16[2, 8, 16])"));
   EXPECT_EQ(errorOf([&] {
               b.dot(a, b.reshape(tile(1, 32, 16), {2, 16, 16}), tile(0, 32, 16));
             }),
