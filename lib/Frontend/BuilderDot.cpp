@@ -121,6 +121,26 @@ Tile kiln::Builder::dot(const Tile &a, const Tile &bb, std::optional<Tile> acc,
       Tile x3 = broadcastTo(expandDims(cast(x, accDType), 2), {m, k, n});
       Tile y3 = broadcastTo(expandDims(cast(y, accDType), 0), {m, k, n});
       r = add(sumInDType(mul(x3, y3), 1), init);
+    } else if (*precision == InputPrecision::tf32x3) {
+      // Triton's three TF32 passes: each fp32 operand is big + small, big its value with the
+      // 13 mantissa bits TF32 drops cleared (exact in TF32), small = x - big (exact in fp32);
+      // a @ b ~ a_small @ b_big + a_big @ b_small + a_big @ b_big, each a TF32 dot on the
+      // tensor cores (computed as exact fp32 before: scalar FMAs, 128 fma.rn.f32 for
+      // 128x128x64 on sm_90a). The dropped a_small @ b_small is ~2^-22 of the product.
+      auto split = [&](const Tile &v) {
+        Tile big =
+            bitcast(bitAnd(bitcast(v, DType::int32()), intConst(int64_t(int32_t(0xFFFFE000)))),
+                    DType::fp32());
+        return std::pair<Tile, Tile>{materialize(big), materialize(sub(v, big))};
+      };
+      auto [xBig, xSmall] = split(x);
+      auto [yBig, ySmall] = split(y);
+      Value acc3 = init.value;
+      for (auto [p, q] : {std::pair{xSmall, yBig}, {xBig, ySmall}, {xBig, yBig}})
+        acc3 = DotOp::create(b, loc, p.value, q.value, acc3, InputPrecision::tf32,
+                             uint32_t(maxNumImpreciseAcc))
+                   .getResult();
+      r = Tile{acc3, accDType, std::nullopt};
     } else {
       auto op = DotOp::create(b, loc, x.value, y.value, init.value, *precision,
                               uint32_t(maxNumImpreciseAcc));

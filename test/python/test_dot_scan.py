@@ -967,3 +967,31 @@ def test_fp16_result_dot_takes_the_tensor_cores():
     want = (a.astype(np.float32) @ b.astype(np.float32) + acc.astype(np.float32))
     np.testing.assert_allclose(c.astype(np.float32), want.astype(np.float16).astype(np.float32),
                                rtol=1e-3, atol=1e-2)
+
+
+
+@kiln.jit
+def precision_dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr,
+                         K: tl.constexpr, PREC: tl.constexpr):
+    a = tl.load(a_ptr + tl.arange(0, M)[:, None] * K + tl.arange(0, K)[None, :])
+    b = tl.load(b_ptr + tl.arange(0, K)[:, None] * N + tl.arange(0, N)[None, :])
+    tl.store(c_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :],
+             tl.dot(a, b, input_precision=PREC))
+
+
+def test_tf32x3_dot_takes_the_tensor_cores():
+    # input_precision="tf32x3": three TF32 dots (Triton's passes) on sm_90a's tensor cores,
+    # where it was exact fp32 on scalar FMAs (128 fma.rn.f32 for 128x128x64); near fp32 on the
+    # CPU against a float64 product.
+    sig = {"a_ptr": "*fp32:16", "b_ptr": "*fp32:16", "c_ptr": "*fp32:16"}
+    ptx = kiln.compile(precision_dot_kernel, signature=sig,
+                       constexprs={"M": 128, "N": 128, "K": 64, "PREC": "tf32x3"},
+                       target="sm_90a", num_warps=4).asm["ptx"]
+    assert ".tf32" in ptx and "fma.rn.f32" not in ptx
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((32, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 32)).astype(np.float32)
+    c = np.zeros((32, 32), np.float32)
+    precision_dot_kernel[(1,)](a, b, c, M=32, N=32, K=64, PREC="tf32x3", device="cpu")
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.linalg.norm(c - ref) / np.linalg.norm(ref) < 1e-6

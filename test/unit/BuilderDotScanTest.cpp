@@ -68,7 +68,13 @@ TEST_F(BuilderDotScanTest, DotFp32PrecisionAndAccumulator) {
   b.dot(tile(1, 16, 16), tile(1, 16, 16), std::nullopt, "ieee");
   std::string ir = print(*b.finishKernel());
   EXPECT_NE(ir.find("inputPrecision = ieee"), std::string::npos) << ir;
-  EXPECT_NE(ir.find("inputPrecision = tf32x3"), std::string::npos) << ir;
+  // tf32x3: three TF32 dots of the operands' big and small parts (Triton's passes).
+  EXPECT_EQ(ir.find("inputPrecision = tf32x3"), std::string::npos) << ir;
+  size_t dots = 0;
+  for (size_t at = ir.find("kiln.dot"); at != std::string::npos; at = ir.find("kiln.dot", at + 1))
+    ++dots;
+  EXPECT_EQ(dots, 6u) << ir;                            // ieee, 3 for tf32x3, tf32, fp16
+  EXPECT_NE(ir.find("-8192"), std::string::npos) << ir; // 0xFFFFE000: TF32's mantissa
 }
 
 TEST_F(BuilderDotScanTest, DotErrors) {
