@@ -16,7 +16,10 @@ swapped, outside the repo; these keep the idioms under test):
   `_log2` from `kiln.language.standard` on a constexpr, a heuristic computing `num_warps`;
   from Triton's own test_core: `tl.sum(x, dtype=tl.int8)` summing in int8 (it widened to int32:
   a wrong answer), `x.shape == [2]` against a list literal, duplicate `expand_dims` axes an error,
-  a conditional expression of two stores as a statement, `Z[None, None, :]` on a scalar pointer.
+  a conditional expression of two stores as a statement, `Z[None, None, :]` on a scalar pointer;
+- TorchInductor's triton_helpers: `tl.core.get_int_dtype` (select_one, sort_with_index,
+  pow_integer), `tl.core._unwrap_if_constexpr` / `_constexpr_to_value` (its split scan),
+  `tensor.logical_and` (its bucketize).
 """
 import numpy as np
 import pytest
@@ -308,3 +311,34 @@ def test_void_conditional_expression_and_scalar_slices():
     z = np.zeros((1, 1), np.float32)
     sum_to_scalar_ptr[(1,)](x, z, BM=16, BN=16, **CPU)
     np.testing.assert_allclose(z[0, 0], x.sum(), rtol=1e-5)
+
+
+@kiln.jit
+def _select_one(x, mask, dim, keep_dims=False):
+    # Inductor's select_one: the element of x where mask is set, by an integer sum.
+    idtype = tl.core.get_int_dtype(x.dtype.primitive_bitwidth, signed=False)
+    ix = x.to(idtype, bitcast=True)
+    iy = tl.sum(ix * mask, dim, keep_dims=keep_dims)
+    return iy.to(x.dtype, bitcast=True)
+
+
+@kiln.jit
+def inductor_helpers(X, Y, B, N: tl.constexpr, PACK: tl.constexpr):
+    o = tl.arange(0, N)
+    x = tl.load(X + o)
+    last = _select_one(x, (o == N - 1).to(tl.uint32), 0)
+    bits: tl.constexpr = tl.core._unwrap_if_constexpr(PACK) * 2
+    old: tl.constexpr = tl.core._constexpr_to_value(PACK)
+    inside = (x > 0).logical_and(x < 10).logical_or(o == 0)
+    tl.store(Y + o, tl.where(inside, x, last) + bits + old)
+    tl.store(B + o, tl.core.get_int_dtype(8, True) == tl.int8)
+
+
+def test_inductor_helper_names():
+    x = np.array([5, -3, 12, 7, 0, 9, 20, 4], np.float32)
+    y = np.zeros_like(x)
+    b = np.zeros(8, np.int32)
+    inductor_helpers[(1,)](x, y, b, N=8, PACK=16, **CPU)
+    inside = ((x > 0) & (x < 10)) | (np.arange(8) == 0)
+    np.testing.assert_array_equal(y, np.where(inside, x, x[-1]) + 48)
+    assert (b == 1).all()

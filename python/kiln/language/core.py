@@ -1024,3 +1024,54 @@ from .extern import extern, extern_elementwise  # noqa: E402,F401  (as Triton's 
 from .inline_asm import inline_asm_elementwise  # noqa: E402,F401  (as Triton's core)
 from .scaled import dot_scaled  # noqa: E402,F401  (as Triton's core)
 from .elementwise import map_elementwise  # noqa: E402,F401  (as Triton's core)
+
+
+# ---------------------------------------------------------------------------------------
+# Names of Triton's core that generated code reaches for (TorchInductor's triton_helpers:
+# select_one, sort_with_index and pow_integer call core.get_int_dtype; its split scan
+# core._constexpr_to_value / core._unwrap_if_constexpr; its bucketize tensor.logical_and)
+# ---------------------------------------------------------------------------------------
+
+from .values import constexpr_function as _constexpr_function  # noqa: E402
+
+_INT_DTYPES = {(1, True): "int1", (1, False): "int1", (8, True): "int8", (8, False): "uint8",
+               (16, True): "int16", (16, False): "uint16", (32, True): "int32",
+               (32, False): "uint32", (64, True): "int64", (64, False): "uint64"}
+
+
+@_constexpr_function
+def get_int_dtype(bitwidth, signed):
+    """The integer dtype of `bitwidth` bits, signed or not (Triton's core.get_int_dtype)."""
+    name = _INT_DTYPES.get((_unwrap(bitwidth), _py.bool(_unwrap(signed))))
+    if name is None:
+        raise ValueError(f"Unsupported bitwidth {_unwrap(bitwidth)} and signedness "
+                         f"{_unwrap(signed)}")
+    return globals()[name]
+
+
+@builtin
+def _unwrap_if_constexpr(o):
+    """`o`'s value when it is a compile-time value, else `o` (Triton's)."""
+    return o
+
+
+_constexpr_to_value = _unwrap_if_constexpr  # (Triton's older name)
+
+
+def _bool_tile(x):
+    x = _t(x)
+    return x if x.dtype == int1 else cast(x, int1)
+
+
+@builtin
+def _logical_and(input, other):
+    return _wrap(_gen().session.binary("and", _bool_tile(input).handle, _bool_tile(other).handle))
+
+
+@builtin
+def _logical_or(input, other):
+    return _wrap(_gen().session.binary("or", _bool_tile(input).handle, _bool_tile(other).handle))
+
+
+_logical_and.__name__, _logical_or.__name__ = "logical_and", "logical_or"
+_tensor_member_fn(_logical_and, _logical_or)
