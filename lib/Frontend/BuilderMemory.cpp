@@ -277,9 +277,9 @@ void kiln::Builder::store(const Tile &ptr, const Tile &value, std::optional<Tile
   }
   if (mask && !mask->dtype.isBool())
     error("expected a mask of dtype int1 for store, found " + describe(*mask));
-  auto [cache, evict] =
-      parseAccessModifiers(*this, options.cache, options.evict,
-                           {CacheModifier::wb, CacheModifier::cs, CacheModifier::wt}, "store");
+  auto [cache, evict] = parseAccessModifiers(
+      *this, options.cache, options.evict,
+      {CacheModifier::wb, CacheModifier::cg, CacheModifier::cs, CacheModifier::wt}, "store");
 
   // value and mask broadcast to the pointer's shape, never the other way round.
   ArrayRef<int64_t> shape = ptr.getShape();

@@ -19,7 +19,8 @@ swapped, outside the repo; these keep the idioms under test):
   a conditional expression of two stores as a statement, `Z[None, None, :]` on a scalar pointer;
 - TorchInductor's triton_helpers: `tl.core.get_int_dtype` (select_one, sort_with_index,
   pow_integer), `tl.core._unwrap_if_constexpr` / `_constexpr_to_value` (its split scan),
-  `tensor.logical_and` (its bucketize).
+  `tensor.logical_and` (its bucketize);
+- FlagAttention's `tl.store(..., cache_modifier=".cg")` (L2 only), which Triton's stores take.
 """
 import numpy as np
 import pytest
@@ -342,3 +343,19 @@ def test_inductor_helper_names():
     inside = ((x > 0) & (x < 10)) | (np.arange(8) == 0)
     np.testing.assert_array_equal(y, np.where(inside, x, x[-1]) + 48)
     assert (b == 1).all()
+
+
+@kiln.jit
+def store_cg(X, Y, N: tl.constexpr):
+    o = tl.arange(0, N)
+    tl.store(Y + o, tl.load(X + o) * 2, cache_modifier=".cg")
+
+
+def test_store_cache_modifier_cg():
+    x = np.arange(16, dtype=np.float32)
+    y = np.zeros_like(x)
+    store_cg[(1,)](x, y, N=16, **CPU)
+    np.testing.assert_array_equal(y, 2 * x)
+    ptx = kiln.compile(store_cg, signature={"X": "*fp32:16", "Y": "*fp32:16"},
+                       constexprs={"N": 128}, target="sm_90a", num_warps=4).asm["ptx"]
+    assert "st.global.cg" in ptx

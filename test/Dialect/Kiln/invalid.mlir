@@ -397,23 +397,16 @@ func.func @load_not_a_pointer(%p: tensor<128xi64>) {
 // -----
 
 func.func @store_cache_ca(%p: tensor<128x!kiln.ptr<f32>>, %v: tensor<128xf32>) {
-  // expected-error @+1 {{'kiln.store' op expected a store cache modifier (wb, cs, wt), found ca}}
+  // expected-error @+1 {{'kiln.store' op expected a store cache modifier (wb, cg, cs, wt), found ca}}
   kiln.store %p, %v cache = ca : tensor<128x!kiln.ptr<f32>>
   return
 }
 
-// -----
-
-func.func @store_cache_cg(%p: !kiln.ptr<f32>, %v: f32) {
-  // expected-error @+1 {{'kiln.store' op expected a store cache modifier (wb, cs, wt), found cg}}
-  kiln.store %p, %v cache = cg : !kiln.ptr<f32>
-  return
-}
 
 // -----
 
 func.func @store_cache_cv(%p: !kiln.ptr<f32>, %v: f32) {
-  // expected-error @+1 {{'kiln.store' op expected a store cache modifier (wb, cs, wt), found cv}}
+  // expected-error @+1 {{'kiln.store' op expected a store cache modifier (wb, cg, cs, wt), found cv}}
   kiln.store %p, %v cache = cv : !kiln.ptr<f32>
   return
 }

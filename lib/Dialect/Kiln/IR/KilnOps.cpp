@@ -325,9 +325,9 @@ void LoadOp::getEffects(
 }
 
 LogicalResult StoreOp::verify() {
-  if (getCache() && (*getCache() == CacheModifier::ca || *getCache() == CacheModifier::cg ||
-                     *getCache() == CacheModifier::cv))
-    return emitOpError("expected a store cache modifier (wb, cs, wt), found ")
+  // PTX's st takes .wb, .cg (cache in L2, not L1), .cs and .wt, as Triton's stores do.
+  if (getCache() && (*getCache() == CacheModifier::ca || *getCache() == CacheModifier::cv))
+    return emitOpError("expected a store cache modifier (wb, cg, cs, wt), found ")
            << stringifyCacheModifier(*getCache());
   return verifyModifiers(*this, getCache(), getEvict(), /*isVolatile=*/false);
 }
