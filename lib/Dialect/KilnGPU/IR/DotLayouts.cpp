@@ -89,7 +89,7 @@ bool kiln::fitsWgmma(DotOp op) {
          wgmmaSupports(a, c, op.getA().getType().getDimSize(1)) &&
          (op.getA().getType().getNumElements() + op.getB().getType().getNumElements()) *
                  elementBytes(a) <=
-             kStaticSharedBytes;
+             kWgmmaOperandBytes;
 }
 
 bool kiln::lowersToWgmma(DotOp op) {
@@ -107,7 +107,7 @@ bool kiln::lowersToWgmma(DotOp op) {
     return false;
   int64_t bytes =
       (aTy.getNumElements() + bTy.getNumElements()) * elementBytes(aTy.getElementType());
-  return bytes <= kStaticSharedBytes;
+  return bytes <= kWgmmaOperandBytes;
 }
 
 int64_t kiln::getSharedSlotBytes(kgpu::SharedBufferType type) {

@@ -23,9 +23,10 @@
 
 namespace kiln {
 
-/// Static shared memory a kernel may use without opting in to more (48 KiB): what the
-/// operands of a dot outside the rings may take.
-inline constexpr int64_t kStaticSharedBytes = 48 * 1024;
+/// Shared memory the operands of a wgmma dot staged outside the rings may take together
+/// (128 KiB: a 128x256x128 fp16 dot's 96 KiB fits, and rings or scratch keep at least 99 KiB
+/// of a Hopper block's 227). Larger ones run on mma.sync, their operands in the scratch pool.
+inline constexpr int64_t kWgmmaOperandBytes = 128 * 1024;
 
 /// f8E4M3FN or f8E5M2 (Triton's fp8e4nv and fp8e5), as a scalar or a tile's element type.
 inline bool isFp8Type(mlir::Type t) {
@@ -52,7 +53,7 @@ getWgmmaAccumulatorLayout(mlir::MLIRContext *ctx, llvm::ArrayRef<int64_t> shape,
 /// f16/bf16 -> f32 in k16 steps, fp8 (e4m3, e5m2) -> f32 and int8 -> int32 in k32 steps.
 bool wgmmaSupports(mlir::Type in, mlir::Type acc, int64_t K);
 /// Whether `op`'s types and sizes fit wgmma (wgmmaSupports, one input type, operands within
-/// static shared memory); the layout and the target decide the rest (lowersToWgmma).
+/// kWgmmaOperandBytes); the layout and the target decide the rest (lowersToWgmma).
 bool fitsWgmma(DotOp op);
 /// Whether `op` lowers to wgmma: it fits, its accumulator has the warpgroup layout, and the
 /// module is compiled for sm_90a.
