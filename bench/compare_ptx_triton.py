@@ -53,9 +53,11 @@ def triton_ptx(fn, signature, constexprs, num_warps, num_stages, capability):
     from triton.compiler import ASTSource, compile as tcompile
     sig, consts, attrs = {}, dict(constexprs), {}
     names = list(fn.arg_names)
+    defaults = {p.name: p.default for p in fn.params if p.is_constexpr and p.has_default}
     for name in names:
-        if name in constexprs:
+        if name in constexprs or (name not in signature and name in defaults):
             sig[name] = "constexpr"
+            consts.setdefault(name, defaults.get(name))
             continue
         spec = signature[name]
         ty, _, hint = spec.partition(":")

@@ -125,6 +125,8 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
     // cp.async, ldmatrix and mma.sync.m16n8k16 need sm_80.
     int sm = getSmVersion(options.arch);
     pipeline.cpAsync = sm >= 80;
+    // cvt between f32/f16 and e4m3x2/e5m2x2 needs sm_89 (PTX ISA 7.8).
+    pipeline.fp8Cvt = sm >= 89;
     // Shared memory per block (CUDA programming guide, compute capabilities): 163 KiB on
     // sm_80/87, 99 KiB on sm_86/89 and sm_12x, 227 KiB on sm_90 and sm_100; 3 KiB stay for
     // barriers and scratch.

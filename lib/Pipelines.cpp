@@ -27,8 +27,10 @@ void kiln::buildGPUPipeline(OpPassManager &pm, const GPUPipelineOptions &options
     pm.addPass(createKilnCheckOffsetOverflow());
     pm.addPass(createKilnGuardIntegerOps(KilnGuardIntegerOpsOptions{false, true}));
   }
-  // fp8 conversions -> integer arithmetic; fp8 dots wgmma does not take -> f16 dots
-  pm.addPass(createKilnExpandFp8(KilnExpandFp8Options{options.wgmma, options.numWarps}));
+  // fp8 conversions -> integer arithmetic (sm_89+: left for PTX's cvt); fp8 dots wgmma does
+  // not take -> f16 dots
+  pm.addPass(
+      createKilnExpandFp8(KilnExpandFp8Options{options.wgmma, options.numWarps, options.fp8Cvt}));
   // sm_80+: a loop's dot operands through shared rings filled by cp.async (sm_90a: or the
   // TMA), ringSlots - 1 stages ahead (num_stages 0 or 1: no rings). Without wgmma the rings
   // take no descriptor loads, so those become masked loads first and are copied like any

@@ -44,6 +44,9 @@ struct GPUPipelineOptions {
   bool debug = false; ///< check int32 address arithmetic for wraps (-kiln-check-offset-overflow)
   /// sm_80 and later: cp.async, ldmatrix and mma.sync, so dot operand rings without wgmma.
   bool cpAsync = false;
+  /// sm_89 and later: fp8 conversions through PTX's cvt of pairs (e4m3x2, e5m2x2), not
+  /// integer arithmetic.
+  bool fp8Cvt = false;
   /// Bytes of shared memory one loop's rings may take (the target's per-block limit less
   /// room for barriers and scratch).
   int64_t ringBudget = 224 * 1024;

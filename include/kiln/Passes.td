@@ -111,8 +111,10 @@ def KilnExpandFp8 : Pass<"kiln-expand-fp8", "mlir::ModuleOp"> {
     Rewrites every `arith.extf` from and `arith.truncf` to `f8E4M3FN` (Triton's fp8e4nv) and
     `f8E5M2` (fp8e5), on tiles or scalars, into integer arithmetic on the bits: fp8 -> f32 is
     exact; f32 -> fp8 rounds to nearest even and saturates to the largest finite value (448,
-    57344) as PTX's `cvt.rn.satfinite` does, NaN staying NaN. Runs on every target first, so
-    no later pass meets an fp8 conversion. A `kiln.dot` of fp8 tiles stays fp8 only where
+    57344) as PTX's `cvt.rn.satfinite` does, NaN staying NaN. Runs on every target first;
+    with `hardware-cvt` (sm_89 and later) the conversions stay for the LLVM conversion, which
+    lowers them to PTX's `cvt` of pairs with the same semantics (Fp8ConvertToLLVM.cpp), and
+    the f16 operands of a dot below are made by one `arith.extf` each. A `kiln.dot` of fp8 tiles stays fp8 only where
     wgmma multiplies it (`wgmma`, the warpgroup accumulator layout of `num-warps` warps, K a
     multiple of 32); otherwise its operands are converted to f16, which holds every fp8 value.
 
@@ -130,6 +132,8 @@ def KilnExpandFp8 : Pass<"kiln-expand-fp8", "mlir::ModuleOp"> {
   let options = [
     Option<"wgmma", "wgmma", "bool", "false", "sm_90a: fp8 dots on the warpgroup layout stay fp8">,
     Option<"numWarps", "num-warps", "unsigned", "4", "warps per program">,
+    Option<"hardwareCvt", "hardware-cvt", "bool", "false",
+           "sm_89+: leave the conversions to the target's cvt instructions">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::kiln::gpu::KilnGPUDialect"];
 }

@@ -10,6 +10,8 @@
 //     57344), as PTX's cvt.rn.satfinite does; NaN stays NaN. Results below the normal range
 //     are rounded by adding 2^23 to |x| * 2^(bias - 1 + M), whose low mantissa bits are then
 //     the rounded subnormal code.
+// With hardware-cvt (sm_89 and later) the conversions are left to the LLVM conversion, which
+// uses PTX's cvt instructions with the same rounding and saturation (Fp8ConvertToLLVM.cpp).
 // A dot of fp8 tiles keeps them only where wgmma multiplies fp8 (sm_90a, the warpgroup layout,
 // K a multiple of 32); elsewhere its operands are converted to f16 first, which holds every
 // fp8 value exactly, and it runs as an f16 dot.
@@ -160,11 +162,17 @@ struct KilnExpandFp8Pass final : kiln::impl::KilnExpandFp8Base<KilnExpandFp8Pass
       for (OpOperand *operand : {&dot.getAMutable(), &dot.getBMutable()}) {
         Value v = operand->get();
         auto type = cast<RankedTensorType>(v.getType());
+        if (hardwareCvt) { // one cvt a pair, straight to f16
+          operand->set(arith::ExtFOp::create(b, dot.getLoc(), type.clone(b.getF16Type()), v));
+          continue;
+        }
         Value wide = arith::ExtFOp::create(b, dot.getLoc(), type.clone(b.getF32Type()), v);
         operand->set(arith::TruncFOp::create(b, dot.getLoc(), type.clone(b.getF16Type()), wide));
       }
     });
-    // 2. Conversions from and to fp8.
+    // 2. Conversions from and to fp8 (sm_89+: the target's cvt instructions).
+    if (hardwareCvt)
+      return;
     SmallVector<Operation *> casts;
     module.walk([&](Operation *op) {
       if ((isa<arith::ExtFOp>(op) && isFp8Type(op->getOperand(0).getType())) ||

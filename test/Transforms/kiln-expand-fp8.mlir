@@ -1,5 +1,14 @@
 // RUN: kiln-opt %s -split-input-file -kiln-expand-fp8 | FileCheck %s
 // RUN: kiln-opt %s -split-input-file -kiln-expand-fp8="wgmma=1 num-warps=4" | FileCheck %s --check-prefix=WGMMA
+// RUN: kiln-opt %s -split-input-file -kiln-expand-fp8="hardware-cvt=1" | FileCheck %s --check-prefix=HW
+
+// hardware-cvt (sm_89+): the conversions stay for the LLVM conversion's cvt instructions.
+// HW-LABEL: func.func @extend(
+// HW-NEXT: arith.extf %{{.*}} : tensor<64xf8E4M3FN> to tensor<64xf32>
+// HW-NOT: arith.extui
+// HW-LABEL: func.func @truncate(
+// HW-NEXT: arith.truncf %{{.*}} : f32 to f8E5M2
+// HW-NOT: arith.bitcast
 
 // fp8 -> f32: the bits, zero-extended; normal numbers rebias the exponent field (+120 for
 // e4m3fn), subnormals are m * 2^-9, the all-ones code is NaN.
@@ -45,6 +54,10 @@ func.func @truncate(%x: f32) -> f8E5M2 {
 // CHECK: arith.truncf %{{.*}} : tensor<64x32xf32> to tensor<64x32xf16>
 // CHECK: arith.truncf %{{.*}} : tensor<32x64xf32> to tensor<32x64xf16>
 // CHECK: kiln.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<64x32xf16> * tensor<32x64xf16> -> tensor<64x64xf32>
+// HW-LABEL: func.func @dot(
+// HW-NEXT: arith.extf %{{.*}} : tensor<64x32xf8E4M3FN> to tensor<64x32xf16>
+// HW-NEXT: arith.extf %{{.*}} : tensor<32x64xf8E4M3FN> to tensor<32x64xf16>
+// HW-NEXT: kiln.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<64x32xf16> * tensor<32x64xf16> -> tensor<64x64xf32>
 // WGMMA-LABEL: func.func @dot(
 // WGMMA-NOT: arith.truncf
 // WGMMA: kiln.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<64x32xf8E4M3FN> * tensor<32x64xf8E4M3FN> -> tensor<64x64xf32>

@@ -196,6 +196,40 @@ def test_dot_runs_on_wgmma(fmt, ptx_type):
     assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx and "wgmma" not in ptx
 
 
+@kiln.jit
+def widths_kernel(x_ptr, q_ptr, y_ptr, z_ptr, n, FMT: tl.constexpr, BLOCK: tl.constexpr):
+    """x (f16, f32 or bf16) -> fp8 -> x's type, and -> bf16."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    q = x.to(FMT)
+    tl.store(q_ptr + offs, q, mask=m)
+    tl.store(y_ptr + offs, q.to(x.dtype), mask=m)
+    tl.store(z_ptr + offs, q.to(tl.bfloat16), mask=m)
+
+
+@pytest.mark.parametrize("arch,hardware", [("sm_90a", True), ("sm_89", True), ("sm_80", False)])
+@pytest.mark.parametrize("fmt,ptx", [("fp8e4nv", "e4m3x2"), ("fp8e5", "e5m2x2")])
+@pytest.mark.parametrize("src", ["fp32", "fp16"])
+def test_conversions_take_the_cvt_instructions(arch, hardware, fmt, ptx, src):
+    """No GPU needed: from sm_89 on, conversions go through PTX's cvt of pairs (as Triton's),
+    not 15-25 integer instructions an element; sm_80 has no fp8 cvt."""
+    sig = dict(x_ptr=f"*{src}:16", q_ptr=f"*{fmt}:16", y_ptr=f"*{src}:16", z_ptr="*bf16:16",
+               n="i32")
+    ptx_text = kiln.compile(widths_kernel, signature=sig,
+                            constexprs=dict(FMT=FORMATS[fmt][0], BLOCK=1024), target=arch,
+                            num_warps=4).asm["ptx"]
+    down = f"cvt.rn.satfinite.{ptx}.{'f32' if src == 'fp32' else 'f16x2'}"
+    up = f"cvt.rn.f16x2.{ptx}"
+    if hardware:
+        # 8 elements a thread: 4 pairs each way (twice up: to x's type and to bf16, unless
+        # common subexpressions merge them)
+        assert ptx_text.count(down) == 4, ptx_text.count(down)
+        assert 4 <= ptx_text.count(up) <= 8
+    else:
+        assert "e4m3x2" not in ptx_text and "e5m2x2" not in ptx_text
+
+
 # ---------------------------------------------------------------- GPU
 
 
@@ -216,6 +250,41 @@ def test_conversions_gpu(fmt):
     ref = x.to(tt)
     assert torch.equal(q.view(torch.uint8), ref.view(torch.uint8))
     assert torch.equal(y, ref.float())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fmt", list(FORMATS))
+@pytest.mark.parametrize("src", ["float16", "bfloat16", "float32"])
+def test_conversion_widths_gpu(fmt, src):
+    """Every code's value and every midpoint from f16, bf16 and f32 (cvt of f16 pairs, or f32
+    pairs for the others), back to the source type and to bf16: bit for bit torch's, and
+    infinities and out-of-range values saturate, NaN stays NaN (torch gives NaN for those, so
+    the expected codes are written out)."""
+    torch = torch_or_skip()
+    tl_type, _, max_finite = FORMATS[fmt]
+    tt, st = getattr(torch, TORCH_TYPES[fmt]), getattr(torch, src)
+    codes = torch.arange(256, dtype=torch.uint8).view(tt).float().numpy()
+    x = torch.from_numpy(conversion_inputs(codes, max_finite)).to(st).cuda()
+    big = 1e30 if src != "float16" else 6e4  # past both formats' largest finite value
+    special = torch.tensor([float("inf"), -float("inf"), big,
+                            float("nan")], dtype=st, device="cuda")
+    x = torch.cat([x, special])
+    n = x.numel()
+    q = torch.zeros(n, dtype=tt, device="cuda")
+    y = torch.zeros(n, dtype=st, device="cuda")
+    z = torch.zeros(n, dtype=torch.bfloat16, device="cuda")
+    widths_kernel[(kiln.cdiv(n, 256),)](x, q, y, z, n, FMT=tl_type, BLOCK=256)
+    torch.cuda.synchronize()
+    body = n - 4
+    # torch rounds from the source type directly; f16 and bf16 values are exact in f32
+    ref = x[:body].to(tt)
+    assert torch.equal(q[:body].view(torch.uint8), ref.view(torch.uint8))
+    assert torch.equal(y[:body], ref.to(st))
+    assert torch.equal(z[:body], ref.float().to(torch.bfloat16))
+    m = max_finite
+    tail = y[body:].float().cpu().numpy()
+    np.testing.assert_array_equal(tail[:3], np.array([m, -m, m], np.float32))
+    assert np.isnan(tail[3])
 
 
 @pytest.mark.gpu

@@ -130,6 +130,11 @@ inline constexpr llvm::StringLiteral kIEEEDivAttr = "kiln.ieee";
 void populateDivOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                  mlir::RewritePatternSet &patterns);
 
+/// arith.extf from and arith.truncf to fp8 (left by -kiln-expand-fp8 on sm_89+): the PTX
+/// conversions of pairs (cvt.rn.f16x2.e4m3x2, cvt.rn.satfinite.e4m3x2.f32, and e5m2's).
+void populateFp8ConvertToLLVMPatterns(KilnLLVMTypeConverter &converter,
+                                      mlir::RewritePatternSet &patterns);
+
 /// reduce: in thread, then warp shuffles, then across warps through shared memory.
 void populateReduceOpToLLVMPatterns(KilnLLVMTypeConverter &converter,
                                     mlir::RewritePatternSet &patterns, const SharedScratch &scratch,

@@ -264,6 +264,7 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
     populateSharedRingToLLVMPatterns(converter, patterns, axis, target);
     populateReduceOpToLLVMPatterns(converter, patterns, scratch, target);
     populateDivOpToLLVMPatterns(converter, patterns);
+    populateFp8ConvertToLLVMPatterns(converter, patterns);
     populateAtomicOpToLLVMPatterns(converter, patterns, scratch, target);
     populateFuncToLLVMConversionPatterns(converter, patterns);
     cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
