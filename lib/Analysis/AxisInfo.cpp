@@ -75,7 +75,7 @@ static std::optional<int64_t> constantValue(Value v) {
   return std::nullopt;
 }
 
-AxisInfoAnalysis::AxisInfoAnalysis(Operation *root) {
+AxisInfoAnalysis::AxisInfoAnalysis(Operation *root, bool trustHints) : trustHints(trustHints) {
   root->walk([&](func::FuncOp func) {
     for (BlockArgument arg : func.getArguments()) {
       AxisInfo info = AxisInfo::unknown(1);
@@ -471,6 +471,8 @@ void AxisInfoAnalysis::visit(Operation *op) {
       .Default([&](Operation *) {});
   // The user's hints (tl.multiple_of, tl.max_contiguous, tl.max_constancy) win, as in Triton.
   auto take = [&](StringRef name, SmallVectorImpl<int64_t> &field) {
+    if (!trustHints)
+      return;
     if (auto hint = op->getAttrOfType<DenseI64ArrayAttr>(name))
       if (hint.size() == rank)
         for (unsigned d = 0; d < rank; ++d)

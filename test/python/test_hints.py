@@ -215,3 +215,30 @@ def test_while_loop_results_cpu(from_table):
                             device="cpu")
     want = sum(a[:, 64 * j:64 * j + 64].astype(np.float32) for j in range(n))
     np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+
+
+@kiln.jit
+def wrap_copy(X, Y, N, BN: tl.constexpr, HINT: tl.constexpr):
+    """kernl's linear layer and Triton's old matmul: rows past the end wrap back into the
+    matrix (`% N`) instead of being masked, and the hints claim a contiguous run anyway."""
+    rn = tl.program_id(0) * BN + tl.arange(0, BN)
+    if HINT:
+        n = tl.max_contiguous(tl.multiple_of(rn % N, BN), BN)
+    else:
+        n = rn % N
+    x = tl.load(X + n)
+    tl.store(Y + n, x + 1000.0, mask=n < N)
+
+
+@pytest.mark.parametrize("hint", [False, True])
+@pytest.mark.parametrize("N", [48, 40, 33])
+def test_hints_that_do_not_hold_stay_exact_cpu(hint, N):
+    """On the CPU backend a hint is not a fact: the wrapped lanes read and write their own
+    elements. Trusting the hint there made one 32-element access from the first lane's
+    address, writing 16 elements past the end of y (a corrupted heap in kernl's kernel)."""
+    xbuf = np.arange(N + 64, dtype=np.float32)
+    ybuf = np.full(N + 64, -1.0, np.float32)
+    x, y = xbuf[:N], ybuf[:N]
+    wrap_copy[(2,)](x, y, N, BN=32, HINT=hint, device="cpu")
+    np.testing.assert_array_equal(y, x + 1000.0)
+    assert (ybuf[N:] == -1).all()

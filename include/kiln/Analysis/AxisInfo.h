@@ -48,7 +48,12 @@ int64_t highestPowerOf2Divisor(int64_t v);
 /// Runs the analysis over every function of `module` at construction.
 class AxisInfoAnalysis {
 public:
-  explicit AxisInfoAnalysis(mlir::Operation *root);
+  /// `trustHints`: take the user's tl.multiple_of / max_contiguous / max_constancy as facts
+  /// (the GPU, as Triton: they only widen vector accesses there). The CPU backend passes
+  /// false: a hint that lies (kernl's and Triton's old matmul's `max_contiguous(offs % N)`
+  /// wrapping rows back into the matrix) would otherwise make one access of a whole run that
+  /// is not one, reading and writing past the array.
+  explicit AxisInfoAnalysis(mlir::Operation *root, bool trustHints = true);
   /// The facts for `value`; `unknown` for values the analysis does not cover.
   const AxisInfo &get(mlir::Value value) const;
 
@@ -71,6 +76,7 @@ private:
   /// Computes `v`'s info now if it has not been (an increment defined later in the loop body).
   void ensure(mlir::Value v);
   llvm::DenseMap<mlir::Value, AxisInfo> infos;
+  bool trustHints;
   mutable llvm::DenseMap<unsigned, AxisInfo> unknowns;
 };
 

@@ -246,7 +246,8 @@ struct KilnConvertToHostPass final : kiln::impl::KilnConvertToHostBase<KilnConve
         func.removeArgAttr(i, kDivisibilityAttr);
       addExtraArgs(func);
     }
-    AxisInfoAnalysis axis(module);
+    // The user's hints are not facts here: every access is exact (AxisInfo.h).
+    AxisInfoAnalysis axis(module, /*trustHints=*/false);
 
     HostTypeConverter converter(ctx);
     HostLoweringOptions options;
