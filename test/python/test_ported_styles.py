@@ -17,6 +17,7 @@ swapped, outside the repo; these keep the idioms under test):
   from Triton's own test_core: `tl.sum(x, dtype=tl.int8)` summing in int8 (it widened to int32:
   a wrong answer), `x.shape == [2]` against a list literal, duplicate `expand_dims` axes an error,
   a conditional expression of two stores as a statement, `Z[None, None, :]` on a scalar pointer;
+- SGLang's fp8 MoE (swap_ab) and grouped decode attention: `s[:, None]` of a scalar (shape [1]);
 - TorchInductor's triton_helpers: `tl.core.get_int_dtype` (select_one, sort_with_index,
   pow_integer), `tl.core._unwrap_if_constexpr` / `_constexpr_to_value` (its split scan),
   `tensor.logical_and` (its bucketize);
@@ -312,6 +313,23 @@ def test_void_conditional_expression_and_scalar_slices():
     z = np.zeros((1, 1), np.float32)
     sum_to_scalar_ptr[(1,)](x, z, BM=16, BN=16, **CPU)
     np.testing.assert_allclose(z[0, 0], x.sum(), rtol=1e-5)
+
+
+@kiln.jit
+def scaled_by_scalar(x_ptr, s_ptr, out_ptr, BM: tl.constexpr):
+    # SGLang's fp8 block-quant MoE with swap_ab: `a_scale[:, None] * b_scale`, a_scale a
+    # scalar there; Triton makes s[:, None] and s[None, :] shape [1].
+    s = tl.load(s_ptr)
+    tl.static_assert(s[:, None].shape == [1] and s[None, :].shape == [1])
+    v = tl.load(x_ptr + tl.arange(0, BM))
+    tl.store(out_ptr + tl.arange(0, BM), v * (s[:, None] * 2.0))
+
+
+def test_none_index_of_a_scalar_is_one_element():
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    scaled_by_scalar[(1,)](x, np.array([3.0], np.float32), out, BM=8, **CPU)
+    np.testing.assert_array_equal(out, x * 6)
 
 
 @kiln.jit

@@ -105,7 +105,9 @@ class ExpressionsMixin:
                 x = tensor(self.session.expand_dims(x.handle, axis))
                 axis += 1
             elif isinstance(v, slice) and v == slice(None, None, None):
-                axis += 1
+                # (':' on a scalar is skipped, as Triton's list insert does: s[:, None] and
+                # s[None, :] are both shape [1])
+                axis += 1 if x.shape else 0
                 kept += 1
             else:
                 raise self.error(f"unsupported tensor index {_describe(it)}: kiln tensors take "
