@@ -33,7 +33,6 @@ using namespace mlir;
 using namespace kiln;
 
 /// Triton's limit on the elements of one tile (TRITON_MAX_TENSOR_NUMEL).
-static constexpr int64_t kMaxTileElements = 1 << 20;
 
 //===----------------------------------------------------------------------===//
 // DType, Tile, CompileError

@@ -174,6 +174,24 @@ Tile kiln::Builder::gather(const Tile &src, const Tile &index, int axis) {
   int64_t size = srcShape[axis];
   SmallVector<int64_t> full(idxShape);
   full.insert(full.begin() + axis + 1, size);
+  if (numElements(full) > kMaxTileElements && idxShape[axis] > 1) {
+    // Too large at once (Triton's test_gather: 256 indices into 128 rows of 64): each half
+    // of the index along `axis` gathered on its own, the halves joined back in place.
+    SmallVector<int64_t> halves(idxShape);
+    halves[axis] /= 2;
+    halves.insert(halves.begin() + axis, 2);
+    SmallVector<int32_t> toLast;
+    for (int d = 0; d <= rank; ++d)
+      if (d != axis)
+        toLast.push_back(d);
+    toLast.push_back(axis);
+    auto [lo, hi] = split(trans(reshape(index, halves), toLast));
+    Tile joined = join(gather(src, lo, axis), gather(src, hi, axis));
+    SmallVector<int32_t> back(rank + 1);
+    for (int i = 0; i <= rank; ++i)
+      back[toLast[i]] = i;
+    return reshape(trans(joined, back), idxShape);
+  }
   checkShape(full, "gather's one-hot comparison of index and src positions");
   Tile values = broadcastTo(expandDims(src, axis), full);
   Tile positions = indexAlong(*this, size, full, axis + 1);

@@ -433,6 +433,23 @@ def test_gather(dtype, src_shape, idx_shape, axis):
     assert_bits_equal(out, gather_ref(src, idx, axis))
 
 
+@pytest.mark.parametrize("src_shape,idx_shape,axis", [((1, 128, 64), (1, 256, 64), 0),
+                                                     ((2, 64, 128), (2, 64, 256), -1)],
+                         ids=str)
+def test_gather_past_one_comparison_tile(src_shape, idx_shape, axis):
+    """Triton's test_gather [128, 64] -> [256, 64]: 256 x 128 x 64 comparisons pass a tile's
+    2^20 elements, so the index is gathered a half at a time (was a CompilationError)."""
+    r = rank_of(src_shape)
+    ss, ist = tile_shape(src_shape), idx_shape[3 - r:]
+    src = values(np.float32, ss, 16, specials=True)
+    idx = np.random.default_rng(19).integers(0, ss[axis], ist).astype(np.int32)
+    out = np.zeros(ist, np.float32)
+    gather_kernel[(1,)](src, idx, out, R=r, A=src_shape[0], B=src_shape[1], C=src_shape[2],
+                        IA=idx_shape[0], IB=idx_shape[1], IC=idx_shape[2], AXIS=axis,
+                        MEMBER=False, **CPU)
+    assert_bits_equal(out, gather_ref(src, idx, axis))
+
+
 @pytest.mark.parametrize("idx_dtype", [np.int64, np.uint8, np.int8, np.uint32],
                          ids=lambda d: np.dtype(d).name)
 def test_gather_index_dtypes_and_out_of_range(idx_dtype):

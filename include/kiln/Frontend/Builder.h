@@ -567,6 +567,8 @@ private:
   mlir::Type typeOf(DType dtype, llvm::ArrayRef<int64_t> shape, bool isTile);
   /// Tile shapes: power-of-two dimensions, at most 2^20 elements.
   void checkShape(llvm::ArrayRef<int64_t> shape, llvm::StringRef what);
+  /// Elements a tile may have (checkShape).
+  static constexpr int64_t kMaxTileElements = 1 << 20;
   /// Errors unless a kernel is being built.
   void requireKernel(llvm::StringRef what) const;
 
