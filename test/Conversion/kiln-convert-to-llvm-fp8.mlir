@@ -25,7 +25,12 @@ func.func @roundtrip(%x: !kiln.ptr<f32> {kiln.divisibility = 16 : i32}) {
 // e5m2 from f16 pairs (one 32-bit register) and back to bf16 through f32 (exact); a scalar
 // is paired with itself.
 // CHECK-LABEL: llvm.func @e5m2(
-// CHECK: llvm.inline_asm "cvt.rn.satfinite.e5m2x2.f16x2 $0, $1;", "=h,r" {{.*}} : (i32) -> i16
+// CHECK: %[[LO:.*]] = llvm.extractvalue %[[V:.*]][0] : !llvm.struct<(f16, f16)>
+// CHECK: %[[HI:.*]] = llvm.extractvalue %[[V]][1] : !llvm.struct<(f16, f16)>
+// CHECK: %[[P0:.*]] = llvm.insertelement %[[LO]], %{{.*}}[%{{.*}} : i32] : vector<2xf16>
+// CHECK: %[[P1:.*]] = llvm.insertelement %[[HI]], %[[P0]][%{{.*}} : i32] : vector<2xf16>
+// CHECK: %[[W:.*]] = llvm.bitcast %[[P1]] : vector<2xf16> to i32
+// CHECK: llvm.inline_asm "cvt.rn.satfinite.e5m2x2.f16x2 $0, $1;", "=h,r" %[[W]] : (i32) -> i16
 // CHECK: llvm.inline_asm "cvt.rn.f16x2.e5m2x2 $0, $1;", "=r,h"
 // CHECK: llvm.fptrunc %{{.*}} : f32 to bf16
 // CHECK: llvm.inline_asm "cvt.rn.satfinite.e5m2x2.f32 $0, $1, $2;", "=h,f,f" %[[S:.*]], %[[S]] :
