@@ -81,6 +81,14 @@ mlir::Value emitOwnerPredicate(mlir::OpBuilder &b, mlir::Location loc, mlir::Ran
 /// skipped dimension, elements that differ only along it).
 std::string getElemPosKey(const gpu::ElemPos &pos, int skipDim = -1);
 
+/// For each element the running thread owns of a tile of a blocked `type` (in register
+/// order), the constant its coordinate along every dimension adds to the thread's first
+/// element's (what emitElementCoordinates adds to a thread-dependent base); none when some
+/// coordinate is not base + constant (a tile narrower than its layout wraps around, the
+/// wgmma accumulator permutes rows).
+std::optional<llvm::SmallVector<llvm::SmallVector<int64_t, 4>>>
+getElementCoordinateSteps(mlir::RankedTensorType type);
+
 /// For each element the running thread owns of `type` (in register order), its coordinate
 /// along every dimension of the tile, as i32.
 llvm::SmallVector<llvm::SmallVector<mlir::Value, 4>>

@@ -103,8 +103,8 @@ template <typename OpTy> struct Fp8ConvertLowering final : ConvertOpToLLVMPatter
       Value vec = LLVM::UndefOp::create(b, loc, vecTy);
       Value halves[2] = {lo, hi}; // element 0: the low 16 bits, the lower byte
       for (int k = 0; k < 2; ++k)
-        vec = LLVM::InsertElementOp::create(
-            b, loc, vec, halves[k], LLVM::ConstantOp::create(b, loc, b.getI32Type(), k));
+        vec = LLVM::InsertElementOp::create(b, loc, vec, halves[k],
+                                            LLVM::ConstantOp::create(b, loc, b.getI32Type(), k));
       Value word = LLVM::BitcastOp::create(b, loc, b.getI32Type(), vec);
       bits = inlineAsm(b, loc, i16, word,
                        ("cvt.rn.satfinite." + pairName(fp8) + ".f16x2 $0, $1;").str(), "=h,r");

@@ -117,9 +117,21 @@ struct AsyncCopyLowering final : ConvertOpToLLVMPattern<kgpu::AsyncCopyOp> {
     auto [slotBase, ptrs, masks, coords] = unpackCopy(b, op, adaptor, alloc);
     auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
     Type elem = getTypeConverter()->convertType(alloc.getResult().getType().getElementType());
+    // Each copy's swizzled address; those a constant step from the first copy's (rows 8
+    // apart, whole swizzle blocks along the contiguous dimension: every copy of a thread in
+    // the usual layouts) as that address plus an immediate.
+    auto steps = getElementCoordinateSteps(ptrTy);
+    Value firstDst;
     for (size_t i = 0; i < ptrs.size(); i += vec) {
       Value mn = coords[i][mnDim], k = coords[i][kDim];
-      Value dst = LLVM::AddOp::create(b, loc, slotBase, layout.emitOffset(b, loc, mn, k));
+      std::optional<int64_t> step;
+      if (steps && firstDst)
+        step = layout.getConstantStep((*steps)[i][mnDim] - (*steps)[0][mnDim],
+                                      (*steps)[i][kDim] - (*steps)[0][kDim]);
+      Value dst = step ? LLVM::AddOp::create(b, loc, firstDst, i32Const(b, loc, *step))
+                       : LLVM::AddOp::create(b, loc, slotBase, layout.emitOffset(b, loc, mn, k));
+      if (i == 0)
+        firstDst = dst;
       if (bytes >= 4) {
         // .cg (L2 only) takes 16 bytes; smaller copies go through L1 (.ca).
         std::string asmStr = std::string("cp.async.") + (bytes == 16 ? "cg" : "ca") +

@@ -186,6 +186,30 @@ Value kiln::emitOwnerPredicate(OpBuilder &b, Location loc, RankedTensorType type
   return pred;
 }
 
+std::optional<SmallVector<SmallVector<int64_t, 4>>>
+kiln::getElementCoordinateSteps(RankedTensorType type) {
+  Attribute layout = type.getEncoding();
+  kgpu::BlockedEncodingAttr root = kgpu::getRootBlocked(layout);
+  if (!root || root.getWgmma())
+    return std::nullopt;
+  SmallVector<unsigned> kept = kgpu::getKeptDims(layout);
+  SmallVector<int64_t> tile;
+  for (unsigned d : kept) {
+    tile.push_back(int64_t(root.getSizePerThread()[d]) * root.getThreadsPerWarp()[d] *
+                   root.getWarpsPerCTA()[d]);
+    if (tile.back() > type.getDimSize(d))
+      return std::nullopt;
+  }
+  SmallVector<SmallVector<int64_t, 4>> steps;
+  for (const kgpu::ElemPos &pos : kgpu::getThreadElements(layout, type.getShape())) {
+    SmallVector<int64_t, 4> c;
+    for (unsigned i = 0; i < kept.size(); ++i)
+      c.push_back(int64_t(pos.rep[i]) * tile[i] + pos.elem[i]);
+    steps.push_back(std::move(c));
+  }
+  return steps;
+}
+
 SmallVector<SmallVector<Value, 4>> kiln::emitElementCoordinates(OpBuilder &b, Location loc,
                                                                 RankedTensorType type,
                                                                 const TargetInfo &target) {

@@ -14,6 +14,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <optional>
+
 namespace kiln {
 
 /// Where an operand lives in shared memory (see the file comment).
@@ -47,6 +49,18 @@ struct OperandLayout {
                                     i32Const(b, loc, mask));
     o = LLVM::XOrOp::create(b, loc, o, LLVM::ShlOp::create(b, loc, row, i32Const(b, loc, 4)));
     return LLVM::AddOp::create(b, loc, o, i32Const(b, loc, offset));
+  }
+
+  /// The bytes emitOffset(mn + dMn, k + dK) adds to emitOffset(mn, k) for every (mn, k), when
+  /// that is a constant: the step leaves an element's place in its swizzle block and its
+  /// swizzle row phase alone (the major step whole blocks, the minor one whole 8-row groups).
+  /// Then a thread's copies into a slot take immediate offsets from one swizzled address.
+  std::optional<int64_t> getConstantStep(int64_t dMn, int64_t dK) const {
+    int64_t dMajor = kMajor ? dK : dMn, dMinor = kMajor ? dMn : dK;
+    int64_t minorExtent = kMajor ? mn : k;
+    if (dMajor % blockElems() != 0 || dMinor % 8 != 0 || minorExtent % 8 != 0)
+      return std::nullopt;
+    return (dMajor / blockElems()) * minorExtent * swizzle + dMinor * swizzle;
   }
 
   /// Byte offset, from the operand's first byte, of the sub-matrix whose first element is
