@@ -15,11 +15,14 @@ as it heats, so what is timed first runs faster (common.interleaved). Sections:
                08's shape), beside cuBLAS one torch.matmul a problem
     attention  bench/cliffs_attention.py: attention forward and backward in tutorial 06's
                style (K loaded transposed by pointers), causal and not, D 64 and 128
+    moe        bench/cliff_sources.py mm_moe: an MoE layer's expert GEMMs in one launch (tokens
+               sorted by expert, masked rows, W by pointers or a 3-D descriptor), beside
+               cuBLAS one torch.matmul an expert
     rows       bench/cliffs_norms.py: layer-norm, RMSNorm and group-norm backward with
                per-program partial weight gradients, and a fused cross-entropy, in the style
                of a popular Triton LLM-kernel library
 
-    python3 bench/bench_cliffs.py [--sections matmul,grouped,attention,rows] [--quick]
+    python3 bench/bench_cliffs.py [--sections matmul,grouped,moe,attention,rows] [--quick]
         [--shapes 4096x4096x4096,...] [--dtypes fp16,bf16] [--cases ptr_nt,...]
 
 Prints a markdown table a section (ratios as speed: above 1 Kiln is faster) and a summary
@@ -178,9 +181,67 @@ def grouped_rows(ctx, args):
     return [row]
 
 
+# An MoE layer's expert GEMMs: (experts, tokens x top-k, N, K); tokens routed at random.
+MOE = [(8, 4096 * 2, 2048, 4096), (8, 4096 * 2, 4096, 2048)]
+MOE_CONFIGS = [(64, 128, 64, 4, 3), (128, 128, 64, 4, 3), (128, 128, 64, 8, 3),
+               (128, 256, 64, 8, 3), (128, 128, 64, 4, 4)]
+
+
+def moe_rows(ctx, args):
+    """mm_moe over MOE (fp16), W by pointers and through a 3-D descriptor, against cuBLAS one
+    torch.matmul an expert."""
+    torch, common, timer, sms = ctx.torch, ctx.common, ctx.timer, ctx.sms
+    rows = []
+    for E, T, N, K in MOE[:1] if ctx.quick else MOE:
+        torch.manual_seed(0)
+        m_sizes = torch.bincount(torch.randint(0, E, (T,)), minlength=E).to(torch.int32).cuda()
+        x = torch.randn(T, K, device="cuda", dtype=torch.float16)
+        w = torch.randn(E, N, K, device="cuda", dtype=torch.float16) * 0.05
+        bounds = [0] + torch.cumsum(m_sizes, 0).tolist()
+        ref = torch.cat([x[bounds[e]:bounds[e + 1]].float() @ w[e].float().T
+                         for e in range(E)])
+        flop = 2.0 * T * N * K
+        yc = torch.empty(T, N, device="cuda", dtype=torch.float16)
+
+        def cublas():
+            for e in range(E):
+                torch.matmul(x[bounds[e]:bounds[e + 1]], w[e].T, out=yc[bounds[e]:bounds[e + 1]])
+        peer = tflops(flop, timer(cublas))
+        for w_desc in (False, True):
+            row = {"case": "moe_desc" if w_desc else "moe_ptr", "dtype": "fp16",
+                   "shape": f"{E}x{T}x{N}x{K}", "peer": peer, "peer_name": "cuBLAS"}
+
+            def run(mod):
+                y = torch.full((T, N), float("nan"), device="cuda", dtype=torch.float16)
+
+                def make(cfg):
+                    BM, BN, BK, warps, stages = cfg
+                    return lambda: mod.mm_moe[(sms,)](x, w, y, m_sizes, E, N=N, K=K,
+                                                      NUM_SMS=sms, BLOCK_SIZE_M=BM,
+                                                      BLOCK_SIZE_N=BN, BLOCK_SIZE_K=BK,
+                                                      W_DESC=w_desc, num_warps=warps,
+                                                      num_stages=stages)
+                t, cfg, fn = common.best_of(make, MOE_CONFIGS, timer, row["case"])
+                return t, cfg, fn, relerr(y, ref) if cfg else None
+            t, cfg, kfn, err = run(ctx.kiln_mod)
+            row.update(kiln=tflops(flop, t), kiln_cfg=cfg, kiln_err=err)
+            tfn = None
+            if ctx.triton_mod is not None:
+                tt, tcfg, tfn, terr = run(ctx.triton_mod)
+                row.update(triton=tflops(flop, tt), triton_cfg=tcfg, triton_err=terr)
+                if tfn is not None:
+                    row["triton_again"] = tflops(flop, timer(tfn))
+            common.interleaved(row, {"kiln": kfn, "triton": tfn, "peer": cublas}, timer,
+                               lambda ms: tflops(flop, ms))
+            rows.append(row)
+    return rows
+
+
 SECTIONS = {
     "matmul": ("Matmul formulations, B stored N x K", "TFLOP/s", matmul_rows),
     "grouped": ("Grouped GEMM (tutorial 08's shape), fp16", "TFLOP/s", grouped_rows),
+    "moe": ("MoE expert GEMMs (tokens sorted by expert, W as w[e].T), fp16", "TFLOP/s",
+            moe_rows),
     "attention": ("cliffs_attention", None, None),
     "rows": ("cliffs_norms", None, None),
 }

@@ -16,6 +16,12 @@ rebound). Written here in the style of Triton's tutorials 03 and 09, not copied 
                          problem's A, B, C addresses are int64 values loaded from tables and
                          cast to pointers (tl.pointer_type), its sizes and leading dimensions
                          loaded from int32 tables; B stored K x N
+    mm_moe               an MoE layer's expert GEMMs in one launch, as LLM libraries write
+                         them: tokens sorted by expert (X: T x K, expert e's m_sizes[e] rows
+                         contiguous), W: E x N x K used as w[e].T, one program per SM walking
+                         every expert's tiles (a `while` inside the expert loop), rows past
+                         an expert's count masked; W by pointers or (W_DESC) through a 3-D
+                         tensor descriptor made in the kernel, blocks [1, BLOCK_N, BLOCK_K]
 """
 import kiln
 import kiln.language as tl
@@ -207,3 +213,48 @@ def mm_grouped(group_a_ptrs, group_b_ptrs, group_c_ptrs, group_gemm_sizes, g_lds
             tl.store(c_ptrs, c)
             tile_idx += NUM_SM
         last_problem_end = last_problem_end + num_tiles
+
+
+@kiln.jit
+def mm_moe(x_ptr, w_ptr, y_ptr, m_sizes_ptr, E, N: tl.constexpr, K: tl.constexpr,
+           NUM_SMS: tl.constexpr, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+           BLOCK_SIZE_K: tl.constexpr, W_DESC: tl.constexpr):
+    pid = tl.program_id(0)
+    if W_DESC:
+        w_desc = tl.make_tensor_descriptor(w_ptr, shape=[E, N, K], strides=[N * K, K, 1],
+                                           block_shape=[1, BLOCK_SIZE_N, BLOCK_SIZE_K])
+    row_end = 0
+    tiles_before = 0
+    for e in range(E):
+        row_start = row_end
+        m = tl.load(m_sizes_ptr + e)
+        row_end = row_start + m
+        m_tiles = tl.cdiv(m, BLOCK_SIZE_M)
+        tiles = m_tiles * (N // BLOCK_SIZE_N)
+        # this program's tiles of expert e, if any
+        while pid >= tiles_before and pid < tiles_before + tiles:
+            t = pid - tiles_before
+            tile_m = t % m_tiles
+            tile_n = t // m_tiles
+            rows = tile_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+            cols = tile_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+            ks = tl.arange(0, BLOCK_SIZE_K)
+            row_ok = rows < m
+            x_ptrs = x_ptr + (row_start + rows)[:, None] * K + ks[None, :]
+            w_ptrs = w_ptr + e * (N * K) + cols[:, None] * K + ks[None, :]
+            acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+            for k in range(0, K, BLOCK_SIZE_K):
+                x = tl.load(x_ptrs, mask=row_ok[:, None], other=0.0)
+                if W_DESC:
+                    w = w_desc.load([e, tile_n * BLOCK_SIZE_N, k])
+                    w = tl.reshape(w, (BLOCK_SIZE_N, BLOCK_SIZE_K))
+                else:
+                    w = tl.load(w_ptrs)
+                acc += tl.dot(x, w.T)
+                x_ptrs += BLOCK_SIZE_K
+                w_ptrs += BLOCK_SIZE_K
+            y = acc.to(y_ptr.dtype.element_ty)
+            tl.store(y_ptr + (row_start + rows)[:, None] * N + cols[None, :], y,
+                     mask=row_ok[:, None])
+            pid += NUM_SMS
+        tiles_before += tiles

@@ -91,3 +91,21 @@ def test_grouped_gemm_with_pointer_tables():
                         BLOCK_SIZE_N=32, BLOCK_SIZE_K=16, **CPU)
     for a, b, c in zip(A, B, C):
         close(c, a.astype(np.float64) @ b.astype(np.float64))
+
+
+@pytest.mark.parametrize("w_desc", [False, True])
+def test_moe_expert_gemms(w_desc):
+    # 3 experts with 5, 0 and 19 tokens (an empty one and a partial last tile); 4 programs
+    # walk all tiles; W used transposed, by pointers or through a 3-D descriptor.
+    rng = np.random.default_rng(7)
+    E, N, K = 3, 32, 48
+    m_sizes = np.array([5, 0, 19], np.int32)
+    x = rng.standard_normal((int(m_sizes.sum()), K)).astype(np.float16)
+    w = rng.standard_normal((E, N, K)).astype(np.float16)
+    y = np.full((x.shape[0], N), np.nan, np.float16)
+    cs.mm_moe[(4,)](x, w, y, m_sizes, E, N=N, K=K, NUM_SMS=4, BLOCK_SIZE_M=16,
+                    BLOCK_SIZE_N=16, BLOCK_SIZE_K=16, W_DESC=w_desc, **CPU)
+    start = 0
+    for e, m in enumerate(m_sizes):
+        close(y[start:start + m], ref_nt(x[start:start + m], w[e]))
+        start += m
