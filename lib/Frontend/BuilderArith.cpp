@@ -263,17 +263,16 @@ Tile kiln::Builder::shr(const Tile &a, const Tile &bb) {
   return Tile{v, x.dtype, std::nullopt};
 }
 
-Tile kiln::Builder::truthValue(const Tile &x, StringRef what) {
-  if (x.dtype.isPointer())
-    error("expected a number or int1 for " + what + ", found " + describe(x));
+Tile kiln::Builder::truthValue(const Tile &x) {
+  // A pointer's truth is `ptr != 0`, as Triton casts it (vLLM's `if bias_ptr:`).
   return cast(x, DType::int1());
 }
 
 Tile kiln::Builder::logicalAnd(const Tile &a, const Tile &bb) {
-  return bitAnd(truthValue(a, "'and'"), truthValue(bb, "'and'"));
+  return bitAnd(truthValue(a), truthValue(bb));
 }
 Tile kiln::Builder::logicalOr(const Tile &a, const Tile &bb) {
-  return bitOr(truthValue(a, "'or'"), truthValue(bb, "'or'"));
+  return bitOr(truthValue(a), truthValue(bb));
 }
 
 Tile kiln::Builder::neg(const Tile &x) {
@@ -317,7 +316,7 @@ Tile kiln::Builder::bitNot(const Tile &x) {
 
 Tile kiln::Builder::logicalNot(const Tile &x) {
   requireKernel("'not'");
-  Tile t = truthValue(x, "'not'");
+  Tile t = truthValue(x);
   Value one = constantOf(b, loc, t.value.getType(), b.getIntegerAttr(b.getI1Type(), 1));
   return Tile{arith::XOrIOp::create(b, loc, t.value, one), t.dtype, std::nullopt};
 }
@@ -354,7 +353,7 @@ Tile kiln::Builder::where(const Tile &cond, const Tile &a, const Tile &bb) {
   if ((a.dtype.isPointer() || bb.dtype.isPointer()) && a.dtype != bb.dtype)
     error("expected where operands of one dtype, found " + a.dtype.str() + " and " +
           bb.dtype.str());
-  Tile c = truthValue(cond, "the where condition");
+  Tile c = truthValue(cond);
   auto [x, y] = binaryOperands(a, bb, "where", true, true, true, false);
   // Broadcast all three to one shape: cond with x, x with y, then cond again.
   std::tie(c, x) = broadcast(c, x);

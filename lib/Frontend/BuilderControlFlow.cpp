@@ -107,7 +107,7 @@ std::vector<Tile> kiln::Builder::ifThenElse(const Tile &cond, const BranchBody &
   requireKernel("an if statement");
   if (cond.isTile())
     error("expected a scalar condition for if, found " + describe(cond));
-  Tile c = truthValue(cond, "an if condition");
+  Tile c = truthValue(cond);
   Location ifLoc = loc;
   auto tmp = scf::IfOp::create(b, loc, TypeRange{}, c.value, /*withElseRegion=*/bool(elseFn));
   Block *thenBlock = tmp.thenBlock(), *elseBlock = elseFn ? tmp.elseBlock() : nullptr;
@@ -196,7 +196,7 @@ std::vector<Tile> kiln::Builder::whileLoop(ArrayRef<Tile> inits, const CondBody 
     Tile c = condFn(regionArgs(before));
     if (c.isTile())
       error("expected a scalar while condition, found " + describe(c));
-    c = truthValue(c, "a while condition");
+    c = truthValue(c);
     scf::ConditionOp::create(b, loc, c.value, before->getArguments());
     Block *after = b.createBlock(&whileOp.getAfter(), {}, types, locs);
     std::vector<Tile> next = bodyFn(regionArgs(after));

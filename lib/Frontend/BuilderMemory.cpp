@@ -323,7 +323,7 @@ void kiln::Builder::print(StringRef prefix, ArrayRef<Tile> args, bool hex) {
 
 void kiln::Builder::deviceAssert(const Tile &cond, StringRef message) {
   requireKernel("device_assert");
-  Tile c = materialize(truthValue(cond, "device_assert"));
+  Tile c = materialize(truthValue(cond));
   AssertOp::create(b, loc, c.value, message);
 }
 
@@ -334,5 +334,5 @@ void kiln::Builder::debugBarrier() {
 
 void kiln::Builder::assume(const Tile &cond) {
   requireKernel("assume");
-  (void)truthValue(cond, "assume");
+  (void)truthValue(cond);
 }

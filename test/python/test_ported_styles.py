@@ -18,6 +18,9 @@ swapped, outside the repo; these keep the idioms under test):
   a wrong answer), `x.shape == [2]` against a list literal, duplicate `expand_dims` axes an error,
   a conditional expression of two stores as a statement, `Z[None, None, :]` on a scalar pointer;
 - SGLang's fp8 MoE (swap_ab) and grouped decode attention: `s[:, None]` of a scalar (shape [1]);
+- vLLM's scaled_mm: `if bias_ptr:` (a pointer's truth: not null); FlagGems' sort and diff:
+  `X: tl.constexpr = <run-time value>`, helpers decorated `@tl.constexpr`, and Python functions
+  called at compile time (`tl.arange(0, triton.next_power_of_2(n + 1))`);
 - TorchInductor's triton_helpers: `tl.core.get_int_dtype` (select_one, sort_with_index,
   pow_integer), `tl.core._unwrap_if_constexpr` / `_constexpr_to_value` (its split scan),
   `tensor.logical_and` (its bucketize);
@@ -377,3 +380,65 @@ def test_store_cache_modifier_cg():
     ptx = kiln.compile(store_cg, signature={"X": "*fp32:16", "Y": "*fp32:16"},
                        constexprs={"N": 128}, target="sm_90a", num_warps=4).asm["ptx"]
     assert "st.global.cg" in ptx
+
+
+@kiln.jit
+def add_bias_if_given(x_ptr, bias_ptr, y_ptr, N: tl.constexpr):
+    # vLLM's scaled_mm: `if bias_ptr:` -- a pointer's truth is `ptr != 0`, as in Triton
+    offs = tl.arange(0, N)
+    v = tl.load(x_ptr + offs)
+    if bias_ptr:
+        v += tl.load(bias_ptr + offs)
+    tl.store(y_ptr + offs, v)
+
+
+def test_pointer_truth_value():
+    x, b = np.arange(8, dtype=np.float32), np.ones(8, np.float32)
+    for bias, want in ((b, x + 1), (None, x)):
+        y = np.zeros(8, np.float32)
+        add_bias_if_given[(1,)](x, bias, y, N=8, **CPU)
+        np.testing.assert_array_equal(y, want)
+
+
+def _unwrap(o):
+    return o.value if isinstance(o, tl.constexpr) else o
+
+
+@tl.constexpr
+def _uint_of(num_bits, signed):
+    # FlagGems' sort helpers: plain functions decorated @tl.constexpr, called in kernels
+    return tl.core.get_int_dtype(_unwrap(num_bits), _unwrap(signed))
+
+
+@kiln.jit
+def diff_and_bits(in_ptr, coeff_ptr, out_ptr, bits_ptr, tiles, n: tl.constexpr):
+    # FlagGems' diff: a Python function on a constexpr, run at compile time
+    pid = tl.program_id(0)
+    co = tl.arange(0, kiln.next_power_of_2(n + 1))
+    m = co < n + 1
+    tl.store(out_ptr + pid, tl.sum(tl.load(in_ptr + pid + co, m) * tl.load(coeff_ptr + co, m)))
+    # FlagGems' sort: a run-time value under a constexpr annotation stays a run-time value
+    TOTAL: tl.constexpr = 4 * tiles
+    x = tl.load(in_ptr + tl.arange(0, 4)).to(tl.float32)
+    nb: tl.constexpr = x.dtype.primitive_bitwidth
+    u = x.to(_uint_of(nb, False), bitcast=True)
+    tl.store(bits_ptr + tl.arange(0, 4), (u + TOTAL).to(tl.int64))
+
+
+@kiln.jit
+def python_call_on_a_tensor(x_ptr):
+    tl.store(x_ptr, kiln.next_power_of_2(tl.load(x_ptr)))
+
+
+def test_compile_time_python_calls_and_annotations():
+    x = (np.arange(10) ** 2).astype(np.int64)
+    coeff = np.array([1, -2, 1], np.int64)
+    out = np.zeros(8, np.int64)
+    bits = np.zeros(4, np.int64)
+    diff_and_bits[(8,)](x, coeff, out, bits, 3, n=2, **CPU)
+    np.testing.assert_array_equal(out, np.full(8, 2))
+    np.testing.assert_array_equal(bits, x[:4].astype(np.float32).view(np.uint32) + 12)
+    with pytest.raises(kiln.CompilationError,
+                       match=r"'next_power_of_2' is a Python function: kernels call it at "
+                             r"compile time, on compile-time values"):
+        python_call_on_a_tensor[(1,)](np.ones(1, np.int32), **CPU)

@@ -558,8 +558,8 @@ private:
   Tile splatTo(const Tile &x, llvm::ArrayRef<int64_t> shape);
   /// Numpy-broadcasts `x` to `shape` (known compatible): unit dims first, then kiln.broadcast.
   Tile stretchTo(const Tile &x, llvm::ArrayRef<int64_t> shape);
-  /// `x` as int1 (`x != 0` for numbers); pointers are an error naming `what`.
-  Tile truthValue(const Tile &x, llvm::StringRef what);
+  /// `x` as int1: `x != 0` for numbers and pointers (a null pointer is false), as Triton.
+  Tile truthValue(const Tile &x);
   /// Checks that a loop-carried value keeps the dtype and shape of its init value `init`; a
   /// literal takes `init`'s dtype. `name` names the value in the error.
   Tile loopCarried(const Tile &value, const Tile &init, llvm::StringRef name);

@@ -34,9 +34,10 @@ class CallsMixin:
         from ..runtime.jit import JITFunction
         from .. import language as tl
         fn = self.visit(node.func)
-        if isinstance(fn, constexpr) and isinstance(fn.value, (JITFunction, ConstexprFunction)):
+        if isinstance(fn, constexpr) and callable(fn.value):
             # a @kiln.jit function passed as a constexpr argument (`ACTIVATION: tl.constexpr`
-            # called as ACTIVATION(acc)), keyed by its source as any constexpr function
+            # called as ACTIVATION(acc)), keyed by its source as any constexpr function; or a
+            # function decorated @tl.constexpr (FlagGems' sort helpers)
             fn = fn.value
         if fn is tl.static_assert:
             return self._static_assert(node)
@@ -78,6 +79,21 @@ class CallsMixin:
             args, kwargs = self._call_args(node)
             return fn(*[_unwrap(a) for a in args])
         name = getattr(fn, "__qualname__", None) or _describe(fn)
+        if callable(fn) and not isinstance(fn, (type, constexpr)):
+            # Any other Python function runs at compile time on compile-time arguments, its
+            # result a constexpr, as in Triton (`tl.arange(0, triton.next_power_of_2(n + 1))`
+            # in FlagGems' diff, math.* of constexprs)
+            args, kwargs = self._call_args(node)
+            runtime = [a for a in list(args) + list(kwargs.values()) if isinstance(a, tensor)]
+            if runtime:
+                raise self.error(f"'{name}' is a Python function: kernels call it at compile "
+                                 f"time, on compile-time values, not on the run-time "
+                                 f"{_describe(runtime[0])}")
+            r = fn(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
+            if isinstance(r, (tensor, dtype, constexpr)) or \
+                    isinstance(r, tuple) and any(isinstance(e, tensor) for e in r):
+                return r
+            return constexpr(r)
         raise self.error(f"unsupported call to '{name}': kernels call kiln.language functions, "
                          f"@kiln.jit functions, and min, max, len, int, float, bool, abs, "
                          f"isinstance, getattr on compile-time values")

@@ -114,13 +114,12 @@ class StatementsMixin:
                 raise self.unsupported("constexpr annotations on non-names")
             name = node.target.id
             value = self.visit(node.value)
-            if isinstance(value, tensor):
-                raise self.error(f"expected a compile-time value for '{name}: tl.constexpr', "
-                                 f"found a run-time {value!r}")
             if name in self.frame.scope:
                 raise self.error(f"'{name}' is already defined; a constexpr cannot be "
                                  f"reassigned")
-            self.frame.scope[name] = value if isinstance(value, (dtype, tuple)) else \
+            # A run-time value stays one, as in Triton, whose constexpr wrapper gives it back
+            # at every use (FlagGems' sort: `CTA_TILE_N: tl.constexpr = TILE_N * tiles`).
+            self.frame.scope[name] = value if isinstance(value, (dtype, tuple, tensor)) else \
                 constexpr(value)
             return
         self.assign(node.target, self.visit(node.value))
