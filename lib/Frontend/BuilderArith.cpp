@@ -257,9 +257,13 @@ Tile kiln::Builder::shl(const Tile &a, const Tile &bb) {
   return Tile{arith::ShLIOp::create(b, loc, x.value, y.value), x.dtype, std::nullopt};
 }
 Tile kiln::Builder::shr(const Tile &a, const Tile &bb) {
+  // Arithmetic or logical by the shifted operand's own signedness, before the operands meet
+  // in a common dtype (Triton: int8 >> uint8 shifts arithmetically, in uint8); a literal
+  // shifted by a tensor takes the tensor's (Triton's reflected >>).
+  bool arithmetic = (a.isWeak() && !bb.isWeak() ? bb.dtype : a.dtype).isSigned();
   auto [x, y] = bitwiseOperands(a, bb, ">>");
-  Value v = x.dtype.isSigned() ? Value(arith::ShRSIOp::create(b, loc, x.value, y.value))
-                               : Value(arith::ShRUIOp::create(b, loc, x.value, y.value));
+  Value v = arithmetic ? Value(arith::ShRSIOp::create(b, loc, x.value, y.value))
+                       : Value(arith::ShRUIOp::create(b, loc, x.value, y.value));
   return Tile{v, x.dtype, std::nullopt};
 }
 

@@ -63,9 +63,8 @@ Tile kiln::Builder::dot(const Tile &a, const Tile &bb, std::optional<Tile> acc,
           bb.dtype.str());
   DType in = a.dtype, result;
   if (in == DType::int8()) {
-    // Triton: int8 products accumulate in int32 whatever out_dtype says (fp32 by default).
-    if (outDType != DType::int32() && outDType != DType::fp32())
-      error("expected out_dtype int32 for dot of int8 tiles, found " + outDType.str());
+    // Triton: int8 products accumulate in int32 whatever out_dtype says (its test_dot3d passes
+    // out_dtype=tl.int8 and reads int32).
     result = DType::int32();
   } else if (in == DType::fp16()) {
     if (outDType != DType::fp32() && outDType != DType::fp16())

@@ -21,6 +21,9 @@ swapped, outside the repo; these keep the idioms under test):
 - vLLM's scaled_mm: `if bias_ptr:` (a pointer's truth: not null); FlagGems' sort and diff:
   `X: tl.constexpr = <run-time value>`, helpers decorated `@tl.constexpr`, and Python functions
   called at compile time (`tl.arange(0, triton.next_power_of_2(n + 1))`);
+- Triton's test_core: `int8 >> uint8` shifts arithmetically by the left operand's signedness
+  (Kiln shifted logically after promotion: a wrong answer); `tl.dot` of int8 tiles with
+  `out_dtype=tl.int8` is int32, out_dtype ignored (test_dot3d);
 - TorchInductor's triton_helpers: `tl.core.get_int_dtype` (select_one, sort_with_index,
   pow_integer), `tl.core._unwrap_if_constexpr` / `_constexpr_to_value` (its split scan),
   `tensor.logical_and` (its bucketize);
@@ -442,3 +445,38 @@ def test_compile_time_python_calls_and_annotations():
                        match=r"'next_power_of_2' is a Python function: kernels call it at "
                              r"compile time, on compile-time values"):
         python_call_on_a_tensor[(1,)](np.ones(1, np.int32), **CPU)
+
+
+@kiln.jit
+def shift_right(z_ptr, x_ptr, y_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(z_ptr + offs, tl.load(x_ptr + offs) >> tl.load(y_ptr + offs))
+
+
+def test_right_shift_takes_the_left_operands_signedness():
+    # Triton's test_shift_op: int8 >> uint8 is an arithmetic shift, computed in uint8
+    x = np.array([-128, -16, -1, 100], np.int8)
+    y = np.array([1, 2, 3, 1], np.uint8)
+    z = np.zeros(4, np.uint8)
+    shift_right[(1,)](z, x, y, N=4, **CPU)
+    np.testing.assert_array_equal(z, (x.astype(np.int64) >> y.astype(np.int64)).astype(np.uint8))
+    z = np.zeros(4, np.int8)  # uint8 >> int8: logical
+    shift_right[(1,)](z, x.view(np.uint8), y.astype(np.int8), N=4, **CPU)
+    np.testing.assert_array_equal(z.view(np.uint8), x.view(np.uint8) >> y)
+
+
+@kiln.jit
+def int8_dot_out_dtype(x_ptr, y_ptr, z_ptr, N: tl.constexpr, OUT: tl.constexpr):
+    r = tl.arange(0, N)
+    z = tl.dot(tl.load(x_ptr + r[:, None] * N + r[None, :]),
+               tl.load(y_ptr + r[:, None] * N + r[None, :]), out_dtype=OUT)
+    tl.static_assert(z.dtype == tl.int32)
+    tl.store(z_ptr + r[:, None] * N + r[None, :], z)
+
+
+def test_int8_dot_ignores_out_dtype():
+    rng = np.random.default_rng(0)
+    x, y = (rng.integers(-128, 127, (32, 32)).astype(np.int8) for _ in range(2))
+    z = np.zeros((32, 32), np.int32)
+    int8_dot_out_dtype[(1,)](x, y, z, N=32, OUT=tl.int8, **CPU)
+    np.testing.assert_array_equal(z, x.astype(np.int32) @ y.astype(np.int32))
