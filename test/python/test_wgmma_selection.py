@@ -8,6 +8,7 @@ import pytest
 
 import kiln
 import kiln.language as tl
+from cuda_torch import torch_or_skip
 
 
 def dot_kinds(ptx):
@@ -60,17 +61,10 @@ def test_one_dot_outside_a_loop_takes_wgmma():
     assert dot_kinds(ptx) == ["wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"]
 
 
-def _torch_cuda():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
-    return torch
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("D,stages", [(128, 1), (128, 3), (64, 1)])
 def test_prefill_scores_gpu(D, stages):
-    torch = _torch_cuda()
+    torch = torch_or_skip()
     rng = np.random.default_rng(D + stages)
     n, BM, BN = 512, 128, 128
     q = rng.standard_normal((BM, D)).astype(np.float16)
@@ -85,7 +79,7 @@ def test_prefill_scores_gpu(D, stages):
 
 @pytest.mark.gpu
 def test_one_dot_gpu():
-    torch = _torch_cuda()
+    torch = torch_or_skip()
     a = torch.randn(128, 128, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(128, 256, device="cuda", dtype=torch.bfloat16)
     c = torch.empty(128, 256, device="cuda")
