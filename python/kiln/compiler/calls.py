@@ -8,7 +8,7 @@ import numbers
 
 from ..errors import CompilationError
 from ..language.core import constexpr, dtype, tensor
-from ..language.values import ConstexprFunction, check_store_pointer
+from ..language.values import ConstexprFunction, call_at_compile_time, check_store_pointer
 from .common import _Frame, _describe, _unwrap
 
 
@@ -89,14 +89,10 @@ class CallsMixin:
                 raise self.error(f"'{name}' is a Python function: kernels call it at compile "
                                  f"time, on compile-time values, not on the run-time "
                                  f"{_describe(runtime[0])}")
-            r = fn(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
-            if isinstance(r, (tensor, dtype, constexpr)) or \
-                    isinstance(r, tuple) and any(isinstance(e, tensor) for e in r):
-                return r
-            return constexpr(r)
+            return call_at_compile_time(fn, args, kwargs)
         raise self.error(f"unsupported call to '{name}': kernels call kiln.language functions, "
-                         f"@kiln.jit functions, and min, max, len, int, float, bool, abs, "
-                         f"isinstance, getattr on compile-time values")
+                         f"@kiln.jit functions, and Python functions (min, max, len, ...) on "
+                         f"compile-time values")
 
     def _static_assert(self, node):
         # static_assert(cond, msg=""), as Triton's.

@@ -167,14 +167,21 @@ class ConstexprFunction:
     def call_in_kernel(self, args, kwargs):
         """The call from a kernel: values in, a constexpr (or a dtype, a tensor, a tuple as
         kernels keep them) out."""
-        r = self.fn(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
-        if isinstance(r, (tensor, dtype, constexpr)) or \
-                isinstance(r, _py.tuple) and any(isinstance(e, tensor) for e in r):
-            return r
-        return constexpr(r)
+        return call_at_compile_time(self.fn, args, kwargs)
 
     def __repr__(self):
         return f"<constexpr_function {getattr(self.fn, '__qualname__', self.fn)}>"
+
+
+def call_at_compile_time(fn, args, kwargs):
+    """fn called from a kernel at compile time: constexpr arguments as their values (tensors
+    as they are), the result a constexpr unless it is a kernel value (a tensor, a dtype, a
+    constexpr, a tuple holding tensors)."""
+    r = fn(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
+    if isinstance(r, (tensor, dtype, constexpr)) or \
+            isinstance(r, _py.tuple) and any(isinstance(e, tensor) for e in r):
+        return r
+    return constexpr(r)
 
 
 def constexpr_function(fn):
