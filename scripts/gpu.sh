@@ -27,7 +27,8 @@
 #
 # Settings, by command (environment variables):
 #   matmul      KILN_GTEST_FILTER (runtime tests to run)
-#   python      KILN_PYTEST_ARGS (pytest arguments; default test/python), KILN_PY_BENCHES
+#   python      KILN_PYTEST_ARGS (pytest arguments, split as the shell splits them, quotes
+#               kept: '-k "a or b"'; default test/python), KILN_PY_BENCHES
 #               (benchmark scripts, default bench/bench_python.py; run with kernels/python
 #               and bench/ on PYTHONPATH), PYTHON (the interpreter, default python3)
 #   attention   ATTN_STAGES (ring depths, default "3"; 1 is the register-staged path),
@@ -142,8 +143,10 @@ cmd_python() {
   export PYTHONPATH="$PYBUILD/python${PYTHONPATH:+:$PYTHONPATH}"
   export KILN_CACHE_DIR="${KILN_CACHE_DIR:-/tmp/kiln-py-cache}"  # not under $OUT
   echo "== pytest ${KILN_PYTEST_ARGS:-test/python} (gpu marker included)"
-  # shellcheck disable=SC2086
-  "$PY" -m pytest -q -p no:cacheprovider -rs ${KILN_PYTEST_ARGS:-test/python} 2>&1 \
+  # Split as the shell would, quotes kept: -k "widths or conversions" stays one argument.
+  local -a pytest_args
+  eval "pytest_args=(${KILN_PYTEST_ARGS:-test/python})"
+  "$PY" -m pytest -q -p no:cacheprovider -rs "${pytest_args[@]}" 2>&1 \
     | tee "$OUT/pytest-python.log" | tail -15
   local status=${PIPESTATUS[0]}
   export PYTHONPATH="$PYTHONPATH:$PWD/kernels/python:$PWD/bench"
