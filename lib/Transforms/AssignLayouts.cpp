@@ -454,7 +454,7 @@ struct KilnAssignLayoutsPass final : kiln::impl::KilnAssignLayoutsBase<KilnAssig
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (numWarps == 0 || !llvm::isPowerOf2_32(numWarps)) {
-      module.emitError("expected num-warps to be a power of two, found ") << numWarps;
+      module.emitError("expected num-warps to be a power of two, found ") << unsigned(numWarps);
       return signalPassFailure();
     }
     // Fail before choosing layouts for what cannot be lowered, at the user's source line.
@@ -562,7 +562,7 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
       if (!layout || isTile(dot.getA())) {
         dot.emitOpError("needs A and B from rings and a tile of at least 16 rows and 8 "
                         "columns per warp on the mma.sync path, found ")
-            << type << " with " << numWarps << " warps";
+            << type << " with " << unsigned(numWarps) << " warps";
         badSharedDot = true;
         return;
       }
@@ -573,7 +573,7 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
     if (!layout) {
       dot.emitOpError("needs M a multiple of 16 rows per warp for warpgroup tensor cores, "
                       "found ")
-          << type << " with " << numWarps << " warps";
+          << type << " with " << unsigned(numWarps) << " warps";
       badSharedDot = true;
       return;
     }
@@ -586,7 +586,7 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
       else {
         dot.emitOpError("needs A in registers to have M a multiple of 16 rows per warp and K "
                         "a multiple of 8, found ")
-            << aTy << " with " << numWarps << " warps";
+            << aTy << " with " << unsigned(numWarps) << " warps";
         badSharedDot = true;
       }
     }

@@ -276,9 +276,19 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
         compileVariant(key, bound, numWarps, numStages, maxnreg, fpFusion, host, debug, device);
   }
 
-  // Captured globals must still hold the values the kernel was compiled with.
+  // Captured globals must still hold the values the kernel was compiled with. A module's
+  // globals are a dict; a nested kernel's scope (jit.py's _CaptureScope) a mapping.
   for (auto &[dict, globalName, value] : variant->globals) {
-    PyObject *now = PyDict_GetItemWithError(dict.ptr(), globalName.ptr());
+    pyb::object owned;
+    PyObject *now;
+    if (PyDict_Check(dict.ptr()))
+      now = PyDict_GetItemWithError(dict.ptr(), globalName.ptr());
+    else {
+      owned = pyb::reinterpret_steal<pyb::object>(PyObject_GetItem(dict.ptr(), globalName.ptr()));
+      now = owned.ptr();
+      if (!now && PyErr_ExceptionMatches(PyExc_KeyError))
+        PyErr_Clear();
+    }
     if (now != value.ptr()) {
       if (!now && PyErr_Occurred())
         throw pyb::error_already_set();

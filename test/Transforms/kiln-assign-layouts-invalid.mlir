@@ -1,5 +1,9 @@
 // RUN: kiln-opt %s -kiln-assign-layouts -split-input-file -verify-diagnostics
 // RUN: kiln-opt %s -kiln-assign-layouts=num-warps=32 -split-input-file | FileCheck %s --check-prefix=W32
+// RUN: not kiln-opt %s -kiln-assign-layouts=num-warps=3 -split-input-file 2>&1 | FileCheck %s --check-prefix=W3
+
+// A warp count not a power of two, printed as a number (it was printed as a character).
+// W3: error: expected num-warps to be a power of two, found 3{{$}}
 
 // A tile of 2^20 elements is 8192 per thread on 4 warps: past the 1024 a thread may hold,
 // an error at the tile's op (compiling it would take minutes); 1024 per thread on 32 warps is

@@ -79,6 +79,24 @@ def test_maxnreg_launch_option_on_the_host():
         add_kernel[(1,)](x, x, out, 100, BLOCK=128, maxnreg=64.0, device="cpu")
 
 
+def test_num_warps_checked_on_every_backend():
+    # Triton asserts num_warps is a power of two on every backend; so does Kiln, naming the
+    # kernel, at kiln.compile and at a launch (the CPU ran num_warps=3 before); the PTX
+    # compile's own message printed the count as a character.
+    np = pytest.importorskip("numpy")
+    x = np.arange(100, dtype=np.float32)
+    out = np.zeros_like(x)
+    for bad in (3, 0, 64):
+        with pytest.raises(ValueError, match=rf"kernel 'add_kernel': num_warps={bad}: expected "
+                                             r"a power of two from 1 to 32"):
+            add_kernel[(1,)](x, x, out, 100, BLOCK=128, num_warps=bad, device="cpu")
+        with pytest.raises(ValueError, match=rf"num_warps={bad}: expected a power of two"):
+            kiln.compile(add_kernel, signature=ALIGNED, constexprs={"BLOCK": 1024},
+                         num_warps=bad)
+    add_kernel[(1,)](x, x, out, 100, BLOCK=128, num_warps=2, device="cpu")
+    np.testing.assert_array_equal(out, 2 * x)
+
+
 def test_sm80_target():
     k = kiln.compile(add_kernel, signature=ALIGNED, constexprs={"BLOCK": 128}, target="sm_80")
     assert ".target sm_80" in k.asm["ptx"]

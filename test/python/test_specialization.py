@@ -275,3 +275,33 @@ def test_jit_variants_expose_their_asm():
     assert "ptx" in c.asm and "ld.global.v4.b32" in c.asm["ptx"]
     assert {"kiln", "llvm", "ptx"} <= set(c.asm)
     assert c.metadata.num_warps == 4 and c.handle.name == "add"
+
+
+def test_nested_kernel_sees_the_variables_it_closes_over():
+    # Names resolve as in Triton (globals and closure variables): a kernel defined in a
+    # function calls a @jit helper and reads a constexpr of that function; the captured value
+    # is checked at each launch like a global's.
+    np = pytest.importorskip("numpy")
+
+    def make():
+        SCALE = tl.constexpr(3)
+
+        @kiln.jit
+        def helper(x):
+            return x + 1
+
+        @kiln.jit
+        def k(p):
+            tl.store(p, helper(SCALE))
+
+        def rescale(v):
+            nonlocal SCALE
+            SCALE = v
+        return k, rescale
+    k, rescale = make()
+    z = np.zeros(1, np.int32)
+    k[(1,)](z, device="cpu")
+    assert z[0] == 4
+    rescale(tl.constexpr(5))
+    with pytest.raises(ValueError, match="global 'SCALE' changed since the kernel was compiled"):
+        k[(1,)](z, device="cpu")

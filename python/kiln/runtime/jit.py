@@ -17,6 +17,7 @@ import re
 import sys
 import textwrap
 import time
+from collections.abc import Mapping
 
 from .. import _C
 from ..errors import CompilationError, KilnError
@@ -47,13 +48,47 @@ def _is_const_annotation(ann):
     return _annotated(ann, const, "const")
 
 
+class _CaptureScope(Mapping):
+    """The names a function defined inside another one sees beyond its own: the variables it
+    closes over, read from their cells when asked (as globals are), then its module's
+    globals; Triton's capture scope (its globals and inspect.getclosurevars' nonlocals)."""
+
+    def __init__(self, fn):
+        self._cells = dict(zip(fn.__code__.co_freevars, fn.__closure__))
+        self._globals = fn.__globals__
+
+    def __getitem__(self, name):
+        cell = self._cells.get(name)
+        if cell is not None:
+            try:
+                return cell.cell_contents
+            except ValueError:  # not assigned yet in the enclosing function
+                pass
+        return self._globals[name]
+
+    def __contains__(self, name):
+        try:
+            self[name]
+        except KeyError:
+            return False
+        return True
+
+    def __iter__(self):
+        yield from self._cells
+        yield from (n for n in self._globals if n not in self._cells)
+
+    def __len__(self):
+        return len(set(self._cells) | set(self._globals))
+
+
 class FunctionInfo:
     """The source of a @kiln.jit function: text, AST, file and line, parameters."""
 
     def __init__(self, fn):
         self.fn = fn
         self.name = fn.__name__
-        self.globals = fn.__globals__
+        # Names resolve as in Triton: the variables a nested kernel closes over, then globals.
+        self.globals = _CaptureScope(fn) if fn.__closure__ else fn.__globals__
         try:
             raw_lines, begin_line = inspect.getsourcelines(fn)
         except (OSError, TypeError) as e:
@@ -335,6 +370,18 @@ def _check_maxnreg(kernel, maxnreg):
     return maxnreg
 
 
+def _check_num_warps(kernel, num_warps):
+    """num_warps as an int, a power of two from 1 to 32 (a block has at most 1024 threads), on
+    every backend as Triton asserts; a TypeError or ValueError naming the kernel otherwise."""
+    if isinstance(num_warps, bool) or not isinstance(num_warps, int):
+        raise TypeError(f"kernel '{kernel}': num_warps must be an int, found "
+                        f"{type(num_warps).__name__}")
+    if not 1 <= num_warps <= 32 or num_warps & (num_warps - 1):
+        raise ValueError(f"kernel '{kernel}': num_warps={num_warps}: expected a power of two "
+                         f"from 1 to 32")
+    return num_warps
+
+
 def _split_specs(names, specs, values):
     """(constants, signature): constexprs, None and ints specialized on == 1 are constants;
     the rest are the kernel's parameters with their types."""
@@ -527,6 +574,7 @@ class JITFunction(_C.Launcher):
                          maxnreg=None, device=0, fp_fusion=True):
         t0 = time.perf_counter()
         maxnreg = _check_maxnreg(self.info.name, maxnreg)
+        _check_num_warps(self.info.name, num_warps)
         names = self.info.arg_names
         parts = [(n, s if s != "constexpr" else _constexpr_key(v))
                  for n, s, v in zip(names, specs, values)]
@@ -713,6 +761,7 @@ def compile(fn, signature, constexprs=None, target=None, num_warps=4, num_stages
     if not isinstance(fn, JITFunction):
         raise TypeError("kiln.compile expects a @kiln.jit function")
     maxnreg = _check_maxnreg(fn.info.name, maxnreg)
+    _check_num_warps(fn.info.name, num_warps)
     constexprs = dict(constexprs or {})
     signature = dict(signature or {})
     specs, values = [], []
