@@ -27,7 +27,14 @@ swapped, outside the repo; these keep the idioms under test):
 - TorchInductor's triton_helpers: `tl.core.get_int_dtype` (select_one, sort_with_index,
   pow_integer), `tl.core._unwrap_if_constexpr` / `_constexpr_to_value` (its split scan),
   `tensor.logical_and` (its bucketize);
-- FlagAttention's `tl.store(..., cache_modifier=".cg")` (L2 only), which Triton's stores take.
+- FlagAttention's `tl.store(..., cache_modifier=".cg")` (L2 only), which Triton's stores take;
+- mamba's gated layer-norm backward and selective-state update, flash-linear-attention's GLA
+  backward: an optional pointer (`Z=None`) or `None` local advanced only under a constexpr
+  flag (`if HAS_Z: Z += stride`) inside a run-time loop, if, or after a run-time return. Only
+  the branch taken is compiled, so nothing rebinds the None (Kiln rejected it: "cannot
+  reassign 'Z' (constexpr None)");
+- a kernel defined inside a function, calling a @jit helper and reading a constexpr it closes
+  over (Triton's test_tuple; test_specialization checks the captured value like a global's).
 """
 import numpy as np
 import pytest
@@ -480,3 +487,61 @@ def test_int8_dot_ignores_out_dtype():
     z = np.zeros((32, 32), np.int32)
     int8_dot_out_dtype[(1,)](x, y, z, N=32, OUT=tl.int8, **CPU)
     np.testing.assert_array_equal(z, x.astype(np.int32) @ y.astype(np.int32))
+
+
+@kiln.jit
+def optional_row_pointer(x_ptr, z_ptr, y_ptr, rows, stride, N: tl.constexpr,
+                         HAS_Z: tl.constexpr, SKIP_NEGATIVE: tl.constexpr):
+    # as mamba's _layer_norm_bwd_kernel walks rows: pointers advanced at the end of each row,
+    # the optional one only when it exists
+    cols = tl.arange(0, N)
+    extra = tl.zeros((N,), tl.float32) if HAS_Z else None
+    if SKIP_NEGATIVE:
+        if tl.load(x_ptr) < 0:
+            return
+    for _ in range(rows):
+        x = tl.load(x_ptr + cols)
+        if HAS_Z:
+            x *= tl.load(z_ptr + cols)
+            extra += x
+        if z_ptr is not None:
+            z_ptr += stride
+        tl.store(y_ptr + cols, x)
+        x_ptr += stride
+        y_ptr += stride
+        if not HAS_Z:
+            pass
+        elif rows > 1:
+            z_ptr += 0  # a run-time if inside the constexpr-true branch
+    if HAS_Z:
+        tl.store(y_ptr + cols, extra)
+
+
+@pytest.mark.parametrize("has_z", [False, True])
+@pytest.mark.parametrize("skip_negative", [False, True])
+def test_optional_pointer_advanced_under_a_constexpr_flag(has_z, skip_negative):
+    rows, n = 5, 16
+    rng = np.random.default_rng(1)
+    x = np.abs(rng.standard_normal((rows, n))).astype(np.float32)
+    z = rng.standard_normal((rows, n)).astype(np.float32)
+    y = np.zeros((rows + 1, n), np.float32)
+    optional_row_pointer[(1,)](x, z if has_z else None, y, rows, n, N=n, HAS_Z=has_z,
+                               SKIP_NEGATIVE=skip_negative, **CPU)
+    want = x * z if has_z else x
+    np.testing.assert_allclose(y[:rows], want, rtol=1e-6)
+    np.testing.assert_allclose(y[rows], want.sum(0) if has_z else 0, rtol=1e-5)
+
+
+@kiln.jit
+def rebinds_none_in_a_taken_branch(x_ptr, z_ptr, rows, HAS_Z: tl.constexpr):
+    for _ in range(rows):
+        if not HAS_Z:
+            z_ptr += 1  # ERR
+        tl.store(x_ptr, 1.0)
+
+
+def test_none_rebound_in_the_branch_taken_is_still_an_error():
+    with pytest.raises(kiln.CompilationError,
+                       match=r"cannot reassign 'z_ptr' \(constexpr None\) inside a run-time loop"):
+        rebinds_none_in_a_taken_branch[(1,)](np.zeros(1, np.float32), None, 2, HAS_Z=False,
+                                             **CPU)

@@ -177,6 +177,11 @@ class ExitsMixin:
 
     # --- blocks --------------------------------------------------------------------------
 
+    def _assigned(self, stmts):
+        """The names `stmts` may assign: dead code after an exit and the branches of ifs on
+        constexprs not taken left out (StatementsMixin.assigned_live)."""
+        return self.assigned_live(_prune(stmts))
+
     def exec_block(self, stmts):
         frame = self.frame
         stmts = list(stmts)
@@ -192,7 +197,7 @@ class ExitsMixin:
             self.visit(s)
             if rest and _live_flags(frame.scope):
                 line = frame.info.begin_line + s.lineno - 1
-                self._guard(lambda: self.exec_block(rest), rest[0], _assigned(rest),
+                self._guard(lambda: self.exec_block(rest), rest[0], self._assigned(rest),
                             f"the code after the run-time exit at line {line}", rest)
                 return
 
@@ -317,7 +322,7 @@ class ExitsMixin:
         liveins = dict(frame.scope)
         kt, ke = exit_kinds(node.body), exit_kinds(node.orelse)
         xt, xe = ends_in_exit(node.body), ends_in_exit(node.orelse)
-        at, ae = _assigned(node.body), _assigned(node.orelse)
+        at, ae = self._assigned(node.body), self._assigned(node.orelse)
         fresh = {n for n in at | ae if n not in liveins or isinstance(liveins[n], _Unavailable)}
         live = [a for a, x in ((at, xt), (ae, xe)) if not x]
         needed = set(frame.wanted) | (at & ae if len(live) == 2 else set())
@@ -567,7 +572,7 @@ class ExitsMixin:
             if k + 1 < len(values) and _live_flags(frame.scope):
                 later = values[k + 1:]
                 self._guard(lambda: self._static_iters(node, later), node,
-                            _assigned(node.body) - {target},
+                            self._assigned(node.body) - {target},
                             f"the static_range loop at line {self._line(node)} (it may break "
                             f"or return at run time)", node.body)
                 frame.scope[target] = _Unavailable(
@@ -691,10 +696,6 @@ class ExitsMixin:
                                   (lambda s: None, lambda s: [], [], []), ret)
 
 
-def _assigned(stmts):
-    """The names `stmts` may assign (dead code after an exit left out)."""
-    from .statements import assigned_names
-    return assigned_names(_prune(stmts))
 
 
 def _without_flags(scope):

@@ -12,8 +12,10 @@ from ..language.core import constexpr, dtype, tensor
 from .common import _BINOPS, _Unavailable, _describe, _unwrap
 from .exits import RET, exit_kinds
 
-def assigned_names(stmts):
-    """Names a list of statements assigns (not looking into nested scopes)."""
+def assigned_names(stmts, truth=None):
+    """Names a list of statements assigns (not looking into nested scopes). `truth(test)`,
+    when given, says whether an `if` test is known true or false at compile time (None: not
+    known); only the branch such an if takes counts, as only that one is compiled."""
     out = set()
 
     def targets(t):
@@ -41,6 +43,11 @@ def assigned_names(stmts):
             for s in n.body + n.orelse:
                 self.visit(s)
 
+        def visit_If(self, n):
+            known = truth(n.test) if truth else None
+            for s in (n.body + n.orelse if known is None else n.body if known else n.orelse):
+                self.visit(s)
+
         def visit_FunctionDef(self, n):
             pass
 
@@ -52,8 +59,82 @@ def assigned_names(stmts):
     return out
 
 
+_UNKNOWN = object()
+_COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+            ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
+            ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
+
+
+def static_truth(test, value_of):
+    """Whether the `if` test `test` is true or false from compile-time values alone, without
+    compiling it (None when that is not known): constants and names of constexprs, `x is
+    None` / `x is not None` of any name, and not, and, or and comparisons of those.
+    value_of(name) is the value a name holds, or _UNKNOWN."""
+    def value(n):
+        if isinstance(n, ast.Constant):
+            return n.value
+        if isinstance(n, ast.Name):
+            v = _unwrap(value_of(n.id))
+            return v if v is None or type(v) in (bool, int, float, str) else _UNKNOWN
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
+            t = truth(n.operand)
+            return _UNKNOWN if t is None else not t
+        if isinstance(n, ast.BoolOp):
+            parts = [truth(v) for v in n.values]
+            stop = isinstance(n.op, ast.Or)  # or: any true decides; and: any false
+            if stop in parts:
+                return stop
+            return _UNKNOWN if None in parts else not stop
+        if isinstance(n, ast.Compare) and len(n.ops) == 1:
+            op, right = n.ops[0], n.comparators[0]
+            if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(n.left, ast.Name) and \
+                    isinstance(right, ast.Constant) and right.value is None:
+                v = value_of(n.left.id)
+                if v is _UNKNOWN:
+                    return _UNKNOWN
+                return (_unwrap(v) is None) == isinstance(op, ast.Is)
+            if type(op) in _COMPARE:
+                a, b = value(n.left), value(right)
+                if a is _UNKNOWN or b is _UNKNOWN:
+                    return _UNKNOWN
+                try:
+                    return bool(_COMPARE[type(op)](a, b))
+                except TypeError:
+                    return _UNKNOWN
+        return _UNKNOWN
+
+    def truth(n):
+        v = value(n)
+        return None if v is _UNKNOWN else bool(v)
+
+    return truth(test)
+
+
 class StatementsMixin:
     """CodeGenerator's statement visitors."""
+
+    def assigned_live(self, stmts):
+        """The names `stmts` assign in the code that will be compiled: the branches of ifs on
+        constexprs they do not take are left out (Triton compiles only the taken one, so a
+        `Z += stride` under `if HAS_Z:` does not rebind a `Z=None` there). Tests read the
+        names the statements do not assign, with their values now; a name assigned only in
+        branches left out keeps its value (`if Z is not None: Z += stride`): the assigned
+        names grow from none until they hold still."""
+        scope, g = self.frame.scope, self.frame.info.globals
+
+        def value_of(name):
+            if name in rebound:
+                return _UNKNOWN
+            if name in scope:
+                v = scope[name]
+                return _UNKNOWN if isinstance(v, _Unavailable) else v
+            v = g[name] if name in g else _UNKNOWN
+            return v if isinstance(v, constexpr) else _UNKNOWN
+        rebound, wider = None, set()
+        while wider != rebound:
+            rebound = wider
+            wider = assigned_names(stmts, lambda test: static_truth(test, value_of))
+        return rebound
 
     def visit_Expr(self, node):
         if isinstance(node.value, ast.IfExp):
@@ -292,7 +373,7 @@ class StatementsMixin:
         else:
             lbt, ubt, stept = (self.to_tensor(x, weak=False) for x in (lb, ub, step))
         liveins = dict(frame.scope)
-        assigned = assigned_names(node.body) - {target}
+        assigned = self.assigned_live(node.body) - {target}
         names = self._carried(assigned, liveins, "a run-time loop")
         structs, inits = [], []
         for n in names:
@@ -364,7 +445,7 @@ class StatementsMixin:
             raise self.unsupported("'else' clauses on loops")
         frame = self.frame
         liveins = dict(frame.scope)
-        assigned = assigned_names(node.body)
+        assigned = self.assigned_live(node.body)
         names = self._carried(assigned, liveins, "a run-time loop")
         structs, inits = [], []
         for n in names:
