@@ -34,7 +34,9 @@ swapped, outside the repo; these keep the idioms under test):
   the branch taken is compiled, so nothing rebinds the None (Kiln rejected it: "cannot
   reassign 'Z' (constexpr None)");
 - a kernel defined inside a function, calling a @jit helper and reading a constexpr it closes
-  over (Triton's test_tuple; test_specialization checks the captured value like a global's).
+  over (Triton's test_tuple; test_specialization checks the captured value like a global's);
+- Triton's test_tuple (test_index): `tl.tuple([v + 1 for v in values])`, a list comprehension
+  over a tuple, unrolled at compile time.
 """
 import numpy as np
 import pytest
@@ -545,3 +547,42 @@ def test_none_rebound_in_the_branch_taken_is_still_an_error():
                        match=r"cannot reassign 'z_ptr' \(constexpr None\) inside a run-time loop"):
         rebinds_none_in_a_taken_branch[(1,)](np.zeros(1, np.float32), None, 2, HAS_Z=False,
                                              **CPU)
+
+
+@kiln.jit
+def _bump(values, k: tl.constexpr):
+    return tl.tuple([v + k for v in values])
+
+
+@kiln.jit
+def tuple_comprehension(ptrs, out_ptr, N: tl.constexpr):
+    cols = tl.arange(0, N)
+    rows = _bump([tl.load(p + cols) for p in ptrs], 1)
+    # constexpr items stay constexprs (an index); a compile-time `if` leaves row 1 out
+    picked = [(i, rows[i]) for i in (0, 1, 2) if i != 1]
+    total = tl.zeros((N,), tl.float32)
+    for t in tl.static_range(len(picked)):
+        i, r = picked[t]
+        total += r * (i + 1)
+    tl.store(out_ptr + cols, total)
+
+
+def test_list_comprehension_over_a_tuple():
+    n = 8
+    xs = [np.full(n, v, np.float32) for v in (1.0, 2.0, 3.0)]
+    out = np.zeros(n, np.float32)
+    tuple_comprehension[(1,)](tuple(xs), out, N=n, **CPU)
+    np.testing.assert_array_equal(out, np.full(n, (1 + 1) * 1 + (3 + 1) * 3, np.float32))
+
+
+@kiln.jit
+def comprehension_over_a_tensor(x_ptr):
+    v = tl.load(x_ptr + tl.arange(0, 4))
+    w = [e for e in v]  # ERR
+    tl.store(x_ptr, w[0])
+
+
+def test_comprehension_needs_a_tuple():
+    with pytest.raises(kiln.CompilationError, match=r"expected a tuple to iterate over in a "
+                                                    r"comprehension, found"):
+        comprehension_over_a_tensor[(1,)](np.zeros(4, np.float32), **CPU)

@@ -43,7 +43,7 @@ _UNSUPPORTED_STMT = {
     "AsyncFor": "'async for'",
 }
 _UNSUPPORTED_EXPR = {
-    "Lambda": "lambda expressions", "ListComp": "list comprehensions",
+    "Lambda": "lambda expressions",
     "SetComp": "set comprehensions", "DictComp": "dict comprehensions",
     "GeneratorExp": "generator expressions", "Dict": "dict literals", "Set": "set literals",
     "Await": "'await'", "Yield": "'yield'", "YieldFrom": "'yield from'",

@@ -38,6 +38,55 @@ class ExpressionsMixin:
 
     visit_List = visit_Tuple
 
+    def visit_ListComp(self, node):
+        """`[f(v) for v in t]` over a tuple `t` (Triton 3.6's tuple comprehensions: one `for`,
+        unrolled at compile time), a tuple; `if` clauses must be compile-time values. The
+        loop's names are the comprehension's own, as in Python."""
+        if len(node.generators) != 1:
+            raise self.unsupported("comprehensions with more than one 'for'", node)
+        comp = node.generators[0]
+        if comp.is_async:
+            raise self.unsupported("async comprehensions", node)
+        items = self.visit(comp.iter)
+        seq = _unwrap(items)
+        if not isinstance(seq, (tuple, list)):
+            raise self.error(f"expected a tuple to iterate over in a comprehension, found "
+                             f"{_describe(items)} (Triton's comprehensions iterate over tuples)",
+                             comp.iter)
+        scope = self.frame.scope
+        names = {n.id for n in ast.walk(comp.target) if isinstance(n, ast.Name)}
+        saved = {n: scope[n] for n in names if n in scope}
+        out = []
+
+        def bind(target, value):  # as Triton binds them: constexprs stay constexprs
+            if isinstance(target, ast.Name):
+                scope[target.id] = value
+                return
+            v = _unwrap(value)
+            if not isinstance(target, (ast.Tuple, ast.List)) or \
+                    not isinstance(v, (tuple, list)) or len(v) != len(target.elts):
+                raise self.error(f"cannot unpack {_describe(value)} into the comprehension's "
+                                 f"names", target)
+            for t, e in zip(target.elts, v):
+                bind(t, e if isinstance(value, tuple) else constexpr(e))
+        try:
+            for item in seq:
+                bind(comp.target, item if isinstance(items, tuple) else constexpr(item))
+                keep = True
+                for test in comp.ifs:
+                    cond = self.visit(test)
+                    if isinstance(cond, tensor):
+                        raise self.error("expected a compile-time condition in a "
+                                         "comprehension's 'if', found a run-time value", test)
+                    keep = keep and bool(_unwrap(cond))
+                if keep:
+                    out.append(self.visit(node.elt))
+        finally:
+            for n in names:
+                scope.pop(n, None)
+            scope.update(saved)
+        return tuple(out)
+
     def visit_JoinedStr(self, node):
         parts = []
         for v in node.values:
