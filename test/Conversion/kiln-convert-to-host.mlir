@@ -148,3 +148,31 @@ func.func @debug_barrier(%p: !kiln.ptr<f32>) {
   kiln.store %p, %c : !kiln.ptr<f32>
   return
 }
+
+// -----
+
+// A device_assert in a combine region (Triton's side-effectful reductions): each combine's
+// lanes reduced with `and`, the runtime's assertion failure called where one is false.
+// CHECK-LABEL: func.func private @checked_reduce(
+// CHECK: %[[SUM:.*]] = arith.addi %{{.*}}, %{{.*}} : vector<4xi32>
+// CHECK: %[[OK:.*]] = arith.cmpi sge, %[[SUM]], %{{.*}} : vector<4xi32>
+// CHECK: %[[ALL:.*]] = "llvm.intr.vector.reduce.and"(%[[OK]]) : (vector<4xi1>) -> i1
+// CHECK: %[[BAD:.*]] = llvm.xor %[[ALL]], %{{.*}} : i1
+// CHECK: scf.if %[[BAD]] {
+// CHECK: llvm.call
+func.func @checked_reduce(%p: !kiln.ptr<i32>) {
+  %r = kiln.make_range {end = 8 : i32, start = 0 : i32} : tensor<8xi32>
+  %ps = kiln.splat %p : tensor<8x!kiln.ptr<i32>>
+  %q = kiln.addptr %ps, %r : tensor<8x!kiln.ptr<i32>>, tensor<8xi32>
+  %x = kiln.load %q : tensor<8x!kiln.ptr<i32>>
+  %s = kiln.reduce(%x) axis = 0 {
+  ^bb0(%a: i32, %c: i32):
+    %v = arith.addi %a, %c : i32
+    %zero = arith.constant 0 : i32
+    %ok = arith.cmpi sge, %v, %zero : i32
+    kiln.assert %ok, "negative partial sum" : i1
+    kiln.reduce.return %v : i32
+  } : (tensor<8xi32>) -> i32
+  kiln.store %p, %s : !kiln.ptr<i32>
+  return
+}

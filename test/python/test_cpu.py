@@ -687,6 +687,40 @@ def test_assert_statement_is_device_assert():
         asserts_stmt[(1,)](x, 16, BLOCK=16, debug=True)  # 160
 
 
+@kiln.jit
+def checked_add(a, b):
+    wide = a.to(tl.int64) + b.to(tl.int64)
+    tl.device_assert((wide >= -2**31) & (wide < 2**31), "int32 sum overflows")  # COMBINE
+    return a + b
+
+
+@kiln.jit(device="cpu")
+def checked_sum(x_ptr, out_ptr, BLOCK: tl.constexpr, SCAN: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    if SCAN:
+        tl.store(out_ptr + offs, tl.associative_scan(x, 0, checked_add))
+    else:
+        tl.store(out_ptr, tl.reduce(x, 0, checked_add))
+
+
+@pytest.mark.parametrize("scan", [False, True])
+def test_device_assert_in_a_combine_function(scan):
+    # Triton's test_side_effectful_reduction/_scan: a combine function checking for int32
+    # overflow (the host path took only arith and math ops in a combine region)
+    x = np.arange(64, dtype=np.int32)
+    out = np.zeros(64, np.int32)
+    checked_sum[(1,)](x, out, BLOCK=64, SCAN=scan, debug=True)
+    want = np.cumsum(x) if scan else x.sum()
+    np.testing.assert_array_equal(out if scan else out[0], want)
+    x[7] = 2**31 - 10
+    with pytest.raises(kiln.KilnError) as e:
+        checked_sum[(1,)](x, out, BLOCK=64, SCAN=scan, debug=True)
+    msg = str(e.value)
+    assert "int32 sum overflows" in msg, msg
+    assert f"test_cpu.py:{line_of(checked_add, '# COMBINE')}" in msg, msg
+
+
 def kiln_ir(fn, specs, values, debug):
     """The kernel's kiln-dialect MLIR for parameter specs (no compile, no launch)."""
     from kiln.compiler import CodeGenerator

@@ -188,6 +188,10 @@ mlir::Value getStringPtr(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation
                          llvm::StringRef text);
 /// "file:line:col" of `loc` (the innermost file location), or "<unknown>".
 std::string formatSite(mlir::Location loc);
+/// Where `holds` (i1) is false: the runtime's assertion failure for `assertOp` (its message
+/// and source site), which fails the launch.
+void emitAssertFailure(mlir::OpBuilder &b, mlir::Location loc, AssertOp assertOp,
+                       mlir::Value holds);
 
 //===----------------------------------------------------------------------===//
 // Large tiles (kMaxRegisterTile): buffers in memory, ops as loops over chunks

@@ -799,16 +799,7 @@ struct AssertConversion : OpConversionPattern<AssertOp> {
       }
       cond = all;
     }
-    Value failed = LLVM::XOrOp::create(
-        rewriter, loc, cond,
-        LLVM::ConstantOp::create(rewriter, loc, rewriter.getI1Type(), rewriter.getBoolAttr(true)));
-    scf::IfOp::create(rewriter, loc, failed, [&](OpBuilder &b, Location l) {
-      callRuntime(b, l, op, kAssertFail,
-                  {getExtraArg(op, kPidX), getExtraArg(op, kPidY), getExtraArg(op, kPidZ),
-                   getStringPtr(b, l, op, op.getMessage()),
-                   getStringPtr(b, l, op, formatSite(loc))});
-      scf::YieldOp::create(b, l);
-    });
+    emitAssertFailure(rewriter, loc, op, cond);
     rewriter.eraseOp(op);
     return success();
   }
@@ -825,6 +816,18 @@ struct BarrierConversion : OpConversionPattern<BarrierOp> {
 };
 
 } // namespace
+
+void kiln::host::emitAssertFailure(OpBuilder &b, Location loc, AssertOp assertOp, Value holds) {
+  Value failed = LLVM::XOrOp::create(
+      b, loc, holds, LLVM::ConstantOp::create(b, loc, b.getI1Type(), b.getBoolAttr(true)));
+  scf::IfOp::create(b, loc, failed, [&](OpBuilder &tb, Location l) {
+    callRuntime(tb, l, assertOp, kAssertFail,
+                {getExtraArg(assertOp, kPidX), getExtraArg(assertOp, kPidY),
+                 getExtraArg(assertOp, kPidZ), getStringPtr(tb, l, assertOp, assertOp.getMessage()),
+                 getStringPtr(tb, l, assertOp, formatSite(assertOp.getLoc()))});
+    scf::YieldOp::create(tb, l);
+  });
+}
 
 void kiln::host::populateMemoryOpToHostPatterns(TypeConverter &converter,
                                                 RewritePatternSet &patterns,

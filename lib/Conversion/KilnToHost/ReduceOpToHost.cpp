@@ -46,6 +46,17 @@ FailureOr<SmallVector<Value>> applyCombine(ConversionPatternRewriter &rewriter, 
               arith::ConstantOp::create(rewriter, loc, type, DenseElementsAttr::get(type, typed)));
       continue;
     }
+    // tl.device_assert in a combine function (debug kernels; Triton's test_core checks a
+    // reduction for overflow so): every lane's condition must hold.
+    if (auto check = dyn_cast<AssertOp>(inner)) {
+      Value cond = map.lookupOrNull(check.getCondition());
+      if (!cond || !isa<VectorType>(cond.getType()))
+        return inner.emitError("expected the condition of a device_assert in a combine region "
+                               "to be computed in the region");
+      emitAssertFailure(rewriter, loc, check,
+                        LLVM::vector_reduce_and::create(rewriter, loc, rewriter.getI1Type(), cond));
+      continue;
+    }
     if (!isa<arith::ArithDialect, math::MathDialect>(inner.getDialect()) ||
         inner.getNumRegions() != 0)
       return inner.emitError() << "'" << inner.getName()
