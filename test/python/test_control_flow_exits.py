@@ -938,3 +938,52 @@ def test_name_after_a_branch_that_exits_by_a_constexpr():
     x = np.zeros(1, np.float32)
     exits_by_constexpr_kernel[(1,)](1, x, SKIP=False, **CPU)
     assert x[0] == 1.0
+
+
+# --- names given another type after an early return -------------------------------------
+
+@kiln.jit
+def retype_after_return(x_ptr, out_ptr, n, m, BLOCK: tl.constexpr, NESTED: tl.constexpr):
+    # flash-attention's rotary kernel: return past the end, then the pointer becomes a block
+    # of pointers and a scalar another type; the returned path never reads them
+    pid = tl.program_id(0)
+    s = 0
+    if NESTED:
+        if m > 0:
+            if pid * BLOCK >= n:
+                return
+    else:
+        if pid * BLOCK >= n:
+            return
+    x_ptr = x_ptr + pid * BLOCK + tl.arange(0, BLOCK)
+    s = tl.load(out_ptr + n) * 0.5
+    tl.store(out_ptr + pid * BLOCK + tl.arange(0, BLOCK), tl.load(x_ptr) * 2 + s)
+
+
+@pytest.mark.parametrize("nested", [False, True])
+@pytest.mark.parametrize("device", DEVICES)
+def test_name_retyped_after_an_early_return(device, nested):
+    n, block = 16, 8
+    x = np.arange(n, dtype=np.float32)
+    out = np.zeros(n + 1, np.float32)  # out[n] = 0: s adds nothing; program 2 returns
+    (out,) = run(retype_after_return, (3,), [x, out], device, n=n, m=1, BLOCK=block,
+                 NESTED=nested)[1:]
+    np.testing.assert_array_equal(out[:n], 2 * x)
+
+
+@kiln.jit
+def retype_after_break(x_ptr, out_ptr, n):
+    v = 0
+    for i in range(n):
+        if i == 2:  # ERR
+            break
+        v = tl.load(x_ptr + i) * 1.5
+    tl.store(out_ptr, v)
+
+
+def test_name_retyped_after_a_break_is_still_an_error():
+    # After a break the value from before the if leaves the loop: both types meet (Triton
+    # rejects the loop-carried int32 becoming fp32 too)
+    expect_error(retype_after_break, r"has type int32 in the then branch but fp32 in the "
+                 r"else branch|has type fp32 in the then branch but int32 in the else branch",
+                 {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, where=retype_after_break)

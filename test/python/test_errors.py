@@ -481,7 +481,7 @@ def uses_subscript_store(x_ptr, n):
 @pytest.mark.parametrize("fn,message", [
     (uses_for_else, r"unsupported construct: 'else' clauses on loops"),
     (uses_lambda, r"unsupported construct: lambda expressions"),
-    (uses_listcomp, r"unsupported construct: list comprehensions"),
+    (uses_listcomp, r"expected a tuple to iterate over in a comprehension, found a range"),
     (uses_with, r"unsupported construct: 'with' statements"),
     (uses_try, r"unsupported construct: 'try' statements"),
     (uses_chained_compare, r"unsupported construct: chained comparisons"),

@@ -117,6 +117,12 @@ def _fold_rest(node, rest):
     return joined, []
 
 
+def _returns(kinds, ends):
+    """Whether a branch of these exit kinds that `ends` in an exit has returned on every
+    path (no break or continue, whose paths go on in the loop)."""
+    return bool(ends) and bool(kinds) and set(kinds) <= {"return", "value"}
+
+
 def _what(node):
     """The region an if's branches are, for messages."""
     if getattr(node, "kiln_joined", False):
@@ -338,7 +344,13 @@ class ExitsMixin:
 
         branches = [(node.body, kt, at, xt), (node.orelse, ke, ae, xe)]
         (a, ka, aa, xa), (b, kb, ab, xb) = branches
-        if can_first("value" in ka, aa, xa, "value" in kb, ab):
+        # A branch that returns (on every path) goes second when the other rebinds names it
+        # carries: its values of them are never read, so they take the other's types
+        # (`if pid * BLOCK >= n: return` then `X = X + offs`, a pointer becoming a block).
+        if _returns(ka, xa) and not xb and (set(carried) & (ab - aa)) and \
+                can_first("value" in kb, ab, xb, "value" in ka, aa):
+            order = (self._not(cond), branches[1], branches[0])
+        elif can_first("value" in ka, aa, xa, "value" in kb, ab):
             order = (cond, branches[0], branches[1])
         elif can_first("value" in kb, ab, xb, "value" in ka, aa):
             order = (self._not(cond), branches[1], branches[0])
@@ -350,7 +362,7 @@ class ExitsMixin:
         need_else = bool(node.orelse) or bool(carried or new) or bool(kt or ke)
         self._merge(node, c, lambda: self.exec_block(a), liveins,
                     lambda: self.exec_block(b), liveins, carried + new, set(new), kb, xb,
-                    need_else)
+                    need_else, b_returned=_returns(kb, xb))
         self._forget((fresh - set(new)) | skip, node, one_branch=True)
 
     def _split_if(self, node, cond, branches, carried, new, liveins, skip):
@@ -386,7 +398,7 @@ class ExitsMixin:
             # The else path is taken when a live flag is set: with one live flag, it is set.
             self._merge(node, cond, run, _without_flags(liveins), None, liveins, carried + new,
                         set(new), set(), True, need_else=True,
-                        b_true=set(live) if len(live) == 1 else set())
+                        b_true=set(live) if len(live) == 1 else set(), b_returned=live == [RET])
         finally:
             self.node = prev
         self._forget((fresh - set(new)) | skip, node)
@@ -411,11 +423,13 @@ class ExitsMixin:
                 f"available past it; define it before")
 
     def _merge(self, node, cond, a_run, a_scope, b_run, b_scope, names, new, b_kinds, b_exits,
-               need_else, b_true=frozenset()):
+               need_else, b_true=frozenset(), b_returned=False):
         """Builds `if cond: a else: b` (a first) carrying `names`, the exit flags and the
         returned value. `new` names (not defined before) may be zeros on a path of `b` that
         exits (`b_exits`, or known exited when built). `b_true`: flags known set on the path of
-        `b` (its scope has them as run-time values). Returns the scopes at the ends of a and b."""
+        `b` (its scope has them as run-time values). `b_returned`: every path of `b` has
+        returned, so its values of `names` are never read (they may take a's types). Returns
+        the scopes at the ends of a and b."""
         frame = self.frame
         slots, structs, firsts, ends = [], [], {}, {}
         lazy = set()  # names with a value on some live paths only: unreadable after the if
@@ -456,7 +470,8 @@ class ExitsMixin:
         def b_fn():
             end = ends["b"] = run(b_run, b_scope)
             exited = b_exits or static_exit(end)
-            return self._slot_handles(end, slots, structs, firsts, exited, b_scope, lazy)
+            return self._slot_handles(end, slots, structs, firsts, exited, b_scope, lazy,
+                                      b_returned)
 
         try:
             results = self.session.if_then_else(cond.handle, a_fn,
@@ -485,10 +500,12 @@ class ExitsMixin:
             frame.scope[VAL] = constexpr(None)
         return a_end, b_end
 
-    def _slot_handles(self, end, slots, structs, firsts, exited, liveins, lazy):
+    def _slot_handles(self, end, slots, structs, firsts, exited, liveins, lazy, returned=False):
         """The handles a branch yields for `slots`. `exited` is None for the branch built
         first (no zeros there: their types are not known yet). A name this branch leaves
-        without a value gets a zero; unless the branch exited, it joins `lazy`."""
+        without a value gets a zero; unless the branch exited, it joins `lazy`. A branch that
+        has `returned` yields, for a name whose value differs in type from the first branch's,
+        a placeholder of the first's (never read)."""
         first = exited is None
         out = []
         for i, n in enumerate(slots):
@@ -518,6 +535,11 @@ class ExitsMixin:
                 s = structs[i]
             else:
                 s = self._flatten(v, n, hs)
+                if returned and n != VAL and (s != structs[i] or self._handle_types(hs) !=
+                                              self._handle_types(firsts[n])):
+                    dummies = [self._dummy(h, liveins) for h in firsts[n]]
+                    if all(d is not None for d in dummies):
+                        hs, s = dummies, structs[i]
                 if n == VAL and not first and self._handle_types(firsts[n]) != \
                         self._handle_types(hs):
                     raise self.error("the values returned on the paths through this if differ "

@@ -47,7 +47,14 @@ class ExpressionsMixin:
         comp = node.generators[0]
         if comp.is_async:
             raise self.unsupported("async comprehensions", node)
-        items = self.visit(comp.iter)
+        it = comp.iter
+        if isinstance(it, ast.Call) and isinstance(it.func, (ast.Name, ast.Attribute)) and \
+                (it.func.id if isinstance(it.func, ast.Name) else it.func.attr) in \
+                ("range", "static_range"):
+            raise self.error("expected a tuple to iterate over in a comprehension, found a "
+                             "range (Triton's comprehensions iterate over tuples; use a "
+                             "for loop)", it)
+        items = self.visit(it)
         seq = _unwrap(items)
         if not isinstance(seq, (tuple, list)):
             raise self.error(f"expected a tuple to iterate over in a comprehension, found "
