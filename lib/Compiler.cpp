@@ -163,7 +163,17 @@ FailureOr<kiln::CompiledKernel> kiln::compile(ModuleOp module, const CompileOpti
                                  options.emitHostAssembly))
                ? FailureOr<CompiledKernel>(failure())
                : FailureOr<CompiledKernel>(std::move(out));
-  if (failed(emitPTX(module, options.arch, out.llvmIR, out.ptx, options.fpFusion)))
+  // Kernels that copy by cp.async go without LLVM's loop strength reduction: on NVPTX it
+  // rewrites a loop's pointer recurrences (a ring's row pointers advancing by BLOCK_K) as
+  // pointers less a common loop-invariant offset, re-added at every use (NVPTX has only
+  // [reg + imm] addresses): in a 128x256x64 grouped GEMM 12 64-bit adds an iteration and the
+  // moves pairing their registers, 137 -> 124 SASS instructions an iteration and 202 -> 180
+  // registers without it; on the H200 that kernel went 0.91 -> 1.01x Triton and tutorial 06's
+  // D 64 backward 0.96-0.98 -> 0.99-1.00x. Kernels copying by the TMA keep it: the persistent
+  // attention forward lost 3% without it (bench/results/2026-11-28-h200-session38.md). Only
+  // measured on sm_90: other targets keep it.
+  bool lsr = getSmVersion(options.arch) < 90 || !module->hasAttr(kCpAsyncCopiesAttr);
+  if (failed(emitPTX(module, options.arch, out.llvmIR, out.ptx, options.fpFusion, lsr)))
     return failure();
   if (options.emitCubin && !assembleWithNvJitLink(out.ptx, options.arch, out.cubin, out.cubinError))
     out.cubin.clear();

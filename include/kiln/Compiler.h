@@ -16,6 +16,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LLVM.h"
+#include "llvm/Support/CodeGen.h"
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,10 @@
 namespace llvm {
 class Module;
 class TargetMachine;
+class raw_pwrite_stream;
+namespace legacy {
+class PassManager;
+} // namespace legacy
 } // namespace llvm
 
 namespace kiln {
@@ -63,12 +68,19 @@ mlir::FailureOr<CompiledKernel> compile(mlir::ModuleOp module, const CompileOpti
 /// LLVM dialect module -> optimized LLVM IR and PTX for `arch` (in process, NVPTX backend).
 /// libdevice is linked in when the module calls __nv_* functions. `fpFusion`: floating-point
 /// multiply-adds may contract to fma (else every add and mul is emitted `.rn`, which ptxas
-/// must not fuse either).
+/// must not fuse either). `loopStrengthReduce`: LLVM's loop strength reduction runs in the
+/// code generator (compile() turns it off for kernels with cp.async copies; see there).
 mlir::LogicalResult emitPTX(mlir::ModuleOp module, llvm::StringRef arch, std::string &llvmIR,
-                            std::string &ptx, bool fpFusion = true);
+                            std::string &ptx, bool fpFusion = true, bool loopStrengthReduce = true);
 
 /// LLVM's O3 pipeline for `tm` on `module` (both back ends).
 void optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &tm);
+
+/// Adds `tm`'s code generator, writing `kind` to `os`, to `pm` (both back ends), with LLVM's
+/// loop strength reduction or without. Returns false when `tm` cannot emit `kind`.
+bool addCodeGenerator(llvm::TargetMachine &tm, llvm::legacy::PassManager &pm,
+                      llvm::raw_pwrite_stream &os, llvm::CodeGenFileType kind,
+                      bool loopStrengthReduce);
 
 /// PTX -> cubin through nvJitLink, opened with dlopen. Returns false with `error` set if the
 /// library is missing or rejects the PTX.

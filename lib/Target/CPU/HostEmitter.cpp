@@ -115,7 +115,7 @@ LogicalResult kiln::emitHostObject(ModuleOp module, std::string &llvmIR, std::st
   auto emit = [&](llvm::CodeGenFileType kind, llvm::SmallVectorImpl<char> &out) {
     llvm::raw_svector_ostream os(out);
     llvm::legacy::PassManager pm;
-    if (tm->addPassesToEmitFile(pm, os, nullptr, kind))
+    if (!addCodeGenerator(*tm, pm, os, kind, /*loopStrengthReduce=*/true))
       return false;
     pm.run(*llvmModule);
     return true;

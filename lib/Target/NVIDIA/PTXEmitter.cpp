@@ -21,6 +21,7 @@
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
@@ -128,6 +129,27 @@ void kiln::optimizeLLVMModule(llvm::Module &module, llvm::TargetMachine &tm) {
   mpm.run(module, mam);
 }
 
+bool kiln::addCodeGenerator(llvm::TargetMachine &tm, llvm::legacy::PassManager &pm,
+                            llvm::raw_pwrite_stream &os, llvm::CodeGenFileType kind,
+                            bool loopStrengthReduce) {
+  // TargetPassConfig reads the process-wide -disable-lsr (a cl::opt<bool> of LLVM's) while it
+  // builds the pipeline; one lock keeps concurrent compiles for the two back ends apart.
+  static std::mutex mutex;
+  static llvm::cl::opt<bool> *disableLSR = [] {
+    auto &opts = llvm::cl::getRegisteredOptions();
+    auto it = opts.find("disable-lsr");
+    return it == opts.end() ? nullptr : static_cast<llvm::cl::opt<bool> *>(it->second);
+  }();
+  std::lock_guard<std::mutex> lock(mutex);
+  bool saved = disableLSR && *disableLSR;
+  if (disableLSR)
+    disableLSR->setValue(saved || !loopStrengthReduce);
+  bool failed = tm.addPassesToEmitFile(pm, os, nullptr, kind);
+  if (disableLSR)
+    disableLSR->setValue(saved);
+  return !failed;
+}
+
 bool kiln::isKnownArch(StringRef arch) {
   initNVPTX();
   std::string err;
@@ -141,7 +163,7 @@ bool kiln::isKnownArch(StringRef arch) {
 }
 
 LogicalResult kiln::emitPTX(ModuleOp module, StringRef arch, std::string &llvmIR, std::string &ptx,
-                            bool fpFusion) {
+                            bool fpFusion, bool loopStrengthReduce) {
   initNVPTX();
   Location loc = module.getLoc();
   llvm::LLVMContext llvmCtx;
@@ -195,7 +217,7 @@ LogicalResult kiln::emitPTX(ModuleOp module, StringRef arch, std::string &llvmIR
   {
     llvm::raw_svector_ostream os(buffer);
     llvm::legacy::PassManager pm;
-    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    if (!addCodeGenerator(*tm, pm, os, llvm::CodeGenFileType::AssemblyFile, loopStrengthReduce))
       return emitError(loc) << "NVPTX cannot emit assembly";
     pm.run(*llvmModule);
   }

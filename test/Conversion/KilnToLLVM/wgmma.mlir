@@ -42,20 +42,18 @@
 // CHECK-NEXT: %[[U:.*]] = llvm.mlir.undef : f32
 // CHECK-COUNT-31: llvm.mlir.undef : f32
 // CHECK-NEXT: %[[AADDR:.*]] = llvm.add %[[ASLOT]], %[[GBYTES]] : i32
-// CHECK-NEXT: %[[M14:.*]] = llvm.mlir.constant(16383 : i32) : i32
+// The start address (16-byte units) unmasked, added to the fixed fields (an add, not an or:
+// ptxas makes the later per-k adds one UIADD3.64 each).
 // CHECK-NEXT: %[[FOUR:.*]] = llvm.mlir.constant(4 : i32) : i32
 // CHECK-NEXT: %[[A16:.*]] = llvm.lshr %[[AADDR]], %[[FOUR]] : i32
-// CHECK-NEXT: %[[AF:.*]] = llvm.and %[[A16]], %[[M14]] : i32
-// CHECK-NEXT: %[[AW:.*]] = llvm.zext %[[AF]] : i32 to i64
+// CHECK-NEXT: %[[AW:.*]] = llvm.zext %[[A16]] : i32 to i64
 // CHECK-NEXT: %[[AFIX:.*]] = llvm.mlir.constant(4611686293305294848 : i64) : i64
-// CHECK-NEXT: %[[ADESC:.*]] = llvm.or %[[AW]], %[[AFIX]] : i64
-// CHECK-NEXT: llvm.mlir.constant(16383 : i32)
+// CHECK-NEXT: %[[ADESC:.*]] = llvm.add %[[AW]], %[[AFIX]] : i64
 // CHECK-NEXT: llvm.mlir.constant(4 : i32)
 // CHECK-NEXT: %[[B16:.*]] = llvm.lshr %[[BSLOT]], %{{.*}} : i32
-// CHECK-NEXT: %[[BF:.*]] = llvm.and %[[B16]], %{{.*}} : i32
-// CHECK-NEXT: %[[BW:.*]] = llvm.zext %[[BF]] : i32 to i64
+// CHECK-NEXT: %[[BW:.*]] = llvm.zext %[[B16]] : i32 to i64
 // CHECK-NEXT: %[[BFIX:.*]] = llvm.mlir.constant(4611686293338849280 : i64) : i64
-// CHECK-NEXT: %[[BDESC:.*]] = llvm.or %[[BW]], %[[BFIX]] : i64
+// CHECK-NEXT: %[[BDESC:.*]] = llvm.add %[[BW]], %[[BFIX]] : i64
 // CHECK-NEXT: llvm.inline_asm has_side_effects "wgmma.fence.sync.aligned;", ""
 // k = 0: scale-d 0, the undefined registers in.
 // CHECK-NEXT: %[[D0:.*]] = llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, $66, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31}, $64, $65, p, 1, 1, 0, 1;\0A}", "=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,l,l,r" %[[U]], {{.*}}, %[[ADESC]], %[[BDESC]], %[[ZERO]] : (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, i64, i64, i32) -> !llvm.struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>
@@ -115,9 +113,9 @@ module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.threads_per_warp = 32 
 // CHECK-NOT: llvm.mlir.undef : f32
 // CHECK-NEXT: %[[SCALE:.*]] = llvm.zext %[[FLAG]] : i1 to i32
 // CHECK: %[[AFIX:.*]] = llvm.mlir.constant(-9223371899415822336 : i64) : i64
-// CHECK-NEXT: %[[ADESC:.*]] = llvm.or %{{.*}}, %[[AFIX]] : i64
+// CHECK-NEXT: %[[ADESC:.*]] = llvm.add %{{.*}}, %[[AFIX]] : i64
 // CHECK: %[[BFIX:.*]] = llvm.mlir.constant(-9223371899415822336 : i64) : i64
-// CHECK-NEXT: %[[BDESC:.*]] = llvm.or %{{.*}}, %[[BFIX]] : i64
+// CHECK-NEXT: %[[BDESC:.*]] = llvm.add %{{.*}}, %[[BFIX]] : i64
 // CHECK-NEXT: "wgmma.fence.sync.aligned;"
 // CHECK-NEXT: llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, $64, $65, p, 1, 1, 0, 0;{{.*}}" %{{.*}}, %[[ADESC]], %[[BDESC]], %[[SCALE]] :
 // CHECK: llvm.mlir.constant(2 : i64)
@@ -192,7 +190,7 @@ module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma} {
 // CHECK-NEXT: %[[V31:.*]] = llvm.insertelement %[[E7]], %[[V30]]
 // CHECK-NEXT: %[[R3:.*]] = llvm.bitcast %[[V31]] : vector<2xf16> to i32
 // CHECK: %[[BFIX:.*]] = llvm.mlir.constant(4611686293313683456 : i64) : i64
-// CHECK-NEXT: %[[BDESC:.*]] = llvm.or %{{.*}}, %[[BFIX]] : i64
+// CHECK-NEXT: %[[BDESC:.*]] = llvm.add %{{.*}}, %[[BFIX]] : i64
 // CHECK-NEXT: "wgmma.fence.sync.aligned;"
 // CHECK-NEXT: llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, $69, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;\0A}", "=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,=f,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,r,r,r,r,l,r" {{.*}}, %[[R0]], %[[R1]], %[[R2]], %[[R3]], %[[BDESC]], %{{.*}} : (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, i32, i32, i32, i32, i64, i32) ->
 // CHECK-NOT: wgmma.mma_async
@@ -221,9 +219,9 @@ module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma} {
 // out of a loop: only the base descriptors stay live across it.
 // CHECK-LABEL: llvm.func @int8(
 // CHECK: %[[AFIX:.*]] = llvm.mlir.constant(-9223371899415822336 : i64) : i64
-// CHECK-NEXT: %[[ADESC:.*]] = llvm.or %{{.*}}, %[[AFIX]]
+// CHECK-NEXT: %[[ADESC:.*]] = llvm.add %{{.*}}, %[[AFIX]]
 // CHECK: %[[BFIX:.*]] = llvm.mlir.constant(-9223371899415822336 : i64) : i64
-// CHECK-NEXT: %[[BDESC:.*]] = llvm.or %{{.*}}, %[[BFIX]]
+// CHECK-NEXT: %[[BDESC:.*]] = llvm.add %{{.*}}, %[[BFIX]]
 // CHECK-NEXT: "wgmma.fence.sync.aligned;"
 // CHECK-NEXT: llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, $34, 0;\0Awgmma.mma_async.sync.aligned.m64n32k32.s32.s8.s8 {$0, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15}, $32, $33, p;\0A}", "=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,=r,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,l,l,r" %{{.*}}, %[[ADESC]], %[[BDESC]], %{{.*}} : (i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i64, i64, i32) -> !llvm.struct<(i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32)>
 // CHECK-NOT: llvm.add %[[ADESC]]
@@ -292,9 +290,9 @@ module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma} {
 // the second with B's descriptor 256 columns on: 4 strips of 64 columns x 16 rows x 128
 // bytes = 8192 bytes (+512, added inside the asm: a one-slot buffer).
 // CHECK-LABEL: llvm.func @n512(
-// CHECK: %[[ADESC:.*]] = llvm.or %{{.*}}, %{{.*}} : i64
+// CHECK: %[[ADESC:.*]] = llvm.add %{{.*}}, %{{.*}} : i64
 // CHECK: %[[BFIX:.*]] = llvm.mlir.constant(4611686293313683456 : i64) : i64
-// CHECK-NEXT: %[[BDESC:.*]] = llvm.or %{{.*}}, %[[BFIX]] : i64
+// CHECK-NEXT: %[[BDESC:.*]] = llvm.add %{{.*}}, %[[BFIX]] : i64
 // CHECK-NEXT: "wgmma.fence.sync.aligned;"
 // CHECK-NEXT: llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, $258, 0;\0Awgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {$0, $1, {{(\$[0-9]+, ){125}\$}}127}, $256, $257, p, 1, 1, 0, 1;\0A}", "{{(=f,){128}0}},1,{{([0-9]+,){125}1}}27,l,l,r" {{.*}}, %[[ADESC]], %[[BDESC]], %{{.*}} : ({{(f32, ){128}i}}64, i64, i32)
 // CHECK-NEXT: llvm.extractvalue
@@ -367,10 +365,10 @@ module attributes {kiln_gpu.num_warps = 8 : i32, kiln_gpu.wgmma} {
 // CHECK-NEXT: llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;", ""
 // CHECK-NEXT: nvvm.barrier0
 // CHECK: %[[AFIX:.*]] = llvm.mlir.constant(-4611685949707911168 : i64) : i64
-// CHECK-NEXT: %[[ADESC:.*]] = llvm.or %{{.*}}, %[[AFIX]] : i64
+// CHECK-NEXT: %[[ADESC:.*]] = llvm.add %{{.*}}, %[[AFIX]] : i64
 // CHECK: llvm.lshr %[[BASE]]
 // CHECK: %[[BFIX:.*]] = llvm.mlir.constant(4611686293313683456 : i64) : i64
-// CHECK-NEXT: %[[BD0:.*]] = llvm.or %{{.*}}, %[[BFIX]] : i64
+// CHECK-NEXT: %[[BD0:.*]] = llvm.add %{{.*}}, %[[BFIX]] : i64
 // CHECK-NEXT: "wgmma.fence.sync.aligned;"
 // CHECK-NEXT: %[[OFF:.*]] = llvm.mlir.constant(128 : i64) : i64
 // CHECK-NEXT: %[[BDESC:.*]] = llvm.add %[[BD0]], %[[OFF]] : i64

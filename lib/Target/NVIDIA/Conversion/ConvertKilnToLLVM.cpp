@@ -248,6 +248,8 @@ struct KilnConvertToLLVMPass final : kiln::impl::KilnConvertToLLVMBase<KilnConve
     if (dynamicShared)
       module->setAttr(kDynamicSharedAttr,
                       IntegerAttr::get(IntegerType::get(ctx, 32), dynamicShared));
+    if (module.walk([](kgpu::AsyncCopyOp) { return WalkResult::interrupt(); }).wasInterrupted())
+      module->setAttr(kCpAsyncCopiesAttr, UnitAttr::get(ctx));
 
     const TargetInfo &target = getNVIDIATargetInfo();
     KilnLLVMTypeConverter converter(ctx);

@@ -76,6 +76,10 @@ inline constexpr llvm::StringLiteral kWgmmaBufferOffsetAttr = "kiln_gpu.wgmma_bu
 /// Module attribute: bytes of dynamic shared memory the kernel needs at launch (set by
 /// -kiln-convert-to-llvm when shared rings exist).
 inline constexpr llvm::StringLiteral kDynamicSharedAttr = "kiln_gpu.dynamic_shared";
+/// Module attribute (unit): the kernel copies tiles into shared memory with cp.async (rings
+/// of dot operands loaded through pointers), set by -kiln-convert-to-llvm. Its PTX is then
+/// generated without LLVM's loop strength reduction (emitPTX).
+inline constexpr llvm::StringLiteral kCpAsyncCopiesAttr = "kiln_gpu.cp_async_copies";
 /// Module attribute (i32 array, one per kernel argument): the rows of the TMA boxes copied
 /// through a tensor map argument, 0 for the others (-kiln-pipeline-dot-operands).
 inline constexpr llvm::StringLiteral kTmaBoxRowsAttr = "kiln_gpu.tma_box_rows";
