@@ -176,12 +176,14 @@ std::optional<Tile> kiln::Builder::derivedTensorMap(const Tile &base, ArrayRef<T
   };
   DType elem = base.dtype.getPointee();
   std::optional<unsigned> b = argument(base);
-  if (block.size() != 2 || shape.size() != 2 || strides.size() != 1 || !b ||
+  const size_t rank = block.size();
+  if (rank < 2 || rank > 5 || shape.size() != rank || strides.size() + 1 != rank || !b ||
       !base.dtype.isPointer() || (elem != DType::fp16() && elem != DType::bf16()) ||
       divisibility(*b) % 16)
     return std::nullopt;
   const int64_t itemsize = 2;
-  std::vector<int64_t> recipe = {*b, elem == DType::fp16() ? 'h' : 'H', 2, block[0], block[1]};
+  std::vector<int64_t> recipe = {*b, elem == DType::fp16() ? 'h' : 'H', int64_t(rank)};
+  recipe.insert(recipe.end(), block.begin(), block.end());
   // An extent or stride: an int32/int64 argument (a stride specialized a multiple of 16
   // bytes), or -1 - a positive constant (a stride a multiple of 16 bytes). No bool or unsigned
   // argument: the launcher reads a field's word as a signed integer.
@@ -197,8 +199,12 @@ std::optional<Tile> kiln::Builder::derivedTensorMap(const Tile &base, ArrayRef<T
       return std::nullopt;
     return int64_t(*a);
   };
-  for (auto [t, stride] :
-       {std::pair(&shape[0], false), std::pair(&shape[1], false), std::pair(&strides[0], true)}) {
+  SmallVector<std::pair<const Tile *, bool>> fields;
+  for (const Tile &t : shape)
+    fields.push_back({&t, false});
+  for (const Tile &t : strides)
+    fields.push_back({&t, true});
+  for (auto [t, stride] : fields) {
     std::optional<int64_t> f = field(*t, stride);
     if (!f)
       return std::nullopt;

@@ -81,20 +81,38 @@ static bool onlyDotsRead(Value v, scf::ForOp loop) {
   return true;
 }
 
+/// The reshape of a descriptor's block to its last two dimensions, the others being 1 (an
+/// expert's [1, N, K] block of a [E, N, K] tensor read as N x K), or null.
+static ReshapeOp dropUnitBlockDims(DescriptorLoadOp desc) {
+  RankedTensorType type = desc.getType();
+  if (type.getRank() <= 2 || !desc->hasOneUse())
+    return {};
+  auto reshape = dyn_cast<ReshapeOp>(*desc->getUsers().begin());
+  if (!reshape || reshape.getAllowReorder() ||
+      reshape.getType().getShape() != type.getShape().take_back(2))
+    return {};
+  return reshape;
+}
+
 /// A descriptor load the TMA can copy into a ring: read by dots only (onlyDotsRead; each gets
 /// a ring of its own unless shareBRings lets it read another's), 16-bit floats, a 2-D block
-/// TMA boxes cover (nvidia::getTensorMapBox), offsets computable for any iteration from the
+/// TMA boxes cover (nvidia::getTensorMapBox) or one of more dimensions whose outer ones are 1,
+/// reshaped to its last two (dropUnitBlockDims), offsets computable for any iteration from the
 /// induction variable, inductions and loop invariants.
 FailureOr<CopyPlan> planTmaCopy(DescriptorLoadOp desc, Value operand, scf::ForOp loop) {
   RankedTensorType type = desc.getType();
   Type elem = type.getElementType();
-  if (desc->getBlock() != loop.getBody() || !onlyDotsRead(desc.getResult(), loop) ||
-      type.getRank() != 2 || (!elem.isF16() && !elem.isBF16()) ||
+  ReshapeOp reshape = dropUnitBlockDims(desc);
+  if (desc->getBlock() != loop.getBody() || (type.getRank() != 2 && !reshape) ||
+      (reshape && reshape->getBlock() != loop.getBody()) ||
+      !onlyDotsRead(reshape ? reshape.getResult() : desc.getResult(), loop) ||
+      (!elem.isF16() && !elem.isBF16()) ||
       !nvidia::getTensorMapBox(std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
                                elem.getIntOrFloatBitWidth() / 8))
     return failure();
   CopyPlan plan;
   plan.desc = desc;
+  plan.reshape = reshape;
   if (failed(sliceWithInductions(plan, desc, loop)))
     return failure();
   return plan;
@@ -122,6 +140,10 @@ FailureOr<CopyPlan> planCopy(Value operand, scf::ForOp loop) {
   }
   if (auto desc = operand.getDefiningOp<DescriptorLoadOp>())
     return planTmaCopy(desc, operand, loop);
+  if (auto reshape = operand.getDefiningOp<ReshapeOp>())
+    if (auto desc = reshape.getSrc().getDefiningOp<DescriptorLoadOp>();
+        desc && dropUnitBlockDims(desc) == reshape)
+      return planTmaCopy(desc, operand, loop);
   auto load = operand.getDefiningOp<LoadOp>();
   // Each dot reading the load gets a ring and a copy of its own, or with wgmma reads an
   // earlier dot's ring (shareBRings); the load goes once no dot reads it any more.
@@ -538,8 +560,9 @@ bool recordTmaBoxRows(scf::ForOp loop, ArrayRef<DotPlan> plans) {
       if (!copy || !copy->desc)
         continue;
       DescriptorLoadOp desc(copy->desc);
+      RankedTensorType type = desc.getType(); // (rows: the block's next-to-last dimension)
       noteTmaBoxRows(func, cast<BlockArgument>(desc.getDesc()).getArgNumber(),
-                     int32_t(std::min<int64_t>(256, desc.getType().getDimSize(0))));
+                     int32_t(std::min<int64_t>(256, type.getDimSize(type.getRank() - 2))));
     }
   return true;
 }

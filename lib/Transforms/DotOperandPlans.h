@@ -47,6 +47,9 @@ struct CopyPlan {
   /// fills the ring with the block as loaded, which is then the other major-ness of the dot
   /// operand (B contiguous along K, or A along M).
   TransOp trans;
+  /// The reshape of `desc`'s block to its last two dimensions (the others 1), when it has
+  /// more than two: the ring holds the 2-D block.
+  ReshapeOp reshape;
 };
 
 /// Where one dot of the loop reads its A operand from.

@@ -105,10 +105,13 @@ kgpu::SharedBufferType ringBufferType(MLIRContext *ctx, RankedTensorType tile, u
 
 /// How a loop is pipelined: decided before anything is rewritten.
 struct LoopSchedule {
-  unsigned stages;                ///< ring slots: as many as asked for that fit the budget
-  bool tma;                       ///< descriptor loads copied by the TMA (else cp.async groups)
-  int64_t groupBytes;             ///< TMA bytes one slot's copies bring
-  std::optional<unsigned> accArg; ///< the only dot's accumulator runs on (chained)
+  unsigned stages; ///< ring slots: as many as asked for that fit the budget
+  bool tma;        ///< descriptor loads copied by the TMA (else cp.async groups)
+  /// (TMA) the other loads copied by cp.async in the same groups: every thread's copies arrive
+  /// on the slot's barrier too, which expects the TMA's bytes without an arrival of its own
+  bool mixed;
+  int64_t groupBytes;                  ///< TMA bytes one slot's copies bring
+  std::optional<unsigned> accArg;      ///< the only dot's accumulator runs on (chained)
   std::optional<unsigned> deferredArg; ///< the last of several dots runs on (deferred)
   bool overlap;                        ///< the only dot runs on into the next iteration (3+ slots)
   bool waitAtUses;                     ///< dots are waited for where their results are read
@@ -120,9 +123,9 @@ struct LoopSchedule {
 };
 
 /// Step 1 of pipelineLoop: the schedule of `loop` with `plans` for `stages` slots asked for
-/// within `budget` bytes of shared memory; failure when the loop cannot be pipelined (mixed
-/// TMA and cp.async copies, rings that do not fit, boxes TMA cannot copy). Records the TMA
-/// box rows of the loop's tensor maps (kTmaBoxRowsAttr) when it uses the TMA.
+/// within `budget` bytes of shared memory; failure when the loop cannot be pipelined (TMA and
+/// cp.async copies mixed without wgmma, rings that do not fit, boxes TMA cannot copy). Records the
+/// TMA box rows of the loop's tensor maps (kTmaBoxRowsAttr) when it uses the TMA.
 FailureOr<LoopSchedule> scheduleLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool allDots,
                                      unsigned stages, bool wgmma, int64_t budget) {
   MLIRContext *ctx = loop.getContext();
@@ -150,7 +153,10 @@ FailureOr<LoopSchedule> scheduleLoop(scf::ForOp loop, MutableArrayRef<DotPlan> p
     return failure();
 
   // Tensor descriptor loads are copied by the TMA, completing on one transaction barrier per
-  // slot; the other loads by cp.async groups. A loop uses one or the other.
+  // slot; the other loads by cp.async groups. A wgmma loop may mix them (an MoE layer's
+  // expert weights through a descriptor, its tokens gathered by pointers): every thread's
+  // cp.async copies of a group then arrive on the slot's barrier, which expects the TMA's
+  // bytes besides.
   int64_t tmaCopies = 0, cpAsyncCopies = 0, groupBytes = 0;
   for (DotPlan &plan : plans) {
     for (const CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b}) {
@@ -167,8 +173,8 @@ FailureOr<LoopSchedule> scheduleLoop(scf::ForOp loop, MutableArrayRef<DotPlan> p
   }
   // (A loaded once before the loop is copied by cp.async either way: with TMA rings it is
   // waited for before the loop.)
-  bool tma = tmaCopies > 0;
-  if (tma && cpAsyncCopies)
+  bool tma = tmaCopies > 0, mixed = tma && cpAsyncCopies;
+  if (mixed && !wgmma)
     return failure();
   if (tma && !recordTmaBoxRows(loop, plans))
     return failure();
@@ -195,10 +201,10 @@ FailureOr<LoopSchedule> scheduleLoop(scf::ForOp loop, MutableArrayRef<DotPlan> p
   // p @ v). ptxas moves a wait for it within its iteration up to the top of the softmax;
   // across the back edge, before the next iteration's first dot, it stays there.
   std::optional<unsigned> carriedArg;
-  if (waitAtUses && tma && stages >= 3)
+  if (waitAtUses && tma && !mixed && stages >= 3)
     carriedArg = getCarriedAccumulator(loop, plans);
-  return LoopSchedule{stages,  tma,        groupBytes, accArg,   deferredArg,
-                      overlap, waitAtUses, lateCopies, distance, carriedArg};
+  return LoopSchedule{stages,  tma,        mixed,      groupBytes, accArg,    deferredArg,
+                      overlap, waitAtUses, lateCopies, distance,   carriedArg};
 }
 
 /// Step 4 of pipelineLoop: the copies replace the loads of `plans` (the last ones were issued
@@ -215,6 +221,8 @@ void eraseReplacedLoads(IRRewriter &rewriter, MutableArrayRef<DotPlan> plans, Ar
       if (copy) {
         if (copy->trans)
           rewriter.eraseOp(copy->trans);
+        if (copy->reshape && copy->reshape->use_empty() && erased.insert(copy->reshape).second)
+          rewriter.eraseOp(copy->reshape);
         Operation *load = copy->desc ? DescriptorLoadOp(copy->desc).getOperation()
                                      : LoadOp(copy->load).getOperation();
         if (load->use_empty() && erased.insert(load).second)
@@ -253,7 +261,7 @@ void drainAfterLoop(IRRewriter &rewriter, scf::ForOp forOp, const LoopSchedule &
     result.replaceAllUsesExcept(done.getResult(), done);
   }
   // (TMA copies past the last iteration were never issued: their predicate was false.)
-  if (schedule.tma)
+  if (schedule.tma && !schedule.mixed)
     kgpu::BarrierOp::create(rewriter, loc);
   else
     kgpu::AsyncWaitOp::create(rewriter, loc, rewriter.getI32IntegerAttr(0));
@@ -279,7 +287,7 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   if (failed(schedule))
     return failure();
   const unsigned stages = schedule->stages, distance = schedule->distance;
-  const bool tma = schedule->tma, overlap = schedule->overlap;
+  const bool tma = schedule->tma, mixed = schedule->mixed, overlap = schedule->overlap;
   const bool waitAtUses = schedule->waitAtUses, lateCopies = schedule->lateCopies;
   const int64_t groupBytes = schedule->groupBytes;
   const std::optional<unsigned> accArg = schedule->accArg, deferredArg = schedule->deferredArg;
@@ -329,8 +337,10 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   // descriptors on the H100 (where that barrier cost 2.7 stalls per issue): +5-11% at D 128,
   // +0-5% at D 64; copies at the end of the body instead (as cp.async's on barriers, below)
   // lost 6-7% at D 64, the next iteration's copies then starting an iteration later.
-  bool endEmpties = tma && !overlap && !deferredArg && stages >= 3;
-  bool emptyBarriers = (tma && overlap && !lateCopies) || endEmpties;
+  // (Not with cp.async copies in the groups: every thread copies, so every thread would wait
+  // for the slot; the barrier at the top of the iteration orders the reads before them.)
+  bool endEmpties = tma && !mixed && !overlap && !deferredArg && stages >= 3;
+  bool emptyBarriers = (tma && !mixed && overlap && !lateCopies) || endEmpties;
   // cp.async rings of a loop whose dots are waited for where they are read (3 or more slots)
   // complete on barriers too, with no CTA barrier in the loop: each thread arrives on the
   // slot's barrier once its copies have landed (one arrival per thread) and every thread
@@ -343,7 +353,8 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
   if (tma || copyBarriers)
     barriers = kgpu::MBarrierAllocOp::create(
         rewriter, loc, kgpu::MBarriersType::get(ctx, stages),
-        rewriter.getI32IntegerAttr(copyBarriers ? int32_t(numWarps * kgpu::kWarpSize) : 1));
+        rewriter.getI32IntegerAttr(copyBarriers || mixed ? int32_t(numWarps * kgpu::kWarpSize)
+                                                         : 1));
   if (emptyBarriers || copyBarriers)
     empties = kgpu::MBarrierAllocOp::create(rewriter, loc, kgpu::MBarriersType::get(ctx, stages),
                                             rewriter.getI32IntegerAttr(int32_t(numWarps)));
@@ -464,16 +475,18 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
       next[k] = r;
     return next;
   };
-  // The start of a copy group for slot `slot`: one arrival expecting all its TMA bytes.
+  // The start of a copy group for slot `slot`: one arrival expecting all its TMA bytes (mixed
+  // with cp.async copies, the expectation alone: every thread arrives at the end).
   auto startGroup = [&](Value slot, Value inRange) {
     if (tma)
       kgpu::MBarrierExpectOp::create(rewriter, loc, barriers, slot, inRange,
-                                     rewriter.getI32IntegerAttr(int32_t(groupBytes)));
+                                     rewriter.getI32IntegerAttr(int32_t(groupBytes)),
+                                     mixed ? rewriter.getUnitAttr() : UnitAttr());
   };
   auto endGroup = [&](Value slot) {
-    if (!tma)
+    if (!tma || mixed)
       kgpu::AsyncCommitOp::create(rewriter, loc);
-    if (copyBarriers)
+    if (copyBarriers || mixed)
       kgpu::AsyncArriveOp::create(rewriter, loc, barriers, slot);
   };
   Value loopIv = loop.getInductionVar();
@@ -559,9 +572,9 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
                                              rewriter.getI32IntegerAttr(distance - 1));
     kgpu::MBarrierWaitOp::create(rewriter, loc, barriers, slot, forOp.getRegionIterArgs().back(),
                                  Value());
-    if (copyBarriers)
+    if (copyBarriers || mixed)
       kgpu::ProxyFenceOp::create(rewriter, loc);
-    else if (!emptyBarriers)
+    if (!copyBarriers && !emptyBarriers)
       kgpu::BarrierOp::create(rewriter, loc);
   };
   waitForSlot();
@@ -768,9 +781,10 @@ struct KilnPipelineDotOperandsPass final
           if (auto desc = dot.getA().getDefiningOp<DescriptorLoadOp>();
               desc && !loop->isAncestor(desc))
             (void)lowerDescriptorLoad(desc);
-      // A descriptor load in the loop that the TMA cannot copy (a 3-D block [1, BN, BK] of
-      // expert weights, reshaped to 2-D for the dot) is its masked load now, so that the
-      // rings copy it with cp.async instead of the loop loading it where it is read.
+      // A descriptor load in the loop that the TMA cannot copy (a block of more than two
+      // dimensions not 1 along the outer ones, a row under 32 bytes) is its masked load now,
+      // so that the rings copy it with cp.async instead of the loop loading it where it is
+      // read.
       for (DotOp dot : list)
         for (Value operand : {dot.getA(), dot.getB()})
           if (DescriptorLoadOp desc = loadBehindViews(operand);
@@ -785,10 +799,10 @@ struct KilnPipelineDotOperandsPass final
         return plans;
       };
       SmallVector<DotPlan, 2> plans = planAll();
-      // A loop copies by the TMA or by cp.async, not both: where its operands would mix them
-      // (a TMA-able descriptor beside a masked load), the descriptor loads become masked loads
-      // too, so that every operand is copied ahead rather than none.
-      if (mixesCopyEngines(plans)) {
+      // Without wgmma a loop copies by the TMA or by cp.async, not both: where its operands
+      // would mix them (a TMA-able descriptor beside a masked load), the descriptor loads
+      // become masked loads too, so that every operand is copied ahead rather than none.
+      if (!wgmma && mixesCopyEngines(plans)) {
         llvm::SetVector<Operation *> descs; // (one load several dots read, once)
         for (DotPlan &plan : plans)
           for (CopyPlan *copy : {plan.a ? &*plan.a : nullptr, &plan.b})

@@ -1,8 +1,8 @@
 //===- BuilderDescriptorTest.cpp - Builder::derivedTensorMap ---------------===//
 //
 // Which tensor descriptors made in a kernel get a tensor map the launcher encodes from the
-// launch's arguments: the one decision both front ends take from the Builder, with its recipe
-// on the appended parameter.
+// launch's arguments (2-D to 5-D): the one decision both front ends take from the Builder,
+// with its recipe on the appended parameter.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,9 +76,20 @@ TEST_F(BuilderDescriptorTest, NoMapWhereTheLauncherCannotEncodeOne) {
   EXPECT_FALSE(map(0, b.boolConst(true), b.arg(2), b.arg(2))); // a bool
   EXPECT_FALSE(map(0, b.arg(7), b.arg(2), b.arg(2)));          // a host descriptor's field
   EXPECT_FALSE(map(0, b.add(b.arg(1), b.intConst(1)), b.arg(2), b.arg(2))); // computed
-  EXPECT_FALSE(b.derivedTensorMap(b.arg(0), {b.arg(1), b.arg(2), b.arg(2)}, {b.arg(2), b.arg(2)},
-                                  {8, 8, 8})); // 3-D
+  std::vector<Tile> six(6, b.arg(2)), five(5, b.arg(2));
+  EXPECT_FALSE(b.derivedTensorMap(b.arg(0), six, five, {1, 1, 1, 1, 8, 8})); // 6-D
+  EXPECT_FALSE(b.derivedTensorMap(b.arg(0), {b.arg(1), b.arg(2)}, {b.arg(2), b.arg(2)},
+                                  {8, 8})); // a stride too many
   EXPECT_EQ(numArgs(), 8u);
+}
+
+TEST_F(BuilderDescriptorTest, ExpertWeightsGetA3DMap) {
+  // An MoE layer's weights [E, N, K] (E = M, N = 64, K) with strides [4096, K], read in
+  // blocks [1, 64, 32]: rank 3, the block, the extents, both strides.
+  std::optional<Tile> m = b.derivedTensorMap(b.arg(0), {b.arg(1), b.intConst(64), b.arg(2)},
+                                             {b.intConst(4096), b.arg(2)}, {1, 64, 32});
+  ASSERT_TRUE(m);
+  EXPECT_EQ(recipeOn(8), (std::vector<int64_t>{0, 'h', 3, 1, 64, 32, 1, -65, 2, -4097, 2, 0}));
 }
 
 TEST_F(BuilderDescriptorTest, StrideSpecializedToEightElementsIsAligned) {

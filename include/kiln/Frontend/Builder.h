@@ -315,11 +315,11 @@ public:
                        llvm::ArrayRef<int64_t> block);
   /// The tensor map of tl.make_tensor_descriptor(base, shape, strides + [1], block) where a
   /// launcher can encode one from the launch's arguments, so that the TMA copies its blocks
-  /// (both front ends ask here): a 2-D fp16 or bf16 tensor whose base is a pointer argument
-  /// specialized 16-byte aligned, whose extents are int32/int64 arguments or positive constants,
-  /// and whose row stride is such an argument specialized a multiple of 16 bytes or a constant
-  /// multiple of 16 bytes. Returns the map parameter, appended once per distinct recipe with
-  /// the recipe on it (kTensorMapRecipeAttr: base, dtype code 'h' / 'H', rank, block, per
+  /// (both front ends ask here): a 2-D to 5-D fp16 or bf16 tensor whose base is a pointer
+  /// argument specialized 16-byte aligned, whose extents are int32/int64 arguments or positive
+  /// constants, and whose strides are such arguments specialized multiples of 16 bytes or
+  /// constant multiples of 16 bytes. Returns the map parameter, appended once per distinct recipe
+  /// with the recipe on it (kTensorMapRecipeAttr: base, dtype code 'h' / 'H', rank, block, per
   /// extent and stride an argument number or -1 - value, then 0: the kernel reads it
   /// unguarded), or nullopt: the descriptor's accesses are then masked loads and stores.
   std::optional<Tile> derivedTensorMap(const Tile &base, llvm::ArrayRef<Tile> shape,

@@ -12,12 +12,17 @@ using namespace kiln::nvidia;
 
 std::optional<TensorMapBox> kiln::nvidia::getTensorMapBox(const std::vector<int64_t> &block,
                                                           unsigned elemBytes, unsigned boxRows) {
-  // 2-D blocks (the operands of dots) only.
-  if (block.size() != 2 || !elemBytes)
+  // 2-D blocks (the operands of dots), or blocks of up to 5 dimensions whose outer ones are
+  // 1 (an expert's [1, N, K] of a [E, N, K] weight tensor): the box is 1 along those.
+  const size_t rank = block.size();
+  if (rank < 2 || rank > 5 || !elemBytes ||
+      std::any_of(block.begin(), block.end() - 2, [](int64_t d) { return d != 1; }))
     return std::nullopt;
   TensorMapBox box;
-  box.rank = 2;
-  int64_t rows = block[0], inner = block[1], innerBytes = inner * elemBytes;
+  box.rank = unsigned(rank);
+  for (size_t i = 2; i < rank; ++i)
+    box.dims[i] = 1;
+  int64_t rows = block[rank - 2], inner = block[rank - 1], innerBytes = inner * elemBytes;
   // Shared memory in wgmma's canonical layout: the block in column strips of S bytes (the
   // swizzle), a strip narrower than 32 bytes is not swizzled. A box is `boxRows` rows of one
   // strip (the compiler copies dot operands in whole blocks, up to the TMA's 256 rows).

@@ -134,6 +134,36 @@ module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma, kiln_gpu.tma_bo
 
 // -----
 
+// An expert's block of a 3-D tensor [E, N, K] (the block 1 along E): the box's two inner
+// coordinates as for a 2-D block, then the expert's, in cp.async.bulk.tensor.3d. Its group's
+// barrier expects the TMA's bytes without arriving (mbarrier.expect_tx: the group's cp.async
+// copies arrive there, one arrival a thread).
+// CHECK-LABEL: llvm.func @expert(
+// CHECK-SAME: %[[AD:[^:]*]]: !llvm.ptr {{.*}}, %[[E:[^:]*]]: i32, %[[I:[^:]*]]: i32, %[[S:[^:]*]]: i32, %[[P:[^:]*]]: i1)
+// CHECK: "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [$0], $1;", "r,r" %{{.*}}, %{{.*}} : (i32, i32) -> !llvm.void
+// CHECK: llvm.cond_br
+// CHECK-NEXT: ^{{.*}}:
+// CHECK-NEXT: llvm.mlir.constant(0 : i32)
+// CHECK-NEXT: %[[D:.*]] = llvm.add
+// CHECK-NEXT: llvm.mlir.constant(0 : i32)
+// CHECK-NEXT: %[[IN:.*]] = llvm.add %[[I]]
+// CHECK-NEXT: llvm.mlir.constant(0 : i32)
+// CHECK-NEXT: %[[OUT:.*]] = llvm.add %[[I]]
+// CHECK-NEXT: "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3, $5}], [$4];", "r,l,r,r,r,r" %[[D]], %{{.*}}, %[[IN]], %[[OUT]], %{{.*}}, %[[E]]
+// CHECK-NEXT: llvm.br
+// CHECK-NOT: cp.async.bulk.tensor
+module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma, kiln_gpu.tma_box_rows = array<i32: 64, 0, 0, 0, 0>} {
+  func.func @expert(%ad: !kiln.tensormap, %e: i32, %i: i32, %s: i32, %p: i1) {
+    %a = kiln_gpu.local_alloc {k_major = true, operand = 0 : i32} : !kiln_gpu.shared<[2, 64, 16], bf16>
+    %bars = kiln_gpu.mbarrier_alloc {arrivals = 128 : i32} : !kiln_gpu.mbarriers<2>
+    kiln_gpu.mbarrier_expect %bars[%s], %p {bytes = 2048 : i32, no_arrive} : !kiln_gpu.mbarriers<2>
+    kiln_gpu.tma_copy %ad[%e, %i, %i], %a[%s], %bars, %p : !kiln.tensormap, !kiln_gpu.shared<[2, 64, 16], bf16>, !kiln_gpu.mbarriers<2>
+    return
+  }
+}
+
+// -----
+
 // whole_warp (a loop whose last dot runs on across its back edge): warp 0 waits, all its
 // lanes, behind a branch on the warp id read from lane 0 once at the top of the kernel
 // (shfl.sync.idx: ptxas knows it to be warp-uniform) and the op's predicate; the spin loop

@@ -4,11 +4,12 @@
 // dot_wait, mbarrier_expect / mbarrier_wait, shared_dot, the ring type), beside
 // invalid.mlir's layout and ring cases.
 
-// tma_copy takes one coordinate per dimension of the slot (outermost first).
+// tma_copy takes one coordinate per dimension of the slot (outermost first), and one per
+// outer dimension of a tensor of more (its blocks 1 along them).
 func.func @tma_coords(%d: !kiln.tensormap, %i: i32, %s: i32, %p: i1) {
   %a = kiln_gpu.local_alloc {k_major = true, operand = 0 : i32} : !kiln_gpu.shared<[3, 128, 64], f16>
   %bars = kiln_gpu.mbarrier_alloc : !kiln_gpu.mbarriers<3>
-  // expected-error @+1 {{'kiln_gpu.tma_copy' op expected 2 coordinates for a slot of rank 2, found 1}}
+  // expected-error @+1 {{'kiln_gpu.tma_copy' op expected 2 to 5 coordinates for a slot of rank 2 (the block's outer dimensions, beyond the slot's, being 1), found 1}}
   kiln_gpu.tma_copy %d[%i], %a[%s], %bars, %p : !kiln.tensormap, !kiln_gpu.shared<[3, 128, 64], f16>, !kiln_gpu.mbarriers<3>
   return
 }

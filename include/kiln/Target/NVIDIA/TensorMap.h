@@ -35,8 +35,9 @@ struct TensorMapBox {
 };
 
 /// The box of a block (outermost dimension first) of `elemBytes` elements, or nullopt when
-/// TMA does not copy it: not 2-D, a row narrower than 32 bytes, or `boxRows` not a power of
-/// two dividing the block's rows.
+/// TMA does not copy it: not 2-D (or of up to 5 dimensions, all but the last two 1: the box is
+/// 1 along those), a row narrower than 32 bytes, or `boxRows` not a power of two dividing the
+/// block's rows.
 /// `boxRows` (0: as many as the block has, at most 256) is the outer extent of a box, which
 /// the compiler chooses per kernel parameter (rt::Kernel::getTensorMapBoxRows).
 KILN_EXPORT std::optional<TensorMapBox> getTensorMapBox(const std::vector<int64_t> &block,

@@ -313,10 +313,12 @@ LogicalResult SetMaxRegistersOp::verify() {
 
 LogicalResult TmaCopyOp::verify() {
   auto buffer = getBuffer().getType();
-  if (getCoords().size() != buffer.getTileShape().size())
+  size_t rank = buffer.getTileShape().size();
+  if (getCoords().size() < rank || getCoords().size() > 5)
     return emitOpError("expected ")
-           << buffer.getTileShape().size() << " coordinates for a slot of rank "
-           << buffer.getTileShape().size() << ", found " << getCoords().size();
+           << rank << " to 5 coordinates for a slot of rank " << rank
+           << " (the block's outer dimensions, beyond the slot's, being 1), found "
+           << getCoords().size();
   if (getBarriers().getType().getCount() != buffer.getNumSlots())
     return emitOpError("expected one barrier per slot (")
            << buffer.getNumSlots() << "), found " << getBarriers().getType().getCount();

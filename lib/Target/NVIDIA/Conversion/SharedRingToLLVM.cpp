@@ -442,8 +442,10 @@ struct MBarrierExpectLowering final : ConvertOpToLLVMPattern<kgpu::MBarrierExpec
     emitOnThreadZero(
         b, loc, target, adaptor.getPred(),
         [&] {
-          emitAsm(b, loc, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
-                  {bar, i32Const(b, loc, op.getBytes())});
+          emitAsm(b, loc,
+                  op.getNoArrive() ? "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [$0], $1;"
+                                   : "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
+                  "r,r", {bar, i32Const(b, loc, op.getBytes())});
         },
         getLeaderWarp(op));
     b.eraseOp(op);
@@ -538,6 +540,18 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
     if (!box || box->swizzleBytes != layout.swizzle)
       return op.emitOpError("expected a slot in the layout of the TMA boxes of its block");
     BoxGrid grid(block, *box, layout);
+    // A tensor of more dimensions: its outer coordinates (the block is 1 along them) follow
+    // the slot's two, innermost first, as cp.async.bulk.tensor.Nd takes them.
+    ValueRange coords = adaptor.getCoords();
+    size_t outer = coords.size() - 2;
+    std::string text = "cp.async.bulk.tensor." + std::to_string(coords.size()) +
+                       "d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3";
+    std::string constraints = "r,l,r,r,r";
+    for (size_t i = 0; i < outer; ++i) {
+      text += ", $" + std::to_string(5 + i);
+      constraints += ",r";
+    }
+    text += "}], [$4];";
 
     // One thread (thread 0, or the first of a warp-specialized kernel's producer) issues
     // every box, each at constant offsets from the slot and the block.
@@ -547,14 +561,13 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
     emitOnThreadZero(
         b, loc, target, adaptor.getPred(),
         [&] {
-          grid.forEachBox(
-              b, loc, slotBase, adaptor.getCoords(), [&](Value dst, Value inner, Value outer) {
-                emitAsm(
-                    b, loc,
-                    "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                    "[$0], [$1, {$2, $3}], [$4];",
-                    "r,l,r,r,r", {dst, map, inner, outer, bar});
-              });
+          grid.forEachBox(b, loc, slotBase, coords.take_back(2),
+                          [&](Value dst, Value inner, Value rows) {
+                            SmallVector<Value> args{dst, map, inner, rows, bar};
+                            for (size_t i = 0; i < outer; ++i)
+                              args.push_back(coords[outer - 1 - i]);
+                            emitAsm(b, loc, text, constraints, args);
+                          });
         },
         getLeaderWarp(op));
     b.eraseOp(op);

@@ -291,14 +291,19 @@ def KilnGPU_MBarrierExpectOp : Op<KilnGPU_Dialect, "mbarrier_expect",
   let description = [{
     Where `pred` holds, one thread arrives on barrier `slot` expecting `bytes` bytes
     (mbarrier.arrive.expect_tx): its phase completes once the copies issued for this slot have
-    written them. Issued before the copies of its group.
+    written them. Issued before the copies of its group. With `no_arrive` it only expects the
+    bytes (mbarrier.expect_tx): where every thread's cp.async copies of the group arrive on
+    the barrier too, those arrivals are its count, and the expectation comes before thread
+    0's own.
 
     ```mlir
     kiln_gpu.mbarrier_expect %bars[%slot], %pred {bytes = 32768 : i32} : !kiln_gpu.mbarriers<4>
+    kiln_gpu.mbarrier_expect %bars[%slot], %pred {bytes = 32768 : i32, no_arrive}
+        : !kiln_gpu.mbarriers<3>
     ```
   }];
   let arguments = (ins KilnGPU_MBarriersType:$barriers, I32:$slot, I1:$pred,
-                       ConfinedAttr<I32Attr, [IntMinValue<1>]>:$bytes);
+                       ConfinedAttr<I32Attr, [IntMinValue<1>]>:$bytes, UnitAttr:$no_arrive);
   let assemblyFormat = "$barriers `[` $slot `]` `,` $pred attr-dict `:` type($barriers)";
 }
 
@@ -337,11 +342,15 @@ def KilnGPU_TmaCopyOp : Op<KilnGPU_Dialect, "tma_copy",
     `desc` maps into slot `slot` of `buffer`, in the slot's wgmma layout (the boxes of
     `kiln::rt::getTensorMapBox`: column strips of the swizzle width, whole blocks of up to
     256 rows), completing on barrier `slot` of `barriers`. Elements outside the tensor are
-    written as zero.
+    written as zero. A tensor of more dimensions than the slot (up to 5) is copied in blocks
+    that are 1 along the outer ones (an expert's [1, N, K] of [E, N, K] weights): `coords`
+    has one more coordinate for each.
 
     ```mlir
     kiln_gpu.tma_copy %desc[%i, %k], %a[%slot], %bars, %pred
         : !kiln.tensormap, !kiln_gpu.shared<[4, 128, 64], f16>, !kiln_gpu.mbarriers<4>
+    kiln_gpu.tma_copy %w[%e, %n, %k], %b[%slot], %bars, %pred
+        : !kiln.tensormap, !kiln_gpu.shared<[3, 256, 64], f16>, !kiln_gpu.mbarriers<3>
     ```
   }];
   let arguments = (ins KilnGPU_TensorMap:$desc, Variadic<I32>:$coords,
