@@ -193,6 +193,17 @@ std::optional<Tile> kiln::Builder::derivedTensorMap(const Tile &base, ArrayRef<T
     if (std::optional<int64_t> c = getConstantIntValue(t.value))
       return *c > 0 && (!stride || *c * itemsize % 16 == 0) ? std::optional<int64_t>(-1 - *c)
                                                             : std::nullopt;
+    // An extent that is an int32 argument times a positive constant (`NUM_TOKENS * TOPK`, an
+    // MoE layer's token rows): the argument's number plus the constant << 32 (the launcher
+    // multiplies in int32, as the kernel does).
+    if (auto mul = t.value.getDefiningOp<arith::MulIOp>();
+        mul && !stride && t.dtype == DType::int32())
+      for (auto [x, y] : {std::pair(mul.getLhs(), mul.getRhs()), {mul.getRhs(), mul.getLhs()}}) {
+        std::optional<int64_t> c = getConstantIntValue(y);
+        std::optional<unsigned> a = argument(Tile{x, DType::int32(), std::nullopt});
+        if (c && *c > 0 && *c < (int64_t(1) << 30) && a && argTypes[*a] == DType::int32())
+          return int64_t(*a) + (*c << 32);
+      }
     std::optional<unsigned> a = argument(t);
     if (!a || (t.dtype != DType::int32() && t.dtype != DType::int64()) ||
         (stride && divisibility(*a) * itemsize % 16))

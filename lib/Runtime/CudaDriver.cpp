@@ -567,15 +567,19 @@ void kiln::rt::encodeRecipeTensorMap(void *out, const std::vector<int64_t> &reci
   if (rank < 1 || (recipe.size() != size_t(3 * rank + 2) && !flagged) || recipe[0] < 0 ||
       size_t(recipe[0]) >= signature.size() || (recipe[1] != 'h' && recipe[1] != 'H'))
     throw Error("internal error: a malformed tensor map recipe");
-  // A field's value: a constant (-1 - value) or the word of a scalar parameter.
+  // A field's value: a constant (-1 - value), the word of a scalar parameter, or (an extent)
+  // an int32 parameter times the factor in the bits from 32, multiplied in int32.
   auto value = [&](int64_t source) -> int64_t {
     if (source < 0)
       return -1 - source;
-    if (size_t(source) >= signature.size())
-      throw Error("internal error: a tensor map recipe names parameter " + std::to_string(source) +
+    int64_t factor = source >> 32, p = source & 0xFFFFFFFF;
+    if (size_t(p) >= signature.size() || (factor && signature[p] != ArgKind::I32))
+      throw Error("internal error: a tensor map recipe names parameter " + std::to_string(p) +
                   " of " + std::to_string(signature.size()));
-    uint64_t word = args[source];
-    return signature[source] == ArgKind::I32 ? int64_t(int32_t(uint32_t(word))) : int64_t(word);
+    uint64_t word = args[p];
+    if (factor)
+      return int32_t(uint32_t(int64_t(int32_t(uint32_t(word))) * factor));
+    return signature[p] == ArgKind::I32 ? int64_t(int32_t(uint32_t(word))) : int64_t(word);
   };
   std::vector<int64_t> block(recipe.begin() + 3, recipe.begin() + 3 + rank), shape, strides;
   for (int64_t i = 0; i < rank; ++i)

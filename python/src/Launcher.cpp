@@ -389,12 +389,19 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
       if (variant->host) {
         std::memset(d.map, 0, sizeof(d.map)); // unused there
       } else {
-        // (a source is an argument's index, a tuple element's with its field, or -1 - value)
+        // (a source is an argument's index, a tuple element's with its field, or -1 - value;
+        // an extent's may carry a factor << 32: the int32 argument times it, in int32)
         auto arg = [&](int64_t src) {
-          int f = int(src >> 16), a = int(src & 0xFFFF);
-          return f ? tuples[size_t(a)][size_t(f - kTupleField)] : bits[src];
+          int f = int((src & 0xFFFFFFFF) >> 16), a = int(src & 0xFFFF);
+          return f ? tuples[size_t(a)][size_t(f - kTupleField)] : bits[size_t(a)];
         };
-        auto value = [&](int64_t src) { return src < 0 ? -1 - src : int64_t(arg(src)); };
+        auto value = [&](int64_t src) -> int64_t {
+          if (src < 0)
+            return -1 - src;
+          if (int64_t factor = src >> 32)
+            return int32_t(uint32_t(int32_t(uint32_t(arg(src))) * int64_t(factor)));
+          return int64_t(arg(src));
+        };
         d.shape.clear();
         d.strides.clear();
         for (int64_t s : m.shape)

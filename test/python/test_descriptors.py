@@ -392,36 +392,42 @@ def test_unit_dimension_blocks_feed_pipelined_dots():
 
 @kiln.jit
 def expert_matmul_tma_kernel(x_ptr, w_ptr, y_ptr, E, M, N: tl.constexpr, K: tl.constexpr,
-                             BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+                             TOPK: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                             BK: tl.constexpr):
     # y[e] = x @ w[e].T, W's 3-D descriptor with constant strides (a map the launcher encodes:
-    # the TMA copies its [1, BN, BK] blocks), X's 2-D one beside it.
+    # the TMA copies its [1, BN, BK] blocks), X's 2-D one beside it, its rows M * TOPK (an MoE
+    # layer's tokens times experts a token: an extent the launcher computes)
     e = tl.program_id(0)
     n0 = tl.program_id(1) * BN
+    rows = M * TOPK
     wd = tl.make_tensor_descriptor(w_ptr, shape=[E, N, K], strides=[N * K, K, 1],
                                    block_shape=[1, BN, BK])
-    xd = tl.make_tensor_descriptor(x_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    xd = tl.make_tensor_descriptor(x_ptr, shape=[rows, K], strides=[K, 1], block_shape=[BM, BK])
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, K, BK):
         acc += tl.dot(xd.load([0, k]), tl.reshape(wd.load([e, n0, k]), (BN, BK)).T)
     r = tl.arange(0, BM)[:, None] * N + n0 + tl.arange(0, BN)[None, :]
-    tl.store(y_ptr + e * M * N + r, acc, mask=tl.arange(0, BM)[:, None] < M)
+    tl.store(y_ptr + e * BM * N + r, acc)
 
 
 def test_expert_blocks_copied_by_the_tma():
-    # On the CPU, the product; for sm_90a both operands go through the TMA: W's block as a 3-D
-    # box (1 along the experts), X's as a 2-D one.
-    E, M, N, K = 3, 10, 32, 64
+    # On the CPU, the product (rows past M * TOPK read zeros); for sm_90a both operands go
+    # through the TMA: W's block as a 3-D box (1 along the experts), X's as a 2-D one.
+    E, M, TOPK, N, K = 3, 5, 2, 32, 64
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((M, K)).astype(np.float16)
+    x = rng.standard_normal((16, K)).astype(np.float16)
     w = rng.standard_normal((E, N, K)).astype(np.float16)
-    y = np.zeros((E, M, N), np.float32)
-    expert_matmul_tma_kernel[(E, 2)](x, w, y, E, M, N=N, K=K, BM=16, BN=16, BK=32, **CPU)
-    np.testing.assert_allclose(y, np.einsum("mk,enk->emn", x.astype(np.float64), w),
-                               rtol=2e-2, atol=2e-2)
+    y = np.zeros((E, 16, N), np.float32)
+    expert_matmul_tma_kernel[(E, 2)](x, w, y, E, M, N=N, K=K, TOPK=TOPK, BM=16, BN=16, BK=32,
+                                     **CPU)
+    xs = x.astype(np.float64)
+    xs[M * TOPK:] = 0
+    np.testing.assert_allclose(y, np.einsum("mk,enk->emn", xs, w), rtol=2e-2, atol=2e-2)
     sig = {"x_ptr": "*fp16:16", "w_ptr": "*fp16:16", "y_ptr": "*fp32:16", "E": "i32",
            "M": "i32:16"}
     ptx = kiln.compile(expert_matmul_tma_kernel, signature=sig,
-                       constexprs={"N": 512, "K": 512, "BM": 64, "BN": 128, "BK": 64},
+                       constexprs={"N": 512, "K": 512, "TOPK": 2, "BM": 64, "BN": 128,
+                                   "BK": 64},
                        target="sm_90a", num_warps=4, num_stages=3).asm["ptx"]
     assert "cp.async.bulk.tensor.3d" in ptx and "cp.async.bulk.tensor.2d" in ptx
     assert "cp.async.cg" not in ptx
@@ -431,13 +437,15 @@ def test_expert_blocks_copied_by_the_tma():
 @pytest.mark.parametrize("stages", [3, 4])
 def test_expert_blocks_copied_by_the_tma_gpu(stages):
     torch = pytest.importorskip("torch")
-    E, M, N, K = 5, 50, 256, 512
-    x = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    E, M, TOPK, N, K = 5, 25, 2, 256, 512
+    x = torch.randn(64, K, device="cuda", dtype=torch.float16)
     w = torch.randn(E, N, K, device="cuda", dtype=torch.float16)
-    y = torch.empty(E, M, N, device="cuda", dtype=torch.float32)
-    expert_matmul_tma_kernel[(E, N // 128)](x, w, y, E, M, N=N, K=K, BM=64, BN=128, BK=64,
-                                            num_warps=4, num_stages=stages)
-    ref = torch.einsum("mk,enk->emn", x.double(), w.double())
+    y = torch.empty(E, 64, N, device="cuda", dtype=torch.float32)
+    expert_matmul_tma_kernel[(E, N // 128)](x, w, y, E, M, N=N, K=K, TOPK=TOPK, BM=64, BN=128,
+                                            BK=64, num_warps=4, num_stages=stages)
+    xs = x.double()
+    xs[M * TOPK:] = 0  # past the descriptor's rows: zeros
+    ref = torch.einsum("mk,enk->emn", xs, w.double())
     assert ((y.double() - ref).norm() / ref.norm()).item() < 5e-4
 
 

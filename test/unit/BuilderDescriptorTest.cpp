@@ -83,6 +83,17 @@ TEST_F(BuilderDescriptorTest, NoMapWhereTheLauncherCannotEncodeOne) {
   EXPECT_EQ(numArgs(), 8u);
 }
 
+TEST_F(BuilderDescriptorTest, AnExtentMayBeAnArgumentTimesAConstant) {
+  // An MoE layer's token rows, NUM_TOKENS * TOPK: M's number plus 2 << 32 (the launcher
+  // multiplies in int32); a product of two arguments, or a stride so computed, has no map.
+  std::optional<Tile> m = map(0, b.mul(b.arg(1), b.intConst(2)), b.arg(2), b.arg(2));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(recipeOn(8),
+            (std::vector<int64_t>{0, 'h', 2, 64, 32, 1 + (int64_t(2) << 32), 2, 2, 0}));
+  EXPECT_FALSE(map(0, b.mul(b.arg(1), b.arg(2)), b.arg(2), b.arg(2)));
+  EXPECT_FALSE(map(0, b.arg(1), b.arg(2), b.mul(b.arg(2), b.intConst(2))));
+}
+
 TEST_F(BuilderDescriptorTest, ExpertWeightsGetA3DMap) {
   // An MoE layer's weights [E, N, K] (E = M, N = 64, K) with strides [4096, K], read in
   // blocks [1, 64, 32]: rank 3, the block, the extents, both strides.

@@ -316,12 +316,14 @@ public:
   /// The tensor map of tl.make_tensor_descriptor(base, shape, strides + [1], block) where a
   /// launcher can encode one from the launch's arguments, so that the TMA copies its blocks
   /// (both front ends ask here): a 2-D to 5-D fp16 or bf16 tensor whose base is a pointer
-  /// argument specialized 16-byte aligned, whose extents are int32/int64 arguments or positive
-  /// constants, and whose strides are such arguments specialized multiples of 16 bytes or
-  /// constant multiples of 16 bytes. Returns the map parameter, appended once per distinct recipe
-  /// with the recipe on it (kTensorMapRecipeAttr: base, dtype code 'h' / 'H', rank, block, per
-  /// extent and stride an argument number or -1 - value, then 0: the kernel reads it
-  /// unguarded), or nullopt: the descriptor's accesses are then masked loads and stores.
+  /// argument specialized 16-byte aligned, whose extents are int32/int64 arguments, int32
+  /// arguments times positive constants or positive constants, and whose strides are such
+  /// arguments specialized multiples of 16 bytes or constant multiples of 16 bytes. Returns the
+  /// map parameter, appended once per distinct recipe with the recipe on it
+  /// (kTensorMapRecipeAttr: base, dtype code 'h' / 'H', rank, block, per extent and stride an
+  /// argument number (an extent's plus factor << 32 for the argument times a factor) or
+  /// -1 - value, then 0: the kernel reads it unguarded), or nullopt: the descriptor's accesses
+  /// are then masked loads and stores.
   std::optional<Tile> derivedTensorMap(const Tile &base, llvm::ArrayRef<Tile> shape,
                                        llvm::ArrayRef<Tile> strides, llvm::ArrayRef<int64_t> block);
   /// store(ptr, value, mask): value and mask broadcast to ptr's shape, value cast to the

@@ -53,7 +53,8 @@ _UNSUPPORTED_EXPR = {
 
 def _launcher_recipe(kernel, recipe, arg_params):
     """A tensor map recipe on a kernel parameter (kTensorMapRecipeAttr: base, dtype code, rank,
-    block, then per extent and per stride a parameter number or -1 - value, and a final 0 for
+    block, then per extent and per stride a parameter number (an extent's possibly plus a
+    factor << 32, the int32 parameter times it) or -1 - value, and a final 0 for
     a map the kernel reads unguarded: Builder::derivedTensorMap's) in the launcher's terms
     (python/src/Launcher.cpp): the arguments' indices (a tuple element's with its field), and
     a final 1 for a map the compiler made (the kernel reads it only where its extents and
@@ -73,8 +74,12 @@ def _launcher_recipe(kernel, recipe, arg_params):
                                f"names parameter {p}, which is not a plain argument")
         return ap
 
+    def source(s):
+        # -1 - a constant, a parameter, or a parameter times (s >> 32) (an extent)
+        return s if s < 0 else index(s & 0xFFFFFFFF) | (s >> 32) << 32
+
     out = [index(recipe[0]), recipe[1], rank, *recipe[3:3 + rank]]
-    out += [index(s) if s >= 0 else s for s in recipe[3 + rank:fields]]
+    out += [source(s) for s in recipe[3 + rank:fields]]
     guarded = len(recipe) == fields or recipe[fields] != 0
     return out + [1] if guarded else out
 
