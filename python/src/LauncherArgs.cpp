@@ -666,27 +666,47 @@ void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uint64_t &
   pointerArg(p, v, kernel, ptr, dtype, key, bits);
 }
 
-void readTuple(const Launcher::Param &p, PyObject *v, std::string &key, std::vector<uint64_t> &bits,
-               LaunchPlace &place, const std::string &kernel,
-               std::vector<kiln::rt::HostBuffer> *hostBufs) {
+/// The elements of tuple `v` (and of the tuples in it, depth first) appended to `bits`.
+static void readTupleElements(const Launcher::Param &p, PyObject *v, std::string &key,
+                              std::vector<uint64_t> &bits, LaunchPlace &place,
+                              const std::string &kernel,
+                              std::vector<kiln::rt::HostBuffer> *hostBufs, int depth) {
   const Py_ssize_t size = PyTuple_GET_SIZE(v);
-  if (size > kMaxTupleElements)
-    typeError(argText(p, kernel) + ": expected a tuple of at most " +
-              std::to_string(kMaxTupleElements) + " elements, found " + std::to_string(size));
+  if (depth > 8)
+    typeError(argText(p, kernel) + ": expected tuples nested at most 8 deep");
   key += '(';
-  key += char(size);
-  bits.assign(size_t(size), 0);
+  key += char(std::min<Py_ssize_t>(size, 127));
+  if (!PyTuple_CheckExact(v)) { // a NamedTuple: the kernel reads its fields by name
+    PyTypeObject *type = Py_TYPE(v);
+    key += '#';
+    key.append(reinterpret_cast<const char *>(&type), sizeof(type));
+  }
   for (Py_ssize_t k = 0; k < size; ++k) {
     PyObject *e = PyTuple_GET_ITEM(v, k);
-    if (PyTuple_Check(e) || classify(e) == Access::Descriptor)
+    if (PyTuple_Check(e)) {
+      readTupleElements(p, e, key, bits, place, kernel, hostBufs, depth + 1);
+      continue;
+    }
+    if (classify(e) == Access::Descriptor)
       typeError(argText(p, kernel) + ": element " + std::to_string(k) + " is a " + typeName(e) +
-                "; a tuple argument holds tensors, ints, floats, bools and None");
+                "; a tuple argument holds tensors, ints, floats, bools, None and tuples of them");
+    if (bits.size() >= size_t(kMaxTupleElements))
+      typeError(argText(p, kernel) + ": expected a tuple of at most " +
+                std::to_string(kMaxTupleElements) + " elements (nested ones counted)");
     kiln::rt::HostBuffer buf;
-    readArg(p, e, key, bits[size_t(k)], place, kernel, hostBufs ? &buf : nullptr, nullptr);
+    bits.push_back(0);
+    readArg(p, e, key, bits.back(), place, kernel, hostBufs ? &buf : nullptr, nullptr);
     if (hostBufs && (buf.begin || buf.bytes))
       hostBufs->push_back(buf);
   }
   key += ')';
+}
+
+void readTuple(const Launcher::Param &p, PyObject *v, std::string &key, std::vector<uint64_t> &bits,
+               LaunchPlace &place, const std::string &kernel,
+               std::vector<kiln::rt::HostBuffer> *hostBufs) {
+  bits.clear();
+  readTupleElements(p, v, key, bits, place, kernel, hostBufs, 0);
 }
 
 /// The spec string Python compiles a parameter for, from its key tag.
@@ -724,6 +744,8 @@ std::string specOf(const std::string &key, size_t &pos) {
   }
   case '(': { // a tuple: "(spec,spec,...)"
     int size = key[pos++];
+    if (key[pos] == '#') // a NamedTuple's type (keyed, not part of the spec)
+      pos += 1 + sizeof(PyTypeObject *);
     std::string s = "(";
     for (int k = 0; k < size; ++k)
       s += (k ? "," : "") + specOf(key, pos);

@@ -91,9 +91,10 @@ void readArg(const Launcher::Param &p, PyObject *v, std::string &key, uint64_t &
 /// (TUPLE_FIELD in python/kiln/compiler/code_generator.py); at most kMaxTupleElements.
 constexpr int kTupleField = 0x20;
 constexpr int kMaxTupleElements = kDerivedMapField - kTupleField;
-/// A tuple argument (Triton 3.3's tuple parameters): flat, of what readArg reads but tensor
-/// descriptors. Appends '(', the count, each element's tag and ')' to `key`; sets each
-/// element's bits in `bits`; appends the host arrays' memory to `hostBufs` when given.
+/// A tuple argument (Triton 3.3's tuple parameters): of what readArg reads but tensor
+/// descriptors, and of tuples of those (nested, a NamedTuple too). Appends '(', the count, each
+/// element's tag (a nested tuple's in parentheses) and ')' to `key`; sets the bits of the
+/// elements, depth first, in `bits`; appends the host arrays' memory to `hostBufs` when given.
 void readTuple(const Launcher::Param &p, PyObject *v, std::string &key, std::vector<uint64_t> &bits,
                LaunchPlace &place, const std::string &kernel,
                std::vector<kiln::rt::HostBuffer> *hostBufs);

@@ -1,7 +1,10 @@
 """Tuple arguments (Triton 3.3's tuple parameters): a kernel parameter bound to a tuple of
-tensors, ints, floats, bools and None; each element is a parameter of its own, specialized
-like one (the tuple's structure is part of the key), and the kernel sees the tuple. CPU
-backend; kiln.compile's signature takes a tuple of element types."""
+tensors, ints, floats, bools, None and tuples of them (NamedTuples too, read by field name);
+each element is a parameter of its own, specialized like one (the tuple's structure and its
+NamedTuple types are part of the key), and the kernel sees the tuple. CPU backend;
+kiln.compile's signature takes a tuple of element types."""
+from typing import NamedTuple
+
 import numpy as np
 import pytest
 
@@ -67,10 +70,57 @@ def test_tuple_arrays_are_checked_in_debug_launches():
 
 def test_bad_tuple_elements_are_clear_errors():
     x = np.zeros(8, np.float32)
-    with pytest.raises(TypeError, match=r"argument 'ptrs'.*element 1 is a tuple"):
-        axpby[(1,)]((x, (x,), x), (1.0, 1.0), 8, BLOCK=8, **CPU)
     with pytest.raises(TypeError, match="argument 'ptrs'"):
         axpby[(1,)]((x, "x", x), (1.0, 1.0), 8, BLOCK=8, **CPU)
+    with pytest.raises(TypeError, match=r"argument 'ptrs'.*element 0 is a TensorDescriptor"):
+        axpby[(1,)]((kiln.TensorDescriptor.from_tensor(x, [8]), x, x), (1.0, 1.0), 8, BLOCK=8,
+                    **CPU)
+
+
+@kiln.jit
+def nested_sum(out_ptr, t, N: tl.constexpr):
+    # Triton's test_tuple test_serialize: a pointer, then a tuple of a scalar and a tuple
+    x_ptr, (scale, (a, b)) = t
+    offs = tl.arange(0, N)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) * scale + t[1][1][0] - b + a)
+
+
+def test_nested_tuples():
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    nested_sum[(1,)](out, (x, (2.0, (3, 5))), N=8, **CPU)
+    np.testing.assert_array_equal(out, x * 2 + 3 - 5 + 3)
+    nested_sum[(1,)](out, (x, (1.0, (1, 4))), N=8, **CPU)  # 1s specialized, in a nested tuple
+    np.testing.assert_array_equal(out, x + 1 - 4 + 1)
+
+
+class Span(NamedTuple):
+    src: object
+    dst: object
+    n: int
+
+
+class Swapped(NamedTuple):
+    dst: object
+    src: object
+    n: int
+
+
+@kiln.jit
+def copy_span(t, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(t.dst + offs, tl.load(t.src + offs, mask=offs < t.n), mask=offs < t.n)
+
+
+def test_namedtuple_fields_by_name():
+    # Triton's test_namedtuple: fields read by name; two NamedTuple types of one structure
+    # with their fields in another order are two variants (the positions differ)
+    a, b = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+    copy_span[(1,)](Span(a, b, 5), BLOCK=8, **CPU)
+    np.testing.assert_array_equal(b, np.where(np.arange(8) < 5, a, 0))
+    c, d = np.arange(8, dtype=np.float32) + 10, np.zeros(8, np.float32)
+    copy_span[(1,)](Swapped(d, c, 8), BLOCK=8, **CPU)
+    np.testing.assert_array_equal(d, c)
 
 
 def test_compile_takes_a_tuple_signature():
@@ -78,8 +128,12 @@ def test_compile_takes_a_tuple_signature():
                                        "coefs": ("fp32", "fp32"), "n": "i32"},
                      constexprs={"BLOCK": 128}, target="sm_90")
     assert "ld.global" in k.asm["ptx"]
-    with pytest.raises(TypeError, match="no tuples or tensor descriptors inside"):
-        kiln.compile(axpby, signature={"ptrs": ("*fp32", ("*fp32",), "*fp32"),
+    k = kiln.compile(nested_sum, signature={"out_ptr": "*fp32", "t": ("*fp32", ("fp32",
+                                                                                ("i32", "i32")))},
+                     constexprs={"N": 8}, target="sm_90")
+    assert "ld.global" in k.asm["ptx"]
+    with pytest.raises(TypeError, match="no tensor descriptors inside"):
+        kiln.compile(axpby, signature={"ptrs": ("*fp32", "tensordesc<fp32[8]>", "*fp32"),
                                        "coefs": ("fp32", "fp32"), "n": "i32"},
                      constexprs={"BLOCK": 128}, target="sm_90")
 

@@ -91,10 +91,38 @@ MAX_TUPLE_ELEMENTS = 0x7F - TUPLE_FIELD
 
 
 def _tuple_specs(spec):
-    """The element specs of a tuple argument's spec "(spec,spec,...)" (flat: the launcher
-    reads no nested tuples)."""
-    inner = spec[1:-1]
-    return inner.split(",") if inner else []
+    """The element specs of a tuple argument's spec "(spec,(spec,spec),...)": strings, and
+    lists for the tuples nested in it."""
+    def parse(i):
+        out, start = [], i
+        while spec[i] != ")":
+            if spec[i] == "(":
+                sub, i = parse(i + 1)
+                out.append(sub)
+                start = i
+            elif spec[i] == ",":
+                if i > start:
+                    out.append(spec[start:i])
+                i += 1
+                start = i
+            else:
+                i += 1
+        if i > start:
+            out.append(spec[start:i])
+        return out, i + 1
+    return parse(1)[0]
+
+
+class _Elements:
+    """A tuple argument's elements while the kernel's parameters are made: parameter numbers,
+    constexprs and nested _Elements; `kind` the NamedTuple type to rebuild, or None."""
+
+    def __init__(self, items, kind):
+        self.items, self.kind = items, kind
+
+
+def _is_namedtuple(v):
+    return isinstance(v, tuple) and hasattr(type(v), "_fields")
 
 
 def _descriptor_params(name, spec, index, arg_specs, arg_params):
@@ -206,20 +234,31 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
                 descs.append((name, len(arg_specs), _descriptor_params(name, spec, i, arg_specs,
                                                                        arg_params)))
             elif spec.startswith("("):
-                # a tuple of arguments (Triton 3.3's tuple parameters): each element a
-                # parameter of its own, the name bound to the tuple of their values
-                elems = []
-                for k, es in enumerate(_tuple_specs(spec)):
-                    if es == "none":
-                        elems.append(constexpr(None))
-                    elif es.endswith(":1"):
-                        elems.append(constexpr(1))
-                    else:
-                        ty, _, div = es.partition(":")
-                        elems.append(len(arg_specs))
-                        arg_specs.append(_C.ArgSpec(f"{name}[{k}]", ty, int(div) if div else 0))
-                        arg_params.append(i | (TUPLE_FIELD + k) << 16)
-                tuples.append((name, elems))
+                # a tuple of arguments (Triton 3.3's tuple parameters, nested tuples too): each
+                # element a parameter of its own (numbered depth first), the name bound to the
+                # tuple of their values (a NamedTuple's type kept)
+                leaves = [0]
+
+                def elements(specs, where, value):
+                    out = []
+                    for k, es in enumerate(specs):
+                        sub = value[k] if isinstance(value, tuple) and k < len(value) else None
+                        if isinstance(es, list):
+                            out.append(elements(es, f"{where}[{k}]", sub))
+                        elif es == "none":
+                            out.append(constexpr(None))
+                        elif es.endswith(":1"):
+                            out.append(constexpr(1))
+                        else:
+                            ty, _, div = es.partition(":")
+                            out.append(len(arg_specs))
+                            arg_specs.append(_C.ArgSpec(f"{where}[{k}]", ty,
+                                                        int(div) if div else 0))
+                            arg_params.append(i | (TUPLE_FIELD + leaves[0]) << 16)
+                        if not isinstance(es, list):  # (the launcher reads every leaf)
+                            leaves[0] += 1
+                    return _Elements(out, type(value) if _is_namedtuple(value) else None)
+                tuples.append((name, elements(_tuple_specs(spec), name, value)))
             elif spec.endswith(":1"):
                 scope[name] = constexpr(1)
             else:
@@ -248,9 +287,13 @@ class CodeGenerator(ExitsMixin, StatementsMixin, ExpressionsMixin, CallsMixin):
                 if name in info.const_params and \
                         specs[info.arg_names.index(name)].startswith("*"):
                     self.const_pointers.add(scope[name].handle)
+            def materialize(elems):
+                vals = tuple(materialize(e) if isinstance(e, _Elements) else
+                             tensor(self.session.arg(e)) if isinstance(e, int) else e
+                             for e in elems.items)
+                return elems.kind(*vals) if elems.kind else vals
             for name, elems in tuples:
-                scope[name] = tuple(tensor(self.session.arg(e)) if isinstance(e, int) else e
-                                    for e in elems)
+                scope[name] = materialize(elems)
             for name, j, (dt, block) in descs:
                 rank = len(block)
                 h = [self.session.arg(j + k) for k in range(2 + 2 * rank - 1)]

@@ -370,6 +370,17 @@ def _check_maxnreg(kernel, maxnreg):
     return maxnreg
 
 
+def _tuple_kinds(v):
+    """The NamedTuple types in a tuple argument (the kernel reads their fields by name): part
+    of the compile cache's key."""
+    if not isinstance(v, tuple):
+        return None
+    inner = [_tuple_kinds(e) for e in v]
+    kind = f"{type(v).__module__}.{type(v).__qualname__}{type(v)._fields}" \
+        if hasattr(type(v), "_fields") else None
+    return (kind, inner) if kind or any(i is not None for i in inner) else None
+
+
 def _check_num_warps(kernel, num_warps):
     """num_warps as an int, a power of two from 1 to 32 (a block has at most 1024 threads), on
     every backend as Triton asserts; a TypeError or ValueError naming the kernel otherwise."""
@@ -576,8 +587,12 @@ class JITFunction(_C.Launcher):
         maxnreg = _check_maxnreg(self.info.name, maxnreg)
         _check_num_warps(self.info.name, num_warps)
         names = self.info.arg_names
-        parts = [(n, s if s != "constexpr" else _constexpr_key(v))
-                 for n, s, v in zip(names, specs, values)]
+        def part(s, v):
+            if s == "constexpr":
+                return _constexpr_key(v)
+            kinds = _tuple_kinds(v) if s.startswith("(") else None
+            return s if kinds is None else f"{s} {kinds}"
+        parts = [(n, part(s, v)) for n, s, v in zip(names, specs, values)]
         plain = self._plain_globals()
         parts += [(f"global {n}", _constexpr_key(g[n] if n in g else v)) for g, n, v in plain]
         parts += [("num_warps", str(num_warps)), ("num_stages", str(num_stages)),
@@ -720,11 +735,11 @@ def _descriptor_spec(where, s):
 
 
 def _spec_from_signature(where, s):
-    if isinstance(s, (tuple, list)):  # a tuple parameter: its elements' types
+    if isinstance(s, (tuple, list)):  # a tuple parameter: its elements' types (nested too)
         elems = [_spec_from_signature(f"{where}[{k}]", e) for k, e in enumerate(s)]
-        if any(e.startswith(("(", "tensordesc")) for e in elems):
-            raise TypeError(f"kiln.compile: {where}: expected a tuple of scalars and pointers "
-                            f"(no tuples or tensor descriptors inside), found {s!r}")
+        if any(e.startswith("tensordesc") for e in elems):
+            raise TypeError(f"kiln.compile: {where}: expected a tuple of scalars, pointers and "
+                            f"tuples of them (no tensor descriptors inside), found {s!r}")
         return "(" + ",".join(elems) + ")"
     if not isinstance(s, str):
         s = str(s)
