@@ -176,3 +176,32 @@ func.func @checked_reduce(%p: !kiln.ptr<i32>) {
   kiln.store %p, %s : !kiln.ptr<i32>
   return
 }
+
+// -----
+
+// bf16 compares and maxima in f32, widened and narrowed by integer ops (exact; LLVM legalized
+// <N x bfloat> compares element by element on x86).
+// CHECK-LABEL: func.func private @bf16_compare(
+// CHECK: %[[B:.*]] = arith.bitcast %{{.*}} : vector<8xbf16> to vector<8xi16>
+// CHECK: %[[W:.*]] = arith.extui %[[B]] : vector<8xi16> to vector<8xi32>
+// CHECK: %[[H:.*]] = arith.shli %[[W]], %{{.*}} : vector<8xi32>
+// CHECK: %[[F:.*]] = arith.bitcast %[[H]] : vector<8xi32> to vector<8xf32>
+// CHECK: arith.maximumf %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK: arith.shrui
+// CHECK: arith.trunci %{{.*}} : vector<8xi32> to vector<8xi16>
+// CHECK: arith.cmpf ogt, %{{.*}}, %{{.*}} : vector<8xf32>
+func.func @bf16_compare(%p: !kiln.ptr<bf16>, %q: !kiln.ptr<i8>) {
+  %r = kiln.make_range {end = 8 : i32, start = 0 : i32} : tensor<8xi32>
+  %ps = kiln.splat %p : tensor<8x!kiln.ptr<bf16>>
+  %pp = kiln.addptr %ps, %r : tensor<8x!kiln.ptr<bf16>>, tensor<8xi32>
+  %x = kiln.load %pp : tensor<8x!kiln.ptr<bf16>>
+  %y = kiln.load %pp : tensor<8x!kiln.ptr<bf16>>
+  %m = arith.maximumf %x, %y : tensor<8xbf16>
+  %c = arith.cmpf ogt, %m, %y : tensor<8xbf16>
+  kiln.store %pp, %m : tensor<8x!kiln.ptr<bf16>>
+  %qs = kiln.splat %q : tensor<8x!kiln.ptr<i8>>
+  %qp = kiln.addptr %qs, %r : tensor<8x!kiln.ptr<i8>>, tensor<8xi32>
+  %ci = arith.extui %c : tensor<8xi1> to tensor<8xi8>
+  kiln.store %qp, %ci : tensor<8x!kiln.ptr<i8>>
+  return
+}

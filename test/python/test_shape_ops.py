@@ -335,6 +335,27 @@ def test_topk_of_long_rows():
     assert_bits_equal(out, sorted_ref(x, True)[:, :16])
 
 
+@pytest.mark.parametrize("n,k", [(64, 8), (512, 16)])
+def test_bf16_topk_and_sort_are_the_f32_network(n, k):
+    # bf16 compares and maxima run in f32 on the host (widened by integer ops: exact, vector
+    # code; LLVM legalized <N x bfloat> ones element by element, and a 512-column topk took
+    # 114 s to compile): the same network as on the values as f32, bit for bit, NaNs, signed
+    # zeros and infinities included.
+    ml = pytest.importorskip("ml_dtypes")
+    x = values(np.float16, (4, n), 15, specials=True).astype(np.float32)
+    x16 = x.astype(ml.bfloat16)
+    x32 = x16.astype(np.float32)  # (the payload NaNs keep their bf16 bits)
+    widen = lambda a: a.view(np.uint16).astype(np.uint32) << 16  # noqa: E731
+    out16, out32 = np.zeros((4, k), ml.bfloat16), np.zeros((4, k), np.float32)
+    topk_kernel[(1,)](x16, out16, M=4, N=n, K=k, **CPU)
+    topk_kernel[(1,)](x32, out32, M=4, N=n, K=k, **CPU)
+    np.testing.assert_array_equal(widen(out16), out32.view(np.uint32))
+    s16, s32 = np.zeros_like(x16), np.zeros_like(x32)
+    sort_kernel[(1,)](x16, s16, R=2, A=1, B=4, C=n, DESC=True, MODE=0, **CPU)
+    sort_kernel[(1,)](x32, s32, R=2, A=1, B=4, C=n, DESC=True, MODE=0, **CPU)
+    np.testing.assert_array_equal(widen(s16), s32.view(np.uint32))
+
+
 def test_topk_1d_matches_triton_example():
     # Triton's documented example: top 4 of arange(0, 16) is [15, 14, 13, 12].
     x = np.random.default_rng(14).permutation(16).astype(np.int32)
