@@ -120,11 +120,6 @@ void buildEntry(OpBuilder &b, func::FuncOp kernel, ArrayRef<Type> paramTypes,
   func::ReturnOp::create(b, loc);
 }
 
-/// Rewrites f64 -> bf16 truncations (tiles or scalars) as f64 -> f32 -> bf16: LLVM calls
-/// __truncdfbf2 for the direct one, which neither libgcc nor the process may have. Exact: the
-/// f32 step rounds to odd (round to nearest, then step toward zero if that overshot, then set
-/// the lowest bit if inexact), and an f32 carries enough extra bits that rounding it to
-/// nearest-even bf16 then equals rounding the f64 directly.
 /// Whether the pointer `v` may hold an address the kernel made from an integer (kiln.ptr_cast
 /// of an i64, tutorial 08's loaded operand addresses) or loaded from memory: following
 /// pointer arithmetic, shape ops, selects and loop-carried values back to their start.
@@ -185,6 +180,26 @@ void markComputedAddressAccesses(ModuleOp module) {
   });
 }
 
+/// `type` (a tile or a scalar) with element type `element`.
+Type withElement(Type type, Type element) {
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    return tensor.clone(element);
+  return element;
+}
+
+/// The constant `attr` in the shape of `type` (a tile: splat; a scalar: itself).
+Value constantLike(OpBuilder &b, Location loc, Type type, TypedAttr attr) {
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    return arith::ConstantOp::create(b, loc,
+                                     DenseElementsAttr::get(tensor.clone(attr.getType()), attr));
+  return arith::ConstantOp::create(b, loc, attr);
+}
+
+/// Rewrites f64 -> bf16 truncations (tiles or scalars) as f64 -> f32 -> bf16: LLVM calls
+/// __truncdfbf2 for the direct one, which neither libgcc nor the process may have. Exact: the
+/// f32 step rounds to odd (round to nearest, then step toward zero if that overshot, then set
+/// the lowest bit if inexact), and an f32 carries enough extra bits that rounding it to
+/// nearest-even bf16 then equals rounding the f64 directly.
 void splitTruncF64ToBF16(ModuleOp module) {
   SmallVector<arith::TruncFOp> truncs;
   module.walk([&](arith::TruncFOp op) {
@@ -196,17 +211,8 @@ void splitTruncF64ToBF16(ModuleOp module) {
     OpBuilder b(op);
     Location loc = op.getLoc();
     Type type = op.getIn().getType();
-    auto like = [&](Type element) {
-      if (auto tensor = dyn_cast<RankedTensorType>(type))
-        return Type(tensor.clone(element));
-      return element;
-    };
-    auto constant = [&](TypedAttr attr) -> Value {
-      if (auto tensor = dyn_cast<RankedTensorType>(type))
-        return arith::ConstantOp::create(
-            b, loc, DenseElementsAttr::get(tensor.clone(attr.getType()), attr));
-      return arith::ConstantOp::create(b, loc, attr);
-    };
+    auto like = [&](Type element) { return withElement(type, element); };
+    auto constant = [&](TypedAttr attr) { return constantLike(b, loc, type, attr); };
     Value x = op.getIn();
     Value near = arith::TruncFOp::create(b, loc, like(b.getF32Type()), x);
     Value back = arith::ExtFOp::create(b, loc, type, near);
@@ -243,17 +249,8 @@ void widenBF16CompareOps(ModuleOp module) {
     OpBuilder b(op);
     Location loc = op->getLoc();
     Type type = op->getOperand(0).getType();
-    auto like = [&](Type element) {
-      if (auto tensor = dyn_cast<RankedTensorType>(type))
-        return Type(tensor.clone(element));
-      return element;
-    };
-    Value sixteen = isa<RankedTensorType>(type)
-                        ? Value(arith::ConstantOp::create(
-                              b, loc,
-                              DenseElementsAttr::get(cast<RankedTensorType>(like(b.getI32Type())),
-                                                     b.getI32IntegerAttr(16))))
-                        : Value(arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(16)));
+    auto like = [&](Type element) { return withElement(type, element); };
+    Value sixteen = constantLike(b, loc, type, b.getI32IntegerAttr(16));
     auto widen = [&](Value x) -> Value {
       Value bits = arith::BitcastOp::create(b, loc, like(b.getI16Type()), x);
       Value wide = arith::ExtUIOp::create(b, loc, like(b.getI32Type()), bits);
