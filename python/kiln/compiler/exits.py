@@ -718,7 +718,5 @@ class ExitsMixin:
                                   (lambda s: None, lambda s: [], [], []), ret)
 
 
-
-
 def _without_flags(scope):
     return {k: v for k, v in scope.items() if k not in FLAGS}

@@ -7,9 +7,10 @@ import ast
 import builtins
 import inspect
 import numbers
+import operator
 
 from ..language.core import constexpr, dtype, tensor
-from .common import _BINOPS, _Unavailable, _describe, _unwrap
+from .common import _BINOPS, _CMPOPS, _Unavailable, _describe, _unwrap
 from .exits import RET, exit_kinds
 
 def assigned_names(stmts, truth=None):
@@ -60,9 +61,6 @@ def assigned_names(stmts, truth=None):
 
 
 _UNKNOWN = object()
-_COMPARE = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
-            ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
-            ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
 
 
 def static_truth(test, value_of):
@@ -93,12 +91,12 @@ def static_truth(test, value_of):
                 if v is _UNKNOWN:
                     return _UNKNOWN
                 return (_unwrap(v) is None) == isinstance(op, ast.Is)
-            if type(op) in _COMPARE:
+            if type(op) in _CMPOPS:
                 a, b = value(n.left), value(right)
                 if a is _UNKNOWN or b is _UNKNOWN:
                     return _UNKNOWN
                 try:
-                    return bool(_COMPARE[type(op)](a, b))
+                    return bool(getattr(operator, _CMPOPS[type(op)])(a, b))
                 except TypeError:
                     return _UNKNOWN
         return _UNKNOWN
