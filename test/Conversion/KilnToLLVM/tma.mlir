@@ -11,13 +11,15 @@
 // A tensor map argument is a by-value grid constant of 128 bytes aligned to 64. A (128x64 f16,
 // K-major, box rows 128) is one box; B (64x128 f16, N-major, box rows 32) is 2 strips of 64
 // columns x 2 groups of 32 rows = 4 boxes, strips 64 * 128 = 8192 bytes apart, groups 32 * 128
-// = 4096. The copies of each op are issued by thread 0 where the predicate holds, into slot
+// = 4096. The copies of each op are issued by one lane of warp 0 (a branch on the warp id read
+// from lane 0 at the top, then on elect.sync) where the predicate holds, into slot
 // `s` (16 KiB apart) of the ring, on barrier `s` (8 bytes apart).
 // CHECK: llvm.mlir.global internal @__kiln_mbarriers_0() {{.*}} : !llvm.array<3 x i64>
 // CHECK-LABEL: llvm.func @copy(
 // CHECK-SAME: %[[AD:[^:]*]]: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant},
 // CHECK-SAME: %[[BD:[^:]*]]: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant},
 // CHECK-SAME: %[[I:[^:]*]]: i32, %[[J:[^:]*]]: i32, %[[S:[^:]*]]: i32, %[[P:[^:]*]]: i1)
+// CHECK: %[[WARP:.*]] = llvm.inline_asm {kiln_gpu.uniform_warp_id = "thread_id / 32"} "shfl.sync.idx.b32 $0, $1, 0, 31, -1;"
 // CHECK: %[[SMEM:.*]] = llvm.mlir.addressof @__kiln_dynamic_smem : !llvm.ptr<3>
 // CHECK-NEXT: %[[RA:.*]] = llvm.getelementptr %[[SMEM]][0] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
 // CHECK: %[[RB:.*]] = llvm.getelementptr %{{.*}}[49152] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
@@ -34,10 +36,12 @@
 // CHECK-NEXT: %[[BAROFF:.*]] = llvm.mul %[[S]], %[[EIGHT]] : i32
 // CHECK-NEXT: %[[ABAR:.*]] = llvm.add %[[BARBASE]], %[[BAROFF]] : i32
 // CHECK-NEXT: %[[ZERO:.*]] = llvm.mlir.constant(0 : i32) : i32
-// CHECK-NEXT: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32
-// CHECK-NEXT: %[[T0:.*]] = llvm.icmp "eq" %[[TID]], %[[ZERO]] : i32
-// CHECK-NEXT: %[[GO:.*]] = llvm.and %[[T0]], %[[P]] : i1
-// CHECK-NEXT: llvm.cond_br %[[GO]], ^[[THEN:.*]], ^[[AFTER:[^ ]*]]
+// CHECK-NEXT: %[[W0:.*]] = llvm.icmp "eq" %[[WARP]], %[[ZERO]] : i32
+// CHECK-NEXT: %[[GO:.*]] = llvm.and %[[W0]], %[[P]] : i1
+// CHECK-NEXT: llvm.cond_br %[[GO]], ^[[LEADER:.*]], ^[[AFTER:[^ ]*]]
+// CHECK-NEXT: ^[[LEADER]]:
+// CHECK-NEXT: %[[ONE:.*]] = nvvm.elect.sync -> i1
+// CHECK-NEXT: llvm.cond_br %[[ONE]], ^[[THEN:.*]], ^[[JOIN:[^ ]*]]
 // CHECK-NEXT: ^[[THEN]]:
 // CHECK-NEXT: %[[C0:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK-NEXT: %[[DST:.*]] = llvm.add %[[ASLOT]], %[[C0]] : i32
@@ -46,6 +50,8 @@
 // CHECK-NEXT: %[[C2:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK-NEXT: %[[OUTER:.*]] = llvm.add %[[I]], %[[C2]] : i32
 // CHECK-NEXT: llvm.inline_asm has_side_effects "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];", "r,l,r,r,r" %[[DST]], %[[AMAP]], %[[INNER]], %[[OUTER]], %[[ABAR]] : (i32, i64, i32, i32, i32) -> !llvm.void
+// CHECK-NEXT: llvm.br ^[[JOIN]]
+// CHECK-NEXT: ^[[JOIN]]:
 // CHECK-NEXT: llvm.br ^[[AFTER]]
 // CHECK-NEXT: ^[[AFTER]]:
 // The copy of B (coordinates [%j, %i]: inner %i, outer %j).
@@ -56,6 +62,9 @@
 // CHECK-NEXT: %[[BMAP:.*]] = llvm.ptrtoint %[[BD]] : !llvm.ptr to i64
 // CHECK: %[[BBAR:.*]] = llvm.add
 // CHECK: llvm.and %{{.*}}, %[[P]] : i1
+// CHECK-NEXT: llvm.cond_br
+// CHECK-NEXT: ^{{.*}}:
+// CHECK-NEXT: nvvm.elect.sync
 // CHECK-NEXT: llvm.cond_br
 // CHECK-NEXT: ^{{.*}}:
 // Box (strip 0, rows 0-31).
@@ -112,7 +121,8 @@ module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.threads_per_warp = 32 
 // CHECK-SAME: %[[AD:[^:]*]]: !llvm.ptr {{.*}}, %[[I:[^:]*]]: i32, %[[S:[^:]*]]: i32, %[[P:[^:]*]]: i1)
 // CHECK: llvm.mlir.constant(2048 : i32)
 // CHECK-NEXT: llvm.mul %[[S]]
-// CHECK: llvm.cond_br
+// CHECK: nvvm.elect.sync
+// CHECK-NEXT: llvm.cond_br
 // CHECK-NEXT: ^{{.*}}:
 // CHECK-NEXT: llvm.mlir.constant(0 : i32)
 // CHECK-NEXT: %[[D:.*]] = llvm.add
@@ -141,7 +151,8 @@ module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma, kiln_gpu.tma_bo
 // CHECK-LABEL: llvm.func @expert(
 // CHECK-SAME: %[[AD:[^:]*]]: !llvm.ptr {{.*}}, %[[E:[^:]*]]: i32, %[[I:[^:]*]]: i32, %[[S:[^:]*]]: i32, %[[P:[^:]*]]: i1)
 // CHECK: "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [$0], $1;", "r,r" %{{.*}}, %{{.*}} : (i32, i32) -> !llvm.void
-// CHECK: llvm.cond_br
+// CHECK: nvvm.elect.sync
+// CHECK-NEXT: llvm.cond_br
 // CHECK-NEXT: ^{{.*}}:
 // CHECK-NEXT: llvm.mlir.constant(0 : i32)
 // CHECK-NEXT: %[[D:.*]] = llvm.add
@@ -196,11 +207,12 @@ module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma} {
 // tma_store: every thread stores its elements into the buffer (the layout gives each thread
 // runs of 8 f16 along the columns: one 16-byte vector store each, 2 per thread) at their
 // swizzled N-major offset: (col >> 6) * (32 rows * 128) + row * 128 + (col & 63) * 2, then
-// o ^ (((o >> 7) & 7) << 4). Then a proxy fence and a barrier; thread 0 (no predicate)
+// o ^ (((o >> 7) & 7) << 4). Then a proxy fence and a barrier; one lane of warp 0 (no predicate)
 // issues one bulk tensor store per box (box rows 16: two boxes, 16 * 128 = 2048 bytes
 // apart), commits and waits until they have read the buffer; a barrier ends it.
 // CHECK-LABEL: llvm.func @store(
 // CHECK-SAME: %[[X:[^:]*]]: !llvm.ptr<1>, %[[CD:[^:]*]]: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}, %[[I:[^:]*]]: i32, %[[J:[^:]*]]: i32)
+// CHECK: %[[WARP:.*]] = llvm.inline_asm {kiln_gpu.uniform_warp_id = "thread_id / 32"}
 // CHECK: %[[SMEM:.*]] = llvm.mlir.addressof @__kiln_dynamic_smem
 // CHECK-NEXT: %[[BUF:.*]] = llvm.getelementptr %[[SMEM]][0]
 // CHECK: %[[BASE:.*]] = llvm.ptrtoint %[[BUF]] : !llvm.ptr<3> to i32
@@ -234,9 +246,11 @@ module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma} {
 // CHECK-NEXT: nvvm.barrier0
 // CHECK-NEXT: %[[MAP:.*]] = llvm.ptrtoint %[[CD]] : !llvm.ptr to i64
 // CHECK-NEXT: %[[ZERO:.*]] = llvm.mlir.constant(0 : i32) : i32
-// CHECK-NEXT: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32
-// CHECK-NEXT: %[[T0:.*]] = llvm.icmp "eq" %[[TID]], %[[ZERO]] : i32
-// CHECK-NEXT: llvm.cond_br %[[T0]], ^[[THEN:.*]], ^[[AFTER:[^ ]*]]
+// CHECK-NEXT: %[[W0:.*]] = llvm.icmp "eq" %[[WARP]], %[[ZERO]] : i32
+// CHECK-NEXT: llvm.cond_br %[[W0]], ^[[LEADER:.*]], ^[[AFTER:[^ ]*]]
+// CHECK-NEXT: ^[[LEADER]]:
+// CHECK-NEXT: %[[ONE:.*]] = nvvm.elect.sync -> i1
+// CHECK-NEXT: llvm.cond_br %[[ONE]], ^[[THEN:.*]], ^[[JOIN:[^ ]*]]
 // CHECK-NEXT: ^[[THEN]]:
 // CHECK-NEXT: %[[S0:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK-NEXT: %[[SRC0:.*]] = llvm.add %[[BASE]], %[[S0]] : i32
@@ -254,6 +268,8 @@ module attributes {kiln_gpu.num_warps = 4 : i32, kiln_gpu.wgmma} {
 // CHECK-NEXT: llvm.inline_asm has_side_effects "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];", "l,r,r,r" %[[MAP]], %[[IN1]], %[[OUT1]], %[[SRC1]]
 // CHECK-NEXT: llvm.inline_asm has_side_effects "cp.async.bulk.commit_group;", ""
 // CHECK-NEXT: llvm.inline_asm has_side_effects "cp.async.bulk.wait_group.read 0;", ""
+// CHECK-NEXT: llvm.br ^[[JOIN]]
+// CHECK-NEXT: ^[[JOIN]]:
 // CHECK-NEXT: llvm.br ^[[AFTER]]
 // CHECK-NEXT: ^[[AFTER]]:
 // CHECK-NEXT: nvvm.barrier0

@@ -331,17 +331,31 @@ Value emitUniformWarp(OpBuilder &b, Location loc, const TargetInfo &target) {
 }
 
 /// Emits `body` in a block that warp `leaderWarp` (0 but in a warp-specialized kernel's
-/// producer) enters, all its lanes, and only where `cond` holds. The warp id is read once, at
-/// the top of the kernel, from lane 0 (emitUniformWarp): ptxas knows the branch to be
+/// producer) enters, all its lanes, and only where `cond` (if any) holds. The warp id is read once,
+/// at the top of the kernel, from lane 0 (emitUniformWarp): ptxas knows the branch to be
 /// warp-uniform, so the code around it stays on the uniform datapath.
 void emitOnWarpZero(ConversionPatternRewriter &b, Location loc, const TargetInfo &target,
                     Value cond, llvm::function_ref<void()> body, unsigned leaderWarp = 0) {
   Value warp = emitUniformWarp(b, loc, target);
-  Value first = LLVM::AndOp::create(b, loc,
-                                    LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, warp,
-                                                         i32Const(b, loc, int32_t(leaderWarp))),
-                                    cond);
+  Value first = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, warp,
+                                     i32Const(b, loc, int32_t(leaderWarp)));
+  if (cond)
+    first = LLVM::AndOp::create(b, loc, first, cond);
   emitIf(b, loc, first, body);
+}
+
+/// Emits `body` in a block that one lane of warp `leaderWarp` enters (elect.sync), only where
+/// `cond` (if any) holds. The warp-uniform branch first: ptxas then keeps the code that issues TMA
+/// copies (their tensor map and coordinates are uniform registers) on the uniform datapath, where a
+/// branch on thread 0 alone made it wrap each copy in a loop over the active lanes' values and
+/// move the map's address to uniform registers on every issue. `cond` must hold in all lanes of
+/// the warp or none (elect.sync wants the whole warp): a scalar of the program does.
+void emitOnElectedLane(ConversionPatternRewriter &b, Location loc, const TargetInfo &target,
+                       Value cond, llvm::function_ref<void()> body, unsigned leaderWarp = 0) {
+  emitOnWarpZero(
+      b, loc, target, cond,
+      [&] { emitIf(b, loc, NVVM::ElectSyncOp::create(b, loc, b.getI1Type(), Value()), body); },
+      leaderWarp);
 }
 
 /// The rows of the TMA boxes of tensor map argument `desc`, as the host encodes them
@@ -553,12 +567,12 @@ struct TmaCopyLowering final : ConvertOpToLLVMPattern<kgpu::TmaCopyOp> {
     }
     text += "}], [$4];";
 
-    // One thread (thread 0, or the first of a warp-specialized kernel's producer) issues
-    // every box, each at constant offsets from the slot and the block.
+    // One lane of warp 0 (or of a warp-specialized kernel's producer) issues every box, each
+    // at constant offsets from the slot and the block.
     Value slotBase = emitSlotAddress(b, loc, adaptor.getBuffer(), adaptor.getSlot(), type);
     Value map = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), adaptor.getDesc());
     Value bar = barrierAddress(b, loc, adaptor.getBarriers(), adaptor.getSlot());
-    emitOnThreadZero(
+    emitOnElectedLane(
         b, loc, target, adaptor.getPred(),
         [&] {
           grid.forEachBox(b, loc, slotBase, coords.take_back(2),
@@ -628,7 +642,7 @@ struct TmaStoreLowering final : ConvertOpToLLVMPattern<kgpu::TmaStoreOp> {
     target.barrier(b, loc);
     BoxGrid grid(tile, *box, layout);
     Value map = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), adaptor.getDesc());
-    emitOnThreadZero(b, loc, target, Value(), [&] {
+    emitOnElectedLane(b, loc, target, Value(), [&] {
       grid.forEachBox(b, loc, base, adaptor.getCoords(), [&](Value src, Value inner, Value outer) {
         emitAsm(b, loc,
                 "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];",
