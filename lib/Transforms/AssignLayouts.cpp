@@ -283,42 +283,95 @@ Attribute dotAccumulatorLayout(DotOp dot, unsigned numWarps, bool wgmma) {
   return getMmaAccumulatorLayout(ctx, shape, numWarps);
 }
 
-/// The groups whose layout will be a tensor-core accumulator's (step 3's mmaLayoutOf, less
-/// its diagnostics: a shared_dot always takes one or fails there).
-DenseSet<Value> tensorCoreGroups(func::FuncOp func, ValueGroups &groups, unsigned numWarps,
-                                 bool wgmma) {
-  DenseSet<Value> roots;
+/// The groups whose layout will be a tensor-core accumulator's, with that layout (step 3's
+/// mmaLayoutOf, less its diagnostics: a shared_dot always takes one or fails there, null
+/// here).
+DenseMap<Value, Attribute> tensorCoreGroups(func::FuncOp func, ValueGroups &groups,
+                                            unsigned numWarps, bool wgmma) {
+  DenseMap<Value, Attribute> roots;
   func.walk([&](Operation *op) {
     if (auto dot = dyn_cast<DotOp>(op)) {
-      if (dotAccumulatorLayout(dot, numWarps, wgmma))
-        roots.insert(groups.find(dot.getResult()));
+      if (Attribute layout = dotAccumulatorLayout(dot, numWarps, wgmma))
+        roots.try_emplace(groups.find(dot.getResult()), layout);
     } else if (auto dot = dyn_cast<kiln::gpu::SharedDotOp>(op)) {
-      roots.insert(groups.find(dot.getResult()));
+      ArrayRef<int64_t> shape = dot.getType().getShape();
+      roots.try_emplace(groups.find(dot.getResult()),
+                        wgmma ? getWgmmaAccumulatorLayout(op->getContext(), shape, numWarps)
+                              : getMmaAccumulatorLayout(op->getContext(), shape, numWarps));
     }
   });
   return roots;
 }
 
-/// Step 2c: a 2-D store of a tensor-core accumulator that its fragment layout would write one
-/// element at a time -- the column pairs a thread holds are not proven aligned (a C pointer
-/// loaded from a table, an unknown row stride) or the memory is contiguous down the columns --
-/// stores through a kiln_gpu.convert_layout instead: the pointers (and mask) then take a
-/// blocked layout of their own, coalesced along the contiguous dimension (a warp writes 32
-/// consecutive elements, not 8 rows of 4 scattered ones). Returns the conversions made; their
-/// groups place warps along the rows (chooseBlocked), so the conversion moves one band of
-/// columns at a time (kiln::gpu::planColumnBands).
-SmallVector<Operation *> convertAccumulatorStores(func::FuncOp func, ValueGroups &groups,
-                                                  unsigned numWarps, bool wgmma) {
-  DenseSet<Value> tensorCore = tensorCoreGroups(func, groups, numWarps, wgmma);
+/// Shared memory of one SM (sm_90: 228 KiB), what one block may use of it (227 KiB), and what
+/// the system reserves per block (1 KiB); threads and blocks one SM runs at most.
+constexpr int64_t kSharedPerSM = 228 * 1024, kSharedPerBlock = 227 * 1024, kSharedReserved = 1024,
+                  kThreadsPerSM = 2048, kBlocksPerSM = 32;
+
+/// Bytes of the function's dot rings, all counted as if live at once (an upper bound).
+int64_t ringBytes(func::FuncOp func) {
+  int64_t bytes = 0;
+  func.walk([&](kiln::gpu::LocalAllocOp op) {
+    bytes +=
+        kiln::getSharedSlotBytes(op.getResult().getType()) * op.getResult().getType().getNumSlots();
+  });
+  return bytes;
+}
+
+/// Whether the conversion of an accumulator from `src` to `dst` is worth its shared memory
+/// where the fragment layout could store it as it is (column pairs): it must move by column
+/// bands (vector accesses: kiln::gpu::planColumnBands), its scratch must fit beside the rings,
+/// and it must not cost a block per SM that the rings and the threads leave room for.
+bool conversionFits(RankedTensorType src, RankedTensorType dst, int64_t rings, unsigned numWarps) {
+  auto bands = kiln::gpu::planColumnBands(src, dst);
+  if (!bands)
+    return false;
+  int64_t scratch =
+      dst.getDimSize(0) * bands->rowStride * std::max<int64_t>(1, dst.getElementTypeBitWidth() / 8);
+  int64_t byThreads =
+      std::min<int64_t>(kBlocksPerSM, kThreadsPerSM / (int64_t(numWarps) * kiln::gpu::kWarpSize));
+  auto blocksPerSM = [&](int64_t bytes) {
+    return std::min(byThreads, kSharedPerSM / (bytes + kSharedReserved));
+  };
+  return rings + scratch <= kSharedPerBlock && blocksPerSM(rings + scratch) >= blocksPerSM(rings);
+}
+
+/// Step 2c: a 2-D store of a tensor-core accumulator stores through a kiln_gpu.convert_layout:
+/// the pointers (and mask) then take a blocked layout of their own, coalesced along the
+/// contiguous dimension (a warp writes whole 128-byte lines, 16 bytes a thread, not 8 rows of
+/// a thread's column pairs). Always where the fragment layout would write one element at a
+/// time (the column pairs a thread holds not proven aligned: a C pointer loaded from a table,
+/// an unknown row stride; or memory contiguous down the columns); where it would write pairs,
+/// of 16-bit or narrower elements when the conversion fits (conversionFits). A row's pairs,
+/// 4 threads', are half a 32-byte sector, 4 bytes a store: 64 stores a thread for a 128 x 256
+/// f16 tile against 16 of 16 bytes, and the store queue stalls on them (unsloth's MoE GEMM
+/// forward on the H200: 0.94 -> 1.00x Triton with W by the TMA, 0.99 -> 1.08x by pointers). Returns
+/// the conversions made; their groups place warps along the rows (`chooseDst`, chooseBlocked's
+/// warpsAlongRows), so the conversion moves one band of columns at a time
+/// (kiln::gpu::planColumnBands).
+SmallVector<Operation *> convertAccumulatorStores(
+    func::FuncOp func, ValueGroups &groups, unsigned numWarps, bool wgmma,
+    function_ref<Attribute(ArrayRef<int64_t>, Value, const AxisInfoAnalysis &)> chooseDst) {
+  DenseMap<Value, Attribute> tensorCore = tensorCoreGroups(func, groups, numWarps, wgmma);
   SmallVector<StoreOp> stores;
   func.walk([&](StoreOp store) {
     auto type = dyn_cast<RankedTensorType>(store.getValue().getType());
-    if (type && type.getRank() == 2 && tensorCore.contains(groups.find(store.getValue())))
+    if (type && type.getRank() == 2 && tensorCore.count(groups.find(store.getValue())))
       stores.push_back(store);
   });
   if (stores.empty())
     return {};
   AxisInfoAnalysis axis(func);
+  int64_t rings = ringBytes(func);
+  // Pair stores stay on the mma.sync path (measured on sm_90 only), and where a
+  // warp-specialized loop's consumers run under a register cap (setmaxnreg) that a
+  // conversion's live values may pass.
+  bool capped = !wgmma || func.walk([](scf::ForOp loop) {
+                                return loop->hasAttr(kiln::kWarpSpecializeAttr)
+                                           ? WalkResult::interrupt()
+                                           : WalkResult::advance();
+                              })
+                              .wasInterrupted();
   SmallVector<Operation *> converts;
   for (StoreOp store : stores) {
     Value ptr = store.getPtr();
@@ -329,10 +382,22 @@ SmallVector<Operation *> convertAccumulatorStores(func::FuncOp func, ValueGroups
       continue;
     bool pairs = fast == 1 && axis.getPtrVectorWidth(ptr, 1, kMaxAccessBits) >= 2 &&
                  (!store.getMask() || axis.getMaskConstancy(store.getMask(), 1) >= 2);
-    if (pairs)
-      continue; // the fragment layout writes whole pairs
-    OpBuilder b(store);
     Value value = store.getValue();
+    if (pairs) {
+      auto type = cast<RankedTensorType>(value.getType());
+      // 32-bit pairs fill a sector a row already (4 threads x 8 bytes).
+      if (capped || type.getElementTypeBitWidth() >= 32)
+        continue;
+      Attribute acc = tensorCore.lookup(groups.find(value));
+      if (!acc)
+        continue;
+      auto src = RankedTensorType::get(type.getShape(), type.getElementType(), acc);
+      auto dst = RankedTensorType::get(type.getShape(), type.getElementType(),
+                                       chooseDst(type.getShape(), ptr, axis));
+      if (!conversionFits(src, dst, rings, numWarps))
+        continue; // the fragment layout writes whole pairs
+    }
+    OpBuilder b(store);
     auto cvt = kiln::gpu::ConvertLayoutOp::create(b, store.getLoc(), value.getType(), value);
     store.getValueMutable().assign(cvt);
     converts.push_back(cvt);
@@ -511,7 +576,12 @@ LogicalResult KilnAssignLayoutsPass::assign(func::FuncOp func) {
     if (!conflict) {
       SmallVector<Operation *> converts =
           storesChecked ? SmallVector<Operation *>()
-                        : convertAccumulatorStores(func, groups, numWarps, wgmma);
+                        : convertAccumulatorStores(func, groups, numWarps, wgmma,
+                                                   [&](ArrayRef<int64_t> shape, Value ptr,
+                                                       const AxisInfoAnalysis &axis) -> Attribute {
+                                                     return chooseBlocked(shape, ptr, axis,
+                                                                          /*warpsAlongRows=*/true);
+                                                   });
       storesChecked = true;
       if (converts.empty())
         break;
@@ -684,9 +754,21 @@ BlockedEncodingAttr KilnAssignLayoutsPass::chooseBlocked(ArrayRef<int64_t> shape
         }
         break;
       }
+  // A converted accumulator's store: a warp's lanes span one 128-byte line of a row, not
+  // more (as coalesced: each store instruction writes whole lines), so that the conversion's
+  // column period stays below the tile's width and it moves one band of columns at a time
+  // (kiln::gpu::planColumnBands) through a scratch of 16 KiB, not the whole tile.
+  int64_t rowLanes = kiln::gpu::kWarpSize;
+  if (warpsAlongRows && ptr && rank == 2)
+    if (Type elem = getElementTypeOrSelf(kiln::getPointeeType(ptr.getType()));
+        elem && elem.isIntOrFloat())
+      rowLanes = std::max<int64_t>(
+          1, 128 / (int64_t(spt[order[0]]) * std::max(1u, elem.getIntOrFloatBitWidth() / 8)));
   unsigned lanes = kiln::gpu::kWarpSize;
   for (unsigned d : order) {
     unsigned t = std::min<int64_t>(lanes, std::max<int64_t>(1, shape[d] / spt[d]));
+    if (d == order[0])
+      t = std::min<int64_t>(t, rowLanes);
     tpw[d] = t;
     lanes /= t;
   }

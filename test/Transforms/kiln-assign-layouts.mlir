@@ -153,16 +153,23 @@ func.func @wgmma_accumulator(%pa: !kiln.ptr<f16>, %pb: !kiln.ptr<f16>, %pc: !kil
 // aligned (a row stride of unknown divisibility): the fragment layout would write one element
 // at a time, 8 rows of a warp at once, so the store goes through a convert_layout to a blocked
 // layout of its own, a warp writing 32 consecutive elements of a row, warps along the rows.
-// With the pointer and the stride divisible by 16 the fragment layout writes whole pairs and
-// the store keeps it.
+// With the pointer and the stride divisible by 16 the fragment layout would write pairs (4
+// bytes); the store converts all the same, to 16 bytes a thread and 128 bytes a warp's row
+// (8 lanes: the conversion then moves bands of 64 columns), as the conversion's 18 KiB of
+// scratch fit beside the rings without costing a block per SM. With rings that leave no room
+// for it (7 slots of 32 KiB), the store keeps the fragment layout.
 // WG-DAG: #[[ACC:blocked[0-9]*]] = #kiln_gpu.blocked<{sizePerThread = [1, 2], threadsPerWarp = [8, 4], warpsPerCTA = [8, 1], order = [1, 0], wgmma = true}>
 // WG-DAG: #[[ROWS:blocked[0-9]*]] = #kiln_gpu.blocked<{sizePerThread = [1, 1], threadsPerWarp = [1, 32], warpsPerCTA = [8, 1], order = [1, 0]}>
+// WG-DAG: #[[LINES:blocked[0-9]*]] = #kiln_gpu.blocked<{sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [8, 1], order = [1, 0]}>
 // WG-LABEL: func.func @unaligned_accumulator_store
 // WG: kiln.dot {{.*}} -> tensor<128x256xf32, #[[ACC]]>
 // WG: arith.truncf {{.*}} : tensor<128x256xf32, #[[ACC]]> to tensor<128x256xf16, #[[ACC]]>
 // WG: kiln_gpu.convert_layout {{.*}} : tensor<128x256xf16, #[[ACC]]> -> tensor<128x256xf16, #[[ROWS]]>
 // WG: kiln.store {{.*}} : tensor<128x256x!kiln.ptr<f16>, #[[ROWS]]>
 // WG-LABEL: func.func @aligned_accumulator_store
+// WG: kiln_gpu.convert_layout {{.*}} : tensor<128x256xf16, #[[ACC]]> -> tensor<128x256xf16, #[[LINES]]>
+// WG: kiln.store {{.*}} : tensor<128x256x!kiln.ptr<f16>, #[[LINES]]>
+// WG-LABEL: func.func @aligned_accumulator_store_full_shared
 // WG-NOT: kiln_gpu.convert_layout
 // WG: kiln.store {{.*}} : tensor<128x256x!kiln.ptr<f16>, #[[ACC]]>
 func.func @unaligned_accumulator_store(%pa: !kiln.ptr<f16>, %pb: !kiln.ptr<f16>,
@@ -191,6 +198,31 @@ func.func @unaligned_accumulator_store(%pa: !kiln.ptr<f16>, %pb: !kiln.ptr<f16>,
 func.func @aligned_accumulator_store(%pa: !kiln.ptr<f16>, %pb: !kiln.ptr<f16>,
                                      %pc: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
                                      %ldc: i32 {kiln.divisibility = 16 : i32}) {
+  %ra = kiln.splat %pa : tensor<128x64x!kiln.ptr<f16>>
+  %rb = kiln.splat %pb : tensor<64x256x!kiln.ptr<f16>>
+  %a = kiln.load %ra : tensor<128x64x!kiln.ptr<f16>>
+  %b = kiln.load %rb : tensor<64x256x!kiln.ptr<f16>>
+  %zero = arith.constant dense<0.0> : tensor<128x256xf32>
+  %d = kiln.dot %a, %b, %zero : tensor<128x64xf16> * tensor<64x256xf16> -> tensor<128x256xf32>
+  %h = arith.truncf %d : tensor<128x256xf32> to tensor<128x256xf16>
+  %rm = kiln.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
+  %rn = kiln.make_range {end = 256 : i32, start = 0 : i32} : tensor<256xi32>
+  %em = kiln.expand_dims %rm {axis = 1 : i32} : tensor<128xi32> -> tensor<128x1xi32>
+  %ldcs = kiln.splat %ldc : tensor<128x1xi32>
+  %om = arith.muli %em, %ldcs : tensor<128x1xi32>
+  %omb = kiln.broadcast %om : tensor<128x1xi32> -> tensor<128x256xi32>
+  %en = kiln.expand_dims %rn {axis = 0 : i32} : tensor<256xi32> -> tensor<1x256xi32>
+  %onb = kiln.broadcast %en : tensor<1x256xi32> -> tensor<128x256xi32>
+  %off = arith.addi %omb, %onb : tensor<128x256xi32>
+  %p = kiln.splat %pc : tensor<128x256x!kiln.ptr<f16>>
+  %ps = kiln.addptr %p, %off : tensor<128x256x!kiln.ptr<f16>>, tensor<128x256xi32>
+  kiln.store %ps, %h : tensor<128x256x!kiln.ptr<f16>>
+  return
+}
+func.func @aligned_accumulator_store_full_shared(%pa: !kiln.ptr<f16>, %pb: !kiln.ptr<f16>,
+                                     %pc: !kiln.ptr<f16> {kiln.divisibility = 16 : i32},
+                                     %ldc: i32 {kiln.divisibility = 16 : i32}) {
+  %ring = kiln_gpu.local_alloc {k_major = true, operand = 0 : i32} : !kiln_gpu.shared<[7, 128, 128], f16>
   %ra = kiln.splat %pa : tensor<128x64x!kiln.ptr<f16>>
   %rb = kiln.splat %pb : tensor<64x256x!kiln.ptr<f16>>
   %a = kiln.load %ra : tensor<128x64x!kiln.ptr<f16>>

@@ -531,8 +531,10 @@ def test_prefill_compiles_to_ptx(dtype, D, paged):
     if dtype != "float32":  # both products on the warpgroup tensor cores
         assert "wgmma.mma_async" in ptx and "mma.sync" not in ptx
     if not paged and dtype != "float32":
-        # K and V from qkv's rows stream through cp.async rings, as in flash_attention
-        assert "cp.async.cg.shared.global" in ptx and "st.shared" not in ptx
+        # K and V from qkv's rows stream through cp.async rings, as in flash_attention (the
+        # output may go through shared memory after the last product: 16-byte stores)
+        assert "cp.async.cg.shared.global" in ptx
+        assert "st.shared" not in ptx[:ptx.rindex("wgmma.wait_group")]
     if paged:
         # the gathered rows are read in 16-byte vectors
         assert "ld.global.v4" in ptx and "ld.global.b16" not in ptx
