@@ -565,7 +565,8 @@ void kiln::rt::encodeRecipeTensorMap(void *out, const std::vector<int64_t> &reci
   const int64_t rank = recipe.size() >= 3 ? recipe[2] : 0;
   const bool flagged = rank >= 1 && recipe.size() == size_t(3 * rank + 3);
   if (rank < 1 || (recipe.size() != size_t(3 * rank + 2) && !flagged) || recipe[0] < 0 ||
-      size_t(recipe[0]) >= signature.size() || (recipe[1] != 'h' && recipe[1] != 'H'))
+      size_t(recipe[0]) >= signature.size() ||
+      !(recipe[1] == 'h' || recipe[1] == 'H' || recipe[1] == 'e' || recipe[1] == 'E'))
     throw Error("internal error: a malformed tensor map recipe");
   // A field's value: a constant (-1 - value), the word of a scalar parameter, or (an extent)
   // an int32 parameter times the factor in the bits from 32, multiplied in int32.
@@ -586,8 +587,9 @@ void kiln::rt::encodeRecipeTensorMap(void *out, const std::vector<int64_t> &reci
     shape.push_back(int64_t(int32_t(value(recipe[3 + rank + i])))); // int32 extents
   for (int64_t i = 0; i + 1 < rank; ++i)
     strides.push_back(value(recipe[3 + 2 * rank + i]));
-  encodeTensorMapIfRead(out, block, recipe[1] == 'h' ? ArgKind::F16 : ArgKind::BF16,
-                        args[recipe[0]], shape, strides, boxRows,
+  // fp8 ('e' e4m3, 'E' e5m2): the TMA moves bytes.
+  ArgKind kind = recipe[1] == 'h' ? ArgKind::F16 : recipe[1] == 'H' ? ArgKind::BF16 : ArgKind::I8;
+  encodeTensorMapIfRead(out, block, kind, args[recipe[0]], shape, strides, boxRows,
                         /*guarded=*/!flagged || recipe.back() != 0);
 }
 

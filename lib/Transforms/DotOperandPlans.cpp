@@ -106,7 +106,7 @@ FailureOr<CopyPlan> planTmaCopy(DescriptorLoadOp desc, Value operand, scf::ForOp
   if (desc->getBlock() != loop.getBody() || (type.getRank() != 2 && !reshape) ||
       (reshape && reshape->getBlock() != loop.getBody()) ||
       !onlyDotsRead(reshape ? reshape.getResult() : desc.getResult(), loop) ||
-      (!elem.isF16() && !elem.isBF16()) ||
+      (!elem.isF16() && !elem.isBF16() && !isFp8Type(elem)) ||
       !nvidia::getTensorMapBox(std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
                                elem.getIntOrFloatBitWidth() / 8))
     return failure();

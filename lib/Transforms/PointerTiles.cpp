@@ -256,7 +256,7 @@ LogicalResult planPointers(Value ptrs, func::FuncOp func, Plan &plan, bool atten
   auto div = func.getArgAttrOfType<IntegerAttr>(plan.base.getArgNumber(), kDivisibilityAttr);
   if (!div || div.getInt() % 16)
     return failure();
-  const int64_t elemBytes = 2;
+  const int64_t elemBytes = std::max(1u, plan.type.getElementTypeBitWidth() / 8);
   auto unit = [](const Dim &d) { return d.stride.isConst() && d.stride.constant == 1; };
   if (unit(dims[1]))
     plan.rowDim = 0;

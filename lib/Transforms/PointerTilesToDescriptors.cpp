@@ -1,10 +1,10 @@
 //===- PointerTilesToDescriptors.cpp - Matmul pointer tiles as descriptor accesses -===//
 //
 // This file implements -kiln-pointer-tiles-to-descriptors (see Passes.td): a loop's load of a
-// 2-D f16/bf16 tile that feeds a dot, through pointers the loop advances (Triton's tutorial
-// matmul: `a_ptrs += BLOCK_K * stride_ak`), becomes a kiln.descriptor_load of a tensor map the
-// launcher encodes from the kernel's arguments, so that -kiln-pipeline-dot-operands copies it
-// with the tensor memory accelerator instead of cp.async.
+// 2-D f16/bf16 tile (or fp8, contiguous along the dot's K) that feeds a dot, through pointers the
+// loop advances (Triton's tutorial matmul: `a_ptrs += BLOCK_K * stride_ak`), becomes a
+// kiln.descriptor_load of a tensor map the launcher encodes from the kernel's arguments, so that
+// -kiln-pipeline-dot-operands copies it with the tensor memory accelerator instead of cp.async.
 //
 // What it takes, all checked on the IR:
 //   ptrs(t)  = splat(base) + idx0[:, None] * s0 + idx1[None, :]          (t-th iteration,
@@ -122,22 +122,44 @@ bool wrappedSlicesDropped(LoadOp load, int d, const Dim &dim) {
   return slicesOnlyReachDroppingStores(load.getResult(), d, drops);
 }
 
+/// The launchers' dtype code of a tensor map of `elem` elements (python/src/LauncherArgs.cpp,
+/// rt::encodeRecipeTensorMap): f16 'h', bf16 'H', fp8 e4m3 'e' and e5m2 'E' (bytes to the
+/// TMA); 0 for elements the pass leaves to cp.async.
+char tensorMapCode(Type elem) {
+  if (elem.isF16())
+    return 'h';
+  if (elem.isBF16())
+    return 'H';
+  if (isa<Float8E4M3FNType>(elem))
+    return 'e';
+  if (isa<Float8E5M2Type>(elem))
+    return 'E';
+  return 0;
+}
+
 /// The plan for `load` in `loop`, or failure.
 FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func, bool attentionTiles) {
   auto type = dyn_cast<RankedTensorType>(load.getType());
-  if (!type || type.getRank() != 2 ||
-      !(type.getElementType().isF16() || type.getElementType().isBF16()))
+  if (!type || type.getRank() != 2 || !tensorMapCode(type.getElementType()))
     return failure();
+  bool bytes = type.getElementTypeBitWidth() == 8;
   if (load.getIsVolatile())
     return failure();
-  // Only tiles that feed dots (directly or transposed): the TMA copies those.
+  // Only tiles that feed dots (directly or transposed): the TMA copies those. 8-bit tiles only
+  // directly, and only contiguous along the dot's K (wgmma reads 8-bit operands K-major and
+  // the TMA does not transpose: the cp.async copies do, 4 x 4 bytes in registers).
+  int kDim = -1;
   for (Operation *user : load->getUsers()) {
     if (auto t = dyn_cast<TransOp>(user)) {
-      if (!llvm::all_of(t->getUsers(), [](Operation *u) { return isa<DotOp>(u); }))
+      if (bytes || !llvm::all_of(t->getUsers(), [](Operation *u) { return isa<DotOp>(u); }))
         return failure();
     } else if (auto dot = dyn_cast<DotOp>(user)) {
       if (dot.getC() == load.getResult())
         return failure();
+      int k = dot.getA() == load.getResult() ? 1 : 0;
+      if (bytes && (dot.getA() == dot.getB() || (kDim >= 0 && kDim != k)))
+        return failure();
+      kDim = k;
     } else {
       return failure();
     }
@@ -164,6 +186,8 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func, bool a
     return failure();
   if (plan.baseOffset && !loop.isDefinedOutsideOfLoop(plan.baseOffset))
     return failure();
+  if (bytes && plan.rowDim == kDim) // the contiguous dimension (not the rows') must be K
+    return failure();
   // A tile read as the transpose of its block goes to dots as it is or transposed back
   // (tutorial 06's backward: k @ qT and ds @ qT^T); the rings then take the block's
   // transpose, or the block, as the dot's operand.
@@ -186,7 +210,7 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func, bool a
     return dots.size();
   };
   if (dotsReading(load.getResult()) > 1 &&
-      type.getDimSize(1 - plan.rowDim) * 2 < 256) // (16-bit elements)
+      type.getDimSize(1 - plan.rowDim) * (type.getElementTypeBitWidth() / 8) < 256)
     return failure();
   std::array<Dim, 2> &dims = plan.dims;
   const int r = plan.rowDim, c = 1 - r;
@@ -462,8 +486,8 @@ BlockArgument mapArgument(func::FuncOp func, const Plan &plan,
   RankedTensorType type = plan.type;
   const int r = plan.rowDim, c = 1 - r;
   SmallVector<int64_t> recipe{plan.base.getArgNumber(),
-                              type.getElementType().isF16() ? int64_t('h') : int64_t('H'), 2,
-                              type.getDimSize(r), type.getDimSize(c)};
+                              int64_t(tensorMapCode(type.getElementType())), 2, type.getDimSize(r),
+                              type.getDimSize(c)};
   for (int d : {r, c})
     recipe.push_back(*recipeSource(plan.dims[d].extent, func, false));
   recipe.push_back(*recipeSource(plan.dims[r].stride, func, true));

@@ -196,6 +196,33 @@ def test_dot_runs_on_wgmma(fmt, ptx_type):
     assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx and "wgmma" not in ptx
 
 
+@pytest.mark.parametrize("fmt,code", [("fp8e4nv", ord("e")), ("fp8e5", ord("E"))])
+def test_column_major_operands_take_the_tma(fmt, code):
+    """No GPU needed: on sm_90a the fp8 tutorial matmul's A (K contiguous) and column-major B
+    (K contiguous) are read through tensor maps the launcher encodes (dtype code 'e' / 'E':
+    bytes to the TMA) into K-major rings, as 16-bit tiles are; a row-major B (N contiguous)
+    keeps every operand on cp.async, whose copies transpose 8-bit blocks for wgmma (the TMA
+    does not)."""
+    sig = dict(a_ptr=f"*{fmt}:16", b_ptr=f"*{fmt}:16", c_ptr="*fp16:16", M="i32:16",
+               N="i32:16", K="i32:16", stride_am="i32:16", stride_bn="i32:16",
+               stride_cm="i32:16")
+    consts = dict(stride_ak=1, stride_bk=1, stride_cn=1, BLOCK_SIZE_M=128, BLOCK_SIZE_N=256,
+                  BLOCK_SIZE_K=128, GROUP_SIZE_M=8, ACC_DTYPE=tl.float32, PRECISION=None)
+    k = kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target="sm_90a",
+                     num_warps=8, num_stages=3)
+    recipes = re.findall(r"tensor_map_recipe = array<i64: (\d+), (\d+),", k.asm["kiln"])
+    assert [(int(b), int(c)) for b, c in recipes][:2] == [(0, code), (1, code)]
+    assert re.search(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global", k.asm["ptx"])
+    sig_row = dict(sig, stride_bk="i32:16")
+    sig_row.pop("stride_bn")
+    consts_row = dict(consts, stride_bk=None, stride_bn=1)
+    consts_row.pop("stride_bk")
+    k = kiln.compile(matmul_kernel, signature=sig_row, constexprs=consts_row, target="sm_90a",
+                     num_warps=8, num_stages=3)
+    assert not re.search(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster", k.asm["ptx"])
+    assert "cp.async.cg.shared.global" in k.asm["ptx"]
+
+
 @kiln.jit
 def widths_kernel(x_ptr, q_ptr, y_ptr, z_ptr, n, FMT: tl.constexpr, BLOCK: tl.constexpr):
     """x (f16, f32 or bf16) -> fp8 -> x's type, and -> bf16."""
