@@ -95,7 +95,8 @@ static ReshapeOp dropUnitBlockDims(DescriptorLoadOp desc) {
 }
 
 /// A descriptor load the TMA can copy into a ring: read by dots only (onlyDotsRead; each gets
-/// a ring of its own unless shareBRings lets it read another's), 16-bit floats, a 2-D block
+/// a ring of its own unless shareBRings lets it read another's), 16-bit floats or fp8 (whose
+/// blocks the TMA copies as they are: K-major where the dot reads them), a 2-D block
 /// TMA boxes cover (nvidia::getTensorMapBox) or one of more dimensions whose outer ones are 1,
 /// reshaped to its last two (dropUnitBlockDims), offsets computable for any iteration from the
 /// induction variable, inductions and loop invariants.
