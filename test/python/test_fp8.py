@@ -175,16 +175,26 @@ def test_dot_of_mixed_fp8_formats_is_an_error():
         kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target="sm_90a")
 
 
+def tutorial_args(fmt, c_type, block_n, b_major="col"):
+    """The signature and constexprs of the fp8 tutorial matmul (matmul_kernel) with A
+    row-major, B column-major ("col": K contiguous) or row-major ("row"), C of `c_type`."""
+    sig = dict(a_ptr=f"*{fmt}:16", b_ptr=f"*{fmt}:16", c_ptr=f"*{c_type}:16", M="i32:16",
+               N="i32:16", K="i32:16", stride_am="i32:16", stride_cm="i32:16")
+    consts = dict(stride_ak=1, stride_cn=1, BLOCK_SIZE_M=128, BLOCK_SIZE_N=block_n,
+                  BLOCK_SIZE_K=128, GROUP_SIZE_M=8, ACC_DTYPE=tl.float32, PRECISION=None)
+    unit, strided = ("stride_bk", "stride_bn") if b_major == "col" else ("stride_bn", "stride_bk")
+    consts[unit] = 1
+    sig[strided] = "i32:16"
+    return sig, consts
+
+
 @pytest.mark.parametrize("fmt,ptx_type", [("fp8e4nv", "e4m3"), ("fp8e5", "e5m2")])
 def test_dot_runs_on_wgmma(fmt, ptx_type):
     """No GPU needed: on sm_90a the fp8 tutorial matmul with a column-major B copies both
-    operands 16 bytes at a time into K-major rings and multiplies with wgmma k32; compiled for
-    sm_90 the operands are widened to f16 for mma.sync."""
-    sig = dict(a_ptr=f"*{fmt}:16", b_ptr=f"*{fmt}:16", c_ptr="*fp32:16", M="i32:16",
-               N="i32:16", K="i32:16", stride_am="i32:16", stride_bn="i32:16",
-               stride_cm="i32:16")
-    consts = dict(stride_ak=1, stride_bk=1, stride_cn=1, BLOCK_SIZE_M=128, BLOCK_SIZE_N=128,
-                  BLOCK_SIZE_K=128, GROUP_SIZE_M=8, ACC_DTYPE=tl.float32, PRECISION=None)
+    operands into K-major rings (the TMA; cp.async, 16 bytes at a time, in the loop version
+    for tensors the TMA cannot take) and multiplies with wgmma k32; compiled for sm_90 the
+    operands are widened to f16 for mma.sync."""
+    sig, consts = tutorial_args(fmt, "fp32", 128)
     k = kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target="sm_90a",
                      num_warps=8, num_stages=4)
     ptx = k.asm["ptx"]
@@ -203,21 +213,14 @@ def test_column_major_operands_take_the_tma(fmt, code):
     bytes to the TMA) into K-major rings, as 16-bit tiles are; a row-major B (N contiguous)
     keeps every operand on cp.async, whose copies transpose 8-bit blocks for wgmma (the TMA
     does not)."""
-    sig = dict(a_ptr=f"*{fmt}:16", b_ptr=f"*{fmt}:16", c_ptr="*fp16:16", M="i32:16",
-               N="i32:16", K="i32:16", stride_am="i32:16", stride_bn="i32:16",
-               stride_cm="i32:16")
-    consts = dict(stride_ak=1, stride_bk=1, stride_cn=1, BLOCK_SIZE_M=128, BLOCK_SIZE_N=256,
-                  BLOCK_SIZE_K=128, GROUP_SIZE_M=8, ACC_DTYPE=tl.float32, PRECISION=None)
+    sig, consts = tutorial_args(fmt, "fp16", 256)
     k = kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target="sm_90a",
                      num_warps=8, num_stages=3)
     recipes = re.findall(r"tensor_map_recipe = array<i64: (\d+), (\d+),", k.asm["kiln"])
     assert [(int(b), int(c)) for b, c in recipes][:2] == [(0, code), (1, code)]
     assert re.search(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global", k.asm["ptx"])
-    sig_row = dict(sig, stride_bk="i32:16")
-    sig_row.pop("stride_bn")
-    consts_row = dict(consts, stride_bk=None, stride_bn=1)
-    consts_row.pop("stride_bk")
-    k = kiln.compile(matmul_kernel, signature=sig_row, constexprs=consts_row, target="sm_90a",
+    sig, consts = tutorial_args(fmt, "fp16", 256, b_major="row")
+    k = kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target="sm_90a",
                      num_warps=8, num_stages=3)
     assert not re.search(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster", k.asm["ptx"])
     assert "cp.async.cg.shared.global" in k.asm["ptx"]
