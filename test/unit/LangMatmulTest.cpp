@@ -88,13 +88,20 @@ TEST(LangMatmul, RecipeEncodingChecksWithoutGPU) {
   kiln::rt::encodeRecipeTensorMap(map, recipe, sig, negative, 64);
   for (unsigned char byte : map)
     ASSERT_EQ(byte, 0);
+  // fp8 maps ('e' e4m3, 'E' e5m2: bytes to the TMA) are recipes too.
+  for (int64_t code : {'e', 'E'}) {
+    std::memset(map, 0xab, sizeof(map));
+    kiln::rt::encodeRecipeTensorMap(map, {0, code, 2, 64, 128, 1, -257, 2}, sig, words, 0);
+    for (unsigned char byte : map)
+      ASSERT_EQ(byte, 0);
+  }
   // Malformed recipes are errors, not reads past the arguments.
   auto malformed = [&](std::vector<int64_t> r) {
     EXPECT_THROW(kiln::rt::encodeRecipeTensorMap(map, r, sig, words, 64), kiln::rt::Error);
   };
   malformed({0, 'h', 2, 64, 64, 1, 2});       // a field short
   malformed({5, 'h', 2, 64, 64, 1, -257, 2}); // base past the parameters
-  malformed({0, 'f', 2, 64, 64, 1, -257, 2}); // not f16 / bf16
+  malformed({0, 'f', 2, 64, 64, 1, -257, 2}); // not f16 / bf16 / fp8
   malformed({0, 'h', 2, 64, 64, 7, -257, 2}); // an extent from parameter 7 of 3
 }
 
