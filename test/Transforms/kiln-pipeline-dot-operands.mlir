@@ -646,6 +646,42 @@ func.func @tma_b_transposed(%ad: !kiln.tensormap, %ab: !kiln.ptr<f16>, %bd: !kil
 
 // -----
 
+// fp8 blocks contiguous along K (A [BLOCK_M, BLOCK_K], B's [BLOCK_N, BLOCK_K] transposed):
+// the TMA copies them as they are into K-major rings, the layout 8-bit wgmma reads (mma.sync
+// widens fp8: no rings there).
+// CHECK-LABEL: func.func @tma_fp8_k_major(
+// CHECK: kiln_gpu.local_alloc {k_major = true, operand = 0 : i32} : <[3, 128, 128], f8E4M3FN>
+// CHECK: %[[B:.*]] = kiln_gpu.local_alloc {k_major = true, operand = 1 : i32} : <[3, 128, 128], f8E4M3FN>
+// CHECK: kiln_gpu.mbarrier_expect %{{.*}}[%{{.*}}], %{{.*}} {bytes = 32768 : i32} : <3>
+// CHECK: kiln_gpu.tma_copy %{{.*}}[%{{.*}}, %{{.*}}], %[[B]][%{{.*}}]
+// CHECK: scf.for
+// CHECK: kiln_gpu.shared_dot
+// CHECK-NOT: kiln.descriptor_load
+// CHECK: scf.yield
+// MMA-LABEL: func.func @tma_fp8_k_major(
+// MMA-NOT: kiln_gpu.local_alloc
+func.func @tma_fp8_k_major(%ad: !kiln.tensormap, %ab: !kiln.ptr<f8E4M3FN>, %bd: !kiln.tensormap,
+                           %bb: !kiln.ptr<f8E4M3FN>, %m: i32, %n: i32, %k: i32, %sa: i64,
+                           %sb: i64, %om: i32, %on: i32, %kt: i32) -> tensor<128x128xf32> {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c128 = arith.constant 128 : i32
+  %zero = arith.constant dense<0.0> : tensor<128x128xf32>
+  %acc = scf.for %i = %c0 to %kt step %c1 iter_args(%c = %zero) -> (tensor<128x128xf32>) : i32 {
+    %ok = arith.muli %i, %c128 : i32
+    %a = kiln.descriptor_load %ad, %ab[%om, %ok] shape [%m, %k] strides [%sa]
+        : !kiln.ptr<f8E4M3FN> -> tensor<128x128xf8E4M3FN>
+    %bnk = kiln.descriptor_load %bd, %bb[%on, %ok] shape [%n, %k] strides [%sb]
+        : !kiln.ptr<f8E4M3FN> -> tensor<128x128xf8E4M3FN>
+    %b = kiln.trans %bnk {order = array<i32: 1, 0>} : tensor<128x128xf8E4M3FN> -> tensor<128x128xf8E4M3FN>
+    %d = kiln.dot %a, %b, %c : tensor<128x128xf8E4M3FN> * tensor<128x128xf8E4M3FN> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
+  }
+  return %acc : tensor<128x128xf32>
+}
+
+// -----
+
 // Block pointers (tl.make_block_ptr + tl.advance): the descriptor loads' offsets are integer
 // inductions (yielded as `x + inc`, inc invariant); the copy for S - 1 iterations ahead adds
 // (S - 1) * inc to the carried offset, as for pointer inductions.
