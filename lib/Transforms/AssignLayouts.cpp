@@ -303,10 +303,8 @@ DenseMap<Value, Attribute> tensorCoreGroups(func::FuncOp func, ValueGroups &grou
   return roots;
 }
 
-/// Shared memory of one SM (sm_90: 228 KiB), what one block may use of it (227 KiB), and what
-/// the system reserves per block (1 KiB); threads and blocks one SM runs at most.
-constexpr int64_t kSharedPerSM = 228 * 1024, kSharedPerBlock = 227 * 1024, kSharedReserved = 1024,
-                  kThreadsPerSM = 2048, kBlocksPerSM = 32;
+/// Threads and blocks one SM runs at most (sm_90).
+constexpr int64_t kThreadsPerSM = 2048, kBlocksPerSM = 32;
 
 /// Bytes of the function's dot rings, all counted as if live at once (an upper bound).
 int64_t ringBytes(func::FuncOp func) {
@@ -331,9 +329,11 @@ bool conversionFits(RankedTensorType src, RankedTensorType dst, int64_t rings, u
   int64_t byThreads =
       std::min<int64_t>(kBlocksPerSM, kThreadsPerSM / (int64_t(numWarps) * kiln::gpu::kWarpSize));
   auto blocksPerSM = [&](int64_t bytes) {
-    return std::min(byThreads, kSharedPerSM / (bytes + kSharedReserved));
+    return std::min(byThreads,
+                    kiln::gpu::kSharedBytesPerSM / (bytes + kiln::gpu::kSharedBytesReserved));
   };
-  return rings + scratch <= kSharedPerBlock && blocksPerSM(rings + scratch) >= blocksPerSM(rings);
+  return rings + scratch <= kiln::gpu::kMaxSharedBytes &&
+         blocksPerSM(rings + scratch) >= blocksPerSM(rings);
 }
 
 /// Step 2c: a 2-D store of a tensor-core accumulator stores through a kiln_gpu.convert_layout:

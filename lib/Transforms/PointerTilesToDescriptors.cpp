@@ -142,7 +142,7 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func, bool a
   auto type = dyn_cast<RankedTensorType>(load.getType());
   if (!type || type.getRank() != 2 || !tensorMapCode(type.getElementType()))
     return failure();
-  bool bytes = type.getElementTypeBitWidth() == 8;
+  bool eightBit = type.getElementTypeBitWidth() == 8;
   if (load.getIsVolatile())
     return failure();
   // Only tiles that feed dots (directly or transposed): the TMA copies those. 8-bit tiles only
@@ -151,13 +151,13 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func, bool a
   int kDim = -1;
   for (Operation *user : load->getUsers()) {
     if (auto t = dyn_cast<TransOp>(user)) {
-      if (bytes || !llvm::all_of(t->getUsers(), [](Operation *u) { return isa<DotOp>(u); }))
+      if (eightBit || !llvm::all_of(t->getUsers(), [](Operation *u) { return isa<DotOp>(u); }))
         return failure();
     } else if (auto dot = dyn_cast<DotOp>(user)) {
       if (dot.getC() == load.getResult())
         return failure();
       int k = dot.getA() == load.getResult() ? 1 : 0;
-      if (bytes && (dot.getA() == dot.getB() || (kDim >= 0 && kDim != k)))
+      if (eightBit && (dot.getA() == dot.getB() || (kDim >= 0 && kDim != k)))
         return failure();
       kDim = k;
     } else {
@@ -186,7 +186,7 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func, bool a
     return failure();
   if (plan.baseOffset && !loop.isDefinedOutsideOfLoop(plan.baseOffset))
     return failure();
-  if (bytes && plan.rowDim == kDim) // the contiguous dimension (not the rows') must be K
+  if (eightBit && plan.rowDim == kDim) // the contiguous dimension (not the rows') must be K
     return failure();
   // A tile read as the transpose of its block goes to dots as it is or transposed back
   // (tutorial 06's backward: k @ qT and ds @ qT^T); the rings then take the block's

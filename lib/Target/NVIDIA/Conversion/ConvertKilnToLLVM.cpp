@@ -179,9 +179,6 @@ void assignWgmmaBufferOffsets(ModuleOp module) {
   }
 }
 
-/// Shared memory one block may use on the largest GPU Kiln targets (sm_90: 227 KiB).
-constexpr int64_t kMaxSharedBytes = 227 * 1024;
-
 /// Fails, naming the kernel, when the dynamic shared memory (`dynamicShared`: the dot rings)
 /// and the static buffers (scratch pool, barriers, wgmma operand buffers) together pass what
 /// a block may use; the driver would refuse the launch.
@@ -193,14 +190,14 @@ LogicalResult checkSharedMemory(ModuleOp module, int64_t dynamicShared) {
         if (array.getNumElements() > 0)
           staticShared += int64_t(array.getNumElements()) *
                           int64_t(DataLayout::closest(global).getTypeSize(array.getElementType()));
-  if (dynamicShared + staticShared <= kMaxSharedBytes)
+  if (dynamicShared + staticShared <= kgpu::kMaxSharedBytes)
     return success();
   for (auto func : module.getOps<LLVM::LLVMFuncOp>())
     if (!func.isExternal())
       return func.emitError("kernel '")
              << func.getName() << "' needs " << dynamicShared + staticShared
              << " bytes of shared memory (" << dynamicShared << " for the rings of its dots, "
-             << staticShared << " for scratch and buffers), more than the " << kMaxSharedBytes
+             << staticShared << " for scratch and buffers), more than the " << kgpu::kMaxSharedBytes
              << " a block may use: lower num_stages or the tile sizes";
   return failure();
 }

@@ -55,6 +55,10 @@ inline constexpr llvm::StringLiteral kAllThreadsAttr = "kiln_gpu.all_threads";
 inline constexpr unsigned kWarpSize = 32;
 /// 32-bit registers of an SM (sm_90), which one program's warps share.
 inline constexpr int64_t kRegistersPerSM = 65536;
+/// Shared memory one block may use on the largest GPU Kiln targets (sm_90: 227 KiB), of the
+/// 228 KiB an SM has, less 1 KiB the system reserves per block.
+inline constexpr int64_t kMaxSharedBytes = 227 * 1024, kSharedBytesPerSM = 228 * 1024,
+                         kSharedBytesReserved = 1024;
 
 /// The registers per thread a program of `launchWarps` warps starts with when one program
 /// takes the SM's register file: its share, at most 255, rounded down to 8 (the unit
