@@ -246,6 +246,12 @@ KILN_EXPORT void encodeTensorMapIfRead(void *out, const std::vector<int64_t> &bl
                                        const std::vector<int64_t> &strides, unsigned boxRows,
                                        bool guarded);
 
+/// The kind of a tensor map's elements of dtype code `code` (numpy's type characters, as the
+/// launchers and tensor map recipes spell them): 'h' f16, 'H' bf16, 'f' f32, 'i' / 'I' 32-bit
+/// integers, and bytes for 'c' / 'C' and fp8 'e' (e4m3) / 'E' (e5m2), which the TMA moves as
+/// they are; F64 for any other code (encodeTensorMap refuses it with a clear message).
+KILN_EXPORT ArgKind tensorElementKind(char code);
+
 /// Encodes into `out` (kTensorMapBytes, kTensorMapAlign-aligned) the tensor map the compiler
 /// appended to a kernel with `recipe` (kiln::addPointerTileMaps), from the launch's packed
 /// argument words `args` (one per parameter of the kernel before its maps, as `signature`

@@ -557,6 +557,27 @@ void kiln::rt::encodeTensorMap(void *out, const TensorMapBox &box, ArgKind elemK
         "cuTensorMapEncodeTiled");
 }
 
+kiln::rt::ArgKind kiln::rt::tensorElementKind(char code) {
+  switch (code) {
+  case 'h':
+    return ArgKind::F16;
+  case 'H':
+    return ArgKind::BF16;
+  case 'f':
+    return ArgKind::F32;
+  case 'c':
+  case 'C':
+  case 'e':
+  case 'E':
+    return ArgKind::I8;
+  case 'i':
+  case 'I':
+    return ArgKind::I32;
+  default:
+    return ArgKind::F64;
+  }
+}
+
 void kiln::rt::encodeRecipeTensorMap(void *out, const std::vector<int64_t> &recipe,
                                      const std::vector<ArgKind> &signature, const uint64_t *args,
                                      unsigned boxRows) {
@@ -587,9 +608,8 @@ void kiln::rt::encodeRecipeTensorMap(void *out, const std::vector<int64_t> &reci
     shape.push_back(int64_t(int32_t(value(recipe[3 + rank + i])))); // int32 extents
   for (int64_t i = 0; i + 1 < rank; ++i)
     strides.push_back(value(recipe[3 + 2 * rank + i]));
-  // fp8 ('e' e4m3, 'E' e5m2): the TMA moves bytes.
-  ArgKind kind = recipe[1] == 'h' ? ArgKind::F16 : recipe[1] == 'H' ? ArgKind::BF16 : ArgKind::I8;
-  encodeTensorMapIfRead(out, block, kind, args[recipe[0]], shape, strides, boxRows,
+  encodeTensorMapIfRead(out, block, tensorElementKind(char(recipe[1])), args[recipe[0]], shape,
+                        strides, boxRows,
                         /*guarded=*/!flagged || recipe.back() != 0);
 }
 

@@ -410,8 +410,8 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
           d.strides.push_back(value(s)); // all but the last (1), as encodeTensorMap takes them
         // A compiler's map (guarded) with an extent or stride that is not positive: none (the
         // kernel's loop of pointer loads runs instead, -kiln-pointer-tiles-to-descriptors).
-        kiln::rt::encodeTensorMapIfRead(d.map, m.block, kindOfDType(m.dtype), arg(m.base), d.shape,
-                                        d.strides, boxRows, m.guarded);
+        kiln::rt::encodeTensorMapIfRead(d.map, m.block, kiln::rt::tensorElementKind(m.dtype),
+                                        arg(m.base), d.shape, d.strides, boxRows, m.guarded);
       }
       ptrs[j] = d.map;
       continue;
@@ -426,7 +426,8 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
       if (!variant->host && boxRows) {
         auto box = kiln::rt::getTensorMapBox(d.block, itemSizeOf(d.dtype), boxRows);
         if (box)
-          kiln::rt::encodeTensorMap(d.map, *box, kindOfDType(d.dtype), d.base, d.shape, d.strides);
+          kiln::rt::encodeTensorMap(d.map, *box, kiln::rt::tensorElementKind(d.dtype), d.base,
+                                    d.shape, d.strides);
         else
           std::memset(d.map, 0, sizeof(d.map));
       }

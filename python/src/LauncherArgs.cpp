@@ -113,28 +113,6 @@ char dtypeCodeFromDLPack(DLDataType t) {
   }
 }
 
-/// The runtime's kind of a tensor element of a dtype code (for tensor maps).
-kiln::rt::ArgKind kindOfDType(char code) {
-  switch (code) {
-  case 'h':
-    return kiln::rt::ArgKind::F16;
-  case 'H':
-    return kiln::rt::ArgKind::BF16;
-  case 'f':
-    return kiln::rt::ArgKind::F32;
-  case 'c':
-  case 'C':
-  case 'e': // fp8: the TMA moves bytes
-  case 'E':
-    return kiln::rt::ArgKind::I8;
-  case 'i':
-  case 'I':
-    return kiln::rt::ArgKind::I32;
-  default:
-    return kiln::rt::ArgKind::F64; // encodeTensorMap refuses it with a clear message
-  }
-}
-
 /// Bytes per element of a dtype code.
 unsigned itemSizeOf(char code) {
   switch (code) {

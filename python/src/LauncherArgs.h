@@ -72,8 +72,6 @@ struct LaunchPlace {
   PyObject *deviceParam = nullptr; ///< the name of the first argument on `device`
 };
 
-/// The kind of a kernel parameter of dtype code `code`.
-kiln::rt::ArgKind kindOfDType(char code);
 /// Bytes per element of a dtype code.
 unsigned itemSizeOf(char code);
 [[noreturn]] void typeError(const std::string &msg);
