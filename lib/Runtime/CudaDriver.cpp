@@ -587,7 +587,8 @@ void kiln::rt::encodeRecipeTensorMap(void *out, const std::vector<int64_t> &reci
   const bool flagged = rank >= 1 && recipe.size() == size_t(3 * rank + 3);
   if (rank < 1 || (recipe.size() != size_t(3 * rank + 2) && !flagged) || recipe[0] < 0 ||
       size_t(recipe[0]) >= signature.size() ||
-      !(recipe[1] == 'h' || recipe[1] == 'H' || recipe[1] == 'e' || recipe[1] == 'E'))
+      !(recipe[1] == 'h' || recipe[1] == 'H' || recipe[1] == 'e' || recipe[1] == 'E' ||
+        recipe[1] == 'c'))
     throw Error("internal error: a malformed tensor map recipe");
   // A field's value: a constant (-1 - value), the word of a scalar parameter, or (an extent)
   // an int32 parameter times the factor in the bits from 32, multiplied in int32.

@@ -309,9 +309,12 @@ LogicalResult pipelineLoop(scf::ForOp loop, MutableArrayRef<DotPlan> plans, bool
         aBuf = done;
     aFilled.push_back(bool(aBuf));
     // A TMA copy writes its rows contiguous along the block's last dimension: K for A, N
-    // for B, the other way round for an operand that is the transpose of its block.
+    // for B, the other way round for an operand that is the transpose of its block. A
+    // cp.async ring of the same loop (a descriptor load the TMA cannot take, copied as its
+    // masked load) is ordered by -kiln-assign-layouts from its copies.
     auto tmaMajor = [&](bool isA, const CopyPlan *copy) {
-      return tma ? rewriter.getBoolAttr(isA != (copy && copy->trans)) : BoolAttr();
+      return tma && (!copy || copy->desc) ? rewriter.getBoolAttr(isA != (copy && copy->trans))
+                                          : BoolAttr();
     };
     if (!aBuf && plan.aSource != ASource::Registers)
       aBuf = kgpu::LocalAllocOp::create(

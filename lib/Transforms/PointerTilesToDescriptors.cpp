@@ -1,8 +1,8 @@
 //===- PointerTilesToDescriptors.cpp - Matmul pointer tiles as descriptor accesses -===//
 //
 // This file implements -kiln-pointer-tiles-to-descriptors (see Passes.td): a loop's load of a
-// 2-D f16/bf16 tile (or fp8, contiguous along the dot's K) that feeds a dot, through pointers the
-// loop advances (Triton's tutorial matmul: `a_ptrs += BLOCK_K * stride_ak`), becomes a
+// 2-D f16/bf16 tile (or fp8/int8, contiguous along the dot's K) that feeds a dot, through pointers
+// the loop advances (Triton's tutorial matmul: `a_ptrs += BLOCK_K * stride_ak`), becomes a
 // kiln.descriptor_load of a tensor map the launcher encodes from the kernel's arguments, so that
 // -kiln-pipeline-dot-operands copies it with the tensor memory accelerator instead of cp.async.
 //
@@ -123,8 +123,8 @@ bool wrappedSlicesDropped(LoadOp load, int d, const Dim &dim) {
 }
 
 /// The launchers' dtype code of a tensor map of `elem` elements (python/src/LauncherArgs.cpp,
-/// rt::encodeRecipeTensorMap): f16 'h', bf16 'H', fp8 e4m3 'e' and e5m2 'E' (bytes to the
-/// TMA); 0 for elements the pass leaves to cp.async.
+/// rt::encodeRecipeTensorMap): f16 'h', bf16 'H', fp8 e4m3 'e' and e5m2 'E', int8 'c' (the
+/// 8-bit ones bytes to the TMA); 0 for elements the pass leaves to cp.async.
 char tensorMapCode(Type elem) {
   if (elem.isF16())
     return 'h';
@@ -134,6 +134,8 @@ char tensorMapCode(Type elem) {
     return 'e';
   if (isa<Float8E5M2Type>(elem))
     return 'E';
+  if (elem.isInteger(8))
+    return 'c';
   return 0;
 }
 
@@ -164,9 +166,9 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func, bool a
       return failure();
     }
   }
-  if (Value other = load.getOther()) { // +0.0, as the TMA fills
+  if (Value other = load.getOther()) { // +0.0 (or 0), as the TMA fills
     Value o = splatScalar(other) ? splatScalar(other) : other;
-    if (!matchPattern(o, m_PosZeroFloat()))
+    if (!matchPattern(o, m_PosZeroFloat()) && !matchPattern(o, m_Zero()))
       return failure();
   }
   // Pointers the loop carries and advances (`a_ptrs += BLOCK_K * stride_ak`), or computed in

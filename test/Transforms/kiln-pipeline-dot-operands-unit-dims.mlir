@@ -47,9 +47,10 @@ func.func @experts(%ad: !kiln.tensormap, %ab: !kiln.ptr<f16>, %bd: !kiln.tensorm
 // 0 expects the TMA's bytes there without arriving; the iteration waits on the barrier, then
 // a proxy fence (wgmma reads what cp.async wrote) and a CTA barrier (the slots' reuse; with
 // three slots the copies go after the dot, behind a second). After the loop every cp.async
-// group is waited for.
+// group is waited for. A's ring, filled by cp.async, gets its order from its copies
+// (-kiln-assign-layouts); B's, the TMA's, from the block.
 // CHECK-LABEL: func.func @gathered_tokens(
-// CHECK: %[[A:.*]] = kiln_gpu.local_alloc {k_major = true, operand = 0 : i32} : <[3, 128, 64], f16>
+// CHECK: %[[A:.*]] = kiln_gpu.local_alloc {operand = 0 : i32} : <[3, 128, 64], f16>
 // CHECK: %[[B:.*]] = kiln_gpu.local_alloc {k_major = true, operand = 1 : i32} : <[3, 64, 128], f16>
 // CHECK: %[[BARS:.*]] = kiln_gpu.mbarrier_alloc {arrivals = 128 : i32} : <3>
 // CHECK: kiln_gpu.mbarrier_expect %[[BARS]][%[[S0:.*]]], %{{.*}} {bytes = 16384 : i32, no_arrive} : <3>

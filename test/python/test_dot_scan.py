@@ -313,15 +313,20 @@ def test_int8_matmul_warpgroup_tiles_gpu(shape, b_order, stages):
 
 def test_int8_dot_runs_on_tensor_cores():
     """No GPU needed: int8 dots compiled for sm_90a multiply with wgmma (k32 steps, operands
-    K-major: a column-major B is copied 16 bytes at a time into its ring), for sm_80 and sm_90
-    with mma.sync.m16n8k32; K = 16 (below one mma) stays on the CUDA cores."""
+    K-major: A and a column-major B are copied by the TMA, tensor maps of dtype code 'c', and
+    16 bytes at a time by cp.async in the version for tensors the TMA cannot take), for sm_80
+    and sm_90 with mma.sync.m16n8k32; K = 16 (below one mma) stays on the CUDA cores."""
     sig = dict(a_ptr="*i8:16", b_ptr="*i8:16", c_ptr="*i32:16", M="i32:16", N="i32:16",
                K="i32:16", stride_am="i32:16", stride_bn="i32:16", stride_cm="i32:16")
     consts = dict(stride_ak=1, stride_bk=1, stride_cn=1, BLOCK_SIZE_M=128, BLOCK_SIZE_N=128,
                   BLOCK_SIZE_K=64, GROUP_SIZE_M=8, ACC_DTYPE=tl.int32, PRECISION=None)
-    ptx = kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target="sm_90a",
-                       num_warps=8, num_stages=4).asm["ptx"]
+    k = kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target="sm_90a",
+                     num_warps=8, num_stages=4)
+    ptx = k.asm["ptx"]
     assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n128k32\.s32\.s8\.s8", ptx)
+    recipes = re.findall(r"tensor_map_recipe = array<i64: (\d+), (\d+),", k.asm["kiln"])
+    assert [(int(b), int(c)) for b, c in recipes][:2] == [(0, ord("c")), (1, ord("c"))]
+    assert re.search(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global", ptx)
     assert "cp.async.cg.shared.global" in ptx and "ld.global.b8" not in ptx
     for arch in ("sm_80", "sm_90"):
         ptx = kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target=arch,

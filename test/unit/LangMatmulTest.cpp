@@ -4,7 +4,8 @@
 // sm_90a (Target::tma_pointer_tiles, what launches on an sm_90a GPU compile) the pointer
 // tiles of A and B become TMA copies of tensor maps the compiler appends, and the C store a
 // TMA store; without it (or off sm_90a) cp.async rings. rt::encodeRecipeTensorMap's checks
-// run without a GPU; GPU_* launch the matmul and skip without one.
+// run without a GPU; GPU_* launch the matmul and skip without one. An int8 matmul (column-major
+// B) takes the TMA the same way (maps of dtype code 'c').
 //
 //===----------------------------------------------------------------------===//
 
@@ -88,8 +89,8 @@ TEST(LangMatmul, RecipeEncodingChecksWithoutGPU) {
   kiln::rt::encodeRecipeTensorMap(map, recipe, sig, negative, 64);
   for (unsigned char byte : map)
     ASSERT_EQ(byte, 0);
-  // fp8 maps ('e' e4m3, 'E' e5m2: bytes to the TMA) are recipes too.
-  for (int64_t code : {'e', 'E'}) {
+  // fp8 maps ('e' e4m3, 'E' e5m2) and int8 ones ('c'), bytes to the TMA, are recipes too.
+  for (int64_t code : {'e', 'E', 'c'}) {
     std::memset(map, 0xab, sizeof(map));
     kiln::rt::encodeRecipeTensorMap(map, {0, code, 2, 64, 128, 1, -257, 2}, sig, words, 0);
     for (unsigned char byte : map)
@@ -101,7 +102,8 @@ TEST(LangMatmul, RecipeEncodingChecksWithoutGPU) {
   };
   malformed({0, 'h', 2, 64, 64, 1, 2});       // a field short
   malformed({5, 'h', 2, 64, 64, 1, -257, 2}); // base past the parameters
-  malformed({0, 'f', 2, 64, 64, 1, -257, 2}); // not f16 / bf16 / fp8
+  malformed({0, 'f', 2, 64, 64, 1, -257, 2}); // not f16 / bf16 / fp8 / int8
+  malformed({0, 'C', 2, 64, 64, 1, -257, 2}); // uint8: no dot reads it through a map
   malformed({0, 'h', 2, 64, 64, 7, -257, 2}); // an extent from parameter 7 of 3
 }
 
@@ -229,4 +231,78 @@ TEST(LangMatmul, DescriptorOfUnsignedExtentsHasNoMap) {
   Compiled c = k.compile(Target{"sm_90a", 4, 3}, kAligned, 128u, 128);
   EXPECT_TRUE(c.tensor_maps.empty()) << c.mlir;
   EXPECT_FALSE(contains(c.ptx, "cp.async.bulk.tensor")) << c.ptx;
+}
+
+namespace {
+/// The tutorial matmul on int8 (int32 accumulation and output), B column-major (K contiguous,
+/// columns stride_bn apart): on sm_90a A and B are copied by the TMA (maps of dtype code 'c').
+using Int8Matmul = Kernel<void(Ptr<i8>, Ptr<i8>, Ptr<i32>, I32, I32, I32, I32, I32, Const<int>,
+                               Const<int>, Const<int>)>;
+const Int8Matmul &int8Matmul() {
+  static const Int8Matmul kernel = kiln::kernel(
+      "matmul_i8", [](Ptr<i8> a, Ptr<i8> b, Ptr<i32> c, I32 M, I32 N, I32 K, I32 stride_am,
+                      I32 stride_bn, Const<int> BLOCK_M, Const<int> BLOCK_N, Const<int> BLOCK_K) {
+        Value pid_m = program_id(0), pid_n = program_id(1);
+        Value offs_am = (pid_m * BLOCK_M + arange(0, BLOCK_M)) % M;
+        Value offs_bn = (pid_n * BLOCK_N + arange(0, BLOCK_N)) % N;
+        Value offs_k = arange(0, BLOCK_K);
+        Value a_ptrs = a + (offs_am[{Slice_, None_}] * stride_am + offs_k[{None_, Slice_}]);
+        Value b_ptrs = b + (offs_k[{Slice_, None_}] + offs_bn[{None_, Slice_}] * stride_bn);
+        Values loop =
+            for_range(0, cdiv(K, BLOCK_K), 1, {zeros({BLOCK_M, BLOCK_N}, int32), a_ptrs, b_ptrs},
+                      [&](Value k, Values carried) -> Values {
+                        Value x = load(carried[1], offs_k[{None_, Slice_}] < K - k * BLOCK_K, 0);
+                        Value y = load(carried[2], offs_k[{Slice_, None_}] < K - k * BLOCK_K, 0);
+                        return {dot(x, y, carried[0]), carried[1] + BLOCK_K, carried[2] + BLOCK_K};
+                      });
+        Value offs_cm = pid_m * BLOCK_M + arange(0, BLOCK_M);
+        Value offs_cn = pid_n * BLOCK_N + arange(0, BLOCK_N);
+        store(c + (offs_cm[{Slice_, None_}] * N + offs_cn[{None_, Slice_}]), loop[0],
+              (offs_cm[{Slice_, None_}] < M) & (offs_cn[{None_, Slice_}] < N));
+      });
+  return kernel;
+}
+} // namespace
+
+TEST(LangMatmul, Int8OperandsTakeTheTMA) {
+  Compiled c = int8Matmul().compile(Target{"sm_90a", 8, 3, 0, true}, kAligned, kAligned, kAligned,
+                                    512, 512, 512, 512, 512, 128, 128, 64);
+  ASSERT_GE(c.tensor_maps.size(), 2u) << c.mlir;
+  EXPECT_EQ(c.tensor_maps[0][1], 'c');
+  EXPECT_EQ(c.tensor_maps[1][1], 'c');
+  EXPECT_TRUE(contains(c.ptx, "cp.async.bulk.tensor.2d.shared::cluster.global")) << c.ptx;
+  EXPECT_TRUE(contains(c.ptx, "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8")) << c.ptx;
+}
+
+TEST(LangMatmul, GPU_Int8MatmulThroughTheTMA) {
+  if (!kiln::rt::hasGPU())
+    GTEST_SKIP() << "no GPU";
+  // Whole tiles; edge tiles (wrapped rows, the K edge masked; rows of 16-byte multiples).
+  for (auto [M, N, K] : {std::tuple{512, 384, 512}, {200, 144, 1040}}) {
+    std::vector<int8_t> a(size_t(M) * K), bt(size_t(N) * K); // B column-major: N rows of K
+    uint32_t seed = 12345;
+    auto next = [&] { return int8_t((seed = seed * 1103515245u + 12345u) >> 24); };
+    for (int8_t &x : a)
+      x = next();
+    for (int8_t &x : bt)
+      x = next();
+    std::vector<int32_t> c(size_t(M) * N, -7);
+    kiln::rt::DeviceBuffer da(a.size()), db(bt.size()), dc(c.size() * 4);
+    da.copyFromHost(a.data(), a.size());
+    db.copyFromHost(bt.data(), bt.size());
+    dc.copyFromHost(c.data(), c.size() * 4);
+    int8Matmul()(grid(cdiv(M, 128), cdiv(N, 128)).num_warps(8).num_stages(3), nullptr, da.get(),
+                 db.get(), dc.get(), M, N, K, K, K, 128, 128, 64);
+    kiln::rt::synchronize();
+    dc.copyToHost(c.data(), c.size() * 4);
+    int64_t bad = 0;
+    for (int m = 0; m < M; ++m)
+      for (int n = 0; n < N; ++n) {
+        int64_t ref = 0;
+        for (int k = 0; k < K; ++k)
+          ref += int64_t(a[size_t(m) * K + k]) * bt[size_t(n) * K + k];
+        bad += c[size_t(m) * N + n] != ref;
+      }
+    EXPECT_EQ(bad, 0) << M << "x" << N << "x" << K;
+  }
 }
