@@ -58,6 +58,12 @@ constexpr SlotMask kAllSlots = 3;
 
 } // namespace
 
+int64_t kiln::getConversionScratchBytes(RankedTensorType src, RankedTensorType dst) {
+  if (auto bands = kgpu::planColumnBands(src, dst)) // one band at a time
+    return dst.getDimSize(0) * bands->rowStride * storageBytes(dst.getElementType());
+  return paddedElements(dst.getNumElements()) * storageBytes(dst.getElementType());
+}
+
 SmallVector<int64_t> kiln::getScratchParts(Operation *op) {
   SmallVector<int64_t> parts;
   if (auto reduce = dyn_cast<ReduceOp>(op)) {
@@ -82,12 +88,9 @@ SmallVector<int64_t> kiln::getScratchParts(Operation *op) {
     auto dst = cast<RankedTensorType>(op->getResult(0).getType());
     if (isa<kgpu::ConvertLayoutOp>(op) && src == dst)
       return parts; // no data moves
-    if (isa<kgpu::ConvertLayoutOp>(op))
-      if (auto bands = kgpu::planColumnBands(src, dst)) { // one band at a time
-        parts.push_back(dst.getDimSize(0) * bands->rowStride * storageBytes(dst.getElementType()));
-        return parts;
-      }
-    parts.push_back(paddedElements(dst.getNumElements()) * storageBytes(dst.getElementType()));
+    parts.push_back(isa<kgpu::ConvertLayoutOp>(op) ? getConversionScratchBytes(src, dst)
+                                                   : paddedElements(dst.getNumElements()) *
+                                                         storageBytes(dst.getElementType()));
   } else if (isa<AtomicRMWOp, AtomicCASOp>(op)) {
     Type result = op->getResult(0).getType();
     if (!isa<RankedTensorType>(result)) // a scalar: thread 0 shares the old value

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Analysis/AxisInfo.h"
+#include "kiln/Analysis/SharedScratch.h"
 #include "kiln/Conversion/Common.h"
 #include "kiln/Dialect/KilnGPU/IR/DotLayouts.h"
 #include "kiln/Passes.h"
@@ -321,11 +322,9 @@ int64_t ringBytes(func::FuncOp func) {
 /// bands (vector accesses: kiln::gpu::planColumnBands), its scratch must fit beside the rings,
 /// and it must not cost a block per SM that the rings and the threads leave room for.
 bool conversionFits(RankedTensorType src, RankedTensorType dst, int64_t rings, unsigned numWarps) {
-  auto bands = kiln::gpu::planColumnBands(src, dst);
-  if (!bands)
+  if (!kiln::gpu::planColumnBands(src, dst))
     return false;
-  int64_t scratch =
-      dst.getDimSize(0) * bands->rowStride * std::max<int64_t>(1, dst.getElementTypeBitWidth() / 8);
+  int64_t scratch = kiln::getConversionScratchBytes(src, dst);
   int64_t byThreads =
       std::min<int64_t>(kBlocksPerSM, kThreadsPerSM / (int64_t(numWarps) * kiln::gpu::kWarpSize));
   auto blocksPerSM = [&](int64_t bytes) {

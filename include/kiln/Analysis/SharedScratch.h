@@ -23,6 +23,11 @@ namespace kiln {
 /// old value, an mma.sync dot's A and B.
 llvm::SmallVector<int64_t> getScratchParts(mlir::Operation *op);
 
+/// Bytes of the scratch a layout conversion from `src` to `dst` passes through: one band of
+/// columns at a time where kiln::gpu::planColumnBands plans bands, else the whole tile (its
+/// part of getScratchParts; -kiln-assign-layouts weighs it before making the conversion).
+int64_t getConversionScratchBytes(mlir::RankedTensorType src, mlir::RankedTensorType dst);
+
 /// The static shared memory of ops' scratch: one pool (`__kiln_scratch`) reused by every op,
 /// since none is live after its op, and the barriers that reuse needs, from a data-flow
 /// analysis (SharedScratch.cpp). Built before the conversion, on the module in CFG form.
