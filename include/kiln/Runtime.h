@@ -252,6 +252,21 @@ KILN_EXPORT void encodeTensorMapIfRead(void *out, const std::vector<int64_t> &bl
 /// they are; F64 for any other code (encodeTensorMap refuses it with a clear message).
 KILN_EXPORT ArgKind tensorElementKind(char code);
 
+/// The value of a field of a tensor map recipe (an extent or a stride), from its `source`: a
+/// constant (-1 - value), else `word(index)`, the value of the argument the low 32 bits name,
+/// times the factor in the bits from 32 where there is one (an extent `NUM_TOKENS * TOPK`:
+/// an int32 argument, multiplied in int32 as the kernel does). Both launchers decode recipes
+/// with it (encodeRecipeTensorMap; the Python launcher's maps, whose indices name arguments
+/// or tuple elements).
+template <class Word> int64_t recipeFieldValue(int64_t source, Word &&word) {
+  if (source < 0)
+    return -1 - source;
+  int64_t factor = source >> 32, value = word(source & 0xFFFFFFFF);
+  if (!factor)
+    return value;
+  return int32_t(uint32_t(int64_t(int32_t(uint32_t(uint64_t(value)))) * factor));
+}
+
 /// Encodes into `out` (kTensorMapBytes, kTensorMapAlign-aligned) the tensor map the compiler
 /// appended to a kernel with `recipe` (kiln::addPointerTileMaps), from the launch's packed
 /// argument words `args` (one per parameter of the kernel before its maps, as `signature`

@@ -590,19 +590,16 @@ void kiln::rt::encodeRecipeTensorMap(void *out, const std::vector<int64_t> &reci
       !(recipe[1] == 'h' || recipe[1] == 'H' || recipe[1] == 'e' || recipe[1] == 'E' ||
         recipe[1] == 'c'))
     throw Error("internal error: a malformed tensor map recipe");
-  // A field's value: a constant (-1 - value), the word of a scalar parameter, or (an extent)
-  // an int32 parameter times the factor in the bits from 32, multiplied in int32.
-  auto value = [&](int64_t source) -> int64_t {
-    if (source < 0)
-      return -1 - source;
-    int64_t factor = source >> 32, p = source & 0xFFFFFFFF;
-    if (size_t(p) >= signature.size() || (factor && signature[p] != ArgKind::I32))
-      throw Error("internal error: a tensor map recipe names parameter " + std::to_string(p) +
-                  " of " + std::to_string(signature.size()));
-    uint64_t word = args[p];
-    if (factor)
-      return int32_t(uint32_t(int64_t(int32_t(uint32_t(word))) * factor));
-    return signature[p] == ArgKind::I32 ? int64_t(int32_t(uint32_t(word))) : int64_t(word);
+  // A field's value (recipeFieldValue): a constant, or the word of a scalar parameter (an
+  // int32 one where a factor multiplies it).
+  auto value = [&](int64_t source) {
+    return recipeFieldValue(source, [&](int64_t p) {
+      if (size_t(p) >= signature.size() || (source >> 32 && signature[p] != ArgKind::I32))
+        throw Error("internal error: a tensor map recipe names parameter " + std::to_string(p) +
+                    " of " + std::to_string(signature.size()));
+      uint64_t word = args[p];
+      return signature[p] == ArgKind::I32 ? int64_t(int32_t(uint32_t(word))) : int64_t(word);
+    });
   };
   std::vector<int64_t> block(recipe.begin() + 3, recipe.begin() + 3 + rank), shape, strides;
   for (int64_t i = 0; i < rank; ++i)

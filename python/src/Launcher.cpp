@@ -395,12 +395,8 @@ PyObject *Launcher::launch(PyObject *grid, PyObject *const *args, size_t nargs, 
           int f = int((src & 0xFFFFFFFF) >> 16), a = int(src & 0xFFFF);
           return f ? tuples[size_t(a)][size_t(f - kTupleField)] : bits[size_t(a)];
         };
-        auto value = [&](int64_t src) -> int64_t {
-          if (src < 0)
-            return -1 - src;
-          if (int64_t factor = src >> 32)
-            return int32_t(uint32_t(int32_t(uint32_t(arg(src))) * int64_t(factor)));
-          return int64_t(arg(src));
+        auto value = [&](int64_t src) {
+          return kiln::rt::recipeFieldValue(src, [&](int64_t a) { return int64_t(arg(a)); });
         };
         d.shape.clear();
         d.strides.clear();
