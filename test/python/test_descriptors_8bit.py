@@ -27,7 +27,7 @@ def matmul_8bit_kernel(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.
             b = b_desc.load([pid_n * BN, k]).T
         else:
             b = b_desc.load([k, pid_n * BN])
-        acc = tl.dot(a, b, acc)
+        acc = tl.dot(a, b, acc, out_dtype=ACC)  # (Triton asks for out_dtype with int8)
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
@@ -97,9 +97,11 @@ def test_int8_on_the_host():
 @pytest.mark.parametrize("M,N,K", [(512, 384, 512), (200, 144, 1040)])
 @pytest.mark.parametrize("stages", [3, 4])
 def test_gpu_8bit_matmul_through_descriptors(dtype, b_nk, M, N, K, stages):
-    """Against an fp64 product of the same 8-bit values: int8 exact; fp8 within fp32
-    accumulation. Ragged M, N and K (row strides of 16-byte multiples, as descriptors need)
-    read zeros past the tensor (the TMA fills them)."""
+    """Against an fp64 product of the same 8-bit values: int8 exact; fp8 within 1e-3 (Hopper's
+    fp8 wgmma keeps fewer mantissa bits while it accumulates than an fp32 sum: 2e-4 to 5.5e-4
+    here on the H200, the same with B by the TMA and by loads; test_fp8's test_matmul_gpu).
+    Ragged M, N and K (row strides of 16-byte multiples, as descriptors need) read zeros past
+    the tensor (the TMA fills them)."""
     torch = torch_or_skip()
     g = torch.Generator(device="cuda").manual_seed(M + N + K + stages)
     if dtype == "int8":
@@ -126,4 +128,4 @@ def test_gpu_8bit_matmul_through_descriptors(dtype, b_nk, M, N, K, stages):
         assert torch.equal(c.long(), ref.long())
     else:
         err = ((c.double() - ref).norm() / ref.norm()).item()
-        assert err < 1e-5, err
+        assert err < 1e-3, err
