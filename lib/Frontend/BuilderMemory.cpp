@@ -175,14 +175,22 @@ std::optional<Tile> kiln::Builder::derivedTensorMap(const Tile &base, ArrayRef<T
     return div ? div.getInt() : int64_t(1);
   };
   DType elem = base.dtype.getPointee();
+  // The recipe's dtype code (the launchers' numpy characters, rt::tensorElementKind): 16-bit
+  // floats, and the 8-bit elements the TMA moves as bytes (fp8 and int8 dot operands).
+  const char code = elem == DType::fp16()      ? 'h'
+                    : elem == DType::bf16()    ? 'H'
+                    : elem == DType::fp8e4nv() ? 'e'
+                    : elem == DType::fp8e5()   ? 'E'
+                    : elem == DType::int8()    ? 'c'
+                    : elem == DType::uint8()   ? 'C'
+                                               : 0;
   std::optional<unsigned> b = argument(base);
   const size_t rank = block.size();
   if (rank < 2 || rank > 5 || shape.size() != rank || strides.size() + 1 != rank || !b ||
-      !base.dtype.isPointer() || (elem != DType::fp16() && elem != DType::bf16()) ||
-      divisibility(*b) % 16)
+      !base.dtype.isPointer() || !code || divisibility(*b) % 16)
     return std::nullopt;
-  const int64_t itemsize = 2;
-  std::vector<int64_t> recipe = {*b, elem == DType::fp16() ? 'h' : 'H', int64_t(rank)};
+  const int64_t itemsize = elem.getBitWidth() / 8;
+  std::vector<int64_t> recipe = {*b, code, int64_t(rank)};
   recipe.insert(recipe.end(), block.begin(), block.end());
   // An extent or stride: an int32/int64 argument (a stride specialized a multiple of 16
   // bytes), or -1 - a positive constant (a stride a multiple of 16 bytes). No bool or unsigned

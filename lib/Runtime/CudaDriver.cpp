@@ -588,7 +588,7 @@ void kiln::rt::encodeRecipeTensorMap(void *out, const std::vector<int64_t> &reci
   if (rank < 1 || (recipe.size() != size_t(3 * rank + 2) && !flagged) || recipe[0] < 0 ||
       size_t(recipe[0]) >= signature.size() ||
       !(recipe[1] == 'h' || recipe[1] == 'H' || recipe[1] == 'e' || recipe[1] == 'E' ||
-        recipe[1] == 'c'))
+        recipe[1] == 'c' || recipe[1] == 'C'))
     throw Error("internal error: a malformed tensor map recipe");
   // A field's value (recipeFieldValue): a constant, or the word of a scalar parameter (an
   // int32 one where a factor multiplies it).

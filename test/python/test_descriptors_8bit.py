@@ -34,6 +34,31 @@ def matmul_8bit_kernel(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.
     tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc, mask=mask)
 
 
+@kiln.jit
+def device_8bit_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                       BK: tl.constexpr, B_NK: tl.constexpr, ACC: tl.constexpr):
+    """matmul_8bit_kernel with descriptors made in the kernel (B stored N x K or K x N)."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    if B_NK:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
+    else:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
+    acc = tl.zeros((BM, BN), dtype=ACC)
+    for k in range(0, K, BK):
+        a = a_desc.load([pid_m * BM, k])
+        if B_NK:
+            b = b_desc.load([pid_n * BN, k]).T
+        else:
+            b = b_desc.load([k, pid_n * BN])
+        acc = tl.dot(a, b, acc, out_dtype=ACC)
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc, mask=mask)
+
+
 TYPES = {"int8": ("i8", tl.int32, "i32"), "fp8e4nv": ("fp8e4nv", tl.float32, "fp32"),
          "fp8e5": ("fp8e5", tl.float32, "fp32")}
 BM, BN, BK = 128, 128, 64
@@ -73,6 +98,26 @@ def test_n_major_b_blocks_compile(dtype):
     assert "ld.global" in ptx
 
 
+@pytest.mark.parametrize("dtype,code", [("int8", "c"), ("fp8e4nv", "e"), ("fp8e5", "E")])
+def test_descriptors_made_in_the_kernel_take_the_tma(dtype, code):
+    """No GPU needed: 8-bit descriptors made in the kernel get tensor maps the launcher
+    encodes (recipes of dtype code 'c' / 'e' / 'E'); read K-major, both blocks go by the TMA;
+    B read K x N keeps its map but is loaded element by element (not the TMA's)."""
+    elem, acc, out = TYPES[dtype]
+    sig = dict(a_ptr=f"*{elem}:16", b_ptr=f"*{elem}:16", c_ptr=f"*{out}:16", M="i32:16",
+               N="i32:16", K="i32:16")
+    for b_nk, copies in ((True, 2), (False, 1)):
+        k = kiln.compile(device_8bit_kernel, signature=sig,
+                         constexprs=dict(BM=BM, BN=BN, BK=BK, B_NK=b_nk, ACC=acc),
+                         target="sm_90a", num_warps=8, num_stages=3)
+        recipes = re.findall(r"tensor_map_recipe = array<i64: (\d+), (\d+),", k.asm["kiln"])
+        assert [(int(b), int(c)) for b, c in recipes] == [(0, ord(code)), (1, ord(code))]
+        ptx = k.asm["ptx"]
+        loop = ptx[ptx.index("mbarrier.try_wait"):ptx.index("wgmma.wait_group.sync.aligned 0")]
+        assert len(re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global",
+                              loop)) == copies
+
+
 def test_int8_on_the_host():
     """The CPU backend runs the same kernel (B read both ways), exact."""
     rng = np.random.default_rng(3)
@@ -96,7 +141,8 @@ def test_int8_on_the_host():
 @pytest.mark.parametrize("b_nk", [True, False])
 @pytest.mark.parametrize("M,N,K", [(512, 384, 512), (200, 144, 1040)])
 @pytest.mark.parametrize("stages", [3, 4])
-def test_gpu_8bit_matmul_through_descriptors(dtype, b_nk, M, N, K, stages):
+@pytest.mark.parametrize("made", ["host", "kernel"])
+def test_gpu_8bit_matmul_through_descriptors(dtype, b_nk, M, N, K, stages, made):
     """Against an fp64 product of the same 8-bit values: int8 exact; fp8 within 1e-3 (Hopper's
     fp8 wgmma keeps fewer mantissa bits while it accumulates than an fp32 sum: 2e-4 to 5.5e-4
     here on the H200, the same with B by the TMA and by loads; test_fp8's test_matmul_gpu).
@@ -115,14 +161,15 @@ def test_gpu_8bit_matmul_through_descriptors(dtype, b_nk, M, N, K, stages):
         bt = torch.randn(N, K, device="cuda", generator=g).to(tt)
         c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float32)
         acc = tl.float32
-    if b_nk:
-        bd = kiln.TensorDescriptor.from_tensor(bt, [BN, BK])
-    else:
-        bd = kiln.TensorDescriptor.from_tensor(bt.t().contiguous(), [BK, BN])
+    b = bt if b_nk else bt.t().contiguous()
     grid = (kiln.cdiv(M, BM), kiln.cdiv(N, BN))
-    matmul_8bit_kernel[grid](kiln.TensorDescriptor.from_tensor(a, [BM, BK]), bd, c, M, N, K,
-                             BM=BM, BN=BN, BK=BK, B_NK=b_nk, ACC=acc, num_warps=8,
-                             num_stages=stages)
+    meta = dict(BM=BM, BN=BN, BK=BK, B_NK=b_nk, ACC=acc, num_warps=8, num_stages=stages)
+    if made == "host":
+        bd = kiln.TensorDescriptor.from_tensor(b, [BN, BK] if b_nk else [BK, BN])
+        matmul_8bit_kernel[grid](kiln.TensorDescriptor.from_tensor(a, [BM, BK]), bd, c, M, N,
+                                 K, **meta)
+    else:
+        device_8bit_kernel[grid](a, b, c, M, N, K, **meta)
     ref = a.double() @ bt.double().t()
     if dtype == "int8":
         assert torch.equal(c.long(), ref.long())

@@ -89,8 +89,9 @@ TEST(LangMatmul, RecipeEncodingChecksWithoutGPU) {
   kiln::rt::encodeRecipeTensorMap(map, recipe, sig, negative, 64);
   for (unsigned char byte : map)
     ASSERT_EQ(byte, 0);
-  // fp8 maps ('e' e4m3, 'E' e5m2) and int8 ones ('c'), bytes to the TMA, are recipes too.
-  for (int64_t code : {'e', 'E', 'c'}) {
+  // fp8 maps ('e' e4m3, 'E' e5m2) and int8 / uint8 ones ('c', 'C'), bytes to the TMA, are
+  // recipes too.
+  for (int64_t code : {'e', 'E', 'c', 'C'}) {
     std::memset(map, 0xab, sizeof(map));
     kiln::rt::encodeRecipeTensorMap(map, {0, code, 2, 64, 128, 1, -257, 2}, sig, words, 0);
     for (unsigned char byte : map)
@@ -102,8 +103,7 @@ TEST(LangMatmul, RecipeEncodingChecksWithoutGPU) {
   };
   malformed({0, 'h', 2, 64, 64, 1, 2});       // a field short
   malformed({5, 'h', 2, 64, 64, 1, -257, 2}); // base past the parameters
-  malformed({0, 'f', 2, 64, 64, 1, -257, 2}); // not f16 / bf16 / fp8 / int8
-  malformed({0, 'C', 2, 64, 64, 1, -257, 2}); // uint8: no dot reads it through a map
+  malformed({0, 'f', 2, 64, 64, 1, -257, 2}); // not 16-bit floats or 8-bit elements
   malformed({0, 'h', 2, 64, 64, 7, -257, 2}); // an extent from parameter 7 of 3
 }
 
