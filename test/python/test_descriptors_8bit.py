@@ -16,8 +16,10 @@ from cuda_torch import torch_or_skip  # noqa: E402
 
 
 @kiln.jit
-def matmul_8bit_kernel(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
-                       BK: tl.constexpr, B_NK: tl.constexpr, ACC: tl.constexpr):
+def matmul_blocks(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                  BK: tl.constexpr, B_NK: tl.constexpr, ACC: tl.constexpr):
+    """One BM x BN tile of c = a @ b through descriptors (B's block N x K, transposed, or
+    K x N), stored by pointers."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     acc = tl.zeros((BM, BN), dtype=ACC)
@@ -35,28 +37,22 @@ def matmul_8bit_kernel(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.
 
 
 @kiln.jit
+def matmul_8bit_kernel(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                       BK: tl.constexpr, B_NK: tl.constexpr, ACC: tl.constexpr):
+    """matmul_blocks through host descriptors."""
+    matmul_blocks(a_desc, b_desc, c_ptr, M, N, K, BM, BN, BK, B_NK, ACC)
+
+
+@kiln.jit
 def device_8bit_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
                        BK: tl.constexpr, B_NK: tl.constexpr, ACC: tl.constexpr):
-    """matmul_8bit_kernel with descriptors made in the kernel (B stored N x K or K x N)."""
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
+    """matmul_blocks through descriptors made in the kernel (B stored N x K or K x N)."""
     a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
     if B_NK:
         b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK])
     else:
         b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
-    acc = tl.zeros((BM, BN), dtype=ACC)
-    for k in range(0, K, BK):
-        a = a_desc.load([pid_m * BM, k])
-        if B_NK:
-            b = b_desc.load([pid_n * BN, k]).T
-        else:
-            b = b_desc.load([k, pid_n * BN])
-        acc = tl.dot(a, b, acc, out_dtype=ACC)
-    offs_m = pid_m * BM + tl.arange(0, BM)
-    offs_n = pid_n * BN + tl.arange(0, BN)
-    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc, mask=mask)
+    matmul_blocks(a_desc, b_desc, c_ptr, M, N, K, BM, BN, BK, B_NK, ACC)
 
 
 TYPES = {"int8": ("i8", tl.int32, "i32"), "fp8e4nv": ("fp8e4nv", tl.float32, "fp32"),
