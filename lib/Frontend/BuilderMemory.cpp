@@ -81,8 +81,9 @@ static SmallVector<Value> descriptorScalars(kiln::Builder &builder, ArrayRef<Til
   });
 }
 
-/// The operands descriptorLoad and descriptorStore share, checked: int32 offsets (cast from
-/// any integer), the base pointer's element dtype, a power-of-two block of the tensor's rank.
+/// The operands descriptorLoad and descriptorStore share, checked: int32 offsets (from integers
+/// of 32 bits or fewer, or constants in int32's range), the base pointer's element dtype, a
+/// power-of-two block of the tensor's rank.
 static SmallVector<Value> descriptorOffsets(kiln::Builder &builder, const Tile &desc,
                                             const Tile &base, ArrayRef<Tile> offsets,
                                             ArrayRef<Tile> shape, ArrayRef<Tile> strides,
@@ -103,6 +104,20 @@ static SmallVector<Value> descriptorOffsets(kiln::Builder &builder, const Tile &
     if (d <= 0 || !llvm::isPowerOf2_64(uint64_t(d)))
       builder.error("expected a block shape of powers of two for " + what + ", found " +
                     fmtShape(block));
+  // int32 offsets, as Triton's: a 64-bit one, or a constant past int32's range, is an error
+  // rather than an offset cut to its low 32 bits.
+  for (const Tile &t : offsets) {
+    if (t.isTile() || !t.dtype.isInt())
+      continue; // (descriptorScalars names it)
+    if (std::optional<int64_t> c = getConstantIntValue(t.value)) {
+      if (*c < INT32_MIN || *c > INT32_MAX)
+        builder.error("expected offsets for " + what + " in int32's range, found " +
+                      std::to_string(*c));
+    } else if (t.dtype.getBitWidth() > 32) {
+      builder.error("expected int32 offsets for " + what + ", found " + describe(t) +
+                    " (convert it with .to(tl.int32), as Triton asks)");
+    }
+  }
   return descriptorScalars(builder, offsets, DType::int32(), "the offsets of " + what.str());
 }
 

@@ -455,10 +455,18 @@ static void readDescriptor(const Launcher::Param &p, PyObject *v, std::string &k
   if (ptr % 16)
     fail("expected a base address aligned to 16 bytes, found one at " + std::to_string(ptr % 16) +
          " bytes past");
-  for (size_t i = 0; i + 1 < rank; ++i)
+  // Row strides under 2^40 bytes (the TMA's limit; no tensor has rows that far apart): a
+  // larger one would wrap the block's addresses around the base.
+  constexpr int64_t kMaxStrideBytes = int64_t(1) << 40;
+  for (size_t i = 0; i + 1 < rank; ++i) {
+    if (d.strides[i] <= -kMaxStrideBytes / int64_t(itemSize) ||
+        d.strides[i] >= kMaxStrideBytes / int64_t(itemSize))
+      fail("expected strides under 2^40 bytes, found " + std::to_string(d.strides[i]) +
+           " elements of " + std::to_string(itemSize) + " bytes");
     if ((d.strides[i] * int64_t(itemSize)) % 16)
       fail("expected strides of multiples of 16 bytes (but the last), found " +
            std::to_string(d.strides[i]) + " elements of " + std::to_string(itemSize) + " bytes");
+  }
   d.strides.pop_back();
   key += 'T';
   key += d.dtype;

@@ -126,6 +126,80 @@ def test_wrong_offsets_point_at_the_line():
     assert "expected 2 offsets for desc.load of a rank-2 tensor descriptor, found 1" in msg
 
 
+@kiln.jit
+def far_offset_kernel(in_desc, out_ptr, o, STORE: tl.constexpr, BM: tl.constexpr,
+                      BN: tl.constexpr):
+    r = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    if STORE:
+        in_desc.store([o, 0], tl.load(out_ptr + r))
+    else:
+        tl.store(out_ptr + r, in_desc.load([o, 0]))
+
+
+@kiln.jit
+def far_block_ptr_kernel(a_ptr, out_ptr, o, ADVANCE: tl.constexpr, BM: tl.constexpr):
+    p = tl.make_block_ptr(a_ptr, (64, 16), (16, 1), (0 if ADVANCE else o, 0), (BM, 16), (1, 0))
+    if ADVANCE:
+        p = tl.advance(p, (o, 0))
+    x = tl.load(p, boundary_check=(0, 1))
+    tl.store(out_ptr + tl.arange(0, BM)[:, None] * 16 + tl.arange(0, 16)[None, :], x)
+
+
+def test_offsets_past_int32_are_errors():
+    """As Triton: a descriptor's and a block pointer's offsets are int32; an int64 argument
+    (2^32 + 3 here) was cut to its low 32 bits (row 3 read and written: a silent wrong
+    answer), now an error at the access's line that says what to do."""
+    a = np.arange(64 * 16, dtype=np.float32).reshape(64, 16)
+    out = np.zeros((16, 16), np.float32)
+    desc = kiln.TensorDescriptor.from_tensor(a, [16, 16])
+    for store, line in ((False, "tl.store(out_ptr + r, in_desc.load([o, 0]))"),
+                        (True, "in_desc.store([o, 0], tl.load(out_ptr + r))")):
+        with pytest.raises(kiln.CompilationError) as e:
+            far_offset_kernel[(1,)](desc, out, 2**32 + 3, STORE=store, BM=16, BN=16, **CPU)
+        msg = str(e.value)
+        assert "far_offset_kernel" in msg and line in msg, msg
+        assert "expected int32 offsets" in msg and ".to(tl.int32)" in msg, msg
+    for advance in (False, True):
+        with pytest.raises(kiln.CompilationError, match="expected int32 offsets"):
+            far_block_ptr_kernel[(1,)](a, out, 2**32 + 3, ADVANCE=advance, BM=16, **CPU)
+    far_block_ptr_kernel[(1,)](a, out, 3, ADVANCE=True, BM=16, **CPU)  # int32: as before
+    np.testing.assert_array_equal(out, a[3:19])
+
+
+def test_strides_past_2_to_40_bytes_are_errors():
+    """A row stride of 2^62 elements wrapped the block's addresses around the base (every row
+    read row 0); strides must stay under 2^40 bytes (the TMA's limit)."""
+    a = np.zeros((16, 16), np.float32)
+    out = np.empty((16, 16), np.float32)
+    with pytest.raises(TypeError, match=r"'in_desc'.*expected strides under 2\^40 bytes"):
+        window_kernel[(1,)](kiln.TensorDescriptor(a, [16, 16], [2**62, 1], [16, 16]), out, 0, 0,
+                            BM=16, BN=16, **CPU)
+
+
+def test_bool_descriptors():
+    """A descriptor of bools (a byte an element) loads and stores (it raised
+    ZeroDivisionError from the stride's divisibility, 16 // 0 bytes)."""
+    a = np.random.default_rng(5).random((16, 32)) < 0.5
+    out = np.zeros((16, 32), np.bool_)
+    scale_kernel[(1, 1)](kiln.TensorDescriptor.from_tensor(a, [16, 32]),
+                         kiln.TensorDescriptor.from_tensor(out, [16, 32]), BM=16, BN=32, **CPU)
+    np.testing.assert_array_equal(out, a)
+    kiln.compile(window_kernel, signature={"in_desc": "tensordesc<i1[16, 16]>",
+                                           "out_ptr": "*i1", "oi": "i32", "oj": "i32"},
+                 constexprs={"BM": 16, "BN": 16}, target="sm_90a")
+
+
+@pytest.mark.parametrize("block", ["[1, 1, 1, 2, 64, 64]", "[ ]", "[16, 24]"])
+def test_signature_blocks_are_checked(block):
+    """kiln.compile's 'tensordesc<...>' spelling: a block of rank 1 to 5, powers of two (rank
+    6 reached the IR verifier; an empty block failed in int(''))."""
+    with pytest.raises(TypeError, match=r"parameter 'in_desc': expected a block of rank 1 to 5 "
+                                        r"whose sizes are powers of two"):
+        kiln.compile(window_kernel, signature={"in_desc": f"tensordesc<fp16{block}>",
+                                               "out_ptr": "*fp16", "oi": "i32", "oj": "i32"},
+                     constexprs={"BM": 16, "BN": 16}, target="sm_90a")
+
+
 # ---------------------------------------------------------------- compile only
 
 def test_descriptor_parameters_in_ptx():

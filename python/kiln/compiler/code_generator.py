@@ -135,7 +135,7 @@ def _descriptor_params(name, spec, index, arg_specs, arg_params):
     _, dt, block, flags = spec.split(":")
     block = [int(b) for b in block.split("x")]
     rank = len(block)
-    itemsize = str_to_ty(dt).primitive_bitwidth // 8
+    itemsize = max(1, str_to_ty(dt).primitive_bitwidth // 8)  # (bool: a byte an element)
     # (no tensor map recipe names these: their words are not the launch's arguments)
     arg_specs.append(_C.ArgSpec(f"{name}.map", "tensormap", 0, False))
     arg_specs.append(_C.ArgSpec(f"{name}.base", "*" + dt, 16, False))

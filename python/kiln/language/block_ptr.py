@@ -152,6 +152,19 @@ class block_pointer:
         return f"block_pointer<{self.element_ty}, {self.block}>"
 
 
+def _offset32(o, what):
+    """`o`, an offset of a block pointer, as int32 (Triton's rule: a 64-bit scalar or a
+    constant past int32's range is an error, not an offset cut to its low 32 bits)."""
+    u = _unwrap(o)
+    if isinstance(u, _py.int) and not isinstance(u, _py.bool) and \
+            not -2**31 <= u < 2**31:
+        raise ValueError(f"{what}: expected offsets in int32's range, found {u}")
+    if isinstance(o, tensor) and o.dtype.is_int() and o.dtype.primitive_bitwidth > 32:
+        raise TypeError(f"{what}: expected int32 offsets, found {_describe(o)} (convert it "
+                        f"with .to(tl.int32), as Triton asks)")
+    return cast(o, int32)
+
+
 def _tuple(x, what):
     v = _unwrap(x)
     if isinstance(v, tensor) or not isinstance(v, (tuple, list)):
@@ -195,7 +208,7 @@ def make_block_ptr(base, shape, strides, offsets, block_shape, order):
             elif isinstance(u, _py.bool) or not isinstance(u, _py.int):
                 raise TypeError(f"tl.make_block_ptr: {what} must be integer scalars, found "
                                 f"{_describe(v)}")
-    offs = [cast(o, int32) for o in offsets]
+    offs = [_offset32(o, "tl.make_block_ptr") for o in offsets]
     desc = None
     last = _unwrap(strides[-1])
     if isinstance(last, _py.int) and not isinstance(last, _py.bool) and last == 1:
@@ -214,5 +227,6 @@ def advance(base, offsets):
         raise ValueError(f"tl.advance: expected {len(base.block)} offsets for a block pointer "
                          f"of rank {len(base.block)}, found {len(offsets)}")
     g = _gen()
-    moved = [cast(g.binary("add", o, d), int32) for o, d in zip(base.offsets, offsets)]
+    moved = [cast(g.binary("add", o, _offset32(d, "tl.advance")), int32)
+             for o, d in zip(base.offsets, offsets)]
     return base.__kiln_rebuild__(moved)

@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping
 
 from .. import _C
-from ..errors import CompilationError, KilnError
+from ..errors import CompilationError
 from ..language import core as lc
 from .cache import frontend_version, load_ir, store_ir
 
@@ -720,12 +720,14 @@ def jit(fn=None, *, do_not_specialize=None, do_not_specialize_on_alignment=None,
 def _descriptor_spec(where, s):
     """Triton's signature spelling of a tensor descriptor, "tensordesc<fp16[64, 64]>", as the
     launcher's spec "tensordesc:fp16:64x64:--" (extents not known to be multiples of 16)."""
-    import re
     m = re.fullmatch(r"tensordesc<\s*(\w+)\s*\[([\d,\s]+)\]\s*>", s)
     if not m:
         raise TypeError(f"kiln.compile: {where}: expected a tensor descriptor "
                         f"spelled 'tensordesc<fp16[64, 64]>', found '{s}'")
     block = [int(b) for b in m.group(2).split(",") if b.strip()]
+    if not 1 <= len(block) <= 5 or any(b <= 0 or b & (b - 1) for b in block):
+        raise TypeError(f"kiln.compile: {where}: expected a block of rank 1 to 5 whose sizes are "
+                        f"powers of two, found {block} in '{s}'")
     try:
         d = lc.str_to_ty(m.group(1))
     except ValueError:
