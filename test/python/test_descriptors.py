@@ -200,6 +200,32 @@ def test_signature_blocks_are_checked(block):
                      constexprs={"BM": 16, "BN": 16}, target="sm_90a")
 
 
+@kiln.jit
+def scalar_shape_kernel(p, out, M):
+    d = tl.make_tensor_descriptor(p, M, 1, 16)
+    tl.store(out + tl.arange(0, 16), d.load([0]))
+
+
+@kiln.jit
+def odd_block_kernel(p, out, M):
+    d = tl.make_tensor_descriptor(p, [M, 16], [16, 1], [12, 16])
+    tl.store(out + tl.arange(0, 16)[None, :], d.load([0, 0]))
+
+
+@pytest.mark.parametrize("kernel,line,expected", [
+    (scalar_shape_kernel, "d = tl.make_tensor_descriptor(p, M, 1, 16)",
+     "expected a list as the shape of tl.make_tensor_descriptor"),
+    (odd_block_kernel, "d = tl.make_tensor_descriptor(p, [M, 16], [16, 1], [12, 16])",
+     "expected a block_shape of powers of two for tl.make_tensor_descriptor, found [12, 16]")])
+def test_make_tensor_descriptor_errors_at_its_line(kernel, line, expected):
+    """A shape that is not a list said "'tensor' object is not iterable"; a block that is not
+    powers of two was reported at the first load, not where the descriptor is made."""
+    a = np.zeros(256, np.float32)
+    with pytest.raises(kiln.CompilationError) as e:
+        kernel[(1,)](a, np.zeros(256, np.float32), 16, **CPU)
+    assert line in str(e.value) and expected in str(e.value), str(e.value)
+
+
 # ---------------------------------------------------------------- compile only
 
 def test_descriptor_parameters_in_ptx():

@@ -626,12 +626,19 @@ def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="ze
     `store` are the masked accesses of the block (zero outside the tensor on loads), except
     where the launcher can encode a tensor map from the launch's arguments (see
     CodeGenerator.derived_tensor_map): then sm_90a copies blocks with the TMA."""
+    for what, x in (("shape", shape), ("strides", strides), ("block_shape", block_shape)):
+        if not isinstance(_unwrap(x), (tuple, list)):
+            raise TypeError(f"expected a list as the {what} of tl.make_tensor_descriptor (one "
+                            f"entry a dimension), found {_describe(x)}")
     shape, strides = list(_unwrap(shape)), list(_unwrap(strides))
     block = [_const_int(b, "tl.make_tensor_descriptor block_shape") for b in _unwrap(block_shape)]
     if not (len(shape) == len(strides) == len(block)) or not block:
         raise ValueError(f"expected shape, strides and block_shape of one non-zero rank for "
                          f"tl.make_tensor_descriptor, found {len(shape)}, {len(strides)} and "
                          f"{len(block)}")
+    if any(b <= 0 or b & (b - 1) for b in block):
+        raise ValueError(f"expected a block_shape of powers of two for "
+                         f"tl.make_tensor_descriptor, found {block}")
     last = _unwrap(strides[-1])
     if isinstance(last, _py.bool) or not isinstance(last, _py.int) or last != 1:
         raise ValueError(f"expected the constant 1 as the last stride of "
