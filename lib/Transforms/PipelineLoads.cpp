@@ -242,11 +242,22 @@ LogicalResult pipeline(scf::ForOp loop, bool automatic, bool dotOperandsOnly, un
     rewriter.replaceAllUsesWith(c.first.getResult(), forOp.getRegionIterArgs()[base + i]);
     rewriter.eraseOp(c.first);
   }
-  // The original address computations may now be dead (their clones took over).
-  for (auto &c : llvm::reverse(candidates))
-    for (Operation *op : llvm::reverse(c.second))
-      if (op->use_empty())
+  // The original address computations may now be dead (their clones took over). Loads' slices
+  // can share ops (a mask or an `other` constant CSE merged): each op is listed once and
+  // erased once nothing uses it, users first (a pass to a fixed point), never touched after.
+  llvm::SetVector<Operation *> shared;
+  for (auto &c : candidates)
+    shared.insert(c.second.begin(), c.second.end());
+  SmallVector<Operation *> dead = shared.takeVector();
+  for (bool erased = true; erased;) {
+    erased = false;
+    for (Operation *&op : llvm::reverse(dead))
+      if (op && op->use_empty()) {
         rewriter.eraseOp(op);
+        op = nullptr;
+        erased = true;
+      }
+  }
   return success();
 }
 

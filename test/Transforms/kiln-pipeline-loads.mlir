@@ -165,3 +165,40 @@ func.func @small_load_hoisted(%a: !kiln.ptr<f16>, %b: !kiln.ptr<f16>, %m: !kiln.
   }
   return %r#1 : tensor<128x256xf32>
 }
+
+// -----
+
+// Two operand loads whose address slices share ops: one mask and one `other` constant, both
+// computed in the loop (what CSE leaves of a descriptor matmul's two masked block loads at one
+// stage). The clean-up erases each shared op once, after both loads' uses of it are gone (it
+// walked each load's slice and read a shared op after the other walk had freed it: a
+// use-after-free, sometimes glibc's double free). Nothing of the original slices is left.
+// OFF-LABEL: func.func @shared_slice_ops(
+// OFF: scf.for
+// OFF-COUNT-2: kiln.load %{{.*}}, %{{.*}}, %{{.*}} : tensor<16x16x!kiln.ptr<f16>>
+// OFF-NOT: kiln.load
+// OFF-NOT: kiln.addptr
+// OFF-NOT: arith.cmpi
+// OFF-NOT: arith.constant
+// OFF: kiln.dot
+// OFF-NEXT: scf.yield
+func.func @shared_slice_ops(%a: !kiln.ptr<f16>, %b: !kiln.ptr<f16>, %n: i32, %k: i32) -> tensor<16x16xf32> {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %zero = arith.constant dense<0.0> : tensor<16x16xf32>
+  %pa = kiln.splat %a : tensor<16x16x!kiln.ptr<f16>>
+  %pb = kiln.splat %b : tensor<16x16x!kiln.ptr<f16>>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (tensor<16x16xf32>) : i32 {
+    %fill = arith.constant dense<0.0> : tensor<16x16xf16>
+    %off = kiln.splat %i : tensor<16x16xi32>
+    %ks = kiln.splat %k : tensor<16x16xi32>
+    %mask = arith.cmpi slt, %off, %ks : tensor<16x16xi32>
+    %pai = kiln.addptr %pa, %off : tensor<16x16x!kiln.ptr<f16>>, tensor<16x16xi32>
+    %pbi = kiln.addptr %pb, %off : tensor<16x16x!kiln.ptr<f16>>, tensor<16x16xi32>
+    %x = kiln.load %pai, %mask, %fill : tensor<16x16x!kiln.ptr<f16>>
+    %y = kiln.load %pbi, %mask, %fill : tensor<16x16x!kiln.ptr<f16>>
+    %d = kiln.dot %x, %y, %acc : tensor<16x16xf16> * tensor<16x16xf16> -> tensor<16x16xf32>
+    scf.yield %d : tensor<16x16xf32>
+  }
+  return %r : tensor<16x16xf32>
+}
