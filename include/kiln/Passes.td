@@ -116,7 +116,8 @@ def KilnExpandFp8 : Pass<"kiln-expand-fp8", "mlir::ModuleOp"> {
     lowers them to PTX's `cvt` of pairs with the same semantics (Fp8ConvertToLLVM.cpp), and
     the f16 operands of a dot below are made by one `arith.extf` each. A `kiln.dot` of fp8 tiles stays fp8 only where
     wgmma multiplies it (`wgmma`, the warpgroup accumulator layout of `num-warps` warps, K a
-    multiple of 32); otherwise its operands are converted to f16, which holds every fp8 value.
+    multiple of 32, both operands of one fp8 type); otherwise its operands are converted to
+    f16, which holds every fp8 value (a mixed e4m3 x e5m2 dot always).
 
     ```mlir
     // before

@@ -57,8 +57,9 @@ Tile kiln::Builder::dot(const Tile &a, const Tile &bb, std::optional<Tile> acc,
             ", found " + name + " = " + Twine(d) + " (a " + describe(a) + ", b " + describe(bb) +
             ")");
 
-  // Dtypes: one input dtype; the result dtype follows from it and out_dtype.
-  if (a.dtype != bb.dtype)
+  // Dtypes: one input dtype (fp8 formats in any pairing, as Triton: e4m3 x e5m2 products of
+  // FP8 training's backward); the result dtype follows from it and out_dtype.
+  if (a.dtype != bb.dtype && !(a.dtype.isFp8() && bb.dtype.isFp8()))
     error("expected a and b of one dtype for dot, found " + a.dtype.str() + " and " +
           bb.dtype.str());
   DType in = a.dtype, result;

@@ -151,11 +151,14 @@ struct KilnExpandFp8Pass final : kiln::impl::KilnExpandFp8Base<KilnExpandFp8Pass
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
     OpBuilder b(ctx);
-    // 1. Dots wgmma cannot take in fp8: f16 operands (exact).
+    // 1. Dots wgmma cannot take in fp8: f16 operands (exact). So is a dot of two fp8 formats
+    // (e4m3 x e5m2) on every target (Kiln's wgmma rings and descriptors hold one type a dot).
     module.walk([&](DotOp dot) {
       if (!isFp8Type(dot.getA().getType()))
         return;
-      if (wgmma && fitsWgmma(dot) &&
+      bool mixed =
+          getElementTypeOrSelf(dot.getA().getType()) != getElementTypeOrSelf(dot.getB().getType());
+      if (wgmma && !mixed && fitsWgmma(dot) &&
           getWgmmaAccumulatorLayout(ctx, dot.getType().getShape(), numWarps))
         return;
       b.setInsertionPoint(dot);

@@ -65,3 +65,19 @@ func.func @dot(%a: tensor<64x32xf8E4M3FN>, %b: tensor<32x64xf8E4M3FN>, %c: tenso
   %d = kiln.dot %a, %b, %c : tensor<64x32xf8E4M3FN> * tensor<32x64xf8E4M3FN> -> tensor<64x64xf32>
   return %d : tensor<64x64xf32>
 }
+
+// -----
+
+// e4m3 x e5m2 (Triton takes fp8 formats in any pairing): f16 operands on every target, with
+// wgmma too.
+// WGMMA-LABEL: func.func @dot_mixed(
+// WGMMA: arith.truncf %{{.*}} : tensor<64x32xf32> to tensor<64x32xf16>
+// WGMMA: arith.truncf %{{.*}} : tensor<32x64xf32> to tensor<32x64xf16>
+// WGMMA: kiln.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<64x32xf16> * tensor<32x64xf16> -> tensor<64x64xf32>
+// HW-LABEL: func.func @dot_mixed(
+// HW-NEXT: arith.extf %{{.*}} : tensor<64x32xf8E4M3FN> to tensor<64x32xf16>
+// HW-NEXT: arith.extf %{{.*}} : tensor<32x64xf8E5M2> to tensor<32x64xf16>
+func.func @dot_mixed(%a: tensor<64x32xf8E4M3FN>, %b: tensor<32x64xf8E5M2>, %c: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %d = kiln.dot %a, %b, %c : tensor<64x32xf8E4M3FN> * tensor<32x64xf8E5M2> -> tensor<64x64xf32>
+  return %d : tensor<64x64xf32>
+}

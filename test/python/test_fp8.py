@@ -164,15 +164,57 @@ def test_matmul_cpu(fmt, shape):
     assert np.linalg.norm(c - ref) / np.linalg.norm(ref) < 1e-6
 
 
-def test_dot_of_mixed_fp8_formats_is_an_error():
-    sig = dict(a_ptr="*fp8e4nv", b_ptr="*fp8e5", c_ptr="*fp32", M="i32", N="i32", K="i32",
-               stride_am="i32", stride_ak="i32", stride_bk="i32", stride_bn="i32",
-               stride_cm="i32", stride_cn="i32")
-    consts = dict(BLOCK_SIZE_M=32, BLOCK_SIZE_N=32, BLOCK_SIZE_K=32, GROUP_SIZE_M=2,
-                  ACC_DTYPE=tl.float32, PRECISION=None)
-    with pytest.raises(kiln.CompilationError, match="expected a and b of one dtype for dot, "
-                                                     "found fp8e4nv and fp8e5"):
-        kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target="sm_90a")
+@pytest.mark.parametrize("fmt_a,fmt_b", [("fp8e4nv", "fp8e5"), ("fp8e5", "fp8e4nv")])
+def test_dot_of_mixed_fp8_formats_cpu(fmt_a, fmt_b):
+    """As Triton: fp8 formats in any pairing (e4m3 activations x e5m2 gradients, FP8
+    training's backward), against the fp64 product of the same values (it was an error)."""
+    M, N, K, BM, BN, BK = 48, 40, 96, 16, 16, 32
+    a, _ = fp8_inputs(fmt_a, M, N, K, seed=1)
+    _, b = fp8_inputs(fmt_b, M, N, K, seed=2)
+    c = np.zeros((M, N), np.float32)
+    grid = (kiln.cdiv(M, BM) * kiln.cdiv(N, BN),)
+    matmul_kernel[grid](a, b, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN,
+                        BLOCK_SIZE_K=BK, GROUP_SIZE_M=2, ACC_DTYPE=tl.float32, PRECISION=None,
+                        **CPU)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.linalg.norm(c - ref) / np.linalg.norm(ref) < 1e-6
+
+
+def test_dot_of_mixed_fp8_formats_widens_to_f16():
+    """No GPU needed: a mixed pair is widened to f16 (exact: f16 holds every fp8 value) on every
+    target, wgmma k16 f16 on sm_90a (one fp8 type a dot is what Kiln's wgmma rings take)."""
+    sig = dict(a_ptr="*fp8e4nv:16", b_ptr="*fp8e5:16", c_ptr="*fp32:16", M="i32:16",
+               N="i32:16", K="i32:16", stride_am="i32:16", stride_bn="i32:16",
+               stride_cm="i32:16")
+    consts = dict(stride_ak=1, stride_bk=1, stride_cn=1, BLOCK_SIZE_M=128, BLOCK_SIZE_N=128,
+                  BLOCK_SIZE_K=64, GROUP_SIZE_M=8, ACC_DTYPE=tl.float32, PRECISION=None)
+    ptx = kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target="sm_90a",
+                       num_warps=8, num_stages=3).asm["ptx"]
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" in ptx
+    assert not re.search(r"wgmma[^\n]*e[45]m[23]", ptx)
+    ptx = kiln.compile(matmul_kernel, signature=sig, constexprs=consts, target="sm_90",
+                       num_warps=8, num_stages=3).asm["ptx"]
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stages", [1, 3])
+def test_dot_of_mixed_fp8_formats_gpu(stages):
+    """e4m3 x e5m2 on the GPU against the fp64 product of the same values (f16 operands:
+    exact products, fp32 sums)."""
+    torch = torch_or_skip()
+    M, N, K = 256, 192, 320
+    gen = torch.Generator().manual_seed(3)
+    da = (torch.randn(M, K, generator=gen) * 2).to(torch.float8_e4m3fn).cuda()
+    db = torch.randn(K, N, generator=gen).to(torch.float8_e5m2).cuda()
+    c = torch.full((M, N), float("nan"), device="cuda")
+    grid = (kiln.cdiv(M, 128) * kiln.cdiv(N, 64),)
+    matmul_kernel[grid](da, db, c, M, N, K, da.stride(0), da.stride(1), db.stride(0),
+                        db.stride(1), c.stride(0), c.stride(1), BLOCK_SIZE_M=128, BLOCK_SIZE_N=64,
+                        BLOCK_SIZE_K=64, GROUP_SIZE_M=8, ACC_DTYPE=tl.float32, PRECISION=None,
+                        num_warps=8, num_stages=stages)
+    ref = da.cpu().float().double() @ db.cpu().float().double()
+    assert ((c.cpu().double() - ref).norm() / ref.norm()).item() < 1e-5
 
 
 def tutorial_args(fmt, c_type, block_n, b_major="col"):

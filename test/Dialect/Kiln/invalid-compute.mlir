@@ -53,7 +53,7 @@ func.func @dot_not_pow2(%a: tensor<48x32xf16>, %b: tensor<32x16xf16>, %c: tensor
 // -----
 
 func.func @dot_mixed_inputs(%a: tensor<16x16xf16>, %b: tensor<16x16xf32>, %c: tensor<16x16xf32>) {
-  // expected-error @+1 {{'kiln.dot' op expected a and b of one element type, found 'f16' and 'f32'}}
+  // expected-error @+1 {{'kiln.dot' op expected a and b of one element type (or two fp8 types), found 'f16' and 'f32'}}
   %0 = kiln.dot %a, %b, %c : tensor<16x16xf16> * tensor<16x16xf32> -> tensor<16x16xf32>
   return
 }

@@ -414,9 +414,10 @@ LogicalResult DotOp::verify() {
       return emitOpError("expected every dot dimension to be a power of two >= 16, found ")
              << fmtShape(a.getShape()) << " * " << fmtShape(b.getShape());
   Type ea = a.getElementType(), eb = b.getElementType(), ec = c.getElementType();
-  if (ea != eb)
-    return emitOpError("expected a and b of one element type, found ") << ea << " and " << eb;
   bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(ea);
+  if (ea != eb && !(fp8 && isa<Float8E4M3FNType, Float8E5M2Type>(eb)))
+    return emitOpError("expected a and b of one element type (or two fp8 types), found ")
+           << ea << " and " << eb;
   bool ok = (ea.isF16() && (ec.isF32() || ec.isF16())) || (ea.isBF16() && ec.isF32()) ||
             (ea.isF32() && ec.isF32()) || (fp8 && ec.isF32()) ||
             (ea.isInteger(8) && ec.isInteger(32));

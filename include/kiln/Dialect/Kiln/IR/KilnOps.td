@@ -352,8 +352,9 @@ def Kiln_DotOp : Kiln_Op<"dot", [Pure, AllTypesMatch<["c", "result"]>]> {
   let description = [{
     `a` is MxK, `b` is KxN, `c` and the result MxN. Supported input/accumulator pairs:
     f16 x f16 -> f16 | f32, bf16 x bf16 -> f32, f32 x f32 -> f32 (through `inputPrecision`:
-    tf32 by default as in Triton, `ieee` for exact fp32), f8E4M3FN x f8E4M3FN and
-    f8E5M2 x f8E5M2 -> f32, i8 x i8 -> i32.
+    tf32 by default as in Triton, `ieee` for exact fp32), fp8 x fp8 -> f32 (f8E4M3FN and
+    f8E5M2 in any pairing, as Triton; -kiln-expand-fp8 widens a mixed pair to f16, exactly),
+    i8 x i8 -> i32.
 
     ```mlir
     %d = kiln.dot %a, %b, %c inputPrecision = ieee
