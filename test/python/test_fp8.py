@@ -150,11 +150,10 @@ def fp8_inputs(fmt, M, N, K, seed=0):
     return a, b
 
 
-@pytest.mark.parametrize("fmt", list(FORMATS))
-@pytest.mark.parametrize("shape", [(48, 40, 96, 16, 16, 32), (64, 64, 64, 32, 32, 32)])
-def test_matmul_cpu(fmt, shape):
-    M, N, K, BM, BN, BK = shape
-    a, b = fp8_inputs(fmt, M, N, K)
+def check_matmul_cpu(a, b, BM, BN, BK):
+    """The tutorial matmul of fp8 arrays a (M x K) and b (K x N) on the CPU backend, against
+    the fp64 product of the same values."""
+    (M, K), N = a.shape, b.shape[1]
     c = np.zeros((M, N), np.float32)
     grid = (kiln.cdiv(M, BM) * kiln.cdiv(N, BN),)
     matmul_kernel[grid](a, b, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN,
@@ -162,22 +161,22 @@ def test_matmul_cpu(fmt, shape):
                         **CPU)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     assert np.linalg.norm(c - ref) / np.linalg.norm(ref) < 1e-6
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+@pytest.mark.parametrize("shape", [(48, 40, 96, 16, 16, 32), (64, 64, 64, 32, 32, 32)])
+def test_matmul_cpu(fmt, shape):
+    M, N, K, BM, BN, BK = shape
+    check_matmul_cpu(*fp8_inputs(fmt, M, N, K), BM, BN, BK)
 
 
 @pytest.mark.parametrize("fmt_a,fmt_b", [("fp8e4nv", "fp8e5"), ("fp8e5", "fp8e4nv")])
 def test_dot_of_mixed_fp8_formats_cpu(fmt_a, fmt_b):
     """As Triton: fp8 formats in any pairing (e4m3 activations x e5m2 gradients, FP8
     training's backward), against the fp64 product of the same values (it was an error)."""
-    M, N, K, BM, BN, BK = 48, 40, 96, 16, 16, 32
-    a, _ = fp8_inputs(fmt_a, M, N, K, seed=1)
-    _, b = fp8_inputs(fmt_b, M, N, K, seed=2)
-    c = np.zeros((M, N), np.float32)
-    grid = (kiln.cdiv(M, BM) * kiln.cdiv(N, BN),)
-    matmul_kernel[grid](a, b, c, M, N, K, K, 1, N, 1, N, 1, BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN,
-                        BLOCK_SIZE_K=BK, GROUP_SIZE_M=2, ACC_DTYPE=tl.float32, PRECISION=None,
-                        **CPU)
-    ref = a.astype(np.float64) @ b.astype(np.float64)
-    assert np.linalg.norm(c - ref) / np.linalg.norm(ref) < 1e-6
+    M, N, K = 48, 40, 96
+    check_matmul_cpu(fp8_inputs(fmt_a, M, N, K, seed=1)[0], fp8_inputs(fmt_b, M, N, K, seed=2)[1],
+                     16, 16, 32)
 
 
 def test_dot_of_mixed_fp8_formats_widens_to_f16():
