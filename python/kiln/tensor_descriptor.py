@@ -12,6 +12,21 @@ that the kernel's TMA copies read; elsewhere the accesses are masked loads and s
 """
 
 
+import numbers
+
+
+def _ints(values, what):
+    """`values` as a list of ints: integers only (a float or a string is an error, as in
+    Triton, not an entry `int()` would truncate or parse)."""
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"TensorDescriptor: expected integers in {what}, found {v!r} "
+                            f"({type(v).__name__})")
+        out.append(int(v))
+    return out
+
+
 class TensorDescriptor:
     """A tensor (`base`: a torch tensor, numpy array, kiln.DeviceArray, ...) seen as blocks of
     `block_shape`. `shape` and `strides` are in elements, outermost dimension first."""
@@ -21,9 +36,9 @@ class TensorDescriptor:
             raise ValueError(f"TensorDescriptor: expected padding 'zero', found {padding!r} "
                              f"(Kiln reads elements outside the tensor as zero)")
         self.base = base
-        self.shape = [int(s) for s in shape]
-        self.strides = [int(s) for s in strides]
-        self.block_shape = [int(b) for b in block_shape]
+        self.shape = _ints(shape, "shape")
+        self.strides = _ints(strides, "strides")
+        self.block_shape = _ints(block_shape, "block_shape")
         self.padding = padding
         rank = len(self.shape)
         if not 1 <= rank <= 5 or len(self.strides) != rank or len(self.block_shape) != rank:

@@ -101,6 +101,11 @@ def test_descriptor_checks():
         kiln.TensorDescriptor.from_tensor(a, [8, 12])
     with pytest.raises(ValueError, match="padding 'zero'"):
         kiln.TensorDescriptor(a, [8, 24], [24, 1], [8, 8], padding="nan")
+    # Integers only, as Triton (int() truncated 8.9 to 8 and parsed "16").
+    for block in ([8.9, 8], ["8", 8], [True, 8]):
+        with pytest.raises(TypeError, match="expected integers in block_shape"):
+            kiln.TensorDescriptor(a, [8, 24], [24, 1], block)
+    assert kiln.TensorDescriptor(a, [8, 24], [24, 1], [np.int64(8), 8]).block_shape == [8, 8]
     # A row stride of 6 floats (24 bytes) is not a multiple of 16 bytes, as TMA needs.
     b = np.zeros((8, 6), np.float32)
     out = np.empty((8, 8), np.float32)
