@@ -585,10 +585,14 @@ void kiln::rt::encodeRecipeTensorMap(void *out, const std::vector<int64_t> &reci
   // optionally a guard flag (0: the kernel reads the map unguarded; absent: guarded)
   const int64_t rank = recipe.size() >= 3 ? recipe[2] : 0;
   const bool flagged = rank >= 1 && recipe.size() == size_t(3 * rank + 3);
+  // The elements a recipe may name (tensorElementKind of its dtype code): 16-bit floats, and
+  // bytes (fp8, int8, uint8) the TMA moves as they are.
+  const ArgKind kind = rank >= 1 && recipe[1] > 0 && recipe[1] < 128
+                           ? tensorElementKind(char(recipe[1]))
+                           : ArgKind::F64;
   if (rank < 1 || (recipe.size() != size_t(3 * rank + 2) && !flagged) || recipe[0] < 0 ||
       size_t(recipe[0]) >= signature.size() ||
-      !(recipe[1] == 'h' || recipe[1] == 'H' || recipe[1] == 'e' || recipe[1] == 'E' ||
-        recipe[1] == 'c' || recipe[1] == 'C'))
+      !(kind == ArgKind::F16 || kind == ArgKind::BF16 || kind == ArgKind::I8))
     throw Error("internal error: a malformed tensor map recipe");
   // A field's value (recipeFieldValue): a constant, or the word of a scalar parameter (an
   // int32 one where a factor multiplies it).
@@ -606,8 +610,7 @@ void kiln::rt::encodeRecipeTensorMap(void *out, const std::vector<int64_t> &reci
     shape.push_back(int64_t(int32_t(value(recipe[3 + rank + i])))); // int32 extents
   for (int64_t i = 0; i + 1 < rank; ++i)
     strides.push_back(value(recipe[3 + 2 * rank + i]));
-  encodeTensorMapIfRead(out, block, tensorElementKind(char(recipe[1])), args[recipe[0]], shape,
-                        strides, boxRows,
+  encodeTensorMapIfRead(out, block, kind, args[recipe[0]], shape, strides, boxRows,
                         /*guarded=*/!flagged || recipe.back() != 0);
 }
 
