@@ -22,6 +22,12 @@ rebound). Written here in the style of Triton's tutorials 03 and 09, not copied 
                          every expert's tiles (a `while` inside the expert loop), rows past
                          an expert's count masked; W by pointers or (W_DESC) through a 3-D
                          tensor descriptor made in the kernel, blocks [1, BLOCK_N, BLOCK_K]
+    mm_moe_desc_all      mm_moe with every operand through a descriptor made in the kernel, as
+                         unsloth's grouped GEMM forward runs with its TMA loads and store: X
+                         over NUM_TOKENS * TOPK rows (an int32 argument times a constant), W
+                         as mm_moe's W_DESC, Y over the rows up to the expert's last (a
+                         tile's rows past them are not written); an expert's X tile may read
+                         the next expert's rows, whose products are never stored
 """
 import kiln
 import kiln.language as tl
@@ -257,4 +263,42 @@ def mm_moe(x_ptr, w_ptr, y_ptr, m_sizes_ptr, E, N: tl.constexpr, K: tl.constexpr
             tl.store(y_ptr + (row_start + rows)[:, None] * N + cols[None, :], y,
                      mask=row_ok[:, None])
             pid += NUM_SMS
+        tiles_before += tiles
+
+
+@kiln.jit
+def mm_moe_desc_all(x_ptr, w_ptr, y_ptr, m_sizes_ptr, E, NUM_TOKENS, TOPK: tl.constexpr,
+                    N: tl.constexpr, K: tl.constexpr, NUM_SMS: tl.constexpr,
+                    BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+                    BLOCK_SIZE_K: tl.constexpr):
+    pid = tl.program_id(0)
+    x_desc = tl.make_tensor_descriptor(x_ptr, shape=[NUM_TOKENS * TOPK, K], strides=[K, 1],
+                                       block_shape=[BLOCK_SIZE_M, BLOCK_SIZE_K])
+    w_desc = tl.make_tensor_descriptor(w_ptr, shape=[E, N, K], strides=[N * K, K, 1],
+                                       block_shape=[1, BLOCK_SIZE_N, BLOCK_SIZE_K])
+    row_end = 0
+    tiles_before = 0
+    for e in range(E):
+        row_start = row_end
+        m = tl.load(m_sizes_ptr + e)
+        row_end = row_start + m
+        m_tiles = tl.cdiv(m, BLOCK_SIZE_M)
+        tiles = m_tiles * (N // BLOCK_SIZE_N)
+        if m > 0:
+            y_desc = tl.make_tensor_descriptor(y_ptr, shape=[row_end, N], strides=[N, 1],
+                                               block_shape=[BLOCK_SIZE_M, BLOCK_SIZE_N])
+            # this program's tiles of expert e, if any
+            while pid >= tiles_before and pid < tiles_before + tiles:
+                t = pid - tiles_before
+                tile_m = t % m_tiles
+                tile_n = t // m_tiles
+                row = row_start + tile_m * BLOCK_SIZE_M
+                acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+                for k in range(0, K, BLOCK_SIZE_K):
+                    x = x_desc.load([row, k])
+                    w = tl.reshape(w_desc.load([e, tile_n * BLOCK_SIZE_N, k]),
+                                   (BLOCK_SIZE_N, BLOCK_SIZE_K))
+                    acc += tl.dot(x, w.T)
+                y_desc.store([row, tile_n * BLOCK_SIZE_N], acc.to(y_ptr.dtype.element_ty))
+                pid += NUM_SMS
         tiles_before += tiles

@@ -111,6 +111,34 @@ def test_moe_expert_gemms(w_desc):
         start += m
 
 
+def test_moe_all_operands_by_descriptors():
+    # mm_moe_desc_all: X over NUM_TOKENS * TOPK rows, W's 3-D blocks, Y clipped at each
+    # expert's last row (an expert's last X tile reads the next one's rows, never stored).
+    rng = np.random.default_rng(11)
+    E, N, K, TOPK = 3, 32, 48, 2
+    m_sizes = np.array([5, 0, 19], np.int32)
+    x = rng.standard_normal((int(m_sizes.sum()), K)).astype(np.float16)
+    w = rng.standard_normal((E, N, K)).astype(np.float16)
+    y = np.full((x.shape[0], N), np.nan, np.float16)
+    cs.mm_moe_desc_all[(4,)](x, w, y, m_sizes, E, x.shape[0] // TOPK, TOPK=TOPK, N=N, K=K,
+                             NUM_SMS=4, BLOCK_SIZE_M=16, BLOCK_SIZE_N=16, BLOCK_SIZE_K=16,
+                             **CPU)
+    start = 0
+    for e, m in enumerate(m_sizes):
+        close(y[start:start + m], ref_nt(x[start:start + m], w[e]))
+        start += m
+    # sm_90a: all three through the TMA (X's extent an int32 argument times a constant).
+    sig = {"x_ptr": "*fp16:16", "w_ptr": "*fp16:16", "y_ptr": "*fp16:16",
+           "m_sizes_ptr": "*i32:16", "E": "i32", "NUM_TOKENS": "i32:16"}
+    ptx = kiln.compile(cs.mm_moe_desc_all, signature=sig,
+                       constexprs={"TOPK": 2, "N": 2048, "K": 4096, "NUM_SMS": 132,
+                                   "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256,
+                                   "BLOCK_SIZE_K": 64},
+                       target="sm_90a", num_warps=8, num_stages=3).asm["ptx"]
+    assert "cp.async.bulk.tensor.2d" in ptx and "cp.async.bulk.tensor.3d" in ptx
+    assert "cp.async.cg" not in ptx
+
+
 def test_moe_weights_by_the_tma_tokens_by_pointers():
     # sm_90a: with W through its 3-D descriptor one loop mixes the engines: W's blocks by the
     # TMA (3-D boxes), the gathered tokens by cp.async, both arriving on the slot's barrier
