@@ -20,6 +20,9 @@ def _ints(values, what):
     Triton, not an entry `int()` would truncate or parse)."""
     out = []
     for v in values:
+        if type(v) is int:  # the usual case, without numbers.Integral's ABC check (~1 us)
+            out.append(v)
+            continue
         if isinstance(v, bool) or not isinstance(v, numbers.Integral):
             raise TypeError(f"TensorDescriptor: expected integers in {what}, found {v!r} "
                             f"({type(v).__name__})")
