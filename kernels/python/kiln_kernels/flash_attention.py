@@ -473,16 +473,16 @@ def check_lse(who, lse, B, H, S):
 def check_shapes(who, q, k, v, *like_q):
     """(B, H, S, D) of q; k and v (B, H_KV, S, D) with H a multiple of H_KV (grouped-query
     attention; H_KV = H is the usual case); each of like_q q's shape. A ValueError else."""
-    if not (len(q.shape) == 4 and tuple(k.shape) == tuple(v.shape) and len(k.shape) == 4
-            and all(tuple(x.shape) == tuple(q.shape) for x in like_q)
-            and (q.shape[0], q.shape[2], q.shape[3]) == (k.shape[0], k.shape[2], k.shape[3])
-            and k.shape[1] > 0 and q.shape[1] % k.shape[1] == 0):
+    qs, ks = tuple(q.shape), tuple(k.shape)  # (read once: each read of a torch shape costs)
+    if not (len(qs) == 4 and len(ks) == 4 and tuple(v.shape) == ks
+            and all(tuple(x.shape) == qs for x in like_q)
+            and qs[0] == ks[0] and qs[2:] == ks[2:] and ks[1] > 0 and qs[1] % ks[1] == 0):
         raise ValueError(f"{who}: expected q of shape (B, H, S, D), k and v of one shape "
                          f"(B, H_KV, S, D) with H a multiple of H_KV, and "
                          f"{'the outputs' if len(like_q) > 1 else 'out'} of q's shape, found "
                          f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}" +
                          "".join(f", {tuple(x.shape)}" for x in like_q))
-    return tuple(int(x) for x in q.shape)
+    return tuple(map(int, qs))
 
 
 def _strides(a):
@@ -525,6 +525,7 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
                          f"{k.dtype} and {v.dtype}")
     cpu = launch.get("device") == "cpu"
     bm, bn, nw, ns = tile_config(D, cpu=cpu)
+    tiled = None  # whether the persistent kernel tiles the shape, once asked
     if descriptors is None or descriptors:
         dbm = block_m or descriptor_tile_config(D, causal, overlap)[0]
         usable = not cpu and _descriptor_path(q, k, v, out, dbm)
@@ -536,12 +537,13 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
             if overlap is None:
                 overlap = descriptor_overlap_default(D, q.device, causal, S)
                 pbm, pbn = descriptor_tile_config(D, causal, overlap)[:2]
-                if overlap == "persistent" and not _persistent_path(q, block_m or pbm,
-                                                                    block_n or pbn):
-                    overlap = "fa3"
+                if overlap == "persistent":
+                    tiled = _persistent_path(q, block_m or pbm, block_n or pbn)
+                    overlap = "persistent" if tiled else "fa3"
             bm, bn, nw, ns = descriptor_tile_config(D, causal, overlap)
-    if overlap == "persistent" and (causal or not _persistent_path(q, block_m or bm,
-                                                                    block_n or bn)):
+    if tiled is None and overlap == "persistent":
+        tiled = _persistent_path(q, block_m or bm, block_n or bn)
+    if overlap == "persistent" and (causal or not tiled):
         raise ValueError("attention: overlap='persistent' needs a non-causal attention whose "
                          f"sequence length is a multiple of BLOCK_M ({block_m or bm}) and at "
                          f"least 2 * BLOCK_N ({2 * (block_n or bn)}), under 2**31 elements"

@@ -161,7 +161,7 @@ def launch_persistent(q, k, v, out, lse, sm_scale, programs, block_m, block_n, n
                       num_stages, launch):
     """The launch of attention_forward_persistent, its arguments checked by the caller
     (attention_forward checks them once for every path)."""
-    B, H, S, D = (int(x) for x in q.shape)
+    B, H, S, D = map(int, q.shape)
     n_tiles = B * H * (S // block_m)
     if programs is None:
         programs = 132 if launch.get("device") == "cpu" else _multiprocessors(q.device)
