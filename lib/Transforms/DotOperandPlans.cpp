@@ -94,29 +94,10 @@ static ReshapeOp dropUnitBlockDims(DescriptorLoadOp desc) {
   return reshape;
 }
 
-/// Whether every dot reading `v` (directly or through a 2-D transpose, as onlyDotsRead
-/// allows) reads it contiguous along K: the block as A (M x K), or its transpose as B (a block
-/// N x K). The TMA copies a block as it is; wgmma reads 8-bit operands only K-major.
-static bool dotsReadKMajor(Value v) {
-  for (Operation *user : v.getUsers()) {
-    Value read = v;
-    bool transposed = false;
-    if (auto trans = dyn_cast<TransOp>(user)) {
-      read = trans.getResult();
-      transposed = trans.getOrder()[0] == 1;
-      user = *trans->getUsers().begin();
-    }
-    auto dot = cast<DotOp>(user);
-    if (dot.getA() == dot.getB() || (dot.getA() == read) == transposed)
-      return false;
-  }
-  return true;
-}
-
 /// A descriptor load the TMA can copy into a ring: read by dots only (onlyDotsRead; each gets
 /// a ring of its own unless shareBRings lets it read another's), 16-bit floats or 8-bit
-/// elements (fp8, int8) read K-major (dotsReadKMajor: the TMA copies blocks as they are, and
-/// wgmma reads 8-bit operands K-major only; others stay element loads), a 2-D block
+/// elements (fp8, int8) read K-major (getDotReductionDim: the TMA copies blocks as they are,
+/// and wgmma reads 8-bit operands K-major only; others stay element loads), a 2-D block
 /// TMA boxes cover (nvidia::getTensorMapBox) or one of more dimensions whose outer ones are 1,
 /// reshaped to its last two (dropUnitBlockDims), offsets computable for any iteration from the
 /// induction variable, inductions and loop invariants.
@@ -129,7 +110,7 @@ FailureOr<CopyPlan> planTmaCopy(DescriptorLoadOp desc, Value operand, scf::ForOp
       !onlyDotsRead(reshape ? reshape.getResult() : desc.getResult(), loop) ||
       (!elem.isF16() && !elem.isBF16() && !isFp8Type(elem) && !elem.isInteger(8)) ||
       (elem.getIntOrFloatBitWidth() == 8 &&
-       !dotsReadKMajor(reshape ? reshape.getResult() : desc.getResult())) ||
+       getDotReductionDim(reshape ? reshape.getResult() : desc.getResult()) != 1) ||
       !nvidia::getTensorMapBox(std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
                                elem.getIntOrFloatBitWidth() / 8))
     return failure();

@@ -47,6 +47,7 @@
 #include "PointerTiles.h"
 #include "SliceFlow.h"
 #include "kiln/Dialect/Kiln/IR/Dialect.h"
+#include "kiln/Dialect/KilnGPU/IR/DotLayouts.h"
 #include "kiln/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -150,22 +151,17 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func, bool a
   // Only tiles that feed dots (directly or transposed): the TMA copies those. 8-bit tiles only
   // directly, and only contiguous along the dot's K (wgmma reads 8-bit operands K-major and
   // the TMA does not transpose: the cp.async copies do, 4 x 4 bytes in registers).
-  int kDim = -1;
   for (Operation *user : load->getUsers()) {
     if (auto t = dyn_cast<TransOp>(user)) {
       if (eightBit || !llvm::all_of(t->getUsers(), [](Operation *u) { return isa<DotOp>(u); }))
         return failure();
-    } else if (auto dot = dyn_cast<DotOp>(user)) {
-      if (dot.getC() == load.getResult())
-        return failure();
-      int k = dot.getA() == load.getResult() ? 1 : 0;
-      if (eightBit && (dot.getA() == dot.getB() || (kDim >= 0 && kDim != k)))
-        return failure();
-      kDim = k;
-    } else {
+    } else if (auto dot = dyn_cast<DotOp>(user); !dot || dot.getC() == load.getResult()) {
       return failure();
     }
   }
+  std::optional<int64_t> kDim = getDotReductionDim(load.getResult());
+  if (eightBit && !kDim)
+    return failure();
   if (Value other = load.getOther()) { // +0.0 (or 0), as the TMA fills
     Value o = splatScalar(other) ? splatScalar(other) : other;
     if (!matchPattern(o, m_PosZeroFloat()) && !matchPattern(o, m_Zero()))
@@ -188,7 +184,7 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func, bool a
     return failure();
   if (plan.baseOffset && !loop.isDefinedOutsideOfLoop(plan.baseOffset))
     return failure();
-  if (eightBit && plan.rowDim == kDim) // the contiguous dimension (not the rows') must be K
+  if (eightBit && plan.rowDim == *kDim) // the contiguous dimension (not the rows') must be K
     return failure();
   // A tile read as the transpose of its block goes to dots as it is or transposed back
   // (tutorial 06's backward: k @ qT and ds @ qT^T); the rings then take the block's

@@ -110,6 +110,36 @@ bool kiln::lowersToWgmma(DotOp op) {
   return bytes <= kWgmmaOperandBytes;
 }
 
+std::optional<int64_t> kiln::getDotReductionDim(Value tile) {
+  std::optional<int64_t> kDim;
+  auto read = [&](Value v, DotOp dot, bool transposed) {
+    if (dot.getA() == dot.getB() || (dot.getA() != v && dot.getB() != v))
+      return false;
+    int64_t k = (dot.getA() == v) != transposed ? 1 : 0;
+    if (kDim && *kDim != k)
+      return false;
+    kDim = k;
+    return true;
+  };
+  for (Operation *user : tile.getUsers()) {
+    if (auto dot = dyn_cast<DotOp>(user)) {
+      if (!read(tile, dot, /*transposed=*/false))
+        return std::nullopt;
+      continue;
+    }
+    auto trans = dyn_cast<TransOp>(user);
+    if (!trans || trans->use_empty())
+      return std::nullopt;
+    bool transposed = trans.getOrder()[0] == 1;
+    for (Operation *u : trans->getUsers()) {
+      auto dot = dyn_cast<DotOp>(u);
+      if (!dot || !read(trans.getResult(), dot, transposed))
+        return std::nullopt;
+    }
+  }
+  return kDim;
+}
+
 int64_t kiln::getSharedSlotBytes(kgpu::SharedBufferType type) {
   int64_t bytes = type.getElementType().getIntOrFloatBitWidth() / 8;
   for (int64_t d : type.getTileShape())

@@ -20,6 +20,7 @@
 #include "llvm/ADT/ArrayRef.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace kiln {
 
@@ -58,6 +59,14 @@ bool fitsWgmma(DotOp op);
 /// Whether `op` lowers to wgmma: it fits, its accumulator has the warpgroup layout, and the
 /// module is compiled for sm_90a.
 bool lowersToWgmma(DotOp op);
+
+/// The dimension of a 2-D `tile` along which every dot reading it reduces (its K): 1 where a
+/// dot reads it as A, 0 as B, the other one where the dot reads it through a 2-D transpose
+/// (kiln.trans, order [1, 0]); none when no dot reads it, one reads it as C or as both A and B,
+/// dots disagree, or another op reads it. wgmma reads 8-bit operands only K-major and the TMA
+/// copies a block as it is, so an 8-bit block goes to the TMA only where this is the block's
+/// contiguous dimension.
+std::optional<int64_t> getDotReductionDim(mlir::Value tile);
 
 /// Elements per row of a dot operand of K elements of `elemBytes` each in shared memory
 /// (mma.sync path): K and a pad of 16 bytes (at least 8 elements) after it, so that the 8
