@@ -33,6 +33,19 @@ import common  # noqa: E402
 CONFIGS = [(128, 64, 8, 3), (128, 128, 8, 3)]
 
 
+def bind_attention(lib):
+    """libkiln-cpp-kernels.so's kiln_cpp_attention_fa2 and kiln_cpp_attention_fa3 with their
+    ctypes signatures: (q, k, v, o pointers, B, H, S, D, scale, [fa2: warp-specialized,]
+    stream, BLOCK_M, BLOCK_N, num_warps, num_stages, error buffer, its size)."""
+    tail = [ctypes.c_int] * 2 + [ctypes.c_uint] * 2 + [ctypes.c_char_p, ctypes.c_size_t]
+    head = [ctypes.c_uint64] * 4 + [ctypes.c_int32] * 4 + [ctypes.c_float]
+    fa2, fa3 = lib.kiln_cpp_attention_fa2, lib.kiln_cpp_attention_fa3
+    fa2.argtypes = head + [ctypes.c_int, ctypes.c_void_p] + tail
+    fa3.argtypes = head + [ctypes.c_void_p] + tail
+    fa2.restype = fa3.restype = ctypes.c_int
+    return fa2, fa3
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", default="4x32x4096x128,4x32x4096x64", help="BxHxSxD,...")
@@ -45,16 +58,7 @@ def main(argv=None):
     import cliffs_attention as ca
     F = torch.nn.functional
     lib = common.cpp_kernels(args.cpp_lib)
-    f = lib.kiln_cpp_attention_fa2
-    f.restype = ctypes.c_int
-    f.argtypes = [ctypes.c_uint64] * 4 + [ctypes.c_int32] * 4 + [ctypes.c_float, ctypes.c_int,
-                                                                  ctypes.c_void_p] + \
-        [ctypes.c_int] * 2 + [ctypes.c_uint] * 2 + [ctypes.c_char_p, ctypes.c_size_t]
-    f3 = lib.kiln_cpp_attention_fa3
-    f3.restype = ctypes.c_int
-    f3.argtypes = [ctypes.c_uint64] * 4 + [ctypes.c_int32] * 4 + [ctypes.c_float,
-                                                                   ctypes.c_void_p] + \
-        [ctypes.c_int] * 2 + [ctypes.c_uint] * 2 + [ctypes.c_char_p, ctypes.c_size_t]
+    f, f3 = bind_attention(lib)
     from kiln_kernels import flash_attention as fa
     triton, why = common.triton_or_none()
     tw = common.twin(src) if triton is not None else None

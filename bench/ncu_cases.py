@@ -104,7 +104,6 @@ Cases (fix commit: what the results file measured; fp16, 4x32x4096 attention, un
                             pairs: e4m3, back to fp16 and to bf16), 64M elements, BLOCK 1024
 """
 import argparse
-import ctypes
 import math
 import os
 import sys
@@ -416,12 +415,9 @@ def _fa3_cpp_d128(ctx, cfg):
     B, H, S, D = 4, 32, 4096, 128
     q, k, v = attention_inputs(ctx, B, H, S, D)
     o = torch.full_like(q, float("nan"))
+    import bench_cpp_attention
     lib = cpp_lib()
-    f = lib.kiln_cpp_attention_fa3  # (bench_cpp_attention.py's binding)
-    f.restype = ctypes.c_int
-    f.argtypes = [ctypes.c_uint64] * 4 + [ctypes.c_int32] * 4 + [ctypes.c_float,
-                                                                  ctypes.c_void_p] + \
-        [ctypes.c_int] * 2 + [ctypes.c_uint] * 2 + [ctypes.c_char_p, ctypes.c_size_t]
+    f = bench_cpp_attention.bind_attention(lib)[1]
     stream = torch.cuda.current_stream().cuda_stream
     bm, bn, nw, ns = cfg
 
