@@ -547,6 +547,22 @@ def host_ms(fns, reps, warmup=2):
 
 # ============================================================================ rates, checks
 
+def flash_forward_cases(torch, dims):
+    """Issue #23's flash-attention forward shapes: for each head dimension of `dims`, fp16
+    (B, H, S) = 4x32x4096 and 1x32x16384, not causal then causal. Yields (label, causal, q, k,
+    v, o, flop): q, k and v from randn (seed 0), o empty, flop = 4 * B * H * S^2 * D, halved
+    for causal."""
+    for D in dims:
+        for B, H, S in ((4, 32, 4096), (1, 32, 16384)):
+            for causal in (False, True):
+                torch.manual_seed(0)
+                q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.float16)
+                           for _ in range(3))
+                flop = 4 * B * H * S * S * D * (0.5 if causal else 1.0)
+                yield (f"D{D} {B}x{H}x{S} causal={int(causal)}", causal, q, k, v,
+                       torch.empty_like(q), flop)
+
+
 def tflops(flop, ms):
     """TFLOP/s (or TOPS) of `flop` operations in `ms` milliseconds."""
     return flop / ms / 1e9

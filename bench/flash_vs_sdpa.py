@@ -38,34 +38,26 @@ def main(argv=None):
     from kiln_kernels import flash_attention as fa
     sdpa = torch.nn.functional.scaled_dot_product_attention
     dims = [int(d) for d in args.head_dims.split(",")]
-    for D in dims:
-        for B, H, S in ((4, 32, 4096), (1, 32, 16384)):
-            for causal in (False, True):
-                torch.manual_seed(0)
-                q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.float16)
-                           for _ in range(3))
-                o = torch.empty_like(q)
-                fns = {"kiln": lambda: fa.attention_forward(q, k, v, o, causal=causal),
-                       "sdpa": lambda: sdpa(q, k, v, is_causal=causal),
-                       "sdpa2": lambda: sdpa(q, k, v, is_causal=causal)}
-                for f in fns.values():
-                    f()
-                torch.cuda.synchronize()
-                err = (o.float() - sdpa(q, k, v, is_causal=causal).float()).abs().max().item()
+    for label, causal, q, k, v, o, flop in common.flash_forward_cases(torch, dims):
+        fns = {"kiln": lambda: fa.attention_forward(q, k, v, o, causal=causal),
+               "sdpa": lambda: sdpa(q, k, v, is_causal=causal),
+               "sdpa2": lambda: sdpa(q, k, v, is_causal=causal)}
+        for f in fns.values():
+            f()
+        torch.cuda.synchronize()
+        err = (o.float() - sdpa(q, k, v, is_causal=causal).float()).abs().max().item()
 
-                def timer(f):
-                    return float(common.time_calls(f, args.reps, batch=args.batch, warmup=3))
-                t = common.interleaved_times(fns, timer, args.rounds, rotate=True)
-                med = {n: statistics.median(ts) for n, ts in t.items()}
-                flops = 4 * B * H * S * S * D * (0.5 if causal else 1.0)
-                r = [s / x for s, x in zip(t["sdpa"], t["kiln"])]
-                rn = [s / x for s, x in zip(t["sdpa"], t["sdpa2"])]
-                print(f"D{D} {B}x{H}x{S} causal={int(causal)} kiln "
-                      f"{common.tflops(flops, med['kiln']):.1f} sdpa "
-                      f"{common.tflops(flops, med['sdpa']):.1f} TFLOP/s  kiln/sdpa "
-                      f"{med['sdpa'] / med['kiln']:.3f} (rounds {min(r):.3f}-{max(r):.3f})  "
-                      f"sdpa/sdpa {med['sdpa'] / med['sdpa2']:.3f} (rounds {min(rn):.3f}-"
-                      f"{max(rn):.3f})  err {err:.1e}", flush=True)
+        def timer(f):
+            return float(common.time_calls(f, args.reps, batch=args.batch, warmup=3))
+        t = common.interleaved_times(fns, timer, args.rounds, rotate=True)
+        med = {n: statistics.median(ts) for n, ts in t.items()}
+        r = [s / x for s, x in zip(t["sdpa"], t["kiln"])]
+        rn = [s / x for s, x in zip(t["sdpa"], t["sdpa2"])]
+        print(f"{label} kiln {common.tflops(flop, med['kiln']):.1f} sdpa "
+              f"{common.tflops(flop, med['sdpa']):.1f} TFLOP/s  kiln/sdpa "
+              f"{med['sdpa'] / med['kiln']:.3f} (rounds {min(r):.3f}-{max(r):.3f})  "
+              f"sdpa/sdpa {med['sdpa'] / med['sdpa2']:.3f} (rounds {min(rn):.3f}-"
+              f"{max(rn):.3f})  err {err:.1e}", flush=True)
 
 
 if __name__ == "__main__":

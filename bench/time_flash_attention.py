@@ -20,20 +20,12 @@ def main():
     from kiln_kernels import flash_attention as fa
     reps = int(os.environ.get("REPS", "40"))
     dims = [128] + ([64] if os.environ.get("D64") else [])
-    for D in dims:
-        for B, H, S in ((4, 32, 4096), (1, 32, 16384)):
-            for causal in (False, True):
-                torch.manual_seed(0)
-                q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.float16)
-                           for _ in range(3))
-                o = torch.empty_like(q)
-                ms = common.time_calls(lambda: fa.attention_forward(q, k, v, o, causal=causal),
-                                       reps, warmup=5)
-                flops = 4 * B * H * S * S * D * (0.5 if causal else 1.0)
-                ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                err = (o.float() - ref.float()).abs().max().item()
-                print(f"D{D} {B}x{H}x{S} causal={int(causal)}: "
-                      f"{common.tflops(flops, ms):7.1f} TFLOP/s  err {err:.1e}", flush=True)
+    for label, causal, q, k, v, o, flop in common.flash_forward_cases(torch, dims):
+        ms = common.time_calls(lambda: fa.attention_forward(q, k, v, o, causal=causal), reps,
+                               warmup=5)
+        ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        err = (o.float() - ref.float()).abs().max().item()
+        print(f"{label}: {common.tflops(flop, ms):7.1f} TFLOP/s  err {err:.1e}", flush=True)
 
 
 if __name__ == "__main__":
