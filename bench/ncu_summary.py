@@ -47,6 +47,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
 STALL_PER_ISSUE = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
 STALL_LATENCY = re.compile(r"^smsp__average_warp_latency_issue_stalled_(\w+?)(?:\.ratio)?$")
 STALL_LABEL = re.compile(r"^Stall (.+)$")
@@ -303,22 +306,21 @@ def main(argv=None):
     heads = [h for _, h, _ in COLUMNS] + ["L2 sectors", "DRAM MB"]
     if args.title:
         print(f"\n#### {args.title}\n")
-    print("| file | kernel | check | " + " | ".join(heads) +
-          "".join(f" | stall {r}" for r in reasons) + " |")
-    print("|---|---|---|" + "---:|" * (len(heads) + len(reasons)))
+    table = []
     for k, r, st in zip(kernels, rows, stalls):
         name = k.name if len(k.name) <= 40 else k.name[:37] + "..."
         check = k.check.split(" ", 1)[1] if k.check else "-"
-        print(f"| {k.source} | {name} | {check} | " + " | ".join(fmt(r[c], c) for c in keys) +
-              "".join(f" | {fmt(st.get(s), 'stall')}" for s in reasons) + " |")
+        table.append([k.source, name, check] + [fmt(r[c], c) for c in keys] +
+                     [fmt(st.get(s), "stall") for s in reasons])
     if len(kernels) == 2 and not args.no_ratio:
         def ratio(a, b):
             return f"{b / a:.3f}" if a and b is not None else "-"
         a, b = rows
-        print(f"| {kernels[1].source} / {kernels[0].source} | | | " +
-              " | ".join(ratio(a[c], b[c]) for c in keys) +
-              "".join(f" | {ratio(stalls[0].get(s), stalls[1].get(s))}" for s in reasons) +
-              " |")
+        table.append([f"{kernels[1].source} / {kernels[0].source}", "", ""] +
+                     [ratio(a[c], b[c]) for c in keys] +
+                     [ratio(stalls[0].get(s), stalls[1].get(s)) for s in reasons])
+    common.markdown_table(["file", "kernel", "check"] + heads + [f"stall {r}" for r in reasons],
+                          table, align="lll")
     for n in notes:
         print(f"\n{n}")
     return 0 if kernels else 1
