@@ -159,7 +159,8 @@ FailureOr<Plan> planLoad(LoadOp load, scf::ForOp loop, func::FuncOp func, bool a
       return failure();
     }
   }
-  std::optional<int64_t> kDim = getDotReductionDim(load.getResult());
+  // The 8-bit tile's K: the dimension its dots reduce (one for all of them).
+  std::optional<int64_t> kDim = eightBit ? getDotReductionDim(load.getResult()) : std::nullopt;
   if (eightBit && !kDim)
     return failure();
   if (Value other = load.getOther()) { // +0.0 (or 0), as the TMA fills
