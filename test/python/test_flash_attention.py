@@ -286,6 +286,46 @@ def test_errors():
                              overlap="persistent", block_m=32, block_n=16, **CPU)
 
 
+def test_plans_kept_per_signature_cpu(monkeypatch):
+    # A call's checks and choices are kept per signature (shapes, dtypes, contiguity,
+    # options): a second call of the same signature on other arrays reuses the launch, reads
+    # its own arrays (and a strided out's own strides), and keeps no array alive; an error is
+    # raised on every call, never kept.
+    import gc
+    import weakref
+    monkeypatch.setattr(fa, "_plans", {})
+    shape = (1, 2, 64, 64)
+    (q, k, v), (q2, k2, v2) = inputs(shape, "float16", 0), inputs(shape, "float16", 1)
+    out, out2 = np.zeros_like(q), np.zeros_like(q)
+    fa.attention_forward(q, k, v, out, causal=True, **CPU)
+    fa.attention_forward(q2, k2, v2, out2, causal=True, **CPU)
+    assert len(fa._plans) == 1
+    for (a, b, c), o in (((q, k, v), out), ((q2, k2, v2), out2)):
+        ref, _ = reference(a, b, c, True, 1.0 / 8.0)
+        assert np.abs(o.astype(np.float64) - ref).max() < ATOL["float16"]
+    # another option, another layout of out: each its own plan, both right
+    strided = np.zeros((1, 64, 2, 64), np.float16).transpose(0, 2, 1, 3)
+    fa.attention_forward(q2, k2, v2, strided, causal=True, **CPU)
+    fa.attention_forward(q, k, v, out2, causal=False, **CPU)
+    assert len(fa._plans) == 3
+    ref, _ = reference(q2, k2, v2, True, 1.0 / 8.0)
+    assert np.abs(strided.astype(np.float64) - ref).max() < ATOL["float16"]
+    ref, _ = reference(q, k, v, False, 1.0 / 8.0)
+    assert np.abs(out2.astype(np.float64) - ref).max() < ATOL["float16"]
+    # no plan holds an array
+    alive = weakref.ref(q)
+    del q
+    gc.collect()
+    assert alive() is None
+    for _ in range(2):
+        with pytest.raises(ValueError, match="positive, finite sm_scale, found -0.5"):
+            fa.attention_forward(q2, k2, v2, out, sm_scale=-0.5, **CPU)
+    assert len(fa._plans) == 3
+    # arguments that are not plain scalars (a numpy float) are not keyed: no plan kept
+    fa.attention_forward(q2, k2, v2, out, sm_scale=np.float64(0.125), **CPU)
+    assert len(fa._plans) == 3
+
+
 def test_persistent_through_attention_forward_cpu():
     # overlap="persistent" runs flash_attention_persistent, bit for bit the forward's answer
     rng = np.random.default_rng(1)
@@ -299,23 +339,27 @@ def test_persistent_through_attention_forward_cpu():
 
 
 def test_default_persistent_launch_glue(monkeypatch):
-    # On the GPU the default path hands its checked arguments to launch_persistent: here the
-    # descriptor path is forced on and the launch recorded, then replayed on the CPU backend
-    # against the forward's own answer.
+    # On the GPU the default path builds its launch with persistent_launch from its checked
+    # arguments: here the descriptor path is forced on and the call recorded, then the launch
+    # it builds runs on the CPU backend against the forward's own answer.
     from kiln_kernels import flash_attention_persistent as fp
     rng = np.random.default_rng(2)
     q, k, v = (rng.standard_normal((1, 2, 64, 16)).astype(np.float32) for _ in range(3))
     out, lse = np.zeros_like(q), np.zeros((1, 2, 64), np.float32)
     calls = []
+    monkeypatch.setattr(fa, "_plans", {})
     monkeypatch.setattr(fa, "_descriptor_path", lambda *args: True)
     monkeypatch.setattr(fa, "descriptor_overlap_default", lambda *args: "persistent")
     monkeypatch.setattr(fa, "descriptor_tile_config", lambda *args: (64, 64, 4, 3))
-    monkeypatch.setattr(fp, "launch_persistent", lambda *args: calls.append(args))
+    monkeypatch.setattr(fp, "persistent_launch",
+                        lambda *args: calls.append(args) or (lambda *arrays: calls.append(arrays)))
     fa.attention_forward(q, k, v, out, lse, sm_scale=0.3, block_m=32, block_n=16)
-    (args,) = calls
-    assert args[5:11] == (0.3, None, 32, 16, 4, 3)
+    args, arrays = calls
+    assert args[:2] == ((1, 2, 64, 16), 2) and args[3:9] == (0.3, None, 32, 16, 4, 3)
+    assert all(a is b for a, b in zip(arrays, (q, k, v, out, lse)))
     monkeypatch.undo()
-    fp.launch_persistent(*args[:11], dict(args[11], device="cpu"))
+    run = fp.persistent_launch(*args[:2], None, *args[3:9], dict(args[9], device="cpu"))
+    assert run(q, k, v, out, lse) is out
     plain, plain_lse = np.zeros_like(q), np.zeros_like(lse)
     fa.attention_forward(q, k, v, plain, plain_lse, sm_scale=0.3, block_m=32, block_n=16, **CPU)
     np.testing.assert_array_equal(out, plain)
@@ -409,6 +453,37 @@ def test_attention_descriptors_in_a_cuda_graph_and_on_a_side_stream(causal):
         done = out2 * 1  # ordered after the launch on the side stream
     side.synchronize()
     assert (done.double() - ref.double()).abs().max().item() < ATOL["float16"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("group", [1, 2])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("D", [64, 128])
+def test_attention_gpu_kept_plans_read_each_calls_tensors(D, causal, group):
+    # attention_forward keeps its launch per signature: two sets of contiguous inputs in
+    # turn, with a strided set of the same shape between them (another plan: pointers), each
+    # output against SDPA's; then the first set again with a strided out.
+    torch = torch_or_skip()
+    F = torch.nn.functional
+    torch.manual_seed(4)
+    B, H, S = 2, 4, 512
+    shapes = ((B, H, S, D), (B, H // group, S, D), (B, H // group, S, D))
+    sets = [tuple(torch.randn(*s, device="cuda", dtype=torch.float16) for s in shapes)
+            for _ in range(2)]
+    strided = tuple(torch.randn(s[0], s[2], s[1], s[3], device="cuda",
+                                dtype=torch.float16).transpose(1, 2) for s in shapes)
+    for q, k, v in (sets[0], strided, sets[1], sets[0], strided, sets[1]):
+        out = torch.full_like(q, float("nan"), memory_format=torch.contiguous_format)
+        fa.attention_forward(q, k, v, out, causal=causal)
+        ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                             enable_gqa=group > 1)
+        assert (out.double() - ref.double()).abs().max().item() < ATOL["float16"]
+    q, k, v = sets[0]
+    out = torch.full((B, S, H, D), float("nan"), device="cuda",
+                     dtype=torch.float16).transpose(1, 2)
+    fa.attention_forward(q, k, v, out, causal=causal)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=group > 1)
+    assert (out.double() - ref.double()).abs().max().item() < ATOL["float16"]
 
 
 @pytest.mark.gpu

@@ -43,3 +43,16 @@ def require_torch():
     if torch is None:
         raise RuntimeError("kiln_kernels' autograd wrappers need torch")
     return torch
+
+
+def matrix_descriptor(rows, cols, block_rows):
+    """A function of a contiguous tensor of rows * cols elements (of any rank): its
+    kiln.TensorDescriptor as a (rows, cols) matrix read in (block_rows, cols) blocks. Kiln's
+    lists are built and checked here, once (TensorDescriptor.with_base rebases them per
+    call); a library whose descriptor class has no with_base (Triton's, in bench's twins of
+    these modules) builds one per call over the tensor's (rows, cols) view."""
+    TD = kiln.TensorDescriptor
+    shape, strides, block = [rows, cols], [cols, 1], [block_rows, cols]
+    if hasattr(TD, "with_base"):
+        return TD(None, shape=shape, strides=strides, block_shape=block).with_base
+    return lambda x: TD(x.view(rows, cols), shape=shape, strides=strides, block_shape=block)

@@ -45,11 +45,14 @@ key/value head h // (H / H_KV)).
 """
 import functools
 import math
+import sys
 
 import kiln
 import kiln.language as tl
 
-from ._utils import torch
+from ._utils import matrix_descriptor, torch
+
+_Tensor = None if torch is None else torch.Tensor
 
 
 @kiln.jit
@@ -512,7 +515,63 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
     that order over all the query blocks a program owns, one program an SM
     (flash_attention_persistent). longest_first (default: causal through descriptors)
     launches the query blocks of each head last-first: the causal blocks with the most keys
-    go first."""
+    go first.
+
+    The checks and choices depend only on the arrays' shapes, dtypes, devices and
+    contiguity and on the options: for torch tensors they are made once per such signature
+    and the launch kept (_plan_key), so a repeated call costs little more than its launch."""
+    options = (causal, sm_scale, block_m, block_n, num_warps, num_stages, overlap, descriptors,
+               longest_first)
+    key = _plan_key(q, k, v, out, lse, options, launch)
+    run = _plans.get(key) if key is not None else None
+    if run is None:
+        run = _plan(q, k, v, out, lse, *options, launch)
+        if key is not None:
+            if len(_plans) >= _MAX_PLANS:
+                _plans.clear()
+            _plans[key] = run
+    return run(q, k, v, out, lse)
+
+
+_plans = {}
+_MAX_PLANS = 256
+_SCALARS = frozenset((type(None), bool, int, float, str))
+
+
+def _plan_key(q, k, v, out, lse, options, launch):
+    """What attention_forward's checks and choices read, for torch tensors or numpy arrays
+    (all of one type) whose options and launch arguments are plain scalars (else None: no
+    plan is kept): the shapes, the dtypes of q, k and v, whether the arrays are contiguous,
+    lse's shape and dtype; for torch, q's device and whether k, v and out are CUDA tensors
+    (the strides of the pointer path are read per call)."""
+    t = type(q)
+    if not (t is type(k) is type(v) is type(out) and (lse is None or type(lse) is t)
+            and _SCALARS.issuperset(map(type, options))):
+        return None
+    if launch:
+        if not _SCALARS.issuperset(map(type, launch.values())):
+            return None
+        launch = tuple(launch.items())
+    else:
+        launch = None
+    if t is _Tensor:
+        where = (q.device, k.is_cuda, v.is_cuda, out.is_cuda, q.is_contiguous(),
+                 k.is_contiguous(), v.is_contiguous(), out.is_contiguous(),
+                 lse is None or (lse.shape, lse.dtype, lse.is_contiguous()))
+    elif t is getattr(sys.modules.get("numpy"), "ndarray", None):
+        where = (q.flags.c_contiguous, k.flags.c_contiguous, v.flags.c_contiguous,
+                 out.flags.c_contiguous,
+                 lse is None or (lse.shape, lse.dtype, lse.flags.c_contiguous))
+    else:
+        return None
+    return (q.shape, k.shape, v.shape, out.shape, q.dtype, k.dtype, v.dtype, where, options,
+            launch)
+
+
+def _plan(q, k, v, out, lse, causal, sm_scale, block_m, block_n, num_warps, num_stages,
+          overlap, descriptors, longest_first, launch):
+    """attention_forward's checks and choices for these arrays: its launch, a function of (q,
+    k, v, out, lse) returning out, for arrays of the same signature (_plan_key)."""
     B, H, S, D = check_shapes("attention", q, k, v, out)
     if overlap not in (None, False, True, "fa3", "persistent"):
         raise ValueError(f"attention: expected overlap None, False, True, 'fa3' or "
@@ -559,36 +618,49 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
     if not (sm_scale > 0 and math.isfinite(sm_scale)):
         raise ValueError(f"attention: expected a positive, finite sm_scale, found {sm_scale}")
     if B * H == 0 or S == 0:
-        return out
+        return _nothing
     grid = (kiln.cdiv(S, bm), B * H)
     if longest_first is None:  # (session 25, interleaved: +0-4% through descriptors, -2.5 to
         longest_first = bool(causal) and descriptors  # +2.7% through pointers)
-    longest_first = bool(longest_first)
+    meta = dict(HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=bool(causal),
+                GROUP=H // int(k.shape[1]), LONGEST_FIRST=bool(longest_first), num_warps=nw,
+                num_stages=ns, **launch)
+    scale = float(sm_scale)
     if overlap == "persistent":
         from . import flash_attention_persistent as fp
         if descriptors:  # (contiguous CUDA tensors; shapes, tiles and lse checked above)
-            return fp.launch_persistent(q, k, v, out, lse, sm_scale, None, bm, bn, nw, ns,
-                                        launch)
-        return fp.attention_forward_persistent(q, k, v, out, lse, sm_scale, block_m=bm,
-                                               block_n=bn, num_warps=nw, num_stages=ns,
-                                               **launch)
+            return fp.persistent_launch((B, H, S, D), int(k.shape[1]), q.device, scale, None,
+                                        bm, bn, nw, ns, launch)
+
+        def persistent(q, k, v, out, lse):
+            return fp.attention_forward_persistent(q, k, v, out, lse, scale, block_m=bm,
+                                                   block_n=bn, num_warps=nw, num_stages=ns,
+                                                   **launch)
+        return persistent
     if descriptors:
-        def desc(x, rows):
-            return kiln.TensorDescriptor(x.view(-1, D), shape=[x.numel() // D, D],
-                                         strides=[D, 1], block_shape=[rows, D])
-        _attn_fwd_desc[grid](desc(q, bm), desc(k, bn), desc(v, bn), desc(out, bm), lse,
-                             float(sm_scale), H, S, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
-                             CAUSAL=bool(causal), GROUP=H // int(k.shape[1]),
-                             OVERLAP=2 if overlap == "fa3" else bool(overlap),
-                             LONGEST_FIRST=longest_first,
-                             num_warps=nw, num_stages=ns, **launch)
+        # each array as a (rows, D) matrix (of contiguous tensors)
+        qd = matrix_descriptor(B * H * S, D, bm)
+        kd = matrix_descriptor(B * int(k.shape[1]) * S, D, bn)
+        kernel = _attn_fwd_desc[grid]
+        meta["OVERLAP"] = 2 if overlap == "fa3" else bool(overlap)
+
+        def through_descriptors(q, k, v, out, lse):
+            kernel(qd(q), kd(k), kd(v), qd(out), lse, scale, H, S, **meta)
+            return out
+        return through_descriptors
+    kernel = _attn_fwd[grid]
+    meta.update(EVEN_N=S % bn == 0,
+                OVERLAP=overlap_default(D, cpu) if overlap is None else bool(overlap))
+
+    def through_pointers(q, k, v, out, lse):
+        kernel(q, k, v, out, lse, scale, *_strides(q), *_strides(k), *_strides(v),
+               *_strides(out), B, H, S, **meta)
         return out
-    _attn_fwd[grid](q, k, v, out, lse, float(sm_scale), *_strides(q), *_strides(k),
-                    *_strides(v), *_strides(out), B, H, S, HEAD_DIM=D, BLOCK_M=bm,
-                    BLOCK_N=bn, CAUSAL=bool(causal), EVEN_N=S % bn == 0,
-                    OVERLAP=overlap_default(D, cpu) if overlap is None else bool(overlap),
-                    GROUP=H // int(k.shape[1]), LONGEST_FIRST=longest_first, num_warps=nw,
-                    num_stages=ns, **launch)
+    return through_pointers
+
+
+def _nothing(q, k, v, out, lse):
+    """The launch of an attention of no rows: none."""
     return out
 
 

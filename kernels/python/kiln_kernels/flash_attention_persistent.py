@@ -26,6 +26,8 @@ import math
 import kiln
 import kiln.language as tl
 
+from ._utils import matrix_descriptor
+
 
 @kiln.jit
 def _load_q(Q, row, offs_r, offs_d, HEAD_DIM: tl.constexpr):
@@ -153,27 +155,30 @@ def attention_forward_persistent(q, k, v, out, lse=None, sm_scale=None, programs
     check_lse("attention_persistent", lse, B, H, S)
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
-    return launch_persistent(q, k, v, out, lse, sm_scale, programs, block_m, block_n,
-                             num_warps, num_stages, launch)
+    device = None if launch.get("device") == "cpu" else q.device
+    return persistent_launch((B, H, S, D), int(k.shape[1]), device, sm_scale, programs,
+                             block_m, block_n, num_warps, num_stages, launch)(q, k, v, out, lse)
 
 
-def launch_persistent(q, k, v, out, lse, sm_scale, programs, block_m, block_n, num_warps,
+def persistent_launch(shape, kv_heads, device, sm_scale, programs, block_m, block_n, num_warps,
                       num_stages, launch):
-    """The launch of attention_forward_persistent, its arguments checked by the caller
-    (attention_forward checks them once for every path)."""
-    B, H, S, D = map(int, q.shape)
+    """The launch of attention_forward_persistent for contiguous arrays of q's `shape` (B, H,
+    S, D) and k's and v's `kv_heads`, checked by the caller (attention_forward checks them
+    once for every path and keeps this function per shape): a function of (q, k, v, out, lse)
+    that launches and returns out. `programs` None: `device`'s multiprocessor count (132 for
+    None, the CPU backend)."""
+    B, H, S, D = shape
     n_tiles = B * H * (S // block_m)
     if programs is None:
-        programs = 132 if launch.get("device") == "cpu" else _multiprocessors(q.device)
+        programs = 132 if device is None else _multiprocessors(device)
     programs = max(1, min(int(programs), n_tiles))
+    kd = matrix_descriptor(B * kv_heads * S, D, block_n)  # k and v as matrices
+    kernel = _attn_fwd_persistent[(programs,)]
+    scale = float(sm_scale)
+    meta = dict(HEAD_DIM=D, BLOCK_M=block_m, BLOCK_N=block_n, GROUP=H // kv_heads,
+                num_warps=num_warps, num_stages=num_stages, **launch)
 
-    def desc(x, rows):
-        flat = x.reshape(-1, D)
-        return kiln.TensorDescriptor(flat, shape=[flat.shape[0], D], strides=[D, 1],
-                                     block_shape=[rows, D])
-    _attn_fwd_persistent[(programs,)](q, desc(k, block_n), desc(v, block_n), out, lse,
-                                      float(sm_scale), H, S, n_tiles, HEAD_DIM=D,
-                                      BLOCK_M=block_m, BLOCK_N=block_n,
-                                      GROUP=H // int(k.shape[1]), num_warps=num_warps,
-                                      num_stages=num_stages, **launch)
-    return out
+    def run(q, k, v, out, lse):
+        kernel(q, kd(k), kd(v), out, lse, scale, H, S, n_tiles, **meta)
+        return out
+    return run
