@@ -69,6 +69,23 @@ def test_blocks_cover_a_ragged_tensor():
     assert (out.base[:, 100:] == 7.0).all()  # the padding beyond the extent is not written
 
 
+def test_with_base_reads_its_own_tensor():
+    # with_base: the descriptor's shape, strides and block over another tensor (here a 3-d
+    # array seen as the same 2-d matrix), the original untouched
+    rng = np.random.default_rng(5)
+    a, b = (rng.standard_normal((2, 32, 64)).astype(np.float32) for _ in range(2))
+    out = np.zeros((64, 64), np.float32)
+    template = kiln.TensorDescriptor(None, shape=[64, 64], strides=[64, 1],
+                                     block_shape=[16, 32])
+    od = template.with_base(out)
+    for x in (a, b):
+        d = template.with_base(x)
+        assert (d.base is x and d.shape == [64, 64] and d.strides == [64, 1]
+                and d.block_shape == [16, 32] and template.base is None)
+        scale_kernel[(4, 2)](d, od, BM=16, BN=32, **CPU)
+        np.testing.assert_array_equal(out, 2 * x.reshape(64, 64))
+
+
 @pytest.mark.parametrize("oi,oj", [(0, 0), (-3, 5), (30, 90), (-20, -40), (40, 0)])
 def test_outside_the_tensor_reads_zero(oi, oj):
     rng = np.random.default_rng(1)
