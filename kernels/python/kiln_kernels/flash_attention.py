@@ -518,8 +518,9 @@ def attention_forward(q, k, v, out, lse=None, causal=False, sm_scale=None, block
     go first.
 
     The checks and choices depend only on the arrays' shapes, dtypes, devices and
-    contiguity and on the options: for torch tensors they are made once per such signature
-    and the launch kept (_plan_key), so a repeated call costs little more than its launch."""
+    contiguity and on the options: for torch tensors and numpy arrays they are made once per
+    such signature and the launch kept (_plan_key), so a repeated call costs little more than
+    its launch."""
     options = (causal, sm_scale, block_m, block_n, num_warps, num_stages, overlap, descriptors,
                longest_first)
     key = _plan_key(q, k, v, out, lse, options, launch)
